@@ -1,0 +1,64 @@
+# The two commands a newcomer needs: `make dev` (the whole platform, locally) and `make test`.
+# Everything else here is a part of those two.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+export SVC_STATE_DIR ?= $(CURDIR)/.svc
+export KUBECONFIG ?= $(SVC_STATE_DIR)/kubeconfig
+
+.PHONY: help dev down status deps build k8s cluster cluster-down postgres postgres-down migrate \
+        crds gen-types test test-unit kind-up
+
+help:
+	@echo "make dev     run the whole platform locally (cluster, PostgreSQL, platform components)"
+	@echo "make test    install what is missing, start what the tests need, run every test"
+	@echo "make down    stop everything make dev started;  make status  what runs"
+
+deps:
+	@hack/install-deps.sh
+
+build: deps
+	@npx --no-install tsc -p tsconfig.json
+
+k8s:
+	@hack/build-k8s.sh
+
+cluster: deps
+	@hack/cluster.sh up
+
+cluster-down:
+	@hack/cluster.sh down
+
+crds:
+	@hack/cluster.sh crds
+
+postgres: deps
+	@hack/postgres.sh up
+
+postgres-down:
+	@hack/postgres.sh down
+
+migrate: build postgres
+	@node dist/lib/db/migrate-cli.js up
+
+gen-types: build
+	@node dist/hack/gen-types.js
+
+dev: build cluster postgres migrate
+	@hack/dev.sh
+
+down:
+	@hack/dev.sh down
+	@hack/postgres.sh down
+	@hack/cluster.sh down
+
+status:
+	@hack/cluster.sh status; hack/postgres.sh status; hack/dev.sh status
+
+test: build cluster postgres
+	@hack/test.sh
+
+test-unit: build
+	@hack/test.sh unit
+
+kind-up:
+	@hack/kind-up.sh

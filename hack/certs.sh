@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Generates the local control plane's PKI once: a CA, serving and client certificates, and the
+# service-account signing key. Existing files are kept, so restarting the cluster keeps every
+# kubeconfig and token valid.
+source "$(dirname "$0")/lib.sh"
+mkdir -p "$PKI"
+cd "$PKI"
+
+newkey() { [ -f "$1.key" ] || openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1.key" 2>/dev/null; }
+
+if [ ! -f ca.crt ]; then
+  newkey ca
+  openssl req -x509 -new -key ca.key -subj "/CN=svc-local-ca" -days 3650 -out ca.crt \
+    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature"
+fi
+
+# issue NAME SUBJECT USAGE [SANS] : a certificate signed by the CA.
+issue() {
+  local name=$1 subject=$2 usage=$3 sans=${4:-}
+  [ -f "$name.crt" ] && return 0
+  newkey "$name"
+  local ext="basicConstraints=CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment
+extendedKeyUsage=$usage"
+  [ -n "$sans" ] && ext="$ext
+subjectAltName=$sans"
+  openssl req -new -key "$name.key" -subj "$subject" 2>/dev/null |
+    openssl x509 -req -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 -out "$name.crt" \
+      -extfile <(printf '%s\n' "$ext") 2>/dev/null
+}
+
+issue apiserver "/CN=kube-apiserver" serverAuth \
+  "IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+issue admin "/O=system:masters/CN=kubernetes-admin" clientAuth
+issue kube-controller-manager "/CN=system:kube-controller-manager" clientAuth
+issue kube-scheduler "/CN=system:kube-scheduler" clientAuth
+issue apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" clientAuth
+
+if [ ! -f sa.key ]; then
+  newkey sa
+  openssl pkey -in sa.key -pubout -out sa.pub 2>/dev/null
+fi
+chmod 600 ./*.key

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what the local platform and the tests need on a fresh machine, and nothing when it is
+# all there: Debian packages with apt-get, npm packages with npm ci (skipped while package-lock.json
+# is unchanged). Go must already be on the machine; Kubernetes is built by hack/build-k8s.sh.
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+
+missing=()
+command -v openssl >/dev/null || missing+=(openssl)
+command -v curl >/dev/null || missing+=(curl)
+command -v runuser >/dev/null || missing+=(util-linux)
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+if ((${#missing[@]})); then
+  sudo=()
+  [ "$(id -u)" = 0 ] || sudo=(sudo)
+  say "deps: installing Debian packages: ${missing[*]}"
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+command -v go >/dev/null || { say "deps: Go is required (1.26 or newer) to build Kubernetes; install it from go.dev" >&2; exit 1; }
+command -v node >/dev/null || { say "deps: Node.js 20 or newer is required" >&2; exit 1; }
+
+stamp=node_modules/.svc-package-lock.sha256
+want=$(sha256sum package-lock.json | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  say "deps: npm ci"
+  npm ci --no-audit --no-fund --loglevel=error
+  echo "$want" >"$stamp"
+fi

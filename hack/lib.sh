@@ -1,0 +1,104 @@
+# Shared by the local-platform scripts: paths, ports, and a tiny process supervisor.
+# Every part runs as its own session (setsid) with a pid file in .svc/run and a log in .svc/logs,
+# so `down` can stop a part with its whole process group, and a part that dies is reported with the
+# tail of its log instead of being hidden.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+STATE=${SVC_STATE_DIR:-$ROOT/.svc}
+case "$STATE" in /*) ;; *) STATE="$ROOT/$STATE" ;; esac
+RUN="$STATE/run"
+LOGS="$STATE/logs"
+PKI="$STATE/pki"
+CACHE=${SVC_CACHE:-$HOME/.cache/svc-platform}
+K8S_VERSION=${K8S_VERSION:-v1.36.3}
+K8S_BIN="$CACHE/k8s-$K8S_VERSION/bin"
+
+ETCD_PORT=${SVC_ETCD_PORT:-2379}
+ETCD_PEER_PORT=${SVC_ETCD_PEER_PORT:-2380}
+APISERVER_PORT=${SVC_APISERVER_PORT:-6443}
+KCM_PORT=${SVC_KCM_PORT:-10257}
+SCHEDULER_PORT=${SVC_SCHEDULER_PORT:-10259}
+PG_PORT=${SVC_PG_PORT:-55432}
+SERVICE_CIDR=${SVC_SERVICE_CIDR:-10.96.0.0/16}
+
+mkdir -p "$RUN" "$LOGS"
+
+say() { printf '%s\n' "$*"; }
+
+pid_of() { [ -f "$RUN/$1.pid" ] && cat "$RUN/$1.pid"; }
+
+is_running() {
+  local pid
+  pid=$(pid_of "$1") || return 1
+  kill -0 "$pid" 2>/dev/null
+}
+
+log_tail() {
+  say "---- last lines of $LOGS/$1.log ----"
+  tail -n "${2:-25}" "$LOGS/$1.log" 2>/dev/null || true
+  say "----"
+}
+
+# start_daemon NAME CMD... : start CMD in its own session unless NAME already runs.
+start_daemon() {
+  local name=$1; shift
+  if is_running "$name"; then
+    say "$name: already running (pid $(pid_of "$name"))"
+    return 0
+  fi
+  printf '\n==== %s starting %s ====\n' "$(date -u +%FT%TZ)" "$name" >>"$LOGS/$name.log"
+  setsid "$@" >>"$LOGS/$name.log" 2>&1 </dev/null &
+  echo $! >"$RUN/$name.pid"
+}
+
+# wait_ready NAME SECONDS CHECK... : poll CHECK until it succeeds; fail with the log tail if NAME
+# dies or the time runs out.
+wait_ready() {
+  local name=$1 seconds=$2; shift 2
+  local deadline=$((SECONDS + seconds))
+  until "$@" >/dev/null 2>&1; do
+    if ! is_running "$name"; then
+      say "$name: exited during start-up"
+      log_tail "$name"
+      return 1
+    fi
+    if ((SECONDS >= deadline)); then
+      say "$name: not ready after ${seconds}s"
+      log_tail "$name"
+      return 1
+    fi
+    sleep 0.3
+  done
+  say "$name: ready (pid $(pid_of "$name"))"
+}
+
+# stop_daemon NAME [GRACE] : SIGTERM the part's process group, SIGKILL after GRACE seconds.
+stop_daemon() {
+  local name=$1 grace=${2:-10} pid
+  pid=$(pid_of "$name") || return 0
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+    local deadline=$((SECONDS + grace))
+    while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.2; done
+    if kill -0 "$pid" 2>/dev/null; then
+      say "$name: did not stop within ${grace}s, killing"
+      kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+    fi
+    say "$name: stopped"
+  fi
+  rm -f "$RUN/$name.pid"
+}
+
+# status_line NAME : one line saying whether NAME runs; a dead part shows its log tail.
+status_line() {
+  if is_running "$1"; then
+    say "$1: running (pid $(pid_of "$1"))"
+  elif [ -f "$RUN/$1.pid" ]; then
+    say "$1: DEAD (pid file left behind)"
+    log_tail "$1" 10
+    return 1
+  else
+    say "$1: stopped"
+  fi
+}

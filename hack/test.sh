@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Runs the test suite with the Node test runner and ends with its summary.
+#   test.sh        unit and integration tests (make test starts the cluster and PostgreSQL first)
+#   test.sh unit   unit tests only, nothing started
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+
+dirs=(dist/test/unit)
+[ "${1:-all}" = unit ] || dirs+=(dist/test/integration)
+mapfile -t files < <(find "${dirs[@]}" -name '*.test.js' 2>/dev/null | sort)
+((${#files[@]})) || { say "test: no test files under ${dirs[*]} (did the build run?)" >&2; exit 1; }
+
+export KUBECONFIG="$STATE/kubeconfig"
+export SVC_K8S_BIN="$K8S_BIN"
+# Tests create a fresh database of their own on this server and drop it afterwards.
+export SVC_TEST_PG_ADMIN_URL=${SVC_TEST_PG_ADMIN_URL:-postgres://svc@127.0.0.1:$PG_PORT/postgres}
+export SVC_LOG_LEVEL=${SVC_LOG_LEVEL:-silent}
+
+say "test: ${#files[@]} files"
+exec node --enable-source-maps --test --test-reporter=spec "${files[@]}"

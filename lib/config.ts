@@ -1,0 +1,63 @@
+// The one configuration loader. Every component reads its settings from the environment through
+// loadConfig(), validated once at start-up; a bad or missing setting stops the process with a
+// message naming the variable, instead of failing later somewhere deep.
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { z } from 'zod';
+
+const logLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
+
+const envSchema = z.object({
+  SVC_STATE_DIR: z.string().min(1).default('.svc'),
+  SVC_LOG_LEVEL: logLevel.default('info'),
+  SVC_DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
+    .default('postgres://svc@127.0.0.1:55432/svc'),
+  KUBECONFIG: z.string().min(1).optional(),
+});
+
+export interface Config {
+  /** Where local state lives: kubeconfig, tokens, data of the local platform. */
+  readonly stateDir: string;
+  readonly logLevel: z.infer<typeof logLevel>;
+  readonly databaseUrl: string;
+  /**
+   * Path of the kubeconfig to use. Defaults to `<stateDir>/kubeconfig` when that is the local
+   * platform's; undefined means in-cluster credentials (or the client's default loading rules).
+   */
+  readonly kubeconfig: string | undefined;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n${problems.map((p) => `  ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+export function loadConfig(
+  env: Record<string, string | undefined> = process.env,
+  opts: { exists?: (file: string) => boolean } = {},
+): Config {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    throw new ConfigError(
+      parsed.error.issues.map((issue) => {
+        const name = issue.path.join('.');
+        const got = env[name];
+        return `${name}: ${issue.message}${got === undefined ? '' : ` (got ${JSON.stringify(got)})`}`;
+      }),
+    );
+  }
+  const e = parsed.data;
+  const stateDir = path.resolve(e.SVC_STATE_DIR);
+  const localKubeconfig = path.join(stateDir, 'kubeconfig');
+  const exists = opts.exists ?? existsSync;
+  return Object.freeze({
+    stateDir,
+    logLevel: e.SVC_LOG_LEVEL,
+    databaseUrl: e.SVC_DATABASE_URL,
+    kubeconfig: e.KUBECONFIG ?? (exists(localKubeconfig) ? localKubeconfig : undefined),
+  });
+}

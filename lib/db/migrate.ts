@@ -1,0 +1,38 @@
+// Migrations are compiled with the code and listed here in order, rather than discovered on disk,
+// so what runs is exactly what was type-checked, with no file-extension or path guessing.
+import type { Knex } from 'knex';
+import type { Db } from './connection.js';
+import * as m0001 from './migrations/0001_accounts.js';
+import * as m0002 from './migrations/0002_events.js';
+
+interface Migration {
+  up(db: Knex): Promise<void>;
+  down(db: Knex): Promise<void>;
+}
+
+const migrations: ReadonlyArray<readonly [string, Migration]> = [
+  ['0001_accounts', m0001],
+  ['0002_events', m0002],
+];
+
+const source: Knex.MigrationSource<readonly [string, Migration]> = {
+  getMigrations: async () => [...migrations],
+  getMigrationName: ([name]) => name,
+  getMigration: async ([, migration]) => migration,
+};
+
+const config = { migrationSource: source, tableName: 'knex_migrations' };
+
+/** Applies every pending migration; returns the names applied. */
+export async function migrateLatest(db: Db): Promise<string[]> {
+  const [, applied] = (await db.migrate.latest(config)) as [number, string[]];
+  return applied;
+}
+
+/** Reverts every applied migration; returns the names reverted. */
+export async function migrateDownAll(db: Db): Promise<string[]> {
+  const [, reverted] = (await db.migrate.rollback(config, true)) as [number, string[]];
+  return reverted;
+}
+
+export const migrationNames = migrations.map(([name]) => name);

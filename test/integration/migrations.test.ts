@@ -1,0 +1,52 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Db } from '../../lib/db/connection.js';
+import { migrateDownAll, migrateLatest, migrationNames } from '../../lib/db/migrate.js';
+import { freshDatabase } from '../support/db.js';
+
+async function tables(db: Db): Promise<string[]> {
+  const rows = (await db('information_schema.tables')
+    .where({ table_schema: 'public' })
+    .whereNot('table_name', 'like', 'knex_%')
+    .orderBy('table_name')
+    .select('table_name')) as Array<{ table_name: string }>;
+  return rows.map((r) => r.table_name);
+}
+
+describe('database migrations (real PostgreSQL)', () => {
+  let fresh: Awaited<ReturnType<typeof freshDatabase>>;
+  before(async () => {
+    fresh = await freshDatabase();
+  });
+  after(async () => {
+    await fresh?.dispose();
+  });
+
+  it('apply every migration on an empty database, then nothing on a second run', async () => {
+    assert.deepEqual(await migrateLatest(fresh.db), migrationNames);
+    assert.deepEqual(await tables(fresh.db), ['accounts', 'events']);
+    assert.deepEqual(await migrateLatest(fresh.db), []);
+  });
+
+  it('create working tables: events reference accounts and get increasing ids', async () => {
+    await fresh.db('accounts').insert({ id: 'acct_1', email: 'a@example.test', name: 'A', namespace: 'acct-1' });
+    const ids = [];
+    for (const type of ['app.created', 'app.deployed']) {
+      const [row] = (await fresh.db('events').insert({ account_id: 'acct_1', type }).returning('id')) as Array<{ id: string }>;
+      ids.push(Number(row?.id));
+    }
+    assert.ok(ids[1]! > ids[0]!);
+    await assert.rejects(fresh.db('events').insert({ account_id: 'nobody', type: 'x' }), /foreign key/);
+    await assert.rejects(
+      fresh.db('accounts').insert({ id: 'acct_2', email: 'a@example.test', name: 'B', namespace: 'acct-2' }),
+      /unique/,
+    );
+  });
+
+  it('revert cleanly down to an empty schema and apply again', async () => {
+    assert.deepEqual(await migrateDownAll(fresh.db), [...migrationNames].reverse());
+    assert.deepEqual(await tables(fresh.db), []);
+    assert.deepEqual(await migrateLatest(fresh.db), migrationNames);
+    assert.deepEqual(await tables(fresh.db), ['accounts', 'events']);
+  });
+});
