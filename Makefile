@@ -17,7 +17,7 @@ deps:
 	@hack/install-deps.sh
 
 build: deps
-	@npx --no-install tsc -p tsconfig.json
+	@node_modules/.bin/tsc -p tsconfig.json
 
 k8s:
 	@hack/build-k8s.sh

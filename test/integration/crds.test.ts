@@ -1,0 +1,177 @@
+// Each custom resource kind against the real apiserver: valid objects are accepted (with schema
+// defaults applied), invalid ones are refused by schema validation with a message naming the
+// field, and kubectl shows the printer columns and the svc-all category.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import * as k8s from '@kubernetes/client-node';
+import { apiVersion, group, kinds, version, type Kind } from '../../lib/resources/index.js';
+import { kubeConfig, kubectl, messageOf, statusOf, testNamespace } from '../support/kube.js';
+
+const digest = `sha256:${'a'.repeat(64)}`;
+
+const valid: Record<Kind, Record<string, unknown>> = {
+  App: { kind: 'static', source: { digest } },
+  Build: { app: 'shop', source: { git: { url: 'https://git.example.test/shop.git', ref: 'main' } } },
+  Sandbox: { runtime: 'node20' },
+  Database: {},
+};
+
+// [kind, spec (or a whole object for metadata cases), the field the message must name]
+const invalid: Array<[Kind, string, Record<string, unknown>, RegExp]> = [
+  ['App', 'unknown kind', { kind: 'wasm', source: { digest } }, /spec\.kind: Unsupported value: "wasm"/],
+  ['App', 'bad digest', { kind: 'static', source: { digest: 'md5:abc' } }, /spec\.source\.digest/],
+  ['App', 'container without image', { kind: 'container' }, /spec\.image is required when spec\.kind is container/],
+  ['App', 'port out of range', { kind: 'container', image: 'nginx', port: 70000 }, /spec\.port: Invalid value: 70000/],
+  ['App', 'too many machines', { kind: 'container', image: 'nginx', machines: 21 }, /spec\.machines/],
+  ['App', 'bad env name', { kind: 'container', image: 'nginx', env: [{ name: '1BAD', value: 'x' }] }, /spec\.env\[0\]\.name/],
+  ['App', 'bad domain', { kind: 'container', image: 'nginx', domains: ['not a domain'] }, /spec\.domains\[0\]/],
+  [
+    'App',
+    'auth rule admitting nobody',
+    { kind: 'container', image: 'nginx', auth: { rules: [{ mode: 'auth', paths: ['/**'], admit: {} }] } },
+    /spec\.auth\.rules\[0\]\.admit: Invalid value: a rule must admit at least one identity/,
+  ],
+  ['App', 'missing spec.kind', { image: 'nginx' }, /spec\.kind: Required value/],
+  ['Build', 'missing app', { source: { artifact: { digest } } }, /spec\.app: Required value/],
+  [
+    'Build',
+    'two sources',
+    { app: 'shop', source: { artifact: { digest }, git: { url: 'https://x.test/r.git' } } },
+    /spec\.source: Invalid value: exactly one of spec\.source\.artifact and spec\.source\.git/,
+  ],
+  ['Build', 'unknown strategy', { app: 'shop', source: { artifact: { digest } }, strategy: 'magic' }, /spec\.strategy: Unsupported value/],
+  ['Sandbox', 'missing runtime', {}, /spec\.runtime: Required value/],
+  ['Sandbox', 'timeout too short', { runtime: 'node20', idleTimeoutSeconds: 1 }, /spec\.idleTimeoutSeconds/],
+  ['Database', 'unknown engine', { engine: 'mysql' }, /spec\.engine: Unsupported value: "mysql"/],
+  ['Database', 'tiny storage', { storageBytes: 10 }, /spec\.storageBytes/],
+];
+
+describe('custom resources (real apiserver)', () => {
+  let ns: Awaited<ReturnType<typeof testNamespace>>;
+  let custom: k8s.CustomObjectsApi;
+
+  before(async () => {
+    const kc = kubeConfig();
+    custom = kc.makeApiClient(k8s.CustomObjectsApi);
+    ns = await testNamespace(kc.makeApiClient(k8s.CoreV1Api), 'crds');
+  });
+  after(async () => {
+    await ns?.dispose();
+  });
+
+  function create(kind: Kind, name: string, spec: Record<string, unknown>) {
+    return custom.createNamespacedCustomObject({
+      group,
+      version,
+      namespace: ns.name,
+      plural: kinds[kind].plural,
+      body: { apiVersion, kind, metadata: { name }, spec },
+    }) as Promise<{ spec: Record<string, unknown> }>;
+  }
+
+  for (const kind of Object.keys(kinds) as Kind[]) {
+    it(`accepts a valid ${kind} and applies schema defaults`, async () => {
+      const created = await create(kind, `valid-${kind.toLowerCase()}`, valid[kind]);
+      const defaults: Record<Kind, Record<string, unknown>> = {
+        App: { port: 8080, machines: 1 },
+        Build: { strategy: 'bundle', deploy: false, timeoutSeconds: 1800 },
+        Sandbox: { network: false, idleTimeoutSeconds: 900 },
+        Database: { engine: 'postgres', deletionPolicy: 'Drop' },
+      };
+      for (const [field, value] of Object.entries(defaults[kind])) {
+        assert.equal(created.spec[field], value, `${kind} spec.${field} defaults to ${String(value)}`);
+      }
+    });
+  }
+
+  for (const [kind, title, spec, message] of invalid) {
+    it(`refuses a ${kind} with ${title}, naming the field`, async () => {
+      const name = `bad-${kind.toLowerCase()}-${title.replace(/[^a-z]+/g, '-')}`.slice(0, 60).replace(/-$/, '');
+      await assert.rejects(create(kind, name, spec), (err: unknown) => {
+        assert.equal(statusOf(err), 422, messageOf(err));
+        assert.match(messageOf(err), message);
+        return true;
+      });
+    });
+  }
+
+  it('refuses an App whose name is not a DNS label', async () => {
+    await assert.rejects(create('App', 'x'.repeat(64), valid.App), (err: unknown) => {
+      assert.equal(statusOf(err), 422);
+      assert.match(messageOf(err), /metadata\.name/);
+      return true;
+    });
+  });
+
+  it('keeps a Build immutable after creation', async () => {
+    await create('Build', 'immutable', { app: 'shop', source: { artifact: { digest } } });
+    await assert.rejects(
+      custom.patchNamespacedCustomObject(
+        {
+          group,
+          version,
+          namespace: ns.name,
+          plural: 'builds',
+          name: 'immutable',
+          body: [{ op: 'replace', path: '/spec/app', value: 'other' }],
+        },
+        k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch),
+      ),
+      (err: unknown) => {
+        assert.equal(statusOf(err), 422);
+        assert.match(messageOf(err), /a Build is immutable once created/);
+        return true;
+      },
+    );
+  });
+
+  it('writes status only through the status subresource', async () => {
+    await create('App', 'with-status', valid.App);
+    const status = {
+      observedGeneration: 1,
+      url: 'http://with-status.apps.localhost:8081',
+      ready: '1/1',
+      readyMachines: 1,
+      currentDeploy: 'dep-1',
+      conditions: [
+        { type: 'Ready', status: 'True', reason: 'MachinesReady', message: '1 of 1 machines ready', lastTransitionTime: new Date().toISOString() },
+      ],
+    };
+    const target = { group, version, namespace: ns.name, plural: 'apps', name: 'with-status' };
+    const patch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
+    // Through the main resource, status is dropped.
+    await custom.patchNamespacedCustomObject({ ...target, body: { status } }, patch);
+    const plain = (await custom.getNamespacedCustomObject(target)) as { status?: unknown };
+    assert.equal(plain.status, undefined);
+    await custom.patchNamespacedCustomObjectStatus({ ...target, body: { status } }, patch);
+    const withStatus = (await custom.getNamespacedCustomObject(target)) as { status: typeof status };
+    assert.equal(withStatus.status.ready, '1/1');
+    // A condition with an invalid status value is refused.
+    await assert.rejects(
+      custom.patchNamespacedCustomObjectStatus(
+        { ...target, body: { status: { conditions: [{ ...status.conditions[0], status: 'Maybe' }] } } },
+        patch,
+      ),
+      (err: unknown) => {
+        assert.equal(statusOf(err), 422);
+        assert.match(messageOf(err), /status\.conditions\[0\]\.status: Unsupported value: "Maybe"/);
+        return true;
+      },
+    );
+
+    const table = await kubectl('get', 'apps.svc.dev', '-n', ns.name, 'with-status');
+    const [header, row] = table.trim().split('\n');
+    assert.match(header ?? '', /^NAME\s+KIND\s+URL\s+READY\s+DEPLOY\s+AGE$/);
+    assert.match(row ?? '', /^with-status\s+static\s+http:\/\/with-status\.apps\.localhost:8081\s+1\/1\s+dep-1\s+\d+s$/);
+  });
+
+  it('lists every kind together through the svc-all category and short names', async () => {
+    const all = await kubectl('get', 'svc-all', '-n', ns.name, '-o', 'name');
+    for (const expected of ['app.svc.dev/valid-app', 'build.svc.dev/valid-build', 'sandbox.svc.dev/valid-sandbox', 'database.svc.dev/valid-database']) {
+      assert.ok(all.includes(expected), `kubectl get svc-all lists ${expected}:\n${all}`);
+    }
+    for (const short of ['svcapp', 'svcbuild', 'sbx', 'svcdb']) {
+      assert.ok((await kubectl('get', short, '-n', ns.name, '-o', 'name')).trim().length > 0, `short name ${short}`);
+    }
+  });
+});
