@@ -7,6 +7,9 @@ import { z } from 'zod';
 
 const logLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 
+const port = z.coerce.number().int().min(1, 'must be a port 1-65535').max(65535, 'must be a port 1-65535');
+const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
+
 const envSchema = z.object({
   SVC_STATE_DIR: z.string().min(1).default('.svc'),
   SVC_LOG_LEVEL: logLevel.default('info'),
@@ -15,6 +18,13 @@ const envSchema = z.object({
     .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
     .default('postgres://svc@127.0.0.1:55432/svc'),
   KUBECONFIG: z.string().min(1).optional(),
+  SVC_API_HOST: z.string().min(1).default('127.0.0.1'),
+  SVC_API_PORT: port.default(8080),
+  SVC_ADMIN_EMAIL: z.email('must be an email address').default('owner@localhost'),
+  SVC_API_BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(1024 ** 3).default(1024 * 1024),
+  SVC_API_RATE_PER_SECOND: z.coerce.number().positive().default(50),
+  SVC_API_RATE_BURST: z.coerce.number().int().min(1).default(100),
+  SVC_WEBHOOK_ALLOW_PRIVATE: bool.default(false),
 });
 
 export interface Config {
@@ -27,6 +37,17 @@ export interface Config {
    * platform's; undefined means in-cluster credentials (or the client's default loading rules).
    */
   readonly kubeconfig: string | undefined;
+  readonly api: {
+    readonly host: string;
+    readonly port: number;
+    /** The first account, created on first start with an empty database. */
+    readonly adminEmail: string;
+    readonly bodyLimitBytes: number;
+    /** Per-token request rate: a token bucket refilled at perSecond, holding burst. */
+    readonly rate: { readonly perSecond: number; readonly burst: number };
+  };
+  /** Allow webhook URLs on loopback and private networks (tests and local development only). */
+  readonly webhookAllowPrivate: boolean;
 }
 
 export class ConfigError extends Error {
@@ -59,5 +80,13 @@ export function loadConfig(
     logLevel: e.SVC_LOG_LEVEL,
     databaseUrl: e.SVC_DATABASE_URL,
     kubeconfig: e.KUBECONFIG ?? (exists(localKubeconfig) ? localKubeconfig : undefined),
+    api: Object.freeze({
+      host: e.SVC_API_HOST,
+      port: e.SVC_API_PORT,
+      adminEmail: e.SVC_ADMIN_EMAIL,
+      bodyLimitBytes: e.SVC_API_BODY_LIMIT_BYTES,
+      rate: Object.freeze({ perSecond: e.SVC_API_RATE_PER_SECOND, burst: e.SVC_API_RATE_BURST }),
+    }),
+    webhookAllowPrivate: e.SVC_WEBHOOK_ALLOW_PRIVATE,
   });
 }

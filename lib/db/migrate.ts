@@ -4,6 +4,9 @@ import type { Knex } from 'knex';
 import type { Db } from './connection.js';
 import * as m0001 from './migrations/0001_accounts.js';
 import * as m0002 from './migrations/0002_events.js';
+import * as m0003 from './migrations/0003_api_tokens.js';
+import * as m0004 from './migrations/0004_webhooks.js';
+import * as m0005 from './migrations/0005_usage.js';
 
 interface Migration {
   up(db: Knex): Promise<void>;
@@ -13,6 +16,9 @@ interface Migration {
 const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ['0001_accounts', m0001],
   ['0002_events', m0002],
+  ['0003_api_tokens', m0003],
+  ['0004_webhooks', m0004],
+  ['0005_usage', m0005],
 ];
 
 const source: Knex.MigrationSource<readonly [string, Migration]> = {

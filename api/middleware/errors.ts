@@ -1,0 +1,40 @@
+// The one error middleware: every failure below it becomes {"error": message} with the registry's
+// status. Errors from parsers (koa-body, raw-body) are translated by their status; anything else
+// is a 500 whose message carries no internals, only the request id that finds the log line.
+import type Koa from 'koa';
+import { ApiError, type ErrorCode } from '../errors.js';
+import type { ApiState } from '../state.js';
+
+function translate(err: unknown): ApiError | undefined {
+  if (err instanceof ApiError) return err;
+  const e = err as { status?: number; statusCode?: number; type?: string; expose?: boolean };
+  const status = e?.status ?? e?.statusCode;
+  if (typeof status !== 'number' || status >= 500) return undefined;
+  const byStatus: Record<number, ErrorCode> = { 400: 'invalid_request', 413: 'payload_too_large', 415: 'unsupported_media_type' };
+  if (e.type === 'entity.parse.failed' || (status === 400 && /JSON/i.test(String((err as Error).message)))) {
+    return new ApiError('invalid_json', 'malformed JSON in request body');
+  }
+  if (status === 413) return new ApiError('payload_too_large', 'request body too large');
+  const code = byStatus[status];
+  return code ? new ApiError(code, (err as Error).message) : undefined;
+}
+
+export function errorHandler(): Koa.Middleware<ApiState> {
+  return async (ctx, next) => {
+    try {
+      await next();
+    } catch (err) {
+      const apiError = translate(err);
+      if (apiError) {
+        ctx.status = apiError.status;
+        ctx.set(apiError.headers);
+        ctx.body = { error: apiError.message };
+        if (apiError.status >= 500) ctx.state.log.error({ err }, 'Request failed');
+        return;
+      }
+      ctx.state.log.error({ err }, 'Unhandled error');
+      ctx.status = 500;
+      ctx.body = { error: `internal error (request id ${ctx.state.requestId})` };
+    }
+  };
+}

@@ -1,0 +1,72 @@
+// One route table drives both the router and GET /openapi.json, so the document cannot drift from
+// the code. Each operation declares its action (what a token needs), its schemas, and its handler;
+// an operation without a handler belongs to a capability not built yet and answers 501.
+import type { z } from 'zod';
+import type { Account } from '../lib/accounts.js';
+import type { Action } from '../lib/tokens/token.js';
+import type { Principal } from '../lib/tokens/store.js';
+
+export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+export const tags = ['account', 'apps', 'deploys', 'builds', 'data', 'domains', 'sandboxes', 'events', 'system'] as const;
+export type Tag = (typeof tags)[number];
+
+/** Which issue brings an operation that is not implemented yet (listed in docs/api/not-implemented.md). */
+export type Pending = 'apps' | 'auth-proxy' | 'builds' | 'data' | 'domains' | 'sandboxes' | 'events';
+
+export interface Caller {
+  principal: Principal;
+  account: Account;
+}
+
+export interface HandlerInput<B, Q> {
+  body: B;
+  query: Q;
+  params: Record<string, string>;
+  caller: Caller;
+}
+
+export interface HandlerResult {
+  status?: number;
+  body: unknown;
+}
+
+interface OperationBase {
+  method: Method;
+  /** OpenAPI path template, e.g. /apps/{appID}. */
+  path: string;
+  operationId: string;
+  tag: Tag;
+  summary: string;
+  /** Path parameter naming an app, checked against a token's apps restriction. */
+  appParam?: string;
+  /** Acts on the whole account (tokens, webhooks, usage): refused to tokens restricted to apps. */
+  accountWide?: boolean;
+  /** Documents the successful response body. */
+  response?: z.ZodType;
+  /** Success status when it is not 200. */
+  status?: number;
+}
+
+export interface PublicOperation extends OperationBase {
+  action: null;
+  handler: () => Promise<HandlerResult> | HandlerResult;
+}
+
+export interface AuthenticatedOperation<B = unknown, Q = unknown> extends OperationBase {
+  action: Action;
+  body?: z.ZodType<B>;
+  query?: z.ZodType<Q>;
+  // Method syntax on purpose: it lets the table hold operations of every input type (bivariance),
+  // while op() still checks each handler against its own schemas.
+  handler?(input: HandlerInput<B, Q>): Promise<HandlerResult>;
+  /** Set on operations without a handler: the capability that will bring it. */
+  pending?: Pending;
+}
+
+export type Operation = PublicOperation | AuthenticatedOperation;
+
+/** Declares an authenticated operation with its handler typed by its schemas. */
+export function op<B = undefined, Q = undefined>(def: AuthenticatedOperation<B, Q>): Operation {
+  return def;
+}

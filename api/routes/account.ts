@@ -1,0 +1,278 @@
+// The account group: the caller's account, its API tokens, usage, webhooks and events.
+import { z } from 'zod';
+import { listEvents } from '../../lib/events.js';
+import { parseDuration } from '../../lib/duration.js';
+import { actions, type Restriction } from '../../lib/tokens/token.js';
+import { usageBetween, usageHistory, monthStart, meters } from '../../lib/usage.js';
+import { createWebhook, deleteWebhook, listWebhooks, WebhookExistsError, type Webhook } from '../../lib/webhooks/store.js';
+import { webhookUrlProblem } from '../../lib/webhooks/url-guard.js';
+import { conflict, invalid, notFound } from '../errors.js';
+import { op, type Operation } from '../operation.js';
+import type { Services } from '../services.js';
+
+const maxTokenLifetimeMs = 366 * 86400e3;
+const appName = z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'must be an app name (a DNS label)');
+
+const createTokenBody = z
+  .strictObject({
+    name: z.string().trim().min(1).max(100).optional(),
+    apps: z.array(appName).min(1).max(100).optional(),
+    actions: z.array(z.enum(actions)).min(1).optional(),
+    expires_in: z
+      .string()
+      .refine((v) => parseDuration(v) !== undefined, 'must be a duration like 30m, 12h or 90d')
+      .optional(),
+    expires_at: z.iso.datetime({ offset: true }).optional(),
+  })
+  .refine((b) => !(b.expires_in && b.expires_at), { message: 'give expires_in or expires_at, not both', path: ['expires_at'] });
+
+const createWebhookBody = z.strictObject({
+  url: z.string().min(1).max(2048),
+  events: z
+    .array(z.string().regex(/^[a-z_]+(\.[a-z_]+)*(\.\*)?$|^\*$/, 'must be an event type like app.deployed or app.*'))
+    .max(100)
+    .default([]),
+  description: z.string().max(500).optional(),
+});
+
+const eventsQuery = z.strictObject({
+  after: z.coerce.number().int().min(0).optional(),
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+  type: z.string().max(500).optional(),
+});
+
+const historyQuery = z.strictObject({ months: z.coerce.number().int().min(1).max(24).default(6) });
+
+const iso = (d: Date | null) => (d ? d.toISOString() : null);
+
+const accountSchema = z.object({ id: z.string(), email: z.string(), name: z.string(), namespace: z.string(), created_at: z.string() });
+const tokenSchema = z.object({
+  nonce: z.string(),
+  name: z.string().nullable(),
+  restrictions: z.array(z.string()),
+  created_at: z.string(),
+  expires_at: z.string(),
+  last_used_at: z.string().nullable(),
+  revoked: z.boolean(),
+});
+const meterSchema = z.object(Object.fromEntries(meters.map((m) => [m, z.number()])));
+const periodSchema = z.object({ start: z.string(), end: z.string(), meters: meterSchema });
+const webhookSchema = z.object({
+  id: z.string(),
+  url: z.string(),
+  events: z.array(z.string()),
+  description: z.string().nullable(),
+  created_at: z.string(),
+  disabled_at: z.string().nullable(),
+});
+const eventSchema = z.object({ id: z.number(), type: z.string(), subject: z.string().nullable(), data: z.record(z.string(), z.unknown()), created_at: z.string() });
+
+const presentWebhook = (w: Webhook) => ({
+  id: w.id,
+  url: w.url,
+  events: w.eventTypes,
+  description: w.description,
+  created_at: iso(w.createdAt),
+  disabled_at: iso(w.disabledAt),
+});
+
+export function accountOperations(s: Services): Operation[] {
+  return [
+    op({
+      method: 'GET',
+      path: '/account',
+      operationId: 'getAccount',
+      tag: 'account',
+      summary: 'Get the current account',
+      action: 'read',
+      response: accountSchema,
+      handler: async ({ caller: { account } }) => ({
+        body: { id: account.id, email: account.email, name: account.name, namespace: account.namespace, created_at: iso(account.createdAt) },
+      }),
+    }),
+    op({
+      method: 'GET',
+      path: '/account/events',
+      operationId: 'listAccountEvents',
+      accountWide: true,
+      tag: 'account',
+      summary: 'List events',
+      action: 'read',
+      query: eventsQuery,
+      response: z.object({ events: z.array(eventSchema), next_after: z.number().nullable() }),
+      handler: async ({ caller, query }) => {
+        const events = await listEvents(s.db, caller.account.id, {
+          after: query.after,
+          limit: query.limit,
+          types: query.type?.split(',').filter(Boolean),
+        });
+        return {
+          body: {
+            events: events.map((e) => ({ id: e.id, type: e.type, subject: e.subject, data: e.data, created_at: iso(e.createdAt) })),
+            next_after: events.length === query.limit ? events[events.length - 1]!.id : null,
+          },
+        };
+      },
+    }),
+    op({
+      method: 'GET',
+      path: '/account/tokens',
+      operationId: 'listTokens',
+      accountWide: true,
+      tag: 'account',
+      summary: 'List tokens',
+      action: 'admin',
+      response: z.object({ tokens: z.array(tokenSchema) }),
+      handler: async ({ caller }) => ({
+        body: {
+          tokens: (await s.tokens.list(caller.account.id)).map((t) => ({
+            nonce: t.nonce,
+            name: t.name,
+            restrictions: t.restrictions,
+            created_at: iso(t.createdAt),
+            expires_at: iso(t.expiresAt),
+            last_used_at: iso(t.lastUsedAt),
+            revoked: t.revoked,
+          })),
+        },
+      }),
+    }),
+    op({
+      method: 'POST',
+      path: '/account/tokens',
+      operationId: 'createToken',
+      accountWide: true,
+      tag: 'account',
+      summary: 'Create an API token',
+      action: 'admin',
+      status: 201,
+      body: createTokenBody,
+      response: tokenSchema.omit({ revoked: true, last_used_at: true }).extend({ token: z.string() }),
+      handler: async ({ caller, body }) => {
+        const now = s.clock().getTime();
+        const expiresAt = body.expires_at
+          ? new Date(body.expires_at)
+          : body.expires_in
+            ? new Date(now + parseDuration(body.expires_in)!)
+            : undefined;
+        if (expiresAt && expiresAt.getTime() <= now) throw invalid('expires_at: must be in the future');
+        if (expiresAt && expiresAt.getTime() - now > maxTokenLifetimeMs) throw invalid('expires_at: at most 366 days ahead');
+        const restrictions: Restriction[] = [];
+        if (body.apps) restrictions.push({ kind: 'apps', apps: body.apps });
+        if (body.actions) restrictions.push({ kind: 'actions', actions: body.actions });
+        // A token minted with a restricted token keeps the caller's restrictions: no escalation.
+        const inherited = caller.principal.restrictions;
+        const { token, record } = await s.tokens.issue(caller.account.id, { name: body.name, restrictions, inherited, expiresAt });
+        return {
+          status: 201,
+          body: {
+            token,
+            nonce: record.nonce,
+            name: record.name,
+            restrictions: record.restrictions,
+            created_at: iso(record.createdAt),
+            expires_at: iso(record.expiresAt),
+          },
+        };
+      },
+    }),
+    op({
+      method: 'DELETE',
+      path: '/account/tokens/{nonce}',
+      operationId: 'deleteToken',
+      accountWide: true,
+      tag: 'account',
+      summary: 'Delete token',
+      action: 'admin',
+      status: 204,
+      handler: async ({ caller, params }) => {
+        if (!(await s.tokens.revoke(caller.account.id, params.nonce!))) throw notFound(`token ${params.nonce}`);
+        return { status: 204, body: undefined };
+      },
+    }),
+    op({
+      method: 'GET',
+      path: '/account/usage',
+      operationId: 'getUsage',
+      accountWide: true,
+      tag: 'account',
+      summary: 'Get usage',
+      action: 'read',
+      response: periodSchema,
+      handler: async ({ caller }) => {
+        const now = s.clock();
+        const start = monthStart(now);
+        const totals = await usageBetween(s.db, caller.account.id, start, now);
+        return { body: { start: start.toISOString(), end: now.toISOString(), meters: totals } };
+      },
+    }),
+    op({
+      method: 'GET',
+      path: '/account/usage/history',
+      operationId: 'getUsageHistory',
+      accountWide: true,
+      tag: 'account',
+      summary: 'Get history',
+      action: 'read',
+      query: historyQuery,
+      response: z.object({ history: z.array(periodSchema) }),
+      handler: async ({ caller, query }) => {
+        const periods = await usageHistory(s.db, caller.account.id, s.clock(), query.months);
+        return { body: { history: periods.map((p) => ({ start: p.start.toISOString(), end: p.end.toISOString(), meters: p.meters })) } };
+      },
+    }),
+    op({
+      method: 'GET',
+      path: '/account/webhooks',
+      operationId: 'listWebhooks',
+      accountWide: true,
+      tag: 'account',
+      summary: 'List webhooks',
+      action: 'read',
+      response: z.object({ webhooks: z.array(webhookSchema) }),
+      handler: async ({ caller }) => ({
+        body: {
+          webhooks: (await listWebhooks(s.db, caller.account.id)).map(presentWebhook),
+        },
+      }),
+    }),
+    op({
+      method: 'POST',
+      path: '/account/webhooks',
+      operationId: 'createWebhook',
+      accountWide: true,
+      tag: 'account',
+      summary: 'Create webhook',
+      action: 'admin',
+      status: 201,
+      body: createWebhookBody,
+      response: webhookSchema.extend({ secret: z.string() }),
+      handler: async ({ caller, body }) => {
+        const problem = webhookUrlProblem(body.url, { allowPrivate: s.config.webhookAllowPrivate });
+        if (problem) throw invalid(problem);
+        const { webhook, secret } = await createWebhook(s.db, caller.account.id, {
+          url: body.url,
+          eventTypes: body.events,
+          description: body.description,
+        }).catch((err: unknown) => {
+          throw err instanceof WebhookExistsError ? conflict(err.message) : err;
+        });
+        return { status: 201, body: { ...presentWebhook(webhook), secret } };
+      },
+    }),
+    op({
+      method: 'DELETE',
+      path: '/account/webhooks/{webhookID}',
+      operationId: 'deleteWebhook',
+      accountWide: true,
+      tag: 'account',
+      summary: 'Delete webhook',
+      action: 'admin',
+      status: 204,
+      handler: async ({ caller, params }) => {
+        if (!(await deleteWebhook(s.db, caller.account.id, params.webhookID!))) throw notFound(`webhook ${params.webhookID}`);
+        return { status: 204, body: undefined };
+      },
+    }),
+  ];
+}

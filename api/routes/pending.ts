@@ -1,0 +1,82 @@
+// Operations of the spec whose capability is not built yet. Each is routed, authenticated and
+// authorized like any other (so tokens and errors behave the same), documented in the OpenAPI
+// document, and answers 501 {"error":"not_implemented"} until its capability lands.
+import type { Action } from '../../lib/tokens/token.js';
+import type { Method, Operation, Pending, Tag } from '../operation.js';
+
+type Row = [Method, string, string, Tag, string, Action, Pending];
+
+const rows: Row[] = [
+  ['GET', '/apps', 'listApps', 'apps', 'List apps', 'read', 'apps'],
+  ['POST', '/apps', 'createApp', 'apps', 'Create an app', 'write', 'apps'],
+  ['POST', '/apps/imports', 'importApp', 'apps', 'Import a Git repository', 'deploy', 'builds'],
+  ['GET', '/apps/imports/preview', 'previewImport', 'apps', 'Preview a Git import', 'read', 'builds'],
+  ['DELETE', '/apps/{appID}', 'deleteApp', 'apps', 'Delete app', 'write', 'apps'],
+  ['GET', '/apps/{appID}', 'getApp', 'apps', 'Get app', 'read', 'apps'],
+  ['GET', '/apps/{appID}/auth/providers', 'listAuthProviders', 'apps', 'List configured authentication providers', 'read', 'auth-proxy'],
+  ['POST', '/apps/{appID}/auth/sessions/revoke', 'revokeAppSessions', 'apps', 'Revoke app sessions', 'write', 'auth-proxy'],
+  ['GET', '/apps/{appID}/auth/users', 'listAppUsers', 'apps', 'List app users', 'read', 'auth-proxy'],
+  ['POST', '/apps/{appID}/auth/users/{userID}/disable', 'disableAppUser', 'apps', 'Disable an app user', 'write', 'auth-proxy'],
+  ['POST', '/apps/{appID}/auth/users/{userID}/enable', 'enableAppUser', 'apps', 'Enable an app user', 'write', 'auth-proxy'],
+  ['DELETE', '/apps/{appID}/database', 'detachDatabase', 'apps', 'Detach an app database', 'write', 'data'],
+  ['PUT', '/apps/{appID}/database', 'attachDatabase', 'apps', 'Attach an app database', 'write', 'data'],
+  ['POST', '/apps/{appID}/deploy', 'deployApp', 'apps', 'Deploy an app', 'deploy', 'apps'],
+  ['GET', '/apps/{appID}/deploys', 'listDeploys', 'apps', 'List deploys', 'read', 'apps'],
+  ['GET', '/apps/{appID}/domains', 'listAppDomains', 'apps', 'List domains', 'read', 'domains'],
+  ['POST', '/apps/{appID}/domains', 'createAppDomain', 'apps', 'Create domain', 'write', 'domains'],
+  ['DELETE', '/apps/{appID}/domains/{domain}', 'deleteAppDomain', 'apps', 'Delete domain', 'write', 'domains'],
+  ['GET', '/apps/{appID}/domains/{domain}', 'getAppDomain', 'apps', 'Get domain', 'read', 'domains'],
+  ['POST', '/apps/{appID}/domains/{domain}/verify', 'verifyAppDomain', 'apps', 'Verify domain', 'write', 'domains'],
+  ['GET', '/apps/{appID}/env', 'getEnv', 'apps', 'Get app environment', 'read', 'apps'],
+  ['PATCH', '/apps/{appID}/env', 'mergeEnv', 'apps', 'Merge app environment', 'write', 'apps'],
+  ['PUT', '/apps/{appID}/env', 'replaceEnv', 'apps', 'Replace app environment', 'write', 'apps'],
+  ['DELETE', '/apps/{appID}/env/{key}', 'deleteEnvVar', 'apps', 'Delete one environment variable', 'write', 'apps'],
+  ['DELETE', '/apps/{appID}/expiry', 'clearExpiry', 'apps', 'Clear app expiry', 'write', 'apps'],
+  ['PUT', '/apps/{appID}/expiry', 'setExpiry', 'apps', 'Set app expiry', 'write', 'apps'],
+  ['POST', '/apps/{appID}/fork', 'forkApp', 'apps', 'Fork an app', 'write', 'apps'],
+  ['GET', '/apps/{appID}/logs', 'getAppLogs', 'apps', 'Get app logs (streamable)', 'read', 'apps'],
+  ['GET', '/apps/{appID}/machines', 'listMachines', 'apps', 'List machines', 'read', 'apps'],
+  ['POST', '/apps/{appID}/machines/{ordinal}/migrate', 'migrateMachine', 'apps', 'Migrate machine', 'write', 'apps'],
+  ['GET', '/apps/{appID}/metrics/{path}', 'queryAppMetrics', 'apps', 'Query app metrics', 'read', 'apps'],
+  ['GET', '/apps/{appID}/previews', 'listPreviews', 'apps', 'List previews', 'read', 'apps'],
+  ['POST', '/apps/{appID}/previews', 'createPreview', 'apps', 'Create preview', 'write', 'apps'],
+  ['DELETE', '/apps/{appID}/previews/{ref}', 'deletePreview', 'apps', 'Delete preview', 'write', 'apps'],
+  ['POST', '/apps/{appID}/previews/{ref}/deploy', 'deployPreview', 'apps', 'Deploy preview', 'deploy', 'apps'],
+  ['POST', '/apps/{appID}/rollback', 'rollbackApp', 'apps', 'Roll back an app', 'deploy', 'apps'],
+  ['GET', '/deploys/{deployID}', 'getDeploy', 'deploys', 'Get deploy', 'read', 'apps'],
+  ['POST', '/builds', 'createBuild', 'builds', 'Create build', 'deploy', 'builds'],
+  ['GET', '/builds/{buildID}', 'getBuild', 'builds', 'Get build', 'read', 'builds'],
+  ['GET', '/builds/{buildID}/logs', 'getBuildLogs', 'builds', 'Get build logs', 'read', 'builds'],
+  ['GET', '/databases', 'listDatabases', 'data', 'List databases', 'read', 'data'],
+  ['POST', '/databases', 'createDatabase', 'data', 'Create database', 'write', 'data'],
+  ['DELETE', '/databases/{name}', 'deleteDatabase', 'data', 'Delete database', 'write', 'data'],
+  ['GET', '/volumes', 'listVolumes', 'data', 'List volumes', 'read', 'data'],
+  ['DELETE', '/volumes/{ref}', 'deleteVolume', 'data', 'Delete volume', 'write', 'data'],
+  ['GET', '/domains', 'listDomains', 'domains', 'List domains', 'read', 'domains'],
+  ['POST', '/domains', 'createDomain', 'domains', 'Create domain', 'write', 'domains'],
+  ['GET', '/domains/search', 'searchDomains', 'domains', 'Search domains', 'read', 'domains'],
+  ['POST', '/domains/{domain}/autorenew', 'setDomainAutorenew', 'domains', 'Set auto-renew for domain', 'write', 'domains'],
+  ['POST', '/domains/{domain}/renew', 'renewDomain', 'domains', 'Renew domain', 'write', 'domains'],
+  ['POST', '/eval', 'evalCode', 'sandboxes', 'Evaluate one-shot code', 'exec', 'sandboxes'],
+  ['GET', '/runtimes', 'listRuntimes', 'sandboxes', 'List runtimes', 'read', 'sandboxes'],
+  ['POST', '/sandbox/exec', 'execOneShot', 'sandboxes', 'Run a one-shot sandbox command', 'exec', 'sandboxes'],
+  ['GET', '/sandboxes', 'listSandboxes', 'sandboxes', 'List open sandboxes', 'read', 'sandboxes'],
+  ['POST', '/sandboxes', 'openSandbox', 'sandboxes', 'Open a sandbox', 'exec', 'sandboxes'],
+  ['DELETE', '/sandboxes/{sandboxID}', 'destroySandbox', 'sandboxes', 'Destroy a sandbox', 'exec', 'sandboxes'],
+  ['GET', '/sandboxes/{sandboxID}', 'getSandbox', 'sandboxes', 'Get a sandbox', 'read', 'sandboxes'],
+  ['POST', '/sandboxes/{sandboxID}/exec', 'execInSandbox', 'sandboxes', 'Run a command in a sandbox', 'exec', 'sandboxes'],
+  ['GET', '/events', 'listEvents', 'events', 'List or follow events', 'read', 'events'],
+];
+
+export function pendingOperations(): Operation[] {
+  return rows.map(([method, path, operationId, tag, summary, action, pending]) => ({
+    method,
+    path,
+    operationId,
+    tag,
+    summary,
+    action,
+    pending,
+    ...(path.startsWith('/apps/{appID}') ? { appParam: 'appID' } : {}),
+  }));
+}

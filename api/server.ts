@@ -1,0 +1,34 @@
+// The API as a Koa application, built from services so tests can run it in-process.
+import Koa from 'koa';
+import { buildOpenApi } from './openapi.js';
+import type { Operation } from './operation.js';
+import { Authenticator } from './middleware/authenticate.js';
+import { errorHandler } from './middleware/errors.js';
+import { RateLimiter } from './middleware/rate-limit.js';
+import { requestContext } from './middleware/request-context.js';
+import { buildRouter, unmatched } from './router.js';
+import { accountOperations } from './routes/account.js';
+import { pendingOperations } from './routes/pending.js';
+import { systemOperations } from './routes/system.js';
+import type { Services } from './services.js';
+import type { ApiState } from './state.js';
+
+export function allOperations(s: Services): Operation[] {
+  let document: Record<string, unknown> | undefined;
+  const operations: Operation[] = [
+    ...systemOperations(s, () => (document ??= buildOpenApi(operations))),
+    ...accountOperations(s),
+    ...pendingOperations(),
+  ];
+  return operations;
+}
+
+export function createApi(s: Services, operations: Operation[] = allOperations(s)): Koa<ApiState> {
+  const app = new Koa<ApiState>();
+  const router = buildRouter(operations, s, new Authenticator(s), new RateLimiter(s.config.api.rate.perSecond, s.config.api.rate.burst));
+  app.use(requestContext(s.log));
+  app.use(errorHandler());
+  app.use(router.routes());
+  app.use(unmatched(router));
+  return app;
+}

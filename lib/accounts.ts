@@ -1,0 +1,84 @@
+// Accounts are tenants. Each one owns a Kubernetes namespace, created together with it, where its
+// apps, builds, sandboxes and databases live. Shared by the API (first start) and `svc admin`.
+import { randomBytes } from 'node:crypto';
+import * as k8s from '@kubernetes/client-node';
+import type { Db } from './db/connection.js';
+import { recordEvent } from './events.js';
+import { kubeStatus } from './kube/client.js';
+
+export interface Account {
+  id: string;
+  email: string;
+  name: string;
+  namespace: string;
+  createdAt: Date;
+}
+
+interface AccountRow {
+  id: string;
+  email: string;
+  name: string;
+  namespace: string;
+  created_at: Date;
+}
+
+export const accountLabel = 'svc.dev/account';
+
+export function toAccount(row: AccountRow): Account {
+  return { id: row.id, email: row.email, name: row.name, namespace: row.namespace, createdAt: row.created_at };
+}
+
+export async function getAccount(db: Db, id: string): Promise<Account | undefined> {
+  const row = (await db('accounts').where({ id }).first()) as AccountRow | undefined;
+  return row && toAccount(row);
+}
+
+export async function countAccounts(db: Db): Promise<number> {
+  const [row] = (await db('accounts').count({ n: '*' })) as Array<{ n: string | number }>;
+  return Number(row?.n ?? 0);
+}
+
+export class AccountExistsError extends Error {
+  constructor(email: string) {
+    super(`an account with email ${email} already exists`);
+    this.name = 'AccountExistsError';
+  }
+}
+
+/**
+ * Creates the account row and its namespace in one step: the row is committed only once the
+ * namespace exists, and a namespace created for a row that then fails is deleted again.
+ */
+export async function createAccount(db: Db, core: k8s.CoreV1Api, input: { email: string; name?: string }): Promise<Account> {
+  const email = input.email.trim().toLowerCase();
+  const suffix = randomBytes(6).toString('hex');
+  const row: AccountRow = {
+    id: `acct_${suffix}`,
+    email,
+    name: input.name?.trim() || email.split('@')[0]!,
+    namespace: `svc-acct-${suffix}`,
+    created_at: new Date(),
+  };
+  return db.transaction(async (trx) => {
+    try {
+      await trx('accounts').insert(row);
+    } catch (err) {
+      if ((err as { code?: string }).code === '23505') throw new AccountExistsError(email);
+      throw err;
+    }
+    try {
+      await core.createNamespace({
+        body: { metadata: { name: row.namespace, labels: { [accountLabel]: row.id, 'app.kubernetes.io/managed-by': 'svc' } } },
+      });
+    } catch (err) {
+      if (kubeStatus(err) !== 409) throw err;
+    }
+    try {
+      await recordEvent(trx, row.id, 'account.created', row.id, { email });
+    } catch (err) {
+      await core.deleteNamespace({ name: row.namespace }).catch(() => undefined);
+      throw err;
+    }
+    return toAccount(row);
+  });
+}

@@ -1,0 +1,14 @@
+import * as k8s from '@kubernetes/client-node';
+
+/** A KubeConfig from the configured file, or in-cluster credentials when none is configured. */
+export function loadKubeConfig(kubeconfig: string | undefined): k8s.KubeConfig {
+  const kc = new k8s.KubeConfig();
+  if (kubeconfig) kc.loadFromFile(kubeconfig);
+  else kc.loadFromDefault();
+  return kc;
+}
+
+/** The HTTP status of a failed client call, or undefined for anything else. */
+export function kubeStatus(err: unknown): number | undefined {
+  return err instanceof k8s.ApiException ? err.code : undefined;
+}

@@ -1,0 +1,62 @@
+// Metered usage, summed from usage_records. Meters (docs/api/usage.md):
+//   machine_seconds  seconds app machines ran         (written by the App controller)
+//   build_seconds    seconds build Jobs ran           (written by the Build controller)
+//   sandbox_seconds  seconds sandboxes were open      (written by the Sandbox controller)
+//   stored_bytes     bytes stored now: the latest sample of each subject (databases, volumes, artifacts)
+import type { Db } from './db/connection.js';
+
+export const meters = ['machine_seconds', 'build_seconds', 'sandbox_seconds', 'stored_bytes'] as const;
+export type Meter = (typeof meters)[number];
+export type MeterTotals = Record<Meter, number>;
+
+export interface UsagePeriod {
+  start: Date;
+  end: Date;
+  meters: MeterTotals;
+}
+
+export function monthStart(d: Date, monthsBack = 0): Date {
+  return new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() - monthsBack, 1));
+}
+
+/** Usage in [start, end): time meters sum the seconds of their intervals that fall in the period. */
+export async function usageBetween(db: Db, accountId: string, start: Date, end: Date): Promise<MeterTotals> {
+  const totals: MeterTotals = { machine_seconds: 0, build_seconds: 0, sandbox_seconds: 0, stored_bytes: 0 };
+  const timed = (await db('usage_records')
+    .where({ account_id: accountId })
+    .whereNot({ meter: 'stored_bytes' })
+    .where('started_at', '<', end)
+    .where('ended_at', '>', start)
+    .groupBy('meter')
+    .select('meter')
+    .select(
+      db.raw(
+        'sum(quantity * extract(epoch from (least(ended_at, ?) - greatest(started_at, ?))) / nullif(extract(epoch from (ended_at - started_at)), 0)) as total',
+        [end, start],
+      ),
+    )) as Array<{ meter: Meter; total: string | number | null }>;
+  for (const row of timed) totals[row.meter] = Math.round(Number(row.total ?? 0) * 1000) / 1000;
+  const stored = (await db
+    .from(
+      db('usage_records')
+        .where({ account_id: accountId, meter: 'stored_bytes' })
+        .where('started_at', '<', end)
+        .distinctOn('subject')
+        .orderBy([{ column: 'subject' }, { column: 'started_at', order: 'desc' }])
+        .select('quantity')
+        .as('latest'),
+    )
+    .sum({ total: 'quantity' })) as Array<{ total: string | number | null }>;
+  totals.stored_bytes = Number(stored[0]?.total ?? 0);
+  return totals;
+}
+
+export async function usageHistory(db: Db, accountId: string, now: Date, months: number): Promise<UsagePeriod[]> {
+  const periods: UsagePeriod[] = [];
+  for (let i = 0; i < months; i++) {
+    const start = monthStart(now, i);
+    const end = i === 0 ? now : monthStart(now, i - 1);
+    periods.push({ start, end, meters: await usageBetween(db, accountId, start, end) });
+  }
+  return periods;
+}

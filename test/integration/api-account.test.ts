@@ -1,0 +1,110 @@
+// The account group: account record and namespace, usage from real records, webhooks, events.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { startTestApi, type TestApi } from '../support/api.js';
+
+describe('API account endpoints', () => {
+  let api: TestApi;
+  before(async () => {
+    api = await startTestApi();
+  });
+  after(async () => {
+    await api?.close();
+  });
+  const get = async <T>(path: string): Promise<T> => {
+    const res = await api.request('GET', path);
+    assert.equal(res.status, 200, path);
+    return (await res.json()) as T;
+  };
+
+  it('GET /account returns the caller’s account, whose namespace exists', async () => {
+    const account = await get<{ id: string; email: string; namespace: string; created_at: string }>('/api/account');
+    assert.equal(account.id, api.account.id);
+    assert.equal(account.email, api.account.email);
+    const ns = await api.services.core.readNamespace({ name: account.namespace });
+    assert.equal(ns.metadata?.labels?.['svc.dev/account'], account.id);
+  });
+
+  it('usage sums real records of the current month; history goes back by month', async () => {
+    api.clock.now = new Date('2026-03-15T12:00:00Z');
+    const db = api.services.db;
+    const rec = (meter: string, subject: string, quantity: number, start: string, end: string) => ({
+      account_id: api.account.id,
+      meter,
+      subject,
+      quantity,
+      started_at: new Date(start),
+      ended_at: new Date(end),
+    });
+    await db('usage_records').insert([
+      rec('machine_seconds', 'shop/0', 3600, '2026-03-01T00:00:00Z', '2026-03-01T01:00:00Z'),
+      rec('machine_seconds', 'shop/1', 1800, '2026-03-02T00:00:00Z', '2026-03-02T00:30:00Z'),
+      // Straddles the month boundary: half of it counts in March.
+      rec('machine_seconds', 'blog/0', 7200, '2026-02-28T23:00:00Z', '2026-03-01T01:00:00Z'),
+      rec('build_seconds', 'build-1', 90, '2026-03-03T00:00:00Z', '2026-03-03T00:01:30Z'),
+      rec('sandbox_seconds', 'sbx-1', 42, '2026-02-10T00:00:00Z', '2026-02-10T00:00:42Z'),
+      rec('stored_bytes', 'db/main', 1000, '2026-03-01T00:00:00Z', '2026-03-01T00:00:00Z'),
+      rec('stored_bytes', 'db/main', 5000, '2026-03-10T00:00:00Z', '2026-03-10T00:00:00Z'),
+      rec('stored_bytes', 'vol/data', 300, '2026-03-05T00:00:00Z', '2026-03-05T00:00:00Z'),
+    ]);
+    const usage = await get<{ start: string; end: string; meters: Record<string, number> }>('/api/account/usage');
+    assert.equal(usage.start, '2026-03-01T00:00:00.000Z');
+    assert.equal(usage.end, '2026-03-15T12:00:00.000Z');
+    assert.deepEqual(usage.meters, { machine_seconds: 3600 + 1800 + 3600, build_seconds: 90, sandbox_seconds: 0, stored_bytes: 5300 });
+    const history = await get<{ history: Array<{ start: string; meters: Record<string, number> }> }>('/api/account/usage/history?months=3');
+    assert.deepEqual(history.history.map((h) => h.start), ['2026-03-01T00:00:00.000Z', '2026-02-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z']);
+    assert.deepEqual(history.history[1]?.meters, { machine_seconds: 3600, build_seconds: 0, sandbox_seconds: 42, stored_bytes: 0 });
+    const bad = await api.request('GET', '/api/account/usage/history?months=99');
+    assert.equal(bad.status, 400);
+    await bad.body?.cancel();
+    api.clock.now = new Date();
+  });
+
+  it('webhooks: created with a secret shown once, listed without it, deleted', async () => {
+    const res = await api.request('POST', '/api/account/webhooks', {
+      body: { url: 'https://hooks.example.com/svc', events: ['app.deployed', 'app.*'], description: 'ci' },
+    });
+    assert.equal(res.status, 201);
+    const created = (await res.json()) as { id: string; secret: string; events: string[] };
+    assert.match(created.secret, /^whsec_[A-Za-z0-9+/]{43}=$/);
+    assert.deepEqual(created.events, ['app.deployed', 'app.*']);
+    const list = await get<{ webhooks: Array<{ id: string; url: string }> }>('/api/account/webhooks');
+    assert.deepEqual(list.webhooks.map((w) => w.url), ['https://hooks.example.com/svc']);
+    assert.ok(!JSON.stringify(list).includes(created.secret));
+    assert.equal((await api.request('DELETE', `/api/account/webhooks/${created.id}`)).status, 204);
+    assert.deepEqual((await get<{ webhooks: unknown[] }>('/api/account/webhooks')).webhooks, []);
+  });
+
+  it('webhooks: refuse non-https, loopback, private, link-local and local-name URLs, creating nothing', async () => {
+    for (const url of [
+      'http://hooks.example.com/x',
+      'https://127.0.0.1/x',
+      'https://10.1.2.3/x',
+      'https://192.168.1.1/x',
+      'https://169.254.169.254/latest',
+      'https://[::1]/x',
+      'https://localhost/x',
+      'https://svc.internal/x',
+      'https://user:pw@hooks.example.com/x',
+      'not a url',
+    ]) {
+      const res = await api.request('POST', '/api/account/webhooks', { body: { url } });
+      assert.equal(res.status, 400, url);
+      assert.match(((await res.json()) as { error: string }).error, /url must/);
+    }
+    assert.deepEqual((await get<{ webhooks: unknown[] }>('/api/account/webhooks')).webhooks, []);
+  });
+
+  it('events list what happened to the account, in order, with a cursor', async () => {
+    const first = await get<{ events: Array<{ id: number; type: string }>; next_after: number | null }>('/api/account/events?limit=2');
+    assert.equal(first.events.length, 2);
+    assert.equal(first.events[0]?.type, 'account.created');
+    assert.equal(first.events[1]?.type, 'token.created');
+    assert.equal(first.next_after, first.events[1]?.id);
+    const rest = await get<{ events: Array<{ id: number; type: string }> }>(`/api/account/events?after=${first.next_after}&limit=1000`);
+    assert.ok(rest.events.every((e) => e.id > first.next_after!));
+    assert.ok(rest.events.some((e) => e.type === 'webhook.created') && rest.events.some((e) => e.type === 'webhook.deleted'));
+    const onlyWebhooks = await get<{ events: Array<{ type: string }> }>('/api/account/events?type=webhook.created');
+    assert.ok(onlyWebhooks.events.length > 0 && onlyWebhooks.events.every((e) => e.type === 'webhook.created'));
+  });
+});

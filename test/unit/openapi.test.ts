@@ -1,0 +1,73 @@
+// The OpenAPI document is built from the route table; it must be valid OpenAPI 3.1 and list exactly
+// the operations of the spec (same paths, methods and path-parameter names).
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { buildOpenApi } from '../../api/openapi.js';
+import { allOperations } from '../../api/server.js';
+import type { Services } from '../../api/services.js';
+import { repoRoot } from '../../lib/paths.js';
+
+// Building the table needs no live service: handlers are not called here.
+const operations = allOperations({} as Services);
+const doc = buildOpenApi(operations) as {
+  openapi: string;
+  info: { version: string };
+  servers: Array<{ url: string }>;
+  paths: Record<string, Record<string, Record<string, unknown>>>;
+};
+
+async function specOperations(): Promise<string[]> {
+  const spec = await readFile(path.join(repoRoot, '..', 'shared', 'spec', 'platform-api.md'), 'utf8');
+  const section = spec.slice(spec.indexOf('## Endpoints'), spec.indexOf('### Routes served on an app'));
+  return [...section.matchAll(/^\| (GET|POST|PUT|PATCH|DELETE) \| (\/[^ ]*) \|/gm)].map((m) => `${m[1]} ${m[2]}`).sort();
+}
+
+describe('OpenAPI document', () => {
+  it('is valid OpenAPI 3.1', async () => {
+    const validator = new Validator();
+    const result = await validator.validate(doc as unknown as Parameters<Validator["validate"]>[0]);
+    assert.equal(result.valid, true, JSON.stringify(result.errors, null, 2));
+    assert.equal(validator.version, '3.1');
+    assert.equal(doc.openapi, '3.1.0');
+    assert.equal(doc.info.version, '1');
+    assert.deepEqual(doc.servers, [{ url: '/api' }]);
+  });
+
+  it('has exactly the operations of the spec', async () => {
+    const expected = await specOperations();
+    assert.equal(expected.length, 71);
+    const actual = Object.entries(doc.paths)
+      .flatMap(([p, methods]) => Object.keys(methods).map((m) => `${m.toUpperCase()} ${p}`))
+      .sort();
+    assert.deepEqual(actual, expected);
+  });
+
+  it('gives every operation an id, a tag, an error default, security and its action', () => {
+    const ids = new Set<string>();
+    for (const [p, methods] of Object.entries(doc.paths)) {
+      for (const [method, o] of Object.entries(methods)) {
+        const where = `${method.toUpperCase()} ${p}`;
+        assert.ok(typeof o.operationId === 'string' && !ids.has(o.operationId), `${where}: unique operationId`);
+        ids.add(o.operationId as string);
+        assert.equal((o.tags as string[]).length, 1, where);
+        const responses = o.responses as Record<string, { content?: Record<string, { schema: unknown }> }>;
+        assert.deepEqual(responses.default?.content?.['application/json']?.schema, { $ref: '#/components/schemas/Error' }, where);
+        const isPublic = p === '/health' || p === '/openapi.json';
+        assert.deepEqual(o.security, isPublic ? [] : [{ bearer: [] }], where);
+        if (!isPublic) assert.match(String(o['x-svc-action']), /^(read|write|deploy|exec|admin)$/, where);
+        const params = [...p.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]);
+        const declared = ((o.parameters as Array<{ name: string; in: string }> | undefined) ?? []).filter((x) => x.in === 'path').map((x) => x.name);
+        assert.deepEqual(declared, params, `${where}: path parameters`);
+      }
+    }
+  });
+
+  it('documents the error schema and bearer security', () => {
+    const c = (doc as unknown as { components: { schemas: { Error: unknown }; securitySchemes: { bearer: unknown } } }).components;
+    assert.deepEqual((c.schemas.Error as { required: string[] }).required, ['error']);
+    assert.deepEqual(c.securitySchemes.bearer, { type: 'http', scheme: 'bearer', description: (c.securitySchemes.bearer as { description: string }).description });
+  });
+});
