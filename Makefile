@@ -6,7 +6,7 @@ export SVC_STATE_DIR ?= $(CURDIR)/.svc
 export KUBECONFIG ?= $(SVC_STATE_DIR)/kubeconfig
 
 .PHONY: help dev down status deps build k8s cluster cluster-down postgres postgres-down migrate \
-        crds gen-types test test-unit kind-up
+        crds gen-types test test-unit kind-up bench
 
 help:
 	@echo "make dev     run the whole platform locally (cluster, PostgreSQL, platform components)"
@@ -59,6 +59,10 @@ test: build cluster postgres
 
 test-unit: build
 	@hack/test.sh unit
+
+# Benchmarks print ratios against a baseline measured in the same run (docs/benchmarks.md).
+bench: build cluster postgres
+	@SVC_LOG_LEVEL=silent node dist/bench/api.js
 
 kind-up:
 	@hack/kind-up.sh

@@ -29,10 +29,10 @@ export function errorHandler(): Koa.Middleware<ApiState> {
         ctx.status = apiError.status;
         ctx.set(apiError.headers);
         ctx.body = { error: apiError.message };
-        if (apiError.status >= 500) ctx.state.log.error({ err }, 'Request failed');
+        if (apiError.status >= 500) ctx.state.log.error({ err, requestId: ctx.state.requestId }, 'Request failed');
         return;
       }
-      ctx.state.log.error({ err }, 'Unhandled error');
+      ctx.state.log.error({ err, requestId: ctx.state.requestId }, 'Unhandled error');
       ctx.status = 500;
       ctx.body = { error: `internal error (request id ${ctx.state.requestId})` };
     }

@@ -12,7 +12,7 @@ export function requestContext(log: Logger): Koa.Middleware<ApiState> {
     const incoming = ctx.get('x-request-id');
     const requestId = saneId.test(incoming) ? incoming : randomUUID();
     ctx.state.requestId = requestId;
-    ctx.state.log = log.child({ requestId });
+    ctx.state.log = log;
     ctx.set('X-Request-Id', requestId);
     const started = process.hrtime.bigint();
     try {
@@ -20,7 +20,7 @@ export function requestContext(log: Logger): Koa.Middleware<ApiState> {
     } finally {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       const level = ctx.status >= 500 ? 'error' : 'info';
-      ctx.state.log[level]({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 100) / 100 }, 'Handled request');
+      log[level]({ requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 100) / 100 }, 'Handled request');
     }
   };
 }

@@ -13,6 +13,7 @@ import {
   TokenFormatError,
   verifySignature,
   type Authority,
+  type DecodedToken,
   type Restriction,
 } from './token.js';
 
@@ -58,15 +59,26 @@ interface TokenRow {
   last_used_at: Date | null;
 }
 
+interface Verified {
+  decoded: DecodedToken;
+  links: string[];
+  authority: Authority;
+}
+
 const maxCachedTokens = 50_000;
+const maxVerifiedTokens = 10_000;
 const lastUsedWriteIntervalMs = 60_000;
 
 export class TokenStore {
   private key: { id: string; secret: Buffer } | undefined;
   private readonly tokens = new Map<string, { accountId: string }>();
+  // A verified token stays verified (the chain is a pure function of the token and the key), so
+  // the decode and HMAC work is done once per token; expiry and revocation are checked every time.
+  private readonly verified = new Map<string, Verified>();
   private readonly revoked = new Map<string, Set<string>>();
   private revocationSeq = 0;
   private revocationsLoaded: Promise<void> | undefined;
+  private revocationsSynced = false;
   private readonly lastUsedWritten = new Map<string, number>();
   private timer: NodeJS.Timeout | undefined;
 
@@ -156,6 +168,23 @@ export class TokenStore {
 
   /** Authenticates a presented token; throws TokenRejected with a distinct reason. */
   async authenticate(token: string): Promise<Principal> {
+    const { decoded, links, authority } = this.verified.get(token) ?? (await this.verify(token));
+    const owner = this.tokens.get(decoded.nonce) ?? (await this.owner(decoded.nonce));
+    if (!owner) throw new TokenRejected('unknown', 'invalid token: no such token (its account may be gone)');
+    const now = this.clock();
+    if (!authority.expiresAt || authority.expiresAt.getTime() <= now.getTime()) {
+      throw new TokenRejected('expired', `token expired at ${authority.expiresAt?.toISOString() ?? 'creation (no expiry)'}`);
+    }
+    if (!this.revocationsSynced) await this.revocationsReady();
+    const revoked = this.revoked.get(owner.accountId);
+    if (revoked && (revoked.has(decoded.nonce) || links.some((l) => revoked.has(l)))) {
+      throw new TokenRejected('revoked', 'token revoked');
+    }
+    this.touch(decoded.nonce, now);
+    return { accountId: owner.accountId, nonce: decoded.nonce, authority, restrictions: decoded.restrictions };
+  }
+
+  private async verify(token: string): Promise<Verified> {
     let decoded;
     try {
       decoded = decode(token);
@@ -166,20 +195,10 @@ export class TokenStore {
     const key = await this.signingKey();
     const links = decoded.keyId === key.id ? verifySignature(key.secret, decoded) : undefined;
     if (!links) throw new TokenRejected('bad_signature', 'invalid token: signature does not match (tampered or not issued here)');
-    const owner = await this.owner(decoded.nonce);
-    if (!owner) throw new TokenRejected('unknown', 'invalid token: no such token (its account may be gone)');
-    const authority = effectiveAuthority(decoded.restrictions);
-    const now = this.clock();
-    if (!authority.expiresAt || authority.expiresAt.getTime() <= now.getTime()) {
-      throw new TokenRejected('expired', `token expired at ${authority.expiresAt?.toISOString() ?? 'creation (no expiry)'}`);
-    }
-    await this.revocationsReady();
-    const revoked = this.revoked.get(owner.accountId);
-    if (revoked && (revoked.has(decoded.nonce) || links.some((l) => revoked.has(l)))) {
-      throw new TokenRejected('revoked', 'token revoked');
-    }
-    this.touch(decoded.nonce, now);
-    return { accountId: owner.accountId, nonce: decoded.nonce, authority, restrictions: decoded.restrictions };
+    if (this.verified.size >= maxVerifiedTokens) this.verified.delete(this.verified.keys().next().value!);
+    const result = { decoded, links, authority: effectiveAuthority(decoded.restrictions) };
+    this.verified.set(token, result);
+    return result;
   }
 
   /** Starts mirroring revocations made by other replicas. */
@@ -210,6 +229,7 @@ export class TokenStore {
       this.markRevoked(r.account_id, r.link_id);
       this.revocationSeq = Math.max(this.revocationSeq, Number(r.seq));
     }
+    this.revocationsSynced = true;
   }
 
   private markRevoked(accountId: string, id: string): void {

@@ -23,7 +23,10 @@ describe('createLogger', () => {
         req: { headers: { authorization: 'Bearer secret-token', cookie: 'svc_session=abc', accept: '*/*' } },
         res: { headers: { 'set-cookie': 'svc_session=def' } },
         token: 'tok',
-        webhook: { password: 'pw', url: 'https://example.test' },
+        password: 'pw',
+        secret: 'whsec_x',
+        headers: { authorization: 'Bearer other', accept: 'text/html' },
+        webhook: { url: 'https://example.test' },
       },
       'Handled request',
     );
@@ -31,7 +34,7 @@ describe('createLogger', () => {
     assert.ok(line);
     assert.equal(line.component, 'api');
     const text = JSON.stringify(line);
-    for (const secret of ['secret-token', 'svc_session=abc', 'svc_session=def', '"tok"', '"pw"']) {
+    for (const secret of ['secret-token', 'svc_session=abc', 'svc_session=def', '"tok"', '"pw"', 'whsec_x', 'Bearer other']) {
       assert.ok(!text.includes(secret), `${secret} leaked into ${text}`);
     }
     assert.ok(text.includes('*/*') && text.includes('https://example.test'), 'non-secret fields are kept');
