@@ -20,7 +20,11 @@ const doc = buildOpenApi(operations) as {
 };
 
 async function specOperations(): Promise<string[]> {
-  const spec = await readFile(path.join(repoRoot, '..', 'shared', 'spec', 'platform-api.md'), 'utf8');
+  // The contract lives beside the repository (../shared), as on every development and CI machine.
+  const file = path.join(repoRoot, '..', 'shared', 'spec', 'platform-api.md');
+  const spec = await readFile(file, 'utf8').catch(() => {
+    throw new Error(`the API spec is missing at ${file}: check out shared/ beside the repository`);
+  });
   const section = spec.slice(spec.indexOf('## Endpoints'), spec.indexOf('### Routes served on an app'));
   return [...section.matchAll(/^\| (GET|POST|PUT|PATCH|DELETE) \| (\/[^ ]*) \|/gm)].map((m) => `${m[1]} ${m[2]}`).sort();
 }
