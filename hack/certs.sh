@@ -8,15 +8,21 @@ cd "$PKI"
 
 newkey() { [ -f "$1.key" ] || openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1.key" 2>/dev/null; }
 
-if [ ! -f ca.crt ]; then
-  newkey ca
-  openssl req -x509 -new -key ca.key -subj "/CN=svc-local-ca" -days 3650 -out ca.crt \
+# new_ca NAME CN : a self-signed CA.
+new_ca() {
+  [ -f "$1.crt" ] && return 0
+  newkey "$1"
+  openssl req -x509 -new -key "$1.key" -subj "/CN=$2" -days 3650 -out "$1.crt" \
     -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature"
-fi
+}
+new_ca ca svc-local-ca
+# The front-proxy CA authenticates the apiserver to aggregated API servers (and lets components
+# read requestheader settings without complaint); it must differ from the client CA.
+new_ca front-proxy-ca svc-local-front-proxy-ca
 
-# issue NAME SUBJECT USAGE [SANS] : a certificate signed by the CA.
+# issue NAME SUBJECT USAGE [SANS] [CA] : a certificate signed by the CA (default: ca).
 issue() {
-  local name=$1 subject=$2 usage=$3 sans=${4:-}
+  local name=$1 subject=$2 usage=$3 sans=${4:-} ca=${5:-ca}
   [ -f "$name.crt" ] && return 0
   newkey "$name"
   local ext="basicConstraints=CA:FALSE
@@ -25,7 +31,7 @@ extendedKeyUsage=$usage"
   [ -n "$sans" ] && ext="$ext
 subjectAltName=$sans"
   openssl req -new -key "$name.key" -subj "$subject" 2>/dev/null |
-    openssl x509 -req -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 -out "$name.crt" \
+    openssl x509 -req -CA "$ca.crt" -CAkey "$ca.key" -CAcreateserial -days 3650 -out "$name.crt" \
       -extfile <(printf '%s\n' "$ext") 2>/dev/null
 }
 
@@ -35,6 +41,7 @@ issue admin "/O=system:masters/CN=kubernetes-admin" clientAuth
 issue kube-controller-manager "/CN=system:kube-controller-manager" clientAuth
 issue kube-scheduler "/CN=system:kube-scheduler" clientAuth
 issue apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" clientAuth
+issue front-proxy-client "/CN=front-proxy-client" clientAuth "" front-proxy-ca
 
 if [ ! -f sa.key ]; then
   newkey sa

@@ -28,10 +28,13 @@ say() { printf '%s\n' "$*"; }
 
 pid_of() { [ -f "$RUN/$1.pid" ] && cat "$RUN/$1.pid"; }
 
+# A zombie (dead, not yet reaped by an init that may never reap it) does not count as running.
 is_running() {
-  local pid
+  local pid state
   pid=$(pid_of "$1") || return 1
-  kill -0 "$pid" 2>/dev/null
+  kill -0 "$pid" 2>/dev/null || return 1
+  state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) || return 1
+  [ "$state" != Z ]
 }
 
 log_tail() {
