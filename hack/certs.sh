@@ -42,6 +42,12 @@ issue kube-controller-manager "/CN=system:kube-controller-manager" clientAuth
 issue kube-scheduler "/CN=system:kube-scheduler" clientAuth
 issue apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" clientAuth
 issue front-proxy-client "/CN=front-proxy-client" clientAuth "" front-proxy-ca
+# node-agent: a client identity per node (Node authorizer and NodeRestriction apply to it, as to a
+# kubelet) and one serving certificate for its kubelet endpoints on loopback.
+for node in ${SVC_NODES:-local-a local-b}; do
+  issue "node-$node" "/O=system:nodes/CN=system:node:$node" clientAuth
+done
+issue kubelet-serving "/CN=svc-node-agent" serverAuth "IP:127.0.0.1,DNS:localhost"
 
 if [ ! -f sa.key ]; then
   newkey sa

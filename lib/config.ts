@@ -25,6 +25,18 @@ const envSchema = z.object({
   SVC_API_RATE_PER_SECOND: z.coerce.number().positive().default(50),
   SVC_API_RATE_BURST: z.coerce.number().int().min(1).default(100),
   SVC_WEBHOOK_ALLOW_PRIVATE: bool.default(false),
+  SVC_APISERVER_URL: z.url().default('https://127.0.0.1:6443'),
+  SVC_NODES: z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(,[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/, 'must be comma-separated node names')
+    .default('local-a,local-b'),
+  SVC_NODE_KUBELET_PORT: port.default(10250),
+  SVC_NODE_POD_SUBNET: z
+    .string()
+    .regex(/^127\.\d{1,3}\.0\.0\/16$/, 'must be a /16 of the loopback range, like 127.1.0.0/16')
+    .default('127.1.0.0/16'),
+  SVC_NODE_LOG_MAX_BYTES: z.coerce.number().int().min(4096).default(10 * 1024 * 1024),
+  SVC_NODE_IMAGE_MAP: z.string().min(1).optional(),
 });
 
 export interface Config {
@@ -48,6 +60,19 @@ export interface Config {
   };
   /** Allow webhook URLs on loopback and private networks (tests and local development only). */
   readonly webhookAllowPrivate: boolean;
+  readonly nodeAgent: {
+    readonly apiserverUrl: string;
+    /** Node names this agent registers; node i serves its kubelet endpoint on kubeletPort + i. */
+    readonly nodes: readonly string[];
+    readonly kubeletPort: number;
+    /** Second octet of the loopback /16 pod addresses come from (127.<octet>.x.y). */
+    readonly podSubnetOctet: number;
+    readonly logMaxBytes: number;
+    /** A JSON file of extra image rules (docs/node-agent.md). */
+    readonly imageMapFile: string | undefined;
+    readonly pkiDir: string;
+    readonly dataDir: string;
+  };
 }
 
 export class ConfigError extends Error {
@@ -88,5 +113,15 @@ export function loadConfig(
       rate: Object.freeze({ perSecond: e.SVC_API_RATE_PER_SECOND, burst: e.SVC_API_RATE_BURST }),
     }),
     webhookAllowPrivate: e.SVC_WEBHOOK_ALLOW_PRIVATE,
+    nodeAgent: Object.freeze({
+      apiserverUrl: e.SVC_APISERVER_URL,
+      nodes: Object.freeze(e.SVC_NODES.split(',')),
+      kubeletPort: e.SVC_NODE_KUBELET_PORT,
+      podSubnetOctet: Number(e.SVC_NODE_POD_SUBNET.split('.')[1]),
+      logMaxBytes: e.SVC_NODE_LOG_MAX_BYTES,
+      imageMapFile: e.SVC_NODE_IMAGE_MAP,
+      pkiDir: path.join(stateDir, 'pki'),
+      dataDir: path.join(stateDir, 'node-agent'),
+    }),
   });
 }

@@ -1,0 +1,170 @@
+// The node agent: registers its Nodes, watches the pods bound to them, and runs each pod through
+// a PodWorker. Each node talks to the apiserver with its own node identity (system:node:<name>),
+// so the Node authorizer and NodeRestriction limit it exactly as they limit a kubelet.
+import path from 'node:path';
+import type https from 'node:https';
+import * as k8s from '@kubernetes/client-node';
+import type { Config } from '../lib/config.js';
+import { kubeStatus } from '../lib/kube/client.js';
+import type { Logger } from '../lib/logger.js';
+import type { EnvSources } from './env.js';
+import { loadImageRules } from './images.js';
+import { IpPool } from './ip-pool.js';
+import { startKubeletServer } from './kubelet-server.js';
+import { NodeHeartbeat, type NodeIdentity } from './node.js';
+import { PodWorker } from './pod-worker.js';
+
+const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
+/** Longest grace period given to pods when the agent itself stops. */
+const agentStopGraceMs = 10_000;
+
+function nodeKubeConfig(config: Config, node: string): k8s.KubeConfig {
+  const kc = new k8s.KubeConfig();
+  const pki = config.nodeAgent.pkiDir;
+  kc.loadFromOptions({
+    clusters: [{ name: 'local', server: config.nodeAgent.apiserverUrl, caFile: path.join(pki, 'ca.crt'), skipTLSVerify: false }],
+    users: [{ name: node, certFile: path.join(pki, `node-${node}.crt`), keyFile: path.join(pki, `node-${node}.key`) }],
+    contexts: [{ name: node, cluster: 'local', user: node }],
+    currentContext: node,
+  });
+  return kc;
+}
+
+function secretSources(core: k8s.CoreV1Api): EnvSources {
+  const missing = (err: unknown) => {
+    if (kubeStatus(err) === 404) return undefined;
+    throw err;
+  };
+  return {
+    secret: async (namespace, name) => {
+      const s = await core.readNamespacedSecret({ namespace, name }).catch(missing);
+      if (!s) return undefined;
+      return Object.fromEntries(Object.entries(s.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
+    },
+    configMap: async (namespace, name) => {
+      const c = await core.readNamespacedConfigMap({ namespace, name }).catch(missing);
+      return c ? { ...(c.data ?? {}) } : undefined;
+    },
+  };
+}
+
+interface NodeRuntime {
+  identity: NodeIdentity;
+  heartbeat: NodeHeartbeat;
+  informer: k8s.ListWatch<k8s.V1Pod>;
+  server: https.Server;
+}
+
+export class NodeAgent {
+  private readonly workers = new Map<string, PodWorker>();
+  private readonly byName = new Map<string, PodWorker>();
+  private readonly nodes: NodeRuntime[] = [];
+  private readonly ipPool: IpPool;
+
+  constructor(
+    private readonly config: Config,
+    private readonly log: Logger,
+  ) {
+    this.ipPool = new IpPool(config.nodeAgent.podSubnetOctet);
+  }
+
+  async start(): Promise<void> {
+    const rules = loadImageRules(this.config.nodeAgent.imageMapFile);
+    for (const [i, name] of this.config.nodeAgent.nodes.entries()) {
+      const kc = nodeKubeConfig(this.config, name);
+      const identity: NodeIdentity = {
+        name,
+        kubeletPort: this.config.nodeAgent.kubeletPort + i,
+        core: kc.makeApiClient(k8s.CoreV1Api),
+        coordination: kc.makeApiClient(k8s.CoordinationV1Api),
+      };
+      const heartbeat = new NodeHeartbeat(identity, this.log);
+      await heartbeat.register();
+      const server = startKubeletServer({
+        port: identity.kubeletPort,
+        pkiDir: this.config.nodeAgent.pkiDir,
+        findPod: (ns, pod) => this.byName.get(`${ns}/${pod}`),
+        log: this.log,
+      });
+      const fieldSelector = `spec.nodeName=${name}`;
+      const informer = new k8s.ListWatch<k8s.V1Pod>(
+        '/api/v1/pods',
+        new k8s.Watch(kc),
+        () => identity.core.listPodForAllNamespaces({ fieldSelector }),
+        false,
+        undefined,
+        fieldSelector,
+      );
+      const deps = {
+        hostIP: '127.0.0.1',
+        rules,
+        ipPool: this.ipPool,
+        dataDir: this.config.nodeAgent.dataDir,
+        logMaxBytes: this.config.nodeAgent.logMaxBytes,
+        envSources: secretSources(identity.core),
+        log: this.log,
+        reportStatus: async (pod: k8s.V1Pod, status: k8s.V1PodStatus) => {
+          await identity.core.patchNamespacedPodStatus(
+            { name: pod.metadata!.name!, namespace: pod.metadata!.namespace!, body: { status } },
+            mergePatch,
+          );
+        },
+        deletePod: async (pod: k8s.V1Pod) => {
+          await identity.core
+            .deleteNamespacedPod({
+              name: pod.metadata!.name!,
+              namespace: pod.metadata!.namespace!,
+              // With a body, the apiserver reads the options from it, not from the query.
+              body: { gracePeriodSeconds: 0, preconditions: { uid: pod.metadata!.uid! } },
+            })
+            .catch((err: unknown) => {
+              if (kubeStatus(err) !== 404 && kubeStatus(err) !== 409) throw err;
+            });
+        },
+      };
+      const upsert = (pod: k8s.V1Pod) => {
+        const uid = pod.metadata?.uid;
+        if (!uid) return;
+        const existing = this.workers.get(uid);
+        if (existing) return existing.update(pod);
+        // A pod that finished before this agent started is history, not work.
+        if (pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') return;
+        const worker = new PodWorker(pod, deps);
+        this.workers.set(uid, worker);
+        this.byName.set(`${pod.metadata!.namespace}/${pod.metadata!.name}`, worker);
+        this.log.info({ node: name, pod: worker.name }, 'Starting pod');
+        worker.start();
+        if (pod.metadata?.deletionTimestamp) worker.update(pod);
+      };
+      informer.on('add', upsert);
+      informer.on('update', upsert);
+      informer.on('delete', (pod) => {
+        const worker = pod.metadata?.uid ? this.workers.get(pod.metadata.uid) : undefined;
+        if (!worker) return;
+        this.workers.delete(pod.metadata!.uid!);
+        if (this.byName.get(worker.name) === worker) this.byName.delete(worker.name);
+        void worker.terminate(0, false);
+      });
+      informer.on('error', (err) => {
+        this.log.warn({ err, node: name }, 'Pod watch failed; restarting it');
+        setTimeout(() => void informer.start().catch(() => undefined), 1000);
+      });
+      await informer.start();
+      this.nodes.push({ identity, heartbeat, informer, server });
+      this.log.info({ node: name, kubeletPort: identity.kubeletPort }, 'Node ready');
+    }
+  }
+
+  /** Stops every pod (no process is left behind), the watches, heartbeats and kubelet endpoints. */
+  async stop(): Promise<void> {
+    for (const n of this.nodes) {
+      await n.informer.stop();
+      n.heartbeat.stop();
+      n.server.close();
+      n.server.closeAllConnections();
+    }
+    await Promise.all([...this.workers.values()].map((w) => w.terminate(agentStopGraceMs, false)));
+    this.workers.clear();
+    this.byName.clear();
+  }
+}

@@ -1,0 +1,95 @@
+// Container logs, kept per container and restart in the CRI line format the kubelet uses
+// (`<RFC3339Nano> stdout|stderr F <line>`), capped in size by rotating the current file once.
+// Followers of a running container get new lines as they are written.
+import { EventEmitter } from 'node:events';
+import { createWriteStream, existsSync, mkdirSync, renameSync, statSync, type WriteStream } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+
+export interface LogLine {
+  time: Date;
+  stream: 'stdout' | 'stderr';
+  text: string;
+}
+
+export function formatLine(l: LogLine): string {
+  return `${l.time.toISOString()} ${l.stream} F ${l.text}\n`;
+}
+
+export function parseLine(raw: string): LogLine | undefined {
+  const m = /^(\S+) (stdout|stderr) [FP] (.*)$/.exec(raw);
+  if (!m) return undefined;
+  return { time: new Date(m[1]!), stream: m[2] as 'stdout' | 'stderr', text: m[3]! };
+}
+
+const maxRecentLines = 5000;
+
+/** The log of one container instance (one restart). */
+export class ContainerLog extends EventEmitter {
+  private out: WriteStream;
+  private size: number;
+  private partial = { stdout: '', stderr: '' };
+  closed = false;
+  /** The latest lines, for followers: a snapshot and a subscription taken in one tick miss nothing. */
+  readonly recent: LogLine[] = [];
+  /** Whether `recent` lost older lines (then the file has them). */
+  truncated = false;
+
+  constructor(
+    readonly file: string,
+    private readonly maxBytes: number,
+  ) {
+    super();
+    mkdirSync(path.dirname(file), { recursive: true });
+    this.size = existsSync(file) ? statSync(file).size : 0;
+    this.out = createWriteStream(file, { flags: 'a' });
+  }
+
+  write(stream: 'stdout' | 'stderr', chunk: Buffer): void {
+    const text = this.partial[stream] + chunk.toString('utf8');
+    const lines = text.split('\n');
+    this.partial[stream] = lines.pop()!;
+    for (const line of lines) this.append({ time: new Date(), stream, text: line });
+  }
+
+  /** Flushes partial lines and stops accepting output. */
+  close(): void {
+    for (const stream of ['stdout', 'stderr'] as const) {
+      if (this.partial[stream]) this.append({ time: new Date(), stream, text: this.partial[stream] });
+      this.partial[stream] = '';
+    }
+    this.closed = true;
+    // Followers learn of the end once the file holds every line.
+    this.out.end(() => this.emit('close'));
+  }
+
+  private append(line: LogLine): void {
+    const data = formatLine(line);
+    if (this.size + data.length > this.maxBytes) this.rotate();
+    this.out.write(data);
+    this.size += Buffer.byteLength(data);
+    this.recent.push(line);
+    if (this.recent.length > maxRecentLines) {
+      this.recent.shift();
+      this.truncated = true;
+    }
+    this.emit('line', line);
+  }
+
+  private rotate(): void {
+    this.out.end();
+    renameSync(this.file, `${this.file}.1`);
+    this.out = createWriteStream(this.file, { flags: 'a' });
+    this.size = 0;
+  }
+}
+
+/** Every line of a container instance's log on disk, oldest first (the rotated part, then the current). */
+export async function readLog(file: string): Promise<LogLine[]> {
+  const parts = await Promise.all([`${file}.1`, file].map((f) => readFile(f, 'utf8').catch(() => '')));
+  return parts
+    .join('')
+    .split('\n')
+    .map(parseLine)
+    .filter((l): l is LogLine => l !== undefined);
+}

@@ -1,0 +1,283 @@
+// Runs one pod bound to a node: its address, init containers in order, then its containers under
+// the pod's restart policy with back-off, status reported after every change, and a graceful end
+// (SIGTERM, the grace period, SIGKILL) when the pod is deleted.
+import { existsSync, mkdirSync, statSync } from 'node:fs';
+import path from 'node:path';
+import type * as k8s from '@kubernetes/client-node';
+import type { Logger } from '../lib/logger.js';
+import { ContainerProcess, type ExitResult } from './container-process.js';
+import { EnvError, expand, resolveEnv, type EnvSources } from './env.js';
+import { argvFor, ruleFor, type ImageRule } from './images.js';
+import type { IpPool } from './ip-pool.js';
+import { ContainerLog } from './logs.js';
+import { podStatus, type ContainerRecord, type PodRecord } from './status.js';
+
+export interface WorkerDeps {
+  hostIP: string;
+  rules: readonly ImageRule[];
+  ipPool: IpPool;
+  dataDir: string;
+  logMaxBytes: number;
+  envSources: EnvSources;
+  reportStatus(pod: k8s.V1Pod, status: k8s.V1PodStatus): Promise<void>;
+  /** The kubelet's final delete (grace 0) once every container has ended. */
+  deletePod(pod: k8s.V1Pod): Promise<void>;
+  log: Logger;
+}
+
+const initialBackoffMs = 1000;
+const maxBackoffMs = 30_000;
+/** A container that ran this long before failing restarts without accumulated back-off. */
+const backoffResetMs = 10_000;
+
+type RunOutcome = ExitResult | 'not-started';
+
+export class PodWorker {
+  private readonly record: PodRecord;
+  private readonly processes = new Map<string, ContainerProcess>();
+  private readonly currentLogs = new Map<string, ContainerLog>();
+  private stopping = false;
+  private readonly sleepers = new Set<() => void>();
+  private statusDirty = false;
+  private flushing: Promise<void> | undefined;
+  private lastStatus: k8s.V1PodStatus | undefined;
+  private terminating: Promise<void> | undefined;
+  readonly dir: string;
+
+  constructor(
+    private pod: k8s.V1Pod,
+    private readonly deps: WorkerDeps,
+  ) {
+    const meta = pod.metadata!;
+    this.dir = path.join(deps.dataDir, 'pods', `${meta.namespace}_${meta.name}_${meta.uid}`);
+    const before = new Map((pod.status?.containerStatuses ?? []).map((s) => [s.name, s.restartCount]));
+    const rec = (c: k8s.V1Container, reason: string): ContainerRecord => ({
+      name: c.name,
+      image: c.image ?? '',
+      state: { kind: 'waiting', reason },
+      restartCount: before.get(c.name) ?? 0,
+      ready: false,
+      started: false,
+    });
+    this.record = {
+      podIP: undefined,
+      hostIP: deps.hostIP,
+      startTime: pod.status?.startTime ? new Date(pod.status.startTime) : new Date(),
+      restartPolicy: (pod.spec?.restartPolicy as PodRecord['restartPolicy']) ?? 'Always',
+      init: (pod.spec?.initContainers ?? []).map((c) => rec(c, 'PodInitializing')),
+      containers: (pod.spec?.containers ?? []).map((c) => rec(c, pod.spec?.initContainers?.length ? 'PodInitializing' : 'ContainerCreating')),
+      initialized: !pod.spec?.initContainers?.length,
+      finished: false,
+    };
+    this.lastStatus = pod.status;
+  }
+
+  get name(): string {
+    return `${this.pod.metadata?.namespace}/${this.pod.metadata?.name}`;
+  }
+
+  start(): void {
+    this.run().catch((err: unknown) => this.deps.log.error({ err, pod: this.name }, 'Pod worker failed'));
+  }
+
+  /** The informer's newer copy of the pod; a deletion timestamp starts the graceful end. */
+  update(pod: k8s.V1Pod): void {
+    this.pod = pod;
+    if (pod.metadata?.deletionTimestamp) {
+      const graceSeconds = pod.metadata.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
+      void this.terminate(graceSeconds * 1000, true);
+    }
+  }
+
+  /** Stops every container (SIGTERM, then SIGKILL after graceMs); with deleteAfter, removes the pod. */
+  terminate(graceMs: number, deleteAfter: boolean): Promise<void> {
+    this.terminating ??= (async () => {
+      this.stopping = true;
+      for (const wake of this.sleepers) wake();
+      await Promise.all([...this.processes.values()].map((p) => p.stop(graceMs)));
+      this.deps.log.info({ pod: this.name, graceMs }, 'Stopped pod containers');
+      if (deleteAfter) {
+        this.report();
+        await this.flushing;
+        await this.deps.deletePod(this.pod).catch((err: unknown) => this.deps.log.warn({ err, pod: this.name }, 'Final pod delete failed'));
+      }
+      this.deps.ipPool.release(this.pod.metadata!.uid!);
+    })();
+    return this.terminating;
+  }
+
+  /** The log of a container's current run, or of its previous one. */
+  logFile(container: string, previous: boolean): string | undefined {
+    const rec = [...this.record.containers, ...this.record.init].find((c) => c.name === container);
+    if (!rec) return undefined;
+    const run = previous ? rec.restartCount - 1 : rec.restartCount;
+    return run < 0 ? undefined : this.logPath(container, run);
+  }
+
+  /** The live log of a running container, for followers. */
+  liveLog(container: string): ContainerLog | undefined {
+    const log = this.currentLogs.get(container);
+    return log && !log.closed ? log : undefined;
+  }
+
+  private logPath(container: string, run: number): string {
+    return path.join(this.dir, 'logs', container, `${run}.log`);
+  }
+
+  private async run(): Promise<void> {
+    const spec = this.pod.spec!;
+    this.record.podIP = this.deps.ipPool.allocate(this.pod.metadata!.uid!, this.pod.status?.podIP);
+    mkdirSync(path.join(this.dir, 'root'), { recursive: true });
+    this.report();
+    const inits = spec.initContainers ?? [];
+    for (let i = 0; i < inits.length; i++) {
+      const ok = await this.runInit(inits[i]!, this.record.init[i]!);
+      if (!ok) {
+        this.record.finished = true;
+        this.report();
+        return;
+      }
+    }
+    this.record.initialized = true;
+    for (const c of this.record.containers) if (c.state.kind === 'waiting') c.state = { kind: 'waiting', reason: 'ContainerCreating' };
+    this.report();
+    await Promise.all(spec.containers.map((c, i) => this.supervise(c, this.record.containers[i]!)));
+    if (!this.stopping) {
+      this.record.finished = true;
+      this.report();
+    }
+  }
+
+  /** Runs an init container to success; false when the pod must stop here. */
+  private async runInit(spec: k8s.V1Container, rec: ContainerRecord): Promise<boolean> {
+    let backoff = initialBackoffMs;
+    for (;;) {
+      const outcome = await this.runOnce(spec, rec, true);
+      if (this.stopping || outcome === 'not-started') return false;
+      if (outcome.exitCode === 0) return true;
+      if (this.record.restartPolicy === 'Never') return false;
+      backoff = await this.backoff(rec, backoff);
+      if (this.stopping) return false;
+    }
+  }
+
+  private async supervise(spec: k8s.V1Container, rec: ContainerRecord): Promise<void> {
+    let backoff = initialBackoffMs;
+    for (;;) {
+      const outcome = await this.runOnce(spec, rec, false);
+      if (this.stopping || outcome === 'not-started') return;
+      const policy = this.record.restartPolicy;
+      if (policy === 'Never' || (policy === 'OnFailure' && outcome.exitCode === 0)) return;
+      if (outcome.finishedAt.getTime() - outcome.startedAt.getTime() >= backoffResetMs) backoff = initialBackoffMs;
+      backoff = await this.backoff(rec, backoff);
+      if (this.stopping) return;
+    }
+  }
+
+  /** CrashLoopBackOff: waits, then counts the restart; returns the next back-off. */
+  private async backoff(rec: ContainerRecord, ms: number): Promise<number> {
+    rec.lastState = rec.state;
+    rec.state = { kind: 'waiting', reason: 'CrashLoopBackOff', message: `back-off ${ms / 1000}s restarting failed container=${rec.name} pod=${this.pod.metadata?.name}` };
+    this.report();
+    await this.sleep(ms);
+    rec.restartCount += 1;
+    return Math.min(ms * 2, maxBackoffMs);
+  }
+
+  private async runOnce(spec: k8s.V1Container, rec: ContainerRecord, isInit: boolean): Promise<RunOutcome> {
+    const rule = ruleFor(spec.image ?? '', this.deps.rules);
+    if (!rule) {
+      const known = this.deps.rules.map((r) => r.image).join(', ');
+      rec.state = {
+        kind: 'waiting',
+        reason: 'ImageNotRunnable',
+        message: `node-agent cannot run image "${spec.image}": it is not in the image map (runnable: ${known}; see docs/node-agent.md)`,
+      };
+      this.report();
+      return 'not-started';
+    }
+    let env: Record<string, string>;
+    for (;;) {
+      try {
+        env = await resolveEnv(this.pod, spec, this.record.podIP!, this.deps.envSources);
+        break;
+      } catch (err) {
+        if (!(err instanceof EnvError)) throw err;
+        // As the kubelet does: a missing secret or config map may appear later.
+        rec.state = { kind: 'waiting', reason: 'CreateContainerConfigError', message: err.message };
+        this.report();
+        await this.sleep(2000);
+        if (this.stopping) return 'not-started';
+      }
+    }
+    const cwd = spec.workingDir ?? path.join(this.dir, 'root');
+    if (!existsSync(cwd) || !statSync(cwd).isDirectory()) {
+      rec.state = { kind: 'waiting', reason: 'CreateContainerError', message: `workingDir ${cwd} does not exist on the node` };
+      this.report();
+      return 'not-started';
+    }
+    const argv = argvFor(rule, spec.command, spec.args).map((a) => expand(a, env));
+    if (!argv.length) {
+      rec.state = { kind: 'waiting', reason: 'CreateContainerError', message: `no command: image "${spec.image}" has no entry point and the container gives none` };
+      this.report();
+      return 'not-started';
+    }
+    const log = new ContainerLog(this.logPath(spec.name, rec.restartCount), this.deps.logMaxBytes);
+    this.currentLogs.set(spec.name, log);
+    const proc = new ContainerProcess(argv, {
+      cwd,
+      log,
+      env: { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', HOME: path.join(this.dir, 'root'), HOSTNAME: this.pod.metadata!.name!, ...env },
+    });
+    this.processes.set(spec.name, proc);
+    rec.state = { kind: 'running', startedAt: proc.startedAt };
+    rec.started = true;
+    rec.ready = !isInit;
+    this.report();
+    const result = await proc.exited;
+    this.processes.delete(spec.name);
+    rec.ready = false;
+    rec.state = {
+      kind: 'terminated',
+      exitCode: result.exitCode,
+      reason: result.startError ? 'StartError' : result.exitCode === 0 ? 'Completed' : 'Error',
+      ...(result.startError ? { message: result.startError } : {}),
+      ...(result.signal ? { signal: result.signal } : {}),
+      startedAt: result.startedAt,
+      finishedAt: result.finishedAt,
+    };
+    this.report();
+    return result;
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.sleepers.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      this.sleepers.add(wake);
+    });
+  }
+
+  private report(): void {
+    this.statusDirty = true;
+    this.flushing ??= this.flushStatus();
+  }
+
+  private async flushStatus(): Promise<void> {
+    while (this.statusDirty) {
+      this.statusDirty = false;
+      const status = podStatus(this.record, this.lastStatus);
+      try {
+        await this.deps.reportStatus(this.pod, status);
+        this.lastStatus = status;
+      } catch (err) {
+        this.deps.log.warn({ err, pod: this.name }, 'Pod status update failed');
+      }
+    }
+    this.flushing = undefined;
+  }
+}
