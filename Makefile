@@ -55,6 +55,7 @@ status:
 	@hack/cluster.sh status; hack/postgres.sh status; hack/dev.sh status
 
 test: build cluster postgres
+	@hack/dev.sh up node-agent
 	@hack/test.sh
 
 test-unit: build

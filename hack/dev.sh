@@ -1,20 +1,40 @@
 #!/usr/bin/env bash
 # The platform's own components for `make dev`, after the cluster and PostgreSQL are up.
 # Components join COMPONENTS as they are built (node-agent, api, ingress-auth, controllers).
-#   dev.sh [up] | down | status
+#   dev.sh [up [COMPONENT...]] | down | status
 source "$(dirname "$0")/lib.sh"
 
-COMPONENTS=(api)
+COMPONENTS=(node-agent api)
 API_PORT=${SVC_API_PORT:-8080}
+KUBELET_PORT=${SVC_NODE_KUBELET_PORT:-10250}
 
 export SVC_STATE_DIR="$STATE" KUBECONFIG="$STATE/kubeconfig"
 export SVC_DATABASE_URL=${SVC_DATABASE_URL:-postgres://svc@127.0.0.1:$PG_PORT/svc}
 
+kubelet_ok() {
+  curl -fsS --max-time 2 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" "https://127.0.0.1:$KUBELET_PORT/healthz"
+}
+
+start_component() {
+  case "$1" in
+    node-agent)
+      "$ROOT/hack/certs.sh"
+      start_daemon node-agent node --enable-source-maps dist/node-agent/main.js
+      wait_ready node-agent 60 kubelet_ok
+      ;;
+    api)
+      start_daemon api node --enable-source-maps dist/api/main.js
+      wait_ready api 60 curl -fsS --max-time 2 "http://127.0.0.1:$API_PORT/api/health"
+      ;;
+  esac
+}
+
+# up [COMPONENT...] : start the named components (all when none is named).
 up() {
   cd "$ROOT"
-  start_daemon api node --enable-source-maps dist/api/main.js
-  wait_ready api 60 curl -fsS --max-time 2 "http://127.0.0.1:$API_PORT/api/health"
-  summary
+  local c
+  for c in "${@:-${COMPONENTS[@]}}"; do start_component "$c"; done
+  [ $# -gt 0 ] || summary
 }
 
 summary() {
@@ -24,6 +44,7 @@ The local platform is up.
   Platform API     http://127.0.0.1:$API_PORT/api   (OpenAPI: /api/openapi.json)
   Owner token      $STATE/owner-token   (curl -H "Authorization: Bearer \$(cat $STATE/owner-token)" http://127.0.0.1:$API_PORT/api/account)
   Kubernetes API   https://127.0.0.1:$APISERVER_PORT   export KUBECONFIG=$STATE/kubeconfig
+  Nodes            local-a, local-b run pods as local processes (node-agent; kubectl run/logs work)
   kubectl          $K8S_BIN/kubectl   (try: kubectl get svc-all -A)
   PostgreSQL       postgres://svc@127.0.0.1:$PG_PORT/svc
   Logs             $LOGS/
@@ -32,8 +53,9 @@ MSG
 }
 
 case "${1:-up}" in
-  up) up ;;
-  down) for c in "${COMPONENTS[@]}"; do stop_daemon "$c"; done ;;
+  up) shift || true; up "$@" ;;
+  # Reverse order; node-agent gets time to stop its pods (it gives them up to 10 s).
+  down) for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do stop_daemon "${COMPONENTS[$i]}" 20; done ;;
   status) for c in "${COMPONENTS[@]}"; do status_line "$c"; done ;;
   *) say "usage: $0 up|down|status" >&2; exit 2 ;;
 esac

@@ -1,0 +1,228 @@
+// node-agent against the local cluster: pods scheduled to its nodes run as local processes, with
+// the pod contract's status, restarts, termination and logs. `make test` starts the agent.
+import assert from 'node:assert/strict';
+import { execFileSync, spawn } from 'node:child_process';
+import { after, before, describe, it } from 'node:test';
+import * as k8s from '@kubernetes/client-node';
+import { kubeConfig, testNamespace, uniqueName } from '../support/kube.js';
+import { eventually } from '../support/wait.js';
+import path from 'node:path';
+
+/** Processes whose command line contains the marker. */
+function processesWith(marker: string): number[] {
+  try {
+    return execFileSync('pgrep', ['-f', marker], { encoding: 'utf8' }).trim().split('\n').filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+describe('node-agent', () => {
+  let kc: k8s.KubeConfig;
+  let core: k8s.CoreV1Api;
+  let batch: k8s.BatchV1Api;
+  let apps: k8s.AppsV1Api;
+  let ns: Awaited<ReturnType<typeof testNamespace>>;
+
+  before(async () => {
+    kc = kubeConfig();
+    core = kc.makeApiClient(k8s.CoreV1Api);
+    batch = kc.makeApiClient(k8s.BatchV1Api);
+    apps = kc.makeApiClient(k8s.AppsV1Api);
+    ns = await testNamespace(core, 'agent');
+    await eventually('the default ServiceAccount', async () => (await core.listNamespacedServiceAccount({ namespace: ns.name })).items.length > 0);
+  });
+  after(async () => {
+    await ns?.dispose();
+  });
+
+  const pod = (name: string, spec: Partial<k8s.V1PodSpec> & { containers: k8s.V1Container[] }): k8s.V1Pod => ({
+    metadata: { name, namespace: ns.name },
+    spec: { terminationGracePeriodSeconds: 5, ...spec },
+  });
+  const read = (name: string) => core.readNamespacedPod({ name, namespace: ns.name });
+  const running = (name: string) =>
+    eventually(`pod ${name} to run`, async () => {
+      const p = await read(name);
+      return p.status?.phase === 'Running' && p.status.containerStatuses?.every((c) => c.state?.running) ? p : undefined;
+    });
+  const logs = async (name: string) => (await core.readNamespacedPodLog({ name, namespace: ns.name })) as unknown as string;
+
+  it('registers two Ready nodes that renew their leases', async () => {
+    const nodes = await core.listNode({ labelSelector: 'svc.dev/node-agent=true' });
+    const names = nodes.items.map((n) => n.metadata!.name!).sort();
+    assert.ok(names.includes('local-a') && names.includes('local-b'), names.join(','));
+    for (const name of ['local-a', 'local-b']) {
+      const node = nodes.items.find((n) => n.metadata!.name === name)!;
+      assert.equal(node.status?.conditions?.find((c) => c.type === 'Ready')?.status, 'True');
+      assert.ok(Number(node.status?.allocatable?.pods) > 0);
+      const lease = await kc.makeApiClient(k8s.CoordinationV1Api).readNamespacedLease({ name, namespace: 'kube-node-lease' });
+      assert.ok(Date.now() - new Date(lease.spec!.renewTime!).getTime() < 15_000, 'lease renewed within 15 s');
+    }
+  });
+
+  it('runs a pod; kubectl logs -f shows a line printed after the stream started', async () => {
+    await core.createNamespacedPod({
+      namespace: ns.name,
+      body: pod('streamer', {
+        restartPolicy: 'Never',
+        containers: [{ name: 'main', image: 'busybox', command: ['sh', '-c', 'echo first; while [ ! -e go ]; do sleep 0.1; done; echo after-stream-started; sleep 30'] }],
+      }),
+    });
+    const p = await running('streamer');
+    assert.match(p.status!.podIP!, /^127\.\d+\.\d+\.\d+$/);
+    const kubectl = spawn(path.join(process.env.SVC_K8S_BIN!, 'kubectl'), ['logs', '-f', '-n', ns.name, 'streamer'], { env: process.env });
+    let out = '';
+    kubectl.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    try {
+      await eventually('the stream to show the first line', () => out.includes('first'));
+      // Only now does the container print its second line: create the file it waits for in its working directory.
+      const pid = processesWith('after-stream-started')[0]!;
+      execFileSync('sh', ['-c', `touch "$(readlink /proc/${pid}/cwd)/go"`]);
+      await eventually('the line written after the stream began', () => out.includes('after-stream-started'));
+      assert.equal(out, 'first\nafter-stream-started\n');
+    } finally {
+      kubectl.kill();
+    }
+  });
+
+  it('resolves env from values, secrets, config maps, field refs and envFrom', async () => {
+    await core.createNamespacedSecret({ namespace: ns.name, body: { metadata: { name: 'creds' }, stringData: { password: 's3cret' } } });
+    await core.createNamespacedConfigMap({ namespace: ns.name, body: { metadata: { name: 'settings' }, data: { MODE: 'fast', LEVEL: '3' } } });
+    await core.createNamespacedPod({
+      namespace: ns.name,
+      body: pod('envy', {
+        restartPolicy: 'Never',
+        containers: [
+          {
+            name: 'main',
+            image: 'busybox',
+            command: ['sh', '-c', 'echo "$PASSWORD|$MODE_FROM_KEY|$CFG_MODE|$CFG_LEVEL|$POD_NAME|$POD_NS|$MY_IP|$HOST|$PORT|$GREETING"'],
+            ports: [{ containerPort: 8080 }],
+            envFrom: [{ prefix: 'CFG_', configMapRef: { name: 'settings' } }],
+            env: [
+              { name: 'PASSWORD', valueFrom: { secretKeyRef: { name: 'creds', key: 'password' } } },
+              { name: 'MODE_FROM_KEY', valueFrom: { configMapKeyRef: { name: 'settings', key: 'MODE' } } },
+              { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+              { name: 'POD_NS', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+              { name: 'MY_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
+              { name: 'GREETING', value: 'hi $(POD_NAME)' },
+            ],
+          },
+        ],
+      }),
+    });
+    const done = await eventually('pod envy to succeed', async () => ((await read('envy')).status?.phase === 'Succeeded' ? read('envy') : undefined));
+    const ip = done.status!.podIP!;
+    assert.equal((await logs('envy')).trim(), `s3cret|fast|fast|3|envy|${ns.name}|${ip}|${ip}|8080|hi envy`);
+  });
+
+  it('completes a Job, and fails a failing Job with the container’s exit code', async () => {
+    const job = (name: string, script: string): k8s.V1Job => ({
+      metadata: { name },
+      spec: { backoffLimit: 0, template: { spec: { restartPolicy: 'Never', containers: [{ name: 'main', image: 'busybox', command: ['sh', '-c', script] }] } } },
+    });
+    await batch.createNamespacedJob({ namespace: ns.name, body: job('ok', 'echo done') });
+    await batch.createNamespacedJob({ namespace: ns.name, body: job('broken', 'echo failing >&2; exit 3') });
+    const condition = (name: string, type: string) =>
+      eventually(`job ${name} ${type}`, async () => {
+        const j = await batch.readNamespacedJob({ name, namespace: ns.name });
+        return j.status?.conditions?.some((c) => c.type === type && c.status === 'True') ? j : undefined;
+      }, { timeoutMs: 60_000 });
+    const ok = await condition('ok', 'Complete');
+    assert.equal(ok.status?.succeeded, 1);
+    await condition('broken', 'Failed');
+    const pods = await core.listNamespacedPod({ namespace: ns.name, labelSelector: 'job-name=broken' });
+    const terminated = pods.items[0]?.status?.containerStatuses?.[0]?.state?.terminated;
+    assert.equal(terminated?.exitCode, 3);
+    assert.equal(terminated?.reason, 'Error');
+    assert.equal(pods.items[0]?.status?.phase, 'Failed');
+  });
+
+  it('spreads a Deployment of 3 replicas over both nodes, all running', async () => {
+    const labels = { app: 'spread' };
+    await apps.createNamespacedDeployment({
+      namespace: ns.name,
+      body: {
+        metadata: { name: 'spread' },
+        spec: {
+          replicas: 3,
+          selector: { matchLabels: labels },
+          template: {
+            metadata: { labels },
+            spec: {
+              terminationGracePeriodSeconds: 2,
+              topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'DoNotSchedule', labelSelector: { matchLabels: labels } }],
+              containers: [{ name: 'main', image: 'busybox', command: ['sh', '-c', 'sleep 300'] }],
+            },
+          },
+        },
+      },
+    });
+    const pods = await eventually('3 running replicas', async () => {
+      const list = await core.listNamespacedPod({ namespace: ns.name, labelSelector: 'app=spread' });
+      const run = list.items.filter((p) => p.status?.phase === 'Running');
+      return run.length === 3 ? run : undefined;
+    }, { timeoutMs: 60_000 });
+    assert.deepEqual([...new Set(pods.map((p) => p.spec!.nodeName))].sort(), ['local-a', 'local-b']);
+    assert.equal(new Set(pods.map((p) => p.status!.podIP)).size, 3, 'each pod has its own address');
+  });
+
+  it('restarts a container whose process is killed and counts the restart', async () => {
+    const marker = uniqueName('restart-me');
+    await core.createNamespacedPod({
+      namespace: ns.name,
+      body: pod('restarter', { restartPolicy: 'Always', containers: [{ name: 'main', image: 'busybox', command: ['sh', '-c', `echo ${marker}; sleep 300`] }] }),
+    });
+    await running('restarter');
+    const [pid] = processesWith(`echo ${marker}`);
+    assert.ok(pid, 'the container process runs on the host');
+    process.kill(pid, 'SIGKILL');
+    const p = await eventually('the restart', async () => {
+      const p = await read('restarter');
+      const s = p.status?.containerStatuses?.[0];
+      return s?.restartCount === 1 && s.state?.running ? p : undefined;
+    }, { timeoutMs: 30_000 });
+    const last = p.status!.containerStatuses![0]!.lastState?.terminated;
+    assert.equal(last?.exitCode, 137);
+    assert.equal(last?.signal, 9);
+    assert.equal(processesWith(`echo ${marker}`).length, 1);
+    const previous = (await core.readNamespacedPodLog({ name: 'restarter', namespace: ns.name, previous: true, timestamps: true })) as unknown as string;
+    assert.match(previous, new RegExp(`^\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z ${marker}\\n$`));
+  });
+
+  it('ends a deleted pod’s whole process tree within its grace period', async () => {
+    const marker = uniqueName('tree');
+    await core.createNamespacedPod({
+      namespace: ns.name,
+      body: pod('stubborn', {
+        terminationGracePeriodSeconds: 2,
+        // Ignores SIGTERM and has children: only the SIGKILL after the grace period ends it.
+        containers: [{ name: 'main', image: 'busybox', command: ['sh', '-c', `trap '' TERM; sleep 301 & sleep 302 & echo ${marker}; wait; wait`] }],
+      }),
+    });
+    await running('stubborn');
+    await eventually('three processes in the tree', () => processesWith(marker).length + processesWith('sleep 30[12]').length >= 3);
+    const started = Date.now();
+    await core.deleteNamespacedPod({ name: 'stubborn', namespace: ns.name });
+    await eventually('the process tree to end', () => processesWith(marker).length === 0 && processesWith('sleep 30[12]').length === 0, { timeoutMs: 10_000, intervalMs: 100 });
+    const took = Date.now() - started;
+    assert.ok(took >= 1500 && took < 4500, `ended after ${took} ms (grace 2 s, SIGTERM ignored)`);
+    await eventually('the pod object to go', async () => {
+      try {
+        await read('stubborn');
+        return false;
+      } catch {
+        return true;
+      }
+    });
+  });
+
+  it('leaves a pod with an image it cannot run Waiting, with the reason and the image named', async () => {
+    await core.createNamespacedPod({ namespace: ns.name, body: pod('unrunnable', { containers: [{ name: 'web', image: 'nginx:1.27' }] }) });
+    const waiting = await eventually('the waiting reason', async () => (await read('unrunnable')).status?.containerStatuses?.[0]?.state?.waiting);
+    assert.equal(waiting.reason, 'ImageNotRunnable');
+    assert.match(waiting.message ?? '', /cannot run image "nginx:1\.27"/);
+    assert.equal((await read('unrunnable')).status?.phase, 'Pending');
+  });
+});
