@@ -31,10 +31,11 @@ const envSchema = z.object({
     .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(,[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/, 'must be comma-separated node names')
     .default('local-a,local-b'),
   SVC_NODE_KUBELET_PORT: port.default(10250),
+  SVC_NODE_NETWORK: z.enum(['netns', 'loopback']).optional(),
   SVC_NODE_POD_SUBNET: z
     .string()
-    .regex(/^127\.\d{1,3}\.0\.0\/16$/, 'must be a /16 of the loopback range, like 127.1.0.0/16')
-    .default('127.1.0.0/16'),
+    .regex(/^\d{1,3}\.\d{1,3}\.0\.0\/16$/, 'must be a /16, like 10.244.0.0/16')
+    .optional(),
   SVC_NODE_LOG_MAX_BYTES: z.coerce.number().int().min(4096).default(10 * 1024 * 1024),
   SVC_NODE_IMAGE_MAP: z.string().min(1).optional(),
 });
@@ -65,8 +66,13 @@ export interface Config {
     /** Node names this agent registers; node i serves its kubelet endpoint on kubeletPort + i. */
     readonly nodes: readonly string[];
     readonly kubeletPort: number;
-    /** Second octet of the loopback /16 pod addresses come from (127.<octet>.x.y). */
-    readonly podSubnetOctet: number;
+    /**
+     * netns: each pod gets a network namespace with an address of podSubnet on a bridge (needs root);
+     * loopback: pods share the host network with a 127.x address each (EndpointSlices refuse those).
+     */
+    readonly network: 'netns' | 'loopback';
+    /** The first two octets of the /16 pod addresses come from. */
+    readonly podSubnetPrefix: string;
     readonly logMaxBytes: number;
     /** A JSON file of extra image rules (docs/node-agent.md). */
     readonly imageMapFile: string | undefined;
@@ -100,6 +106,8 @@ export function loadConfig(
   const stateDir = path.resolve(e.SVC_STATE_DIR);
   const localKubeconfig = path.join(stateDir, 'kubeconfig');
   const exists = opts.exists ?? existsSync;
+  // Network namespaces need root; without it pods share the host network on loopback addresses.
+  const network = e.SVC_NODE_NETWORK ?? (process.getuid?.() === 0 ? 'netns' : 'loopback');
   return Object.freeze({
     stateDir,
     logLevel: e.SVC_LOG_LEVEL,
@@ -117,7 +125,8 @@ export function loadConfig(
       apiserverUrl: e.SVC_APISERVER_URL,
       nodes: Object.freeze(e.SVC_NODES.split(',')),
       kubeletPort: e.SVC_NODE_KUBELET_PORT,
-      podSubnetOctet: Number(e.SVC_NODE_POD_SUBNET.split('.')[1]),
+      network,
+      podSubnetPrefix: (e.SVC_NODE_POD_SUBNET ?? (network === 'netns' ? '10.244.0.0/16' : '127.1.0.0/16')).split('.').slice(0, 2).join('.'),
       logMaxBytes: e.SVC_NODE_LOG_MAX_BYTES,
       imageMapFile: e.SVC_NODE_IMAGE_MAP,
       pkiDir: path.join(stateDir, 'pki'),

@@ -9,7 +9,7 @@ import { kubeStatus } from '../lib/kube/client.js';
 import type { Logger } from '../lib/logger.js';
 import type { EnvSources } from './env.js';
 import { loadImageRules } from './images.js';
-import { IpPool } from './ip-pool.js';
+import { LoopbackNetwork, NetnsNetwork, type PodNetwork } from './network.js';
 import { startKubeletServer } from './kubelet-server.js';
 import { NodeHeartbeat, type NodeIdentity } from './node.js';
 import { PodWorker } from './pod-worker.js';
@@ -59,17 +59,20 @@ export class NodeAgent {
   private readonly workers = new Map<string, PodWorker>();
   private readonly byName = new Map<string, PodWorker>();
   private readonly nodes: NodeRuntime[] = [];
-  private readonly ipPool: IpPool;
+  private readonly network: PodNetwork;
 
   constructor(
     private readonly config: Config,
     private readonly log: Logger,
   ) {
-    this.ipPool = new IpPool(config.nodeAgent.podSubnetOctet);
+    const { network, podSubnetPrefix } = config.nodeAgent;
+    this.network = network === 'netns' ? new NetnsNetwork(podSubnetPrefix) : new LoopbackNetwork(podSubnetPrefix);
   }
 
   async start(): Promise<void> {
     const rules = loadImageRules(this.config.nodeAgent.imageMapFile);
+    if (this.network instanceof NetnsNetwork) await this.network.init();
+    this.log.info({ network: this.config.nodeAgent.network, subnet: `${this.config.nodeAgent.podSubnetPrefix}.0.0/16` }, 'Pod network ready');
     for (const [i, name] of this.config.nodeAgent.nodes.entries()) {
       const kc = nodeKubeConfig(this.config, name);
       const identity: NodeIdentity = {
@@ -98,7 +101,7 @@ export class NodeAgent {
       const deps = {
         hostIP: '127.0.0.1',
         rules,
-        ipPool: this.ipPool,
+        network: this.network,
         dataDir: this.config.nodeAgent.dataDir,
         logMaxBytes: this.config.nodeAgent.logMaxBytes,
         envSources: secretSources(identity.core),

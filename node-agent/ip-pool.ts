@@ -1,18 +1,21 @@
-// Pod addresses: one loopback address per pod, from 127.<octet>.0.1 to 127.<octet>.255.254. Every
-// address of 127.0.0.0/8 reaches this machine, so a process bound to its pod's address answers
-// there, and EndpointSlices built from pod IPs point at something real.
+// Pod addresses: one per pod, from <prefix>.0.1 to <prefix>.255.254 (a /16), skipping reserved ones.
 export class IpPool {
   private readonly byPod = new Map<string, string>();
   private readonly used = new Set<string>();
   private next = 1;
 
-  constructor(private readonly octet: number) {}
+  constructor(
+    private readonly prefix: string,
+    reserved: string[] = [],
+  ) {
+    for (const ip of reserved) this.used.add(ip);
+  }
 
   /** The pod's address: the one it had (after an agent restart) when still free, else a new one. */
   allocate(podUid: string, previous?: string): string {
     const have = this.byPod.get(podUid);
     if (have) return have;
-    const prefix = `127.${this.octet}.`;
+    const prefix = `${this.prefix}.`;
     let ip = previous?.startsWith(prefix) && !this.used.has(previous) ? previous : undefined;
     for (let tries = 0; !ip && tries < 65_534; tries++) {
       const n = this.next;

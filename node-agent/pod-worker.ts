@@ -6,16 +6,17 @@ import path from 'node:path';
 import type * as k8s from '@kubernetes/client-node';
 import type { Logger } from '../lib/logger.js';
 import { ContainerProcess, type ExitResult } from './container-process.js';
+import { ContainerProber } from './probes.js';
 import { EnvError, expand, resolveEnv, type EnvSources } from './env.js';
 import { argvFor, ruleFor, type ImageRule } from './images.js';
-import type { IpPool } from './ip-pool.js';
+import type { PodNetwork } from './network.js';
 import { ContainerLog } from './logs.js';
 import { podStatus, type ContainerRecord, type PodRecord } from './status.js';
 
 export interface WorkerDeps {
   hostIP: string;
   rules: readonly ImageRule[];
-  ipPool: IpPool;
+  network: PodNetwork;
   dataDir: string;
   logMaxBytes: number;
   envSources: EnvSources;
@@ -101,7 +102,7 @@ export class PodWorker {
         await this.flushing;
         await this.deps.deletePod(this.pod).catch((err: unknown) => this.deps.log.warn({ err, pod: this.name }, 'Final pod delete failed'));
       }
-      this.deps.ipPool.release(this.pod.metadata!.uid!);
+      await this.deps.network.teardown(this.pod.metadata!.uid!);
     })();
     return this.terminating;
   }
@@ -126,7 +127,20 @@ export class PodWorker {
 
   private async run(): Promise<void> {
     const spec = this.pod.spec!;
-    this.record.podIP = this.deps.ipPool.allocate(this.pod.metadata!.uid!, this.pod.status?.podIP);
+    const uid = this.pod.metadata!.uid!;
+    for (;;) {
+      try {
+        this.record.podIP = await this.deps.network.setup(uid, this.pod.status?.podIP);
+        break;
+      } catch (err) {
+        for (const c of [...this.record.init, ...this.record.containers]) {
+          c.state = { kind: 'waiting', reason: 'CreatePodSandboxError', message: `pod network setup failed: ${(err as Error).message}` };
+        }
+        this.report();
+        await this.sleep(2000);
+        if (this.stopping) return;
+      }
+    }
     mkdirSync(path.join(this.dir, 'root'), { recursive: true });
     this.report();
     const inits = spec.initContainers ?? [];
@@ -224,17 +238,36 @@ export class PodWorker {
     }
     const log = new ContainerLog(this.logPath(spec.name, rec.restartCount), this.deps.logMaxBytes);
     this.currentLogs.set(spec.name, log);
-    const proc = new ContainerProcess(argv, {
+    const proc = new ContainerProcess(this.deps.network.wrap(this.pod.metadata!.uid!, argv), {
       cwd,
       log,
       env: { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', HOME: path.join(this.dir, 'root'), HOSTNAME: this.pod.metadata!.name!, ...env },
     });
     this.processes.set(spec.name, proc);
     rec.state = { kind: 'running', startedAt: proc.startedAt };
-    rec.started = true;
-    rec.ready = !isInit;
+    rec.started = !spec.startupProbe;
+    rec.ready = false;
+    const prober = isInit
+      ? undefined
+      : new ContainerProber(spec, { podIP: this.record.podIP!, ports: spec.ports ?? [], env, cwd, wrap: (a) => this.deps.network.wrap(this.pod.metadata!.uid!, a) }, {
+          started: () => {
+            rec.started = true;
+            this.report();
+          },
+          ready: (ready) => {
+            if (rec.ready === ready) return;
+            rec.ready = ready;
+            this.report();
+          },
+          unhealthy: (reason) => {
+            this.deps.log.info({ pod: this.name, container: spec.name, reason }, 'Restarting unhealthy container');
+            void proc.stop((this.pod.spec?.terminationGracePeriodSeconds ?? 30) * 1000);
+          },
+        });
+    prober?.start();
     this.report();
     const result = await proc.exited;
+    prober?.stop();
     this.processes.delete(spec.name);
     rec.ready = false;
     rec.state = {

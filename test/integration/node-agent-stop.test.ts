@@ -30,7 +30,7 @@ describe('node-agent stop', () => {
     ns = await testNamespace(core, 'agentstop');
     execFileSync(path.join(repoRoot, 'hack/certs.sh'), { env: { ...process.env, SVC_NODES: node } });
     agent = spawn(process.execPath, [path.join(repoRoot, 'dist/node-agent/main.js')], {
-      env: { ...process.env, SVC_NODES: node, SVC_NODE_KUBELET_PORT: '10290', SVC_NODE_POD_SUBNET: '127.9.0.0/16', SVC_LOG_LEVEL: 'info' },
+      env: { ...process.env, SVC_NODES: node, SVC_NODE_KUBELET_PORT: '10290', SVC_NODE_POD_SUBNET: '10.245.0.0/16', SVC_LOG_LEVEL: 'info' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     agent.stdout!.on('data', (d: Buffer) => (output += d.toString()));

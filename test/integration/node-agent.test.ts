@@ -70,7 +70,8 @@ describe('node-agent', () => {
       }),
     });
     const p = await running('streamer');
-    assert.match(p.status!.podIP!, /^127\.\d+\.\d+\.\d+$/);
+    // Its own network namespace, with an address of the pod subnet (not loopback, which EndpointSlices refuse).
+    assert.match(p.status!.podIP!, /^10\.244\.\d+\.\d+$/);
     const kubectl = spawn(path.join(process.env.SVC_K8S_BIN!, 'kubectl'), ['logs', '-f', '-n', ns.name, 'streamer'], { env: process.env });
     let out = '';
     kubectl.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -224,5 +225,71 @@ describe('node-agent', () => {
     assert.equal(waiting.reason, 'ImageNotRunnable');
     assert.match(waiting.message ?? '', /cannot run image "nginx:1\.27"/);
     assert.equal((await read('unrunnable')).status?.phase, 'Pending');
+  });
+
+  it('keeps a pod out of its Service’s ready endpoints until its readiness probe passes', async () => {
+    const labels = { app: 'probed' };
+    await core.createNamespacedService({
+      namespace: ns.name,
+      body: { metadata: { name: 'probed' }, spec: { selector: labels, ports: [{ port: 80, targetPort: 8000 as unknown as k8s.IntOrString }] } },
+    });
+    await core.createNamespacedPod({
+      namespace: ns.name,
+      body: {
+        metadata: { name: 'probed', namespace: ns.name, labels },
+        spec: {
+          terminationGracePeriodSeconds: 1,
+          containers: [
+            {
+              name: 'web',
+              image: 'python:3.12',
+              command: ['python', '-m', 'http.server', '$(PORT)', '--bind', '$(HOST)'],
+              ports: [{ name: 'http', containerPort: 8000 }],
+              readinessProbe: { httpGet: { path: '/ready', port: 'http' as unknown as k8s.IntOrString }, periodSeconds: 1, failureThreshold: 1 },
+            },
+          ],
+        },
+      },
+    });
+    const discovery = kc.makeApiClient(k8s.DiscoveryV1Api);
+    const endpoints = async () => {
+      const slices = await discovery.listNamespacedEndpointSlice({ namespace: ns.name, labelSelector: 'kubernetes.io/service-name=probed' });
+      return slices.items.flatMap((s) => s.endpoints ?? []);
+    };
+    const p = await running('probed');
+    const ip = p.status!.podIP!;
+    // Serving, but /ready is 404: running and not ready.
+    await eventually('the server to answer', async () => (await fetch(`http://${ip}:8000/`).catch(() => undefined))?.ok);
+    await new Promise((r) => setTimeout(r, 2500));
+    assert.equal((await read('probed')).status?.conditions?.find((c) => c.type === 'Ready')?.status, 'False');
+    assert.ok(!(await endpoints()).some((e) => e.addresses.includes(ip) && e.conditions?.ready), 'not a ready endpoint');
+    // The probe's file appears in the container's working directory: ready, and a ready endpoint.
+    const [pid] = processesWith('http.server');
+    execFileSync('sh', ['-c', `echo ok > "$(readlink /proc/${pid}/cwd)/ready"`]);
+    await eventually('a ready endpoint at the pod address', async () => (await endpoints()).some((e) => e.addresses.includes(ip) && e.conditions?.ready), { timeoutMs: 20_000 });
+    assert.equal((await read('probed')).status?.conditions?.find((c) => c.type === 'Ready')?.status, 'True');
+  });
+
+  it('restarts a container that fails its liveness probe', async () => {
+    await core.createNamespacedPod({
+      namespace: ns.name,
+      body: pod('unlively', {
+        restartPolicy: 'Always',
+        terminationGracePeriodSeconds: 1,
+        containers: [
+          {
+            name: 'main',
+            image: 'busybox',
+            command: ['sh', '-c', 'touch alive; sleep 1; rm alive; sleep 300'],
+            livenessProbe: { exec: { command: ['test', '-e', 'alive'] }, periodSeconds: 1, failureThreshold: 2 },
+          },
+        ],
+      }),
+    });
+    const p = await eventually('a liveness restart', async () => {
+      const p = await read('unlively');
+      return (p.status?.containerStatuses?.[0]?.restartCount ?? 0) >= 1 ? p : undefined;
+    }, { timeoutMs: 30_000 });
+    assert.equal(p.status!.containerStatuses![0]!.lastState?.terminated?.exitCode, 143);
   });
 });

@@ -95,7 +95,7 @@ describe('node-agent pod phase', () => {
 
 describe('node-agent pod addresses and log queries', () => {
   it('gives each pod its own loopback address, keeps a pod’s previous one, and reuses released ones', () => {
-    const pool = new IpPool(1);
+    const pool = new IpPool('127.1');
     const a = pool.allocate('a');
     const b = pool.allocate('b');
     assert.match(a, /^127\.1\.\d+\.\d+$/);

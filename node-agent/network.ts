@@ -1,0 +1,105 @@
+// Pod networking. With `netns` (the default as root) every pod gets its own network namespace,
+// joined to a bridge on the host by a veth pair, with an address from the pod subnet: addresses
+// that EndpointSlices accept (they refuse loopback ones) and that the host reaches directly, as
+// pods on a cluster network. With `loopback` (no root) pods share the host network and bind a
+// 127.x address each; Services then get no endpoints (docs/node-agent.md).
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { promisify } from 'node:util';
+import { IpPool } from './ip-pool.js';
+
+const run = promisify(execFile);
+
+export interface PodNetwork {
+  /** Prepares the pod's network; returns its address. */
+  setup(podUid: string, previousIP?: string): Promise<string>;
+  /** The argv that runs `argv` inside the pod's network. */
+  wrap(podUid: string, argv: string[]): string[];
+  teardown(podUid: string): Promise<void>;
+}
+
+export class LoopbackNetwork implements PodNetwork {
+  private readonly pool: IpPool;
+  constructor(prefix: string) {
+    this.pool = new IpPool(prefix);
+  }
+  async setup(podUid: string, previousIP?: string): Promise<string> {
+    return this.pool.allocate(podUid, previousIP);
+  }
+  wrap(_podUid: string, argv: string[]): string[] {
+    return argv;
+  }
+  async teardown(podUid: string): Promise<void> {
+    this.pool.release(podUid);
+  }
+}
+
+export class NetnsNetwork implements PodNetwork {
+  private readonly pool: IpPool;
+  private readonly gateway: string;
+  // Named after the subnet, so agents on different subnets never touch each other's pods.
+  private readonly bridge: string;
+  private readonly nsPrefix: string;
+
+  constructor(prefix: string) {
+    this.bridge = `svcbr${prefix.replace('.', 'x')}`;
+    this.nsPrefix = `svc-${prefix.replace('.', '-')}-`;
+    // x.y.0.1 is the bridge: the pods' gateway and the host's address on the pod network.
+    this.pool = new IpPool(prefix, [`${prefix}.0.1`]);
+    this.gateway = `${prefix}.0.1`;
+  }
+
+  /** Creates the bridge (idempotent) and removes namespaces a previous agent left behind. */
+  async init(): Promise<void> {
+    await ip(['link', 'add', this.bridge, 'type', 'bridge']).catch(ignoreExists);
+    await ip(['addr', 'add', `${this.gateway}/16`, 'dev', this.bridge]).catch(ignoreExists);
+    await ip(['link', 'set', this.bridge, 'up']);
+    const { stdout } = await run('ip', ['netns', 'list']);
+    for (const line of stdout.split('\n')) {
+      const name = line.split(' ')[0];
+      if (name?.startsWith(this.nsPrefix)) await ip(['netns', 'del', name]).catch(() => undefined);
+    }
+  }
+
+  private names(podUid: string) {
+    const h = createHash('sha256').update(podUid).digest('hex');
+    return { ns: `${this.nsPrefix}${h.slice(0, 12)}`, hostVeth: `svh${h.slice(0, 11)}`, podVeth: `svp${h.slice(0, 11)}` };
+  }
+
+  async setup(podUid: string, previousIP?: string): Promise<string> {
+    const address = this.pool.allocate(podUid, previousIP);
+    const { ns, hostVeth, podVeth } = this.names(podUid);
+    await ip(['netns', 'del', ns]).catch(() => undefined);
+    await ip(['netns', 'add', ns]);
+    await ip(['link', 'del', hostVeth]).catch(() => undefined);
+    await ip(['link', 'add', hostVeth, 'type', 'veth', 'peer', 'name', podVeth]);
+    await ip(['link', 'set', podVeth, 'netns', ns]);
+    await ip(['link', 'set', hostVeth, 'master', this.bridge]);
+    await ip(['link', 'set', hostVeth, 'up']);
+    const inNs = (args: string[]) => ip(['-n', ns, ...args]);
+    await inNs(['link', 'set', 'lo', 'up']);
+    await inNs(['link', 'set', podVeth, 'name', 'eth0']);
+    await inNs(['addr', 'add', `${address}/16`, 'dev', 'eth0']);
+    await inNs(['link', 'set', 'eth0', 'up']);
+    await inNs(['route', 'add', 'default', 'via', this.gateway]);
+    return address;
+  }
+
+  wrap(podUid: string, argv: string[]): string[] {
+    return ['nsenter', `--net=/run/netns/${this.names(podUid).ns}`, '--', ...argv];
+  }
+
+  async teardown(podUid: string): Promise<void> {
+    // Deleting the namespace deletes the pod's end of the veth pair, and with it the host's end.
+    await ip(['netns', 'del', this.names(podUid).ns]).catch(() => undefined);
+    this.pool.release(podUid);
+  }
+}
+
+async function ip(args: string[]): Promise<void> {
+  await run('ip', args);
+}
+
+function ignoreExists(err: { stderr?: string }): void {
+  if (!/File exists|already assigned/.test(err.stderr ?? '')) throw err;
+}
