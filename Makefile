@@ -63,7 +63,9 @@ test-unit: build
 
 # Benchmarks print ratios against a baseline measured in the same run (docs/benchmarks.md).
 bench: build cluster postgres
+	@hack/dev.sh up node-agent
 	@SVC_LOG_LEVEL=silent node dist/bench/api.js
+	@node dist/bench/pods.js
 
 kind-up:
 	@hack/kind-up.sh
