@@ -11,6 +11,7 @@ import type { EnvSources } from './env.js';
 import { loadImageRules } from './images.js';
 import { LoopbackNetwork, NetnsNetwork, type PodNetwork } from './network.js';
 import { startKubeletServer } from './kubelet-server.js';
+import type { VolumeSources } from './volumes.js';
 import { NodeHeartbeat, type NodeIdentity } from './node.js';
 import { PodWorker } from './pod-worker.js';
 
@@ -30,7 +31,8 @@ function nodeKubeConfig(config: Config, node: string): k8s.KubeConfig {
   return kc;
 }
 
-function secretSources(core: k8s.CoreV1Api): EnvSources {
+/** Secrets, config maps and tokens for the node's pods, read with the node's own identity. */
+function podSources(core: k8s.CoreV1Api): VolumeSources {
   const missing = (err: unknown) => {
     if (kubeStatus(err) === 404) return undefined;
     throw err;
@@ -38,13 +40,40 @@ function secretSources(core: k8s.CoreV1Api): EnvSources {
   return {
     secret: async (namespace, name) => {
       const s = await core.readNamespacedSecret({ namespace, name }).catch(missing);
-      if (!s) return undefined;
-      return Object.fromEntries(Object.entries(s.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
+      return s && Object.fromEntries(Object.entries(s.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64')]));
     },
     configMap: async (namespace, name) => {
       const c = await core.readNamespacedConfigMap({ namespace, name }).catch(missing);
-      return c ? { ...(c.data ?? {}) } : undefined;
+      if (!c) return undefined;
+      return {
+        ...Object.fromEntries(Object.entries(c.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'utf8')])),
+        ...Object.fromEntries(Object.entries(c.binaryData ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64')])),
+      };
     },
+    token: async (pod, audience, expirationSeconds) => {
+      const meta = pod.metadata!;
+      const request = await core.createNamespacedServiceAccountToken({
+        name: pod.spec?.serviceAccountName ?? 'default',
+        namespace: meta.namespace!,
+        body: {
+          spec: {
+            audiences: audience ? [audience] : [],
+            expirationSeconds,
+            boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: meta.name!, uid: meta.uid! },
+          },
+        },
+      });
+      return request.status!.token;
+    },
+  };
+}
+
+/** The same objects as environment values (text). */
+function envSources(sources: VolumeSources): EnvSources {
+  const text = (data: Record<string, Buffer> | undefined) => data && Object.fromEntries(Object.entries(data).map(([k, v]) => [k, v.toString('utf8')]));
+  return {
+    secret: async (ns, name) => text(await sources.secret(ns, name)),
+    configMap: async (ns, name) => text(await sources.configMap(ns, name)),
   };
 }
 
@@ -98,13 +127,15 @@ export class NodeAgent {
         undefined,
         fieldSelector,
       );
+      const sources = podSources(identity.core);
       const deps = {
         hostIP: '127.0.0.1',
         rules,
         network: this.network,
         dataDir: this.config.nodeAgent.dataDir,
         logMaxBytes: this.config.nodeAgent.logMaxBytes,
-        envSources: secretSources(identity.core),
+        envSources: envSources(sources),
+        volumeSources: sources,
         log: this.log,
         reportStatus: async (pod: k8s.V1Pod, status: k8s.V1PodStatus) => {
           await identity.core.patchNamespacedPodStatus(

@@ -2,6 +2,7 @@
 // starts), its output captured to the container's log, its end reported with the exit code the
 // kubelet would report (128 + signal number when a signal ended it).
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import type { ContainerLog } from './logs.js';
 
@@ -19,7 +20,15 @@ export class ContainerProcess {
   readonly startedAt = new Date();
   readonly exited: Promise<ExitResult>;
 
-  constructor(argv: string[], opts: { env: Record<string, string>; cwd: string; log: ContainerLog }) {
+  private readonly leaderIsWrapper: boolean;
+
+  /**
+   * With `wrapped`, argv starts with a wrapper (bwrap) that runs the container's process as its
+   * child: SIGTERM then goes to the container's processes, not the wrapper, so a container that
+   * handles or ignores it gets its grace period as it would in a container runtime.
+   */
+  constructor(argv: string[], opts: { env: Record<string, string>; cwd: string; log: ContainerLog; wrapped?: boolean }) {
+    this.leaderIsWrapper = opts.wrapped ?? false;
     this.exited = new Promise<ExitResult>((resolve) => {
       let done = false;
       const finish = (r: Omit<ExitResult, 'startedAt' | 'finishedAt'>) => {
@@ -60,12 +69,30 @@ export class ContainerProcess {
 
   /** SIGTERM to the process group, SIGKILL after graceMs; resolves when the process has ended. */
   async stop(graceMs: number): Promise<ExitResult> {
-    this.signal('SIGTERM');
+    if (this.leaderIsWrapper) this.signalMembers('SIGTERM');
+    else this.signal('SIGTERM');
     const timer = setTimeout(() => this.signal('SIGKILL'), Math.max(0, graceMs));
     try {
       return await this.exited;
     } finally {
       clearTimeout(timer);
+    }
+  }
+
+  /** Signals every process of the group but its leader. */
+  private signalMembers(sig: NodeJS.Signals): void {
+    const leader = this.child?.pid;
+    if (leader === undefined) return;
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry) || Number(entry) === leader) continue;
+      try {
+        // Fields after the parenthesised command: state, ppid, pgrp.
+        const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+        const pgrp = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+        if (pgrp === leader) process.kill(Number(entry), sig);
+      } catch {
+        // Gone meanwhile.
+      }
     }
   }
 

@@ -6,7 +6,9 @@ import path from 'node:path';
 import type * as k8s from '@kubernetes/client-node';
 import type { Logger } from '../lib/logger.js';
 import { ContainerProcess, type ExitResult } from './container-process.js';
+import { bwrapArgs, type Mount } from './mounts.js';
 import { ContainerProber } from './probes.js';
+import { prepareVolumes, VolumeError, type VolumeSources } from './volumes.js';
 import { EnvError, expand, resolveEnv, type EnvSources } from './env.js';
 import { argvFor, ruleFor, type ImageRule } from './images.js';
 import type { PodNetwork } from './network.js';
@@ -20,6 +22,7 @@ export interface WorkerDeps {
   dataDir: string;
   logMaxBytes: number;
   envSources: EnvSources;
+  volumeSources: VolumeSources;
   reportStatus(pod: k8s.V1Pod, status: k8s.V1PodStatus): Promise<void>;
   /** The kubelet's final delete (grace 0) once every container has ended. */
   deletePod(pod: k8s.V1Pod): Promise<void>;
@@ -43,6 +46,7 @@ export class PodWorker {
   private flushing: Promise<void> | undefined;
   private lastStatus: k8s.V1PodStatus | undefined;
   private terminating: Promise<void> | undefined;
+  private volumes = new Map<string, string>();
   readonly dir: string;
 
   constructor(
@@ -142,6 +146,21 @@ export class PodWorker {
       }
     }
     mkdirSync(path.join(this.dir, 'root'), { recursive: true });
+    for (;;) {
+      try {
+        this.volumes = await prepareVolumes(this.pod, this.dir, this.deps.volumeSources);
+        break;
+      } catch (err) {
+        if (!(err instanceof VolumeError)) throw err;
+        // As the kubelet does: a missing secret or config map may appear later.
+        for (const c of [...this.record.init, ...this.record.containers]) {
+          c.state = { kind: 'waiting', reason: 'ContainerCreating', message: `MountVolume failed: ${err.message}` };
+        }
+        this.report();
+        await this.sleep(2000);
+        if (this.stopping) return;
+      }
+    }
     this.report();
     const inits = spec.initContainers ?? [];
     for (let i = 0; i < inits.length; i++) {
@@ -236,11 +255,23 @@ export class PodWorker {
       this.report();
       return 'not-started';
     }
+    const mounts: Mount[] = [];
+    for (const vm of spec.volumeMounts ?? []) {
+      const host = this.volumes.get(vm.name);
+      if (!host) {
+        rec.state = { kind: 'waiting', reason: 'CreateContainerError', message: `volumeMount ${vm.name}: the pod has no such volume` };
+        this.report();
+        return 'not-started';
+      }
+      mounts.push({ hostPath: vm.subPath ? path.join(host, vm.subPath) : host, mountPath: vm.mountPath, readOnly: vm.readOnly ?? false });
+    }
     const log = new ContainerLog(this.logPath(spec.name, rec.restartCount), this.deps.logMaxBytes);
     this.currentLogs.set(spec.name, log);
-    const proc = new ContainerProcess(this.deps.network.wrap(this.pod.metadata!.uid!, argv), {
+    const wrapper = bwrapArgs(mounts);
+    const proc = new ContainerProcess(this.deps.network.wrap(this.pod.metadata!.uid!, [...wrapper, ...argv]), {
       cwd,
       log,
+      wrapped: wrapper.length > 0,
       env: { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', HOME: path.join(this.dir, 'root'), HOSTNAME: this.pod.metadata!.name!, ...env },
     });
     this.processes.set(spec.name, proc);
