@@ -2,6 +2,7 @@
 // $(VAR) references expanded against what is defined before; plus the node-agent convention that
 // tells a process where to bind (HOST, and PORT from the first container port) unless the pod sets them.
 import type * as k8s from '@kubernetes/client-node';
+import { FieldError, podField } from './fields.js';
 
 export interface EnvSources {
   secret(namespace: string, name: string): Promise<Record<string, string> | undefined>;
@@ -21,25 +22,6 @@ export function expand(value: string, env: Record<string, string>): string {
     if (m === '$$') return '$';
     return name !== undefined && name in env ? env[name]! : m;
   });
-}
-
-function fieldValue(pod: k8s.V1Pod, path: string): string {
-  const labelOrAnnotation = /^metadata\.(labels|annotations)\['(.+)'\]$/.exec(path);
-  if (labelOrAnnotation) {
-    const map = labelOrAnnotation[1] === 'labels' ? pod.metadata?.labels : pod.metadata?.annotations;
-    return map?.[labelOrAnnotation[2]!] ?? '';
-  }
-  const values: Record<string, string | undefined> = {
-    'metadata.name': pod.metadata?.name,
-    'metadata.namespace': pod.metadata?.namespace,
-    'metadata.uid': pod.metadata?.uid,
-    'spec.nodeName': pod.spec?.nodeName,
-    'spec.serviceAccountName': pod.spec?.serviceAccountName,
-    'status.podIP': pod.status?.podIP,
-    'status.hostIP': pod.status?.hostIP,
-  };
-  if (!(path in values)) throw new EnvError(`unsupported fieldRef ${path}`);
-  return values[path] ?? '';
 }
 
 export async function resolveEnv(pod: k8s.V1Pod, container: k8s.V1Container, podIP: string, sources: EnvSources): Promise<Record<string, string>> {
@@ -62,7 +44,11 @@ export async function resolveEnv(pod: k8s.V1Pod, container: k8s.V1Container, pod
     }
     const { secretKeyRef, configMapKeyRef, fieldRef } = e.valueFrom;
     if (fieldRef) {
-      env[e.name] = fieldRef.fieldPath === 'status.podIP' ? podIP : fieldValue(pod, fieldRef.fieldPath);
+      try {
+        env[e.name] = podField(pod, fieldRef.fieldPath, podIP);
+      } catch (err) {
+        throw err instanceof FieldError ? new EnvError(`env ${e.name}: ${err.message}`) : err;
+      }
     } else if (secretKeyRef || configMapKeyRef) {
       const ref = (secretKeyRef ?? configMapKeyRef)!;
       const kind = secretKeyRef ? 'secret' : 'configmap';

@@ -4,6 +4,7 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type * as k8s from '@kubernetes/client-node';
+import { FieldError, podField } from './fields.js';
 
 export interface VolumeSources {
   secret(namespace: string, name: string): Promise<Record<string, Buffer> | undefined>;
@@ -33,22 +34,6 @@ function writeItems(dir: string, data: Record<string, Buffer>, items: Items, mod
   }
 }
 
-function fieldValue(pod: k8s.V1Pod, fieldPath: string): string {
-  const m = /^metadata\.(labels|annotations)(?:\['(.+)'\])?$/.exec(fieldPath);
-  if (m) {
-    const map = (m[1] === 'labels' ? pod.metadata?.labels : pod.metadata?.annotations) ?? {};
-    if (m[2]) return map[m[2]] ?? '';
-    return Object.entries(map).map(([k, v]) => `${k}="${v}"`).join('\n');
-  }
-  const values: Record<string, string | undefined> = {
-    'metadata.name': pod.metadata?.name,
-    'metadata.namespace': pod.metadata?.namespace,
-    'metadata.uid': pod.metadata?.uid,
-  };
-  if (!(fieldPath in values)) throw new VolumeError(`downwardAPI field ${fieldPath} is not supported`);
-  return values[fieldPath] ?? '';
-}
-
 async function fill(dir: string, pod: k8s.V1Pod, v: k8s.V1Volume | k8s.V1VolumeProjection, src: VolumeSources, defaultMode: number): Promise<void> {
   const ns = pod.metadata!.namespace!;
   if ('secret' in v && v.secret) {
@@ -70,7 +55,13 @@ async function fill(dir: string, pod: k8s.V1Pod, v: k8s.V1Volume | k8s.V1VolumeP
   } else if ('downwardAPI' in v && v.downwardAPI) {
     for (const item of v.downwardAPI.items ?? []) {
       if (!item.fieldRef) throw new VolumeError(`downwardAPI item ${item.path}: only fieldRef is supported`);
-      writeItems(dir, { [item.path]: Buffer.from(fieldValue(pod, item.fieldRef.fieldPath)) }, undefined, item.mode ?? defaultMode, 'downwardAPI');
+      let value: string;
+      try {
+        value = podField(pod, item.fieldRef.fieldPath);
+      } catch (err) {
+        throw err instanceof FieldError ? new VolumeError(`downwardAPI item ${item.path}: ${err.message}`) : err;
+      }
+      writeItems(dir, { [item.path]: Buffer.from(value) }, undefined, item.mode ?? defaultMode, 'downwardAPI');
     }
   } else if ('serviceAccountToken' in v && v.serviceAccountToken) {
     const t = v.serviceAccountToken;

@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
+import { kubeStatus } from '../../lib/kube/client.js';
 import { eventually } from './wait.js';
 
 export function kubeConfig(): k8s.KubeConfig {
@@ -18,10 +19,8 @@ export function uniqueName(prefix: string): string {
   return `${prefix}-${randomBytes(4).toString('hex')}`;
 }
 
-/** The HTTP status of a failed client call, or undefined for anything else. */
-export function statusOf(err: unknown): number | undefined {
-  return err instanceof k8s.ApiException ? err.code : undefined;
-}
+/** The HTTP status of a failed client call (the platform's own helper). */
+export const statusOf = kubeStatus;
 
 /** The apiserver's Status message of a failed client call. */
 export function messageOf(err: unknown): string {
