@@ -97,6 +97,8 @@ install_crds() {
   kubectl apply --server-side --force-conflicts --field-manager svc-platform -f "$ROOT/crds/" >/dev/null
   kubectl wait --for condition=Established --timeout 60s -f "$ROOT/crds/" >/dev/null
   say "crds: $(ls "$ROOT"/crds/*.yaml | wc -l) established"
+  kubectl apply --server-side --force-conflicts --field-manager svc-platform \
+    -f "$ROOT/charts/svc-platform/templates/runtimeclass.yaml" >/dev/null
 }
 
 down() {

@@ -55,3 +55,27 @@ function shadow(dir: string, args: string[], shadowed: Set<string>): void {
     else args.push('--dev-bind', p, p);
   }
 }
+
+/** Where a sandboxed container finds its own files, and starts. */
+export const sandboxHome = '/home/sandbox';
+
+/**
+ * bwrap argv prefix for a sandboxed container: a fresh root holding only the system directories
+ * (read-only), its own folder at /home/sandbox, a private /tmp, its own /proc and a minimal /dev,
+ * and its volumes. Nothing else of the host (no /work, /root or /home) is visible.
+ */
+export function sandboxArgs(ownDir: string, mounts: readonly Mount[], unshareNet: boolean): string[] {
+  const args = ['bwrap', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--hostname', 'sandbox'];
+  // Only where the pod network cannot isolate the pod itself (loopback mode).
+  if (unshareNet) args.push('--unshare-net');
+  for (const dir of ['/usr', '/bin', '/sbin', '/lib', '/lib64', '/lib32', '/etc']) {
+    if (!existsSync(dir)) continue;
+    if (lstatSync(dir).isSymbolicLink()) args.push('--symlink', readlinkSync(dir), dir);
+    else args.push('--ro-bind', dir, dir);
+  }
+  args.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--bind', ownDir, sandboxHome, '--chdir', sandboxHome);
+  args.push('--setenv', 'HOME', sandboxHome);
+  for (const m of mounts) args.push(m.readOnly ? '--ro-bind' : '--bind', m.hostPath, path.resolve('/', m.mountPath));
+  args.push('--');
+  return args;
+}

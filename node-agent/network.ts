@@ -11,19 +11,25 @@ import { IpPool } from './ip-pool.js';
 const run = promisify(execFile);
 
 export interface PodNetwork {
-  /** Prepares the pod's network; returns its address. */
-  setup(podUid: string, previousIP?: string): Promise<string>;
+  /**
+   * Prepares the pod's network; returns its address. An isolated pod gets no way in or out: its
+   * address exists only inside its own namespace.
+   */
+  setup(podUid: string, previousIP: string | undefined, isolated: boolean): Promise<string>;
+  /** Whether setup() can isolate a pod (else the sandbox must unshare the network itself). */
+  readonly isolates: boolean;
   /** The argv that runs `argv` inside the pod's network. */
   wrap(podUid: string, argv: string[]): string[];
   teardown(podUid: string): Promise<void>;
 }
 
 export class LoopbackNetwork implements PodNetwork {
+  readonly isolates = false;
   private readonly pool: IpPool;
   constructor(prefix: string) {
     this.pool = new IpPool(prefix);
   }
-  async setup(podUid: string, previousIP?: string): Promise<string> {
+  async setup(podUid: string, previousIP: string | undefined): Promise<string> {
     return this.pool.allocate(podUid, previousIP);
   }
   wrap(_podUid: string, argv: string[]): string[] {
@@ -35,6 +41,7 @@ export class LoopbackNetwork implements PodNetwork {
 }
 
 export class NetnsNetwork implements PodNetwork {
+  readonly isolates = true;
   private readonly pool: IpPool;
   private readonly gateway: string;
   // Named after the subnet, so agents on different subnets never touch each other's pods.
@@ -66,11 +73,16 @@ export class NetnsNetwork implements PodNetwork {
     return { ns: `${this.nsPrefix}${h.slice(0, 12)}`, hostVeth: `svh${h.slice(0, 11)}`, podVeth: `svp${h.slice(0, 11)}` };
   }
 
-  async setup(podUid: string, previousIP?: string): Promise<string> {
+  async setup(podUid: string, previousIP: string | undefined, isolated: boolean): Promise<string> {
     const address = this.pool.allocate(podUid, previousIP);
     const { ns, hostVeth, podVeth } = this.names(podUid);
     await ip(['netns', 'del', ns]).catch(() => undefined);
     await ip(['netns', 'add', ns]);
+    if (isolated) {
+      await ip(['-n', ns, 'link', 'set', 'lo', 'up']);
+      await ip(['-n', ns, 'addr', 'add', `${address}/32`, 'dev', 'lo']);
+      return address;
+    }
     await ip(['link', 'del', hostVeth]).catch(() => undefined);
     await ip(['link', 'add', hostVeth, 'type', 'veth', 'peer', 'name', podVeth]);
     await ip(['link', 'set', podVeth, 'netns', ns]);

@@ -6,7 +6,7 @@ import path from 'node:path';
 import type * as k8s from '@kubernetes/client-node';
 import type { Logger } from '../lib/logger.js';
 import { ContainerProcess, type ExitResult } from './container-process.js';
-import { bwrapArgs, type Mount } from './mounts.js';
+import { bwrapArgs, sandboxArgs, type Mount } from './mounts.js';
 import { ContainerProber } from './probes.js';
 import { prepareVolumes, VolumeError, type VolumeSources } from './volumes.js';
 import { EnvError, expand, resolveEnv, type EnvSources } from './env.js';
@@ -28,6 +28,10 @@ export interface WorkerDeps {
   deletePod(pod: k8s.V1Pod): Promise<void>;
   log: Logger;
 }
+
+export const sandboxRuntimeClass = 'svc-sandbox';
+/** On a sandboxed pod, "true" gives it network access. */
+export const networkAnnotation = 'svc.dev/network';
 
 const initialBackoffMs = 1000;
 const maxBackoffMs = 30_000;
@@ -75,6 +79,15 @@ export class PodWorker {
       finished: false,
     };
     this.lastStatus = pod.status;
+  }
+
+  /** Pods of the sandbox RuntimeClass run with sandboxArgs (docs/node-agent.md). */
+  get sandboxed(): boolean {
+    return this.pod.spec?.runtimeClassName === sandboxRuntimeClass;
+  }
+
+  private get networkAllowed(): boolean {
+    return this.pod.metadata?.annotations?.[networkAnnotation] === 'true';
   }
 
   get name(): string {
@@ -134,7 +147,7 @@ export class PodWorker {
     const uid = this.pod.metadata!.uid!;
     for (;;) {
       try {
-        this.record.podIP = await this.deps.network.setup(uid, this.pod.status?.podIP);
+        this.record.podIP = await this.deps.network.setup(uid, this.pod.status?.podIP, this.sandboxed && !this.networkAllowed);
         break;
       } catch (err) {
         for (const c of [...this.record.init, ...this.record.containers]) {
@@ -243,7 +256,7 @@ export class PodWorker {
         if (this.stopping) return 'not-started';
       }
     }
-    const cwd = spec.workingDir ?? path.join(this.dir, 'root');
+    const cwd = this.sandboxed ? path.join(this.dir, 'root') : (spec.workingDir ?? path.join(this.dir, 'root'));
     if (!existsSync(cwd) || !statSync(cwd).isDirectory()) {
       rec.state = { kind: 'waiting', reason: 'CreateContainerError', message: `workingDir ${cwd} does not exist on the node` };
       this.report();
@@ -267,7 +280,9 @@ export class PodWorker {
     }
     const log = new ContainerLog(this.logPath(spec.name, rec.restartCount), this.deps.logMaxBytes);
     this.currentLogs.set(spec.name, log);
-    const wrapper = bwrapArgs(mounts);
+    const wrapper = this.sandboxed
+      ? sandboxArgs(path.join(this.dir, 'root'), mounts, !this.deps.network.isolates && !this.networkAllowed)
+      : bwrapArgs(mounts);
     const proc = new ContainerProcess(this.deps.network.wrap(this.pod.metadata!.uid!, [...wrapper, ...argv]), {
       cwd,
       log,

@@ -6,7 +6,9 @@ import { after, before, describe, it } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { kubeConfig, testNamespace, uniqueName } from '../support/kube.js';
 import { eventually } from '../support/wait.js';
+import net from 'node:net';
 import path from 'node:path';
+import { repoRoot } from '../../lib/paths.js';
 
 /** Processes whose command line contains the marker. */
 function processesWith(marker: string): number[] {
@@ -335,6 +337,41 @@ describe('node-agent', () => {
     assert.equal(await logs('volumes'), 'mounted-s3cret\nmode=fast\napp.conf\ntier="web"\nprepared\ntoken-ok\nread-only-ok\n');
     for (const hostPath of ['/etc/creds', '/config', '/meta', '/work-shared']) {
       assert.equal(execFileSync('sh', ['-c', `test -e ${hostPath} && echo present || echo absent`], { encoding: 'utf8' }).trim(), 'absent', `${hostPath} is not created on the host`);
+    }
+  });
+
+  it('runs a sandboxed pod with no network, a read-only root, a private /tmp and only its own files', async () => {
+    // A server on the host side of the pod network, which an ordinary pod reaches.
+    const server = net.createServer((socket) => socket.end('hello\n'));
+    await new Promise<void>((r) => server.listen(0, '10.244.0.1', () => r()));
+    const port = (server.address() as net.AddressInfo).port;
+    const probe = `import socket
+try:
+    socket.create_connection(("10.244.0.1", ${port}), 2).recv(6); print("network: reachable")
+except OSError as e:
+    print("network: unreachable")`;
+    const script =
+      `python3 -c '${probe}'; test -e ${repoRoot} && echo "repo: visible" || echo "repo: hidden"; ` +
+      '(touch /usr/sandbox-probe 2>/dev/null && echo "root: writable") || echo "root: read-only"; ' +
+      'echo private > /tmp/mine-$HOSTNAME-' + ns.name + ' && echo "tmp: writable"; pwd';
+    try {
+      for (const [name, runtimeClassName] of [['ordinary', undefined], ['sandboxed', 'svc-sandbox']] as const) {
+        await core.createNamespacedPod({
+          namespace: ns.name,
+          body: pod(name, { restartPolicy: 'Never', ...(runtimeClassName ? { runtimeClassName } : {}), containers: [{ name: 'main', image: 'python:3.12', command: ['sh', '-c', script] }] }),
+        });
+      }
+      const finished = (name: string) => eventually(`pod ${name} to finish`, async () => (await read(name)).status?.phase === 'Succeeded', { timeoutMs: 30_000 });
+      await finished('ordinary');
+      await finished('sandboxed');
+      assert.match(await logs('ordinary'), /^network: reachable\nrepo: visible\n/);
+      assert.equal(await logs('sandboxed'), 'network: unreachable\nrepo: hidden\nroot: read-only\ntmp: writable\n/home/sandbox\n');
+      const hostTmp = execFileSync('ls', ['/tmp'], { encoding: 'utf8' }).split('\n');
+      assert.ok(hostTmp.includes(`mine-ordinary-${ns.name}`), 'an ordinary pod shares the host /tmp');
+      assert.ok(!hostTmp.includes(`mine-sandbox-${ns.name}`) && !hostTmp.includes(`mine-sandboxed-${ns.name}`), 'the sandbox /tmp is its own');
+    } finally {
+      execFileSync('rm', ['-f', `/tmp/mine-ordinary-${ns.name}`]);
+      server.close();
     }
   });
 });
