@@ -11,6 +11,7 @@ import type { EnvSources } from './env.js';
 import { loadImageRules } from './images.js';
 import { LoopbackNetwork, NetnsNetwork, type PodNetwork } from './network.js';
 import { startKubeletServer } from './kubelet-server.js';
+import { detectCgroups } from './limits.js';
 import type { VolumeSources } from './volumes.js';
 import { NodeHeartbeat, type NodeIdentity } from './node.js';
 import { PodWorker } from './pod-worker.js';
@@ -101,6 +102,8 @@ export class NodeAgent {
   async start(): Promise<void> {
     const rules = loadImageRules(this.config.nodeAgent.imageMapFile);
     if (this.network instanceof NetnsNetwork) await this.network.init();
+    const cgroups = detectCgroups();
+    this.log.info({ cgroups }, cgroups === 'none' ? 'No writable cgroup hierarchy: CPU and memory limits will not be enforced' : 'Limits enforced with cgroups');
     this.log.info({ network: this.config.nodeAgent.network, subnet: `${this.config.nodeAgent.podSubnetPrefix}.0.0/16` }, 'Pod network ready');
     for (const [i, name] of this.config.nodeAgent.nodes.entries()) {
       const kc = nodeKubeConfig(this.config, name);
@@ -136,6 +139,7 @@ export class NodeAgent {
         logMaxBytes: this.config.nodeAgent.logMaxBytes,
         envSources: envSources(sources),
         volumeSources: sources,
+        cgroups,
         log: this.log,
         reportStatus: async (pod: k8s.V1Pod, status: k8s.V1PodStatus) => {
           await identity.core.patchNamespacedPodStatus(

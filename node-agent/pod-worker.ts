@@ -6,6 +6,7 @@ import path from 'node:path';
 import type * as k8s from '@kubernetes/client-node';
 import type { Logger } from '../lib/logger.js';
 import { ContainerProcess, type ExitResult } from './container-process.js';
+import { ContainerCgroup, limitsOf } from './limits.js';
 import { bwrapArgs, sandboxArgs, type Mount } from './mounts.js';
 import { ContainerProber } from './probes.js';
 import { prepareVolumes, VolumeError, type VolumeSources } from './volumes.js';
@@ -23,6 +24,7 @@ export interface WorkerDeps {
   logMaxBytes: number;
   envSources: EnvSources;
   volumeSources: VolumeSources;
+  cgroups: 'v2' | 'v1' | 'none';
   reportStatus(pod: k8s.V1Pod, status: k8s.V1PodStatus): Promise<void>;
   /** The kubelet's final delete (grace 0) once every container has ended. */
   deletePod(pod: k8s.V1Pod): Promise<void>;
@@ -278,12 +280,15 @@ export class PodWorker {
       }
       mounts.push({ hostPath: vm.subPath ? path.join(host, vm.subPath) : host, mountPath: vm.mountPath, readOnly: vm.readOnly ?? false });
     }
+    const limits = limitsOf(spec);
+    const cgroup = new ContainerCgroup(this.deps.cgroups, `${this.pod.metadata!.uid}-${spec.name}-${rec.restartCount}`, limits);
+    this.noteLimits(spec.name, limits, cgroup.enforced);
     const log = new ContainerLog(this.logPath(spec.name, rec.restartCount), this.deps.logMaxBytes);
     this.currentLogs.set(spec.name, log);
     const wrapper = this.sandboxed
       ? sandboxArgs(path.join(this.dir, 'root'), mounts, !this.deps.network.isolates && !this.networkAllowed)
       : bwrapArgs(mounts);
-    const proc = new ContainerProcess(this.deps.network.wrap(this.pod.metadata!.uid!, [...wrapper, ...argv]), {
+    const proc = new ContainerProcess(cgroup.wrap(this.deps.network.wrap(this.pod.metadata!.uid!, [...wrapper, ...argv])), {
       cwd,
       log,
       wrapped: wrapper.length > 0,
@@ -314,12 +319,14 @@ export class PodWorker {
     this.report();
     const result = await proc.exited;
     prober?.stop();
+    const oomKilled = cgroup.oomKilled();
+    cgroup.remove();
     this.processes.delete(spec.name);
     rec.ready = false;
     rec.state = {
       kind: 'terminated',
       exitCode: result.exitCode,
-      reason: result.startError ? 'StartError' : result.exitCode === 0 ? 'Completed' : 'Error',
+      reason: result.startError ? 'StartError' : oomKilled ? 'OOMKilled' : result.exitCode === 0 ? 'Completed' : 'Error',
       ...(result.startError ? { message: result.startError } : {}),
       ...(result.signal ? { signal: result.signal } : {}),
       startedAt: result.startedAt,
@@ -327,6 +334,23 @@ export class PodWorker {
     };
     this.report();
     return result;
+  }
+
+  private readonly unenforced = new Map<string, string[]>();
+
+  /** Records which limits of a container hold, for the pod's svc.dev/LimitsEnforced condition. */
+  private noteLimits(container: string, limits: { memoryBytes?: number; cpuMillis?: number }, enforced: { memory: boolean; cpu: boolean }): void {
+    const missing = [
+      ...(limits.memoryBytes !== undefined && !enforced.memory ? ['memory'] : []),
+      ...(limits.cpuMillis !== undefined && !enforced.cpu ? ['cpu'] : []),
+    ];
+    this.unenforced.set(container, missing);
+    const any = limits.memoryBytes !== undefined || limits.cpuMillis !== undefined || this.record.limits !== undefined;
+    if (!any) return;
+    const lacking = [...this.unenforced].filter(([, m]) => m.length).map(([c, m]) => `${m.join(' and ')} of container ${c}`);
+    this.record.limits = lacking.length
+      ? { enforced: false, message: `not enforced (no writable cgroup hierarchy on this machine): ${lacking.join('; ')}` }
+      : { enforced: true, message: `enforced with cgroups (${this.deps.cgroups})` };
   }
 
   private sleep(ms: number): Promise<void> {

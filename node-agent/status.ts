@@ -28,6 +28,8 @@ export interface PodRecord {
   initialized: boolean;
   /** Set once the pod will run nothing more (terminal phase). */
   finished: boolean;
+  /** Whether the containers' CPU and memory limits are enforced; undefined when none are set. */
+  limits?: { enforced: boolean; message: string };
 }
 
 function stateOf(s: ContainerState): k8s.V1ContainerState {
@@ -63,6 +65,9 @@ function containerStatus(c: ContainerRecord): k8s.V1ContainerStatus {
   };
 }
 
+/** A pod condition of node-agent's own: whether resource limits hold. */
+export const limitsCondition = 'svc.dev/LimitsEnforced';
+
 export function podPhase(p: PodRecord): 'Pending' | 'Running' | 'Succeeded' | 'Failed' {
   const initFailed = p.init.some((c) => c.state.kind === 'terminated' && c.state.exitCode !== 0) && p.restartPolicy === 'Never';
   if (initFailed) return 'Failed';
@@ -95,6 +100,9 @@ export function podStatus(p: PodRecord, previous: k8s.V1PodStatus | undefined, n
     const before = previous?.conditions?.find((x) => x.type === c.type);
     return before && before.status === c.status && before.lastTransitionTime ? { ...c, lastTransitionTime: before.lastTransitionTime } : c;
   });
+  if (p.limits) {
+    conds.push({ type: limitsCondition, status: p.limits.enforced ? 'True' : 'False', message: p.limits.message, lastTransitionTime: now });
+  }
   const scheduled = previous?.conditions?.find((c) => c.type === 'PodScheduled');
   return {
     phase,

@@ -374,4 +374,33 @@ except OSError as e:
       server.close();
     }
   });
+
+  it('enforces memory and CPU limits with cgroups, and says so on the pod', async () => {
+    await core.createNamespacedPod({
+      namespace: ns.name,
+      body: pod('hungry', {
+        restartPolicy: 'Never',
+        containers: [
+          {
+            name: 'main',
+            image: 'python:3.12',
+            resources: { limits: { memory: '64Mi', cpu: '250m' } },
+            command: ['python', '-c', 'import time; time.sleep(1.5); b = b"x" * (400 * 1024 * 1024); print("allocated")'],
+          },
+        ],
+      }),
+    });
+    const p = await running('hungry');
+    const uid = p.metadata!.uid!;
+    const cpuQuota = [`/sys/fs/cgroup/svc-node-agent/${uid}-main-0/cpu.max`, `/sys/fs/cgroup/cpu/svc-node-agent/${uid}-main-0/cpu.cfs_quota_us`];
+    const quota = execFileSync('sh', ['-c', `cat ${cpuQuota.join(' ')} 2>/dev/null; true`], { encoding: 'utf8' }).trim();
+    assert.match(quota, /^25000( 100000)?$/, 'a quarter of a CPU');
+    const done = await eventually('the pod to fail', async () => ((await read('hungry')).status?.phase === 'Failed' ? read('hungry') : undefined), { timeoutMs: 30_000 });
+    const terminated = done.status!.containerStatuses![0]!.state!.terminated!;
+    assert.equal(terminated.reason, 'OOMKilled');
+    assert.equal(terminated.exitCode, 137);
+    const limits = done.status!.conditions!.find((c) => c.type === 'svc.dev/LimitsEnforced');
+    assert.equal(limits?.status, 'True', limits?.message);
+    assert.ok(!(await logs('hungry')).includes('allocated'));
+  });
 });
