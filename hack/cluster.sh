@@ -79,7 +79,8 @@ up() {
     --service-account-private-key-file "$PKI/sa.key" --root-ca-file "$PKI/ca.crt" \
     --cluster-signing-cert-file "$PKI/ca.crt" --cluster-signing-key-file "$PKI/ca.key" \
     --use-service-account-credentials=true --service-cluster-ip-range "$SERVICE_CIDR" \
-    --controllers '*' --leader-elect=false --profiling=false -v 1
+    --controllers '*' --leader-elect=false --profiling=false -v 1 \
+    --node-monitor-period 2s --node-monitor-grace-period 20s
   start_daemon kube-scheduler "$K8S_BIN/kube-scheduler" \
     --kubeconfig "$KCONF_DIR/kube-scheduler.kubeconfig" \
     --authentication-kubeconfig "$KCONF_DIR/kube-scheduler.kubeconfig" \
@@ -98,7 +99,7 @@ install_crds() {
   kubectl wait --for condition=Established --timeout 60s -f "$ROOT/crds/" >/dev/null
   say "crds: $(ls "$ROOT"/crds/*.yaml | wc -l) established"
   kubectl apply --server-side --force-conflicts --field-manager svc-platform \
-    -f "$ROOT/charts/svc-platform/templates/runtimeclass.yaml" >/dev/null
+    -f "$ROOT/charts/svc-platform/templates/runtimeclass.yaml" -f "$ROOT/hack/manifests/local-storage.yaml" >/dev/null
 }
 
 down() {

@@ -12,6 +12,7 @@ import { loadImageRules } from './images.js';
 import { LoopbackNetwork, NetnsNetwork, type PodNetwork } from './network.js';
 import { startKubeletServer } from './kubelet-server.js';
 import { detectCgroups } from './limits.js';
+import { LocalProvisioner } from './provisioner.js';
 import type { VolumeSources } from './volumes.js';
 import { NodeHeartbeat, type NodeIdentity } from './node.js';
 import { PodWorker } from './pod-worker.js';
@@ -50,6 +51,12 @@ function podSources(core: k8s.CoreV1Api): VolumeSources {
         ...Object.fromEntries(Object.entries(c.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'utf8')])),
         ...Object.fromEntries(Object.entries(c.binaryData ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64')])),
       };
+    },
+    claimPath: async (namespace, name) => {
+      const pvc = await core.readNamespacedPersistentVolumeClaim({ namespace, name }).catch(missing);
+      if (!pvc?.spec?.volumeName || pvc.status?.phase !== 'Bound') return undefined;
+      const pv = await core.readPersistentVolume({ name: pvc.spec.volumeName }).catch(missing);
+      return pv?.spec?.local?.path ?? pv?.spec?.hostPath?.path;
     },
     token: async (pod, audience, expirationSeconds) => {
       const meta = pod.metadata!;
@@ -90,6 +97,7 @@ export class NodeAgent {
   private readonly byName = new Map<string, PodWorker>();
   private readonly nodes: NodeRuntime[] = [];
   private readonly network: PodNetwork;
+  private provisioner: LocalProvisioner | undefined;
 
   constructor(
     private readonly config: Config,
@@ -191,10 +199,14 @@ export class NodeAgent {
       this.nodes.push({ identity, heartbeat, informer, server });
       this.log.info({ node: name, kubeletPort: identity.kubeletPort }, 'Node ready');
     }
+    const [first] = this.config.nodeAgent.nodes;
+    this.provisioner = new LocalProvisioner(nodeKubeConfig(this.config, first!), this.config.nodeAgent.nodes, this.config.nodeAgent.dataDir, this.log);
+    await this.provisioner.start();
   }
 
   /** Stops every pod (no process is left behind), the watches, heartbeats and kubelet endpoints. */
   async stop(): Promise<void> {
+    await this.provisioner?.stop();
     for (const n of this.nodes) {
       await n.informer.stop();
       n.heartbeat.stop();

@@ -9,6 +9,8 @@ import { FieldError, podField } from './fields.js';
 export interface VolumeSources {
   secret(namespace: string, name: string): Promise<Record<string, Buffer> | undefined>;
   configMap(namespace: string, name: string): Promise<Record<string, Buffer> | undefined>;
+  /** The host directory of a bound claim's volume; undefined while the claim is not bound. */
+  claimPath(namespace: string, claim: string): Promise<string | undefined>;
   /** A bound service-account token for the pod (TokenRequest, as the kubelet does). */
   token(pod: k8s.V1Pod, audience: string | undefined, expirationSeconds: number): Promise<string>;
 }
@@ -81,7 +83,13 @@ export async function prepareVolumes(pod: k8s.V1Pod, podDir: string, src: Volume
       out.set(v.name, v.hostPath.path);
       continue;
     }
-    if (v.persistentVolumeClaim) throw new VolumeError(`volume ${v.name}: persistentVolumeClaim volumes are not supported by node-agent yet`);
+    if (v.persistentVolumeClaim) {
+      const claim = v.persistentVolumeClaim.claimName;
+      const dir = await src.claimPath(pod.metadata!.namespace!, claim);
+      if (!dir) throw new VolumeError(`volume ${v.name}: claim "${claim}" is not bound to a volume node-agent can mount`);
+      out.set(v.name, dir);
+      continue;
+    }
     const supported = v.emptyDir || v.secret || v.configMap || v.downwardAPI || v.projected;
     if (!supported) throw new VolumeError(`volume ${v.name}: this volume type is not supported by node-agent`);
     // Secrets and config maps are written afresh on every pod start; an emptyDir keeps its content.

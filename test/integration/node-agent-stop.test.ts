@@ -65,4 +65,17 @@ describe('node-agent stop', () => {
     assert.equal(count(marker), 0, 'the container process is gone');
     assert.equal(count('sleep 3001'), 0, 'its child is gone');
   });
+
+  it('leaves its node to go NotReady through the node lifecycle controller', async () => {
+    const ready = await eventually(
+      `node ${node} to stop being Ready`,
+      async () => {
+        const c = (await core.readNode({ name: node })).status?.conditions?.find((x) => x.type === 'Ready');
+        return c && c.status !== 'True' ? c : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 1000 },
+    );
+    assert.equal(ready.status, 'Unknown');
+    assert.equal(ready.reason, 'NodeStatusUnknown');
+  });
 });

@@ -403,4 +403,39 @@ except OSError as e:
     assert.equal(limits?.status, 'True', limits?.message);
     assert.ok(!(await logs('hungry')).includes('allocated'));
   });
+
+  it('provisions a claim on the node of its first pod, keeps its data across pods, and deletes it with the claim', async () => {
+    await core.createNamespacedPersistentVolumeClaim({
+      namespace: ns.name,
+      body: { metadata: { name: 'data' }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '10Mi' } } } },
+    });
+    const usePod = (name: string, script: string) =>
+      core.createNamespacedPod({
+        namespace: ns.name,
+        body: pod(name, {
+          restartPolicy: 'Never',
+          volumes: [{ name: 'data', persistentVolumeClaim: { claimName: 'data' } }],
+          containers: [{ name: 'main', image: 'busybox', command: ['sh', '-c', script], volumeMounts: [{ name: 'data', mountPath: '/var/lib/data' }] }],
+        }),
+      });
+    const succeeded = (name: string) => eventually(`pod ${name} to succeed`, async () => ((await read(name)).status?.phase === 'Succeeded' ? read(name) : undefined), { timeoutMs: 60_000 });
+    await usePod('writer', 'echo kept > /var/lib/data/file');
+    const writer = await succeeded('writer');
+    const claim = await core.readNamespacedPersistentVolumeClaim({ namespace: ns.name, name: 'data' });
+    assert.equal(claim.status?.phase, 'Bound');
+    assert.equal(claim.spec?.storageClassName, 'svc-local');
+    const pv = await core.readPersistentVolume({ name: claim.spec!.volumeName! });
+    assert.deepEqual(pv.spec?.nodeAffinity?.required?.nodeSelectorTerms?.[0]?.matchExpressions?.[0]?.values, [writer.spec!.nodeName]);
+    await usePod('reader', 'cat /var/lib/data/file');
+    const reader = await succeeded('reader');
+    assert.equal(reader.spec!.nodeName, writer.spec!.nodeName, 'a later pod follows its volume to the node');
+    assert.equal(await logs('reader'), 'kept\n');
+    await core.deleteNamespacedPod({ namespace: ns.name, name: 'writer' });
+    await core.deleteNamespacedPod({ namespace: ns.name, name: 'reader' });
+    await core.deleteNamespacedPersistentVolumeClaim({ namespace: ns.name, name: 'data' });
+    await eventually('the volume and its directory to go', async () => {
+      const gone = await core.readPersistentVolume({ name: pv.metadata!.name! }).then(() => false, () => true);
+      return gone && !execFileSync('sh', ['-c', `test -e ${pv.spec!.local!.path} && echo yes || echo no`], { encoding: 'utf8' }).includes('yes');
+    }, { timeoutMs: 60_000 });
+  });
 });

@@ -1,0 +1,93 @@
+// The provisioner of the `svc-local` StorageClass: a claim is provisioned as a directory on the
+// node the scheduler picked for its first pod (WaitForFirstConsumer), as a `local` PersistentVolume
+// pinned to that node; a released volume's directory and PersistentVolume are deleted.
+import { mkdirSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import * as k8s from '@kubernetes/client-node';
+import { kubeStatus } from '../lib/kube/client.js';
+import type { Logger } from '../lib/logger.js';
+
+export const provisionerName = 'svc.dev/node-agent';
+const selectedNode = 'volume.kubernetes.io/selected-node';
+const provisionerAnnotation = 'volume.kubernetes.io/storage-provisioner';
+const provisionedBy = 'pv.kubernetes.io/provisioned-by';
+
+/** The PersistentVolume for a claim on a node: a pure function of the two. */
+export function volumeFor(pvc: k8s.V1PersistentVolumeClaim, node: string, dir: string): k8s.V1PersistentVolume {
+  return {
+    apiVersion: 'v1',
+    kind: 'PersistentVolume',
+    metadata: { name: `pvc-${pvc.metadata!.uid}`, annotations: { [provisionedBy]: provisionerName }, labels: { 'svc.dev/node': node } },
+    spec: {
+      capacity: { storage: pvc.spec?.resources?.requests?.storage ?? '1Gi' },
+      accessModes: pvc.spec?.accessModes ?? ['ReadWriteOnce'],
+      persistentVolumeReclaimPolicy: 'Delete',
+      storageClassName: pvc.spec?.storageClassName,
+      volumeMode: 'Filesystem',
+      claimRef: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: pvc.metadata!.namespace, name: pvc.metadata!.name, uid: pvc.metadata!.uid },
+      local: { path: dir },
+      nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: [node] }] }] } },
+    },
+  };
+}
+
+export class LocalProvisioner {
+  private readonly watches: Array<k8s.ListWatch<k8s.KubernetesObject>> = [];
+
+  constructor(
+    private readonly kc: k8s.KubeConfig,
+    private readonly nodes: readonly string[],
+    private readonly dataDir: string,
+    private readonly log: Logger,
+  ) {}
+
+  async start(): Promise<void> {
+    const core = this.kc.makeApiClient(k8s.CoreV1Api);
+    const claims = new k8s.ListWatch<k8s.V1PersistentVolumeClaim>(
+      '/api/v1/persistentvolumeclaims',
+      new k8s.Watch(this.kc),
+      () => core.listPersistentVolumeClaimForAllNamespaces(),
+      false,
+    );
+    const provision = (pvc: k8s.V1PersistentVolumeClaim) => {
+      const node = pvc.metadata?.annotations?.[selectedNode];
+      const ours = pvc.metadata?.annotations?.[provisionerAnnotation] === provisionerName;
+      if (!ours || !node || !this.nodes.includes(node) || pvc.spec?.volumeName || pvc.status?.phase === 'Bound') return;
+      const dir = path.join(this.dataDir, 'volumes', `pvc-${pvc.metadata!.uid}`);
+      mkdirSync(dir, { recursive: true });
+      core.createPersistentVolume({ body: volumeFor(pvc, node, dir) }).then(
+        () => this.log.info({ claim: `${pvc.metadata!.namespace}/${pvc.metadata!.name}`, node }, 'Provisioned volume'),
+        (err: unknown) => {
+          if (kubeStatus(err) !== 409) this.log.warn({ err, claim: pvc.metadata!.name }, 'Provisioning failed');
+        },
+      );
+    };
+    claims.on('add', provision);
+    claims.on('update', provision);
+
+    const volumes = new k8s.ListWatch<k8s.V1PersistentVolume>('/api/v1/persistentvolumes', new k8s.Watch(this.kc), () => core.listPersistentVolume(), false);
+    const reclaim = (pv: k8s.V1PersistentVolume) => {
+      if (pv.metadata?.annotations?.[provisionedBy] !== provisionerName || pv.status?.phase !== 'Released') return;
+      const node = pv.metadata.labels?.['svc.dev/node'];
+      if (!node || !this.nodes.includes(node) || !pv.spec?.local?.path) return;
+      rmSync(pv.spec.local.path, { recursive: true, force: true });
+      core.deletePersistentVolume({ name: pv.metadata.name! }).then(
+        () => this.log.info({ volume: pv.metadata!.name }, 'Deleted released volume'),
+        (err: unknown) => {
+          if (kubeStatus(err) !== 404) this.log.warn({ err, volume: pv.metadata!.name }, 'Volume deletion failed');
+        },
+      );
+    };
+    volumes.on('add', reclaim);
+    volumes.on('update', reclaim);
+    for (const w of [claims, volumes] as Array<k8s.ListWatch<k8s.KubernetesObject>>) {
+      w.on('error', () => setTimeout(() => void w.start().catch(() => undefined), 1000));
+      await w.start();
+      this.watches.push(w);
+    }
+  }
+
+  async stop(): Promise<void> {
+    for (const w of this.watches) await w.stop();
+  }
+}
