@@ -2,7 +2,7 @@
 // (`<RFC3339Nano> stdout|stderr F <line>`), capped in size by rotating the current file once.
 // Followers of a running container get new lines as they are written.
 import { EventEmitter } from 'node:events';
-import { createWriteStream, existsSync, mkdirSync, renameSync, statSync, type WriteStream } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, renameSync, statSync, writeSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 
@@ -24,9 +24,12 @@ export function parseLine(raw: string): LogLine | undefined {
 
 const maxRecentLines = 5000;
 
-/** The log of one container instance (one restart). */
+/**
+ * The log of one container instance (one restart). Lines are written synchronously, so the file
+ * always holds every line already announced to followers, and rotation never races a pending write.
+ */
 export class ContainerLog extends EventEmitter {
-  private out: WriteStream;
+  private fd: number;
   private size: number;
   private partial = { stdout: '', stderr: '' };
   closed = false;
@@ -42,7 +45,7 @@ export class ContainerLog extends EventEmitter {
     super();
     mkdirSync(path.dirname(file), { recursive: true });
     this.size = existsSync(file) ? statSync(file).size : 0;
-    this.out = createWriteStream(file, { flags: 'a' });
+    this.fd = openSync(file, 'a');
   }
 
   write(stream: 'stdout' | 'stderr', chunk: Buffer): void {
@@ -59,15 +62,16 @@ export class ContainerLog extends EventEmitter {
       this.partial[stream] = '';
     }
     this.closed = true;
-    // Followers learn of the end once the file holds every line.
-    this.out.end(() => this.emit('close'));
+    closeSync(this.fd);
+    this.emit('close');
   }
 
   private append(line: LogLine): void {
     const data = formatLine(line);
-    if (this.size + data.length > this.maxBytes) this.rotate();
-    this.out.write(data);
-    this.size += Buffer.byteLength(data);
+    const bytes = Buffer.from(data, 'utf8');
+    if (this.size + bytes.length > this.maxBytes) this.rotate();
+    writeSync(this.fd, bytes);
+    this.size += bytes.length;
     this.recent.push(line);
     if (this.recent.length > maxRecentLines) {
       this.recent.shift();
@@ -77,9 +81,9 @@ export class ContainerLog extends EventEmitter {
   }
 
   private rotate(): void {
-    this.out.end();
+    closeSync(this.fd);
     renameSync(this.file, `${this.file}.1`);
-    this.out = createWriteStream(this.file, { flags: 'a' });
+    this.fd = openSync(this.file, 'a');
     this.size = 0;
   }
 }

@@ -5,6 +5,10 @@ import { EnvError, expand, resolveEnv } from '../../node-agent/env.js';
 import { argvFor, defaultImageRules, repositoryOf, ruleFor } from '../../node-agent/images.js';
 import { IpPool } from '../../node-agent/ip-pool.js';
 import { parseLogQuery, selectLines } from '../../node-agent/kubelet-server.js';
+import { ContainerLog, readLog } from '../../node-agent/logs.js';
+import { existsSync, mkdtempSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { podPhase, type ContainerRecord, type PodRecord } from '../../node-agent/status.js';
 
 describe('node-agent images', () => {
@@ -113,5 +117,28 @@ describe('node-agent pod addresses and log queries', () => {
     const since = parseLogQuery(new URLSearchParams('sinceTime=2026-01-01T00:00:02Z'));
     assert.deepEqual(selectLines(lines, since).map((l) => l.text), ['l2', 'l3', 'l4']);
     assert.deepEqual(selectLines(lines, parseLogQuery(new URLSearchParams('tailLines=0'))), []);
+  });
+});
+
+describe('node-agent container logs', () => {
+  it('keeps lines in CRI format, caps the size with one rotation, and tells followers', async () => {
+    const file = path.join(mkdtempSync(path.join(tmpdir(), 'svc-log-')), 'c', '0.log');
+    const log = new ContainerLog(file, 4096);
+    const seen: string[] = [];
+    log.on('line', (l: { text: string }) => seen.push(l.text));
+    for (let i = 0; i < 200; i++) log.write(i % 2 ? 'stderr' : 'stdout', Buffer.from(`line ${i} ${'x'.repeat(40)}\n`));
+    log.write('stdout', Buffer.from('partial without newline'));
+    await new Promise<void>((resolve) => {
+      log.once('close', () => resolve());
+      log.close();
+    });
+    assert.equal(seen.length, 201);
+    assert.equal(seen[200], 'partial without newline');
+    assert.ok(existsSync(`${file}.1`), 'rotated once');
+    assert.ok(statSync(file).size <= 4096 && statSync(`${file}.1`).size <= 4096, 'each part within the cap');
+    const lines = await readLog(file);
+    assert.ok(lines.length > 0 && lines.length < 201, 'older lines past the cap are dropped');
+    assert.equal(lines[lines.length - 1]!.text, 'partial without newline');
+    assert.equal(lines.find((l) => l.text.startsWith('line 199'))?.stream, 'stderr');
   });
 });
