@@ -147,35 +147,27 @@ export class PodWorker {
   private async run(): Promise<void> {
     const spec = this.pod.spec!;
     const uid = this.pod.metadata!.uid!;
-    for (;;) {
-      try {
-        this.record.podIP = await this.deps.network.setup(uid, this.pod.status?.podIP, this.sandboxed && !this.networkAllowed);
-        break;
-      } catch (err) {
-        for (const c of [...this.record.init, ...this.record.containers]) {
-          c.state = { kind: 'waiting', reason: 'CreatePodSandboxError', message: `pod network setup failed: ${(err as Error).message}` };
-        }
-        this.report();
-        await this.sleep(2000);
-        if (this.stopping) return;
-      }
-    }
+    const everyContainer = () => [...this.record.init, ...this.record.containers];
+    const podIP = await this.retrying(
+      () => this.deps.network.setup(uid, this.pod.status?.podIP, this.sandboxed && !this.networkAllowed),
+      () => true,
+      (err) => {
+        for (const c of everyContainer()) c.state = { kind: 'waiting', reason: 'CreatePodSandboxError', message: `pod network setup failed: ${err.message}` };
+      },
+    );
+    if (podIP === undefined) return;
+    this.record.podIP = podIP;
     mkdirSync(path.join(this.dir, 'root'), { recursive: true });
-    for (;;) {
-      try {
-        this.volumes = await prepareVolumes(this.pod, this.dir, this.deps.volumeSources);
-        break;
-      } catch (err) {
-        if (!(err instanceof VolumeError)) throw err;
-        // As the kubelet does: a missing secret or config map may appear later.
-        for (const c of [...this.record.init, ...this.record.containers]) {
-          c.state = { kind: 'waiting', reason: 'ContainerCreating', message: `MountVolume failed: ${err.message}` };
-        }
-        this.report();
-        await this.sleep(2000);
-        if (this.stopping) return;
-      }
-    }
+    // As the kubelet does: a missing secret, config map or claim may appear later.
+    const volumes = await this.retrying(
+      () => prepareVolumes(this.pod, this.dir, this.deps.volumeSources),
+      (err) => err instanceof VolumeError,
+      (err) => {
+        for (const c of everyContainer()) c.state = { kind: 'waiting', reason: 'ContainerCreating', message: `MountVolume failed: ${err.message}` };
+      },
+    );
+    if (!volumes) return;
+    this.volumes = volumes;
     this.report();
     const inits = spec.initContainers ?? [];
     for (let i = 0; i < inits.length; i++) {
@@ -244,20 +236,12 @@ export class PodWorker {
       this.report();
       return 'not-started';
     }
-    let env: Record<string, string>;
-    for (;;) {
-      try {
-        env = await resolveEnv(this.pod, spec, this.record.podIP!, this.deps.envSources);
-        break;
-      } catch (err) {
-        if (!(err instanceof EnvError)) throw err;
-        // As the kubelet does: a missing secret or config map may appear later.
-        rec.state = { kind: 'waiting', reason: 'CreateContainerConfigError', message: err.message };
-        this.report();
-        await this.sleep(2000);
-        if (this.stopping) return 'not-started';
-      }
-    }
+    const env = await this.retrying(
+      () => resolveEnv(this.pod, spec, this.record.podIP!, this.deps.envSources),
+      (err) => err instanceof EnvError,
+      (err) => (rec.state = { kind: 'waiting', reason: 'CreateContainerConfigError', message: err.message }),
+    );
+    if (!env) return 'not-started';
     const cwd = this.sandboxed ? path.join(this.dir, 'root') : (spec.workingDir ?? path.join(this.dir, 'root'));
     if (!existsSync(cwd) || !statSync(cwd).isDirectory()) {
       rec.state = { kind: 'waiting', reason: 'CreateContainerError', message: `workingDir ${cwd} does not exist on the node` };
@@ -351,6 +335,24 @@ export class PodWorker {
     this.record.limits = lacking.length
       ? { enforced: false, message: `not enforced (no writable cgroup hierarchy on this machine): ${lacking.join('; ')}` }
       : { enforced: true, message: `enforced with cgroups (${this.deps.cgroups})` };
+  }
+
+  /**
+   * Retries `attempt` every 2 s while it fails with an error `retryable` accepts, reporting the
+   * state `waiting` sets meanwhile; undefined once the pod is stopping.
+   */
+  private async retrying<T>(attempt: () => Promise<T>, retryable: (err: unknown) => boolean, waiting: (err: Error) => void): Promise<T | undefined> {
+    for (;;) {
+      try {
+        return await attempt();
+      } catch (err) {
+        if (!retryable(err)) throw err;
+        waiting(err as Error);
+        this.report();
+        await this.sleep(2000);
+        if (this.stopping) return undefined;
+      }
+    }
   }
 
   private sleep(ms: number): Promise<void> {
