@@ -15,7 +15,19 @@ kubelet_ok() {
   curl -fsS --max-time 2 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" "https://127.0.0.1:$KUBELET_PORT/healthz"
 }
 
+# A running component whose compiled code changed since it started is restarted, so `make dev` and
+# `make test` always run what was just built.
+restart_if_rebuilt() {
+  local name=$1 dir=$2
+  is_running "$name" || return 0
+  if [ -n "$(find "$ROOT/dist/$dir" "$ROOT/dist/lib" -name '*.js' -newer "$RUN/$name.pid" -print -quit 2>/dev/null)" ]; then
+    say "$name: code changed since it started, restarting"
+    stop_daemon "$name" 20
+  fi
+}
+
 start_component() {
+  restart_if_rebuilt "$1" "$1"
   case "$1" in
     node-agent)
       "$ROOT/hack/certs.sh"
