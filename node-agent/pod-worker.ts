@@ -1,17 +1,17 @@
 // Runs one pod bound to a node: its address, init containers in order, then its containers under
 // the pod's restart policy with back-off, status reported after every change, and a graceful end
 // (SIGTERM, the grace period, SIGKILL) when the pod is deleted.
-import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type * as k8s from '@kubernetes/client-node';
 import type { Logger } from '../lib/logger.js';
 import { ContainerProcess, type ExitResult } from './container-process.js';
 import { ContainerCgroup, limitsOf } from './limits.js';
-import { bwrapArgs, sandboxArgs, type Mount } from './mounts.js';
 import { ContainerProber } from './probes.js';
 import { prepareVolumes, VolumeError, type VolumeSources } from './volumes.js';
-import { EnvError, expand, resolveEnv, type EnvSources } from './env.js';
-import { argvFor, ruleFor, type ImageRule } from './images.js';
+import { EnvError, resolveEnv, type EnvSources } from './env.js';
+import { imageProblem, planLaunch, type Waiting } from './launch.js';
+import type { ImageRule } from './images.js';
 import type { PodNetwork } from './network.js';
 import { ContainerLog } from './logs.js';
 import { podStatus, type ContainerRecord, type PodRecord } from './status.js';
@@ -225,58 +225,39 @@ export class PodWorker {
   }
 
   private async runOnce(spec: k8s.V1Container, rec: ContainerRecord, isInit: boolean): Promise<RunOutcome> {
-    const rule = ruleFor(spec.image ?? '', this.deps.rules);
-    if (!rule) {
-      const known = this.deps.rules.map((r) => r.image).join(', ');
-      rec.state = {
-        kind: 'waiting',
-        reason: 'ImageNotRunnable',
-        message: `node-agent cannot run image "${spec.image}": it is not in the image map (runnable: ${known}; see docs/node-agent.md)`,
-      };
+    const wait = (w: Waiting): 'not-started' => {
+      rec.state = { kind: 'waiting', ...w.waiting };
       this.report();
       return 'not-started';
-    }
+    };
+    const badImage = imageProblem(spec.image, this.deps.rules);
+    if (badImage) return wait(badImage);
     const env = await this.retrying(
       () => resolveEnv(this.pod, spec, this.record.podIP!, this.deps.envSources),
       (err) => err instanceof EnvError,
       (err) => (rec.state = { kind: 'waiting', reason: 'CreateContainerConfigError', message: err.message }),
     );
     if (!env) return 'not-started';
-    const cwd = this.sandboxed ? path.join(this.dir, 'root') : (spec.workingDir ?? path.join(this.dir, 'root'));
-    if (!existsSync(cwd) || !statSync(cwd).isDirectory()) {
-      rec.state = { kind: 'waiting', reason: 'CreateContainerError', message: `workingDir ${cwd} does not exist on the node` };
-      this.report();
-      return 'not-started';
-    }
-    const argv = argvFor(rule, spec.command, spec.args).map((a) => expand(a, env));
-    if (!argv.length) {
-      rec.state = { kind: 'waiting', reason: 'CreateContainerError', message: `no command: image "${spec.image}" has no entry point and the container gives none` };
-      this.report();
-      return 'not-started';
-    }
-    const mounts: Mount[] = [];
-    for (const vm of spec.volumeMounts ?? []) {
-      const host = this.volumes.get(vm.name);
-      if (!host) {
-        rec.state = { kind: 'waiting', reason: 'CreateContainerError', message: `volumeMount ${vm.name}: the pod has no such volume` };
-        this.report();
-        return 'not-started';
-      }
-      mounts.push({ hostPath: vm.subPath ? path.join(host, vm.subPath) : host, mountPath: vm.mountPath, readOnly: vm.readOnly ?? false });
-    }
+    const plan = planLaunch({
+      spec,
+      rules: this.deps.rules,
+      env,
+      home: path.join(this.dir, 'root'),
+      volumes: this.volumes,
+      podName: this.pod.metadata!.name!,
+      sandbox: this.sandboxed ? { unshareNet: !this.deps.network.isolates && !this.networkAllowed } : undefined,
+    });
+    if ('waiting' in plan) return wait(plan);
     const limits = limitsOf(spec);
     const cgroup = new ContainerCgroup(this.deps.cgroups, `${this.pod.metadata!.uid}-${spec.name}-${rec.restartCount}`, limits);
     this.noteLimits(spec.name, limits, cgroup.enforced);
     const log = new ContainerLog(this.logPath(spec.name, rec.restartCount), this.deps.logMaxBytes);
     this.currentLogs.set(spec.name, log);
-    const wrapper = this.sandboxed
-      ? sandboxArgs(path.join(this.dir, 'root'), mounts, !this.deps.network.isolates && !this.networkAllowed)
-      : bwrapArgs(mounts);
-    const proc = new ContainerProcess(cgroup.wrap(this.deps.network.wrap(this.pod.metadata!.uid!, [...wrapper, ...argv])), {
-      cwd,
+    const proc = new ContainerProcess(cgroup.wrap(this.deps.network.wrap(this.pod.metadata!.uid!, plan.argv)), {
+      cwd: plan.cwd,
       log,
-      wrapped: wrapper.length > 0,
-      env: { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', HOME: path.join(this.dir, 'root'), HOSTNAME: this.pod.metadata!.name!, ...env },
+      wrapped: plan.wrapped,
+      env: plan.env,
     });
     this.processes.set(spec.name, proc);
     rec.state = { kind: 'running', startedAt: proc.startedAt };
@@ -284,7 +265,7 @@ export class PodWorker {
     rec.ready = false;
     const prober = isInit
       ? undefined
-      : new ContainerProber(spec, { podIP: this.record.podIP!, ports: spec.ports ?? [], env, cwd, wrap: (a) => this.deps.network.wrap(this.pod.metadata!.uid!, a) }, {
+      : new ContainerProber(spec, { podIP: this.record.podIP!, ports: spec.ports ?? [], env: plan.env, cwd: plan.cwd, wrap: (a) => this.deps.network.wrap(this.pod.metadata!.uid!, a) }, {
           started: () => {
             rec.started = true;
             this.report();
