@@ -155,6 +155,28 @@ export class NodeAgent {
             mergePatch,
           );
         },
+        recordEvent: (pod: k8s.V1Pod, type: 'Normal' | 'Warning', reason: string, message: string) => {
+          const meta = pod.metadata!;
+          const now = new Date();
+          identity.core
+            .createNamespacedEvent({
+              namespace: meta.namespace!,
+              body: {
+                metadata: { generateName: `${meta.name}.`, namespace: meta.namespace },
+                involvedObject: { apiVersion: 'v1', kind: 'Pod', name: meta.name, namespace: meta.namespace, uid: meta.uid },
+                type,
+                reason,
+                message,
+                source: { component: 'node-agent', host: name },
+                reportingComponent: 'node-agent',
+                reportingInstance: name,
+                firstTimestamp: now,
+                lastTimestamp: now,
+                count: 1,
+              },
+            })
+            .catch((err: unknown) => this.log.debug({ err, pod: `${meta.namespace}/${meta.name}`, reason }, 'Event not recorded'));
+        },
         deletePod: async (pod: k8s.V1Pod) => {
           await identity.core
             .deleteNamespacedPod({

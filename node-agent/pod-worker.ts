@@ -26,6 +26,8 @@ export interface WorkerDeps {
   volumeSources: VolumeSources;
   cgroups: 'v2' | 'v1' | 'none';
   reportStatus(pod: k8s.V1Pod, status: k8s.V1PodStatus): Promise<void>;
+  /** A Kubernetes Event about the pod, as the kubelet records them (kubectl describe pod). */
+  recordEvent(pod: k8s.V1Pod, type: 'Normal' | 'Warning', reason: string, message: string): void;
   /** The kubelet's final delete (grace 0) once every container has ended. */
   deletePod(pod: k8s.V1Pod): Promise<void>;
   log: Logger;
@@ -114,6 +116,7 @@ export class PodWorker {
     this.terminating ??= (async () => {
       this.stopping = true;
       for (const wake of this.sleepers) wake();
+      for (const name of this.processes.keys()) this.event('Normal', 'Killing', `Stopping container ${name}`);
       await Promise.all([...this.processes.values()].map((p) => p.stop(graceMs)));
       this.deps.log.info({ pod: this.name, graceMs }, 'Stopped pod containers');
       if (deleteAfter) {
@@ -164,6 +167,7 @@ export class PodWorker {
       (err) => err instanceof VolumeError,
       (err) => {
         for (const c of everyContainer()) c.state = { kind: 'waiting', reason: 'ContainerCreating', message: `MountVolume failed: ${err.message}` };
+        this.event('Warning', 'FailedMount', `MountVolume failed: ${err.message}`);
       },
     );
     if (!volumes) return;
@@ -217,6 +221,7 @@ export class PodWorker {
   /** CrashLoopBackOff: waits, then counts the restart; returns the next back-off. */
   private async backoff(rec: ContainerRecord, ms: number): Promise<number> {
     rec.lastState = rec.state;
+    this.event('Warning', 'BackOff', `Back-off ${ms / 1000}s restarting failed container ${rec.name}`);
     rec.state = { kind: 'waiting', reason: 'CrashLoopBackOff', message: `back-off ${ms / 1000}s restarting failed container=${rec.name} pod=${this.pod.metadata?.name}` };
     this.report();
     await this.sleep(ms);
@@ -227,6 +232,7 @@ export class PodWorker {
   private async runOnce(spec: k8s.V1Container, rec: ContainerRecord, isInit: boolean): Promise<RunOutcome> {
     const wait = (w: Waiting): 'not-started' => {
       rec.state = { kind: 'waiting', ...w.waiting };
+      this.event('Warning', w.waiting.reason, `container ${spec.name}: ${w.waiting.message}`);
       this.report();
       return 'not-started';
     };
@@ -235,7 +241,10 @@ export class PodWorker {
     const env = await this.retrying(
       () => resolveEnv(this.pod, spec, this.record.podIP!, this.deps.envSources),
       (err) => err instanceof EnvError,
-      (err) => (rec.state = { kind: 'waiting', reason: 'CreateContainerConfigError', message: err.message }),
+      (err) => {
+        rec.state = { kind: 'waiting', reason: 'CreateContainerConfigError', message: err.message };
+        this.event('Warning', 'Failed', `Error: ${err.message}`);
+      },
     );
     if (!env) return 'not-started';
     const plan = planLaunch({
@@ -260,6 +269,7 @@ export class PodWorker {
       env: plan.env,
     });
     this.processes.set(spec.name, proc);
+    this.event('Normal', 'Started', `Started container ${spec.name}`);
     rec.state = { kind: 'running', startedAt: proc.startedAt };
     rec.started = !spec.startupProbe;
     rec.ready = false;
@@ -277,6 +287,7 @@ export class PodWorker {
           },
           unhealthy: (reason) => {
             this.deps.log.info({ pod: this.name, container: spec.name, reason }, 'Restarting unhealthy container');
+            this.event('Warning', 'Unhealthy', `container ${spec.name}: ${reason}; restarting it`);
             void proc.stop((this.pod.spec?.terminationGracePeriodSeconds ?? 30) * 1000);
           },
         });
@@ -322,6 +333,16 @@ export class PodWorker {
    * Retries `attempt` every 2 s while it fails with an error `retryable` accepts, reporting the
    * state `waiting` sets meanwhile; undefined once the pod is stopping.
    */
+  private lastEvent = '';
+
+  /** Records an Event, once per distinct reason and message in a row (retries repeat themselves). */
+  private event(type: 'Normal' | 'Warning', reason: string, message: string): void {
+    const key = `${type}/${reason}/${message}`;
+    if (key === this.lastEvent) return;
+    this.lastEvent = key;
+    this.deps.recordEvent(this.pod, type, reason, message);
+  }
+
   private async retrying<T>(attempt: () => Promise<T>, retryable: (err: unknown) => boolean, waiting: (err: Error) => void): Promise<T | undefined> {
     for (;;) {
       try {

@@ -84,6 +84,8 @@ describe('node-agent', () => {
       execFileSync('sh', ['-c', `touch "$(readlink /proc/${pid}/cwd)/go"`]);
       await eventually('the line written after the stream began', () => out.includes('after-stream-started'));
       assert.equal(out, 'first\nafter-stream-started\n');
+    const started = await core.listNamespacedEvent({ namespace: ns.name, fieldSelector: 'involvedObject.name=streamer' });
+    assert.ok(started.items.some((e) => e.reason === 'Started' && e.message === 'Started container main'));
     } finally {
       kubectl.kill();
     }
@@ -228,6 +230,13 @@ describe('node-agent', () => {
     assert.equal(waiting.reason, 'ImageNotRunnable');
     assert.match(waiting.message ?? '', /cannot run image "nginx:1\.27"/);
     assert.equal((await read('unrunnable')).status?.phase, 'Pending');
+    // kubectl describe shows it as an Event from the node.
+    const event = await eventually('the Warning event', async () => {
+      const events = await core.listNamespacedEvent({ namespace: ns.name, fieldSelector: 'involvedObject.name=unrunnable' });
+      return events.items.find((e) => e.reason === 'ImageNotRunnable');
+    });
+    assert.equal(event.type, 'Warning');
+    assert.equal(event.source?.component, 'node-agent');
   });
 
   it('keeps a pod out of its Service’s ready endpoints until its readiness probe passes', async () => {
