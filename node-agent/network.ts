@@ -3,7 +3,7 @@
 // that EndpointSlices accept (they refuse loopback ones) and that the host reaches directly, as
 // pods on a cluster network. With `loopback` (no root) pods share the host network and bind a
 // 127.x address each; Services then get no endpoints (docs/node-agent.md).
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';
 import { IpPool } from './ip-pool.js';
@@ -76,24 +76,26 @@ export class NetnsNetwork implements PodNetwork {
   async setup(podUid: string, previousIP: string | undefined, isolated: boolean): Promise<string> {
     const address = this.pool.allocate(podUid, previousIP);
     const { ns, hostVeth, podVeth } = this.names(podUid);
+    // Leftovers of an earlier attempt for the same pod.
     await ip(['netns', 'del', ns]).catch(() => undefined);
-    await ip(['netns', 'add', ns]);
+    await ip(['link', 'del', hostVeth]).catch(() => undefined);
+    // Two `ip -batch` runs instead of a process per step: pod start-up is dominated by these.
     if (isolated) {
-      await ip(['-n', ns, 'link', 'set', 'lo', 'up']);
-      await ip(['-n', ns, 'addr', 'add', `${address}/32`, 'dev', 'lo']);
+      await ipBatch([`netns add ${ns}`]);
+      await ipBatch(['link set lo up', `addr add ${address}/32 dev lo`], ns);
       return address;
     }
-    await ip(['link', 'del', hostVeth]).catch(() => undefined);
-    await ip(['link', 'add', hostVeth, 'type', 'veth', 'peer', 'name', podVeth]);
-    await ip(['link', 'set', podVeth, 'netns', ns]);
-    await ip(['link', 'set', hostVeth, 'master', this.bridge]);
-    await ip(['link', 'set', hostVeth, 'up']);
-    const inNs = (args: string[]) => ip(['-n', ns, ...args]);
-    await inNs(['link', 'set', 'lo', 'up']);
-    await inNs(['link', 'set', podVeth, 'name', 'eth0']);
-    await inNs(['addr', 'add', `${address}/16`, 'dev', 'eth0']);
-    await inNs(['link', 'set', 'eth0', 'up']);
-    await inNs(['route', 'add', 'default', 'via', this.gateway]);
+    await ipBatch([
+      `netns add ${ns}`,
+      `link add ${hostVeth} type veth peer name ${podVeth}`,
+      `link set ${podVeth} netns ${ns}`,
+      `link set ${hostVeth} master ${this.bridge}`,
+      `link set ${hostVeth} up`,
+    ]);
+    await ipBatch(
+      ['link set lo up', `link set ${podVeth} name eth0`, `addr add ${address}/16 dev eth0`, 'link set eth0 up', `route add default via ${this.gateway}`],
+      ns,
+    );
     return address;
   }
 
@@ -110,6 +112,18 @@ export class NetnsNetwork implements PodNetwork {
 
 async function ip(args: string[]): Promise<void> {
   await run('ip', args);
+}
+
+/** Runs `ip` commands from one process (in the namespace `ns` when given); fails on the first error. */
+function ipBatch(lines: string[], ns?: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('ip', [...(ns ? ['-n', ns] : []), '-batch', '-'], { stdio: ['pipe', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.once('error', reject);
+    child.once('exit', (code) => (code === 0 ? resolve() : reject(Object.assign(new Error(`ip -batch failed: ${stderr.trim()}`), { stderr }))));
+    child.stdin.end(lines.join('\n') + '\n');
+  });
 }
 
 function ignoreExists(err: { stderr?: string }): void {
