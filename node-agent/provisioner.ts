@@ -5,6 +5,7 @@ import { mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { kubeStatus } from '../lib/kube/client.js';
+import { keepWatching, type Restartable } from '../lib/kube/keep-watching.js';
 import type { Logger } from '../lib/logger.js';
 
 export const provisionerName = 'svc.dev/node-agent';
@@ -32,7 +33,7 @@ export function volumeFor(pvc: k8s.V1PersistentVolumeClaim, node: string, dir: s
 }
 
 export class LocalProvisioner {
-  private readonly watches: Array<k8s.ListWatch<k8s.KubernetesObject>> = [];
+  private readonly watches: Array<{ stop(): Promise<void> }> = [];
 
   constructor(
     private readonly kc: k8s.KubeConfig,
@@ -80,8 +81,11 @@ export class LocalProvisioner {
     };
     volumes.on('add', reclaim);
     volumes.on('update', reclaim);
-    for (const w of [claims, volumes] as Array<k8s.ListWatch<k8s.KubernetesObject>>) {
-      w.on('error', () => setTimeout(() => void w.start().catch(() => undefined), 1000));
+    for (const [w, what] of [
+      [claims, 'claims'],
+      [volumes, 'volumes'],
+    ] as Array<[Restartable & { stop(): Promise<void> }, string]>) {
+      keepWatching(w, what, this.log);
       await w.start();
       this.watches.push(w);
     }

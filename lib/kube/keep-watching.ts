@@ -1,0 +1,26 @@
+// @kubernetes/client-node informers relist by themselves on 410 Gone but stop on any other error.
+// This restarts one with back-off (1 s doubling to 30 s) and says so loudly while it stays down.
+import type * as k8s from '@kubernetes/client-node';
+import type { Logger } from '../logger.js';
+
+/** The part of an informer this needs. */
+export type Restartable = Pick<k8s.ListWatch<k8s.KubernetesObject>, 'on' | 'start'>;
+
+export function keepWatching(informer: Restartable, what: string, log: Logger): void {
+  let delay = 1000;
+  let downSince: number | undefined;
+  informer.on('connect', () => {
+    if (downSince !== undefined) log.info({ watch: what, downMs: Date.now() - downSince }, 'Watch resumed');
+    downSince = undefined;
+    delay = 1000;
+  });
+  informer.on('error', (err: unknown) => {
+    downSince ??= Date.now();
+    const downMs = Date.now() - downSince;
+    (downMs > 30_000 ? log.error : log.warn).call(log, { err, watch: what, downMs, retryInMs: delay }, 'Watch failed; restarting it');
+    setTimeout(() => {
+      informer.start().catch(() => undefined);
+    }, delay).unref();
+    delay = Math.min(delay * 2, 30_000);
+  });
+}
