@@ -2,7 +2,9 @@
 // run the container's command on the host as written (their entry point when it gives none); any
 // other image is refused with a clear reason instead of being silently skipped.
 import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { z } from 'zod';
+import { repoRoot } from '../lib/paths.js';
 
 const ruleSchema = z.strictObject({
   /** Repository name without registry, tag or digest: `busybox`, `node`, `svc/runtime`. */
@@ -16,7 +18,13 @@ const ruleSchema = z.strictObject({
 });
 export type ImageRule = z.infer<typeof ruleSchema>;
 
+/** The platform's own images run this repository's entry points (built into dist/ by make). */
+const platformImages = (repo: string): ImageRule[] => [
+  { image: 'svc/runtime', entrypoint: [process.execPath, path.join(repo, 'dist/runtime/main.js')], cmd: [], aliases: {} },
+];
+
 export const defaultImageRules: ImageRule[] = [
+  ...platformImages(repoRoot),
   { image: 'busybox', entrypoint: [], cmd: ['sh'], aliases: {} },
   { image: 'alpine', entrypoint: [], cmd: ['sh'], aliases: { '/bin/sh': 'sh' } },
   { image: 'debian', entrypoint: [], cmd: ['bash'], aliases: {} },

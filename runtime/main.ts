@@ -2,10 +2,11 @@
 // the App controller's pod spec) says: $HOST:$PORT. Serving a static site from SVC_SITE_ROOT is
 // what it does so far; HTML apps, Markdown pages and handler trees come with the apps capability.
 import { createServer } from 'node:http';
+import { loadConfig } from '../lib/config.js';
 import { createLogger } from '../lib/logger.js';
 import { createStaticSite } from './static-site.js';
 
-const log = createLogger('runtime', (process.env.SVC_LOG_LEVEL as 'info' | undefined) ?? 'info');
+const log = createLogger('runtime', loadConfig().logLevel);
 const root = process.env.SVC_SITE_ROOT;
 const port = Number(process.env.PORT ?? 8080);
 const host = process.env.HOST ?? '0.0.0.0';

@@ -447,4 +447,31 @@ except OSError as e:
       return gone && !execFileSync('sh', ['-c', `test -e ${pv.spec!.local!.path} && echo yes || echo no`], { encoding: 'utf8' }).includes('yes');
     }, { timeoutMs: 60_000 });
   });
+
+  it('runs the platform’s runtime image from this repository, serving a site at the pod address', async () => {
+    await core.createNamespacedConfigMap({ namespace: ns.name, body: { metadata: { name: 'site' }, data: { 'index.html': '<h1>from the runtime</h1>' } } });
+    await core.createNamespacedPod({
+      namespace: ns.name,
+      body: pod('runtime', {
+        volumes: [{ name: 'site', configMap: { name: 'site' } }],
+        containers: [
+          {
+            name: 'web',
+            image: 'svc/runtime:dev',
+            ports: [{ containerPort: 8080 }],
+            env: [{ name: 'SVC_SITE_ROOT', value: '/srv/site' }],
+            volumeMounts: [{ name: 'site', mountPath: '/srv/site' }],
+            readinessProbe: { httpGet: { path: '/', port: 8080 as unknown as k8s.IntOrString }, periodSeconds: 1 },
+          },
+        ],
+      }),
+    });
+    const p = await eventually('the runtime pod to be ready', async () => {
+      const p = await read('runtime');
+      return p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ? p : undefined;
+    }, { timeoutMs: 30_000 });
+    const res = await fetch(`http://${p.status!.podIP}:8080/`);
+    assert.equal(res.status, 200);
+    assert.equal(await res.text(), '<h1>from the runtime</h1>');
+  });
 });

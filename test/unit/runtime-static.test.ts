@@ -97,3 +97,32 @@ describe('runtime static site', () => {
     assert.equal(post.headers.get('allow'), 'GET, HEAD');
   });
 });
+
+describe('runtime process', () => {
+  it('serves SVC_SITE_ROOT on $HOST:$PORT and stops on SIGTERM', async () => {
+    const { spawn } = await import('node:child_process');
+    const { repoRoot } = await import('../../lib/paths.js');
+    const root = mkdtempSync(path.join(tmpdir(), 'svc-site-'));
+    writeFileSync(path.join(root, 'index.html'), 'served by the runtime');
+    const probe = createServer();
+    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', () => r()));
+    const port = (probe.address() as AddressInfo).port;
+    await new Promise((r) => probe.close(r));
+    const child = spawn(process.execPath, [path.join(repoRoot, 'dist/runtime/main.js')], {
+      env: { ...process.env, SVC_SITE_ROOT: root, HOST: '127.0.0.1', PORT: String(port), SVC_LOG_LEVEL: 'silent' },
+      stdio: 'ignore',
+    });
+    try {
+      let text = '';
+      for (let i = 0; i < 100 && !text; i++) {
+        text = await fetch(`http://127.0.0.1:${port}/`).then((r) => r.text(), () => '');
+        if (!text) await new Promise((r) => setTimeout(r, 50));
+      }
+      assert.equal(text, 'served by the runtime');
+    } finally {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      assert.equal(await exited, 0);
+    }
+  });
+});
