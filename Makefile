@@ -55,7 +55,7 @@ status:
 	@hack/cluster.sh status; hack/postgres.sh status; hack/dev.sh status
 
 test: build cluster postgres
-	@hack/dev.sh up node-agent
+	@hack/dev.sh up node-agent controllers
 	@hack/test.sh
 
 test-unit: build

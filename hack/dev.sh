@@ -4,7 +4,7 @@
 #   dev.sh [up [COMPONENT...]] | down | status
 source "$(dirname "$0")/lib.sh"
 
-COMPONENTS=(node-agent api)
+COMPONENTS=(node-agent controllers api)
 API_PORT=${SVC_API_PORT:-8080}
 KUBELET_PORT=${SVC_NODE_KUBELET_PORT:-10250}
 
@@ -26,6 +26,11 @@ restart_if_rebuilt() {
   fi
 }
 
+# started_since_last_start NAME TEXT : the component logged TEXT since its latest start.
+started_since_last_start() {
+  awk -v text="$2" '/^==== .* starting /{found=0} index($0, text){found=1} END{exit !found}' "$LOGS/$1.log"
+}
+
 start_component() {
   restart_if_rebuilt "$1" "$1"
   case "$1" in
@@ -33,6 +38,10 @@ start_component() {
       "$ROOT/hack/certs.sh"
       start_daemon node-agent node --enable-source-maps dist/node-agent/main.js
       wait_ready node-agent 60 kubelet_ok
+      ;;
+    controllers)
+      start_daemon controllers node --enable-source-maps dist/controllers/main.js
+      wait_ready controllers 60 started_since_last_start controllers 'Controllers started'
       ;;
     api)
       start_daemon api node --enable-source-maps dist/api/main.js
@@ -57,6 +66,7 @@ The local platform is up.
   Owner token      $STATE/owner-token   (curl -H "Authorization: Bearer \$(cat $STATE/owner-token)" http://127.0.0.1:$API_PORT/api/account)
   Kubernetes API   https://127.0.0.1:$APISERVER_PORT   export KUBECONFIG=$STATE/kubeconfig
   Nodes            local-a, local-b run pods as local processes (node-agent; kubectl run/logs work)
+  Controllers      reconcile Apps into machines and Services (kubectl apply -f docs/examples/app.yaml)
   kubectl          $K8S_BIN/kubectl   (try: kubectl get svc-all -A)
   PostgreSQL       postgres://svc@127.0.0.1:$PG_PORT/svc
   Logs             $LOGS/

@@ -26,6 +26,11 @@ const envSchema = z.object({
   SVC_API_RATE_BURST: z.coerce.number().int().min(1).default(100),
   SVC_WEBHOOK_ALLOW_PRIVATE: bool.default(false),
   SVC_APISERVER_URL: z.url().default('https://127.0.0.1:6443'),
+  SVC_APPS_DOMAIN: z
+    .string()
+    .regex(/^([a-z0-9]([-a-z0-9]*[a-z0-9])?\.)*[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a domain name')
+    .default('apps.localhost'),
+  SVC_APPS_URL_SUFFIX: z.string().regex(/^(:\d{1,5})?$/, 'must be empty or :<port>').default(':8081'),
   SVC_NODES: z
     .string()
     .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(,[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/, 'must be comma-separated node names')
@@ -59,6 +64,9 @@ export interface Config {
     /** Per-token request rate: a token bucket refilled at perSecond, holding burst. */
     readonly rate: { readonly perSecond: number; readonly burst: number };
   };
+  /** App hostnames are <app>.<appsDomain>; URLs add appsUrlSuffix (the proxy's port locally). */
+  readonly appsDomain: string;
+  readonly appsUrlSuffix: string;
   /** Allow webhook URLs on loopback and private networks (tests and local development only). */
   readonly webhookAllowPrivate: boolean;
   readonly nodeAgent: {
@@ -121,6 +129,8 @@ export function loadConfig(
       rate: Object.freeze({ perSecond: e.SVC_API_RATE_PER_SECOND, burst: e.SVC_API_RATE_BURST }),
     }),
     webhookAllowPrivate: e.SVC_WEBHOOK_ALLOW_PRIVATE,
+    appsDomain: e.SVC_APPS_DOMAIN,
+    appsUrlSuffix: e.SVC_APPS_URL_SUFFIX,
     nodeAgent: Object.freeze({
       apiserverUrl: e.SVC_APISERVER_URL,
       nodes: Object.freeze(e.SVC_NODES.split(',')),

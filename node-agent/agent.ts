@@ -6,7 +6,7 @@ import type https from 'node:https';
 import * as k8s from '@kubernetes/client-node';
 import type { Config } from '../lib/config.js';
 import { kubeStatus } from '../lib/kube/client.js';
-import { keepWatching, type Restartable } from '../lib/kube/keep-watching.js';
+import { keepWatching } from '../lib/kube/keep-watching.js';
 import type { Logger } from '../lib/logger.js';
 import type { EnvSources } from './env.js';
 import { loadImageRules } from './images.js';
@@ -214,7 +214,7 @@ export class NodeAgent {
         if (this.byName.get(worker.name) === worker) this.byName.delete(worker.name);
         void worker.terminate(0, false);
       });
-      keepWatching(informer as Restartable, `pods of ${name}`, this.log);
+      keepWatching(informer, `pods of ${name}`, this.log);
       await informer.start();
       this.nodes.push({ identity, heartbeat, informer, server });
       this.log.info({ node: name, kubeletPort: identity.kubeletPort }, 'Node ready');

@@ -4,9 +4,9 @@ import type * as k8s from '@kubernetes/client-node';
 import type { Logger } from '../logger.js';
 
 /** The part of an informer this needs. */
-export type Restartable = Pick<k8s.ListWatch<k8s.KubernetesObject>, 'on' | 'start'>;
+export type Restartable<T extends k8s.KubernetesObject = k8s.KubernetesObject> = Pick<k8s.ListWatch<T>, 'on' | 'start'>;
 
-export function keepWatching(informer: Restartable, what: string, log: Logger): void {
+export function keepWatching<T extends k8s.KubernetesObject>(informer: Restartable<T>, what: string, log: Logger): void {
   let delay = 1000;
   let downSince: number | undefined;
   informer.on('connect', () => {

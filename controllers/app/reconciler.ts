@@ -1,0 +1,57 @@
+// The App reconciler's thin half: reads the App, plans with desired.ts, applies the plan (Service by
+// server-side apply, machine Pods created and deleted), writes status in one patch, and deletes an
+// expired App. Safe to run twice or after a crash: every step is idempotent.
+import * as k8s from '@kubernetes/client-node';
+import { kubeStatus } from '../../lib/kube/client.js';
+import type { Logger } from '../../lib/logger.js';
+import { group, version, type App } from '../../lib/resources/index.js';
+import { appService, managerName, plan, type AppSettings } from './desired.js';
+
+const apply = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.ServerSideApply);
+const merge = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
+const ignore = (...codes: number[]) => (err: unknown) => {
+  if (!codes.includes(kubeStatus(err) ?? 0)) throw err;
+};
+
+export interface ObservedPods {
+  podsOf(namespace: string, app: string): k8s.V1Pod[];
+}
+
+export class AppReconciler {
+  constructor(
+    private readonly core: k8s.CoreV1Api,
+    private readonly custom: k8s.CustomObjectsApi,
+    private readonly observed: ObservedPods,
+    private readonly settings: AppSettings,
+    private readonly log: Logger,
+    private readonly clock: () => Date = () => new Date(),
+  ) {}
+
+  /** Returns when to look again without a change, if ever. */
+  async reconcile(app: App): Promise<{ requeueMs?: number }> {
+    const namespace = app.metadata.namespace!;
+    const name = app.metadata.name!;
+    if (app.metadata.deletionTimestamp) return {};
+    const p = plan(app, this.observed.podsOf(namespace, name), this.settings, this.clock());
+    if (p.expired) {
+      await this.custom.deleteNamespacedCustomObject({ group, version, namespace, plural: 'apps', name }).catch(ignore(404));
+      this.log.info({ kind: 'App', namespace, name, expiresAt: app.spec.expiresAt }, 'Deleted expired App');
+      return {};
+    }
+    await this.core.patchNamespacedService({ name, namespace, body: appService(app), fieldManager: managerName, force: true }, apply);
+    for (const pod of p.create) {
+      await this.core.createNamespacedPod({ namespace, body: pod }).catch(ignore(409));
+      this.log.info({ kind: 'App', namespace, name, pod: pod.metadata!.name }, 'Created machine');
+    }
+    for (const pod of p.delete) {
+      await this.core.deleteNamespacedPod({ namespace, name: pod.metadata!.name! }).catch(ignore(404));
+      this.log.info({ kind: 'App', namespace, name, pod: pod.metadata!.name }, 'Deleted machine');
+    }
+    if (JSON.stringify(p.status) !== JSON.stringify(app.status ?? {})) {
+      await this.custom
+        .patchNamespacedCustomObjectStatus({ group, version, namespace, plural: 'apps', name, body: { status: p.status } }, merge)
+        .catch(ignore(404));
+    }
+    return p.requeueMs !== undefined ? { requeueMs: p.requeueMs } : {};
+  }
+}

@@ -1,0 +1,37 @@
+// Starts the controllers: waits for the leader Lease, then reconciles.
+import * as k8s from '@kubernetes/client-node';
+import { ConfigError, loadConfig } from '../lib/config.js';
+import { loadKubeConfig } from '../lib/kube/client.js';
+import { createLogger } from '../lib/logger.js';
+import { LeaderElection } from './leader.js';
+import { Manager } from './manager.js';
+
+let config;
+try {
+  config = loadConfig();
+} catch (err) {
+  if (err instanceof ConfigError) {
+    console.error(`controllers: ${err.message}`);
+    process.exit(1);
+  }
+  throw err;
+}
+const log = createLogger('controllers', config.logLevel);
+const kc = loadKubeConfig(config.kubeconfig);
+const election = new LeaderElection(kc.makeApiClient(k8s.CoordinationV1Api), 'kube-system', 'svc-controllers', log);
+const manager = new Manager(kc, { appsDomain: config.appsDomain, appsUrlSuffix: config.appsUrlSuffix }, log);
+
+async function shutdown(signal: string): Promise<void> {
+  log.info({ signal }, 'Stopping controllers');
+  await manager.stop();
+  await election.release();
+  process.exit(0);
+}
+process.on('SIGTERM', () => void shutdown('SIGTERM'));
+process.on('SIGINT', () => void shutdown('SIGINT'));
+
+await election.run(() => {
+  // Another replica leads now: stop working at once; the supervisor restarts this one as a follower.
+  process.exit(1);
+});
+await manager.start();

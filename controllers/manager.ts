@@ -1,0 +1,70 @@
+// The controllers' manager: informers (Apps, and the Pods that are their machines), a keyed work
+// queue, and the App reconciler; it works only while it holds the leader Lease. Reconcilers read
+// from the informers' caches, not from the apiserver per change.
+import * as k8s from '@kubernetes/client-node';
+import { keepWatching } from '../lib/kube/keep-watching.js';
+import type { Logger } from '../lib/logger.js';
+import { group, version, type App } from '../lib/resources/index.js';
+import { labels, type AppSettings } from './app/desired.js';
+import { AppReconciler } from './app/reconciler.js';
+import { WorkQueue } from './queue.js';
+
+const key = (namespace: string, name: string) => `${namespace}/${name}`;
+
+export class Manager {
+  private readonly apps: k8s.ListWatch<App>;
+  private readonly pods: k8s.ListWatch<k8s.V1Pod>;
+  private readonly queue: WorkQueue;
+
+  constructor(kc: k8s.KubeConfig, settings: AppSettings, private readonly log: Logger) {
+    const core = kc.makeApiClient(k8s.CoreV1Api);
+    const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+    this.apps = new k8s.ListWatch<App>(
+      `/apis/${group}/${version}/apps`,
+      new k8s.Watch(kc),
+      () => custom.listClusterCustomObject({ group, version, plural: 'apps' }) as Promise<k8s.KubernetesListObject<App>>,
+      false,
+    );
+    // Only the machines: a label selector bounds the cache to pods the App controller made.
+    this.pods = new k8s.ListWatch<k8s.V1Pod>(
+      '/api/v1/pods',
+      new k8s.Watch(kc),
+      () => core.listPodForAllNamespaces({ labelSelector: labels.app }),
+      false,
+      labels.app,
+    );
+    const reconciler = new AppReconciler(core, custom, { podsOf: (ns, app) => this.pods.list(ns).filter((p) => p.metadata?.labels?.[labels.app] === app) }, settings, log);
+    this.queue = new WorkQueue(
+      async (k) => {
+        const [namespace, name] = k.split('/') as [string, string];
+        const app = this.apps.get(name, namespace);
+        return app ? reconciler.reconcile(app) : {};
+      },
+      (k, err, retryMs) => log.warn({ err, kind: 'App', key: k, retryMs }, 'Reconcile failed; retrying'),
+    );
+    const enqueueApp = (app: App) => this.queue.add(key(app.metadata.namespace!, app.metadata.name!));
+    // A change to a machine is a change to its App (korifi's buildToApp, here podToApp).
+    const enqueueOwner = (pod: k8s.V1Pod) => {
+      const app = pod.metadata?.labels?.[labels.app];
+      if (app && pod.metadata?.namespace) this.queue.add(key(pod.metadata.namespace, app));
+    };
+    for (const verb of ['add', 'update', 'delete'] as const) {
+      this.apps.on(verb, enqueueApp);
+      this.pods.on(verb, enqueueOwner);
+    }
+    keepWatching(this.apps, 'apps', log);
+    keepWatching(this.pods, 'machine pods', log);
+  }
+
+  async start(): Promise<void> {
+    await this.pods.start();
+    await this.apps.start();
+    this.log.info({ apps: this.apps.list().length }, 'Controllers started');
+  }
+
+  async stop(): Promise<void> {
+    this.queue.stop();
+    await this.apps.stop();
+    await this.pods.stop();
+  }
+}

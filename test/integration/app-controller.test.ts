@@ -1,0 +1,127 @@
+// The App controller against the local cluster, node-agent and a running controllers process
+// (`make test` starts both): Apps applied as kubectl would apply them become machines and a Service.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import * as k8s from '@kubernetes/client-node';
+import { apiVersion, group, version, type App } from '../../lib/resources/index.js';
+import { kubeConfig, statusOf, testNamespace } from '../support/kube.js';
+import { eventually } from '../support/wait.js';
+
+const server = { kind: 'container', image: 'python:3.12', command: ['python', '-m', 'http.server', '$(PORT)', '--bind', '$(HOST)'], port: 8000 };
+
+describe('App controller', () => {
+  let core: k8s.CoreV1Api;
+  let custom: k8s.CustomObjectsApi;
+  let discovery: k8s.DiscoveryV1Api;
+  let ns: Awaited<ReturnType<typeof testNamespace>>;
+
+  before(async () => {
+    const kc = kubeConfig();
+    core = kc.makeApiClient(k8s.CoreV1Api);
+    custom = kc.makeApiClient(k8s.CustomObjectsApi);
+    discovery = kc.makeApiClient(k8s.DiscoveryV1Api);
+    ns = await testNamespace(core, 'apps');
+  });
+  after(async () => {
+    await ns?.dispose();
+  });
+
+  const target = (name: string) => ({ group, version, namespace: ns.name, plural: 'apps', name });
+  const create = (name: string, spec: Record<string, unknown>) =>
+    custom.createNamespacedCustomObject({ group, version, namespace: ns.name, plural: 'apps', body: { apiVersion, kind: 'App', metadata: { name }, spec } });
+  const get = async (name: string) => (await custom.getNamespacedCustomObject(target(name))) as App;
+  const condition = (app: App, type: string) => app.status?.conditions?.find((c) => c.type === type);
+  const machines = async (name: string) => (await core.listNamespacedPod({ namespace: ns.name, labelSelector: `svc.dev/app=${name}` })).items.filter((p) => !p.metadata?.deletionTimestamp);
+  const readyEndpoints = async (name: string) => {
+    const slices = await discovery.listNamespacedEndpointSlice({ namespace: ns.name, labelSelector: `kubernetes.io/service-name=${name}` });
+    return slices.items.flatMap((s) => s.endpoints ?? []).filter((e) => e.conditions?.ready).flatMap((e) => e.addresses);
+  };
+
+  it('serves an App applied as kubectl would: machines on both nodes, a Service with ready endpoints, status', async () => {
+    await create('web', { ...server, machines: 2 });
+    const app = await eventually('the App to be Ready', async () => {
+      const a = await get('web');
+      return condition(a, 'Ready')?.status === 'True' ? a : undefined;
+    }, { timeoutMs: 60_000 });
+    assert.equal(app.status?.ready, '2/2');
+    assert.equal(app.status?.url, 'http://web.apps.localhost:8081');
+    assert.equal(app.status?.observedGeneration, app.metadata.generation);
+    assert.equal(condition(app, 'Progressing')?.status, 'False');
+    assert.equal(condition(app, 'Degraded')?.status, 'False');
+    assert.deepEqual(app.status?.machines?.map((m) => m.ordinal), [0, 1]);
+    assert.deepEqual([...new Set(app.status?.machines?.map((m) => m.node))].sort(), ['local-a', 'local-b']);
+    const pods = await machines('web');
+    assert.ok(pods.every((p) => p.metadata?.ownerReferences?.[0]?.kind === 'App' && p.metadata.ownerReferences[0].controller));
+    const addresses = await eventually('two ready endpoints', async () => {
+      const a = await readyEndpoints('web');
+      return a.length === 2 ? a : undefined;
+    }, { timeoutMs: 30_000 });
+    for (const ip of addresses) assert.equal((await fetch(`http://${ip}:8000/`)).status, 200);
+  });
+
+  it('replaces machines on a spec change, keeping a ready endpoint all the way', async () => {
+    await create('rolling', { ...server, machines: 1 });
+    await eventually('rolling to be Ready', async () => condition(await get('rolling'), 'Ready')?.status === 'True', { timeoutMs: 60_000 });
+    const before = (await machines('rolling')).map((p) => p.metadata!.name);
+    await custom.patchNamespacedCustomObject(
+      { ...target('rolling'), body: { spec: { env: [{ name: 'VERSION', value: '2' }] } } },
+      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+    );
+    const samples: number[] = [];
+    await eventually('the new machine to replace the old one', async () => {
+      samples.push((await readyEndpoints('rolling')).length);
+      const names = (await machines('rolling')).map((p) => p.metadata!.name);
+      const app = await get('rolling');
+      return names.length === 1 && !before.includes(names[0]) && condition(app, 'Ready')?.status === 'True' && condition(app, 'Progressing')?.status === 'False';
+    }, { timeoutMs: 60_000, intervalMs: 100 });
+    assert.ok(samples.length > 5, 'sampled during the rollout');
+    assert.ok(samples.every((n) => n >= 1), `a ready endpoint at every sample: ${samples.join(',')}`);
+  });
+
+  it('reports a machine that cannot run as Degraded, naming the reason', async () => {
+    await create('broken', { kind: 'container', image: 'nginx:1.27' });
+    const app = await eventually('Degraded', async () => {
+      const a = await get('broken');
+      return condition(a, 'Degraded')?.status === 'True' ? a : undefined;
+    });
+    assert.match(condition(app, 'Degraded')!.message, /machine 0: ImageNotRunnable/);
+    assert.equal(condition(app, 'Ready')?.status, 'False');
+  });
+
+  it('runs no machine for kinds that need the runtime’s artifacts, and says so', async () => {
+    await create('site', { kind: 'static', source: { digest: `sha256:${'b'.repeat(64)}` } });
+    const app = await eventually('the status', async () => {
+      const a = await get('site');
+      return condition(a, 'Ready') ? a : undefined;
+    });
+    assert.equal(condition(app, 'Ready')?.reason, 'KindNotServedYet');
+    assert.equal((await machines('site')).length, 0);
+  });
+
+  it('deletes an App when its expiry passes', async () => {
+    await create('shortlived', { kind: 'container', image: 'busybox', command: ['sleep', '300'], expiresAt: new Date(Date.now() + 3000).toISOString() });
+    await eventually('the expired App to be deleted', async () => {
+      try {
+        await get('shortlived');
+        return false;
+      } catch (err) {
+        return statusOf(err) === 404;
+      }
+    }, { timeoutMs: 30_000 });
+  });
+
+  it('garbage-collects machines and the Service with the App', async () => {
+    await eventually('web machines', async () => (await machines('web')).length === 2);
+    await custom.deleteNamespacedCustomObject(target('web'));
+    await eventually('machines and Service to go', async () => {
+      const svc = await core.readNamespacedService({ namespace: ns.name, name: 'web' }).then(() => true, () => false);
+      return !svc && (await machines('web')).length === 0;
+    }, { timeoutMs: 60_000 });
+  });
+
+  it('works while holding the leader Lease', async () => {
+    const lease = await kubeConfig().makeApiClient(k8s.CoordinationV1Api).readNamespacedLease({ name: 'svc-controllers', namespace: 'kube-system' });
+    assert.ok(lease.spec?.holderIdentity, 'a holder');
+    assert.ok(Date.now() - new Date(lease.spec!.renewTime!).getTime() < 15_000, 'renewed recently');
+  });
+});
