@@ -7,6 +7,7 @@ import { loadKubeConfig } from '../lib/kube/client.js';
 import { createLogger } from '../lib/logger.js';
 import { TokenStore } from '../lib/tokens/store.js';
 import { ensureFirstAccount } from './bootstrap.js';
+import { AppRepository } from './repositories/apps.js';
 import { createApi } from './server.js';
 import type { Services } from './services.js';
 
@@ -26,11 +27,15 @@ const applied = await migrateLatest(db);
 if (applied.length) log.info({ applied }, `Applied ${applied.length} migrations`);
 const tokens = new TokenStore(db);
 tokens.start();
+const kc = loadKubeConfig(config.kubeconfig);
+const apps = new AppRepository(kc, log);
+await apps.start();
 const services: Services = {
   config,
   db,
   tokens,
-  core: loadKubeConfig(config.kubeconfig).makeApiClient(k8s.CoreV1Api),
+  apps,
+  core: kc.makeApiClient(k8s.CoreV1Api),
   log,
   clock: () => new Date(),
 };
@@ -45,6 +50,7 @@ server.keepAliveTimeout = 65_000;
 function shutdown(signal: string): void {
   log.info({ signal }, 'Shutting down');
   tokens.stop();
+  void apps.stop();
   server.close(() => {
     void db.destroy().then(() => process.exit(0));
   });

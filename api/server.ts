@@ -8,6 +8,7 @@ import { RateLimiter } from './middleware/rate-limit.js';
 import { requestContext } from './middleware/request-context.js';
 import { buildRouter, unmatched } from './router.js';
 import { accountOperations } from './routes/account.js';
+import { appOperations } from './routes/apps.js';
 import { pendingOperations } from './routes/pending.js';
 import { systemOperations } from './routes/system.js';
 import type { Services } from './services.js';
@@ -18,6 +19,7 @@ export function allOperations(s: Services): Operation[] {
   const operations: Operation[] = [
     ...systemOperations(s, () => (document ??= buildOpenApi(operations))),
     ...accountOperations(s),
+    ...appOperations(s),
     ...pendingOperations(),
   ];
   return operations;

@@ -3,6 +3,7 @@ import type { Config } from '../lib/config.js';
 import type { Db } from '../lib/db/connection.js';
 import type { Logger } from '../lib/logger.js';
 import type { TokenStore } from '../lib/tokens/store.js';
+import type { AppRepository } from './repositories/apps.js';
 
 /** What the API's handlers work with; built once in main.ts (or by a test). */
 export interface Services {
@@ -10,6 +11,7 @@ export interface Services {
   db: Db;
   tokens: TokenStore;
   core: k8s.CoreV1Api;
+  apps: AppRepository;
   log: Logger;
   clock: () => Date;
 }

@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import Koa from 'koa';
 import * as k8s from '@kubernetes/client-node';
 import pino from 'pino';
+import { AppRepository } from '../api/repositories/apps.js';
 import { createApi } from '../api/server.js';
 import { createAccount } from '../lib/accounts.js';
 import { loadConfig } from '../lib/config.js';
@@ -49,7 +50,8 @@ async function api(): Promise<{ app: Koa; token: string; cleanup: () => Promise<
   const { token } = await tokens.issue(acct.id, { name: 'bench' });
   // The production logger, writing one line per request to /dev/null: its cost is part of the figure.
   const log = createLogger('api', 'info', pino.destination({ dest: '/dev/null', sync: false }));
-  const app = createApi({ config, db, tokens, core, log, clock: () => new Date() });
+  const apps = new AppRepository(loadKubeConfig(config.kubeconfig), log);
+  const app = createApi({ config, db, tokens, core, apps, log, clock: () => new Date() });
   return {
     app,
     token,

@@ -7,12 +7,8 @@ import type { Method, Operation, Pending, Tag } from '../operation.js';
 type Row = [Method, string, string, Tag, string, Action, Pending];
 
 const rows: Row[] = [
-  ['GET', '/apps', 'listApps', 'apps', 'List apps', 'read', 'apps'],
-  ['POST', '/apps', 'createApp', 'apps', 'Create an app', 'write', 'apps'],
   ['POST', '/apps/imports', 'importApp', 'apps', 'Import a Git repository', 'deploy', 'builds'],
   ['GET', '/apps/imports/preview', 'previewImport', 'apps', 'Preview a Git import', 'read', 'builds'],
-  ['DELETE', '/apps/{appID}', 'deleteApp', 'apps', 'Delete app', 'write', 'apps'],
-  ['GET', '/apps/{appID}', 'getApp', 'apps', 'Get app', 'read', 'apps'],
   ['GET', '/apps/{appID}/auth/providers', 'listAuthProviders', 'apps', 'List configured authentication providers', 'read', 'auth-proxy'],
   ['POST', '/apps/{appID}/auth/sessions/revoke', 'revokeAppSessions', 'apps', 'Revoke app sessions', 'write', 'auth-proxy'],
   ['GET', '/apps/{appID}/auth/users', 'listAppUsers', 'apps', 'List app users', 'read', 'auth-proxy'],

@@ -175,9 +175,11 @@ export function plan(app: App, pods: k8s.V1Pod[], settings: AppSettings, now: Da
       ...(current === want && want > 0 && app.spec.deployId ? { currentDeploy: app.spec.deployId } : app.status?.currentDeploy ? { currentDeploy: app.status.currentDeploy } : {}),
       machines,
       conditions: [
-        servable
-          ? condition('Ready', isReady, isReady ? 'MachinesReady' : want === 0 ? 'NoMachines' : 'MachinesNotReady', `${ready} of ${want} machines ready`)
-          : condition('Ready', false, 'KindNotServedYet', `${app.spec.kind} apps are served once the runtime fetches deploy artifacts; only container apps run machines so far`),
+        !app.spec.kind
+          ? condition('Ready', false, 'NotDeployed', 'the app has no deploy yet')
+          : servable
+            ? condition('Ready', isReady, isReady ? 'MachinesReady' : want === 0 ? 'NoMachines' : 'MachinesNotReady', `${ready} of ${want} machines ready`)
+            : condition('Ready', false, 'KindNotServedYet', `${app.spec.kind} apps are served once the runtime fetches deploy artifacts; only container apps run machines so far`),
         condition('Progressing', progressing, progressing ? 'RollingOut' : 'UpToDate', progressing ? `${current} of ${want} machines at revision ${revision}` : `all machines at revision ${revision}`),
         condition('Degraded', problems.length > 0, problems.length ? 'MachinesFailing' : 'AsExpected', problems.join('; ') || 'no machine is failing'),
       ],

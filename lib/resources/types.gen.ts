@@ -2,13 +2,13 @@
 import type { V1ObjectMeta } from '@kubernetes/client-node';
 
 /**
- * The desired state of an App. It is self-contained, so an App applied with kubectl is served without anything the API writes.
+ * The desired state of an App. It is self-contained, so an App applied with kubectl is served without anything the API writes. An App without a kind has not been deployed yet and runs nothing.
  */
 export interface AppSpec {
   /**
-   * What the app is, as detected from its last deploy.
+   * What the app is, as detected from its last deploy; unset until the first deploy.
    */
-  kind: 'static' | 'html' | 'markdown' | 'handlers' | 'container';
+  kind?: 'static' | 'html' | 'markdown' | 'handlers' | 'container';
   /**
    * Container image of a container service.
    */

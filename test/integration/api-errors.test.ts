@@ -87,7 +87,7 @@ describe('API errors', () => {
     await expectError(await api.request('GET', '/api/apps/blog', { token: shopOnly }), 403, /^token lacks app "blog"$/);
     await expectError(await api.request('GET', '/api/account/tokens', { token: shopOnly }), 403, /token lacks account-wide access/);
     // Allowed through to the (not yet implemented) operation: the restriction holds.
-    await expectError(await api.request('GET', '/api/apps/shop', { token: shopOnly }), 501, /^not_implemented$/);
+    await expectError(await api.request('GET', '/api/apps/shop/deploys', { token: shopOnly }), 501, /^not_implemented$/);
   });
 
   it('404 for unknown routes and unknown resources', async () => {

@@ -32,7 +32,6 @@ const invalid: Array<[Kind, string, Record<string, unknown>, RegExp]> = [
     { kind: 'container', image: 'nginx', auth: { rules: [{ mode: 'auth', paths: ['/**'], admit: {} }] } },
     /spec\.auth\.rules\[0\]\.admit: Invalid value: a rule must admit at least one identity/,
   ],
-  ['App', 'missing spec.kind', { image: 'nginx' }, /spec\.kind: Required value/],
   ['Build', 'missing app', { source: { artifact: { digest } } }, /spec\.app: Required value/],
   [
     'Build',

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { Writable } from 'node:stream';
 import * as k8s from '@kubernetes/client-node';
+import { AppRepository } from '../../api/repositories/apps.js';
 import { createApi } from '../../api/server.js';
 import type { Operation } from '../../api/operation.js';
 import type { Services } from '../../api/services.js';
@@ -54,10 +55,14 @@ export async function startTestApi(opts: { env?: Record<string, string>; operati
     },
   });
   const clock = new TestClock();
-  const core = kubeConfig().makeApiClient(k8s.CoreV1Api);
+  const kc = kubeConfig();
+  const core = kc.makeApiClient(k8s.CoreV1Api);
   const tokens = new TokenStore(fresh.db, clock.read);
   tokens.start(100);
-  const services: Services = { config, db: fresh.db, tokens, core, log: createLogger('api', 'info', sink), clock: clock.read };
+  const log = createLogger('api', 'info', sink);
+  const apps = new AppRepository(kc, log);
+  await apps.start();
+  const services: Services = { config, db: fresh.db, tokens, core, apps, log, clock: clock.read };
   const { server, url } = await listen(createApi(services, opts.operations?.(services)));
   const account = await createAccount(fresh.db, core, { email: `owner-${Date.now()}@example.test` });
   const { token } = await tokens.issue(account.id, { name: 'test' });
@@ -97,6 +102,7 @@ export async function startTestApi(opts: { env?: Record<string, string>; operati
     close: async () => {
       for (const c of extra) await c();
       tokens.stop();
+      await apps.stop();
       server.closeAllConnections();
       await new Promise((res) => server.close(res));
       await core.deleteNamespace({ name: account.namespace }).catch(() => undefined);

@@ -1,0 +1,144 @@
+// The apps group, as far as the App controller serves it: create, list, get and delete. The rest
+// of the group is in pending.ts until deploys land.
+import { z } from 'zod';
+import type { App } from '../../lib/resources/index.js';
+import { ApiError, notFound } from '../errors.js';
+import { op, type Caller, type Operation } from '../operation.js';
+import type { Services } from '../services.js';
+
+/** Names that would collide with routes under /apps. */
+const reserved = new Set(['imports']);
+
+const appName = z
+  .string()
+  .regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'must be a DNS label: 1 to 63 lowercase letters, digits and dashes, not starting or ending with a dash')
+  .refine((n) => !reserved.has(n), 'is reserved');
+
+const createAppBody = z.strictObject({
+  name: appName,
+  image: z
+    .string()
+    .min(1)
+    .max(512)
+    .regex(/^[a-zA-Z0-9][a-zA-Z0-9._/:@-]*$/, 'must be a container image reference')
+    .optional(),
+  port: z.number().int().min(1).max(65535).optional(),
+  machines: z.number().int().min(0).max(20).optional(),
+});
+
+const listQuery = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+  after: z.string().max(63).optional(),
+});
+
+const appSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  kind: z.string().nullable(),
+  image: z.string().nullable(),
+  url: z.string().nullable(),
+  ready: z.string(),
+  status: z.string(),
+  machines: z.number(),
+  current_deploy: z.string().nullable(),
+  expires_at: z.string().nullable(),
+  created_at: z.string().nullable(),
+});
+
+export function presentApp(app: App): z.infer<typeof appSchema> {
+  const ready = app.status?.conditions?.find((c) => c.type === 'Ready');
+  return {
+    id: app.metadata.uid!,
+    name: app.metadata.name!,
+    kind: app.spec.kind ?? null,
+    image: app.spec.image ?? null,
+    url: app.status?.url ?? null,
+    ready: app.status?.ready ?? `0/${app.spec.machines ?? 1}`,
+    status: ready?.reason ?? 'Pending',
+    machines: app.spec.machines ?? 1,
+    current_deploy: app.status?.currentDeploy ?? null,
+    expires_at: app.spec.expiresAt ?? null,
+    created_at: app.metadata.creationTimestamp ? new Date(app.metadata.creationTimestamp).toISOString() : null,
+  };
+}
+
+/** A token restricted to apps may only touch those apps. */
+function allowedApp(caller: Caller, name: string): boolean {
+  const apps = caller.principal.authority.apps;
+  return !apps || apps.has(name);
+}
+
+export function appOperations(s: Services): Operation[] {
+  const find = async (caller: Caller, idOrName: string): Promise<App> => {
+    // By name, the restriction is checked before looking (whether the app exists is no business of
+    // a token that lacks it); by ID, once the ID is resolved to its name.
+    const byName = !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(idOrName);
+    if (byName && !allowedApp(caller, idOrName)) throw new ApiError('forbidden', `token lacks app "${idOrName}"`);
+    const app = await s.apps.find(caller.account.namespace, idOrName);
+    if (!app) throw notFound(`app ${idOrName}`);
+    // An ID must not get around an apps restriction that names the app.
+    if (!allowedApp(caller, app.metadata.name!)) throw new ApiError('forbidden', `token lacks app "${app.metadata.name}"`);
+    return app;
+  };
+  return [
+    op({
+      method: 'GET',
+      path: '/apps',
+      operationId: 'listApps',
+      tag: 'apps',
+      summary: 'List apps',
+      action: 'read',
+      query: listQuery,
+      response: z.object({ apps: z.array(appSchema), next_after: z.string().nullable() }),
+      handler: async ({ caller, query }) => {
+        const all = s.apps.list(caller.account.namespace).filter((a) => allowedApp(caller, a.metadata.name!));
+        const page = all.filter((a) => query.after === undefined || a.metadata.name! > query.after).slice(0, query.limit);
+        const more = page.length === query.limit && all.at(-1) !== page.at(-1);
+        return { body: { apps: page.map(presentApp), next_after: more ? page.at(-1)!.metadata.name! : null } };
+      },
+    }),
+    op({
+      method: 'POST',
+      path: '/apps',
+      operationId: 'createApp',
+      tag: 'apps',
+      summary: 'Create an app',
+      action: 'write',
+      status: 201,
+      body: createAppBody,
+      response: appSchema,
+      handler: async ({ caller, body }) => {
+        if (!allowedApp(caller, body.name)) throw new ApiError('forbidden', `token lacks app "${body.name}"`);
+        const spec: App['spec'] = body.image ? { kind: 'container', image: body.image } : {};
+        if (body.port !== undefined) spec.port = body.port;
+        if (body.machines !== undefined) spec.machines = body.machines;
+        const app = await s.apps.create(caller.account.namespace, body.name, spec);
+        return { status: 201, body: presentApp(app) };
+      },
+    }),
+    op({
+      method: 'GET',
+      path: '/apps/{appID}',
+      operationId: 'getApp',
+      tag: 'apps',
+      summary: 'Get app',
+      action: 'read',
+      response: appSchema,
+      handler: async ({ caller, params }) => ({ body: presentApp(await find(caller, params.appID!)) }),
+    }),
+    op({
+      method: 'DELETE',
+      path: '/apps/{appID}',
+      operationId: 'deleteApp',
+      tag: 'apps',
+      summary: 'Delete app',
+      action: 'write',
+      status: 204,
+      handler: async ({ caller, params }) => {
+        const app = await find(caller, params.appID!);
+        await s.apps.delete(caller.account.namespace, app.metadata.name!);
+        return { status: 204, body: undefined };
+      },
+    }),
+  ];
+}
