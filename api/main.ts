@@ -8,6 +8,7 @@ import { createLogger } from '../lib/logger.js';
 import { TokenStore } from '../lib/tokens/store.js';
 import { ensureFirstAccount } from './bootstrap.js';
 import { AppRepository } from './repositories/apps.js';
+import { EnvRepository } from './repositories/env.js';
 import { createApi } from './server.js';
 import type { Services } from './services.js';
 
@@ -35,6 +36,7 @@ const services: Services = {
   db,
   tokens,
   apps,
+  env: new EnvRepository(kc.makeApiClient(k8s.CoreV1Api), kc.makeApiClient(k8s.CustomObjectsApi)),
   core: kc.makeApiClient(k8s.CoreV1Api),
   log,
   clock: () => new Date(),

@@ -8,6 +8,7 @@ import Koa from 'koa';
 import * as k8s from '@kubernetes/client-node';
 import pino from 'pino';
 import { AppRepository } from '../api/repositories/apps.js';
+import { EnvRepository } from '../api/repositories/env.js';
 import { createApi } from '../api/server.js';
 import { createAccount } from '../lib/accounts.js';
 import { loadConfig } from '../lib/config.js';
@@ -51,7 +52,8 @@ async function api(): Promise<{ app: Koa; token: string; cleanup: () => Promise<
   // The production logger, writing one line per request to /dev/null: its cost is part of the figure.
   const log = createLogger('api', 'info', pino.destination({ dest: '/dev/null', sync: false }));
   const apps = new AppRepository(loadKubeConfig(config.kubeconfig), log);
-  const app = createApi({ config, db, tokens, core, apps, log, clock: () => new Date() });
+  const env = new EnvRepository(core, loadKubeConfig(config.kubeconfig).makeApiClient(k8s.CustomObjectsApi));
+  const app = createApi({ config, db, tokens, core, apps, env, log, clock: () => new Date() });
   return {
     app,
     token,

@@ -2,7 +2,7 @@
 // of the group is in pending.ts until deploys land.
 import { z } from 'zod';
 import type { App } from '../../lib/resources/index.js';
-import { ApiError, notFound } from '../errors.js';
+import { ApiError, invalid, notFound } from '../errors.js';
 import { op, type Caller, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
 
@@ -25,6 +25,14 @@ const createAppBody = z.strictObject({
   port: z.number().int().min(1).max(65535).optional(),
   machines: z.number().int().min(0).max(20).optional(),
 });
+
+const envKey = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,255}$/, 'must be an environment variable name (letters, digits, _; not starting with a digit)');
+const envValue = z.string().max(32 * 1024);
+const maxEnvVars = 256;
+const replaceEnvBody = z.record(envKey, envValue).refine((e) => Object.keys(e).length <= maxEnvVars, `at most ${maxEnvVars} variables`);
+/** PATCH: a null value removes the variable. */
+const mergeEnvBody = z.record(envKey, envValue.nullable());
+const envSchema = z.object({ env: z.record(z.string(), z.string()) });
 
 const listQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(500).default(100),
@@ -125,6 +133,68 @@ export function appOperations(s: Services): Operation[] {
       action: 'read',
       response: appSchema,
       handler: async ({ caller, params }) => ({ body: presentApp(await find(caller, params.appID!)) }),
+    }),
+    op({
+      method: 'GET',
+      path: '/apps/{appID}/env',
+      operationId: 'getEnv',
+      tag: 'apps',
+      summary: 'Get app environment',
+      action: 'read',
+      response: envSchema,
+      handler: async ({ caller, params }) => ({ body: { env: await s.env.read(await find(caller, params.appID!)) } }),
+    }),
+    op({
+      method: 'PATCH',
+      path: '/apps/{appID}/env',
+      operationId: 'mergeEnv',
+      tag: 'apps',
+      summary: 'Merge app environment',
+      action: 'write',
+      body: mergeEnvBody,
+      response: envSchema,
+      handler: async ({ caller, params, body }) => {
+        const app = await find(caller, params.appID!);
+        const env = await s.env.read(app);
+        for (const [k, v] of Object.entries(body)) {
+          if (v === null) delete env[k];
+          else env[k] = v;
+        }
+        if (Object.keys(env).length > maxEnvVars) throw invalid(`invalid body: at most ${maxEnvVars} variables`);
+        await s.env.write(app, env);
+        return { body: { env } };
+      },
+    }),
+    op({
+      method: 'PUT',
+      path: '/apps/{appID}/env',
+      operationId: 'replaceEnv',
+      tag: 'apps',
+      summary: 'Replace app environment',
+      action: 'write',
+      body: replaceEnvBody,
+      response: envSchema,
+      handler: async ({ caller, params, body }) => {
+        await s.env.write(await find(caller, params.appID!), body);
+        return { body: { env: body } };
+      },
+    }),
+    op({
+      method: 'DELETE',
+      path: '/apps/{appID}/env/{key}',
+      operationId: 'deleteEnvVar',
+      tag: 'apps',
+      summary: 'Delete one environment variable',
+      action: 'write',
+      status: 204,
+      handler: async ({ caller, params }) => {
+        const app = await find(caller, params.appID!);
+        const env = await s.env.read(app);
+        if (!(params.key! in env)) throw notFound(`variable ${params.key} of app ${app.metadata.name}`);
+        delete env[params.key!];
+        await s.env.write(app, env);
+        return { status: 204, body: undefined };
+      },
     }),
     op({
       method: 'DELETE',

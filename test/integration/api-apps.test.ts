@@ -87,6 +87,32 @@ describe('API apps', () => {
     assert.deepEqual(visible.apps.map((a) => a.name), ['blog']);
   });
 
+  it('keeps env with PUT (replace), PATCH (merge, null removes) and DELETE of one key, and rolls the machines', async () => {
+    await json(await api.request('POST', '/api/apps', { body: { name: 'envy', image: 'busybox' } }), 201);
+    const env = async () => (await json<{ env: Record<string, string> }>(await api.request('GET', '/api/apps/envy/env'), 200)).env;
+    assert.deepEqual(await env(), {});
+    assert.deepEqual((await json<{ env: object }>(await api.request('PUT', '/api/apps/envy/env', { body: { A: '1', B: '2' } }), 200)).env, { A: '1', B: '2' });
+    assert.deepEqual((await json<{ env: object }>(await api.request('PATCH', '/api/apps/envy/env', { body: { B: null, C: '3' } }), 200)).env, { A: '1', C: '3' });
+    assert.equal((await api.request('DELETE', '/api/apps/envy/env/A')).status, 204);
+    assert.deepEqual(await env(), { C: '3' });
+    await json(await api.request('DELETE', '/api/apps/envy/env/A'), 404);
+    assert.match((await json<{ error: string }>(await api.request('PUT', '/api/apps/envy/env', { body: { '1X': 'v' } }), 400)).error, /1X/);
+    assert.match((await json<{ error: string }>(await api.request('PATCH', '/api/apps/envy/env', { body: { A: 5 } }), 400)).error, /A: /);
+    assert.deepEqual(await env(), { C: '3' }, 'refused changes change nothing');
+    // The App names the current version; a machine of it is started (this busybox app never gets
+    // ready, so its older machine stays beside it, as a serving one would until the new one is ready).
+    const core = api.services.core;
+    const ns = api.account.namespace;
+    const app = (await api.services.apps.find(ns, 'envy'))!;
+    const current = app.spec.envSecretName!;
+    await eventually('a machine on the current env', async () => {
+      const pods = (await core.listNamespacedPod({ namespace: ns, labelSelector: 'svc.dev/app=envy' })).items.filter((p) => !p.metadata?.deletionTimestamp);
+      return pods.some((p) => p.spec?.containers[0]?.envFrom?.[0]?.secretRef?.name === current);
+    }, { timeoutMs: 30_000 });
+    const secrets = await core.listNamespacedSecret({ namespace: ns, labelSelector: 'svc.dev/app=envy,svc.dev/env=true' });
+    assert.deepEqual(secrets.items.map((x) => x.metadata?.name), [current]);
+  });
+
   it('deletes an app with what it owns; the name can be reused', async () => {
     const res = await api.request('DELETE', '/api/apps/shop');
     assert.equal(res.status, 204);

@@ -4,6 +4,7 @@ import type { Server } from 'node:http';
 import { Writable } from 'node:stream';
 import * as k8s from '@kubernetes/client-node';
 import { AppRepository } from '../../api/repositories/apps.js';
+import { EnvRepository } from '../../api/repositories/env.js';
 import { createApi } from '../../api/server.js';
 import type { Operation } from '../../api/operation.js';
 import type { Services } from '../../api/services.js';
@@ -62,7 +63,8 @@ export async function startTestApi(opts: { env?: Record<string, string>; operati
   const log = createLogger('api', 'info', sink);
   const apps = new AppRepository(kc, log);
   await apps.start();
-  const services: Services = { config, db: fresh.db, tokens, core, apps, log, clock: clock.read };
+  const env = new EnvRepository(core, kc.makeApiClient(k8s.CustomObjectsApi));
+  const services: Services = { config, db: fresh.db, tokens, core, apps, env, log, clock: clock.read };
   const { server, url } = await listen(createApi(services, opts.operations?.(services)));
   const account = await createAccount(fresh.db, core, { email: `owner-${Date.now()}@example.test` });
   const { token } = await tokens.issue(account.id, { name: 'test' });
