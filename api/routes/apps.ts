@@ -197,6 +197,42 @@ export function appOperations(s: Services): Operation[] {
       },
     }),
     op({
+      method: 'GET',
+      path: '/apps/{appID}/machines',
+      operationId: 'listMachines',
+      tag: 'apps',
+      summary: 'List machines',
+      action: 'read',
+      response: z.object({
+        machines: z.array(
+          z.object({
+            ordinal: z.number(),
+            node: z.string().nullable(),
+            state: z.string(),
+            address: z.string().nullable(),
+            deploy: z.string().nullable(),
+            started_at: z.string().nullable(),
+          }),
+        ),
+      }),
+      // As the App controller last observed them (App status), so this reads no Pod.
+      handler: async ({ caller, params }) => {
+        const app = await find(caller, params.appID!);
+        return {
+          body: {
+            machines: (app.status?.machines ?? []).map((m) => ({
+              ordinal: m.ordinal,
+              node: m.node ?? null,
+              state: m.state ?? 'pending',
+              address: m.address ?? null,
+              deploy: m.deploy ?? null,
+              started_at: m.startedAt ?? null,
+            })),
+          },
+        };
+      },
+    }),
+    op({
       method: 'DELETE',
       path: '/apps/{appID}',
       operationId: 'deleteApp',

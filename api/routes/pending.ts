@@ -27,7 +27,6 @@ const rows: Row[] = [
   ['PUT', '/apps/{appID}/expiry', 'setExpiry', 'apps', 'Set app expiry', 'write', 'apps'],
   ['POST', '/apps/{appID}/fork', 'forkApp', 'apps', 'Fork an app', 'write', 'apps'],
   ['GET', '/apps/{appID}/logs', 'getAppLogs', 'apps', 'Get app logs (streamable)', 'read', 'apps'],
-  ['GET', '/apps/{appID}/machines', 'listMachines', 'apps', 'List machines', 'read', 'apps'],
   ['POST', '/apps/{appID}/machines/{ordinal}/migrate', 'migrateMachine', 'apps', 'Migrate machine', 'write', 'apps'],
   ['GET', '/apps/{appID}/metrics/{path}', 'queryAppMetrics', 'apps', 'Query app metrics', 'read', 'apps'],
   ['GET', '/apps/{appID}/previews', 'listPreviews', 'apps', 'List previews', 'read', 'apps'],

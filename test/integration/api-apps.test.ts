@@ -47,6 +47,16 @@ describe('API apps', () => {
       return a.url ? a : undefined;
     }, { timeoutMs: 30_000 });
     assert.equal(withUrl.url, 'http://shop.apps.localhost:8081');
+    const { machines } = await eventually('a machine in the list', async () => {
+      const body = await json<{ machines: Array<{ ordinal: number; node: string | null; state: string; address: string | null }> }>(
+        await api.request('GET', '/api/apps/shop/machines'),
+        200,
+      );
+      return body.machines.length && body.machines[0]!.node ? body : undefined;
+    }, { timeoutMs: 30_000 });
+    assert.equal(machines[0]!.ordinal, 0);
+    assert.match(machines[0]!.node!, /^local-[ab]$/);
+    assert.match(machines[0]!.address ?? '', /^10\.244\./);
   });
 
   it('creates an app without an image as not deployed yet', async () => {
