@@ -52,7 +52,7 @@ describe('API apps', () => {
         await api.request('GET', '/api/apps/shop/machines'),
         200,
       );
-      return body.machines.length && body.machines[0]!.node ? body : undefined;
+      return body.machines.length && body.machines[0]!.node && body.machines[0]!.address ? body : undefined;
     }, { timeoutMs: 30_000 });
     assert.equal(machines[0]!.ordinal, 0);
     assert.match(machines[0]!.node!, /^local-[ab]$/);
