@@ -1,6 +1,6 @@
 // Starts the API: configuration, migrations, the first account, then HTTP on SVC_API_HOST:SVC_API_PORT.
 import * as k8s from '@kubernetes/client-node';
-import { ConfigError, loadConfig } from '../lib/config.js';
+import { loadConfigOrExit } from '../lib/config.js';
 import { connect } from '../lib/db/connection.js';
 import { migrateLatest } from '../lib/db/migrate.js';
 import { loadKubeConfig } from '../lib/kube/client.js';
@@ -12,16 +12,7 @@ import { EnvRepository } from './repositories/env.js';
 import { createApi } from './server.js';
 import type { Services } from './services.js';
 
-let config;
-try {
-  config = loadConfig();
-} catch (err) {
-  if (err instanceof ConfigError) {
-    console.error(`api: ${err.message}`);
-    process.exit(1);
-  }
-  throw err;
-}
+const config = loadConfigOrExit('api');
 const log = createLogger('api', config.logLevel);
 const db = connect(config.databaseUrl);
 const applied = await migrateLatest(db);

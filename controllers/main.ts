@@ -1,21 +1,12 @@
 // Starts the controllers: waits for the leader Lease, then reconciles.
 import * as k8s from '@kubernetes/client-node';
-import { ConfigError, loadConfig } from '../lib/config.js';
+import { loadConfigOrExit } from '../lib/config.js';
 import { loadKubeConfig } from '../lib/kube/client.js';
 import { createLogger } from '../lib/logger.js';
 import { LeaderElection } from './leader.js';
 import { Manager } from './manager.js';
 
-let config;
-try {
-  config = loadConfig();
-} catch (err) {
-  if (err instanceof ConfigError) {
-    console.error(`controllers: ${err.message}`);
-    process.exit(1);
-  }
-  throw err;
-}
+const config = loadConfigOrExit('controllers');
 const log = createLogger('controllers', config.logLevel);
 const kc = loadKubeConfig(config.kubeconfig);
 const election = new LeaderElection(kc.makeApiClient(k8s.CoordinationV1Api), 'kube-system', 'svc-controllers', log);

@@ -144,3 +144,16 @@ export function loadConfig(
     }),
   });
 }
+
+/** For a component's entry point: the configuration, or a clear message and exit code 1. */
+export function loadConfigOrExit(component: string): Config {
+  try {
+    return loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(`${component}: ${err.message}`);
+      process.exit(1);
+    }
+    throw err;
+  }
+}

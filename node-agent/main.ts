@@ -1,18 +1,9 @@
 // node-agent: the development kubelet of the local platform (docs/node-agent.md).
-import { ConfigError, loadConfig } from '../lib/config.js';
+import { loadConfigOrExit } from '../lib/config.js';
 import { createLogger } from '../lib/logger.js';
 import { NodeAgent } from './agent.js';
 
-let config;
-try {
-  config = loadConfig();
-} catch (err) {
-  if (err instanceof ConfigError) {
-    console.error(`node-agent: ${err.message}`);
-    process.exit(1);
-  }
-  throw err;
-}
+const config = loadConfigOrExit('node-agent');
 const log = createLogger('node-agent', config.logLevel);
 const agent = new NodeAgent(config, log);
 try {
