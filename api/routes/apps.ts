@@ -2,9 +2,10 @@
 // of the group is in pending.ts until deploys land.
 import { z } from 'zod';
 import type { App } from '../../lib/resources/index.js';
-import { ApiError, invalid, notFound } from '../errors.js';
+import { invalid, notFound } from '../errors.js';
 import { op, type Caller, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
+import { allowedApp, requireApp, resolveApp } from './app-access.js';
 
 /** Names that would collide with routes under /apps. */
 const reserved = new Set(['imports']);
@@ -70,24 +71,8 @@ export function presentApp(app: App): z.infer<typeof appSchema> {
   };
 }
 
-/** A token restricted to apps may only touch those apps. */
-function allowedApp(caller: Caller, name: string): boolean {
-  const apps = caller.principal.authority.apps;
-  return !apps || apps.has(name);
-}
-
 export function appOperations(s: Services): Operation[] {
-  const find = async (caller: Caller, idOrName: string): Promise<App> => {
-    // By name, the restriction is checked before looking (whether the app exists is no business of
-    // a token that lacks it); by ID, once the ID is resolved to its name.
-    const byName = !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(idOrName);
-    if (byName && !allowedApp(caller, idOrName)) throw new ApiError('forbidden', `token lacks app "${idOrName}"`);
-    const app = await s.apps.find(caller.account.namespace, idOrName);
-    if (!app) throw notFound(`app ${idOrName}`);
-    // An ID must not get around an apps restriction that names the app.
-    if (!allowedApp(caller, app.metadata.name!)) throw new ApiError('forbidden', `token lacks app "${app.metadata.name}"`);
-    return app;
-  };
+  const find = (caller: Caller, idOrName: string): Promise<App> => resolveApp(s, caller, idOrName);
   return [
     op({
       method: 'GET',
@@ -116,7 +101,7 @@ export function appOperations(s: Services): Operation[] {
       body: createAppBody,
       response: appSchema,
       handler: async ({ caller, body }) => {
-        if (!allowedApp(caller, body.name)) throw new ApiError('forbidden', `token lacks app "${body.name}"`);
+        requireApp(caller, body.name);
         const spec: App['spec'] = body.image ? { kind: 'container', image: body.image } : {};
         if (body.port !== undefined) spec.port = body.port;
         if (body.machines !== undefined) spec.machines = body.machines;
