@@ -2,12 +2,17 @@
 # Runs the test suite with the Node test runner and ends with its summary.
 #   test.sh        unit and integration tests (make test starts the cluster and PostgreSQL first)
 #   test.sh unit   unit tests only, nothing started
+#   test.sh FILE.. only these compiled test files (dist/test/...)
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
-dirs=(dist/test/unit)
-[ "${1:-all}" = unit ] || dirs+=(dist/test/integration)
-mapfile -t files < <(find "${dirs[@]}" -name '*.test.js' 2>/dev/null | sort)
+if [[ "${1:-}" == *.js ]]; then
+  files=("$@")
+else
+  dirs=(dist/test/unit)
+  [ "${1:-all}" = unit ] || dirs+=(dist/test/integration)
+  mapfile -t files < <(find "${dirs[@]}" -name '*.test.js' 2>/dev/null | sort)
+fi
 ((${#files[@]})) || { say "test: no test files under ${dirs[*]} (did the build run?)" >&2; exit 1; }
 
 export KUBECONFIG="$STATE/kubeconfig"
