@@ -63,9 +63,11 @@ test-unit: build
 
 # Benchmarks print ratios against a baseline measured in the same run (docs/benchmarks.md).
 bench: build cluster postgres
-	@hack/dev.sh up node-agent
+	@hack/dev.sh up node-agent controllers
 	@SVC_LOG_LEVEL=silent node dist/bench/api.js
 	@node dist/bench/pods.js
+	@SVC_LOG_LEVEL=silent node dist/bench/deploy.js
+	@node dist/bench/reconcile.js
 
 kind-up:
 	@hack/kind-up.sh

@@ -39,7 +39,16 @@ function operationObject(op: Operation): Record<string, unknown> {
     tags: [op.tag],
     ...(parameters.length ? { parameters } : {}),
     ...(op.action !== null && op.body
-      ? { requestBody: { required: false, content: { 'application/json': { schema: jsonSchema(op.body, 'input') } } } }
+      ? {
+          requestBody: {
+            required: false,
+            ...(op.action !== null && op.upload ? { description: op.upload.description } : {}),
+            content: {
+              'application/json': { schema: jsonSchema(op.body, 'input') },
+              ...Object.fromEntries(op.action !== null && op.upload ? op.upload.types.map((t) => [t, { schema: { type: 'string', contentMediaType: t } }]) : []),
+            },
+          },
+        }
       : {}),
     responses,
     security: op.action === null ? [] : [{ bearer: [] }],

@@ -1,6 +1,7 @@
 // One route table drives both the router and GET /openapi.json, so the document cannot drift from
 // the code. Each operation declares its action (what a token needs), its schemas, and its handler;
 // an operation without a handler belongs to a capability not built yet and answers 501.
+import type { Readable } from 'node:stream';
 import type { z } from 'zod';
 import type { Account } from '../lib/accounts.js';
 import type { Action } from '../lib/tokens/token.js';
@@ -24,11 +25,21 @@ export interface HandlerInput<B, Q> {
   query: Q;
   params: Record<string, string>;
   caller: Caller;
+  /** The request's headers (lowercase names), for content negotiation (Accept). */
+  headers: Readonly<Record<string, string | string[] | undefined>>;
+  /** The raw request body, when the operation accepts uploads and one of its types was sent. */
+  upload?: { stream: Readable; contentType: string; length: number | undefined };
 }
 
 export interface HandlerResult {
   status?: number;
+  /**
+   * Sent as JSON, except a string (sent as it is) and a Readable stream (sent as it is produced,
+   * for streaming endpoints; the router flushes the headers at once and sets no socket timeout).
+   */
   body: unknown;
+  /** Response headers, e.g. the Content-Type of a body that is not JSON. */
+  headers?: Record<string, string>;
 }
 
 interface OperationBase {
@@ -62,6 +73,8 @@ export interface AuthenticatedOperation<B = unknown, Q = unknown> extends Operat
   handler?(input: HandlerInput<B, Q>): Promise<HandlerResult>;
   /** Set on operations without a handler: the capability that will bring it. */
   pending?: Pending;
+  /** Also accepts a streamed (not buffered) body of these media types, up to limitBytes. */
+  upload?: { types: string[]; limitBytes: number; description: string };
 }
 
 export type Operation = PublicOperation | AuthenticatedOperation;

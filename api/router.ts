@@ -1,6 +1,7 @@
 // Turns the route table into a @koa/router: authentication, rate limit and authorization first,
 // then body and query validation, then the handler. Also answers 404 for unknown routes and 405
 // (with Allow) for known routes with another method.
+import { Readable } from 'node:stream';
 import Router from '@koa/router';
 import type Koa from 'koa';
 import { koaBody } from 'koa-body';
@@ -23,7 +24,35 @@ function parseInput<T>(schema: z.ZodType<T>, value: unknown, where: 'body' | 'qu
 
 function respond(ctx: Koa.Context, op: Operation, result: HandlerResult): void {
   ctx.status = result.status ?? op.status ?? 200;
-  if (ctx.status !== 204) ctx.body = result.body;
+  if (result.headers) ctx.set(result.headers);
+  if (ctx.status === 204) return;
+  if (result.body instanceof Readable) return respondStream(ctx, result.body);
+  ctx.body = result.body;
+}
+
+/**
+ * A stream body (logs, events) lives as long as the client wants: its socket gets no idle timeout,
+ * the status and headers go out now rather than with the first chunk (which may come much later),
+ * and the client going away destroys the stream, which ends whatever feeds it. That is a normal end,
+ * not an error, so the stream is piped here rather than by Koa (which reports it as one).
+ */
+function respondStream(ctx: Koa.Context, body: Readable): void {
+  ctx.respond = false;
+  if (!ctx.response.get('Content-Type')) ctx.type = 'bin';
+  ctx.req.socket.setTimeout(0);
+  const res = ctx.res;
+  res.flushHeaders();
+  if (ctx.method === 'HEAD') {
+    body.destroy();
+    res.end();
+    return;
+  }
+  res.once('close', () => body.destroy());
+  body.once('error', (err) => {
+    (ctx.state as Partial<ApiState>).log?.error({ err, requestId: (ctx.state as Partial<ApiState>).requestId }, 'Response stream failed');
+    res.destroy();
+  });
+  body.pipe(res);
 }
 
 export function buildRouter(operations: readonly Operation[], s: Services, auth: Authenticator, limiter: RateLimiter): Router<ApiState> {
@@ -50,9 +79,16 @@ export function buildRouter(operations: readonly Operation[], s: Services, auth:
       auth.authorize(op, principal, params);
       const caller = await auth.caller(principal);
       if (!op.handler) throw new ApiError('not_implemented', 'not_implemented');
-      const body = op.body ? await readBody(ctx, op.body) : undefined;
       const query = op.query ? parseInput(op.query, ctx.query, 'query') : undefined;
-      respond(ctx, op, await op.handler({ body, query, params, caller }));
+      const uploadType = op.upload && ctx.is(op.upload.types);
+      if (op.upload && uploadType) {
+        const length = ctx.request.length;
+        if (length !== undefined && length > op.upload.limitBytes) throw new ApiError('payload_too_large', `upload larger than ${op.upload.limitBytes} bytes`);
+        const upload = { stream: ctx.req, contentType: uploadType, length };
+        return respond(ctx, op, await op.handler({ body: undefined, query, params, caller, headers: ctx.headers, upload }));
+      }
+      const body = op.body ? await readBody(ctx, op.body) : undefined;
+      respond(ctx, op, await op.handler({ body, query, params, caller, headers: ctx.headers }));
     });
   }
   return router;

@@ -8,7 +8,12 @@ import { RateLimiter } from './middleware/rate-limit.js';
 import { requestContext } from './middleware/request-context.js';
 import { buildRouter, unmatched } from './router.js';
 import { accountOperations } from './routes/account.js';
+import { appLogOperations } from './routes/app-logs.js';
+import { artifactEndpoint } from './artifacts.js';
+import { lifecycleOperations } from './routes/app-lifecycle.js';
 import { appOperations } from './routes/apps.js';
+import { deployOperations } from './routes/deploys.js';
+import { previewOperations } from './routes/previews.js';
 import { pendingOperations } from './routes/pending.js';
 import { systemOperations } from './routes/system.js';
 import type { Services } from './services.js';
@@ -20,6 +25,10 @@ export function allOperations(s: Services): Operation[] {
     ...systemOperations(s, () => (document ??= buildOpenApi(operations))),
     ...accountOperations(s),
     ...appOperations(s),
+    ...appLogOperations(s),
+    ...deployOperations(s),
+    ...previewOperations(s),
+    ...lifecycleOperations(s),
     ...pendingOperations(),
   ];
   return operations;
@@ -30,6 +39,7 @@ export function createApi(s: Services, operations: Operation[] = allOperations(s
   const router = buildRouter(operations, s, new Authenticator(s), new RateLimiter(s.config.api.rate.perSecond, s.config.api.rate.burst));
   app.use(requestContext(s.log));
   app.use(errorHandler());
+  app.use(artifactEndpoint(s.artifacts));
   app.use(router.routes());
   app.use(unmatched(router));
   return app;

@@ -1,19 +1,65 @@
-import type * as k8s from '@kubernetes/client-node';
+import * as k8s from '@kubernetes/client-node';
+import { ArtifactStore } from '../lib/artifacts/store.js';
 import type { Config } from '../lib/config.js';
 import type { Db } from '../lib/db/connection.js';
+import { DeployStore } from '../lib/deploys.js';
 import type { Logger } from '../lib/logger.js';
 import type { TokenStore } from '../lib/tokens/store.js';
-import type { AppRepository } from './repositories/apps.js';
-import type { EnvRepository } from './repositories/env.js';
+import { Deployer } from './deploys/deployer.js';
+import { DeployTracker } from './deploys/tracker.js';
+import { AppRepository } from './repositories/apps.js';
+import { EnvRepository } from './repositories/env.js';
 
-/** What the API's handlers work with; built once in main.ts (or by a test). */
+/** What the API's handlers work with; built once by assembleServices (in main.ts, or by a test). */
 export interface Services {
   config: Config;
   db: Db;
   tokens: TokenStore;
+  /** For clients made per use (log streams); typed APIs above are preferred. */
+  kc: k8s.KubeConfig;
   core: k8s.CoreV1Api;
   apps: AppRepository;
   env: EnvRepository;
+  artifacts: ArtifactStore;
+  deploys: DeployStore;
+  deployer: Deployer;
   log: Logger;
   clock: () => Date;
+}
+
+/**
+ * Wires the services and starts what runs in the background: the Apps informer (awaited, so
+ * handlers read a warm cache) and the deploy tracker. stop() ends them.
+ */
+export async function assembleServices(deps: {
+  config: Config;
+  db: Db;
+  kc: k8s.KubeConfig;
+  tokens: TokenStore;
+  log: Logger;
+  clock?: () => Date;
+}): Promise<{ services: Services; stop: () => Promise<void> }> {
+  const { config, db, kc, tokens, log } = deps;
+  const clock = deps.clock ?? (() => new Date());
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const apps = new AppRepository(kc, log);
+  await apps.start();
+  const artifacts = new ArtifactStore(config.deploys.artifactDir);
+  const deploys = new DeployStore(db, clock);
+  new DeployTracker(apps, deploys, log).start();
+  const services: Services = {
+    config,
+    db,
+    tokens,
+    kc,
+    core,
+    apps,
+    env: new EnvRepository(core, kc.makeApiClient(k8s.CustomObjectsApi)),
+    artifacts,
+    deploys,
+    deployer: new Deployer(artifacts, deploys, apps, log, config.deploys.artifactBaseUrl),
+    log,
+    clock,
+  };
+  return { services, stop: () => apps.stop() };
 }

@@ -7,9 +7,8 @@ import { randomBytes } from 'node:crypto';
 import Koa from 'koa';
 import * as k8s from '@kubernetes/client-node';
 import pino from 'pino';
-import { AppRepository } from '../api/repositories/apps.js';
-import { EnvRepository } from '../api/repositories/env.js';
 import { createApi } from '../api/server.js';
+import { assembleServices } from '../api/services.js';
 import { createAccount } from '../lib/accounts.js';
 import { loadConfig } from '../lib/config.js';
 import { connect } from '../lib/db/connection.js';
@@ -51,14 +50,14 @@ async function api(): Promise<{ app: Koa; token: string; cleanup: () => Promise<
   const { token } = await tokens.issue(acct.id, { name: 'bench' });
   // The production logger, writing one line per request to /dev/null: its cost is part of the figure.
   const log = createLogger('api', 'info', pino.destination({ dest: '/dev/null', sync: false }));
-  const apps = new AppRepository(loadKubeConfig(config.kubeconfig), log);
-  const env = new EnvRepository(core, loadKubeConfig(config.kubeconfig).makeApiClient(k8s.CustomObjectsApi));
-  const app = createApi({ config, db, tokens, core, apps, env, log, clock: () => new Date() });
+  const { services, stop } = await assembleServices({ config, db, kc: loadKubeConfig(config.kubeconfig), tokens, log });
+  const app = createApi(services);
   return {
     app,
     token,
     cleanup: async () => {
       tokens.stop();
+      await stop();
       await core.deleteNamespace({ name: acct.namespace }).catch(() => undefined);
       await db.destroy();
       await admin.raw('DROP DATABASE IF EXISTS ?? WITH (FORCE)', [name]);

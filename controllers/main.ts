@@ -10,7 +10,13 @@ const config = loadConfigOrExit('controllers');
 const log = createLogger('controllers', config.logLevel);
 const kc = loadKubeConfig(config.kubeconfig);
 const election = new LeaderElection(kc.makeApiClient(k8s.CoordinationV1Api), 'kube-system', 'svc-controllers', log);
-const manager = new Manager(kc, { appsDomain: config.appsDomain, appsUrlSuffix: config.appsUrlSuffix }, log);
+const manager = new Manager(kc, {
+    appsDomain: config.appsDomain,
+    appsUrlSuffix: config.appsUrlSuffix,
+    runtimeImage: config.deploys.runtimeImage,
+    artifactBaseUrl: config.deploys.artifactBaseUrl,
+    rolloutDeadlineMs: config.deploys.rolloutDeadlineSeconds * 1000,
+  }, log);
 
 async function shutdown(signal: string): Promise<void> {
   log.info({ signal }, 'Stopping controllers');

@@ -41,6 +41,8 @@ export class Manager {
         return app ? reconciler.reconcile(app) : {};
       },
       (k, err, retryMs) => log.warn({ err, kind: 'App', key: k, retryMs }, 'Reconcile failed; retrying'),
+      // Reconciles mostly wait on the apiserver, not on CPU (bench/reconcile): more in flight helps.
+      16,
     );
     const enqueueApp = (app: App) => this.queue.add(key(app.metadata.namespace!, app.metadata.name!));
     // A change to a machine is a change to its App (korifi's buildToApp, here podToApp).
@@ -52,6 +54,7 @@ export class Manager {
       this.apps.on(verb, enqueueApp);
       this.pods.on(verb, enqueueOwner);
     }
+    this.apps.on('delete', (app: App) => reconciler.forget(app.metadata.uid!));
     keepWatching(this.apps, 'apps', log);
     keepWatching(this.pods, 'machine pods', log);
   }

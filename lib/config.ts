@@ -18,7 +18,8 @@ const envSchema = z.object({
     .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
     .default('postgres://svc@127.0.0.1:55432/svc'),
   KUBECONFIG: z.string().min(1).optional(),
-  SVC_API_HOST: z.string().min(1).default('127.0.0.1'),
+  // All interfaces: machines fetch their artifacts from the API (locally over the pod bridge).
+  SVC_API_HOST: z.string().min(1).default('0.0.0.0'),
   SVC_API_PORT: port.default(8080),
   SVC_ADMIN_EMAIL: z.email('must be an email address').default('owner@localhost'),
   SVC_API_BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(1024 ** 3).default(1024 * 1024),
@@ -43,6 +44,11 @@ const envSchema = z.object({
     .optional(),
   SVC_NODE_LOG_MAX_BYTES: z.coerce.number().int().min(4096).default(10 * 1024 * 1024),
   SVC_NODE_IMAGE_MAP: z.string().min(1).optional(),
+  SVC_ARTIFACT_DIR: z.string().min(1).optional(),
+  SVC_ARTIFACT_URL: z.url().regex(/^https?:\/\//, 'must be an http(s) URL').optional(),
+  SVC_DEPLOY_UPLOAD_LIMIT_BYTES: z.coerce.number().int().min(1024).max(8 * 1024 ** 3).default(256 * 1024 ** 2),
+  SVC_RUNTIME_IMAGE: z.string().min(1).default('svc/runtime:latest'),
+  SVC_ROLLOUT_DEADLINE_SECONDS: z.coerce.number().int().min(5).max(3600).default(120),
 });
 
 export interface Config {
@@ -69,6 +75,21 @@ export interface Config {
   readonly appsUrlSuffix: string;
   /** Allow webhook URLs on loopback and private networks (tests and local development only). */
   readonly webhookAllowPrivate: boolean;
+  readonly deploys: {
+    /** Where the API keeps content-addressed artifacts (a shared volume when replicated). */
+    readonly artifactDir: string;
+    /**
+     * The artifact endpoint's base URL as machines reach it; `<base>/sha256:<hex>` is one artifact.
+     * Locally pods reach the host at the pod bridge's gateway (netns) or on loopback.
+     */
+    readonly artifactBaseUrl: string;
+    /** Largest .tar.gz a deploy may upload. */
+    readonly uploadLimitBytes: number;
+    /** The image that serves static, HTML and Markdown apps (node-agent maps svc/runtime to runtime/). */
+    readonly runtimeImage: string;
+    /** A rollout whose new machines are not ready by then fails, and the previous deploy stays. */
+    readonly rolloutDeadlineSeconds: number;
+  };
   readonly nodeAgent: {
     readonly apiserverUrl: string;
     /** Node names this agent registers; node i serves its kubelet endpoint on kubeletPort + i. */
@@ -129,6 +150,13 @@ export function loadConfig(
       rate: Object.freeze({ perSecond: e.SVC_API_RATE_PER_SECOND, burst: e.SVC_API_RATE_BURST }),
     }),
     webhookAllowPrivate: e.SVC_WEBHOOK_ALLOW_PRIVATE,
+    deploys: Object.freeze({
+      artifactDir: path.resolve(e.SVC_ARTIFACT_DIR ?? path.join(stateDir, 'artifacts')),
+      artifactBaseUrl: (e.SVC_ARTIFACT_URL ?? `http://${network === 'netns' ? `${podGatewayOf(e.SVC_NODE_POD_SUBNET)}` : '127.0.0.1'}:${e.SVC_API_PORT}/artifacts`).replace(/\/+$/, ''),
+      uploadLimitBytes: e.SVC_DEPLOY_UPLOAD_LIMIT_BYTES,
+      runtimeImage: e.SVC_RUNTIME_IMAGE,
+      rolloutDeadlineSeconds: e.SVC_ROLLOUT_DEADLINE_SECONDS,
+    }),
     appsDomain: e.SVC_APPS_DOMAIN,
     appsUrlSuffix: e.SVC_APPS_URL_SUFFIX,
     nodeAgent: Object.freeze({
@@ -143,6 +171,11 @@ export function loadConfig(
       dataDir: path.join(stateDir, 'node-agent'),
     }),
   });
+}
+
+/** The host's address on the pod bridge (node-agent's netns mode): the subnet's .0.1. */
+function podGatewayOf(subnet = '10.244.0.0/16'): string {
+  return `${subnet.split('.').slice(0, 2).join('.')}.0.1`;
 }
 
 /** For a component's entry point: the configuration, or a clear message and exit code 1. */

@@ -35,7 +35,7 @@ export function desiredNode(n: NodeIdentity): k8s.V1Node {
 }
 
 export function nodeStatus(n: NodeIdentity, now = new Date()): k8s.V1NodeStatus {
-  const resources = { cpu: String(os.cpus().length), memory: `${Math.floor(os.totalmem() / 1024)}Ki`, pods: '110' };
+  const resources = { cpu: String(os.cpus().length), memory: `${Math.floor(os.totalmem() / 1024)}Ki`, pods: '250' };
   return {
     capacity: resources,
     allocatable: resources,

@@ -1,26 +1,83 @@
 // The in-pod server of the platform's runtime image. It listens where node-agent's convention (and
-// the App controller's pod spec) says: $HOST:$PORT. Serving a static site from SVC_SITE_ROOT is
-// what it does so far; HTML apps, Markdown pages and handler trees come with the apps capability.
+// the App controller's pod spec) says: $HOST:$PORT, and serves the site tree in SVC_SITE_ROOT (put
+// there by the machine's init container, runtime/fetch.ts) as the app's kind asks.
+//
+// Env: SVC_SITE_ROOT (required), SVC_APP_KIND (static | html | markdown; default static),
+// PORT (8080), HOST (0.0.0.0), SVC_DRAIN_MS (2000), SVC_LOG_LEVEL.
+//
+// With the argument `fetch` it is the init container instead (runtime/fetch.ts): the image's entry
+// point stays the same, so a pod spec says `args: [fetch]` rather than a path inside the image.
 import { createServer } from 'node:http';
-import { loadConfig } from '../lib/config.js';
 import { createLogger } from '../lib/logger.js';
-import { createStaticSite } from './static-site.js';
+import { createHtmlApp } from './html-app.js';
+import { createMarkdownSite } from './markdown.js';
+import { createStaticSite, type SiteHandler } from './static-site.js';
 
-const log = createLogger('runtime', loadConfig().logLevel);
-const root = process.env.SVC_SITE_ROOT;
-const port = Number(process.env.PORT ?? 8080);
-const host = process.env.HOST ?? '0.0.0.0';
-if (!root || !Number.isInteger(port) || port < 1 || port > 65535) {
-  console.error('runtime: set SVC_SITE_ROOT to the site directory, and PORT to a port (HOST defaults to 0.0.0.0)');
-  process.exit(1);
+if (process.argv[2] === 'fetch') {
+  await (await import('./fetch.js')).main();
+} else {
+  serve();
 }
-const site = createStaticSite(root);
-const server = createServer((req, res) => {
-  site(req, res).catch((err: unknown) => {
-    log.error({ err, url: req.url }, 'Request failed');
-    if (!res.headersSent) res.writeHead(500).end();
-    else res.destroy();
+
+function serve(): void {
+  const kinds: Record<string, (root: string) => SiteHandler> = {
+    static: (root) => createStaticSite(root),
+    html: createHtmlApp,
+    markdown: createMarkdownSite,
+  };
+
+  const levels = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
+  const level = process.env.SVC_LOG_LEVEL ?? 'info';
+  const log = createLogger('runtime', levels.has(level) ? (level as 'info') : 'info');
+
+  const root = process.env.SVC_SITE_ROOT;
+  const kind = process.env.SVC_APP_KIND || 'static';
+  const port = Number(process.env.PORT ?? 8080);
+  const host = process.env.HOST ?? '0.0.0.0';
+  const drainMs = Number(process.env.SVC_DRAIN_MS ?? 2000);
+  const make = kinds[kind];
+  if (!root || !make || !Number.isInteger(port) || port < 1 || port > 65535 || !Number.isFinite(drainMs) || drainMs < 0) {
+    console.error(
+      'runtime: set SVC_SITE_ROOT to the site directory, SVC_APP_KIND to static, html or markdown, PORT to a port ' +
+        '(HOST defaults to 0.0.0.0) and SVC_DRAIN_MS to milliseconds',
+    );
+    process.exit(1);
+  }
+
+  const site = make(root);
+  let draining = false;
+  let inFlight = 0;
+  const server = createServer((req, res) => {
+    inFlight++;
+    res.once('close', () => inFlight--);
+    // While draining, ask keep-alive clients to reconnect, so their next request lands on a pod that stays.
+    if (draining) res.setHeader('Connection', 'close');
+    site(req, res).catch((err: unknown) => {
+      log.error({ err, url: req.url }, 'Request failed');
+      if (!res.headersSent) res.writeHead(500).end();
+      else res.destroy();
+    });
   });
-});
-server.listen(port, host, () => log.info({ host, port, root }, 'Serving static site'));
-process.on('SIGTERM', () => server.close(() => process.exit(0)));
+  server.listen(port, host, () => log.info({ host, port, root, kind }, 'Serving site'));
+
+  function shutdown(signal: string, delay: number): void {
+    if (draining) return;
+    draining = true;
+    // Endpoint controllers and proxies take a moment to stop routing to a terminating pod; requests
+    // that still arrive in that window are served rather than refused.
+    log.info({ signal, drainMs: delay }, 'Draining before shutdown');
+    setTimeout(() => {
+      log.info({ inFlight }, 'Closing: no new connections, finishing requests in flight');
+      server.close(() => {
+        log.info('Stopped');
+        process.exit(0);
+      });
+      server.closeIdleConnections();
+      // A kept-alive connection that becomes idle after its last response would otherwise hold close().
+      const sweep = setInterval(() => server.closeIdleConnections(), 100);
+      sweep.unref();
+    }, delay);
+  }
+  process.on('SIGTERM', () => shutdown('SIGTERM', drainMs));
+  process.on('SIGINT', () => shutdown('SIGINT', 0));
+}

@@ -1,10 +1,14 @@
 // Serves a static site from a directory, the way hosting platforms do: index files, clean URLs
 // (/about serves about.html), the site's own 404.html, ETags with conditional requests, cache
 // headers by kind of file, and byte ranges. Files are streamed, never read whole into memory.
+// HTML apps and Markdown sites are this same server with other index names and extensions, plus a
+// render hook that may replace a file's bytes with a page built for the request.
+import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import path from 'node:path';
+import { viewerKey, viewerVary } from './viewer.js';
 
 const types: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -65,23 +69,70 @@ export function parseRange(header: string | undefined, size: number): Range {
   return { start, end };
 }
 
-interface Found {
+/**
+ * Names in the site root starting with this prefix belong to the platform (the artifact marker,
+ * temporary files of an extraction) and are never served.
+ */
+export const reservedPrefix = '.svc-';
+/** Written into the site root by runtime/fetch.ts once an artifact is fully extracted; holds its digest. */
+export const artifactMarker = '.svc-artifact';
+
+export interface Found {
   file: string;
   size: number;
   mtimeMs: number;
+  /** The URL named the file itself, not through a clean URL, an index file or the 404 page. */
+  exact: boolean;
 }
 
-async function fileAt(file: string): Promise<Found | undefined> {
+/** A page built for one request in place of the file's bytes. */
+export interface Rendered {
+  body: string | Buffer;
+  /** Defaults to HTML. */
+  contentType?: string;
+  /** The body depends on the viewer: cached privately, varied and tagged by viewer. */
+  personal: boolean;
+}
+
+export interface SiteOptions {
+  /** Files that serve a directory URL ("/docs/"), in order. */
+  indexFiles?: readonly string[];
+  /** Extensions tried for a clean URL ("/about" → about.html), in order. */
+  extensions?: readonly string[];
+  /** The site's own not-found pages, in order. */
+  notFoundFiles?: readonly string[];
+  /** Returns a page to send instead of the file, or undefined to send the file as it is. */
+  render?: (req: IncomingMessage, found: Found, status: 200 | 404) => Promise<Rendered | undefined>;
+}
+
+export type SiteHandler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+
+async function fileAt(file: string, exact = false): Promise<Found | undefined> {
   try {
     const s = await stat(file);
-    return s.isFile() ? { file, size: s.size, mtimeMs: s.mtimeMs } : undefined;
+    return s.isFile() ? { file, size: s.size, mtimeMs: s.mtimeMs, exact } : undefined;
   } catch {
     return undefined;
   }
 }
 
-export function createStaticSite(root: string): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
+async function firstFile(files: string[]): Promise<Found | undefined> {
+  for (const file of files) {
+    const found = await fileAt(file);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+function matchesEtag(header: string | undefined, etag: string): boolean {
+  return !!header && header.split(',').some((t) => t.trim().replace(/^W\//, '') === etag || t.trim() === '*');
+}
+
+export function createStaticSite(root: string, options: SiteOptions = {}): SiteHandler {
   const base = path.resolve(root);
+  const indexFiles = options.indexFiles ?? ['index.html'];
+  const extensions = options.extensions ?? ['.html'];
+  const notFoundFiles = options.notFoundFiles ?? ['404.html'];
 
   /** The file a URL path names, under the site root only; candidates in order. */
   async function resolve(urlPath: string): Promise<Found | 'redirect-slash' | undefined> {
@@ -94,14 +145,37 @@ export function createStaticSite(root: string): (req: IncomingMessage, res: Serv
     if (decoded.includes('\0')) return undefined;
     const target = path.resolve(base, '.' + path.posix.normalize('/' + decoded));
     if (target !== base && !target.startsWith(base + path.sep)) return undefined;
-    if (decoded.endsWith('/')) return fileAt(path.join(target, 'index.html'));
-    const exact = await fileAt(target);
+    if (path.relative(base, target).split(path.sep).some((s) => s.startsWith(reservedPrefix))) return undefined;
+    const indexes = () => indexFiles.map((name) => path.join(target, name));
+    if (decoded.endsWith('/')) return firstFile(indexes());
+    const exact = await fileAt(target, true);
     if (exact) return exact;
-    const html = await fileAt(`${target}.html`);
-    if (html) return html;
+    const clean = await firstFile(extensions.map((ext) => target + ext));
+    if (clean) return clean;
     // A directory without its slash: send the browser to the slash, so relative links resolve.
-    if (await fileAt(path.join(target, 'index.html'))) return 'redirect-slash';
+    if (await firstFile(indexes())) return 'redirect-slash';
     return undefined;
+  }
+
+  function sendRendered(req: IncomingMessage, res: ServerResponse, page: Rendered, status: number): void {
+    const body = typeof page.body === 'string' ? Buffer.from(page.body, 'utf8') : page.body;
+    const hash = createHash('sha256').update(body);
+    // Two viewers never share a tag, even when their pages happen to be byte-identical.
+    if (page.personal) hash.update('\0').update(viewerKey(req));
+    const etag = `"r-${hash.digest('base64url').slice(0, 27)}"`;
+    const headers: Record<string, string | number> = {
+      'Content-Type': page.contentType ?? 'text/html; charset=utf-8',
+      'Cache-Control': page.personal ? 'private, no-cache' : status === 404 ? 'no-cache' : 'public, max-age=0, must-revalidate',
+      ETag: etag,
+    };
+    if (page.personal) headers.Vary = viewerVary;
+    if (status === 200 && matchesEtag(req.headers['if-none-match'], etag)) {
+      res.writeHead(304, headers).end();
+      return;
+    }
+    headers['Content-Length'] = body.length;
+    res.writeHead(status, headers);
+    res.end(req.method === 'HEAD' ? undefined : body);
   }
 
   return async (req, res) => {
@@ -115,15 +189,20 @@ export function createStaticSite(root: string): (req: IncomingMessage, res: Serv
       res.writeHead(308, { Location: `${url.pathname}/${url.search}` }).end();
       return;
     }
-    let status = 200;
+    let status: 200 | 404 = 200;
     let file = found;
     if (!file) {
       status = 404;
-      file = await fileAt(path.join(base, '404.html'));
+      file = await firstFile(notFoundFiles.map((name) => path.join(base, name)));
       if (!file) {
         res.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8', 'Cache-Control': 'no-cache' }).end('not found\n');
         return;
       }
+    }
+    const page = options.render ? await options.render(req, file, status) : undefined;
+    if (page) {
+      sendRendered(req, res, page, status);
+      return;
     }
     const etag = `"${file.size.toString(16)}-${Math.floor(file.mtimeMs).toString(16)}"`;
     const headers: Record<string, string | number> = {
@@ -133,12 +212,9 @@ export function createStaticSite(root: string): (req: IncomingMessage, res: Serv
       'Last-Modified': new Date(file.mtimeMs).toUTCString(),
       'Accept-Ranges': 'bytes',
     };
-    if (status === 200) {
-      const inm = req.headers['if-none-match'];
-      if (inm && inm.split(',').some((t) => t.trim().replace(/^W\//, '') === etag || t.trim() === '*')) {
-        res.writeHead(304, { ETag: etag, 'Cache-Control': headers['Cache-Control']! }).end();
-        return;
-      }
+    if (status === 200 && matchesEtag(req.headers['if-none-match'], etag)) {
+      res.writeHead(304, { ETag: etag, 'Cache-Control': headers['Cache-Control']! }).end();
+      return;
     }
     const range = status === 200 ? parseRange(req.headers.range, file.size) : undefined;
     if (range === 'unsatisfiable') {
@@ -146,13 +222,12 @@ export function createStaticSite(root: string): (req: IncomingMessage, res: Serv
       return;
     }
     if (range) {
-      status = 206;
       headers['Content-Range'] = `bytes ${range.start}-${range.end}/${file.size}`;
       headers['Content-Length'] = range.end - range.start + 1;
     } else {
       headers['Content-Length'] = file.size;
     }
-    res.writeHead(status, headers);
+    res.writeHead(range ? 206 : status, headers);
     if (req.method === 'HEAD' || file.size === 0) {
       res.end();
       return;

@@ -49,19 +49,48 @@ export class AppRepository {
   }
 
   async create(namespace: string, name: string, spec: App['spec']): Promise<App> {
+    return this.createWith(namespace, { name }, spec);
+  }
+
+  /**
+   * Merge-patches the App's spec (null removes a field). With `resourceVersion`, only if the App
+   * has not changed since (409 otherwise), for writes that decide from what they read.
+   */
+  async patchSpec(namespace: string, name: string, spec: Record<string, unknown>, resourceVersion?: string): Promise<App> {
+    try {
+      return (await this.custom.patchNamespacedCustomObject(
+        { group, version, namespace, plural: 'apps', name, body: { ...(resourceVersion ? { metadata: { resourceVersion } } : {}), spec } },
+        k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+      )) as App;
+    } catch (err) {
+      if (kubeStatus(err) === 404) throw new ApiError('not_found', `app ${name} not found`);
+      if (kubeStatus(err) === 409) throw conflict(`app ${name} changed meanwhile; retry`);
+      if (kubeStatus(err) === 422) throw invalid(`invalid app: ${statusMessage(err)}`);
+      throw err;
+    }
+  }
+
+  /** Creates an App with its full metadata (previews and forks carry labels and owners). */
+  async createWith(namespace: string, metadata: { name: string; labels?: Record<string, string>; ownerReferences?: k8s.V1OwnerReference[] }, spec: App['spec']): Promise<App> {
     try {
       return (await this.custom.createNamespacedCustomObject({
         group,
         version,
         namespace,
         plural: 'apps',
-        body: { apiVersion, kind: 'App', metadata: { name, labels: { 'app.kubernetes.io/managed-by': 'svc-api' } }, spec },
+        body: { apiVersion, kind: 'App', metadata: { ...metadata, labels: { 'app.kubernetes.io/managed-by': 'svc-api', ...metadata.labels } }, spec },
       })) as App;
     } catch (err) {
-      if (kubeStatus(err) === 409) throw conflict(`an app named "${name}" already exists`);
+      if (kubeStatus(err) === 409) throw conflict(`an app named "${metadata.name}" already exists`);
       if (kubeStatus(err) === 422) throw invalid(`invalid app: ${statusMessage(err)}`);
       throw err;
     }
+  }
+
+  /** Calls `fn` with every App the cache adds or changes (the deploy tracker follows status). */
+  onChange(fn: (app: App) => void): void {
+    this.informer.on('add', fn);
+    this.informer.on('update', fn);
   }
 
   /** Deletes the App; its machines, Service and the rest go with it (owner references). */

@@ -10,10 +10,12 @@ import { allowedApp, requireApp, resolveApp } from './app-access.js';
 /** Names that would collide with routes under /apps. */
 const reserved = new Set(['imports']);
 
-const appName = z
+export const appName = z
   .string()
   .regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'must be a DNS label: 1 to 63 lowercase letters, digits and dashes, not starting or ending with a dash')
-  .refine((n) => !reserved.has(n), 'is reserved');
+  .refine((n) => !reserved.has(n), 'is reserved')
+  // `<app>--<ref>` names the app's previews.
+  .refine((n) => !n.includes('--'), 'must not contain "--" (it marks previews)');
 
 const createAppBody = z.strictObject({
   name: appName,
@@ -40,7 +42,7 @@ const listQuery = z.strictObject({
   after: z.string().max(63).optional(),
 });
 
-const appSchema = z.object({
+export const appSchema = z.object({
   id: z.string(),
   name: z.string(),
   kind: z.string().nullable(),
@@ -84,7 +86,8 @@ export function appOperations(s: Services): Operation[] {
       query: listQuery,
       response: z.object({ apps: z.array(appSchema), next_after: z.string().nullable() }),
       handler: async ({ caller, query }) => {
-        const all = s.apps.list(caller.account.namespace).filter((a) => allowedApp(caller, a.metadata.name!));
+        // Previews are listed under their app.
+        const all = s.apps.list(caller.account.namespace).filter((a) => !a.spec.preview && allowedApp(caller, a.metadata.name!));
         const page = all.filter((a) => query.after === undefined || a.metadata.name! > query.after).slice(0, query.limit);
         const more = page.length === query.limit && all.at(-1) !== page.at(-1);
         return { body: { apps: page.map(presentApp), next_after: more ? page.at(-1)!.metadata.name! : null } };

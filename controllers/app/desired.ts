@@ -16,37 +16,90 @@ export const managerName = 'svc-controllers';
 export interface AppSettings {
   appsDomain: string;
   appsUrlSuffix: string;
+  /** The image that serves static, HTML and Markdown apps from their artifact. */
+  runtimeImage: string;
+  /** Where machines fetch an artifact that names no URL: `<base>/sha256:<hex>`. */
+  artifactBaseUrl: string;
+  /** New machines not ready by then fail the rollout (Progressing=False, RolloutFailed). */
+  rolloutDeadlineMs: number;
 }
+
+/** Kinds the platform's runtime image serves from a fetched artifact. */
+const runtimeKinds = new Set(['static', 'html', 'markdown']);
+const siteRoot = '/srv/site';
+/** Container waiting reasons that do not get better by waiting. */
+const hopeless = new Set(['ImageNotRunnable', 'ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'CreateContainerConfigError', 'CrashLoopBackOff']);
 
 function ownerRef(app: App): k8s.V1OwnerReference {
   return { apiVersion, kind: 'App', name: app.metadata.name!, uid: app.metadata.uid!, controller: true, blockOwnerDeletion: true };
 }
 
-/** The machine container, as the App describes it. Only container services run so far. */
-function container(app: App): k8s.V1Container {
+function envOf(app: App, port: number): k8s.V1EnvVar[] {
+  return [{ name: 'PORT', value: String(port) }, ...(app.spec.env ?? []).map((e) => ({ name: e.name, value: e.value ?? '' }))];
+}
+
+/** The machine's containers and volumes, as the App describes them. */
+function machineSpec(app: App, settings: AppSettings): Pick<k8s.V1PodSpec, 'containers' | 'initContainers' | 'volumes'> {
   const port = app.spec.port ?? 8080;
   const limits = Object.fromEntries(Object.entries(app.spec.resources ?? {}).filter(([, v]) => v !== undefined)) as Record<string, string>;
-  return {
+  const main: k8s.V1Container = {
     name: 'app',
     image: app.spec.image,
     ...(app.spec.command ? { command: app.spec.command } : {}),
     ...(app.spec.args ? { args: app.spec.args } : {}),
     ports: [{ name: 'http', containerPort: port }],
-    env: [{ name: 'PORT', value: String(port) }, ...(app.spec.env ?? []).map((e) => ({ name: e.name, value: e.value ?? '' }))],
+    env: envOf(app, port),
     ...(app.spec.envSecretName ? { envFrom: [{ secretRef: { name: app.spec.envSecretName } }] } : {}),
     ...(Object.keys(limits).length ? { resources: { limits } } : {}),
     readinessProbe: { tcpSocket: { port: port as unknown as k8s.IntOrString }, periodSeconds: 1, failureThreshold: 2 },
   };
+  const source = app.spec.source;
+  if (!runtimeKinds.has(app.spec.kind ?? '') || !source) return { containers: [main] };
+  // The runtime serves the artifact an init container fetched and verified into an emptyDir, so a
+  // machine never serves bytes other than the digest the App names.
+  const mount = { name: 'site', mountPath: siteRoot };
+  return {
+    initContainers: [
+      {
+        name: 'fetch',
+        image: settings.runtimeImage,
+        args: ['fetch'],
+        env: [
+          { name: 'SVC_ARTIFACT_URL', value: source.url ?? `${settings.artifactBaseUrl}/${source.digest}` },
+          { name: 'SVC_ARTIFACT_DIGEST', value: source.digest },
+          { name: 'SVC_SITE_ROOT', value: siteRoot },
+        ],
+        volumeMounts: [mount],
+      },
+    ],
+    containers: [
+      {
+        ...main,
+        image: settings.runtimeImage,
+        command: undefined,
+        args: ['serve'],
+        env: [...envOf(app, port), { name: 'SVC_APP_KIND', value: app.spec.kind! }, { name: 'SVC_SITE_ROOT', value: siteRoot }],
+        volumeMounts: [{ ...mount, readOnly: true }],
+      },
+    ],
+    volumes: [{ name: 'site', emptyDir: {} }],
+  };
 }
 
-/** A short hash of everything that shapes a machine: a change means new machines. */
-export function revisionOf(app: App): string {
-  const shape = JSON.stringify({ c: container(app), d: app.spec.deployId ?? null, s: app.spec.source ?? null });
+function placementOf(app: App, ordinal: number): string | undefined {
+  return (app.spec.placement ?? []).find((p) => p.ordinal === ordinal)?.node;
+}
+
+/** A short hash of everything that shapes machine `ordinal`: a change means a new machine. */
+export function revisionOf(app: App, settings: AppSettings, ordinal = 0): string {
+  const shape = JSON.stringify({ m: machineSpec(app, settings), d: app.spec.deployId ?? null, n: placementOf(app, ordinal) ?? null });
   return createHash('sha256').update(shape).digest('hex').slice(0, 10);
 }
 
-export function machinePod(app: App, ordinal: number, revision: string): k8s.V1Pod {
+export function machinePod(app: App, ordinal: number, settings: AppSettings): k8s.V1Pod {
   const name = app.metadata.name!;
+  const revision = revisionOf(app, settings, ordinal);
+  const node = placementOf(app, ordinal);
   return {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -58,7 +111,7 @@ export function machinePod(app: App, ordinal: number, revision: string): k8s.V1P
       ownerReferences: [ownerRef(app)],
     },
     spec: {
-      containers: [container(app)],
+      ...machineSpec(app, settings),
       restartPolicy: 'Always',
       terminationGracePeriodSeconds: 10,
       automountServiceAccountToken: false,
@@ -67,6 +120,17 @@ export function machinePod(app: App, ordinal: number, revision: string): k8s.V1P
       topologySpreadConstraints: [
         { maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: { [labels.app]: name } } },
       ],
+      ...(node
+        ? {
+            affinity: {
+              nodeAffinity: {
+                requiredDuringSchedulingIgnoredDuringExecution: {
+                  nodeSelectorTerms: [{ matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: [node] }] }],
+                },
+              },
+            },
+          }
+        : {}),
     },
   };
 }
@@ -85,10 +149,29 @@ export function podReady(pod: k8s.V1Pod): boolean {
   return !pod.metadata?.deletionTimestamp && pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
 }
 
+function statusesOf(pod: k8s.V1Pod): k8s.V1ContainerStatus[] {
+  return [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])];
+}
+
 function broken(pod: k8s.V1Pod): string | undefined {
   if (pod.status?.phase === 'Failed' || pod.status?.phase === 'Succeeded') return `machine ${pod.metadata?.name} ended (${pod.status.phase})`;
-  const waiting = pod.status?.containerStatuses?.find((s) => s.state?.waiting && s.state.waiting.reason !== 'ContainerCreating')?.state?.waiting;
-  return waiting ? `${waiting.reason}: ${waiting.message ?? ''}`.trim() : undefined;
+  const waiting = statusesOf(pod).find((s) => s.state?.waiting && !['ContainerCreating', 'PodInitializing'].includes(s.state.waiting.reason ?? ''));
+  return waiting ? `${waiting.name}: ${waiting.state!.waiting!.reason}: ${waiting.state!.waiting!.message ?? ''}`.trim() : undefined;
+}
+
+/** Why a machine of the current revision will not become ready, if it will not. */
+function hopelessMachine(pod: k8s.V1Pod, now: Date, deadlineMs: number): string | undefined {
+  if (podReady(pod)) return undefined;
+  for (const s of statusesOf(pod)) {
+    const last = s.lastState?.terminated ?? s.state?.terminated;
+    const ended = last ? ` (last exit ${last.exitCode}${last.reason ? `, ${last.reason}` : ''}${last.message ? `: ${last.message.trim().slice(-300)}` : ''})` : '';
+    if (s.state?.waiting && hopeless.has(s.state.waiting.reason ?? '')) return `container ${s.name}: ${s.state.waiting.reason}${s.state.waiting.message ? `: ${s.state.waiting.message}` : ''}${ended}`;
+    if (s.restartCount >= 2) return `container ${s.name} restarted ${s.restartCount} times${ended}`;
+  }
+  if (pod.status?.phase === 'Failed') return `machine ended (${pod.status.reason ?? 'Failed'})`;
+  const created = pod.metadata?.creationTimestamp ? new Date(pod.metadata.creationTimestamp).getTime() : now.getTime();
+  if (now.getTime() - created >= deadlineMs) return `not ready after ${Math.round(deadlineMs / 1000)} s`;
+  return undefined;
 }
 
 export interface Plan {
@@ -107,10 +190,11 @@ export interface Plan {
  */
 export function plan(app: App, pods: k8s.V1Pod[], settings: AppSettings, now: Date): Plan {
   const expiresAt = app.spec.expiresAt ? new Date(app.spec.expiresAt) : undefined;
-  const revision = revisionOf(app);
-  // Only container services have a machine image so far; the runtime serving artifacts (static,
-  // html, markdown, handlers) arrives with deploys. Such Apps run no machine and say why.
-  const servable = app.spec.kind === 'container';
+  // Container services run their image; static, HTML and Markdown apps the runtime image. Handler
+  // trees have no runtime yet: such Apps run no machine and say why.
+  const servable = app.spec.kind === 'container' || (runtimeKinds.has(app.spec.kind ?? '') && app.spec.source !== undefined);
+  const hopelessOnes: string[] = [];
+  let nextDeadline: number | undefined;
   const want = app.spec.suspended || !servable ? 0 : (app.spec.machines ?? 1);
   const create: k8s.V1Pod[] = [];
   const del: k8s.V1Pod[] = [];
@@ -124,11 +208,21 @@ export function plan(app: App, pods: k8s.V1Pod[], settings: AppSettings, now: Da
     if (!Number.isInteger(ordinal) || ordinal >= want) del.push(p);
   }
   for (let ordinal = 0; ordinal < want; ordinal++) {
+    const revision = revisionOf(app, settings, ordinal);
     const mine = live.filter((p) => Number(p.metadata?.labels?.[labels.machine]) === ordinal);
     const fresh = mine.find((p) => p.metadata?.labels?.[labels.revision] === revision);
     const old = mine.filter((p) => p !== fresh);
-    if (!fresh) create.push(machinePod(app, ordinal, revision));
+    if (!fresh) create.push(machinePod(app, ordinal, settings));
     else if (podReady(fresh)) del.push(...old);
+    if (fresh) {
+      const why = hopelessMachine(fresh, now, settings.rolloutDeadlineMs);
+      if (why) hopelessOnes.push(`machine ${ordinal}: ${why}`);
+      else if (!podReady(fresh)) {
+        const created = fresh.metadata?.creationTimestamp ? new Date(fresh.metadata.creationTimestamp).getTime() : now.getTime();
+        const left = created + settings.rolloutDeadlineMs - now.getTime();
+        nextDeadline = Math.min(nextDeadline ?? left, left);
+      }
+    }
     // A failed machine of the current revision is replaced.
     if (fresh && (fresh.status?.phase === 'Failed' || fresh.status?.phase === 'Succeeded')) {
       del.push(fresh);
@@ -153,6 +247,7 @@ export function plan(app: App, pods: k8s.V1Pod[], settings: AppSettings, now: Da
     }
   }
   const progressing = current < want || live.length > want;
+  const failed = hopelessOnes.length > 0;
   const isReady = ready === want && want > 0;
   const gen = app.metadata.generation ?? 0;
   const previous = app.status?.conditions ?? [];
@@ -162,11 +257,14 @@ export function plan(app: App, pods: k8s.V1Pod[], settings: AppSettings, now: Da
     return { type, status: status as 'True' | 'False', reason, message, observedGeneration: gen, lastTransitionTime: before?.status === status ? before.lastTransitionTime : now.toISOString() };
   };
   const host = `${app.metadata.name}.${settings.appsDomain}`;
+  const waits = [expiresAt && expiresAt.getTime() > now.getTime() ? expiresAt.getTime() - now.getTime() : undefined, nextDeadline !== undefined ? Math.max(nextDeadline, 100) : undefined].filter(
+    (w): w is number => w !== undefined,
+  );
   return {
     create,
     delete: [...new Set(del)],
     expired: expiresAt !== undefined && expiresAt.getTime() <= now.getTime(),
-    ...(expiresAt && expiresAt.getTime() > now.getTime() ? { requeueMs: expiresAt.getTime() - now.getTime() } : {}),
+    ...(waits.length ? { requeueMs: Math.min(...waits) } : {}),
     status: {
       observedGeneration: gen,
       url: `http://${host}${settings.appsUrlSuffix}`,
@@ -179,8 +277,10 @@ export function plan(app: App, pods: k8s.V1Pod[], settings: AppSettings, now: Da
           ? condition('Ready', false, 'NotDeployed', 'the app has no deploy yet')
           : servable
             ? condition('Ready', isReady, isReady ? 'MachinesReady' : want === 0 ? 'NoMachines' : 'MachinesNotReady', `${ready} of ${want} machines ready`)
-            : condition('Ready', false, 'KindNotServedYet', `${app.spec.kind} apps are served once the runtime fetches deploy artifacts; only container apps run machines so far`),
-        condition('Progressing', progressing, progressing ? 'RollingOut' : 'UpToDate', progressing ? `${current} of ${want} machines at revision ${revision}` : `all machines at revision ${revision}`),
+            : condition('Ready', false, 'KindNotServedYet', `${app.spec.kind} apps have no runtime yet`),
+        failed
+          ? condition('Progressing', false, 'RolloutFailed', hopelessOnes.join('; '))
+          : condition('Progressing', progressing, progressing ? 'RollingOut' : 'UpToDate', progressing ? `${current} of ${want} machines current` : `all ${want} machines current`),
         condition('Degraded', problems.length > 0, problems.length ? 'MachinesFailing' : 'AsExpected', problems.join('; ') || 'no machine is failing'),
       ],
     },

@@ -13,11 +13,19 @@ const ignore = (...codes: number[]) => (err: unknown) => {
   if (!codes.includes(kubeStatus(err) ?? 0)) throw err;
 };
 
+/** The namespace is being deleted: its Apps go too, so there is nothing left to make. */
+function namespaceTerminating(err: unknown): boolean {
+  return kubeStatus(err) === 403 && /because it is being terminated/.test(String((err as { body?: unknown }).body ?? ''));
+}
+
 export interface ObservedPods {
   podsOf(namespace: string, app: string): k8s.V1Pod[];
 }
 
 export class AppReconciler {
+  /** The Service last applied per App uid: re-applying an unchanged one is a wasted apiserver write. */
+  private readonly applied = new Map<string, string>();
+
   constructor(
     private readonly core: k8s.CoreV1Api,
     private readonly custom: k8s.CustomObjectsApi,
@@ -26,6 +34,11 @@ export class AppReconciler {
     private readonly log: Logger,
     private readonly clock: () => Date = () => new Date(),
   ) {}
+
+  /** The App is gone: drop what was remembered about it. */
+  forget(uid: string): void {
+    this.applied.delete(uid);
+  }
 
   /** Returns when to look again without a change, if ever. */
   async reconcile(app: App): Promise<{ requeueMs?: number }> {
@@ -38,10 +51,20 @@ export class AppReconciler {
       this.log.info({ kind: 'App', namespace, name, expiresAt: app.spec.expiresAt }, 'Deleted expired App');
       return {};
     }
-    await this.core.patchNamespacedService({ name, namespace, body: appService(app), fieldManager: managerName, force: true }, apply);
-    for (const pod of p.create) {
-      await this.core.createNamespacedPod({ namespace, body: pod }).catch(ignore(409));
-      this.log.info({ kind: 'App', namespace, name, pod: pod.metadata!.name }, 'Created machine');
+    try {
+      const service = appService(app);
+      const shape = JSON.stringify(service);
+      if (this.applied.get(app.metadata.uid!) !== shape) {
+        await this.core.patchNamespacedService({ name, namespace, body: service, fieldManager: managerName, force: true }, apply);
+        this.applied.set(app.metadata.uid!, shape);
+      }
+      for (const pod of p.create) {
+        await this.core.createNamespacedPod({ namespace, body: pod }).catch(ignore(409));
+        this.log.info({ kind: 'App', namespace, name, pod: pod.metadata!.name }, 'Created machine');
+      }
+    } catch (err) {
+      if (namespaceTerminating(err)) return {};
+      throw err;
     }
     for (const pod of p.delete) {
       await this.core.deleteNamespacedPod({ namespace, name: pod.metadata!.name! }).catch(ignore(404));

@@ -7,6 +7,7 @@ import * as m0002 from './migrations/0002_events.js';
 import * as m0003 from './migrations/0003_api_tokens.js';
 import * as m0004 from './migrations/0004_webhooks.js';
 import * as m0005 from './migrations/0005_usage.js';
+import * as m0006 from './migrations/0006_deploys.js';
 
 interface Migration {
   up(db: Knex): Promise<void>;
@@ -19,6 +20,7 @@ const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ['0003_api_tokens', m0003],
   ['0004_webhooks', m0004],
   ['0005_usage', m0005],
+  ['0006_deploys', m0006],
 ];
 
 const source: Knex.MigrationSource<readonly [string, Migration]> = {

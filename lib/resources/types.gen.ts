@@ -139,6 +139,893 @@ export interface AppSpec {
     }[];
   };
   /**
+   * Pins machines to nodes; migrating machine N writes its entry, and the controller starts the replacement there before the old machine goes.
+   *
+   * @maxItems 20
+   */
+  placement?:
+    | []
+    | [
+        {
+          ordinal: number;
+          node: string;
+        }
+      ]
+    | [
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        }
+      ]
+    | [
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        }
+      ]
+    | [
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        }
+      ]
+    | [
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        }
+      ]
+    | [
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        }
+      ]
+    | [
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        }
+      ]
+    | [
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        }
+      ]
+    | [
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        }
+      ]
+    | [
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        }
+      ]
+    | [
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        }
+      ]
+    | [
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        }
+      ]
+    | [
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        }
+      ]
+    | [
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        }
+      ]
+    | [
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        }
+      ]
+    | [
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        }
+      ]
+    | [
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        }
+      ]
+    | [
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        }
+      ]
+    | [
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        }
+      ]
+    | [
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        },
+        {
+          ordinal: number;
+          node: string;
+        }
+      ];
+  /**
    * A suspended app keeps its configuration but runs no machines.
    */
   suspended?: boolean;

@@ -86,8 +86,8 @@ describe('API errors', () => {
     const shopOnly = attenuate(api.token, [{ kind: 'apps', apps: ['shop'] }]);
     await expectError(await api.request('GET', '/api/apps/blog', { token: shopOnly }), 403, /^token lacks app "blog"$/);
     await expectError(await api.request('GET', '/api/account/tokens', { token: shopOnly }), 403, /token lacks account-wide access/);
-    // Allowed through to the (not yet implemented) operation: the restriction holds.
-    await expectError(await api.request('GET', '/api/apps/shop/deploys', { token: shopOnly }), 501, /^not_implemented$/);
+    // Allowed through to the operation (the app does not exist): the restriction holds.
+    await expectError(await api.request('GET', '/api/apps/shop/deploys', { token: shopOnly }), 404, /^app shop not found$/);
   });
 
   it('404 for unknown routes and unknown resources', async () => {

@@ -1,13 +1,14 @@
 // Runs the API in-process on an ephemeral port, against a fresh database and the test cluster.
 import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { Writable } from 'node:stream';
 import * as k8s from '@kubernetes/client-node';
-import { AppRepository } from '../../api/repositories/apps.js';
-import { EnvRepository } from '../../api/repositories/env.js';
 import { createApi } from '../../api/server.js';
 import type { Operation } from '../../api/operation.js';
-import type { Services } from '../../api/services.js';
+import { assembleServices, type Services } from '../../api/services.js';
 import { createAccount, type Account } from '../../lib/accounts.js';
 import { loadConfig } from '../../lib/config.js';
 import { migrateLatest } from '../../lib/db/migrate.js';
@@ -38,16 +39,27 @@ export interface TestApi {
   close(): Promise<void>;
 }
 
-async function listen(app: ReturnType<typeof createApi>): Promise<{ server: Server; url: string }> {
-  const server = app.listen(0, '127.0.0.1');
+/**
+ * Listens before the app exists, on all interfaces: machines fetch artifacts from this API over the
+ * pod bridge, and the configuration names the port they use.
+ */
+async function listen(): Promise<{ server: Server; url: string; port: number; serve: (app: ReturnType<typeof createApi>) => void }> {
+  const server = createServer();
+  server.listen(0, '0.0.0.0');
   await new Promise<void>((resolve) => server.once('listening', () => resolve()));
-  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+  const port = (server.address() as AddressInfo).port;
+  return { server, url: `http://127.0.0.1:${port}`, port, serve: (app) => server.on('request', app.callback()) };
 }
 
 export async function startTestApi(opts: { env?: Record<string, string>; operations?: (s: Services) => Operation[] } = {}): Promise<TestApi> {
   const fresh = await freshDatabase();
   await migrateLatest(fresh.db);
-  const config = loadConfig({ SVC_DATABASE_URL: fresh.url, SVC_LOG_LEVEL: 'info', ...opts.env }, { exists: () => false });
+  const listener = await listen();
+  const artifactDir = await mkdtemp(path.join(tmpdir(), 'svc-artifacts-'));
+  const config = loadConfig(
+    { SVC_DATABASE_URL: fresh.url, SVC_LOG_LEVEL: 'info', SVC_API_PORT: String(listener.port), SVC_ARTIFACT_DIR: artifactDir, ...opts.env },
+    { exists: () => false },
+  );
   const logLines: Array<Record<string, unknown>> = [];
   const sink = new Writable({
     write(chunk: Buffer, _e, done) {
@@ -61,11 +73,9 @@ export async function startTestApi(opts: { env?: Record<string, string>; operati
   const tokens = new TokenStore(fresh.db, clock.read);
   tokens.start(100);
   const log = createLogger('api', 'info', sink);
-  const apps = new AppRepository(kc, log);
-  await apps.start();
-  const env = new EnvRepository(core, kc.makeApiClient(k8s.CustomObjectsApi));
-  const services: Services = { config, db: fresh.db, tokens, core, apps, env, log, clock: clock.read };
-  const { server, url } = await listen(createApi(services, opts.operations?.(services)));
+  const { services, stop } = await assembleServices({ config, db: fresh.db, kc, tokens, log, clock: clock.read });
+  listener.serve(createApi(services, opts.operations?.(services)));
+  const { server, url } = listener;
   const account = await createAccount(fresh.db, core, { email: `owner-${Date.now()}@example.test` });
   const { token } = await tokens.issue(account.id, { name: 'test' });
   const extra: Array<() => Promise<void>> = [];
@@ -93,7 +103,8 @@ export async function startTestApi(opts: { env?: Record<string, string>; operati
     replica: async () => {
       const other = new TokenStore(fresh.db, clock.read);
       other.start(100);
-      const r = await listen(createApi({ ...services, tokens: other }));
+      const r = await listen();
+      r.serve(createApi({ ...services, tokens: other }));
       const close = async () => {
         other.stop();
         await new Promise((res) => r.server.close(res));
@@ -104,11 +115,12 @@ export async function startTestApi(opts: { env?: Record<string, string>; operati
     close: async () => {
       for (const c of extra) await c();
       tokens.stop();
-      await apps.stop();
+      await stop();
       server.closeAllConnections();
       await new Promise((res) => server.close(res));
       await core.deleteNamespace({ name: account.namespace }).catch(() => undefined);
       await fresh.dispose();
+      await rm(artifactDir, { recursive: true, force: true });
     },
   };
 }

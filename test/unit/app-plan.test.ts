@@ -6,7 +6,7 @@ import type * as k8s from '@kubernetes/client-node';
 import { machinePod, plan, revisionOf } from '../../controllers/app/desired.js';
 import type { App } from '../../lib/resources/index.js';
 
-const settings = { appsDomain: 'apps.localhost', appsUrlSuffix: ':8081' };
+const settings = { appsDomain: 'apps.localhost', appsUrlSuffix: ':8081', runtimeImage: 'svc/runtime:latest', artifactBaseUrl: 'http://10.244.0.1:8080/artifacts', rolloutDeadlineMs: 60_000 };
 const now = new Date('2026-01-01T00:00:00Z');
 const app = (spec: Partial<App['spec']> = {}): App => ({
   apiVersion: 'svc.dev/v1alpha1',
@@ -23,7 +23,7 @@ describe('App plan', () => {
   it('creates one machine per ordinal, owned by the App, and reports the status shape', () => {
     const a = app({ machines: 2 });
     const p = plan(a, [], settings, now);
-    assert.deepEqual(p.create.map((x) => x.metadata?.name), [`shop-m0-${revisionOf(a)}`, `shop-m1-${revisionOf(a)}`]);
+    assert.deepEqual(p.create.map((x) => x.metadata?.name), [`shop-m0-${revisionOf(a, settings)}`, `shop-m1-${revisionOf(a, settings)}`]);
     assert.equal(p.create[0]?.metadata?.ownerReferences?.[0]?.uid, 'u1');
     assert.equal(p.status.ready, '0/2');
     assert.equal(p.status.url, 'http://shop.apps.localhost:8081');
@@ -34,13 +34,13 @@ describe('App plan', () => {
   it('keeps the old machine until the new revision is ready, then deletes it', () => {
     const before = app();
     const after = app({ env: [{ name: 'A', value: '1' }] });
-    assert.notEqual(revisionOf(before), revisionOf(after));
-    const old = withStatus(machinePod(before, 0, revisionOf(before)), true);
+    assert.notEqual(revisionOf(before, settings), revisionOf(after, settings));
+    const old = withStatus(machinePod(before, 0, settings), true);
     const starting = plan(after, [old], settings, now);
     assert.equal(starting.create.length, 1);
     assert.equal(starting.delete.length, 0, 'the old machine serves meanwhile');
     assert.equal(starting.status.ready, '1/1');
-    const fresh = withStatus(machinePod(after, 0, revisionOf(after)), false);
+    const fresh = withStatus(machinePod(after, 0, settings), false);
     assert.equal(plan(after, [old, fresh], settings, now).delete.length, 0);
     const done = plan(after, [old, withStatus(fresh, true)], settings, now);
     assert.deepEqual(done.delete.map((x) => x.metadata?.name), [old.metadata?.name]);
@@ -49,8 +49,8 @@ describe('App plan', () => {
 
   it('scales down by ordinal and suspends to zero', () => {
     const a = app({ machines: 1 });
-    const extra = withStatus(machinePod(a, 1, revisionOf(a)), true);
-    const first = withStatus(machinePod(a, 0, revisionOf(a)), true);
+    const extra = withStatus(machinePod(a, 1, settings), true);
+    const first = withStatus(machinePod(a, 0, settings), true);
     assert.deepEqual(plan(a, [first, extra], settings, now).delete.map((x) => x.metadata?.name), [extra.metadata?.name]);
     const suspended = app({ suspended: true });
     assert.equal(plan(suspended, [first], settings, now).delete.length, 1);
@@ -61,5 +61,60 @@ describe('App plan', () => {
     const later = plan(app({ expiresAt: '2026-01-01T00:01:00Z' }), [], settings, now);
     assert.equal(later.expired, false);
     assert.equal(later.requeueMs, 60_000);
+  });
+
+  it('serves static, HTML and Markdown apps with the runtime image, fetching the digest the App names', () => {
+    const digest = `sha256:${'a'.repeat(64)}`;
+    const a = app({ kind: 'markdown', image: undefined, source: { digest } });
+    const pod = plan(a, [], settings, now).create[0]!;
+    const fetch = pod.spec!.initContainers![0]!;
+    assert.equal(fetch.image, 'svc/runtime:latest');
+    assert.deepEqual(fetch.args, ['fetch']);
+    const env = Object.fromEntries((fetch.env ?? []).map((e) => [e.name, e.value]));
+    assert.equal(env.SVC_ARTIFACT_URL, `http://10.244.0.1:8080/artifacts/${digest}`, 'the default store when the App names no URL');
+    assert.equal(env.SVC_ARTIFACT_DIGEST, digest);
+    const main = pod.spec!.containers[0]!;
+    assert.deepEqual(main.args, ['serve']);
+    assert.ok(main.env?.some((e) => e.name === 'SVC_APP_KIND' && e.value === 'markdown'));
+    const withUrl = app({ kind: 'static', image: undefined, source: { digest, url: 'http://store.example/x' } });
+    assert.equal(plan(withUrl, [], settings, now).create[0]!.spec!.initContainers![0]!.env!.find((e) => e.name === 'SVC_ARTIFACT_URL')!.value, 'http://store.example/x');
+    const handlers = plan(app({ kind: 'handlers', image: undefined, source: { digest } }), [], settings, now);
+    assert.equal(handlers.create.length, 0);
+    assert.equal(handlers.status.conditions?.[0]?.reason, 'KindNotServedYet');
+  });
+
+  it('placement pins one machine to a node and replaces only that machine', () => {
+    const a = app({ machines: 2 });
+    const moved = app({ machines: 2, placement: [{ ordinal: 1, node: 'local-b' }] });
+    assert.equal(revisionOf(a, settings, 0), revisionOf(moved, settings, 0));
+    assert.notEqual(revisionOf(a, settings, 1), revisionOf(moved, settings, 1));
+    const pods = [0, 1].map((o) => withStatus(machinePod(a, o, settings), true));
+    const p = plan(moved, pods, settings, now);
+    assert.equal(p.create.length, 1);
+    const terms = p.create[0]!.spec!.affinity!.nodeAffinity!.requiredDuringSchedulingIgnoredDuringExecution!.nodeSelectorTerms;
+    assert.deepEqual(terms[0]!.matchExpressions![0]!.values, ['local-b']);
+    assert.equal(p.create[0]!.metadata!.labels!['svc.dev/machine'], '1');
+    assert.equal(p.delete.length, 0, 'the old machine 1 serves until the new one is ready');
+  });
+
+  it('reports a rollout that cannot succeed, and one past its deadline, as RolloutFailed', () => {
+    const a = app();
+    const pod = machinePod(a, 0, settings);
+    const stuck: k8s.V1Pod = {
+      ...pod,
+      metadata: { ...pod.metadata, creationTimestamp: now },
+      status: { phase: 'Pending', containerStatuses: [{ name: 'app', image: 'x', imageID: '', ready: false, restartCount: 0, state: { waiting: { reason: 'ImageNotRunnable', message: 'no rule for image x' } } }] },
+    };
+    const failed = plan(a, [stuck], settings, now).status.conditions!.find((c) => c.type === 'Progressing')!;
+    assert.equal(failed.status, 'False');
+    assert.equal(failed.reason, 'RolloutFailed');
+    assert.match(failed.message, /machine 0: container app: ImageNotRunnable: no rule for image x/);
+    const slow: k8s.V1Pod = { ...pod, metadata: { ...pod.metadata, creationTimestamp: now }, status: { phase: 'Running' } };
+    const waiting = plan(a, [slow], settings, now);
+    assert.equal(waiting.status.conditions!.find((c) => c.type === 'Progressing')!.reason, 'RollingOut');
+    assert.equal(waiting.requeueMs, 60_000, 'looks again at the deadline');
+    const late = plan(a, [slow], settings, new Date(now.getTime() + 61_000)).status.conditions!.find((c) => c.type === 'Progressing')!;
+    assert.equal(late.reason, 'RolloutFailed');
+    assert.match(late.message, /not ready after 60 s/);
   });
 });

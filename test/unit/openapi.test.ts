@@ -7,11 +7,12 @@ import { describe, it } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { buildOpenApi } from '../../api/openapi.js';
 import { allOperations } from '../../api/server.js';
+import { loadConfig } from '../../lib/config.js';
 import type { Services } from '../../api/services.js';
 import { repoRoot } from '../../lib/paths.js';
 
 // Building the table needs no live service: handlers are not called here.
-const operations = allOperations({} as Services);
+const operations = allOperations({ config: loadConfig({}, { exists: () => false }) } as Services);
 const doc = buildOpenApi(operations) as {
   openapi: string;
   info: { version: string };

@@ -109,7 +109,7 @@ describe('runtime process', () => {
     const port = (probe.address() as AddressInfo).port;
     await new Promise((r) => probe.close(r));
     const child = spawn(process.execPath, [path.join(repoRoot, 'dist/runtime/main.js')], {
-      env: { ...process.env, SVC_SITE_ROOT: root, HOST: '127.0.0.1', PORT: String(port), SVC_LOG_LEVEL: 'silent' },
+      env: { ...process.env, SVC_SITE_ROOT: root, HOST: '127.0.0.1', PORT: String(port), SVC_LOG_LEVEL: 'silent', SVC_DRAIN_MS: '0' },
       stdio: 'ignore',
     });
     try {

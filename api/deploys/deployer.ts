@@ -1,0 +1,215 @@
+// Turns deploy input (inline files, an uploaded .tar.gz, an image, a compose file) into a stored
+// artifact and the App spec fields that serve it, then records the deploy and writes the App. All
+// validation happens before anything is stored or written, so bad input leaves nothing behind.
+import type { Readable } from 'node:stream';
+import { z } from 'zod';
+import { listTarball, packTree, readTarballFiles, TreeError } from '../../lib/artifacts/tarball.js';
+import { UploadTooLarge, type ArtifactStore, type StagedUpload } from '../../lib/artifacts/store.js';
+import { newDeployId, type Deploy, type DeployOrigin, type DeploySpec, type DeployStore } from '../../lib/deploys.js';
+import type { Logger } from '../../lib/logger.js';
+import type { App } from '../../lib/resources/index.js';
+import { ApiError, invalid } from '../errors.js';
+import type { AppRepository } from '../repositories/apps.js';
+import { parseCompose } from './compose.js';
+import { detectKind, isHtml } from './detect.js';
+
+const imageRef = z
+  .string()
+  .min(1)
+  .max(512)
+  .regex(/^[a-zA-Z0-9][a-zA-Z0-9._/:@-]*$/, 'must be a container image reference');
+
+const fileContent = z.union([z.string(), z.strictObject({ base64: z.base64() })]);
+
+export const deployFields = z.strictObject({
+  files: z.record(z.string().min(1).max(1024), fileContent).optional(),
+  image: imageRef.optional(),
+  compose: z.string().min(1).max(256 * 1024).optional(),
+  port: z.number().int().min(1).max(65535).optional(),
+  command: z.array(z.string().max(4096)).max(64).optional(),
+  args: z.array(z.string().max(4096)).max(256).optional(),
+});
+
+export const deployBody = deployFields
+  .refine((b) => [b.files, b.image, b.compose].some((x) => x !== undefined), 'send files, image, compose, or a .tar.gz body')
+  .refine((b) => !(b.image && (b.files || b.compose)), 'image deploys take no files or compose')
+  .refine((b) => b.image || (b.port === undefined && b.command === undefined && b.args === undefined), 'port, command and args go with image');
+export type DeployBody = z.infer<typeof deployBody>;
+
+export const tarballTypes = ['application/gzip', 'application/x-gzip', 'application/x-tar+gzip', 'application/x-compressed-tar'];
+
+/** What a deploy will run, validated and with its artifact stored. */
+export interface Prepared {
+  spec: DeploySpec;
+  origin: DeployOrigin;
+  summary: Record<string, unknown>;
+  /** Settings the deploy carries beyond the spec fields a deploy owns (compose x-svc). */
+  machines?: number;
+}
+
+/** HTML pages larger than this are not read for kind detection (markers are near the top). */
+const detectBytes = 256 * 1024;
+
+export class Deployer {
+  constructor(
+    private readonly artifacts: ArtifactStore,
+    private readonly deploys: DeployStore,
+    private readonly apps: AppRepository,
+    private readonly log: Logger,
+    /** The artifact endpoint's base URL as machines reach it (config.deploys.artifactBaseUrl). */
+    private readonly artifactBaseUrl: string,
+  ) {}
+
+  /** Validates a tree in a staged tar.gz, stores it, and says what it is. Discards it when invalid. */
+  private async prepareTree(staged: StagedUpload, origin: DeployOrigin): Promise<Prepared> {
+    try {
+      const entries = await listTarball(staged.file).catch((err: unknown) => {
+        if (err instanceof TreeError) throw invalid(`archive: ${err.message}`);
+        throw err;
+      });
+      const html = await readTarballFiles(staged.file, isHtml, detectBytes);
+      const detected = detectKind(
+        entries.map((e) => e.path),
+        html,
+      );
+      if (detected.kind === 'handlers') throw invalid(`this tree is a handler tree (${detected.why}); handler trees are not served yet, deploy static, HTML or Markdown files or an image`);
+      await this.artifacts.put(staged);
+      const bytes = entries.reduce((n, e) => n + e.size, 0);
+      return {
+        origin,
+        spec: { kind: detected.kind, source: { digest: staged.digest, url: `${this.artifactBaseUrl}/${staged.digest}` } },
+        summary: { files: entries.length, bytes, archive_bytes: staged.size, detected: detected.why },
+      };
+    } catch (err) {
+      await staged.discard();
+      throw err;
+    }
+  }
+
+  async prepareBody(body: DeployBody): Promise<Prepared> {
+    if (body.image) {
+      return {
+        origin: 'image',
+        spec: { kind: 'container', image: body.image, ...(body.port ? { port: body.port } : {}), ...(body.command ? { command: body.command } : {}), ...(body.args ? { args: body.args } : {}) },
+        summary: { image: body.image },
+      };
+    }
+    const compose = body.compose !== undefined ? parseCompose(body.compose) : undefined;
+    if (compose?.service) {
+      if (body.files) throw invalid('a compose service runs its image: send files without a compose service, or the service alone');
+      const s = compose.service;
+      return {
+        origin: 'compose',
+        spec: { kind: 'container', image: s.image, ...(s.port ? { port: s.port } : {}), ...(s.command ? { command: s.command } : {}), ...(s.args ? { args: s.args } : {}), ...(s.env.length ? { env: s.env } : {}) },
+        summary: { service: s.name, image: s.image },
+        ...(compose.settings.machines !== undefined ? { machines: compose.settings.machines } : {}),
+      };
+    }
+    if (!body.files) throw invalid('this compose file has no container service (only x-svc): send the files it configures with it');
+    if (!Object.keys(body.files).length) throw invalid('the deploy has no files');
+    const files = Object.fromEntries(Object.entries(body.files).map(([p, c]) => [p, typeof c === 'string' ? c : Buffer.from(c.base64, 'base64')]));
+    const packed = await packTree(files).catch((err: unknown) => {
+      if (err instanceof TreeError) throw invalid(`files: ${err.message}`);
+      throw err;
+    });
+    const prepared = await this.prepareTree(await this.artifacts.stageBytes(packed), compose ? 'compose' : 'files');
+    return compose?.settings.machines !== undefined ? { ...prepared, machines: compose.settings.machines } : prepared;
+  }
+
+  async prepareUpload(stream: Readable, limitBytes: number): Promise<Prepared> {
+    const staged = await this.artifacts.stage(stream, limitBytes).catch((err: unknown) => {
+      if (err instanceof UploadTooLarge) throw new ApiError('payload_too_large', `upload larger than ${limitBytes} bytes`);
+      throw err;
+    });
+    return this.prepareTree(staged, 'tarball');
+  }
+
+  /** Records the deploy and points the App at it; the tracker follows it to live or failed. */
+  async apply(
+    accountId: string,
+    app: App,
+    prepared: Prepared,
+    opts: { createdBy?: string; originDeploy?: string; origin?: DeployOrigin } = {},
+  ): Promise<Deploy> {
+    const name = app.metadata.name!;
+    const deploy = await this.deploys.create({
+      accountId,
+      app: { uid: app.metadata.uid!, name },
+      spec: prepared.spec,
+      origin: opts.origin ?? prepared.origin,
+      summary: prepared.summary,
+      ...(opts.originDeploy ? { originDeploy: opts.originDeploy } : {}),
+      ...(opts.createdBy ? { createdBy: opts.createdBy } : {}),
+    });
+    try {
+      await this.apps.patchSpec(app.metadata.namespace!, name, {
+        ...specPatch(prepared.spec),
+        deployId: deploy.id,
+        ...(prepared.machines !== undefined ? { machines: prepared.machines } : {}),
+      });
+    } catch (err) {
+      await this.deploys.finish(deploy.id, { status: 'failed', reason: err instanceof ApiError ? err.message : 'the app could not be updated' });
+      throw err;
+    }
+    this.log.info({ app: name, deploy: deploy.id, kind: prepared.spec.kind, origin: deploy.origin }, 'Deploy started');
+    return deploy;
+  }
+}
+
+/**
+ * Creates an App that starts serving `prepared` right away (forks, previews): the App names the
+ * deploy from its first write, so its first machines are already the deploy's.
+ */
+export async function createServing(
+  d: { deploys: DeployStore; apps: AppRepository },
+  accountId: string,
+  namespace: string,
+  metadata: Parameters<AppRepository['createWith']>[1],
+  spec: App['spec'],
+  prepared: Prepared | undefined,
+  opts: { origin: DeployOrigin; originDeploy?: string; createdBy?: string },
+): Promise<{ app: App; deploy?: Deploy }> {
+  if (!prepared) return { app: await d.apps.createWith(namespace, metadata, spec) };
+  const id = newDeployId();
+  const app = await d.apps.createWith(namespace, metadata, { ...spec, ...prepared.spec, deployId: id, ...(prepared.machines !== undefined ? { machines: prepared.machines } : {}) });
+  const deploy = await d.deploys.create({
+    id,
+    accountId,
+    app: { uid: app.metadata.uid!, name: app.metadata.name! },
+    spec: prepared.spec,
+    origin: opts.origin,
+    summary: prepared.summary,
+    ...(opts.originDeploy ? { originDeploy: opts.originDeploy } : {}),
+    ...(opts.createdBy ? { createdBy: opts.createdBy } : {}),
+  });
+  return { app, deploy };
+}
+
+/** The merge patch that makes an App's deploy-owned fields exactly `spec` (absent ones removed). */
+export function specPatch(spec: DeploySpec): Record<string, unknown> {
+  return {
+    kind: spec.kind,
+    image: spec.image ?? null,
+    command: spec.command ?? null,
+    args: spec.args ?? null,
+    port: spec.port ?? null,
+    // Nested objects merge: every field of source is named so an old url cannot survive.
+    source: spec.source ? { digest: spec.source.digest, url: spec.source.url ?? null } : null,
+    env: spec.env ?? null,
+  };
+}
+
+/** The deploy-owned fields of an App as it is, for a deploy record of an App made elsewhere. */
+export function deploySpecOf(app: App): DeploySpec | undefined {
+  const s = app.spec;
+  if (!s.kind) return undefined;
+  return {
+    kind: s.kind,
+    ...(s.image ? { image: s.image } : {}),
+    ...(s.command ? { command: s.command } : {}),
+    ...(s.args ? { args: s.args } : {}),
+    ...(s.port && s.port !== 8080 ? { port: s.port } : {}),
+    ...(s.source ? { source: { digest: s.source.digest, ...(s.source.url ? { url: s.source.url } : {}) } } : {}),
+    ...(s.env?.length ? { env: s.env.map((e) => ({ name: e.name, ...(e.value !== undefined ? { value: e.value } : {}) })) } : {}),
+  };
+}

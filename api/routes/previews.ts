@@ -1,0 +1,147 @@
+// Previews: an app's deploys of a ref (a branch, a pull request) served beside it on their own
+// hostname, `<app>--<ref>.<apps domain>`. A preview is an App named `<app>--<ref>` that names its
+// parent and is owned by it, so deleting the app deletes its previews.
+import { z } from 'zod';
+import type { App } from '../../lib/resources/index.js';
+import { createServing, deployBody, deployFields, deploySpecOf, tarballTypes, type Prepared } from '../deploys/deployer.js';
+import { conflict, invalid, notFound } from '../errors.js';
+import { op, type Operation } from '../operation.js';
+import type { Services } from '../services.js';
+import { resolveApp } from './app-access.js';
+import { createdBy, deploySchema, presentDeploy, readDeployInput, uploadDescription } from './deploys.js';
+
+const ref = z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'must be a DNS label (lowercase letters, digits, dashes)').refine((r) => !r.includes('--'), 'must not contain "--"');
+
+const previewSchema = z.object({
+  ref: z.string(),
+  app: z.string().describe('The App serving the preview; usable as {appID} elsewhere'),
+  id: z.string(),
+  url: z.string().nullable(),
+  status: z.string(),
+  current_deploy: z.string().nullable(),
+  created_at: z.string().nullable(),
+});
+
+export const previewName = (parent: string, r: string) => `${parent}--${r}`;
+
+function presentPreview(p: App): z.infer<typeof previewSchema> {
+  return {
+    ref: p.spec.preview!.ref,
+    app: p.metadata.name!,
+    id: p.metadata.uid!,
+    url: p.status?.url ?? null,
+    status: p.status?.conditions?.find((c) => c.type === 'Ready')?.reason ?? 'Pending',
+    current_deploy: p.status?.currentDeploy ?? null,
+    created_at: p.metadata.creationTimestamp ? new Date(p.metadata.creationTimestamp).toISOString() : null,
+  };
+}
+
+export function previewOperations(s: Services): Operation[] {
+  const previewOf = async (namespace: string, parent: App, r: string): Promise<App> => {
+    const p = await s.apps.find(namespace, previewName(parent.metadata.name!, r));
+    if (!p || p.spec.preview?.parent !== parent.metadata.name) throw notFound(`preview ${r} of app ${parent.metadata.name}`);
+    return p;
+  };
+  return [
+    op({
+      method: 'GET',
+      path: '/apps/{appID}/previews',
+      operationId: 'listPreviews',
+      tag: 'apps',
+      summary: 'List previews',
+      action: 'read',
+      response: z.object({ previews: z.array(previewSchema) }),
+      handler: async ({ caller, params }) => {
+        const parent = await resolveApp(s, caller, params.appID!);
+        const previews = s.apps.list(caller.account.namespace).filter((a) => a.spec.preview?.parent === parent.metadata.name);
+        return { body: { previews: previews.map(presentPreview) } };
+      },
+    }),
+    op({
+      method: 'POST',
+      path: '/apps/{appID}/previews',
+      operationId: 'createPreview',
+      tag: 'apps',
+      summary: 'Create preview',
+      action: 'deploy',
+      status: 201,
+      // The ref, and optionally what to deploy on it (else the app's current deploy).
+      body: deployFields.extend({ ref }),
+      response: z.object({ preview: previewSchema, deploy: deploySchema.nullable() }),
+      handler: async ({ caller, params, body }) => {
+        const parent = await resolveApp(s, caller, params.appID!);
+        if (parent.spec.preview) throw invalid(`app ${parent.metadata.name} is itself a preview`);
+        const { ref: r, ...rest } = body;
+        const name = previewName(parent.metadata.name!, r);
+        if (name.length > 63) throw invalid(`invalid body: ref: "${name}" would be longer than 63 characters`);
+        let prepared: Prepared | undefined;
+        let originDeploy: string | undefined;
+        if (Object.values(rest).some((v) => v !== undefined)) {
+          const parsed = deployBody.safeParse(rest);
+          if (!parsed.success) throw invalid(`invalid body: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; ')}`);
+          prepared = await s.deployer.prepareBody(parsed.data);
+        } else {
+          const spec = deploySpecOf(parent);
+          originDeploy = parent.status?.currentDeploy ?? parent.spec.deployId;
+          if (spec) prepared = { spec, origin: 'preview', summary: { from: parent.metadata.name, ...(originDeploy ? { deploy: originDeploy } : {}) } };
+        }
+        if (await s.apps.find(caller.account.namespace, name)) throw conflict(`preview ${r} of app ${parent.metadata.name} already exists`);
+        const env = await s.env.read(parent);
+        const { app, deploy } = await createServing(
+          s,
+          caller.account.id,
+          caller.account.namespace,
+          {
+            name,
+            labels: { 'svc.dev/preview-of': parent.metadata.name! },
+            ownerReferences: [{ apiVersion: parent.apiVersion, kind: 'App', name: parent.metadata.name!, uid: parent.metadata.uid!, controller: false, blockOwnerDeletion: true }],
+          },
+          {
+            preview: { parent: parent.metadata.name!, ref: r },
+            machines: 1,
+            ...(parent.spec.resources ? { resources: parent.spec.resources } : {}),
+            ...(parent.spec.auth ? { auth: parent.spec.auth } : {}),
+          },
+          prepared,
+          { origin: prepared?.origin ?? 'preview', ...(originDeploy ? { originDeploy } : {}), createdBy: createdBy(caller) },
+        );
+        if (Object.keys(env).length) await s.env.write(app, env);
+        return { status: 201, body: { preview: presentPreview(app), deploy: deploy ? presentDeploy(deploy, app) : null } };
+      },
+    }),
+    op({
+      method: 'DELETE',
+      path: '/apps/{appID}/previews/{ref}',
+      operationId: 'deletePreview',
+      tag: 'apps',
+      summary: 'Delete preview',
+      action: 'write',
+      status: 204,
+      handler: async ({ caller, params }) => {
+        const parent = await resolveApp(s, caller, params.appID!);
+        const p = await previewOf(caller.account.namespace, parent, params.ref!);
+        await s.apps.delete(caller.account.namespace, p.metadata.name!);
+        return { status: 204, body: undefined };
+      },
+    }),
+    op({
+      method: 'POST',
+      path: '/apps/{appID}/previews/{ref}/deploy',
+      operationId: 'deployPreview',
+      tag: 'apps',
+      summary: 'Deploy preview',
+      action: 'deploy',
+      status: 202,
+      body: deployBody,
+      upload: { types: tarballTypes, limitBytes: s.config.deploys.uploadLimitBytes, description: uploadDescription },
+      response: deploySchema,
+      handler: async (input) => {
+        const parent = await resolveApp(s, input.caller, input.params.appID!);
+        const p = await previewOf(input.caller.account.namespace, parent, input.params.ref!);
+        const prepared = await readDeployInput(s, input);
+        const deploy = await s.deployer.apply(input.caller.account.id, p, prepared, { createdBy: createdBy(input.caller) });
+        return { status: 202, body: presentDeploy(deploy, p) };
+      },
+    }),
+  ];
+}

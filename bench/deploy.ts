@@ -1,0 +1,154 @@
+// bench/deploy: from POST /apps/{app}/deploy to the first 200 with the new content, over 20
+// deploys of a static site (p50, p99). Baseline in the same run: the same machine (the runtime image
+// fetching the same kind of artifact) created directly as a bare Pod, to its first 200, so the ratio
+// shows what the platform adds to a machine start (deploy record, App write, controller, rollout).
+// Runs the API in-process against a fresh database, with the cluster's node-agent and controllers.
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import * as k8s from '@kubernetes/client-node';
+import pino from 'pino';
+import { createApi } from '../api/server.js';
+import { assembleServices } from '../api/services.js';
+import { createAccount } from '../lib/accounts.js';
+import { loadConfig } from '../lib/config.js';
+import { connect } from '../lib/db/connection.js';
+import { migrateLatest } from '../lib/db/migrate.js';
+import { loadKubeConfig } from '../lib/kube/client.js';
+import { createLogger } from '../lib/logger.js';
+import { TokenStore } from '../lib/tokens/store.js';
+
+const deploys = Number(process.env.BENCH_DEPLOYS ?? 20);
+const baselineRuns = Number(process.env.BENCH_BASELINE_PODS ?? 5);
+
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+const adminUrl = process.env.SVC_TEST_PG_ADMIN_URL ?? 'postgres://svc@127.0.0.1:55432/postgres';
+const dbName = `svc_bench_${randomBytes(4).toString('hex')}`;
+const admin = connect(adminUrl, { poolMax: 1 });
+await admin.raw('CREATE DATABASE ??', [dbName]);
+const dbUrl = new URL(adminUrl);
+dbUrl.pathname = `/${dbName}`;
+
+const server = createServer();
+server.listen(0, '0.0.0.0');
+await new Promise<void>((r) => server.once('listening', () => r()));
+const port = (server.address() as AddressInfo).port;
+const artifactDir = await mkdtemp(path.join(tmpdir(), 'svc-bench-artifacts-'));
+const config = loadConfig({ ...process.env, SVC_DATABASE_URL: dbUrl.toString(), SVC_API_PORT: String(port), SVC_ARTIFACT_DIR: artifactDir });
+const db = connect(config.databaseUrl);
+await migrateLatest(db);
+const kc = loadKubeConfig(config.kubeconfig);
+const core = kc.makeApiClient(k8s.CoreV1Api);
+const discovery = kc.makeApiClient(k8s.DiscoveryV1Api);
+const tokens = new TokenStore(db);
+tokens.start();
+const log = createLogger('api', 'info', pino.destination({ dest: '/dev/null', sync: false }));
+const { services, stop } = await assembleServices({ config, db, kc, tokens, log });
+server.on('request', createApi(services).callback());
+const account = await createAccount(db, core, { email: 'bench-deploy@example.test' });
+const { token } = await tokens.issue(account.id, { name: 'bench' });
+const ns = account.namespace;
+const base = `http://127.0.0.1:${port}/api`;
+
+async function call(method: string, p: string, body?: unknown): Promise<Record<string, unknown>> {
+  const res = await fetch(base + p, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${text}`);
+  return text ? (JSON.parse(text) as Record<string, unknown>) : {};
+}
+
+/** Polls the app's ready endpoints (as an ingress would see them) until one answers `want`. */
+async function firstServed(service: string, want: string, timeoutMs = 120_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const slices = await discovery.listNamespacedEndpointSlice({ namespace: ns, labelSelector: `kubernetes.io/service-name=${service}` });
+    const addresses = slices.items.flatMap((s) => s.endpoints ?? []).filter((e) => e.conditions?.ready).flatMap((e) => e.addresses);
+    for (const a of addresses) {
+      const body = await fetch(`http://${a}:8080/`, { signal: AbortSignal.timeout(2000) }).then((r) => (r.ok ? r.text() : ''), () => '');
+      if (body.includes(want)) return;
+    }
+    await sleep(20);
+  }
+  throw new Error(`${service} did not serve ${want} within ${timeoutMs} ms`);
+}
+
+async function podServes(address: () => Promise<string | undefined>, want: string, timeoutMs = 120_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const a = await address();
+    if (a) {
+      const body = await fetch(`http://${a}:8080/`, { signal: AbortSignal.timeout(2000) }).then((r) => (r.ok ? r.text() : ''), () => '');
+      if (body.includes(want)) return;
+    }
+    await sleep(20);
+  }
+  throw new Error(`pod did not serve ${want} within ${timeoutMs} ms`);
+}
+
+try {
+  await call('POST', '/apps', { name: 'bench' });
+  // A first deploy warms the path (first artifact, Service, endpoints) and is not counted.
+  await call('POST', '/apps/bench/deploy', { files: { 'index.html': '<p>warm</p>' } });
+  await firstServed('bench', '<p>warm</p>');
+
+  const times: number[] = [];
+  for (let i = 0; i < deploys; i++) {
+    const marker = `<p>deploy ${i} ${randomBytes(4).toString('hex')}</p>`;
+    const start = performance.now();
+    await call('POST', '/apps/bench/deploy', { files: { 'index.html': marker } });
+    await firstServed('bench', marker);
+    times.push(performance.now() - start);
+  }
+
+  // Baseline: the machine the controller would make, as a bare Pod, for a fresh artifact each time.
+  const app = (await services.apps.find(ns, 'bench'))!;
+  const { machinePod } = await import('../controllers/app/desired.js');
+  const settings = {
+    appsDomain: config.appsDomain,
+    appsUrlSuffix: config.appsUrlSuffix,
+    runtimeImage: config.deploys.runtimeImage,
+    artifactBaseUrl: config.deploys.artifactBaseUrl,
+    rolloutDeadlineMs: 120_000,
+  };
+  const baseline: number[] = [];
+  for (let i = 0; i < baselineRuns; i++) {
+    const marker = `<p>bare ${i} ${randomBytes(4).toString('hex')}</p>`;
+    const prepared = await services.deployer.prepareBody({ files: { 'index.html': marker } });
+    const pod = machinePod({ ...app, spec: { ...app.spec, source: prepared.spec.source!, deployId: `bare-${i}` } }, 0, settings);
+    const name = `bare-${i}`;
+    pod.metadata = { name, namespace: ns };
+    const start = performance.now();
+    await core.createNamespacedPod({ namespace: ns, body: pod });
+    await podServes(async () => (await core.readNamespacedPod({ namespace: ns, name })).status?.podIP, marker);
+    baseline.push(performance.now() - start);
+    await core.deleteNamespacedPod({ namespace: ns, name, gracePeriodSeconds: 0 });
+  }
+
+  times.sort((a, b) => a - b);
+  baseline.sort((a, b) => a - b);
+  const p50 = percentile(times, 50);
+  const b50 = percentile(baseline, 50);
+  console.log(`bench/deploy: ${deploys} deploys of a static site (inline files), POST to first 200 of the new content, same run`);
+  console.log(`  deploy   p50 ${p50.toFixed(0)} ms   p99 ${percentile(times, 99).toFixed(0)} ms   (min ${times[0]!.toFixed(0)}, max ${times.at(-1)!.toFixed(0)})`);
+  console.log(`  baseline bare runtime Pod to first 200: p50 ${b50.toFixed(0)} ms over ${baselineRuns}`);
+  console.log(`  ratio deploy p50 / bare Pod p50 ${(p50 / b50).toFixed(2)}   goal p50 < 2000 ms: ${p50 < 2000 ? 'met' : 'NOT met'}`);
+} finally {
+  tokens.stop();
+  await stop();
+  server.closeAllConnections();
+  server.close();
+  await core.deleteNamespace({ name: ns }).catch(() => undefined);
+  await db.destroy();
+  await admin.raw('DROP DATABASE IF EXISTS ?? WITH (FORCE)', [dbName]);
+  await admin.destroy();
+  await rm(artifactDir, { recursive: true, force: true });
+}

@@ -1,0 +1,192 @@
+// The deploy history (table `deploys`): the one place that reads and writes it. The API records a
+// deploy when it accepts one and moves it to live or failed as the App controller reports.
+import { randomBytes } from 'node:crypto';
+import type { Knex } from 'knex';
+import type { App } from './resources/index.js';
+import { recordEvent } from './events.js';
+
+export type DeployStatus = 'pending' | 'building' | 'deploying' | 'live' | 'failed';
+export type DeployOrigin = 'files' | 'tarball' | 'image' | 'compose' | 'rollback' | 'fork' | 'preview';
+export type AppKind = NonNullable<App['spec']['kind']>;
+
+/** The App spec fields a deploy decides; reapplying them reproduces what the deploy ran. */
+export interface DeploySpec {
+  kind: AppKind;
+  image?: string;
+  command?: string[];
+  args?: string[];
+  port?: number;
+  source?: { digest: string; url?: string };
+  env?: Array<{ name: string; value?: string }>;
+}
+
+export interface Deploy {
+  id: string;
+  /** Creation order across the whole table. */
+  seq: number;
+  accountId: string;
+  appUid: string;
+  appName: string;
+  status: DeployStatus;
+  reason: string | null;
+  kind: AppKind;
+  digest: string | null;
+  image: string | null;
+  origin: DeployOrigin;
+  originDeploy: string | null;
+  spec: DeploySpec;
+  /** What the deploy contained, for people: file count and bytes, compose service, detected kind why. */
+  summary: Record<string, unknown>;
+  createdBy: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+  liveAt: Date | null;
+}
+
+interface DeployRow {
+  id: string;
+  seq: string;
+  account_id: string;
+  app_uid: string;
+  app_name: string;
+  status: DeployStatus;
+  reason: string | null;
+  kind: AppKind;
+  digest: string | null;
+  image: string | null;
+  origin: DeployOrigin;
+  origin_deploy: string | null;
+  spec: DeploySpec;
+  summary: Record<string, unknown>;
+  created_by: string | null;
+  created_at: Date;
+  updated_at: Date;
+  live_at: Date | null;
+}
+
+const fromRow = (r: DeployRow): Deploy => ({
+  id: r.id,
+  seq: Number(r.seq),
+  accountId: r.account_id,
+  appUid: r.app_uid,
+  appName: r.app_name,
+  status: r.status,
+  reason: r.reason,
+  kind: r.kind,
+  digest: r.digest,
+  image: r.image,
+  origin: r.origin,
+  originDeploy: r.origin_deploy,
+  spec: r.spec,
+  summary: r.summary,
+  createdBy: r.created_by,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+  liveAt: r.live_at,
+});
+
+/** Deploy IDs are DNS labels (they label machines); order comes from `seq`, not from them. */
+export function newDeployId(): string {
+  return `dep-${randomBytes(8).toString('hex')}`;
+}
+
+export class DeployStore {
+  constructor(
+    private readonly db: Knex,
+    private readonly clock: () => Date = () => new Date(),
+  ) {}
+
+  async create(d: {
+    accountId: string;
+    app: { uid: string; name: string };
+    spec: DeploySpec;
+    origin: DeployOrigin;
+    originDeploy?: string;
+    summary?: Record<string, unknown>;
+    createdBy?: string;
+    status?: DeployStatus;
+    /** When the App was written first, naming this deploy. */
+    id?: string;
+  }): Promise<Deploy> {
+    const now = this.clock();
+    const id = d.id ?? newDeployId();
+    const row = {
+      id,
+      account_id: d.accountId,
+      app_uid: d.app.uid,
+      app_name: d.app.name,
+      status: d.status ?? 'deploying',
+      kind: d.spec.kind,
+      digest: d.spec.source?.digest ?? null,
+      image: d.spec.image ?? null,
+      origin: d.origin,
+      origin_deploy: d.originDeploy ?? null,
+      spec: JSON.stringify(d.spec),
+      summary: JSON.stringify(d.summary ?? {}),
+      created_by: d.createdBy ?? null,
+      created_at: now,
+      updated_at: now,
+    };
+    const [created] = (await this.db.transaction(async (tx) => {
+      const rows = await tx('deploys').insert(row).returning('*');
+      await recordEvent(tx, d.accountId, 'deploy.created', d.app.name, { deploy: id, origin: d.origin, kind: d.spec.kind });
+      return rows;
+    })) as DeployRow[];
+    return fromRow(created!);
+  }
+
+  async get(accountId: string, id: string): Promise<Deploy | undefined> {
+    const row = (await this.db('deploys').where({ account_id: accountId, id }).first()) as DeployRow | undefined;
+    return row && fromRow(row);
+  }
+
+  /** An app's deploys, newest first; `before` is the cursor (a deploy ID). */
+  async list(accountId: string, appUid: string, opts: { limit: number; before?: string }): Promise<Deploy[]> {
+    const q = this.db('deploys').where({ account_id: accountId, app_uid: appUid }).orderBy('seq', 'desc').limit(opts.limit);
+    if (opts.before) q.where('seq', '<', this.db('deploys').select('seq').where({ id: opts.before }));
+    return ((await q) as DeployRow[]).map(fromRow);
+  }
+
+  /** The newest deploy of the app that went live before `beforeId` (for rollback to "the previous"). */
+  async previousLive(appUid: string, beforeId: string): Promise<Deploy | undefined> {
+    const row = (await this.db('deploys')
+      .where({ app_uid: appUid, status: 'live' })
+      .where('seq', '<', this.db('deploys').select('seq').where({ id: beforeId }))
+      .orderBy('seq', 'desc')
+      .first()) as DeployRow | undefined;
+    return row && fromRow(row);
+  }
+
+  /** Moves a deploy on; only forward (a live or failed deploy stays so). Returns whether it moved. */
+  async finish(id: string, outcome: { status: 'live' } | { status: 'failed'; reason: string }): Promise<boolean> {
+    const now = this.clock();
+    return this.db.transaction(async (tx) => {
+      const changed = await tx('deploys')
+        .where({ id })
+        .whereIn('status', ['pending', 'building', 'deploying'])
+        .update({
+          status: outcome.status,
+          reason: outcome.status === 'failed' ? outcome.reason : null,
+          updated_at: now,
+          ...(outcome.status === 'live' ? { live_at: now } : {}),
+        })
+        .returning(['app_name', 'account_id']);
+      const first = changed[0] as { app_name: string; account_id: string } | undefined;
+      if (!first) return false;
+      await recordEvent(tx, first.account_id, `deploy.${outcome.status}`, first.app_name, {
+        deploy: id,
+        ...(outcome.status === 'failed' ? { reason: outcome.reason } : {}),
+      });
+      return true;
+    });
+  }
+
+  /** Deploys still in flight, for the tracker to match against App status. */
+  async inFlight(appUid: string): Promise<Deploy[]> {
+    const rows = (await this.db('deploys')
+      .where({ app_uid: appUid })
+      .whereIn('status', ['pending', 'building', 'deploying'])
+      .orderBy('seq', 'asc')) as DeployRow[];
+    return rows.map(fromRow);
+  }
+}

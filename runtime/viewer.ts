@@ -1,0 +1,40 @@
+// The viewer of a request, as the auth proxy (ingress-auth) tells it: it strips client-supplied
+// x-svc-* headers and sets these from the verified session, so the runtime can trust them.
+import type { IncomingMessage } from 'node:http';
+
+export const viewerHeaders = {
+  id: 'x-svc-auth-subject',
+  name: 'x-svc-auth-name',
+  email: 'x-svc-auth-email',
+  provider: 'x-svc-auth-provider',
+  verified: 'x-svc-auth-verified',
+  owner: 'x-svc-auth-owner',
+} as const;
+
+export type Viewer = Record<keyof typeof viewerHeaders, string>;
+
+/** What a response built from the viewer varies on. */
+export const viewerVary = Object.values(viewerHeaders).join(', ');
+
+function header(req: IncomingMessage, name: string): string {
+  const value = req.headers[name];
+  return (Array.isArray(value) ? value[0] : value) ?? '';
+}
+
+/** Empty strings for an anonymous viewer. */
+export function viewerOf(req: IncomingMessage): Viewer {
+  const viewer = {} as Viewer;
+  for (const [field, name] of Object.entries(viewerHeaders) as [keyof Viewer, string][]) viewer[field] = header(req, name);
+  return viewer;
+}
+
+/** A stable key of the viewer, for tagging personal responses. */
+export function viewerKey(req: IncomingMessage): string {
+  return JSON.stringify(Object.values(viewerHeaders).map((name) => header(req, name)));
+}
+
+const escapes: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => escapes[c]!);
+}

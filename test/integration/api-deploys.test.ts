@@ -1,0 +1,277 @@
+// Apps end to end through the API: deploy files and archives, the page served from the app's
+// Service endpoints, redeploys and rollbacks without a failed request, a failed deploy that leaves
+// the serving one alone, forks, previews, expiry, and bad input that leaves nothing behind.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync, mkdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { getFromApp, Poller } from '../support/app-traffic.js';
+import { startTestApi, type TestApi } from '../support/api.js';
+import { eventually } from '../support/wait.js';
+
+interface DeployBody {
+  id: string;
+  app: string;
+  status: string;
+  reason: string | null;
+  current: boolean;
+  kind: string;
+  digest: string | null;
+  origin: string;
+  origin_deploy: string | null;
+}
+
+const uploadLimit = 256 * 1024;
+
+describe('API deploys', () => {
+  let api: TestApi;
+  let ns: string;
+  before(async () => {
+    api = await startTestApi({ env: { SVC_DEPLOY_UPLOAD_LIMIT_BYTES: String(uploadLimit), SVC_ROLLOUT_DEADLINE_SECONDS: '30' } });
+    ns = api.account.namespace;
+  });
+  after(async () => {
+    await api?.close();
+  });
+  const json = async <T>(res: Response, status: number): Promise<T> => {
+    const text = await res.text();
+    assert.equal(res.status, status, text);
+    return JSON.parse(text) as T;
+  };
+  const deployFiles = (app: string, files: Record<string, string>) => api.request('POST', `/api/apps/${app}/deploy`, { body: { files } });
+  const settled = (id: string, timeoutMs = 60_000) =>
+    eventually(`deploy ${id} to settle`, async () => {
+      const d = await json<DeployBody>(await api.request('GET', `/api/deploys/${id}`), 200);
+      return d.status === 'live' || d.status === 'failed' ? d : undefined;
+    }, { timeoutMs, intervalMs: 100 });
+  const served = async (app: string, want: string, pathName = '/') => {
+    let last = 'no ready endpoint';
+    try {
+      return await eventually(`${app} to serve ${JSON.stringify(want)}`, async () => {
+        const r = await getFromApp(ns, app, pathName);
+        if (r) last = `${r.status} ${r.body.slice(0, 200)}`;
+        return r && r.status === 200 && r.body.includes(want) ? r : undefined;
+      }, { timeoutMs: 60_000, intervalMs: 100 });
+    } catch (err) {
+      throw new Error(`${(err as Error).message}; last answer: ${last}`);
+    }
+  };
+
+  it('deploys inline files: a static site served from the Service endpoints, the deploy recorded live', async () => {
+    await json(await api.request('POST', '/api/apps', { body: { name: 'site' } }), 201);
+    const d = await json<DeployBody>(await deployFiles('site', { 'index.html': '<h1>v1</h1>', 'about.html': 'about us' }), 202);
+    assert.equal(d.status, 'deploying');
+    assert.equal(d.kind, 'static');
+    assert.equal(d.origin, 'files');
+    assert.match(d.digest ?? '', /^sha256:[a-f0-9]{64}$/);
+    const live = await settled(d.id);
+    assert.equal(live.status, 'live', live.reason ?? '');
+    assert.equal(live.current, true);
+    assert.equal((await served('site', '<h1>v1</h1>')).status, 200);
+    assert.equal((await getFromApp(ns, 'site', '/about'))?.body, 'about us', 'clean URLs');
+    const app = await json<{ kind: string; current_deploy: string }>(await api.request('GET', '/api/apps/site'), 200);
+    assert.equal(app.kind, 'static');
+    assert.equal(app.current_deploy, d.id);
+    // The artifact is served by digest and is the bytes that hash to it.
+    const artifact = await fetch(`${api.url}/artifacts/${d.digest}`);
+    assert.equal(artifact.status, 200);
+    const { createHash } = await import('node:crypto');
+    assert.equal(`sha256:${createHash('sha256').update(Buffer.from(await artifact.arrayBuffer())).digest('hex')}`, d.digest);
+    assert.equal((await fetch(`${api.url}/artifacts/sha256:${'0'.repeat(64)}`)).status, 404);
+  });
+
+  it('redeploys with no failed request while a client polls, then rolls back to the previous deploy', async () => {
+    const poller = new Poller(ns, 'site');
+    const v2 = await json<DeployBody>(await deployFiles('site', { 'index.html': '<h1>v2</h1>' }), 202);
+    assert.equal((await settled(v2.id)).status, 'live');
+    await served('site', '<h1>v2</h1>');
+    const back = await json<DeployBody>(await api.request('POST', '/api/apps/site/rollback', { body: {} }), 202);
+    assert.equal(back.origin, 'rollback');
+    const v1 = (await json<{ deploys: DeployBody[] }>(await api.request('GET', '/api/apps/site/deploys'), 200)).deploys.at(-1)!;
+    assert.equal(back.origin_deploy, v1.id, 'rolls back to the deploy before the current one');
+    assert.equal((await settled(back.id)).status, 'live');
+    await served('site', '<h1>v1</h1>');
+    await new Promise((r) => setTimeout(r, 500));
+    const samples = await poller.stop();
+    assert.deepEqual(poller.failures(), [], 'no failed request');
+    const bodies = samples.map((s) => (s.body?.includes('v2') ? 'v2' : 'v1'));
+    assert.ok(bodies.includes('v2') && bodies.at(-1) === 'v1', `saw v2 then v1 again: ${[...new Set(bodies)].join(',')}`);
+    assert.ok(samples.length > 20, `polled continuously (${samples.length} requests)`);
+    const list = await json<{ deploys: DeployBody[] }>(await api.request('GET', '/api/apps/site/deploys'), 200);
+    assert.deepEqual(list.deploys.map((d) => d.id).slice(0, 2), [back.id, v2.id], 'newest first');
+    assert.deepEqual(list.deploys.filter((d) => d.current).map((d) => d.id), [back.id]);
+    // Rolling back to a named deploy.
+    const named = await json<DeployBody>(await api.request('POST', '/api/apps/site/rollback', { body: { deploy_id: v2.id } }), 202);
+    assert.equal((await settled(named.id)).status, 'live');
+    await served('site', '<h1>v2</h1>');
+  });
+
+  it('fails a deploy whose machines cannot start, restores the serving deploy, and keeps serving', async () => {
+    const poller = new Poller(ns, 'site');
+    const before = await json<{ current_deploy: string }>(await api.request('GET', '/api/apps/site'), 200);
+    const bad = await json<DeployBody>(await api.request('POST', '/api/apps/site/deploy', { body: { image: 'registry.example/not-runnable:1' } }), 202);
+    const failed = await settled(bad.id);
+    assert.equal(failed.status, 'failed');
+    assert.match(failed.reason ?? '', /ImageNotRunnable/);
+    const restored = await eventually('the app to name the previous deploy again', async () => {
+      const a = await json<{ current_deploy: string; kind: string }>(await api.request('GET', '/api/apps/site'), 200);
+      return a.kind === 'static' ? a : undefined;
+    });
+    assert.equal(restored.current_deploy, before.current_deploy);
+    await new Promise((r) => setTimeout(r, 1000));
+    await poller.stop();
+    assert.deepEqual(poller.failures(), [], 'the serving deploy kept serving');
+    assert.ok(poller.samples.every((s) => s.body?.includes('<h1>v2</h1>')));
+  });
+
+  it('deploys a .tar.gz upload of Markdown pages, rendered to HTML', async () => {
+    await json(await api.request('POST', '/api/apps', { body: { name: 'docs' } }), 201);
+    const dir = mkdtempSync(path.join(tmpdir(), 'svc-docs-'));
+    try {
+      mkdirSync(path.join(dir, 'tree/guide'), { recursive: true });
+      writeFileSync(path.join(dir, 'tree/index.md'), '---\ntitle: Docs home\n---\n# Welcome\n\nSee the [guide](/guide/start).\n');
+      writeFileSync(path.join(dir, 'tree/guide/start.md'), '# Start\n\nStep *one*.\n');
+      execFileSync('tar', ['-czf', path.join(dir, 'site.tgz'), '-C', path.join(dir, 'tree'), '.']);
+      const body = readFileSync(path.join(dir, 'site.tgz'));
+      const res = await fetch(`${api.url}/api/apps/docs/deploy`, { method: 'POST', headers: { authorization: `Bearer ${api.token}`, 'content-type': 'application/gzip' }, body });
+      const d = await json<DeployBody>(res, 202);
+      assert.equal(d.kind, 'markdown');
+      assert.equal(d.origin, 'tarball');
+      assert.equal((await settled(d.id)).status, 'live');
+      const home = await served('docs', '<h1');
+      assert.match(home.body, /Welcome/);
+      assert.match(home.body, /<title>Docs home<\/title>/);
+      assert.match((await getFromApp(ns, 'docs', '/guide/start'))!.body, /<em>one<\/em>/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('forks an app with its deploy and env, and serves previews on their own hostnames', async () => {
+    await json(await api.request('PUT', '/api/apps/site/env', { body: { GREETING: 'hi' } }), 200);
+    const fork = await json<{ app: { name: string }; deploy: DeployBody }>(await api.request('POST', '/api/apps/site/fork', { body: { name: 'site-copy' } }), 201);
+    assert.equal(fork.app.name, 'site-copy');
+    assert.equal(fork.deploy.origin, 'fork');
+    assert.equal((await settled(fork.deploy.id)).status, 'live');
+    await served('site-copy', '<h1>v2</h1>');
+    assert.deepEqual((await json<{ env: Record<string, string> }>(await api.request('GET', '/api/apps/site-copy/env'), 200)).env, { GREETING: 'hi' });
+    assert.equal((await json(await api.request('POST', '/api/apps/site/fork', { body: { name: 'site-copy' } }), 409)) !== undefined, true);
+
+    const created = await json<{ preview: { ref: string; app: string }; deploy: DeployBody }>(
+      await api.request('POST', '/api/apps/site/previews', { body: { ref: 'pr-7', files: { 'index.html': 'preview of pr-7' } } }),
+      201,
+    );
+    assert.equal(created.preview.app, 'site--pr-7');
+    assert.equal((await settled(created.deploy.id)).status, 'live');
+    await served('site--pr-7', 'preview of pr-7');
+    const listed = await eventually('the preview in the list', async () => {
+      const l = await json<{ previews: Array<{ ref: string; url: string | null }> }>(await api.request('GET', '/api/apps/site/previews'), 200);
+      return l.previews[0]?.url ? l : undefined;
+    });
+    assert.deepEqual(listed.previews.map((p) => [p.ref, p.url]), [['pr-7', 'http://site--pr-7.apps.localhost:8081']]);
+    const apps = await json<{ apps: Array<{ name: string }> }>(await api.request('GET', '/api/apps'), 200);
+    assert.ok(!apps.apps.some((a) => a.name === 'site--pr-7'), 'previews are listed under their app, not as apps');
+    const redeploy = await json<DeployBody>(await api.request('POST', '/api/apps/site/previews/pr-7/deploy', { body: { files: { 'index.html': 'pr-7 again' } } }), 202);
+    assert.equal((await settled(redeploy.id)).status, 'live');
+    await served('site--pr-7', 'pr-7 again');
+    await served('site', '<h1>v2</h1>');
+    assert.equal((await api.request('DELETE', '/api/apps/site/previews/pr-7')).status, 204);
+    await eventually('the preview app to go', async () => (await api.request('GET', '/api/apps/site--pr-7')).status === 404);
+    assert.equal((await api.request('DELETE', '/api/apps/site/previews/pr-7')).status, 404);
+  });
+
+  it('expiry: a set expiry deletes the app when it passes; DELETE clears it', async () => {
+    await json(await api.request('POST', '/api/apps', { body: { name: 'brief' } }), 201);
+    const set = await json<{ expires_at: string }>(await api.request('PUT', '/api/apps/brief/expiry', { body: { ttl: '1h' } }), 200);
+    assert.ok(Date.parse(set.expires_at) > Date.now() + 3500_000);
+    assert.equal((await api.request('DELETE', '/api/apps/brief/expiry')).status, 204);
+    assert.equal((await json<{ expires_at: string | null }>(await api.request('GET', '/api/apps/brief'), 200)).expires_at, null);
+    await json(await api.request('PUT', '/api/apps/brief/expiry', { body: { expires_at: new Date(Date.now() + 2000).toISOString() } }), 200);
+    await eventually('the expired app to be deleted', async () => (await api.request('GET', '/api/apps/brief')).status === 404, { timeoutMs: 30_000 });
+    await json(await api.request('PUT', '/api/apps/site/expiry', { body: { ttl: 'soon' } }), 400);
+    await json(await api.request('PUT', '/api/apps/site/expiry', { body: { expires_at: '2020-01-01T00:00:00Z' } }), 400);
+  });
+
+  it('refuses bad input with a 4XX {error} and leaves nothing behind', async () => {
+    const deploysBefore = (await json<{ deploys: DeployBody[] }>(await api.request('GET', '/api/apps/site/deploys'), 200)).deploys.length;
+    const appBefore = await json<{ current_deploy: string }>(await api.request('GET', '/api/apps/site'), 200);
+    const refuse = async (res: Response, status: number, pattern: RegExp) => {
+      const body = await json<{ error: string }>(res, status);
+      assert.match(body.error, pattern);
+    };
+    await refuse(await api.request('POST', '/api/apps', { body: { name: 'Bad_Name' } }), 400, /name/);
+    await refuse(await api.request('POST', '/api/apps', { body: { name: 'a--b' } }), 400, /--/);
+    await refuse(await api.request('POST', '/api/apps/nope/deploy', { body: { files: { 'index.html': 'x' } } }), 404, /app nope not found/);
+    await refuse(await api.request('GET', '/api/deploys/dep-nope'), 404, /deploy dep-nope not found/);
+    await refuse(await api.request('POST', '/api/apps/site/deploy', { body: { compose: 'services: [oops' } }), 400, /compose/);
+    await refuse(await api.request('POST', '/api/apps/site/deploy', { body: { compose: 'services:\n  web:\n    build: .\n' } }), 400, /services\.web\.build is not supported/);
+    await refuse(await api.request('POST', '/api/apps/site/deploy', { body: { compose: 'services:\n  a:\n    image: x\n  b:\n    image: y\n' } }), 400, /one container service/);
+    await refuse(await api.request('POST', '/api/apps/site/deploy', { body: { files: { '../etc/passwd': 'x' } } }), 400, /files/);
+    await refuse(await api.request('POST', '/api/apps/site/deploy', { body: { files: {} } }), 400, /no files/);
+    await refuse(await api.request('POST', '/api/apps/site/deploy', { body: {} }), 400, /send files, image, compose/);
+    const big = Buffer.alloc(uploadLimit + 1024, 7);
+    await refuse(
+      await fetch(`${api.url}/api/apps/site/deploy`, { method: 'POST', headers: { authorization: `Bearer ${api.token}`, 'content-type': 'application/gzip' }, body: big }),
+      413,
+      /larger than/,
+    );
+    await refuse(
+      await fetch(`${api.url}/api/apps/site/deploy`, { method: 'POST', headers: { authorization: `Bearer ${api.token}`, 'content-type': 'application/gzip' }, body: Buffer.from('not a tarball') }),
+      400,
+      /archive/,
+    );
+    const deploysAfter = (await json<{ deploys: DeployBody[] }>(await api.request('GET', '/api/apps/site/deploys'), 200)).deploys.length;
+    assert.equal(deploysAfter, deploysBefore, 'no deploy recorded');
+    assert.equal((await json<{ current_deploy: string }>(await api.request('GET', '/api/apps/site'), 200)).current_deploy, appBefore.current_deploy);
+    const { readdirSync } = await import('node:fs');
+    assert.deepEqual(readdirSync(path.join(api.services.config.deploys.artifactDir, 'tmp')), [], 'no staged upload left');
+  });
+
+  it('deploys a compose file with one service as a container app', async () => {
+    await json(await api.request('POST', '/api/apps', { body: { name: 'svc1' } }), 201);
+    const compose = [
+      'services:',
+      '  web:',
+      '    image: node:20',
+      "    command: [node, -e, \"require('http').createServer((q, s) => s.end('hello ' + process.env.WHO)).listen(8080)\"]",
+      "    ports: ['80:8080']",
+      '    environment:',
+      '      WHO: compose',
+      '',
+    ].join('\n');
+    const d = await json<DeployBody>(await api.request('POST', '/api/apps/svc1/deploy', { body: { compose } }), 202);
+    assert.equal(d.kind, 'container');
+    assert.equal(d.origin, 'compose');
+    assert.equal((await settled(d.id)).status, 'live', 'compose service live');
+    await served('svc1', 'hello compose');
+  });
+
+  it('migrates a machine to the other node, the new one ready before the old goes, with no failed request', async () => {
+    type Machines = { machines: Array<{ ordinal: number; node: string | null; state: string }> };
+    const before = await eventually('site machine 0 running', async () => {
+      const m = await json<Machines>(await api.request('GET', '/api/apps/site/machines'), 200);
+      return m.machines[0]?.state === 'running' && m.machines[0].node ? m.machines[0] : undefined;
+    });
+    const poller = new Poller(ns, 'site');
+    const moved = await json<{ ordinal: number; from: string; to: string }>(await api.request('POST', '/api/apps/site/machines/0/migrate', { body: {} }), 202);
+    assert.equal(moved.from, before.node);
+    assert.notEqual(moved.to, before.node);
+    await eventually('machine 0 running on the other node', async () => {
+      const m = await json<Machines>(await api.request('GET', '/api/apps/site/machines'), 200);
+      return m.machines.length === 1 && m.machines[0]!.node === moved.to && m.machines[0]!.state === 'running';
+    }, { timeoutMs: 60_000 });
+    await eventually('only the new machine left', async () => {
+      const pods = await api.services.core.listNamespacedPod({ namespace: ns, labelSelector: 'svc.dev/app=site' });
+      return pods.items.length === 1 && pods.items[0]!.spec?.nodeName === moved.to;
+    }, { timeoutMs: 30_000 });
+    await new Promise((r) => setTimeout(r, 500));
+    await poller.stop();
+    assert.deepEqual(poller.failures(), [], 'no failed request during the move');
+    assert.ok(new Set(poller.samples.map((s) => s.body)).size === 1, 'the same content throughout');
+    await json(await api.request('POST', '/api/apps/site/machines/5/migrate', { body: {} }), 404);
+    await json(await api.request('POST', '/api/apps/site/machines/x/migrate', { body: {} }), 400);
+    await json(await api.request('POST', '/api/apps/site/machines/0/migrate', { body: { node: moved.to } }), 409);
+  });
+});

@@ -1,0 +1,93 @@
+// Deploy input read without a cluster: compose files and kind detection.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { parseCompose } from '../../api/deploys/compose.js';
+import { detectKind } from '../../api/deploys/detect.js';
+import { ApiError } from '../../api/errors.js';
+
+const refused = (fn: () => unknown, pattern: RegExp) =>
+  assert.throws(fn, (err: unknown) => err instanceof ApiError && err.status === 400 && pattern.test(err.message));
+
+describe('compose files', () => {
+  it('reads one service: image, container port, environment, entrypoint and command', () => {
+    const c = parseCompose(`
+services:
+  web:
+    image: ghcr.io/acme/web:1.2
+    entrypoint: /bin/server
+    command: [--port, "9000"]
+    ports: ["127.0.0.1:80:9000/tcp"]
+    environment:
+      - MODE=prod
+      - EMPTY=
+x-svc:
+  machines: 2
+`);
+    assert.deepEqual(c.service, {
+      name: 'web',
+      image: 'ghcr.io/acme/web:1.2',
+      port: 9000,
+      env: [
+        { name: 'MODE', value: 'prod' },
+        { name: 'EMPTY', value: '' },
+      ],
+      command: ['/bin/server'],
+      args: ['--port', '9000'],
+    });
+    assert.deepEqual(c.settings, { machines: 2 });
+    assert.deepEqual(parseCompose('services:\n  w:\n    image: x\n    environment: {N: 3, B: true}\n').service?.env, [
+      { name: 'N', value: '3' },
+      { name: 'B', value: 'true' },
+    ]);
+  });
+
+  it('creates no container service from a file with only x-svc', () => {
+    assert.deepEqual(parseCompose('x-svc:\n  machines: 3\n'), { settings: { machines: 3 } });
+    assert.deepEqual(parseCompose('services:\n  site:\n    x-svc: {machines: 1}\n'), { settings: { machines: 1 } });
+  });
+
+  it('a service-level x-svc replaces the top-level one', () => {
+    assert.deepEqual(parseCompose('x-svc: {machines: 3}\nservices:\n  w:\n    image: x\n    x-svc: {}\n').settings, {});
+  });
+
+  it('refuses what it would otherwise ignore, naming the key', () => {
+    refused(() => parseCompose('services: [unclosed'), /^compose: /);
+    refused(() => parseCompose('- a\n- b\n'), /must be a map/);
+    refused(() => parseCompose('volumes: {}\nservices: {}\n'), /top-level volumes is not supported/);
+    refused(() => parseCompose('services:\n  w:\n    build: .\n'), /services\.w\.build is not supported/);
+    refused(() => parseCompose('services:\n  a: {image: x}\n  b: {image: y}\n'), /one container service, found 2 \(a, b\)/);
+    refused(() => parseCompose('services:\n  w: {image: x, ports: ["80:8080", "443:8443"]}\n'), /2 ports/);
+    refused(() => parseCompose('services:\n  w: {image: x, ports: ["http"]}\n'), /not a port/);
+    refused(() => parseCompose('services:\n  w: {image: x, environment: [NOEQUALS]}\n'), /NAME=value/);
+    refused(() => parseCompose('services:\n  w: {image: x, environment: {FROM_HOST: null}}\n'), /has no value/);
+    refused(() => parseCompose('services:\n  w: {image: "bad image"}\n'), /image reference/);
+    refused(() => parseCompose('x-svc: {machines: 99}\n'), /machines must be an integer 0-20/);
+    refused(() => parseCompose('x-svc: {color: blue}\n'), /x-svc\.color is not a known setting/);
+    refused(() => parseCompose('name: x\n'), /neither services nor x-svc/);
+    refused(() => parseCompose('services:\n  w: {image: x}\n  w: {image: y}\n'), /^compose: /);
+  });
+});
+
+describe('kind detection', () => {
+  const none = new Map<string, Buffer>();
+  it('static when HTML has no platform bindings, or there are only assets', () => {
+    assert.equal(detectKind(['index.html', 'app.css'], new Map([['index.html', Buffer.from('<h1>hi</h1>')]])).kind, 'static');
+    assert.equal(detectKind(['logo.png'], none).kind, 'static');
+  });
+  it('html when a page uses data-svc bindings, {{$viewer}} or svc- meta tags', () => {
+    for (const page of ['<ul data-svc="todos"></ul>', '<p>Hello {{ $viewer.name }}</p>', '<meta name="svc-auth" content="idp">']) {
+      assert.equal(detectKind(['index.html'], new Map([['index.html', Buffer.from(page)]])).kind, 'html', page);
+    }
+  });
+  it('markdown when there are Markdown pages and no HTML', () => {
+    assert.equal(detectKind(['index.md', 'img/a.png'], none).kind, 'markdown');
+    assert.equal(detectKind(['index.md', 'index.html'], new Map([['index.html', Buffer.from('x')]])).kind, 'static');
+  });
+  it('handlers for modules under api/ or handlers/ without an index page', () => {
+    assert.equal(detectKind(['api/hello.ts'], none).kind, 'handlers');
+    assert.equal(detectKind(['api/hello.js', 'index.html'], new Map([['index.html', Buffer.from('x')]])).kind, 'static');
+  });
+  it('refuses an empty tree', () => {
+    refused(() => detectKind([], none), /no files/);
+  });
+});
