@@ -1,8 +1,14 @@
 // The App controller against the local cluster, node-agent and a running controllers process
 // (`make test` starts both): Apps applied as kubectl would apply them become machines and a Service.
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
+import { packTree } from '../../lib/artifacts/tarball.js';
+import { loadConfig } from '../../lib/config.js';
 import { apiVersion, group, version, type App } from '../../lib/resources/index.js';
 import { kubeConfig, statusOf, testNamespace } from '../support/kube.js';
 import { eventually } from '../support/wait.js';
@@ -84,18 +90,52 @@ describe('App controller', () => {
       const a = await get('broken');
       return condition(a, 'Degraded')?.status === 'True' ? a : undefined;
     });
-    assert.match(condition(app, 'Degraded')!.message, /machine 0: ImageNotRunnable/);
+    assert.match(condition(app, 'Degraded')!.message, /machine 0: app: ImageNotRunnable/);
+    assert.equal(condition(app, 'Progressing')?.reason, 'RolloutFailed');
     assert.equal(condition(app, 'Ready')?.status, 'False');
   });
 
-  it('runs no machine for kinds that need the runtime’s artifacts, and says so', async () => {
-    await create('site', { kind: 'static', source: { digest: `sha256:${'b'.repeat(64)}` } });
-    const app = await eventually('the status', async () => {
-      const a = await get('site');
-      return condition(a, 'Ready') ? a : undefined;
+  it('serves a static App applied with a digest and URL only, and refuses bytes that do not match the digest', async () => {
+    // An artifact store of our own (as GitOps users would run one), reachable from pods.
+    const tree = await packTree({ 'index.html': '<h1>from git</h1>' });
+    const digest = `sha256:${createHash('sha256').update(tree).digest('hex')}`;
+    const store = createServer((req, res) => {
+      if (req.url === `/artifacts/${digest}`) res.end(tree);
+      else if (req.url === `/artifacts/sha256:${'c'.repeat(64)}`) res.end(tree); // wrong bytes for that digest
+      else res.writeHead(404).end();
     });
-    assert.equal(condition(app, 'Ready')?.reason, 'KindNotServedYet');
-    assert.equal((await machines('site')).length, 0);
+    store.listen(0, '0.0.0.0');
+    await once(store, 'listening');
+    const port = (store.address() as AddressInfo).port;
+    const base = loadConfig({ SVC_API_PORT: String(port) }, { exists: () => false }).deploys.artifactBaseUrl;
+    try {
+      await create('gitops-site', { kind: 'static', source: { digest, url: `${base}/${digest}` } });
+      const [address] = await eventually('a ready endpoint', async () => {
+        const a = await readyEndpoints('gitops-site');
+        return a.length ? a : undefined;
+      }, { timeoutMs: 60_000 });
+      assert.equal(await (await fetch(`http://${address}:8080/`)).text(), '<h1>from git</h1>');
+      const ready = await eventually('Ready', async () => {
+        const a = await get('gitops-site');
+        return condition(a, 'Ready')?.status === 'True' ? a : undefined;
+      });
+      assert.equal(ready.spec.kind, 'static');
+
+      const forged = `sha256:${'c'.repeat(64)}`;
+      await create('forged-site', { kind: 'static', source: { digest: forged, url: `${base}/${forged}` } });
+      const failing = await eventually('the rollout to fail', async () => {
+        const a = await get('forged-site');
+        return condition(a, 'Progressing')?.reason === 'RolloutFailed' ? a : undefined;
+      }, { timeoutMs: 60_000 });
+      assert.match(condition(failing, 'Progressing')!.message, /container fetch/);
+      assert.equal(condition(failing, 'Ready')?.status, 'False');
+      assert.deepEqual(await readyEndpoints('forged-site'), []);
+      const [pod] = await machines('forged-site');
+      const log = await core.readNamespacedPodLog({ namespace: ns.name, name: pod!.metadata!.name!, container: 'fetch' });
+      assert.match(log, /digest mismatch/);
+    } finally {
+      store.close();
+    }
   });
 
   it('deletes an App when its expiry passes', async () => {
