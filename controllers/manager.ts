@@ -5,9 +5,11 @@ import * as k8s from '@kubernetes/client-node';
 import { keepWatching } from '../lib/kube/keep-watching.js';
 import type { Logger } from '../lib/logger.js';
 import { group, version, type App } from '../lib/resources/index.js';
-import { labels, type AppSettings } from './app/desired.js';
+import { labels, managerName, type AppSettings } from './app/desired.js';
 import { AppReconciler } from './app/reconciler.js';
 import { WorkQueue } from './queue.js';
+import { EventRecorder } from '../lib/kube/events.js';
+import os from 'node:os';
 
 const key = (namespace: string, name: string) => `${namespace}/${name}`;
 
@@ -33,7 +35,8 @@ export class Manager {
       false,
       labels.app,
     );
-    const reconciler = new AppReconciler(core, custom, { podsOf: (ns, app) => this.pods.list(ns).filter((p) => p.metadata?.labels?.[labels.app] === app) }, settings, log);
+    const events = new EventRecorder(core, managerName, os.hostname(), log);
+    const reconciler = new AppReconciler(core, custom, { podsOf: (ns, app) => this.pods.list(ns).filter((p) => p.metadata?.labels?.[labels.app] === app) }, settings, log, events);
     this.queue = new WorkQueue(
       async (k) => {
         const [namespace, name] = k.split('/') as [string, string];

@@ -4,7 +4,8 @@
 import * as k8s from '@kubernetes/client-node';
 import { kubeStatus } from '../../lib/kube/client.js';
 import type { Logger } from '../../lib/logger.js';
-import { group, version, type App } from '../../lib/resources/index.js';
+import type { EventRecorder } from '../../lib/kube/events.js';
+import { apiVersion, group, version, type App } from '../../lib/resources/index.js';
 import { appService, managerName, plan, type AppSettings } from './desired.js';
 
 const apply = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.ServerSideApply);
@@ -32,8 +33,14 @@ export class AppReconciler {
     private readonly observed: ObservedPods,
     private readonly settings: AppSettings,
     private readonly log: Logger,
+    private readonly events?: EventRecorder,
     private readonly clock: () => Date = () => new Date(),
   ) {}
+
+  private event(app: App, type: 'Normal' | 'Warning', reason: string, message: string): void {
+    const m = app.metadata;
+    this.events?.record({ apiVersion, kind: 'App', name: m.name!, namespace: m.namespace!, uid: m.uid! }, type, reason, message);
+  }
 
   /** The App is gone: drop what was remembered about it. */
   forget(uid: string): void {
@@ -49,6 +56,7 @@ export class AppReconciler {
     if (p.expired) {
       await this.custom.deleteNamespacedCustomObject({ group, version, namespace, plural: 'apps', name }).catch(ignore(404));
       this.log.info({ kind: 'App', namespace, name, expiresAt: app.spec.expiresAt }, 'Deleted expired App');
+      this.event(app, 'Normal', 'Expired', `expiry ${app.spec.expiresAt} passed; deleting the app`);
       return {};
     }
     try {
@@ -61,6 +69,7 @@ export class AppReconciler {
       for (const pod of p.create) {
         await this.core.createNamespacedPod({ namespace, body: pod }).catch(ignore(409));
         this.log.info({ kind: 'App', namespace, name, pod: pod.metadata!.name }, 'Created machine');
+        this.event(app, 'Normal', 'MachineCreated', `machine ${pod.metadata!.labels?.['svc.dev/machine']}: created ${pod.metadata!.name}`);
       }
     } catch (err) {
       if (namespaceTerminating(err)) return {};
@@ -69,6 +78,13 @@ export class AppReconciler {
     for (const pod of p.delete) {
       await this.core.deleteNamespacedPod({ namespace, name: pod.metadata!.name! }).catch(ignore(404));
       this.log.info({ kind: 'App', namespace, name, pod: pod.metadata!.name }, 'Deleted machine');
+      this.event(app, 'Normal', 'MachineDeleted', `machine ${pod.metadata!.labels?.['svc.dev/machine']}: deleted ${pod.metadata!.name}`);
+    }
+    const progressing = (st: App['status']) => st?.conditions?.find((c) => c.type === 'Progressing');
+    const failedNow = progressing(p.status);
+    if (failedNow?.reason === 'RolloutFailed' && progressing(app.status)?.reason !== 'RolloutFailed') this.event(app, 'Warning', 'RolloutFailed', failedNow.message);
+    if (p.status.currentDeploy && p.status.currentDeploy !== app.status?.currentDeploy) {
+      this.event(app, 'Normal', 'DeployServed', `all ${p.status.ready} machines serve deploy ${p.status.currentDeploy}`);
     }
     if (JSON.stringify(p.status) !== JSON.stringify(app.status ?? {})) {
       await this.custom

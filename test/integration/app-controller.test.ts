@@ -133,6 +133,13 @@ describe('App controller', () => {
       const [pod] = await machines('forged-site');
       const log = await core.readNamespacedPodLog({ namespace: ns.name, name: pod!.metadata!.name!, container: 'fetch' });
       assert.match(log, /digest mismatch/);
+      // Kubernetes Events on the App, as `kubectl describe app` shows them.
+      const events = await eventually('RolloutFailed and MachineCreated Events', async () => {
+        const list = await core.listNamespacedEvent({ namespace: ns.name, fieldSelector: 'involvedObject.kind=App,involvedObject.name=forged-site' });
+        const reasons = list.items.map((e) => `${e.type}/${e.reason}`);
+        return reasons.includes('Warning/RolloutFailed') && reasons.includes('Normal/MachineCreated') ? list.items : undefined;
+      });
+      assert.equal(events.find((e) => e.reason === 'RolloutFailed')?.source?.component, 'svc-controllers');
     } finally {
       store.close();
     }
