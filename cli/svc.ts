@@ -9,6 +9,9 @@ const usage = `usage:
   svc token inspect [--json] TOKEN            decode a token offline and show its restrictions
   svc token attenuate --token TOKEN [--apps a,b] [--actions read,deploy] [--expires-in 1h]
                                               print a narrower token (offline)
+  svc deploy APP [DIR] [--image REF] [--no-wait] [--timeout 300]
+                                              deploy a directory (packed as .tar.gz) or an image, and
+                                              follow it until it is live ($SVC_API_URL, $SVC_TOKEN)
   svc admin create-account --email EMAIL [--name NAME]
                                               create an account and print a full-authority token
 
@@ -34,6 +37,30 @@ async function main(argv: string[]): Promise<void> {
       options: { token: { type: 'string' }, apps: { type: 'string' }, actions: { type: 'string' }, 'expires-in': { type: 'string' } },
     });
     console.log(attenuateToken(tokenArg(values.token), { apps: values.apps, actions: values.actions, expiresIn: values['expires-in'] }));
+    return;
+  }
+  if (group === 'deploy') {
+    const { values, positionals } = parseArgs({
+      args: argv.slice(1),
+      options: { image: { type: 'string' }, 'no-wait': { type: 'boolean' }, timeout: { type: 'string' }, token: { type: 'string' } },
+      allowPositionals: true,
+    });
+    const [app, dir] = positionals;
+    if (!app) throw new UsageError('name the app to deploy');
+    if (values.image && dir) throw new UsageError('give a directory or --image, not both');
+    const timeout = Number(values.timeout ?? 300);
+    if (!Number.isFinite(timeout) || timeout <= 0) throw new UsageError('--timeout is seconds');
+    const { deployCommand } = await import('./deploy.js');
+    await deployCommand({
+      app,
+      ...(dir ? { dir } : {}),
+      ...(values.image ? { image: values.image } : {}),
+      apiUrl: (process.env.SVC_API_URL ?? 'http://127.0.0.1:8080/api').replace(/\/+$/, ''),
+      token: tokenArg(values.token),
+      wait: !values['no-wait'],
+      timeoutMs: timeout * 1000,
+      out: (line) => console.log(line),
+    });
     return;
   }
   if (group === 'admin' && command === 'create-account') {

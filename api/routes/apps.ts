@@ -52,6 +52,7 @@ export const appSchema = z.object({
   status: z.string(),
   machines: z.number(),
   current_deploy: z.string().nullable(),
+  rollout: z.string().nullable().describe('How the latest change is rolling out, as the controller reports it'),
   expires_at: z.string().nullable(),
   created_at: z.string().nullable(),
 });
@@ -68,6 +69,12 @@ export function presentApp(app: App): z.infer<typeof appSchema> {
     status: ready?.reason ?? 'Pending',
     machines: app.spec.machines ?? 1,
     current_deploy: app.status?.currentDeploy ?? null,
+    rollout: (() => {
+      const p = app.status?.conditions?.find((c) => c.type === 'Progressing');
+      if (!p) return null;
+      if ((p.observedGeneration ?? 0) < (app.metadata.generation ?? 0)) return 'Pending: the controller has not taken up the change yet';
+      return `${p.reason}: ${p.message}`;
+    })(),
     expires_at: app.spec.expiresAt ?? null,
     created_at: app.metadata.creationTimestamp ? new Date(app.metadata.creationTimestamp).toISOString() : null,
   };
