@@ -9,6 +9,7 @@ import { requestContext } from './middleware/request-context.js';
 import { buildRouter, unmatched } from './router.js';
 import { accountOperations } from './routes/account.js';
 import { appLogOperations } from './routes/app-logs.js';
+import { appMetricsOperations } from './routes/app-metrics.js';
 import { artifactEndpoint } from './artifacts.js';
 import { lifecycleOperations } from './routes/app-lifecycle.js';
 import { appOperations } from './routes/apps.js';
@@ -26,6 +27,7 @@ export function allOperations(s: Services): Operation[] {
     ...accountOperations(s),
     ...appOperations(s),
     ...appLogOperations(s),
+    ...appMetricsOperations(s),
     ...deployOperations(s),
     ...previewOperations(s),
     ...lifecycleOperations(s),

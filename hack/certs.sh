@@ -43,11 +43,18 @@ issue kube-scheduler "/CN=system:kube-scheduler" clientAuth
 issue apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" clientAuth
 issue front-proxy-client "/CN=front-proxy-client" clientAuth "" front-proxy-ca
 # node-agent: a client identity per node (Node authorizer and NodeRestriction apply to it, as to a
-# kubelet) and one serving certificate for its kubelet endpoints on loopback.
+# kubelet) and one serving certificate for its kubelet endpoints: on loopback, and on the host's
+# address on the pod bridge, which is the nodes' InternalIP when pods have their own network (the
+# apiserver's node proxy refuses loopback). A certificate from before the bridge address is reissued.
 for node in ${SVC_NODES:-local-a local-b}; do
   issue "node-$node" "/O=system:nodes/CN=system:node:$node" clientAuth
 done
-issue kubelet-serving "/CN=svc-node-agent" serverAuth "IP:127.0.0.1,DNS:localhost"
+pod_subnet=${SVC_NODE_POD_SUBNET:-10.244.0.0/16}
+node_ip=$(echo "$pod_subnet" | cut -d. -f1-2).0.1
+if [ -f kubelet-serving.crt ] && ! openssl x509 -in kubelet-serving.crt -noout -ext subjectAltName 2>/dev/null | grep -q "IP Address:$node_ip\b"; then
+  rm -f kubelet-serving.crt
+fi
+issue kubelet-serving "/CN=svc-node-agent" serverAuth "IP:127.0.0.1,IP:$node_ip,DNS:localhost"
 
 if [ ! -f sa.key ]; then
   newkey sa

@@ -2,16 +2,16 @@
 // a PodWorker. Each node talks to the apiserver with its own node identity (system:node:<name>),
 // so the Node authorizer and NodeRestriction limit it exactly as they limit a kubelet.
 import path from 'node:path';
-import type https from 'node:https';
 import * as k8s from '@kubernetes/client-node';
 import type { Config } from '../lib/config.js';
 import { kubeStatus } from '../lib/kube/client.js';
 import { keepWatching } from '../lib/kube/keep-watching.js';
+import { EventRecorder } from '../lib/kube/events.js';
 import type { Logger } from '../lib/logger.js';
 import type { EnvSources } from './env.js';
 import { loadImageRules } from './images.js';
 import { LoopbackNetwork, NetnsNetwork, type PodNetwork } from './network.js';
-import { startKubeletServer } from './kubelet-server.js';
+import { startKubeletServer, type KubeletServer } from './kubelet-server.js';
 import { detectCgroups } from './limits.js';
 import { LocalProvisioner } from './provisioner.js';
 import type { VolumeSources } from './volumes.js';
@@ -90,7 +90,7 @@ interface NodeRuntime {
   identity: NodeIdentity;
   heartbeat: NodeHeartbeat;
   informer: k8s.ListWatch<k8s.V1Pod>;
-  server: https.Server;
+  server: KubeletServer;
 }
 
 export class NodeAgent {
@@ -114,20 +114,28 @@ export class NodeAgent {
     const cgroups = detectCgroups();
     this.log.info({ cgroups }, cgroups === 'none' ? 'No writable cgroup hierarchy: CPU and memory limits will not be enforced' : 'Limits enforced with cgroups');
     this.log.info({ network: this.config.nodeAgent.network, subnet: `${this.config.nodeAgent.podSubnetPrefix}.0.0/16` }, 'Pod network ready');
+    // The apiserver's node proxy (/api/v1/nodes/<node>/proxy/..., how usage is read) refuses
+    // loopback addresses, so with a pod bridge the nodes are known by the host's address on it.
+    const address = this.network instanceof NetnsNetwork ? `${this.config.nodeAgent.podSubnetPrefix}.0.1` : '127.0.0.1';
     for (const [i, name] of this.config.nodeAgent.nodes.entries()) {
       const kc = nodeKubeConfig(this.config, name);
       const identity: NodeIdentity = {
         name,
+        address,
         kubeletPort: this.config.nodeAgent.kubeletPort + i,
         core: kc.makeApiClient(k8s.CoreV1Api),
         coordination: kc.makeApiClient(k8s.CoordinationV1Api),
       };
+      const events = new EventRecorder(identity.core, 'node-agent', name, this.log);
       const heartbeat = new NodeHeartbeat(identity, this.log);
       await heartbeat.register();
       const server = startKubeletServer({
         port: identity.kubeletPort,
+        addresses: ['127.0.0.1', address],
         pkiDir: this.config.nodeAgent.pkiDir,
+        nodeName: name,
         findPod: (ns, pod) => this.byName.get(`${ns}/${pod}`),
+        pods: () => [...this.workers.values()].filter((w) => w.nodeName === name),
         log: this.log,
       });
       const fieldSelector = `spec.nodeName=${name}`;
@@ -158,25 +166,7 @@ export class NodeAgent {
         },
         recordEvent: (pod: k8s.V1Pod, type: 'Normal' | 'Warning', reason: string, message: string) => {
           const meta = pod.metadata!;
-          const now = new Date();
-          identity.core
-            .createNamespacedEvent({
-              namespace: meta.namespace!,
-              body: {
-                metadata: { generateName: `${meta.name}.`, namespace: meta.namespace },
-                involvedObject: { apiVersion: 'v1', kind: 'Pod', name: meta.name, namespace: meta.namespace, uid: meta.uid },
-                type,
-                reason,
-                message,
-                source: { component: 'node-agent', host: name },
-                reportingComponent: 'node-agent',
-                reportingInstance: name,
-                firstTimestamp: now,
-                lastTimestamp: now,
-                count: 1,
-              },
-            })
-            .catch((err: unknown) => this.log.debug({ err, pod: `${meta.namespace}/${meta.name}`, reason }, 'Event not recorded'));
+          events.record({ apiVersion: 'v1', kind: 'Pod', name: meta.name!, namespace: meta.namespace!, uid: meta.uid! }, type, reason, message);
         },
         deletePod: async (pod: k8s.V1Pod) => {
           await identity.core
@@ -231,7 +221,6 @@ export class NodeAgent {
       await n.informer.stop();
       n.heartbeat.stop();
       n.server.close();
-      n.server.closeAllConnections();
     }
     await Promise.all([...this.workers.values()].map((w) => w.terminate(agentStopGraceMs, false)));
     this.workers.clear();

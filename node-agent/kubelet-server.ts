@@ -1,7 +1,8 @@
-// The kubelet endpoint the apiserver calls for container logs (`kubectl logs [-f]`), over TLS with
-// the local control plane's certificates: the server presents a certificate signed by the cluster
-// CA for 127.0.0.1, and accepts only clients with a certificate from that CA (the apiserver's
-// kubelet-client identity).
+// The kubelet endpoint the apiserver calls for container logs (`kubectl logs [-f]`) and, through
+// its node proxy, for usage (/stats/summary, as metrics-server and the platform API read it), over
+// TLS with the local control plane's certificates: the server presents a certificate signed by the
+// cluster CA for its addresses, and accepts only clients with a certificate from that CA (the
+// apiserver's kubelet-client identity).
 import { readFileSync } from 'node:fs';
 import https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -9,6 +10,7 @@ import path from 'node:path';
 import type { Logger } from '../lib/logger.js';
 import { readLog, type LogLine } from './logs.js';
 import type { PodWorker } from './pod-worker.js';
+import { startSampling, summarize, UsageHistory } from './stats.js';
 
 export interface LogQuery {
   follow: boolean;
@@ -45,32 +47,47 @@ export function selectLines(lines: LogLine[], q: LogQuery): LogLine[] {
 
 const render = (l: LogLine, q: LogQuery) => (q.timestamps ? `${l.time.toISOString()} ${l.text}\n` : `${l.text}\n`);
 
+export interface KubeletServer {
+  close(): void;
+}
+
 export function startKubeletServer(opts: {
   port: number;
+  /** Where to listen: loopback, plus the node's address when it has another (the apiserver's node proxy refuses loopback). */
+  addresses: readonly string[];
   pkiDir: string;
+  nodeName: string;
   findPod: (namespace: string, name: string) => PodWorker | undefined;
+  /** The pods running on this node. */
+  pods: () => PodWorker[];
   log: Logger;
-}): https.Server {
-  const server = https.createServer(
-    {
-      key: readFileSync(path.join(opts.pkiDir, 'kubelet-serving.key')),
-      cert: readFileSync(path.join(opts.pkiDir, 'kubelet-serving.crt')),
-      ca: readFileSync(path.join(opts.pkiDir, 'ca.crt')),
-      requestCert: true,
-      rejectUnauthorized: true,
-    },
-    (req, res) => {
-      handle(req, res).catch((err: unknown) => {
-        opts.log.error({ err, url: req.url }, 'Kubelet request failed');
-        if (!res.headersSent) res.writeHead(500).end('internal error\n');
-        else res.end();
-      });
-    },
-  );
+}): KubeletServer {
+  const started = new Date();
+  const history = new UsageHistory();
+  const sampling = startSampling(opts.pods, history);
+  const options = {
+    key: readFileSync(path.join(opts.pkiDir, 'kubelet-serving.key')),
+    cert: readFileSync(path.join(opts.pkiDir, 'kubelet-serving.crt')),
+    ca: readFileSync(path.join(opts.pkiDir, 'ca.crt')),
+    requestCert: true,
+    rejectUnauthorized: true,
+  };
+  const listener = (req: IncomingMessage, res: ServerResponse) => {
+    handle(req, res).catch((err: unknown) => {
+      opts.log.error({ err, url: req.url }, 'Kubelet request failed');
+      if (!res.headersSent) res.writeHead(500).end('internal error\n');
+      else res.end();
+    });
+  };
+  const servers = [...new Set(opts.addresses)].map((address) => https.createServer(options, listener).listen(opts.port, address));
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'https://node');
     if (url.pathname === '/healthz') return void res.writeHead(200).end('ok');
+    if (url.pathname === '/stats/summary' && req.method === 'GET') {
+      const summary = summarize(opts.nodeName, started, opts.pods(), history);
+      return void res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify(summary));
+    }
     const m = /^\/containerLogs\/([^/]+)\/([^/]+)\/([^/]+)$/.exec(url.pathname);
     if (!m || req.method !== 'GET') return void res.writeHead(404).end('not found\n');
     const [, namespace, podName, container] = m.map((x) => decodeURIComponent(x ?? '')) as [string, string, string, string];
@@ -114,6 +131,13 @@ export function startKubeletServer(opts: {
     res.end();
   }
 
-  server.listen(opts.port, '127.0.0.1');
-  return server;
+  return {
+    close: () => {
+      sampling.stop();
+      for (const server of servers) {
+        server.close();
+        server.closeAllConnections();
+      }
+    },
+  };
 }

@@ -1,7 +1,9 @@
 // CPU and memory limits through cgroups, as far as the machine allows: cgroup v2 when the unified
 // hierarchy is mounted and writable, else the v1 memory and cpu controllers; where neither can be
 // written, the pod says so in its `svc.dev/LimitsEnforced` condition instead of pretending.
-import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+// Every container gets a cgroup when the hierarchy is writable, limits or not, because its CPU and
+// memory usage (the kubelet's /stats/summary) is read from there.
+import { existsSync, mkdirSync, readFileSync, realpathSync, rmdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type * as k8s from '@kubernetes/client-node';
 
@@ -51,9 +53,33 @@ export function detectCgroups(): Mode {
   return 'none';
 }
 
-/** One container run's cgroup (or nothing, when limits cannot be enforced). */
+/** Cumulative CPU time and current memory of a container, as the kubelet reports them. */
+export interface CgroupUsage {
+  cpuNanoSeconds: number;
+  memoryUsageBytes: number;
+  /** Usage less inactive file cache: what the kernel cannot easily reclaim (cAdvisor's definition). */
+  workingSetBytes: number;
+}
+
+function mkdirQuietly(dir: string): boolean {
+  try {
+    mkdirSync(dir, { recursive: true });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function statField(file: string, key: string): number | undefined {
+  const m = new RegExp(`^${key} (\\d+)$`, 'm').exec(readFileSync(file, 'utf8'));
+  return m ? Number(m[1]) : undefined;
+}
+
+/** One container run's cgroup (or nothing, when the hierarchy is not writable). */
 export class ContainerCgroup {
   private readonly dirs: string[] = [];
+  /** Where usage is read: the v2 group, or the v1 memory and cpuacct groups. */
+  private readonly accounting: { v2?: string; memory?: string; cpuacct?: string } = {};
 
   /** Creates the cgroup with the limits; `enforced` says which limits hold. */
   constructor(
@@ -62,26 +88,37 @@ export class ContainerCgroup {
     limits: Limits,
     readonly enforced: { memory: boolean; cpu: boolean } = { memory: false, cpu: false },
   ) {
-    if (mode === 'none' || (limits.memoryBytes === undefined && limits.cpuMillis === undefined)) return;
+    if (mode === 'none') return;
+    const limited = limits.memoryBytes !== undefined || limits.cpuMillis !== undefined;
     const period = 100_000;
     const quota = limits.cpuMillis !== undefined ? Math.max(1000, Math.round((limits.cpuMillis / 1000) * period)) : undefined;
     if (mode === 'v2') {
       const dir = path.join(root, group, id);
-      mkdirSync(dir, { recursive: true });
-      writeFileSync(path.join(root, group, 'cgroup.subtree_control'), '+memory +cpu');
+      // Without limits the group only measures: failing to make it must not stop the container.
+      try {
+        mkdirSync(dir, { recursive: true });
+        writeFileSync(path.join(root, group, 'cgroup.subtree_control'), '+memory +cpu');
+      } catch (err) {
+        if (limited) throw err;
+        return;
+      }
       if (limits.memoryBytes !== undefined) writeFileSync(path.join(dir, 'memory.max'), String(limits.memoryBytes));
       if (quota !== undefined) writeFileSync(path.join(dir, 'cpu.max'), `${quota} ${period}`);
       this.dirs.push(dir);
+      this.accounting.v2 = dir;
       this.enforced = { memory: limits.memoryBytes !== undefined, cpu: quota !== undefined };
       return;
     }
+    const memoryDir = path.join(root, 'memory', group, id);
     if (limits.memoryBytes !== undefined) {
-      const dir = path.join(root, 'memory', group, id);
-      mkdirSync(dir, { recursive: true });
-      writeFileSync(path.join(dir, 'memory.limit_in_bytes'), String(limits.memoryBytes));
-      this.dirs.push(dir);
+      mkdirSync(memoryDir, { recursive: true });
+      writeFileSync(path.join(memoryDir, 'memory.limit_in_bytes'), String(limits.memoryBytes));
+      this.dirs.push(memoryDir);
       this.enforced.memory = true;
+    } else if (mkdirQuietly(memoryDir)) {
+      this.dirs.push(memoryDir);
     }
+    if (this.dirs.includes(memoryDir)) this.accounting.memory = memoryDir;
     if (quota !== undefined && existsSync(path.join(root, 'cpu'))) {
       const dir = path.join(root, 'cpu', group, id);
       mkdirSync(dir, { recursive: true });
@@ -89,6 +126,48 @@ export class ContainerCgroup {
       writeFileSync(path.join(dir, 'cpu.cfs_quota_us'), String(quota));
       this.dirs.push(dir);
       this.enforced.cpu = true;
+    }
+    // cpuacct is often mounted together with cpu (cpu,cpuacct): then it is the same directory.
+    const cpuacct = path.join(root, 'cpuacct');
+    if (existsSync(path.join(cpuacct, 'cpuacct.usage'))) {
+      const dir = path.join(realpathSync(cpuacct), group, id);
+      const same = this.dirs.some((d) => d === dir || (existsSync(d) && realpathSync(d) === dir));
+      if (same || mkdirQuietly(dir)) {
+        if (!same) this.dirs.push(dir);
+        this.accounting.cpuacct = dir;
+      }
+    }
+  }
+
+  /** Whether usage() can answer: the container's processes are in a group that measures them. */
+  get measured(): boolean {
+    return this.accounting.v2 !== undefined || (this.accounting.memory !== undefined && this.accounting.cpuacct !== undefined);
+  }
+
+  /** CPU and memory of the container's processes now; undefined when not measured or unreadable. */
+  usage(): CgroupUsage | undefined {
+    if (!this.measured) return undefined;
+    try {
+      const a = this.accounting;
+      if (a.v2) {
+        const usage = Number(readFileSync(path.join(a.v2, 'memory.current'), 'utf8').trim());
+        const inactive = statField(path.join(a.v2, 'memory.stat'), 'inactive_file') ?? 0;
+        return {
+          cpuNanoSeconds: (statField(path.join(a.v2, 'cpu.stat'), 'usage_usec') ?? 0) * 1000,
+          memoryUsageBytes: usage,
+          workingSetBytes: Math.max(0, usage - inactive),
+        };
+      }
+      const usage = Number(readFileSync(path.join(a.memory!, 'memory.usage_in_bytes'), 'utf8').trim());
+      const inactive = statField(path.join(a.memory!, 'memory.stat'), 'total_inactive_file') ?? 0;
+      return {
+        cpuNanoSeconds: Number(readFileSync(path.join(a.cpuacct!, 'cpuacct.usage'), 'utf8').trim()),
+        memoryUsageBytes: usage,
+        workingSetBytes: Math.max(0, usage - inactive),
+      };
+    } catch {
+      // The group went away with its container.
+      return undefined;
     }
   }
 

@@ -13,6 +13,8 @@ const statusIntervalMs = 30_000;
 
 export interface NodeIdentity {
   name: string;
+  /** The node's InternalIP, where its kubelet endpoint is reached. */
+  address: string;
   kubeletPort: number;
   core: k8s.CoreV1Api;
   coordination: k8s.CoordinationV1Api;
@@ -39,7 +41,7 @@ export function nodeStatus(n: NodeIdentity, now = new Date()): k8s.V1NodeStatus 
   return {
     capacity: resources,
     allocatable: resources,
-    addresses: [{ type: 'InternalIP', address: '127.0.0.1' }],
+    addresses: [{ type: 'InternalIP', address: n.address }],
     daemonEndpoints: { kubeletEndpoint: { Port: n.kubeletPort } },
     nodeInfo: {
       architecture: process.arch === 'x64' ? 'amd64' : process.arch,

@@ -44,10 +44,21 @@ const backoffResetMs = 10_000;
 
 type RunOutcome = ExitResult | 'not-started';
 
+/** A running container as the kubelet's stats see it. */
+export interface RunningContainer {
+  name: string;
+  /** Distinct per container run, so usage rates never span two runs. */
+  runId: string;
+  startedAt: Date;
+  pid: number | undefined;
+  cgroup: ContainerCgroup;
+}
+
 export class PodWorker {
   private readonly record: PodRecord;
   private readonly processes = new Map<string, ContainerProcess>();
   private readonly currentLogs = new Map<string, ContainerLog>();
+  private readonly cgroups = new Map<string, ContainerCgroup>();
   private stopping = false;
   private readonly sleepers = new Set<() => void>();
   private statusDirty = false;
@@ -96,6 +107,29 @@ export class PodWorker {
 
   get name(): string {
     return `${this.pod.metadata?.namespace}/${this.pod.metadata?.name}`;
+  }
+
+  get nodeName(): string | undefined {
+    return this.pod.spec?.nodeName;
+  }
+
+  get podRef(): { name: string; namespace: string; uid: string } {
+    const meta = this.pod.metadata!;
+    return { name: meta.name!, namespace: meta.namespace!, uid: meta.uid! };
+  }
+
+  get startTime(): Date {
+    return this.record.startTime;
+  }
+
+  /** The containers running now (init containers included while they run). */
+  runningContainers(): RunningContainer[] {
+    return [...this.processes].flatMap(([name, proc]) => {
+      const cgroup = this.cgroups.get(name);
+      const rec = [...this.record.containers, ...this.record.init].find((c) => c.name === name);
+      if (!cgroup || !rec) return [];
+      return [{ name, runId: `${this.pod.metadata!.uid}/${name}/${rec.restartCount}`, startedAt: proc.startedAt, pid: proc.pid, cgroup }];
+    });
   }
 
   start(): void {
@@ -269,6 +303,7 @@ export class PodWorker {
       env: plan.env,
     });
     this.processes.set(spec.name, proc);
+    this.cgroups.set(spec.name, cgroup);
     this.event('Normal', 'Started', `Started container ${spec.name}`);
     rec.state = { kind: 'running', startedAt: proc.startedAt };
     rec.started = !spec.startupProbe;
@@ -298,6 +333,7 @@ export class PodWorker {
     const oomKilled = cgroup.oomKilled();
     cgroup.remove();
     this.processes.delete(spec.name);
+    this.cgroups.delete(spec.name);
     rec.ready = false;
     rec.state = {
       kind: 'terminated',

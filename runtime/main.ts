@@ -2,13 +2,18 @@
 // the App controller's pod spec) says: $HOST:$PORT, and serves the site tree in SVC_SITE_ROOT (put
 // there by the machine's init container, runtime/fetch.ts) as the app's kind asks.
 //
-// Env: SVC_SITE_ROOT (required), SVC_APP_KIND (static | html | markdown; default static),
-// PORT (8080), HOST (0.0.0.0), SVC_DRAIN_MS (2000), SVC_LOG_LEVEL.
+// Env: SVC_SITE_ROOT (required), SVC_APP_KIND (static | html | markdown | handlers; default static),
+// PORT (8080), HOST (0.0.0.0), SVC_DRAIN_MS (2000), SVC_LOG_LEVEL, and for handler trees
+// SVC_HANDLER_TIMEOUT_MS (30000; runtime/handlers.ts).
 //
 // With the argument `fetch` it is the init container instead (runtime/fetch.ts): the image's entry
 // point stays the same, so a pod spec says `args: [fetch]` rather than a path inside the image.
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { createLogger } from '../lib/logger.js';
+import { createHandlerTree } from './handlers.js';
 import { createHtmlApp } from './html-app.js';
 import { createMarkdownSite } from './markdown.js';
 import { createStaticSite, type SiteHandler } from './static-site.js';
@@ -20,15 +25,24 @@ if (process.argv[2] === 'fetch') {
 }
 
 function serve(): void {
+  const levels = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
+  const level = process.env.SVC_LOG_LEVEL ?? 'info';
+  const log = createLogger('runtime', levels.has(level) ? (level as 'info') : 'info');
+
   const kinds: Record<string, (root: string) => SiteHandler> = {
     static: (root) => createStaticSite(root),
     html: createHtmlApp,
     markdown: createMarkdownSite,
+    handlers: (root) => {
+      // Handler code shares this process: a promise it forgets to handle is logged, not fatal to
+      // every other request in flight.
+      process.on('unhandledRejection', (err) => log.error({ err }, 'Unhandled rejection in handler code'));
+      // The runnable copy of the tree goes with the process.
+      const cacheDir = mkdtempSync(path.join(tmpdir(), 'svc-handlers-'));
+      process.once('exit', () => rmSync(cacheDir, { recursive: true, force: true }));
+      return createHandlerTree(root, { log, cacheDir });
+    },
   };
-
-  const levels = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
-  const level = process.env.SVC_LOG_LEVEL ?? 'info';
-  const log = createLogger('runtime', levels.has(level) ? (level as 'info') : 'info');
 
   const root = process.env.SVC_SITE_ROOT;
   const kind = process.env.SVC_APP_KIND || 'static';
@@ -38,7 +52,7 @@ function serve(): void {
   const make = kinds[kind];
   if (!root || !make || !Number.isInteger(port) || port < 1 || port > 65535 || !Number.isFinite(drainMs) || drainMs < 0) {
     console.error(
-      'runtime: set SVC_SITE_ROOT to the site directory, SVC_APP_KIND to static, html or markdown, PORT to a port ' +
+      'runtime: set SVC_SITE_ROOT to the site directory, SVC_APP_KIND to static, html, markdown or handlers, PORT to a port ' +
         '(HOST defaults to 0.0.0.0) and SVC_DRAIN_MS to milliseconds',
     );
     process.exit(1);

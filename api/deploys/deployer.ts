@@ -8,6 +8,7 @@ import { UploadTooLarge, type ArtifactStore, type StagedUpload } from '../../lib
 import { newDeployId, type Deploy, type DeployOrigin, type DeploySpec, type DeployStore } from '../../lib/deploys.js';
 import type { Logger } from '../../lib/logger.js';
 import type { App } from '../../lib/resources/index.js';
+import { planHandlerRoutes } from '../../lib/handlers/routes.js';
 import { ApiError, invalid } from '../errors.js';
 import type { AppRepository } from '../repositories/apps.js';
 import { parseCompose } from './compose.js';
@@ -72,7 +73,12 @@ export class Deployer {
         entries.map((e) => e.path),
         html,
       );
-      if (detected.kind === 'handlers') throw invalid(`this tree is a handler tree (${detected.why}); handler trees are not served yet, deploy static, HTML or Markdown files or an image`);
+      if (detected.kind === 'handlers') {
+        // Refuse what the runtime could not run (other languages, clashing routes) rather than
+        // deploy an app that answers 500.
+        const { problems } = planHandlerRoutes(entries.map((e) => e.path));
+        if (problems.length) throw invalid(`this handler tree (${detected.why}) cannot be served: ${problems.slice(0, 5).join('; ')}`);
+      }
       await this.artifacts.put(staged);
       const bytes = entries.reduce((n, e) => n + e.size, 0);
       return {

@@ -12,7 +12,7 @@ export interface Detected {
 export const isHtml = (p: string) => /\.html?$/i.test(p);
 const isMarkdown = (p: string) => /\.(md|markdown)$/i.test(p);
 /** Handler trees: modules under api/ or handlers/ (the convention of handler-tree hosts). */
-const isHandler = (p: string) => /^(api|handlers)\/.+\.(js|mjs|ts|py|rb|go|sh)$/i.test(p);
+const isHandler = (p: string) => /^(api|handlers)\/.+\.(js|mjs|cjs|ts|mts|cts|py|rb|go|sh)$/i.test(p);
 /** What makes an HTML page an HTML app: platform bindings, viewer templates or policy meta tags. */
 const htmlAppMarkers = [/\sdata-svc[\s=>-]/i, /\{\{\s*\$viewer\b/, /<meta\s+[^>]*name\s*=\s*["']?svc-/i];
 

@@ -21,7 +21,6 @@ const rows: Row[] = [
   ['DELETE', '/apps/{appID}/domains/{domain}', 'deleteAppDomain', 'apps', 'Delete domain', 'write', 'domains'],
   ['GET', '/apps/{appID}/domains/{domain}', 'getAppDomain', 'apps', 'Get domain', 'read', 'domains'],
   ['POST', '/apps/{appID}/domains/{domain}/verify', 'verifyAppDomain', 'apps', 'Verify domain', 'write', 'domains'],
-  ['GET', '/apps/{appID}/metrics/{path}', 'queryAppMetrics', 'apps', 'Query app metrics', 'read', 'apps'],
   ['POST', '/builds', 'createBuild', 'builds', 'Create build', 'deploy', 'builds'],
   ['GET', '/builds/{buildID}', 'getBuild', 'builds', 'Get build', 'read', 'builds'],
   ['GET', '/builds/{buildID}/logs', 'getBuildLogs', 'builds', 'Get build logs', 'read', 'builds'],

@@ -16,7 +16,7 @@ export const managerName = 'svc-controllers';
 export interface AppSettings {
   appsDomain: string;
   appsUrlSuffix: string;
-  /** The image that serves static, HTML and Markdown apps from their artifact. */
+  /** The image that serves static, HTML, Markdown and handler-tree apps from their artifact. */
   runtimeImage: string;
   /** Where machines fetch an artifact that names no URL: `<base>/sha256:<hex>`. */
   artifactBaseUrl: string;
@@ -25,7 +25,7 @@ export interface AppSettings {
 }
 
 /** Kinds the platform's runtime image serves from a fetched artifact. */
-const runtimeKinds = new Set(['static', 'html', 'markdown']);
+const runtimeKinds = new Set(['static', 'html', 'markdown', 'handlers']);
 const siteRoot = '/srv/site';
 /** Container waiting reasons that do not get better by waiting. */
 const hopeless = new Set(['ImageNotRunnable', 'ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'CreateContainerConfigError', 'CrashLoopBackOff']);
@@ -190,8 +190,8 @@ export interface Plan {
  */
 export function plan(app: App, pods: k8s.V1Pod[], settings: AppSettings, now: Date): Plan {
   const expiresAt = app.spec.expiresAt ? new Date(app.spec.expiresAt) : undefined;
-  // Container services run their image; static, HTML and Markdown apps the runtime image. Handler
-  // trees have no runtime yet: such Apps run no machine and say why.
+  // Container services run their image; static, HTML, Markdown and handler-tree apps the runtime
+  // image, which needs the artifact the App names (the CRD requires one): without it, no machine.
   const servable = app.spec.kind === 'container' || (runtimeKinds.has(app.spec.kind ?? '') && app.spec.source !== undefined);
   const hopelessOnes: string[] = [];
   let nextDeadline: number | undefined;
@@ -277,7 +277,7 @@ export function plan(app: App, pods: k8s.V1Pod[], settings: AppSettings, now: Da
           ? condition('Ready', false, 'NotDeployed', 'the app has no deploy yet')
           : servable
             ? condition('Ready', isReady, isReady ? 'MachinesReady' : want === 0 ? 'NoMachines' : 'MachinesNotReady', `${ready} of ${want} machines ready`)
-            : condition('Ready', false, 'KindNotServedYet', `${app.spec.kind} apps have no runtime yet`),
+            : condition('Ready', false, 'NoSource', `a ${app.spec.kind} app names no artifact (spec.source) to serve`),
         failed
           ? condition('Progressing', false, 'RolloutFailed', hopelessOnes.join('; '))
           : condition('Progressing', progressing, progressing ? 'RollingOut' : 'UpToDate', progressing ? `${current} of ${want} machines current` : `all ${want} machines current`),

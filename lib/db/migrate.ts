@@ -8,6 +8,7 @@ import * as m0003 from './migrations/0003_api_tokens.js';
 import * as m0004 from './migrations/0004_webhooks.js';
 import * as m0005 from './migrations/0005_usage.js';
 import * as m0006 from './migrations/0006_deploys.js';
+import * as m0007 from './migrations/0007_app_request_metrics.js';
 
 interface Migration {
   up(db: Knex): Promise<void>;
@@ -21,6 +22,7 @@ const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ['0004_webhooks', m0004],
   ['0005_usage', m0005],
   ['0006_deploys', m0006],
+  ['0007_app_request_metrics', m0007],
 ];
 
 const source: Knex.MigrationSource<readonly [string, Migration]> = {

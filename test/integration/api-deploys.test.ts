@@ -274,4 +274,33 @@ describe('API deploys', () => {
     await json(await api.request('POST', '/api/apps/site/machines/x/migrate', { body: {} }), 400);
     await json(await api.request('POST', '/api/apps/site/machines/0/migrate', { body: { node: moved.to } }), 409);
   });
+
+  it('deploys a handler tree: routes answered by its modules, the rest static, handler source never served', async () => {
+    await json(await api.request('POST', '/api/apps', { body: { name: 'fns' } }), 201);
+    const refused = await json<{ error: string }>(await deployFiles('fns', { 'api/hello.rb': 'puts 1', 'api/ok.js': 'export default () => 1' }), 400);
+    assert.match(refused.error, /api\/hello\.rb/, 'names what the runtime cannot run');
+    const d = await json<DeployBody>(
+      await deployFiles('fns', {
+        'api/hello.js': "export default (req) => 'hello from a handler at ' + new URL(req.url).pathname;\n",
+        'api/users/[id].ts': 'export default (req: Request, { params }: { params: { id: string } }) => ({ user: params.id, who: req.headers.get(\'x-svc-auth-subject\') });\n',
+        'handlers/time.mjs': "export const GET = () => new Response('tick', { headers: { 'x-handler': 'time' } });\n",
+        'about.html': '<h1>about the functions</h1>',
+      }),
+      202,
+    );
+    assert.equal(d.kind, 'handlers');
+    const live = await settled(d.id);
+    assert.equal(live.status, 'live', live.reason ?? '');
+    await served('fns', 'hello from a handler at /api/hello', '/api/hello');
+    const user = await getFromApp(ns, 'fns', '/api/users/42');
+    assert.equal(user?.status, 200);
+    assert.deepEqual(JSON.parse(user!.body), { user: '42', who: null }, 'a TypeScript handler with a route param');
+    assert.equal((await getFromApp(ns, 'fns', '/time'))?.body, 'tick', 'handlers/ files serve from the root');
+    assert.equal((await getFromApp(ns, 'fns', '/about'))?.body, '<h1>about the functions</h1>', 'the rest is a static site');
+    for (const p of ['/api/hello.js', '/%61pi/hello.js', '/handlers/time.mjs']) {
+      const r = await getFromApp(ns, 'fns', p);
+      assert.equal(r?.status, 404, p);
+      assert.doesNotMatch(r?.body ?? '', /export/, p);
+    }
+  });
 });

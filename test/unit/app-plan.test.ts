@@ -63,7 +63,7 @@ describe('App plan', () => {
     assert.equal(later.requeueMs, 60_000);
   });
 
-  it('serves static, HTML and Markdown apps with the runtime image, fetching the digest the App names', () => {
+  it('serves static, HTML, Markdown and handler-tree apps with the runtime image, fetching the digest the App names', () => {
     const digest = `sha256:${'a'.repeat(64)}`;
     const a = app({ kind: 'markdown', image: undefined, source: { digest } });
     const pod = plan(a, [], settings, now).create[0]!;
@@ -79,8 +79,12 @@ describe('App plan', () => {
     const withUrl = app({ kind: 'static', image: undefined, source: { digest, url: 'http://store.example/x' } });
     assert.equal(plan(withUrl, [], settings, now).create[0]!.spec!.initContainers![0]!.env!.find((e) => e.name === 'SVC_ARTIFACT_URL')!.value, 'http://store.example/x');
     const handlers = plan(app({ kind: 'handlers', image: undefined, source: { digest } }), [], settings, now);
-    assert.equal(handlers.create.length, 0);
-    assert.equal(handlers.status.conditions?.[0]?.reason, 'KindNotServedYet');
+    assert.equal(handlers.create.length, 1, 'a handler tree runs on the runtime image too');
+    assert.deepEqual(handlers.create[0]!.spec!.containers[0]!.args, ['serve']);
+    assert.ok(handlers.create[0]!.spec!.containers[0]!.env?.some((e) => e.name === 'SVC_APP_KIND' && e.value === 'handlers'));
+    const sourceless = plan(app({ kind: 'handlers', image: undefined }), [], settings, now);
+    assert.equal(sourceless.create.length, 0);
+    assert.equal(sourceless.status.conditions?.[0]?.reason, 'NoSource');
   });
 
   it('placement pins one machine to a node and replaces only that machine', () => {
