@@ -303,4 +303,36 @@ describe('API deploys', () => {
       assert.doesNotMatch(r?.body ?? '', /export/, p);
     }
   });
+
+  it('svc deploy packs a directory, follows the deploy with progress until live, and fails clearly', async () => {
+    const { execFile } = await import('node:child_process');
+    const { promisify } = await import('node:util');
+    const { repoRoot } = await import('../../lib/paths.js');
+    const run = (args: string[]) =>
+      promisify(execFile)(process.execPath, [path.join(repoRoot, 'bin/svc.js'), ...args], {
+        env: { ...process.env, SVC_API_URL: `${api.url}/api`, SVC_TOKEN: api.token },
+      });
+    await json(await api.request('POST', '/api/apps', { body: { name: 'from-cli' } }), 201);
+    const dir = mkdtempSync(path.join(tmpdir(), 'svc-cli-'));
+    try {
+      mkdirSync(path.join(dir, 'css'));
+      writeFileSync(path.join(dir, 'index.html'), '<h1>from the CLI</h1>');
+      writeFileSync(path.join(dir, 'css/site.css'), 'h1 { color: teal }');
+      const { stdout } = await run(['deploy', 'from-cli', dir]);
+      assert.match(stdout, /Packing .*: 2 files/);
+      assert.match(stdout, /Deploy dep-[0-9a-f]+ accepted: static/);
+      assert.match(stdout, /Live in [\d.]+ s/);
+      await served('from-cli', '<h1>from the CLI</h1>');
+      assert.equal((await getFromApp(ns, 'from-cli', '/css/site.css'))?.body, 'h1 { color: teal }');
+      const failed = await run(['deploy', 'from-cli', '--image', 'registry.example/nope:1']).then(
+        () => undefined,
+        (err: { code: number; stderr: string }) => err,
+      );
+      assert.equal(failed?.code, 1);
+      assert.match(failed?.stderr ?? '', /failed: machine 0: container app: ImageNotRunnable.*the previous deploy keeps serving/);
+      await served('from-cli', '<h1>from the CLI</h1>');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
