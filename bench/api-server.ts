@@ -3,7 +3,6 @@
 // chain (request id, log line, error handler, router, token verification, revocation check, rate
 // limiter, account lookup) against a fresh database. Prints {"url", "token"} when ready.
 import type { AddressInfo } from 'node:net';
-import { randomBytes } from 'node:crypto';
 import Koa from 'koa';
 import * as k8s from '@kubernetes/client-node';
 import pino from 'pino';
@@ -16,6 +15,7 @@ import { migrateLatest } from '../lib/db/migrate.js';
 import { loadKubeConfig } from '../lib/kube/client.js';
 import { createLogger } from '../lib/logger.js';
 import { TokenStore } from '../lib/tokens/store.js';
+import { benchDatabase } from './support.js';
 
 const mode = process.argv[2];
 const account = { id: 'acct_0', email: 'bench@example.test', name: 'bench', namespace: 'svc-acct-0', created_at: new Date().toISOString() };
@@ -29,15 +29,10 @@ async function bare(): Promise<{ app: Koa; token: string; cleanup: () => Promise
 }
 
 async function api(): Promise<{ app: Koa; token: string; cleanup: () => Promise<void> }> {
-  const adminUrl = process.env.SVC_TEST_PG_ADMIN_URL ?? 'postgres://svc@127.0.0.1:55432/postgres';
-  const name = `svc_bench_${randomBytes(4).toString('hex')}`;
-  const admin = connect(adminUrl, { poolMax: 1 });
-  await admin.raw('CREATE DATABASE ??', [name]);
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
+  const database = await benchDatabase();
   const config = loadConfig({
     ...process.env,
-    SVC_DATABASE_URL: url.toString(),
+    SVC_DATABASE_URL: database.url,
     SVC_API_RATE_PER_SECOND: '1000000000',
     SVC_API_RATE_BURST: '1000000000',
   });
@@ -60,8 +55,7 @@ async function api(): Promise<{ app: Koa; token: string; cleanup: () => Promise<
       await stop();
       await core.deleteNamespace({ name: acct.namespace }).catch(() => undefined);
       await db.destroy();
-      await admin.raw('DROP DATABASE IF EXISTS ?? WITH (FORCE)', [name]);
-      await admin.destroy();
+      await database.drop();
     },
   };
 }

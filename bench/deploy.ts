@@ -16,6 +16,7 @@ import { assembleServices } from '../api/services.js';
 import { createAccount } from '../lib/accounts.js';
 import { loadConfig } from '../lib/config.js';
 import { connect } from '../lib/db/connection.js';
+import { benchDatabase, percentile } from './support.js';
 import { migrateLatest } from '../lib/db/migrate.js';
 import { loadKubeConfig } from '../lib/kube/client.js';
 import { createLogger } from '../lib/logger.js';
@@ -24,22 +25,16 @@ import { TokenStore } from '../lib/tokens/store.js';
 const deploys = Number(process.env.BENCH_DEPLOYS ?? 20);
 const baselineRuns = Number(process.env.BENCH_BASELINE_PODS ?? 5);
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-const adminUrl = process.env.SVC_TEST_PG_ADMIN_URL ?? 'postgres://svc@127.0.0.1:55432/postgres';
-const dbName = `svc_bench_${randomBytes(4).toString('hex')}`;
-const admin = connect(adminUrl, { poolMax: 1 });
-await admin.raw('CREATE DATABASE ??', [dbName]);
-const dbUrl = new URL(adminUrl);
-dbUrl.pathname = `/${dbName}`;
+const database = await benchDatabase();
 
 const server = createServer();
 server.listen(0, '0.0.0.0');
 await new Promise<void>((r) => server.once('listening', () => r()));
 const port = (server.address() as AddressInfo).port;
 const artifactDir = await mkdtemp(path.join(tmpdir(), 'svc-bench-artifacts-'));
-const config = loadConfig({ ...process.env, SVC_DATABASE_URL: dbUrl.toString(), SVC_API_PORT: String(port), SVC_ARTIFACT_DIR: artifactDir });
+const config = loadConfig({ ...process.env, SVC_DATABASE_URL: database.url, SVC_API_PORT: String(port), SVC_ARTIFACT_DIR: artifactDir });
 const db = connect(config.databaseUrl);
 await migrateLatest(db);
 const kc = loadKubeConfig(config.kubeconfig);
@@ -148,7 +143,6 @@ try {
   server.close();
   await core.deleteNamespace({ name: ns }).catch(() => undefined);
   await db.destroy();
-  await admin.raw('DROP DATABASE IF EXISTS ?? WITH (FORCE)', [dbName]);
-  await admin.destroy();
+  await database.drop();
   await rm(artifactDir, { recursive: true, force: true });
 }

@@ -2,6 +2,7 @@
 // to accept the 200 creates, in the same run. Prints pods/s and create-to-Running p50/p99.
 import * as k8s from '@kubernetes/client-node';
 import { loadKubeConfig } from '../lib/kube/client.js';
+import { inParallel, percentile } from './support.js';
 
 const count = Number(process.env.BENCH_PODS ?? 200);
 const concurrency = 20;
@@ -9,17 +10,6 @@ const concurrency = 20;
 const kc = loadKubeConfig(process.env.KUBECONFIG);
 const core = kc.makeApiClient(k8s.CoreV1Api);
 const namespace = `bench-pods-${Date.now().toString(36)}`;
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-}
-
-async function inParallel(n: number, work: (i: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < n) await work(next++);
-  }));
-}
 
 await core.createNamespace({ body: { metadata: { name: namespace } } });
 try {
@@ -44,7 +34,7 @@ try {
   );
 
   const start = performance.now();
-  await inParallel(count, async (i) => {
+  await inParallel(count, concurrency, async (i) => {
     const name = `p${i}`;
     await core.createNamespacedPod({
       namespace,

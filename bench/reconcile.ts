@@ -9,6 +9,7 @@ import { machinePod, type AppSettings } from '../controllers/app/desired.js';
 import { loadKubeConfig } from '../lib/kube/client.js';
 import { repoRoot } from '../lib/paths.js';
 import { apiVersion, group, version, type App } from '../lib/resources/index.js';
+import { inParallel, percentile } from './support.js';
 
 const count = Number(process.env.BENCH_APPS ?? 300);
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 20);
@@ -33,17 +34,6 @@ const id = Date.now().toString(36);
 const podsNs = `bench-reconcile-pods-${id}`;
 const appsNs = `bench-reconcile-apps-${id}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-}
-
-async function inParallel(n: number, work: (i: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < n) await work(next++);
-  }));
-}
 
 // ---- the controllers process' memory: RSS of its pid and all its descendants ----
 
@@ -240,7 +230,7 @@ async function barePods(): Promise<Result> {
   await w.started;
   try {
     const start = performance.now();
-    await inParallel(count, async (i) => {
+    await inParallel(count, concurrency, async (i) => {
       const body = barePod(i);
       await core.createNamespacedPod({ namespace: podsNs, body });
       createdAt.set(body.metadata!.name!, performance.now());
@@ -289,7 +279,7 @@ async function apps(): Promise<AppResult> {
   const sampler = setInterval(() => (peak = Math.max(peak, controllersRssMiB())), 100);
   try {
     const start = performance.now();
-    await inParallel(count, async (i) => {
+    await inParallel(count, concurrency, async (i) => {
       const name = appName(i);
       await custom.createNamespacedCustomObject({ group, version, namespace: appsNs, plural: 'apps', body: { apiVersion, kind: 'App', metadata: { name }, spec } });
       createdAt.set(name, performance.now());
