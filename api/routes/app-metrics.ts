@@ -12,7 +12,7 @@ import { ApiError, invalid } from '../errors.js';
 import { op, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
 import { resolveApp } from './app-access.js';
-import { parseSince } from './app-logs.js';
+import { parseSince } from '../../lib/duration.js';
 
 export const metricPaths = ['requests', 'latency', 'machines', 'summary'] as const;
 type MetricPath = (typeof metricPaths)[number];
