@@ -16,6 +16,10 @@ export function envSecretName(app: string, env: Env): string {
   return `${app}-env-${createHash('sha256').update(canonical).digest('hex').slice(0, 10)}`;
 }
 
+function ownerOf(app: App): k8s.V1OwnerReference {
+  return { apiVersion, kind: 'App', name: app.metadata.name!, uid: app.metadata.uid!, controller: false };
+}
+
 export class EnvRepository {
   constructor(
     private readonly core: k8s.CoreV1Api,
@@ -34,28 +38,61 @@ export class EnvRepository {
     }
   }
 
-  /** Makes `env` the app's whole environment. */
-  async write(app: App, env: Env): Promise<void> {
-    const namespace = app.metadata.namespace!;
-    const appName = app.metadata.name!;
+  /** Creates the Secret of `env`; says whether it was created now (false: it existed already). */
+  private async createSecret(namespace: string, appName: string, env: Env, owner?: App): Promise<{ name: string; created: boolean }> {
     const name = envSecretName(appName, env);
-    if (name === app.spec.envSecretName) return;
-    await this.core
+    const created = await this.core
       .createNamespacedSecret({
         namespace,
         body: {
           metadata: {
             name,
             labels: { [appLabel]: appName, [envLabel]: 'true' },
-            ownerReferences: [{ apiVersion, kind: 'App', name: appName, uid: app.metadata.uid!, controller: false }],
+            ...(owner ? { ownerReferences: [ownerOf(owner)] } : {}),
           },
           immutable: true,
           stringData: env,
         },
       })
-      .catch((err: unknown) => {
-        if (kubeStatus(err) !== 409) throw err;
-      });
+      .then(
+        () => true,
+        (err: unknown) => {
+          if (kubeStatus(err) !== 409) throw err;
+          return false;
+        },
+      );
+    return { name, created };
+  }
+
+  /**
+   * For an App about to be created with this environment (forks, previews): the Secret exists before
+   * the App names it, so its first machines already have the variables. adopt() then ties it to the
+   * App; discard() removes it if the App could not be created.
+   */
+  async prepare(namespace: string, appName: string, env: Env): Promise<{ name: string; adopt: (app: App) => Promise<void>; discard: () => Promise<void> }> {
+    const { name, created } = await this.createSecret(namespace, appName, env);
+    return {
+      name,
+      adopt: async (app) => {
+        await this.core.patchNamespacedSecret(
+          { namespace, name, body: { metadata: { ownerReferences: [ownerOf(app)] } } },
+          k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+        );
+      },
+      // Only what this call made: a Secret that existed belongs to someone else.
+      discard: async () => {
+        if (created) await this.core.deleteNamespacedSecret({ namespace, name }).catch(() => undefined);
+      },
+    };
+  }
+
+  /** Makes `env` the app's whole environment. */
+  async write(app: App, env: Env): Promise<void> {
+    const namespace = app.metadata.namespace!;
+    const appName = app.metadata.name!;
+    const name = envSecretName(appName, env);
+    if (name === app.spec.envSecretName) return;
+    await this.createSecret(namespace, appName, env, app);
     await this.custom.patchNamespacedCustomObject(
       { group, version, namespace, plural: 'apps', name: appName, body: { spec: { envSecretName: name } } },
       k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
