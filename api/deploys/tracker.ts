@@ -23,6 +23,12 @@ export class DeployTracker {
 
   start(): void {
     this.apps.onChange((app) => this.schedule(app));
+    // A deploy of an App deleted before it went live will never go live.
+    this.apps.onDelete((app) => {
+      void (async () => {
+        for (const d of await this.deploys.inFlight(app.metadata.uid!)) await this.deploys.finish(d.id, { status: 'failed', reason: 'the app was deleted' });
+      })().catch((err: unknown) => this.log.error({ err, app: app.metadata.name }, 'Deploy tracking failed'));
+    });
   }
 
   private schedule(app: App): void {

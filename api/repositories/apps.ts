@@ -93,6 +93,10 @@ export class AppRepository {
     this.informer.on('update', fn);
   }
 
+  onDelete(fn: (app: App) => void): void {
+    this.informer.on('delete', fn);
+  }
+
   /** Deletes the App; its machines, Service and the rest go with it (owner references). */
   async delete(namespace: string, name: string): Promise<void> {
     try {

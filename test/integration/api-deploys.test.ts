@@ -194,6 +194,13 @@ describe('API deploys', () => {
     assert.equal((await json<{ expires_at: string | null }>(await api.request('GET', '/api/apps/brief'), 200)).expires_at, null);
     await json(await api.request('PUT', '/api/apps/brief/expiry', { body: { expires_at: new Date(Date.now() + 2000).toISOString() } }), 200);
     await eventually('the expired app to be deleted', async () => (await api.request('GET', '/api/apps/brief')).status === 404, { timeoutMs: 30_000 });
+    // A deploy whose app is deleted before it goes live ends, rather than staying in flight.
+    await json(await api.request('POST', '/api/apps', { body: { name: 'gone' } }), 201);
+    const orphan = await json<DeployBody>(await api.request('POST', '/api/apps/gone/deploy', { body: { image: 'node:20', command: ['sleep', '600'] } }), 202);
+    assert.equal((await api.request('DELETE', '/api/apps/gone')).status, 204);
+    const ended = await settled(orphan.id, 30_000);
+    assert.equal(ended.status, 'failed');
+    assert.equal(ended.reason, 'the app was deleted');
     await json(await api.request('PUT', '/api/apps/site/expiry', { body: { ttl: 'soon' } }), 400);
     await json(await api.request('PUT', '/api/apps/site/expiry', { body: { expires_at: '2020-01-01T00:00:00Z' } }), 400);
   });
