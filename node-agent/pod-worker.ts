@@ -281,6 +281,8 @@ export class PodWorker {
       },
     );
     if (!env) return 'not-started';
+    // terminate() may have run while the env was read: a process started now would outlive it.
+    if (this.stopping) return 'not-started';
     const plan = planLaunch({
       spec,
       rules: this.deps.rules,
