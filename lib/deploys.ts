@@ -18,6 +18,8 @@ export interface DeploySpec {
   port?: number;
   source?: { digest: string; url?: string };
   env?: Array<{ name: string; value?: string }>;
+  /** The authentication policy the deploy declared (compose x-svc, page meta tags, front matter). */
+  auth?: NonNullable<App['spec']['auth']>;
 }
 
 export interface Deploy {

@@ -1,8 +1,10 @@
 // Compose files as deploy input. An App is one container service, so a compose file describes at
 // most one service with an image (its ports, environment, entrypoint and command); `x-svc` carries
 // platform settings. A file with only `x-svc` creates no container service: it configures a files
-// deploy. Anything we would silently ignore is refused instead, naming the key.
+// deploy. Anything we would silently ignore is refused instead, naming the key. The policy keys
+// (`x-svc.auth`, `x-svc.identity`) are read by lib/policy, the parser shared with pages.
 import { parseDocument } from 'yaml';
+import { composePolicy, PolicyError, type Declaration } from '../../lib/policy/index.js';
 import { invalid } from '../errors.js';
 
 export interface ComposeService {
@@ -21,11 +23,13 @@ export interface ComposeSettings {
 export interface Compose {
   service?: ComposeService;
   settings: ComposeSettings;
+  /** The file's authentication policy declarations (present when it declares any). */
+  policy?: Declaration[];
 }
 
 const topLevelKeys = new Set(['version', 'name', 'services', 'x-svc']);
 const serviceKeys = new Set(['image', 'ports', 'expose', 'environment', 'command', 'entrypoint', 'x-svc', 'restart', 'container_name']);
-const xsvcKeys = new Set(['machines']);
+const xsvcKeys = new Set(['machines', 'auth', 'identity']);
 const envName = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 type Map = Record<string, unknown>;
@@ -76,7 +80,6 @@ function settings(v: unknown, where: string): ComposeSettings {
   if (v === undefined || v === null) return {};
   if (!isMap(v)) throw invalid(`compose: ${where} must be a map`);
   for (const key of Object.keys(v)) {
-    if (key === 'auth' || key === 'identity') throw invalid(`compose: ${where}.${key}: authentication policies are not accepted yet (they arrive with ingress-auth)`);
     if (!xsvcKeys.has(key)) throw invalid(`compose: ${where}.${key} is not a known setting (known: ${[...xsvcKeys].join(', ')})`);
   }
   const out: ComposeSettings = {};
@@ -88,6 +91,17 @@ function settings(v: unknown, where: string): ComposeSettings {
 }
 
 export function parseCompose(text: string): Compose {
+  try {
+    return parseComposeFile(text);
+  } catch (err) {
+    if (err instanceof PolicyError) throw invalid(err.message);
+    throw err;
+  }
+}
+
+const withPolicy = (c: Compose, policy: Declaration[]): Compose => (policy.length ? { ...c, policy } : c);
+
+function parseComposeFile(text: string): Compose {
   const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
   if (doc.errors.length) throw invalid(`compose: ${doc.errors[0]!.message.split('\n')[0]}`);
   const root: unknown = doc.toJS();
@@ -102,7 +116,7 @@ export function parseCompose(text: string): Compose {
   if (names.length > 1) throw invalid(`compose: an app is one container service, found ${names.length} (${names.join(', ')}); deploy each as its own app`);
   if (!names.length) {
     if (root['x-svc'] === undefined) throw invalid('compose: the file has neither services nor x-svc');
-    return { settings: top };
+    return withPolicy({ settings: top }, composePolicy(root['x-svc'], undefined));
   }
   const name = names[0]!;
   const svc = services[name];
@@ -113,9 +127,11 @@ export function parseCompose(text: string): Compose {
   }
   // A service-level x-svc replaces the top-level one (the spec's rule for auth, kept for all keys).
   if (svc['x-svc'] !== undefined) top = settings(svc['x-svc'], `${where}.x-svc`);
+  // Policies follow the spec's own rule: top-level auth is the default, a service-level auth replaces it.
+  const policy = composePolicy(root['x-svc'], { name, xsvc: svc['x-svc'] });
   if (svc.image === undefined) {
     // Only x-svc: no container service.
-    if (Object.keys(svc).every((k) => k === 'x-svc')) return { settings: top };
+    if (Object.keys(svc).every((k) => k === 'x-svc')) return withPolicy({ settings: top }, policy);
     throw invalid(`compose: ${where}.image is required (builds from a Dockerfile are not supported here)`);
   }
   if (typeof svc.image !== 'string' || !/^[a-zA-Z0-9][a-zA-Z0-9._/:@-]{0,511}$/.test(svc.image)) throw invalid(`compose: ${where}.image must be an image reference`);
@@ -124,7 +140,7 @@ export function parseCompose(text: string): Compose {
   );
   const distinct = [...new Set(ports)];
   if (distinct.length > 1) throw invalid(`compose: ${where} exposes ${distinct.length} ports (${distinct.join(', ')}); an app serves HTTP on one`);
-  return {
+  return withPolicy({
     service: {
       name,
       image: svc.image,
@@ -134,5 +150,5 @@ export function parseCompose(text: string): Compose {
       ...(svc.command !== undefined ? { args: words(svc.command, `${where}.command`) } : {}),
     },
     settings: top,
-  };
+  }, policy);
 }

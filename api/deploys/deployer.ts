@@ -9,6 +9,7 @@ import { newDeployId, type Deploy, type DeployOrigin, type DeploySpec, type Depl
 import type { Logger } from '../../lib/logger.js';
 import type { App } from '../../lib/resources/index.js';
 import { planHandlerRoutes } from '../../lib/handlers/routes.js';
+import { combine, isHtmlPage, isMarkdownPage, PolicyError, treeDeclarations, type AuthPolicy, type Declaration } from '../../lib/policy/index.js';
 import { ApiError, invalid } from '../errors.js';
 import type { AppRepository } from '../repositories/apps.js';
 import { parseCompose } from './compose.js';
@@ -50,6 +51,23 @@ export interface Prepared {
 
 /** HTML pages larger than this are not read for kind detection (markers are near the top). */
 const detectBytes = 256 * 1024;
+/**
+ * Pages are read whole for policy declarations, which must not be missed (a missed one is a page
+ * served unprotected): together up to this size each, a larger page on its own, and a page larger
+ * than `policyMaxBytes` is refused rather than deployed unchecked.
+ */
+const policyBatchBytes = 8 * 1024 * 1024;
+const policyMaxBytes = 64 * 1024 * 1024;
+
+/** A policy problem is the deploy's 400, its message naming the file and the field. */
+function policyOrInvalid<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (err) {
+    if (err instanceof PolicyError) throw invalid(`authentication policy: ${err.message}`);
+    throw err;
+  }
+}
 
 export class Deployer {
   constructor(
@@ -62,16 +80,33 @@ export class Deployer {
   ) {}
 
   /** Validates a tree in a staged tar.gz, stores it, and says what it is. Discards it when invalid. */
-  private async prepareTree(staged: StagedUpload, origin: DeployOrigin): Promise<Prepared> {
+  private async prepareTree(staged: StagedUpload, origin: DeployOrigin, composePolicy: Declaration[] = []): Promise<Prepared> {
     try {
       const entries = await listTarball(staged.file).catch((err: unknown) => {
         if (err instanceof TreeError) throw invalid(`archive: ${err.message}`);
         throw err;
       });
-      const html = await readTarballFiles(staged.file, isHtml, detectBytes);
+      const isPage = (p: string) => isHtmlPage(p) || isMarkdownPage(p);
+      const pages = await readTarballFiles(staged.file, isPage, policyBatchBytes);
+      for (const big of entries.filter((e) => isPage(e.path) && e.size > policyBatchBytes)) {
+        if (big.size > policyMaxBytes) throw invalid(`${big.path}: a page larger than ${policyMaxBytes / 1024 / 1024} MiB cannot be checked for authentication policy declarations`);
+        for (const [p, body] of await readTarballFiles(staged.file, (x) => x === big.path, policyMaxBytes)) pages.set(p, body);
+      }
+      const html = new Map([...pages].filter(([p, body]) => isHtml(p) && body.length <= detectBytes));
       const detected = detectKind(
         entries.map((e) => e.path),
         html,
+      );
+      // Declarations in the compose file and in the pages make one policy for the whole app.
+      const auth = policyOrInvalid(() =>
+        combine([
+          ...composePolicy,
+          ...treeDeclarations(
+            detected.kind,
+            entries.map((e) => e.path),
+            pages,
+          ),
+        ]),
       );
       if (detected.kind === 'handlers') {
         // Refuse what the runtime could not run (other languages, clashing routes) rather than
@@ -83,8 +118,8 @@ export class Deployer {
       const bytes = entries.reduce((n, e) => n + e.size, 0);
       return {
         origin,
-        spec: { kind: detected.kind, source: { digest: staged.digest, url: `${this.artifactBaseUrl}/${staged.digest}` } },
-        summary: { files: entries.length, bytes, archive_bytes: staged.size, detected: detected.why },
+        spec: { kind: detected.kind, source: { digest: staged.digest, url: `${this.artifactBaseUrl}/${staged.digest}` }, ...(auth ? { auth } : {}) },
+        summary: { files: entries.length, bytes, archive_bytes: staged.size, detected: detected.why, ...policySummary(auth) },
       };
     } catch (err) {
       await staged.discard();
@@ -104,10 +139,19 @@ export class Deployer {
     if (compose?.service) {
       if (body.files) throw invalid('a compose service runs its image: send files without a compose service, or the service alone');
       const s = compose.service;
+      const auth = policyOrInvalid(() => combine(compose.policy ?? []));
       return {
         origin: 'compose',
-        spec: { kind: 'container', image: s.image, ...(s.port ? { port: s.port } : {}), ...(s.command ? { command: s.command } : {}), ...(s.args ? { args: s.args } : {}), ...(s.env.length ? { env: s.env } : {}) },
-        summary: { service: s.name, image: s.image },
+        spec: {
+          kind: 'container',
+          image: s.image,
+          ...(s.port ? { port: s.port } : {}),
+          ...(s.command ? { command: s.command } : {}),
+          ...(s.args ? { args: s.args } : {}),
+          ...(s.env.length ? { env: s.env } : {}),
+          ...(auth ? { auth } : {}),
+        },
+        summary: { service: s.name, image: s.image, ...policySummary(auth) },
         ...(compose.settings.machines !== undefined ? { machines: compose.settings.machines } : {}),
       };
     }
@@ -118,7 +162,7 @@ export class Deployer {
       if (err instanceof TreeError) throw invalid(`files: ${err.message}`);
       throw err;
     });
-    const prepared = await this.prepareTree(await this.artifacts.stageBytes(packed), compose ? 'compose' : 'files');
+    const prepared = await this.prepareTree(await this.artifacts.stageBytes(packed), compose ? 'compose' : 'files', compose?.policy);
     return compose?.settings.machines !== undefined ? { ...prepared, machines: compose.settings.machines } : prepared;
   }
 
@@ -202,7 +246,15 @@ export function specPatch(spec: DeploySpec): Record<string, unknown> {
     // Nested objects merge: every field of source is named so an old url cannot survive.
     source: spec.source ? { digest: spec.source.digest, url: spec.source.url ?? null } : null,
     env: spec.env ?? null,
+    // The deploy's declarations are the app's whole policy: a deploy that declares none is public.
+    auth: spec.auth ? { rules: spec.auth.rules } : null,
   };
+}
+
+/** What a deploy's policy is, for people reading the deploy. */
+function policySummary(auth: AuthPolicy | undefined): Record<string, unknown> {
+  if (!auth) return {};
+  return { auth: { rules: auth.rules.length, sources: [...new Set(auth.rules.map((r) => r.source))].slice(0, 20) } };
 }
 
 /** The deploy-owned fields of an App as it is, for a deploy record of an App made elsewhere. */
@@ -217,5 +269,6 @@ export function deploySpecOf(app: App): DeploySpec | undefined {
     ...(s.port && s.port !== 8080 ? { port: s.port } : {}),
     ...(s.source ? { source: { digest: s.source.digest, ...(s.source.url ? { url: s.source.url } : {}) } } : {}),
     ...(s.env?.length ? { env: s.env.map((e) => ({ name: e.name, ...(e.value !== undefined ? { value: e.value } : {}) })) } : {}),
+    ...(s.auth?.rules.length ? { auth: s.auth } : {}),
   };
 }

@@ -346,4 +346,57 @@ describe('API deploys', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('deploys an authentication policy from compose x-svc and the pages into the App spec; rollback restores it', async () => {
+    type Auth = { rules: Array<{ mode: string; source?: string; paths: string[]; except?: string[]; admit: Record<string, unknown> }> };
+    const authOf = async (name: string) => ((await api.services.apps.find(ns, name))?.spec as { auth?: Auth } | undefined)?.auth;
+    await json(await api.request('POST', '/api/apps', { body: { name: 'guarded' } }), 201);
+    const admit = { owner: true, emails: ['ada@example.com'] };
+    const compose = 'x-svc:\n  auth:\n    owner: true\n    emails: [" Ada@Example.com"]\n    paths: [/admin/**]\n    except: [/admin/help]\n';
+    const files = {
+      'index.html': '<h1>guarded</h1>',
+      'members.html': '<head><meta name="svc-auth" content="owner"><meta name="svc-auth-emails" content="ada@example.com"></head><p>members</p>',
+      'notes.md': '---\nidentity: {owner: true, emails: [ada@example.com]}\n---\n# notes\n',
+    };
+    const d = await json<DeployBody & { summary: { auth?: { rules: number } } }>(await api.request('POST', '/api/apps/guarded/deploy', { body: { compose, files } }), 202);
+    assert.equal(d.origin, 'compose');
+    assert.equal(d.summary.auth?.rules, 3);
+    const expected = [
+      { mode: 'auth', source: 'compose', paths: ['/admin/**'], except: ['/admin/help'], admit },
+      { mode: 'auth', source: 'members.html', paths: ['/members.html', '/members'], admit },
+      { mode: 'identity', source: 'notes.md', paths: ['/notes.md'], admit },
+    ];
+    assert.deepEqual(await eventually('the App to carry the policy', async () => ((await authOf('guarded'))?.rules.length === 3 ? authOf('guarded') : undefined)), { rules: expected });
+    assert.equal((await settled(d.id)).status, 'live');
+    // A deploy that declares nothing is public; rolling back restores the policy of the deploy it returns to.
+    const open = await json<DeployBody>(await deployFiles('guarded', { 'index.html': '<h1>open</h1>' }), 202);
+    assert.equal(await eventually('the policy to be removed', async () => ((await authOf('guarded')) === undefined ? 'gone' : undefined)), 'gone');
+    assert.equal((await settled(open.id)).status, 'live');
+    const back = await json<DeployBody>(await api.request('POST', '/api/apps/guarded/rollback', { body: {} }), 202);
+    assert.equal(back.origin_deploy, d.id);
+    assert.deepEqual(await eventually('the policy to be restored', async () => ((await authOf('guarded'))?.rules.length === 3 ? authOf('guarded') : undefined)), { rules: expected });
+    // A fork keeps it.
+    await json(await api.request('POST', '/api/apps/guarded/fork', { body: { name: 'guarded-fork' } }), 201);
+    assert.deepEqual(await authOf('guarded-fork'), { rules: expected });
+  });
+
+  it('refuses an invalid authentication policy with 400 naming the file and the field, storing nothing', async () => {
+    await json(await api.request('POST', '/api/apps', { body: { name: 'unsure' } }), 201);
+    const d = await json<DeployBody>(await deployFiles('unsure', { 'index.html': '<h1>public</h1>' }), 202);
+    const refuse = async (body: unknown, pattern: RegExp) => assert.match((await json<{ error: string }>(await api.request('POST', '/api/apps/unsure/deploy', { body }), 400)).error, pattern);
+    await refuse({ compose: 'x-svc:\n  auth: {emails: [bob]}\n', files: { 'index.html': 'x' } }, /compose: x-svc\.auth\.emails\[0\]: "bob" is not an email address/);
+    await refuse({ compose: 'services:\n  web:\n    image: node:20\n    x-svc: {auth: {owner: false}}\n' }, /compose: services\.web\.x-svc\.auth\.owner: /);
+    await refuse({ files: { 'index.html': '<meta name="svc-auth" content="everyone">' } }, /index\.html: meta svc-auth: "everyone" is not a provider/);
+    await refuse({ files: { 'a.html': '<meta name="svc-auth-paths" content="/x/*"><meta name="svc-auth" content="owner">' } }, /a\.html: meta svc-auth-paths: /);
+    await refuse({ files: { 'index.md': '---\nauth: {}\n---\n# x\n' } }, /index\.md: front matter auth: admits nobody/);
+    await refuse(
+      { compose: 'x-svc: {auth: owner}\n', files: { 'index.html': '<meta name="svc-auth" content="idp">' } },
+      /index\.html: meta svc-auth: admits idp any, but compose \(x-svc\.auth\) admits owner/,
+    );
+    const deploys = (await json<{ deploys: DeployBody[] }>(await api.request('GET', '/api/apps/unsure/deploys'), 200)).deploys;
+    assert.deepEqual(deploys.map((x) => x.id), [d.id], 'no deploy recorded');
+    assert.equal((await api.services.apps.find(ns, 'unsure'))?.spec.deployId, d.id, 'the App is unchanged');
+    const { readdirSync } = await import('node:fs');
+    assert.deepEqual(readdirSync(path.join(api.services.config.deploys.artifactDir, 'tmp')), [], 'no staged upload left');
+  });
 });

@@ -66,6 +66,25 @@ x-svc:
     refused(() => parseCompose('name: x\n'), /neither services nor x-svc/);
     refused(() => parseCompose('services:\n  w: {image: x}\n  w: {image: y}\n'), /^compose: /);
   });
+
+  it('reads x-svc.auth and x-svc.identity as policy declarations; a service-level policy replaces the top-level one', () => {
+    const c = parseCompose('x-svc:\n  machines: 2\n  auth: {emails: [Ada@X.io], except: [/health]}\nservices:\n  w:\n    image: x\n');
+    assert.deepEqual(c.settings, { machines: 2 });
+    assert.deepEqual(
+      c.policy?.map((d) => [d.mode, d.field, d.paths, d.except, d.admit]),
+      [['auth', 'x-svc.auth', ['/**'], ['/health'], { emails: ['ada@x.io'] }]],
+    );
+    const replaced = parseCompose('x-svc: {auth: owner}\nservices:\n  w:\n    image: x\n    x-svc: {identity: idp}\n');
+    assert.deepEqual(replaced.policy?.map((d) => [d.mode, d.field]), [['identity', 'services.w.x-svc.identity']]);
+    assert.deepEqual(parseCompose('x-svc: {identity: owner}\n'), { settings: {}, policy: parseCompose('x-svc: {identity: owner}\n').policy });
+    assert.equal(parseCompose('x-svc: {machines: 1}\n').policy, undefined);
+  });
+
+  it('refuses an invalid policy with a 400 naming the file and the field', () => {
+    refused(() => parseCompose('x-svc:\n  auth: {emails: [bob]}\n'), /^compose: x-svc\.auth\.emails\[0\]: "bob" is not an email address/);
+    refused(() => parseCompose('services:\n  w:\n    image: x\n    x-svc: {auth: {owner: false}}\n'), /^compose: services\.w\.x-svc\.auth\.owner: /);
+    refused(() => parseCompose('x-svc:\n  auth: {}\n'), /^compose: x-svc\.auth: admits nobody/);
+  });
 });
 
 describe('kind detection', () => {
