@@ -68,6 +68,7 @@ bench: build cluster postgres
 	@node dist/bench/pods.js
 	@SVC_LOG_LEVEL=silent node dist/bench/deploy.js
 	@node dist/bench/reconcile.js
+	@node dist/bench/proxy.js
 
 kind-up:
 	@hack/kind-up.sh

@@ -4,8 +4,9 @@
 #   dev.sh [up [COMPONENT...]] | down | status
 source "$(dirname "$0")/lib.sh"
 
-COMPONENTS=(node-agent controllers api)
+COMPONENTS=(node-agent controllers api ingress-auth)
 API_PORT=${SVC_API_PORT:-8080}
+PROXY_PORT=${SVC_PROXY_PORT:-8081}
 KUBELET_PORT=${SVC_NODE_KUBELET_PORT:-10250}
 
 export SVC_STATE_DIR="$STATE" KUBECONFIG="$STATE/kubeconfig"
@@ -47,6 +48,11 @@ start_component() {
       start_daemon api node --enable-source-maps dist/api/main.js
       wait_ready api 60 curl -fsS --max-time 2 "http://127.0.0.1:$API_PORT/api/health"
       ;;
+    ingress-auth)
+      start_daemon ingress-auth node --enable-source-maps dist/ingress-auth/main.js
+      # /_svc/health answers on any Host, so the bare address works.
+      wait_ready ingress-auth 60 curl -fsS --max-time 2 "http://127.0.0.1:$PROXY_PORT/_svc/health"
+      ;;
   esac
 }
 
@@ -63,6 +69,7 @@ summary() {
 
 The local platform is up.
   Platform API     http://127.0.0.1:$API_PORT/api   (OpenAPI: /api/openapi.json)
+  Apps             http://<app>.${SVC_APPS_DOMAIN:-apps.localhost}:$PROXY_PORT/   (ingress-auth; try: curl -s http://hello.apps.localhost:$PROXY_PORT/)
   Owner token      $STATE/owner-token   (curl -H "Authorization: Bearer \$(cat $STATE/owner-token)" http://127.0.0.1:$API_PORT/api/account)
   Kubernetes API   https://127.0.0.1:$APISERVER_PORT   export KUBECONFIG=$STATE/kubeconfig
   Nodes            local-a, local-b run pods as local processes (node-agent; kubectl run/logs work)

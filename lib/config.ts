@@ -49,6 +49,10 @@ const envSchema = z.object({
   SVC_DEPLOY_UPLOAD_LIMIT_BYTES: z.coerce.number().int().min(1024).max(8 * 1024 ** 3).default(256 * 1024 ** 2),
   SVC_RUNTIME_IMAGE: z.string().min(1).default('svc/runtime:latest'),
   SVC_ROLLOUT_DEADLINE_SECONDS: z.coerce.number().int().min(5).max(3600).default(120),
+  SVC_PROXY_HOST: z.string().min(1).default('0.0.0.0'),
+  SVC_PROXY_PORT: port.default(8081),
+  SVC_PROXY_UPSTREAM_CONNECTIONS: z.coerce.number().int().min(1).max(10_000).default(256),
+  SVC_PROXY_UPSTREAM_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(60_000),
 });
 
 export interface Config {
@@ -89,6 +93,15 @@ export interface Config {
     readonly runtimeImage: string;
     /** A rollout whose new machines are not ready by then fails, and the previous deploy stays. */
     readonly rolloutDeadlineSeconds: number;
+  };
+  /** ingress-auth: the proxy on every app hostname. */
+  readonly proxy: {
+    readonly host: string;
+    readonly port: number;
+    /** Keep-alive connections to one machine at most. */
+    readonly upstreamConnections: number;
+    /** A machine that has not answered with headers by then gets the client a 504. */
+    readonly upstreamTimeoutMs: number;
   };
   readonly nodeAgent: {
     readonly apiserverUrl: string;
@@ -159,6 +172,12 @@ export function loadConfig(
     }),
     appsDomain: e.SVC_APPS_DOMAIN,
     appsUrlSuffix: e.SVC_APPS_URL_SUFFIX,
+    proxy: Object.freeze({
+      host: e.SVC_PROXY_HOST,
+      port: e.SVC_PROXY_PORT,
+      upstreamConnections: e.SVC_PROXY_UPSTREAM_CONNECTIONS,
+      upstreamTimeoutMs: e.SVC_PROXY_UPSTREAM_TIMEOUT_MS,
+    }),
     nodeAgent: Object.freeze({
       apiserverUrl: e.SVC_APISERVER_URL,
       nodes: Object.freeze(e.SVC_NODES.split(',')),

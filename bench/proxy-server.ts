@@ -1,0 +1,48 @@
+// Servers for bench/proxy.ts, each in its own process so none shares an event loop with the load
+// generator. `upstream`: a bare node:http server answering 12 bytes. `ingress <upstream port>`: the
+// real ingress-auth server (host parsing, header scrubbing, request id, round robin, undici pool,
+// request metrics in memory) with a fixed route table in place of the informers, so no cluster is
+// needed and EndpointSlices need not point at loopback. Prints {"url"} when ready.
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import * as k8s from '@kubernetes/client-node';
+import { startIngress } from '../ingress-auth/server.js';
+import type { Backend, RouteSource } from '../ingress-auth/routes.js';
+import { loadConfig } from '../lib/config.js';
+import type { Db } from '../lib/db/connection.js';
+import { createLogger } from '../lib/logger.js';
+import { RequestRecorder } from '../lib/metrics/requests.js';
+import type { App } from '../lib/resources/index.js';
+
+const [mode, upstreamPort] = process.argv.slice(2);
+
+if (mode === 'upstream') {
+  const body = 'hello world\n';
+  const server = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/plain', 'content-length': body.length });
+    res.end(body);
+  });
+  server.keepAliveTimeout = 65_000;
+  server.listen(0, '127.0.0.1', () => console.log(JSON.stringify({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` })));
+} else if (mode === 'ingress') {
+  const app = { apiVersion: 'svc.dev/v1alpha1', kind: 'App', metadata: { name: 'bench', namespace: 'svc-acct-bench', uid: '00000000-0000-4000-8000-000000000001' }, spec: { kind: 'static' } } as App;
+  const backend: Backend = { address: '127.0.0.1', port: Number(upstreamPort), origin: `http://127.0.0.1:${upstreamPort}` };
+  const routes: RouteSource = {
+    start: async () => undefined,
+    stop: async () => undefined,
+    app: (name) => (name === 'bench' ? app : undefined),
+    backends: () => [backend],
+    origins: () => new Set([backend.origin]),
+  };
+  // Recorded in memory like in production; never flushed (no database in the benchmark).
+  const recorder = new RequestRecorder(undefined as unknown as Db);
+  const config = loadConfig({ SVC_LOG_LEVEL: 'silent' }, { exists: () => false });
+  const ingress = await startIngress({ config, kc: new k8s.KubeConfig(), log: createLogger('ingress-auth', 'silent'), recorder, routes, host: '127.0.0.1', port: 0 });
+  console.log(JSON.stringify({ url: ingress.url }));
+} else {
+  console.error('usage: proxy-server.js upstream | ingress <upstream port>');
+  process.exit(2);
+}
+
+// A clean exit, so `node --cpu-prof` writes its profile.
+for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => process.exit(0));

@@ -1,0 +1,139 @@
+// bench/proxy: GET of a 12-byte answer straight to a node:http upstream (the baseline), through
+// ingress-auth, and through nginx (Debian, one worker, upstream keep-alive) as a plain reverse
+// proxy, in one run on one machine. Prints requests/s at BENCH_CONNECTIONS (32) and latency at 8
+// connections, with the ratios. nginx is left out, with a note, when it is not installed.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import autocannon from 'autocannon';
+import { repoRoot } from '../lib/paths.js';
+
+const connections = Number(process.env.BENCH_CONNECTIONS ?? 32);
+const duration = Number(process.env.BENCH_SECONDS ?? 8);
+const host = 'bench.apps.localhost';
+
+async function server(...args: string[]): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, [path.join(repoRoot, 'dist/bench/proxy-server.js'), ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const [line] = (await once(createInterface({ input: child.stdout! }), 'line')) as [string];
+  return { url: (JSON.parse(line) as { url: string }).url, child };
+}
+
+async function freePort(): Promise<number> {
+  const s = net.createServer().listen(0, '127.0.0.1');
+  await once(s, 'listening');
+  const port = (s.address() as net.AddressInfo).port;
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+function nginxBinary(): string | undefined {
+  for (const bin of ['nginx', '/usr/sbin/nginx']) if (spawnSync(bin, ['-v']).status === 0) return bin;
+  return undefined;
+}
+
+async function startNginx(bin: string, upstreamUrl: string): Promise<{ url: string; stop: () => Promise<void> }> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'svc-bench-nginx-'));
+  const port = await freePort();
+  const up = new URL(upstreamUrl);
+  await writeFile(
+    path.join(dir, 'nginx.conf'),
+    `worker_processes 1;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy; fastcgi_temp_path ${dir}/fastcgi; uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;
+  upstream app { server ${up.hostname}:${up.port}; keepalive 64; }
+  server {
+    listen 127.0.0.1:${port};
+    location / {
+      proxy_pass http://app;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $host;
+      proxy_set_header X-Forwarded-For $remote_addr;
+      proxy_set_header X-Forwarded-Proto $scheme;
+    }
+  }
+}
+`,
+  );
+  const child = spawn(bin, ['-p', dir, '-c', path.join(dir, 'nginx.conf'), '-g', 'daemon off;'], { stdio: ['ignore', 'inherit', 'inherit'] });
+  for (let i = 0; i < 50; i++) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = net.connect(port, '127.0.0.1', () => {
+        s.destroy();
+        resolve(true);
+      });
+      s.on('error', () => resolve(false));
+    });
+    if (ok) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    url: `http://127.0.0.1:${port}`,
+    stop: async () => {
+      child.kill('SIGQUIT');
+      await once(child, 'exit');
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+interface Figures {
+  rps: number;
+  p50: number;
+  p99: number;
+  /** At 8 connections. */
+  p50At8: number;
+  p99At8: number;
+  meanAt8: number;
+}
+
+async function load(url: string, conns: number, seconds: number) {
+  const r = await autocannon({ url, connections: conns, duration: seconds, headers: { host }, pipelining: 1 });
+  const bad = r.non2xx + r.errors + r.timeouts;
+  if (bad > 0) throw new Error(`${url}: ${bad} failed requests (non-2xx ${r.non2xx}, errors ${r.errors})`);
+  return r;
+}
+
+async function measure(url: string): Promise<Figures> {
+  await load(url, connections, 2); // warm-up: JIT, pools
+  const many = await load(url, connections, duration);
+  const few = await load(url, 8, Math.max(3, Math.round(duration / 2)));
+  return { rps: many.requests.average, p50: many.latency.p50, p99: many.latency.p99, p50At8: few.latency.p50, p99At8: few.latency.p99, meanAt8: few.latency.average };
+}
+
+const upstream = await server('upstream');
+const ingress = await server('ingress', new URL(upstream.url).port);
+const bin = nginxBinary();
+const nginx = bin ? await startNginx(bin, upstream.url) : undefined;
+try {
+  const direct = await measure(upstream.url);
+  const proxied = await measure(ingress.url);
+  const reference = nginx ? await measure(nginx.url) : undefined;
+  const row = (name: string, f: Figures) =>
+    `  ${name.padEnd(18)} ${f.rps.toFixed(0).padStart(7)} req/s   p50 ${f.p50} / p99 ${f.p99} ms   at 8 conns: p50 ${f.p50At8} / p99 ${f.p99At8} ms, mean ${f.meanAt8.toFixed(3)} ms`;
+  console.log(`bench/proxy: GET, 12-byte answer, ${connections} connections for ${duration}s each (latency also at 8), same machine, same run`);
+  console.log(row('direct upstream', direct));
+  console.log(row('ingress-auth', proxied));
+  if (reference) console.log(row('nginx (1 worker)', reference));
+  else console.log('  nginx              not installed (apt-get install nginx-light): left out');
+  console.log(`  ratio ingress-auth/direct  ${(proxied.rps / direct.rps).toFixed(2)}`);
+  if (reference) {
+    console.log(`  ratio nginx/direct         ${(reference.rps / direct.rps).toFixed(2)}`);
+    console.log(`  ratio ingress-auth/nginx   ${(proxied.rps / reference.rps).toFixed(2)}   (goal >= 0.6)`);
+  }
+  console.log(`  added mean latency at 8 connections: ingress-auth ${(proxied.meanAt8 - direct.meanAt8).toFixed(3)} ms${reference ? `, nginx ${(reference.meanAt8 - direct.meanAt8).toFixed(3)} ms` : ''}   (goal p50 < 1 ms)`);
+} finally {
+  await nginx?.stop();
+  for (const c of [ingress.child, upstream.child]) {
+    c.kill('SIGTERM');
+    await once(c, 'exit');
+  }
+}

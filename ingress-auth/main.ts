@@ -1,0 +1,28 @@
+// Starts ingress-auth: the proxy on every app hostname, on SVC_PROXY_HOST:SVC_PROXY_PORT.
+import { loadConfigOrExit } from '../lib/config.js';
+import { connect } from '../lib/db/connection.js';
+import { loadKubeConfig } from '../lib/kube/client.js';
+import { createLogger } from '../lib/logger.js';
+import { RequestRecorder } from '../lib/metrics/requests.js';
+import { startIngress } from './server.js';
+
+const config = loadConfigOrExit('ingress-auth');
+const log = createLogger('ingress-auth', config.logLevel);
+const db = connect(config.databaseUrl);
+const recorder = new RequestRecorder(db, { log });
+recorder.start();
+const ingress = await startIngress({ config, kc: loadKubeConfig(config.kubeconfig), log, recorder });
+
+let stopping = false;
+async function shutdown(signal: string): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  log.info({ signal }, 'Shutting down');
+  setTimeout(() => process.exit(0), 10_000).unref();
+  await ingress.close();
+  await recorder.stop().catch(() => undefined);
+  await db.destroy();
+  process.exit(0);
+}
+process.on('SIGTERM', () => void shutdown('SIGTERM'));
+process.on('SIGINT', () => void shutdown('SIGINT'));

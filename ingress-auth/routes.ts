@@ -1,0 +1,211 @@
+// Host -> App -> machines, from informer caches (no apiserver call per request): every App of the
+// cluster, and the EndpointSlices of the apps' Services (the controller labels each Service with
+// `svc.dev/app`, and the EndpointSlice controller copies a Service's labels onto its slices, which
+// keeps this cache to app slices only).
+//
+// App names are unique per namespace only, while a hostname is global: the oldest App of a name
+// holds its hostname (docs/decisions/0008-ingress-routing.md).
+import * as k8s from '@kubernetes/client-node';
+import { keepWatching } from '../lib/kube/keep-watching.js';
+import type { Logger } from '../lib/logger.js';
+import { group, version, type App } from '../lib/resources/index.js';
+
+export interface Backend {
+  address: string;
+  port: number;
+  /** `http://address:port`: one keep-alive pool each. */
+  origin: string;
+}
+
+const serviceNameLabel = 'kubernetes.io/service-name';
+const appLabel = 'svc.dev/app';
+
+/** Apps by name; `holder(name)` is the App whose hostname `<name>.<apps domain>` is. */
+export class HostIndex {
+  private readonly byName = new Map<string, Map<string, App>>();
+
+  upsert(app: App): void {
+    const name = app.metadata.name;
+    const uid = app.metadata.uid;
+    if (!name || !uid) return;
+    let same = this.byName.get(name);
+    if (!same) this.byName.set(name, (same = new Map()));
+    same.set(uid, app);
+  }
+
+  remove(app: App): void {
+    const same = this.byName.get(app.metadata.name ?? '');
+    if (!same) return;
+    same.delete(app.metadata.uid ?? '');
+    if (same.size === 0) this.byName.delete(app.metadata.name!);
+  }
+
+  /** The oldest App of the name (creation time, then uid, so every replica agrees), if any. */
+  holder(name: string): App | undefined {
+    const same = this.byName.get(name);
+    if (!same) return undefined;
+    let best: App | undefined;
+    for (const app of same.values()) {
+      if (app.metadata.deletionTimestamp) continue;
+      if (!best || older(app, best)) best = app;
+    }
+    return best;
+  }
+}
+
+function created(app: App): number {
+  const t = app.metadata.creationTimestamp;
+  return t ? new Date(t).getTime() : Number.POSITIVE_INFINITY;
+}
+
+function older(a: App, b: App): boolean {
+  const ta = created(a);
+  const tb = created(b);
+  return ta !== tb ? ta < tb : (a.metadata.uid ?? '') < (b.metadata.uid ?? '');
+}
+
+interface SliceBackends {
+  service: string;
+  ready: Backend[];
+  /** Serving but terminating: used only when nothing is ready (a machine draining still answers). */
+  draining: Backend[];
+}
+
+/** Backends of one EndpointSlice: its endpoints on the port named `http`. */
+export function backendsOfSlice(slice: k8s.V1EndpointSlice): Omit<SliceBackends, 'service'> {
+  const ready: Backend[] = [];
+  const draining: Backend[] = [];
+  const port = slice.ports?.find((p) => p.name === 'http')?.port;
+  if (port === undefined || (slice.addressType !== 'IPv4' && slice.addressType !== 'IPv6')) return { ready, draining };
+  for (const e of slice.endpoints ?? []) {
+    const address = e.addresses[0];
+    if (!address) continue;
+    const host = slice.addressType === 'IPv6' ? `[${address}]` : address;
+    const b = { address, port, origin: `http://${host}:${port}` };
+    // An unknown readiness counts as ready, as the EndpointSlice API asks of consumers.
+    if (e.conditions?.ready !== false) ready.push(b);
+    else if (e.conditions?.serving === true && e.conditions.terminating === true) draining.push(b);
+  }
+  return { ready, draining };
+}
+
+/** Ready backends per Service (`namespace/name`), from its slices. */
+export class EndpointIndex {
+  private readonly slices = new Map<string, SliceBackends>();
+  private readonly byService = new Map<string, Backend[]>();
+  private readonly slicesOf = new Map<string, Set<string>>();
+
+  upsert(slice: k8s.V1EndpointSlice): void {
+    const ns = slice.metadata?.namespace;
+    const svc = slice.metadata?.labels?.[serviceNameLabel];
+    if (!ns || !svc || !slice.metadata?.name) return;
+    const key = `${ns}/${slice.metadata.name}`;
+    const service = `${ns}/${svc}`;
+    this.slices.set(key, { service, ...backendsOfSlice(slice) });
+    let keys = this.slicesOf.get(service);
+    if (!keys) this.slicesOf.set(service, (keys = new Set()));
+    keys.add(key);
+    this.byService.delete(service);
+  }
+
+  remove(slice: k8s.V1EndpointSlice): void {
+    const key = `${slice.metadata?.namespace}/${slice.metadata?.name}`;
+    const s = this.slices.get(key);
+    if (!s) return;
+    this.slices.delete(key);
+    const keys = this.slicesOf.get(s.service);
+    keys?.delete(key);
+    if (keys?.size === 0) this.slicesOf.delete(s.service);
+    this.byService.delete(s.service);
+  }
+
+  backends(namespace: string, service: string): Backend[] {
+    const key = `${namespace}/${service}`;
+    let list = this.byService.get(key);
+    if (list) return list;
+    const ready = new Map<string, Backend>();
+    const draining = new Map<string, Backend>();
+    for (const sliceKey of this.slicesOf.get(key) ?? []) {
+      const s = this.slices.get(sliceKey)!;
+      for (const b of s.ready) ready.set(b.origin, b);
+      for (const b of s.draining) draining.set(b.origin, b);
+    }
+    list = [...(ready.size ? ready : draining).values()];
+    this.byService.set(key, list);
+    return list;
+  }
+
+  /** Every origin some slice names (pools for others can go). */
+  origins(): Set<string> {
+    const all = new Set<string>();
+    for (const s of this.slices.values()) for (const b of [...s.ready, ...s.draining]) all.add(b.origin);
+    return all;
+  }
+}
+
+/** Where the server finds apps and their machines (the informers; a fixed table in bench/proxy). */
+export interface RouteSource {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** The App holding `<name>.<apps domain>`. */
+  app(name: string): App | undefined;
+  /** Its machines to send requests to (ready ones, else draining ones). */
+  backends(app: App): Backend[];
+  /** Every machine any app may still route to. */
+  origins(): Set<string>;
+}
+
+/** The two informers feeding the indexes. */
+export class RouteTable implements RouteSource {
+  readonly hosts = new HostIndex();
+  readonly endpoints = new EndpointIndex();
+  private readonly apps: k8s.ListWatch<App>;
+  private readonly slices: k8s.ListWatch<k8s.V1EndpointSlice>;
+
+  constructor(kc: k8s.KubeConfig, log: Logger) {
+    const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+    const discovery = kc.makeApiClient(k8s.DiscoveryV1Api);
+    this.apps = new k8s.ListWatch<App>(
+      `/apis/${group}/${version}/apps`,
+      new k8s.Watch(kc),
+      () => custom.listClusterCustomObject({ group, version, plural: 'apps' }) as Promise<k8s.KubernetesListObject<App>>,
+      false,
+    );
+    this.slices = new k8s.ListWatch<k8s.V1EndpointSlice>(
+      '/apis/discovery.k8s.io/v1/endpointslices',
+      new k8s.Watch(kc),
+      () => discovery.listEndpointSliceForAllNamespaces({ labelSelector: appLabel }),
+      false,
+      appLabel,
+    );
+    for (const verb of ['add', 'update'] as const) {
+      this.apps.on(verb, (a) => this.hosts.upsert(a));
+      this.slices.on(verb, (s) => this.endpoints.upsert(s));
+    }
+    this.apps.on('delete', (a) => this.hosts.remove(a));
+    this.slices.on('delete', (s) => this.endpoints.remove(s));
+    keepWatching(this.apps, 'apps', log);
+    keepWatching(this.slices, 'endpointslices', log);
+  }
+
+  /** Resolves once both caches hold a first full list. */
+  async start(): Promise<void> {
+    await Promise.all([this.apps.start(), this.slices.start()]);
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([this.apps.stop(), this.slices.stop()]);
+  }
+
+  app(name: string): App | undefined {
+    return this.hosts.holder(name);
+  }
+
+  backends(app: App): Backend[] {
+    return this.endpoints.backends(app.metadata.namespace!, app.metadata.name!);
+  }
+
+  origins(): Set<string> {
+    return this.endpoints.origins();
+  }
+}
