@@ -13,6 +13,7 @@ import { loadImageRules } from './images.js';
 import { LoopbackNetwork, NetnsNetwork, type PodNetwork } from './network.js';
 import { startKubeletServer, type KubeletServer } from './kubelet-server.js';
 import { detectCgroups } from './limits.js';
+import { reapOrphans } from './orphans.js';
 import { LocalProvisioner } from './provisioner.js';
 import type { VolumeSources } from './volumes.js';
 import { NodeHeartbeat, type NodeIdentity } from './node.js';
@@ -110,6 +111,8 @@ export class NodeAgent {
 
   async start(): Promise<void> {
     const rules = loadImageRules(this.config.nodeAgent.imageMapFile);
+    const reaped = reapOrphans(path.join(this.config.nodeAgent.dataDir, 'pods'));
+    if (reaped) this.log.warn({ processGroups: reaped }, 'Ended container processes a previous node-agent left running');
     if (this.network instanceof NetnsNetwork) await this.network.init();
     const cgroups = detectCgroups();
     this.log.info({ cgroups }, cgroups === 'none' ? 'No writable cgroup hierarchy: CPU and memory limits will not be enforced' : 'Limits enforced with cgroups');
