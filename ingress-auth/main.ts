@@ -1,6 +1,7 @@
 // Starts ingress-auth: the proxy on every app hostname, on SVC_PROXY_HOST:SVC_PROXY_PORT.
 import { loadConfigOrExit } from '../lib/config.js';
 import { connect } from '../lib/db/connection.js';
+import { AssertionKeyStore } from '../lib/identity/assertion-keys.js';
 import { loadKubeConfig } from '../lib/kube/client.js';
 import { createLogger } from '../lib/logger.js';
 import { RequestRecorder } from '../lib/metrics/requests.js';
@@ -11,7 +12,9 @@ const log = createLogger('ingress-auth', config.logLevel);
 const db = connect(config.databaseUrl);
 const recorder = new RequestRecorder(db, { log });
 recorder.start();
-const ingress = await startIngress({ config, kc: loadKubeConfig(config.kubeconfig), log, recorder });
+// Public keys of the identity assertions, on every app hostname at /_svc/auth/jwks.json.
+const keys = new AssertionKeyStore(db, { rotationMs: config.assertion.rotationMs, maxAssertionLifetimeMs: config.assertion.lifetimeSeconds * 1000 });
+const ingress = await startIngress({ config, kc: loadKubeConfig(config.kubeconfig), log, recorder, jwks: () => keys.jwks() });
 
 let stopping = false;
 async function shutdown(signal: string): Promise<void> {

@@ -25,6 +25,8 @@ export interface IngressOptions {
   recorder?: RequestRecorder;
   /** Default: informers of Apps and EndpointSlices through `kc`. */
   routes?: RouteSource;
+  /** The public keys of identity assertions, served at /_svc/auth/jwks.json (AssertionKeyStore.jwks). */
+  jwks?: () => Promise<{ keys: object[] }>;
   /** Overrides config.proxy (tests listen on port 0). */
   host?: string;
   port?: number;
@@ -81,6 +83,22 @@ export async function startIngress(opts: IngressOptions): Promise<Ingress> {
       const body = '{"status":"ok"}';
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': body.length, 'cache-control': 'no-store', 'x-request-id': requestId });
       res.end(req.method === 'HEAD' ? undefined : body);
+      return;
+    }
+    if (path === '/_svc/auth/jwks.json' && opts.jwks && (req.method === 'GET' || req.method === 'HEAD')) {
+      opts.jwks().then(
+        (set) => {
+          const body = JSON.stringify(set);
+          // Keys are published 15 minutes before they sign (lib/identity/assertion-keys.ts), so 5
+          // minutes of caching never hides a key that signs.
+          res.writeHead(200, { 'content-type': 'application/jwk-set+json', 'content-length': Buffer.byteLength(body), 'cache-control': 'public, max-age=300', 'access-control-allow-origin': '*', 'x-request-id': requestId });
+          res.end(req.method === 'HEAD' ? undefined : body);
+        },
+        (err: unknown) => {
+          log.error({ err, reqId: requestId }, 'Reading the assertion keys failed');
+          sendError(res, 503, 'the signing keys are not available right now', req.headers.accept, requestId);
+        },
+      );
       return;
     }
     sendError(res, 404, `no platform route ${path}`, req.headers.accept, requestId);

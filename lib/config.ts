@@ -53,6 +53,9 @@ const envSchema = z.object({
   SVC_PROXY_PORT: port.default(8081),
   SVC_PROXY_UPSTREAM_CONNECTIONS: z.coerce.number().int().min(1).max(10_000).default(256),
   SVC_PROXY_UPSTREAM_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(60_000),
+  SVC_ASSERTION_ISSUER: z.url().regex(/^https?:\/\//, 'must be an http(s) URL').optional(),
+  SVC_ASSERTION_LIFETIME_SECONDS: z.coerce.number().int().min(30, 'must be 30-900 seconds').max(900, 'must be 30-900 seconds').default(300),
+  SVC_ASSERTION_ROTATION_HOURS: z.coerce.number().int().min(1, 'must be 1-8760 hours').max(8760, 'must be 1-8760 hours').default(7 * 24),
 });
 
 export interface Config {
@@ -102,6 +105,15 @@ export interface Config {
     readonly upstreamConnections: number;
     /** A machine that has not answered with headers by then gets the client a 504. */
     readonly upstreamTimeoutMs: number;
+  };
+  /** The identity assertions (X-Svc-Auth-Assertion) ingress-auth signs for apps. */
+  readonly assertion: {
+    /** `iss` of every assertion. Default: http://<appsDomain><appsUrlSuffix>/_svc/auth. */
+    readonly issuer: string;
+    /** `exp - iat` of an assertion, and how long a replaced key stays in the JWKS after it stops signing. */
+    readonly lifetimeSeconds: number;
+    /** How long one key signs before a new one takes over. */
+    readonly rotationMs: number;
   };
   readonly nodeAgent: {
     readonly apiserverUrl: string;
@@ -177,6 +189,11 @@ export function loadConfig(
       port: e.SVC_PROXY_PORT,
       upstreamConnections: e.SVC_PROXY_UPSTREAM_CONNECTIONS,
       upstreamTimeoutMs: e.SVC_PROXY_UPSTREAM_TIMEOUT_MS,
+    }),
+    assertion: Object.freeze({
+      issuer: (e.SVC_ASSERTION_ISSUER ?? `http://${e.SVC_APPS_DOMAIN}${e.SVC_APPS_URL_SUFFIX}/_svc/auth`).replace(/\/+$/, ''),
+      lifetimeSeconds: e.SVC_ASSERTION_LIFETIME_SECONDS,
+      rotationMs: e.SVC_ASSERTION_ROTATION_HOURS * 3600_000,
     }),
     nodeAgent: Object.freeze({
       apiserverUrl: e.SVC_APISERVER_URL,

@@ -9,6 +9,7 @@ import * as m0004 from './migrations/0004_webhooks.js';
 import * as m0005 from './migrations/0005_usage.js';
 import * as m0006 from './migrations/0006_deploys.js';
 import * as m0007 from './migrations/0007_app_request_metrics.js';
+import * as m0008 from './migrations/0008_assertion_keys.js';
 
 interface Migration {
   up(db: Knex): Promise<void>;
@@ -23,6 +24,7 @@ const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ['0005_usage', m0005],
   ['0006_deploys', m0006],
   ['0007_app_request_metrics', m0007],
+  ['0008_assertion_keys', m0008],
 ];
 
 const source: Knex.MigrationSource<readonly [string, Migration]> = {
