@@ -12,6 +12,7 @@ import { planHandlerRoutes } from '../../lib/handlers/routes.js';
 import { combine, isHtmlPage, isMarkdownPage, PolicyError, treeDeclarations, type AuthPolicy, type Declaration } from '../../lib/policy/index.js';
 import { ApiError, invalid } from '../errors.js';
 import type { AppRepository } from '../repositories/apps.js';
+import type { Env, EnvRepository } from '../repositories/env.js';
 import { parseCompose } from './compose.js';
 import { detectKind, isHtml } from './detect.js';
 
@@ -211,19 +212,30 @@ export class Deployer {
  * deploy from its first write, so its first machines are already the deploy's.
  */
 export async function createServing(
-  d: { deploys: DeployStore; apps: AppRepository },
+  d: { deploys: DeployStore; apps: AppRepository; env: EnvRepository },
   accountId: string,
   namespace: string,
   metadata: Parameters<AppRepository['createWith']>[1],
   spec: App['spec'],
   prepared: Prepared | undefined,
-  opts: { origin: DeployOrigin; originDeploy?: string; createdBy?: string },
+  opts: { origin: DeployOrigin; originDeploy?: string; createdBy?: string; env?: Env },
 ): Promise<{ app: App; deploy?: Deploy }> {
-  if (!prepared) return { app: await d.apps.createWith(namespace, metadata, spec) };
-  const id = newDeployId();
-  const app = await d.apps.createWith(namespace, metadata, { ...spec, ...prepared.spec, deployId: id, ...(prepared.machines !== undefined ? { machines: prepared.machines } : {}) });
+  // The env copy exists before the App names it, so the App's first machines already have it.
+  const secret = opts.env && Object.keys(opts.env).length ? await d.env.prepare(namespace, metadata.name, opts.env) : undefined;
+  const id = prepared ? newDeployId() : undefined;
+  const full: App['spec'] = {
+    ...spec,
+    ...(secret ? { envSecretName: secret.name } : {}),
+    ...(prepared ? { ...prepared.spec, deployId: id, ...(prepared.machines !== undefined ? { machines: prepared.machines } : {}) } : {}),
+  };
+  const app = await d.apps.createWith(namespace, metadata, full).catch(async (err: unknown) => {
+    await secret?.discard();
+    throw err;
+  });
+  await secret?.adopt(app);
+  if (!prepared) return { app };
   const deploy = await d.deploys.create({
-    id,
+    id: id!,
     accountId,
     app: { uid: app.metadata.uid!, name: app.metadata.name! },
     spec: prepared.spec,

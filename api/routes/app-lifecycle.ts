@@ -34,8 +34,6 @@ export function lifecycleOperations(s: Services): Operation[] {
         const originDeploy = source.status?.currentDeploy ?? source.spec.deployId;
         if (await s.apps.find(caller.account.namespace, body.name)) throw conflict(`an app named "${body.name}" already exists`);
         const env = await s.env.read(source);
-        // The copy of the env exists before the App, so its first machines have it.
-        const secret = Object.keys(env).length ? await s.env.prepare(caller.account.namespace, body.name, env) : undefined;
         const { app, deploy } = await createServing(
           s,
           caller.account.id,
@@ -45,15 +43,10 @@ export function lifecycleOperations(s: Services): Operation[] {
             ...(source.spec.machines !== undefined ? { machines: source.spec.machines } : {}),
             ...(source.spec.resources ? { resources: source.spec.resources } : {}),
             ...(source.spec.auth ? { auth: source.spec.auth } : {}),
-            ...(secret ? { envSecretName: secret.name } : {}),
           },
           spec ? { spec, origin: 'fork', summary: { forked_from: source.metadata.name, ...(originDeploy ? { deploy: originDeploy } : {}) } } : undefined,
-          { origin: 'fork', ...(originDeploy ? { originDeploy } : {}), createdBy: createdBy(caller) },
-        ).catch(async (err: unknown) => {
-          await secret?.discard();
-          throw err;
-        });
-        await secret?.adopt(app);
+          { origin: 'fork', ...(originDeploy ? { originDeploy } : {}), createdBy: createdBy(caller), env },
+        );
         return { status: 201, body: { app: presentApp(app), deploy: deploy ? presentDeploy(deploy, app) : null } };
       },
     }),

@@ -87,8 +87,6 @@ export function previewOperations(s: Services): Operation[] {
         }
         if (await s.apps.find(caller.account.namespace, name)) throw conflict(`preview ${r} of app ${parent.metadata.name} already exists`);
         const env = await s.env.read(parent);
-        // The copy of the env exists before the App, so its first machines have it.
-        const secret = Object.keys(env).length ? await s.env.prepare(caller.account.namespace, name, env) : undefined;
         const { app, deploy } = await createServing(
           s,
           caller.account.id,
@@ -103,15 +101,10 @@ export function previewOperations(s: Services): Operation[] {
             machines: 1,
             ...(parent.spec.resources ? { resources: parent.spec.resources } : {}),
             ...(parent.spec.auth ? { auth: parent.spec.auth } : {}),
-            ...(secret ? { envSecretName: secret.name } : {}),
           },
           prepared,
-          { origin: prepared?.origin ?? 'preview', ...(originDeploy ? { originDeploy } : {}), createdBy: createdBy(caller) },
-        ).catch(async (err: unknown) => {
-          await secret?.discard();
-          throw err;
-        });
-        await secret?.adopt(app);
+          { origin: prepared?.origin ?? 'preview', ...(originDeploy ? { originDeploy } : {}), createdBy: createdBy(caller), env },
+        );
         return { status: 201, body: { preview: presentPreview(app), deploy: deploy ? presentDeploy(deploy, app) : null } };
       },
     }),
