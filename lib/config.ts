@@ -56,6 +56,22 @@ const envSchema = z.object({
   SVC_ASSERTION_ISSUER: z.url().regex(/^https?:\/\//, 'must be an http(s) URL').optional(),
   SVC_ASSERTION_LIFETIME_SECONDS: z.coerce.number().int().min(30, 'must be 30-900 seconds').max(900, 'must be 30-900 seconds').default(300),
   SVC_ASSERTION_ROTATION_HOURS: z.coerce.number().int().min(1, 'must be 1-8760 hours').max(8760, 'must be 1-8760 hours').default(7 * 24),
+  SVC_AUTH_HOST: z
+    .string()
+    .regex(/^([a-z0-9]([-a-z0-9]*[a-z0-9])?\.)*[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a host name')
+    .optional(),
+  SVC_AUTH_SECURE_COOKIES: bool.default(false),
+  SVC_AUTH_EMAIL_PER_ADDRESS_HOURLY: z.coerce.number().int().min(1).max(1000).default(5),
+  SVC_AUTH_EMAIL_PER_SOURCE_HOURLY: z.coerce.number().int().min(1).max(100_000).default(30),
+  SVC_SMTP_URL: z.url().regex(/^smtps?:\/\//, 'must be an smtp:// or smtps:// URL').optional(),
+  SVC_MAIL_FROM: z.string().min(3).optional(),
+  SVC_IDP_ISSUER: z.url().regex(/^https?:\/\//, 'must be an http(s) URL').optional(),
+  SVC_IDP_CLIENT_ID: z.string().min(1).optional(),
+  SVC_IDP_CLIENT_SECRET: z.string().min(1).optional(),
+  SVC_CODEHOST_URL: z.url().regex(/^https?:\/\//, 'must be an http(s) URL').default('https://github.com'),
+  SVC_CODEHOST_API_URL: z.url().regex(/^https?:\/\//, 'must be an http(s) URL').default('https://api.github.com'),
+  SVC_CODEHOST_CLIENT_ID: z.string().min(1).optional(),
+  SVC_CODEHOST_CLIENT_SECRET: z.string().min(1).optional(),
 });
 
 export interface Config {
@@ -115,6 +131,24 @@ export interface Config {
     /** How long one key signs before a new one takes over. */
     readonly rotationMs: number;
   };
+  /** Sign-in on app hostnames (ingress-auth) and its providers. */
+  readonly auth: {
+    /**
+     * The platform's own sign-in host, where identity providers send their callbacks (one redirect
+     * URI to register, not one per app). Default: login.<appsDomain>; the API refuses it as an app name.
+     */
+    readonly host: string;
+    /** Cookies get `Secure` and the `__Host-` prefix: set when app hostnames are served over https. */
+    readonly secureCookies: boolean;
+    /** Sign-in links the login page sends: per address and per source address, each per hour. */
+    readonly emailRate: { readonly perAddressHourly: number; readonly perSourceHourly: number };
+    /** OpenID Connect provider of `idp` policies; undefined when not configured. */
+    readonly idp: { readonly issuer: string; readonly clientId: string; readonly clientSecret: string } | undefined;
+    /** OAuth2 code-hosting provider of `codehost` policies (GitHub's API shape); undefined when not configured. */
+    readonly codehost: { readonly url: string; readonly apiUrl: string; readonly clientId: string; readonly clientSecret: string } | undefined;
+  };
+  /** Outgoing mail (sign-in links): SMTP through nodemailer; undefined smtpUrl keeps mail queued. */
+  readonly mail: { readonly smtpUrl: string | undefined; readonly from: string };
   readonly nodeAgent: {
     readonly apiserverUrl: string;
     /** Node names this agent registers; node i serves its kubelet endpoint on kubeletPort + i. */
@@ -157,6 +191,12 @@ export function loadConfig(
     );
   }
   const e = parsed.data;
+  const pairs: Array<[string, unknown, string[]]> = [
+    ['SVC_IDP_ISSUER', e.SVC_IDP_ISSUER, ['SVC_IDP_CLIENT_ID', 'SVC_IDP_CLIENT_SECRET']],
+    ['SVC_CODEHOST_CLIENT_ID', e.SVC_CODEHOST_CLIENT_ID, ['SVC_CODEHOST_CLIENT_SECRET']],
+  ];
+  const missing = pairs.flatMap(([name, set, needs]) => (set === undefined ? [] : needs.filter((n) => !env[n]).map((n) => `${n}: required when ${name} is set`)));
+  if (missing.length) throw new ConfigError(missing);
   const stateDir = path.resolve(e.SVC_STATE_DIR);
   const localKubeconfig = path.join(stateDir, 'kubeconfig');
   const exists = opts.exists ?? existsSync;
@@ -195,6 +235,16 @@ export function loadConfig(
       lifetimeSeconds: e.SVC_ASSERTION_LIFETIME_SECONDS,
       rotationMs: e.SVC_ASSERTION_ROTATION_HOURS * 3600_000,
     }),
+    auth: Object.freeze({
+      host: e.SVC_AUTH_HOST ?? `login.${e.SVC_APPS_DOMAIN}`,
+      secureCookies: e.SVC_AUTH_SECURE_COOKIES,
+      emailRate: Object.freeze({ perAddressHourly: e.SVC_AUTH_EMAIL_PER_ADDRESS_HOURLY, perSourceHourly: e.SVC_AUTH_EMAIL_PER_SOURCE_HOURLY }),
+      idp: e.SVC_IDP_ISSUER ? Object.freeze({ issuer: e.SVC_IDP_ISSUER, clientId: e.SVC_IDP_CLIENT_ID!, clientSecret: e.SVC_IDP_CLIENT_SECRET! }) : undefined,
+      codehost: e.SVC_CODEHOST_CLIENT_ID
+        ? Object.freeze({ url: e.SVC_CODEHOST_URL.replace(/\/+$/, ''), apiUrl: e.SVC_CODEHOST_API_URL.replace(/\/+$/, ''), clientId: e.SVC_CODEHOST_CLIENT_ID, clientSecret: e.SVC_CODEHOST_CLIENT_SECRET! })
+        : undefined,
+    }),
+    mail: Object.freeze({ smtpUrl: e.SVC_SMTP_URL, from: e.SVC_MAIL_FROM ?? `Sign-in <no-reply@${e.SVC_APPS_DOMAIN}>` }),
     nodeAgent: Object.freeze({
       apiserverUrl: e.SVC_APISERVER_URL,
       nodes: Object.freeze(e.SVC_NODES.split(',')),
