@@ -11,6 +11,7 @@ import { accountOperations } from './routes/account.js';
 import { appLogOperations } from './routes/app-logs.js';
 import { appMetricsOperations } from './routes/app-metrics.js';
 import { artifactEndpoint } from './artifacts.js';
+import { appAuthOperations } from './routes/app-auth.js';
 import { lifecycleOperations } from './routes/app-lifecycle.js';
 import { appOperations } from './routes/apps.js';
 import { deployOperations } from './routes/deploys.js';
@@ -31,6 +32,7 @@ export function allOperations(s: Services): Operation[] {
     ...deployOperations(s),
     ...previewOperations(s),
     ...lifecycleOperations(s),
+    ...appAuthOperations(s),
     ...pendingOperations(),
   ];
   return operations;

@@ -1,5 +1,8 @@
 import * as k8s from '@kubernetes/client-node';
 import { ArtifactStore } from '../lib/artifacts/store.js';
+import { AppUserStore } from '../lib/auth/app-users.js';
+import { LinkStore } from '../lib/auth/links.js';
+import { SessionStore } from '../lib/auth/sessions.js';
 import type { Config } from '../lib/config.js';
 import type { Db } from '../lib/db/connection.js';
 import { DeployStore } from '../lib/deploys.js';
@@ -23,6 +26,8 @@ export interface Services {
   artifacts: ArtifactStore;
   deploys: DeployStore;
   deployer: Deployer;
+  /** App users, their sessions and sign-in links (shared with ingress-auth through PostgreSQL). */
+  auth: { users: AppUserStore; sessions: SessionStore; links: LinkStore };
   log: Logger;
   clock: () => Date;
 }
@@ -58,6 +63,7 @@ export async function assembleServices(deps: {
     artifacts,
     deploys,
     deployer: new Deployer(artifacts, deploys, apps, log, config.deploys.artifactBaseUrl),
+    auth: { users: new AppUserStore(db, clock), sessions: new SessionStore(db, clock), links: new LinkStore(db, clock) },
     log,
     clock,
   };

@@ -1,8 +1,10 @@
 // What crosses the proxy in each direction. Towards the app: everything the client sent except
 // hop-by-hop headers, the platform's own `X-Svc-*` namespace (apps trust those, so a client must never
-// be able to supply one, in any spelling) and forwarding headers, which we set ourselves. Towards
-// the client: the app's response minus hop-by-hop headers.
+// be able to supply one, in any spelling), the platform's cookies and forwarding headers, which we
+// set ourselves; then the verified identity, if any. Towards the client: the app's response minus
+// hop-by-hop headers and any attempt to set a platform cookie.
 import type { IncomingHttpHeaders } from 'node:http';
+import { withoutPlatformCookies, withoutPlatformSetCookies } from './auth/cookies.js';
 
 /** Hop-by-hop (RFC 9110 7.6.1) and headers the upstream client library sets itself. */
 const hopByHop = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'expect']);
@@ -24,6 +26,10 @@ export interface Forwarded {
   proto: 'http' | 'https';
   /** The Host header as the client sent it (with its port). */
   host: string;
+  /** X-Svc-Auth-* of the verified visitor, as [name, value, ...]. */
+  identity?: string[] | undefined;
+  /** The answer depends on who asked (a gated path, or an identity was added): never cached. */
+  personal?: boolean | undefined;
 }
 
 /**
@@ -47,15 +53,25 @@ export function upstreamHeaders(rawHeaders: readonly string[], fwd: Forwarded, k
       continue;
     }
     if (hopByHop.has(lower) || forwarding.has(lower) || connectionTokens.has(lower) || isPlatformHeader(lower)) continue;
+    if (lower === 'cookie') {
+      const kept = withoutPlatformCookies(rawHeaders[i + 1]!);
+      if (kept !== undefined) out.push(name, kept);
+      continue;
+    }
     out.push(name, rawHeaders[i + 1]!);
   }
   if (keepUpgrade) out.push('connection', 'upgrade');
   out.push('x-forwarded-for', fwd.clientIp, 'x-forwarded-proto', fwd.proto, 'x-forwarded-host', fwd.host, 'x-request-id', fwd.requestId);
+  if (fwd.identity) for (const h of fwd.identity) out.push(h);
   return out;
 }
 
-/** The app's response headers for the client, without hop-by-hop ones. */
-export function downstreamHeaders(headers: IncomingHttpHeaders | Record<string, string | string[] | undefined>, requestId: string): Record<string, string | string[]> {
+/**
+ * The app's response headers for the client, without hop-by-hop ones or platform cookies. A
+ * `personal` answer (gated, or made for a known visitor) is marked `private, no-store`, whatever
+ * the app said, so no shared cache keeps one person's page for another.
+ */
+export function downstreamHeaders(headers: IncomingHttpHeaders | Record<string, string | string[] | undefined>, requestId: string, personal = false): Record<string, string | string[]> {
   const connectionTokens = new Set(
     String(headers.connection ?? '')
       .split(',')
@@ -65,9 +81,15 @@ export function downstreamHeaders(headers: IncomingHttpHeaders | Record<string, 
   const out: Record<string, string | string[]> = {};
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined || hopByHop.has(name) || connectionTokens.has(name)) continue;
+    if (name === 'set-cookie') {
+      const kept = withoutPlatformSetCookies(value);
+      if (kept.length) out[name] = kept;
+      continue;
+    }
     out[name] = value;
   }
   out['x-request-id'] = requestId;
+  if (personal) out['cache-control'] = 'private, no-store';
   return out;
 }
 

@@ -2,9 +2,12 @@
 import { loadConfigOrExit } from '../lib/config.js';
 import { connect } from '../lib/db/connection.js';
 import { AssertionKeyStore } from '../lib/identity/assertion-keys.js';
+import { AssertionSigner } from '../lib/identity/assertion.js';
 import { loadKubeConfig } from '../lib/kube/client.js';
 import { createLogger } from '../lib/logger.js';
 import { RequestRecorder } from '../lib/metrics/requests.js';
+import { AuthRoutes } from './auth/routes.js';
+import { SignIn } from './auth/sign-in.js';
 import { startIngress } from './server.js';
 
 const config = loadConfigOrExit('ingress-auth');
@@ -14,7 +17,16 @@ const recorder = new RequestRecorder(db, { log });
 recorder.start();
 // Public keys of the identity assertions, on every app hostname at /_svc/auth/jwks.json.
 const keys = new AssertionKeyStore(db, { rotationMs: config.assertion.rotationMs, maxAssertionLifetimeMs: config.assertion.lifetimeSeconds * 1000 });
-const ingress = await startIngress({ config, kc: loadKubeConfig(config.kubeconfig), log, recorder, jwks: () => keys.jwks() });
+const signer = new AssertionSigner(keys, { issuer: config.assertion.issuer, lifetimeSeconds: config.assertion.lifetimeSeconds });
+const signIn = new SignIn({ db, config, log, signer, assertionLifetimeSeconds: config.assertion.lifetimeSeconds });
+await signIn.start();
+const authRoutes = new AuthRoutes(signIn, {
+  config,
+  log,
+  mail: undefined,
+  available: { email: config.mail.smtpUrl !== undefined, passkey: false, idp: config.auth.idp !== undefined, codehost: config.auth.codehost !== undefined },
+});
+const ingress = await startIngress({ config, kc: loadKubeConfig(config.kubeconfig), log, recorder, jwks: () => keys.jwks(), auth: { signIn, routes: authRoutes } });
 
 let stopping = false;
 async function shutdown(signal: string): Promise<void> {
@@ -23,6 +35,7 @@ async function shutdown(signal: string): Promise<void> {
   log.info({ signal }, 'Shutting down');
   setTimeout(() => process.exit(0), 10_000).unref();
   await ingress.close();
+  await signIn.stop();
   await recorder.stop().catch(() => undefined);
   await db.destroy();
   process.exit(0);

@@ -94,7 +94,7 @@ export class Proxy {
           { method: method as 'GET', path: req.url ?? '/', headers, body: withBody ? req : null, signal: ac.signal },
           ({ statusCode, headers: answer }) => {
             started = true;
-            res.writeHead(statusCode, downstreamHeaders(answer as Record<string, string | string[]>, fwd.requestId));
+            res.writeHead(statusCode, downstreamHeaders(answer as Record<string, string | string[]>, fwd.requestId, fwd.personal));
             return res;
           },
           (err) => (err ? reject(err) : resolve()),
@@ -168,7 +168,7 @@ export class Proxy {
   }
 }
 
-const reasons: Record<number, string> = { 404: 'Not Found', 502: 'Bad Gateway', 503: 'Service Unavailable' };
+const reasons: Record<number, string> = { 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 502: 'Bad Gateway', 503: 'Service Unavailable' };
 
 /** An HTTP response written on a socket that left the HTTP server (after an Upgrade request). */
 export function writeRaw(socket: Duplex, page: { headers: Record<string, string | number>; body: string }, status: number): void {

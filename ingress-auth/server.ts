@@ -10,8 +10,15 @@ import type * as k8s from '@kubernetes/client-node';
 import type { Config } from '../lib/config.js';
 import type { Logger } from '../lib/logger.js';
 import type { RequestRecorder } from '../lib/metrics/requests.js';
-import { decide, type AuthPolicy } from '../lib/policy/index.js';
+import { admitsAll } from '../lib/auth/identity.js';
+import { audienceOf } from '../lib/identity/assertion.js';
+import { decide, type AuthPolicy, type Decision } from '../lib/policy/index.js';
 import type { App } from '../lib/resources/index.js';
+import { isNavigation } from './auth/navigation.js';
+import { safeNext } from './auth/next.js';
+import { sendJson } from './auth/respond.js';
+import type { AuthRequest, AuthRoutes } from './auth/routes.js';
+import type { SignIn } from './auth/sign-in.js';
 import { errorPage, sendError } from './errors.js';
 import { clientAddress, type Forwarded } from './headers.js';
 import { appOfHost } from './host.js';
@@ -27,6 +34,13 @@ export interface IngressOptions {
   routes?: RouteSource;
   /** The public keys of identity assertions, served at /_svc/auth/jwks.json (AssertionKeyStore.jwks). */
   jwks?: () => Promise<{ keys: object[] }>;
+  /** Sign-in: without it, gated paths fail closed (503) and identity is never resolved. */
+  auth?: {
+    signIn: SignIn;
+    routes: AuthRoutes;
+    /** Routes of the platform's sign-in host (config.auth.host): provider callbacks, by `METHOD path`. */
+    callbacks?: ReadonlyMap<string, (req: IncomingMessage, res: ServerResponse, url: URL, requestId: string) => Promise<void>>;
+  };
   /** Overrides config.proxy (tests listen on port 0). */
   host?: string;
   port?: number;
@@ -53,14 +67,12 @@ export function platformPath(url: string): string | undefined {
   return p === '/_svc' || p.startsWith('/_svc/') ? p : undefined;
 }
 
-/**
- * Fails closed until sign-in lands (issue 6, next slice): a path the App's policy gates is never
- * proxied without an admitted identity, and none can be established yet.
- */
-function signInRequired(app: App, url: string): string | undefined {
-  if (!app.spec.auth) return undefined;
-  return decide(app.spec.auth as AuthPolicy, url)?.mode === 'auth' ? 'this page requires sign-in, which is not available on this platform yet' : undefined;
+/** What the App's policy says about a path; undefined for a public one. */
+function decisionFor(app: App, url: string): Decision | undefined {
+  return app.spec.auth ? decide(app.spec.auth as AuthPolicy, url) : undefined;
 }
+
+const noSignIn = 'this page requires sign-in, which is not set up on this ingress';
 
 export async function startIngress(opts: IngressOptions): Promise<Ingress> {
   const { config, log, recorder } = opts;
@@ -101,7 +113,58 @@ export async function startIngress(opts: IngressOptions): Promise<Ingress> {
       );
       return;
     }
+    if (path.startsWith('/_svc/auth/') && opts.auth) {
+      const name = appOfHost(req.headers.host, config.appsDomain);
+      const app = name === undefined ? undefined : routes.app(name);
+      if (!app) return sendError(res, 404, `no app is served at ${req.headers.host ?? 'this address'}`, req.headers.accept, requestId);
+      const q = (req.url ?? '').indexOf('?');
+      void opts.auth.routes.handle({ ...authRequest(req, res, app, requestId), path, query: new URLSearchParams(q === -1 ? '' : req.url!.slice(q + 1)) });
+      return;
+    }
     sendError(res, 404, `no platform route ${path}`, req.headers.accept, requestId);
+  };
+
+  const authRequest = (req: IncomingMessage, res: ServerResponse, app: App, requestId: string): Omit<AuthRequest, 'path' | 'query'> => ({
+    req,
+    res,
+    app,
+    host: audienceOf(req.headers.host ?? ''),
+    origin: `${config.auth.secureCookies ? 'https' : 'http'}://${req.headers.host ?? ''}`,
+    requestId,
+    clientIp: clientAddress(req.socket.remoteAddress),
+  });
+
+  /** The platform's sign-in host: identity providers' callbacks, nothing else. */
+  const authHost = (req: IncomingMessage, res: ServerResponse, requestId: string) => {
+    const url = new URL(req.url ?? '/', 'http://auth.invalid');
+    const route = opts.auth?.callbacks?.get(`${req.method === 'HEAD' ? 'GET' : req.method} ${url.pathname}`);
+    if (!route) return sendError(res, 404, `no sign-in route ${url.pathname} here`, req.headers.accept, requestId);
+    route(req, res, url, requestId).catch((err: unknown) => {
+      log.error({ err, reqId: requestId }, 'Sign-in callback failed');
+      if (!res.headersSent) sendJson(res, 500, { error: 'sign-in failed on the platform side; try again' }, requestId);
+      else res.destroy();
+    });
+  };
+
+  /**
+   * A path the policy covers: the visitor's session is looked up; a gate answers 303/401 without
+   * one and 403 when it does not admit them; an admitted visitor's identity goes to the app.
+   */
+  const gated = async (req: IncomingMessage, res: ServerResponse, app: App, decision: Decision, fwd: Forwarded, key: string, outcome: Outcome) => {
+    const auth = opts.auth!;
+    const r = authRequest(req, res, app, fwd.requestId);
+    const current = await auth.routes.currentSession(r);
+    const ctx = { namespace: app.metadata.namespace! };
+    const admitted = current !== undefined && admitsAll(decision.admits, current.session.identity, ctx);
+    if (decision.mode === 'auth' && !admitted) {
+      const navigation = isNavigation(req.method ?? 'GET', req.headers);
+      const next = safeNext(req.url);
+      if (!current) return auth.routes.challenge(r, navigation, next);
+      return auth.routes.denied(r, current.session, navigation, next);
+    }
+    if (admitted) fwd.identity = await auth.signIn.identityHeaders(current.session, r.host);
+    fwd.personal = decision.mode === 'auth' || admitted;
+    await proxy.forward(req, res, key, () => routes.backends(app), fwd, outcome);
   };
 
   const record = (app: App, status: number, started: number) => {
@@ -112,6 +175,7 @@ export async function startIngress(opts: IngressOptions): Promise<Ingress> {
     const started = performance.now();
     const requestId = randomUUID();
     const url = req.url ?? '/';
+    if (opts.auth && audienceOf(req.headers.host ?? '') === config.auth.host) return authHost(req, res, requestId);
     const reserved = platformPath(url);
     if (reserved) {
       platform(req, res, reserved, requestId);
@@ -126,7 +190,7 @@ export async function startIngress(opts: IngressOptions): Promise<Ingress> {
     }
     const key = `${app.metadata.namespace}/${app.metadata.name}`;
     const outcome: Outcome = {};
-    const gated = signInRequired(app, url);
+    const decision = decisionFor(app, url);
     res.once('close', () => {
       // A client that left before the answer ended is counted as 499, as nginx logs it.
       const status = res.writableFinished || res.headersSent ? res.statusCode : 499;
@@ -135,8 +199,8 @@ export async function startIngress(opts: IngressOptions): Promise<Ingress> {
         log.debug({ reqId: requestId, app: app.metadata.name, ns: app.metadata.namespace, method: req.method, path: url, status, ms: Math.round((performance.now() - started) * 100) / 100, ...outcome }, 'Proxied');
       }
     });
-    if (gated) {
-      sendError(res, 503, gated, req.headers.accept, requestId);
+    if (decision?.mode === 'auth' && !opts.auth) {
+      sendError(res, 503, noSignIn, req.headers.accept, requestId);
       return;
     }
     if (routes.backends(app).length === 0) {
@@ -144,7 +208,9 @@ export async function startIngress(opts: IngressOptions): Promise<Ingress> {
       sendError(res, 503, why, req.headers.accept, requestId);
       return;
     }
-    proxy.forward(req, res, key, () => routes.backends(app), forwarded(req, requestId), outcome).catch(
+    const fwd = forwarded(req, requestId);
+    const sent = decision && opts.auth ? gated(req, res, app, decision, fwd, key, outcome) : proxy.forward(req, res, key, () => routes.backends(app), fwd, outcome);
+    sent.catch(
       (err: unknown) => {
         log.warn({ err, reqId: requestId }, 'Proxying failed');
         sendError(res, 502, "the app's machine did not answer", req.headers.accept, requestId);
@@ -161,20 +227,42 @@ export async function startIngress(opts: IngressOptions): Promise<Ingress> {
     const name = appOfHost(req.headers.host, config.appsDomain);
     const app = name === undefined ? undefined : routes.app(name);
     if (!app) return refuse(404, `no app is served at ${req.headers.host ?? 'this address'}`);
-    const gated = signInRequired(app, req.url ?? '/');
-    if (gated) {
+    const decision = decisionFor(app, req.url ?? '/');
+    if (decision?.mode === 'auth' && !opts.auth) {
       record(app, 503, started);
-      return refuse(503, gated);
+      return refuse(503, noSignIn);
     }
     const backend = proxy.pick(`${app.metadata.namespace}/${app.metadata.name}`, routes.backends(app));
     if (!backend) {
       record(app, 503, started);
       return refuse(503, 'no machine of this app is ready');
     }
-    proxy.upgrade(req, socket, head, backend, forwarded(req, requestId), (status, error) => {
-      record(app, status, started);
-      if (debug()) log.debug({ reqId: requestId, app: app.metadata.name, ns: app.metadata.namespace, method: req.method, path: req.url, status, upgrade: true, upstream: backend.origin, error }, 'Upgraded');
-    });
+    const fwd = forwarded(req, requestId);
+    const go = () =>
+      proxy.upgrade(req, socket, head, backend, fwd, (status, error) => {
+        record(app, status, started);
+        if (debug()) log.debug({ reqId: requestId, app: app.metadata.name, ns: app.metadata.namespace, method: req.method, path: req.url, status, upgrade: true, upstream: backend.origin, error }, 'Upgraded');
+      });
+    if (!decision || !opts.auth) return go();
+    // A WebSocket on a covered path: the same session check as any request; no redirect (a script opened it).
+    const auth = opts.auth;
+    const host = audienceOf(req.headers.host ?? '');
+    auth.routes
+      .currentSession({ req, app, host })
+      .then(async (current) => {
+        const admitted = current !== undefined && admitsAll(decision.admits, current.session.identity, { namespace: app.metadata.namespace! });
+        if (decision.mode === 'auth' && !admitted) {
+          record(app, current ? 403 : 401, started);
+          const body = JSON.stringify(current ? { error: 'forbidden' } : { error: 'authentication_required', login_url: `/_svc/auth/login?next=${encodeURIComponent(safeNext(req.url))}` });
+          return writeRaw(socket, { headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'cache-control': 'private, no-store', 'x-request-id': requestId }, body }, current ? 403 : 401);
+        }
+        if (admitted) fwd.identity = await auth.signIn.identityHeaders(current.session, host);
+        go();
+      })
+      .catch((err: unknown) => {
+        log.error({ err, reqId: requestId }, 'Checking the session of a WebSocket failed');
+        refuse(503, 'sign-in is not available right now');
+      });
   };
 
   const server = createServer({ keepAlive: true });

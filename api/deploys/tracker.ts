@@ -19,6 +19,8 @@ export class DeployTracker {
     private readonly apps: AppRepository,
     private readonly deploys: DeployStore,
     private readonly log: Logger,
+    /** Runs once per deploy that goes live, on the replica that recorded it (invitations). */
+    private readonly onLive?: (app: App) => Promise<unknown>,
   ) {}
 
   start(): void {
@@ -65,7 +67,10 @@ export class DeployTracker {
     }
     if (!mine) return;
     if (app.status?.currentDeploy === current) {
-      if (await this.deploys.finish(current, { status: 'live' })) this.log.info({ app: app.metadata.name, deploy: current }, 'Deploy live');
+      if (await this.deploys.finish(current, { status: 'live' })) {
+        this.log.info({ app: app.metadata.name, deploy: current }, 'Deploy live');
+        await this.onLive?.(app);
+      }
       return;
     }
     const progressing = app.status?.conditions?.find((c) => c.type === 'Progressing');

@@ -8,7 +8,8 @@ import type { Services } from '../services.js';
 import { allowedApp, requireApp, resolveApp } from './app-access.js';
 
 /** Names that would collide with routes under /apps. */
-const reserved = new Set(['imports']);
+// `imports` is a route; `login` is the platform's sign-in host (login.<apps domain>, SVC_AUTH_HOST).
+const reserved = new Set(['imports', 'login']);
 
 export const appName = z
   .string()

@@ -9,11 +9,6 @@ type Row = [Method, string, string, Tag, string, Action, Pending];
 const rows: Row[] = [
   ['POST', '/apps/imports', 'importApp', 'apps', 'Import a Git repository', 'deploy', 'builds'],
   ['GET', '/apps/imports/preview', 'previewImport', 'apps', 'Preview a Git import', 'read', 'builds'],
-  ['GET', '/apps/{appID}/auth/providers', 'listAuthProviders', 'apps', 'List configured authentication providers', 'read', 'auth-proxy'],
-  ['POST', '/apps/{appID}/auth/sessions/revoke', 'revokeAppSessions', 'apps', 'Revoke app sessions', 'write', 'auth-proxy'],
-  ['GET', '/apps/{appID}/auth/users', 'listAppUsers', 'apps', 'List app users', 'read', 'auth-proxy'],
-  ['POST', '/apps/{appID}/auth/users/{userID}/disable', 'disableAppUser', 'apps', 'Disable an app user', 'write', 'auth-proxy'],
-  ['POST', '/apps/{appID}/auth/users/{userID}/enable', 'enableAppUser', 'apps', 'Enable an app user', 'write', 'auth-proxy'],
   ['DELETE', '/apps/{appID}/database', 'detachDatabase', 'apps', 'Detach an app database', 'write', 'data'],
   ['PUT', '/apps/{appID}/database', 'attachDatabase', 'apps', 'Attach an app database', 'write', 'data'],
   ['GET', '/apps/{appID}/domains', 'listAppDomains', 'apps', 'List domains', 'read', 'domains'],

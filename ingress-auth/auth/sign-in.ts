@@ -1,0 +1,152 @@
+// Sign-in state as ingress-auth uses it on every request: which identity a session cookie stands
+// for (cached in memory; revocations reach every replica at once through PostgreSQL
+// LISTEN/NOTIFY, with a short time limit on cached entries as the backstop), the identity headers
+// for the app (assertions cached per session and hostname until half their lifetime), and starting
+// a session once a provider has established who someone is.
+import type { ServerResponse } from 'node:http';
+import type { Knex } from 'knex';
+import pg from 'pg';
+import type { Config } from '../../lib/config.js';
+import type { Logger } from '../../lib/logger.js';
+import { AppUserStore } from '../../lib/auth/app-users.js';
+import { becomesAppUser, type Identity } from '../../lib/auth/identity.js';
+import { LinkStore } from '../../lib/auth/links.js';
+import { RateLimiter } from '../../lib/auth/rate-limit.js';
+import { revokedChannel, SessionStore, sessionLimits, type Session } from '../../lib/auth/sessions.js';
+import type { AssertedIdentity } from '../../lib/identity/assertion.js';
+import type { App } from '../../lib/resources/index.js';
+import { cookieNames, setCookie, type CookieNames } from './cookies.js';
+
+/** A cached session is trusted this long without asking PostgreSQL again (NOTIFY usually ends it sooner). */
+const cacheMs = 10_000;
+const cacheMax = 100_000;
+
+interface Cached {
+  session: Session | undefined;
+  appUid: string;
+  host: string;
+  checkedAt: number;
+}
+
+export interface SignInOptions {
+  db: Knex;
+  config: Config;
+  log: Logger;
+  signer: { sign(identity: AssertedIdentity, audienceHost: string): Promise<string> };
+  assertionLifetimeSeconds: number;
+  clock?: () => Date;
+}
+
+export class SignIn {
+  readonly sessions: SessionStore;
+  readonly users: AppUserStore;
+  readonly links: LinkStore;
+  readonly rate: RateLimiter;
+  readonly cookies: CookieNames;
+  readonly clock: () => Date;
+  private readonly cache = new Map<string, Cached>();
+  private readonly assertions = new Map<string, { value: string; refreshAt: number }>();
+  private listener: pg.Client | undefined;
+  private stopped = false;
+
+  constructor(private readonly opts: SignInOptions) {
+    this.clock = opts.clock ?? (() => new Date());
+    this.sessions = new SessionStore(opts.db, this.clock);
+    this.users = new AppUserStore(opts.db, this.clock);
+    this.links = new LinkStore(opts.db, this.clock);
+    this.rate = new RateLimiter(opts.db, this.clock);
+    this.cookies = cookieNames(opts.config.auth.secureCookies);
+  }
+
+  get secure(): boolean {
+    return this.opts.config.auth.secureCookies;
+  }
+
+  /** Listens for revocations; reconnects (dropping the whole cache, revocations may have been missed) when the connection breaks. */
+  async start(): Promise<void> {
+    if (this.stopped) return;
+    const client = new pg.Client({ connectionString: this.opts.config.databaseUrl });
+    client.on('notification', (n) => this.forgetApp(n.payload ?? ''));
+    client.on('error', (err) => {
+      this.opts.log.warn({ err: err.message }, 'Session revocation listener failed; reconnecting');
+      this.cache.clear();
+      client.end().catch(() => undefined);
+      if (this.listener === client) this.listener = undefined;
+      if (!this.stopped) setTimeout(() => void this.start().catch(() => undefined), 1000).unref();
+    });
+    await client.connect();
+    await client.query(`LISTEN ${revokedChannel}`);
+    this.listener = client;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.listener?.end().catch(() => undefined);
+  }
+
+  private forgetApp(appUid: string): void {
+    for (const [token, c] of this.cache) if (c.appUid === appUid || !appUid) this.cache.delete(token);
+  }
+
+  /** The live session of a cookie value on this app and hostname. */
+  async session(token: string, app: App, host: string): Promise<Session | undefined> {
+    const appUid = app.metadata.uid!;
+    const now = Date.now();
+    const hit = this.cache.get(token);
+    if (hit && hit.appUid === appUid && hit.host === host && now - hit.checkedAt < cacheMs) {
+      if (!hit.session || this.sessions.alive(hit.session, this.clock())) return hit.session;
+    }
+    const session = await this.sessions.find(token, appUid, host);
+    if (this.cache.size >= cacheMax) this.cache.clear();
+    this.cache.set(token, { session, appUid, host, checkedAt: now });
+    return session;
+  }
+
+  /** `X-Svc-Auth-*` for the app, as a flat [name, value, ...] list. */
+  async identityHeaders(session: Session, host: string): Promise<string[]> {
+    const id = session.identity;
+    const key = `${session.id}\n${host}`;
+    const now = Date.now();
+    let a = this.assertions.get(key);
+    if (!a || a.refreshAt <= now) {
+      const value = await this.opts.signer.sign({ sub: id.subject, email: id.email, provider: id.provider, name: id.name }, host);
+      a = { value, refreshAt: now + (this.opts.assertionLifetimeSeconds * 1000) / 2 };
+      if (this.assertions.size >= cacheMax) this.assertions.clear();
+      this.assertions.set(key, a);
+    }
+    return ['X-Svc-Auth-Subject', id.subject, 'X-Svc-Auth-Email', id.email, 'X-Svc-Auth-Provider', id.provider, 'X-Svc-Auth-Assertion', a.value];
+  }
+
+  /**
+   * Signs `identity` in on this app's hostname and sets the session cookie. A verified address
+   * the policy admits as an app user becomes (or stays) one (rule 3); a disabled app user is refused.
+   */
+  async establish(res: ServerResponse, app: App, host: string, identity: Identity): Promise<Session | 'disabled'> {
+    let who = identity;
+    if (!who.appUserId && who.email && becomesAppUser(app.spec.auth, who.email)) {
+      const user = await this.users.signIn({ uid: app.metadata.uid!, namespace: app.metadata.namespace!, name: app.metadata.name! }, who.email, who.provider, who.name);
+      if (!user) {
+        // A disabled user's address: a workforce identity may still be admitted on its own terms.
+        if (who.provider === 'email' || who.provider === 'passkey') return 'disabled';
+      } else {
+        who = { ...who, appUserId: user.id, ...(who.provider === 'email' || who.provider === 'passkey' ? { subject: user.id } : {}) };
+      }
+    }
+    const { token, session } = await this.sessions.create(app.metadata.uid!, host, who);
+    const maxAge = sessionLimits[session.kind].absoluteMs / 1000;
+    appendSetCookie(res, setCookie(this.cookies.session, token, { secure: this.secure, maxAgeSeconds: maxAge }));
+    this.opts.log.info({ app: app.metadata.name, ns: app.metadata.namespace, provider: who.provider, subject: who.subject, kind: session.kind }, 'Signed in');
+    return session;
+  }
+
+  async signOut(token: string): Promise<void> {
+    this.cache.delete(token);
+    await this.sessions.revokeToken(token);
+  }
+}
+
+export function appendSetCookie(res: ServerResponse, cookie: string): void {
+  const prev = res.getHeader('set-cookie');
+  const list = prev === undefined ? [] : Array.isArray(prev) ? prev : [String(prev)];
+  res.setHeader('set-cookie', [...list, cookie]);
+}

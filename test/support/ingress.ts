@@ -1,0 +1,172 @@
+// ingress-auth with sign-in, in-process, on the database of a test API (startTestApi), and a
+// cookie-keeping HTTP client that talks to it with any Host header, as a browser would.
+import { request as httpRequest } from 'node:http';
+import { createServer } from 'node:net';
+import { AuthRoutes, type ProviderRoute } from '../../ingress-auth/auth/routes.js';
+import { SignIn } from '../../ingress-auth/auth/sign-in.js';
+import { startIngress, type Ingress, type IngressOptions } from '../../ingress-auth/server.js';
+import type { MailEnqueuer } from '../../lib/auth/invitations.js';
+import { loadConfig, type Config } from '../../lib/config.js';
+import { AssertionKeyStore } from '../../lib/identity/assertion-keys.js';
+import { AssertionSigner } from '../../lib/identity/assertion.js';
+import { createLogger } from '../../lib/logger.js';
+import { TestClock, type TestApi } from './api.js';
+import { kubeConfig } from './kube.js';
+
+export const appsDomain = 'apps.localhost';
+
+export interface TestIngress {
+  url: string;
+  port: number;
+  config: Config;
+  ingress: Ingress;
+  signIn: SignIn;
+  keys: AssertionKeyStore;
+  clock: TestClock;
+  close(): Promise<void>;
+}
+
+/** A free loopback port (to start ingress-auth where the API's app URLs already point). */
+export async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const port = (s.address() as { port: number }).port;
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+export async function startTestIngress(
+  api: TestApi,
+  opts: {
+    port?: number;
+    env?: Record<string, string>;
+    mail?: MailEnqueuer;
+    providerRoutes?: ReadonlyMap<string, ProviderRoute>;
+    callbacks?: NonNullable<IngressOptions['auth']>['callbacks'];
+    available?: Partial<{ email: boolean; passkey: boolean; idp: boolean; codehost: boolean }>;
+  } = {},
+): Promise<TestIngress> {
+  const config = loadConfig(
+    { SVC_LOG_LEVEL: 'silent', SVC_APPS_DOMAIN: appsDomain, SVC_DATABASE_URL: api.services.config.databaseUrl, ...opts.env },
+    { exists: () => false },
+  );
+  const log = createLogger('ingress-auth', (process.env.SVC_TEST_INGRESS_LOG as 'debug' | undefined) ?? 'silent');
+  const clock = new TestClock();
+  const db = api.services.db;
+  const keys = new AssertionKeyStore(db, { rotationMs: config.assertion.rotationMs, maxAssertionLifetimeMs: config.assertion.lifetimeSeconds * 1000 });
+  const signer = new AssertionSigner(keys, { issuer: config.assertion.issuer, lifetimeSeconds: config.assertion.lifetimeSeconds });
+  const signIn = new SignIn({ db, config, log, signer, assertionLifetimeSeconds: config.assertion.lifetimeSeconds, clock: clock.read });
+  await signIn.start();
+  const routes = new AuthRoutes(signIn, {
+    config,
+    log,
+    mail: opts.mail,
+    ...(opts.providerRoutes ? { providerRoutes: opts.providerRoutes } : {}),
+    available: { email: opts.mail !== undefined, passkey: false, idp: false, codehost: false, ...opts.available },
+  });
+  const ingress = await startIngress({
+    config,
+    kc: kubeConfig(),
+    log,
+    jwks: () => keys.jwks(),
+    auth: { signIn, routes, ...(opts.callbacks ? { callbacks: opts.callbacks } : {}) },
+    host: '127.0.0.1',
+    port: opts.port ?? 0,
+  });
+  return {
+    url: ingress.url,
+    port: Number(new URL(ingress.url).port),
+    config,
+    ingress,
+    signIn,
+    keys,
+    clock,
+    close: async () => {
+      await ingress.close();
+      await signIn.stop();
+    },
+  };
+}
+
+export interface Answer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+
+/**
+ * A browser-like client of ingress-auth: keeps host-only cookies per hostname (as browsers do),
+ * sends raw headers in any spelling, never follows redirects by itself.
+ */
+export class Browser {
+  readonly cookies = new Map<string, Map<string, string>>();
+
+  constructor(private readonly ingressUrl: string) {}
+
+  cookie(host: string, name: string): string | undefined {
+    return this.cookies.get(hostnameOf(host))?.get(name);
+  }
+
+  setCookie(host: string, name: string, value: string): void {
+    const h = hostnameOf(host);
+    if (!this.cookies.has(h)) this.cookies.set(h, new Map());
+    this.cookies.get(h)!.set(name, value);
+  }
+
+  request(host: string, path: string, opts: { method?: string; headers?: Array<[string, string]>; body?: string; cookies?: boolean } = {}): Promise<Answer> {
+    const u = new URL(this.ingressUrl);
+    const headers: string[] = ['Host', host];
+    for (const [k, v] of opts.headers ?? []) headers.push(k, v);
+    const jar = this.cookies.get(hostnameOf(host));
+    if (opts.cookies !== false && jar?.size) headers.push('Cookie', [...jar].map(([k, v]) => `${k}=${v}`).join('; '));
+    return new Promise<Answer>((resolve, reject) => {
+      const req = httpRequest({ host: u.hostname, port: u.port, path, method: opts.method ?? 'GET', headers, timeout: 15_000 }, (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (body += c));
+        res.on('end', () => {
+          for (const sc of ([] as string[]).concat(res.headers['set-cookie'] ?? [])) {
+            const [pair = '', ...attrs] = sc.split(';');
+            const eq = pair.indexOf('=');
+            const name = pair.slice(0, eq).trim();
+            const value = pair.slice(eq + 1).trim();
+            const h = hostnameOf(host);
+            if (!this.cookies.has(h)) this.cookies.set(h, new Map());
+            if (attrs.some((a) => /^\s*max-age=0\s*$/i.test(a))) this.cookies.get(h)!.delete(name);
+            else this.cookies.get(h)!.set(name, value);
+          }
+          resolve({ status: res.statusCode!, headers: res.headers, body });
+        });
+        res.on('error', reject);
+      });
+      req.on('error', reject);
+      req.on('timeout', () => req.destroy(new Error('timeout')));
+      req.end(opts.body);
+    });
+  }
+
+  /** What the sign-in page's script does with a `#token=`/`#handoff=` fragment: a same-origin POST. */
+  redeem(host: string, token: string): Promise<Answer> {
+    return this.request(host, '/_svc/auth/redeem', {
+      method: 'POST',
+      headers: [
+        ['Origin', `http://${host}`],
+        ['Content-Type', 'application/json'],
+        ['Sec-Fetch-Site', 'same-origin'],
+        ['Sec-Fetch-Mode', 'cors'],
+      ],
+      body: JSON.stringify({ token }),
+    });
+  }
+}
+
+function hostnameOf(host: string): string {
+  return host.toLowerCase().replace(/:\d+$/, '');
+}
+
+/** The secret in a sign-in URL's fragment (`#token=` or `#handoff=`). */
+export function fragmentSecret(url: string): string {
+  const m = /#(?:token|handoff)=([A-Za-z0-9_-]+)/.exec(url);
+  if (!m) throw new Error(`no sign-in secret in ${url}`);
+  return m[1]!;
+}
