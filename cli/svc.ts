@@ -12,6 +12,8 @@ const usage = `usage:
   svc deploy APP [DIR] [--image REF] [--no-wait] [--timeout 300]
                                               deploy a directory (packed as .tar.gz) or an image, and
                                               follow it until it is live ($SVC_API_URL, $SVC_TOKEN)
+  svc open APP [PATH]                          print a one-time link (5 minutes) that opens the app
+                                              signed in as its owner ($SVC_API_URL, $SVC_TOKEN)
   svc admin create-account --email EMAIL [--name NAME]
                                               create an account and print a full-authority token
 
@@ -61,6 +63,15 @@ async function main(argv: string[]): Promise<void> {
       timeoutMs: timeout * 1000,
       out: (line) => console.log(line),
     });
+    return;
+  }
+  if (group === 'open') {
+    const { values, positionals } = parseArgs({ args: argv.slice(1), options: { token: { type: 'string' } }, allowPositionals: true });
+    const [app, where = '/'] = positionals;
+    if (!app) throw new UsageError('name the app to open');
+    if (!where.startsWith('/')) throw new UsageError('PATH starts with /');
+    const { openCommand } = await import('./open.js');
+    console.log(await openCommand({ app, path: where, apiUrl: (process.env.SVC_API_URL ?? 'http://127.0.0.1:8080/api').replace(/\/+$/, ''), token: tokenArg(values.token) }));
     return;
   }
   if (group === 'admin' && command === 'create-account') {

@@ -3,6 +3,10 @@
 // way in, identity headers and their assertion, header and cookie spoofing in every spelling,
 // sessions scoped to one app and hostname, no-store answers, sign-out, and the app-user API.
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { verifyAssertion } from '../../lib/identity/assertion.js';
 import { startTestApi, type TestApi } from '../support/api.js';
@@ -273,6 +277,19 @@ describe('ingress-auth sign-in', () => {
     assert.equal(page.status, 403);
     assert.match(page.body, /id="denied"/);
     await json(await api.request('POST', `/api/apps/${other}/auth/owner-link`, { body: {} }), 409);
+  });
+
+  it('`svc open APP PATH` prints an owner link that opens the app signed in', async () => {
+    const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+    const { stdout } = await promisify(execFile)(process.execPath, [path.join(root, 'bin/svc.js'), 'open', guard, '/api/echo'], {
+      env: { ...process.env, SVC_API_URL: `${api.url}/api`, SVC_TOKEN: api.token },
+    });
+    const url = stdout.trim();
+    assert.match(url, /#handoff=/);
+    const b = new Browser(ia.url);
+    const r = await b.redeem(host(guard), fragmentSecret(url));
+    assert.equal((JSON.parse(r.body) as { next: string }).next, '/api/echo');
+    assert.equal(seen(await fetchJson(b, guard, '/api/echo'))['x-svc-auth-provider'], 'svc');
   });
 
   it('lists the providers of an app’s policy with whether this platform has them set up', async () => {
