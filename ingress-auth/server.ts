@@ -162,7 +162,7 @@ export async function startIngress(opts: IngressOptions): Promise<Ingress> {
       if (!current) return auth.routes.challenge(r, navigation, next);
       return auth.routes.denied(r, current.session, navigation, next);
     }
-    if (admitted) fwd.identity = await auth.signIn.identityHeaders(current.session, r.host);
+    if (admitted) fwd.identity = await auth.signIn.identityHeaders(current.session, r.host, app);
     fwd.personal = decision.mode === 'auth' || admitted;
     await proxy.forward(req, res, key, () => routes.backends(app), fwd, outcome);
   };
@@ -256,7 +256,7 @@ export async function startIngress(opts: IngressOptions): Promise<Ingress> {
           const body = JSON.stringify(current ? { error: 'forbidden' } : { error: 'authentication_required', login_url: `/_svc/auth/login?next=${encodeURIComponent(safeNext(req.url))}` });
           return writeRaw(socket, { headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'cache-control': 'private, no-store', 'x-request-id': requestId }, body }, current ? 403 : 401);
         }
-        if (admitted) fwd.identity = await auth.signIn.identityHeaders(current.session, host);
+        if (admitted) fwd.identity = await auth.signIn.identityHeaders(current.session, host, app);
         go();
       })
       .catch((err: unknown) => {

@@ -25,6 +25,12 @@ function header(req: IncomingMessage, name: string): string {
 export function viewerOf(req: IncomingMessage): Viewer {
   const viewer = {} as Viewer;
   for (const [field, name] of Object.entries(viewerHeaders) as [keyof Viewer, string][]) viewer[field] = header(req, name);
+  // ingress-auth percent-encodes the name (header values are bytes, names are any Unicode).
+  try {
+    viewer.name = decodeURIComponent(viewer.name);
+  } catch {
+    // Not encoded by ingress-auth: used as it is.
+  }
   return viewer;
 }
 

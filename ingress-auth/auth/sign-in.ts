@@ -102,8 +102,12 @@ export class SignIn {
     return session;
   }
 
-  /** `X-Svc-Auth-*` for the app, as a flat [name, value, ...] list. */
-  async identityHeaders(session: Session, host: string): Promise<string[]> {
+  /**
+   * `X-Svc-Auth-*` for the app, as a flat [name, value, ...] list: the spec's four, plus the
+   * name (percent-encoded: header values are bytes), verified and owner flags the runtime's HTML
+   * apps read (docs/api/identity-assertion.md).
+   */
+  async identityHeaders(session: Session, host: string, app: App): Promise<string[]> {
     const id = session.identity;
     const key = `${session.id}\n${host}`;
     const now = Date.now();
@@ -114,7 +118,11 @@ export class SignIn {
       if (this.assertions.size >= cacheMax) this.assertions.clear();
       this.assertions.set(key, a);
     }
-    return ['X-Svc-Auth-Subject', id.subject, 'X-Svc-Auth-Email', id.email, 'X-Svc-Auth-Provider', id.provider, 'X-Svc-Auth-Assertion', a.value];
+    const out = ['X-Svc-Auth-Subject', id.subject, 'X-Svc-Auth-Email', id.email, 'X-Svc-Auth-Provider', id.provider, 'X-Svc-Auth-Assertion', a.value];
+    if (id.name) out.push('X-Svc-Auth-Name', encodeURIComponent(id.name));
+    if (id.email) out.push('X-Svc-Auth-Verified', 'true');
+    if (id.provider === 'svc' && id.facts?.namespace === app.metadata.namespace) out.push('X-Svc-Auth-Owner', 'true');
+    return out;
   }
 
   /**

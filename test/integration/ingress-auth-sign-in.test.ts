@@ -279,6 +279,34 @@ describe('ingress-auth sign-in', () => {
     await json(await api.request('POST', `/api/apps/${other}/auth/owner-link`, { body: {} }), 409);
   });
 
+  it('resolves identity without a gate on `identity` pages, and gates a page declared with svc-auth (HTML app)', async () => {
+    const page = uniqueName('page');
+    await json(await api.request('POST', '/api/apps', { body: { name: page } }), 201);
+    const files = {
+      'index.html': '<html><head><meta name="svc-identity" content="owner"></head><body><p id="hello">Hello [{{$viewer.name}}] owner=[{{$viewer.owner}}] via [{{$viewer.provider}}]</p></body></html>',
+      'admin.html': '<html><head><meta name="svc-auth" content="owner"></head><body><p>admin of {{$viewer.email}}</p></body></html>',
+    };
+    const id = (await json<{ id: string }>(await api.request('POST', `/api/apps/${page}/deploy`, { body: { files } }), 202)).id;
+    await live(page, id);
+    const anon = new Browser(ia.url);
+    const hello = await eventually('the HTML app through ingress-auth', async () => {
+      const r = await navigate(anon, page, '/');
+      return r.status === 200 ? r : undefined;
+    });
+    assert.match(hello.body, /Hello \[\] owner=\[\] via \[\]/, 'public, anonymous');
+    assert.equal((await navigate(anon, page, '/admin')).status, 303);
+    assert.equal((await navigate(anon, page, '/admin.html')).status, 303, 'every route of the page');
+
+    const b = new Browser(ia.url);
+    await signInAsOwner(b, page);
+    const mine = await navigate(b, page, '/');
+    assert.match(mine.body, new RegExp(`Hello \\[${api.account.name}\\] owner=\\[true\\] via \\[svc\\]`));
+    assert.equal(mine.headers['cache-control'], 'private, no-store');
+    const admin = await navigate(b, page, '/admin');
+    assert.equal(admin.status, 200);
+    assert.match(admin.body, new RegExp(`admin of ${api.account.email.replace(/[.]/g, '\\.')}`));
+  });
+
   it('`svc open APP PATH` prints an owner link that opens the app signed in', async () => {
     const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
     const { stdout } = await promisify(execFile)(process.execPath, [path.join(root, 'bin/svc.js'), 'open', guard, '/api/echo'], {
