@@ -8,7 +8,9 @@ import { createLogger } from '../lib/logger.js';
 import { RequestRecorder } from '../lib/metrics/requests.js';
 import { AuthRoutes } from './auth/routes.js';
 import { SignIn } from './auth/sign-in.js';
-import { startIngress } from './server.js';
+import { signInProviders } from './auth/setup.js';
+import { appOfHost } from './host.js';
+import { startIngress, type Ingress } from './server.js';
 
 const config = loadConfigOrExit('ingress-auth');
 const log = createLogger('ingress-auth', config.logLevel);
@@ -20,13 +22,18 @@ const keys = new AssertionKeyStore(db, { rotationMs: config.assertion.rotationMs
 const signer = new AssertionSigner(keys, { issuer: config.assertion.issuer, lifetimeSeconds: config.assertion.lifetimeSeconds });
 const signIn = new SignIn({ db, config, log, signer, assertionLifetimeSeconds: config.assertion.lifetimeSeconds });
 await signIn.start();
-const authRoutes = new AuthRoutes(signIn, {
+// Provider callbacks look Apps up in the ingress's own informer cache, which exists once it starts.
+let ingress: Ingress | undefined;
+const providers = signInProviders({ config, log, db, signIn, authRoutes: () => authRoutes, mail: config.mail.smtpUrl !== undefined, appOfHost: (host) => ingress?.routes.app(appOfHost(host, config.appsDomain) ?? '') });
+const authRoutes = new AuthRoutes(signIn, { config, log, mail: undefined, providerRoutes: providers.routes, available: providers.available });
+ingress = await startIngress({
   config,
+  kc: loadKubeConfig(config.kubeconfig),
   log,
-  mail: undefined,
-  available: { email: config.mail.smtpUrl !== undefined, passkey: false, idp: config.auth.idp !== undefined, codehost: config.auth.codehost !== undefined },
+  recorder,
+  jwks: () => keys.jwks(),
+  auth: { signIn, routes: authRoutes, callbacks: providers.callbacks },
 });
-const ingress = await startIngress({ config, kc: loadKubeConfig(config.kubeconfig), log, recorder, jwks: () => keys.jwks(), auth: { signIn, routes: authRoutes } });
 
 let stopping = false;
 async function shutdown(signal: string): Promise<void> {
@@ -34,7 +41,7 @@ async function shutdown(signal: string): Promise<void> {
   stopping = true;
   log.info({ signal }, 'Shutting down');
   setTimeout(() => process.exit(0), 10_000).unref();
-  await ingress.close();
+  await ingress?.close();
   await signIn.stop();
   await recorder.stop().catch(() => undefined);
   await db.destroy();

@@ -17,6 +17,7 @@ import type { App } from '../lib/resources/index.js';
 import { isNavigation } from './auth/navigation.js';
 import { safeNext } from './auth/next.js';
 import { sendJson } from './auth/respond.js';
+import type { CallbackRoute } from './auth/providers/flow.js';
 import type { AuthRequest, AuthRoutes } from './auth/routes.js';
 import type { SignIn } from './auth/sign-in.js';
 import { errorPage, sendError } from './errors.js';
@@ -39,7 +40,7 @@ export interface IngressOptions {
     signIn: SignIn;
     routes: AuthRoutes;
     /** Routes of the platform's sign-in host (config.auth.host): provider callbacks, by `METHOD path`. */
-    callbacks?: ReadonlyMap<string, (req: IncomingMessage, res: ServerResponse, url: URL, requestId: string) => Promise<void>>;
+    callbacks?: ReadonlyMap<string, CallbackRoute>;
   };
   /** Overrides config.proxy (tests listen on port 0). */
   host?: string;

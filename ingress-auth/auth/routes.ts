@@ -93,8 +93,10 @@ export class AuthRoutes {
       if (this.opts.available.passkey) out.push({ provider: 'passkey', available: true });
     }
     if (admit.some((a) => a.owner)) out.push({ provider: 'owner', available: true });
-    if (admit.some((a) => a.idp)) out.push({ provider: 'idp', available: this.opts.available.idp });
-    if (admit.some((a) => a.codehost)) out.push({ provider: 'codehost', available: this.opts.available.codehost });
+    // A provider's verified address can also prove an app user's (rule 3): offered when set up.
+    const appUsers = admitsAppUsers(app.spec.auth);
+    if (admit.some((a) => a.idp) || (appUsers && this.opts.available.idp)) out.push({ provider: 'idp', available: this.opts.available.idp });
+    if (admit.some((a) => a.codehost) || (appUsers && this.opts.available.codehost)) out.push({ provider: 'codehost', available: this.opts.available.codehost });
     return out;
   }
 

@@ -98,8 +98,8 @@ export class LinkStore {
     return trx('auth_links').where({ app_uid: appUid, kind: 'email', email: email.toLowerCase() }).whereNull('revoked_at').update({ revoked_at: this.clock() });
   }
 
-  async startFlow(flow: Omit<Flow, 'id'>): Promise<string> {
-    const state = newSecret();
+  /** Records a provider sign-in under `state`, the provider's state parameter (a fresh secret). */
+  async startFlow(state: string, flow: Omit<Flow, 'id'>): Promise<void> {
     await this.db('auth_flows').insert({
       id: hashSecret(state),
       app_uid: flow.appUid,
@@ -112,7 +112,6 @@ export class LinkStore {
     });
     // Stale flows are few and small; clearing them here keeps the table bounded without a timer.
     await this.db('auth_flows').where('expires_at', '<', this.clock()).delete();
-    return state;
   }
 
   /** The flow a provider's callback `state` belongs to; used up by reading it. */

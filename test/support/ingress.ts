@@ -2,9 +2,11 @@
 // cookie-keeping HTTP client that talks to it with any Host header, as a browser would.
 import { request as httpRequest } from 'node:http';
 import { createServer } from 'node:net';
-import { AuthRoutes, type ProviderRoute } from '../../ingress-auth/auth/routes.js';
+import { AuthRoutes } from '../../ingress-auth/auth/routes.js';
+import { signInProviders } from '../../ingress-auth/auth/setup.js';
 import { SignIn } from '../../ingress-auth/auth/sign-in.js';
-import { startIngress, type Ingress, type IngressOptions } from '../../ingress-auth/server.js';
+import { appOfHost } from '../../ingress-auth/host.js';
+import { startIngress, type Ingress } from '../../ingress-auth/server.js';
 import type { MailEnqueuer } from '../../lib/auth/invitations.js';
 import { loadConfig, type Config } from '../../lib/config.js';
 import { AssertionKeyStore } from '../../lib/identity/assertion-keys.js';
@@ -41,9 +43,6 @@ export async function startTestIngress(
     port?: number;
     env?: Record<string, string>;
     mail?: MailEnqueuer;
-    providerRoutes?: ReadonlyMap<string, ProviderRoute>;
-    callbacks?: NonNullable<IngressOptions['auth']>['callbacks'];
-    available?: Partial<{ email: boolean; passkey: boolean; idp: boolean; codehost: boolean }>;
   } = {},
 ): Promise<TestIngress> {
   const config = loadConfig(
@@ -57,19 +56,15 @@ export async function startTestIngress(
   const signer = new AssertionSigner(keys, { issuer: config.assertion.issuer, lifetimeSeconds: config.assertion.lifetimeSeconds });
   const signIn = new SignIn({ db, config, log, signer, assertionLifetimeSeconds: config.assertion.lifetimeSeconds, clock: clock.read });
   await signIn.start();
-  const routes = new AuthRoutes(signIn, {
-    config,
-    log,
-    mail: opts.mail,
-    ...(opts.providerRoutes ? { providerRoutes: opts.providerRoutes } : {}),
-    available: { email: opts.mail !== undefined, passkey: false, idp: false, codehost: false, ...opts.available },
-  });
-  const ingress = await startIngress({
+  let ingress: Ingress | undefined;
+  const providers = signInProviders({ config, log, db, signIn, authRoutes: () => routes, mail: opts.mail !== undefined, appOfHost: (h) => ingress?.routes.app(appOfHost(h, config.appsDomain) ?? '') });
+  const routes = new AuthRoutes(signIn, { config, log, mail: opts.mail, providerRoutes: providers.routes, available: providers.available });
+  ingress = await startIngress({
     config,
     kc: kubeConfig(),
     log,
     jwks: () => keys.jwks(),
-    auth: { signIn, routes, ...(opts.callbacks ? { callbacks: opts.callbacks } : {}) },
+    auth: { signIn, routes, callbacks: providers.callbacks },
     host: '127.0.0.1',
     port: opts.port ?? 0,
   });

@@ -1,0 +1,226 @@
+// Sign-in providers end to end through ingress-auth to deployed apps: OpenID Connect against the
+// real oidc-provider and the code host's double (GitHub's interface), through the platform's
+// sign-in host and a browser-bound handoff; passkeys of app users with a software authenticator.
+// Each row of the policy table for idp and codehost gets a positive and a negative case.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { startTestApi, type TestApi } from '../support/api.js';
+import { startTestCodehost, type TestCodehost } from '../support/codehost.js';
+import { appsDomain, Browser, fragmentSecret, freePort, startTestIngress, type Answer, type TestIngress } from '../support/ingress.js';
+import { uniqueName } from '../support/kube.js';
+import { startTestOidcProvider, type TestOidcProvider } from '../support/oidc-provider.js';
+import { eventually } from '../support/wait.js';
+import { SoftwareAuthenticator } from '../support/webauthn-authenticator.js';
+
+const echoHandler = 'export default (req) => Object.fromEntries(req.headers)\n';
+
+describe('ingress-auth sign-in providers', () => {
+  let api: TestApi;
+  let ia: TestIngress;
+  let op: TestOidcProvider;
+  let gh: TestCodehost;
+  let port: number;
+  const apps = {
+    idpAny: uniqueName('idp-any'),
+    idpList: uniqueName('idp-list'),
+    chAny: uniqueName('ch-any'),
+    chList: uniqueName('ch-list'),
+    listed: uniqueName('listed'),
+  };
+  const policies: Record<keyof typeof apps, string> = {
+    idpAny: 'idp: true',
+    idpList: 'idp: [ada@other.test, "@corp.test"]',
+    chAny: 'codehost: true',
+    chList: 'codehost: [Octo, acme]',
+    listed: 'emails: [ada@other.test]',
+  };
+  const host = (app: string) => `${app}.${appsDomain}:${port}`;
+  const loginHost = () => `login.${appsDomain}:${port}`;
+
+  const json = async <T>(res: Response, status: number): Promise<T> => {
+    const text = await res.text();
+    assert.equal(res.status, status, text);
+    return JSON.parse(text) as T;
+  };
+  const fetchJson = (b: Browser, app: string, path: string) => b.request(host(app), path, { headers: [['Sec-Fetch-Mode', 'cors'], ['Accept', 'application/json']] });
+  const location = (r: Answer) => {
+    assert.equal(r.status, 303, r.body);
+    return String(r.headers.location);
+  };
+
+  /** The whole provider round trip in one browser: start on the app, the provider, the callback, the handoff. */
+  async function providerSignIn(b: Browser, app: string, provider: 'idp' | 'codehost', who: string): Promise<Answer> {
+    const start = await b.request(host(app), '/_svc/auth/' + provider + '/start?next=%2Fapi%2Fecho', { headers: [['Sec-Fetch-Mode', 'navigate']] });
+    const authorize = location(start);
+    assert.ok(b.cookie(host(app), 'svc-flow'), 'the flow is bound to this browser');
+    const callback = provider === 'idp' ? await op.signIn(authorize, who) : await gh.signIn(authorize, who);
+    assert.equal(callback.host, loginHost(), 'one callback host for every app');
+    const back = location(await b.request(loginHost(), callback.pathname + callback.search));
+    assert.ok(back.startsWith(`http://${host(app)}/_svc/auth/login?next=%2Fapi%2Fecho#handoff=`), back);
+    return b.redeem(host(app), fragmentSecret(back));
+  }
+
+  before(async () => {
+    port = await freePort();
+    const callbacks = (p: string) => `http://login.${appsDomain}:${port}/_svc/auth/${p}/callback`;
+    op = await startTestOidcProvider({
+      redirectUris: [callbacks('idp')],
+      accounts: [
+        { sub: 'ada', email: 'ada@other.test', emailVerified: true, name: 'Ada' },
+        { sub: 'ada-unverified', email: 'ada@other.test', emailVerified: false },
+        { sub: 'bob', email: 'bob@corp.test', emailVerified: true, hd: 'corp.test' },
+        { sub: 'eve', email: 'eve@corp.test', emailVerified: true },
+      ],
+    });
+    gh = await startTestCodehost({ callbackUrl: callbacks('codehost') });
+    gh.addUser({ login: 'octo', emails: [{ email: 'octo@users.test', verified: true, primary: true }] });
+    gh.addUser({ login: 'member', orgs: { acme: 'active' } });
+    gh.addUser({ login: 'pending', orgs: { acme: 'pending' } });
+    gh.addUser({ login: 'hidden', orgs: { secretorg: 'active' } });
+    gh.addUser({ login: 'stranger' });
+    api = await startTestApi({ env: { SVC_ROLLOUT_DEADLINE_SECONDS: '30', SVC_APPS_URL_SUFFIX: `:${port}` } });
+    ia = await startTestIngress(api, {
+      port,
+      env: {
+        SVC_APPS_URL_SUFFIX: `:${port}`,
+        SVC_IDP_ISSUER: op.issuer,
+        SVC_IDP_CLIENT_ID: op.clientId,
+        SVC_IDP_CLIENT_SECRET: op.clientSecret,
+        SVC_CODEHOST_URL: gh.url,
+        SVC_CODEHOST_API_URL: gh.apiUrl,
+        SVC_CODEHOST_CLIENT_ID: gh.clientId,
+        SVC_CODEHOST_CLIENT_SECRET: gh.clientSecret,
+      },
+    });
+    const ids: Array<[string, string]> = [];
+    for (const [key, app] of Object.entries(apps)) {
+      await json(await api.request('POST', '/api/apps', { body: { name: app } }), 201);
+      const compose = `x-svc:\n  auth:\n    ${policies[key as keyof typeof apps]}\n    paths: [/api/**]\n`;
+      const d = await json<{ id: string }>(await api.request('POST', `/api/apps/${app}/deploy`, { body: { compose, files: { 'api/echo.js': echoHandler } } }), 202);
+      ids.push([app, d.id]);
+    }
+    for (const [app, id] of ids) {
+      await eventually(`${app} live`, async () => (await json<{ status: string }>(await api.request('GET', `/api/deploys/${id}`), 200)).status === 'live', { timeoutMs: 90_000 });
+      await eventually(`${app} in the ingress`, async () => (await fetchJson(new Browser(ia.url), app, '/api/echo')).status === 401, { timeoutMs: 30_000 });
+    }
+  });
+  after(async () => {
+    await ia?.close();
+    await api?.close();
+    await op?.close();
+    await gh?.close();
+  });
+
+  it('idp: true admits any identity of the OpenID provider, not a code-host one', async () => {
+    const b = new Browser(ia.url);
+    assert.equal((await providerSignIn(b, apps.idpAny, 'idp', 'eve')).status, 200);
+    const seen = JSON.parse((await fetchJson(b, apps.idpAny, '/api/echo')).body) as Record<string, string>;
+    assert.equal(seen['x-svc-auth-provider'], 'idp');
+    assert.equal(seen['x-svc-auth-subject'], 'idp:eve');
+    assert.equal(seen['x-svc-auth-email'], 'eve@corp.test');
+    const c = new Browser(ia.url);
+    const start = await c.request(host(apps.idpAny), '/_svc/auth/codehost/start', { headers: [['Sec-Fetch-Mode', 'navigate']] });
+    assert.equal(start.status, 404, 'no code-host sign-in on an idp app');
+    const page = await c.request(host(apps.idpAny), '/_svc/auth/login', { headers: [['Accept', 'text/html']] });
+    assert.match(page.body, /href="\/_svc\/auth\/idp\/start\?next=%2F"/);
+    assert.doesNotMatch(page.body, /codehost/);
+  });
+
+  it('idp: [mailbox] admits that verified account only; idp: [@domain] admits the signed hd claim, not an address suffix', async () => {
+    const ada = new Browser(ia.url);
+    await providerSignIn(ada, apps.idpList, 'idp', 'ada');
+    assert.equal((await fetchJson(ada, apps.idpList, '/api/echo')).status, 200);
+    const unverified = new Browser(ia.url);
+    await providerSignIn(unverified, apps.idpList, 'idp', 'ada-unverified');
+    assert.equal((await fetchJson(unverified, apps.idpList, '/api/echo')).status, 403, 'an unverified address is no account match');
+    const bob = new Browser(ia.url);
+    await providerSignIn(bob, apps.idpList, 'idp', 'bob');
+    assert.equal((await fetchJson(bob, apps.idpList, '/api/echo')).status, 200);
+    const eve = new Browser(ia.url);
+    await providerSignIn(eve, apps.idpList, 'idp', 'eve');
+    assert.equal((await fetchJson(eve, apps.idpList, '/api/echo')).status, 403, 'an email suffix is not sufficient');
+  });
+
+  it('codehost: true admits any code-host identity; codehost: [login, org] admits the login or an active member only', async () => {
+    const octo = new Browser(ia.url);
+    await providerSignIn(octo, apps.chAny, 'codehost', 'octo');
+    const seen = JSON.parse((await fetchJson(octo, apps.chAny, '/api/echo')).body) as Record<string, string>;
+    assert.equal(seen['x-svc-auth-provider'], 'codehost');
+    assert.equal(seen['x-svc-auth-email'], 'octo@users.test');
+    const expected: Array<[string, number]> = [['octo', 200], ['member', 200], ['pending', 403], ['stranger', 403]];
+    for (const [login, status] of expected) {
+      const b = new Browser(ia.url);
+      assert.equal((await providerSignIn(b, apps.chList, 'codehost', login)).status, 200);
+      assert.equal((await fetchJson(b, apps.chList, '/api/echo')).status, status, login);
+    }
+    // Membership the organization did not grant the platform access to is not seen (rule 6).
+    gh.setOrgAccess('acme', false);
+    try {
+      const b = new Browser(ia.url);
+      await providerSignIn(b, apps.chList, 'codehost', 'member');
+      assert.equal((await fetchJson(b, apps.chList, '/api/echo')).status, 403);
+    } finally {
+      gh.setOrgAccess('acme', true);
+    }
+  });
+
+  it('binds a provider handoff to the browser that started it', async () => {
+    const b = new Browser(ia.url);
+    const start = await b.request(host(apps.idpAny), '/_svc/auth/idp/start', { headers: [['Sec-Fetch-Mode', 'navigate']] });
+    const callback = await op.signIn(location(start), 'eve');
+    const back = location(await new Browser(ia.url).request(loginHost(), callback.pathname + callback.search));
+    const victim = new Browser(ia.url);
+    assert.equal((await victim.redeem(host(apps.idpAny), fragmentSecret(back))).status, 403, 'someone else opening the callback link is not signed in');
+    assert.equal((await b.redeem(host(apps.idpAny), fragmentSecret(back))).status, 200, 'the browser that started it is');
+    const replay = await new Browser(ia.url).request(loginHost(), callback.pathname + callback.search);
+    assert.equal(replay.status, 400, 'a callback works once');
+  });
+
+  it('emails: [address] admits the same verified address from a provider and makes an app user of it (rule 3)', async () => {
+    const b = new Browser(ia.url);
+    await providerSignIn(b, apps.listed, 'idp', 'ada');
+    const seen = JSON.parse((await fetchJson(b, apps.listed, '/api/echo')).body) as Record<string, string>;
+    assert.equal(seen['x-svc-auth-provider'], 'idp');
+    const users = await json<{ users: Array<{ email: string; last_provider: string }> }>(await api.request('GET', `/api/apps/${apps.listed}/auth/users`), 200);
+    assert.deepEqual(users.users.map((u) => [u.email, u.last_provider]), [['ada@other.test', 'idp']]);
+    const bob = new Browser(ia.url);
+    await providerSignIn(bob, apps.listed, 'idp', 'bob');
+    assert.equal((await fetchJson(bob, apps.listed, '/api/echo')).status, 403);
+    const after = await json<{ users: unknown[] }>(await api.request('GET', `/api/apps/${apps.listed}/auth/users`), 200);
+    assert.equal(after.users.length, 1, 'a workforce identity not on the list creates no app user');
+  });
+
+  it('lets an app user add a passkey and sign in with it on that hostname only; disabling the user stops it', async () => {
+    // ada is an app user of `listed` (previous test); she signs in by idp and adds a passkey.
+    const b = new Browser(ia.url);
+    await providerSignIn(b, apps.listed, 'idp', 'ada');
+    const origin = `http://${host(apps.listed)}`;
+    const post = (br: Browser, path: string, body: unknown, o = origin) =>
+      br.request(host(apps.listed), path, { method: 'POST', headers: [['Origin', o], ['Content-Type', 'application/json']], body: JSON.stringify(body) });
+    const key = new SoftwareAuthenticator();
+    const ro = JSON.parse((await post(b, '/_svc/auth/passkey/register/options', {})).body) as { challengeId: string; options: never };
+    const reg = await post(b, '/_svc/auth/passkey/register/verify', { challengeId: ro.challengeId, response: key.create(ro.options, origin) });
+    assert.equal(reg.status, 200, reg.body);
+    assert.equal((await post(new Browser(ia.url), '/_svc/auth/passkey/register/options', {})).status, 400, 'only a signed-in app user adds one');
+
+    const fresh = new Browser(ia.url);
+    const lo = JSON.parse((await post(fresh, '/_svc/auth/passkey/login/options', {})).body) as { challengeId: string; options: never };
+    const signedIn = await post(fresh, '/_svc/auth/passkey/login/verify', { challengeId: lo.challengeId, response: key.get(lo.options, origin) });
+    assert.equal(signedIn.status, 200, signedIn.body);
+    assert.match(String(signedIn.headers['set-cookie']), /Max-Age=2592000/, 'an app-user session: 30 days');
+    const seen = JSON.parse((await fetchJson(fresh, apps.listed, '/api/echo')).body) as Record<string, string>;
+    assert.equal(seen['x-svc-auth-provider'], 'passkey');
+    assert.match(seen['x-svc-auth-subject']!, /^au_/);
+
+    const other = `http://${host(apps.idpAny)}`;
+    const lo2 = JSON.parse((await post(fresh, '/_svc/auth/passkey/login/options', {})).body) as { challengeId: string; options: never };
+    assert.equal((await post(fresh, '/_svc/auth/passkey/login/verify', { challengeId: lo2.challengeId, response: key.get(lo2.options, origin) }, other)).status, 403, 'cross-origin');
+
+    const users = await json<{ users: Array<{ id: string }> }>(await api.request('GET', `/api/apps/${apps.listed}/auth/users`), 200);
+    await json(await api.request('POST', `/api/apps/${apps.listed}/auth/users/${users.users[0]!.id}/disable`), 200);
+    assert.equal((await fetchJson(fresh, apps.listed, '/api/echo')).status, 401, 'disabling ends the passkey session at once');
+    const lo3 = JSON.parse((await post(fresh, '/_svc/auth/passkey/login/options', {})).body) as { challengeId: string; options: never };
+    assert.equal((await post(fresh, '/_svc/auth/passkey/login/verify', { challengeId: lo3.challengeId, response: key.get(lo3.options, origin) })).status, 403);
+    await json(await api.request('POST', `/api/apps/${apps.listed}/auth/users/${users.users[0]!.id}/enable`), 200);
+  });
+});
