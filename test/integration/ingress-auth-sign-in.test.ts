@@ -320,6 +320,29 @@ describe('ingress-auth sign-in', () => {
     assert.equal(seen(await fetchJson(b, guard, '/api/echo'))['x-svc-auth-provider'], 'svc');
   });
 
+  it('revokes sessions through the API at once on every ingress-auth replica (cached sessions included)', async () => {
+    const replica = await startTestIngress(api);
+    try {
+      const b = new Browser(ia.url);
+      const c = new Browser(replica.url);
+      await signInAsOwner(b, guard);
+      c.setCookie(host(guard), 'svc-session', b.cookie(host(guard), 'svc-session')!);
+      // Both replicas now hold the session in their caches.
+      assert.equal((await fetchJson(b, guard, '/api/echo')).status, 200);
+      assert.equal((await fetchJson(c, guard, '/api/echo')).status, 200);
+      const { revoked } = await json<{ revoked: number }>(await api.request('POST', `/api/apps/${guard}/auth/sessions/revoke`, { body: {} }), 200);
+      assert.ok(revoked >= 1);
+      await eventually('the revocation on both replicas', async () => (await fetchJson(b, guard, '/api/echo')).status === 401 && (await fetchJson(c, guard, '/api/echo')).status === 401, {
+        timeoutMs: 2_000,
+        intervalMs: 50,
+      });
+      await json(await api.request('POST', `/api/apps/${guard}/auth/sessions/revoke`, { body: { user_id: 'au_0000000000000000' } }), 404);
+      await json(await api.request('POST', `/api/apps/${guard}/auth/sessions/revoke`, { body: { user_id: 'au_1', email: 'a@b.test' } }), 400);
+    } finally {
+      await replica.close();
+    }
+  });
+
   it('lists the providers of an app’s policy with whether this platform has them set up', async () => {
     const body = await json<{ providers: Array<{ name: string; in_policy: boolean; configured: boolean }> }>(await api.request('GET', `/api/apps/${guard}/auth/providers`), 200);
     const byName = Object.fromEntries(body.providers.map((p) => [p.name, p]));
