@@ -4,6 +4,7 @@ import { connect } from '../lib/db/connection.js';
 import { migrateLatest } from '../lib/db/migrate.js';
 import { loadKubeConfig } from '../lib/kube/client.js';
 import { createLogger } from '../lib/logger.js';
+import { MailSender } from '../lib/mail/sender.js';
 import { TokenStore } from '../lib/tokens/store.js';
 import { ensureFirstAccount } from './bootstrap.js';
 import { createApi } from './server.js';
@@ -16,8 +17,12 @@ const applied = await migrateLatest(db);
 if (applied.length) log.info({ applied }, `Applied ${applied.length} migrations`);
 const tokens = new TokenStore(db);
 tokens.start();
-const { services, stop } = await assembleServices({ config, db, kc: loadKubeConfig(config.kubeconfig), tokens, log });
+const kc = loadKubeConfig(config.kubeconfig);
+const { services, stop } = await assembleServices({ config, db, kc, tokens, log });
 await ensureFirstAccount(services);
+// Outgoing mail leaves from here, off the request path: requests only enqueue it (lib/mail/outbox.ts).
+const mailer = new MailSender({ db, databaseUrl: config.databaseUrl, kc, mail: config.mail, log });
+mailer.start();
 
 const server = createApi(services).listen(config.api.port, config.api.host, () => {
   log.info({ host: config.api.host, port: config.api.port }, `API listening on http://${config.api.host}:${config.api.port}/api`);
@@ -29,8 +34,10 @@ function shutdown(signal: string): void {
   log.info({ signal }, 'Shutting down');
   tokens.stop();
   void stop();
+  // The mailer gives its Lease up and finishes its batch before the pool it writes through closes.
+  const mailStopped = mailer.stop().catch((err: unknown) => log.warn({ err }, 'Stopping the mail sender failed'));
   server.close(() => {
-    void db.destroy().then(() => process.exit(0));
+    void mailStopped.then(() => db.destroy()).then(() => process.exit(0));
   });
   server.closeIdleConnections();
   setTimeout(() => process.exit(0), 10_000).unref();

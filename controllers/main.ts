@@ -3,7 +3,7 @@ import * as k8s from '@kubernetes/client-node';
 import { loadConfigOrExit } from '../lib/config.js';
 import { loadKubeConfig } from '../lib/kube/client.js';
 import { createLogger } from '../lib/logger.js';
-import { LeaderElection } from './leader.js';
+import { LeaderElection } from '../lib/kube/leader.js';
 import { Manager } from './manager.js';
 
 const config = loadConfigOrExit('controllers');
@@ -27,8 +27,9 @@ async function shutdown(signal: string): Promise<void> {
 process.on('SIGTERM', () => void shutdown('SIGTERM'));
 process.on('SIGINT', () => void shutdown('SIGINT'));
 
-await election.run(() => {
+const leading = await election.run(() => {
   // Another replica leads now: stop working at once; the supervisor restarts this one as a follower.
   process.exit(1);
 });
-await manager.start();
+// Not leading means shutdown released the Lease before this replica ever led: nothing to start.
+if (leading) await manager.start();

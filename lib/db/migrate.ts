@@ -11,6 +11,7 @@ import * as m0006 from './migrations/0006_deploys.js';
 import * as m0007 from './migrations/0007_app_request_metrics.js';
 import * as m0008 from './migrations/0008_assertion_keys.js';
 import * as m0009 from './migrations/0009_app_auth.js';
+import * as m0010 from './migrations/0010_mail_outbox.js';
 import * as m0011 from './migrations/0011_passkeys.js';
 
 interface Migration {
@@ -28,6 +29,7 @@ const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ['0007_app_request_metrics', m0007],
   ['0008_assertion_keys', m0008],
   ['0009_app_auth', m0009],
+  ['0010_mail_outbox', m0010],
   ['0011_passkeys', m0011],
 ];
 
