@@ -1,12 +1,14 @@
 import * as k8s from '@kubernetes/client-node';
 import { ArtifactStore } from '../lib/artifacts/store.js';
 import { AppUserStore } from '../lib/auth/app-users.js';
+import { Invitations } from '../lib/auth/invitations.js';
 import { LinkStore } from '../lib/auth/links.js';
 import { SessionStore } from '../lib/auth/sessions.js';
-import type { Config } from '../lib/config.js';
+import { appUrlOf, type Config } from '../lib/config.js';
 import type { Db } from '../lib/db/connection.js';
 import { DeployStore } from '../lib/deploys.js';
 import type { Logger } from '../lib/logger.js';
+import { MailOutbox } from '../lib/mail/outbox.js';
 import type { TokenStore } from '../lib/tokens/store.js';
 import { Deployer } from './deploys/deployer.js';
 import { DeployTracker } from './deploys/tracker.js';
@@ -51,7 +53,9 @@ export async function assembleServices(deps: {
   await apps.start();
   const artifacts = new ArtifactStore(config.deploys.artifactDir);
   const deploys = new DeployStore(db, clock);
-  new DeployTracker(apps, deploys, log).start();
+  // Email invitations go out when a deploy goes live (queued in the outbox; the leader sends them).
+  const invitations = new Invitations(db, new MailOutbox(db, { clock }), log, (app) => (app.status?.url ? appUrlOf(config, app.metadata.name!) : undefined), clock);
+  new DeployTracker(apps, deploys, log, (app) => invitations.sync(app)).start();
   const services: Services = {
     config,
     db,

@@ -4,13 +4,16 @@
 #   dev.sh [up [COMPONENT...]] | down | status
 source "$(dirname "$0")/lib.sh"
 
-COMPONENTS=(node-agent controllers api ingress-auth)
+COMPONENTS=(node-agent controllers mail api ingress-auth)
 API_PORT=${SVC_API_PORT:-8080}
 PROXY_PORT=${SVC_PROXY_PORT:-8081}
 KUBELET_PORT=${SVC_NODE_KUBELET_PORT:-10250}
+SMTP_PORT=${SVC_DEV_SMTP_PORT:-2525}
 
 export SVC_STATE_DIR="$STATE" KUBECONFIG="$STATE/kubeconfig"
 export SVC_DATABASE_URL=${SVC_DATABASE_URL:-postgres://svc@127.0.0.1:$PG_PORT/svc}
+# Sign-in links go to the local mail catcher (the `mail` component) unless told otherwise.
+export SVC_SMTP_URL=${SVC_SMTP_URL:-smtp://127.0.0.1:$SMTP_PORT}
 
 kubelet_ok() {
   curl -fsS --max-time 2 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" "https://127.0.0.1:$KUBELET_PORT/healthz"
@@ -44,6 +47,10 @@ start_component() {
       start_daemon controllers node --enable-source-maps dist/controllers/main.js
       wait_ready controllers 60 started_since_last_start controllers 'Controllers started'
       ;;
+    mail)
+      start_daemon mail node --enable-source-maps dist/hack/mail-catcher.js
+      wait_ready mail 30 started_since_last_start mail 'mail catcher listening'
+      ;;
     api)
       start_daemon api node --enable-source-maps dist/api/main.js
       wait_ready api 60 curl -fsS --max-time 2 "http://127.0.0.1:$API_PORT/api/health"
@@ -70,6 +77,7 @@ summary() {
 The local platform is up.
   Platform API     http://127.0.0.1:$API_PORT/api   (OpenAPI: /api/openapi.json)
   Apps             http://<app>.${SVC_APPS_DOMAIN:-apps.localhost}:$PROXY_PORT/   (ingress-auth; try: curl -s http://hello.apps.localhost:$PROXY_PORT/)
+  Sign-in          svc open <app> prints an owner link; emailed sign-in links land in $LOGS/mail.log
   Owner token      $STATE/owner-token   (curl -H "Authorization: Bearer \$(cat $STATE/owner-token)" http://127.0.0.1:$API_PORT/api/account)
   Kubernetes API   https://127.0.0.1:$APISERVER_PORT   export KUBECONFIG=$STATE/kubeconfig
   Nodes            local-a, local-b run pods as local processes (node-agent; kubectl run/logs work)

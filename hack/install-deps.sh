@@ -13,6 +13,8 @@ command -v nsenter >/dev/null || missing+=(util-linux)
 command -v ip >/dev/null || missing+=(iproute2)
 command -v bwrap >/dev/null || missing+=(bubblewrap)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+# Headless browser of the sign-in tests (driven by playwright-core).
+command -v chromium >/dev/null || missing+=(chromium)
 if ((${#missing[@]})); then
   sudo=()
   [ "$(id -u)" = 0 ] || sudo=(sudo)

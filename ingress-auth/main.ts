@@ -5,6 +5,7 @@ import { AssertionKeyStore } from '../lib/identity/assertion-keys.js';
 import { AssertionSigner } from '../lib/identity/assertion.js';
 import { loadKubeConfig } from '../lib/kube/client.js';
 import { createLogger } from '../lib/logger.js';
+import { MailOutbox } from '../lib/mail/outbox.js';
 import { RequestRecorder } from '../lib/metrics/requests.js';
 import { AuthRoutes } from './auth/routes.js';
 import { SignIn } from './auth/sign-in.js';
@@ -25,7 +26,7 @@ await signIn.start();
 // Provider callbacks look Apps up in the ingress's own informer cache, which exists once it starts.
 let ingress: Ingress | undefined;
 const providers = signInProviders({ config, log, db, signIn, authRoutes: () => authRoutes, mail: config.mail.smtpUrl !== undefined, appOfHost: (host) => ingress?.routes.app(appOfHost(host, config.appsDomain) ?? '') });
-const authRoutes = new AuthRoutes(signIn, { config, log, mail: undefined, providerRoutes: providers.routes, available: providers.available });
+const authRoutes = new AuthRoutes(signIn, { config, log, mail: new MailOutbox(db), providerRoutes: providers.routes, available: providers.available });
 ingress = await startIngress({
   config,
   kc: loadKubeConfig(config.kubeconfig),

@@ -259,6 +259,14 @@ export function loadConfig(
   });
 }
 
+/**
+ * An app's URL as this component is configured (the App controller writes the same into
+ * status.url): what links in mail and owner links point at.
+ */
+export function appUrlOf(config: Pick<Config, 'appsDomain' | 'appsUrlSuffix' | 'auth'>, appName: string): string {
+  return `${config.auth.secureCookies ? 'https' : 'http'}://${appName}.${config.appsDomain}${config.appsUrlSuffix}`;
+}
+
 /** The host's address on the pod bridge (node-agent's netns mode): the subnet's .0.1. */
 function podGatewayOf(subnet = '10.244.0.0/16'): string {
   return `${subnet.split('.').slice(0, 2).join('.')}.0.1`;

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import type { AppUser } from '../../lib/auth/app-users.js';
 import { admitsAppUsers, type Identity } from '../../lib/auth/identity.js';
 import { ownerLinkLifetimeMs } from '../../lib/auth/links.js';
+import { appUrlOf } from '../../lib/config.js';
 import type { App } from '../../lib/resources/index.js';
 import { conflict, invalid, notFound } from '../errors.js';
 import { op, type Operation } from '../operation.js';
@@ -140,7 +141,7 @@ export function appAuthOperations(s: Services): Operation[] {
       response: z.object({ url: z.string(), expires_at: z.string() }),
       handler: async ({ caller, params, body }) => {
         const app = await resolveApp(s, caller, params.appID!);
-        const url = app.status?.url;
+        const url = app.status?.url ? appUrlOf(s.config, app.metadata.name!) : undefined;
         if (!url) throw conflict(`app ${app.metadata.name} has no URL yet (deploy it first)`);
         if (!(app.spec.auth?.rules ?? []).some((r) => r.admit.owner)) throw conflict(`the policy of app ${app.metadata.name} does not admit its owner; add \`owner\` to it`);
         const next = body?.next ?? '/';

@@ -17,11 +17,13 @@ const style =
   'button,.button{font:inherit;padding:.45rem .9rem;margin:.4rem 0;cursor:pointer;display:inline-block;border:1px solid #888;border-radius:4px;background:#f6f6f6;color:#222;text-decoration:none}' +
   '.note{color:#666;font-size:.9rem}.error{color:#a00}code{background:#f3f3f3;padding:0 .2rem}';
 
+// Referrer policy same-origin, not no-referrer: with no-referrer a browser sends `Origin: null` on
+// the page's own form posts, and the same-origin check of sign-in requests would refuse them.
 function shell(title: string, main: string, script?: string): RenderedPage {
   const nonce = randomBytes(16).toString('base64');
   const body =
     `<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">` +
-    `<meta name="referrer" content="no-referrer"><title>${escapeHtml(title)}</title><style>${style}</style></head><body>${main}` +
+    `<meta name="referrer" content="same-origin"><title>${escapeHtml(title)}</title><style>${style}</style></head><body>${main}` +
     (script ? `<script nonce="${nonce}">${script}</script>` : '') +
     '</body></html>\n';
   const csp = `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'unsafe-inline'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'`;

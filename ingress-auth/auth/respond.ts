@@ -6,7 +6,7 @@ import type { RenderedPage } from './pages.js';
 export const privateNoStore = 'private, no-store';
 
 function common(requestId: string): Record<string, string> {
-  return { 'cache-control': privateNoStore, 'x-request-id': requestId, 'x-content-type-options': 'nosniff', 'referrer-policy': 'no-referrer' };
+  return { 'cache-control': privateNoStore, 'x-request-id': requestId, 'x-content-type-options': 'nosniff', 'referrer-policy': 'same-origin' };
 }
 
 export function sendJson(res: ServerResponse, status: number, body: unknown, requestId: string): void {

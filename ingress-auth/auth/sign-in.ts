@@ -12,7 +12,7 @@ import { AppUserStore } from '../../lib/auth/app-users.js';
 import { becomesAppUser, type Identity } from '../../lib/auth/identity.js';
 import { LinkStore } from '../../lib/auth/links.js';
 import { RateLimiter } from '../../lib/auth/rate-limit.js';
-import { revokedChannel, SessionStore, sessionLimits, type Session } from '../../lib/auth/sessions.js';
+import { revokedChannel, SessionStore, sessionLimits, touchEveryMs, type Session } from '../../lib/auth/sessions.js';
 import type { AssertedIdentity } from '../../lib/identity/assertion.js';
 import type { App } from '../../lib/resources/index.js';
 import { cookieNames, setCookie, type CookieNames } from './cookies.js';
@@ -94,7 +94,10 @@ export class SignIn {
     const now = Date.now();
     const hit = this.cache.get(token);
     if (hit && hit.appUid === appUid && hit.host === host && now - hit.checkedAt < cacheMs) {
-      if (!hit.session || this.sessions.alive(hit.session, this.clock())) return hit.session;
+      if (!hit.session) return undefined;
+      // A use that is due to be written back (idle expiry) goes through the store.
+      const at = this.clock();
+      if (this.sessions.alive(hit.session, at) && at.getTime() - hit.session.lastSeenAt.getTime() <= touchEveryMs) return hit.session;
     }
     const session = await this.sessions.find(token, appUid, host);
     if (this.cache.size >= cacheMax) this.cache.clear();

@@ -31,6 +31,8 @@ export class Invitations {
     private readonly db: Knex,
     private readonly mail: MailEnqueuer,
     private readonly log: Logger,
+    /** The app's URL for links; undefined while it has none (not served yet). */
+    private readonly appUrl: (app: App) => string | undefined,
     private readonly clock: () => Date = () => new Date(),
   ) {
     this.links = new LinkStore(db, clock);
@@ -39,7 +41,7 @@ export class Invitations {
 
   /** Brings an app's invitations in line with its live policy; returns who was invited and who removed. */
   async sync(app: App): Promise<{ invited: string[]; removed: string[] }> {
-    const url = app.status?.url;
+    const url = this.appUrl(app);
     const appUid = app.metadata.uid!;
     const wanted = policyEmails(app.spec.auth);
     const had = new Set(((await this.db('auth_recipients').where({ app_uid: appUid }).select('email')) as Array<{ email: string }>).map((r) => r.email));

@@ -13,7 +13,7 @@ export const sessionLimits = {
 } as const;
 
 /** How often a session's last use is written back (idle expiry is measured in days, not seconds). */
-const touchEveryMs = 5 * 60_000;
+export const touchEveryMs = 5 * 60_000;
 
 export const revokedChannel = 'svc_auth_revoked';
 
