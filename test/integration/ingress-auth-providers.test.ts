@@ -26,6 +26,7 @@ describe('ingress-auth sign-in providers', () => {
     chAny: uniqueName('ch-any'),
     chList: uniqueName('ch-list'),
     listed: uniqueName('listed'),
+    required: uniqueName('required'),
   };
   const policies: Record<keyof typeof apps, string> = {
     idpAny: 'idp: true',
@@ -33,6 +34,7 @@ describe('ingress-auth sign-in providers', () => {
     chAny: 'codehost: true',
     chList: 'codehost: [Octo, acme]',
     listed: 'emails: [ada@other.test]',
+    required: 'required: true',
   };
   const host = (app: string) => `${app}.${appsDomain}:${port}`;
   const loginHost = () => `login.${appsDomain}:${port}`;
@@ -188,6 +190,23 @@ describe('ingress-auth sign-in providers', () => {
     assert.equal((await fetchJson(bob, apps.listed, '/api/echo')).status, 403);
     const after = await json<{ users: unknown[] }>(await api.request('GET', `/api/apps/${apps.listed}/auth/users`), 200);
     assert.equal(after.users.length, 1, 'a workforce identity not on the list creates no app user');
+  });
+
+  it('required admits an active app user (any verified address becomes one), not an identity without a verified address, nor a disabled user', async () => {
+    const bob = new Browser(ia.url);
+    await providerSignIn(bob, apps.required, 'idp', 'bob');
+    const seen = JSON.parse((await fetchJson(bob, apps.required, '/api/echo')).body) as Record<string, string>;
+    assert.equal(seen['x-svc-auth-email'], 'bob@corp.test');
+    const unverified = new Browser(ia.url);
+    await providerSignIn(unverified, apps.required, 'idp', 'ada-unverified');
+    assert.equal((await fetchJson(unverified, apps.required, '/api/echo')).status, 403);
+    const users = await json<{ users: Array<{ id: string; email: string }> }>(await api.request('GET', `/api/apps/${apps.required}/auth/users`), 200);
+    assert.deepEqual(users.users.map((u) => u.email), ['bob@corp.test']);
+    await json(await api.request('POST', `/api/apps/${apps.required}/auth/users/${users.users[0]!.id}/disable`), 200);
+    assert.equal((await fetchJson(bob, apps.required, '/api/echo')).status, 401);
+    const again = new Browser(ia.url);
+    await providerSignIn(again, apps.required, 'idp', 'bob');
+    assert.equal((await fetchJson(again, apps.required, '/api/echo')).status, 403, 'a disabled user signing in again is not an active app user');
   });
 
   it('lets an app user add a passkey and sign in with it on that hostname only; disabling the user stops it', async () => {
