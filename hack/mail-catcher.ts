@@ -10,10 +10,11 @@ const dir = path.resolve(process.env.SVC_STATE_DIR ?? '.svc', 'mail');
 mkdirSync(dir, { recursive: true });
 let n = 0;
 
-/** The body's first http(s) URL, with quoted-printable soft breaks and `=3D` undone. */
+/** The body's sign-in link (else its first URL), with quoted-printable soft breaks and `=3D` undone. */
 function firstLink(raw: string): string | undefined {
   const text = raw.replace(/=\r?\n/g, '').replace(/=3D/gi, '=');
-  return /https?:\/\/[^\s"<>]+/.exec(text)?.[0];
+  const links = [...text.matchAll(/https?:\/\/[^\s"<>]+/g)].map((m) => m[0].replace(/[.,;)]+$/, ''));
+  return links.find((l) => /#(token|handoff)=/.test(l)) ?? links[0];
 }
 
 const server = new SMTPServer({
