@@ -1,15 +1,22 @@
 // Servers for bench/proxy.ts, each in its own process so none shares an event loop with the load
-// generator. `upstream`: a bare node:http server answering 12 bytes. `ingress <upstream port>`: the
-// real ingress-auth server (host parsing, header scrubbing, request id, round robin, undici pool,
-// request metrics in memory) with a fixed route table in place of the informers, so no cluster is
-// needed and EndpointSlices need not point at loopback. Prints {"url"} when ready.
+// generator. `upstream`: a bare node:http server answering 12 bytes. `ingress <upstream port>
+// <database url>`: the real ingress-auth server (host parsing, header scrubbing, request id, round
+// robin, undici pool, request metrics in memory, sign-in with sessions in PostgreSQL and signed
+// assertions) with a fixed route table in place of the informers, so no cluster is needed and
+// EndpointSlices need not point at loopback. The app gates /private/** (owner); a signed-in owner's
+// session cookie is printed with the URL: {"url", "cookie"}.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as k8s from '@kubernetes/client-node';
+import { AuthRoutes } from '../ingress-auth/auth/routes.js';
+import { SignIn } from '../ingress-auth/auth/sign-in.js';
 import { startIngress } from '../ingress-auth/server.js';
 import type { Backend, RouteSource } from '../ingress-auth/routes.js';
 import { loadConfig } from '../lib/config.js';
-import type { Db } from '../lib/db/connection.js';
+import { connect, type Db } from '../lib/db/connection.js';
+import { migrateLatest } from '../lib/db/migrate.js';
+import { AssertionKeyStore } from '../lib/identity/assertion-keys.js';
+import { AssertionSigner } from '../lib/identity/assertion.js';
 import { createLogger } from '../lib/logger.js';
 import { RequestRecorder } from '../lib/metrics/requests.js';
 import type { App } from '../lib/resources/index.js';
@@ -25,7 +32,13 @@ if (mode === 'upstream') {
   server.keepAliveTimeout = 65_000;
   server.listen(0, '127.0.0.1', () => console.log(JSON.stringify({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` })));
 } else if (mode === 'ingress') {
-  const app = { apiVersion: 'svc.dev/v1alpha1', kind: 'App', metadata: { name: 'bench', namespace: 'svc-acct-bench', uid: '00000000-0000-4000-8000-000000000001' }, spec: { kind: 'static' } } as App;
+  const databaseUrl = process.argv[4]!;
+  const app = {
+    apiVersion: 'svc.dev/v1alpha1',
+    kind: 'App',
+    metadata: { name: 'bench', namespace: 'svc-acct-bench', uid: '00000000-0000-4000-8000-000000000001' },
+    spec: { kind: 'static', auth: { rules: [{ mode: 'auth', source: 'bench', paths: ['/private/**'], admit: { owner: true } }] } },
+  } as App;
   const backend: Backend = { address: '127.0.0.1', port: Number(upstreamPort), origin: `http://127.0.0.1:${upstreamPort}` };
   const routes: RouteSource = {
     start: async () => undefined,
@@ -34,13 +47,27 @@ if (mode === 'upstream') {
     backends: () => [backend],
     origins: () => new Set([backend.origin]),
   };
-  // Recorded in memory like in production; never flushed (no database in the benchmark).
+  // Recorded in memory like in production; never flushed (not part of what is measured).
   const recorder = new RequestRecorder(undefined as unknown as Db);
-  const config = loadConfig({ SVC_LOG_LEVEL: 'silent' }, { exists: () => false });
-  const ingress = await startIngress({ config, kc: new k8s.KubeConfig(), log: createLogger('ingress-auth', 'silent'), recorder, routes, host: '127.0.0.1', port: 0 });
-  console.log(JSON.stringify({ url: ingress.url }));
+  const config = loadConfig({ SVC_LOG_LEVEL: 'silent', SVC_DATABASE_URL: databaseUrl }, { exists: () => false });
+  const log = createLogger('ingress-auth', 'silent');
+  const db = connect(databaseUrl);
+  await migrateLatest(db);
+  const keys = new AssertionKeyStore(db, { rotationMs: config.assertion.rotationMs, maxAssertionLifetimeMs: config.assertion.lifetimeSeconds * 1000 });
+  const signer = new AssertionSigner(keys, { issuer: config.assertion.issuer, lifetimeSeconds: config.assertion.lifetimeSeconds });
+  const signIn = new SignIn({ db, config, log, signer, assertionLifetimeSeconds: config.assertion.lifetimeSeconds });
+  await signIn.start();
+  const authRoutes = new AuthRoutes(signIn, { config, log, mail: undefined, available: { email: false, passkey: false, idp: false, codehost: false } });
+  const { token } = await signIn.sessions.create(app.metadata.uid!, 'bench.apps.localhost', {
+    provider: 'svc',
+    subject: 'acct_bench',
+    email: 'owner@bench.test',
+    facts: { namespace: 'svc-acct-bench' },
+  });
+  const ingress = await startIngress({ config, kc: new k8s.KubeConfig(), log, recorder, routes, host: '127.0.0.1', port: 0, auth: { signIn, routes: authRoutes } });
+  console.log(JSON.stringify({ url: ingress.url, cookie: `${signIn.cookies.session}=${token}` }));
 } else {
-  console.error('usage: proxy-server.js upstream | ingress <upstream port>');
+  console.error('usage: proxy-server.js upstream | ingress <upstream port> <database url>');
   process.exit(2);
 }
 

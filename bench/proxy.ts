@@ -1,6 +1,7 @@
 // bench/proxy: GET of a 12-byte answer straight to a node:http upstream (the baseline), through
-// ingress-auth, and through nginx (Debian, one worker, upstream keep-alive) as a plain reverse
-// proxy, in one run on one machine. Prints requests/s at BENCH_CONNECTIONS (32) and latency at 8
+// ingress-auth (a public path, and a gated path with a signed-in session: cookie, session cache,
+// admission, identity headers and assertion), and through nginx (Debian, one worker, upstream
+// keep-alive) as a plain reverse proxy, in one run on one machine. Prints requests/s at BENCH_CONNECTIONS (32) and latency at 8
 // connections, with the ratios. nginx is left out, with a note, when it is not installed.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -11,15 +12,16 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
 import { repoRoot } from '../lib/paths.js';
+import { benchDatabase } from './support.js';
 
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const duration = Number(process.env.BENCH_SECONDS ?? 8);
 const host = 'bench.apps.localhost';
 
-async function server(...args: string[]): Promise<{ url: string; child: ChildProcess }> {
+async function server(...args: string[]): Promise<{ url: string; cookie?: string; child: ChildProcess }> {
   const child = spawn(process.execPath, [path.join(repoRoot, 'dist/bench/proxy-server.js'), ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
   const [line] = (await once(createInterface({ input: child.stdout! }), 'line')) as [string];
-  return { url: (JSON.parse(line) as { url: string }).url, child };
+  return { ...(JSON.parse(line) as { url: string; cookie?: string }), child };
 }
 
 async function freePort(): Promise<number> {
@@ -95,45 +97,51 @@ interface Figures {
   meanAt8: number;
 }
 
-async function load(url: string, conns: number, seconds: number) {
-  const r = await autocannon({ url, connections: conns, duration: seconds, headers: { host }, pipelining: 1 });
+async function load(url: string, conns: number, seconds: number, headers: Record<string, string> = {}) {
+  const r = await autocannon({ url, connections: conns, duration: seconds, headers: { host, ...headers }, pipelining: 1 });
   const bad = r.non2xx + r.errors + r.timeouts;
   if (bad > 0) throw new Error(`${url}: ${bad} failed requests (non-2xx ${r.non2xx}, errors ${r.errors})`);
   return r;
 }
 
-async function measure(url: string): Promise<Figures> {
-  await load(url, connections, 2); // warm-up: JIT, pools
-  const many = await load(url, connections, duration);
-  const few = await load(url, 8, Math.max(3, Math.round(duration / 2)));
+async function measure(url: string, headers: Record<string, string> = {}): Promise<Figures> {
+  await load(url, connections, 2, headers); // warm-up: JIT, pools
+  const many = await load(url, connections, duration, headers);
+  const few = await load(url, 8, Math.max(3, Math.round(duration / 2)), headers);
   return { rps: many.requests.average, p50: many.latency.p50, p99: many.latency.p99, p50At8: few.latency.p50, p99At8: few.latency.p99, meanAt8: few.latency.average };
 }
 
+const database = await benchDatabase();
 const upstream = await server('upstream');
-const ingress = await server('ingress', new URL(upstream.url).port);
+const ingress = await server('ingress', new URL(upstream.url).port, database.url);
 const bin = nginxBinary();
 const nginx = bin ? await startNginx(bin, upstream.url) : undefined;
 try {
   const direct = await measure(upstream.url);
   const proxied = await measure(ingress.url);
+  const signedIn = await measure(`${ingress.url}/private/page`, { cookie: `theme=dark; ${ingress.cookie!}` });
   const reference = nginx ? await measure(nginx.url) : undefined;
   const row = (name: string, f: Figures) =>
     `  ${name.padEnd(18)} ${f.rps.toFixed(0).padStart(7)} req/s   p50 ${f.p50} / p99 ${f.p99} ms   at 8 conns: p50 ${f.p50At8} / p99 ${f.p99At8} ms, mean ${f.meanAt8.toFixed(3)} ms`;
   console.log(`bench/proxy: GET, 12-byte answer, ${connections} connections for ${duration}s each (latency also at 8), same machine, same run`);
   console.log(row('direct upstream', direct));
   console.log(row('ingress-auth', proxied));
+  console.log(row('  signed in, gated', signedIn));
   if (reference) console.log(row('nginx (1 worker)', reference));
   else console.log('  nginx              not installed (apt-get install nginx-light): left out');
   console.log(`  ratio ingress-auth/direct  ${(proxied.rps / direct.rps).toFixed(2)}`);
   if (reference) {
     console.log(`  ratio nginx/direct         ${(reference.rps / direct.rps).toFixed(2)}`);
-    console.log(`  ratio ingress-auth/nginx   ${(proxied.rps / reference.rps).toFixed(2)}   (goal >= 0.6)`);
+    console.log(`  ratio ingress-auth/nginx   ${(proxied.rps / reference.rps).toFixed(2)} public, ${(signedIn.rps / reference.rps).toFixed(2)} signed in   (goal >= 0.6)`);
   }
-  console.log(`  added mean latency at 8 connections: ingress-auth ${(proxied.meanAt8 - direct.meanAt8).toFixed(3)} ms${reference ? `, nginx ${(reference.meanAt8 - direct.meanAt8).toFixed(3)} ms` : ''}   (goal p50 < 1 ms)`);
+  console.log(
+    `  added latency at 8 connections, signed in: p50 ${(signedIn.p50At8 - direct.p50At8).toFixed(2)} ms, mean ${(signedIn.meanAt8 - direct.meanAt8).toFixed(3)} ms; public: mean ${(proxied.meanAt8 - direct.meanAt8).toFixed(3)} ms${reference ? `; nginx: mean ${(reference.meanAt8 - direct.meanAt8).toFixed(3)} ms` : ''}   (goal p50 < 1 ms)`,
+  );
 } finally {
   await nginx?.stop();
   for (const c of [ingress.child, upstream.child]) {
     c.kill('SIGTERM');
     await once(c, 'exit');
   }
+  await database.drop();
 }
