@@ -3,8 +3,7 @@
 // be able to supply one, in any spelling), the platform's cookies and forwarding headers, which we
 // set ourselves; then the verified identity, if any. Towards the client: the app's response minus
 // hop-by-hop headers and any attempt to set a platform cookie.
-import type { IncomingHttpHeaders } from 'node:http';
-import { withoutPlatformCookies, withoutPlatformSetCookies } from './auth/cookies.js';
+import { isPlatformCookie, withoutPlatformCookies } from './auth/cookies.js';
 
 /** Hop-by-hop (RFC 9110 7.6.1) and headers the upstream client library sets itself. */
 const hopByHop = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'expect']);
@@ -32,64 +31,96 @@ export interface Forwarded {
   personal?: boolean | undefined;
 }
 
+/** What upstreamHeaders does with a request header, by lowercase name; any other name is passed on (unless it is a platform header). */
+const requestRule = new Map<string, 'drop' | 'cookie' | 'connection' | 'upgrade'>([
+  ...[...hopByHop].map((n) => [n, 'drop'] as const),
+  ...[...forwarding].map((n) => [n, 'drop'] as const),
+  ['connection', 'connection'],
+  ['upgrade', 'upgrade'],
+  ['cookie', 'cookie'],
+]);
+
+/** Connection tokens that name no header to drop (keep-alive and upgrade are hop-by-hop anyway). */
+const plainConnectionTokens = new Set(['keep-alive', 'close', 'upgrade']);
+
+/** Lowercase header names a Connection header lists (RFC 9110 7.6.1: hop-by-hop too), added to `into`. */
+function connectionTokens(value: string, into: string[] | undefined): string[] | undefined {
+  for (const t of value.split(',')) {
+    const token = t.trim().toLowerCase();
+    if (token && !plainConnectionTokens.has(token)) (into ??= []).push(token);
+  }
+  return into;
+}
+
+/** Removes the pairs whose name a Connection header listed (rare: only then a second pass). */
+function dropNamed(out: string[], tokens: readonly string[]): void {
+  for (let i = out.length - 2; i >= 0; i -= 2) if (tokens.includes(out[i]!.toLowerCase())) out.splice(i, 2);
+}
+
 /**
  * The request headers for the app as a flat [name, value, ...] list from the raw headers, so a
  * header sent twice stays twice (and both copies of a spoofed one are dropped). `keepUpgrade` keeps
- * `Connection: upgrade` and `Upgrade` for a WebSocket handshake.
+ * `Connection: upgrade` and `Upgrade` for a WebSocket handshake. One pass and one map lookup per
+ * header: this runs on every request (docs/benchmarks.md "bench/proxy").
  */
 export function upstreamHeaders(rawHeaders: readonly string[], fwd: Forwarded, keepUpgrade = false): string[] {
-  const connectionTokens = new Set<string>();
-  for (let i = 0; i < rawHeaders.length; i += 2) {
-    if (rawHeaders[i]!.toLowerCase() === 'connection') {
-      for (const t of rawHeaders[i + 1]!.split(',')) connectionTokens.add(t.trim().toLowerCase());
-    }
-  }
   const out: string[] = [];
+  let tokens: string[] | undefined;
   for (let i = 0; i < rawHeaders.length; i += 2) {
     const name = rawHeaders[i]!;
     const lower = name.toLowerCase();
-    if (keepUpgrade && lower === 'upgrade') {
+    const rule = requestRule.get(lower);
+    if (rule === undefined) {
+      // x-svc-..., x_svc_... (the regex only for names starting with x)
+      if (lower.charCodeAt(0) === 120 && isPlatformHeader(lower)) continue;
       out.push(name, rawHeaders[i + 1]!);
-      continue;
-    }
-    if (hopByHop.has(lower) || forwarding.has(lower) || connectionTokens.has(lower) || isPlatformHeader(lower)) continue;
-    if (lower === 'cookie') {
+    } else if (rule === 'cookie') {
       const kept = withoutPlatformCookies(rawHeaders[i + 1]!);
       if (kept !== undefined) out.push(name, kept);
-      continue;
+    } else if (rule === 'connection') {
+      tokens = connectionTokens(rawHeaders[i + 1]!, tokens);
+    } else if (rule === 'upgrade' && keepUpgrade) {
+      out.push(name, rawHeaders[i + 1]!);
     }
-    out.push(name, rawHeaders[i + 1]!);
   }
+  if (tokens) dropNamed(out, tokens);
   if (keepUpgrade) out.push('connection', 'upgrade');
   out.push('x-forwarded-for', fwd.clientIp, 'x-forwarded-proto', fwd.proto, 'x-forwarded-host', fwd.host, 'x-request-id', fwd.requestId);
   if (fwd.identity) for (const h of fwd.identity) out.push(h);
   return out;
 }
 
+const latin1 = (v: Buffer | string): string => (typeof v === 'string' ? v : v.toString('latin1'));
+
 /**
- * The app's response headers for the client, without hop-by-hop ones or platform cookies. A
- * `personal` answer (gated, or made for a known visitor) is marked `private, no-store`, whatever
- * the app said, so no shared cache keeps one person's page for another.
+ * The app's response headers for the client, without hop-by-hop ones or platform cookies, as a
+ * flat [name, value, ...] list for res.writeHead, from the raw header list undici received (names
+ * keep the app's spelling, repeated headers stay repeated). A `personal` answer (gated, or made for
+ * a known visitor) is marked `private, no-store`, whatever the app said, so no shared cache keeps
+ * one person's page for another.
  */
-export function downstreamHeaders(headers: IncomingHttpHeaders | Record<string, string | string[] | undefined>, requestId: string, personal = false): Record<string, string | string[]> {
-  const connectionTokens = new Set(
-    String(headers.connection ?? '')
-      .split(',')
-      .map((t) => t.trim().toLowerCase())
-      .filter(Boolean),
-  );
-  const out: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || hopByHop.has(name) || connectionTokens.has(name)) continue;
-    if (name === 'set-cookie') {
-      const kept = withoutPlatformSetCookies(value);
-      if (kept.length) out[name] = kept;
+export function downstreamHeaders(rawHeaders: readonly (Buffer | string)[], requestId: string, personal = false): string[] {
+  const out: string[] = [];
+  let tokens: string[] | undefined;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = latin1(rawHeaders[i]!);
+    const lower = name.toLowerCase();
+    if (hopByHop.has(lower)) {
+      if (lower === 'connection') tokens = connectionTokens(latin1(rawHeaders[i + 1]!), tokens);
       continue;
     }
-    out[name] = value;
+    // Ours, set below.
+    if (lower === 'x-request-id' || (personal && lower === 'cache-control')) continue;
+    const value = latin1(rawHeaders[i + 1]!);
+    if (lower === 'set-cookie') {
+      const eq = value.indexOf('=');
+      if (isPlatformCookie(eq === -1 ? value : value.slice(0, eq))) continue;
+    }
+    out.push(name, value);
   }
-  out['x-request-id'] = requestId;
-  if (personal) out['cache-control'] = 'private, no-store';
+  if (tokens) dropNamed(out, tokens);
+  out.push('x-request-id', requestId);
+  if (personal) out.push('cache-control', 'private, no-store');
   return out;
 }
 

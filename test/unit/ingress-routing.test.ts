@@ -95,8 +95,9 @@ describe('ingress-auth: headers', () => {
   });
 
   it('drops hop-by-hop response headers and adds the request id', () => {
-    const h = downstreamHeaders({ connection: 'keep-alive, x-hop', 'x-hop': '1', 'keep-alive': 'timeout=5', 'transfer-encoding': 'chunked', 'set-cookie': ['a=1', 'b=2'], 'content-type': 'text/plain' } as IncomingHttpHeaders, 'rid');
-    assert.deepEqual(h, { 'set-cookie': ['a=1', 'b=2'], 'content-type': 'text/plain', 'x-request-id': 'rid' });
+    const raw = ['Connection', 'keep-alive, X-Hop', 'X-Hop', '1', 'Keep-Alive', 'timeout=5', 'Transfer-Encoding', 'chunked', 'Set-Cookie', 'a=1', 'set-cookie', 'svc-session=planted', 'Set-Cookie', 'b=2', 'Content-Type', 'text/plain', 'X-Request-Id', 'app-chosen'].map((v) => Buffer.from(v, 'latin1'));
+    assert.deepEqual(downstreamHeaders(raw, 'rid'), ['Set-Cookie', 'a=1', 'Set-Cookie', 'b=2', 'Content-Type', 'text/plain', 'x-request-id', 'rid']);
+    assert.deepEqual(downstreamHeaders([Buffer.from('Cache-Control'), Buffer.from('public, max-age=60')], 'rid', true), ['x-request-id', 'rid', 'cache-control', 'private, no-store']);
   });
 });
 
