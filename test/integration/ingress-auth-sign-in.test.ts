@@ -25,6 +25,11 @@ const cookieHandler = `export default () => {
 }
 `;
 
+// A per-request process handler: identity arrives as SVC_AUTH_* variables.
+const envHandler = `printf 'Content-Type: text/plain\\r\\n\\r\\n'
+printf '%s|%s|%s|%s|%s' "$SVC_AUTH_SUBJECT" "$SVC_AUTH_EMAIL" "$SVC_AUTH_PROVIDER" "$(printf %s "$SVC_AUTH_ASSERTION" | cut -d. -f1)" "$HTTP_X_SVC_AUTH_EMAIL"
+`;
+
 describe('ingress-auth sign-in', () => {
   let api: TestApi;
   let ia: TestIngress;
@@ -38,7 +43,7 @@ describe('ingress-auth sign-in', () => {
     return JSON.parse(text) as T;
   };
   const deploy = async (app: string, compose: string) => {
-    const files = { 'handlers/index.js': `export default () => new Response('<h1>${app} home</h1>', { headers: { 'content-type': 'text/html' } })\n`, 'api/echo.js': echoHandler, 'api/public.js': echoHandler, 'api/cookies.js': cookieHandler };
+    const files = { 'handlers/index.js': `export default () => new Response('<h1>${app} home</h1>', { headers: { 'content-type': 'text/html' } })\n`, 'api/echo.js': echoHandler, 'api/public.js': echoHandler, 'api/cookies.js': cookieHandler, 'api/env.sh': envHandler };
     return (await json<{ id: string }>(await api.request('POST', `/api/apps/${app}/deploy`, { body: { compose, files } }), 202)).id;
   };
   const live = (app: string, id: string) =>
@@ -151,6 +156,13 @@ describe('ingress-auth sign-in', () => {
     const forged = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload!, 'base64url').toString()), sub: 'someone-else' })).toString('base64url');
     await assert.rejects(verifyAssertion(`${head}.${forged}.${sig}`, jwks as never, { audience: host(guard), issuer: ia.config.assertion.issuer }), /signature/);
     await assert.rejects(verifyAssertion(h['x-svc-auth-assertion']!, jwks as never, { audience: host(other), issuer: ia.config.assertion.issuer }), /aud/);
+
+    // Handlers in other languages get the same identity as SVC_AUTH_* (and the header as HTTP_X_SVC_AUTH_*).
+    const env = await b.request(host(guard), '/api/env', { headers: [['Accept', '*/*'], ['X-Svc-Auth-Email', 'forged@evil.test']] });
+    assert.equal(env.status, 200, env.body);
+    const [subject, email, provider, jwsHeader, headerEmail] = env.body.split('|');
+    assert.deepEqual([subject, email, provider, headerEmail], [api.account.id, api.account.email, 'svc', api.account.email]);
+    assert.equal((JSON.parse(Buffer.from(jwsHeader!, 'base64url').toString()) as { alg: string }).alg, 'EdDSA');
 
     const me = await b.request(host(guard), '/_svc/auth/me');
     assert.deepEqual(JSON.parse(me.body), { user: { id: api.account.id, name: api.account.name, email: api.account.email, provider: 'svc' } });
