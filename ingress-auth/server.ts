@@ -154,7 +154,14 @@ export async function startIngress(opts: IngressOptions): Promise<Ingress> {
   const gated = async (req: IncomingMessage, res: ServerResponse, app: App, decision: Decision, fwd: Forwarded, key: string, outcome: Outcome) => {
     const auth = opts.auth!;
     const r = authRequest(req, res, app, fwd.requestId);
-    const current = await auth.routes.currentSession(r);
+    let current: Awaited<ReturnType<AuthRoutes['currentSession']>>;
+    try {
+      current = await auth.routes.currentSession(r);
+    } catch (err) {
+      // Fails closed: without a session store nothing covered by the policy is proxied.
+      log.error({ err, reqId: fwd.requestId }, 'Looking up a session failed');
+      return sendError(res, 503, 'sign-in is not available right now; try again shortly', req.headers.accept, fwd.requestId);
+    }
     const ctx = { namespace: app.metadata.namespace! };
     const admitted = current !== undefined && admitsAll(decision.admits, current.session.identity, ctx);
     if (decision.mode === 'auth' && !admitted) {
@@ -163,7 +170,7 @@ export async function startIngress(opts: IngressOptions): Promise<Ingress> {
       if (!current) return auth.routes.challenge(r, navigation, next);
       return auth.routes.denied(r, current.session, navigation, next);
     }
-    if (admitted) fwd.identity = await auth.signIn.identityHeaders(current.session, r.host, app);
+    if (admitted && current) fwd.identity = await auth.signIn.identityHeaders(current.session, r.host, app);
     fwd.personal = decision.mode === 'auth' || admitted;
     await proxy.forward(req, res, key, () => routes.backends(app), fwd, outcome);
   };
