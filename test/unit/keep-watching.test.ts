@@ -35,4 +35,26 @@ describe('keepWatching', () => {
     emitter.emit('error', new Error('later'));
     assert.equal(lines.at(-1)?.retryInMs, 1000, 'back-off starts over after a recovery');
   });
+
+  it('does not restart an informer that was stopped on purpose (its aborted watch reports an error)', (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout', 'Date'] });
+    const log = createLogger('test', 'silent');
+    const emitter = new EventEmitter();
+    let starts = 0;
+    const informer = {
+      stopped: false,
+      on: (event: string, cb: (...a: unknown[]) => void) => emitter.on(event, cb),
+      start: async () => {
+        starts += 1;
+      },
+    };
+    keepWatching(informer as unknown as Restartable, 'apps', log);
+    emitter.emit('error', new Error('connection reset'));
+    informer.stopped = true; // stop() while a restart is pending
+    t.mock.timers.tick(1000);
+    assert.equal(starts, 0);
+    emitter.emit('error', new Error('aborted'));
+    t.mock.timers.tick(60_000);
+    assert.equal(starts, 0);
+  });
 });
