@@ -22,4 +22,17 @@ export SVC_TEST_PG_ADMIN_URL=${SVC_TEST_PG_ADMIN_URL:-postgres://svc@127.0.0.1:$
 export SVC_LOG_LEVEL=${SVC_LOG_LEVEL:-silent}
 
 say "test: ${#files[@]} files"
-exec node --enable-source-maps --test --test-reporter=spec "${files[@]}"
+rc=0
+node --enable-source-maps --test --test-reporter=spec "${files[@]}" || rc=$?
+# A red run on a machine nobody can log into (CI) must explain itself: most failures that are not
+# one test's own come from a platform part that died or a full disk, so show both.
+if ((rc)) && [ "${1:-all}" != unit ] && [[ "${1:-}" != *.js ]]; then
+  say "==== test: diagnostics after a failed run ===="
+  df -h "$ROOT" "$STATE" /tmp 2>/dev/null | uniq || true
+  free -m || true
+  "$ROOT/hack/cluster.sh" status || true
+  "$ROOT/hack/postgres.sh" status || true
+  "$ROOT/hack/dev.sh" status || true
+  for part in node-agent controllers kube-apiserver etcd; do log_tail "$part" 30 | cut -c1-400; done
+fi
+exit "$rc"
