@@ -63,6 +63,7 @@ test-unit: build
 
 # Benchmarks print ratios against a baseline measured in the same run (docs/benchmarks.md).
 bench: build cluster postgres
+	@hack/install-deps.sh bench
 	@hack/dev.sh up node-agent controllers
 	@SVC_LOG_LEVEL=silent node dist/bench/api.js
 	@node dist/bench/pods.js

@@ -1,7 +1,8 @@
 // bench/proxy: GET of a 12-byte answer straight to a node:http upstream (the baseline), through
 // ingress-auth (a public path, and a gated path with a signed-in session: cookie, session cache,
 // admission, identity headers and assertion), and through nginx (Debian, one worker, upstream
-// keep-alive) as a plain reverse proxy, in one run on one machine. Prints requests/s at BENCH_CONNECTIONS (32) and latency at 8
+// keep-alive) as a plain reverse proxy, in one run on one machine, loaded by wrk (else autocannon;
+// BENCH_LOADGEN chooses). Prints requests/s at BENCH_CONNECTIONS (32) and latency at 8
 // connections, with the ratios. nginx is left out, with a note, when it is not installed.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -97,19 +98,69 @@ interface Figures {
   meanAt8: number;
 }
 
-async function load(url: string, conns: number, seconds: number, headers: Record<string, string> = {}) {
-  const r = await autocannon({ url, connections: conns, duration: seconds, headers: { host, ...headers }, pipelining: 1 });
-  // A lone socket error of the load generator (seen against nginx too) is noise; a wrong status is not.
-  const bad = r.non2xx + r.errors + r.timeouts;
-  if (r.non2xx > 0 || bad > Math.max(1, r.requests.total / 10_000)) throw new Error(`${url}: ${bad} failed requests (non-2xx ${r.non2xx}, errors ${r.errors}, timeouts ${r.timeouts})`);
-  return r;
+/** One load run's figures; latencies in milliseconds. */
+interface Run {
+  rps: number;
+  p50: number;
+  p99: number;
+  mean: number;
+}
+
+/** wrk (C, one thread) when installed: it leaves more of the two cores to the servers and reports fractional milliseconds. */
+const wrk = spawnSync('wrk', ['--version']).error ? undefined : 'wrk';
+const generator = process.env.BENCH_LOADGEN ?? wrk ?? 'autocannon';
+
+async function load(url: string, conns: number, seconds: number, headers: Record<string, string> = {}): Promise<Run> {
+  return generator === 'wrk' ? loadWithWrk(url, conns, seconds, headers) : loadWithAutocannon(url, conns, seconds, headers);
+}
+
+// A lone socket error of the load generator (seen against nginx too) is noise; a wrong status is not.
+function checkFailures(url: string, total: number, non2xx: number, errors: number, detail: string): void {
+  if (non2xx > 0 || errors > Math.max(1, total / 10_000)) throw new Error(`${url}: failed requests (non-2xx ${non2xx}, errors ${errors} ${detail})`);
+}
+
+async function loadWithAutocannon(url: string, conns: number, seconds: number, headers: Record<string, string>): Promise<Run> {
+  const kinds = new Map<string, number>();
+  const r = await new Promise<autocannon.Result>((resolve, reject) => {
+    const run = autocannon({ url, connections: conns, duration: seconds, headers: { host, ...headers }, pipelining: 1 }, (err, result) => (err ? reject(err) : resolve(result)));
+    run.on('reqError', (err: NodeJS.ErrnoException) => kinds.set(err.code ?? err.message, (kinds.get(err.code ?? err.message) ?? 0) + 1));
+  });
+  checkFailures(url, r.requests.total, r.non2xx, r.errors + r.timeouts, JSON.stringify(Object.fromEntries(kinds)));
+  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, mean: r.latency.average };
+}
+
+/** wrk's duration (`512.00us`, `1.20ms`, `2.00s`) in milliseconds. */
+function wrkMs(text: string | undefined): number {
+  const m = /^([\d.]+)(us|ms|s|m)$/.exec(text ?? '');
+  if (!m) throw new Error(`wrk: unreadable duration ${text}`);
+  return Number(m[1]) * { us: 0.001, ms: 1, s: 1000, m: 60_000 }[m[2] as 'us' | 'ms' | 's' | 'm'];
+}
+
+async function loadWithWrk(url: string, conns: number, seconds: number, headers: Record<string, string>): Promise<Run> {
+  const args = ['-t1', `-c${conns}`, `-d${seconds}s`, '--latency', '-H', `Host: ${host}`];
+  for (const [name, value] of Object.entries(headers)) args.push('-H', `${name}: ${value}`);
+  const child = spawn('wrk', [...args, url], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  const [code] = (await once(child, 'exit')) as [number | null];
+  if (code !== 0) throw new Error(`wrk exited with ${code}: ${out}`);
+  const total = Number(/(\d+) requests in/.exec(out)?.[1] ?? 0);
+  const socketErrors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
+  const errors = socketErrors ? socketErrors.slice(1).reduce((sum, n) => sum + Number(n), 0) : 0;
+  checkFailures(url, total, Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0), errors, socketErrors?.[0] ?? '');
+  return {
+    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]),
+    p50: wrkMs(/^\s+50%\s+(\S+)/m.exec(out)?.[1]),
+    p99: wrkMs(/^\s+99%\s+(\S+)/m.exec(out)?.[1]),
+    mean: wrkMs(/^\s+Latency\s+(\S+)/m.exec(out)?.[1]),
+  };
 }
 
 async function measure(url: string, headers: Record<string, string> = {}): Promise<Figures> {
   await load(url, connections, 2, headers); // warm-up: JIT, pools
   const many = await load(url, connections, duration, headers);
   const few = await load(url, 8, Math.max(3, Math.round(duration / 2)), headers);
-  return { rps: many.requests.average, p50: many.latency.p50, p99: many.latency.p99, p50At8: few.latency.p50, p99At8: few.latency.p99, meanAt8: few.latency.average };
+  return { rps: many.rps, p50: many.p50, p99: many.p99, p50At8: few.p50, p99At8: few.p99, meanAt8: few.mean };
 }
 
 const database = await benchDatabase();
@@ -118,13 +169,17 @@ const ingress = await server('ingress', new URL(upstream.url).port, database.url
 const bin = nginxBinary();
 const nginx = bin ? await startNginx(bin, upstream.url) : undefined;
 try {
+  // Both ingress paths share one process: warm it on both before measuring either, or the
+  // first one measured pays for the JIT (seen: 10-20 % lower).
+  await load(ingress.url, connections, 3);
+  await load(`${ingress.url}/private/page`, connections, 3, { cookie: `theme=dark; ${ingress.cookie!}` });
   const direct = await measure(upstream.url);
   const proxied = await measure(ingress.url);
   const signedIn = await measure(`${ingress.url}/private/page`, { cookie: `theme=dark; ${ingress.cookie!}` });
   const reference = nginx ? await measure(nginx.url) : undefined;
   const row = (name: string, f: Figures) =>
-    `  ${name.padEnd(18)} ${f.rps.toFixed(0).padStart(7)} req/s   p50 ${f.p50} / p99 ${f.p99} ms   at 8 conns: p50 ${f.p50At8} / p99 ${f.p99At8} ms, mean ${f.meanAt8.toFixed(3)} ms`;
-  console.log(`bench/proxy: GET, 12-byte answer, ${connections} connections for ${duration}s each (latency also at 8), same machine, same run`);
+    `  ${name.padEnd(18)} ${f.rps.toFixed(0).padStart(7)} req/s   p50 ${f.p50.toFixed(2)} / p99 ${f.p99.toFixed(2)} ms   at 8 conns: p50 ${f.p50At8.toFixed(2)} / p99 ${f.p99At8.toFixed(2)} ms, mean ${f.meanAt8.toFixed(3)} ms`;
+  console.log(`bench/proxy: GET, 12-byte answer, ${connections} connections for ${duration}s each (latency also at 8), load from ${generator}, same machine, same run`);
   console.log(row('direct upstream', direct));
   console.log(row('ingress-auth', proxied));
   console.log(row('  signed in, gated', signedIn));
@@ -136,7 +191,7 @@ try {
     console.log(`  ratio ingress-auth/nginx   ${(proxied.rps / reference.rps).toFixed(2)} public, ${(signedIn.rps / reference.rps).toFixed(2)} signed in   (goal >= 0.6)`);
   }
   console.log(
-    `  added latency at 8 connections, signed in: p50 ${(signedIn.p50At8 - direct.p50At8).toFixed(2)} ms, mean ${(signedIn.meanAt8 - direct.meanAt8).toFixed(3)} ms; public: mean ${(proxied.meanAt8 - direct.meanAt8).toFixed(3)} ms${reference ? `; nginx: mean ${(reference.meanAt8 - direct.meanAt8).toFixed(3)} ms` : ''}   (goal p50 < 1 ms)`,
+    `  added latency at 8 connections, signed in: p50 ${(signedIn.p50At8 - direct.p50At8).toFixed(3)} ms, mean ${(signedIn.meanAt8 - direct.meanAt8).toFixed(3)} ms; public: mean ${(proxied.meanAt8 - direct.meanAt8).toFixed(3)} ms${reference ? `; nginx: mean ${(reference.meanAt8 - direct.meanAt8).toFixed(3)} ms` : ''}   (goal p50 < 1 ms)`,
   );
 } finally {
   await nginx?.stop();

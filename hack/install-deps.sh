@@ -15,6 +15,11 @@ command -v bwrap >/dev/null || missing+=(bubblewrap)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 # Headless browser of the sign-in tests (driven by playwright-core).
 command -v chromium >/dev/null || missing+=(chromium)
+# `install-deps.sh bench`: the reference proxy and the load generator of bench/proxy too.
+if [ "${1:-}" = bench ]; then
+  command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || missing+=(nginx-light)
+  command -v wrk >/dev/null || missing+=(wrk)
+fi
 if ((${#missing[@]})); then
   sudo=()
   [ "$(id -u)" = 0 ] || sudo=(sudo)

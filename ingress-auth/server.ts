@@ -18,7 +18,7 @@ import { isNavigation } from './auth/navigation.js';
 import { safeNext } from './auth/next.js';
 import { sendJson } from './auth/respond.js';
 import type { CallbackRoute } from './auth/providers/flow.js';
-import type { AuthRequest, AuthRoutes } from './auth/routes.js';
+import type { AuthRequest, AuthRoutes, CurrentSession } from './auth/routes.js';
 import type { SignIn } from './auth/sign-in.js';
 import { errorPage, sendError } from './errors.js';
 import { clientAddress, type Forwarded } from './headers.js';
@@ -149,30 +149,42 @@ export async function startIngress(opts: IngressOptions): Promise<Ingress> {
 
   /**
    * A path the policy covers: the visitor's session is looked up; a gate answers 303/401 without
-   * one and 403 when it does not admit them; an admitted visitor's identity goes to the app.
+   * one and 403 when it does not admit them; an admitted visitor's identity goes to the app. A
+   * session and identity headers known from the caches are used without waiting (most requests).
    */
-  const gated = async (req: IncomingMessage, res: ServerResponse, app: App, decision: Decision, fwd: Forwarded, key: string, outcome: Outcome) => {
+  const gated = (req: IncomingMessage, res: ServerResponse, app: App, decision: Decision, fwd: Forwarded, key: string, outcome: Outcome): Promise<unknown> | void => {
     const auth = opts.auth!;
     const r = authRequest(req, res, app, fwd.requestId);
-    let current: Awaited<ReturnType<AuthRoutes['currentSession']>>;
-    try {
-      current = await auth.routes.currentSession(r);
-    } catch (err) {
-      // Fails closed: without a session store nothing covered by the policy is proxied.
-      log.error({ err, reqId: fwd.requestId }, 'Looking up a session failed');
-      return sendError(res, 503, 'sign-in is not available right now; try again shortly', req.headers.accept, fwd.requestId);
-    }
-    const ctx = { namespace: app.metadata.namespace! };
-    const admitted = current !== undefined && admitsAll(decision.admits, current.session.identity, ctx);
+    const known = auth.routes.knownSession(r);
+    if (known !== undefined) return admit(r, decision, known ?? undefined, fwd, key, outcome);
+    return auth.routes.currentSession(r).then(
+      (current) => admit(r, decision, current, fwd, key, outcome),
+      (err: unknown) => {
+        // Fails closed: without a session store nothing covered by the policy is proxied.
+        log.error({ err, reqId: fwd.requestId }, 'Looking up a session failed');
+        sendError(res, 503, 'sign-in is not available right now; try again shortly', req.headers.accept, fwd.requestId);
+      },
+    );
+  };
+
+  const admit = (r: Omit<AuthRequest, 'path' | 'query'>, decision: Decision, current: CurrentSession | undefined, fwd: Forwarded, key: string, outcome: Outcome): Promise<unknown> | void => {
+    const auth = opts.auth!;
+    const { req, app } = r;
+    const admitted = current !== undefined && admitsAll(decision.admits, current.session.identity, { namespace: app.metadata.namespace! });
     if (decision.mode === 'auth' && !admitted) {
       const navigation = isNavigation(req.method ?? 'GET', req.headers);
       const next = safeNext(req.url);
-      if (!current) return auth.routes.challenge(r, navigation, next);
-      return auth.routes.denied(r, current.session, navigation, next);
+      return current ? auth.routes.denied(r, current.session, navigation, next) : auth.routes.challenge(r, navigation, next);
     }
-    if (admitted && current) fwd.identity = await auth.signIn.identityHeaders(current.session, r.host, app);
     fwd.personal = decision.mode === 'auth' || admitted;
-    await proxy.forward(req, res, key, () => routes.backends(app), fwd, outcome);
+    const send = () => proxy.forward(req, r.res, key, () => routes.backends(app), fwd, outcome);
+    if (!admitted) return send();
+    fwd.identity = auth.signIn.cachedIdentityHeaders(current.session, r.host, app);
+    if (fwd.identity) return send();
+    return auth.signIn.identityHeaders(current.session, r.host, app).then((identity) => {
+      fwd.identity = identity;
+      return send();
+    });
   };
 
   const record = (app: App, status: number, started: number) => {
@@ -217,8 +229,14 @@ export async function startIngress(opts: IngressOptions): Promise<Ingress> {
       return;
     }
     const fwd = forwarded(req, requestId);
-    const sent = decision && opts.auth ? gated(req, res, app, decision, fwd, key, outcome) : proxy.forward(req, res, key, () => routes.backends(app), fwd, outcome);
-    sent.catch(
+    let sent: Promise<unknown> | void;
+    try {
+      sent = decision && opts.auth ? gated(req, res, app, decision, fwd, key, outcome) : proxy.forward(req, res, key, () => routes.backends(app), fwd, outcome);
+    } catch (err) {
+      // The gate runs synchronously when the caches answer: a throw must end this request, not the process.
+      sent = Promise.reject(err);
+    }
+    sent?.catch(
       (err: unknown) => {
         log.warn({ err, reqId: requestId }, 'Proxying failed');
         sendError(res, 502, "the app's machine did not answer", req.headers.accept, requestId);

@@ -32,6 +32,11 @@ export interface AuthRequest {
   clientIp: string;
 }
 
+export interface CurrentSession {
+  token: string;
+  session: Session;
+}
+
 /** Routes a provider adds, by path under /_svc/auth/ (`idp/start`, `passkey/login/options`, ...). */
 export type ProviderRoute = (r: AuthRequest, signIn: SignIn) => Promise<void>;
 
@@ -54,11 +59,27 @@ export class AuthRoutes {
   ) {}
 
   /** The session of the request's cookie on this app and hostname, if any. */
-  async currentSession(r: Pick<AuthRequest, 'req' | 'app' | 'host'>): Promise<{ token: string; session: Session } | undefined> {
-    const token = readCookie(r.req.headers.cookie, this.signIn.cookies.session);
-    if (!token || !isSecretShape(token)) return undefined;
+  async currentSession(r: Pick<AuthRequest, 'req' | 'app' | 'host'>): Promise<CurrentSession | undefined> {
+    const token = this.sessionCookie(r);
+    if (!token) return undefined;
     const session = await this.signIn.session(token, r.app, r.host);
     return session && { token, session };
+  }
+
+  /**
+   * currentSession() without waiting when the answer is known from the cookie alone or the
+   * session cache: the session, `null` for none, `undefined` when only currentSession() can tell.
+   */
+  knownSession(r: Pick<AuthRequest, 'req' | 'app' | 'host'>): CurrentSession | null | undefined {
+    const token = this.sessionCookie(r);
+    if (!token) return null;
+    const session = this.signIn.cachedSession(token, r.app, r.host);
+    return session && { token, session };
+  }
+
+  private sessionCookie(r: Pick<AuthRequest, 'req'>): string | undefined {
+    const token = readCookie(r.req.headers.cookie, this.signIn.cookies.session);
+    return token && isSecretShape(token) ? token : undefined;
   }
 
   async handle(r: AuthRequest): Promise<void> {

@@ -45,7 +45,8 @@ export class SignIn {
   readonly cookies: CookieNames;
   readonly clock: () => Date;
   private readonly cache = new Map<string, Cached>();
-  private readonly assertions = new Map<string, { value: string; refreshAt: number }>();
+  /** Identity headers (with the signed assertion) by session, hostname and app. */
+  private readonly identities = new Map<string, { headers: string[]; refreshAt: number }>();
   private listener: pg.Client | undefined;
   private stopped = false;
 
@@ -88,44 +89,57 @@ export class SignIn {
     for (const [token, c] of this.cache) if (c.appUid === appUid || !appUid) this.cache.delete(token);
   }
 
+  /**
+   * What the cache knows of a cookie value on this app and hostname, without waiting: the live
+   * session, `null` for a cookie known to stand for none, `undefined` when the store must be
+   * asked (not cached, too old, or a use that is due to be written back for idle expiry). Most
+   * requests of a signed-in visitor end here, which keeps them off the promise queue
+   * (docs/benchmarks.md "bench/proxy").
+   */
+  cachedSession(token: string, app: App, host: string): Session | null | undefined {
+    const hit = this.cache.get(token);
+    if (!hit || hit.appUid !== app.metadata.uid || hit.host !== host || Date.now() - hit.checkedAt >= cacheMs) return undefined;
+    if (!hit.session) return null;
+    const at = this.clock();
+    return this.sessions.alive(hit.session, at) && at.getTime() - hit.session.lastSeenAt.getTime() <= touchEveryMs ? hit.session : undefined;
+  }
+
   /** The live session of a cookie value on this app and hostname. */
   async session(token: string, app: App, host: string): Promise<Session | undefined> {
-    const appUid = app.metadata.uid!;
-    const now = Date.now();
-    const hit = this.cache.get(token);
-    if (hit && hit.appUid === appUid && hit.host === host && now - hit.checkedAt < cacheMs) {
-      if (!hit.session) return undefined;
-      // A use that is due to be written back (idle expiry) goes through the store.
-      const at = this.clock();
-      if (this.sessions.alive(hit.session, at) && at.getTime() - hit.session.lastSeenAt.getTime() <= touchEveryMs) return hit.session;
-    }
-    const session = await this.sessions.find(token, appUid, host);
+    const cached = this.cachedSession(token, app, host);
+    if (cached !== undefined) return cached ?? undefined;
+    const checkedAt = Date.now();
+    const session = await this.sessions.find(token, app.metadata.uid!, host);
     if (this.cache.size >= cacheMax) this.cache.clear();
-    this.cache.set(token, { session, appUid, host, checkedAt: now });
+    this.cache.set(token, { session, appUid: app.metadata.uid!, host, checkedAt });
     return session;
+  }
+
+  /** The identity headers of a session on this hostname while its cached assertion is fresh; undefined when one must be signed. */
+  cachedIdentityHeaders(session: Session, host: string, app: App): string[] | undefined {
+    const hit = this.identities.get(identityKey(session, host, app));
+    return hit && hit.refreshAt > Date.now() ? hit.headers : undefined;
   }
 
   /**
    * `X-Svc-Auth-*` for the app, as a flat [name, value, ...] list: the spec's four, plus the
    * name (percent-encoded: header values are bytes), verified and owner flags the runtime's HTML
-   * apps read (docs/api/identity-assertion.md).
+   * apps read (docs/api/identity-assertion.md). Built once per session, hostname and assertion,
+   * which is re-signed at half its lifetime.
    */
   async identityHeaders(session: Session, host: string, app: App): Promise<string[]> {
+    const cached = this.cachedIdentityHeaders(session, host, app);
+    if (cached) return cached;
     const id = session.identity;
-    const key = `${session.id}\n${host}`;
     const now = Date.now();
-    let a = this.assertions.get(key);
-    if (!a || a.refreshAt <= now) {
-      const value = await this.opts.signer.sign({ sub: id.subject, email: id.email, provider: id.provider, name: id.name }, host);
-      a = { value, refreshAt: now + (this.opts.assertionLifetimeSeconds * 1000) / 2 };
-      if (this.assertions.size >= cacheMax) this.assertions.clear();
-      this.assertions.set(key, a);
-    }
-    const out = ['X-Svc-Auth-Subject', id.subject, 'X-Svc-Auth-Email', id.email, 'X-Svc-Auth-Provider', id.provider, 'X-Svc-Auth-Assertion', a.value];
-    if (id.name) out.push('X-Svc-Auth-Name', encodeURIComponent(id.name));
-    if (id.email) out.push('X-Svc-Auth-Verified', 'true');
-    if (id.provider === 'svc' && id.facts?.namespace === app.metadata.namespace) out.push('X-Svc-Auth-Owner', 'true');
-    return out;
+    const assertion = await this.opts.signer.sign({ sub: id.subject, email: id.email, provider: id.provider, name: id.name }, host);
+    const headers = ['X-Svc-Auth-Subject', id.subject, 'X-Svc-Auth-Email', id.email, 'X-Svc-Auth-Provider', id.provider, 'X-Svc-Auth-Assertion', assertion];
+    if (id.name) headers.push('X-Svc-Auth-Name', encodeURIComponent(id.name));
+    if (id.email) headers.push('X-Svc-Auth-Verified', 'true');
+    if (id.provider === 'svc' && id.facts?.namespace === app.metadata.namespace) headers.push('X-Svc-Auth-Owner', 'true');
+    if (this.identities.size >= cacheMax) this.identities.clear();
+    this.identities.set(identityKey(session, host, app), { headers, refreshAt: now + (this.opts.assertionLifetimeSeconds * 1000) / 2 });
+    return headers;
   }
 
   /**
@@ -154,6 +168,10 @@ export class SignIn {
     this.cache.delete(token);
     await this.sessions.revokeToken(token);
   }
+}
+
+function identityKey(session: Session, host: string, app: App): string {
+  return `${session.id}\n${host}\n${app.metadata.uid}`;
 }
 
 export function appendSetCookie(res: ServerResponse, cookie: string): void {
