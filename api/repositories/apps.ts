@@ -1,9 +1,11 @@
 // Apps as the API sees them: read from an informer's cache (no apiserver call per request; a cache
 // miss right after a write falls back to one read), written as App custom resources in the
-// account's namespace. Kubernetes errors are translated here, never leaked.
+// account's namespace. A write returns once the cache shows it, so a read that follows it sees it
+// (lib/kube/until-cached.ts). Kubernetes errors are translated here, never leaked.
 import * as k8s from '@kubernetes/client-node';
 import { kubeStatus } from '../../lib/kube/client.js';
 import { keepWatching } from '../../lib/kube/keep-watching.js';
+import { isAtLeast, untilCached } from '../../lib/kube/until-cached.js';
 import type { Logger } from '../../lib/logger.js';
 import { apiVersion, group, version, type App } from '../../lib/resources/index.js';
 import { ApiError, conflict, invalid } from '../errors.js';
@@ -58,10 +60,12 @@ export class AppRepository {
    */
   async patchSpec(namespace: string, name: string, spec: Record<string, unknown>, resourceVersion?: string): Promise<App> {
     try {
-      return (await this.custom.patchNamespacedCustomObject(
+      const written = (await this.custom.patchNamespacedCustomObject(
         { group, version, namespace, plural: 'apps', name, body: { ...(resourceVersion ? { metadata: { resourceVersion } } : {}), spec } },
         k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
       )) as App;
+      await untilCached(this.informer, namespace, name, (c) => isAtLeast(c?.metadata.resourceVersion, written.metadata.resourceVersion));
+      return written;
     } catch (err) {
       if (kubeStatus(err) === 404) throw new ApiError('not_found', `app ${name} not found`);
       if (kubeStatus(err) === 409) throw conflict(`app ${name} changed meanwhile; retry`);
@@ -73,13 +77,15 @@ export class AppRepository {
   /** Creates an App with its full metadata (previews and forks carry labels and owners). */
   async createWith(namespace: string, metadata: { name: string; labels?: Record<string, string>; ownerReferences?: k8s.V1OwnerReference[] }, spec: App['spec']): Promise<App> {
     try {
-      return (await this.custom.createNamespacedCustomObject({
+      const created = (await this.custom.createNamespacedCustomObject({
         group,
         version,
         namespace,
         plural: 'apps',
         body: { apiVersion, kind: 'App', metadata: { ...metadata, labels: { 'app.kubernetes.io/managed-by': 'svc-api', ...metadata.labels } }, spec },
       })) as App;
+      await untilCached(this.informer, namespace, metadata.name, (c) => c?.metadata.uid === created.metadata.uid);
+      return created;
     } catch (err) {
       if (kubeStatus(err) === 409) throw conflict(`an app named "${metadata.name}" already exists`);
       if (kubeStatus(err) === 422) throw invalid(`invalid app: ${statusMessage(err)}`);
@@ -101,6 +107,7 @@ export class AppRepository {
   async delete(namespace: string, name: string): Promise<void> {
     try {
       await this.custom.deleteNamespacedCustomObject({ group, version, namespace, plural: 'apps', name });
+      await untilCached(this.informer, namespace, name, (c) => !c || c.metadata.deletionTimestamp !== undefined);
     } catch (err) {
       if (kubeStatus(err) === 404) throw new ApiError('not_found', `app ${name} not found`);
       throw err;

@@ -192,6 +192,13 @@ describe('API deploys', () => {
     assert.ok(Date.parse(set.expires_at) > Date.now() + 3500_000);
     assert.equal((await api.request('DELETE', '/api/apps/brief/expiry')).status, 204);
     assert.equal((await json<{ expires_at: string | null }>(await api.request('GET', '/api/apps/brief'), 200)).expires_at, null);
+    // Read-your-writes: a GET right after each write shows it (reads come from the informer cache).
+    for (let i = 0; i < 10; i++) {
+      const put = await json<{ expires_at: string }>(await api.request('PUT', '/api/apps/brief/expiry', { body: { ttl: `${i + 2}h` } }), 200);
+      assert.equal((await json<{ expires_at: string | null }>(await api.request('GET', '/api/apps/brief'), 200)).expires_at, put.expires_at);
+      assert.equal((await api.request('DELETE', '/api/apps/brief/expiry')).status, 204);
+      assert.equal((await json<{ expires_at: string | null }>(await api.request('GET', '/api/apps/brief'), 200)).expires_at, null);
+    }
     await json(await api.request('PUT', '/api/apps/brief/expiry', { body: { expires_at: new Date(Date.now() + 2000).toISOString() } }), 200);
     await eventually('the expired app to be deleted', async () => (await api.request('GET', '/api/apps/brief')).status === 404, { timeoutMs: 30_000 });
     // A deploy whose app is deleted before it goes live ends, rather than staying in flight.
