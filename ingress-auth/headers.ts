@@ -124,6 +124,25 @@ export function downstreamHeaders(rawHeaders: readonly (Buffer | string)[], requ
   return out;
 }
 
+/**
+ * An upgrade answer's head (status line and header lines, up to the blank line) as it goes to the
+ * client: the app's bytes, minus any Set-Cookie of a platform cookie. The rest of the exchange is
+ * not HTTP and passes untouched.
+ */
+export function upgradeResponseHead(head: string): string {
+  if (!/set-cookie/i.test(head)) return head;
+  return head
+    .split('\r\n')
+    .filter((line) => {
+      const colon = line.indexOf(':');
+      if (colon === -1 || line.slice(0, colon).trim().toLowerCase() !== 'set-cookie') return true;
+      const value = line.slice(colon + 1).trim();
+      const eq = value.indexOf('=');
+      return !isPlatformCookie(eq === -1 ? value : value.slice(0, eq));
+    })
+    .join('\r\n');
+}
+
 /** The client's address without the IPv4-mapped IPv6 prefix. */
 export function clientAddress(remote: string | undefined): string {
   if (!remote) return '';

@@ -8,7 +8,7 @@ import type { Duplex } from 'node:stream';
 import { Pool, type Dispatcher } from 'undici';
 import type { Logger } from '../lib/logger.js';
 import { errorPage, sendError } from './errors.js';
-import { downstreamHeaders, upstreamHeaders, type Forwarded } from './headers.js';
+import { downstreamHeaders, upgradeResponseHead, upstreamHeaders, type Forwarded } from './headers.js';
 import { errorCode, hasBody, retryable } from './retry.js';
 import type { Backend } from './routes.js';
 
@@ -94,6 +94,12 @@ export class Proxy {
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, backend: Backend, fwd: Forwarded, done: (status: number, error?: string) => void): void {
     const upstream = net.connect(backend.port, backend.address);
     let connected = false;
+    let reported = false;
+    const report = (status: number, error?: string) => {
+      if (reported) return;
+      reported = true;
+      done(status, error);
+    };
     const lines = [`${req.method} ${req.url} HTTP/1.1`];
     const headers = upstreamHeaders(req.rawHeaders, fwd, true);
     for (let i = 0; i < headers.length; i += 2) lines.push(`${headers[i]}: ${headers[i + 1]}`);
@@ -101,20 +107,41 @@ export class Proxy {
       connected = true;
       upstream.write(`${lines.join('\r\n')}\r\n\r\n`);
       if (head.length) upstream.write(head);
-      upstream.pipe(socket);
       socket.pipe(upstream);
-      done(101);
+      // The answer's head is read and filtered (no platform cookie may be set by the app); after
+      // it, bytes pass as they come.
+      let pending: Buffer = Buffer.alloc(0);
+      const onHead = (chunk: Buffer) => {
+        pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
+        const end = pending.indexOf('\r\n\r\n');
+        if (end === -1) {
+          if (pending.length > maxUpgradeHeadBytes) upstream.destroy();
+          return;
+        }
+        upstream.off('data', onHead);
+        const answer = pending.subarray(0, end + 4).toString('latin1');
+        socket.write(upgradeResponseHead(answer), 'latin1');
+        if (pending.length > end + 4) socket.write(pending.subarray(end + 4));
+        upstream.pipe(socket);
+        report(Number(/^HTTP\/1\.[01] (\d{3})/.exec(answer)?.[1] ?? 502));
+      };
+      upstream.on('data', onHead);
     });
     upstream.on('error', (err) => {
       if (!connected) {
         this.opts.log.warn({ reqId: fwd.requestId, upstream: backend.origin, err: errorCode(err) }, 'Upstream upgrade failed');
         writeRaw(socket, errorPage(502, 'the app\'s machine did not answer', req.headers.accept, fwd.requestId), 502);
-        done(502, errorCode(err));
+        report(502, errorCode(err));
       } else socket.destroy();
     });
     socket.on('error', () => upstream.destroy());
     socket.on('close', () => upstream.destroy());
-    upstream.on('close', () => socket.destroy());
+    upstream.on('close', () => {
+      // Closed before it answered (or with a head too large to be one): nothing usable was sent.
+      report(502, 'closed before answering');
+      // Before a connection the 502 page is on its way (writeRaw ends the socket itself).
+      if (connected) socket.destroy();
+    });
   }
 }
 
@@ -218,6 +245,9 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.settle(this.outcome);
   }
 }
+
+/** An upgrade answer's head larger than this is no HTTP answer worth relaying. */
+const maxUpgradeHeadBytes = 64 * 1024;
 
 const reasons: Record<number, string> = { 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 502: 'Bad Gateway', 503: 'Service Unavailable' };
 

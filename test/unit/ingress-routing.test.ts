@@ -237,7 +237,9 @@ describe('ingress-auth: proxy against local upstreams', () => {
       });
     });
     s.on('upgrade', (req, socket) => {
-      socket.write(`HTTP/1.1 101 Switching Protocols\r\nupgrade: ${req.headers.upgrade}\r\nconnection: upgrade\r\nx-saw-subject: ${String(req.headers['x-svc-auth-subject'] ?? 'none')}\r\n\r\n`);
+      // The head in two writes (the proxy must collect it), with cookies the app may and may not set.
+      socket.write(`HTTP/1.1 101 Switching Protocols\r\nupgrade: ${req.headers.upgrade}\r\nconnection: upgrade\r\nSet-Cookie: svc-session=planted; Path=/\r\n`);
+      setTimeout(() => socket.write(`set-cookie: theme=dark\r\nSET-COOKIE: __Host-svc_flow=x\r\nx-saw-subject: ${String(req.headers['x-svc-auth-subject'] ?? 'none')}\r\n\r\n`), 20);
       socket.on('data', (d: Buffer) => socket.write(`${who} echo ${d.toString()}`));
       socket.on('end', () => socket.end());
     });
@@ -314,21 +316,27 @@ describe('ingress-auth: proxy against local upstreams', () => {
     assert.match(await res.text(), /Bad gateway/);
   });
 
-  it('passes a WebSocket-style upgrade through, without spoofed headers', async () => {
+  it('passes a WebSocket-style upgrade through, without spoofed headers, and the app cannot set a platform cookie in its answer', async () => {
     backends = [b];
     const port = Number(new URL(frontUrl).port);
     const sock = net.connect(port, '127.0.0.1');
     await once(sock, 'connect');
     sock.write('GET /ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nX-Svc-Auth-Subject: spoof\r\n\r\n');
-    let got = '';
-    sock.on('data', (d: Buffer) => (got += d.toString()));
-    await new Promise((r) => setTimeout(r, 200));
-    assert.match(got, /^HTTP\/1.1 101/);
-    assert.match(got, /x-saw-subject: none/);
-    sock.write('ping');
-    await new Promise((r) => setTimeout(r, 200));
-    assert.match(got, /b echo ping/);
-    sock.destroy();
+    try {
+      let got = '';
+      sock.on('data', (d: Buffer) => (got += d.toString()));
+      await new Promise((r) => setTimeout(r, 200));
+      assert.match(got, /^HTTP\/1.1 101/);
+      assert.match(got, /x-saw-subject: none/);
+      assert.match(got, /set-cookie: theme=dark\r\n/);
+      assert.doesNotMatch(got, /svc-session|svc_flow|planted/i);
+      sock.write('ping');
+      await new Promise((r) => setTimeout(r, 200));
+      assert.match(got, /b echo ping/);
+    } finally {
+      // Even when an assertion fails: an open socket would keep the front server from closing.
+      sock.destroy();
+    }
   });
 
   it('reaches the upstream with the HTTP client of node as well (Host kept)', async () => {
