@@ -1,6 +1,7 @@
 import * as k8s from '@kubernetes/client-node';
 import { ArtifactStore } from '../lib/artifacts/store.js';
 import { AppUserStore } from '../lib/auth/app-users.js';
+import { AuthHousekeeping } from '../lib/auth/housekeeping.js';
 import { Invitations } from '../lib/auth/invitations.js';
 import { LinkStore } from '../lib/auth/links.js';
 import { SessionStore } from '../lib/auth/sessions.js';
@@ -71,5 +72,14 @@ export async function assembleServices(deps: {
     log,
     clock,
   };
-  return { services, stop: () => apps.stop() };
+  // Sign-in data of deleted apps and ended sessions leave the database (lib/auth/housekeeping.ts).
+  const housekeeping = new AuthHousekeeping(db, apps, log, clock);
+  housekeeping.start();
+  return {
+    services,
+    stop: async () => {
+      await housekeeping.stop();
+      await apps.stop();
+    },
+  };
 }

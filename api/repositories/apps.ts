@@ -33,6 +33,11 @@ export class AppRepository {
     return this.informer.stop();
   }
 
+  /** The uids of every App in the cluster (sign-in data of any other uid belongs to a deleted App). */
+  liveUids(): Set<string> {
+    return new Set(this.informer.list().map((a) => a.metadata.uid!));
+  }
+
   list(namespace: string): App[] {
     return [...this.informer.list(namespace)].sort((a, b) => a.metadata.name!.localeCompare(b.metadata.name!));
   }
