@@ -1,6 +1,6 @@
-// The controllers' manager: informers (Apps, and the Pods that are their machines), a keyed work
-// queue, and the App reconciler; it works only while it holds the leader Lease. Reconcilers read
-// from the informers' caches, not from the apiserver per change.
+// The controllers' manager: informers (Apps, the Pods that are their machines, their Services), a
+// keyed work queue, and the App reconciler; it works only while it holds the leader Lease.
+// Reconcilers read from the informers' caches, not from the apiserver per change.
 import * as k8s from '@kubernetes/client-node';
 import { keepWatching } from '../lib/kube/keep-watching.js';
 import type { Logger } from '../lib/logger.js';
@@ -16,6 +16,7 @@ const key = (namespace: string, name: string) => `${namespace}/${name}`;
 export class Manager {
   private readonly apps: k8s.ListWatch<App>;
   private readonly pods: k8s.ListWatch<k8s.V1Pod>;
+  private readonly services: k8s.ListWatch<k8s.V1Service>;
   private readonly queue: WorkQueue;
 
   constructor(kc: k8s.KubeConfig, settings: AppSettings, private readonly log: Logger) {
@@ -35,8 +36,21 @@ export class Manager {
       false,
       labels.app,
     );
+    // The Services it made (controller-runtime's Owns): one deleted or edited by hand is put back.
+    const ours = `${labels.managedBy}=${managerName}`;
+    this.services = new k8s.ListWatch<k8s.V1Service>(
+      '/api/v1/services',
+      new k8s.Watch(kc),
+      () => core.listServiceForAllNamespaces({ labelSelector: ours }),
+      false,
+      ours,
+    );
     const events = new EventRecorder(core, managerName, os.hostname(), log);
-    const reconciler = new AppReconciler(core, custom, { podsOf: (ns, app) => this.pods.list(ns).filter((p) => p.metadata?.labels?.[labels.app] === app) }, settings, log, events);
+    const observed = {
+      podsOf: (ns: string, app: string) => this.pods.list(ns).filter((p) => p.metadata?.labels?.[labels.app] === app),
+      serviceOf: (ns: string, app: string) => this.services.get(app, ns),
+    };
+    const reconciler = new AppReconciler(core, custom, observed, settings, log, events);
     this.queue = new WorkQueue(
       async (k) => {
         const [namespace, name] = k.split('/') as [string, string];
@@ -49,21 +63,29 @@ export class Manager {
     );
     const enqueueApp = (app: App) => this.queue.add(key(app.metadata.namespace!, app.metadata.name!));
     // A change to a machine is a change to its App (korifi's buildToApp, here podToApp).
-    const enqueueOwner = (pod: k8s.V1Pod) => {
-      const app = pod.metadata?.labels?.[labels.app];
-      if (app && pod.metadata?.namespace) this.queue.add(key(pod.metadata.namespace, app));
+    const enqueueOwner = (child: k8s.V1Pod | k8s.V1Service) => {
+      const app = child.metadata?.labels?.[labels.app];
+      if (app && child.metadata?.namespace) this.queue.add(key(child.metadata.namespace, app));
     };
+    // Before the enqueueing handlers: the reconcile that follows must not trust the old apply.
+    this.services.on('delete', (svc: k8s.V1Service) => {
+      const owner = svc.metadata?.ownerReferences?.find((o) => o.kind === 'App');
+      if (owner) reconciler.serviceGone(owner.uid);
+    });
     for (const verb of ['add', 'update', 'delete'] as const) {
       this.apps.on(verb, enqueueApp);
       this.pods.on(verb, enqueueOwner);
+      this.services.on(verb, enqueueOwner);
     }
     this.apps.on('delete', (app: App) => reconciler.forget(app.metadata.uid!));
     keepWatching(this.apps, 'apps', log);
     keepWatching(this.pods, 'machine pods', log);
+    keepWatching(this.services, 'app services', log);
   }
 
   async start(): Promise<void> {
     await this.pods.start();
+    await this.services.start();
     await this.apps.start();
     this.log.info({ apps: this.apps.list().length }, 'Controllers started');
   }
@@ -72,5 +94,6 @@ export class Manager {
     this.queue.stop();
     await this.apps.stop();
     await this.pods.stop();
+    await this.services.stop();
   }
 }

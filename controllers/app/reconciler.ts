@@ -2,6 +2,7 @@
 // server-side apply, machine Pods created and deleted), writes status in one patch, and deletes an
 // expired App. Safe to run twice or after a crash: every step is idempotent.
 import * as k8s from '@kubernetes/client-node';
+import { isAtLeast } from '../../lib/kube/until-cached.js';
 import { kubeStatus } from '../../lib/kube/client.js';
 import type { Logger } from '../../lib/logger.js';
 import type { EventRecorder } from '../../lib/kube/events.js';
@@ -19,18 +20,23 @@ function namespaceTerminating(err: unknown): boolean {
   return kubeStatus(err) === 403 && /because it is being terminated/.test(String((err as { body?: unknown }).body ?? ''));
 }
 
-export interface ObservedPods {
+/** What the informers show of an App's children. */
+export interface Observed {
   podsOf(namespace: string, app: string): k8s.V1Pod[];
+  serviceOf(namespace: string, app: string): k8s.V1Service | undefined;
 }
 
 export class AppReconciler {
-  /** The Service last applied per App uid: re-applying an unchanged one is a wasted apiserver write. */
-  private readonly applied = new Map<string, string>();
+  /**
+   * The Service last applied per App uid, and the resourceVersion the apply returned: re-applying
+   * an unchanged one is a wasted apiserver write, but one deleted or edited by hand is applied again.
+   */
+  private readonly applied = new Map<string, { shape: string; resourceVersion: string | undefined }>();
 
   constructor(
     private readonly core: k8s.CoreV1Api,
     private readonly custom: k8s.CustomObjectsApi,
-    private readonly observed: ObservedPods,
+    private readonly observed: Observed,
     private readonly settings: AppSettings,
     private readonly log: Logger,
     private readonly events?: EventRecorder,
@@ -45,6 +51,11 @@ export class AppReconciler {
   /** The App is gone: drop what was remembered about it. */
   forget(uid: string): void {
     this.applied.delete(uid);
+  }
+
+  /** The App's Service was deleted (by hand, or with its App): the next reconcile applies it again. */
+  serviceGone(appUid: string): void {
+    if (this.applied.delete(appUid)) this.log.info({ kind: 'App', appUid }, 'The Service of an App was deleted; it is applied again');
   }
 
   /** Returns when to look again without a change, if ever. */
@@ -62,9 +73,15 @@ export class AppReconciler {
     try {
       const service = appService(app);
       const shape = JSON.stringify(service);
-      if (this.applied.get(app.metadata.uid!) !== shape) {
-        await this.core.patchNamespacedService({ name, namespace, body: service, fieldManager: managerName, force: true }, apply);
-        this.applied.set(app.metadata.uid!, shape);
+      const last = this.applied.get(app.metadata.uid!);
+      const seen = this.observed.serviceOf(namespace, name)?.metadata?.resourceVersion;
+      // Edited since our apply: the cache shows a later version than the apply returned (the cache
+      // may also still be behind it, which is no reason to apply again). Deleted: serviceGone().
+      const edited = seen !== undefined && last?.resourceVersion !== undefined && seen !== last.resourceVersion && isAtLeast(seen, last.resourceVersion);
+      if (last?.shape !== shape || edited) {
+        const result = await this.core.patchNamespacedService({ name, namespace, body: service, fieldManager: managerName, force: true }, apply);
+        this.applied.set(app.metadata.uid!, { shape, resourceVersion: result.metadata?.resourceVersion });
+        if (edited && last?.shape === shape) this.log.info({ kind: 'App', namespace, name }, 'Restored the Service changed by hand');
       }
       for (const pod of p.create) {
         await this.core.createNamespacedPod({ namespace, body: pod }).catch(ignore(409));

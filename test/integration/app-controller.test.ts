@@ -157,6 +157,24 @@ describe('App controller', () => {
     }, { timeoutMs: 30_000 });
   });
 
+  it('puts back a Service deleted or edited by hand', async () => {
+    await eventually('the web Service', () => core.readNamespacedService({ namespace: ns.name, name: 'web' }).then(() => true, () => false));
+    const first = await core.readNamespacedService({ namespace: ns.name, name: 'web' });
+    await core.deleteNamespacedService({ namespace: ns.name, name: 'web' });
+    const again = await eventually('the Service to be recreated', async () => {
+      const svc = await core.readNamespacedService({ namespace: ns.name, name: 'web' }).catch(() => undefined);
+      return svc && svc.metadata!.uid !== first.metadata!.uid ? svc : undefined;
+    });
+    assert.deepEqual(again.spec!.selector, first.spec!.selector);
+    // A hand edit of a field the controller owns is undone (server-side apply, forced).
+    await core.patchNamespacedService(
+      { namespace: ns.name, name: 'web', body: { spec: { selector: { 'svc.dev/app': 'someone-else' } } } },
+      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+    );
+    await eventually('the selector to be restored', async () => (await core.readNamespacedService({ namespace: ns.name, name: 'web' })).spec!.selector?.['svc.dev/app'] === 'web');
+    await eventually('two ready endpoints again', async () => (await readyEndpoints('web')).length === 2);
+  });
+
   it('garbage-collects machines and the Service with the App', async () => {
     await eventually('web machines', async () => (await machines('web')).length === 2);
     await custom.deleteNamespacedCustomObject(target('web'));
