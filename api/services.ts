@@ -73,7 +73,9 @@ export async function assembleServices(deps: {
     clock,
   };
   // Sign-in data of deleted apps and ended sessions leave the database (lib/auth/housekeeping.ts).
-  const housekeeping = new AuthHousekeeping(db, apps, log, clock);
+  // On the wall clock, not the injectable one: a test that moves its clock months ahead must not
+  // have a background sweep delete what it still reads.
+  const housekeeping = new AuthHousekeeping(db, apps, log);
   housekeeping.start();
   return {
     services,
