@@ -27,6 +27,8 @@
 //   and headers) has a deadline, SVC_HANDLER_TIMEOUT_MS (30 s): past it 504, the request's signal
 //   aborts and a process is killed. A body that streams after that has no deadline (server-sent
 //   events) and stops when the client goes away.
+// - At most SVC_HANDLER_MAX_PROCESSES (16) processes run at once, SVC_HANDLER_MAX_WAITING (64)
+//   more requests wait for one; past that 503 with Retry-After (runtime/process-slots.ts).
 //
 // The tree is mounted read-only, so modules are run from a copy in a cache directory under
 // os.tmpdir(): JavaScript and JSON copied, TypeScript transpiled (typescript's transpileModule:
@@ -43,6 +45,7 @@ import { pipeline } from 'node:stream/promises';
 import { pathToFileURL } from 'node:url';
 import type { Logger } from '../lib/logger.js';
 import { handlerDirs, isTypeDeclaration, matchRoute, planHandlerRoutes, processInterpreters, type HandlerRoute } from '../lib/handlers/routes.js';
+import { slotsFromEnv, type ProcessSlots } from './process-slots.js';
 import { createStaticSite, reservedPrefix, type SiteHandler } from './static-site.js';
 
 const tsOutput: Record<string, string> = { '.ts': '.js', '.mts': '.mjs', '.cts': '.cjs' };
@@ -65,6 +68,8 @@ export interface HandlerTreeOptions {
   timeoutMs?: number;
   /** Where the runnable copy of the tree goes; default a new directory under os.tmpdir(). */
   cacheDir?: string;
+  /** The bound on per-request processes; default from SVC_HANDLER_MAX_PROCESSES / _MAX_WAITING. */
+  processSlots?: ProcessSlots;
 }
 
 export interface HandlerTree extends SiteHandler {
@@ -294,6 +299,7 @@ export function createHandlerTree(root: string, options: HandlerTreeOptions = {}
   const base = path.resolve(root);
   const log = options.log ?? silent;
   const timeoutMs = options.timeoutMs ?? envTimeout();
+  const slots = options.processSlots ?? slotsFromEnv();
   const site = createStaticSite(base);
   let cacheDir: string | undefined = options.cacheDir;
   let routes: HandlerRoute[] = [];
@@ -443,6 +449,27 @@ export function createHandlerTree(root: string, options: HandlerTreeOptions = {}
     }
   }
 
+  /** A per-request process once a slot is free; 503 when even the queue is full. */
+  async function runBoundedProcess(route: HandlerRoute, params: Record<string, string>, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const gone = new AbortController();
+    const leave = () => gone.abort();
+    res.once('close', leave);
+    const release = await slots.acquire(gone.signal);
+    res.off('close', leave);
+    if (!release) {
+      if (res.destroyed) return;
+      log.warn({ route: route.pattern, running: slots.inUse, max: slots.max }, 'Handler processes at their limit; request refused');
+      res.setHeader('retry-after', '1');
+      plainText(res, 503, 'too many requests in progress; try again shortly\n');
+      return;
+    }
+    try {
+      await runProcess(route, params, req, res);
+    } finally {
+      release();
+    }
+  }
+
   function runProcess(route: HandlerRoute, params: Record<string, string>, req: IncomingMessage, res: ServerResponse): Promise<void> {
     const file = path.join(base, route.file);
     const interpreter = processInterpreters[path.extname(file).toLowerCase()]!;
@@ -577,7 +604,7 @@ export function createHandlerTree(root: string, options: HandlerTreeOptions = {}
     const found = parts && matchRoute(routes, parts);
     if (found) {
       if (found.route.runner === 'module') await runModule(found.route, found.params, req, res);
-      else await runProcess(found.route, found.params, req, res);
+      else await runBoundedProcess(found.route, found.params, req, res);
       return;
     }
     if (underHandlerDir(url.pathname)) {

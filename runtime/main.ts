@@ -4,7 +4,8 @@
 //
 // Env: SVC_SITE_ROOT (required), SVC_APP_KIND (static | html | markdown | handlers; default static),
 // PORT (8080), HOST (0.0.0.0), SVC_DRAIN_MS (2000), SVC_LOG_LEVEL, and for handler trees
-// SVC_HANDLER_TIMEOUT_MS (30000; runtime/handlers.ts).
+// SVC_HANDLER_TIMEOUT_MS (30000), SVC_HANDLER_MAX_PROCESSES (16), SVC_HANDLER_MAX_WAITING (64)
+// (runtime/handlers.ts).
 //
 // With the argument `fetch` it is the init container instead (runtime/fetch.ts): the image's entry
 // point stays the same, so a pod spec says `args: [fetch]` rather than a path inside the image.
