@@ -10,7 +10,7 @@ if [[ "${1:-}" == *.js ]]; then
   files=("$@")
 else
   dirs=(dist/test/unit)
-  [ "${1:-all}" = unit ] || dirs+=(dist/test/integration)
+  [ "${1:-all}" = unit ] || dirs+=(dist/test/integration dist/test/security)
   mapfile -t files < <(find "${dirs[@]}" -name '*.test.js' 2>/dev/null | sort)
 fi
 ((${#files[@]})) || { say "test: no test files under ${dirs[*]} (did the build run?)" >&2; exit 1; }
