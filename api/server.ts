@@ -11,6 +11,8 @@ import { accountOperations } from './routes/account.js';
 import { appLogOperations } from './routes/app-logs.js';
 import { appMetricsOperations } from './routes/app-metrics.js';
 import { artifactEndpoint } from './artifacts.js';
+import { jwksEndpoint } from './jwks.js';
+import { AssertionKeyStore } from '../lib/identity/assertion-keys.js';
 import { appAuthOperations } from './routes/app-auth.js';
 import { lifecycleOperations } from './routes/app-lifecycle.js';
 import { appOperations } from './routes/apps.js';
@@ -44,6 +46,8 @@ export function createApi(s: Services, operations: Operation[] = allOperations(s
   app.use(requestContext(s.log));
   app.use(errorHandler());
   app.use(artifactEndpoint(s.artifacts));
+  const keys = new AssertionKeyStore(s.db, { rotationMs: s.config.assertion.rotationMs, maxAssertionLifetimeMs: s.config.assertion.lifetimeSeconds * 1000 });
+  app.use(jwksEndpoint(keys));
   app.use(router.routes());
   app.use(unmatched(router));
   return app;

@@ -112,6 +112,8 @@ try {
     appsUrlSuffix: config.appsUrlSuffix,
     runtimeImage: config.deploys.runtimeImage,
     artifactBaseUrl: config.deploys.artifactBaseUrl,
+    assertionIssuer: config.assertion.issuer,
+    jwksUrl: config.assertion.jwksUrl,
     rolloutDeadlineMs: 120_000,
   };
   const baseline: number[] = [];

@@ -205,7 +205,7 @@ interface Result {
   latencies: number[];
 }
 
-const settings: AppSettings = { appsDomain: 'bench.invalid', appsUrlSuffix: '', runtimeImage: 'svc/runtime', artifactBaseUrl: 'http://bench.invalid', rolloutDeadlineMs: timeoutMs };
+const settings: AppSettings = { appsDomain: 'bench.invalid', appsUrlSuffix: '', runtimeImage: 'svc/runtime', artifactBaseUrl: 'http://bench.invalid', rolloutDeadlineMs: timeoutMs, assertionIssuer: 'http://bench.invalid/_svc/auth', jwksUrl: 'http://bench.invalid/_svc/auth/jwks.json' };
 const appName = (i: number) => `a${i}`;
 
 /** The machine pod the controller would make for App a<i>, without its owner and under a label the controllers do not watch. */

@@ -15,6 +15,8 @@ const manager = new Manager(kc, {
     appsUrlSuffix: config.appsUrlSuffix,
     runtimeImage: config.deploys.runtimeImage,
     artifactBaseUrl: config.deploys.artifactBaseUrl,
+    assertionIssuer: config.assertion.issuer,
+    jwksUrl: config.assertion.jwksUrl,
     rolloutDeadlineMs: config.deploys.rolloutDeadlineSeconds * 1000,
   }, log);
 

@@ -3,7 +3,7 @@
 // be able to supply one, in any spelling), the platform's cookies and forwarding headers, which we
 // set ourselves; then the verified identity, if any. Towards the client: the app's response minus
 // hop-by-hop headers and any attempt to set a platform cookie.
-import { isPlatformCookie, withoutPlatformCookies } from './auth/cookies.js';
+import { appSetCookie, withoutPlatformCookies } from './auth/cookies.js';
 
 /** Hop-by-hop (RFC 9110 7.6.1) and headers the upstream client library sets itself. */
 const hopByHop = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'expect']);
@@ -93,13 +93,14 @@ export function upstreamHeaders(rawHeaders: readonly string[], fwd: Forwarded, k
 const latin1 = (v: Buffer | string): string => (typeof v === 'string' ? v : v.toString('latin1'));
 
 /**
- * The app's response headers for the client, without hop-by-hop ones or platform cookies, as a
- * flat [name, value, ...] list for res.writeHead, from the raw header list undici received (names
- * keep the app's spelling, repeated headers stay repeated). A `personal` answer (gated, or made for
- * a known visitor) is marked `private, no-store`, whatever the app said, so no shared cache keeps
- * one person's page for another.
+ * The app's response headers for the client, without hop-by-hop ones, as a flat [name, value, ...]
+ * list for res.writeHead, from the raw header list undici received (names keep the app's spelling,
+ * repeated headers stay repeated). Set-Cookie goes through appSetCookie (no platform or nameless
+ * cookie, no Domain). A `personal` answer (gated, or made for a known visitor) is marked
+ * `private, no-store`, whatever the app said, so no shared cache keeps one person's page for
+ * another. `upgrade` keeps `Upgrade` and `Connection: upgrade` (a 101 answer needs them).
  */
-export function downstreamHeaders(rawHeaders: readonly (Buffer | string)[], requestId: string, personal = false): string[] {
+export function downstreamHeaders(rawHeaders: readonly (Buffer | string)[], requestId: string, personal = false, upgrade = false): string[] {
   const out: string[] = [];
   let tokens: string[] | undefined;
   for (let i = 0; i < rawHeaders.length; i += 2) {
@@ -107,40 +108,20 @@ export function downstreamHeaders(rawHeaders: readonly (Buffer | string)[], requ
     const lower = name.toLowerCase();
     if (hopByHop.has(lower)) {
       if (lower === 'connection') tokens = connectionTokens(latin1(rawHeaders[i + 1]!), tokens);
+      else if (upgrade && lower === 'upgrade') out.push(name, latin1(rawHeaders[i + 1]!));
       continue;
     }
     // Ours, set below.
     if (lower === 'x-request-id' || (personal && lower === 'cache-control')) continue;
-    const value = latin1(rawHeaders[i + 1]!);
-    if (lower === 'set-cookie') {
-      const eq = value.indexOf('=');
-      if (isPlatformCookie(eq === -1 ? value : value.slice(0, eq))) continue;
-    }
+    let value: string | undefined = latin1(rawHeaders[i + 1]!);
+    if (lower === 'set-cookie' && (value = appSetCookie(value)) === undefined) continue;
     out.push(name, value);
   }
   if (tokens) dropNamed(out, tokens);
+  if (upgrade) out.push('connection', 'upgrade');
   out.push('x-request-id', requestId);
   if (personal) out.push('cache-control', 'private, no-store');
   return out;
-}
-
-/**
- * An upgrade answer's head (status line and header lines, up to the blank line) as it goes to the
- * client: the app's bytes, minus any Set-Cookie of a platform cookie. The rest of the exchange is
- * not HTTP and passes untouched.
- */
-export function upgradeResponseHead(head: string): string {
-  if (!/set-cookie/i.test(head)) return head;
-  return head
-    .split('\r\n')
-    .filter((line) => {
-      const colon = line.indexOf(':');
-      if (colon === -1 || line.slice(0, colon).trim().toLowerCase() !== 'set-cookie') return true;
-      const value = line.slice(colon + 1).trim();
-      const eq = value.indexOf('=');
-      return !isPlatformCookie(eq === -1 ? value : value.slice(0, eq));
-    })
-    .join('\r\n');
 }
 
 /** The client's address without the IPv4-mapped IPv6 prefix. */

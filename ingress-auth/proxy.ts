@@ -3,12 +3,12 @@
 // another machine when that is safe (retry.ts), and WebSocket handshakes spliced onto a raw
 // connection to the machine.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import net from 'node:net';
+import { request as httpRequest } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { Pool, type Dispatcher } from 'undici';
 import type { Logger } from '../lib/logger.js';
 import { errorPage, sendError } from './errors.js';
-import { downstreamHeaders, upgradeResponseHead, upstreamHeaders, type Forwarded } from './headers.js';
+import { downstreamHeaders, upstreamHeaders, type Forwarded } from './headers.js';
 import { errorCode, hasBody, retryable } from './retry.js';
 import type { Backend } from './routes.js';
 
@@ -88,61 +88,70 @@ export class Proxy {
     return exchange.done;
   }
   /**
-   * A WebSocket (or other Upgrade) handshake: the request head goes to a machine over a fresh
-   * connection, then bytes flow both ways untouched until either side closes.
+   * A WebSocket handshake. The request head goes to a machine over a fresh connection; the client's
+   * socket is spliced onto it only after the machine answers `101 Switching Protocols`. Any other
+   * answer is relayed as the one response of this connection, which then closes: bytes the client
+   * sent after the handshake (a second, pipelined request) never reach the app, so nothing the gate
+   * did not check can ride an upgrade that did not happen.
    */
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, backend: Backend, fwd: Forwarded, done: (status: number, error?: string) => void): void {
-    const upstream = net.connect(backend.port, backend.address);
-    let connected = false;
     let reported = false;
     const report = (status: number, error?: string) => {
       if (reported) return;
       reported = true;
       done(status, error);
     };
-    const lines = [`${req.method} ${req.url} HTTP/1.1`];
-    const headers = upstreamHeaders(req.rawHeaders, fwd, true);
-    for (let i = 0; i < headers.length; i += 2) lines.push(`${headers[i]}: ${headers[i + 1]}`);
-    upstream.once('connect', () => {
-      connected = true;
-      upstream.write(`${lines.join('\r\n')}\r\n\r\n`);
-      if (head.length) upstream.write(head);
-      socket.pipe(upstream);
-      // The answer's head is read and filtered (no platform cookie may be set by the app); after
-      // it, bytes pass as they come.
-      let pending: Buffer = Buffer.alloc(0);
-      const onHead = (chunk: Buffer) => {
-        pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
-        const end = pending.indexOf('\r\n\r\n');
-        if (end === -1) {
-          if (pending.length > maxUpgradeHeadBytes) upstream.destroy();
-          return;
-        }
-        upstream.off('data', onHead);
-        const answer = pending.subarray(0, end + 4).toString('latin1');
-        socket.write(upgradeResponseHead(answer), 'latin1');
-        if (pending.length > end + 4) socket.write(pending.subarray(end + 4));
-        upstream.pipe(socket);
-        report(Number(/^HTTP\/1\.[01] (\d{3})/.exec(answer)?.[1] ?? 502));
-      };
-      upstream.on('data', onHead);
+    const upstream = httpRequest({
+      host: backend.address,
+      port: backend.port,
+      method: req.method,
+      path: req.url,
+      headers: upstreamHeaders(req.rawHeaders, fwd, true),
+      setHost: false,
+      agent: false,
+    });
+    upstream.on('upgrade', (answer: IncomingMessage, machine: Duplex, machineHead: Buffer) => {
+      machine.on('error', () => socket.destroy());
+      socket.on('error', () => machine.destroy());
+      socket.on('close', () => machine.destroy());
+      machine.on('close', () => socket.destroy());
+      if (!socket.writable) return machine.destroy();
+      // The answer's head is filtered (no platform cookie may be set by the app); after it, bytes
+      // pass untouched both ways.
+      socket.write(responseHead(answer, downstreamHeaders(answer.rawHeaders, fwd.requestId, fwd.personal, true)), 'latin1');
+      if (machineHead.length) socket.write(machineHead);
+      if (head.length) machine.write(head);
+      machine.pipe(socket);
+      socket.pipe(machine);
+      report(answer.statusCode ?? 101);
+    });
+    upstream.on('response', (answer: IncomingMessage) => {
+      // No upgrade: this answer ends the connection.
+      const headers = downstreamHeaders(answer.rawHeaders, fwd.requestId, fwd.personal);
+      headers.push('connection', 'close');
+      socket.write(responseHead(answer, headers), 'latin1');
+      answer.pipe(socket);
+      answer.on('error', () => socket.destroy());
+      report(answer.statusCode ?? 502);
     });
     upstream.on('error', (err) => {
-      if (!connected) {
-        this.opts.log.warn({ reqId: fwd.requestId, upstream: backend.origin, err: errorCode(err) }, 'Upstream upgrade failed');
-        writeRaw(socket, errorPage(502, 'the app\'s machine did not answer', req.headers.accept, fwd.requestId), 502);
-        report(502, errorCode(err));
-      } else socket.destroy();
+      const code = errorCode(err);
+      if (reported) return socket.destroy();
+      this.opts.log.warn({ reqId: fwd.requestId, upstream: backend.origin, err: code }, 'Upstream upgrade failed');
+      writeRaw(socket, errorPage(502, "the app's machine did not answer", req.headers.accept, fwd.requestId), 502);
+      report(502, code === 'ECONNRESET' ? 'closed before answering' : code);
     });
     socket.on('error', () => upstream.destroy());
     socket.on('close', () => upstream.destroy());
-    upstream.on('close', () => {
-      // Closed before it answered (or with a head too large to be one): nothing usable was sent.
-      report(502, 'closed before answering');
-      // Before a connection the 502 page is on its way (writeRaw ends the socket itself).
-      if (connected) socket.destroy();
-    });
+    upstream.end();
   }
+}
+
+/** A response's status line and the given [name, value, ...] header list, for a raw socket. */
+function responseHead(answer: IncomingMessage, headers: readonly string[]): string {
+  const lines = [`HTTP/1.1 ${answer.statusCode} ${answer.statusMessage ?? ''}`];
+  for (let i = 0; i < headers.length; i += 2) lines.push(`${headers[i]}: ${headers[i + 1]}`);
+  return `${lines.join('\r\n')}\r\n\r\n`;
 }
 
 /**
@@ -246,10 +255,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   }
 }
 
-/** An upgrade answer's head larger than this is no HTTP answer worth relaying. */
-const maxUpgradeHeadBytes = 64 * 1024;
-
-const reasons: Record<number, string> = { 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 502: 'Bad Gateway', 503: 'Service Unavailable' };
+const reasons: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 502: 'Bad Gateway', 503: 'Service Unavailable' };
 
 /** An HTTP response written on a socket that left the HTTP server (after an Upgrade request). */
 export function writeRaw(socket: Duplex, page: { headers: Record<string, string | number>; body: string }, status: number): void {

@@ -2,8 +2,8 @@
 // routed by its Host to an app and proxied to one of its ready machines. Every proxied request is
 // logged (debug) and counted into the app's request metrics.
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, ServerResponse, type IncomingMessage } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
 import type * as k8s from '@kubernetes/client-node';
@@ -12,6 +12,7 @@ import type { Logger } from '../lib/logger.js';
 import type { RequestRecorder } from '../lib/metrics/requests.js';
 import { admitsAll } from '../lib/auth/identity.js';
 import { audienceOf } from '../lib/identity/assertion.js';
+import { BadRequestTarget, canonicalTarget } from '../lib/http/request-target.js';
 import { decide, type AuthPolicy, type Decision } from '../lib/policy/index.js';
 import type { App } from '../lib/resources/index.js';
 import { isNavigation } from './auth/navigation.js';
@@ -24,6 +25,7 @@ import { errorPage, sendError } from './errors.js';
 import { clientAddress, type Forwarded } from './headers.js';
 import { appOfHost } from './host.js';
 import { Proxy, writeRaw, type Outcome } from './proxy.js';
+import { hasBody } from './retry.js';
 import { RouteTable, type RouteSource } from './routes.js';
 
 export interface IngressOptions {
@@ -66,6 +68,24 @@ export function platformPath(url: string): string | undefined {
   }
   p = p.replace(/\/{2,}/g, '/').toLowerCase();
   return p === '/_svc' || p.startsWith('/_svc/') ? p : undefined;
+}
+
+/**
+ * Replaces `req.url` by its canonical origin-form (lib/http/request-target.ts), so the path the gate
+ * decides on is the one the app receives; the reason to refuse the request when there is none.
+ */
+function canonicalize(req: IncomingMessage): string | undefined {
+  try {
+    const t = canonicalTarget(req.url ?? '/');
+    if (t.authority !== undefined && t.authority !== (req.headers.host ?? '').trim().toLowerCase()) {
+      return 'the absolute-form request target names another host than the Host header';
+    }
+    req.url = t.target;
+    return undefined;
+  } catch (err) {
+    if (err instanceof BadRequestTarget) return err.message;
+    throw err;
+  }
 }
 
 /** What the App's policy says about a path; undefined for a public one. */
@@ -194,7 +214,9 @@ export async function startIngress(opts: IngressOptions): Promise<Ingress> {
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     const started = performance.now();
     const requestId = randomUUID();
-    const url = req.url ?? '/';
+    const bad = canonicalize(req);
+    if (bad) return sendError(res, 400, bad, req.headers.accept, requestId);
+    const url = req.url!;
     if (opts.auth && audienceOf(req.headers.host ?? '') === config.auth.host) return authHost(req, res, requestId);
     const reserved = platformPath(url);
     if (reserved) {
@@ -249,6 +271,19 @@ export async function startIngress(opts: IngressOptions): Promise<Ingress> {
     const requestId = randomUUID();
     socket.on('error', () => undefined);
     const refuse = (status: number, message: string) => writeRaw(socket, errorPage(status, message, req.headers.accept, requestId), status);
+    if (req.method !== 'GET' || !/^\s*websocket\s*$/i.test(req.headers.upgrade ?? '')) {
+      // Only WebSocket upgrades are relayed. Any other (h2c, TLS) is answered as the plain request it
+      // also is (RFC 9110 7.8 lets a server ignore Upgrade), on a connection that then closes; one
+      // with a body is refused, as its body was never read as HTTP.
+      if (hasBody(req.headers)) return refuse(400, 'only WebSocket upgrades are served; send this request without Upgrade');
+      const res = new ServerResponse(req);
+      res.shouldKeepAlive = false;
+      res.assignSocket(socket as Socket);
+      res.once('finish', () => socket.end());
+      return onRequest(req, res);
+    }
+    const bad = canonicalize(req);
+    if (bad) return refuse(400, bad);
     if (platformPath(req.url ?? '/')) return refuse(404, 'no platform route here');
     const name = appOfHost(req.headers.host, config.appsDomain);
     const app = name === undefined ? undefined : routes.app(name);

@@ -54,6 +54,7 @@ const envSchema = z.object({
   SVC_PROXY_UPSTREAM_CONNECTIONS: z.coerce.number().int().min(1).max(10_000).default(256),
   SVC_PROXY_UPSTREAM_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(60_000),
   SVC_ASSERTION_ISSUER: z.url().regex(/^https?:\/\//, 'must be an http(s) URL').optional(),
+  SVC_ASSERTION_JWKS_URL: z.url().regex(/^https?:\/\//, 'must be an http(s) URL').optional(),
   SVC_ASSERTION_LIFETIME_SECONDS: z.coerce.number().int().min(30, 'must be 30-900 seconds').max(900, 'must be 30-900 seconds').default(300),
   SVC_ASSERTION_ROTATION_HOURS: z.coerce.number().int().min(1, 'must be 1-8760 hours').max(8760, 'must be 1-8760 hours').default(7 * 24),
   SVC_AUTH_HOST: z
@@ -126,6 +127,12 @@ export interface Config {
   readonly assertion: {
     /** `iss` of every assertion. Default: http://<appsDomain><appsUrlSuffix>/_svc/auth. */
     readonly issuer: string;
+    /**
+     * Where machines fetch the assertion keys to verify identity headers (the runtime does; container
+     * services may): the API serves them at /_svc/auth/jwks.json. Default: that path on the API as
+     * machines reach it (the origin of the artifact URL).
+     */
+    readonly jwksUrl: string;
     /** `exp - iat` of an assertion, and how long a replaced key stays in the JWKS after it stops signing. */
     readonly lifetimeSeconds: number;
     /** How long one key signs before a new one takes over. */
@@ -202,6 +209,7 @@ export function loadConfig(
   const exists = opts.exists ?? existsSync;
   // Network namespaces need root; without it pods share the host network on loopback addresses.
   const network = e.SVC_NODE_NETWORK ?? (process.getuid?.() === 0 ? 'netns' : 'loopback');
+  const artifactBaseUrl = (e.SVC_ARTIFACT_URL ?? `http://${network === 'netns' ? `${podGatewayOf(e.SVC_NODE_POD_SUBNET)}` : '127.0.0.1'}:${e.SVC_API_PORT}/artifacts`).replace(/\/+$/, '');
   return Object.freeze({
     stateDir,
     logLevel: e.SVC_LOG_LEVEL,
@@ -217,7 +225,7 @@ export function loadConfig(
     webhookAllowPrivate: e.SVC_WEBHOOK_ALLOW_PRIVATE,
     deploys: Object.freeze({
       artifactDir: path.resolve(e.SVC_ARTIFACT_DIR ?? path.join(stateDir, 'artifacts')),
-      artifactBaseUrl: (e.SVC_ARTIFACT_URL ?? `http://${network === 'netns' ? `${podGatewayOf(e.SVC_NODE_POD_SUBNET)}` : '127.0.0.1'}:${e.SVC_API_PORT}/artifacts`).replace(/\/+$/, ''),
+      artifactBaseUrl,
       uploadLimitBytes: e.SVC_DEPLOY_UPLOAD_LIMIT_BYTES,
       runtimeImage: e.SVC_RUNTIME_IMAGE,
       rolloutDeadlineSeconds: e.SVC_ROLLOUT_DEADLINE_SECONDS,
@@ -232,6 +240,7 @@ export function loadConfig(
     }),
     assertion: Object.freeze({
       issuer: (e.SVC_ASSERTION_ISSUER ?? `http://${e.SVC_APPS_DOMAIN}${e.SVC_APPS_URL_SUFFIX}/_svc/auth`).replace(/\/+$/, ''),
+      jwksUrl: e.SVC_ASSERTION_JWKS_URL ?? `${new URL(artifactBaseUrl).origin}/_svc/auth/jwks.json`,
       lifetimeSeconds: e.SVC_ASSERTION_LIFETIME_SECONDS,
       rotationMs: e.SVC_ASSERTION_ROTATION_HOURS * 3600_000,
     }),

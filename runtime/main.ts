@@ -5,7 +5,8 @@
 // Env: SVC_SITE_ROOT (required), SVC_APP_KIND (static | html | markdown | handlers; default static),
 // PORT (8080), HOST (0.0.0.0), SVC_DRAIN_MS (2000), SVC_LOG_LEVEL, and for handler trees
 // SVC_HANDLER_TIMEOUT_MS (30000), SVC_HANDLER_MAX_PROCESSES (16), SVC_HANDLER_MAX_WAITING (64)
-// (runtime/handlers.ts).
+// (runtime/handlers.ts), and for the visitor's identity SVC_AUTH_JWKS_URL, SVC_AUTH_ISSUER and
+// SVC_AUTH_AUDIENCE (runtime/identity.ts: without them every visitor is anonymous).
 //
 // With the argument `fetch` it is the init container instead (runtime/fetch.ts): the image's entry
 // point stays the same, so a pod spec says `args: [fetch]` rather than a path inside the image.
@@ -13,9 +14,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { BadRequestTarget, canonicalTarget } from '../lib/http/request-target.js';
 import { createLogger } from '../lib/logger.js';
 import { createHandlerTree } from './handlers.js';
 import { createHtmlApp } from './html-app.js';
+import { identityCheckFromEnv } from './identity.js';
 import { createMarkdownSite } from './markdown.js';
 import { createStaticSite, type SiteHandler } from './static-site.js';
 
@@ -60,6 +63,7 @@ function serve(): void {
   }
 
   const site = make(root);
+  const identity = identityCheckFromEnv(process.env, log);
   let draining = false;
   let inFlight = 0;
   const server = createServer((req, res) => {
@@ -67,11 +71,24 @@ function serve(): void {
     res.once('close', () => inFlight--);
     // While draining, ask keep-alive clients to reconnect, so their next request lands on a pod that stays.
     if (draining) res.setHeader('Connection', 'close');
-    site(req, res).catch((err: unknown) => {
-      log.error({ err, url: req.url }, 'Request failed');
-      if (!res.headersSent) res.writeHead(500).end();
-      else res.destroy();
-    });
+    // The target is read only as a path, in the one canonical form ingress-auth decided on and
+    // forwarded (lib/http/request-target.ts): never as a host (`//x/...`) or an absolute URL.
+    try {
+      req.url = canonicalTarget(req.url ?? '/').target;
+    } catch (err) {
+      if (!(err instanceof BadRequestTarget)) throw err;
+      res.writeHead(400, { 'content-type': 'text/plain; charset=utf-8' }).end(`${err.message}\n`);
+      return;
+    }
+    // Identity headers reach the site only as a verified assertion proves them (runtime/identity.ts).
+    identity
+      .apply(req)
+      .then(() => site(req, res))
+      .catch((err: unknown) => {
+        log.error({ err, url: req.url }, 'Request failed');
+        if (!res.headersSent) res.writeHead(500).end();
+        else res.destroy();
+      });
   });
   server.listen(port, host, () => log.info({ host, port, root, kind }, 'Serving site'));
 

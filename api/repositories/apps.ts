@@ -14,7 +14,16 @@ export class AppRepository {
   private readonly informer: k8s.ListWatch<App>;
   private readonly custom: k8s.CustomObjectsApi;
 
-  constructor(kc: k8s.KubeConfig, log: Logger) {
+  /**
+   * `identityJwksUrl`: where the machines of Apps created here fetch the assertion keys
+   * (spec.identity.jwksUrl: the API knows where machines reach it; an App applied without it gets
+   * the controllers' configured one).
+   */
+  constructor(
+    kc: k8s.KubeConfig,
+    log: Logger,
+    private readonly identityJwksUrl?: string,
+  ) {
     this.custom = kc.makeApiClient(k8s.CustomObjectsApi);
     this.informer = new k8s.ListWatch<App>(
       `/apis/${group}/${version}/apps`,
@@ -87,7 +96,12 @@ export class AppRepository {
         version,
         namespace,
         plural: 'apps',
-        body: { apiVersion, kind: 'App', metadata: { ...metadata, labels: { 'app.kubernetes.io/managed-by': 'svc-api', ...metadata.labels } }, spec },
+        body: {
+          apiVersion,
+          kind: 'App',
+          metadata: { ...metadata, labels: { 'app.kubernetes.io/managed-by': 'svc-api', ...metadata.labels } },
+          spec: this.identityJwksUrl && !spec.identity ? { ...spec, identity: { jwksUrl: this.identityJwksUrl } } : spec,
+        },
       })) as App;
       await untilCached(this.informer, namespace, metadata.name, (c) => c?.metadata.uid === created.metadata.uid);
       return created;

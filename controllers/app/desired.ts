@@ -22,6 +22,9 @@ export interface AppSettings {
   artifactBaseUrl: string;
   /** New machines not ready by then fail the rollout (Progressing=False, RolloutFailed). */
   rolloutDeadlineMs: number;
+  /** `iss` of identity assertions, and where machines fetch their keys unless the App names a place. */
+  assertionIssuer: string;
+  jwksUrl: string;
 }
 
 /** Kinds the platform's runtime image serves from a fetched artifact. */
@@ -34,8 +37,18 @@ function ownerRef(app: App): k8s.V1OwnerReference {
   return { apiVersion, kind: 'App', name: app.metadata.name!, uid: app.metadata.uid!, controller: true, blockOwnerDeletion: true };
 }
 
-function envOf(app: App, port: number): k8s.V1EnvVar[] {
-  return [{ name: 'PORT', value: String(port) }, ...(app.spec.env ?? []).map((e) => ({ name: e.name, value: e.value ?? '' }))];
+/**
+ * The app's environment: PORT, what a machine needs to verify identity assertions (the runtime
+ * does; a container service may, docs/api/identity-assertion.md), then the app's own variables.
+ */
+function envOf(app: App, port: number, settings: AppSettings): k8s.V1EnvVar[] {
+  return [
+    { name: 'PORT', value: String(port) },
+    { name: 'SVC_AUTH_JWKS_URL', value: app.spec.identity?.jwksUrl ?? settings.jwksUrl },
+    { name: 'SVC_AUTH_ISSUER', value: settings.assertionIssuer },
+    { name: 'SVC_AUTH_AUDIENCE', value: `${app.metadata.name}.${settings.appsDomain}` },
+    ...(app.spec.env ?? []).map((e) => ({ name: e.name, value: e.value ?? '' })),
+  ];
 }
 
 /** The machine's containers and volumes, as the App describes them. */
@@ -48,7 +61,7 @@ function machineSpec(app: App, settings: AppSettings): Pick<k8s.V1PodSpec, 'cont
     ...(app.spec.command ? { command: app.spec.command } : {}),
     ...(app.spec.args ? { args: app.spec.args } : {}),
     ports: [{ name: 'http', containerPort: port }],
-    env: envOf(app, port),
+    env: envOf(app, port, settings),
     ...(app.spec.envSecretName ? { envFrom: [{ secretRef: { name: app.spec.envSecretName } }] } : {}),
     ...(Object.keys(limits).length ? { resources: { limits } } : {}),
     readinessProbe: { tcpSocket: { port: port as unknown as k8s.IntOrString }, periodSeconds: 1, failureThreshold: 2 },
@@ -78,7 +91,7 @@ function machineSpec(app: App, settings: AppSettings): Pick<k8s.V1PodSpec, 'cont
         image: settings.runtimeImage,
         command: undefined,
         args: ['serve'],
-        env: [...envOf(app, port), { name: 'SVC_APP_KIND', value: app.spec.kind! }, { name: 'SVC_SITE_ROOT', value: siteRoot }],
+        env: [...envOf(app, port, settings), { name: 'SVC_APP_KIND', value: app.spec.kind! }, { name: 'SVC_SITE_ROOT', value: siteRoot }],
         volumeMounts: [{ ...mount, readOnly: true }],
       },
     ],

@@ -1,8 +1,10 @@
 // The platform's cookies on app hostnames. They are host-only (no Domain attribute), so a session
 // set on one app's hostname is never sent to another's. Names start with `svc-` (`__Host-svc-`
 // over https); the proxy removes every such cookie from requests before they reach the app and
-// drops any Set-Cookie of such a name in the app's responses, so an app can neither read a
-// session secret nor plant one.
+// drops any Set-Cookie of such a name (or of no name) in the app's responses, and the Domain
+// attribute of every other, so an app can neither read a session secret nor plant one, on its own
+// hostname or another app's. What the proxy cannot see, a cookie set by an app's own script for the
+// parent domain, is why the apps domain belongs on the Public Suffix List (docs/security.md).
 
 export interface CookieNames {
   session: string;
@@ -42,13 +44,34 @@ export function withoutPlatformCookies(value: string): string | undefined {
   return kept.length ? kept.join('; ') : undefined;
 }
 
-/** An app's Set-Cookie values without those that name a platform cookie. */
+/** A platform name anywhere a lenient parser might start a cookie: first, or after a comma. */
+const platformNameInPair = /(^|,)\s*(__host-|__secure-)?svc[-_]/i;
+
+/**
+ * An app's Set-Cookie value as it may reach the browser, or undefined to drop it. Dropped: a
+ * nameless cookie (`=svc-session=x` or `svc-session`: a browser stores the empty name and sends the
+ * value back as `svc-session=x`, a platform cookie), and any platform name, also after a comma where
+ * old parsers split one header into two. Every `Domain` attribute is removed, so an app's cookie is
+ * host-only: it can never reach another app's hostname.
+ */
+export function appSetCookie(value: string): string | undefined {
+  const semi = value.indexOf(';');
+  const pair = semi === -1 ? value : value.slice(0, semi);
+  const eq = pair.indexOf('=');
+  // RFC 6265bis 5.6: no `=` makes the whole pair the value of a nameless cookie.
+  const name = eq === -1 ? '' : pair.slice(0, eq).trim();
+  if (!name || isPlatformCookie(name) || platformNameInPair.test(pair)) return undefined;
+  if (semi === -1 || !/domain/i.test(value)) return value;
+  const attributes = value
+    .slice(semi + 1)
+    .split(';')
+    .filter((a) => a.split('=', 1)[0]!.trim().toLowerCase() !== 'domain');
+  return [pair, ...attributes].join(';');
+}
+
+/** An app's Set-Cookie values as they may reach the browser (appSetCookie on each). */
 export function withoutPlatformSetCookies(values: string | string[]): string[] {
-  const list = Array.isArray(values) ? values : [values];
-  return list.filter((v) => {
-    const eq = v.indexOf('=');
-    return !isPlatformCookie(eq === -1 ? v : v.slice(0, eq));
-  });
+  return (Array.isArray(values) ? values : [values]).flatMap((v) => appSetCookie(v) ?? []);
 }
 
 export function setCookie(name: string, value: string, opts: { secure: boolean; maxAgeSeconds: number }): string {

@@ -132,11 +132,13 @@ export class SignIn {
     if (cached) return cached;
     const id = session.identity;
     const now = Date.now();
-    const assertion = await this.opts.signer.sign({ sub: id.subject, email: id.email, provider: id.provider, name: id.name }, host);
+    // The owner flag is signed too: an app that verifies the assertion can trust all it grants.
+    const owner = id.provider === 'svc' && id.facts?.namespace === app.metadata.namespace;
+    const assertion = await this.opts.signer.sign({ sub: id.subject, email: id.email, provider: id.provider, name: id.name, ...(owner ? { owner: true } : {}) }, host);
     const headers = ['X-Svc-Auth-Subject', id.subject, 'X-Svc-Auth-Email', id.email, 'X-Svc-Auth-Provider', id.provider, 'X-Svc-Auth-Assertion', assertion];
     if (id.name) headers.push('X-Svc-Auth-Name', encodeURIComponent(id.name));
     if (id.email) headers.push('X-Svc-Auth-Verified', 'true');
-    if (id.provider === 'svc' && id.facts?.namespace === app.metadata.namespace) headers.push('X-Svc-Auth-Owner', 'true');
+    if (owner) headers.push('X-Svc-Auth-Owner', 'true');
     if (this.identities.size >= cacheMax) this.identities.clear();
     this.identities.set(identityKey(session, host, app), { headers, refreshAt: now + (this.opts.assertionLifetimeSeconds * 1000) / 2 });
     return headers;

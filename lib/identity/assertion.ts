@@ -1,9 +1,10 @@
 // Identity assertions: the X-Svc-Auth-Assertion header ingress-auth adds to a proxied request, a
 // compact JWS (EdDSA over Ed25519) that lets an app verify the identity headers came from the
 // platform. Claims: iss (the platform's issuer), aud (the app's hostname), sub, email, provider,
-// name (when known), iat and exp (iat + a few minutes). docs/api/identity-assertion.md is the contract.
+// name (when known), owner (true for the app's owner through the platform), iat and exp (iat + a few
+// minutes). docs/api/identity-assertion.md is the contract.
 import type { KeyObject } from 'node:crypto';
-import { createLocalJWKSet, jwtVerify, SignJWT, type JSONWebKeySet, type JWTPayload } from 'jose';
+import { createLocalJWKSet, jwtVerify, SignJWT, type JSONWebKeySet, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 
 export const assertionAlgorithm = 'EdDSA';
 export const defaultAssertionLifetimeSeconds = 300;
@@ -13,6 +14,8 @@ export interface AssertedIdentity {
   email: string;
   provider: string;
   name?: string | undefined;
+  /** The visitor owns the app (signed in through the platform as its account). */
+  owner?: true | undefined;
 }
 
 export interface AssertionClaims extends AssertedIdentity {
@@ -46,6 +49,7 @@ export async function signAssertion(
   const lifetime = opts.lifetimeSeconds ?? defaultAssertionLifetimeSeconds;
   const claims: JWTPayload & Record<string, unknown> = { email: identity.email, provider: identity.provider };
   if (identity.name !== undefined) claims.name = identity.name;
+  if (identity.owner) claims.owner = true;
   return new SignJWT(claims)
     .setProtectedHeader({ alg: assertionAlgorithm, kid: key.kid, typ: 'JWT' })
     .setIssuer(opts.issuer)
@@ -84,33 +88,34 @@ export class AssertionInvalid extends Error {
 }
 
 /**
- * Verifies an assertion as an app should: against the JWKS, EdDSA only, for this audience and
- * issuer, at `now` (default the real time) with `clockToleranceSeconds` (default 30) of leeway.
+ * Verifies an assertion as an app should: against the JWKS (a key set, or jose's remote key set
+ * that fetches and caches one), EdDSA only, for this audience (or one of these) and issuer, at
+ * `now` (default the real time) with `clockToleranceSeconds` (default 30) of leeway.
  */
 export async function verifyAssertion(
   token: string,
-  jwks: JSONWebKeySet,
-  opts: { audience: string; issuer: string; now?: Date; clockToleranceSeconds?: number },
+  jwks: JSONWebKeySet | JWTVerifyGetKey,
+  opts: { audience: string | readonly string[]; issuer: string; now?: Date; clockToleranceSeconds?: number },
 ): Promise<AssertionClaims> {
   try {
-    const { payload } = await jwtVerify(token, createLocalJWKSet(jwks), {
+    const { payload } = await jwtVerify(token, typeof jwks === 'function' ? jwks : createLocalJWKSet(jwks), {
       algorithms: [assertionAlgorithm],
-      audience: audienceOf(opts.audience),
+      audience: typeof opts.audience === 'string' ? audienceOf(opts.audience) : opts.audience.map(audienceOf),
       issuer: opts.issuer,
       typ: 'JWT',
       requiredClaims: ['sub', 'iat', 'exp', 'email', 'provider'],
       clockTolerance: opts.clockToleranceSeconds ?? 30,
       ...(opts.now ? { currentDate: opts.now } : {}),
     });
-    const { iss, aud, sub, iat, exp, email, provider, name } = payload;
-    if (typeof email !== 'string' || typeof provider !== 'string' || typeof aud !== 'string' || (name !== undefined && typeof name !== 'string')) {
+    const { iss, aud, sub, iat, exp, email, provider, name, owner } = payload;
+    if (typeof email !== 'string' || typeof provider !== 'string' || typeof aud !== 'string' || (name !== undefined && typeof name !== 'string') || (owner !== undefined && owner !== true)) {
       throw new AssertionInvalid('assertion claims have the wrong types', 'ERR_JWT_CLAIM_VALIDATION_FAILED');
     }
     const nowSeconds = Math.floor((opts.now ?? new Date()).getTime() / 1000);
     if (iat! > nowSeconds + (opts.clockToleranceSeconds ?? 30)) {
       throw new AssertionInvalid('assertion issued in the future', 'ERR_JWT_CLAIM_VALIDATION_FAILED');
     }
-    return { iss: iss!, aud, sub: sub!, iat: iat!, exp: exp!, email, provider, ...(name === undefined ? {} : { name }) };
+    return { iss: iss!, aud, sub: sub!, iat: iat!, exp: exp!, email, provider, ...(name === undefined ? {} : { name }), ...(owner ? { owner } : {}) };
   } catch (err) {
     if (err instanceof AssertionInvalid) throw err;
     const code = (err as { code?: string }).code ?? 'ERR_JOSE_GENERIC';

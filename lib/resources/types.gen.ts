@@ -37,6 +37,15 @@ export interface AppSpec {
     url?: string;
   };
   /**
+   * How machines verify the visitor identity ingress-auth asserts (X-Svc-Auth-Assertion). Written by the API; an App without it uses the controllers' configuration.
+   */
+  identity?: {
+    /**
+     * Where machines fetch the public keys of identity assertions (a JWKS).
+     */
+    jwksUrl?: string;
+  };
+  /**
    * The deploy this spec was written for; status.currentDeploy follows it once machines serve it.
    */
   deployId?: string;

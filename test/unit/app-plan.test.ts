@@ -6,7 +6,7 @@ import type * as k8s from '@kubernetes/client-node';
 import { machinePod, plan, revisionOf } from '../../controllers/app/desired.js';
 import type { App } from '../../lib/resources/index.js';
 
-const settings = { appsDomain: 'apps.localhost', appsUrlSuffix: ':8081', runtimeImage: 'svc/runtime:latest', artifactBaseUrl: 'http://10.244.0.1:8080/artifacts', rolloutDeadlineMs: 60_000 };
+const settings = { appsDomain: 'apps.localhost', appsUrlSuffix: ':8081', runtimeImage: 'svc/runtime:latest', artifactBaseUrl: 'http://10.244.0.1:8080/artifacts', rolloutDeadlineMs: 60_000, assertionIssuer: 'http://apps.localhost:8081/_svc/auth', jwksUrl: 'http://10.244.0.1:8080/_svc/auth/jwks.json' };
 const now = new Date('2026-01-01T00:00:00Z');
 const app = (spec: Partial<App['spec']> = {}): App => ({
   apiVersion: 'svc.dev/v1alpha1',
