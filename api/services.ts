@@ -50,7 +50,7 @@ export async function assembleServices(deps: {
   const { config, db, kc, tokens, log } = deps;
   const clock = deps.clock ?? (() => new Date());
   const core = kc.makeApiClient(k8s.CoreV1Api);
-  const apps = new AppRepository(kc, log, config.assertion.jwksUrl);
+  const apps = new AppRepository(kc, log, { jwksUrl: config.assertion.jwksUrl, issuer: config.assertion.issuer });
   await apps.start();
   const artifacts = new ArtifactStore(config.deploys.artifactDir);
   const deploys = new DeployStore(db, clock);

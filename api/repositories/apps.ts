@@ -15,14 +15,14 @@ export class AppRepository {
   private readonly custom: k8s.CustomObjectsApi;
 
   /**
-   * `identityJwksUrl`: where the machines of Apps created here fetch the assertion keys
-   * (spec.identity.jwksUrl: the API knows where machines reach it; an App applied without it gets
-   * the controllers' configured one).
+   * `identity`: how the machines of Apps created here verify identity assertions (spec.identity:
+   * the API knows the issuer and where machines reach its keys; an App applied without it gets the
+   * controllers' configured values).
    */
   constructor(
     kc: k8s.KubeConfig,
     log: Logger,
-    private readonly identityJwksUrl?: string,
+    private readonly identity?: { jwksUrl: string; issuer: string },
   ) {
     this.custom = kc.makeApiClient(k8s.CustomObjectsApi);
     this.informer = new k8s.ListWatch<App>(
@@ -100,7 +100,7 @@ export class AppRepository {
           apiVersion,
           kind: 'App',
           metadata: { ...metadata, labels: { 'app.kubernetes.io/managed-by': 'svc-api', ...metadata.labels } },
-          spec: this.identityJwksUrl && !spec.identity ? { ...spec, identity: { jwksUrl: this.identityJwksUrl } } : spec,
+          spec: this.identity && !spec.identity ? { ...spec, identity: { ...this.identity } } : spec,
         },
       })) as App;
       await untilCached(this.informer, namespace, metadata.name, (c) => c?.metadata.uid === created.metadata.uid);

@@ -22,7 +22,7 @@ export interface AppSettings {
   artifactBaseUrl: string;
   /** New machines not ready by then fail the rollout (Progressing=False, RolloutFailed). */
   rolloutDeadlineMs: number;
-  /** `iss` of identity assertions, and where machines fetch their keys unless the App names a place. */
+  /** `iss` of identity assertions and where machines fetch their keys, unless the App says (spec.identity). */
   assertionIssuer: string;
   jwksUrl: string;
 }
@@ -38,16 +38,17 @@ function ownerRef(app: App): k8s.V1OwnerReference {
 }
 
 /**
- * The app's environment: PORT, what a machine needs to verify identity assertions (the runtime
- * does; a container service may, docs/api/identity-assertion.md), then the app's own variables.
+ * The app's environment: PORT, the app's own variables, then what a machine needs to verify identity
+ * assertions (the runtime does; a container service may, docs/api/identity-assertion.md). Those come
+ * last so they win over an app variable of the same name (Kubernetes keeps the last duplicate).
  */
 function envOf(app: App, port: number, settings: AppSettings): k8s.V1EnvVar[] {
   return [
     { name: 'PORT', value: String(port) },
+    ...(app.spec.env ?? []).filter((e) => !e.name.startsWith('SVC_AUTH_')).map((e) => ({ name: e.name, value: e.value ?? '' })),
     { name: 'SVC_AUTH_JWKS_URL', value: app.spec.identity?.jwksUrl ?? settings.jwksUrl },
-    { name: 'SVC_AUTH_ISSUER', value: settings.assertionIssuer },
+    { name: 'SVC_AUTH_ISSUER', value: app.spec.identity?.issuer ?? settings.assertionIssuer },
     { name: 'SVC_AUTH_AUDIENCE', value: `${app.metadata.name}.${settings.appsDomain}` },
-    ...(app.spec.env ?? []).map((e) => ({ name: e.name, value: e.value ?? '' })),
   ];
 }
 

@@ -44,6 +44,10 @@ export interface AppSpec {
      * Where machines fetch the public keys of identity assertions (a JWKS).
      */
     jwksUrl?: string;
+    /**
+     * The `iss` of the platform's identity assertions.
+     */
+    issuer?: string;
   };
   /**
    * The deploy this spec was written for; status.currentDeploy follows it once machines serve it.

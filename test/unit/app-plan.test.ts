@@ -31,6 +31,19 @@ describe('App plan', () => {
     assert.deepEqual(p.status.conditions?.map((c) => [c.type, c.status]), [['Ready', 'False'], ['Progressing', 'True'], ['Degraded', 'False']]);
   });
 
+  it("gives every machine what it needs to verify identity assertions: the App's own settings, else the controllers'", () => {
+    const envOf = (a: App) => Object.fromEntries((machinePod(a, 0, settings).spec?.containers[0]?.env ?? []).map((e) => [e.name, e.value]));
+    const plain = envOf(app());
+    assert.equal(plain.SVC_AUTH_JWKS_URL, settings.jwksUrl);
+    assert.equal(plain.SVC_AUTH_ISSUER, settings.assertionIssuer);
+    assert.equal(plain.SVC_AUTH_AUDIENCE, 'shop.apps.localhost');
+    const own = envOf(app({ identity: { jwksUrl: 'http://10.244.0.1:9999/_svc/auth/jwks.json', issuer: 'http://apps.localhost:9999/_svc/auth' } }));
+    assert.equal(own.SVC_AUTH_JWKS_URL, 'http://10.244.0.1:9999/_svc/auth/jwks.json');
+    assert.equal(own.SVC_AUTH_ISSUER, 'http://apps.localhost:9999/_svc/auth');
+    // An app's own variable of the same name does not replace the platform's.
+    assert.equal(envOf(app({ env: [{ name: 'SVC_AUTH_AUDIENCE', value: 'evil' }] })).SVC_AUTH_AUDIENCE, 'shop.apps.localhost');
+  });
+
   it('keeps the old machine until the new revision is ready, then deletes it', () => {
     const before = app();
     const after = app({ env: [{ name: 'A', value: '1' }] });
