@@ -6,7 +6,8 @@
 // resolved), backslashes and `;parameters` are also read as some servers read them, gates compare
 // case-insensitively (some upstreams do), and exceptions only exactly (an exception must never
 // un-gate a path its author did not write). An exact pattern matches with or without a trailing
-// slash (`/admin` and `/admin/` are one page to a person); `/prefix/**` covers `/prefix` itself.
+// slash (`/admin` and `/admin/` are one page to a person); `/prefix/**` covers `/prefix` itself; a
+// page file is read as the route it serves too (`/admin.html` is `/admin`).
 import path from 'node:path';
 import type { Admit, AuthPolicy, AuthRule } from './fields.js';
 
@@ -23,12 +24,24 @@ export function normalizeRequestPath(raw: string): string | undefined {
   return path.posix.normalize('/' + decoded);
 }
 
-/** The readings of one request path to check: as the runtime reads it, and as lenient servers do. */
+/** A page file's name and the route it also answers (the runtime's clean URLs and index pages). */
+const pageFile = /(?:\/(?:index\.html?|index\.md|readme\.md))$|\.(?:html?|md|markdown)$/i;
+
+/**
+ * The readings of one request path to check: as the runtime reads it, as lenient servers do, and
+ * the route a page file answers (`/admin.html` is the page of `/admin`, `/docs/index.html` of
+ * `/docs/`), so a pattern written for a route also covers the file behind it.
+ */
 function readings(raw: string): string[] | undefined {
   const plain = normalizeRequestPath(raw);
   if (plain === undefined) return undefined;
   const lenient = path.posix.normalize(plain.replace(/\\/g, '/').replace(/;[^/]*/g, ''));
-  return lenient === plain ? [plain] : [plain, lenient];
+  const out = new Set([plain, lenient]);
+  for (const p of [plain, lenient]) {
+    const m = pageFile.exec(p);
+    if (m) out.add(m[0].startsWith('/') ? p.slice(0, m.index + 1) : p.slice(0, m.index));
+  }
+  return [...out];
 }
 
 const segmentsOf = (p: string) => {

@@ -84,6 +84,14 @@ describe('security: the request target the gate decides on is the one the app re
     });
   }
 
+  it('a route gated exactly is gated through the page file behind it too (clean URLs, index pages)', () => {
+    const policy = { rules: [{ mode: 'auth' as const, paths: ['/private', '/team/'] as [string, ...string[]], admit: { owner: true } }] };
+    for (const raw of ['/private', '/private.html', '/PRIVATE.HTM', '/private/index.html', '/private/README.md', '/private.md', '/team/index.html', '/team.html']) {
+      assert.equal(decide(policy, canonicalTarget(raw).target)?.mode, 'auth', raw);
+    }
+    for (const raw of ['/privateer.html', '/public.html', '/private-notes']) assert.equal(decide(policy, canonicalTarget(raw).target), undefined, raw);
+  });
+
   it('reports the authority of an absolute-form target, so it can be checked against Host', () => {
     assert.equal(canonicalTarget('http://Other.Example/admin').authority, 'other.example');
     assert.equal(canonicalTarget('/admin').authority, undefined);
