@@ -216,6 +216,25 @@ describe('security: the gate in front of a real runtime', () => {
       assert.equal(statusOf(answer), 400);
     });
 
+    it('CONNECT (authority-form) is never tunnelled', async () => {
+      const answer = await exchange(port, [`CONNECT ${host}:80 HTTP/1.1\r\nHost: ${host}:80\r\n\r\n`, get('/admin/')]);
+      assert.doesNotMatch(answer, /SECRET|HTTP\/1\.1 200/);
+    });
+
+    // The classic siblings: a body length two parsers could read differently hides a second request.
+    for (const [what, headers] of [
+      ['Content-Length with Transfer-Encoding', 'Content-Length: 4\r\nTransfer-Encoding: chunked\r\n'],
+      ['two Content-Lengths', 'Content-Length: 0\r\nContent-Length: 44\r\n'],
+      ['an obfuscated Transfer-Encoding', 'Transfer-Encoding: xchunked\r\n'],
+    ] as const) {
+      it(`a request with ${what} is refused, not split`, async () => {
+        const hidden = `GET /admin/ HTTP/1.1\r\nHost: ${host}\r\n\r\n`;
+        const answer = await exchange(port, `POST /api/public HTTP/1.1\r\nHost: ${host}\r\n${headers}\r\n0\r\n\r\n${hidden}`);
+        assert.doesNotMatch(answer, /SECRET/);
+        assert.equal(statusOf(answer), 400, answer.slice(0, 100));
+      });
+    }
+
     it('an Upgrade on a gated path is gated', async () => {
       const answer = await exchange(port, smuggled('/admin/', 'websocket'));
       assert.doesNotMatch(answer, /SECRET/);
