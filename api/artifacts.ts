@@ -1,31 +1,46 @@
-// GET /artifacts/sha256:<hex>: where machines fetch the artifact their App names. Outside /api and
-// without a token, because pods hold no API token; the digest is the capability (256 bits, shown
-// only to the account that deployed it), and machines verify what they get against it.
+// GET /artifacts/sha256:<hex>: where machines fetch the artifact their App names. Outside /api,
+// because pods hold no API token; instead the machine shows an artifact credential the App
+// controller minted for exactly this digest, valid for an hour (lib/artifacts/credential.ts,
+// docs/decisions/0012-artifact-credentials.md). The digest alone opens nothing: it appears in
+// deploy records, App specs and logs, and an artifact holds the whole tree, gated pages and handler
+// source included. Machines still verify the bytes they get against the digest.
 import type Koa from 'koa';
+import { bearerOf, checkArtifactCredential } from '../lib/artifacts/credential.js';
 import { digestPattern, type ArtifactStore } from '../lib/artifacts/store.js';
 
 export const artifactPrefix = '/artifacts/';
 
-export function artifactEndpoint(store: ArtifactStore): Koa.Middleware {
+export function artifactEndpoint(store: ArtifactStore, key: Buffer | undefined, clock: () => Date = () => new Date()): Koa.Middleware {
   return async (ctx, next) => {
     if (!ctx.path.startsWith(artifactPrefix)) return next();
-    const digest = decodeURIComponent(ctx.path.slice(artifactPrefix.length));
+    const fail = (status: number, error: string) => {
+      ctx.status = status;
+      ctx.set('Cache-Control', 'no-store');
+      ctx.body = { error };
+    };
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
-      ctx.status = 405;
       ctx.set('Allow', 'GET, HEAD');
-      ctx.body = { error: `method ${ctx.method} not allowed on ${ctx.path}` };
-      return;
+      return fail(405, `method ${ctx.method} not allowed on ${ctx.path}`);
     }
-    const found = digestPattern.test(digest) ? await store.open(digest) : undefined;
-    if (!found) {
-      ctx.status = 404;
-      ctx.body = { error: `artifact ${digest} not found` };
-      return;
+    let digest: string;
+    try {
+      digest = decodeURIComponent(ctx.path.slice(artifactPrefix.length));
+    } catch {
+      return fail(400, 'the artifact path has a malformed percent-escape');
     }
+    if (!digestPattern.test(digest)) return fail(400, 'an artifact is named sha256:<64 lowercase hex>');
+    if (!key) return fail(503, 'artifact credentials are not configured on this API (SVC_ARTIFACT_KEY)');
+    const check = checkArtifactCredential(key, digest, bearerOf(ctx.get('Authorization')), clock());
+    if (!check.ok) {
+      if (check.status === 401) ctx.set('WWW-Authenticate', 'Bearer realm="artifacts"');
+      return fail(check.status, check.error);
+    }
+    const found = await store.open(digest);
+    if (!found) return fail(404, `artifact ${digest} not found`);
     ctx.set('Content-Type', 'application/gzip');
     ctx.set('Content-Length', String(found.size));
-    // Content-addressed: the bytes behind a digest never change.
-    ctx.set('Cache-Control', 'public, max-age=31536000, immutable');
+    // Content-addressed, but only for its credential's holder: no shared cache may keep it.
+    ctx.set('Cache-Control', 'private, max-age=3600, immutable');
     ctx.set('ETag', `"${digest}"`);
     ctx.status = 200;
     if (ctx.method === 'HEAD') found.stream.destroy();

@@ -45,7 +45,7 @@ export function createApi(s: Services, operations: Operation[] = allOperations(s
   const router = buildRouter(operations, s, new Authenticator(s), new RateLimiter(s.config.api.rate.perSecond, s.config.api.rate.burst));
   app.use(requestContext(s.log));
   app.use(errorHandler());
-  app.use(artifactEndpoint(s.artifacts));
+  app.use(artifactEndpoint(s.artifacts, s.config.deploys.artifactKey, s.clock));
   const keys = new AssertionKeyStore(s.db, { rotationMs: s.config.assertion.rotationMs, maxAssertionLifetimeMs: s.config.assertion.lifetimeSeconds * 1000 });
   app.use(jwksEndpoint(keys));
   app.use(router.routes());

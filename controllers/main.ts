@@ -9,6 +9,7 @@ import { Manager } from './manager.js';
 const config = loadConfigOrExit('controllers');
 const log = createLogger('controllers', config.logLevel);
 const kc = loadKubeConfig(config.kubeconfig);
+if (!config.deploys.artifactKey) log.error('No artifact key (SVC_ARTIFACT_KEY or SVC_ARTIFACT_KEY_FILE): machines of static, HTML, Markdown and handler apps cannot fetch their artifact');
 const election = new LeaderElection(kc.makeApiClient(k8s.CoordinationV1Api), 'kube-system', 'svc-controllers', log);
 const manager = new Manager(kc, {
     appsDomain: config.appsDomain,
@@ -17,6 +18,7 @@ const manager = new Manager(kc, {
     artifactBaseUrl: config.deploys.artifactBaseUrl,
     assertionIssuer: config.assertion.issuer,
     jwksUrl: config.assertion.jwksUrl,
+    artifactKey: config.deploys.artifactKey,
     rolloutDeadlineMs: config.deploys.rolloutDeadlineSeconds * 1000,
   }, log);
 

@@ -64,8 +64,18 @@ start_component() {
 }
 
 # up [COMPONENT...] : start the named components (all when none is named).
+# The secret the controllers mint machines' artifact credentials with and the API checks them by
+# (lib/artifacts/credential.ts): made once, kept with the state, readable by root only.
+ensure_artifact_key() {
+  local key="$STATE/artifact-key"
+  [ -s "$key" ] && return 0
+  mkdir -p "$STATE"
+  (umask 077 && head -c 32 /dev/urandom | base64 | tr -d '\n=' >"$key.tmp") && mv "$key.tmp" "$key"
+}
+
 up() {
   cd "$ROOT"
+  ensure_artifact_key
   local c
   for c in "${@:-${COMPONENTS[@]}}"; do start_component "$c"; done
   [ $# -gt 0 ] || summary

@@ -1,7 +1,7 @@
 // The one configuration loader. Every component reads its settings from the environment through
 // loadConfig(), validated once at start-up; a bad or missing setting stops the process with a
 // message naming the variable, instead of failing later somewhere deep.
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 
@@ -46,6 +46,8 @@ const envSchema = z.object({
   SVC_NODE_IMAGE_MAP: z.string().min(1).optional(),
   SVC_ARTIFACT_DIR: z.string().min(1).optional(),
   SVC_ARTIFACT_URL: z.url().regex(/^https?:\/\//, 'must be an http(s) URL').optional(),
+  SVC_ARTIFACT_KEY: z.string().min(32, 'must be at least 32 characters (a random secret)').optional(),
+  SVC_ARTIFACT_KEY_FILE: z.string().min(1).optional(),
   SVC_DEPLOY_UPLOAD_LIMIT_BYTES: z.coerce.number().int().min(1024).max(8 * 1024 ** 3).default(256 * 1024 ** 2),
   SVC_RUNTIME_IMAGE: z.string().min(1).default('svc/runtime:latest'),
   SVC_ROLLOUT_DEADLINE_SECONDS: z.coerce.number().int().min(5).max(3600).default(120),
@@ -107,6 +109,12 @@ export interface Config {
      * Locally pods reach the host at the pod bridge's gateway (netns) or on loopback.
      */
     readonly artifactBaseUrl: string;
+    /**
+     * The secret that mints (controllers) and checks (API) machines' artifact credentials
+     * (lib/artifacts/credential.ts): SVC_ARTIFACT_KEY, else the file SVC_ARTIFACT_KEY_FILE, else
+     * `<stateDir>/artifact-key` when it exists (hack/dev.sh makes it). Without one, no artifact is served.
+     */
+    readonly artifactKey: Buffer | undefined;
     /** Largest .tar.gz a deploy may upload. */
     readonly uploadLimitBytes: number;
     /** The image that serves static, HTML and Markdown apps (node-agent maps svc/runtime to runtime/). */
@@ -209,6 +217,10 @@ export function loadConfig(
   const exists = opts.exists ?? existsSync;
   // Network namespaces need root; without it pods share the host network on loopback addresses.
   const network = e.SVC_NODE_NETWORK ?? (process.getuid?.() === 0 ? 'netns' : 'loopback');
+  const keyFile = e.SVC_ARTIFACT_KEY_FILE ?? path.join(stateDir, 'artifact-key');
+  if (e.SVC_ARTIFACT_KEY_FILE !== undefined && !exists(keyFile)) throw new ConfigError([`SVC_ARTIFACT_KEY_FILE: ${keyFile} does not exist`]);
+  const artifactKey = e.SVC_ARTIFACT_KEY !== undefined ? Buffer.from(e.SVC_ARTIFACT_KEY) : exists(keyFile) ? readFileSync(keyFile) : undefined;
+  if (artifactKey !== undefined && artifactKey.length < 32) throw new ConfigError([`SVC_ARTIFACT_KEY_FILE: ${keyFile} holds fewer than 32 bytes`]);
   const artifactBaseUrl = (e.SVC_ARTIFACT_URL ?? `http://${network === 'netns' ? `${podGatewayOf(e.SVC_NODE_POD_SUBNET)}` : '127.0.0.1'}:${e.SVC_API_PORT}/artifacts`).replace(/\/+$/, '');
   return Object.freeze({
     stateDir,
@@ -226,6 +238,7 @@ export function loadConfig(
     deploys: Object.freeze({
       artifactDir: path.resolve(e.SVC_ARTIFACT_DIR ?? path.join(stateDir, 'artifacts')),
       artifactBaseUrl,
+      artifactKey,
       uploadLimitBytes: e.SVC_DEPLOY_UPLOAD_LIMIT_BYTES,
       runtimeImage: e.SVC_RUNTIME_IMAGE,
       rolloutDeadlineSeconds: e.SVC_ROLLOUT_DEADLINE_SECONDS,

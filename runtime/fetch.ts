@@ -3,8 +3,9 @@
 // The store is trusted for availability only: bytes that do not hash to the digest are refused.
 //
 // Env: SVC_ARTIFACT_URL (http(s) URL of the artifact), SVC_ARTIFACT_DIGEST (sha256:<64 hex>),
-// SVC_SITE_ROOT (destination directory), SVC_FETCH_DEADLINE_MS (how long transient failures are
-// retried, default 30000), SVC_LOG_LEVEL.
+// SVC_ARTIFACT_TOKEN (the credential the App controller minted for this digest, sent as a bearer
+// token: lib/artifacts/credential.ts), SVC_SITE_ROOT (destination directory),
+// SVC_FETCH_DEADLINE_MS (how long transient failures are retried, default 30000), SVC_LOG_LEVEL.
 //
 // Run again on the same root (an init container restarted after its pod's sandbox survived), it
 // finds the marker of a completed extraction of the same digest and exits at once.
@@ -25,6 +26,8 @@ const digestPattern = /^sha256:[a-f0-9]{64}$/;
 export interface FetchOptions {
   url: string;
   digest: string;
+  /** The artifact credential, sent as `Authorization: Bearer`. */
+  token?: string;
   root: string;
   /** Transient failures are retried until this long after the first attempt. */
   deadlineMs?: number;
@@ -67,7 +70,8 @@ export function optionsFromEnv(env: Record<string, string | undefined>): FetchOp
   const deadlineMs = env.SVC_FETCH_DEADLINE_MS === undefined ? undefined : Number(env.SVC_FETCH_DEADLINE_MS);
   if (deadlineMs !== undefined && !(Number.isFinite(deadlineMs) && deadlineMs >= 0)) problems.push('SVC_FETCH_DEADLINE_MS must be milliseconds');
   if (problems.length) throw new Error(problems.join('; '));
-  return { url, digest, root, ...(deadlineMs === undefined ? {} : { deadlineMs }) };
+  const token = env.SVC_ARTIFACT_TOKEN || undefined;
+  return { url, digest, root, ...(token ? { token } : {}), ...(deadlineMs === undefined ? {} : { deadlineMs }) };
 }
 
 function describe(err: unknown): string {
@@ -81,7 +85,7 @@ function describe(err: unknown): string {
 export async function downloadOnce(
   url: string,
   file: string,
-  opts: { idleMs?: number; maxBytes?: number; onProgress?: (bytes: number) => void } = {},
+  opts: { idleMs?: number; maxBytes?: number; token?: string; onProgress?: (bytes: number) => void } = {},
 ): Promise<{ digest: string; bytes: number }> {
   const idleMs = opts.idleMs ?? 15_000;
   const maxBytes = opts.maxBytes ?? defaultTreeLimits.maxBytes;
@@ -94,7 +98,9 @@ export async function downloadOnce(
   try {
     let res: Response;
     try {
-      res = await fetch(url, { signal: abort.signal, redirect: 'follow' });
+      // A redirect to another origin drops the Authorization header (fetch does): the credential
+      // goes only where the App said to fetch.
+      res = await fetch(url, { signal: abort.signal, redirect: 'follow', ...(opts.token ? { headers: { authorization: `Bearer ${opts.token}` } } : {}) });
     } catch (err) {
       throw new FetchError(`cannot reach ${url}: ${describe(err)}`, true);
     }
@@ -144,6 +150,7 @@ export async function downloadVerified(opts: FetchOptions, file: string): Promis
       const got = await downloadOnce(opts.url, file, {
         ...(opts.idleMs === undefined ? {} : { idleMs: opts.idleMs }),
         ...(opts.maxBytes === undefined ? {} : { maxBytes: opts.maxBytes }),
+        ...(opts.token === undefined ? {} : { token: opts.token }),
         onProgress: (bytes) => {
           if (Date.now() - lastLogged < 1000) return;
           lastLogged = Date.now();

@@ -3,6 +3,7 @@
 // the status to report. No I/O here; controllers/app/reconciler.ts applies the result.
 import { createHash } from 'node:crypto';
 import type * as k8s from '@kubernetes/client-node';
+import { artifactCredentialTtlSeconds, mintArtifactCredential } from '../../lib/artifacts/credential.js';
 import { apiVersion, type App } from '../../lib/resources/index.js';
 
 export const labels = {
@@ -25,6 +26,8 @@ export interface AppSettings {
   /** `iss` of identity assertions and where machines fetch their keys, unless the App says (spec.identity). */
   assertionIssuer: string;
   jwksUrl: string;
+  /** Mints the credential a new machine fetches its artifact with (lib/artifacts/credential.ts). */
+  artifactKey?: Buffer | undefined;
 }
 
 /** Kinds the platform's runtime image serves from a fetched artifact. */
@@ -110,10 +113,20 @@ export function revisionOf(app: App, settings: AppSettings, ordinal = 0): string
   return createHash('sha256').update(shape).digest('hex').slice(0, 10);
 }
 
-export function machinePod(app: App, ordinal: number, settings: AppSettings): k8s.V1Pod {
+/**
+ * Machine `ordinal` as a Pod created at `now`. Its init container gets a fresh artifact credential,
+ * which is not part of the revision: a machine is not replaced because its credential aged.
+ */
+export function machinePod(app: App, ordinal: number, settings: AppSettings, now = new Date()): k8s.V1Pod {
   const name = app.metadata.name!;
   const revision = revisionOf(app, settings, ordinal);
   const node = placementOf(app, ordinal);
+  const spec = machineSpec(app, settings);
+  const fetch = spec.initContainers?.[0];
+  if (fetch && settings.artifactKey && app.spec.source) {
+    const expires = new Date(now.getTime() + artifactCredentialTtlSeconds * 1000);
+    fetch.env = [...(fetch.env ?? []), { name: 'SVC_ARTIFACT_TOKEN', value: mintArtifactCredential(settings.artifactKey, app.spec.source.digest, expires) }];
+  }
   return {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -125,7 +138,7 @@ export function machinePod(app: App, ordinal: number, settings: AppSettings): k8
       ownerReferences: [ownerRef(app)],
     },
     spec: {
-      ...machineSpec(app, settings),
+      ...spec,
       restartPolicy: 'Always',
       terminationGracePeriodSeconds: 10,
       automountServiceAccountToken: false,
@@ -226,7 +239,7 @@ export function plan(app: App, pods: k8s.V1Pod[], settings: AppSettings, now: Da
     const mine = live.filter((p) => Number(p.metadata?.labels?.[labels.machine]) === ordinal);
     const fresh = mine.find((p) => p.metadata?.labels?.[labels.revision] === revision);
     const old = mine.filter((p) => p !== fresh);
-    if (!fresh) create.push(machinePod(app, ordinal, settings));
+    if (!fresh) create.push(machinePod(app, ordinal, settings, now));
     else if (podReady(fresh)) del.push(...old);
     if (fresh) {
       const why = hopelessMachine(fresh, now, settings.rolloutDeadlineMs);

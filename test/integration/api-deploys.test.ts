@@ -74,12 +74,16 @@ describe('API deploys', () => {
     const app = await json<{ kind: string; current_deploy: string }>(await api.request('GET', '/api/apps/site'), 200);
     assert.equal(app.kind, 'static');
     assert.equal(app.current_deploy, d.id);
-    // The artifact is served by digest and is the bytes that hash to it.
-    const artifact = await fetch(`${api.url}/artifacts/${d.digest}`);
+    // The artifact is served by digest, to a machine's credential, and is the bytes that hash to it.
+    const { mintArtifactCredential } = await import('../../lib/artifacts/credential.js');
+    const key = api.services.config.deploys.artifactKey!;
+    const credential = (digest: string) => ({ authorization: `Bearer ${mintArtifactCredential(key, digest, new Date(api.clock.now.getTime() + 60_000))}` });
+    const artifact = await fetch(`${api.url}/artifacts/${d.digest}`, { headers: credential(d.digest!) });
     assert.equal(artifact.status, 200);
     const { createHash } = await import('node:crypto');
     assert.equal(`sha256:${createHash('sha256').update(Buffer.from(await artifact.arrayBuffer())).digest('hex')}`, d.digest);
-    assert.equal((await fetch(`${api.url}/artifacts/sha256:${'0'.repeat(64)}`)).status, 404);
+    const missing = `sha256:${'0'.repeat(64)}`;
+    assert.equal((await fetch(`${api.url}/artifacts/${missing}`, { headers: credential(missing) })).status, 404);
   });
 
   it('redeploys with no failed request while a client polls, then rolls back to the previous deploy', async () => {

@@ -7,6 +7,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
+import { checkArtifactCredential } from '../../lib/artifacts/credential.js';
 import { packTree } from '../../lib/artifacts/tarball.js';
 import { loadConfig } from '../../lib/config.js';
 import { apiVersion, group, version, type App } from '../../lib/resources/index.js';
@@ -99,7 +100,9 @@ describe('App controller', () => {
     // An artifact store of our own (as GitOps users would run one), reachable from pods.
     const tree = await packTree({ 'index.html': '<h1>from git</h1>' });
     const digest = `sha256:${createHash('sha256').update(tree).digest('hex')}`;
+    const credentials: Array<string | undefined> = [];
     const store = createServer((req, res) => {
+      credentials.push(req.headers.authorization);
       if (req.url === `/artifacts/${digest}`) res.end(tree);
       else if (req.url === `/artifacts/sha256:${'c'.repeat(64)}`) res.end(tree); // wrong bytes for that digest
       else res.writeHead(404).end();
@@ -120,6 +123,10 @@ describe('App controller', () => {
         return condition(a, 'Ready')?.status === 'True' ? a : undefined;
       });
       assert.equal(ready.spec.kind, 'static');
+      // The machine showed the credential the controller minted for this digest (lib/artifacts/credential.ts).
+      const key = loadConfig({}).deploys.artifactKey!;
+      const bearer = credentials.find(Boolean)?.replace(/^Bearer /, '');
+      assert.deepEqual(checkArtifactCredential(key, digest, bearer, new Date()), { ok: true });
 
       const forged = `sha256:${'c'.repeat(64)}`;
       await create('forged-site', { kind: 'static', source: { digest: forged, url: `${base}/${forged}` } });

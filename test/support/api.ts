@@ -1,6 +1,7 @@
 // Runs the API in-process on an ephemeral port, against a fresh database and the test cluster.
 import type { AddressInfo } from 'node:net';
 import { createServer, type Server } from 'node:http';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -13,6 +14,7 @@ import { createAccount, type Account } from '../../lib/accounts.js';
 import { loadConfig } from '../../lib/config.js';
 import { migrateLatest } from '../../lib/db/migrate.js';
 import { createLogger } from '../../lib/logger.js';
+import { repoRoot } from '../../lib/paths.js';
 import { TokenStore } from '../../lib/tokens/store.js';
 import { freshDatabase } from './db.js';
 import { kubeConfig } from './kube.js';
@@ -51,13 +53,22 @@ async function listen(): Promise<{ server: Server; url: string; port: number; se
   return { server, url: `http://127.0.0.1:${port}`, port, serve: (app) => server.on('request', app.callback()) };
 }
 
+/**
+ * The artifact key of the running platform (hack/dev.sh made it): the controllers mint machines'
+ * credentials with it, so this API must check them with the same one.
+ */
+function platformArtifactKey(): { SVC_ARTIFACT_KEY?: string } {
+  const file = path.join(process.env.SVC_STATE_DIR ?? path.join(repoRoot, '.svc'), 'artifact-key');
+  return existsSync(file) ? { SVC_ARTIFACT_KEY: readFileSync(file, 'utf8') } : {};
+}
+
 export async function startTestApi(opts: { env?: Record<string, string>; operations?: (s: Services) => Operation[] } = {}): Promise<TestApi> {
   const fresh = await freshDatabase();
   await migrateLatest(fresh.db);
   const listener = await listen();
   const artifactDir = await mkdtemp(path.join(tmpdir(), 'svc-artifacts-'));
   const config = loadConfig(
-    { SVC_DATABASE_URL: fresh.url, SVC_LOG_LEVEL: 'info', SVC_API_PORT: String(listener.port), SVC_ARTIFACT_DIR: artifactDir, ...opts.env },
+    { SVC_DATABASE_URL: fresh.url, SVC_LOG_LEVEL: 'info', SVC_API_PORT: String(listener.port), SVC_ARTIFACT_DIR: artifactDir, ...platformArtifactKey(), ...opts.env },
     { exists: () => false },
   );
   const logLines: Array<Record<string, unknown>> = [];

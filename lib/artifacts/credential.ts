@@ -1,0 +1,43 @@
+// Artifact credentials: what a machine shows the API's artifact endpoint to download the one artifact
+// its App names. An artifact holds a whole tree (gated pages and handler source included), so the
+// digest alone must not open it: a credential is an HMAC-SHA256, under a key only the platform holds
+// (the controllers mint, the API verifies), over the digest and an expiry. It opens that digest only,
+// until then. Format: `v1.<expiry, unix seconds>.<base64url MAC>`, sent as `Authorization: Bearer`.
+import { createHmac, timingSafeEqual } from 'node:crypto';
+
+/** How long a credential the controller writes into a new machine stays valid. */
+export const artifactCredentialTtlSeconds = 3600;
+
+const shape = /^v1\.(\d{1,12})\.([A-Za-z0-9_-]{43})$/;
+
+function mac(key: Buffer, digest: string, expiry: number): Buffer {
+  return createHmac('sha256', key).update(`svc-artifact\n${digest}\n${expiry}`).digest();
+}
+
+/** A credential for `digest` that expires at `expiresAt`. */
+export function mintArtifactCredential(key: Buffer, digest: string, expiresAt: Date): string {
+  const expiry = Math.floor(expiresAt.getTime() / 1000);
+  return `v1.${expiry}.${mac(key, digest, expiry).toString('base64url')}`;
+}
+
+export type CredentialCheck = { ok: true } | { ok: false; status: 401 | 403; error: string };
+
+/** Whether `credential` opens `digest` at `now`. */
+export function checkArtifactCredential(key: Buffer, digest: string, credential: string | undefined, now: Date): CredentialCheck {
+  if (!credential) return { ok: false, status: 401, error: 'an artifact credential is required (Authorization: Bearer v1.<expiry>.<mac>)' };
+  const m = shape.exec(credential);
+  if (!m) return { ok: false, status: 401, error: 'the artifact credential is malformed' };
+  const expiry = Number(m[1]);
+  const given = Buffer.from(m[2]!, 'base64url');
+  const want = mac(key, digest, expiry);
+  // Constant time, and the MAC before the expiry: an answer never says which part was wrong first.
+  if (given.length !== want.length || !timingSafeEqual(given, want)) return { ok: false, status: 403, error: 'the artifact credential does not open this artifact' };
+  if (expiry * 1000 <= now.getTime()) return { ok: false, status: 403, error: 'the artifact credential has expired' };
+  return { ok: true };
+}
+
+/** The bearer value of an Authorization header, if it has one. */
+export function bearerOf(header: string | undefined): string | undefined {
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
+  return m?.[1];
+}
