@@ -162,7 +162,8 @@ export function accountOperations(s: Services): Operation[] {
         if (body.actions) restrictions.push({ kind: 'actions', actions: body.actions });
         // A token minted with a restricted token keeps the caller's restrictions: no escalation.
         const inherited = caller.principal.restrictions;
-        const { token, record } = await s.tokens.issue(caller.account.id, { name: body.name, restrictions, inherited, expiresAt });
+        // And its lineage: revoking the caller's token (or any it came from) revokes this one.
+        const { token, record } = await s.tokens.issue(caller.account.id, { name: body.name, restrictions, inherited, lineage: caller.principal.lineage, expiresAt });
         return {
           status: 201,
           body: {

@@ -135,7 +135,8 @@ export function appAuthOperations(s: Services): Operation[] {
       operationId: 'createOwnerLink',
       tag: 'apps',
       summary: 'Open the app signed in as its owner',
-      action: 'read',
+      // It mints a session with the owner's identity: as much as changing the app, never a reader's.
+      action: 'write',
       status: 201,
       body: z.strictObject({ next: z.string().max(2048).startsWith('/').optional() }).optional(),
       response: z.object({ url: z.string(), expires_at: z.string() }),

@@ -136,7 +136,8 @@ export function appOperations(s: Services): Operation[] {
       operationId: 'getEnv',
       tag: 'apps',
       summary: 'Get app environment',
-      action: 'read',
+      // Values are secrets (database URLs, keys): reading them is as much as setting them.
+      action: 'write',
       response: envSchema,
       handler: async ({ caller, params }) => ({ body: { env: await s.env.read(await find(caller, params.appID!)) } }),
     }),

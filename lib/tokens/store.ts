@@ -37,6 +37,11 @@ export interface Principal {
   authority: Authority;
   /** The caveats of the presented token, which tokens it mints inherit. */
   restrictions: Restriction[];
+  /**
+   * The ids whose revocation ends the presented token: its root nonce, its chain's links and the
+   * ancestors of its root. A token it mints carries them all.
+   */
+  lineage: string[];
 }
 
 export interface TokenRecord {
@@ -57,6 +62,7 @@ interface TokenRow {
   created_at: Date;
   expires_at: Date;
   last_used_at: Date | null;
+  ancestors: string[];
 }
 
 interface Verified {
@@ -71,7 +77,8 @@ const lastUsedWriteIntervalMs = 60_000;
 
 export class TokenStore {
   private key: { id: string; secret: Buffer } | undefined;
-  private readonly tokens = new Map<string, { accountId: string }>();
+  /** Per minted token (root nonce): its account and the ancestry it was minted under (immutable). */
+  private readonly tokens = new Map<string, { accountId: string; ancestors: string[] }>();
   // A verified token stays verified (the chain is a pure function of the token and the key), so
   // the decode and HMAC work is done once per token; expiry and revocation are checked every time.
   private readonly verified = new Map<string, Verified>();
@@ -99,10 +106,13 @@ export class TokenStore {
     return this.key;
   }
 
-  /** Mints a token for the account. `inherited` are the caller's own restrictions, kept first. */
+  /**
+   * Mints a token for the account. `inherited` are the caller's own restrictions, kept first;
+   * `lineage` is the minting token's (Principal.lineage): revoking any of it revokes this one.
+   */
   async issue(
     accountId: string,
-    opts: { name?: string | undefined; restrictions?: Restriction[]; inherited?: Restriction[]; expiresAt?: Date | undefined },
+    opts: { name?: string | undefined; restrictions?: Restriction[]; inherited?: Restriction[]; lineage?: string[]; expiresAt?: Date | undefined },
   ): Promise<{ token: string; record: TokenRecord }> {
     const { id, secret } = await this.signingKey();
     const now = this.clock();
@@ -113,6 +123,7 @@ export class TokenStore {
     const token = mint(secret, id, nonce, restrictions);
     const caveats = decode(token).caveats;
     const effective = effectiveAuthority(restrictions).expiresAt ?? expiresAt;
+    const ancestors = [...new Set(opts.lineage ?? [])];
     await this.db.transaction(async (trx) => {
       await trx('api_tokens').insert({
         nonce,
@@ -121,10 +132,11 @@ export class TokenStore {
         restrictions: JSON.stringify(caveats),
         created_at: now,
         expires_at: effective,
+        ancestors: JSON.stringify(ancestors),
       });
       await recordEvent(trx, accountId, 'token.created', nonce, { name: opts.name ?? null, restrictions: caveats });
     });
-    this.remember(nonce, accountId);
+    this.remember(nonce, accountId, ancestors);
     return {
       token,
       record: { nonce, name: opts.name ?? null, restrictions: caveats, createdAt: now, expiresAt: effective, lastUsedAt: null, revoked: false },
@@ -142,14 +154,14 @@ export class TokenStore {
       createdAt: r.created_at,
       expiresAt: r.expires_at,
       lastUsedAt: r.last_used_at,
-      revoked: revoked?.has(r.nonce) ?? false,
+      revoked: revoked !== undefined && (revoked.has(r.nonce) || r.ancestors.some((a) => revoked.has(a))),
     }));
   }
 
   /**
    * Revokes a minted token by its nonce, or any token by its link id (`tok_...`, from `svc token
-   * inspect`), and with it every token narrowed from it. Returns false when the account minted no
-   * token with that nonce.
+   * inspect`), and with it every token narrowed from it and every token minted from those (their
+   * lineage names it). Returns false when the account minted no token with that nonce.
    */
   async revoke(accountId: string, id: string): Promise<boolean> {
     if (!id.startsWith('tok_')) {
@@ -177,11 +189,17 @@ export class TokenStore {
     }
     if (!this.revocationsSynced) await this.revocationsReady();
     const revoked = this.revoked.get(owner.accountId);
-    if (revoked && (revoked.has(decoded.nonce) || links.some((l) => revoked.has(l)))) {
+    if (revoked && (revoked.has(decoded.nonce) || links.some((l) => revoked.has(l)) || owner.ancestors.some((a) => revoked.has(a)))) {
       throw new TokenRejected('revoked', 'token revoked');
     }
     this.touch(decoded.nonce, now);
-    return { accountId: owner.accountId, nonce: decoded.nonce, authority, restrictions: decoded.restrictions };
+    return {
+      accountId: owner.accountId,
+      nonce: decoded.nonce,
+      authority,
+      restrictions: decoded.restrictions,
+      lineage: [decoded.nonce, ...links, ...owner.ancestors],
+    };
   }
 
   private async verify(token: string): Promise<Verified> {
@@ -238,18 +256,19 @@ export class TokenStore {
     set.add(id);
   }
 
-  private async owner(nonce: string): Promise<{ accountId: string } | undefined> {
+  private async owner(nonce: string): Promise<{ accountId: string; ancestors: string[] } | undefined> {
     const cached = this.tokens.get(nonce);
     if (cached) return cached;
-    const row = (await this.db('api_tokens').where({ nonce }).first('account_id')) as { account_id: string } | undefined;
+    const row = (await this.db('api_tokens').where({ nonce }).first('account_id', 'ancestors')) as { account_id: string; ancestors: string[] } | undefined;
     if (!row) return undefined;
-    this.remember(nonce, row.account_id);
-    return { accountId: row.account_id };
+    return this.remember(nonce, row.account_id, row.ancestors);
   }
 
-  private remember(nonce: string, accountId: string): void {
+  private remember(nonce: string, accountId: string, ancestors: string[]): { accountId: string; ancestors: string[] } {
     if (this.tokens.size >= maxCachedTokens) this.tokens.delete(this.tokens.keys().next().value!);
-    this.tokens.set(nonce, { accountId });
+    const record = { accountId, ancestors };
+    this.tokens.set(nonce, record);
+    return record;
   }
 
   // last_used_at is informational: written at most once a minute per token, off the request path.
