@@ -2,6 +2,7 @@ import * as k8s from '@kubernetes/client-node';
 import { ArtifactStore } from '../lib/artifacts/store.js';
 import { AppUserStore } from '../lib/auth/app-users.js';
 import { AuthHousekeeping } from '../lib/auth/housekeeping.js';
+import { HostnameStore } from '../lib/hostnames.js';
 import { Invitations } from '../lib/auth/invitations.js';
 import { LinkStore } from '../lib/auth/links.js';
 import { SessionStore } from '../lib/auth/sessions.js';
@@ -50,8 +51,20 @@ export async function assembleServices(deps: {
   const { config, db, kc, tokens, log } = deps;
   const clock = deps.clock ?? (() => new Date());
   const core = kc.makeApiClient(k8s.CoreV1Api);
-  const apps = new AppRepository(kc, log, { jwksUrl: config.assertion.jwksUrl, issuer: config.assertion.issuer });
+  const hostnames = new HostnameStore(db, config.hostnameHoldMs, clock);
+  const apps = new AppRepository(kc, log, { jwksUrl: config.assertion.jwksUrl, issuer: config.assertion.issuer }, { store: hostnames, appsDomain: config.appsDomain });
   await apps.start();
+  // A deleted App's hostname is held for its account from now on; the hourly pass catches Apps made
+  // before the table existed or deleted while no API ran (lib/hostnames.ts).
+  apps.onDelete((app) => {
+    hostnames.release(app.metadata.namespace!, app.metadata.name!).catch((err: unknown) => log.warn({ err, app: app.metadata.name }, 'Releasing a hostname failed; the hourly pass retries'));
+  });
+  const syncHostnames = () => {
+    hostnames.reconcile(apps.names()).catch((err: unknown) => log.warn({ err }, 'Reconciling app hostnames failed'));
+  };
+  syncHostnames();
+  const hostnameTimer = setInterval(syncHostnames, 3600_000);
+  hostnameTimer.unref();
   const artifacts = new ArtifactStore(config.deploys.artifactDir);
   const deploys = new DeployStore(db, clock);
   // Email invitations go out when a deploy goes live (queued in the outbox; the leader sends them).
@@ -80,6 +93,7 @@ export async function assembleServices(deps: {
   return {
     services,
     stop: async () => {
+      clearInterval(hostnameTimer);
       await housekeeping.stop();
       await apps.stop();
     },

@@ -46,6 +46,7 @@ const envSchema = z.object({
   SVC_NODE_IMAGE_MAP: z.string().min(1).optional(),
   SVC_ARTIFACT_DIR: z.string().min(1).optional(),
   SVC_ARTIFACT_URL: z.url().regex(/^https?:\/\//, 'must be an http(s) URL').optional(),
+  SVC_HOSTNAME_HOLD_DAYS: z.coerce.number().min(0).max(3650).default(30),
   SVC_ARTIFACT_KEY: z.string().min(32, 'must be at least 32 characters (a random secret)').optional(),
   SVC_ARTIFACT_KEY_FILE: z.string().min(1).optional(),
   SVC_DEPLOY_UPLOAD_LIMIT_BYTES: z.coerce.number().int().min(1024).max(8 * 1024 ** 3).default(256 * 1024 ** 2),
@@ -99,6 +100,8 @@ export interface Config {
   /** App hostnames are <app>.<appsDomain>; URLs add appsUrlSuffix (the proxy's port locally). */
   readonly appsDomain: string;
   readonly appsUrlSuffix: string;
+  /** How long a deleted app's hostname stays held for its account (lib/hostnames.ts). */
+  readonly hostnameHoldMs: number;
   /** Allow webhook URLs on loopback and private networks (tests and local development only). */
   readonly webhookAllowPrivate: boolean;
   readonly deploys: {
@@ -245,6 +248,7 @@ export function loadConfig(
     }),
     appsDomain: e.SVC_APPS_DOMAIN,
     appsUrlSuffix: e.SVC_APPS_URL_SUFFIX,
+    hostnameHoldMs: e.SVC_HOSTNAME_HOLD_DAYS * 86_400_000,
     proxy: Object.freeze({
       host: e.SVC_PROXY_HOST,
       port: e.SVC_PROXY_PORT,

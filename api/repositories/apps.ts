@@ -7,6 +7,7 @@ import { kubeStatus } from '../../lib/kube/client.js';
 import { keepWatching } from '../../lib/kube/keep-watching.js';
 import { isAtLeast, untilCached } from '../../lib/kube/until-cached.js';
 import type { Logger } from '../../lib/logger.js';
+import type { HostnameStore } from '../../lib/hostnames.js';
 import { apiVersion, group, version, type App } from '../../lib/resources/index.js';
 import { ApiError, conflict, invalid } from '../errors.js';
 
@@ -23,6 +24,8 @@ export class AppRepository {
     kc: k8s.KubeConfig,
     log: Logger,
     private readonly identity?: { jwksUrl: string; issuer: string },
+    /** Claims each new App's hostname across accounts first (lib/hostnames.ts). */
+    private readonly hostnames?: { store: HostnameStore; appsDomain: string },
   ) {
     this.custom = kc.makeApiClient(k8s.CustomObjectsApi);
     this.informer = new k8s.ListWatch<App>(
@@ -45,6 +48,11 @@ export class AppRepository {
   /** The uids of every App in the cluster (sign-in data of any other uid belongs to a deleted App). */
   liveUids(): Set<string> {
     return new Set(this.informer.list().map((a) => a.metadata.uid!));
+  }
+
+  /** Every App in the cache, as [namespace, name]. */
+  names(): Array<[string, string]> {
+    return this.informer.list().map((a) => [a.metadata.namespace!, a.metadata.name!]);
   }
 
   list(namespace: string): App[] {
@@ -90,6 +98,7 @@ export class AppRepository {
 
   /** Creates an App with its full metadata (previews and forks carry labels and owners). */
   async createWith(namespace: string, metadata: { name: string; labels?: Record<string, string>; ownerReferences?: k8s.V1OwnerReference[] }, spec: App['spec']): Promise<App> {
+    const claim = await this.claimHostname(namespace, metadata.name);
     try {
       const created = (await this.custom.createNamespacedCustomObject({
         group,
@@ -106,10 +115,23 @@ export class AppRepository {
       await untilCached(this.informer, namespace, metadata.name, (c) => c?.metadata.uid === created.metadata.uid);
       return created;
     } catch (err) {
+      if (claim?.fresh) await this.hostnames!.store.forget(namespace, metadata.name);
       if (kubeStatus(err) === 409) throw conflict(`an app named "${metadata.name}" already exists`);
       if (kubeStatus(err) === 422) throw invalid(`invalid app: ${statusMessage(err)}`);
       throw err;
     }
+  }
+
+  /** The hostname of a new App, claimed for its account; a 409 when another account holds it. */
+  private async claimHostname(namespace: string, name: string): Promise<{ fresh: boolean } | undefined> {
+    if (!this.hostnames) return undefined;
+    const host = `${name}.${this.hostnames.appsDomain}`;
+    const claim = await this.hostnames.store.claim(namespace, name);
+    if (claim.ok) return claim;
+    if (claim.reason === 'held') {
+      throw conflict(`the hostname ${host} is held until ${claim.until.toISOString()} for the account whose app used it; choose another name`);
+    }
+    throw conflict(`the hostname ${host} belongs to another account's app; choose another name`);
   }
 
   /** Calls `fn` with every App the cache adds or changes (the deploy tracker follows status). */

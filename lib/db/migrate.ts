@@ -14,6 +14,7 @@ import * as m0009 from './migrations/0009_app_auth.js';
 import * as m0010 from './migrations/0010_mail_outbox.js';
 import * as m0011 from './migrations/0011_passkeys.js';
 import * as m0012 from './migrations/0012_token_lineage.js';
+import * as m0013 from './migrations/0013_hostnames.js';
 
 interface Migration {
   up(db: Knex): Promise<void>;
@@ -33,6 +34,7 @@ const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ['0010_mail_outbox', m0010],
   ['0011_passkeys', m0011],
   ['0012_token_lineage', m0012],
+  ['0013_hostnames', m0013],
 ];
 
 const source: Knex.MigrationSource<readonly [string, Migration]> = {
