@@ -7,7 +7,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
 import type * as k8s from '@kubernetes/client-node';
-import type { Config } from '../lib/config.js';
+import { appUrlOf, type Config } from '../lib/config.js';
 import type { Logger } from '../lib/logger.js';
 import type { RequestRecorder } from '../lib/metrics/requests.js';
 import { admitsAll } from '../lib/auth/identity.js';
@@ -150,7 +150,9 @@ export async function startIngress(opts: IngressOptions): Promise<Ingress> {
     res,
     app,
     host: audienceOf(req.headers.host ?? ''),
-    origin: `${config.auth.secureCookies ? 'https' : 'http'}://${req.headers.host ?? ''}`,
+    // The app's configured URL, never the Host header: links in mail, passkey origins and the
+    // same-origin checks must not follow whatever port or spelling a request named.
+    origin: appUrlOf(config, app.metadata.name!),
     requestId,
     clientIp: clientAddress(req.socket.remoteAddress),
   });

@@ -146,16 +146,19 @@ export class SignIn {
 
   /**
    * Signs `identity` in on this app's hostname and sets the session cookie. A verified address
-   * the policy admits as an app user becomes (or stays) one (rule 3); a disabled app user is refused.
+   * the policy admits as an app user becomes (or stays) one (rule 3); the address of a disabled app
+   * user is refused, through every provider.
    */
   async establish(res: ServerResponse, app: App, host: string, identity: Identity): Promise<Session | 'disabled'> {
     let who = identity;
+    // Disabled means out, whichever provider vouches for the address (an identity provider or a code
+    // host listing the same verified email included).
+    if (who.email && (await this.users.byEmail(app.metadata.uid!, who.email))?.disabledAt) return 'disabled';
     if (!who.appUserId && who.email && becomesAppUser(app.spec.auth, who.email)) {
       const user = await this.users.signIn({ uid: app.metadata.uid!, namespace: app.metadata.namespace!, name: app.metadata.name! }, who.email, who.provider, who.name);
-      if (!user) {
-        // A disabled user's address: a workforce identity may still be admitted on its own terms.
-        if (who.provider === 'email' || who.provider === 'passkey') return 'disabled';
-      } else {
+      // Disabled between the check above and now.
+      if (!user) return 'disabled';
+      else {
         who = { ...who, appUserId: user.id, ...(who.provider === 'email' || who.provider === 'passkey' ? { subject: user.id } : {}) };
       }
     }

@@ -104,6 +104,8 @@ export class AppUserStore {
     if (!existing) return undefined;
     if (!existing.disabledAt) await this.db('app_users').where({ app_uid: appUid, id }).update({ disabled_at: this.clock() });
     await sessions.revoke(appUid, { appUserId: id });
+    // And every other session of the same address (a workforce identity admitted by email).
+    await sessions.revoke(appUid, { email: existing.email, anyIdentity: true });
     return this.get(appUid, id);
   }
 

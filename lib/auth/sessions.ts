@@ -101,12 +101,15 @@ export class SessionStore {
    * app or host, revoked, past its absolute or idle limit, or its app user disabled).
    */
   async find(token: string, appUid: string, host: string): Promise<Session | undefined> {
+    // A disabled app user's sessions are dead, whether the session names the user or only carries
+    // the same verified address (a workforce identity from an identity provider or code host).
     const row = (await this.db('app_sessions as s')
       .leftJoin('app_users as u', 'u.id', 's.app_user_id')
+      .leftJoin('app_users as e', (j) => j.on('e.app_uid', 's.app_uid').andOn('e.email', this.db.raw('lower(s.email)')))
       .where('s.id', hashSecret(token))
-      .select('s.*', 'u.disabled_at as user_disabled_at')
-      .first()) as (SessionRow & { user_disabled_at: Date | null }) | undefined;
-    if (!row || row.revoked_at || row.user_disabled_at) return undefined;
+      .select('s.*', 'u.disabled_at as user_disabled_at', 'e.disabled_at as email_disabled_at')
+      .first()) as (SessionRow & { user_disabled_at: Date | null; email_disabled_at: Date | null }) | undefined;
+    if (!row || row.revoked_at || row.user_disabled_at || row.email_disabled_at) return undefined;
     if (row.app_uid !== appUid || row.host !== host.toLowerCase()) return undefined;
     const now = this.clock();
     if (!this.alive(row, now)) return undefined;
@@ -134,10 +137,12 @@ export class SessionStore {
   }
 
   /** Ends every session of an app, or of its users with one address, or of one app user. Returns how many. */
-  async revoke(appUid: string, which: { appUserId?: string; email?: string } = {}): Promise<number> {
+  async revoke(appUid: string, which: { appUserId?: string; email?: string; anyIdentity?: boolean } = {}): Promise<number> {
     let q = this.db('app_sessions').where({ app_uid: appUid }).whereNull('revoked_at');
     if (which.appUserId) q = q.where({ app_user_id: which.appUserId });
-    if (which.email) q = q.where({ email: which.email.toLowerCase() }).whereNotNull('app_user_id');
+    // By address: app users' sessions only, unless `anyIdentity` (every session with that address).
+    if (which.email) q = q.whereRaw('lower(email) = ?', [which.email.toLowerCase()]);
+    if (which.email && !which.anyIdentity) q = q.whereNotNull('app_user_id');
     const n = await q.update({ revoked_at: this.clock() });
     await this.announce(appUid);
     return n;

@@ -80,6 +80,7 @@ describe('ingress-auth sign-in providers', () => {
     gh.addUser({ login: 'pending', orgs: { acme: 'pending' } });
     gh.addUser({ login: 'hidden', orgs: { secretorg: 'active' } });
     gh.addUser({ login: 'stranger' });
+    gh.addUser({ login: 'ada-gh', emails: [{ email: 'ada@other.test', verified: true, primary: true }] });
     api = await startTestApi({ env: { SVC_ROLLOUT_DEADLINE_SECONDS: '30', SVC_APPS_URL_SUFFIX: `:${port}` } });
     ia = await startTestIngress(api, {
       port,
@@ -206,7 +207,7 @@ describe('ingress-auth sign-in providers', () => {
     assert.equal((await fetchJson(bob, apps.required, '/api/echo')).status, 401);
     const again = new Browser(ia.url);
     await providerSignIn(again, apps.required, 'idp', 'bob');
-    assert.equal((await fetchJson(again, apps.required, '/api/echo')).status, 403, 'a disabled user signing in again is not an active app user');
+    assert.equal((await fetchJson(again, apps.required, '/api/echo')).status, 401, 'a disabled user cannot sign in again, through any provider');
   });
 
   it('lets an app user add a passkey and sign in with it on that hostname only; disabling the user stops it', async () => {
@@ -241,5 +242,29 @@ describe('ingress-auth sign-in providers', () => {
     const lo3 = JSON.parse((await post(fresh, '/_svc/auth/passkey/login/options', {})).body) as { challengeId: string; options: never };
     assert.equal((await post(fresh, '/_svc/auth/passkey/login/verify', { challengeId: lo3.challengeId, response: key.get(lo3.options, origin) })).status, 403);
     await json(await api.request('POST', `/api/apps/${apps.listed}/auth/users/${users.users[0]!.id}/enable`), 200);
+  });
+
+  it('disabled means out: a disabled app user signs back in through no provider, and every session with the address ends (issue 11 item 11)', async () => {
+    // ada (enabled again by the previous test) holds a session by idp and one by the code host, both
+    // vouching for ada@other.test, which the policy lists.
+    const byIdp = new Browser(ia.url);
+    assert.equal((await providerSignIn(byIdp, apps.listed, 'idp', 'ada')).status, 200);
+    const byCodehost = new Browser(ia.url);
+    assert.equal((await providerSignIn(byCodehost, apps.listed, 'codehost', 'ada-gh')).status, 200);
+    for (const b of [byIdp, byCodehost]) assert.equal((await fetchJson(b, apps.listed, '/api/echo')).status, 200);
+    const users = await json<{ users: Array<{ id: string; email: string }> }>(await api.request('GET', `/api/apps/${apps.listed}/auth/users`), 200);
+    const ada = users.users.find((u) => u.email === 'ada@other.test')!;
+    await json(await api.request('POST', `/api/apps/${apps.listed}/auth/users/${ada.id}/disable`), 200);
+    for (const b of [byIdp, byCodehost]) assert.equal((await fetchJson(b, apps.listed, '/api/echo')).status, 401, 'every session of the address ended');
+    for (const [provider, who] of [['idp', 'ada'], ['codehost', 'ada-gh']] as const) {
+      const again = new Browser(ia.url);
+      const r = await providerSignIn(again, apps.listed, provider, who);
+      assert.equal(r.status, 403, `${provider}: ${r.body}`);
+      assert.match(r.body, /disabled/);
+      assert.equal((await fetchJson(again, apps.listed, '/api/echo')).status, 401, `${provider} made no session`);
+    }
+    await json(await api.request('POST', `/api/apps/${apps.listed}/auth/users/${ada.id}/enable`), 200);
+    const back = new Browser(ia.url);
+    assert.equal((await providerSignIn(back, apps.listed, 'codehost', 'ada-gh')).status, 200, 'enabled again, she is in again');
   });
 });

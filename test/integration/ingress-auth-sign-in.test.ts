@@ -236,7 +236,7 @@ describe('ingress-auth sign-in', () => {
     assert.equal(form.status, 415, 'a cross-site form cannot post JSON');
     assert.equal((await b.redeem(host(guard), token)).status, 200, 'the link still works after refused attempts');
 
-    for (const next of ['//evil.test/x', 'https://evil.test/', '/\\evil.test', 'javascript:alert(1)', `http://${host(other)}/`, '/_svc/auth/logout']) {
+    for (const next of ['//evil.test/x', 'https://evil.test/', '/\\evil.test', 'javascript:alert(1)', `http://${host(other)}/`, '/_svc/auth/logout', '/.//evil.test', '/..//evil.test', '/%2f%2fevil.test', '/%5cevil.test']) {
       const page = await b.request(host(guard), `/_svc/auth/login?next=${encodeURIComponent(next)}`, { headers: [['Accept', 'text/html']] });
       assert.match(page.body, /var next="\/";/, `next=${next}`);
     }
@@ -259,7 +259,7 @@ describe('ingress-auth sign-in', () => {
     const cross = await b.request(host(guard), '/_svc/auth/logout', { method: 'POST', headers: [['Origin', 'http://evil.test']] });
     assert.equal(cross.status, 403);
     const session = b.cookie(host(guard), 'svc-session')!;
-    const out = await b.request(host(guard), '/_svc/auth/logout', { method: 'POST', headers: [['Origin', `http://${host(guard)}`], ['Accept', 'application/json']] });
+    const out = await b.request(host(guard), '/_svc/auth/logout', { method: 'POST', headers: [['Origin', `http://${host(guard)}:${ia.port}`], ['Accept', 'application/json']] });
     assert.equal(out.status, 200);
     assert.equal(b.cookie(host(guard), 'svc-session'), undefined, 'cookie cleared');
     b.setCookie(host(guard), 'svc-session', session);

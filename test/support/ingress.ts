@@ -45,8 +45,11 @@ export async function startTestIngress(
     mail?: MailEnqueuer;
   } = {},
 ): Promise<TestIngress> {
+  // App URLs (mail links, passkey origins, same-origin checks) come from configuration: say where
+  // this ingress really listens, as an operator would.
+  const port = opts.port ?? (await freePort());
   const config = loadConfig(
-    { SVC_LOG_LEVEL: 'silent', SVC_APPS_DOMAIN: appsDomain, SVC_DATABASE_URL: api.services.config.databaseUrl, ...opts.env },
+    { SVC_LOG_LEVEL: 'silent', SVC_APPS_DOMAIN: appsDomain, SVC_DATABASE_URL: api.services.config.databaseUrl, SVC_APPS_URL_SUFFIX: `:${port}`, SVC_ASSERTION_ISSUER: api.services.config.assertion.issuer, ...opts.env },
     { exists: () => false },
   );
   const log = createLogger('ingress-auth', (process.env.SVC_TEST_INGRESS_LOG as 'debug' | undefined) ?? 'silent');
@@ -66,7 +69,7 @@ export async function startTestIngress(
     jwks: () => keys.jwks(),
     auth: { signIn, routes, callbacks: providers.callbacks },
     host: '127.0.0.1',
-    port: opts.port ?? 0,
+    port,
   });
   return {
     url: ingress.url,
@@ -145,7 +148,8 @@ export class Browser {
     return this.request(host, '/_svc/auth/redeem', {
       method: 'POST',
       headers: [
-        ['Origin', `http://${host}`],
+        // A browser's Origin names the port it used (the ingress's), whatever Host a test sends.
+        ['Origin', `http://${hostnameOf(host)}:${new URL(this.ingressUrl).port}`],
         ['Content-Type', 'application/json'],
         ['Sec-Fetch-Site', 'same-origin'],
         ['Sec-Fetch-Mode', 'cors'],

@@ -3,7 +3,7 @@
 // the platform's sign-in host, which turns the provider's answer into a one-time handoff for the
 // app's hostname, redeemed there by the sign-in page (bound to the same browser).
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Config } from '../../../lib/config.js';
+import { appUrlOf, type Config } from '../../../lib/config.js';
 import type { Logger } from '../../../lib/logger.js';
 import { admitsAppUsers, type Identity } from '../../../lib/auth/identity.js';
 import { hashSecret, newSecret } from '../../../lib/auth/secrets.js';
@@ -47,7 +47,9 @@ export async function startFlow(r: AuthRequest, signIn: SignIn, provider: 'idp' 
   const { url, state, secrets } = await begin();
   await signIn.links.startFlow(state, {
     appUid: r.app.metadata.uid!,
-    host: r.req.headers.host ?? r.host,
+    // The app's hostname, normalized: the way back is built from configuration, never from a Host
+    // header (the handoff travels in it).
+    host: r.host,
     provider,
     secrets,
     binding: hashSecret(binding),
@@ -74,8 +76,8 @@ export async function finishFlow(
   const flow = state ? await deps.signIn.links.finishFlow(state, provider) : undefined;
   if (!flow) return failurePage(res, 400, 'This sign-in has expired or was already used. Go back to the app and sign in again.', requestId);
   const app = deps.appOfHost(flow.host);
-  const back = `${deps.config.auth.secureCookies ? 'https' : 'http'}://${flow.host}/_svc/auth/login?next=${encodeURIComponent(flow.next)}`;
   if (!app || app.metadata.uid !== flow.appUid) return failurePage(res, 404, 'The app this sign-in was for is gone.', requestId);
+  const back = `${appUrlOf(deps.config, app.metadata.name!)}/_svc/auth/login?next=${encodeURIComponent(flow.next)}`;
   let identity: Identity;
   try {
     identity = await identify(flow, app);
