@@ -26,6 +26,10 @@ const envSchema = z.object({
   SVC_API_RATE_PER_SECOND: z.coerce.number().positive().default(50),
   SVC_API_RATE_BURST: z.coerce.number().int().min(1).default(100),
   SVC_WEBHOOK_ALLOW_PRIVATE: bool.default(false),
+  SVC_WEBHOOK_DNS_SERVERS: z
+    .string()
+    .regex(/^[^,\s]+(,[^,\s]+)*$/, 'must be a comma-separated list of DNS servers (address or address:port)')
+    .optional(),
   SVC_APISERVER_URL: z.url().default('https://127.0.0.1:6443'),
   SVC_APPS_DOMAIN: z
     .string()
@@ -104,6 +108,8 @@ export interface Config {
   readonly hostnameHoldMs: number;
   /** Allow webhook URLs on loopback and private networks (tests and local development only). */
   readonly webhookAllowPrivate: boolean;
+  /** The DNS servers webhook hosts are resolved with (and checked against the URL guard); default the system's. */
+  readonly webhookDnsServers: readonly string[] | undefined;
   readonly deploys: {
     /** Where the API keeps content-addressed artifacts (a shared volume when replicated). */
     readonly artifactDir: string;
@@ -238,6 +244,7 @@ export function loadConfig(
       rate: Object.freeze({ perSecond: e.SVC_API_RATE_PER_SECOND, burst: e.SVC_API_RATE_BURST }),
     }),
     webhookAllowPrivate: e.SVC_WEBHOOK_ALLOW_PRIVATE,
+    webhookDnsServers: e.SVC_WEBHOOK_DNS_SERVERS ? Object.freeze(e.SVC_WEBHOOK_DNS_SERVERS.split(',')) : undefined,
     deploys: Object.freeze({
       artifactDir: path.resolve(e.SVC_ARTIFACT_DIR ?? path.join(stateDir, 'artifacts')),
       artifactBaseUrl,

@@ -5,7 +5,7 @@ import { parseDuration } from '../../lib/duration.js';
 import { actions, type Restriction } from '../../lib/tokens/token.js';
 import { usageBetween, usageHistory, monthStart, meters } from '../../lib/usage.js';
 import { createWebhook, deleteWebhook, listWebhooks, WebhookExistsError, type Webhook } from '../../lib/webhooks/store.js';
-import { webhookUrlProblem } from '../../lib/webhooks/url-guard.js';
+import { resolverFor, webhookUrlProblemResolved } from '../../lib/webhooks/url-guard.js';
 import { conflict, invalid, notFound } from '../errors.js';
 import { op, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
@@ -249,7 +249,7 @@ export function accountOperations(s: Services): Operation[] {
       body: createWebhookBody,
       response: webhookSchema.extend({ secret: z.string() }),
       handler: async ({ caller, body }) => {
-        const problem = webhookUrlProblem(body.url, { allowPrivate: s.config.webhookAllowPrivate });
+        const problem = await webhookUrlProblemResolved(body.url, { allowPrivate: s.config.webhookAllowPrivate, resolver: resolverFor(s.config.webhookDnsServers) });
         if (problem) throw invalid(problem);
         const { webhook, secret } = await createWebhook(s.db, caller.account.id, {
           url: body.url,
