@@ -2,6 +2,7 @@
 // full-authority token to <stateDir>/owner-token (mode 0600), which `make dev` users and the CLI read.
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import * as k8s from '@kubernetes/client-node';
 import { AccountExistsError, countAccounts, createAccount } from '../lib/accounts.js';
 import type { Services } from './services.js';
 
@@ -11,7 +12,7 @@ export async function ensureFirstAccount(s: Services): Promise<boolean> {
   if ((await countAccounts(s.db)) > 0) return false;
   let account;
   try {
-    account = await createAccount(s.db, s.core, { email: s.config.api.adminEmail, name: 'owner' });
+    account = await createAccount(s.db, s.core, { email: s.config.api.adminEmail, name: 'owner' }, { rbac: s.kc.makeApiClient(k8s.RbacAuthorizationV1Api), apiServiceAccount: s.config.api.serviceAccount });
   } catch (err) {
     if (err instanceof AccountExistsError) return false; // another replica won the race
     throw err;

@@ -13,8 +13,8 @@ export async function createAccountCommand(email: string, name?: string) {
   const db = connect(config.databaseUrl, { poolMax: 2 });
   try {
     await migrateLatest(db);
-    const core = loadKubeConfig(config.kubeconfig).makeApiClient(k8s.CoreV1Api);
-    const account = await createAccount(db, core, { email, name }).catch((err: unknown) => {
+    const kc = loadKubeConfig(config.kubeconfig);
+    const account = await createAccount(db, kc.makeApiClient(k8s.CoreV1Api), { email, name }, { rbac: kc.makeApiClient(k8s.RbacAuthorizationV1Api), apiServiceAccount: config.api.serviceAccount }).catch((err: unknown) => {
       throw err instanceof AccountExistsError ? new UsageError(err.message) : err;
     });
     const { token, record } = await new TokenStore(db).issue(account.id, { name: 'owner' });

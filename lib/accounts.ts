@@ -45,11 +45,40 @@ export class AccountExistsError extends Error {
   }
 }
 
+/** The ClusterRole and RoleBinding that give the API the Secrets of one account namespace (the chart's RBAC). */
+export const apiTenantRole = 'svc-api-tenant';
+
+/**
+ * Binds the API's ServiceAccount to svc-api-tenant in an account namespace: on a cluster installed by
+ * the chart, the API holds Secret rights in account namespaces only, one binding each (an admission
+ * policy keeps it from binding anywhere else). Idempotent.
+ */
+export async function bindApiToNamespace(rbac: k8s.RbacAuthorizationV1Api, namespace: string, sa: { namespace: string; name: string }): Promise<void> {
+  try {
+    await rbac.createNamespacedRoleBinding({
+      namespace,
+      body: {
+        metadata: { name: apiTenantRole, labels: { 'app.kubernetes.io/managed-by': 'svc' } },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: apiTenantRole },
+        subjects: [{ kind: 'ServiceAccount', name: sa.name, namespace: sa.namespace }],
+      },
+    });
+  } catch (err) {
+    if (kubeStatus(err) !== 409) throw err;
+  }
+}
+
 /**
  * Creates the account row and its namespace in one step: the row is committed only once the
- * namespace exists, and a namespace created for a row that then fails is deleted again.
+ * namespace exists (and, on a cluster, the API's RoleBinding in it), and a namespace created for a
+ * row that then fails is deleted again.
  */
-export async function createAccount(db: Db, core: k8s.CoreV1Api, input: { email: string; name?: string }): Promise<Account> {
+export async function createAccount(
+  db: Db,
+  core: k8s.CoreV1Api,
+  input: { email: string; name?: string },
+  opts: { rbac?: k8s.RbacAuthorizationV1Api; apiServiceAccount?: { namespace: string; name: string } | undefined } = {},
+): Promise<Account> {
   const email = input.email.trim().toLowerCase();
   const suffix = randomBytes(6).toString('hex');
   const row: AccountRow = {
@@ -74,6 +103,7 @@ export async function createAccount(db: Db, core: k8s.CoreV1Api, input: { email:
       if (kubeStatus(err) !== 409) throw err;
     }
     try {
+      if (opts.rbac && opts.apiServiceAccount) await bindApiToNamespace(opts.rbac, row.namespace, opts.apiServiceAccount);
       await recordEvent(trx, row.id, 'account.created', row.id, { email });
     } catch (err) {
       await core.deleteNamespace({ name: row.namespace }).catch(() => undefined);

@@ -22,6 +22,10 @@ const envSchema = z.object({
   SVC_API_HOST: z.string().min(1).default('0.0.0.0'),
   SVC_API_PORT: port.default(8080),
   SVC_ADMIN_EMAIL: z.email('must be an email address').default('owner@localhost'),
+  SVC_API_SERVICE_ACCOUNT: z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?:[a-z0-9]([-.a-z0-9]*[a-z0-9])?$/, 'must be <namespace>:<name> of the API\'s ServiceAccount')
+    .optional(),
   SVC_API_BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(1024 ** 3).default(1024 * 1024),
   SVC_API_RATE_PER_SECOND: z.coerce.number().positive().default(50),
   SVC_API_RATE_BURST: z.coerce.number().int().min(1).default(100),
@@ -97,6 +101,12 @@ export interface Config {
     readonly port: number;
     /** The first account, created on first start with an empty database. */
     readonly adminEmail: string;
+    /**
+     * The API's ServiceAccount on a cluster (the chart's svc-api): each account namespace gets a
+     * RoleBinding granting it that namespace's Secrets (svc-api-tenant). Unset locally, where the
+     * API uses the admin kubeconfig.
+     */
+    readonly serviceAccount: { readonly namespace: string; readonly name: string } | undefined;
     readonly bodyLimitBytes: number;
     /** Per-token request rate: a token bucket refilled at perSecond, holding burst. */
     readonly rate: { readonly perSecond: number; readonly burst: number };
@@ -240,6 +250,9 @@ export function loadConfig(
       host: e.SVC_API_HOST,
       port: e.SVC_API_PORT,
       adminEmail: e.SVC_ADMIN_EMAIL,
+      serviceAccount: e.SVC_API_SERVICE_ACCOUNT
+        ? Object.freeze({ namespace: e.SVC_API_SERVICE_ACCOUNT.split(':')[0]!, name: e.SVC_API_SERVICE_ACCOUNT.split(':')[1]! })
+        : undefined,
       bodyLimitBytes: e.SVC_API_BODY_LIMIT_BYTES,
       rate: Object.freeze({ perSecond: e.SVC_API_RATE_PER_SECOND, burst: e.SVC_API_RATE_BURST }),
     }),

@@ -8,13 +8,17 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
+import { accountLabel, bindApiToNamespace } from '../../lib/accounts.js';
 import { repoRoot } from '../../lib/paths.js';
 import { group, version } from '../../lib/resources/index.js';
 import { kubeConfig, kubectl, testNamespace } from '../support/kube.js';
+import { eventually } from '../support/wait.js';
 
-type Access = [verb: string, group: string, resource: string, subresource?: string, namespace?: string];
+type Access = [verb: string, group: string, resource: string, subresource?: string, namespace?: string, name?: string];
 
-const tenant = 'svc-acct-someone';
+/** An account namespace as createAccount makes it (labelled, with the API's RoleBinding): created in before(). */
+const tenant = `svc-acct-rbac${Date.now().toString(36)}`;
+const decoy = `svc-decoy-${Date.now().toString(36)}`;
 const needs: Record<string, Access[]> = {
   'svc-api': [
     ['list', 'svc.dev', 'apps'],
@@ -25,6 +29,8 @@ const needs: Record<string, Access[]> = {
     ['delete', 'svc.dev', 'apps', undefined, tenant],
     ['create', '', 'namespaces'],
     ['delete', '', 'namespaces'],
+    ['create', 'rbac.authorization.k8s.io', 'rolebindings', undefined, tenant],
+    ['bind', 'rbac.authorization.k8s.io', 'clusterroles', undefined, undefined, 'svc-api-tenant'],
     ['get', '', 'secrets', undefined, tenant],
     ['list', '', 'secrets', undefined, tenant],
     ['create', '', 'secrets', undefined, tenant],
@@ -34,9 +40,9 @@ const needs: Record<string, Access[]> = {
     ['get', '', 'pods', 'log', tenant],
     ['list', '', 'nodes'],
     ['get', '', 'nodes', 'proxy'],
-    ['get', 'coordination.k8s.io', 'leases', undefined, 'kube-system'],
+    ['get', 'coordination.k8s.io', 'leases', undefined, 'kube-system', 'svc-mailer'],
     ['create', 'coordination.k8s.io', 'leases', undefined, 'kube-system'],
-    ['update', 'coordination.k8s.io', 'leases', undefined, 'kube-system'],
+    ['update', 'coordination.k8s.io', 'leases', undefined, 'kube-system', 'svc-mailer'],
   ],
   'svc-controllers': [
     ['list', 'svc.dev', 'apps'],
@@ -51,8 +57,9 @@ const needs: Record<string, Access[]> = {
     ['watch', '', 'services'],
     ['patch', '', 'services', undefined, tenant],
     ['create', '', 'events', undefined, tenant],
-    ['get', 'coordination.k8s.io', 'leases', undefined, 'kube-system'],
-    ['update', 'coordination.k8s.io', 'leases', undefined, 'kube-system'],
+    ['get', 'coordination.k8s.io', 'leases', undefined, 'kube-system', 'svc-controllers'],
+    ['create', 'coordination.k8s.io', 'leases', undefined, 'kube-system'],
+    ['update', 'coordination.k8s.io', 'leases', undefined, 'kube-system', 'svc-controllers'],
   ],
   'svc-ingress-auth': [
     ['list', 'svc.dev', 'apps'],
@@ -62,10 +69,34 @@ const needs: Record<string, Access[]> = {
   ],
 };
 
-/** What a component must not be able to do (least privilege). */
+/** What a component must not be able to do (least privilege): each row an attack the old chart allowed or a neighbour's right. */
+const platformLeases = ['kube-controller-manager', 'kube-scheduler'];
 const refused: Record<string, Access[]> = {
-  'svc-api': [['create', '', 'pods', undefined, tenant], ['patch', 'svc.dev', 'apps', 'status', tenant], ['update', 'coordination.k8s.io', 'leases', undefined, 'default']],
-  'svc-controllers': [['get', '', 'secrets', undefined, tenant], ['delete', '', 'namespaces'], ['create', 'svc.dev', 'apps', undefined, tenant]],
+  'svc-api': [
+    ['create', '', 'pods', undefined, tenant],
+    ['patch', 'svc.dev', 'apps', 'status', tenant],
+    ['update', 'coordination.k8s.io', 'leases', undefined, 'default'],
+    // No Secret outside account namespaces that bound it: not cluster-wide, not kube-system, not another namespace.
+    ['list', '', 'secrets'],
+    ['get', '', 'secrets', undefined, 'kube-system'],
+    ['list', '', 'secrets', undefined, 'kube-system'],
+    ['delete', '', 'secrets', undefined, 'default'],
+    ['get', '', 'secrets', undefined, decoy],
+    // Not the control plane's leader leases.
+    ...platformLeases.flatMap((name): Access[] => [['update', 'coordination.k8s.io', 'leases', undefined, 'kube-system', name], ['delete', 'coordination.k8s.io', 'leases', undefined, 'kube-system', name]]),
+    ['update', 'coordination.k8s.io', 'leases', undefined, 'kube-system', 'svc-controllers-x'],
+    // No binding of anything but svc-api-tenant, no cluster-wide binding.
+    ['bind', 'rbac.authorization.k8s.io', 'clusterroles', undefined, undefined, 'cluster-admin'],
+    ['escalate', 'rbac.authorization.k8s.io', 'clusterroles', undefined, undefined, 'svc-api-tenant'],
+    ['create', 'rbac.authorization.k8s.io', 'clusterrolebindings'],
+    ['update', '', 'namespaces', undefined, undefined, 'kube-system'],
+  ],
+  'svc-controllers': [
+    ['get', '', 'secrets', undefined, tenant],
+    ['delete', '', 'namespaces'],
+    ['create', 'svc.dev', 'apps', undefined, tenant],
+    ...platformLeases.map((name): Access => ['update', 'coordination.k8s.io', 'leases', undefined, 'kube-system', name]),
+  ],
   'svc-ingress-auth': [['get', '', 'secrets', undefined, tenant], ['patch', 'svc.dev', 'apps', undefined, tenant], ['update', 'coordination.k8s.io', 'leases', undefined, 'kube-system']],
 };
 
@@ -87,14 +118,21 @@ describe('chart RBAC (real apiserver)', () => {
     rendered = path.join(dir, 'rbac.yaml');
     await writeFile(rendered, text);
     await kubectl('apply', '-f', rendered);
+    // An account namespace as createAccount makes it on a cluster, and a namespace that is no account's.
+    const core = kc.makeApiClient(k8s.CoreV1Api);
+    await core.createNamespace({ body: { metadata: { name: tenant, labels: { [accountLabel]: 'acct_rbac' } } } });
+    await bindApiToNamespace(kc.makeApiClient(k8s.RbacAuthorizationV1Api), tenant, { namespace: ns.name, name: 'svc-api' });
+    await core.createNamespace({ body: { metadata: { name: decoy } } });
   });
   after(async () => {
+    const core = kubeConfig().makeApiClient(k8s.CoreV1Api);
+    for (const name of [tenant, decoy]) await core.deleteNamespace({ name }).catch(() => undefined);
     if (rendered) await kubectl('delete', '--ignore-not-found', '-f', rendered).catch(() => undefined);
     if (dir) await rm(dir, { recursive: true, force: true });
     await ns?.dispose();
   });
 
-  const allowed = async (account: string, [verb, group, resource, subresource, namespace]: Access): Promise<boolean> => {
+  const allowed = async (account: string, [verb, group, resource, subresource, namespace, name]: Access): Promise<boolean> => {
     const review = await authz.createSubjectAccessReview({
       body: {
         apiVersion: 'authorization.k8s.io/v1',
@@ -102,13 +140,13 @@ describe('chart RBAC (real apiserver)', () => {
         spec: {
           user: `system:serviceaccount:${ns.name}:${account}`,
           groups: ['system:serviceaccounts', `system:serviceaccounts:${ns.name}`, 'system:authenticated'],
-          resourceAttributes: { verb, group, resource, ...(subresource ? { subresource } : {}), ...(namespace ? { namespace } : {}) },
+          resourceAttributes: { verb, group, resource, ...(subresource ? { subresource } : {}), ...(namespace ? { namespace } : {}), ...(name ? { name } : {}) },
         },
       },
     });
     return review.status?.allowed === true;
   };
-  const show = (a: Access) => `${a[0]} ${a[1] || 'core'}/${a[2]}${a[3] ? `/${a[3]}` : ''}${a[4] ? ` in ${a[4]}` : ''}`;
+  const show = (a: Access) => `${a[0]} ${a[1] || 'core'}/${a[2]}${a[3] ? `/${a[3]}` : ''}${a[5] ? ` ${a[5]}` : ''}${a[4] ? ` in ${a[4]}` : ''}`;
 
   /** A kubeconfig that authenticates as the ServiceAccount, with a token from the TokenRequest API. */
   const asAccount = async (account: string): Promise<k8s.KubeConfig> => {
@@ -133,6 +171,41 @@ describe('chart RBAC (real apiserver)', () => {
     const controllers = await asAccount('svc-controllers');
     await controllers.makeApiClient(k8s.CoreV1Api).listServiceForAllNamespaces();
     await assert.rejects(controllers.makeApiClient(k8s.DiscoveryV1Api).listEndpointSliceForAllNamespaces(), forbidden);
+  });
+
+  it("holds the API's namespace and RoleBinding rights to account namespaces (admission policy, real requests with its token)", async () => {
+    const api = await asAccount('svc-api');
+    const core = api.makeApiClient(k8s.CoreV1Api);
+    const rbac = api.makeApiClient(k8s.RbacAuthorizationV1Api);
+    const refusedBy = (text: RegExp) => (err: { code?: number; body?: unknown }) => (err.code === 403 || err.code === 422) && text.test(JSON.stringify(err.body ?? ''));
+    // The policy takes a moment to be in force after it is created: asked with dry runs (admission
+    // runs, nothing is stored), so a try before that leaves no namespace behind.
+    await eventually('the admission policy in force', () =>
+      core.createNamespace({ body: { metadata: { name: `evil-${Date.now().toString(36)}` } }, dryRun: 'All' }).then(
+        () => false,
+        (err: { code?: number }) => (err.code === 403 || err.code === 422 ? true : Promise.reject(err)),
+      ),
+    { timeoutMs: 20_000 });
+    await assert.rejects(core.createNamespace({ body: { metadata: { name: `svc-acct-x${Date.now().toString(36)}` } } }), refusedBy(/account namespaces only/), 'the right prefix but no account label');
+    await assert.rejects(core.createNamespace({ body: { metadata: { name: `other-${Date.now().toString(36)}`, labels: { [accountLabel]: 'acct_x' } } } }), refusedBy(/account namespaces only/), 'the label but another name');
+    await assert.rejects(core.deleteNamespace({ name: decoy }), refusedBy(/account namespaces only/), 'no deleting a namespace that is no account\'s');
+    const binding = (namespace: string, role: string) => ({
+      namespace,
+      body: { metadata: { name: `svc-test-${role}` }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role }, subjects: [{ kind: 'ServiceAccount', name: 'svc-api', namespace: ns.name }] },
+    });
+    await assert.rejects(rbac.createNamespacedRoleBinding(binding(decoy, 'svc-api-tenant')), refusedBy(/only in account namespaces/), 'no Secret rights bound outside account namespaces');
+    await assert.rejects(rbac.createNamespacedRoleBinding(binding('kube-system', 'svc-api-tenant')), refusedBy(/only in account namespaces/));
+    await assert.rejects(rbac.createNamespacedRoleBinding(binding(tenant, 'cluster-admin')), (err: { code?: number }) => err.code === 403 || err.code === 422, 'no other role bound, even in an account namespace');
+    await assert.rejects(core.listNamespacedSecret({ namespace: 'kube-system' }), (err: { code?: number }) => err.code === 403);
+    // What createAccount does works with the token: a labelled account namespace, its binding, its Secrets.
+    const mine = `svc-acct-y${Date.now().toString(36)}`;
+    await core.createNamespace({ body: { metadata: { name: mine, labels: { [accountLabel]: 'acct_y' } } } });
+    try {
+      await bindApiToNamespace(rbac, mine, { namespace: ns.name, name: 'svc-api' });
+      await eventually('Secrets of the new account namespace', async () => (await core.listNamespacedSecret({ namespace: mine }), true));
+    } finally {
+      await core.deleteNamespace({ name: mine });
+    }
   });
 
   for (const account of Object.keys(needs)) {
