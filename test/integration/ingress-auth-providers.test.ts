@@ -4,22 +4,16 @@
 // Each row of the policy table for idp and codehost gets a positive and a negative case.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { startTestApi, type TestApi } from '../support/api.js';
-import { startTestCodehost, type TestCodehost } from '../support/codehost.js';
-import { appsDomain, Browser, fragmentSecret, freePort, startTestIngress, type Answer, type TestIngress } from '../support/ingress.js';
+import type { TestApi } from '../support/api.js';
+import { appsDomain, Browser, fragmentSecret, type Answer, type TestIngress } from '../support/ingress.js';
 import { uniqueName } from '../support/kube.js';
-import { startTestOidcProvider, type TestOidcProvider } from '../support/oidc-provider.js';
-import { eventually } from '../support/wait.js';
+import { startProviderPlatform, type ProviderPlatform } from '../support/providers.js';
 import { SoftwareAuthenticator } from '../support/webauthn-authenticator.js';
 
-const echoHandler = 'export default (req) => Object.fromEntries(req.headers)\n';
-
 describe('ingress-auth sign-in providers', () => {
+  let platform: ProviderPlatform;
   let api: TestApi;
   let ia: TestIngress;
-  let op: TestOidcProvider;
-  let gh: TestCodehost;
-  let port: number;
   const apps = {
     idpAny: uniqueName('idp-any'),
     idpList: uniqueName('idp-list'),
@@ -36,82 +30,41 @@ describe('ingress-auth sign-in providers', () => {
     listed: 'emails: [ada@other.test]',
     required: 'required: true',
   };
-  const host = (app: string) => `${app}.${appsDomain}:${port}`;
-  const loginHost = () => `login.${appsDomain}:${port}`;
-
+  const host = (app: string) => platform.host(app);
   const json = async <T>(res: Response, status: number): Promise<T> => {
     const text = await res.text();
     assert.equal(res.status, status, text);
     return JSON.parse(text) as T;
   };
-  const fetchJson = (b: Browser, app: string, path: string) => b.request(host(app), path, { headers: [['Sec-Fetch-Mode', 'cors'], ['Accept', 'application/json']] });
+  const fetchJson = (b: Browser, app: string, path: string) => platform.fetchJson(b, app, path);
+  const providerSignIn = (b: Browser, app: string, provider: 'idp' | 'codehost', who: string) => platform.providerSignIn(b, app, provider, who);
+  const loginHost = () => `login.${appsDomain}:${platform.port}`;
   const location = (r: Answer) => {
     assert.equal(r.status, 303, r.body);
     return String(r.headers.location);
   };
 
-  /** The whole provider round trip in one browser: start on the app, the provider, the callback, the handoff. */
-  async function providerSignIn(b: Browser, app: string, provider: 'idp' | 'codehost', who: string): Promise<Answer> {
-    const start = await b.request(host(app), '/_svc/auth/' + provider + '/start?next=%2Fapi%2Fecho', { headers: [['Sec-Fetch-Mode', 'navigate']] });
-    const authorize = location(start);
-    assert.ok(b.cookie(host(app), 'svc-flow'), 'the flow is bound to this browser');
-    const callback = provider === 'idp' ? await op.signIn(authorize, who) : await gh.signIn(authorize, who);
-    assert.equal(callback.host, loginHost(), 'one callback host for every app');
-    const back = location(await b.request(loginHost(), callback.pathname + callback.search));
-    assert.ok(back.startsWith(`http://${host(app)}/_svc/auth/login?next=%2Fapi%2Fecho#handoff=`), back);
-    return b.redeem(host(app), fragmentSecret(back));
-  }
-
   before(async () => {
-    port = await freePort();
-    const callbacks = (p: string) => `http://login.${appsDomain}:${port}/_svc/auth/${p}/callback`;
-    op = await startTestOidcProvider({
-      redirectUris: [callbacks('idp')],
-      accounts: [
+    platform = await startProviderPlatform({
+      apps: Object.fromEntries(Object.entries(apps).map(([key, app]) => [app, policies[key as keyof typeof apps]])),
+      idpAccounts: [
         { sub: 'ada', email: 'ada@other.test', emailVerified: true, name: 'Ada' },
         { sub: 'ada-unverified', email: 'ada@other.test', emailVerified: false },
         { sub: 'bob', email: 'bob@corp.test', emailVerified: true, hd: 'corp.test' },
         { sub: 'eve', email: 'eve@corp.test', emailVerified: true },
       ],
+      codehostUsers: [
+        { login: 'octo', emails: [{ email: 'octo@users.test', verified: true, primary: true }] },
+        { login: 'member', orgs: { acme: 'active' } },
+        { login: 'pending', orgs: { acme: 'pending' } },
+        { login: 'hidden', orgs: { secretorg: 'active' } },
+        { login: 'stranger' },
+      ],
     });
-    gh = await startTestCodehost({ callbackUrl: callbacks('codehost') });
-    gh.addUser({ login: 'octo', emails: [{ email: 'octo@users.test', verified: true, primary: true }] });
-    gh.addUser({ login: 'member', orgs: { acme: 'active' } });
-    gh.addUser({ login: 'pending', orgs: { acme: 'pending' } });
-    gh.addUser({ login: 'hidden', orgs: { secretorg: 'active' } });
-    gh.addUser({ login: 'stranger' });
-    gh.addUser({ login: 'ada-gh', emails: [{ email: 'ada@other.test', verified: true, primary: true }] });
-    api = await startTestApi({ env: { SVC_ROLLOUT_DEADLINE_SECONDS: '30', SVC_APPS_URL_SUFFIX: `:${port}` } });
-    ia = await startTestIngress(api, {
-      port,
-      env: {
-        SVC_APPS_URL_SUFFIX: `:${port}`,
-        SVC_IDP_ISSUER: op.issuer,
-        SVC_IDP_CLIENT_ID: op.clientId,
-        SVC_IDP_CLIENT_SECRET: op.clientSecret,
-        SVC_CODEHOST_URL: gh.url,
-        SVC_CODEHOST_API_URL: gh.apiUrl,
-        SVC_CODEHOST_CLIENT_ID: gh.clientId,
-        SVC_CODEHOST_CLIENT_SECRET: gh.clientSecret,
-      },
-    });
-    const ids: Array<[string, string]> = [];
-    for (const [key, app] of Object.entries(apps)) {
-      await json(await api.request('POST', '/api/apps', { body: { name: app } }), 201);
-      const compose = `x-svc:\n  auth:\n    ${policies[key as keyof typeof apps]}\n    paths: [/api/**]\n`;
-      const d = await json<{ id: string }>(await api.request('POST', `/api/apps/${app}/deploy`, { body: { compose, files: { 'api/echo.js': echoHandler } } }), 202);
-      ids.push([app, d.id]);
-    }
-    for (const [app, id] of ids) {
-      await eventually(`${app} live`, async () => (await json<{ status: string }>(await api.request('GET', `/api/deploys/${id}`), 200)).status === 'live', { timeoutMs: 90_000 });
-      await eventually(`${app} in the ingress`, async () => (await fetchJson(new Browser(ia.url), app, '/api/echo')).status === 401, { timeoutMs: 30_000 });
-    }
+    ({ api, ia } = platform);
   });
   after(async () => {
-    await ia?.close();
-    await api?.close();
-    await op?.close();
-    await gh?.close();
+    await platform?.close();
   });
 
   it('idp: true admits any identity of the OpenID provider, not a code-host one', async () => {
@@ -157,20 +110,20 @@ describe('ingress-auth sign-in providers', () => {
       assert.equal((await fetchJson(b, apps.chList, '/api/echo')).status, status, login);
     }
     // Membership the organization did not grant the platform access to is not seen (rule 6).
-    gh.setOrgAccess('acme', false);
+    platform.gh.setOrgAccess('acme', false);
     try {
       const b = new Browser(ia.url);
       await providerSignIn(b, apps.chList, 'codehost', 'member');
       assert.equal((await fetchJson(b, apps.chList, '/api/echo')).status, 403);
     } finally {
-      gh.setOrgAccess('acme', true);
+      platform.gh.setOrgAccess('acme', true);
     }
   });
 
   it('binds a provider handoff to the browser that started it', async () => {
     const b = new Browser(ia.url);
     const start = await b.request(host(apps.idpAny), '/_svc/auth/idp/start', { headers: [['Sec-Fetch-Mode', 'navigate']] });
-    const callback = await op.signIn(location(start), 'eve');
+    const callback = await platform.op.signIn(location(start), 'eve');
     const back = location(await new Browser(ia.url).request(loginHost(), callback.pathname + callback.search));
     const victim = new Browser(ia.url);
     assert.equal((await victim.redeem(host(apps.idpAny), fragmentSecret(back))).status, 403, 'someone else opening the callback link is not signed in');
@@ -242,29 +195,5 @@ describe('ingress-auth sign-in providers', () => {
     const lo3 = JSON.parse((await post(fresh, '/_svc/auth/passkey/login/options', {})).body) as { challengeId: string; options: never };
     assert.equal((await post(fresh, '/_svc/auth/passkey/login/verify', { challengeId: lo3.challengeId, response: key.get(lo3.options, origin) })).status, 403);
     await json(await api.request('POST', `/api/apps/${apps.listed}/auth/users/${users.users[0]!.id}/enable`), 200);
-  });
-
-  it('disabled means out: a disabled app user signs back in through no provider, and every session with the address ends (issue 11 item 11)', async () => {
-    // ada (enabled again by the previous test) holds a session by idp and one by the code host, both
-    // vouching for ada@other.test, which the policy lists.
-    const byIdp = new Browser(ia.url);
-    assert.equal((await providerSignIn(byIdp, apps.listed, 'idp', 'ada')).status, 200);
-    const byCodehost = new Browser(ia.url);
-    assert.equal((await providerSignIn(byCodehost, apps.listed, 'codehost', 'ada-gh')).status, 200);
-    for (const b of [byIdp, byCodehost]) assert.equal((await fetchJson(b, apps.listed, '/api/echo')).status, 200);
-    const users = await json<{ users: Array<{ id: string; email: string }> }>(await api.request('GET', `/api/apps/${apps.listed}/auth/users`), 200);
-    const ada = users.users.find((u) => u.email === 'ada@other.test')!;
-    await json(await api.request('POST', `/api/apps/${apps.listed}/auth/users/${ada.id}/disable`), 200);
-    for (const b of [byIdp, byCodehost]) assert.equal((await fetchJson(b, apps.listed, '/api/echo')).status, 401, 'every session of the address ended');
-    for (const [provider, who] of [['idp', 'ada'], ['codehost', 'ada-gh']] as const) {
-      const again = new Browser(ia.url);
-      const r = await providerSignIn(again, apps.listed, provider, who);
-      assert.equal(r.status, 403, `${provider}: ${r.body}`);
-      assert.match(r.body, /disabled/);
-      assert.equal((await fetchJson(again, apps.listed, '/api/echo')).status, 401, `${provider} made no session`);
-    }
-    await json(await api.request('POST', `/api/apps/${apps.listed}/auth/users/${ada.id}/enable`), 200);
-    const back = new Browser(ia.url);
-    assert.equal((await providerSignIn(back, apps.listed, 'codehost', 'ada-gh')).status, 200, 'enabled again, she is in again');
   });
 });
