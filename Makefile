@@ -4,6 +4,9 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 export SVC_STATE_DIR ?= $(CURDIR)/.svc
 export KUBECONFIG ?= $(SVC_STATE_DIR)/kubeconfig
+# Every recipe runs on the Node.js of .node-version, which `deps` installs into the cache.
+export SVC_CACHE ?= $(HOME)/.cache/svc-platform
+export PATH := $(SVC_CACHE)/node-v$(shell cat .node-version)/bin:$(PATH)
 
 .PHONY: help dev down status deps build k8s cluster cluster-down postgres postgres-down migrate \
         crds gen-types test test-unit kind-up bench

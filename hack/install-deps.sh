@@ -29,10 +29,23 @@ if ((${#missing[@]})); then
 fi
 
 command -v go >/dev/null || { say "deps: Go is required (1.26 or newer) to build Kubernetes; install it from go.dev" >&2; exit 1; }
-command -v node >/dev/null || { say "deps: Node.js 20 or newer is required" >&2; exit 1; }
+
+# Node.js $NODE_VERSION (the current LTS) from the npm registry's node-linux-<arch> package, into the
+# cache: whatever Node the machine has only runs npm for this.
+if [ ! -x "$NODE_BIN/node" ]; then
+  command -v npm >/dev/null || { say "deps: npm is required once, to fetch Node.js $NODE_VERSION from the npm registry" >&2; exit 1; }
+  case "$(uname -m)" in x86_64) arch=x64 ;; aarch64) arch=arm64 ;; *) say "deps: no Node.js package for $(uname -m)" >&2; exit 1 ;; esac
+  say "deps: Node.js $NODE_VERSION (npm package node-linux-$arch)"
+  tmp=$(mktemp -d)
+  (cd "$tmp" && npm pack --silent "node-linux-$arch@$NODE_VERSION" >/dev/null && tar xzf ./*.tgz package/bin/node)
+  mkdir -p "$NODE_BIN"
+  mv "$tmp/package/bin/node" "$NODE_BIN/node.tmp" && mv "$NODE_BIN/node.tmp" "$NODE_BIN/node"
+  rm -rf "$tmp"
+fi
+[ "$(node --version)" = "v$NODE_VERSION" ] || { say "deps: node on PATH is $(node --version), expected v$NODE_VERSION" >&2; exit 1; }
 
 stamp=node_modules/.svc-package-lock.sha256
-want=$(sha256sum package-lock.json | cut -d' ' -f1)
+want=$( (sha256sum package-lock.json; node --version) | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   say "deps: npm ci"
   npm ci --no-audit --no-fund --loglevel=error

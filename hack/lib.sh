@@ -13,6 +13,10 @@ PKI="$STATE/pki"
 CACHE=${SVC_CACHE:-$HOME/.cache/svc-platform}
 K8S_VERSION=${K8S_VERSION:-v1.36.3}
 K8S_BIN="$CACHE/k8s-$K8S_VERSION/bin"
+# The Node.js every part runs on (.node-version), installed from the npm registry by install-deps.sh.
+NODE_VERSION=$(cat "$ROOT/.node-version")
+NODE_BIN="$CACHE/node-v$NODE_VERSION/bin"
+case ":$PATH:" in *":$NODE_BIN:"*) ;; *) export PATH="$NODE_BIN:$PATH" ;; esac
 
 ETCD_PORT=${SVC_ETCD_PORT:-2379}
 ETCD_PEER_PORT=${SVC_ETCD_PEER_PORT:-2380}

@@ -64,7 +64,9 @@ export interface RelyingParty {
 }
 
 // Browser input. Lengths are generous bounds, not WebAuthn limits: a credential id is at most 1023
-// bytes; attestation is 'none', so an attestation object is authenticator data plus a few bytes.
+// bytes; attestation is 'none', so an attestation object is authenticator data plus a few bytes. A
+// signature is at most 4627 bytes: on Node 24 @simplewebauthn offers the post-quantum ML-DSA
+// algorithms (WebCrypto supports them), whose signatures are kilobytes, and Chromium picks them.
 const base64url = (max: number) => z.string().min(1).max(max).regex(/^[A-Za-z0-9_-]+$/, 'not base64url');
 const credentialId = base64url(1400);
 const common = {
@@ -92,7 +94,7 @@ const authenticationShape = z
     response: z.object({
       clientDataJSON: base64url(4096),
       authenticatorData: base64url(16384),
-      signature: base64url(1024),
+      signature: base64url(8192),
       userHandle: base64url(128).nullish(),
     }),
   })

@@ -215,7 +215,10 @@ describe('ingress-auth email sign-in (Chromium, SMTP)', () => {
     assert.deepEqual(JSON.parse((await page.textContent('body'))!), { user: null });
     await page.goto(`${origin()}/_svc/auth/login?next=%2Fprivate%2F`);
     await page.click('#passkey-sign-in');
-    await page.waitForURL(`${origin()}/private/`);
+    // A failed sign-in shows its reason on the page: say it rather than only time out.
+    await page.waitForURL(`${origin()}/private/`).catch(async (err: Error) => {
+      throw new Error(`${err.message}; the page says: ${await page.textContent('#notice').catch(() => '?')}`);
+    });
     assert.match((await page.textContent('#who'))!, /^bob@example\.test via passkey$/);
     await ctx.close();
   });
