@@ -8,6 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { Browser } from '../support/ingress.js';
 import { uniqueName } from '../support/kube.js';
 import { startProviderPlatform, type ProviderPlatform } from '../support/providers.js';
+import { eventually } from '../support/wait.js';
 
 describe('security: disabled means out, through every provider', () => {
   let p: ProviderPlatform;
@@ -33,7 +34,11 @@ describe('security: disabled means out, through every provider', () => {
     for (const b of [byIdp, byCodehost]) assert.equal((await p.fetchJson(b, app, '/api/echo')).status, 200);
     const ada = (await users()).find((u) => u.email === 'ada@other.test')!;
     await setUser(ada.id, 'disable');
-    for (const b of [byIdp, byCodehost]) assert.equal((await p.fetchJson(b, app, '/api/echo')).status, 401, 'every session of the address ended');
+    // Every ingress-auth replica drops its cached copies when PostgreSQL notifies the revocation (ms).
+    await eventually('every session of the address to end', async () => {
+      for (const b of [byIdp, byCodehost]) if ((await p.fetchJson(b, app, '/api/echo')).status !== 401) return false;
+      return true;
+    }, { timeoutMs: 2_000, intervalMs: 50 });
     for (const [provider, who] of [['idp', 'ada'], ['codehost', 'ada-gh']] as const) {
       const again = new Browser(p.ia.url);
       const r = await p.providerSignIn(again, app, provider, who);
