@@ -8,8 +8,8 @@ export KUBECONFIG ?= $(SVC_STATE_DIR)/kubeconfig
 export SVC_CACHE ?= $(HOME)/.cache/svc-platform
 export PATH := $(SVC_CACHE)/node-v$(shell cat .node-version)/bin:$(PATH)
 
-.PHONY: help dev down status deps build k8s cluster cluster-down postgres postgres-down migrate \
-        crds gen-types test test-unit kind-up bench
+.PHONY: help dev down status deps build k8s cluster cluster-down nodes nodes-down images postgres \
+        postgres-down migrate crds gen-types test test-unit kind-up bench
 
 help:
 	@echo "make dev     run the whole platform locally (cluster, PostgreSQL, platform components)"
@@ -34,6 +34,17 @@ cluster-down:
 crds:
 	@hack/cluster.sh crds
 
+# The two worker nodes (kubelet + containerd each), kube-proxy, the policy agent and the registry;
+# `images` builds and pushes what is missing or stale (nodes runs it too).
+nodes: build cluster
+	@hack/nodes.sh up
+
+nodes-down:
+	@hack/nodes.sh down
+
+images: build
+	@hack/nodes.sh images
+
 postgres: deps
 	@hack/postgres.sh up
 
@@ -46,28 +57,29 @@ migrate: build postgres
 gen-types: build
 	@node dist/hack/gen-types.js
 
-dev: build cluster postgres migrate
+dev: build cluster postgres migrate nodes
 	@hack/dev.sh
 
 down:
 	@hack/dev.sh down
+	@hack/nodes.sh down
 	@hack/postgres.sh down
 	@hack/cluster.sh down
 
 status:
-	@hack/cluster.sh status; hack/postgres.sh status; hack/dev.sh status
+	@hack/cluster.sh status; hack/nodes.sh status; hack/postgres.sh status; hack/dev.sh status
 
-test: build cluster postgres
-	@hack/dev.sh up node-agent controllers
+test: build cluster postgres nodes
+	@hack/dev.sh up controllers
 	@hack/test.sh
 
 test-unit: build
 	@hack/test.sh unit
 
 # Benchmarks print ratios against a baseline measured in the same run (docs/benchmarks.md).
-bench: build cluster postgres
+bench: build cluster postgres nodes
 	@hack/install-deps.sh bench
-	@hack/dev.sh up node-agent controllers
+	@hack/dev.sh up controllers
 	@SVC_LOG_LEVEL=silent node dist/bench/api.js
 	@node dist/bench/pods.js
 	@SVC_LOG_LEVEL=silent node dist/bench/deploy.js

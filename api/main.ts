@@ -1,4 +1,5 @@
-// Starts the API: configuration, migrations, the first account, then HTTP on SVC_API_HOST:SVC_API_PORT.
+// Starts the API: configuration, migrations, the first account, then HTTP on SVC_API_HOST:SVC_API_PORT
+// and the machine listener on SVC_API_MACHINE_HOST:SVC_API_MACHINE_PORT.
 import { loadConfigOrExit } from '../lib/config.js';
 import { connect } from '../lib/db/connection.js';
 import { migrateLatest } from '../lib/db/migrate.js';
@@ -7,6 +8,7 @@ import { createLogger } from '../lib/logger.js';
 import { MailSender } from '../lib/mail/sender.js';
 import { TokenStore } from '../lib/tokens/store.js';
 import { ensureFirstAccount } from './bootstrap.js';
+import { createMachineApi } from './machine.js';
 import { createApi } from './server.js';
 import { assembleServices } from './services.js';
 
@@ -29,6 +31,9 @@ const server = createApi(services).listen(config.api.port, config.api.host, () =
 });
 // Streams (logs, events) stay open for long; keep-alive sockets should not hold shutdown.
 server.keepAliveTimeout = 65_000;
+const machineServer = createMachineApi(services).listen(config.api.machinePort, config.api.machineHost, () => {
+  log.info({ host: config.api.machineHost, port: config.api.machinePort }, `Machine listener (artifacts, identity keys) on http://${config.api.machineHost}:${config.api.machinePort}`);
+});
 
 function shutdown(signal: string): void {
   log.info({ signal }, 'Shutting down');
@@ -39,6 +44,8 @@ function shutdown(signal: string): void {
   server.close(() => {
     void mailStopped.then(() => db.destroy()).then(() => process.exit(0));
   });
+  machineServer.close();
+  machineServer.closeIdleConnections();
   server.closeIdleConnections();
   setTimeout(() => process.exit(0), 10_000).unref();
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the Kubernetes control-plane binaries (and the etcd they pin) from source through the Go
+# Builds the Kubernetes binaries (control plane, kubelet, kube-proxy) (and the etcd they pin) from source through the Go
 # module proxy, at one pinned release, into a cache outside the repository. A second run with the
 # binaries present does nothing, so clean clones and CI reuse the cache.
 #
@@ -11,7 +11,7 @@ set -euo pipefail
 K8S_VERSION=${K8S_VERSION:-v1.36.3}
 CACHE=${SVC_CACHE:-$HOME/.cache/svc-platform}
 OUT="$CACHE/k8s-$K8S_VERSION"
-BINS=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd)
+BINS=(kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy etcd)
 
 have_all() { for b in "${BINS[@]}"; do [ -x "$OUT/bin/$b" ] || return 1; done; }
 if have_all; then
@@ -76,6 +76,8 @@ go build -trimpath -ldflags "-s -w $ldflags" -o "$OUT/bin/" \
   k8s.io/kubernetes/cmd/kube-controller-manager \
   k8s.io/kubernetes/cmd/kube-scheduler \
   k8s.io/kubernetes/cmd/kubectl \
+  k8s.io/kubernetes/cmd/kubelet \
+  k8s.io/kubernetes/cmd/kube-proxy \
   ./cmd/etcd
 echo "k8s: built in $(( $(date +%s) - start ))s into $OUT/bin"
 "$OUT/bin/kubectl" version --client

@@ -42,19 +42,24 @@ issue kube-controller-manager "/CN=system:kube-controller-manager" clientAuth
 issue kube-scheduler "/CN=system:kube-scheduler" clientAuth
 issue apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" clientAuth
 issue front-proxy-client "/CN=front-proxy-client" clientAuth "" front-proxy-ca
-# node-agent: a client identity per node (Node authorizer and NodeRestriction apply to it, as to a
-# kubelet) and one serving certificate for its kubelet endpoints: on loopback, and on the host's
-# address on the pod bridge, which is the nodes' InternalIP when pods have their own network (the
-# apiserver's node proxy refuses loopback). A certificate from before the bridge address is reissued.
-for node in ${SVC_NODES:-local-a local-b}; do
-  issue "node-$node" "/O=system:nodes/CN=system:node:$node" clientAuth
+# The kubelets (hack/nodes.sh): a client identity per node (the Node authorizer and NodeRestriction
+# apply to it) and one serving certificate for every node's kubelet endpoint: on loopback and on
+# each node's InternalIP, its bridge gateway x.y.<i>.1 (the apiserver refuses to proxy logs and exec
+# to loopback). A certificate that lacks one of those addresses is reissued.
+nodes=(${SVC_NODES:-local-a local-b})
+nodes=(${nodes[@]//,/ })
+pod_prefix=$(echo "${SVC_POD_CIDR:-10.244.0.0/16}" | cut -d. -f1-2)
+sans="IP:127.0.0.1,DNS:localhost"
+for i in "${!nodes[@]}"; do
+  issue "node-${nodes[$i]}" "/O=system:nodes/CN=system:node:${nodes[$i]}" clientAuth
+  sans="$sans,IP:$pod_prefix.$i.1"
 done
-pod_subnet=${SVC_NODE_POD_SUBNET:-10.244.0.0/16}
-node_ip=$(echo "$pod_subnet" | cut -d. -f1-2).0.1
-if [ -f kubelet-serving.crt ] && ! openssl x509 -in kubelet-serving.crt -noout -ext subjectAltName 2>/dev/null | grep -q "IP Address:$node_ip\b"; then
-  rm -f kubelet-serving.crt
+if [ -f kubelet-serving.crt ]; then
+  have=$(openssl x509 -in kubelet-serving.crt -noout -ext subjectAltName 2>/dev/null | tr -d ' \n')
+  for i in "${!nodes[@]}"; do [[ "$have" == *"IPAddress:$pod_prefix.$i.1,"* || "$have" == *"IPAddress:$pod_prefix.$i.1" ]] || rm -f kubelet-serving.crt; done
 fi
-issue kubelet-serving "/CN=svc-node-agent" serverAuth "IP:127.0.0.1,IP:$node_ip,DNS:localhost"
+issue kubelet-serving "/CN=svc-kubelet" serverAuth "$sans"
+issue kube-proxy "/CN=system:kube-proxy" clientAuth
 
 if [ ! -f sa.key ]; then
   newkey sa

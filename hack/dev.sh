@@ -1,23 +1,21 @@
 #!/usr/bin/env bash
 # The platform's own components for `make dev`, after the cluster and PostgreSQL are up.
-# Components join COMPONENTS as they are built (node-agent, api, ingress-auth, controllers).
 #   dev.sh [up [COMPONENT...]] | down | status
 source "$(dirname "$0")/lib.sh"
 
-COMPONENTS=(node-agent controllers mail api ingress-auth)
+COMPONENTS=(controllers mail api ingress-auth)
 API_PORT=${SVC_API_PORT:-8080}
 PROXY_PORT=${SVC_PROXY_PORT:-8081}
-KUBELET_PORT=${SVC_NODE_KUBELET_PORT:-10250}
 SMTP_PORT=${SVC_DEV_SMTP_PORT:-2525}
 
 export SVC_STATE_DIR="$STATE" KUBECONFIG="$STATE/kubeconfig"
 export SVC_DATABASE_URL=${SVC_DATABASE_URL:-postgres://svc@127.0.0.1:$PG_PORT/svc}
+# The images hack/images.sh built for this checkout (the runtime machines run, among others).
+# shellcheck disable=SC1091
+[ -f "$STATE/images.env" ] && set -a && source "$STATE/images.env" && set +a
+export SVC_MACHINE_PLATFORM_PORTS="$MACHINE_PORTS"
 # Sign-in links go to the local mail catcher (the `mail` component) unless told otherwise.
 export SVC_SMTP_URL=${SVC_SMTP_URL:-smtp://127.0.0.1:$SMTP_PORT}
-
-kubelet_ok() {
-  curl -fsS --max-time 2 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" "https://127.0.0.1:$KUBELET_PORT/healthz"
-}
 
 # A running component whose compiled code changed since it started is restarted, so `make dev` and
 # `make test` always run what was just built.
@@ -38,11 +36,6 @@ started_since_last_start() {
 start_component() {
   restart_if_rebuilt "$1" "$1"
   case "$1" in
-    node-agent)
-      "$ROOT/hack/certs.sh"
-      start_daemon node-agent node --enable-source-maps dist/node-agent/main.js
-      wait_ready node-agent 60 kubelet_ok
-      ;;
     controllers)
       start_daemon controllers node --enable-source-maps dist/controllers/main.js
       wait_ready controllers 60 started_since_last_start controllers 'Controllers started'
@@ -90,7 +83,8 @@ The local platform is up.
   Sign-in          svc open <app> prints an owner link; emailed sign-in links land in $LOGS/mail.log
   Owner token      $STATE/owner-token   (curl -H "Authorization: Bearer \$(cat $STATE/owner-token)" http://127.0.0.1:$API_PORT/api/account)
   Kubernetes API   https://127.0.0.1:$APISERVER_PORT   export KUBECONFIG=$STATE/kubeconfig
-  Nodes            local-a, local-b run pods as local processes (node-agent; kubectl run/logs work)
+  Nodes            local-a, local-b: kubelet + containerd each (kubectl run/logs/exec/port-forward work)
+  Registry         127.0.0.1:$REGISTRY_PORT   (images of this checkout: $STATE/images.env)
   Controllers      reconcile Apps into machines and Services (kubectl apply -f docs/examples/app.yaml)
   kubectl          $K8S_BIN/kubectl   (try: kubectl get svc-all -A)
   PostgreSQL       postgres://svc@127.0.0.1:$PG_PORT/svc
@@ -101,7 +95,6 @@ MSG
 
 case "${1:-up}" in
   up) shift || true; up "$@" ;;
-  # Reverse order; node-agent gets time to stop its pods (it gives them up to 10 s).
   down) for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do stop_daemon "${COMPONENTS[$i]}" 20; done ;;
   status) for c in "${COMPONENTS[@]}"; do status_line "$c"; done ;;
   *) say "usage: $0 up|down|status" >&2; exit 2 ;;

@@ -13,6 +13,19 @@ command -v nsenter >/dev/null || missing+=(util-linux)
 command -v ip >/dev/null || missing+=(iproute2)
 command -v bwrap >/dev/null || missing+=(bubblewrap)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+# The nodes (hack/nodes.sh): containerd with runc, the CNI plugins, iptables and ipset for kube-proxy
+# and the policy agent, the local registry, and what hack/images.sh builds images with.
+command -v containerd >/dev/null || missing+=(containerd)
+command -v runc >/dev/null || missing+=(runc)
+[ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
+command -v iptables >/dev/null || missing+=(iptables)
+command -v ipset >/dev/null || missing+=(ipset)
+command -v conntrack >/dev/null || missing+=(conntrack)
+command -v docker-registry >/dev/null || missing+=(docker-registry)
+command -v umoci >/dev/null || missing+=(umoci)
+command -v skopeo >/dev/null || missing+=(skopeo)
+command -v mmdebstrap >/dev/null || missing+=(mmdebstrap)
+[ -x /bin/busybox ] && busybox --list >/dev/null 2>&1 && ldd "$(command -v busybox)" 2>&1 | grep -q 'not a dynamic' || missing+=(busybox-static)
 # Headless browser of the sign-in tests (driven by playwright-core).
 command -v chromium >/dev/null || missing+=(chromium)
 # `install-deps.sh bench`: the reference proxy and the load generator of bench/proxy too.

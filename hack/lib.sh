@@ -23,6 +23,11 @@ ETCD_PEER_PORT=${SVC_ETCD_PEER_PORT:-2380}
 APISERVER_PORT=${SVC_APISERVER_PORT:-6443}
 KCM_PORT=${SVC_KCM_PORT:-10257}
 SCHEDULER_PORT=${SVC_SCHEDULER_PORT:-10259}
+REGISTRY_PORT=${SVC_REGISTRY_PORT:-5000}
+# The host ports pods may reach: the API's machine listener, and the range test APIs' machine
+# listeners use (test/support/api.ts). The nodes' firewall drops every other packet from a pod to
+# the host (hack/nodes.sh); the controllers' NetworkPolicies allow the same.
+MACHINE_PORTS=${SVC_MACHINE_PLATFORM_PORTS:-8079,18000-18099}
 PG_PORT=${SVC_PG_PORT:-55432}
 SERVICE_CIDR=${SVC_SERVICE_CIDR:-10.96.0.0/16}
 

@@ -24,6 +24,17 @@ interface AccountRow {
 
 export const accountLabel = 'svc.dev/account';
 
+/**
+ * Labels an account namespace is created with: Pod Security Admission enforces `restricted` on every
+ * pod in it from the first one (the controllers keep them there, controllers/account/).
+ */
+export const podSecurityLabels: Readonly<Record<string, string>> = {
+  'pod-security.kubernetes.io/enforce': 'restricted',
+  'pod-security.kubernetes.io/enforce-version': 'latest',
+  'pod-security.kubernetes.io/warn': 'restricted',
+  'pod-security.kubernetes.io/audit': 'restricted',
+};
+
 export function toAccount(row: AccountRow): Account {
   return { id: row.id, email: row.email, name: row.name, namespace: row.namespace, createdAt: row.created_at };
 }
@@ -97,7 +108,7 @@ export async function createAccount(
     }
     try {
       await core.createNamespace({
-        body: { metadata: { name: row.namespace, labels: { [accountLabel]: row.id, 'app.kubernetes.io/managed-by': 'svc' } } },
+        body: { metadata: { name: row.namespace, labels: { [accountLabel]: row.id, 'app.kubernetes.io/managed-by': 'svc', ...podSecurityLabels } } },
       });
     } catch (err) {
       if (kubeStatus(err) !== 409) throw err;

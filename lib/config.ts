@@ -18,9 +18,13 @@ const envSchema = z.object({
     .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
     .default('postgres://svc@127.0.0.1:55432/svc'),
   KUBECONFIG: z.string().min(1).optional(),
-  // All interfaces: machines fetch their artifacts from the API (locally over the pod bridge).
-  SVC_API_HOST: z.string().min(1).default('0.0.0.0'),
+  // Loopback locally: machines never reach the API itself, only its machine listener below.
+  SVC_API_HOST: z.string().min(1).default('127.0.0.1'),
   SVC_API_PORT: port.default(8080),
+  // What machines may reach of the platform (artifacts, identity keys), on a listener of its own:
+  // locally the nodes' firewall lets pods reach this port of the host and nothing else.
+  SVC_API_MACHINE_HOST: z.string().min(1).default('0.0.0.0'),
+  SVC_API_MACHINE_PORT: port.default(8079),
   SVC_ADMIN_EMAIL: z.email('must be an email address').default('owner@localhost'),
   SVC_API_SERVICE_ACCOUNT: z
     .string()
@@ -99,6 +103,9 @@ export interface Config {
   readonly api: {
     readonly host: string;
     readonly port: number;
+    /** The machine listener: GET /artifacts/... and the identity keys, nothing else (api/machine.ts). */
+    readonly machineHost: string;
+    readonly machinePort: number;
     /** The first account, created on first start with an empty database. */
     readonly adminEmail: string;
     /**
@@ -240,7 +247,7 @@ export function loadConfig(
   if (e.SVC_ARTIFACT_KEY_FILE !== undefined && !exists(keyFile)) throw new ConfigError([`SVC_ARTIFACT_KEY_FILE: ${keyFile} does not exist`]);
   const artifactKey = e.SVC_ARTIFACT_KEY !== undefined ? Buffer.from(e.SVC_ARTIFACT_KEY) : exists(keyFile) ? readFileSync(keyFile) : undefined;
   if (artifactKey !== undefined && artifactKey.length < 32) throw new ConfigError([`SVC_ARTIFACT_KEY_FILE: ${keyFile} holds fewer than 32 bytes`]);
-  const artifactBaseUrl = (e.SVC_ARTIFACT_URL ?? `http://${network === 'netns' ? `${podGatewayOf(e.SVC_NODE_POD_SUBNET)}` : '127.0.0.1'}:${e.SVC_API_PORT}/artifacts`).replace(/\/+$/, '');
+  const artifactBaseUrl = (e.SVC_ARTIFACT_URL ?? `http://${network === 'netns' ? `${podGatewayOf(e.SVC_NODE_POD_SUBNET)}` : '127.0.0.1'}:${e.SVC_API_MACHINE_PORT}/artifacts`).replace(/\/+$/, '');
   return Object.freeze({
     stateDir,
     logLevel: e.SVC_LOG_LEVEL,
@@ -249,6 +256,8 @@ export function loadConfig(
     api: Object.freeze({
       host: e.SVC_API_HOST,
       port: e.SVC_API_PORT,
+      machineHost: e.SVC_API_MACHINE_HOST,
+      machinePort: e.SVC_API_MACHINE_PORT,
       adminEmail: e.SVC_ADMIN_EMAIL,
       serviceAccount: e.SVC_API_SERVICE_ACCOUNT
         ? Object.freeze({ namespace: e.SVC_API_SERVICE_ACCOUNT.split(':')[0]!, name: e.SVC_API_SERVICE_ACCOUNT.split(':')[1]! })

@@ -55,8 +55,31 @@ function envOf(app: App, port: number, settings: AppSettings): k8s.V1EnvVar[] {
   ];
 }
 
+/**
+ * Every machine runs as this uid and gid (the `app` user of the platform's images), never as root,
+ * whatever user the image names: tenant code is hostile (docs/security.md, tenant isolation).
+ */
+export const machineUid = 1000;
+/** Pod Security Admission's `restricted` profile, which account namespaces enforce, and more. */
+const machinePodSecurity: k8s.V1PodSecurityContext = {
+  runAsNonRoot: true,
+  runAsUser: machineUid,
+  runAsGroup: machineUid,
+  fsGroup: machineUid,
+  seccompProfile: { type: 'RuntimeDefault' },
+};
+const machineContainerSecurity: k8s.V1SecurityContext = {
+  allowPrivilegeEscalation: false,
+  capabilities: { drop: ['ALL'] },
+  readOnlyRootFilesystem: true,
+  runAsNonRoot: true,
+};
+/** The root filesystem is read-only: /tmp is the one writable place a machine has (bounded). */
+const tmpVolume: k8s.V1Volume = { name: 'tmp', emptyDir: { sizeLimit: '256Mi' } };
+const tmpMount: k8s.V1VolumeMount = { name: 'tmp', mountPath: '/tmp' };
+
 /** The machine's containers and volumes, as the App describes them. */
-function machineSpec(app: App, settings: AppSettings): Pick<k8s.V1PodSpec, 'containers' | 'initContainers' | 'volumes'> {
+function machineSpec(app: App, settings: AppSettings): Pick<k8s.V1PodSpec, 'containers' | 'initContainers' | 'volumes' | 'securityContext'> {
   const port = app.spec.port ?? 8080;
   const limits = Object.fromEntries(Object.entries(app.spec.resources ?? {}).filter(([, v]) => v !== undefined)) as Record<string, string>;
   const main: k8s.V1Container = {
@@ -69,13 +92,16 @@ function machineSpec(app: App, settings: AppSettings): Pick<k8s.V1PodSpec, 'cont
     ...(app.spec.envSecretName ? { envFrom: [{ secretRef: { name: app.spec.envSecretName } }] } : {}),
     ...(Object.keys(limits).length ? { resources: { limits } } : {}),
     readinessProbe: { tcpSocket: { port: port as unknown as k8s.IntOrString }, periodSeconds: 1, failureThreshold: 2 },
+    securityContext: machineContainerSecurity,
+    volumeMounts: [tmpMount],
   };
   const source = app.spec.source;
-  if (!runtimeKinds.has(app.spec.kind ?? '') || !source) return { containers: [main] };
+  if (!runtimeKinds.has(app.spec.kind ?? '') || !source) return { securityContext: machinePodSecurity, containers: [main], volumes: [tmpVolume] };
   // The runtime serves the artifact an init container fetched and verified into an emptyDir, so a
   // machine never serves bytes other than the digest the App names.
   const mount = { name: 'site', mountPath: siteRoot };
   return {
+    securityContext: machinePodSecurity,
     initContainers: [
       {
         name: 'fetch',
@@ -86,7 +112,8 @@ function machineSpec(app: App, settings: AppSettings): Pick<k8s.V1PodSpec, 'cont
           { name: 'SVC_ARTIFACT_DIGEST', value: source.digest },
           { name: 'SVC_SITE_ROOT', value: siteRoot },
         ],
-        volumeMounts: [mount],
+        securityContext: machineContainerSecurity,
+        volumeMounts: [mount, tmpMount],
       },
     ],
     containers: [
@@ -96,10 +123,10 @@ function machineSpec(app: App, settings: AppSettings): Pick<k8s.V1PodSpec, 'cont
         command: undefined,
         args: ['serve'],
         env: [...envOf(app, port, settings), { name: 'SVC_APP_KIND', value: app.spec.kind! }, { name: 'SVC_SITE_ROOT', value: siteRoot }],
-        volumeMounts: [{ ...mount, readOnly: true }],
+        volumeMounts: [{ ...mount, readOnly: true }, tmpMount],
       },
     ],
-    volumes: [{ name: 'site', emptyDir: {} }],
+    volumes: [{ name: 'site', emptyDir: {} }, tmpVolume],
   };
 }
 

@@ -7,7 +7,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import * as k8s from '@kubernetes/client-node';
+import type Koa from 'koa';
+import { createMachineApi } from '../../api/machine.js';
 import { createApi } from '../../api/server.js';
+import type { ApiState } from '../../api/state.js';
 import type { Operation } from '../../api/operation.js';
 import { assembleServices, type Services } from '../../api/services.js';
 import { createAccount, type Account } from '../../lib/accounts.js';
@@ -41,16 +44,37 @@ export interface TestApi {
   close(): Promise<void>;
 }
 
-/**
- * Listens before the app exists, on all interfaces: machines fetch artifacts from this API over the
- * pod bridge, and the configuration names the port they use.
- */
-async function listen(): Promise<{ server: Server; url: string; port: number; serve: (app: ReturnType<typeof createApi>) => void }> {
+type Listener = { server: Server; url: string; port: number; serve: (app: Koa<ApiState>) => void };
+
+/** Listens before the app exists (the configuration names the ports), on `host`, at `port` (0: any). */
+async function listen(host = '127.0.0.1', port = 0): Promise<Listener> {
   const server = createServer();
-  server.listen(0, '0.0.0.0');
-  await new Promise<void>((resolve) => server.once('listening', () => resolve()));
-  const port = (server.address() as AddressInfo).port;
-  return { server, url: `http://127.0.0.1:${port}`, port, serve: (app) => server.on('request', app.callback()) };
+  server.listen(port, host);
+  await new Promise<void>((resolve, reject) => {
+    server.once('listening', () => resolve());
+    server.once('error', reject);
+  });
+  const bound = (server.address() as AddressInfo).port;
+  return { server, url: `http://127.0.0.1:${bound}`, port: bound, serve: (app) => server.on('request', app.callback()) };
+}
+
+/**
+ * The machine listener, on all interfaces: machines fetch artifacts and identity keys from it over
+ * the pod bridge. The nodes' firewall lets pods reach the host only on the platform's machine port
+ * and on this range, reserved for test APIs (hack/nodes.sh).
+ */
+export const testMachinePorts = { first: 18000, last: 18099 } as const;
+async function listenForMachines(): Promise<Listener> {
+  const span = testMachinePorts.last - testMachinePorts.first + 1;
+  const start = Math.floor(Math.random() * span);
+  for (let i = 0; i < span; i++) {
+    try {
+      return await listen('0.0.0.0', testMachinePorts.first + ((start + i) % span));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+    }
+  }
+  throw new Error(`no free port for a test machine listener in ${testMachinePorts.first}-${testMachinePorts.last}`);
 }
 
 /**
@@ -66,9 +90,10 @@ export async function startTestApi(opts: { env?: Record<string, string>; operati
   const fresh = await freshDatabase();
   await migrateLatest(fresh.db);
   const listener = await listen();
+  const machineListener = await listenForMachines();
   const artifactDir = await mkdtemp(path.join(tmpdir(), 'svc-artifacts-'));
   const config = loadConfig(
-    { SVC_DATABASE_URL: fresh.url, SVC_LOG_LEVEL: 'info', SVC_API_PORT: String(listener.port), SVC_ARTIFACT_DIR: artifactDir, ...platformArtifactKey(), ...opts.env },
+    { SVC_DATABASE_URL: fresh.url, SVC_LOG_LEVEL: 'info', SVC_API_PORT: String(listener.port), SVC_API_MACHINE_PORT: String(machineListener.port), SVC_ARTIFACT_DIR: artifactDir, ...platformArtifactKey(), ...opts.env },
     { exists: () => false },
   );
   const logLines: Array<Record<string, unknown>> = [];
@@ -86,6 +111,7 @@ export async function startTestApi(opts: { env?: Record<string, string>; operati
   const log = createLogger('api', 'info', sink);
   const { services, stop } = await assembleServices({ config, db: fresh.db, kc, tokens, log, clock: clock.read });
   listener.serve(createApi(services, opts.operations?.(services)));
+  machineListener.serve(createMachineApi(services));
   const { server, url } = listener;
   const account = await createAccount(fresh.db, core, { email: `owner-${Date.now()}@example.test` });
   const { token } = await tokens.issue(account.id, { name: 'test' });
@@ -127,8 +153,10 @@ export async function startTestApi(opts: { env?: Record<string, string>; operati
       for (const c of extra) await c();
       tokens.stop();
       await stop();
-      server.closeAllConnections();
-      await new Promise((res) => server.close(res));
+      for (const s of [server, machineListener.server]) {
+        s.closeAllConnections();
+        await new Promise((res) => s.close(res));
+      }
       await core.deleteNamespace({ name: account.namespace }).catch(() => undefined);
       await fresh.dispose();
       await rm(artifactDir, { recursive: true, force: true });

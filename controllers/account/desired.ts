@@ -1,0 +1,66 @@
+// The account-namespace reconciler's pure half: what every account namespace holds besides the
+// tenant's own objects. Pod Security Admission `restricted` (enforced), a ResourceQuota and a
+// LimitRange, and a NetworkPolicy that denies all traffic to and from its pods; each App then opens
+// what its machines need (controllers/app/desired.ts, machinePolicy). No I/O here.
+import type * as k8s from '@kubernetes/client-node';
+import { accountLabel, podSecurityLabels } from '../../lib/accounts.js';
+import { labels, managerName } from '../app/desired.js';
+
+export { accountLabel, podSecurityLabels };
+const managedBy = { [labels.managedBy]: managerName };
+
+/** The bounds of one account (the defaults of a new one; docs/security.md, tenant isolation). */
+export const accountQuota: Readonly<Record<string, string>> = {
+  pods: '50',
+  'requests.cpu': '8',
+  'limits.cpu': '16',
+  'requests.memory': '16Gi',
+  'limits.memory': '32Gi',
+  'requests.storage': '50Gi',
+  persistentvolumeclaims: '20',
+  services: '50',
+  'services.nodeports': '0',
+  'services.loadbalancers': '0',
+};
+
+export interface AccountObjects {
+  quota: k8s.V1ResourceQuota;
+  limits: k8s.V1LimitRange;
+  denyAll: k8s.V1NetworkPolicy;
+}
+
+export function accountObjects(namespace: string): AccountObjects {
+  const metadata = (name: string) => ({ name, namespace, labels: { ...managedBy } });
+  return {
+    quota: { apiVersion: 'v1', kind: 'ResourceQuota', metadata: metadata('svc-account'), spec: { hard: { ...accountQuota } } },
+    // The quota counts requests and limits, so every container needs some: these are the defaults
+    // of one that names none, and the largest one container may ask for.
+    limits: {
+      apiVersion: 'v1',
+      kind: 'LimitRange',
+      metadata: metadata('svc-defaults'),
+      spec: {
+        limits: [
+          {
+            type: 'Container',
+            _default: { cpu: '1', memory: '512Mi', 'ephemeral-storage': '1Gi' },
+            defaultRequest: { cpu: '50m', memory: '64Mi', 'ephemeral-storage': '64Mi' },
+            max: { cpu: '4', memory: '8Gi', 'ephemeral-storage': '8Gi' },
+          },
+        ],
+      },
+    },
+    denyAll: {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'NetworkPolicy',
+      metadata: metadata('svc-deny-all'),
+      spec: { podSelector: {}, policyTypes: ['Ingress', 'Egress'] },
+    },
+  };
+}
+
+/** The labels to add to the namespace (none when it carries them all already). */
+export function missingLabels(ns: k8s.V1Namespace): Record<string, string> {
+  const have = ns.metadata?.labels ?? {};
+  return Object.fromEntries(Object.entries(podSecurityLabels).filter(([k, v]) => have[k] !== v));
+}

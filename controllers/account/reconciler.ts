@@ -1,0 +1,45 @@
+// The account-namespace reconciler's thin half: labels the namespace for Pod Security Admission and
+// applies its quota, limits and deny-all NetworkPolicy (server-side apply, forced: a hand edit is
+// undone). Idempotent; an unchanged namespace costs no apiserver write.
+import * as k8s from '@kubernetes/client-node';
+import type { Logger } from '../../lib/logger.js';
+import { accountObjects, missingLabels } from './desired.js';
+import { managerName } from '../app/desired.js';
+
+const apply = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.ServerSideApply);
+const merge = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
+
+export class AccountReconciler {
+  /** What was last applied per namespace; forget() makes the next reconcile apply again. */
+  private readonly applied = new Map<string, string>();
+
+  constructor(
+    private readonly core: k8s.CoreV1Api,
+    private readonly networking: k8s.NetworkingV1Api,
+    private readonly log: Logger,
+  ) {}
+
+  forget(namespace: string): void {
+    this.applied.delete(namespace);
+  }
+
+  async reconcile(ns: k8s.V1Namespace): Promise<{ requeueMs?: number }> {
+    const name = ns.metadata!.name!;
+    if (ns.metadata?.deletionTimestamp || ns.status?.phase === 'Terminating') return {};
+    const labels = missingLabels(ns);
+    if (Object.keys(labels).length) {
+      await this.core.patchNamespace({ name, body: { metadata: { labels } } }, merge);
+      this.log.info({ kind: 'Namespace', name, labels }, 'Labelled the account namespace for Pod Security Admission');
+    }
+    const objects = accountObjects(name);
+    const shape = JSON.stringify(objects);
+    if (this.applied.get(name) === shape) return {};
+    const opts = { namespace: name, fieldManager: managerName, force: true };
+    await this.core.patchNamespacedResourceQuota({ ...opts, name: objects.quota.metadata!.name!, body: objects.quota }, apply);
+    await this.core.patchNamespacedLimitRange({ ...opts, name: objects.limits.metadata!.name!, body: objects.limits }, apply);
+    await this.networking.patchNamespacedNetworkPolicy({ ...opts, name: objects.denyAll.metadata!.name!, body: objects.denyAll }, apply);
+    this.applied.set(name, shape);
+    this.log.info({ kind: 'Namespace', name }, 'Applied the account namespace guardrails');
+    return {};
+  }
+}

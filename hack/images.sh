@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# Builds the local platform's OCI images without any daemon and pushes them to the local registry
+# (hack/nodes.sh runs it), so both nodes' containerd pull real images:
+#   pause        the pod sandbox: pause.c of the Kubernetes release, compiled with gcc -static
+#   busybox      busybox-static and its applets
+#   debian       a minimal Debian (mmdebstrap --variant=minbase)
+#   python       Debian with python3-minimal
+#   node         debian + Node.js of .node-version
+#   svc/runtime  python + Node.js + the platform's runtime (static, HTML, Markdown, handler apps)
+#   svc/api, svc/controllers, svc/ingress-auth   node + the platform's own code
+# Each image's tag is a digest of what went into it (plus the git commit for the platform's own), so
+# an image is rebuilt only when its inputs change and a rebuilt one never reuses a name. Layers are
+# deterministic tars kept in one OCI layout in the cache, so unchanged layers are shared and pushed
+# once. The resulting references are written to $STATE/images.env for the other scripts.
+#   images.sh [build]   build what is missing or stale, push it, write images.env
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+
+IMAGES="$CACHE/images"
+LAYOUT="$IMAGES/oci"
+LAYERS="$IMAGES/layers"
+REGISTRY="127.0.0.1:$REGISTRY_PORT"
+# Bumped when a recipe below changes in a way its inputs do not show.
+RECIPE=1
+DEBIAN_SUITE=${SVC_DEBIAN_SUITE:-bookworm}
+mkdir -p "$LAYERS"
+[ -d "$LAYOUT" ] || umoci init --layout "$LAYOUT"
+
+sha() { sha256sum "$@" | cut -c1-64; }
+short() { printf '%s' "$*" | sha256sum | cut -c1-16; }
+
+# tar_dir DIR OUT : a reproducible layer tar of DIR (same files, same bytes, same digest).
+tar_dir() {
+  tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime \
+    -C "$1" -cf "$2.tmp" . && mv "$2.tmp" "$2"
+}
+
+in_layout() { umoci ls --layout "$LAYOUT" | grep -qx "$1"; }
+in_registry() { curl -fs -o /dev/null -I -H 'Accept: application/vnd.oci.image.manifest.v1+json' "http://$REGISTRY/v2/$1/manifests/$2"; }
+
+# image NAME TAG BASE_REF CONFIG_ARGS... -- LAYER_TAR... : the image NAME:TAG in the layout, made of
+# BASE_REF's layers ("" for none) and the given layers, unless it is there already.
+image() {
+  local name=$1 tag=$2 base=$3; shift 3
+  local config=() ref="${1+}"
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do config+=("$1"); shift; done
+  shift
+  ref="${name//\//_}-$tag"
+  if ! in_layout "$ref"; then
+    say "images: building $name:$tag"
+    if [ -n "$base" ]; then umoci tag --image "$LAYOUT:$base" "$ref"; else umoci new --image "$LAYOUT:$ref"; fi
+    local layer
+    for layer in "$@"; do
+      umoci raw add-layer --image "$LAYOUT:$ref" --history.created 1970-01-01T00:00:00Z \
+        --history.created_by "svc-platform hack/images.sh: $(basename "$layer")" "$layer"
+    done
+    umoci config --no-history --image "$LAYOUT:$ref" --author svc-platform --created 1970-01-01T00:00:00Z \
+      --os linux --architecture "$(go env GOARCH 2>/dev/null || echo amd64)" "${config[@]}"
+  fi
+  if ! in_registry "$name" "$tag"; then
+    say "images: pushing $REGISTRY/$name:$tag"
+    skopeo copy --quiet --dest-tls-verify=false "oci:$LAYOUT:$ref" "docker://$REGISTRY/$name:$tag"
+  fi
+  BUILT_REF="$ref"
+}
+
+ENVFILE_LINES=()
+record() { ENVFILE_LINES+=("$1=$REGISTRY/$2:$3"); }
+
+# ---- pause and busybox: static binaries --------------------------------------------------------
+pause_src="$(ls -d "$CACHE"/gomod/k8s.io/kubernetes@"$K8S_VERSION"/build/pause/linux/pause.c)"
+tag=$(short "$RECIPE" "$(sha "$pause_src")" "$(gcc --version | head -1)")
+if [ ! -f "$LAYERS/pause-$tag.tar" ]; then
+  d=$(mktemp -d)
+  gcc -Os -static -DVERSION="$K8S_VERSION-svc" -o "$d/pause" "$pause_src" && strip "$d/pause"
+  tar_dir "$d" "$LAYERS/pause-$tag.tar"; rm -rf "$d"
+fi
+image svc/pause "$tag" "" --config.entrypoint /pause --config.user 65535:65535 -- "$LAYERS/pause-$tag.tar"
+record SVC_IMAGE_PAUSE svc/pause "$tag"
+
+# A user database for images that have none of their own: root, and the uid machines run as.
+passwd_layer() {
+  mkdir -p "$1/etc" "$1/tmp" "$1/home/app"
+  chmod 1777 "$1/tmp"
+  printf 'root:x:0:0:root:/root:/bin/sh\napp:x:1000:1000:app:/home/app:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' >"$1/etc/passwd"
+  printf 'root:x:0:\napp:x:1000:\nnogroup:x:65534:\n' >"$1/etc/group"
+  chown 1000:1000 "$1/home/app"
+}
+
+busybox_bin=$(command -v busybox)
+tag=$(short "$RECIPE" "$(sha "$busybox_bin")")
+if [ ! -f "$LAYERS/busybox-$tag.tar" ]; then
+  d=$(mktemp -d)
+  mkdir -p "$d/bin"
+  cp "$busybox_bin" "$d/bin/busybox"
+  for applet in $("$busybox_bin" --list); do [ "$applet" = busybox ] || ln -s busybox "$d/bin/$applet"; done
+  passwd_layer "$d"
+  tar --numeric-owner -C "$d" -cf /dev/null . # fail early on unreadable files
+  tar_dir "$d" "$LAYERS/busybox-$tag.tar"; rm -rf "$d"
+fi
+image busybox "$tag" "" --config.cmd sh --config.env PATH=/bin -- "$LAYERS/busybox-$tag.tar"
+record SVC_IMAGE_BUSYBOX busybox "$tag"
+
+# ---- Debian bases ------------------------------------------------------------------------------
+# debootstrap_layer NAME INCLUDES : a minbase Debian rootfs with INCLUDES as one layer.
+debian_layer() {
+  local name=$1 includes=$2 key
+  key=$(short "$RECIPE" "$DEBIAN_SUITE" "$includes")
+  DEBIAN_TAG=$key
+  [ -f "$LAYERS/$name-$key.tar" ] && return 0
+  say "images: mmdebstrap $DEBIAN_SUITE ($name${includes:+, with $includes}); about a minute"
+  local d; d=$(mktemp -d)
+  # Docs, man pages, locales and apt lists are not needed in a container's root.
+  mmdebstrap --quiet --variant=minbase --mode=root ${includes:+--include="$includes"} \
+    --dpkgopt='path-exclude=/usr/share/{doc,man,locale,info}/*' --dpkgopt='path-include=/usr/share/locale/locale.alias' \
+    --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/* "$1"/var/log/*' \
+    "$DEBIAN_SUITE" "$d/rootfs" >/dev/null
+  printf 'app:x:1000:1000:app:/home/app:/bin/sh\n' >>"$d/rootfs/etc/passwd"
+  printf 'app:x:1000:\n' >>"$d/rootfs/etc/group"
+  mkdir -p "$d/rootfs/home/app" && chown 1000:1000 "$d/rootfs/home/app"
+  tar_dir "$d/rootfs" "$LAYERS/$name-$key.tar"; rm -rf "$d"
+}
+path_env=--config.env=PATH=/usr/local/bin:/usr/local/sbin:/usr/bin:/usr/sbin:/bin:/sbin
+
+debian_layer debian ""
+image debian "$DEBIAN_TAG" "" --config.cmd bash "$path_env" -- "$LAYERS/debian-$DEBIAN_TAG.tar"
+debian_ref=$BUILT_REF debian_tag=$DEBIAN_TAG
+record SVC_IMAGE_DEBIAN debian "$debian_tag"
+
+debian_layer python "python3-minimal"
+image python "$DEBIAN_TAG" "" --config.cmd python3 "$path_env" -- "$LAYERS/python-$DEBIAN_TAG.tar"
+python_ref=$BUILT_REF python_tag=$DEBIAN_TAG
+record SVC_IMAGE_PYTHON python "$python_tag"
+
+# ---- Node.js -----------------------------------------------------------------------------------
+node_key=$(short "$RECIPE" "$(sha "$NODE_BIN/node")")
+if [ ! -f "$LAYERS/node-$node_key.tar" ]; then
+  d=$(mktemp -d)
+  mkdir -p "$d/usr/local/bin" && cp "$NODE_BIN/node" "$d/usr/local/bin/node"
+  tar_dir "$d" "$LAYERS/node-$node_key.tar"; rm -rf "$d"
+fi
+tag=$(short "$debian_tag" "$node_key")
+image node "$tag" "$debian_ref" --config.cmd node -- "$LAYERS/node-$node_key.tar"
+node_ref=$BUILT_REF node_tag=$tag
+record SVC_IMAGE_NODE node "$node_tag"
+
+# ---- the platform's code -----------------------------------------------------------------------
+# Production dependencies, keyed by the lock file: one layer every platform image shares.
+deps_key=$(short "$RECIPE" "$(sha package-lock.json)" "$NODE_VERSION")
+if [ ! -f "$LAYERS/deps-$deps_key.tar" ]; then
+  say "images: production node_modules (npm ci --omit=dev)"
+  d=$(mktemp -d)
+  mkdir -p "$d/app"
+  cp package.json package-lock.json "$d/app/"
+  (cd "$d/app" && npm ci --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
+  rm -f "$d/app/package-lock.json"
+  tar_dir "$d" "$LAYERS/deps-$deps_key.tar"; rm -rf "$d"
+fi
+# The compiled code (dist/ without the tests), keyed by its content.
+d=$(mktemp -d)
+mkdir -p "$d/app/dist"
+(cd dist && find . -path ./test -prune -o -path ./bench -prune -o -type f -name '*.js' -print0 | tar --null -T - -cf -) | tar -x -C "$d/app/dist"
+tar_dir "$d" "$d.tar"; rm -rf "$d"
+code_key=$(sha "$d.tar" | cut -c1-16)
+[ -f "$LAYERS/code-$code_key.tar" ] || mv "$d.tar" "$LAYERS/code-$code_key.tar"
+rm -f "$d.tar"
+
+commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo nogit)
+tag="$(short "$python_tag" "$node_key" "$deps_key" "$code_key")"
+image svc/runtime "$tag" "$python_ref" --clear=config.cmd --config.workingdir /app --config.user 1000:1000 \
+  --config.entrypoint node --config.entrypoint /app/dist/runtime/main.js "$path_env" --config.env NODE_ENV=production -- \
+  "$LAYERS/node-$node_key.tar" "$LAYERS/deps-$deps_key.tar" "$LAYERS/code-$code_key.tar"
+record SVC_RUNTIME_IMAGE svc/runtime "$tag"
+
+for component in api controllers ingress-auth; do
+  tag="$commit-$(short "$node_tag" "$deps_key" "$code_key")"
+  image "svc/$component" "$tag" "$node_ref" --clear=config.cmd --config.workingdir /app --config.user 1000:1000 \
+    --config.entrypoint node --config.entrypoint "/app/dist/$component/main.js" --config.env NODE_ENV=production -- \
+    "$LAYERS/deps-$deps_key.tar" "$LAYERS/code-$code_key.tar"
+  var=$(echo "SVC_IMAGE_${component//-/_}" | tr a-z A-Z)
+  record "$var" "svc/$component" "$tag"
+done
+
+printf '%s\n' "# Written by hack/images.sh: the local registry's images of this checkout." "${ENVFILE_LINES[@]}" >"$STATE/images.env.tmp"
+mv "$STATE/images.env.tmp" "$STATE/images.env"
+say "images: $(( ${#ENVFILE_LINES[@]} )) images in $REGISTRY ($STATE/images.env)"

@@ -1,0 +1,308 @@
+#!/usr/bin/env bash
+# The local platform's two worker nodes, as k3s and k0s run a node on a host: per node an upstream
+# kubelet with its own containerd (runc, the Debian CNI bridge and host-local plugins), plus for
+# the host one kube-proxy and the local OCI registry both containerd instances pull from.
+#   nodes.sh images  start the registry, build and push what is missing or stale (make images)
+#   nodes.sh up      start what is not running (registry, images, containerd, kubelets, kube-proxy)
+#   nodes.sh down    stop them, their pods with them
+#   nodes.sh status  say what runs; a dead part is shown with its log tail
+# Every node has its own cgroup root, root directory, ports, containerd and bridge/subnet, so the
+# two never touch each other's pods (docs/decisions/0014-real-nodes.md).
+source "$(dirname "$0")/lib.sh"
+
+NODES=(${SVC_NODES:-local-a,local-b})
+NODES=(${NODES[@]//,/ })
+POD_CIDR=${SVC_POD_CIDR:-10.244.0.0/16}
+POD_PREFIX=$(echo "$POD_CIDR" | cut -d. -f1-2)
+KUBELET_PORT=${SVC_NODE_KUBELET_PORT:-10250}
+NODES_DIR="$STATE/nodes"
+KCONF_DIR="$STATE/kubeconfigs"
+# Runtime state (sockets, mounts of running containers) lives on /run, as containerd expects.
+RUN_DIR=/run/svc-nodes/$(printf '%s' "$STATE" | sha256sum | cut -c1-8)
+
+kubectl() { "$K8S_BIN/kubectl" --kubeconfig "$STATE/kubeconfig" "$@"; }
+
+node_index() { local i; for i in "${!NODES[@]}"; do [ "${NODES[$i]}" = "$1" ] && echo "$i" && return; done; return 1; }
+node_subnet() { echo "$POD_PREFIX.$1.0/24"; }
+node_gateway() { echo "$POD_PREFIX.$1.1"; }
+node_bridge() { echo "svc-$1" | cut -c1-15; }
+
+write_kubeconfig() {
+  local file=$1 user=$2 cert=$3
+  local k=("$K8S_BIN/kubectl" --kubeconfig "$file.tmp")
+  rm -f "$file.tmp"
+  "${k[@]}" config set-cluster svc-local --server "https://127.0.0.1:$APISERVER_PORT" \
+    --certificate-authority "$PKI/ca.crt" --embed-certs >/dev/null
+  "${k[@]}" config set-credentials "$user" --client-certificate "$PKI/$cert.crt" --client-key "$PKI/$cert.key" --embed-certs >/dev/null
+  "${k[@]}" config set-context svc-local --cluster svc-local --user "$user" >/dev/null
+  "${k[@]}" config use-context svc-local >/dev/null
+  chmod 600 "$file.tmp" && mv "$file.tmp" "$file"
+}
+
+# ---- the registry ------------------------------------------------------------------------------
+start_registry() {
+  mkdir -p "$STATE/registry"
+  cat >"$STATE/registry.yml" <<YAML
+version: 0.1
+log: {level: warn, accesslog: {disabled: true}}
+storage:
+  filesystem: {rootdirectory: $STATE/registry}
+  delete: {enabled: true}
+http:
+  addr: 127.0.0.1:$REGISTRY_PORT
+YAML
+  start_daemon registry docker-registry serve "$STATE/registry.yml"
+  wait_ready registry 30 curl -fsS --max-time 2 "http://127.0.0.1:$REGISTRY_PORT/v2/"
+}
+
+# ---- one node ----------------------------------------------------------------------------------
+# The cgroup the node's kubelet puts every pod under, in each v1 hierarchy (or the v2 tree).
+make_cgroup_root() {
+  local name=$1 d
+  if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+    mkdir -p "/sys/fs/cgroup/$name"
+    for c in cpu cpuset memory pids io; do echo "+$c" >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || true; done
+  else
+    for d in /sys/fs/cgroup/*/; do
+      [ "$(basename "$d")" = unified ] && continue
+      mountpoint -q "$d" && mkdir -p "$d$name"
+    done
+  fi
+}
+
+setup_network() {
+  local i=$1 bridge gateway
+  bridge=$(node_bridge "${NODES[$i]}") gateway=$(node_gateway "$i")
+  # The bridge exists before the kubelet starts: its gateway address is the node's InternalIP.
+  ip link show "$bridge" >/dev/null 2>&1 || ip link add "$bridge" type bridge
+  ip addr show dev "$bridge" | grep -q "inet $gateway/" || ip addr add "$gateway/24" dev "$bridge"
+  ip link set "$bridge" up
+  sysctl -qw net.ipv4.ip_forward=1 net.bridge.bridge-nf-call-iptables=1 2>/dev/null || sysctl -qw net.ipv4.ip_forward=1
+}
+
+# The host's firewall for pods, before any policy: a pod reaches the host only on the machine ports
+# (MACHINE_PORTS: the API's machine listener), and nothing outside the pod network at all (Services
+# are translated to pod addresses before this). Rejected, not dropped: a refused connection fails
+# at once instead of hanging a tenant's request until its timeout.
+host_firewall() {
+  local ports=${MACHINE_PORTS//-/:} chain
+  for chain in SVC-PODS-INPUT SVC-PODS-FORWARD; do iptables -N "$chain" 2>/dev/null || iptables -F "$chain"; done
+  iptables -A SVC-PODS-INPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT
+  iptables -A SVC-PODS-INPUT -p tcp -m multiport --dports "$ports" -j ACCEPT
+  iptables -A SVC-PODS-INPUT -p tcp -j REJECT --reject-with tcp-reset
+  iptables -A SVC-PODS-INPUT -j REJECT
+  iptables -A SVC-PODS-FORWARD -d "$POD_CIDR" -j RETURN
+  iptables -A SVC-PODS-FORWARD -m conntrack --ctstate ESTABLISHED,RELATED -j RETURN
+  iptables -A SVC-PODS-FORWARD -p tcp -j REJECT --reject-with tcp-reset
+  iptables -A SVC-PODS-FORWARD -j REJECT
+  iptables -C INPUT -s "$POD_CIDR" -j SVC-PODS-INPUT 2>/dev/null || iptables -I INPUT 1 -s "$POD_CIDR" -j SVC-PODS-INPUT
+  iptables -C FORWARD -s "$POD_CIDR" -j SVC-PODS-FORWARD 2>/dev/null || iptables -I FORWARD 1 -s "$POD_CIDR" -j SVC-PODS-FORWARD
+}
+
+write_node_config() {
+  local node=$1 i=$2 dir="$NODES_DIR/$1" run="$RUN_DIR/$1"
+  local sock="$run/containerd.sock"
+  mkdir -p "$dir/cni" "$dir/kubelet" "$dir/pods" "$dir/containerd" "$run" "$NODES_DIR/registry-hosts/127.0.0.1:$REGISTRY_PORT"
+  cat >"$NODES_DIR/registry-hosts/127.0.0.1:$REGISTRY_PORT/hosts.toml" <<TOML
+server = "http://127.0.0.1:$REGISTRY_PORT"
+[host."http://127.0.0.1:$REGISTRY_PORT"]
+  capabilities = ["pull", "resolve"]
+TOML
+  # shellcheck disable=SC1091
+  source "$STATE/images.env"
+  cat >"$dir/containerd.toml" <<TOML
+version = 2
+root = "$dir/containerd"
+state = "$run/state"
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
+[grpc]
+  address = "$sock"
+[ttrpc]
+  address = "$run/containerd.sock.ttrpc"
+[debug]
+  address = ""
+[metrics]
+  address = ""
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$dir/containerd/opt"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$SVC_IMAGE_PAUSE"
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+  enable_selinux = false
+  # This machine drops CAP_SYS_RESOURCE: a negative oom_score_adj cannot be written, so containers
+  # keep the score they inherit instead of runc failing to start them.
+  restrict_oom_score_adj = true
+  max_container_log_line_size = 16384
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        BinaryName = "$(command -v runc)"
+        SystemdCgroup = false
+    # The svc-sandbox RuntimeClass: runc too (gVisor's runsc does not build here, see
+    # docs/decisions/0014-real-nodes.md); what makes it strict is the pod spec the platform writes.
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.svc-sandbox]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.svc-sandbox.options]
+        BinaryName = "$(command -v runc)"
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$dir/cni"
+    max_conf_num = 1
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "$NODES_DIR/registry-hosts"
+TOML
+  cat >"$dir/cni/10-svc.conflist" <<JSON
+{
+  "cniVersion": "1.0.0",
+  "name": "svc-$node",
+  "plugins": [
+    {
+      "type": "bridge", "bridge": "$(node_bridge "$node")", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+      "ipam": {
+        "type": "host-local", "dataDir": "$dir/ipam",
+        "ranges": [[{"subnet": "$(node_subnet "$i")", "gateway": "$(node_gateway "$i")"}]],
+        "routes": [{"dst": "0.0.0.0/0"}]
+      }
+    },
+    {"type": "portmap", "capabilities": {"portMappings": true}}
+  ]
+}
+JSON
+  # No cluster DNS: pods resolve nothing (they reach what they need by address).
+  printf 'options ndots:1\n' >"$dir/resolv.conf"
+  cat >"$dir/kubelet.yaml" <<YAML
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: $(node_gateway "$i")
+port: $((KUBELET_PORT + i))
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: $((KUBELET_PORT + 10 + i))
+tlsCertFile: $PKI/kubelet-serving.crt
+tlsPrivateKeyFile: $PKI/kubelet-serving.key
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: $PKI/ca.crt}
+authorization: {mode: Webhook}
+containerRuntimeEndpoint: unix://$sock
+cgroupDriver: cgroupfs
+cgroupRoot: /svc-$node
+failCgroupV1: false
+failSwapOn: false
+podCIDR: $(node_subnet "$i")
+resolvConf: $dir/resolv.conf
+clusterDomain: cluster.local
+podLogsDirectory: $dir/pods
+serializeImagePulls: false
+maxPods: 110
+podPidsLimit: 1024
+syncFrequency: 10s
+fileCheckFrequency: 0s
+nodeStatusUpdateFrequency: 5s
+imageGCHighThresholdPercent: 95
+imageGCLowThresholdPercent: 90
+evictionHard: {memory.available: "100Mi", nodefs.available: "2%", imagefs.available: "2%"}
+containerLogMaxSize: 10Mi
+containerLogMaxFiles: 2
+shutdownGracePeriod: 0s
+YAML
+}
+
+start_node() {
+  local node=$1 i; i=$(node_index "$node")
+  local dir="$NODES_DIR/$node" run="$RUN_DIR/$node"
+  setup_network "$i"
+  make_cgroup_root "svc-$node"
+  write_node_config "$node" "$i"
+  [ -f "$KCONF_DIR/kubelet-$node.kubeconfig" ] || write_kubeconfig "$KCONF_DIR/kubelet-$node.kubeconfig" "system:node:$node" "node-$node"
+  start_daemon "containerd-$node" containerd --config "$dir/containerd.toml" --log-level warn
+  wait_ready "containerd-$node" 30 test -S "$run/containerd.sock"
+  start_daemon "kubelet-$node" "$K8S_BIN/kubelet" --config "$dir/kubelet.yaml" \
+    --kubeconfig "$KCONF_DIR/kubelet-$node.kubeconfig" --hostname-override "$node" \
+    --node-ip "$(node_gateway "$i")" --root-dir "$dir/kubelet" --cert-dir "$dir/kubelet/pki" \
+    --node-labels "svc.dev/node=$node" -v 1
+}
+
+node_ready() { [ "$(kubectl get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]; }
+
+start_kube_proxy() {
+  [ -f "$KCONF_DIR/kube-proxy.kubeconfig" ] || write_kubeconfig "$KCONF_DIR/kube-proxy.kubeconfig" system:kube-proxy kube-proxy
+  cat >"$NODES_DIR/kube-proxy.yaml" <<YAML
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection: {kubeconfig: $KCONF_DIR/kube-proxy.kubeconfig}
+hostnameOverride: ${NODES[0]}
+mode: iptables
+clusterCIDR: $POD_CIDR
+bindAddress: 127.0.0.1
+healthzBindAddress: 127.0.0.1:10256
+metricsBindAddress: 127.0.0.1:10249
+conntrack: {maxPerCore: 0}
+YAML
+  start_daemon kube-proxy "$K8S_BIN/kube-proxy" --config "$NODES_DIR/kube-proxy.yaml" -v 1
+  wait_ready kube-proxy 30 curl -fsS --max-time 2 http://127.0.0.1:10256/healthz
+}
+
+parts() {
+  local n
+  echo registry
+  for n in "${NODES[@]}"; do echo "containerd-$n" "kubelet-$n"; done
+  echo kube-proxy
+}
+
+up() {
+  "$ROOT/hack/certs.sh"
+  start_registry
+  "$ROOT/hack/images.sh"
+  host_firewall
+  local n
+  for n in "${NODES[@]}"; do start_node "$n"; done
+  for n in "${NODES[@]}"; do wait_ready "kubelet-$n" 90 node_ready "$n"; done
+  start_kube_proxy
+  say "nodes: ${NODES[*]} ready"
+}
+
+# Stopping a kubelet leaves its containers running; they go with their containerd's shims, and the
+# mounts the kubelet made (emptyDirs, projected volumes) are undone so the state can be removed.
+down() {
+  local n pid
+  stop_daemon kube-proxy 10
+  for n in "${NODES[@]}"; do
+    stop_daemon "kubelet-$n" 15
+    stop_pods "$n"
+    stop_daemon "containerd-$n" 15
+    grep -o " [^ ]*$NODES_DIR/$n/[^ ]* " /proc/mounts | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+  done
+  stop_daemon registry 5
+}
+
+# stop_pods NODE : kill every process in the node's cgroup root (its pods' containers), then the
+# containerd shims that supervised them.
+stop_pods() {
+  local node=$1 root pid
+  if [ -f /sys/fs/cgroup/cgroup.controllers ]; then root=/sys/fs/cgroup/svc-$node; else root=/sys/fs/cgroup/pids/svc-$node; fi
+  if [ -d "$root" ]; then
+    find "$root" -name cgroup.procs -exec cat {} + 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
+  fi
+  for pid in $(pgrep -f "containerd-shim-runc-v2 .*-address $RUN_DIR/$node/containerd.sock" || true); do kill -KILL "$pid" 2>/dev/null || true; done
+}
+
+status() {
+  local rc=0 p
+  for p in $(parts); do status_line "$p" || rc=1; done
+  return $rc
+}
+
+case "${1:-}" in
+  images) start_registry && "$ROOT/hack/images.sh" ;;
+  up) up ;;
+  down) down ;;
+  status) status ;;
+  *) say "usage: $0 up|down|status" >&2; exit 2 ;;
+esac
