@@ -20,6 +20,7 @@ const manager = new Manager(kc, {
     jwksUrl: config.assertion.jwksUrl,
     artifactKey: config.deploys.artifactKey,
     rolloutDeadlineMs: config.deploys.rolloutDeadlineSeconds * 1000,
+    platform: { cidrs: config.machineNetwork.platformCidrs, ports: config.machineNetwork.platformPorts },
   }, log);
 
 async function shutdown(signal: string): Promise<void> {

@@ -81,7 +81,7 @@ export class Manager {
       podsOf: (ns: string, app: string) => this.pods.list(ns).filter((p) => p.metadata?.labels?.[labels.app] === app),
       serviceOf: (ns: string, app: string) => this.services.get(app, ns),
     };
-    const reconciler = new AppReconciler(core, custom, observed, settings, log, events);
+    const reconciler = new AppReconciler(core, custom, networking, observed, settings, log, events);
     this.queue = new WorkQueue(
       async (k) => {
         const [namespace, name] = k.split('/') as [string, string];

@@ -17,22 +17,6 @@ export SVC_MACHINE_PLATFORM_PORTS="$MACHINE_PORTS"
 # Sign-in links go to the local mail catcher (the `mail` component) unless told otherwise.
 export SVC_SMTP_URL=${SVC_SMTP_URL:-smtp://127.0.0.1:$SMTP_PORT}
 
-# A running component whose compiled code changed since it started is restarted, so `make dev` and
-# `make test` always run what was just built.
-restart_if_rebuilt() {
-  local name=$1 dir=$2
-  is_running "$name" || return 0
-  if [ -n "$(find "$ROOT/dist/$dir" "$ROOT/dist/lib" -name '*.js' -newer "$RUN/$name.pid" -print -quit 2>/dev/null)" ]; then
-    say "$name: code changed since it started, restarting"
-    stop_daemon "$name" 20
-  fi
-}
-
-# started_since_last_start NAME TEXT : the component logged TEXT since its latest start.
-started_since_last_start() {
-  awk -v text="$2" '/^==== .* starting /{found=0} index($0, text){found=1} END{exit !found}' "$LOGS/$1.log"
-}
-
 start_component() {
   restart_if_rebuilt "$1" "$1"
   case "$1" in

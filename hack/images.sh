@@ -4,7 +4,7 @@
 #   pause        the pod sandbox: pause.c of the Kubernetes release, compiled with gcc -static
 #   busybox      busybox-static and its applets
 #   debian       a minimal Debian (mmdebstrap --variant=minbase)
-#   python       Debian with python3-minimal
+#   python       Debian with python3
 #   node         debian + Node.js of .node-version
 #   svc/runtime  python + Node.js + the platform's runtime (static, HTML, Markdown, handler apps)
 #   svc/api, svc/controllers, svc/ingress-auth   node + the platform's own code
@@ -127,7 +127,7 @@ image debian "$DEBIAN_TAG" "" --config.cmd bash "$path_env" -- "$LAYERS/debian-$
 debian_ref=$BUILT_REF debian_tag=$DEBIAN_TAG
 record SVC_IMAGE_DEBIAN debian "$debian_tag"
 
-debian_layer python "python3-minimal"
+debian_layer python "python3"
 image python "$DEBIAN_TAG" "" --config.cmd python3 "$path_env" -- "$LAYERS/python-$DEBIAN_TAG.tar"
 python_ref=$BUILT_REF python_tag=$DEBIAN_TAG
 record SVC_IMAGE_PYTHON python "$python_tag"

@@ -102,6 +102,22 @@ stop_daemon() {
   rm -f "$RUN/$name.pid"
 }
 
+# A running component whose compiled code changed since it started is restarted, so `make dev` and
+# `make test` always run what was just built.
+restart_if_rebuilt() {
+  local name=$1 dir=$2
+  is_running "$name" || return 0
+  if [ -n "$(find "$ROOT/dist/$dir" "$ROOT/dist/lib" -name '*.js' -newer "$RUN/$name.pid" -print -quit 2>/dev/null)" ]; then
+    say "$name: code changed since it started, restarting"
+    stop_daemon "$name" 20
+  fi
+}
+
+# started_since_last_start NAME TEXT : the component logged TEXT since its latest start.
+started_since_last_start() {
+  awk -v text="$2" '/^==== .* starting /{found=0} index($0, text){found=1} END{exit !found}' "$LOGS/$1.log"
+}
+
 # status_line NAME : one line saying whether NAME runs; a dead part shows its log tail.
 status_line() {
   if is_running "$1"; then

@@ -86,17 +86,25 @@ setup_network() {
 # at once instead of hanging a tenant's request until its timeout.
 host_firewall() {
   local ports=${MACHINE_PORTS//-/:} chain
-  for chain in SVC-PODS-INPUT SVC-PODS-FORWARD; do iptables -N "$chain" 2>/dev/null || iptables -F "$chain"; done
-  iptables -A SVC-PODS-INPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT
-  iptables -A SVC-PODS-INPUT -p tcp -m multiport --dports "$ports" -j ACCEPT
-  iptables -A SVC-PODS-INPUT -p tcp -j REJECT --reject-with tcp-reset
-  iptables -A SVC-PODS-INPUT -j REJECT
-  iptables -A SVC-PODS-FORWARD -d "$POD_CIDR" -j RETURN
-  iptables -A SVC-PODS-FORWARD -m conntrack --ctstate ESTABLISHED,RELATED -j RETURN
-  iptables -A SVC-PODS-FORWARD -p tcp -j REJECT --reject-with tcp-reset
-  iptables -A SVC-PODS-FORWARD -j REJECT
-  iptables -C INPUT -s "$POD_CIDR" -j SVC-PODS-INPUT 2>/dev/null || iptables -I INPUT 1 -s "$POD_CIDR" -j SVC-PODS-INPUT
-  iptables -C FORWARD -s "$POD_CIDR" -j SVC-PODS-FORWARD 2>/dev/null || iptables -I FORWARD 1 -s "$POD_CIDR" -j SVC-PODS-FORWARD
+  for chain in SVC-PODS-INPUT SVC-PODS-FORWARD; do iptables -w -N "$chain" 2>/dev/null || iptables -w -F "$chain"; done
+  # NetworkPolicy (policy-agent fills SVC-POLICY; until it runs, the chain is empty and admits).
+  iptables -w -N SVC-POLICY 2>/dev/null || true
+  iptables -w -A SVC-PODS-INPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT
+  iptables -w -A SVC-PODS-INPUT -p tcp -m multiport --dports "$ports" -j SVC-POLICY
+  iptables -w -A SVC-PODS-INPUT -p tcp -m multiport --dports "$ports" -j ACCEPT
+  iptables -w -A SVC-PODS-INPUT -p tcp -j REJECT --reject-with tcp-reset
+  iptables -w -A SVC-PODS-INPUT -j REJECT
+  iptables -w -A SVC-PODS-FORWARD -d "$POD_CIDR" -j RETURN
+  iptables -w -A SVC-PODS-FORWARD -m conntrack --ctstate ESTABLISHED,RELATED -j RETURN
+  iptables -w -A SVC-PODS-FORWARD -p tcp -j REJECT --reject-with tcp-reset
+  iptables -w -A SVC-PODS-FORWARD -j REJECT
+  # By the interface a packet came in on (the nodes' bridges, svc-*), not by its source address: the
+  # host's own connections to its bridge addresses carry those as source too. Policy applies to
+  # pod-to-pod traffic (FORWARD, bridged or routed) and host-to-pod traffic (OUTPUT to a bridge).
+  iptables -w -C INPUT -i svc-+ -j SVC-PODS-INPUT 2>/dev/null || iptables -w -I INPUT 1 -i svc-+ -j SVC-PODS-INPUT
+  iptables -w -C FORWARD -j SVC-POLICY 2>/dev/null || iptables -w -I FORWARD 1 -j SVC-POLICY
+  iptables -w -C FORWARD -i svc-+ -j SVC-PODS-FORWARD 2>/dev/null || iptables -w -I FORWARD 1 -i svc-+ -j SVC-PODS-FORWARD
+  iptables -w -C OUTPUT -o svc-+ -j SVC-POLICY 2>/dev/null || iptables -w -I OUTPUT 1 -o svc-+ -j SVC-POLICY
 }
 
 write_node_config() {
@@ -253,7 +261,7 @@ parts() {
   local n
   echo registry
   for n in "${NODES[@]}"; do echo "containerd-$n" "kubelet-$n"; done
-  echo kube-proxy
+  echo kube-proxy policy-agent
 }
 
 up() {
@@ -265,6 +273,9 @@ up() {
   for n in "${NODES[@]}"; do start_node "$n"; done
   for n in "${NODES[@]}"; do wait_ready "kubelet-$n" 90 node_ready "$n"; done
   start_kube_proxy
+  restart_if_rebuilt policy-agent policy-agent
+  start_daemon policy-agent node --enable-source-maps "$ROOT/dist/policy-agent/main.js"
+  wait_ready policy-agent 30 started_since_last_start policy-agent 'Policy agent started'
   say "nodes: ${NODES[*]} ready"
 }
 
@@ -272,6 +283,7 @@ up() {
 # mounts the kubelet made (emptyDirs, projected volumes) are undone so the state can be removed.
 down() {
   local n pid
+  stop_daemon policy-agent 10
   stop_daemon kube-proxy 10
   for n in "${NODES[@]}"; do
     stop_daemon "kubelet-$n" 15

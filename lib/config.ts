@@ -58,6 +58,14 @@ const envSchema = z.object({
   SVC_NODE_IMAGE_MAP: z.string().min(1).optional(),
   SVC_ARTIFACT_DIR: z.string().min(1).optional(),
   SVC_ARTIFACT_URL: z.url().regex(/^https?:\/\//, 'must be an http(s) URL').optional(),
+  SVC_MACHINE_PLATFORM_CIDRS: z
+    .string()
+    .regex(/^\d{1,3}(\.\d{1,3}){3}\/\d{1,2}(,\d{1,3}(\.\d{1,3}){3}\/\d{1,2})*$/, 'must be comma-separated IPv4 CIDRs')
+    .optional(),
+  SVC_MACHINE_PLATFORM_PORTS: z
+    .string()
+    .regex(/^\d{1,5}(-\d{1,5})?(,\d{1,5}(-\d{1,5})?)*$/, 'must be comma-separated ports or port ranges (8079,18000-18099)')
+    .optional(),
   SVC_HOSTNAME_HOLD_DAYS: z.coerce.number().min(0).max(3650).default(30),
   SVC_ARTIFACT_KEY: z.string().min(32, 'must be at least 32 characters (a random secret)').optional(),
   SVC_ARTIFACT_KEY_FILE: z.string().min(1).optional(),
@@ -123,6 +131,11 @@ export interface Config {
   readonly appsUrlSuffix: string;
   /** How long a deleted app's hostname stays held for its account (lib/hostnames.ts). */
   readonly hostnameHoldMs: number;
+  /**
+   * Where the platform is as machines see it, for each App's NetworkPolicy: the addresses
+   * ingress-auth and probes come from and the machine listener is on, and that listener's ports.
+   */
+  readonly machineNetwork: { readonly platformCidrs: readonly string[]; readonly platformPorts: ReadonlyArray<{ port: number; endPort?: number }> };
   /** Allow webhook URLs on loopback and private networks (tests and local development only). */
   readonly webhookAllowPrivate: boolean;
   /** The DNS servers webhook hosts are resolved with (and checked against the URL guard); default the system's. */
@@ -264,6 +277,18 @@ export function loadConfig(
         : undefined,
       bodyLimitBytes: e.SVC_API_BODY_LIMIT_BYTES,
       rate: Object.freeze({ perSecond: e.SVC_API_RATE_PER_SECOND, burst: e.SVC_API_RATE_BURST }),
+    }),
+    machineNetwork: Object.freeze({
+      // Locally the host reaches pods from each node's bridge gateway, x.y.<i>.1 (hack/nodes.sh).
+      platformCidrs: Object.freeze(
+        e.SVC_MACHINE_PLATFORM_CIDRS?.split(',') ?? e.SVC_NODES.split(',').map((_, i) => `${(e.SVC_NODE_POD_SUBNET ?? '10.244.0.0/16').split('.').slice(0, 2).join('.')}.${i}.1/32`),
+      ),
+      platformPorts: Object.freeze(
+        (e.SVC_MACHINE_PLATFORM_PORTS ?? String(e.SVC_API_MACHINE_PORT)).split(',').map((p) => {
+          const [port, endPort] = p.split('-').map(Number) as [number, number | undefined];
+          return endPort ? { port, endPort } : { port };
+        }),
+      ),
     }),
     webhookAllowPrivate: e.SVC_WEBHOOK_ALLOW_PRIVATE,
     webhookDnsServers: e.SVC_WEBHOOK_DNS_SERVERS ? Object.freeze(e.SVC_WEBHOOK_DNS_SERVERS.split(',')) : undefined,

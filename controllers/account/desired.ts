@@ -43,7 +43,9 @@ export function accountObjects(namespace: string): AccountObjects {
         limits: [
           {
             type: 'Container',
-            _default: { cpu: '1', memory: '512Mi', 'ephemeral-storage': '1Gi' },
+            // `default` on the wire: patch bodies are sent as written (the typed model's `_default`
+            // is only renamed for create and replace).
+            ...({ default: { cpu: '1', memory: '512Mi', 'ephemeral-storage': '1Gi' } } as object),
             defaultRequest: { cpu: '50m', memory: '64Mi', 'ephemeral-storage': '64Mi' },
             max: { cpu: '4', memory: '8Gi', 'ephemeral-storage': '8Gi' },
           },

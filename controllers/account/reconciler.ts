@@ -35,8 +35,10 @@ export class AccountReconciler {
     const shape = JSON.stringify(objects);
     if (this.applied.get(name) === shape) return {};
     const opts = { namespace: name, fieldManager: managerName, force: true };
-    await this.core.patchNamespacedResourceQuota({ ...opts, name: objects.quota.metadata!.name!, body: objects.quota }, apply);
+    // The LimitRange before the quota: once the quota counts limits, a pod without them is refused,
+    // and the LimitRange is what gives them.
     await this.core.patchNamespacedLimitRange({ ...opts, name: objects.limits.metadata!.name!, body: objects.limits }, apply);
+    await this.core.patchNamespacedResourceQuota({ ...opts, name: objects.quota.metadata!.name!, body: objects.quota }, apply);
     await this.networking.patchNamespacedNetworkPolicy({ ...opts, name: objects.denyAll.metadata!.name!, body: objects.denyAll }, apply);
     this.applied.set(name, shape);
     this.log.info({ kind: 'Namespace', name }, 'Applied the account namespace guardrails');

@@ -28,6 +28,12 @@ export interface AppSettings {
   jwksUrl: string;
   /** Mints the credential a new machine fetches its artifact with (lib/artifacts/credential.ts). */
   artifactKey?: Buffer | undefined;
+  /**
+   * Where the platform is, as machines see it (each App's NetworkPolicy): the addresses ingress-auth
+   * and kubelet probes come from and the machine listener is on, and that listener's ports.
+   * Undefined: no policy is written (a cluster without a policy agent, some unit tests).
+   */
+  platform?: { cidrs: readonly string[]; ports: ReadonlyArray<{ port: number; endPort?: number }> } | undefined;
 }
 
 /** Kinds the platform's runtime image serves from a fetched artifact. */
@@ -196,6 +202,33 @@ export function appService(app: App): k8s.V1Service {
     kind: 'Service',
     metadata: { name, namespace: app.metadata.namespace, labels: { [labels.app]: name, [labels.managedBy]: managerName }, ownerReferences: [ownerRef(app)] },
     spec: { selector: { [labels.app]: name }, ports: [{ name: 'http', port: 80, targetPort: 'http' as unknown as k8s.IntOrString }] },
+  };
+}
+
+/**
+ * The App's machines' NetworkPolicy, on top of the account's deny-all: in, from the platform
+ * (ingress-auth, probes) and from the app's own machines; out, to the app's own machines and to
+ * the machine listener's ports (artifacts, identity keys). Never to another app or account.
+ */
+export function machinePolicy(app: App, settings: AppSettings): k8s.V1NetworkPolicy | undefined {
+  if (!settings.platform) return undefined;
+  const name = app.metadata.name!;
+  const own = { podSelector: { matchLabels: { [labels.app]: name } } };
+  const platform = settings.platform.cidrs.map((cidr) => ({ ipBlock: { cidr } }));
+  return {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'NetworkPolicy',
+    metadata: { name: `app-${name}`, namespace: app.metadata.namespace, labels: { [labels.app]: name, [labels.managedBy]: managerName }, ownerReferences: [ownerRef(app)] },
+    spec: {
+      podSelector: own.podSelector,
+      policyTypes: ['Ingress', 'Egress'],
+      // `from` on the wire: apply patches are sent as written, not renamed like the model's `_from`.
+      ingress: [{ from: [...platform, own] } as unknown as k8s.V1NetworkPolicyIngressRule],
+      egress: [
+        { to: [own] },
+        { to: platform, ports: settings.platform.ports.map((p) => ({ protocol: 'TCP', port: p.port as unknown as k8s.IntOrString, ...(p.endPort ? { endPort: p.endPort } : {}) })) },
+      ],
+    },
   };
 }
 

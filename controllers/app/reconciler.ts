@@ -7,7 +7,7 @@ import { kubeStatus } from '../../lib/kube/client.js';
 import type { Logger } from '../../lib/logger.js';
 import type { EventRecorder } from '../../lib/kube/events.js';
 import { apiVersion, group, version, type App } from '../../lib/resources/index.js';
-import { appService, managerName, plan, type AppSettings } from './desired.js';
+import { appService, machinePolicy, managerName, plan, type AppSettings } from './desired.js';
 
 const apply = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.ServerSideApply);
 const merge = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
@@ -36,6 +36,7 @@ export class AppReconciler {
   constructor(
     private readonly core: k8s.CoreV1Api,
     private readonly custom: k8s.CustomObjectsApi,
+    private readonly networking: k8s.NetworkingV1Api,
     private readonly observed: Observed,
     private readonly settings: AppSettings,
     private readonly log: Logger,
@@ -72,13 +73,16 @@ export class AppReconciler {
     }
     try {
       const service = appService(app);
-      const shape = JSON.stringify(service);
+      const policy = machinePolicy(app, this.settings);
+      const shape = JSON.stringify([service, policy]);
       const last = this.applied.get(app.metadata.uid!);
       const seen = this.observed.serviceOf(namespace, name)?.metadata?.resourceVersion;
       // Edited since our apply: the cache shows a later version than the apply returned (the cache
       // may also still be behind it, which is no reason to apply again). Deleted: serviceGone().
       const edited = seen !== undefined && last?.resourceVersion !== undefined && seen !== last.resourceVersion && isAtLeast(seen, last.resourceVersion);
       if (last?.shape !== shape || edited) {
+        // The policy first: a machine is never reachable by more than it allows.
+        if (policy) await this.networking.patchNamespacedNetworkPolicy({ name: policy.metadata!.name!, namespace, body: policy, fieldManager: managerName, force: true }, apply);
         const result = await this.core.patchNamespacedService({ name, namespace, body: service, fieldManager: managerName, force: true }, apply);
         this.applied.set(app.metadata.uid!, { shape, resourceVersion: result.metadata?.resourceVersion });
         if (edited && last?.shape === shape) this.log.info({ kind: 'App', namespace, name }, 'Restored the Service changed by hand');

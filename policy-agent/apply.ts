@@ -1,0 +1,42 @@
+// The policy agent's thin half: loads a Program into the kernel. Sets first (rules refer to them),
+// then the chains in one iptables-restore transaction, then what the previous program had and this
+// one has not: its chains, then its sets (a set still referred to cannot be destroyed).
+import { execFile, spawn } from 'node:child_process';
+import { promisify } from 'node:util';
+import { ipsetRestoreInput, iptablesRestoreInput, type Program } from './program.js';
+
+const run = promisify(execFile);
+
+function feed(cmd: string, args: string[], input: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { stdio: ['pipe', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.once('error', reject);
+    child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${cmd} ${args.join(' ')} failed (${code}): ${stderr.trim()}`))));
+    child.stdin.end(input);
+  });
+}
+
+/** Our chains and sets as the kernel has them now. */
+async function present(): Promise<{ chains: string[]; sets: string[] }> {
+  const { stdout: rules } = await run('iptables', ['-w', '-S']);
+  const chains = rules.split('\n').flatMap((l) => (l.startsWith('-N SVC-P-') ? [l.slice(3)] : []));
+  const { stdout: names } = await run('ipset', ['list', '-n']);
+  const sets = names.split('\n').filter((n) => n.startsWith('svc-'));
+  return { chains, sets };
+}
+
+export async function applyProgram(p: Program): Promise<{ removedChains: number; removedSets: number }> {
+  await feed('ipset', ['restore', '-exist'], ipsetRestoreInput(p));
+  await feed('iptables-restore', ['-w', '--noflush'], iptablesRestoreInput(p));
+  const now = await present();
+  const keepChains = new Set(p.chains);
+  const keepSets = new Set(p.sets.map((s) => s.name));
+  const staleChains = now.chains.filter((c) => !keepChains.has(c));
+  for (const c of staleChains) await run('iptables', ['-w', '-F', c]);
+  for (const c of staleChains) await run('iptables', ['-w', '-X', c]);
+  const staleSets = now.sets.filter((s) => !keepSets.has(s));
+  for (const s of staleSets) await run('ipset', ['destroy', s]).catch(() => undefined);
+  return { removedChains: staleChains.length, removedSets: staleSets.length };
+}
