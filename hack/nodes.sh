@@ -261,7 +261,7 @@ parts() {
   local n
   echo registry
   for n in "${NODES[@]}"; do echo "containerd-$n" "kubelet-$n"; done
-  echo kube-proxy policy-agent
+  echo kube-proxy policy-agent local-volumes
 }
 
 up() {
@@ -276,6 +276,9 @@ up() {
   restart_if_rebuilt policy-agent policy-agent
   start_daemon policy-agent node --enable-source-maps "$ROOT/dist/policy-agent/main.js"
   wait_ready policy-agent 30 started_since_last_start policy-agent 'Policy agent started'
+  restart_if_rebuilt local-volumes local-volumes
+  start_daemon local-volumes node --enable-source-maps "$ROOT/dist/local-volumes/main.js"
+  wait_ready local-volumes 30 started_since_last_start local-volumes 'Local volume provisioner started'
   say "nodes: ${NODES[*]} ready"
 }
 
@@ -283,6 +286,7 @@ up() {
 # mounts the kubelet made (emptyDirs, projected volumes) are undone so the state can be removed.
 down() {
   local n pid
+  stop_daemon local-volumes 10
   stop_daemon policy-agent 10
   stop_daemon kube-proxy 10
   for n in "${NODES[@]}"; do

@@ -10,11 +10,12 @@ import { attenuate } from '../../lib/tokens/token.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { kubeConfig } from '../support/kube.js';
 import { eventually } from '../support/wait.js';
+import { images } from '../support/images.js';
 
 const talkerCommand = [
   'sh',
   '-c',
-  'python3 -m http.server "$PORT" --bind "$HOST" >/dev/null 2>&1 & i=0; while :; do i=$((i+1)); echo "tick $i $(date +%s%3N)"; sleep 0.2; done',
+  'python3 -m http.server "$PORT" --bind 0.0.0.0 >/dev/null 2>&1 & i=0; while :; do i=$((i+1)); echo "tick $i $(date +%s%3N)"; sleep 0.2; done',
 ];
 const textLine = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z) m(\d+) tick (\d+) (\d+)$/;
 
@@ -122,7 +123,7 @@ describe('API app logs', () => {
     const kc = kubeConfig();
     custom = kc.makeApiClient(k8s.CustomObjectsApi);
     apiserverPort = Number(new URL(kc.getCurrentCluster()!.server).port || 443);
-    await api.services.apps.create(ns, 'talker', { kind: 'container', image: 'busybox:1.36', command: talkerCommand, machines: 2 });
+    await api.services.apps.create(ns, 'talker', { kind: 'container', image: images.python, command: talkerCommand, machines: 2 });
   });
   after(async () => {
     await api?.close();
@@ -243,7 +244,7 @@ describe('API app logs', () => {
   });
 
   it('ends a followed log when the app is deleted', async () => {
-    await api.services.apps.create(ns, 'shortlived', { kind: 'container', image: 'busybox:1.36', command: talkerCommand });
+    await api.services.apps.create(ns, 'shortlived', { kind: 'container', image: images.python, command: talkerCommand });
     const res = await eventually('a line of shortlived', async () => {
       const r = await get('/api/apps/shortlived/logs?follow=true&tail=1');
       const reader = new StreamReader(r);

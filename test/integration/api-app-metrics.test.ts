@@ -9,6 +9,7 @@ import type { App } from '../../lib/resources/index.js';
 import { attenuate } from '../../lib/tokens/token.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { eventually } from '../support/wait.js';
+import { images } from '../support/images.js';
 
 // Serves HTTP (so the machine becomes Ready), holds 50 MB it has written to, and spins ~20% of a core.
 const hogScript = `
@@ -59,7 +60,7 @@ describe('API app metrics', () => {
 
   before(async () => {
     api = await startTestApi();
-    app = await api.services.apps.create(api.account.namespace, 'hog', { kind: 'container', image: 'node:20', command: ['node', '-e', hogScript], machines: 1 });
+    app = await api.services.apps.create(api.account.namespace, 'hog', { kind: 'container', image: images.node, command: ['node', '-e', hogScript], machines: 1 });
     recorder = new RequestRecorder(api.services.db, { flushIntervalMs: 60_000 });
   });
   after(async () => {

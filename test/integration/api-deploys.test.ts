@@ -10,6 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { getFromApp, Poller } from '../support/app-traffic.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { eventually } from '../support/wait.js';
+import { images } from '../support/images.js';
 
 interface DeployBody {
   id: string;
@@ -207,7 +208,7 @@ describe('API deploys', () => {
     await eventually('the expired app to be deleted', async () => (await api.request('GET', '/api/apps/brief')).status === 404, { timeoutMs: 30_000 });
     // A deploy whose app is deleted before it goes live ends, rather than staying in flight.
     await json(await api.request('POST', '/api/apps', { body: { name: 'gone' } }), 201);
-    const orphan = await json<DeployBody>(await api.request('POST', '/api/apps/gone/deploy', { body: { image: 'node:20', command: ['sleep', '600'] } }), 202);
+    const orphan = await json<DeployBody>(await api.request('POST', '/api/apps/gone/deploy', { body: { image: images.node, command: ['sleep', '600'] } }), 202);
     assert.equal((await api.request('DELETE', '/api/apps/gone')).status, 204);
     const ended = await settled(orphan.id, 30_000);
     assert.equal(ended.status, 'failed');

@@ -13,8 +13,9 @@ import { loadConfig } from '../../lib/config.js';
 import { apiVersion, group, version, type App } from '../../lib/resources/index.js';
 import { kubeConfig, statusOf, testNamespace } from '../support/kube.js';
 import { eventually } from '../support/wait.js';
+import { images } from '../support/images.js';
 
-const server = { kind: 'container', image: 'python:3.12', command: ['python', '-m', 'http.server', '$(PORT)', '--bind', '$(HOST)'], port: 8000 };
+const server = { kind: 'container', image: images.python, command: ['python3', '-m', 'http.server', '$(PORT)', '--bind', '0.0.0.0'], port: 8000 };
 
 describe('App controller', () => {
   let core: k8s.CoreV1Api;
@@ -153,7 +154,7 @@ describe('App controller', () => {
   });
 
   it('deletes an App when its expiry passes', async () => {
-    await create('shortlived', { kind: 'container', image: 'busybox', command: ['sleep', '300'], expiresAt: new Date(Date.now() + 3000).toISOString() });
+    await create('shortlived', { kind: 'container', image: images.busybox, command: ['sleep', '300'], expiresAt: new Date(Date.now() + 3000).toISOString() });
     await eventually('the expired App to be deleted', async () => {
       try {
         await get('shortlived');

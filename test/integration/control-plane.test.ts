@@ -7,6 +7,7 @@ import * as k8s from '@kubernetes/client-node';
 import { apiVersion, group, version } from '../../lib/resources/index.js';
 import { kubeConfig, kubectl, statusOf, testNamespace, uniqueName, waitNamespaceGone } from '../support/kube.js';
 import { eventually } from '../support/wait.js';
+import { images } from '../support/images.js';
 
 describe('local control plane', () => {
   let kc: k8s.KubeConfig;
@@ -81,7 +82,7 @@ describe('local control plane', () => {
               restartPolicy: 'Never',
               nodeSelector: { 'svc.dev/test-node': nodeName },
               tolerations: [{ operator: 'Exists' }],
-              containers: [{ name: 'hello', image: 'busybox', command: ['echo', 'hello'] }],
+              containers: [{ name: 'hello', image: images.busybox, command: ['echo', 'hello'] }],
             },
           },
         },
@@ -122,7 +123,7 @@ describe('local control plane', () => {
             spec: {
               restartPolicy: 'Never',
               nodeSelector: { 'svc.dev/no-such-node': 'true' },
-              containers: [{ name: 'c', image: 'busybox' }],
+              containers: [{ name: 'c', image: images.busybox }],
             },
           },
         },

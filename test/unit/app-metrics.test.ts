@@ -1,12 +1,10 @@
 // Request metrics arithmetic (status classes, latency buckets and percentiles, merging sums as a
-// flush upsert does), the metrics window, and node-agent's CPU rate and /proc fallback.
+// flush upsert does), the metrics window.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { describe, it } from 'node:test';
 import { windowOf } from '../../api/routes/app-metrics.js';
 import { ApiError } from '../../api/errors.js';
 import { addSample, addTotals, bucketCount, bucketOf, emptyTotals, latencyBoundsMs, quantile, statusClass } from '../../lib/metrics/requests.js';
-import { processGroupUsage, UsageHistory } from '../../node-agent/stats.js';
 
 describe('request metrics aggregation', () => {
   it('counts status classes, leaving 1xx and nonsense out of the classes but in the total', () => {
@@ -97,40 +95,5 @@ describe('metrics window', () => {
     bad({ since: '30d', step: '1m' }, /at most 1440/);
     bad({ since: '31d' }, /at most 30d/);
     bad({ since: '2026-11-23T00:00:00Z' }, /in the past/);
-  });
-});
-
-describe('node-agent usage', () => {
-  it('gives the CPU rate against a sample at least a second old, else since the start', () => {
-    const h = new UsageHistory();
-    const start = new Date(0);
-    // No sample: the average since the start. 2 s of CPU over 4 s is half a core.
-    assert.equal(h.rate('r', { at: 4000, cpuNanoSeconds: 2e9 }, start), 5e8);
-    h.note('r', { at: 10_000, cpuNanoSeconds: 3e9 });
-    h.note('r', { at: 19_500, cpuNanoSeconds: 3.1e9 });
-    // 19_500 is too close to 20_000: the rate is against 10_000, 1 s of CPU over 10 s.
-    assert.equal(h.rate('r', { at: 20_000, cpuNanoSeconds: 4e9 }, start), 1e8);
-    // A counter that went down (a process ended unreaped) is no negative rate.
-    assert.equal(h.rate('r', { at: 30_000, cpuNanoSeconds: 1e9 }, start), 0);
-    h.retain(new Set());
-    assert.equal(h.rate('r', { at: 4000, cpuNanoSeconds: 2e9 }, start), 5e8, 'forgotten: since the start again');
-  });
-
-  it('measures a process group from /proc: CPU time and resident memory of all its processes', async () => {
-    // A group leader holding ~40 MB and spinning, with a child in the same group.
-    const child = spawn(
-      process.execPath,
-      ['-e', "const b = Buffer.alloc(40 * 1024 * 1024, 1); require('child_process').spawn('sleep', ['30']); const end = Date.now() + 400; while (Date.now() < end); setInterval(() => b[0]++, 1000);"],
-      { detached: true, stdio: 'ignore' },
-    );
-    try {
-      await new Promise((r) => setTimeout(r, 1000));
-      const g = processGroupUsage().get(child.pid!);
-      assert.ok(g, 'the group is found');
-      assert.ok(g.memoryUsageBytes > 40 * 1024 * 1024, `resident memory ${g.memoryUsageBytes}`);
-      assert.ok(g.cpuNanoSeconds >= 0.3e9, `cpu ${g.cpuNanoSeconds}`);
-    } finally {
-      process.kill(-child.pid!, 'SIGKILL');
-    }
   });
 });

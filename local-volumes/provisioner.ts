@@ -1,6 +1,7 @@
-// The provisioner of the `svc-local` StorageClass: a claim is provisioned as a directory on the
-// node the scheduler picked for its first pod (WaitForFirstConsumer), as a `local` PersistentVolume
-// pinned to that node; a released volume's directory and PersistentVolume are deleted.
+// The provisioner of the `svc-local` StorageClass: a claim is provisioned as a directory of the
+// node the scheduler picked for its first pod (WaitForFirstConsumer), <nodes dir>/<node>/volumes,
+// as a `local` PersistentVolume pinned to that node, which its kubelet mounts (and gives the pod's
+// fsGroup); a released volume's directory and PersistentVolume are deleted.
 import { mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import * as k8s from '@kubernetes/client-node';
@@ -8,7 +9,7 @@ import { kubeStatus } from '../lib/kube/client.js';
 import { keepWatching, type Restartable } from '../lib/kube/keep-watching.js';
 import type { Logger } from '../lib/logger.js';
 
-export const provisionerName = 'svc.dev/node-agent';
+export const provisionerName = 'svc.dev/local-volumes';
 const selectedNode = 'volume.kubernetes.io/selected-node';
 const provisionerAnnotation = 'volume.kubernetes.io/storage-provisioner';
 const provisionedBy = 'pv.kubernetes.io/provisioned-by';
@@ -54,7 +55,7 @@ export class LocalProvisioner {
       const node = pvc.metadata?.annotations?.[selectedNode];
       const ours = pvc.metadata?.annotations?.[provisionerAnnotation] === provisionerName;
       if (!ours || !node || !this.nodes.includes(node) || pvc.spec?.volumeName || pvc.status?.phase === 'Bound') return;
-      const dir = path.join(this.dataDir, 'volumes', `pvc-${pvc.metadata!.uid}`);
+      const dir = path.join(this.dataDir, node, 'volumes', `pvc-${pvc.metadata!.uid}`);
       mkdirSync(dir, { recursive: true });
       core.createPersistentVolume({ body: volumeFor(pvc, node, dir) }).then(
         () => this.log.info({ claim: `${pvc.metadata!.namespace}/${pvc.metadata!.name}`, node }, 'Provisioned volume'),
