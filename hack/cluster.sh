@@ -98,8 +98,12 @@ install_crds() {
   kubectl apply --server-side --force-conflicts --field-manager svc-platform -f "$ROOT/crds/" >/dev/null
   kubectl wait --for condition=Established --timeout 60s -f "$ROOT/crds/" >/dev/null
   say "crds: $(ls "$ROOT"/crds/*.yaml | wc -l) established"
+  # A StorageClass's provisioner and a RuntimeClass's handler cannot change: one left by an older
+  # checkout (node-agent's) is replaced.
+  [ "$(kubectl get storageclass svc-local -o jsonpath='{.provisioner}' 2>/dev/null)" = svc.dev/node-agent ] && kubectl delete storageclass svc-local >/dev/null
+  [ "$(kubectl get runtimeclass svc-sandbox -o jsonpath='{.handler}' 2>/dev/null)" = runsc ] && kubectl delete runtimeclass svc-sandbox >/dev/null
   kubectl apply --server-side --force-conflicts --field-manager svc-platform \
-    -f "$ROOT/charts/svc-platform/templates/runtimeclass.yaml" -f "$ROOT/hack/manifests/local-storage.yaml" >/dev/null
+    -f "$ROOT/hack/manifests/runtimeclass.yaml" -f "$ROOT/hack/manifests/local-storage.yaml" >/dev/null
 }
 
 down() {

@@ -272,6 +272,12 @@ up() {
   local n
   for n in "${NODES[@]}"; do start_node "$n"; done
   for n in "${NODES[@]}"; do wait_ready "kubelet-$n" 90 node_ready "$n"; done
+  # The Node's podCIDR is the subnet its CNI hands out (set once: no controller allocates them here).
+  local i
+  for i in "${!NODES[@]}"; do
+    [ -n "$(kubectl get node "${NODES[$i]}" -o jsonpath='{.spec.podCIDR}')" ] ||
+      kubectl patch node "${NODES[$i]}" --type merge -p "{\"spec\":{\"podCIDR\":\"$(node_subnet "$i")\",\"podCIDRs\":[\"$(node_subnet "$i")\"]}}" >/dev/null
+  done
   start_kube_proxy
   restart_if_rebuilt policy-agent policy-agent
   start_daemon policy-agent node --enable-source-maps "$ROOT/dist/policy-agent/main.js"
