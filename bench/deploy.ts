@@ -2,7 +2,7 @@
 // deploys of a static site (p50, p99). Baseline in the same run: the same machine (the runtime image
 // fetching the same kind of artifact) created directly as a bare Pod, to its first 200, so the ratio
 // shows what the platform adds to a machine start (deploy record, App write, controller, rollout).
-// Runs the API in-process against a fresh database, with the cluster's node-agent and controllers.
+// Runs the API in-process against a fresh database, with the cluster's nodes and controllers.
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:http';

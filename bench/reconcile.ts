@@ -1,6 +1,6 @@
 // bench/reconcile: N container Apps (default 300, one machine each) brought to Ready by the
 // controllers, against the same N machines created directly as bare Pods (the pod spec the
-// controller makes) brought to Ready by node-agent, in the same run. Prints apps/s, create-to-Ready
+// controller makes) brought to Ready by the nodes' kubelets, in the same run. Prints apps/s, create-to-Ready
 // p50/p99, where an App's time goes, the ratio, and the controllers process' memory.
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
@@ -10,22 +10,14 @@ import { loadKubeConfig } from '../lib/kube/client.js';
 import { repoRoot } from '../lib/paths.js';
 import { apiVersion, group, version, type App } from '../lib/resources/index.js';
 import { inParallel, percentile } from './support.js';
+import { images } from '../test/support/images.js';
 
 const count = Number(process.env.BENCH_APPS ?? 300);
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 20);
 const timeoutMs = Number(process.env.BENCH_TIMEOUT_SECONDS ?? 300) * 1000;
-// The busybox image runs its command on the host (docs/node-agent.md, "Image map"), and a host has
-// no `httpd` unless busybox with its applet links is installed, so the default machine is a TCP
-// listener in perl (perl-base is on every Debian host). BENCH_APP_COMMAND='["httpd","-f","-p","8080"]'
-// runs busybox httpd where the host has it.
-const perlListener = [
-  'perl',
-  '-MIO::Socket::INET',
-  '-e',
-  '$s = IO::Socket::INET->new(LocalPort => 8080, Listen => 64, ReuseAddr => 1) or die "listen: $!"; while ($c = $s->accept) { print $c "HTTP/1.0 200 OK\\r\\nContent-Length: 3\\r\\n\\r\\nok\\n"; close $c }',
-];
-const command = process.env.BENCH_APP_COMMAND ? (JSON.parse(process.env.BENCH_APP_COMMAND) as string[]) : perlListener;
-const spec: App['spec'] = { kind: 'container', image: 'busybox:1.36', command, machines: 1 };
+// Each machine is busybox's httpd from the local registry (BENCH_APP_COMMAND overrides the command).
+const command = process.env.BENCH_APP_COMMAND ? (JSON.parse(process.env.BENCH_APP_COMMAND) as string[]) : ['httpd', '-f', '-p', '8080', '-h', '/tmp'];
+const spec: App['spec'] = { kind: 'container', image: images.busybox, command, machines: 1 };
 
 const kc = loadKubeConfig(process.env.KUBECONFIG);
 const core = kc.makeApiClient(k8s.CoreV1Api);
@@ -154,7 +146,7 @@ async function createNamespace(ns: string): Promise<void> {
   while (!(await core.listNamespacedServiceAccount({ namespace: ns })).items.length) await sleep(100);
 }
 
-// ---- capacity: node-agent's Nodes take 110 pods each ----
+// ---- capacity: the kubelets take 110 pods each (maxPods, hack/nodes.sh) ----
 
 async function freePodSlots(): Promise<{ free: number; detail: string }> {
   const nodes = (await core.listNode()).items.filter((n) => !n.spec?.unschedulable && n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
@@ -321,8 +313,8 @@ try {
   const { free, detail } = await freePodSlots();
   if (count > free && process.env.BENCH_FORCE !== '1') {
     throw new Error(
-      `${count} machines do not fit: the Nodes take ${free} more pods (${detail}); node-agent registers each Node with capacity pods=110 ` +
-        '(node-agent/node.ts), so the scheduler leaves the rest Pending with "Too many pods". Set BENCH_APPS lower, or BENCH_FORCE=1 to see it.',
+      `${count} machines do not fit: the Nodes take ${free} more pods (${detail}); each kubelet has maxPods 110 ` +
+        '(hack/nodes.sh), so the scheduler leaves the rest Pending with "Too many pods". Set BENCH_APPS lower, or BENCH_FORCE=1 to see it.',
     );
   }
   const bare = await barePods();
@@ -335,7 +327,7 @@ try {
   await sleep(2000);
   const afterCleanup = controllersRssMiB();
 
-  console.log(`bench/reconcile: ${count} machines (busybox:1.36 ${command[0]} listener on 8080, tcp readiness), ${concurrency} creates in flight, same machine, same run`);
+  console.log(`bench/reconcile: ${count} machines (registry busybox ${command[0]} listener on 8080, tcp readiness), ${concurrency} creates in flight, same machine, same run`);
   console.log(`  bare Pods (baseline)   accept ${s(bare.acceptMs)}   all Ready ${s(bare.totalMs)} (${(count / (bare.totalMs / 1000)).toFixed(1)} pods/s)   create-to-Ready ${pq(bare.latencies)}`);
   console.log(`  Apps via controllers   accept ${s(app.acceptMs)}   all Ready ${s(app.totalMs)} (${(count / (app.totalMs / 1000)).toFixed(1)} apps/s)   create-to-Ready ${pq(app.latencies)}`);
   console.log(`    App created -> machine pod made   ${pq(app.stages[0])}`);

@@ -118,7 +118,7 @@ server = "http://127.0.0.1:$REGISTRY_PORT"
 TOML
   # shellcheck disable=SC1091
   source "$STATE/images.env"
-  cat >"$dir/containerd.toml" <<TOML
+  write_if_changed "$dir/containerd.toml" <<TOML
 version = 2
 root = "$dir/containerd"
 state = "$run/state"
@@ -183,7 +183,7 @@ TOML
 JSON
   # No cluster DNS: pods resolve nothing (they reach what they need by address).
   printf 'options ndots:1\n' >"$dir/resolv.conf"
-  cat >"$dir/kubelet.yaml" <<YAML
+  write_if_changed "$dir/kubelet.yaml" <<YAML
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: $(node_gateway "$i")
@@ -229,6 +229,8 @@ start_node() {
   make_cgroup_root "svc-$node"
   write_node_config "$node" "$i"
   [ -f "$KCONF_DIR/kubelet-$node.kubeconfig" ] || write_kubeconfig "$KCONF_DIR/kubelet-$node.kubeconfig" "system:node:$node" "node-$node"
+  restart_if_changed "kubelet-$node" "$dir/kubelet.yaml"
+  restart_if_changed "containerd-$node" "$dir/containerd.toml"
   start_daemon "containerd-$node" containerd --config "$dir/containerd.toml" --log-level warn
   wait_ready "containerd-$node" 30 test -S "$run/containerd.sock"
   start_daemon "kubelet-$node" "$K8S_BIN/kubelet" --config "$dir/kubelet.yaml" \
@@ -237,11 +239,31 @@ start_node() {
     --node-labels "svc.dev/node=$node" -v 1
 }
 
+# write_if_changed FILE : stdin into FILE, unless FILE holds exactly that already.
+# A running part whose configuration changed is restarted by the caller (CHANGED names the files).
+CHANGED=()
+write_if_changed() {
+  local tmp="$1.tmp"
+  cat >"$tmp"
+  if cmp -s "$tmp" "$1"; then rm -f "$tmp"; else mv "$tmp" "$1" && CHANGED+=("$1"); fi
+}
+# restart_if_changed NAME FILE : stop NAME when FILE was rewritten with new content this run.
+restart_if_changed() {
+  local f
+  for f in "${CHANGED[@]}"; do
+    if [ "$f" = "$2" ] && is_running "$1"; then
+      say "$1: configuration changed, restarting"
+      stop_daemon "$1" 15
+    fi
+  done
+}
+
 node_ready() { [ "$(kubectl get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]; }
 
 start_kube_proxy() {
   [ -f "$KCONF_DIR/kube-proxy.kubeconfig" ] || write_kubeconfig "$KCONF_DIR/kube-proxy.kubeconfig" system:kube-proxy kube-proxy
-  cat >"$NODES_DIR/kube-proxy.yaml" <<YAML
+  # Written only when it changes: kube-proxy exits when its configuration file is touched.
+  write_if_changed "$NODES_DIR/kube-proxy.yaml" <<YAML
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 clientConnection: {kubeconfig: $KCONF_DIR/kube-proxy.kubeconfig}

@@ -33,6 +33,7 @@ if ((rc)) && [ "${1:-all}" != unit ] && [[ "${1:-}" != *.js ]]; then
   "$ROOT/hack/cluster.sh" status || true
   "$ROOT/hack/postgres.sh" status || true
   "$ROOT/hack/dev.sh" status || true
-  for part in node-agent controllers kube-apiserver etcd; do log_tail "$part" 30 | cut -c1-400; done
+  "$ROOT/hack/nodes.sh" status || true
+  for part in kubelet-local-a kubelet-local-b policy-agent controllers kube-apiserver etcd; do log_tail "$part" 30 | cut -c1-400; done
 fi
 exit "$rc"

@@ -38,7 +38,6 @@ const envSchema = z.object({
     .string()
     .regex(/^[^,\s]+(,[^,\s]+)*$/, 'must be a comma-separated list of DNS servers (address or address:port)')
     .optional(),
-  SVC_APISERVER_URL: z.url().default('https://127.0.0.1:6443'),
   SVC_APPS_DOMAIN: z
     .string()
     .regex(/^([a-z0-9]([-a-z0-9]*[a-z0-9])?\.)*[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a domain name')
@@ -48,14 +47,10 @@ const envSchema = z.object({
     .string()
     .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(,[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/, 'must be comma-separated node names')
     .default('local-a,local-b'),
-  SVC_NODE_KUBELET_PORT: port.default(10250),
-  SVC_NODE_NETWORK: z.enum(['netns', 'loopback']).optional(),
   SVC_NODE_POD_SUBNET: z
     .string()
     .regex(/^\d{1,3}\.\d{1,3}\.0\.0\/16$/, 'must be a /16, like 10.244.0.0/16')
     .optional(),
-  SVC_NODE_LOG_MAX_BYTES: z.coerce.number().int().min(4096).default(10 * 1024 * 1024),
-  SVC_NODE_IMAGE_MAP: z.string().min(1).optional(),
   SVC_ARTIFACT_DIR: z.string().min(1).optional(),
   SVC_ARTIFACT_URL: z.url().regex(/^https?:\/\//, 'must be an http(s) URL').optional(),
   SVC_MACHINE_PLATFORM_CIDRS: z
@@ -203,23 +198,11 @@ export interface Config {
   };
   /** Outgoing mail (sign-in links): SMTP through nodemailer; undefined smtpUrl keeps mail queued. */
   readonly mail: { readonly smtpUrl: string | undefined; readonly from: string };
-  readonly nodeAgent: {
-    readonly apiserverUrl: string;
-    /** Node names this agent registers; node i serves its kubelet endpoint on kubeletPort + i. */
-    readonly nodes: readonly string[];
-    readonly kubeletPort: number;
-    /**
-     * netns: each pod gets a network namespace with an address of podSubnet on a bridge (needs root);
-     * loopback: pods share the host network with a 127.x address each (EndpointSlices refuse those).
-     */
-    readonly network: 'netns' | 'loopback';
-    /** The first two octets of the /16 pod addresses come from. */
+  /** The local platform's nodes (hack/nodes.sh), for the parts that run on their host. */
+  readonly nodes: {
+    readonly names: readonly string[];
+    /** The first two octets of the /16 pods' addresses come from; node i has x.y.<i>.0/24. */
     readonly podSubnetPrefix: string;
-    readonly logMaxBytes: number;
-    /** A JSON file of extra image rules (docs/node-agent.md). */
-    readonly imageMapFile: string | undefined;
-    readonly pkiDir: string;
-    readonly dataDir: string;
   };
 }
 
@@ -254,13 +237,13 @@ export function loadConfig(
   const stateDir = path.resolve(e.SVC_STATE_DIR);
   const localKubeconfig = path.join(stateDir, 'kubeconfig');
   const exists = opts.exists ?? existsSync;
-  // Network namespaces need root; without it pods share the host network on loopback addresses.
-  const network = e.SVC_NODE_NETWORK ?? (process.getuid?.() === 0 ? 'netns' : 'loopback');
+  const podSubnetPrefix = (e.SVC_NODE_POD_SUBNET ?? '10.244.0.0/16').split('.').slice(0, 2).join('.');
   const keyFile = e.SVC_ARTIFACT_KEY_FILE ?? path.join(stateDir, 'artifact-key');
   if (e.SVC_ARTIFACT_KEY_FILE !== undefined && !exists(keyFile)) throw new ConfigError([`SVC_ARTIFACT_KEY_FILE: ${keyFile} does not exist`]);
   const artifactKey = e.SVC_ARTIFACT_KEY !== undefined ? Buffer.from(e.SVC_ARTIFACT_KEY) : exists(keyFile) ? readFileSync(keyFile) : undefined;
   if (artifactKey !== undefined && artifactKey.length < 32) throw new ConfigError([`SVC_ARTIFACT_KEY_FILE: ${keyFile} holds fewer than 32 bytes`]);
-  const artifactBaseUrl = (e.SVC_ARTIFACT_URL ?? `http://${network === 'netns' ? `${podGatewayOf(e.SVC_NODE_POD_SUBNET)}` : '127.0.0.1'}:${e.SVC_API_MACHINE_PORT}/artifacts`).replace(/\/+$/, '');
+  // Pods reach the host at the first node's bridge gateway, x.y.0.1 (hack/nodes.sh).
+  const artifactBaseUrl = (e.SVC_ARTIFACT_URL ?? `http://${podSubnetPrefix}.0.1:${e.SVC_API_MACHINE_PORT}/artifacts`).replace(/\/+$/, '');
   return Object.freeze({
     stateDir,
     logLevel: e.SVC_LOG_LEVEL,
@@ -280,9 +263,7 @@ export function loadConfig(
     }),
     machineNetwork: Object.freeze({
       // Locally the host reaches pods from each node's bridge gateway, x.y.<i>.1 (hack/nodes.sh).
-      platformCidrs: Object.freeze(
-        e.SVC_MACHINE_PLATFORM_CIDRS?.split(',') ?? e.SVC_NODES.split(',').map((_, i) => `${(e.SVC_NODE_POD_SUBNET ?? '10.244.0.0/16').split('.').slice(0, 2).join('.')}.${i}.1/32`),
-      ),
+      platformCidrs: Object.freeze(e.SVC_MACHINE_PLATFORM_CIDRS?.split(',') ?? e.SVC_NODES.split(',').map((_, i) => `${podSubnetPrefix}.${i}.1/32`)),
       platformPorts: Object.freeze(
         (e.SVC_MACHINE_PLATFORM_PORTS ?? String(e.SVC_API_MACHINE_PORT)).split(',').map((p) => {
           const [port, endPort] = p.split('-').map(Number) as [number, number | undefined];
@@ -325,17 +306,7 @@ export function loadConfig(
         : undefined,
     }),
     mail: Object.freeze({ smtpUrl: e.SVC_SMTP_URL, from: e.SVC_MAIL_FROM ?? `Sign-in <no-reply@${e.SVC_APPS_DOMAIN}>` }),
-    nodeAgent: Object.freeze({
-      apiserverUrl: e.SVC_APISERVER_URL,
-      nodes: Object.freeze(e.SVC_NODES.split(',')),
-      kubeletPort: e.SVC_NODE_KUBELET_PORT,
-      network,
-      podSubnetPrefix: (e.SVC_NODE_POD_SUBNET ?? (network === 'netns' ? '10.244.0.0/16' : '127.1.0.0/16')).split('.').slice(0, 2).join('.'),
-      logMaxBytes: e.SVC_NODE_LOG_MAX_BYTES,
-      imageMapFile: e.SVC_NODE_IMAGE_MAP,
-      pkiDir: path.join(stateDir, 'pki'),
-      dataDir: path.join(stateDir, 'node-agent'),
-    }),
+    nodes: Object.freeze({ names: Object.freeze(e.SVC_NODES.split(',')), podSubnetPrefix }),
   });
 }
 
@@ -345,11 +316,6 @@ export function loadConfig(
  */
 export function appUrlOf(config: Pick<Config, 'appsDomain' | 'appsUrlSuffix' | 'auth'>, appName: string): string {
   return `${config.auth.secureCookies ? 'https' : 'http'}://${appName}.${config.appsDomain}${config.appsUrlSuffix}`;
-}
-
-/** The host's address on the pod bridge (node-agent's netns mode): the subnet's .0.1. */
-function podGatewayOf(subnet = '10.244.0.0/16'): string {
-  return `${subnet.split('.').slice(0, 2).join('.')}.0.1`;
 }
 
 /** For a component's entry point: the configuration, or a clear message and exit code 1. */

@@ -8,9 +8,9 @@ import { LocalProvisioner } from './provisioner.js';
 
 const config = loadConfigOrExit('local-volumes');
 const log = createLogger('local-volumes', config.logLevel);
-const provisioner = new LocalProvisioner(loadKubeConfig(config.kubeconfig), config.nodeAgent.nodes, path.join(config.stateDir, 'nodes'), log);
+const provisioner = new LocalProvisioner(loadKubeConfig(config.kubeconfig), config.nodes.names, path.join(config.stateDir, 'nodes'), log);
 await provisioner.start();
-log.info({ nodes: config.nodeAgent.nodes }, 'Local volume provisioner started');
+log.info({ nodes: config.nodes.names }, 'Local volume provisioner started');
 const stop = () => void provisioner.stop().finally(() => process.exit(0));
 process.on('SIGTERM', stop);
 process.on('SIGINT', stop);

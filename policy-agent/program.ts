@@ -99,6 +99,9 @@ function peerEntries(peers: Peer[], policyNs: string, o: Observed): string[] {
       if (inNamespace && matches(peer.podSelector, pod.metadata?.labels)) entries.add(`${pod.status!.podIP!}/32`);
     }
   }
+  // A peer admitted by name wins over another peer's `except` of the same address (peers are a union;
+  // in a hash:net set the most specific entry decides, and one entry cannot be both).
+  for (const e of entries) if (e.endsWith(' nomatch') && entries.has(e.slice(0, -' nomatch'.length))) entries.delete(e);
   return [...entries].sort();
 }
 

@@ -1,5 +1,5 @@
-// The in-pod server of the platform's runtime image. It listens where node-agent's convention (and
-// the App controller's pod spec) says: $HOST:$PORT, and serves the site tree in SVC_SITE_ROOT (put
+// The in-pod server of the platform's runtime image (svc/runtime, hack/images.sh). It listens where
+// the App controller's pod spec says: $HOST:$PORT, and serves the site tree in SVC_SITE_ROOT (put
 // there by the machine's init container, runtime/fetch.ts) as the app's kind asks.
 //
 // Env: SVC_SITE_ROOT (required), SVC_APP_KIND (static | html | markdown | handlers; default static),

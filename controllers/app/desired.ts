@@ -40,7 +40,7 @@ export interface AppSettings {
 const runtimeKinds = new Set(['static', 'html', 'markdown', 'handlers']);
 const siteRoot = '/srv/site';
 /** Container waiting reasons that do not get better by waiting. */
-const hopeless = new Set(['ImageNotRunnable', 'ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'CreateContainerConfigError', 'CrashLoopBackOff']);
+const hopeless = new Set(['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'CreateContainerConfigError', 'CrashLoopBackOff']);
 
 function ownerRef(app: App): k8s.V1OwnerReference {
   return { apiVersion, kind: 'App', name: app.metadata.name!, uid: app.metadata.uid!, controller: true, blockOwnerDeletion: true };

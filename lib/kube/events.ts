@@ -17,7 +17,7 @@ export interface EventSubject {
 export class EventRecorder {
   constructor(
     private readonly core: k8s.CoreV1Api,
-    /** The component as Events name it (`node-agent`, `svc-controllers`). */
+    /** The component as Events name it (`svc-controllers`). */
     private readonly component: string,
     /** Which instance (a node name, a pod name). */
     private readonly instance: string,

@@ -7,6 +7,7 @@ import * as k8s from '@kubernetes/client-node';
 import { apiVersion, group, kinds, version, type Kind } from '../../lib/resources/index.js';
 import { kubeConfig, kubectl, messageOf, statusOf, testNamespace } from '../support/kube.js';
 import { eventually } from '../support/wait.js';
+import { images } from '../support/images.js';
 
 const digest = `sha256:${'a'.repeat(64)}`;
 
@@ -161,8 +162,8 @@ describe('custom resources (real apiserver)', () => {
   it('shows an App’s kind, URL, ready machines and deploy as kubectl columns', async () => {
     await create('App', 'columns', {
       kind: 'container',
-      image: 'python:3.12',
-      command: ['python', '-m', 'http.server', '$(PORT)', '--bind', '$(HOST)'],
+      image: images.python,
+      command: ['python3', '-m', 'http.server', '$(PORT)', '--bind', '0.0.0.0'],
       port: 8000,
       deployId: 'dep-1',
     });

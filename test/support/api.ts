@@ -65,16 +65,28 @@ async function listen(host = '127.0.0.1', port = 0): Promise<Listener> {
  */
 export const testMachinePorts = { first: 18000, last: 18099 } as const;
 async function listenForMachines(): Promise<Listener> {
+  const server = createServer();
+  const port = await listenOnMachinePort(server);
+  return { server, url: `http://127.0.0.1:${port}`, port, serve: (app) => server.on('request', app.callback()) };
+}
+
+/** Listens on all interfaces at a free port of the range pods may reach (a test's own artifact store, say). */
+export async function listenOnMachinePort(server: Server): Promise<number> {
   const span = testMachinePorts.last - testMachinePorts.first + 1;
   const start = Math.floor(Math.random() * span);
   for (let i = 0; i < span; i++) {
-    try {
-      return await listen('0.0.0.0', testMachinePorts.first + ((start + i) % span));
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
-    }
+    const port = testMachinePorts.first + ((start + i) % span);
+    const bound = await new Promise<boolean>((resolve, reject) => {
+      const onError = (err: NodeJS.ErrnoException) => (err.code === 'EADDRINUSE' ? resolve(false) : reject(err));
+      server.once('error', onError);
+      server.listen(port, '0.0.0.0', () => {
+        server.off('error', onError);
+        resolve(true);
+      });
+    });
+    if (bound) return port;
   }
-  throw new Error(`no free port for a test machine listener in ${testMachinePorts.first}-${testMachinePorts.last}`);
+  throw new Error(`no free port for a machine listener in ${testMachinePorts.first}-${testMachinePorts.last}`);
 }
 
 /**

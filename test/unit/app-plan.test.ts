@@ -3,7 +3,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type * as k8s from '@kubernetes/client-node';
-import { machinePod, plan, revisionOf } from '../../controllers/app/desired.js';
+import { machinePod, machinePolicy, plan, revisionOf } from '../../controllers/app/desired.js';
+import { accountObjects, missingLabels } from '../../controllers/account/desired.js';
 import type { App } from '../../lib/resources/index.js';
 
 const settings = { appsDomain: 'apps.localhost', appsUrlSuffix: ':8081', runtimeImage: 'svc/runtime:latest', artifactBaseUrl: 'http://10.244.0.1:8080/artifacts', rolloutDeadlineMs: 60_000, assertionIssuer: 'http://apps.localhost:8081/_svc/auth', jwksUrl: 'http://10.244.0.1:8080/_svc/auth/jwks.json' };
@@ -42,6 +43,51 @@ describe('App plan', () => {
     assert.equal(own.SVC_AUTH_ISSUER, 'http://apps.localhost:9999/_svc/auth');
     // An app's own variable of the same name does not replace the platform's.
     assert.equal(envOf(app({ env: [{ name: 'SVC_AUTH_AUDIENCE', value: 'evil' }] })).SVC_AUTH_AUDIENCE, 'shop.apps.localhost');
+  });
+
+  it('runs every container of a machine non-root, unprivileged, capability-less, read-only, seccomp-confined, tokenless', () => {
+    for (const a of [app(), app({ kind: 'static', source: { digest: `sha256:${'a'.repeat(64)}` } })]) {
+      const pod = machinePod(a, 0, settings);
+      assert.deepEqual(pod.spec?.securityContext, { runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000, fsGroup: 1000, seccompProfile: { type: 'RuntimeDefault' } });
+      assert.equal(pod.spec?.automountServiceAccountToken, false);
+      for (const c of [...(pod.spec?.initContainers ?? []), ...pod.spec!.containers]) {
+        assert.deepEqual(c.securityContext, { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] }, readOnlyRootFilesystem: true, runAsNonRoot: true }, c.name);
+        assert.ok(c.volumeMounts?.some((m) => m.mountPath === '/tmp' && m.name === 'tmp'), `${c.name}: a writable /tmp`);
+      }
+      assert.deepEqual(pod.spec?.volumes?.find((v) => v.name === 'tmp'), { name: 'tmp', emptyDir: { sizeLimit: '256Mi' } });
+    }
+  });
+
+  it("writes each App a NetworkPolicy: in from the platform and its own machines, out to its own machines and the machine ports only", () => {
+    assert.equal(machinePolicy(app(), settings), undefined, 'none without the platform’s addresses');
+    const policy = machinePolicy(app(), { ...settings, platform: { cidrs: ['10.244.0.1/32', '10.244.1.1/32'], ports: [{ port: 8079 }, { port: 18000, endPort: 18099 }] } })!;
+    assert.equal(policy.metadata?.name, 'app-shop');
+    assert.equal(policy.metadata?.ownerReferences?.[0]?.uid, 'u1');
+    const own = { podSelector: { matchLabels: { 'svc.dev/app': 'shop' } } };
+    assert.deepEqual(policy.spec, {
+      podSelector: own.podSelector,
+      policyTypes: ['Ingress', 'Egress'],
+      ingress: [{ from: [{ ipBlock: { cidr: '10.244.0.1/32' } }, { ipBlock: { cidr: '10.244.1.1/32' } }, own] }],
+      egress: [
+        { to: [own] },
+        { to: [{ ipBlock: { cidr: '10.244.0.1/32' } }, { ipBlock: { cidr: '10.244.1.1/32' } }], ports: [{ protocol: 'TCP', port: 8079 }, { protocol: 'TCP', port: 18000, endPort: 18099 }] },
+      ],
+    });
+  });
+
+  it('gives an account namespace PSA restricted, a quota, default limits and a deny-all policy', () => {
+    assert.deepEqual(missingLabels({ metadata: { name: 'a', labels: { 'pod-security.kubernetes.io/enforce': 'privileged' } } }), {
+      'pod-security.kubernetes.io/enforce': 'restricted',
+      'pod-security.kubernetes.io/enforce-version': 'latest',
+      'pod-security.kubernetes.io/warn': 'restricted',
+      'pod-security.kubernetes.io/audit': 'restricted',
+    });
+    const o = accountObjects('svc-acct-1');
+    assert.deepEqual(o.denyAll.spec, { podSelector: {}, policyTypes: ['Ingress', 'Egress'] });
+    assert.equal(o.quota.spec?.hard?.['services.nodeports'], '0');
+    assert.equal(o.quota.spec?.hard?.pods, '50');
+    assert.deepEqual((o.limits.spec?.limits[0] as unknown as { default: Record<string, string> }).default, { cpu: '1', memory: '512Mi', 'ephemeral-storage': '1Gi' });
+    for (const x of [o.quota, o.limits, o.denyAll]) assert.equal(x.metadata?.namespace, 'svc-acct-1');
   });
 
   it('keeps the old machine until the new revision is ready, then deletes it', () => {
@@ -120,12 +166,12 @@ describe('App plan', () => {
     const stuck: k8s.V1Pod = {
       ...pod,
       metadata: { ...pod.metadata, creationTimestamp: now },
-      status: { phase: 'Pending', containerStatuses: [{ name: 'app', image: 'x', imageID: '', ready: false, restartCount: 0, state: { waiting: { reason: 'ImageNotRunnable', message: 'no rule for image x' } } }] },
+      status: { phase: 'Pending', containerStatuses: [{ name: 'app', image: 'x', imageID: '', ready: false, restartCount: 0, state: { waiting: { reason: 'ErrImagePull', message: 'failed to pull and unpack image x' } } }] },
     };
     const failed = plan(a, [stuck], settings, now).status.conditions!.find((c) => c.type === 'Progressing')!;
     assert.equal(failed.status, 'False');
     assert.equal(failed.reason, 'RolloutFailed');
-    assert.match(failed.message, /machine 0: container app: ImageNotRunnable: no rule for image x/);
+    assert.match(failed.message, /machine 0: container app: ErrImagePull: failed to pull and unpack image x/);
     const slow: k8s.V1Pod = { ...pod, metadata: { ...pod.metadata, creationTimestamp: now }, status: { phase: 'Running' } };
     const waiting = plan(a, [slow], settings, now);
     assert.equal(waiting.status.conditions!.find((c) => c.type === 'Progressing')!.reason, 'RollingOut');

@@ -116,8 +116,8 @@ describe('identity assertions (Ed25519 JWS)', () => {
   });
 
   it('config: issuer defaults to the apps domain, the JWKS to the API as machines reach it, lifetime and rotation are bounded', () => {
-    const c = loadConfig({ SVC_NODE_NETWORK: 'netns' }, { exists: () => false });
-    assert.deepEqual(c.assertion, { issuer: 'http://apps.localhost:8081/_svc/auth', jwksUrl: 'http://10.244.0.1:8080/_svc/auth/jwks.json', lifetimeSeconds: 300, rotationMs: 7 * 24 * 3600_000 });
+    const c = loadConfig({}, { exists: () => false });
+    assert.deepEqual(c.assertion, { issuer: 'http://apps.localhost:8081/_svc/auth', jwksUrl: 'http://10.244.0.1:8079/_svc/auth/jwks.json', lifetimeSeconds: 300, rotationMs: 7 * 24 * 3600_000 });
     assert.equal(loadConfig({ SVC_ARTIFACT_URL: 'http://api.svc:9000/artifacts' }, { exists: () => false }).assertion.jwksUrl, 'http://api.svc:9000/_svc/auth/jwks.json');
     assert.equal(loadConfig({ SVC_ASSERTION_ISSUER: 'https://apps.example.com/_svc/auth/' }, { exists: () => false }).assertion.issuer, 'https://apps.example.com/_svc/auth');
     assert.throws(() => loadConfig({ SVC_ASSERTION_LIFETIME_SECONDS: '3600' }, { exists: () => false }), /SVC_ASSERTION_LIFETIME_SECONDS/);
