@@ -25,7 +25,8 @@ command -v docker-registry >/dev/null || missing+=(docker-registry)
 command -v umoci >/dev/null || missing+=(umoci)
 command -v skopeo >/dev/null || missing+=(skopeo)
 command -v mmdebstrap >/dev/null || missing+=(mmdebstrap)
-[ -x /bin/busybox ] && busybox --list >/dev/null 2>&1 && ldd "$(command -v busybox)" 2>&1 | grep -q 'not a dynamic' || missing+=(busybox-static)
+# The static busybox (the `busybox` package is dynamic): ldd fails on a static binary, hence `|| true`.
+command -v busybox >/dev/null && { ldd "$(command -v busybox)" 2>&1 || true; } | grep -q 'not a dynamic' || missing+=(busybox-static)
 # Headless browser of the sign-in tests (driven by playwright-core).
 command -v chromium >/dev/null || missing+=(chromium)
 # `install-deps.sh bench`: the reference proxy and the load generator of bench/proxy too.

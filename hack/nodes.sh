@@ -321,7 +321,9 @@ down() {
     stop_daemon "kubelet-$n" 15
     stop_pods "$n"
     stop_daemon "containerd-$n" 15
-    grep -o " [^ ]*$NODES_DIR/$n/[^ ]* " /proc/mounts | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+    # What the containers and the kubelet left mounted: root filesystems, shm, volumes.
+    awk -v a="$NODES_DIR/$n/" -v b="$RUN_DIR/$n/" 'index($2, a) == 1 || index($2, b) == 1 {print $2}' /proc/mounts | sort -r |
+      while read -r m; do umount -l "$m" 2>/dev/null || true; done
   done
   stop_daemon registry 5
 }

@@ -528,4 +528,27 @@ describe('nodes: kubelet + containerd', () => {
     assert.equal(res.status, 200);
     assert.equal(await res.text(), '<h1>from the runtime</h1>');
   });
+
+  it('starts the platform’s own images from the registry: each entry point loads all its code and dependencies', async () => {
+    // A setting each component refuses at start: its configuration is read after every module it
+    // imports has loaded, so this message proves the image holds the whole component (a missing
+    // module fails earlier, with ERR_MODULE_NOT_FOUND).
+    const components = [['api', images.api], ['controllers', images.controllers], ['ingress-auth', images.ingressAuth]] as const;
+    for (const [component, image] of components) {
+      await core.createNamespacedPod({
+        namespace: ns.name,
+        body: pod(`smoke-${component}`, { restartPolicy: 'Never', automountServiceAccountToken: false, containers: [{ name: 'main', image, env: [{ name: 'SVC_LOG_LEVEL', value: 'loud' }] }] }),
+      });
+    }
+    for (const [component, image] of components) {
+      const done = await eventually(`smoke-${component} to end`, async () => {
+        const p = await read(`smoke-${component}`);
+        return p.status?.phase === 'Failed' || p.status?.phase === 'Succeeded' ? p : undefined;
+      }, { timeoutMs: 60_000 });
+      const text = await logs(`smoke-${component}`);
+      assert.match(text, new RegExp(`^${component}: invalid configuration:\\n  SVC_LOG_LEVEL: `), `${image}: ${text}`);
+      assert.equal(done.status?.containerStatuses?.[0]?.state?.terminated?.exitCode, 1);
+      assert.match(image, /\/svc\/[a-z-]+:[0-9a-f]{12}-[0-9a-f]{16}$/, 'tagged with the commit and the content digest');
+    }
+  });
 });

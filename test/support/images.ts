@@ -31,6 +31,10 @@ export const images = {
   python: need('SVC_IMAGE_PYTHON'),
   debian: need('SVC_IMAGE_DEBIAN'),
   runtime: need('SVC_RUNTIME_IMAGE'),
+  /** The platform's own components, as the chart will run them. */
+  api: need('SVC_IMAGE_API'),
+  controllers: need('SVC_IMAGE_CONTROLLERS'),
+  ingressAuth: need('SVC_IMAGE_INGRESS_AUTH'),
   /** The local registry, host:port: a test pushes its own images there. */
   registry: need('SVC_IMAGE_BUSYBOX').split('/')[0]!,
 } as const;
