@@ -206,7 +206,7 @@ failSwapOn: false
 podCIDR: $(node_subnet "$i")
 resolvConf: $dir/resolv.conf
 clusterDomain: cluster.local
-podLogsDirectory: $dir/pods
+podLogsDir: $dir/pods
 serializeImagePulls: false
 maxPods: 110
 podPidsLimit: 1024
@@ -293,7 +293,15 @@ up() {
   host_firewall
   local n
   for n in "${NODES[@]}"; do start_node "$n"; done
-  for n in "${NODES[@]}"; do wait_ready "kubelet-$n" 90 node_ready "$n"; done
+  for n in "${NODES[@]}"; do
+    wait_ready "kubelet-$n" 90 node_ready "$n"
+    # A misspelt field of kubelet.yaml is only logged (lenient decoding), and silently ignored.
+    if started_since_last_start "kubelet-$n" 'strict decoding error'; then
+      say "kubelet-$n: its configuration has fields the kubelet does not know:"
+      grep 'strict decoding error' "$LOGS/kubelet-$n.log" | tail -1
+      exit 1
+    fi
+  done
   # The Node's podCIDR is the subnet its CNI hands out (set once: no controller allocates them here).
   local i
   for i in "${!NODES[@]}"; do
