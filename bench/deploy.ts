@@ -11,7 +11,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import pino from 'pino';
+import { createMachineApi } from '../api/machine.js';
 import { createApi } from '../api/server.js';
+import { listenOnMachinePort } from '../test/support/api.js';
+import { images } from '../test/support/images.js';
 import { assembleServices } from '../api/services.js';
 import { createAccount } from '../lib/accounts.js';
 import { loadConfig } from '../lib/config.js';
@@ -30,11 +33,14 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const database = await benchDatabase();
 
 const server = createServer();
-server.listen(0, '0.0.0.0');
+server.listen(0, '127.0.0.1');
 await new Promise<void>((r) => server.once('listening', () => r()));
 const port = (server.address() as AddressInfo).port;
+// Machines fetch artifacts from the machine listener, on a port the nodes' firewall lets pods reach.
+const machineServer = createServer();
+const machinePort = await listenOnMachinePort(machineServer);
 const artifactDir = await mkdtemp(path.join(tmpdir(), 'svc-bench-artifacts-'));
-const config = loadConfig({ ...process.env, SVC_DATABASE_URL: database.url, SVC_API_PORT: String(port), SVC_ARTIFACT_DIR: artifactDir });
+const config = loadConfig({ ...process.env, SVC_DATABASE_URL: database.url, SVC_API_PORT: String(port), SVC_API_MACHINE_PORT: String(machinePort), SVC_ARTIFACT_DIR: artifactDir, SVC_RUNTIME_IMAGE: images.runtime });
 const db = connect(config.databaseUrl);
 await migrateLatest(db);
 const kc = loadKubeConfig(config.kubeconfig);
@@ -45,6 +51,7 @@ tokens.start();
 const log = createLogger('api', 'info', pino.destination({ dest: '/dev/null', sync: false }));
 const { services, stop } = await assembleServices({ config, db, kc, tokens, log });
 server.on('request', createApi(services).callback());
+machineServer.on('request', createMachineApi(services).callback());
 const account = await createAccount(db, core, { email: 'bench-deploy@example.test' });
 const { token } = await tokens.issue(account.id, { name: 'bench' });
 const ns = account.namespace;
@@ -106,7 +113,7 @@ try {
 
   // Baseline: the machine the controller would make, as a bare Pod, for a fresh artifact each time.
   const app = (await services.apps.find(ns, 'bench'))!;
-  const { machinePod } = await import('../controllers/app/desired.js');
+  const { machinePod, machinePolicy } = await import('../controllers/app/desired.js');
   const settings = {
     appsDomain: config.appsDomain,
     appsUrlSuffix: config.appsUrlSuffix,
@@ -115,14 +122,22 @@ try {
     assertionIssuer: config.assertion.issuer,
     jwksUrl: config.assertion.jwksUrl,
     rolloutDeadlineMs: 120_000,
+    artifactKey: config.deploys.artifactKey,
+    platform: { cidrs: config.machineNetwork.platformCidrs, ports: config.machineNetwork.platformPorts },
   };
+  // The bare Pods are machines of no App: the account's deny-all holds them unless a policy like an
+  // App's opens them (the controller ignores the label: no App of that name exists).
+  const bare = 'bench-bare';
+  const policy = machinePolicy({ ...app, metadata: { ...app.metadata, name: bare } }, settings)!;
+  policy.metadata = { name: bare, namespace: ns };
+  await kc.makeApiClient(k8s.NetworkingV1Api).createNamespacedNetworkPolicy({ namespace: ns, body: policy });
   const baseline: number[] = [];
   for (let i = 0; i < baselineRuns; i++) {
     const marker = `<p>bare ${i} ${randomBytes(4).toString('hex')}</p>`;
     const prepared = await services.deployer.prepareBody({ files: { 'index.html': marker } });
     const pod = machinePod({ ...app, spec: { ...app.spec, source: prepared.spec.source!, deployId: `bare-${i}` } }, 0, settings);
     const name = `bare-${i}`;
-    pod.metadata = { name, namespace: ns };
+    pod.metadata = { name, namespace: ns, labels: { 'svc.dev/app': bare } };
     const start = performance.now();
     await core.createNamespacedPod({ namespace: ns, body: pod });
     await podServes(async () => (await core.readNamespacedPod({ namespace: ns, name })).status?.podIP, marker);
@@ -143,6 +158,8 @@ try {
   await stop();
   server.closeAllConnections();
   server.close();
+  machineServer.closeAllConnections();
+  machineServer.close();
   await core.deleteNamespace({ name: ns }).catch(() => undefined);
   await db.destroy();
   await database.drop();

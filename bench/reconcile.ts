@@ -146,7 +146,7 @@ async function createNamespace(ns: string): Promise<void> {
   while (!(await core.listNamespacedServiceAccount({ namespace: ns })).items.length) await sleep(100);
 }
 
-// ---- capacity: the kubelets take 110 pods each (maxPods, hack/nodes.sh) ----
+// ---- capacity: the kubelets take 250 pods each (maxPods, hack/nodes.sh) ----
 
 async function freePodSlots(): Promise<{ free: number; detail: string }> {
   const nodes = (await core.listNode()).items.filter((n) => !n.spec?.unschedulable && n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
@@ -313,7 +313,7 @@ try {
   const { free, detail } = await freePodSlots();
   if (count > free && process.env.BENCH_FORCE !== '1') {
     throw new Error(
-      `${count} machines do not fit: the Nodes take ${free} more pods (${detail}); each kubelet has maxPods 110 ` +
+      `${count} machines do not fit: the Nodes take ${free} more pods (${detail}); each kubelet has maxPods 250 ` +
         '(hack/nodes.sh), so the scheduler leaves the rest Pending with "Too many pods". Set BENCH_APPS lower, or BENCH_FORCE=1 to see it.',
     );
   }

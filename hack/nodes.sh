@@ -208,7 +208,8 @@ resolvConf: $dir/resolv.conf
 clusterDomain: cluster.local
 podLogsDir: $dir/pods
 serializeImagePulls: false
-maxPods: 110
+# A /24 per node holds 253 addresses.
+maxPods: 250
 podPidsLimit: 1024
 syncFrequency: 10s
 fileCheckFrequency: 0s
