@@ -48,7 +48,7 @@ issue front-proxy-client "/CN=front-proxy-client" clientAuth "" front-proxy-ca
 # to loopback). A certificate that lacks one of those addresses is reissued.
 nodes=(${SVC_NODES:-local-a local-b})
 nodes=(${nodes[@]//,/ })
-pod_prefix=$(echo "${SVC_POD_CIDR:-10.244.0.0/16}" | cut -d. -f1-2)
+pod_prefix=$(echo "${SVC_NODE_POD_SUBNET:-10.244.0.0/16}" | cut -d. -f1-2)
 sans="IP:127.0.0.1,DNS:localhost"
 for i in "${!nodes[@]}"; do
   issue "node-${nodes[$i]}" "/O=system:nodes/CN=system:node:${nodes[$i]}" clientAuth
@@ -60,6 +60,9 @@ if [ -f kubelet-serving.crt ]; then
 fi
 issue kubelet-serving "/CN=svc-kubelet" serverAuth "$sans"
 issue kube-proxy "/CN=system:kube-proxy" clientAuth
+# The host's own parts, each with the ClusterRole of hack/manifests/local-storage.yaml.
+issue policy-agent "/CN=svc:policy-agent" clientAuth
+issue local-volumes "/CN=svc:local-volumes" clientAuth
 
 if [ ! -f sa.key ]; then
   newkey sa

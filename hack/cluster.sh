@@ -12,22 +12,6 @@ KCONF_DIR="$STATE/kubeconfigs"
 
 kubectl() { "$K8S_BIN/kubectl" --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
 
-# write_kubeconfig FILE USER : a kubeconfig for the local apiserver with embedded client certs.
-write_kubeconfig() {
-  local file=$1 user=$2
-  [ -f "$file" ] && return 0
-  local k=("$K8S_BIN/kubectl" --kubeconfig "$file.tmp")
-  rm -f "$file.tmp"
-  "${k[@]}" config set-cluster svc-local --server "https://127.0.0.1:$APISERVER_PORT" \
-    --certificate-authority "$PKI/ca.crt" --embed-certs >/dev/null
-  "${k[@]}" config set-credentials "$user" --client-certificate "$PKI/$user.crt" \
-    --client-key "$PKI/$user.key" --embed-certs >/dev/null
-  "${k[@]}" config set-context svc-local --cluster svc-local --user "$user" >/dev/null
-  "${k[@]}" config use-context svc-local >/dev/null
-  chmod 600 "$file.tmp"
-  mv "$file.tmp" "$file"
-}
-
 https_ok() { curl -fsS --max-time 2 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" "$1"; }
 insecure_ok() { curl -fsSk --max-time 2 "$1"; }
 
@@ -102,6 +86,8 @@ install_crds() {
   # checkout (node-agent's) is replaced.
   [ "$(kubectl get storageclass svc-local -o jsonpath='{.provisioner}' 2>/dev/null)" = svc.dev/node-agent ] && kubectl delete storageclass svc-local >/dev/null
   [ "$(kubectl get runtimeclass svc-sandbox -o jsonpath='{.handler}' 2>/dev/null)" = runsc ] && kubectl delete runtimeclass svc-sandbox >/dev/null
+  # node-agent's provisioner rights were granted to every node (system:nodes): no longer.
+  kubectl delete clusterrolebinding,clusterrole svc:node-agent-provisioner --ignore-not-found >/dev/null
   kubectl apply --server-side --force-conflicts --field-manager svc-platform \
     -f "$ROOT/hack/manifests/runtimeclass.yaml" -f "$ROOT/hack/manifests/local-storage.yaml" >/dev/null
 }

@@ -118,6 +118,23 @@ started_since_last_start() {
   awk -v text="$2" '/^==== .* starting /{found=0} index($0, text){found=1} END{exit !found}' "$LOGS/$1.log"
 }
 
+# write_kubeconfig FILE USER [CERT] : a kubeconfig for the local apiserver, with the client
+# certificate CERT (default USER) of the local PKI embedded. An existing file is kept.
+write_kubeconfig() {
+  local file=$1 user=$2 cert=${3:-$2}
+  [ -f "$file" ] && return 0
+  local k=("$K8S_BIN/kubectl" --kubeconfig "$file.tmp")
+  rm -f "$file.tmp"
+  "${k[@]}" config set-cluster svc-local --server "https://127.0.0.1:$APISERVER_PORT" \
+    --certificate-authority "$PKI/ca.crt" --embed-certs >/dev/null
+  "${k[@]}" config set-credentials "$user" --client-certificate "$PKI/$cert.crt" \
+    --client-key "$PKI/$cert.key" --embed-certs >/dev/null
+  "${k[@]}" config set-context svc-local --cluster svc-local --user "$user" >/dev/null
+  "${k[@]}" config use-context svc-local >/dev/null
+  chmod 600 "$file.tmp"
+  mv "$file.tmp" "$file"
+}
+
 # status_line NAME : one line saying whether NAME runs; a dead part shows its log tail.
 status_line() {
   if is_running "$1"; then

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The local platform's two worker nodes, as k3s and k0s run a node on a host: per node an upstream
 # kubelet with its own containerd (runc, the Debian CNI bridge and host-local plugins), plus for
-# the host one kube-proxy and the local OCI registry both containerd instances pull from.
+# the host one kube-proxy, the NetworkPolicy agent, the volume provisioner and the local OCI registry
+# both containerd instances pull from.
 #   nodes.sh images  start the registry, build and push what is missing or stale (make images)
-#   nodes.sh up      start what is not running (registry, images, containerd, kubelets, kube-proxy)
+#   nodes.sh up      start what is not running (registry, images, containerd, kubelets, kube-proxy,
+#                    the policy agent, the volume provisioner)
 #   nodes.sh down    stop them, their pods with them
 #   nodes.sh status  say what runs; a dead part is shown with its log tail
 # Every node has its own cgroup root, root directory, ports, containerd and bridge/subnet, so the
@@ -12,7 +14,7 @@ source "$(dirname "$0")/lib.sh"
 
 NODES=(${SVC_NODES:-local-a,local-b})
 NODES=(${NODES[@]//,/ })
-POD_CIDR=${SVC_POD_CIDR:-10.244.0.0/16}
+POD_CIDR=${SVC_NODE_POD_SUBNET:-10.244.0.0/16}
 POD_PREFIX=$(echo "$POD_CIDR" | cut -d. -f1-2)
 KUBELET_PORT=${SVC_NODE_KUBELET_PORT:-10250}
 NODES_DIR="$STATE/nodes"
@@ -26,18 +28,6 @@ node_index() { local i; for i in "${!NODES[@]}"; do [ "${NODES[$i]}" = "$1" ] &&
 node_subnet() { echo "$POD_PREFIX.$1.0/24"; }
 node_gateway() { echo "$POD_PREFIX.$1.1"; }
 node_bridge() { echo "svc-$1" | cut -c1-15; }
-
-write_kubeconfig() {
-  local file=$1 user=$2 cert=$3
-  local k=("$K8S_BIN/kubectl" --kubeconfig "$file.tmp")
-  rm -f "$file.tmp"
-  "${k[@]}" config set-cluster svc-local --server "https://127.0.0.1:$APISERVER_PORT" \
-    --certificate-authority "$PKI/ca.crt" --embed-certs >/dev/null
-  "${k[@]}" config set-credentials "$user" --client-certificate "$PKI/$cert.crt" --client-key "$PKI/$cert.key" --embed-certs >/dev/null
-  "${k[@]}" config set-context svc-local --cluster svc-local --user "$user" >/dev/null
-  "${k[@]}" config use-context svc-local >/dev/null
-  chmod 600 "$file.tmp" && mv "$file.tmp" "$file"
-}
 
 # ---- the registry ------------------------------------------------------------------------------
 start_registry() {
@@ -107,6 +97,27 @@ host_firewall() {
   iptables -w -C OUTPUT -o svc-+ -j SVC-POLICY 2>/dev/null || iptables -w -I OUTPUT 1 -o svc-+ -j SVC-POLICY
 }
 
+# The OCI base spec of the svc-sandbox runtime: containerd's default, with no capabilities in any
+# set (a pod cannot add one back: CRI adds to the base), no new privileges, a read-only root whatever
+# the pod says, and small limits the pod spec cannot raise: 256 open files, no core dumps, files up
+# to 64 MiB, 128 processes per container.
+write_sandbox_spec() {
+  ctr oci spec | node -e '
+    let text = ""; process.stdin.on("data", (d) => (text += d)).on("end", () => {
+      const spec = JSON.parse(text);
+      for (const set of Object.keys(spec.process.capabilities)) spec.process.capabilities[set] = [];
+      spec.process.noNewPrivileges = true;
+      spec.process.rlimits = [
+        { type: "RLIMIT_NOFILE", hard: 256, soft: 256 },
+        { type: "RLIMIT_CORE", hard: 0, soft: 0 },
+        { type: "RLIMIT_FSIZE", hard: 64 * 1024 * 1024, soft: 64 * 1024 * 1024 },
+      ];
+      spec.root = { ...spec.root, readonly: true };
+      spec.linux.resources = { ...spec.linux.resources, pids: { limit: 128 } };
+      process.stdout.write(JSON.stringify(spec, null, 2) + "\n");
+    });' | write_if_changed "$NODES_DIR/sandbox-spec.json"
+}
+
 write_node_config() {
   local node=$1 i=$2 dir="$NODES_DIR/$1" run="$RUN_DIR/$1"
   local sock="$run/containerd.sock"
@@ -151,9 +162,10 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         BinaryName = "$(command -v runc)"
         SystemdCgroup = false
     # The svc-sandbox RuntimeClass: runc too (gVisor's runsc does not build here, see
-    # docs/decisions/0014-real-nodes.md); what makes it strict is the pod spec the platform writes.
+    # docs/decisions/0014-real-nodes.md), from a stricter base spec (write_sandbox_spec).
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.svc-sandbox]
       runtime_type = "io.containerd.runc.v2"
+      base_runtime_spec = "$NODES_DIR/sandbox-spec.json"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.svc-sandbox.options]
         BinaryName = "$(command -v runc)"
         SystemdCgroup = false
@@ -229,9 +241,10 @@ start_node() {
   setup_network "$i"
   make_cgroup_root "svc-$node"
   write_node_config "$node" "$i"
-  [ -f "$KCONF_DIR/kubelet-$node.kubeconfig" ] || write_kubeconfig "$KCONF_DIR/kubelet-$node.kubeconfig" "system:node:$node" "node-$node"
+  write_kubeconfig "$KCONF_DIR/kubelet-$node.kubeconfig" "system:node:$node" "node-$node"
   restart_if_changed "kubelet-$node" "$dir/kubelet.yaml"
   restart_if_changed "containerd-$node" "$dir/containerd.toml"
+  restart_if_changed "containerd-$node" "$NODES_DIR/sandbox-spec.json"
   start_daemon "containerd-$node" containerd --config "$dir/containerd.toml" --log-level warn
   wait_ready "containerd-$node" 30 test -S "$run/containerd.sock"
   start_daemon "kubelet-$node" "$K8S_BIN/kubelet" --config "$dir/kubelet.yaml" \
@@ -262,7 +275,7 @@ restart_if_changed() {
 node_ready() { [ "$(kubectl get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]; }
 
 start_kube_proxy() {
-  [ -f "$KCONF_DIR/kube-proxy.kubeconfig" ] || write_kubeconfig "$KCONF_DIR/kube-proxy.kubeconfig" system:kube-proxy kube-proxy
+  write_kubeconfig "$KCONF_DIR/kube-proxy.kubeconfig" system:kube-proxy kube-proxy
   # Written only when it changes: kube-proxy exits when its configuration file is touched.
   write_if_changed "$NODES_DIR/kube-proxy.yaml" <<YAML
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
@@ -292,6 +305,8 @@ up() {
   start_registry
   "$ROOT/hack/images.sh"
   host_firewall
+  mkdir -p "$NODES_DIR"
+  write_sandbox_spec
   local n
   for n in "${NODES[@]}"; do start_node "$n"; done
   for n in "${NODES[@]}"; do
@@ -310,11 +325,13 @@ up() {
       kubectl patch node "${NODES[$i]}" --type merge -p "{\"spec\":{\"podCIDR\":\"$(node_subnet "$i")\",\"podCIDRs\":[\"$(node_subnet "$i")\"]}}" >/dev/null
   done
   start_kube_proxy
+  write_kubeconfig "$KCONF_DIR/policy-agent.kubeconfig" svc:policy-agent policy-agent
+  write_kubeconfig "$KCONF_DIR/local-volumes.kubeconfig" svc:local-volumes local-volumes
   restart_if_rebuilt policy-agent policy-agent
-  start_daemon policy-agent node --enable-source-maps "$ROOT/dist/policy-agent/main.js"
+  KUBECONFIG="$KCONF_DIR/policy-agent.kubeconfig" start_daemon policy-agent node --enable-source-maps "$ROOT/dist/policy-agent/main.js"
   wait_ready policy-agent 30 started_since_last_start policy-agent 'Policy agent started'
   restart_if_rebuilt local-volumes local-volumes
-  start_daemon local-volumes node --enable-source-maps "$ROOT/dist/local-volumes/main.js"
+  KUBECONFIG="$KCONF_DIR/local-volumes.kubeconfig" start_daemon local-volumes node --enable-source-maps "$ROOT/dist/local-volumes/main.js"
   wait_ready local-volumes 30 started_since_last_start local-volumes 'Local volume provisioner started'
   say "nodes: ${NODES[*]} ready"
 }

@@ -363,26 +363,26 @@ describe('nodes: kubelet + containerd', () => {
     }
   });
 
-  it('runs a pod of the svc-sandbox RuntimeClass through its containerd handler, non-root with a read-only root', async () => {
-    await core.createNamespacedPod({
-      namespace: ns.name,
-      body: pod('sandboxed', {
-        restartPolicy: 'Never',
-        runtimeClassName: 'svc-sandbox',
-        automountServiceAccountToken: false,
-        securityContext: { runAsNonRoot: true, runAsUser: 1000, seccompProfile: { type: 'RuntimeDefault' } },
-        containers: [
-          {
-            name: 'main',
-            image: images.busybox,
-            securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } },
-            command: ['sh', '-c', 'id -u; (touch /probe 2>/dev/null && echo "root: writable") || echo "root: read-only"; grep -c . /proc/self/status >/dev/null && grep Seccomp: /proc/self/status'],
-          },
-        ],
-      }),
-    });
-    await eventually('pod sandboxed to finish', async () => (await read('sandboxed')).status?.phase === 'Succeeded', { timeoutMs: 30_000 });
-    assert.equal(await logs('sandboxed'), '1000\nroot: read-only\nSeccomp:\t2\n');
+  it('runs a pod of the svc-sandbox RuntimeClass from its stricter base: read-only root, no new privileges, small limits', async () => {
+    // The same pod twice, asking for nothing in particular: only the RuntimeClass differs.
+    const script = 'id -u; (touch /probe 2>/dev/null && echo "root: writable") || echo "root: read-only"; ' +
+      'grep -E "^(NoNewPrivs|Seccomp|CapEff):" /proc/self/status | tr -s "\\t " " "; echo "files $(ulimit -n) core $(ulimit -c) fsize $(ulimit -f)"';
+    for (const [name, runtimeClassName] of [['ordinary', undefined], ['sandboxed', 'svc-sandbox']] as const) {
+      await core.createNamespacedPod({
+        namespace: ns.name,
+        body: pod(name, {
+          restartPolicy: 'Never',
+          ...(runtimeClassName ? { runtimeClassName } : {}),
+          automountServiceAccountToken: false,
+          securityContext: { runAsUser: 1000, seccompProfile: { type: 'RuntimeDefault' } },
+          containers: [{ name: 'main', image: images.busybox, command: ['sh', '-c', script] }],
+        }),
+      });
+    }
+    for (const name of ['ordinary', 'sandboxed']) await eventually(`pod ${name} to finish`, async () => (await read(name)).status?.phase === 'Succeeded', { timeoutMs: 30_000 });
+    assert.equal(await logs('sandboxed'), '1000\nroot: read-only\nNoNewPrivs: 1\nSeccomp: 2\nCapEff: 0000000000000000\nfiles 256 core 0 fsize 131072\n');
+    assert.match(await logs('ordinary'), /^1000\nroot: writable\n/, 'the default runtime leaves the root as the pod asks');
+    assert.doesNotMatch(await logs('ordinary'), /files 256 /);
   });
 
   it('runs kubectl exec, attach and port-forward against a pod', async () => {
