@@ -132,14 +132,37 @@ function portMatches(ports: PortSpec[] | undefined, namedOn: k8s.V1Pod[]): strin
   return out;
 }
 
+/** One direction of a policy: which end of a packet is the selected pod, which end the peer. */
+interface Direction {
+  type: 'Ingress' | 'Egress';
+  /** The chain suffix and the peer-set letter. */
+  suffix: 'IN' | 'OUT';
+  letter: 'i' | 'e';
+  /** The selected pod is the packet's destination (ingress) or source (egress). */
+  selected: 'dst' | 'src';
+  peer: 'src' | 'dst';
+  mark: string;
+  rulesOf(spec: k8s.V1NetworkPolicySpec | undefined): Array<{ peers: Peer[] | undefined; ports: PortSpec[] | undefined }>;
+}
+
+const directions: Direction[] = [
+  {
+    type: 'Ingress', suffix: 'IN', letter: 'i', selected: 'dst', peer: 'src', mark: ingressMark,
+    // The model names it `_from`; objects read from the apiserver may carry either.
+    rulesOf: (spec) => (spec?.ingress ?? []).map((r) => ({ peers: ((r as { _from?: Peer[] })._from ?? (r as { from?: Peer[] }).from), ports: r.ports as PortSpec[] | undefined })),
+  },
+  {
+    type: 'Egress', suffix: 'OUT', letter: 'e', selected: 'src', peer: 'dst', mark: egressMark,
+    rulesOf: (spec) => (spec?.egress ?? []).map((r) => ({ peers: r.to as Peer[] | undefined, ports: r.ports as PortSpec[] | undefined })),
+  },
+];
+
 export function buildProgram(o: Observed): Program {
   const sets: IpSet[] = [];
   const chains = [rootChain, `${rootChain}-IN`, `${rootChain}-OUT`];
   const rules: string[] = [];
-  const isolatedIn = new Set<string>();
-  const isolatedOut = new Set<string>();
-  const inJumps: string[] = [];
-  const outJumps: string[] = [];
+  const isolated = { IN: new Set<string>(), OUT: new Set<string>() };
+  const jumps: string[] = [];
   const live = livePods(o.pods);
   const policies = [...o.policies].sort((a, b) => `${a.metadata!.namespace}/${a.metadata!.name}`.localeCompare(`${b.metadata!.namespace}/${b.metadata!.name}`));
 
@@ -150,48 +173,32 @@ export function buildProgram(o: Observed): Program {
     const types = policy.spec?.policyTypes ?? ['Ingress', ...(policy.spec?.egress ? ['Egress'] : [])];
     const selSet = `svc-${id}-sel`;
     sets.push({ name: selSet, type: 'hash:ip', entries: selected.map((p) => p.status!.podIP!).sort() });
-    if (types.includes('Ingress')) {
-      for (const p of selected) isolatedIn.add(p.status!.podIP!);
-      const chain = `SVC-P-${id}-IN`;
+    for (const d of directions) {
+      if (!types.includes(d.type)) continue;
+      for (const p of selected) isolated[d.suffix].add(p.status!.podIP!);
+      const chain = `SVC-P-${id}-${d.suffix}`;
       chains.push(chain);
-      inJumps.push(`-A ${rootChain}-IN -m set --match-set ${selSet} dst -j ${chain}`);
-      (policy.spec?.ingress ?? []).forEach((rule, i) => {
-        // The model names it `_from`; objects read from the apiserver may carry either.
-        const peers = ((rule as { _from?: Peer[] })._from ?? (rule as { from?: Peer[] }).from) as Peer[] | undefined;
-        let source = '';
-        if (peers?.length) {
-          const set = `svc-${id}-i${i}`;
-          sets.push({ name: set, type: 'hash:net', entries: peerEntries(peers, ns, o) });
-          source = `-m set --match-set ${set} src `;
-        }
-        for (const port of portMatches(rule.ports as PortSpec[] | undefined, selected)) {
-          rules.push(`-A ${chain} ${source}${port ? `${port} ` : ''}-j MARK --set-xmark ${ingressMark}/${ingressMark}`.replace(/ +/g, ' '));
-        }
-      });
-    }
-    if (types.includes('Egress')) {
-      for (const p of selected) isolatedOut.add(p.status!.podIP!);
-      const chain = `SVC-P-${id}-OUT`;
-      chains.push(chain);
-      outJumps.push(`-A ${rootChain}-OUT -m set --match-set ${selSet} src -j ${chain}`);
-      (policy.spec?.egress ?? []).forEach((rule, i) => {
-        const peers = rule.to as Peer[] | undefined;
-        let dest = '';
-        let namedOn = live;
-        if (peers?.length) {
-          const set = `svc-${id}-e${i}`;
-          const entries = peerEntries(peers, ns, o);
+      jumps.push(`-A ${rootChain}-${d.suffix} -m set --match-set ${selSet} ${d.selected} -j ${chain}`);
+      d.rulesOf(policy.spec).forEach((rule, i) => {
+        let peer = '';
+        // A named port is resolved on the destination: the selected pods in, the peers out.
+        let namedOn = d.type === 'Ingress' ? selected : live;
+        if (rule.peers?.length) {
+          const set = `svc-${id}-${d.letter}${i}`;
+          const entries = peerEntries(rule.peers, ns, o);
           sets.push({ name: set, type: 'hash:net', entries });
-          dest = `-m set --match-set ${set} dst `;
-          namedOn = live.filter((p) => entries.includes(`${p.status!.podIP!}/32`));
+          peer = `-m set --match-set ${set} ${d.peer} `;
+          if (d.type === 'Egress') namedOn = live.filter((p) => entries.includes(`${p.status!.podIP!}/32`));
         }
-        for (const port of portMatches(rule.ports as PortSpec[] | undefined, namedOn)) {
-          rules.push(`-A ${chain} ${dest}${port ? `${port} ` : ''}-j MARK --set-xmark ${egressMark}/${egressMark}`.replace(/ +/g, ' '));
+        for (const port of portMatches(rule.ports, namedOn)) {
+          rules.push(`-A ${chain} ${peer}${port ? `${port} ` : ''}-j MARK --set-xmark ${d.mark}/${d.mark}`.replace(/ +/g, ' '));
         }
       });
     }
   }
 
+  const isolatedIn = isolated.IN;
+  const isolatedOut = isolated.OUT;
   sets.push({ name: 'svc-isolated-in', type: 'hash:ip', entries: [...isolatedIn].sort() });
   sets.push({ name: 'svc-isolated-out', type: 'hash:ip', entries: [...isolatedOut].sort() });
   const reject = (m: string) => [`-A ${rootChain} ${m} -p tcp -j REJECT --reject-with tcp-reset`, `-A ${rootChain} ${m} -j REJECT --reject-with icmp-port-unreachable`];
@@ -205,8 +212,7 @@ export function buildProgram(o: Observed): Program {
       ...reject(`-m set --match-set svc-isolated-out src -m mark ! --mark ${egressMark}/${egressMark}`),
       `-A ${rootChain} -m set --match-set svc-isolated-in dst -j ${rootChain}-IN`,
       ...reject(`-m set --match-set svc-isolated-in dst -m mark ! --mark ${ingressMark}/${ingressMark}`),
-      ...outJumps,
-      ...inJumps,
+      ...jumps,
       ...rules,
     ],
   };
