@@ -98,9 +98,10 @@ host_firewall() {
 }
 
 # The OCI base spec of the svc-sandbox runtime: containerd's default, with no capabilities in any
-# set (a pod cannot add one back: CRI adds to the base), no new privileges, a read-only root whatever
-# the pod says, and small limits the pod spec cannot raise: 256 open files, no core dumps, files up
-# to 64 MiB, 128 processes per container.
+# set (CRI only adds to the base what a pod asks, and PSA restricted refuses adds), a read-only root
+# whatever the pod says, and small limits the pod spec cannot raise: 256 open files, no core dumps,
+# files up to 64 MiB, 128 processes per container. (No new privileges is set too, but CRI overrides
+# it from the pod's allowPrivilegeEscalation.)
 write_sandbox_spec() {
   ctr oci spec | node -e '
     let text = ""; process.stdin.on("data", (d) => (text += d)).on("end", () => {

@@ -8,7 +8,10 @@ import { after, before, describe, it } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { kubeConfig, testNamespace, uniqueName } from '../support/kube.js';
 import { eventually } from '../support/wait.js';
+import { readFileSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
 import path from 'node:path';
+import { repoRoot } from '../../lib/paths.js';
 import { images } from '../support/images.js';
 
 const kubectlBin = () => path.join(process.env.SVC_K8S_BIN!, 'kubectl');
@@ -363,9 +366,9 @@ describe('nodes: kubelet + containerd', () => {
     }
   });
 
-  it('runs a pod of the svc-sandbox RuntimeClass from its stricter base: read-only root, no new privileges, small limits', async () => {
+  it('runs a pod of the svc-sandbox RuntimeClass from its stricter base: read-only root, no capabilities, small limits', async () => {
     // The same pod twice, asking for nothing in particular: only the RuntimeClass differs.
-    const script = 'id -u; (touch /probe 2>/dev/null && echo "root: writable") || echo "root: read-only"; ' +
+    const script = 'id -u; (touch /tmp/probe 2>/dev/null && echo "root: writable") || echo "root: read-only"; ' +
       'grep -E "^(NoNewPrivs|Seccomp|CapEff):" /proc/self/status | tr -s "\\t " " "; echo "files $(ulimit -n) core $(ulimit -c) fsize $(ulimit -f)"';
     for (const [name, runtimeClassName] of [['ordinary', undefined], ['sandboxed', 'svc-sandbox']] as const) {
       await core.createNamespacedPod({
@@ -380,7 +383,9 @@ describe('nodes: kubelet + containerd', () => {
       });
     }
     for (const name of ['ordinary', 'sandboxed']) await eventually(`pod ${name} to finish`, async () => (await read(name)).status?.phase === 'Succeeded', { timeoutMs: 30_000 });
-    assert.equal(await logs('sandboxed'), '1000\nroot: read-only\nNoNewPrivs: 1\nSeccomp: 2\nCapEff: 0000000000000000\nfiles 256 core 0 fsize 131072\n');
+    // No new privileges is the pod's to say (CRI sets it from allowPrivilegeEscalation, over the base;
+    // PSA restricted makes account pods say it): this pod does not.
+    assert.equal(await logs('sandboxed'), '1000\nroot: read-only\nCapEff: 0000000000000000\nNoNewPrivs: 0\nSeccomp: 2\nfiles 256 core 0 fsize 131072\n');
     assert.match(await logs('ordinary'), /^1000\nroot: writable\n/, 'the default runtime leaves the root as the pod asks');
     assert.doesNotMatch(await logs('ordinary'), /files 256 /);
   });
@@ -550,5 +555,30 @@ describe('nodes: kubelet + containerd', () => {
       assert.equal(done.status?.containerStatuses?.[0]?.state?.terminated?.exitCode, 1);
       assert.match(image, /\/svc\/[a-z-]+:[0-9a-f]{12}-[0-9a-f]{16}$/, 'tagged with the commit and the content digest');
     }
+  });
+
+  it('answers on the kubelet API only the apiserver’s identity: anonymous is refused, another node is forbidden', async () => {
+    const pki = path.join(process.env.SVC_STATE_DIR ?? path.join(repoRoot, '.svc'), 'pki');
+    const get = (port: number, who?: string) =>
+      new Promise<number>((resolve, reject) => {
+        const req = httpsRequest(
+          {
+            host: '10.244.0.1',
+            port,
+            path: '/pods',
+            ca: readFileSync(path.join(pki, 'ca.crt')),
+            ...(who ? { cert: readFileSync(path.join(pki, `${who}.crt`)), key: readFileSync(path.join(pki, `${who}.key`)) } : {}),
+          },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode!);
+          },
+        );
+        req.on('error', reject);
+        req.end();
+      });
+    assert.equal(await get(10250), 401, 'anonymous');
+    assert.equal(await get(10250, 'node-local-b'), 403, 'local-b reading local-a (the Node authorizer, by webhook)');
+    assert.equal(await get(10250, 'apiserver-kubelet-client'), 200, 'the apiserver');
   });
 });
