@@ -35,7 +35,8 @@ tar_dir() {
     -C "$1" -cf "$2.tmp" . && mv "$2.tmp" "$2"
 }
 
-in_layout() { umoci ls --layout "$LAYOUT" | grep -qx "$1"; }
+# Whole output first: under pipefail, `... | grep -q` fails when grep stops reading early.
+in_layout() { local tags; tags=$(umoci ls --layout "$LAYOUT"); [[ $'\n'"$tags"$'\n' == *$'\n'"$1"$'\n'* ]]; }
 in_registry() { curl -fs -o /dev/null -I -H 'Accept: application/vnd.oci.image.manifest.v1+json' "http://$REGISTRY/v2/$1/manifests/$2"; }
 
 # image NAME TAG BASE_REF CONFIG_ARGS... -- LAYER_TAR... : the image NAME:TAG in the layout, made of

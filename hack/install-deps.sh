@@ -26,7 +26,8 @@ command -v umoci >/dev/null || missing+=(umoci)
 command -v skopeo >/dev/null || missing+=(skopeo)
 command -v mmdebstrap >/dev/null || missing+=(mmdebstrap)
 # The static busybox (the `busybox` package is dynamic): ldd fails on a static binary, hence `|| true`.
-command -v busybox >/dev/null && { ldd "$(command -v busybox)" 2>&1 || true; } | grep -q 'not a dynamic' || missing+=(busybox-static)
+bb_ldd=$(command -v busybox >/dev/null && { ldd "$(command -v busybox)" 2>&1 || true; }) || true
+[[ "$bb_ldd" == *"not a dynamic"* ]] || missing+=(busybox-static)
 # Headless browser of the sign-in tests (driven by playwright-core).
 command -v chromium >/dev/null || missing+=(chromium)
 # `install-deps.sh bench`: the reference proxy and the load generator of bench/proxy too.

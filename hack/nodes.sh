@@ -65,7 +65,9 @@ setup_network() {
   bridge=$(node_bridge "${NODES[$i]}") gateway=$(node_gateway "$i")
   # The bridge exists before the kubelet starts: its gateway address is the node's InternalIP.
   ip link show "$bridge" >/dev/null 2>&1 || ip link add "$bridge" type bridge
-  ip addr show dev "$bridge" | grep -q "inet $gateway/" || ip addr add "$gateway/24" dev "$bridge"
+  # Read whole before matching: under pipefail, `ip ... | grep -q` fails when grep stops reading early.
+  local addrs; addrs=$(ip -4 addr show dev "$bridge")
+  [[ "$addrs" == *"inet $gateway/"* ]] || ip addr add "$gateway/24" dev "$bridge"
   ip link set "$bridge" up
   sysctl -qw net.ipv4.ip_forward=1 net.bridge.bridge-nf-call-iptables=1 2>/dev/null || sysctl -qw net.ipv4.ip_forward=1
 }
