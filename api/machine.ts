@@ -11,9 +11,19 @@ import { requestContext } from './middleware/request-context.js';
 import type { Services } from './services.js';
 import type { ApiState } from './state.js';
 
+/**
+ * One key store per API, whichever listener asks: its cache (refreshed each minute) is what spares
+ * PostgreSQL a read per request, and two stores would each read.
+ */
+const keyStores = new WeakMap<Services, AssertionKeyStore>();
+
 /** The endpoints machines use, mounted on the machine listener and on the API itself. */
 export function machineEndpoints(s: Services): Koa.Middleware[] {
-  const keys = new AssertionKeyStore(s.db, { rotationMs: s.config.assertion.rotationMs, maxAssertionLifetimeMs: s.config.assertion.lifetimeSeconds * 1000 });
+  let keys = keyStores.get(s);
+  if (!keys) {
+    keys = new AssertionKeyStore(s.db, { rotationMs: s.config.assertion.rotationMs, maxAssertionLifetimeMs: s.config.assertion.lifetimeSeconds * 1000 });
+    keyStores.set(s, keys);
+  }
   return [artifactEndpoint(s.artifacts, s.config.deploys.artifactKey, s.clock), jwksEndpoint(keys)];
 }
 
