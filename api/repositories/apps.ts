@@ -3,7 +3,7 @@
 // account's namespace. A write returns once the cache shows it, so a read that follows it sees it
 // (lib/kube/until-cached.ts). Kubernetes errors are translated here, never leaked.
 import * as k8s from '@kubernetes/client-node';
-import { kubeStatus } from '../../lib/kube/client.js';
+import { kubeStatus, mergePatch } from '../../lib/kube/client.js';
 import { keepWatching } from '../../lib/kube/keep-watching.js';
 import { isAtLeast, untilCached } from '../../lib/kube/until-cached.js';
 import type { Logger } from '../../lib/logger.js';
@@ -84,7 +84,7 @@ export class AppRepository {
     try {
       const written = (await this.custom.patchNamespacedCustomObject(
         { group, version, namespace, plural: 'apps', name, body: { ...(resourceVersion ? { metadata: { resourceVersion } } : {}), spec } },
-        k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+        mergePatch,
       )) as App;
       await untilCached(this.informer, namespace, name, (c) => isAtLeast(c?.metadata.resourceVersion, written.metadata.resourceVersion));
       return written;

@@ -3,7 +3,7 @@
 // the machines' revision, so the App controller rolls them; the previous Secrets are then removed.
 import { createHash } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
-import { kubeStatus } from '../../lib/kube/client.js';
+import { kubeStatus, mergePatch } from '../../lib/kube/client.js';
 import { apiVersion, group, version, type App } from '../../lib/resources/index.js';
 
 export type Env = Record<string, string>;
@@ -76,7 +76,7 @@ export class EnvRepository {
       adopt: async (app) => {
         await this.core.patchNamespacedSecret(
           { namespace, name, body: { metadata: { ownerReferences: [ownerOf(app)] } } },
-          k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+          mergePatch,
         );
       },
       // Only what this call made: a Secret that existed belongs to someone else.
@@ -95,7 +95,7 @@ export class EnvRepository {
     await this.createSecret(namespace, appName, env, app);
     await this.custom.patchNamespacedCustomObject(
       { group, version, namespace, plural: 'apps', name: appName, body: { spec: { envSecretName: name } } },
-      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+      mergePatch,
     );
     // Older versions are no longer referenced (their machines are being replaced).
     const old = await this.core.listNamespacedSecret({ namespace, labelSelector: `${appLabel}=${appName},${envLabel}=true` });

@@ -2,12 +2,11 @@
 // applies its quota, limits and deny-all NetworkPolicy (server-side apply, forced: a hand edit is
 // undone). Idempotent; an unchanged namespace costs no apiserver write.
 import * as k8s from '@kubernetes/client-node';
+import { mergePatch, serverSideApply } from '../../lib/kube/client.js';
 import type { Logger } from '../../lib/logger.js';
 import { accountObjects, missingLabels } from './desired.js';
 import { managerName } from '../app/desired.js';
 
-const apply = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.ServerSideApply);
-const merge = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
 
 export class AccountReconciler {
   /** What was last applied per namespace; forget() makes the next reconcile apply again. */
@@ -28,7 +27,7 @@ export class AccountReconciler {
     if (ns.metadata?.deletionTimestamp || ns.status?.phase === 'Terminating') return {};
     const labels = missingLabels(ns);
     if (Object.keys(labels).length) {
-      await this.core.patchNamespace({ name, body: { metadata: { labels } } }, merge);
+      await this.core.patchNamespace({ name, body: { metadata: { labels } } }, mergePatch);
       this.log.info({ kind: 'Namespace', name, labels }, 'Labelled the account namespace for Pod Security Admission');
     }
     const objects = accountObjects(name);
@@ -37,9 +36,9 @@ export class AccountReconciler {
     const opts = { namespace: name, fieldManager: managerName, force: true };
     // The LimitRange before the quota: once the quota counts limits, a pod without them is refused,
     // and the LimitRange is what gives them.
-    await this.core.patchNamespacedLimitRange({ ...opts, name: objects.limits.metadata!.name!, body: objects.limits }, apply);
-    await this.core.patchNamespacedResourceQuota({ ...opts, name: objects.quota.metadata!.name!, body: objects.quota }, apply);
-    await this.networking.patchNamespacedNetworkPolicy({ ...opts, name: objects.denyAll.metadata!.name!, body: objects.denyAll }, apply);
+    await this.core.patchNamespacedLimitRange({ ...opts, name: objects.limits.metadata!.name!, body: objects.limits }, serverSideApply);
+    await this.core.patchNamespacedResourceQuota({ ...opts, name: objects.quota.metadata!.name!, body: objects.quota }, serverSideApply);
+    await this.networking.patchNamespacedNetworkPolicy({ ...opts, name: objects.denyAll.metadata!.name!, body: objects.denyAll }, serverSideApply);
     this.applied.set(name, shape);
     this.log.info({ kind: 'Namespace', name }, 'Applied the account namespace guardrails');
     return {};

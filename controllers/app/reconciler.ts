@@ -3,14 +3,12 @@
 // expired App. Safe to run twice or after a crash: every step is idempotent.
 import * as k8s from '@kubernetes/client-node';
 import { isAtLeast } from '../../lib/kube/until-cached.js';
-import { kubeStatus } from '../../lib/kube/client.js';
+import { kubeStatus, mergePatch, serverSideApply } from '../../lib/kube/client.js';
 import type { Logger } from '../../lib/logger.js';
 import type { EventRecorder } from '../../lib/kube/events.js';
 import { apiVersion, group, version, type App } from '../../lib/resources/index.js';
 import { appService, machinePolicy, managerName, plan, type AppSettings } from './desired.js';
 
-const apply = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.ServerSideApply);
-const merge = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
 const ignore = (...codes: number[]) => (err: unknown) => {
   if (!codes.includes(kubeStatus(err) ?? 0)) throw err;
 };
@@ -82,8 +80,8 @@ export class AppReconciler {
       const edited = seen !== undefined && last?.resourceVersion !== undefined && seen !== last.resourceVersion && isAtLeast(seen, last.resourceVersion);
       if (last?.shape !== shape || edited) {
         // The policy first: a machine is never reachable by more than it allows.
-        if (policy) await this.networking.patchNamespacedNetworkPolicy({ name: policy.metadata!.name!, namespace, body: policy, fieldManager: managerName, force: true }, apply);
-        const result = await this.core.patchNamespacedService({ name, namespace, body: service, fieldManager: managerName, force: true }, apply);
+        if (policy) await this.networking.patchNamespacedNetworkPolicy({ name: policy.metadata!.name!, namespace, body: policy, fieldManager: managerName, force: true }, serverSideApply);
+        const result = await this.core.patchNamespacedService({ name, namespace, body: service, fieldManager: managerName, force: true }, serverSideApply);
         this.applied.set(app.metadata.uid!, { shape, resourceVersion: result.metadata?.resourceVersion });
         if (edited && last?.shape === shape) this.log.info({ kind: 'App', namespace, name }, 'Restored the Service changed by hand');
       }
@@ -109,7 +107,7 @@ export class AppReconciler {
     }
     if (JSON.stringify(p.status) !== JSON.stringify(app.status ?? {})) {
       await this.custom
-        .patchNamespacedCustomObjectStatus({ group, version, namespace, plural: 'apps', name, body: { status: p.status } }, merge)
+        .patchNamespacedCustomObjectStatus({ group, version, namespace, plural: 'apps', name, body: { status: p.status } }, mergePatch)
         .catch(ignore(404));
     }
     return p.requeueMs !== undefined ? { requeueMs: p.requeueMs } : {};

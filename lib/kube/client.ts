@@ -12,3 +12,8 @@ export function loadKubeConfig(kubeconfig: string | undefined): k8s.KubeConfig {
 export function kubeStatus(err: unknown): number | undefined {
   return err instanceof k8s.ApiException ? err.code : undefined;
 }
+
+/** Request options of a server-side apply patch (a body that says what the field manager owns). */
+export const serverSideApply = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.ServerSideApply);
+/** Request options of a JSON merge patch. */
+export const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
