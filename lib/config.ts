@@ -60,6 +60,13 @@ const envSchema = z.object({
   SVC_MACHINE_PLATFORM_PORTS: z
     .string()
     .regex(/^\d{1,5}(-\d{1,5})?(,\d{1,5}(-\d{1,5})?)*$/, 'must be comma-separated ports or port ranges (8079,18000-18099)')
+    .refine(
+      (v) => v.split(',').every((p) => {
+        const [first, last = first] = p.split('-').map(Number) as [number, number?];
+        return first >= 1 && last <= 65535 && first <= last;
+      }),
+      'each port must be 1-65535, and a range must not end before it starts',
+    )
     .optional(),
   SVC_HOSTNAME_HOLD_DAYS: z.coerce.number().min(0).max(3650).default(30),
   SVC_ARTIFACT_KEY: z.string().min(32, 'must be at least 32 characters (a random secret)').optional(),

@@ -33,4 +33,18 @@ describe('loadConfig', () => {
       },
     );
   });
+
+  it('derives where machines see the platform, and refuses bad ports and addresses for it', () => {
+    const c = loadConfig({}, none);
+    assert.deepEqual(c.machineNetwork, { platformCidrs: ['10.244.0.1/32', '10.244.1.1/32'], platformPorts: [{ port: 8079 }] });
+    assert.equal(c.deploys.artifactBaseUrl, 'http://10.244.0.1:8079/artifacts');
+    assert.equal(c.api.host, '127.0.0.1', 'the API itself on loopback');
+    assert.deepEqual(loadConfig({ SVC_MACHINE_PLATFORM_PORTS: '8079,18000-18099' }, none).machineNetwork.platformPorts, [{ port: 8079 }, { port: 18000, endPort: 18099 }]);
+    for (const bad of ['0', '70000', '9000-8000', '8079,', 'http', '8079-99999']) {
+      assert.throws(() => loadConfig({ SVC_MACHINE_PLATFORM_PORTS: bad }, none), /SVC_MACHINE_PLATFORM_PORTS/, bad);
+    }
+    for (const bad of ['10.244.0.1', '10.244.0.1/32,', 'everywhere']) {
+      assert.throws(() => loadConfig({ SVC_MACHINE_PLATFORM_CIDRS: bad }, none), /SVC_MACHINE_PLATFORM_CIDRS/, bad);
+    }
+  });
 });
