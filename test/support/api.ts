@@ -32,6 +32,8 @@ export class TestClock {
 
 export interface TestApi {
   url: string;
+  /** The machine listener (api/machine.ts), as machines reach it. */
+  machineUrl: string;
   services: Services;
   clock: TestClock;
   logLines: Array<Record<string, unknown>>;
@@ -143,6 +145,7 @@ export async function startTestApi(opts: { env?: Record<string, string>; operati
 
   return {
     url,
+    machineUrl: machineListener.url,
     services,
     clock,
     logLines,
