@@ -6,7 +6,7 @@ import { HostnameStore } from '../lib/hostnames.js';
 import { Invitations } from '../lib/auth/invitations.js';
 import { LinkStore } from '../lib/auth/links.js';
 import { SessionStore } from '../lib/auth/sessions.js';
-import { appUrlOf, type Config } from '../lib/config.js';
+import type { Config } from '../lib/config.js';
 import type { Db } from '../lib/db/connection.js';
 import { DeployStore } from '../lib/deploys.js';
 import type { Logger } from '../lib/logger.js';
@@ -16,6 +16,7 @@ import { Deployer } from './deploys/deployer.js';
 import { DeployTracker } from './deploys/tracker.js';
 import { AppRepository } from './repositories/apps.js';
 import { EnvRepository } from './repositories/env.js';
+import { appUrl } from '../lib/contract.js';
 
 /** What the API's handlers work with; built once by assembleServices (in main.ts, or by a test). */
 export interface Services {
@@ -68,7 +69,7 @@ export async function assembleServices(deps: {
   const artifacts = new ArtifactStore(config.deploys.artifactDir);
   const deploys = new DeployStore(db, clock);
   // Email invitations go out when a deploy goes live (queued in the outbox; the leader sends them).
-  const invitations = new Invitations(db, new MailOutbox(db, { clock }), log, (app) => (app.status?.url ? appUrlOf(config, app.metadata.name!) : undefined), clock);
+  const invitations = new Invitations(db, new MailOutbox(db, { clock }), log, (app) => (app.status?.url ? appUrl(config.site, app.metadata.name!) : undefined), clock);
   new DeployTracker(apps, deploys, log, (app) => invitations.sync(app)).start();
   const services: Services = {
     config,

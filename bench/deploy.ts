@@ -18,6 +18,7 @@ import { images } from '../test/support/images.js';
 import { assembleServices } from '../api/services.js';
 import { createAccount } from '../lib/accounts.js';
 import { loadConfig } from '../lib/config.js';
+import { labels } from '../lib/contract.js';
 import { connect } from '../lib/db/connection.js';
 import { benchDatabase, percentile } from './support.js';
 import { migrateLatest } from '../lib/db/migrate.js';
@@ -114,17 +115,9 @@ try {
   // Baseline: the machine the controller would make, as a bare Pod, for a fresh artifact each time.
   const app = (await services.apps.find(ns, 'bench'))!;
   const { machinePod, machinePolicy } = await import('../controllers/app/desired.js');
-  const settings = {
-    appsDomain: config.appsDomain,
-    appsUrlSuffix: config.appsUrlSuffix,
-    runtimeImage: config.deploys.runtimeImage,
-    artifactBaseUrl: config.deploys.artifactBaseUrl,
-    assertionIssuer: config.assertion.issuer,
-    jwksUrl: config.assertion.jwksUrl,
-    rolloutDeadlineMs: 120_000,
-    artifactKey: config.deploys.artifactKey,
-    platform: { cidrs: config.machineNetwork.platformCidrs, ports: config.machineNetwork.platformPorts },
-  };
+  const { appSettings } = await import('../controllers/app/settings.js');
+  const settings = { ...appSettings(config), rolloutDeadlineMs: 120_000 };
+
   // The bare Pods are machines of no App: the account's deny-all holds them unless a policy like an
   // App's opens them (the controller ignores the label: no App of that name exists).
   const bare = 'bench-bare';
@@ -137,7 +130,7 @@ try {
     const prepared = await services.deployer.prepareBody({ files: { 'index.html': marker } });
     const pod = machinePod({ ...app, spec: { ...app.spec, source: prepared.spec.source!, deployId: `bare-${i}` } }, 0, settings);
     const name = `bare-${i}`;
-    pod.metadata = { name, namespace: ns, labels: { 'svc.dev/app': bare } };
+    pod.metadata = { name, namespace: ns, labels: { [labels.app]: bare } };
     const start = performance.now();
     await core.createNamespacedPod({ namespace: ns, body: pod });
     await podServes(async () => (await core.readNamespacedPod({ namespace: ns, name })).status?.podIP, marker);

@@ -6,6 +6,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { machinePod, type AppSettings } from '../controllers/app/desired.js';
+import { labels } from '../lib/contract.js';
 import { loadKubeConfig } from '../lib/kube/client.js';
 import { repoRoot } from '../lib/paths.js';
 import { apiVersion, group, version, type App } from '../lib/resources/index.js';
@@ -197,7 +198,7 @@ interface Result {
   latencies: number[];
 }
 
-const settings: AppSettings = { appsDomain: 'bench.invalid', appsUrlSuffix: '', runtimeImage: 'svc/runtime', artifactBaseUrl: 'http://bench.invalid', rolloutDeadlineMs: timeoutMs, assertionIssuer: 'http://bench.invalid/_svc/auth', jwksUrl: 'http://bench.invalid/_svc/auth/jwks.json' };
+const settings: AppSettings = { site: { appsDomain: 'bench.invalid', appsUrlSuffix: '', secure: false }, runtimeImage: 'svc/runtime', artifactBaseUrl: 'http://bench.invalid', rolloutDeadlineMs: timeoutMs, assertionIssuer: 'http://bench.invalid/_svc/auth', jwksUrl: 'http://bench.invalid/_svc/auth/jwks.json' };
 const appName = (i: number) => `a${i}`;
 
 /** The machine pod the controller would make for App a<i>, without its owner and under a label the controllers do not watch. */
@@ -205,7 +206,7 @@ function barePod(i: number): k8s.V1Pod {
   const app: App = { apiVersion, kind: 'App', metadata: { name: appName(i), namespace: podsNs, uid: '00000000-0000-0000-0000-000000000000' }, spec };
   const pod = machinePod(app, 0, settings);
   const rename = (labels: Record<string, string> | undefined) =>
-    labels && Object.fromEntries(Object.entries(labels).map(([k, v]) => [k === 'svc.dev/app' ? 'bench.svc.dev/app' : k, v]));
+    labels && Object.fromEntries(Object.entries(labels).map(([k, v]) => [k === labels.app ? 'bench.svc.dev/app' : k, v]));
   delete pod.metadata!.ownerReferences;
   pod.metadata!.labels = rename(pod.metadata!.labels);
   for (const c of pod.spec!.topologySpreadConstraints ?? []) if (c.labelSelector?.matchLabels) c.labelSelector.matchLabels = rename(c.labelSelector.matchLabels);
@@ -258,7 +259,7 @@ async function apps(): Promise<AppResult> {
     },
   );
   const wp = watchAll<k8s.V1Pod>(`/api/v1/namespaces/${appsNs}/pods`, () => core.listNamespacedPod({ namespace: appsNs }), (p) => {
-    const app = p.metadata?.labels?.['svc.dev/app'];
+    const app = p.metadata?.labels?.[labels.app];
     if (!app) return;
     if (!podSeen.has(app)) podSeen.set(app, performance.now());
     if (podReady(p) && !podReadyAt.has(app)) podReadyAt.set(app, performance.now());

@@ -4,6 +4,7 @@ import { loadConfigOrExit } from '../lib/config.js';
 import { loadKubeConfig } from '../lib/kube/client.js';
 import { createLogger } from '../lib/logger.js';
 import { LeaderElection } from '../lib/kube/leader.js';
+import { appSettings } from './app/settings.js';
 import { Manager } from './manager.js';
 
 const config = loadConfigOrExit('controllers');
@@ -11,17 +12,7 @@ const log = createLogger('controllers', config.logLevel);
 const kc = loadKubeConfig(config.kubeconfig);
 if (!config.deploys.artifactKey) log.error('No artifact key (SVC_ARTIFACT_KEY or SVC_ARTIFACT_KEY_FILE): machines of static, HTML, Markdown and handler apps cannot fetch their artifact');
 const election = new LeaderElection(kc.makeApiClient(k8s.CoordinationV1Api), 'kube-system', 'svc-controllers', log);
-const manager = new Manager(kc, {
-    appsDomain: config.appsDomain,
-    appsUrlSuffix: config.appsUrlSuffix,
-    runtimeImage: config.deploys.runtimeImage,
-    artifactBaseUrl: config.deploys.artifactBaseUrl,
-    assertionIssuer: config.assertion.issuer,
-    jwksUrl: config.assertion.jwksUrl,
-    artifactKey: config.deploys.artifactKey,
-    rolloutDeadlineMs: config.deploys.rolloutDeadlineSeconds * 1000,
-    platform: { cidrs: config.machineNetwork.platformCidrs, ports: config.machineNetwork.platformPorts },
-  }, log);
+const manager = new Manager(kc, appSettings(config), log);
 
 async function shutdown(signal: string): Promise<void> {
   log.info({ signal }, 'Stopping controllers');

@@ -52,6 +52,8 @@ export async function generateResourceTypes(root: string): Promise<string> {
         additionalProperties: false,
         declareExternallyReferenced: true,
         format: true,
+        // Bounded arrays as arrays, not as a union of every length's tuple.
+        maxItems: -1,
         strictIndexSignatures: true,
         style: { singleQuote: true, printWidth: 110 },
       });

@@ -1,8 +1,7 @@
 // Which app a request's Host names. App hostnames are exactly one DNS label under the apps domain,
 // `<app>.<apps domain>` (previews are Apps named `<app>--<ref>`, so they need nothing special); the
 // port is ignored because locally the proxy listens on :8081 and on a cluster behind a balancer.
-
-const appName = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+import { dnsLabel as appName } from '../lib/contract.js';
 
 /** The app name a Host header value names under `appsDomain`, or undefined. */
 export function appOfHost(host: string | undefined, appsDomain: string): string | undefined {

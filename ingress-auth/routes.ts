@@ -9,6 +9,7 @@ import * as k8s from '@kubernetes/client-node';
 import { keepWatching } from '../lib/kube/keep-watching.js';
 import type { Logger } from '../lib/logger.js';
 import { group, version, type App } from '../lib/resources/index.js';
+import { labels } from '../lib/contract.js';
 
 export interface Backend {
   address: string;
@@ -18,7 +19,7 @@ export interface Backend {
 }
 
 const serviceNameLabel = 'kubernetes.io/service-name';
-const appLabel = 'svc.dev/app';
+const appLabel = labels.app;
 
 /** Apps by name; `holder(name)` is the App whose hostname `<name>.<apps domain>` is. */
 export class HostIndex {

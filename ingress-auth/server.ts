@@ -7,7 +7,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
 import type * as k8s from '@kubernetes/client-node';
-import { appUrlOf, type Config } from '../lib/config.js';
+import type { Config } from '../lib/config.js';
 import type { Logger } from '../lib/logger.js';
 import type { RequestRecorder } from '../lib/metrics/requests.js';
 import { admitsAll } from '../lib/auth/identity.js';
@@ -27,6 +27,7 @@ import { appOfHost } from './host.js';
 import { Proxy, writeRaw, type Outcome } from './proxy.js';
 import { hasBody } from './retry.js';
 import { RouteTable, type RouteSource } from './routes.js';
+import { appUrl, loginUrl } from '../lib/contract.js';
 
 export interface IngressOptions {
   config: Config;
@@ -152,7 +153,7 @@ export async function startIngress(opts: IngressOptions): Promise<Ingress> {
     host: audienceOf(req.headers.host ?? ''),
     // The app's configured URL, never the Host header: links in mail, passkey origins and the
     // same-origin checks must not follow whatever port or spelling a request named.
-    origin: appUrlOf(config, app.metadata.name!),
+    origin: appUrl(config.site, app.metadata.name!),
     requestId,
     clientIp: clientAddress(req.socket.remoteAddress),
   });
@@ -316,7 +317,7 @@ export async function startIngress(opts: IngressOptions): Promise<Ingress> {
         const admitted = current !== undefined && admitsAll(decision.admits, current.session.identity, { namespace: app.metadata.namespace! });
         if (decision.mode === 'auth' && !admitted) {
           record(app, current ? 403 : 401, started);
-          const body = JSON.stringify(current ? { error: 'forbidden' } : { error: 'authentication_required', login_url: `/_svc/auth/login?next=${encodeURIComponent(safeNext(req.url))}` });
+          const body = JSON.stringify(current ? { error: 'forbidden' } : { error: 'authentication_required', login_url: loginUrl(safeNext(req.url)) });
           return writeRaw(socket, { headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'cache-control': 'private, no-store', 'x-request-id': requestId }, body }, current ? 403 : 401);
         }
         if (admitted) fwd.identity = await auth.signIn.identityHeaders(current.session, host, app);

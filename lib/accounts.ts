@@ -5,6 +5,7 @@ import * as k8s from '@kubernetes/client-node';
 import type { Db } from './db/connection.js';
 import { recordEvent } from './events.js';
 import { kubeStatus } from './kube/client.js';
+import { labels, managers } from './contract.js';
 
 export interface Account {
   id: string;
@@ -22,7 +23,7 @@ interface AccountRow {
   created_at: Date;
 }
 
-export const accountLabel = 'svc.dev/account';
+export const accountLabel = labels.account;
 
 /**
  * Labels an account namespace is created with: Pod Security Admission enforces `restricted` on every
@@ -69,7 +70,7 @@ export async function bindApiToNamespace(rbac: k8s.RbacAuthorizationV1Api, names
     await rbac.createNamespacedRoleBinding({
       namespace,
       body: {
-        metadata: { name: apiTenantRole, labels: { 'app.kubernetes.io/managed-by': 'svc' } },
+        metadata: { name: apiTenantRole, labels: { [labels.managedBy]: managers.platform } },
         roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: apiTenantRole },
         subjects: [{ kind: 'ServiceAccount', name: sa.name, namespace: sa.namespace }],
       },
@@ -108,7 +109,7 @@ export async function createAccount(
     }
     try {
       await core.createNamespace({
-        body: { metadata: { name: row.namespace, labels: { [accountLabel]: row.id, 'app.kubernetes.io/managed-by': 'svc', ...podSecurityLabels } } },
+        body: { metadata: { name: row.namespace, labels: { [accountLabel]: row.id, [labels.managedBy]: managers.platform, ...podSecurityLabels } } },
       });
     } catch (err) {
       if (kubeStatus(err) !== 409) throw err;

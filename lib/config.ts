@@ -4,6 +4,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import { type AppsSite } from './contract.js';
 
 const logLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 
@@ -131,6 +132,8 @@ export interface Config {
   /** App hostnames are <app>.<appsDomain>; URLs add appsUrlSuffix (the proxy's port locally). */
   readonly appsDomain: string;
   readonly appsUrlSuffix: string;
+  /** The same, with whether app hostnames are served over https: what appUrl() (lib/contract.ts) takes. */
+  readonly site: AppsSite;
   /** How long a deleted app's hostname stays held for its account (lib/hostnames.ts). */
   readonly hostnameHoldMs: number;
   /**
@@ -290,6 +293,8 @@ export function loadConfig(
     }),
     appsDomain: e.SVC_APPS_DOMAIN,
     appsUrlSuffix: e.SVC_APPS_URL_SUFFIX,
+    // Secure cookies need https, so they are what says app hostnames are served over it.
+    site: Object.freeze({ appsDomain: e.SVC_APPS_DOMAIN, appsUrlSuffix: e.SVC_APPS_URL_SUFFIX, secure: e.SVC_AUTH_SECURE_COOKIES }),
     hostnameHoldMs: e.SVC_HOSTNAME_HOLD_DAYS * 86_400_000,
     proxy: Object.freeze({
       host: e.SVC_PROXY_HOST,
@@ -317,13 +322,6 @@ export function loadConfig(
   });
 }
 
-/**
- * An app's URL as this component is configured (the App controller writes the same into
- * status.url): what links in mail and owner links point at.
- */
-export function appUrlOf(config: Pick<Config, 'appsDomain' | 'appsUrlSuffix' | 'auth'>, appName: string): string {
-  return `${config.auth.secureCookies ? 'https' : 'http'}://${appName}.${config.appsDomain}${config.appsUrlSuffix}`;
-}
 
 /** For a component's entry point: the configuration, or a clear message and exit code 1. */
 export function loadConfigOrExit(component: string): Config {

@@ -8,6 +8,7 @@ import * as k8s from '@kubernetes/client-node';
 import { kubeStatus } from '../lib/kube/client.js';
 import { keepWatching, type Restartable } from '../lib/kube/keep-watching.js';
 import type { Logger } from '../lib/logger.js';
+import { labels } from '../lib/contract.js';
 
 export const provisionerName = 'svc.dev/local-volumes';
 const selectedNode = 'volume.kubernetes.io/selected-node';
@@ -19,7 +20,7 @@ export function volumeFor(pvc: k8s.V1PersistentVolumeClaim, node: string, dir: s
   return {
     apiVersion: 'v1',
     kind: 'PersistentVolume',
-    metadata: { name: `pvc-${pvc.metadata!.uid}`, annotations: { [provisionedBy]: provisionerName }, labels: { 'svc.dev/node': node } },
+    metadata: { name: `pvc-${pvc.metadata!.uid}`, annotations: { [provisionedBy]: provisionerName }, labels: { [labels.node]: node } },
     spec: {
       capacity: { storage: pvc.spec?.resources?.requests?.storage ?? '1Gi' },
       accessModes: pvc.spec?.accessModes ?? ['ReadWriteOnce'],
@@ -70,7 +71,7 @@ export class LocalProvisioner {
     const volumes = new k8s.ListWatch<k8s.V1PersistentVolume>('/api/v1/persistentvolumes', new k8s.Watch(this.kc), () => core.listPersistentVolume(), false);
     const reclaim = (pv: k8s.V1PersistentVolume) => {
       if (pv.metadata?.annotations?.[provisionedBy] !== provisionerName || pv.status?.phase !== 'Released') return;
-      const node = pv.metadata.labels?.['svc.dev/node'];
+      const node = pv.metadata.labels?.[labels.node];
       if (!node || !this.nodes.includes(node) || !pv.spec?.local?.path) return;
       rmSync(pv.spec.local.path, { recursive: true, force: true });
       core.deletePersistentVolume({ name: pv.metadata.name! }).then(

@@ -47,6 +47,7 @@ import type { Logger } from '../lib/logger.js';
 import { handlerDirs, isTypeDeclaration, matchRoute, planHandlerRoutes, processInterpreters, type HandlerRoute } from '../lib/handlers/routes.js';
 import { slotsFromEnv, type ProcessSlots } from './process-slots.js';
 import { createStaticSite, reservedPrefix, type SiteHandler } from './static-site.js';
+import { identityHeaderPrefix } from '../lib/contract.js';
 
 const tsOutput: Record<string, string> = { '.ts': '.js', '.mts': '.mjs', '.cts': '.cjs' };
 const methods = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
@@ -251,7 +252,7 @@ export function cgiEnv(req: IncomingMessage, route: HandlerRoute, params: Record
     const joined = Array.isArray(value) ? value.join(name === 'cookie' ? '; ' : ', ') : value;
     env[`HTTP_${key}`] = joined;
     // The verified viewer, as the auth proxy says (it strips client-supplied x-svc-* headers).
-    if (name.startsWith('x-svc-auth-')) env[`SVC_AUTH_${key.slice('X_SVC_AUTH_'.length)}`] = joined;
+    if (name.startsWith(identityHeaderPrefix)) env[`SVC_AUTH_${key.slice(identityHeaderPrefix.length)}`] = joined;
   }
   for (const [name, value] of Object.entries(params)) env[`SVC_PARAM_${name.toUpperCase()}`] = value;
   return env;

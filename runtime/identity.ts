@@ -13,6 +13,7 @@ import { createRemoteJWKSet, type JSONWebKeySet, type JWTVerifyGetKey } from 'jo
 import { verifyAssertion, type AssertionClaims } from '../lib/identity/assertion.js';
 import type { Logger } from '../lib/logger.js';
 import { viewerHeaders } from './viewer.js';
+import { identityHeaders } from '../lib/contract.js';
 
 export interface IdentityOptions {
   /** The platform's public keys: a URL to fetch (and cache) them from, or a key set. */
@@ -24,7 +25,7 @@ export interface IdentityOptions {
   now?: () => Date;
 }
 
-const assertionHeader = 'x-svc-auth-assertion';
+const assertionHeader = identityHeaders.assertion.toLowerCase();
 /** `x-svc-...` in any case, with `-` or `_` (CGI would read `X_Svc_Auth_Email` as the real one). */
 const platformHeader = /^x[-_]svc([-_]|$)/i;
 /** Verified assertions kept until they expire, so a page's many requests verify once. */

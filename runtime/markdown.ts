@@ -12,6 +12,7 @@ import { parse as parseYaml } from 'yaml';
 import { PageCache } from './page-cache.js';
 import { createStaticSite, type SiteHandler } from './static-site.js';
 import { escapeHtml, viewerOf } from './viewer.js';
+import { loginUrl } from '../lib/contract.js';
 
 export interface MarkdownPage {
   /** The whole HTML document, with a placeholder where `:account` controls go. */
@@ -139,8 +140,7 @@ export function accountControls(req: IncomingMessage): string {
     return `<nav class="svc-account"><span>Signed in as ${escapeHtml(who)}</span> <a href="/_svc/auth/logout">Sign out</a></nav>`;
   }
   const url = new URL(req.url ?? '/', 'http://site');
-  const next = encodeURIComponent(url.pathname + url.search);
-  return `<nav class="svc-account"><a href="/_svc/auth/login?next=${next}">Sign in</a></nav>`;
+  return `<nav class="svc-account"><a href="${escapeHtml(loginUrl(url.pathname + url.search))}">Sign in</a></nav>`;
 }
 
 export function pageFor(page: MarkdownPage, req: IncomingMessage): string {

@@ -1,15 +1,21 @@
 // The viewer of a request, as the auth proxy (ingress-auth) tells it: it strips client-supplied
 // x-svc-* headers and sets these from the verified session, so the runtime can trust them.
 import type { IncomingMessage } from 'node:http';
+import { identityHeaders } from '../lib/contract.js';
 
+/** Lowercased, as Node's request headers have them. */
 export const viewerHeaders = {
-  id: 'x-svc-auth-subject',
-  name: 'x-svc-auth-name',
-  email: 'x-svc-auth-email',
-  provider: 'x-svc-auth-provider',
-  verified: 'x-svc-auth-verified',
-  owner: 'x-svc-auth-owner',
+  id: lower(identityHeaders.subject),
+  name: lower(identityHeaders.name),
+  email: lower(identityHeaders.email),
+  provider: lower(identityHeaders.provider),
+  verified: lower(identityHeaders.verified),
+  owner: lower(identityHeaders.owner),
 } as const;
+
+function lower<T extends string>(name: T): Lowercase<T> {
+  return name.toLowerCase() as Lowercase<T>;
+}
 
 export type Viewer = Record<keyof typeof viewerHeaders, string>;
 

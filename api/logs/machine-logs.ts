@@ -4,12 +4,12 @@
 // when its reader goes away. api/routes/app-logs.ts serves it; docs/api/logs.md describes it.
 import { Readable, Writable } from 'node:stream';
 import * as k8s from '@kubernetes/client-node';
-import { labels } from '../../controllers/app/desired.js';
 import { ApiError } from '../errors.js';
 import type { Services } from '../services.js';
+import { containers, labels } from '../../lib/contract.js';
 
 /** The machine container, as controllers/app/desired.ts names it. */
-const containerName = 'app';
+const containerName = containers.machine;
 export const defaultTail = 100;
 export const maxTail = 10_000;
 /** While following: how often the machine list is read again. */

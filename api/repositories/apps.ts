@@ -10,6 +10,7 @@ import type { Logger } from '../../lib/logger.js';
 import type { HostnameStore } from '../../lib/hostnames.js';
 import { apiVersion, group, version, type App } from '../../lib/resources/index.js';
 import { ApiError, conflict, invalid } from '../errors.js';
+import { dnsLabel, labels, managers } from '../../lib/contract.js';
 
 export class AppRepository {
   private readonly informer: k8s.ListWatch<App>;
@@ -63,7 +64,7 @@ export class AppRepository {
   async find(namespace: string, idOrName: string): Promise<App | undefined> {
     const cached = this.informer.get(idOrName, namespace) ?? this.informer.list(namespace).find((a) => a.metadata.uid === idOrName);
     if (cached) return cached;
-    if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(idOrName)) return undefined;
+    if (!dnsLabel.test(idOrName)) return undefined;
     try {
       return (await this.custom.getNamespacedCustomObject({ group, version, namespace, plural: 'apps', name: idOrName })) as App;
     } catch (err) {
@@ -108,7 +109,7 @@ export class AppRepository {
         body: {
           apiVersion,
           kind: 'App',
-          metadata: { ...metadata, labels: { 'app.kubernetes.io/managed-by': 'svc-api', ...metadata.labels } },
+          metadata: { ...metadata, labels: { [labels.managedBy]: managers.api, ...metadata.labels } },
           spec: this.identity && !spec.identity ? { ...spec, identity: { ...this.identity } } : spec,
         },
       })) as App;

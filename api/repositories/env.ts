@@ -5,11 +5,12 @@ import { createHash } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
 import { kubeStatus, mergePatch } from '../../lib/kube/client.js';
 import { apiVersion, group, version, type App } from '../../lib/resources/index.js';
+import { labels } from '../../lib/contract.js';
 
 export type Env = Record<string, string>;
 
-const appLabel = 'svc.dev/app';
-const envLabel = 'svc.dev/env';
+const appLabel = labels.app;
+const envLabel = labels.env;
 
 export function envSecretName(app: string, env: Env): string {
   const canonical = JSON.stringify(Object.keys(env).sort().map((k) => [k, env[k]]));

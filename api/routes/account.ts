@@ -9,9 +9,10 @@ import { resolverFor, webhookUrlProblemResolved } from '../../lib/webhooks/url-g
 import { conflict, invalid, notFound } from '../errors.js';
 import { op, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
+import { dnsLabel } from '../../lib/contract.js';
 
 const maxTokenLifetimeMs = 366 * 86400e3;
-const appName = z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'must be an app name (a DNS label)');
+const appName = z.string().regex(dnsLabel, 'must be an app name (a DNS label)');
 
 const createTokenBody = z
   .strictObject({

@@ -6,12 +6,12 @@ import { z } from 'zod';
 import type { AppUser } from '../../lib/auth/app-users.js';
 import { admitsAppUsers, type Identity } from '../../lib/auth/identity.js';
 import { ownerLinkLifetimeMs } from '../../lib/auth/links.js';
-import { appUrlOf } from '../../lib/config.js';
 import type { App } from '../../lib/resources/index.js';
 import { conflict, invalid, notFound } from '../errors.js';
 import { op, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
 import { resolveApp } from './app-access.js';
+import { appUrl, loginUrl } from '../../lib/contract.js';
 
 const userSchema = z.object({
   id: z.string(),
@@ -142,7 +142,7 @@ export function appAuthOperations(s: Services): Operation[] {
       response: z.object({ url: z.string(), expires_at: z.string() }),
       handler: async ({ caller, params, body }) => {
         const app = await resolveApp(s, caller, params.appID!);
-        const url = app.status?.url ? appUrlOf(s.config, app.metadata.name!) : undefined;
+        const url = app.status?.url ? appUrl(s.config.site, app.metadata.name!) : undefined;
         if (!url) throw conflict(`app ${app.metadata.name} has no URL yet (deploy it first)`);
         if (!(app.spec.auth?.rules ?? []).some((r) => r.admit.owner)) throw conflict(`the policy of app ${app.metadata.name} does not admit its owner; add \`owner\` to it`);
         const next = body?.next ?? '/';
@@ -156,7 +156,7 @@ export function appAuthOperations(s: Services): Operation[] {
         };
         const token = await s.auth.links.handoff(app.metadata.uid!, identity, { next, lifetimeMs: ownerLinkLifetimeMs });
         const expires = new Date(s.clock().getTime() + ownerLinkLifetimeMs);
-        return { status: 201, body: { url: `${url.replace(/\/+$/, '')}/_svc/auth/login?next=${encodeURIComponent(next)}#handoff=${token}`, expires_at: expires.toISOString() } };
+        return { status: 201, body: { url: loginUrl(next, { origin: url, fragment: `handoff=${token}` }), expires_at: expires.toISOString() } };
       },
     }),
   ];

@@ -9,6 +9,7 @@ import type { Services } from '../services.js';
 import { appName, presentApp, appSchema } from './apps.js';
 import { requireApp, resolveApp } from './app-access.js';
 import { createdBy, deploySchema, presentDeploy } from './deploys.js';
+import { labels } from '../../lib/contract.js';
 
 /** Expiry further than this is a mistake more often than a plan. */
 const maxExpiryMs = 366 * 86400e3;
@@ -38,7 +39,7 @@ export function lifecycleOperations(s: Services): Operation[] {
           s,
           caller.account.id,
           caller.account.namespace,
-          { name: body.name, labels: { 'svc.dev/forked-from': source.metadata.name! } },
+          { name: body.name, labels: { [labels.forkedFrom]: source.metadata.name! } },
           {
             ...(source.spec.machines !== undefined ? { machines: source.spec.machines } : {}),
             ...(source.spec.resources ? { resources: source.spec.resources } : {}),

@@ -4,7 +4,6 @@
 // through the apiserver's node proxy. docs/api/metrics.md describes the paths.
 import type * as k8s from '@kubernetes/client-node';
 import { z } from 'zod';
-import { labels } from '../../controllers/app/desired.js';
 import { parseDuration } from '../../lib/duration.js';
 import { defaultRetentionDays, quantile, requestSeries, addTotals, emptyTotals, type RequestTotals, type SeriesPoint } from '../../lib/metrics/requests.js';
 import type { App } from '../../lib/resources/index.js';
@@ -13,6 +12,7 @@ import { op, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
 import { resolveApp } from './app-access.js';
 import { parseSince } from '../../lib/duration.js';
+import { labels } from '../../lib/contract.js';
 
 export const metricPaths = ['requests', 'latency', 'machines', 'summary'] as const;
 type MetricPath = (typeof metricPaths)[number];

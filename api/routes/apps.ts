@@ -6,6 +6,7 @@ import { invalid, notFound } from '../errors.js';
 import { op, type Caller, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
 import { allowedApp, requireApp, resolveApp } from './app-access.js';
+import { dnsLabel, previewSeparator } from '../../lib/contract.js';
 
 /** Names that would collide with routes under /apps. */
 // `imports` is a route; `login` is the platform's sign-in host (login.<apps domain>, SVC_AUTH_HOST).
@@ -13,10 +14,10 @@ const reserved = new Set(['imports', 'login']);
 
 export const appName = z
   .string()
-  .regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'must be a DNS label: 1 to 63 lowercase letters, digits and dashes, not starting or ending with a dash')
+  .regex(dnsLabel, 'must be a DNS label: 1 to 63 lowercase letters, digits and dashes, not starting or ending with a dash')
   .refine((n) => !reserved.has(n), 'is reserved')
   // `<app>--<ref>` names the app's previews.
-  .refine((n) => !n.includes('--'), 'must not contain "--" (it marks previews)');
+  .refine((n) => !n.includes(previewSeparator), `must not contain "${previewSeparator}" (it marks previews)`);
 
 const createAppBody = z.strictObject({
   name: appName,

@@ -9,8 +9,9 @@ import { op, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
 import { resolveApp } from './app-access.js';
 import { createdBy, deploySchema, presentDeploy, readDeployInput, uploadDescription } from './deploys.js';
+import { dnsLabel, labels, previewSeparator } from '../../lib/contract.js';
 
-const ref = z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'must be a DNS label (lowercase letters, digits, dashes)').refine((r) => !r.includes('--'), 'must not contain "--"');
+const ref = z.string().regex(dnsLabel, 'must be a DNS label (lowercase letters, digits, dashes)').refine((r) => !r.includes(previewSeparator), `must not contain "${previewSeparator}"`);
 
 const previewSchema = z.object({
   ref: z.string(),
@@ -22,7 +23,7 @@ const previewSchema = z.object({
   created_at: z.string().nullable(),
 });
 
-export const previewName = (parent: string, r: string) => `${parent}--${r}`;
+export const previewName = (parent: string, r: string) => `${parent}${previewSeparator}${r}`;
 
 function presentPreview(p: App): z.infer<typeof previewSchema> {
   return {
@@ -93,7 +94,7 @@ export function previewOperations(s: Services): Operation[] {
           caller.account.namespace,
           {
             name,
-            labels: { 'svc.dev/preview-of': parent.metadata.name! },
+            labels: { [labels.previewOf]: parent.metadata.name! },
             ownerReferences: [{ apiVersion: parent.apiVersion, kind: 'App', name: parent.metadata.name!, uid: parent.metadata.uid!, controller: false, blockOwnerDeletion: true }],
           },
           {

@@ -4,10 +4,10 @@
 // what its machines need (controllers/app/desired.ts, machinePolicy). No I/O here.
 import type * as k8s from '@kubernetes/client-node';
 import { accountLabel, podSecurityLabels } from '../../lib/accounts.js';
-import { labels, managerName } from '../app/desired.js';
+import { labels, managers } from '../../lib/contract.js';
 
 export { accountLabel, podSecurityLabels };
-const managedBy = { [labels.managedBy]: managerName };
+const managedBy = { [labels.managedBy]: managers.controllers };
 
 /** The bounds of one account (the defaults of a new one; docs/security.md, tenant isolation). */
 export const accountQuota: Readonly<Record<string, string>> = {

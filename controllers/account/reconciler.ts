@@ -5,10 +5,10 @@ import * as k8s from '@kubernetes/client-node';
 import { mergePatch, serverSideApply } from '../../lib/kube/client.js';
 import type { Logger } from '../../lib/logger.js';
 import { accountObjects, missingLabels } from './desired.js';
-import { managerName } from '../app/desired.js';
+import { managers } from '../../lib/contract.js';
+import type { Outcome, Reconciler } from '../frame/controller.js';
 
-
-export class AccountReconciler {
+export class AccountReconciler implements Reconciler<k8s.V1Namespace, never> {
   /** What was last applied per namespace; forget() makes the next reconcile apply again. */
   private readonly applied = new Map<string, string>();
 
@@ -18,11 +18,17 @@ export class AccountReconciler {
     private readonly log: Logger,
   ) {}
 
-  forget(namespace: string): void {
+  /** The namespace is gone. */
+  forget(ns: k8s.V1Namespace): void {
+    this.applied.delete(ns.metadata!.name!);
+  }
+
+  /** Something of the namespace's was deleted by hand: the next reconcile applies everything again. */
+  forgetNamespace(namespace: string): void {
     this.applied.delete(namespace);
   }
 
-  async reconcile(ns: k8s.V1Namespace): Promise<{ requeueMs?: number }> {
+  async reconcile(ns: k8s.V1Namespace): Promise<Outcome<never>> {
     const name = ns.metadata!.name!;
     if (ns.metadata?.deletionTimestamp || ns.status?.phase === 'Terminating') return {};
     const labels = missingLabels(ns);
@@ -33,7 +39,7 @@ export class AccountReconciler {
     const objects = accountObjects(name);
     const shape = JSON.stringify(objects);
     if (this.applied.get(name) === shape) return {};
-    const opts = { namespace: name, fieldManager: managerName, force: true };
+    const opts = { namespace: name, fieldManager: managers.controllers, force: true };
     // The LimitRange before the quota: once the quota counts limits, a pod without them is refused,
     // and the LimitRange is what gives them.
     await this.core.patchNamespacedLimitRange({ ...opts, name: objects.limits.metadata!.name!, body: objects.limits }, serverSideApply);

@@ -4,19 +4,16 @@
 import { createHash } from 'node:crypto';
 import type * as k8s from '@kubernetes/client-node';
 import { artifactCredentialTtlSeconds, mintArtifactCredential } from '../../lib/artifacts/credential.js';
-import { apiVersion, type App } from '../../lib/resources/index.js';
+import { annotations, apiVersion, appHost, appUrl, containers, labels, managers, type AppsSite } from '../../lib/contract.js';
+import type { App } from '../../lib/resources/index.js';
+import type { ConditionInput } from '../frame/status.js';
+import { liveOutcomes, nextLive, nextRollout, serving, type AppStatusFields } from './rollout.js';
 
-export const labels = {
-  app: 'svc.dev/app',
-  machine: 'svc.dev/machine',
-  revision: 'svc.dev/revision',
-  managedBy: 'app.kubernetes.io/managed-by',
-} as const;
-export const managerName = 'svc-controllers';
+const managerName = managers.controllers;
 
 export interface AppSettings {
-  appsDomain: string;
-  appsUrlSuffix: string;
+  /** Where apps are served: status.url. */
+  site: AppsSite;
   /** The image that serves static, HTML, Markdown and handler-tree apps from their artifact. */
   runtimeImage: string;
   /** Where machines fetch an artifact that names no URL: `<base>/sha256:<hex>`. */
@@ -57,7 +54,7 @@ function envOf(app: App, port: number, settings: AppSettings): k8s.V1EnvVar[] {
     ...(app.spec.env ?? []).filter((e) => !e.name.startsWith('SVC_AUTH_')).map((e) => ({ name: e.name, value: e.value ?? '' })),
     { name: 'SVC_AUTH_JWKS_URL', value: app.spec.identity?.jwksUrl ?? settings.jwksUrl },
     { name: 'SVC_AUTH_ISSUER', value: app.spec.identity?.issuer ?? settings.assertionIssuer },
-    { name: 'SVC_AUTH_AUDIENCE', value: `${app.metadata.name}.${settings.appsDomain}` },
+    { name: 'SVC_AUTH_AUDIENCE', value: appHost(settings.site, app.metadata.name!) },
   ];
 }
 
@@ -89,7 +86,7 @@ function machineSpec(app: App, settings: AppSettings): Pick<k8s.V1PodSpec, 'cont
   const port = app.spec.port ?? 8080;
   const limits = Object.fromEntries(Object.entries(app.spec.resources ?? {}).filter(([, v]) => v !== undefined)) as Record<string, string>;
   const main: k8s.V1Container = {
-    name: 'app',
+    name: containers.machine,
     image: app.spec.image,
     ...(app.spec.command ? { command: app.spec.command } : {}),
     ...(app.spec.args ? { args: app.spec.args } : {}),
@@ -110,7 +107,7 @@ function machineSpec(app: App, settings: AppSettings): Pick<k8s.V1PodSpec, 'cont
     securityContext: machinePodSecurity,
     initContainers: [
       {
-        name: 'fetch',
+        name: containers.fetch,
         image: settings.runtimeImage,
         args: ['fetch'],
         env: [
@@ -167,7 +164,7 @@ export function machinePod(app: App, ordinal: number, settings: AppSettings, now
       name: `${name}-m${ordinal}-${revision}`,
       namespace: app.metadata.namespace,
       labels: { [labels.app]: name, [labels.machine]: String(ordinal), [labels.revision]: revision, [labels.managedBy]: managerName },
-      annotations: { ...(app.spec.deployId ? { 'svc.dev/deploy': app.spec.deployId } : {}) },
+      annotations: { ...(app.spec.deployId ? { [annotations.deploy]: app.spec.deployId } : {}) },
       ownerReferences: [ownerRef(app)],
     },
     spec: {
@@ -264,22 +261,36 @@ function hopelessMachine(pod: k8s.V1Pod, now: Date, deadlineMs: number): string 
 export interface Plan {
   create: k8s.V1Pod[];
   delete: k8s.V1Pod[];
-  status: NonNullable<App['status']>;
+  /** The App's own status fields (the frame adds observedGeneration and conditions). */
+  status: AppStatusFields;
+  ready: Omit<ConditionInput, 'type'>;
+  conditions: ConditionInput[];
   /** Re-check after this many ms even without a change (expiry, waits). */
   requeueMs?: number;
   /** The App's expiry passed: delete it. */
   expired: boolean;
 }
 
+/** A short hash of what shapes every machine of the App as applied (placement aside). */
+export function specRevision(app: App, settings: AppSettings): string {
+  return createHash('sha256')
+    .update(JSON.stringify({ m: machineSpec(app, settings), d: app.spec.deployId ?? null }))
+    .digest('hex')
+    .slice(0, 10);
+}
+
 /**
  * For each ordinal, a machine of the current revision is started next to an older one, which goes
- * only once the new one is Ready: a one-machine app keeps serving through a deploy.
+ * only once the new one is Ready: a one-machine app keeps serving through a deploy. The revision
+ * is the App's as applied, or while that spec's rollout has failed, the last live one (rollout.ts).
  */
 export function plan(app: App, pods: k8s.V1Pod[], settings: AppSettings, now: Date): Plan {
   const expiresAt = app.spec.expiresAt ? new Date(app.spec.expiresAt) : undefined;
+  const applied = specRevision(app, settings);
+  const { app: target, halted } = serving(app, applied);
   // Container services run their image; static, HTML, Markdown and handler-tree apps the runtime
   // image, which needs the artifact the App names (the CRD requires one): without it, no machine.
-  const servable = app.spec.kind === 'container' || (runtimeKinds.has(app.spec.kind ?? '') && app.spec.source !== undefined);
+  const servable = target.spec.kind === 'container' || (runtimeKinds.has(target.spec.kind ?? '') && target.spec.source !== undefined);
   const hopelessOnes: string[] = [];
   let nextDeadline: number | undefined;
   const want = app.spec.suspended || !servable ? 0 : (app.spec.machines ?? 1);
@@ -287,7 +298,7 @@ export function plan(app: App, pods: k8s.V1Pod[], settings: AppSettings, now: Da
   const del: k8s.V1Pod[] = [];
   const live = pods.filter((p) => !p.metadata?.deletionTimestamp);
   const problems: string[] = [];
-  const machines: NonNullable<NonNullable<App['status']>['machines']> = [];
+  const machines: NonNullable<AppStatusFields['machines']> = [];
   let ready = 0;
   let current = 0;
   for (const p of live) {
@@ -295,11 +306,11 @@ export function plan(app: App, pods: k8s.V1Pod[], settings: AppSettings, now: Da
     if (!Number.isInteger(ordinal) || ordinal >= want) del.push(p);
   }
   for (let ordinal = 0; ordinal < want; ordinal++) {
-    const revision = revisionOf(app, settings, ordinal);
+    const revision = revisionOf(target, settings, ordinal);
     const mine = live.filter((p) => Number(p.metadata?.labels?.[labels.machine]) === ordinal);
     const fresh = mine.find((p) => p.metadata?.labels?.[labels.revision] === revision);
     const old = mine.filter((p) => p !== fresh);
-    if (!fresh) create.push(machinePod(app, ordinal, settings, now));
+    if (!fresh) create.push(machinePod(target, ordinal, settings, now));
     else if (podReady(fresh)) del.push(...old);
     if (fresh) {
       const why = hopelessMachine(fresh, now, settings.rolloutDeadlineMs);
@@ -328,48 +339,52 @@ export function plan(app: App, pods: k8s.V1Pod[], settings: AppSettings, now: Da
         ...(shown.spec?.nodeName ? { node: shown.spec.nodeName } : {}),
         ...(shown.status?.podIP ? { address: shown.status.podIP } : {}),
         state: podReady(shown) ? 'running' : phase === 'Failed' ? 'failed' : phase === 'Running' ? 'starting' : 'pending',
-        ...(shown.metadata?.annotations?.['svc.dev/deploy'] ? { deploy: shown.metadata.annotations['svc.dev/deploy'] } : {}),
+        ...(shown.metadata?.annotations?.[annotations.deploy] ? { deploy: shown.metadata.annotations[annotations.deploy] } : {}),
         ...(shown.status?.startTime ? { startedAt: new Date(shown.status.startTime).toISOString() } : {}),
       });
     }
   }
-  const progressing = current < want || live.length > want;
-  const failed = hopelessOnes.length > 0;
+  const complete = current === want && want > 0;
+  // The rollout of the spec as applied moves only while its own machines run: while halted, or
+  // while nothing runs (suspended, not deployed), it stays as it was.
+  const rollout =
+    halted || want === 0
+      ? app.status?.rollout
+      : nextRollout(app.status?.rollout, applied, app.spec.deployId, { failed: hopelessOnes.length ? hopelessOnes.join('; ') : undefined, complete }, now);
+  const failed = rollout?.revision === applied && rollout.state === 'Failed';
   const isReady = ready === want && want > 0;
-  const gen = app.metadata.generation ?? 0;
-  const previous = app.status?.conditions ?? [];
-  const condition = (type: string, ok: boolean, reason: string, message: string) => {
-    const before = previous.find((c) => c.type === type);
-    const status = ok ? 'True' : 'False';
-    return { type, status: status as 'True' | 'False', reason, message, observedGeneration: gen, lastTransitionTime: before?.status === status ? before.lastTransitionTime : now.toISOString() };
-  };
-  const host = `${app.metadata.name}.${settings.appsDomain}`;
-  const waits = [expiresAt && expiresAt.getTime() > now.getTime() ? expiresAt.getTime() - now.getTime() : undefined, nextDeadline !== undefined ? Math.max(nextDeadline, 100) : undefined].filter(
+  const lastLive = complete && !halted ? nextLive(app.status?.live, app, applied, now) : app.status?.live;
+  const waits = [expiresAt && expiresAt.getTime() > now.getTime() ? expiresAt.getTime() - now.getTime() : undefined, nextDeadline !== undefined && !failed ? Math.max(nextDeadline, 100) : undefined].filter(
     (w): w is number => w !== undefined,
   );
+  const servingNote = failed && lastLive?.deploy ? `; deploy ${lastLive.deploy} keeps serving` : failed && lastLive ? '; the last live revision keeps serving' : '';
+  const progressing = current < want || live.length > want;
+  const outcomes = liveOutcomes(app.status?.deploys, rollout);
   return {
     create,
     delete: [...new Set(del)],
     expired: expiresAt !== undefined && expiresAt.getTime() <= now.getTime(),
     ...(waits.length ? { requeueMs: Math.min(...waits) } : {}),
     status: {
-      observedGeneration: gen,
-      url: `http://${host}${settings.appsUrlSuffix}`,
+      url: appUrl(settings.site, app.metadata.name!),
       ready: `${ready}/${want}`,
       readyMachines: ready,
-      ...(current === want && want > 0 && app.spec.deployId ? { currentDeploy: app.spec.deployId } : app.status?.currentDeploy ? { currentDeploy: app.status.currentDeploy } : {}),
+      ...(complete && target.spec.deployId ? { currentDeploy: target.spec.deployId } : app.status?.currentDeploy ? { currentDeploy: app.status.currentDeploy } : {}),
+      ...(lastLive ? { live: lastLive } : {}),
+      ...(rollout ? { rollout } : {}),
+      ...(outcomes.length ? { deploys: outcomes } : {}),
       machines,
-      conditions: [
-        !app.spec.kind
-          ? condition('Ready', false, 'NotDeployed', 'the app has no deploy yet')
-          : servable
-            ? condition('Ready', isReady, isReady ? 'MachinesReady' : want === 0 ? 'NoMachines' : 'MachinesNotReady', `${ready} of ${want} machines ready`)
-            : condition('Ready', false, 'NoSource', `a ${app.spec.kind} app names no artifact (spec.source) to serve`),
-        failed
-          ? condition('Progressing', false, 'RolloutFailed', hopelessOnes.join('; '))
-          : condition('Progressing', progressing, progressing ? 'RollingOut' : 'UpToDate', progressing ? `${current} of ${want} machines current` : `all ${want} machines current`),
-        condition('Degraded', problems.length > 0, problems.length ? 'MachinesFailing' : 'AsExpected', problems.join('; ') || 'no machine is failing'),
-      ],
     },
+    ready: !app.spec.kind
+      ? { ok: false, reason: 'NotDeployed', message: 'the app has no deploy yet' }
+      : servable
+        ? { ok: isReady, reason: isReady ? 'MachinesReady' : want === 0 ? 'NoMachines' : 'MachinesNotReady', message: `${ready} of ${want} machines ready${servingNote}` }
+        : { ok: false, reason: 'NoSource', message: `a ${app.spec.kind} app names no artifact (spec.source) to serve` },
+    conditions: [
+      failed
+        ? { type: 'Progressing', ok: false, reason: 'RolloutFailed', message: `${rollout.reason ?? 'the rollout failed'}${servingNote}` }
+        : { type: 'Progressing', ok: progressing, reason: progressing ? 'RollingOut' : 'UpToDate', message: progressing ? `${current} of ${want} machines current` : `all ${want} machines current` },
+      { type: 'Degraded', ok: problems.length > 0, reason: problems.length ? 'MachinesFailing' : 'AsExpected', message: problems.join('; ') || 'no machine is failing' },
+    ],
   };
 }

@@ -1,13 +1,18 @@
-// The App reconciler's thin half: reads the App, plans with desired.ts, applies the plan (Service by
-// server-side apply, machine Pods created and deleted), writes status in one patch, and deletes an
-// expired App. Safe to run twice or after a crash: every step is idempotent.
+// The App reconciler on the frame (controllers/frame/controller.ts): observes an App's machines in
+// the informers' caches, plans with desired.ts, and applies the plan (the NetworkPolicy and Service
+// by server-side apply, machine Pods created and deleted); it deletes an expired App. It returns the
+// status to report and the frame writes it. Safe to run twice or after a crash: every step is
+// idempotent, and nothing is decided from memory that the caches do not also show.
 import * as k8s from '@kubernetes/client-node';
-import { isAtLeast } from '../../lib/kube/until-cached.js';
-import { kubeStatus, mergePatch, serverSideApply } from '../../lib/kube/client.js';
-import type { Logger } from '../../lib/logger.js';
+import { apiVersion, group, labels, managers, pluralOf, version } from '../../lib/contract.js';
+import { kubeStatus, serverSideApply } from '../../lib/kube/client.js';
 import type { EventRecorder } from '../../lib/kube/events.js';
-import { apiVersion, group, version, type App } from '../../lib/resources/index.js';
-import { appService, machinePolicy, managerName, plan, type AppSettings } from './desired.js';
+import { isAtLeast } from '../../lib/kube/until-cached.js';
+import type { Logger } from '../../lib/logger.js';
+import type { App } from '../../lib/resources/index.js';
+import type { Outcome, Reconciler } from '../frame/controller.js';
+import { appService, machinePolicy, plan, type AppSettings, type Plan } from './desired.js';
+import type { AppStatusFields } from './rollout.js';
 
 const ignore = (...codes: number[]) => (err: unknown) => {
   if (!codes.includes(kubeStatus(err) ?? 0)) throw err;
@@ -24,7 +29,7 @@ export interface Observed {
   serviceOf(namespace: string, app: string): k8s.V1Service | undefined;
 }
 
-export class AppReconciler {
+export class AppReconciler implements Reconciler<App, AppStatusFields> {
   /**
    * The Service last applied per App uid, and the resourceVersion the apply returned: re-applying
    * an unchanged one is a wasted apiserver write, but one deleted or edited by hand is applied again.
@@ -39,17 +44,10 @@ export class AppReconciler {
     private readonly settings: AppSettings,
     private readonly log: Logger,
     private readonly events?: EventRecorder,
-    private readonly clock: () => Date = () => new Date(),
   ) {}
 
-  private event(app: App, type: 'Normal' | 'Warning', reason: string, message: string): void {
-    const m = app.metadata;
-    this.events?.record({ apiVersion, kind: 'App', name: m.name!, namespace: m.namespace!, uid: m.uid! }, type, reason, message);
-  }
-
-  /** The App is gone: drop what was remembered about it. */
-  forget(uid: string): void {
-    this.applied.delete(uid);
+  forget(app: App): void {
+    this.applied.delete(app.metadata.uid!);
   }
 
   /** The App's Service was deleted (by hand, or with its App): the next reconcile applies it again. */
@@ -57,59 +55,82 @@ export class AppReconciler {
     if (this.applied.delete(appUid)) this.log.info({ kind: 'App', appUid }, 'The Service of an App was deleted; it is applied again');
   }
 
-  /** Returns when to look again without a change, if ever. */
-  async reconcile(app: App): Promise<{ requeueMs?: number }> {
-    const namespace = app.metadata.namespace!;
-    const name = app.metadata.name!;
-    if (app.metadata.deletionTimestamp) return {};
-    const p = plan(app, this.observed.podsOf(namespace, name), this.settings, this.clock());
+  async reconcile(app: App, now: Date): Promise<Outcome<AppStatusFields>> {
+    if (app.metadata.deletionTimestamp) return { deleted: true };
+    const p = plan(app, this.observed.podsOf(app.metadata.namespace!, app.metadata.name!), this.settings, now);
     if (p.expired) {
-      await this.custom.deleteNamespacedCustomObject({ group, version, namespace, plural: 'apps', name }).catch(ignore(404));
-      this.log.info({ kind: 'App', namespace, name, expiresAt: app.spec.expiresAt }, 'Deleted expired App');
-      this.event(app, 'Normal', 'Expired', `expiry ${app.spec.expiresAt} passed; deleting the app`);
-      return {};
+      await this.expire(app);
+      return { deleted: true };
     }
     try {
-      const service = appService(app);
-      const policy = machinePolicy(app, this.settings);
-      const shape = JSON.stringify([service, policy]);
-      const last = this.applied.get(app.metadata.uid!);
-      const seen = this.observed.serviceOf(namespace, name)?.metadata?.resourceVersion;
-      // Edited since our apply: the cache shows a later version than the apply returned (the cache
-      // may also still be behind it, which is no reason to apply again). Deleted: serviceGone().
-      const edited = seen !== undefined && last?.resourceVersion !== undefined && seen !== last.resourceVersion && isAtLeast(seen, last.resourceVersion);
-      if (last?.shape !== shape || edited) {
-        // The policy first: a machine is never reachable by more than it allows.
-        if (policy) await this.networking.patchNamespacedNetworkPolicy({ name: policy.metadata!.name!, namespace, body: policy, fieldManager: managerName, force: true }, serverSideApply);
-        const result = await this.core.patchNamespacedService({ name, namespace, body: service, fieldManager: managerName, force: true }, serverSideApply);
-        this.applied.set(app.metadata.uid!, { shape, resourceVersion: result.metadata?.resourceVersion });
-        if (edited && last?.shape === shape) this.log.info({ kind: 'App', namespace, name }, 'Restored the Service changed by hand');
-      }
-      for (const pod of p.create) {
-        await this.core.createNamespacedPod({ namespace, body: pod }).catch(ignore(409));
-        this.log.info({ kind: 'App', namespace, name, pod: pod.metadata!.name }, 'Created machine');
-        this.event(app, 'Normal', 'MachineCreated', `machine ${pod.metadata!.labels?.['svc.dev/machine']}: created ${pod.metadata!.name}`);
-      }
+      await this.applyNetwork(app);
+      await this.applyMachines(app, p);
     } catch (err) {
-      if (namespaceTerminating(err)) return {};
+      if (namespaceTerminating(err)) return { deleted: true };
       throw err;
+    }
+    this.recordRollout(app, p);
+    return { status: p.status, ready: p.ready, conditions: p.conditions, ...(p.requeueMs !== undefined ? { requeueMs: p.requeueMs } : {}) };
+  }
+
+  private event(app: App, type: 'Normal' | 'Warning', reason: string, message: string): void {
+    const m = app.metadata;
+    this.events?.record({ apiVersion, kind: 'App', name: m.name!, namespace: m.namespace!, uid: m.uid! }, type, reason, message);
+  }
+
+  private async expire(app: App): Promise<void> {
+    const { namespace, name } = app.metadata as { namespace: string; name: string };
+    await this.custom.deleteNamespacedCustomObject({ group, version, namespace, plural: pluralOf('App'), name }).catch(ignore(404));
+    this.log.info({ kind: 'App', namespace, name, expiresAt: app.spec.expiresAt }, 'Deleted expired App');
+    this.event(app, 'Normal', 'Expired', `expiry ${app.spec.expiresAt} passed; deleting the app`);
+  }
+
+  /** The NetworkPolicy, then the Service: a machine is never reachable by more than its policy allows. */
+  private async applyNetwork(app: App): Promise<void> {
+    const { namespace, name } = app.metadata as { namespace: string; name: string };
+    const service = appService(app);
+    const policy = machinePolicy(app, this.settings);
+    const shape = JSON.stringify([service, policy]);
+    const last = this.applied.get(app.metadata.uid!);
+    const seen = this.observed.serviceOf(namespace, name)?.metadata?.resourceVersion;
+    // Edited since our apply: the cache shows a later version than the apply returned (the cache
+    // may also still be behind it, which is no reason to apply again). Deleted: serviceGone().
+    const edited = seen !== undefined && last?.resourceVersion !== undefined && seen !== last.resourceVersion && isAtLeast(seen, last.resourceVersion);
+    if (last?.shape === shape && !edited) return;
+    const opts = { namespace, fieldManager: managers.controllers, force: true };
+    if (policy) await this.networking.patchNamespacedNetworkPolicy({ ...opts, name: policy.metadata!.name!, body: policy }, serverSideApply);
+    const result = await this.core.patchNamespacedService({ ...opts, name, body: service }, serverSideApply);
+    this.applied.set(app.metadata.uid!, { shape, resourceVersion: result.metadata?.resourceVersion });
+    if (edited && last?.shape === shape) this.log.info({ kind: 'App', namespace, name }, 'Restored the Service changed by hand');
+  }
+
+  private async applyMachines(app: App, p: Plan): Promise<void> {
+    const { namespace, name } = app.metadata as { namespace: string; name: string };
+    for (const pod of p.create) {
+      await this.core.createNamespacedPod({ namespace, body: pod }).catch(ignore(409));
+      this.log.info({ kind: 'App', namespace, name, pod: pod.metadata!.name }, 'Created machine');
+      this.event(app, 'Normal', 'MachineCreated', `machine ${pod.metadata!.labels?.[labels.machine]}: created ${pod.metadata!.name}`);
     }
     for (const pod of p.delete) {
       await this.core.deleteNamespacedPod({ namespace, name: pod.metadata!.name! }).catch(ignore(404));
       this.log.info({ kind: 'App', namespace, name, pod: pod.metadata!.name }, 'Deleted machine');
-      this.event(app, 'Normal', 'MachineDeleted', `machine ${pod.metadata!.labels?.['svc.dev/machine']}: deleted ${pod.metadata!.name}`);
+      this.event(app, 'Normal', 'MachineDeleted', `machine ${pod.metadata!.labels?.[labels.machine]}: deleted ${pod.metadata!.name}`);
     }
-    const progressing = (st: App['status']) => st?.conditions?.find((c) => c.type === 'Progressing');
-    const failedNow = progressing(p.status);
-    if (failedNow?.reason === 'RolloutFailed' && progressing(app.status)?.reason !== 'RolloutFailed') this.event(app, 'Warning', 'RolloutFailed', failedNow.message);
-    if (p.status.currentDeploy && p.status.currentDeploy !== app.status?.currentDeploy) {
-      this.event(app, 'Normal', 'DeployServed', `all ${p.status.ready} machines serve deploy ${p.status.currentDeploy}`);
+  }
+
+  /** Events and logs for a rollout that ended in this reconcile. */
+  private recordRollout(app: App, p: Plan): void {
+    const before = app.status?.rollout;
+    const after = p.status.rollout;
+    if (!after || (before?.revision === after.revision && before.state === after.state)) return;
+    const { namespace, name } = app.metadata as { namespace: string; name: string };
+    const what = after.deploy ? `deploy ${after.deploy}` : `revision ${after.revision}`;
+    if (after.state === 'Failed') {
+      this.log.warn({ kind: 'App', namespace, name, deploy: after.deploy, revision: after.revision, reason: after.reason, serving: p.status.live?.deploy ?? p.status.live?.revision }, 'Rollout failed');
+      this.event(app, 'Warning', 'RolloutFailed', `${what}: ${after.reason ?? 'failed'}`);
+    } else if (after.state === 'Live') {
+      this.log.info({ kind: 'App', namespace, name, deploy: after.deploy, revision: after.revision }, 'Rollout live');
+      this.event(app, 'Normal', 'DeployServed', `all ${p.status.readyMachines} machines serve ${what}`);
     }
-    if (JSON.stringify(p.status) !== JSON.stringify(app.status ?? {})) {
-      await this.custom
-        .patchNamespacedCustomObjectStatus({ group, version, namespace, plural: 'apps', name, body: { status: p.status } }, mergePatch)
-        .catch(ignore(404));
-    }
-    return p.requeueMs !== undefined ? { requeueMs: p.requeueMs } : {};
   }
 }

@@ -3,6 +3,7 @@
 // app, whatever the app itself serves.
 import { randomBytes } from 'node:crypto';
 import type { Identity, Provider } from '../../lib/auth/identity.js';
+import { loginUrl } from '../../lib/contract.js';
 
 export const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
@@ -122,7 +123,7 @@ export function linkSentPage(app: string, email: string, next: string): Rendered
   return shell(
     `Check your email`,
     `<h1>Check your email</h1><p id="sent">If <strong>${escapeHtml(email)}</strong> may sign in to ${escapeHtml(app)}, a sign-in link is on its way. ` +
-      `The link keeps working; you can ask for another one at any time.</p><p><a href="/_svc/auth/login?next=${encodeURIComponent(next)}">Back to sign-in</a></p>`,
+      `The link keeps working; you can ask for another one at any time.</p><p><a href="${escapeHtml(loginUrl(next))}">Back to sign-in</a></p>`,
   );
 }
 
@@ -131,7 +132,7 @@ export function deniedPage(app: string, who: Identity, next: string): RenderedPa
   return shell(
     'Not allowed',
     `<h1>Not allowed</h1><p id="denied">You are signed in to ${escapeHtml(app)} as <strong>${escapeHtml(who.email || who.subject)}</strong>, ` +
-      `which this page does not admit.</p><p><a class="button" href="/_svc/auth/login?next=${encodeURIComponent(next)}">Sign in another way</a></p>` +
+      `which this page does not admit.</p><p><a class="button" href="${escapeHtml(loginUrl(next))}">Sign in another way</a></p>` +
       '<form method="post" action="/_svc/auth/logout"><button type="submit">Sign out</button></form>',
   );
 }

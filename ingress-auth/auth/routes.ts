@@ -15,6 +15,7 @@ import { safeNext } from './next.js';
 import { deniedPage, linkSentPage, loginPage, logoutPage, signedOutPage, type MethodView } from './pages.js';
 import { BodyError, readForm, redirect, sendJson, sendPage } from './respond.js';
 import type { SignIn } from './sign-in.js';
+import { loginUrl } from '../../lib/contract.js';
 
 /** One request to a platform route on an app's hostname. */
 export interface AuthRequest {
@@ -227,12 +228,12 @@ export class AuthRoutes {
   /** The denied answer for a signed-in visitor the path does not admit. */
   denied(r: Omit<AuthRequest, 'path' | 'query'>, session: Session, navigation: boolean, next: string): void {
     if (navigation) return sendPage(r.res, 403, deniedPage(r.app.metadata.name!, session.identity, next), r.requestId);
-    sendJson(r.res, 403, { error: 'forbidden', message: `signed in as ${session.identity.email || session.identity.subject}, which this path does not admit`, login_url: `/_svc/auth/login?next=${encodeURIComponent(next)}` }, r.requestId);
+    sendJson(r.res, 403, { error: 'forbidden', message: `signed in as ${session.identity.email || session.identity.subject}, which this path does not admit`, login_url: loginUrl(next) }, r.requestId);
   }
 
   /** The unauthenticated answer: 303 to the login page for a person, 401 for a script. */
   challenge(r: Omit<AuthRequest, 'path' | 'query'>, navigation: boolean, next: string): void {
-    const login = `/_svc/auth/login?next=${encodeURIComponent(next)}`;
+    const login = loginUrl(next);
     if (navigation) return redirect(r.res, login, r.requestId);
     r.res.setHeader('www-authenticate', `Cookie realm="${r.host}", login_url="${login}"`);
     sendJson(r.res, 401, { error: 'authentication_required', login_url: login }, r.requestId);
@@ -252,7 +253,7 @@ export function sameOrigin(r: Pick<AuthRequest, 'req' | 'origin'>): boolean {
 }
 
 export function signInMail(m: { app: string; origin: string; email: string; token: string; next: string }): MailMessage {
-  const url = `${m.origin}/_svc/auth/login?next=${encodeURIComponent(m.next)}#token=${m.token}`;
+  const url = loginUrl(m.next, { origin: m.origin, fragment: `token=${m.token}` });
   const esc = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
   return {
     to: m.email,

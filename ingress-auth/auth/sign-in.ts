@@ -16,6 +16,7 @@ import { revokedChannel, SessionStore, sessionLimits, touchEveryMs, type Session
 import type { AssertedIdentity } from '../../lib/identity/assertion.js';
 import type { App } from '../../lib/resources/index.js';
 import { cookieNames, setCookie, type CookieNames } from './cookies.js';
+import { identityHeaders } from '../../lib/contract.js';
 
 /** A cached session is trusted this long without asking PostgreSQL again (NOTIFY usually ends it sooner). */
 const cacheMs = 10_000;
@@ -135,10 +136,10 @@ export class SignIn {
     // The owner flag is signed too: an app that verifies the assertion can trust all it grants.
     const owner = id.provider === 'svc' && id.facts?.namespace === app.metadata.namespace;
     const assertion = await this.opts.signer.sign({ sub: id.subject, email: id.email, provider: id.provider, name: id.name, ...(owner ? { owner: true } : {}) }, host);
-    const headers = ['X-Svc-Auth-Subject', id.subject, 'X-Svc-Auth-Email', id.email, 'X-Svc-Auth-Provider', id.provider, 'X-Svc-Auth-Assertion', assertion];
-    if (id.name) headers.push('X-Svc-Auth-Name', encodeURIComponent(id.name));
-    if (id.email) headers.push('X-Svc-Auth-Verified', 'true');
-    if (owner) headers.push('X-Svc-Auth-Owner', 'true');
+    const headers = [identityHeaders.subject, id.subject, identityHeaders.email, id.email, identityHeaders.provider, id.provider, identityHeaders.assertion, assertion];
+    if (id.name) headers.push(identityHeaders.name, encodeURIComponent(id.name));
+    if (id.email) headers.push(identityHeaders.verified, 'true');
+    if (owner) headers.push(identityHeaders.owner, 'true');
     if (this.identities.size >= cacheMax) this.identities.clear();
     this.identities.set(identityKey(session, host, app), { headers, refreshAt: now + (this.opts.assertionLifetimeSeconds * 1000) / 2 });
     return headers;

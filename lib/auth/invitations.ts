@@ -9,6 +9,7 @@ import type { App } from '../resources/index.js';
 import { policyEmails } from './identity.js';
 import { LinkStore } from './links.js';
 import { SessionStore } from './sessions.js';
+import { loginUrl } from '../contract.js';
 
 export interface MailMessage {
   to: string;
@@ -75,7 +76,7 @@ export class Invitations {
 }
 
 export function invitationMail(app: string, appUrl: string, email: string, token: string): MailMessage {
-  const url = `${appUrl.replace(/\/+$/, '')}/_svc/auth/login?next=%2F#token=${token}`;
+  const url = loginUrl('/', { origin: appUrl, fragment: `token=${token}` });
   const esc = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
   return {
     to: email,

@@ -8,6 +8,7 @@
 // know the last link); nobody can remove one (that would need an earlier link). Every restriction
 // must hold, so appending a wider one never widens what a token may do.
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { dnsLabel } from '../contract.js';
 
 export const tokenPrefix = 'svc_';
 export const maxTokenLength = 8192;
@@ -38,7 +39,7 @@ export class TokenFormatError extends Error {
   }
 }
 
-const appName = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+const appName = dnsLabel;
 const nonceFormat = /^[A-Za-z0-9_-]{16,64}$/;
 const keyIdFormat = /^[A-Za-z0-9_-]{1,32}$/;
 

@@ -7,7 +7,7 @@ import { machinePod, machinePolicy, plan, revisionOf } from '../../controllers/a
 import { accountObjects, missingLabels } from '../../controllers/account/desired.js';
 import type { App } from '../../lib/resources/index.js';
 
-const settings = { appsDomain: 'apps.localhost', appsUrlSuffix: ':8081', runtimeImage: 'svc/runtime:latest', artifactBaseUrl: 'http://10.244.0.1:8080/artifacts', rolloutDeadlineMs: 60_000, assertionIssuer: 'http://apps.localhost:8081/_svc/auth', jwksUrl: 'http://10.244.0.1:8080/_svc/auth/jwks.json' };
+const settings = { site: { appsDomain: 'apps.localhost', appsUrlSuffix: ':8081', secure: false }, runtimeImage: 'svc/runtime:latest', artifactBaseUrl: 'http://10.244.0.1:8080/artifacts', rolloutDeadlineMs: 60_000, assertionIssuer: 'http://apps.localhost:8081/_svc/auth', jwksUrl: 'http://10.244.0.1:8080/_svc/auth/jwks.json' };
 const now = new Date('2026-01-01T00:00:00Z');
 const app = (spec: Partial<App['spec']> = {}): App => ({
   apiVersion: 'svc.dev/v1alpha1',
@@ -28,8 +28,7 @@ describe('App plan', () => {
     assert.equal(p.create[0]?.metadata?.ownerReferences?.[0]?.uid, 'u1');
     assert.equal(p.status.ready, '0/2');
     assert.equal(p.status.url, 'http://shop.apps.localhost:8081');
-    assert.equal(p.status.observedGeneration, 3);
-    assert.deepEqual(p.status.conditions?.map((c) => [c.type, c.status]), [['Ready', 'False'], ['Progressing', 'True'], ['Degraded', 'False']]);
+    assert.deepEqual([['Ready', p.ready.ok], ...p.conditions.map((c) => [c.type, c.ok])], [['Ready', false], ['Progressing', true], ['Degraded', false]]);
   });
 
   it("gives every machine what it needs to verify identity assertions: the App's own settings, else the controllers'", () => {
@@ -143,7 +142,7 @@ describe('App plan', () => {
     assert.ok(handlers.create[0]!.spec!.containers[0]!.env?.some((e) => e.name === 'SVC_APP_KIND' && e.value === 'handlers'));
     const sourceless = plan(app({ kind: 'handlers', image: undefined }), [], settings, now);
     assert.equal(sourceless.create.length, 0);
-    assert.equal(sourceless.status.conditions?.[0]?.reason, 'NoSource');
+    assert.equal(sourceless.ready.reason, 'NoSource');
   });
 
   it('placement pins one machine to a node and replaces only that machine', () => {
@@ -168,16 +167,90 @@ describe('App plan', () => {
       metadata: { ...pod.metadata, creationTimestamp: now },
       status: { phase: 'Pending', containerStatuses: [{ name: 'app', image: 'x', imageID: '', ready: false, restartCount: 0, state: { waiting: { reason: 'ErrImagePull', message: 'failed to pull and unpack image x' } } }] },
     };
-    const failed = plan(a, [stuck], settings, now).status.conditions!.find((c) => c.type === 'Progressing')!;
-    assert.equal(failed.status, 'False');
+    const failed = plan(a, [stuck], settings, now).conditions.find((c) => c.type === 'Progressing')!;
+    assert.equal(failed.ok, false);
     assert.equal(failed.reason, 'RolloutFailed');
     assert.match(failed.message, /machine 0: container app: ErrImagePull: failed to pull and unpack image x/);
     const slow: k8s.V1Pod = { ...pod, metadata: { ...pod.metadata, creationTimestamp: now }, status: { phase: 'Running' } };
     const waiting = plan(a, [slow], settings, now);
-    assert.equal(waiting.status.conditions!.find((c) => c.type === 'Progressing')!.reason, 'RollingOut');
+    assert.equal(waiting.conditions.find((c) => c.type === 'Progressing')!.reason, 'RollingOut');
     assert.equal(waiting.requeueMs, 60_000, 'looks again at the deadline');
-    const late = plan(a, [slow], settings, new Date(now.getTime() + 61_000)).status.conditions!.find((c) => c.type === 'Progressing')!;
+    const late = plan(a, [slow], settings, new Date(now.getTime() + 61_000)).conditions.find((c) => c.type === 'Progressing')!;
     assert.equal(late.reason, 'RolloutFailed');
     assert.match(late.message, /not ready after 60 s/);
+  });
+
+  describe('rollouts, decided by the controller alone', () => {
+    const ready = (pod: k8s.V1Pod): k8s.V1Pod => withStatus({ ...pod, metadata: { ...pod.metadata, creationTimestamp: now } }, true);
+    const crashing = (pod: k8s.V1Pod): k8s.V1Pod => ({
+      ...pod,
+      metadata: { ...pod.metadata, creationTimestamp: now },
+      status: { phase: 'Running', containerStatuses: [{ name: 'app', image: 'x', imageID: '', ready: false, restartCount: 3, state: { waiting: { reason: 'CrashLoopBackOff' } }, lastState: { terminated: { exitCode: 1 } } }] },
+    });
+    /** The App with the status the frame would have written from plan `p`. */
+    const written = (a: App, p: ReturnType<typeof plan>): App => ({ ...a, status: { ...p.status } });
+
+    it('a rollout whose machines all serve is Live, recorded once as the deploy\'s outcome, and becomes what a failure falls back to', () => {
+      const a = app({ deployId: 'dep-1' });
+      const first = plan(a, [], settings, now);
+      assert.equal(first.status.rollout?.state, 'Progressing');
+      assert.equal(first.status.deploys, undefined, 'nothing has ended yet');
+      const live = plan(written(a, first), [ready(first.create[0]!)], settings, now);
+      assert.equal(live.status.rollout?.state, 'Live');
+      assert.equal(live.status.currentDeploy, 'dep-1');
+      assert.deepEqual(live.status.deploys, [{ id: 'dep-1', state: 'live', at: now.toISOString() }]);
+      assert.equal(live.status.live?.deploy, 'dep-1');
+      assert.deepEqual(live.status.live?.spec, { kind: 'container', image: 'busybox', port: 8080, deployId: 'dep-1' });
+      const again = plan(written(a, live), [ready(first.create[0]!)], settings, new Date(now.getTime() + 5000));
+      assert.deepEqual(again.status, live.status, 'a settled App reports the same status (no write)');
+    });
+
+    it('a failed rollout keeps the live machines, removes its own, and is not retried until the spec changes; the spec is never rewritten', () => {
+      const v1 = app({ deployId: 'dep-1' });
+      const p1 = plan(v1, [], settings, now);
+      const m1 = ready(p1.create[0]!);
+      const live = written(v1, plan(written(v1, p1), [m1], settings, now));
+      const v2: App = { ...live, spec: { ...live.spec, image: 'broken', deployId: 'dep-2' } };
+      const rolling = plan(v2, [m1], settings, now);
+      assert.equal(rolling.create.length, 1, 'the new machine starts beside the old one');
+      const m2 = crashing(rolling.create[0]!);
+      const failing = plan(written(v2, rolling), [m1, m2], settings, now);
+      assert.equal(failing.status.rollout?.state, 'Failed');
+      assert.match(failing.status.rollout?.reason ?? '', /CrashLoopBackOff/);
+      assert.equal(failing.delete.length, 0, 'the old machine stays');
+      assert.equal(failing.status.deploys?.[0]?.id, 'dep-2');
+      assert.equal(failing.status.deploys?.[0]?.state, 'failed');
+      assert.equal(failing.status.currentDeploy, 'dep-1');
+      const halted = plan(written(v2, failing), [m1, m2], settings, now);
+      assert.deepEqual(halted.delete.map((p) => p.metadata?.name), [m2.metadata?.name], 'the failed machine goes, the live one serves');
+      assert.equal(halted.create.length, 0, 'no retry of the failed spec');
+      assert.equal(halted.ready.ok, true);
+      assert.match(halted.ready.message, /deploy dep-1 keeps serving/);
+      const progressing = halted.conditions.find((c) => c.type === 'Progressing')!;
+      assert.equal(progressing.reason, 'RolloutFailed');
+      assert.equal(v2.spec.image, 'broken', 'the spec stays as applied');
+      // The live machine vanishes while the rollout is failed: it is made again from the snapshot.
+      const remade = plan(written(v2, halted), [], settings, now);
+      assert.equal(remade.create.length, 1);
+      assert.equal(remade.create[0]!.spec!.containers[0]!.image, 'busybox');
+      assert.equal(remade.create[0]!.metadata!.annotations!['svc.dev/deploy'], 'dep-1');
+      // A new spec (a new deploy) rolls out again.
+      const v3: App = { ...written(v2, halted), spec: { ...v2.spec, image: 'busybox:fixed', deployId: 'dep-3' } };
+      const next = plan(v3, [m1], settings, now);
+      assert.equal(next.create.length, 1);
+      assert.equal(next.status.rollout?.state, 'Progressing');
+      assert.equal(next.status.rollout?.deploy, 'dep-3');
+    });
+
+    it('keeps the last outcomes only, newest first', () => {
+      let a = app({ deployId: 'dep-0' });
+      for (let i = 0; i < 12; i++) {
+        a = { ...a, spec: { ...a.spec, deployId: `dep-${i}` } };
+        const p = plan(a, [], settings, now);
+        a = written(a, plan(written(a, p), [ready(p.create[0]!)], settings, now));
+      }
+      assert.equal(a.status?.deploys?.length, 10);
+      assert.deepEqual(a.status?.deploys?.slice(0, 2).map((d) => d.id), ['dep-11', 'dep-10']);
+    });
   });
 });

@@ -3,7 +3,7 @@
 // the platform's sign-in host, which turns the provider's answer into a one-time handoff for the
 // app's hostname, redeemed there by the sign-in page (bound to the same browser).
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { appUrlOf, type Config } from '../../../lib/config.js';
+import type { Config } from '../../../lib/config.js';
 import type { Logger } from '../../../lib/logger.js';
 import { admitsAppUsers, type Identity } from '../../../lib/auth/identity.js';
 import { hashSecret, newSecret } from '../../../lib/auth/secrets.js';
@@ -15,6 +15,7 @@ import { safeNext } from '../next.js';
 import { escapeHtml } from '../pages.js';
 import { redirect, sendJson, sendPage } from '../respond.js';
 import type { AuthRequest } from '../routes.js';
+import { appUrl, loginUrl } from '../../../lib/contract.js';
 
 export type CallbackRoute = (req: IncomingMessage, res: ServerResponse, url: URL, requestId: string) => Promise<void>;
 
@@ -77,7 +78,7 @@ export async function finishFlow(
   if (!flow) return failurePage(res, 400, 'This sign-in has expired or was already used. Go back to the app and sign in again.', requestId);
   const app = deps.appOfHost(flow.host);
   if (!app || app.metadata.uid !== flow.appUid) return failurePage(res, 404, 'The app this sign-in was for is gone.', requestId);
-  const back = `${appUrlOf(deps.config, app.metadata.name!)}/_svc/auth/login?next=${encodeURIComponent(flow.next)}`;
+  const back = loginUrl(flow.next, { origin: appUrl(deps.config.site, app.metadata.name!) });
   let identity: Identity;
   try {
     identity = await identify(flow, app);

@@ -1,0 +1,16 @@
+// The App reconciler's settings, from the controllers' configuration.
+import type { Config } from '../../lib/config.js';
+import type { AppSettings } from './desired.js';
+
+export function appSettings(config: Pick<Config, 'site' | 'deploys' | 'assertion' | 'machineNetwork'>): AppSettings {
+  return {
+    site: config.site,
+    runtimeImage: config.deploys.runtimeImage,
+    artifactBaseUrl: config.deploys.artifactBaseUrl,
+    assertionIssuer: config.assertion.issuer,
+    jwksUrl: config.assertion.jwksUrl,
+    artifactKey: config.deploys.artifactKey,
+    rolloutDeadlineMs: config.deploys.rolloutDeadlineSeconds * 1000,
+    platform: { cidrs: config.machineNetwork.platformCidrs, ports: config.machineNetwork.platformPorts },
+  };
+}

@@ -1,0 +1,109 @@
+// What two processes of the platform must agree on, written once: the API, the controllers,
+// ingress-auth, the runtime on the machines and the node daemons each import it from here, and no
+// process imports another process's folder. A name changed here changes for all of them together.
+import { kinds, type Kind } from './resources/index.js';
+
+export { apiVersion, group, kinds, version, type Kind } from './resources/index.js';
+
+/** The plural of a kind, as its REST path and RBAC rules spell it. */
+export function pluralOf(kind: Kind): (typeof kinds)[Kind]['plural'] {
+  return kinds[kind].plural;
+}
+
+/** Labels the platform puts on what it makes, and selects by. */
+export const labels = {
+  /** On an App's machines, Service, NetworkPolicy and env Secrets: the App's name. */
+  app: 'svc.dev/app',
+  /** On a machine Pod: its ordinal, "0" to "machines - 1". */
+  machine: 'svc.dev/machine',
+  /** On a machine Pod: the hash of what shapes it (a change means a new machine). */
+  revision: 'svc.dev/revision',
+  /** On an App's env Secrets: the hash of the variables (api/repositories/env.ts). */
+  env: 'svc.dev/env',
+  /** On an account's namespace: the account's ID. */
+  account: 'svc.dev/account',
+  /** On a preview App: its parent App. */
+  previewOf: 'svc.dev/preview-of',
+  /** On a forked App: the App it was forked from. */
+  forkedFrom: 'svc.dev/forked-from',
+  /** On a local volume (PersistentVolume): the node it lives on. */
+  node: 'svc.dev/node',
+  managedBy: 'app.kubernetes.io/managed-by',
+} as const;
+
+export const annotations = {
+  /** On a machine Pod: the deploy it serves. */
+  deploy: 'svc.dev/deploy',
+} as const;
+
+/** Field managers and `managed-by` values: who wrote an object. */
+export const managers = {
+  controllers: 'svc-controllers',
+  api: 'svc-api',
+  /** Objects made by the platform's set-up (account namespaces, their roles). */
+  platform: 'svc',
+} as const;
+
+/** Container names in a machine Pod (logs and metrics name them). */
+export const containers = {
+  /** The app itself: the tenant's image, or the runtime serving the artifact. */
+  machine: 'app',
+  /** The init container that fetches and verifies the artifact. */
+  fetch: 'fetch',
+} as const;
+
+/** The identity headers ingress-auth adds to a proxied request, as sent (lowercase on arrival). */
+export const identityHeaders = {
+  subject: 'X-Svc-Auth-Subject',
+  email: 'X-Svc-Auth-Email',
+  provider: 'X-Svc-Auth-Provider',
+  assertion: 'X-Svc-Auth-Assertion',
+  name: 'X-Svc-Auth-Name',
+  verified: 'X-Svc-Auth-Verified',
+  owner: 'X-Svc-Auth-Owner',
+} as const;
+/** Every identity header starts with this (lowercased): ingress-auth strips them from visitors. */
+export const identityHeaderPrefix = 'x-svc-auth-';
+
+/** The platform's paths on every app hostname. */
+export const platformPaths = {
+  root: '/_svc',
+  auth: '/_svc/auth',
+  login: '/_svc/auth/login',
+  logout: '/_svc/auth/logout',
+  jwks: '/_svc/auth/jwks.json',
+  health: '/_svc/health',
+} as const;
+
+/** A DNS label: an App's name is one, because it becomes its hostname's first label. */
+export const dnsLabel = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+/** `<app>--<ref>` names a preview of `<app>`: an app's own name never holds "--". */
+export const previewSeparator = '--';
+
+/** Where the apps are served: `<app>.<appsDomain><appsUrlSuffix>`, over https when `secure`. */
+export interface AppsSite {
+  readonly appsDomain: string;
+  /** Empty, or `:<port>` (the proxy's port locally). */
+  readonly appsUrlSuffix: string;
+  /** App hostnames are served over https (then cookies are Secure too). */
+  readonly secure: boolean;
+}
+
+export function appHost(site: Pick<AppsSite, 'appsDomain'>, app: string): string {
+  return `${app}.${site.appsDomain}`;
+}
+
+/** An app's URL: what status.url says, links in mail point at, and sign-in returns to. */
+export function appUrl(site: AppsSite, app: string): string {
+  return `${site.secure ? 'https' : 'http'}://${appHost(site, app)}${site.appsUrlSuffix}`;
+}
+
+/**
+ * The sign-in page of an app: absolute under `origin` (an app URL) or relative when none. `next`
+ * is where to go after (a path); `fragment` carries a one-time token the page redeems (`token=`,
+ * `handoff=`), which a fragment keeps out of logs and Referer headers.
+ */
+export function loginUrl(next: string, opts: { origin?: string; fragment?: string } = {}): string {
+  const origin = opts.origin ? opts.origin.replace(/\/+$/, '') : '';
+  return `${origin}${platformPaths.login}?next=${encodeURIComponent(next)}${opts.fragment ? `#${opts.fragment}` : ''}`;
+}
