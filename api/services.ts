@@ -9,11 +9,12 @@ import { SessionStore } from '../lib/auth/sessions.js';
 import type { Config } from '../lib/config.js';
 import type { Db } from '../lib/db/connection.js';
 import { DeployStore } from '../lib/deploys.js';
+import { LeaderElection } from '../lib/kube/leader.js';
 import type { Logger } from '../lib/logger.js';
 import { MailOutbox } from '../lib/mail/outbox.js';
 import type { TokenStore } from '../lib/tokens/store.js';
 import { Deployer } from './deploys/deployer.js';
-import { DeployTracker } from './deploys/tracker.js';
+import { DeployRecorder } from './deploys/recorder.js';
 import { AppRepository } from './repositories/apps.js';
 import { EnvRepository } from './repositories/env.js';
 import { appUrl } from '../lib/contract.js';
@@ -37,9 +38,12 @@ export interface Services {
   clock: () => Date;
 }
 
+/** The Lease of the API replica that records deploy outcomes (api/deploys/recorder.ts). */
+export const recorderLease = 'svc-deploy-recorder';
+
 /**
  * Wires the services and starts what runs in the background: the Apps informer (awaited, so
- * handlers read a warm cache) and the deploy tracker. stop() ends them.
+ * handlers read a warm cache) and the deploy recorder. stop() ends them.
  */
 export async function assembleServices(deps: {
   config: Config;
@@ -48,6 +52,8 @@ export async function assembleServices(deps: {
   tokens: TokenStore;
   log: Logger;
   clock?: () => Date;
+  /** The deploy recorder's Lease in kube-system: one per database (tests give each of theirs one). */
+  recorderLease?: string;
 }): Promise<{ services: Services; stop: () => Promise<void> }> {
   const { config, db, kc, tokens, log } = deps;
   const clock = deps.clock ?? (() => new Date());
@@ -70,7 +76,9 @@ export async function assembleServices(deps: {
   const deploys = new DeployStore(db, clock);
   // Email invitations go out when a deploy goes live (queued in the outbox; the leader sends them).
   const invitations = new Invitations(db, new MailOutbox(db, { clock }), log, (app) => (app.status?.url ? appUrl(config.site, app.metadata.name!) : undefined), clock);
-  new DeployTracker(apps, deploys, log, (app) => invitations.sync(app)).start();
+  const election = new LeaderElection(kc.makeApiClient(k8s.CoordinationV1Api), 'kube-system', deps.recorderLease ?? recorderLease, log);
+  const recorder = new DeployRecorder(apps, deploys, election, log, (app) => invitations.sync(app));
+  recorder.start();
   const services: Services = {
     config,
     db,
@@ -95,6 +103,7 @@ export async function assembleServices(deps: {
     services,
     stop: async () => {
       clearInterval(hostnameTimer);
+      await recorder.stop();
       await housekeeping.stop();
       await apps.stop();
     },

@@ -45,7 +45,7 @@ async function api(): Promise<{ app: Koa; token: string; cleanup: () => Promise<
   const { token } = await tokens.issue(acct.id, { name: 'bench' });
   // The production logger, writing one line per request to /dev/null: its cost is part of the figure.
   const log = createLogger('api', 'info', pino.destination({ dest: '/dev/null', sync: false }));
-  const { services, stop } = await assembleServices({ config, db, kc: loadKubeConfig(config.kubeconfig), tokens, log });
+  const { services, stop } = await assembleServices({ config, db, kc: loadKubeConfig(config.kubeconfig), tokens, log, recorderLease: 'svc-deploy-recorder-bench' });
   const app = createApi(services);
   return {
     app,

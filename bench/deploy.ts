@@ -50,7 +50,7 @@ const discovery = kc.makeApiClient(k8s.DiscoveryV1Api);
 const tokens = new TokenStore(db);
 tokens.start();
 const log = createLogger('api', 'info', pino.destination({ dest: '/dev/null', sync: false }));
-const { services, stop } = await assembleServices({ config, db, kc, tokens, log });
+const { services, stop } = await assembleServices({ config, db, kc, tokens, log, recorderLease: 'svc-deploy-recorder-bench' });
 server.on('request', createApi(services).callback());
 machineServer.on('request', createMachineApi(services).callback());
 const account = await createAccount(db, core, { email: 'bench-deploy@example.test' });

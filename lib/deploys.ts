@@ -1,5 +1,6 @@
 // The deploy history (table `deploys`): the one place that reads and writes it. The API records a
-// deploy when it accepts one and moves it to live or failed as the App controller reports.
+// deploy when it accepts one; its outcome is decided by the App controller (App.status.deploys) and
+// written here by the API's deploy recorder (api/deploys/recorder.ts).
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { App } from './resources/index.js';
@@ -159,9 +160,11 @@ export class DeployStore {
     return row && fromRow(row);
   }
 
-  /** Moves a deploy on; only forward (a live or failed deploy stays so). Returns whether it moved. */
-  async finish(id: string, outcome: { status: 'live' } | { status: 'failed'; reason: string }): Promise<boolean> {
-    const now = this.clock();
+  /**
+   * Moves a deploy on, only forward (a live or failed deploy stays so), with the time the App
+   * controller decided it. Says whether it moved, was already final, or is not (yet) written.
+   */
+  async finish(id: string, outcome: { status: 'live' } | { status: 'failed'; reason: string }, at: Date = this.clock()): Promise<'moved' | 'final' | 'missing'> {
     return this.db.transaction(async (tx) => {
       const changed = await tx('deploys')
         .where({ id })
@@ -169,26 +172,40 @@ export class DeployStore {
         .update({
           status: outcome.status,
           reason: outcome.status === 'failed' ? outcome.reason : null,
-          updated_at: now,
-          ...(outcome.status === 'live' ? { live_at: now } : {}),
+          updated_at: at,
+          ...(outcome.status === 'live' ? { live_at: at } : {}),
         })
         .returning(['app_name', 'account_id']);
       const first = changed[0] as { app_name: string; account_id: string } | undefined;
-      if (!first) return false;
+      if (!first) return (await tx('deploys').where({ id }).first('id')) ? 'final' : 'missing';
       await recordEvent(tx, first.account_id, `deploy.${outcome.status}`, first.app_name, {
         deploy: id,
         ...(outcome.status === 'failed' ? { reason: outcome.reason } : {}),
       });
-      return true;
+      return 'moved';
     });
   }
 
-  /** Deploys still in flight, for the tracker to match against App status. */
-  async inFlight(appUid: string): Promise<Deploy[]> {
-    const rows = (await this.db('deploys')
-      .where({ app_uid: appUid })
-      .whereIn('status', ['pending', 'building', 'deploying'])
-      .orderBy('seq', 'asc')) as DeployRow[];
-    return rows.map(fromRow);
+  /** The app's deploys still in flight that are older than `id`, which ended: they never will. */
+  async replaceOlder(appUid: string, id: string, at: Date = this.clock()): Promise<number> {
+    return this.failWhere((q) => q.where({ app_uid: appUid }).where('seq', '<', this.db('deploys').select('seq').where({ id })), `replaced by ${id} before it went live`, at);
+  }
+
+  /** Deploys in flight of any App not in `liveUids` (deleted): they never will go live. */
+  async failOrphans(liveUids: ReadonlySet<string>, reason: string): Promise<number> {
+    const uids = (await this.db('deploys').distinct('app_uid').whereIn('status', ['pending', 'building', 'deploying'])) as Array<{ app_uid: string }>;
+    const gone = uids.map((r) => r.app_uid).filter((u) => !liveUids.has(u));
+    return gone.length ? this.failWhere((q) => q.whereIn('app_uid', gone), reason, this.clock()) : 0;
+  }
+
+  private async failWhere(scope: (q: Knex.QueryBuilder) => Knex.QueryBuilder, reason: string, at: Date): Promise<number> {
+    return this.db.transaction(async (tx) => {
+      const rows = (await scope(tx('deploys'))
+        .whereIn('status', ['pending', 'building', 'deploying'])
+        .update({ status: 'failed', reason, updated_at: at })
+        .returning(['id', 'app_name', 'account_id'])) as Array<{ id: string; app_name: string; account_id: string }>;
+      for (const r of rows) await recordEvent(tx, r.account_id, 'deploy.failed', r.app_name, { deploy: r.id, reason });
+      return rows.length;
+    });
   }
 }

@@ -175,7 +175,10 @@ export class Deployer {
     return this.prepareTree(staged, 'tarball');
   }
 
-  /** Records the deploy and points the App at it; the tracker follows it to live or failed. */
+  /**
+   * Records the deploy and points the App at it. The App controller decides how it ends; the deploy
+   * recorder writes that down (recorder.ts).
+   */
   async apply(
     accountId: string,
     app: App,
@@ -269,9 +272,13 @@ function policySummary(auth: AuthPolicy | undefined): Record<string, unknown> {
   return { auth: { rules: auth.rules.length, sources: [...new Set(auth.rules.map((r) => r.source))].slice(0, 20) } };
 }
 
-/** The deploy-owned fields of an App as it is, for a deploy record of an App made elsewhere. */
+/**
+ * The deploy-owned fields of what an App serves (its live revision, which is its spec unless a
+ * newer spec is rolling out or failed), for forks and previews of it.
+ */
 export function deploySpecOf(app: App): DeploySpec | undefined {
-  const s = app.spec;
+  const live = app.status?.live?.spec as Partial<App['spec']> | undefined;
+  const s: Partial<App['spec']> = live?.kind ? { ...live, auth: app.spec.auth } : app.spec;
   if (!s.kind) return undefined;
   return {
     kind: s.kind,

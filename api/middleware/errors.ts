@@ -1,12 +1,16 @@
 // The one error middleware: every failure below it becomes {"error": message} with the registry's
 // status. Errors from parsers (koa-body, raw-body) are translated by their status; anything else
-// is a 500 whose message carries no internals, only the request id that finds the log line.
+// is a 500 whose message carries no internals, only the request id that finds the log line; the
+// database being unreachable is a 503 with Retry-After.
 import type Koa from 'koa';
+import { databaseUnavailable } from '../../lib/db/connection.js';
 import { ApiError, type ErrorCode } from '../errors.js';
 import type { ApiState } from '../state.js';
 
 function translate(err: unknown): ApiError | undefined {
   if (err instanceof ApiError) return err;
+  // Nothing was decided: the client may retry as it is (it is told when).
+  if (databaseUnavailable(err)) return new ApiError('unavailable', 'the database is unavailable; retry shortly', { 'Retry-After': '5' });
   const e = err as { status?: number; statusCode?: number; type?: string; expose?: boolean };
   const status = e?.status ?? e?.statusCode;
   if (typeof status !== 'number' || status >= 500) return undefined;

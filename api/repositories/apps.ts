@@ -51,6 +51,11 @@ export class AppRepository {
     return new Set(this.informer.list().map((a) => a.metadata.uid!));
   }
 
+  /** Every App in the cache. */
+  all(): readonly App[] {
+    return this.informer.list();
+  }
+
   /** Every App in the cache, as [namespace, name]. */
   names(): Array<[string, string]> {
     return this.informer.list().map((a) => [a.metadata.namespace!, a.metadata.name!]);
@@ -135,7 +140,7 @@ export class AppRepository {
     throw conflict(`the hostname ${host} belongs to another account's app; choose another name`);
   }
 
-  /** Calls `fn` with every App the cache adds or changes (the deploy tracker follows status). */
+  /** Calls `fn` with every App the cache adds or changes (the deploy recorder follows status). */
   onChange(fn: (app: App) => void): void {
     this.informer.on('add', fn);
     this.informer.on('update', fn);

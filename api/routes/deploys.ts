@@ -28,13 +28,19 @@ export const deploySchema = z.object({
   live_at: z.string().nullable(),
 });
 
+/**
+ * A deploy as the API shows it. Its outcome is the App controller's (App.status.deploys); the row
+ * catches up when the deploy recorder writes it, and until then the App's status is what is shown.
+ */
 export function presentDeploy(d: Deploy, app: App | undefined): z.infer<typeof deploySchema> {
+  const inFlight = d.status === 'pending' || d.status === 'building' || d.status === 'deploying';
+  const decided = inFlight && app?.metadata.uid === d.appUid ? app.status?.deploys?.find((o) => o.id === d.id) : undefined;
   return {
     id: d.id,
     app: d.appName,
     app_id: d.appUid,
-    status: d.status,
-    reason: d.reason,
+    status: decided?.state ?? d.status,
+    reason: decided ? (decided.reason ?? null) : d.reason,
     current: app?.metadata.uid === d.appUid && app.status?.currentDeploy === d.id,
     kind: d.kind,
     digest: d.digest,
@@ -45,7 +51,7 @@ export function presentDeploy(d: Deploy, app: App | undefined): z.infer<typeof d
     created_by: d.createdBy,
     created_at: d.createdAt.toISOString(),
     updated_at: d.updatedAt.toISOString(),
-    live_at: d.liveAt?.toISOString() ?? null,
+    live_at: decided?.state === 'live' ? new Date(decided.at).toISOString() : (d.liveAt?.toISOString() ?? null),
   };
 }
 

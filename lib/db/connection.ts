@@ -3,10 +3,29 @@ import knexFactory, { type Knex } from 'knex';
 
 export type Db = Knex;
 
-export function connect(databaseUrl: string, opts: { poolMax?: number } = {}): Db {
+/**
+ * How long a query waits for a connection before failing. Short: while PostgreSQL is away a
+ * request should be answered 503 within seconds (and retried by its client), not hang a minute.
+ */
+export const acquireTimeoutMs = 5000;
+
+export function connect(databaseUrl: string, opts: { poolMax?: number; acquireTimeoutMs?: number } = {}): Db {
   return knexFactory({
     client: 'pg',
     connection: databaseUrl,
     pool: { min: 0, max: opts.poolMax ?? 10 },
+    acquireConnectionTimeout: opts.acquireTimeoutMs ?? acquireTimeoutMs,
   });
+}
+
+/** PostgreSQL error classes and socket errors that mean "not reachable now", not "the query is wrong". */
+const unreachableCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', '57P01', '57P02', '57P03', '53300', '08000', '08001', '08003', '08006']);
+
+/** Whether `err` says the database cannot be reached right now (a retry later may succeed). */
+export function databaseUnavailable(err: unknown): boolean {
+  const e = err as { code?: unknown; name?: unknown; message?: unknown } | undefined;
+  if (!e || typeof e !== 'object') return false;
+  if (typeof e.code === 'string' && unreachableCodes.has(e.code)) return true;
+  if (e.name === 'KnexTimeoutError') return true;
+  return typeof e.message === 'string' && /Connection terminated|connection is closed|Client has encountered a connection error/i.test(e.message);
 }

@@ -47,6 +47,12 @@ describe('API deploys', () => {
       const d = await json<DeployBody>(await api.request('GET', `/api/deploys/${id}`), 200);
       return d.status === 'live' || d.status === 'failed' ? d : undefined;
     }, { timeoutMs, intervalMs: 100 });
+  /** Settled, and live: a failure names its reason. */
+  const live = async (id: string) => {
+    const d = await settled(id);
+    assert.equal(d.status, 'live', `deploy ${id} failed: ${d.reason}`);
+    return d;
+  };
   const served = async (app: string, want: string, pathName = '/') => {
     let last = 'no ready endpoint';
     try {
@@ -90,13 +96,13 @@ describe('API deploys', () => {
   it('redeploys with no failed request while a client polls, then rolls back to the previous deploy', async () => {
     const poller = new Poller(ns, 'site');
     const v2 = await json<DeployBody>(await deployFiles('site', { 'index.html': '<h1>v2</h1>' }), 202);
-    assert.equal((await settled(v2.id)).status, 'live');
+    await live(v2.id);
     await served('site', '<h1>v2</h1>');
     const back = await json<DeployBody>(await api.request('POST', '/api/apps/site/rollback', { body: {} }), 202);
     assert.equal(back.origin, 'rollback');
     const v1 = (await json<{ deploys: DeployBody[] }>(await api.request('GET', '/api/apps/site/deploys'), 200)).deploys.at(-1)!;
     assert.equal(back.origin_deploy, v1.id, 'rolls back to the deploy before the current one');
-    assert.equal((await settled(back.id)).status, 'live');
+    await live(back.id);
     await served('site', '<h1>v1</h1>');
     await new Promise((r) => setTimeout(r, 500));
     const samples = await poller.stop();
@@ -109,11 +115,11 @@ describe('API deploys', () => {
     assert.deepEqual(list.deploys.filter((d) => d.current).map((d) => d.id), [back.id]);
     // Rolling back to a named deploy.
     const named = await json<DeployBody>(await api.request('POST', '/api/apps/site/rollback', { body: { deploy_id: v2.id } }), 202);
-    assert.equal((await settled(named.id)).status, 'live');
+    await live(named.id);
     await served('site', '<h1>v2</h1>');
   });
 
-  it('fails a deploy whose machines cannot start, restores the serving deploy, and keeps serving', async () => {
+  it('fails a deploy whose machines cannot start: the serving deploy keeps serving, the spec stays as deployed', async () => {
     const poller = new Poller(ns, 'site');
     try {
       const before = await json<{ current_deploy: string }>(await api.request('GET', '/api/apps/site'), 200);
@@ -121,11 +127,22 @@ describe('API deploys', () => {
       const failed = await settled(bad.id);
       assert.equal(failed.status, 'failed');
       assert.match(failed.reason ?? '', /ErrImagePull|ImagePullBackOff/);
-      const restored = await eventually('the app to name the previous deploy again', async () => {
-        const a = await json<{ current_deploy: string; kind: string }>(await api.request('GET', '/api/apps/site'), 200);
-        return a.kind === 'static' ? a : undefined;
+      // The controller decided it, and the recorder wrote it down: the row, not only the status.
+      const row = await eventually('the failure recorded', async () => {
+        const d = await api.services.deploys.get(api.account.id, bad.id);
+        return d?.status === 'failed' ? d : undefined;
       });
-      assert.equal(restored.current_deploy, before.current_deploy);
+      assert.match(row.reason ?? '', /ErrImagePull|ImagePullBackOff/);
+      const app = await eventually('the failed machine gone, the old one serving', async () => {
+        const a = await api.services.apps.find(ns, 'site');
+        return a?.status?.machines?.every((m) => m.deploy === before.current_deploy && m.state === 'running') ? a : undefined;
+      });
+      assert.equal(app.status?.currentDeploy, before.current_deploy);
+      assert.equal(app.status?.rollout?.state, 'Failed');
+      assert.equal(app.spec.deployId, bad.id, 'the spec names the deploy as it was written: nothing rewrites it');
+      assert.equal(app.spec.image, 'registry.example/not-runnable:1');
+      const shown = await json<{ current_deploy: string }>(await api.request('GET', '/api/apps/site'), 200);
+      assert.equal(shown.current_deploy, before.current_deploy);
       await new Promise((r) => setTimeout(r, 1000));
     } finally {
       // Stopped whatever happened: a poller left running keeps the test file from ever ending.
@@ -148,7 +165,7 @@ describe('API deploys', () => {
       const d = await json<DeployBody>(res, 202);
       assert.equal(d.kind, 'markdown');
       assert.equal(d.origin, 'tarball');
-      assert.equal((await settled(d.id)).status, 'live');
+      await live(d.id);
       const home = await served('docs', '<h1');
       assert.match(home.body, /Welcome/);
       assert.match(home.body, /<title>Docs home<\/title>/);
@@ -163,7 +180,7 @@ describe('API deploys', () => {
     const fork = await json<{ app: { name: string }; deploy: DeployBody }>(await api.request('POST', '/api/apps/site/fork', { body: { name: 'site-copy' } }), 201);
     assert.equal(fork.app.name, 'site-copy');
     assert.equal(fork.deploy.origin, 'fork');
-    assert.equal((await settled(fork.deploy.id)).status, 'live');
+    await live(fork.deploy.id);
     await served('site-copy', '<h1>v2</h1>');
     assert.deepEqual((await json<{ env: Record<string, string> }>(await api.request('GET', '/api/apps/site-copy/env'), 200)).env, { GREETING: 'hi' });
     const copy = await api.services.apps.find(ns, 'site-copy');
@@ -177,7 +194,7 @@ describe('API deploys', () => {
       201,
     );
     assert.equal(created.preview.app, 'site--pr-7');
-    assert.equal((await settled(created.deploy.id)).status, 'live');
+    await live(created.deploy.id);
     await served('site--pr-7', 'preview of pr-7');
     const listed = await eventually('the preview in the list', async () => {
       const l = await json<{ previews: Array<{ ref: string; url: string | null }> }>(await api.request('GET', '/api/apps/site/previews'), 200);
@@ -187,7 +204,7 @@ describe('API deploys', () => {
     const apps = await json<{ apps: Array<{ name: string }> }>(await api.request('GET', '/api/apps'), 200);
     assert.ok(!apps.apps.some((a) => a.name === 'site--pr-7'), 'previews are listed under their app, not as apps');
     const redeploy = await json<DeployBody>(await api.request('POST', '/api/apps/site/previews/pr-7/deploy', { body: { files: { 'index.html': 'pr-7 again' } } }), 202);
-    assert.equal((await settled(redeploy.id)).status, 'live');
+    await live(redeploy.id);
     await served('site--pr-7', 'pr-7 again');
     await served('site', '<h1>v2</h1>');
     assert.equal((await api.request('DELETE', '/api/apps/site/previews/pr-7')).status, 204);
@@ -383,11 +400,11 @@ describe('API deploys', () => {
       { mode: 'identity', source: 'notes.md', paths: ['/notes.md'], admit },
     ];
     assert.deepEqual(await eventually('the App to carry the policy', async () => ((await authOf('guarded'))?.rules.length === 3 ? authOf('guarded') : undefined)), { rules: expected });
-    assert.equal((await settled(d.id)).status, 'live');
+    await live(d.id);
     // A deploy that declares nothing is public; rolling back restores the policy of the deploy it returns to.
     const open = await json<DeployBody>(await deployFiles('guarded', { 'index.html': '<h1>open</h1>' }), 202);
     assert.equal(await eventually('the policy to be removed', async () => ((await authOf('guarded')) === undefined ? 'gone' : undefined)), 'gone');
-    assert.equal((await settled(open.id)).status, 'live');
+    await live(open.id);
     const back = await json<DeployBody>(await api.request('POST', '/api/apps/guarded/rollback', { body: {} }), 202);
     assert.equal(back.origin_deploy, d.id);
     assert.deepEqual(await eventually('the policy to be restored', async () => ((await authOf('guarded'))?.rules.length === 3 ? authOf('guarded') : undefined)), { rules: expected });

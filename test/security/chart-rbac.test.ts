@@ -43,6 +43,8 @@ const needs: Record<string, Access[]> = {
     ['get', 'coordination.k8s.io', 'leases', undefined, 'kube-system', 'svc-mailer'],
     ['create', 'coordination.k8s.io', 'leases', undefined, 'kube-system'],
     ['update', 'coordination.k8s.io', 'leases', undefined, 'kube-system', 'svc-mailer'],
+    ['get', 'coordination.k8s.io', 'leases', undefined, 'kube-system', 'svc-deploy-recorder'],
+    ['update', 'coordination.k8s.io', 'leases', undefined, 'kube-system', 'svc-deploy-recorder'],
   ],
   'svc-controllers': [
     ['list', 'svc.dev', 'apps'],

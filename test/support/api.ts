@@ -1,4 +1,5 @@
 // Runs the API in-process on an ephemeral port, against a fresh database and the test cluster.
+import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { createServer, type Server } from 'node:http';
 import { existsSync, readFileSync } from 'node:fs';
@@ -123,7 +124,9 @@ export async function startTestApi(opts: { env?: Record<string, string>; operati
   const tokens = new TokenStore(fresh.db, clock.read);
   tokens.start(100);
   const log = createLogger('api', 'info', sink);
-  const { services, stop } = await assembleServices({ config, db: fresh.db, kc, tokens, log, clock: clock.read });
+  // A recorder of deploy outcomes per database: this API's Lease is its own.
+  const recorderLease = `svc-deploy-recorder-${randomBytes(4).toString('hex')}`;
+  const { services, stop } = await assembleServices({ config, db: fresh.db, kc, tokens, log, clock: clock.read, recorderLease });
   listener.serve(createApi(services, opts.operations?.(services)));
   machineListener.serve(createMachineApi(services));
   const { server, url } = listener;

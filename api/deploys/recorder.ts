@@ -1,0 +1,122 @@
+// Records in the deploy history (PostgreSQL) how deploys ended, as the App controller decided it in
+// App.status.deploys: the controller is the one owner of the lifecycle (it decides live or failed,
+// and keeps the last live revision serving); this only writes its decisions down. One API replica
+// does it, the holder of a Lease, so replicas never race on a row; the writes only move a deploy
+// forward, so a new leader repeating its predecessor's last writes changes nothing. Until a row is
+// written, reads already show the outcome from status (presentDeploy). The controllers keep no
+// database credentials: status is the hand-over. docs/decisions/0015-controllers-own-the-lifecycle.md.
+import type { DeployStore } from '../../lib/deploys.js';
+import type { LeaderElection } from '../../lib/kube/leader.js';
+import type { Logger } from '../../lib/logger.js';
+import type { App } from '../../lib/resources/index.js';
+
+/** Where the recorder sees Apps: the API's informer cache. */
+export interface AppFeed {
+  all(): readonly App[];
+  onChange(fn: (app: App) => void): void;
+  onDelete(fn: (app: App) => void): void;
+}
+
+/** How often in-flight deploys of deleted Apps are looked for, besides on each delete. */
+const sweepEveryMs = 60_000;
+
+export class DeployRecorder {
+  private leading = false;
+  private stopped = false;
+  /** Deploys whose outcome this term has written (or found written). */
+  private readonly recorded = new Set<string>();
+  /** One pass at a time per App; a change seen meanwhile runs once more after. */
+  private readonly running = new Map<string, { again: App | undefined }>();
+  private sweepTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly apps: AppFeed,
+    private readonly deploys: DeployStore,
+    private readonly election: Pick<LeaderElection, 'run' | 'release'>,
+    private readonly log: Logger,
+    /** Runs once per deploy recorded live (email invitations of the policy it serves). */
+    private readonly onLive?: (app: App) => Promise<unknown>,
+  ) {}
+
+  start(): void {
+    this.apps.onChange((app) => {
+      if (this.leading) this.schedule(app);
+    });
+    this.apps.onDelete(() => {
+      if (this.leading) void this.sweep();
+    });
+    void this.campaign();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.leading = false;
+    clearInterval(this.sweepTimer);
+    await this.election.release();
+  }
+
+  private async campaign(): Promise<void> {
+    const led = await this.election.run(() => {
+      this.leading = false;
+      clearInterval(this.sweepTimer);
+      if (!this.stopped) void this.campaign();
+    });
+    if (!led || this.stopped) return;
+    this.leading = true;
+    this.recorded.clear();
+    // A new term catches up on everything decided while no replica recorded.
+    for (const app of this.apps.all()) this.schedule(app);
+    void this.sweep();
+    this.sweepTimer = setInterval(() => void this.sweep(), sweepEveryMs);
+    this.sweepTimer.unref();
+  }
+
+  private schedule(app: App): void {
+    const uid = app.metadata.uid!;
+    const busy = this.running.get(uid);
+    if (busy) {
+      busy.again = app;
+      return;
+    }
+    const slot = { again: undefined as App | undefined };
+    this.running.set(uid, slot);
+    void (async () => {
+      let next: App | undefined = app;
+      while (next && this.leading) {
+        slot.again = undefined;
+        // A failure (PostgreSQL away) is retried on the App's next change, or the next term's pass.
+        await this.record(next).catch((err: unknown) => this.log.warn({ err, app: next!.metadata.name }, 'Recording deploy outcomes failed; retrying on the next change'));
+        next = slot.again;
+      }
+      this.running.delete(uid);
+    })();
+  }
+
+  /** Writes the outcomes an App's status reports that are not written yet. Visible for tests. */
+  async record(app: App): Promise<void> {
+    const outcomes = [...(app.status?.deploys ?? [])].reverse();
+    for (const o of outcomes) {
+      if (this.recorded.has(o.id)) continue;
+      const at = new Date(o.at);
+      const result = await this.deploys.finish(o.id, o.state === 'live' ? { status: 'live' } : { status: 'failed', reason: o.reason ?? 'the rollout failed' }, at);
+      // The App may name a deploy whose row is not written yet (an App created with its first
+      // deploy writes the row just after): look again on the App's next change.
+      if (result === 'missing') continue;
+      const replaced = await this.deploys.replaceOlder(app.metadata.uid!, o.id, at);
+      this.recorded.add(o.id);
+      if (result === 'moved') this.log.info({ app: app.metadata.name, deploy: o.id, status: o.state, reason: o.reason, replaced }, `Deploy ${o.state}`);
+      if (result === 'moved' && o.state === 'live') await this.onLive?.(app);
+    }
+  }
+
+  /** Deploys still in flight whose App is gone never go live. Visible for tests. */
+  async sweep(): Promise<void> {
+    if (!this.leading) return;
+    const uids = new Set(this.apps.all().map((a) => a.metadata.uid!));
+    const failed = await this.deploys.failOrphans(uids, 'the app was deleted').catch((err: unknown) => {
+      this.log.warn({ err }, 'Sweeping deploys of deleted apps failed; retrying');
+      return 0;
+    });
+    if (failed) this.log.info({ failed }, 'Deploys of deleted apps marked failed');
+  }
+}
