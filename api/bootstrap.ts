@@ -8,11 +8,11 @@ import type { Services } from './services.js';
 
 export const ownerTokenFile = 'owner-token';
 
-export async function ensureFirstAccount(s: Services): Promise<boolean> {
+export async function ensureFirstAccount(s: Services, kube: { kc: k8s.KubeConfig; core: k8s.CoreV1Api }): Promise<boolean> {
   if ((await countAccounts(s.db)) > 0) return false;
   let account;
   try {
-    account = await createAccount(s.db, s.core, { email: s.config.api.adminEmail, name: 'owner' }, { rbac: s.kc.makeApiClient(k8s.RbacAuthorizationV1Api), apiServiceAccount: s.config.api.serviceAccount });
+    account = await createAccount(s.db, kube.core, { email: s.config.api.adminEmail, name: 'owner' }, { rbac: kube.kc.makeApiClient(k8s.RbacAuthorizationV1Api), apiServiceAccount: s.config.api.serviceAccount });
   } catch (err) {
     if (err instanceof AccountExistsError) return false; // another replica won the race
     throw err;

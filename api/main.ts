@@ -20,8 +20,8 @@ if (applied.length) log.info({ applied }, `Applied ${applied.length} migrations`
 const tokens = new TokenStore(db);
 tokens.start();
 const kc = loadKubeConfig(config.kubeconfig);
-const { services, stop } = await assembleServices({ config, db, kc, tokens, log });
-await ensureFirstAccount(services);
+const { services, kube, stop } = await assembleServices({ config, db, kc, tokens, log });
+await ensureFirstAccount(services, kube);
 // Outgoing mail leaves from here, off the request path: requests only enqueue it (lib/mail/outbox.ts).
 const mailer = new MailSender({ db, databaseUrl: config.databaseUrl, kc, mail: config.mail, log });
 mailer.start();

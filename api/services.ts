@@ -13,10 +13,12 @@ import { LeaderElection } from '../lib/kube/leader.js';
 import type { Logger } from '../lib/logger.js';
 import { MailOutbox } from '../lib/mail/outbox.js';
 import type { TokenStore } from '../lib/tokens/store.js';
+import { AppActions } from './deploys/actions.js';
 import { Deployer } from './deploys/deployer.js';
 import { DeployRecorder } from './deploys/recorder.js';
 import { AppRepository } from './repositories/apps.js';
 import { EnvRepository } from './repositories/env.js';
+import { MachineRepository } from './repositories/machines.js';
 import { appUrl } from '../lib/contract.js';
 
 /** What the API's handlers work with; built once by assembleServices (in main.ts, or by a test). */
@@ -24,14 +26,15 @@ export interface Services {
   config: Config;
   db: Db;
   tokens: TokenStore;
-  /** For clients made per use (log streams); typed APIs above are preferred. */
-  kc: k8s.KubeConfig;
-  core: k8s.CoreV1Api;
   apps: AppRepository;
+  /** An app's machine Pods, nodes and logs. */
+  machines: MachineRepository;
   env: EnvRepository;
   artifacts: ArtifactStore;
   deploys: DeployStore;
   deployer: Deployer;
+  /** Rollback, fork, previews, migrate: decisions beside the deployer. */
+  actions: AppActions;
   /** App users, their sessions and sign-in links (shared with ingress-auth through PostgreSQL). */
   auth: { users: AppUserStore; sessions: SessionStore; links: LinkStore };
   log: Logger;
@@ -54,7 +57,7 @@ export async function assembleServices(deps: {
   clock?: () => Date;
   /** The deploy recorder's Lease in kube-system: one per database (tests give each of theirs one). */
   recorderLease?: string;
-}): Promise<{ services: Services; stop: () => Promise<void> }> {
+}): Promise<{ services: Services; kube: { kc: k8s.KubeConfig; core: k8s.CoreV1Api }; stop: () => Promise<void> }> {
   const { config, db, kc, tokens, log } = deps;
   const clock = deps.clock ?? (() => new Date());
   const core = kc.makeApiClient(k8s.CoreV1Api);
@@ -79,17 +82,20 @@ export async function assembleServices(deps: {
   const election = new LeaderElection(kc.makeApiClient(k8s.CoordinationV1Api), 'kube-system', deps.recorderLease ?? recorderLease, log);
   const recorder = new DeployRecorder(apps, deploys, election, log, (app) => invitations.sync(app));
   recorder.start();
+  const env = new EnvRepository(core, kc.makeApiClient(k8s.CustomObjectsApi));
+  const machines = new MachineRepository(kc);
+  const deployer = new Deployer(artifacts, deploys, apps, log, config.deploys.artifactBaseUrl);
   const services: Services = {
     config,
     db,
     tokens,
-    kc,
-    core,
     apps,
-    env: new EnvRepository(core, kc.makeApiClient(k8s.CustomObjectsApi)),
+    machines,
+    env,
     artifacts,
     deploys,
-    deployer: new Deployer(artifacts, deploys, apps, log, config.deploys.artifactBaseUrl),
+    deployer,
+    actions: new AppActions({ apps, env, deploys, deployer, artifacts, machines }),
     auth: { users: new AppUserStore(db, clock), sessions: new SessionStore(db, clock), links: new LinkStore(db, clock) },
     log,
     clock,
@@ -101,6 +107,8 @@ export async function assembleServices(deps: {
   housekeeping.start();
   return {
     services,
+    // For set-up (the first account) and tests; handlers work through the repositories above.
+    kube: { kc, core },
     stop: async () => {
       clearInterval(hostnameTimer);
       await recorder.stop();

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The platform's PostgreSQL from Debian's package, on loopback, with its data under .svc/postgres.
-#   postgres.sh up | down | status
+#   postgres.sh up | down | status | crash
+# `crash` stops it as a crash would (immediate: no checkpoint, clients cut off; the next start
+# recovers from the WAL), for the tests that prove the platform rides out losing its database.
 source "$(dirname "$0")/lib.sh"
 
 PGDATA="$STATE/postgres"
@@ -34,6 +36,9 @@ case "${1:-}" in
     # A fast shutdown: SIGTERM would wait for every client to disconnect.
     if is_running postgres; then "${AS_PG[@]}" "$PGBIN/pg_ctl" stop -D "$PGDATA" -m fast -w >/dev/null || true; fi
     stop_daemon postgres 20 ;;
+  crash)
+    if is_running postgres; then "${AS_PG[@]}" "$PGBIN/pg_ctl" stop -D "$PGDATA" -m immediate -w >/dev/null || true; fi
+    stop_daemon postgres 20 ;;
   status) status_line postgres ;;
-  *) say "usage: $0 up|down|status" >&2; exit 2 ;;
+  *) say "usage: $0 up|down|status|crash" >&2; exit 2 ;;
 esac

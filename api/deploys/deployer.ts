@@ -10,6 +10,7 @@ import type { Logger } from '../../lib/logger.js';
 import type { App } from '../../lib/resources/index.js';
 import { planHandlerRoutes } from '../../lib/handlers/routes.js';
 import { combine, isHtmlPage, isMarkdownPage, PolicyError, treeDeclarations, type AuthPolicy, type Declaration } from '../../lib/policy/index.js';
+import { DomainError } from '../../lib/errors.js';
 import { ApiError, invalid } from '../errors.js';
 import type { AppRepository } from '../repositories/apps.js';
 import type { Env, EnvRepository } from '../repositories/env.js';
@@ -202,7 +203,7 @@ export class Deployer {
         ...(prepared.machines !== undefined ? { machines: prepared.machines } : {}),
       });
     } catch (err) {
-      await this.deploys.finish(deploy.id, { status: 'failed', reason: err instanceof ApiError ? err.message : 'the app could not be updated' });
+      await this.deploys.finish(deploy.id, { status: 'failed', reason: err instanceof DomainError ? err.message : 'the app could not be updated' });
       throw err;
     }
     this.log.info({ app: name, deploy: deploy.id, kind: prepared.spec.kind, origin: deploy.origin }, 'Deploy started');

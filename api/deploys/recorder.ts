@@ -28,6 +28,8 @@ export class DeployRecorder {
   /** One pass at a time per App; a change seen meanwhile runs once more after. */
   private readonly running = new Map<string, { again: App | undefined }>();
   private sweepTimer: NodeJS.Timeout | undefined;
+  /** Failed attempts per App uid, for the back-off of retries (1 s doubling to 30 s). */
+  private readonly retries = new Map<string, number>();
 
   constructor(
     private readonly apps: AppFeed,
@@ -84,12 +86,30 @@ export class DeployRecorder {
       let next: App | undefined = app;
       while (next && this.leading) {
         slot.again = undefined;
-        // A failure (PostgreSQL away) is retried on the App's next change, or the next term's pass.
-        await this.record(next).catch((err: unknown) => this.log.warn({ err, app: next!.metadata.name }, 'Recording deploy outcomes failed; retrying on the next change'));
+        const failed = await this.record(next).then(
+          () => false,
+          (err: unknown) => {
+            this.log.warn({ err, app: next!.metadata.name }, 'Recording deploy outcomes failed; retrying');
+            return true;
+          },
+        );
+        // PostgreSQL away: the App may not change again, so look again after a while by itself.
+        if (failed) this.retryLater(uid);
+        else this.retries.delete(uid);
         next = slot.again;
       }
       this.running.delete(uid);
     })();
+  }
+
+  private retryLater(uid: string): void {
+    const attempt = (this.retries.get(uid) ?? 0) + 1;
+    this.retries.set(uid, attempt);
+    const timer = setTimeout(() => {
+      const app = this.apps.all().find((a) => a.metadata.uid === uid);
+      if (app && this.leading) this.schedule(app);
+    }, Math.min(1000 * 2 ** (attempt - 1), 30_000));
+    timer.unref();
   }
 
   /** Writes the outcomes an App's status reports that are not written yet. Visible for tests. */

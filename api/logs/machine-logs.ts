@@ -7,6 +7,7 @@ import * as k8s from '@kubernetes/client-node';
 import { ApiError } from '../errors.js';
 import type { Services } from '../services.js';
 import { containers, labels } from '../../lib/contract.js';
+import type { MachineRepository } from '../repositories/machines.js';
 
 /** The machine container, as controllers/app/desired.ts names it. */
 const containerName = containers.machine;
@@ -116,13 +117,8 @@ function instanceOf(pod: k8s.V1Pod): string {
 }
 
 /** The app's machine Pods, by one label-selected list, in machine then name order. */
-export async function listMachines(s: Pick<Services, 'core'>, namespace: string, app: string): Promise<k8s.V1Pod[]> {
-  let pods: k8s.V1Pod[];
-  try {
-    pods = (await s.core.listNamespacedPod({ namespace, labelSelector: `${labels.app}=${app}` })).items;
-  } catch {
-    throw new ApiError('unavailable', 'cannot list the machines of the app right now; retry later');
-  }
+export async function listMachines(s: Pick<Services, 'machines'>, namespace: string, app: string): Promise<k8s.V1Pod[]> {
+  const pods = await s.machines.list(namespace, app);
   return pods.sort((a, b) => (machineOf(a) ?? Infinity) - (machineOf(b) ?? Infinity) || a.metadata!.name!.localeCompare(b.metadata!.name!));
 }
 
@@ -145,7 +141,7 @@ interface Upstream {
  * next chunk is taken, which holds the upstream back instead of buffering without bound.
  */
 async function openUpstream(
-  log: k8s.Log,
+  log: Pick<MachineRepository, 'logs'>,
   namespace: string,
   pod: string,
   options: UpstreamOptions,
@@ -176,7 +172,7 @@ async function openUpstream(
   sink.on('error', () => settle());
   let controller: AbortController;
   try {
-    controller = await log.log(namespace, pod, containerName, sink, {
+    controller = await log.logs(namespace, pod, containerName, sink, {
       follow: options.follow,
       timestamps: true,
       ...(options.tailLines ? { tailLines: options.tailLines } : {}),
@@ -219,7 +215,7 @@ function lineOf(pod: k8s.V1Pod, raw: string, fallbackKey: string): LogLine {
 }
 
 /** Without follow: the last `tail` lines of each machine, merged in time order. */
-export async function recentLines(log: k8s.Log, namespace: string, pods: k8s.V1Pod[], sel: Selection, nowKey: string): Promise<LogLine[]> {
+export async function recentLines(log: Pick<MachineRepository, 'logs'>, namespace: string, pods: k8s.V1Pod[], sel: Selection, nowKey: string): Promise<LogLine[]> {
   if (sel.tail === 0) return [];
   const upstreams: Upstream[] = [];
   const perPod = pods.filter(hasLog).map(async (pod) => {
@@ -269,8 +265,8 @@ interface Follow {
 }
 
 export interface FollowContext {
-  s: Pick<Services, 'core' | 'apps' | 'log'>;
-  log: k8s.Log;
+  s: Pick<Services, 'machines' | 'apps' | 'log'>;
+  log: Pick<MachineRepository, 'logs'>;
   namespace: string;
   app: string;
   appUid: string;

@@ -1,14 +1,17 @@
 // The one error middleware: every failure below it becomes {"error": message} with the registry's
-// status. Errors from parsers (koa-body, raw-body) are translated by their status; anything else
-// is a 500 whose message carries no internals, only the request id that finds the log line; the
-// database being unreachable is a 503 with Retry-After.
+// status. The domain errors of repositories and actions (lib/errors.ts) are mapped here, and only
+// here; errors from parsers (koa-body, raw-body) by their status; the database being unreachable is
+// a 503 with Retry-After; anything else is a 500 whose message carries no internals, only the
+// request id that finds the log line.
 import type Koa from 'koa';
 import { databaseUnavailable } from '../../lib/db/connection.js';
+import { DomainError } from '../../lib/errors.js';
 import { ApiError, type ErrorCode } from '../errors.js';
 import type { ApiState } from '../state.js';
 
 function translate(err: unknown): ApiError | undefined {
   if (err instanceof ApiError) return err;
+  if (err instanceof DomainError) return new ApiError(err.kind === 'invalid' ? 'invalid_request' : err.kind, err.message, err.kind === 'unavailable' ? { 'Retry-After': '5' } : {});
   // Nothing was decided: the client may retry as it is (it is told when).
   if (databaseUnavailable(err)) return new ApiError('unavailable', 'the database is unavailable; retry shortly', { 'Retry-After': '5' });
   const e = err as { status?: number; statusCode?: number; type?: string; expose?: boolean };

@@ -1,7 +1,7 @@
 // Apps as the API sees them: read from an informer's cache (no apiserver call per request; a cache
 // miss right after a write falls back to one read), written as App custom resources in the
 // account's namespace. A write returns once the cache shows it, so a read that follows it sees it
-// (lib/kube/until-cached.ts). Kubernetes errors are translated here, never leaked.
+// (lib/kube/until-cached.ts). Kubernetes errors are translated here into domain errors (lib/errors.ts), never leaked.
 import * as k8s from '@kubernetes/client-node';
 import { kubeStatus, mergePatch } from '../../lib/kube/client.js';
 import { keepWatching } from '../../lib/kube/keep-watching.js';
@@ -9,7 +9,7 @@ import { isAtLeast, untilCached } from '../../lib/kube/until-cached.js';
 import type { Logger } from '../../lib/logger.js';
 import type { HostnameStore } from '../../lib/hostnames.js';
 import { apiVersion, group, version, type App } from '../../lib/resources/index.js';
-import { ApiError, conflict, invalid } from '../errors.js';
+import { DomainError } from '../../lib/errors.js';
 import { dnsLabel, labels, managers } from '../../lib/contract.js';
 
 export class AppRepository {
@@ -95,9 +95,9 @@ export class AppRepository {
       await untilCached(this.informer, namespace, name, (c) => isAtLeast(c?.metadata.resourceVersion, written.metadata.resourceVersion));
       return written;
     } catch (err) {
-      if (kubeStatus(err) === 404) throw new ApiError('not_found', `app ${name} not found`);
-      if (kubeStatus(err) === 409) throw conflict(`app ${name} changed meanwhile; retry`);
-      if (kubeStatus(err) === 422) throw invalid(`invalid app: ${statusMessage(err)}`);
+      if (kubeStatus(err) === 404) throw new DomainError('not_found', `app ${name} not found`);
+      if (kubeStatus(err) === 409) throw new DomainError('conflict', `app ${name} changed meanwhile; retry`);
+      if (kubeStatus(err) === 422) throw new DomainError('invalid', `invalid app: ${statusMessage(err)}`);
       throw err;
     }
   }
@@ -122,8 +122,8 @@ export class AppRepository {
       return created;
     } catch (err) {
       if (claim?.fresh) await this.hostnames!.store.forget(namespace, metadata.name);
-      if (kubeStatus(err) === 409) throw conflict(`an app named "${metadata.name}" already exists`);
-      if (kubeStatus(err) === 422) throw invalid(`invalid app: ${statusMessage(err)}`);
+      if (kubeStatus(err) === 409) throw new DomainError('conflict', `an app named "${metadata.name}" already exists`);
+      if (kubeStatus(err) === 422) throw new DomainError('invalid', `invalid app: ${statusMessage(err)}`);
       throw err;
     }
   }
@@ -135,9 +135,9 @@ export class AppRepository {
     const claim = await this.hostnames.store.claim(namespace, name);
     if (claim.ok) return claim;
     if (claim.reason === 'held') {
-      throw conflict(`the hostname ${host} is held until ${claim.until.toISOString()} for the account whose app used it; choose another name`);
+      throw new DomainError('conflict', `the hostname ${host} is held until ${claim.until.toISOString()} for the account whose app used it; choose another name`);
     }
-    throw conflict(`the hostname ${host} belongs to another account's app; choose another name`);
+    throw new DomainError('conflict', `the hostname ${host} belongs to another account's app; choose another name`);
   }
 
   /** Calls `fn` with every App the cache adds or changes (the deploy recorder follows status). */
@@ -156,7 +156,7 @@ export class AppRepository {
       await this.custom.deleteNamespacedCustomObject({ group, version, namespace, plural: 'apps', name });
       await untilCached(this.informer, namespace, name, (c) => !c || c.metadata.deletionTimestamp !== undefined);
     } catch (err) {
-      if (kubeStatus(err) === 404) throw new ApiError('not_found', `app ${name} not found`);
+      if (kubeStatus(err) === 404) throw new DomainError('not_found', `app ${name} not found`);
       throw err;
     }
   }

@@ -1,6 +1,5 @@
 // GET /apps/{appID}/logs: the lines of every machine of an app; with follow=true a stream until the
 // client goes away. The reading is in api/logs/machine-logs.ts; docs/api/logs.md describes it.
-import * as k8s from '@kubernetes/client-node';
 import { z } from 'zod';
 import {
   defaultTail,
@@ -30,9 +29,6 @@ const logsQuery = z.strictObject({
 });
 
 export function appLogOperations(s: Services): Operation[] {
-  // The KubeConfig the API was started with (k8s.Log needs it, not an API client); read on first use.
-  let logClient: k8s.Log | undefined;
-  const kubeLog = (): k8s.Log => (logClient ??= new k8s.Log(s.kc));
   return [
     op({
       method: 'GET',
@@ -62,10 +58,10 @@ export function appLogOperations(s: Services): Operation[] {
         };
         const pods = await listMachines(s, namespace, name);
         if (!follow) {
-          const lines = await recentLines(kubeLog(), namespace, pods, sel, keyOfDate(now));
+          const lines = await recentLines(s.machines, namespace, pods, sel, keyOfDate(now));
           return { body: lines.map((l) => formatLine(l, format)).join(''), headers: responseHeaders };
         }
-        const stream = new FollowStream({ s, log: kubeLog(), namespace, app: name, appUid: app.metadata.uid!, sel, format }, pods);
+        const stream = new FollowStream({ s, log: s.machines, namespace, app: name, appUid: app.metadata.uid!, sel, format }, pods);
         return { body: stream, headers: responseHeaders };
       },
     }),

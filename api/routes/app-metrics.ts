@@ -2,7 +2,6 @@
 // lib/metrics/requests.ts, summed per step over a window) and its machines' CPU and memory now,
 // read as metrics-server reads them: the kubelet Summary API of each node hosting a machine,
 // through the apiserver's node proxy. docs/api/metrics.md describes the paths.
-import type * as k8s from '@kubernetes/client-node';
 import { z } from 'zod';
 import { parseDuration } from '../../lib/duration.js';
 import { defaultRetentionDays, quantile, requestSeries, addTotals, emptyTotals, type RequestTotals, type SeriesPoint } from '../../lib/metrics/requests.js';
@@ -136,14 +135,8 @@ interface Summary {
 type Machine = z.infer<typeof machineSchema>;
 
 /** The app's machines with their CPU and memory now, one Summary per node hosting one of them. */
-async function machinesOf(s: Pick<Services, 'core' | 'log'>, app: App): Promise<Machine[]> {
-  const namespace = app.metadata.namespace!;
-  let pods: k8s.V1Pod[];
-  try {
-    pods = (await s.core.listNamespacedPod({ namespace, labelSelector: `${labels.app}=${app.metadata.name}` })).items;
-  } catch {
-    throw new ApiError('unavailable', 'cannot list the machines of the app right now; retry later');
-  }
+async function machinesOf(s: Pick<Services, 'machines' | 'log'>, app: App): Promise<Machine[]> {
+  let pods = await s.machines.list(app.metadata.namespace!, app.metadata.name!);
   // Only this app's machines: pods of an earlier app of the same name may still be ending.
   pods = pods.filter((p) => p.metadata?.ownerReferences?.some((o) => o.uid === app.metadata.uid));
   const nodes = [...new Set(pods.flatMap((p) => (p.status?.phase === 'Running' && p.spec?.nodeName ? [p.spec.nodeName] : [])))];
@@ -153,8 +146,7 @@ async function machinesOf(s: Pick<Services, 'core' | 'log'>, app: App): Promise<
         let timer: NodeJS.Timeout | undefined;
         try {
           const deadline = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('timed out')), nodeDeadlineMs)));
-          const body = await Promise.race([s.core.connectGetNodeProxyWithPath({ name: node, path: 'stats/summary' }), deadline]);
-          return [node, (typeof body === 'string' ? JSON.parse(body) : body) as Summary];
+          return [node, (await Promise.race([s.machines.nodeSummary(node), deadline])) as Summary];
         } catch (err) {
           s.log.warn({ err, node }, 'Node stats summary not read');
           return [node, err instanceof Error ? err : new Error(String(err))];

@@ -3,8 +3,9 @@
 import { z } from 'zod';
 import type { Deploy } from '../../lib/deploys.js';
 import type { App } from '../../lib/resources/index.js';
+import type { Actor } from '../deploys/actions.js';
 import { deployBody, tarballTypes, type Prepared } from '../deploys/deployer.js';
-import { conflict, invalid, notFound } from '../errors.js';
+import { invalid, notFound } from '../errors.js';
 import { op, type Caller, type HandlerInput, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
 import { allowedApp, requireApp, resolveApp } from './app-access.js';
@@ -66,6 +67,9 @@ export function readDeployInput(s: Services, input: HandlerInput<z.infer<typeof 
 }
 
 export const createdBy = (caller: Caller) => `token:${caller.principal.nonce}`;
+
+/** Who an action acts for. */
+export const actorOf = (caller: Caller): Actor => ({ accountId: caller.account.id, namespace: caller.account.namespace, createdBy: createdBy(caller) });
 
 export function deployOperations(s: Services): Operation[] {
   const upload = { types: tarballTypes, limitBytes: s.config.deploys.uploadLimitBytes, description: uploadDescription };
@@ -131,26 +135,7 @@ export function deployOperations(s: Services): Operation[] {
       response: deploySchema,
       handler: async ({ caller, params, body }) => {
         const app = await resolveApp(s, caller, params.appID!);
-        const current = app.status?.currentDeploy ?? app.spec.deployId;
-        let target: Deploy | undefined;
-        if (body.deploy_id) {
-          target = await s.deploys.get(caller.account.id, body.deploy_id);
-          if (!target || target.appUid !== app.metadata.uid) throw notFound(`deploy ${body.deploy_id} of app ${app.metadata.name}`);
-          if (target.status !== 'live') throw conflict(`deploy ${target.id} never went live (${target.status}); roll back to a deploy that served`);
-        } else {
-          if (!current) throw conflict(`app ${app.metadata.name} has no deploy to roll back from`);
-          target = await s.deploys.previousLive(app.metadata.uid!, current);
-          if (!target) throw conflict(`app ${app.metadata.name} has no live deploy before ${current} to roll back to`);
-        }
-        if (target.spec.source && !(await s.artifacts.has(target.spec.source.digest))) {
-          throw conflict(`the artifact of deploy ${target.id} is no longer stored`);
-        }
-        const deploy = await s.deployer.apply(
-          caller.account.id,
-          app,
-          { spec: target.spec, origin: 'rollback', summary: { ...target.summary, rollback_to: target.id } },
-          { originDeploy: target.id, createdBy: createdBy(caller) },
-        );
+        const deploy = await s.actions.rollback(actorOf(caller), app, body.deploy_id);
         return { status: 202, body: presentDeploy(deploy, app) };
       },
     }),

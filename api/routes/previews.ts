@@ -3,13 +3,14 @@
 // parent and is owned by it, so deleting the app deletes its previews.
 import { z } from 'zod';
 import type { App } from '../../lib/resources/index.js';
-import { createServing, deployBody, deployFields, deploySpecOf, tarballTypes, type Prepared } from '../deploys/deployer.js';
-import { conflict, invalid, notFound } from '../errors.js';
+import { previewName } from '../deploys/actions.js';
+import { deployBody, deployFields, tarballTypes, type Prepared } from '../deploys/deployer.js';
+import { invalid, notFound } from '../errors.js';
 import { op, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
 import { resolveApp } from './app-access.js';
-import { createdBy, deploySchema, presentDeploy, readDeployInput, uploadDescription } from './deploys.js';
-import { dnsLabel, labels, previewSeparator } from '../../lib/contract.js';
+import { actorOf, createdBy, deploySchema, presentDeploy, readDeployInput, uploadDescription } from './deploys.js';
+import { dnsLabel, previewSeparator } from '../../lib/contract.js';
 
 const ref = z.string().regex(dnsLabel, 'must be a DNS label (lowercase letters, digits, dashes)').refine((r) => !r.includes(previewSeparator), `must not contain "${previewSeparator}"`);
 
@@ -23,7 +24,6 @@ const previewSchema = z.object({
   created_at: z.string().nullable(),
 });
 
-export const previewName = (parent: string, r: string) => `${parent}${previewSeparator}${r}`;
 
 function presentPreview(p: App): z.infer<typeof previewSchema> {
   return {
@@ -71,41 +71,14 @@ export function previewOperations(s: Services): Operation[] {
       response: z.object({ preview: previewSchema, deploy: deploySchema.nullable() }),
       handler: async ({ caller, params, body }) => {
         const parent = await resolveApp(s, caller, params.appID!);
-        if (parent.spec.preview) throw invalid(`app ${parent.metadata.name} is itself a preview`);
         const { ref: r, ...rest } = body;
-        const name = previewName(parent.metadata.name!, r);
-        if (name.length > 63) throw invalid(`invalid body: ref: "${name}" would be longer than 63 characters`);
         let prepared: Prepared | undefined;
-        let originDeploy: string | undefined;
         if (Object.values(rest).some((v) => v !== undefined)) {
           const parsed = deployBody.safeParse(rest);
           if (!parsed.success) throw invalid(`invalid body: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; ')}`);
           prepared = await s.deployer.prepareBody(parsed.data);
-        } else {
-          const spec = deploySpecOf(parent);
-          originDeploy = parent.status?.currentDeploy ?? parent.spec.deployId;
-          if (spec) prepared = { spec, origin: 'preview', summary: { from: parent.metadata.name, ...(originDeploy ? { deploy: originDeploy } : {}) } };
         }
-        if (await s.apps.find(caller.account.namespace, name)) throw conflict(`preview ${r} of app ${parent.metadata.name} already exists`);
-        const env = await s.env.read(parent);
-        const { app, deploy } = await createServing(
-          s,
-          caller.account.id,
-          caller.account.namespace,
-          {
-            name,
-            labels: { [labels.previewOf]: parent.metadata.name! },
-            ownerReferences: [{ apiVersion: parent.apiVersion, kind: 'App', name: parent.metadata.name!, uid: parent.metadata.uid!, controller: false, blockOwnerDeletion: true }],
-          },
-          {
-            preview: { parent: parent.metadata.name!, ref: r },
-            machines: 1,
-            ...(parent.spec.resources ? { resources: parent.spec.resources } : {}),
-            ...(parent.spec.auth ? { auth: parent.spec.auth } : {}),
-          },
-          prepared,
-          { origin: prepared?.origin ?? 'preview', ...(originDeploy ? { originDeploy } : {}), createdBy: createdBy(caller), env },
-        );
+        const { app, deploy } = await s.actions.createPreview(actorOf(caller), parent, r, prepared);
         return { status: 201, body: { preview: presentPreview(app), deploy: deploy ? presentDeploy(deploy, app) : null } };
       },
     }),

@@ -18,9 +18,10 @@ const ignore = (...codes: number[]) => (err: unknown) => {
   if (!codes.includes(kubeStatus(err) ?? 0)) throw err;
 };
 
-/** The namespace is being deleted: its Apps go too, so there is nothing left to make. */
-function namespaceTerminating(err: unknown): boolean {
-  return kubeStatus(err) === 403 && /because it is being terminated/.test(String((err as { body?: unknown }).body ?? ''));
+/** The namespace is being deleted, or is gone: its Apps go too, so there is nothing left to make. */
+function namespaceGone(err: unknown): boolean {
+  const body = String((err as { body?: unknown }).body ?? '');
+  return (kubeStatus(err) === 403 && /because it is being terminated/.test(body)) || (kubeStatus(err) === 404 && /"kind":"namespaces"/.test(body));
 }
 
 /** What the informers show of an App's children. */
@@ -66,7 +67,7 @@ export class AppReconciler implements Reconciler<App, AppStatusFields> {
       await this.applyNetwork(app);
       await this.applyMachines(app, p);
     } catch (err) {
-      if (namespaceTerminating(err)) return { deleted: true };
+      if (namespaceGone(err)) return { deleted: true };
       throw err;
     }
     this.recordRollout(app, p);

@@ -21,7 +21,7 @@ describe('API account endpoints', () => {
     const account = await get<{ id: string; email: string; namespace: string; created_at: string }>('/api/account');
     assert.equal(account.id, api.account.id);
     assert.equal(account.email, api.account.email);
-    const ns = await api.services.core.readNamespace({ name: account.namespace });
+    const ns = await api.kube.core.readNamespace({ name: account.namespace });
     assert.equal(ns.metadata?.labels?.['svc.dev/account'], account.id);
   });
 

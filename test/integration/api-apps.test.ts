@@ -111,7 +111,7 @@ describe('API apps', () => {
     assert.deepEqual(await env(), { C: '3' }, 'refused changes change nothing');
     // The App names the current version; a machine of it is started (this busybox app never gets
     // ready, so its older machine stays beside it, as a serving one would until the new one is ready).
-    const core = api.services.core;
+    const core = api.kube.core;
     const ns = api.account.namespace;
     const app = (await api.services.apps.find(ns, 'envy'))!;
     const current = app.spec.envSecretName!;

@@ -185,7 +185,7 @@ describe('API deploys', () => {
     assert.deepEqual((await json<{ env: Record<string, string> }>(await api.request('GET', '/api/apps/site-copy/env'), 200)).env, { GREETING: 'hi' });
     const copy = await api.services.apps.find(ns, 'site-copy');
     assert.equal(copy?.metadata.generation, 1, 'created whole in one write: its first machines already have the env');
-    const secret = await api.services.core.readNamespacedSecret({ namespace: ns, name: copy!.spec.envSecretName! });
+    const secret = await api.kube.core.readNamespacedSecret({ namespace: ns, name: copy!.spec.envSecretName! });
     assert.equal(secret.metadata?.ownerReferences?.[0]?.uid, copy!.metadata.uid, 'the env copy goes with the fork');
     assert.equal((await json(await api.request('POST', '/api/apps/site/fork', { body: { name: 'site-copy' } }), 409)) !== undefined, true);
 
@@ -307,7 +307,7 @@ describe('API deploys', () => {
       return m.machines.length === 1 && m.machines[0]!.node === moved.to && m.machines[0]!.state === 'running';
     }, { timeoutMs: 60_000 });
     await eventually('only the new machine left', async () => {
-      const pods = await api.services.core.listNamespacedPod({ namespace: ns, labelSelector: 'svc.dev/app=site' });
+      const pods = await api.kube.core.listNamespacedPod({ namespace: ns, labelSelector: 'svc.dev/app=site' });
       return pods.items.length === 1 && pods.items[0]!.spec?.nodeName === moved.to;
     }, { timeoutMs: 30_000 });
     await new Promise((r) => setTimeout(r, 500));

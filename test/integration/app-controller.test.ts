@@ -96,6 +96,44 @@ describe('App controller', () => {
     assert.equal(condition(app, 'Ready')?.status, 'False');
   });
 
+  it('keeps serving an applied App whose new spec fails, and leaves the spec exactly as applied', async () => {
+    await create('gitops', { ...server, machines: 1 });
+    const live = await eventually('gitops to be Ready', async () => {
+      const a = await get('gitops');
+      return condition(a, 'Ready')?.status === 'True' && a.status?.rollout?.state === 'Live' ? a : undefined;
+    }, { timeoutMs: 60_000 });
+    const [address] = await readyEndpoints('gitops');
+    const servingPod = (await machines('gitops'))[0]!.metadata!.name;
+    // As a GitOps tool applies a commit: a new image that cannot start (no deploy id, no API).
+    const applied = { ...server, image: 'registry.invalid/gone:1', machines: 1 };
+    await custom.replaceNamespacedCustomObject({ ...target('gitops'), body: { ...live, spec: applied } });
+    const failed = await eventually('the rollout to fail', async () => {
+      const a = await get('gitops');
+      return a.status?.rollout?.state === 'Failed' ? a : undefined;
+    }, { timeoutMs: 60_000 });
+    assert.match(failed.status!.rollout!.reason ?? '', /ErrImagePull|ImagePullBackOff|InvalidImageName/);
+    assert.equal(condition(failed, 'Progressing')?.reason, 'RolloutFailed');
+    assert.match(condition(failed, 'Progressing')!.message, /last live revision keeps serving/);
+    // The failed machine goes; the one that served stays and is the only one.
+    const pods = await eventually('only the serving machine left', async () => {
+      const p = await machines('gitops');
+      return p.length === 1 && p[0]!.metadata!.name === servingPod ? p : undefined;
+    }, { timeoutMs: 30_000 });
+    assert.equal(pods[0]!.spec!.containers[0]!.image, server.image);
+    assert.equal((await fetch(`http://${address}:8000/`)).status, 200, 'still serving');
+    const after = await get('gitops');
+    assert.deepEqual({ ...after.spec, machines: after.spec.machines }, { ...applied }, 'the spec is what was applied, not rewritten');
+    assert.equal(after.metadata.generation, failed.metadata.generation, 'nothing wrote the spec since');
+    assert.equal(condition(after, 'Ready')?.status, 'True');
+    assert.equal(after.status?.observedGeneration, after.metadata.generation);
+    // A fixed commit rolls out again.
+    await custom.patchNamespacedCustomObject({ ...target('gitops'), body: { spec: { image: images.python, env: [{ name: 'FIXED', value: '1' }] } } }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch));
+    await eventually('the fixed spec to go live', async () => {
+      const a = await get('gitops');
+      return a.status?.rollout?.state === 'Live' && a.status.observedGeneration === a.metadata.generation ? a : undefined;
+    }, { timeoutMs: 60_000 });
+  });
+
   it('serves a static App applied with a digest and URL only, and refuses bytes that do not match the digest', async () => {
     // An artifact store of our own (as GitOps users would run one), reachable from pods.
     const tree = await packTree({ 'index.html': '<h1>from git</h1>' });

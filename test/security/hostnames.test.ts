@@ -19,11 +19,11 @@ describe('security: app hostnames are held across accounts', () => {
 
   before(async () => {
     api = await startTestApi();
-    mallory = await createAccount(api.services.db, api.services.core, { email: `mallory-${suffix}@example.test` });
+    mallory = await createAccount(api.services.db, api.kube.core, { email: `mallory-${suffix}@example.test` });
     malloryToken = (await api.services.tokens.issue(mallory.id, { name: 'mallory' })).token;
   });
   after(async () => {
-    await api.services.core.deleteNamespace({ name: mallory.namespace }).catch(() => undefined);
+    await api.kube.core.deleteNamespace({ name: mallory.namespace }).catch(() => undefined);
     await api?.close();
   });
 
@@ -92,7 +92,7 @@ describe('security: app hostnames are held across accounts', () => {
   });
 
   it('apps made before the table existed (or by kubectl) are claimed by the hourly pass', async () => {
-    const custom = api.services.kc.makeApiClient((await import('@kubernetes/client-node')).CustomObjectsApi);
+    const custom = api.kube.kc.makeApiClient((await import('@kubernetes/client-node')).CustomObjectsApi);
     await custom.createNamespacedCustomObject({
       group,
       version,

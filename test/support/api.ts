@@ -40,6 +40,8 @@ export interface TestApi {
   logLines: Array<Record<string, unknown>>;
   /** An account with a full-authority token. */
   account: Account;
+  /** The cluster as the API reaches it, for tests that look behind the API. */
+  kube: { kc: k8s.KubeConfig; core: k8s.CoreV1Api };
   token: string;
   request(method: string, path: string, opts?: { token?: string | null; body?: unknown; headers?: Record<string, string> }): Promise<Response>;
   /** Another API replica on the same database, with its own caches. */
@@ -126,7 +128,7 @@ export async function startTestApi(opts: { env?: Record<string, string>; operati
   const log = createLogger('api', 'info', sink);
   // A recorder of deploy outcomes per database: this API's Lease is its own.
   const recorderLease = `svc-deploy-recorder-${randomBytes(4).toString('hex')}`;
-  const { services, stop } = await assembleServices({ config, db: fresh.db, kc, tokens, log, clock: clock.read, recorderLease });
+  const { services, kube, stop } = await assembleServices({ config, db: fresh.db, kc, tokens, log, clock: clock.read, recorderLease });
   listener.serve(createApi(services, opts.operations?.(services)));
   machineListener.serve(createMachineApi(services));
   const { server, url } = listener;
@@ -153,6 +155,7 @@ export async function startTestApi(opts: { env?: Record<string, string>; operati
     clock,
     logLines,
     account,
+    kube,
     token,
     request,
     replica: async () => {
