@@ -6,7 +6,7 @@ import { HostnameStore } from '../lib/hostnames.js';
 import { Invitations } from '../lib/auth/invitations.js';
 import { LinkStore } from '../lib/auth/links.js';
 import { SessionStore } from '../lib/auth/sessions.js';
-import type { Config } from '../lib/config.js';
+import type { ComponentConfig } from '../lib/config.js';
 import type { Db } from '../lib/db/connection.js';
 import { DeployStore } from '../lib/deploys.js';
 import { LeaderElection } from '../lib/kube/leader.js';
@@ -20,6 +20,9 @@ import { AppRepository } from './repositories/apps.js';
 import { EnvRepository } from './repositories/env.js';
 import { MachineRepository } from './repositories/machines.js';
 import { appUrl } from '../lib/contract.js';
+
+/** What this process reads of the configuration (lib/config.ts, components). */
+type Config = ComponentConfig<'api'>;
 
 /** What the API's handlers work with; built once by assembleServices (in main.ts, or by a test). */
 export interface Services {

@@ -88,7 +88,7 @@ export class Manager {
     policies.on('delete', (policy: k8s.V1NetworkPolicy) => {
       if (policy.metadata?.ownerReferences?.some((o) => o.kind === 'App')) return;
       accountReconciler.forgetNamespace(policy.metadata!.namespace!);
-      this.accounts.queue.add(policy.metadata!.namespace!);
+      this.accounts.add(policy.metadata!.namespace!);
     });
   }
 

@@ -11,7 +11,8 @@ import { AuthRoutes } from './auth/routes.js';
 import { SignIn } from './auth/sign-in.js';
 import { signInProviders } from './auth/setup.js';
 import { appOfHost } from './host.js';
-import { startIngress, type Ingress } from './server.js';
+import { RouteTable } from './routes.js';
+import { startIngress } from './server.js';
 
 const config = loadConfigOrExit('ingress-auth');
 const log = createLogger('ingress-auth', config.logLevel);
@@ -23,15 +24,16 @@ const keys = new AssertionKeyStore(db, { rotationMs: config.assertion.rotationMs
 const signer = new AssertionSigner(keys, { issuer: config.assertion.issuer, lifetimeSeconds: config.assertion.lifetimeSeconds });
 const signIn = new SignIn({ db, config, log, signer, assertionLifetimeSeconds: config.assertion.lifetimeSeconds });
 await signIn.start();
-// Provider callbacks look Apps up in the ingress's own informer cache, which exists once it starts.
-let ingress: Ingress | undefined;
-const providers = signInProviders({ config, log, db, signIn, authRoutes: () => authRoutes, mail: config.mail.smtpUrl !== undefined, appOfHost: (host) => ingress?.routes.app(appOfHost(host, config.appsDomain) ?? '') });
+// The route table first: provider callbacks look Apps up in it, and the server serves from it.
+const routes = new RouteTable(loadKubeConfig(config.kubeconfig), log);
+const providers = signInProviders({ config, log, db, signIn, mail: config.mail.smtpUrl !== undefined, appOfHost: (host) => routes.app(appOfHost(host, config.appsDomain) ?? '') });
 const authRoutes = new AuthRoutes(signIn, { config, log, mail: new MailOutbox(db), providerRoutes: providers.routes, available: providers.available });
-ingress = await startIngress({
+const ingress = await startIngress({
   config,
   kc: loadKubeConfig(config.kubeconfig),
   log,
   recorder,
+  routes,
   jwks: () => keys.jwks(),
   auth: { signIn, routes: authRoutes, callbacks: providers.callbacks },
 });
@@ -42,7 +44,7 @@ async function shutdown(signal: string): Promise<void> {
   stopping = true;
   log.info({ signal }, 'Shutting down');
   setTimeout(() => process.exit(0), 10_000).unref();
-  await ingress?.close();
+  await ingress.close();
   await signIn.stop();
   await recorder.stop().catch(() => undefined);
   await db.destroy();

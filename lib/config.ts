@@ -323,10 +323,64 @@ export function loadConfig(
 }
 
 
-/** For a component's entry point: the configuration, or a clear message and exit code 1. */
-export function loadConfigOrExit(component: string): Config {
+type EnvName = keyof z.infer<typeof envSchema>;
+
+/**
+ * The variables each part of the configuration is made from. A process reads only the parts it
+ * names (`components` below), so only their variables are validated: a bad value in a variable
+ * another process reads does not stop this one, and cannot change it.
+ */
+const readsOf = {
+  stateDir: ['SVC_STATE_DIR'],
+  logLevel: ['SVC_LOG_LEVEL'],
+  databaseUrl: ['SVC_DATABASE_URL'],
+  kubeconfig: ['KUBECONFIG', 'SVC_STATE_DIR'],
+  api: ['SVC_API_HOST', 'SVC_API_PORT', 'SVC_API_MACHINE_HOST', 'SVC_API_MACHINE_PORT', 'SVC_ADMIN_EMAIL', 'SVC_API_SERVICE_ACCOUNT', 'SVC_API_BODY_LIMIT_BYTES', 'SVC_API_RATE_PER_SECOND', 'SVC_API_RATE_BURST'],
+  appsDomain: ['SVC_APPS_DOMAIN'],
+  appsUrlSuffix: ['SVC_APPS_URL_SUFFIX'],
+  site: ['SVC_APPS_DOMAIN', 'SVC_APPS_URL_SUFFIX', 'SVC_AUTH_SECURE_COOKIES'],
+  hostnameHoldMs: ['SVC_HOSTNAME_HOLD_DAYS'],
+  machineNetwork: ['SVC_MACHINE_PLATFORM_CIDRS', 'SVC_MACHINE_PLATFORM_PORTS', 'SVC_NODES', 'SVC_NODE_POD_SUBNET', 'SVC_API_MACHINE_PORT'],
+  webhookAllowPrivate: ['SVC_WEBHOOK_ALLOW_PRIVATE'],
+  webhookDnsServers: ['SVC_WEBHOOK_DNS_SERVERS'],
+  deploys: ['SVC_ARTIFACT_DIR', 'SVC_ARTIFACT_URL', 'SVC_ARTIFACT_KEY', 'SVC_ARTIFACT_KEY_FILE', 'SVC_STATE_DIR', 'SVC_NODE_POD_SUBNET', 'SVC_API_MACHINE_PORT', 'SVC_DEPLOY_UPLOAD_LIMIT_BYTES', 'SVC_RUNTIME_IMAGE', 'SVC_ROLLOUT_DEADLINE_SECONDS'],
+  proxy: ['SVC_PROXY_HOST', 'SVC_PROXY_PORT', 'SVC_PROXY_UPSTREAM_CONNECTIONS', 'SVC_PROXY_UPSTREAM_TIMEOUT_MS'],
+  assertion: ['SVC_ASSERTION_ISSUER', 'SVC_ASSERTION_JWKS_URL', 'SVC_ASSERTION_LIFETIME_SECONDS', 'SVC_ASSERTION_ROTATION_HOURS', 'SVC_APPS_DOMAIN', 'SVC_APPS_URL_SUFFIX', 'SVC_ARTIFACT_URL', 'SVC_NODE_POD_SUBNET', 'SVC_API_MACHINE_PORT'],
+  auth: [
+    'SVC_AUTH_HOST', 'SVC_AUTH_SECURE_COOKIES', 'SVC_AUTH_EMAIL_PER_ADDRESS_HOURLY', 'SVC_AUTH_EMAIL_PER_SOURCE_HOURLY', 'SVC_APPS_DOMAIN',
+    'SVC_IDP_ISSUER', 'SVC_IDP_CLIENT_ID', 'SVC_IDP_CLIENT_SECRET', 'SVC_CODEHOST_URL', 'SVC_CODEHOST_API_URL', 'SVC_CODEHOST_CLIENT_ID', 'SVC_CODEHOST_CLIENT_SECRET',
+  ],
+  mail: ['SVC_SMTP_URL', 'SVC_MAIL_FROM', 'SVC_APPS_DOMAIN'],
+  nodes: ['SVC_NODES', 'SVC_NODE_POD_SUBNET'],
+} as const satisfies { [K in keyof Config]: readonly EnvName[] };
+
+/** The parts of the configuration each process reads. */
+export const components = {
+  api: ['stateDir', 'logLevel', 'databaseUrl', 'kubeconfig', 'api', 'appsDomain', 'appsUrlSuffix', 'site', 'hostnameHoldMs', 'webhookAllowPrivate', 'webhookDnsServers', 'deploys', 'assertion', 'auth', 'mail'],
+  controllers: ['logLevel', 'kubeconfig', 'site', 'deploys', 'assertion', 'machineNetwork'],
+  'ingress-auth': ['logLevel', 'databaseUrl', 'kubeconfig', 'appsDomain', 'appsUrlSuffix', 'site', 'proxy', 'assertion', 'auth', 'mail'],
+  'policy-agent': ['logLevel', 'kubeconfig'],
+  'local-volumes': ['stateDir', 'logLevel', 'kubeconfig', 'nodes'],
+} as const satisfies Record<string, ReadonlyArray<keyof Config>>;
+
+export type Component = keyof typeof components;
+export type ComponentConfig<C extends Component> = Pick<Config, (typeof components)[C][number]>;
+
+/**
+ * The configuration of one process: only the variables it reads are looked at (and validated);
+ * the parts it does not read are not even in the type it gets.
+ */
+export function loadComponentConfig<C extends Component>(component: C, env: Record<string, string | undefined> = process.env, opts: { exists?: (file: string) => boolean } = {}): ComponentConfig<C> {
+  const reads = new Set<string>(components[component].flatMap((part) => readsOf[part]));
+  const own = Object.fromEntries(Object.entries(env).filter(([name]) => reads.has(name) || !(name in envSchema.shape)));
+  const full = loadConfig(own, opts);
+  return Object.freeze(Object.fromEntries(components[component].map((part) => [part, full[part]]))) as ComponentConfig<C>;
+}
+
+/** For a component's entry point: its configuration, or a clear message and exit code 1. */
+export function loadConfigOrExit<C extends Component>(component: C): ComponentConfig<C> {
   try {
-    return loadConfig();
+    return loadComponentConfig(component);
   } catch (err) {
     if (err instanceof ConfigError) {
       console.error(`${component}: ${err.message}`);

@@ -85,6 +85,11 @@ export class Controller<T extends WithStatus, S extends object> {
   private reconciles = 0;
   private statusWrites = 0;
   private conflicts = 0;
+  /** Status writes that only a resync brought about: a change no event announced (or one lost). */
+  private resyncRepairs = 0;
+  /** Keys on the queue because of the resync alone (an event since takes a key out). */
+  private readonly viaResync = new Set<string>();
+  private statsTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly opts: ControllerOptions<T, S>) {
     this.clock = opts.clock ?? (() => new Date());
@@ -94,7 +99,7 @@ export class Controller<T extends WithStatus, S extends object> {
       opts.concurrency ?? 4,
       opts.backoff,
     );
-    const enqueue = (obj: T) => this.queue.add(keyOf(obj));
+    const enqueue = (obj: T) => this.add(keyOf(obj));
     opts.primary.on('add', enqueue);
     opts.primary.on('update', enqueue);
     opts.primary.on('delete', (obj: T) => opts.reconciler.forget?.(obj));
@@ -106,15 +111,25 @@ export class Controller<T extends WithStatus, S extends object> {
    */
   watches<C extends k8s.KubernetesObject>(child: Informer<C>, owners: (child: C) => string[]): this {
     const enqueue = (c: C) => {
-      for (const key of owners(c)) this.queue.add(key);
+      for (const key of owners(c)) this.add(key);
     };
     for (const verb of ['add', 'update', 'delete'] as const) child.on(verb, enqueue);
     return this;
   }
 
+  /** Puts a key on the queue because something about it changed. */
+  add(key: string): void {
+    this.viaResync.delete(key);
+    this.queue.add(key);
+  }
+
   /** Puts every cached object's key on the queue (the periodic resync does this). */
   resync(): void {
-    for (const obj of this.opts.primary.list()) this.queue.add(keyOf(obj));
+    for (const obj of this.opts.primary.list()) {
+      const key = keyOf(obj);
+      this.viaResync.add(key);
+      this.queue.add(key);
+    }
   }
 
   /** Call once the informers have started: every object is reconciled now, and again each resync. */
@@ -122,18 +137,29 @@ export class Controller<T extends WithStatus, S extends object> {
     this.resync();
     this.resyncTimer = setInterval(() => this.resync(), this.opts.resyncMs ?? defaultResyncMs);
     this.resyncTimer.unref();
+    // What the controller did lately, when it did anything: enough to see a backlog or a storm.
+    let last = '';
+    this.statsTimer = setInterval(() => {
+      const stats = this.stats();
+      const now = JSON.stringify([stats.reconciles, stats.statusWrites, stats.conflicts, stats.failing, stats.waiting]);
+      if (now !== last) this.opts.log.info({ kind: this.opts.kind, ...stats }, 'Controller activity');
+      last = now;
+    }, 30_000);
+    this.statsTimer.unref();
   }
 
   stop(): void {
     clearInterval(this.resyncTimer);
+    clearInterval(this.statsTimer);
     this.queue.stop();
   }
 
-  stats(): QueueStats & { reconciles: number; statusWrites: number; conflicts: number } {
-    return { ...this.queue.stats(), reconciles: this.reconciles, statusWrites: this.statusWrites, conflicts: this.conflicts };
+  stats(): QueueStats & { reconciles: number; statusWrites: number; conflicts: number; resyncRepairs: number } {
+    return { ...this.queue.stats(), reconciles: this.reconciles, statusWrites: this.statusWrites, conflicts: this.conflicts, resyncRepairs: this.resyncRepairs };
   }
 
   private async process(key: string): Promise<{ requeueMs?: number }> {
+    const resynced = this.viaResync.delete(key);
     const [namespace, name] = splitKey(key);
     const obj = this.opts.primary.get(name, namespace);
     if (!obj) return {};
@@ -147,6 +173,10 @@ export class Controller<T extends WithStatus, S extends object> {
     try {
       await this.opts.writeStatus(obj, mergePatchBetween(obj.status ?? {}, status));
       this.statusWrites += 1;
+      if (resynced) {
+        this.resyncRepairs += 1;
+        this.opts.log.info({ kind: this.opts.kind, key }, 'The resync found a status change no event had brought');
+      }
     } catch (err) {
       const code = kubeStatus(err);
       if (code === 404) return {};

@@ -2,7 +2,7 @@
 // redeems sign-in links), the email-link form, /me, sign-out, and whatever the configured
 // providers add (idp, codehost, passkey). They run before the app and never reach it.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Config } from '../../lib/config.js';
+import type { ComponentConfig } from '../../lib/config.js';
 import type { Logger } from '../../lib/logger.js';
 import { admitsAppUsers, becomesAppUser } from '../../lib/auth/identity.js';
 import type { MailEnqueuer, MailMessage } from '../../lib/auth/invitations.js';
@@ -16,6 +16,9 @@ import { deniedPage, linkSentPage, loginPage, logoutPage, signedOutPage, type Me
 import { BodyError, readForm, redirect, sendJson, sendPage } from './respond.js';
 import type { SignIn } from './sign-in.js';
 import { loginUrl } from '../../lib/contract.js';
+
+/** What this process reads of the configuration (lib/config.ts, components). */
+type Config = ComponentConfig<'ingress-auth'>;
 
 /** One request to a platform route on an app's hostname. */
 export interface AuthRequest {
@@ -39,7 +42,8 @@ export interface CurrentSession {
 }
 
 /** Routes a provider adds, by path under /_svc/auth/ (`idp/start`, `passkey/login/options`, ...). */
-export type ProviderRoute = (r: AuthRequest, signIn: SignIn) => Promise<void>;
+/** A provider's route; `session` looks up the request's current session when the route needs it. */
+export type ProviderRoute = (r: AuthRequest, signIn: SignIn, session: () => Promise<CurrentSession | undefined>) => Promise<void>;
 
 
 export interface AuthRoutesOptions {
@@ -93,7 +97,7 @@ export class AuthRoutes {
       if (route === 'redeem' && method === 'POST') return await this.redeem(r);
       if (route === 'logout') return await this.logout(r, method);
       const provider = this.opts.providerRoutes?.get(`${method === 'HEAD' ? 'GET' : method} ${route}`);
-      if (provider) return await provider(r, this.signIn);
+      if (provider) return await provider(r, this.signIn, () => this.currentSession(r));
       sendJson(r.res, 404, { error: `no sign-in route ${method} ${r.path}` }, r.requestId);
     } catch (err) {
       if (r.res.headersSent) {

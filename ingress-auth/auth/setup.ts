@@ -2,15 +2,18 @@
 // configured, passkeys always (they need nothing outside), idp and codehost when their clients are
 // configured. One place, used by main.ts and the tests, so both run the same wiring.
 import type { Knex } from 'knex';
-import type { Config } from '../../lib/config.js';
+import type { ComponentConfig } from '../../lib/config.js';
 import type { Logger } from '../../lib/logger.js';
 import type { App } from '../../lib/resources/index.js';
 import { codehostProvider } from './providers/codehost.js';
 import type { CallbackRoute } from './providers/flow.js';
 import { idpProvider } from './providers/idp.js';
 import { passkeyProvider } from './providers/passkey.js';
-import type { AuthRoutes, ProviderRoute } from './routes.js';
+import type { ProviderRoute } from './routes.js';
 import type { SignIn } from './sign-in.js';
+
+/** What this process reads of the configuration (lib/config.ts, components). */
+type Config = ComponentConfig<'ingress-auth'>;
 
 export interface SignInProviders {
   routes: Map<string, ProviderRoute>;
@@ -24,8 +27,6 @@ export function signInProviders(deps: {
   db: Knex;
   signIn: SignIn;
   appOfHost: (host: string) => App | undefined;
-  /** The AuthRoutes these providers end up in (its session lookup), once it exists. */
-  authRoutes: () => AuthRoutes;
   mail: boolean;
 }): SignInProviders {
   const routes = new Map<string, ProviderRoute>();
@@ -34,7 +35,7 @@ export function signInProviders(deps: {
     for (const [k, v] of p.routes) routes.set(k, v);
     for (const [k, v] of p.callbacks) callbacks.set(k, v);
   };
-  add({ ...passkeyProvider(deps.db, deps.signIn.clock, deps.authRoutes), callbacks: new Map() });
+  add({ ...passkeyProvider(deps.db, deps.signIn.clock), callbacks: new Map() });
   if (deps.config.auth.idp) add(idpProvider(deps));
   if (deps.config.auth.codehost) add(codehostProvider(deps));
   return {

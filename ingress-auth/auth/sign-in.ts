@@ -6,7 +6,7 @@
 import type { ServerResponse } from 'node:http';
 import type { Knex } from 'knex';
 import pg from 'pg';
-import type { Config } from '../../lib/config.js';
+import type { ComponentConfig } from '../../lib/config.js';
 import type { Logger } from '../../lib/logger.js';
 import { AppUserStore } from '../../lib/auth/app-users.js';
 import { becomesAppUser, type Identity } from '../../lib/auth/identity.js';
@@ -17,6 +17,9 @@ import type { AssertedIdentity } from '../../lib/identity/assertion.js';
 import type { App } from '../../lib/resources/index.js';
 import { cookieNames, setCookie, type CookieNames } from './cookies.js';
 import { identityHeaders } from '../../lib/contract.js';
+
+/** What this process reads of the configuration (lib/config.ts, components). */
+type Config = ComponentConfig<'ingress-auth'>;
 
 /** A cached session is trusted this long without asking PostgreSQL again (NOTIFY usually ends it sooner). */
 const cacheMs = 10_000;

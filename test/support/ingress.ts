@@ -6,6 +6,7 @@ import { AuthRoutes } from '../../ingress-auth/auth/routes.js';
 import { signInProviders } from '../../ingress-auth/auth/setup.js';
 import { SignIn } from '../../ingress-auth/auth/sign-in.js';
 import { appOfHost } from '../../ingress-auth/host.js';
+import { RouteTable } from '../../ingress-auth/routes.js';
 import { startIngress, type Ingress } from '../../ingress-auth/server.js';
 import type { MailEnqueuer } from '../../lib/auth/invitations.js';
 import { loadConfig, type Config } from '../../lib/config.js';
@@ -59,13 +60,14 @@ export async function startTestIngress(
   const signer = new AssertionSigner(keys, { issuer: config.assertion.issuer, lifetimeSeconds: config.assertion.lifetimeSeconds });
   const signIn = new SignIn({ db, config, log, signer, assertionLifetimeSeconds: config.assertion.lifetimeSeconds, clock: clock.read });
   await signIn.start();
-  let ingress: Ingress | undefined;
-  const providers = signInProviders({ config, log, db, signIn, authRoutes: () => routes, mail: opts.mail !== undefined, appOfHost: (h) => ingress?.routes.app(appOfHost(h, config.appsDomain) ?? '') });
+  const table = new RouteTable(kubeConfig(), log);
+  const providers = signInProviders({ config, log, db, signIn, mail: opts.mail !== undefined, appOfHost: (h) => table.app(appOfHost(h, config.appsDomain) ?? '') });
   const routes = new AuthRoutes(signIn, { config, log, mail: opts.mail, providerRoutes: providers.routes, available: providers.available });
-  ingress = await startIngress({
+  const ingress: Ingress = await startIngress({
     config,
     kc: kubeConfig(),
     log,
+    routes: table,
     jwks: () => keys.jwks(),
     auth: { signIn, routes, callbacks: providers.callbacks },
     host: '127.0.0.1',

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { ConfigError, loadConfig } from '../../lib/config.js';
+import { components, ConfigError, loadComponentConfig, loadConfig } from '../../lib/config.js';
 
 const none = { exists: () => false };
 
@@ -48,3 +48,22 @@ describe('loadConfig', () => {
     }
   });
 });
+
+describe('loadComponentConfig (each process validates only what it reads)', () => {
+  it('a bad value in a variable another process reads does not stop this one, and is not seen by it', () => {
+    const env = { SVC_PROXY_PORT: '99999', SVC_DATABASE_URL: 'mysql://nope', SVC_ROLLOUT_DEADLINE_SECONDS: '30' };
+    const controllers = loadComponentConfig('controllers', env, none);
+    assert.equal(controllers.deploys.rolloutDeadlineSeconds, 30);
+    assert.deepEqual(Object.keys(controllers).sort(), [...components.controllers].sort());
+    assert.equal((controllers as Record<string, unknown>).databaseUrl, undefined, 'the controllers get no database URL at all');
+    assert.throws(() => loadComponentConfig('ingress-auth', env, none), (err: unknown) => err instanceof ConfigError && err.problems.some((p) => p.startsWith('SVC_PROXY_PORT')) && err.problems.some((p) => p.startsWith('SVC_DATABASE_URL')));
+    assert.throws(() => loadComponentConfig('api', env, none), (err: unknown) => err instanceof ConfigError && err.problems.length === 1 && err.problems[0]!.startsWith('SVC_DATABASE_URL'));
+  });
+
+  it('derived settings follow the variables the process reads (the artifact URL from the machine port)', () => {
+    const c = loadComponentConfig('controllers', { SVC_API_MACHINE_PORT: '18001' }, none);
+    assert.equal(c.deploys.artifactBaseUrl, 'http://10.244.0.1:18001/artifacts');
+    assert.equal(c.assertion.jwksUrl, 'http://10.244.0.1:18001/_svc/auth/jwks.json');
+  });
+});
+

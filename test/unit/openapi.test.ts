@@ -12,7 +12,7 @@ import type { Services } from '../../api/services.js';
 import { repoRoot } from '../../lib/paths.js';
 
 // Building the table needs no live service: handlers are not called here.
-const operations = allOperations({ config: loadConfig({}, { exists: () => false }) } as Services);
+const operations = allOperations({ config: loadConfig({}, { exists: () => false }) } as unknown as Services);
 const doc = buildOpenApi(operations) as {
   openapi: string;
   info: { version: string };

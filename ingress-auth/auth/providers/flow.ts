@@ -3,7 +3,7 @@
 // the platform's sign-in host, which turns the provider's answer into a one-time handoff for the
 // app's hostname, redeemed there by the sign-in page (bound to the same browser).
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Config } from '../../../lib/config.js';
+import type { ComponentConfig } from '../../../lib/config.js';
 import type { Logger } from '../../../lib/logger.js';
 import { admitsAppUsers, type Identity } from '../../../lib/auth/identity.js';
 import { hashSecret, newSecret } from '../../../lib/auth/secrets.js';
@@ -16,6 +16,9 @@ import { escapeHtml } from '../pages.js';
 import { redirect, sendJson, sendPage } from '../respond.js';
 import type { AuthRequest } from '../routes.js';
 import { appUrl, loginUrl } from '../../../lib/contract.js';
+
+/** What this process reads of the configuration (lib/config.ts, components). */
+type Config = ComponentConfig<'ingress-auth'>;
 
 export type CallbackRoute = (req: IncomingMessage, res: ServerResponse, url: URL, requestId: string) => Promise<void>;
 

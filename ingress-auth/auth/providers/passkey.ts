@@ -6,22 +6,24 @@ import type { Knex } from 'knex';
 import { becomesAppUser } from '../../../lib/auth/identity.js';
 import { PasskeyError, PasskeyService } from '../../../lib/auth/passkeys.js';
 import { readForm, sendJson } from '../respond.js';
-import { sameOrigin, type AuthRequest, type AuthRoutes, type ProviderRoute } from '../routes.js';
+import { sameOrigin, type AuthRequest, type CurrentSession, type ProviderRoute } from '../routes.js';
+
+type SessionOf = () => Promise<CurrentSession | undefined>;
 import type { SignIn } from '../sign-in.js';
 
 const statusOf: Record<string, number> = { malformed: 400, challenge: 400, invalid: 400, exists: 409, 'unknown-credential': 403, cloned: 403, disabled: 403 };
 
-export function passkeyProvider(db: Knex, clock: () => Date, current: () => AuthRoutes): { routes: Map<string, ProviderRoute> } {
+export function passkeyProvider(db: Knex, clock: () => Date): { routes: Map<string, ProviderRoute> } {
   const passkeys = new PasskeyService(db, clock);
 
   /** Runs a passkey step: same-origin JSON only; a PasskeyError becomes its 4XX. */
   const step =
-    (fn: (r: AuthRequest, signIn: SignIn, body: Record<string, unknown>) => Promise<unknown>): ProviderRoute =>
-    async (r, signIn) => {
+    (fn: (r: AuthRequest, signIn: SignIn, body: Record<string, unknown>, session: SessionOf) => Promise<unknown>): ProviderRoute =>
+    async (r, signIn, session) => {
       if (!sameOrigin(r)) return sendJson(r.res, 403, { error: 'passkey requests come from the app’s own sign-in page' }, r.requestId);
       if (!(r.req.headers['content-type'] ?? '').toLowerCase().startsWith('application/json')) return sendJson(r.res, 415, { error: 'send application/json' }, r.requestId);
       try {
-        const out = await fn(r, signIn, await readForm(r.req));
+        const out = await fn(r, signIn, await readForm(r.req), session);
         if (!r.res.headersSent) sendJson(r.res, 200, out, r.requestId);
       } catch (err) {
         if (!(err instanceof PasskeyError)) throw err;
@@ -29,8 +31,8 @@ export function passkeyProvider(db: Knex, clock: () => Date, current: () => Auth
       }
     };
 
-  const appUserOf = async (r: AuthRequest) => {
-    const s = await current().currentSession(r);
+  const appUserOf = async (session: SessionOf) => {
+    const s = await session();
     return s?.session.identity.appUserId ? s.session.identity : undefined;
   };
   const challengeIdOf = (body: Record<string, unknown>) => (typeof body.challengeId === 'string' ? body.challengeId : '');
@@ -38,16 +40,16 @@ export function passkeyProvider(db: Knex, clock: () => Date, current: () => Auth
   const routes = new Map<string, ProviderRoute>([
     [
       'POST passkey/register/options',
-      step(async (r) => {
-        const who = await appUserOf(r);
+      step(async (r, _s, _body, session) => {
+        const who = await appUserOf(session);
         if (!who) throw new PasskeyError('invalid', 'sign in as an app user (with an email link) before adding a passkey');
         return passkeys.registrationOptions({ appUid: r.app.metadata.uid!, rpId: r.host, rpName: r.app.metadata.name!, user: { id: who.appUserId!, email: who.email } });
       }),
     ],
     [
       'POST passkey/register/verify',
-      step(async (r, _s, body) => {
-        const who = await appUserOf(r);
+      step(async (r, _s, body, session) => {
+        const who = await appUserOf(session);
         if (!who) throw new PasskeyError('invalid', 'sign in as an app user before adding a passkey');
         const id = await passkeys.verifyRegistration({ appUid: r.app.metadata.uid!, rpId: r.host, challengeId: challengeIdOf(body), userId: who.appUserId!, origin: r.origin, response: body.response });
         return { credential_id: id };

@@ -1,0 +1,64 @@
+// What ingress-auth's handlers share (ingress-auth/requests.ts, upgrades.ts, platform.ts): the
+// configuration, the route table, the proxy, sign-in when configured, and the request metrics;
+// built once by startIngress (server.ts), never late-bound.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import type { ComponentConfig } from '../lib/config.js';
+import { appUrl } from '../lib/contract.js';
+import { audienceOf } from '../lib/identity/assertion.js';
+import type { Logger } from '../lib/logger.js';
+import type { RequestRecorder } from '../lib/metrics/requests.js';
+import type { App } from '../lib/resources/index.js';
+import type { CallbackRoute } from './auth/providers/flow.js';
+import type { AuthRequest, AuthRoutes } from './auth/routes.js';
+import type { SignIn } from './auth/sign-in.js';
+import { clientAddress, type Forwarded } from './headers.js';
+import type { Proxy } from './proxy.js';
+import type { RouteSource } from './routes.js';
+
+/** What this process reads of the configuration (lib/config.ts, components). */
+type Config = ComponentConfig<'ingress-auth'>;
+
+export interface SignInParts {
+  signIn: SignIn;
+  routes: AuthRoutes;
+  /** Routes of the platform's sign-in host (config.auth.host): provider callbacks, by `METHOD path`. */
+  callbacks?: ReadonlyMap<string, CallbackRoute>;
+}
+
+export interface IngressContext {
+  readonly config: Config;
+  readonly log: Logger;
+  readonly routes: RouteSource;
+  readonly proxy: Proxy;
+  /** Sign-in: without it, gated paths fail closed (503) and identity is never resolved. */
+  readonly auth: SignInParts | undefined;
+  /** The public keys of identity assertions, served at /_svc/auth/jwks.json. */
+  readonly jwks: (() => Promise<{ keys: object[] }>) | undefined;
+  readonly recorder: RequestRecorder | undefined;
+}
+
+export const noSignIn = 'this page requires sign-in, which is not set up on this ingress';
+
+export function forwarded(req: IncomingMessage, requestId: string): Forwarded {
+  return { requestId, clientIp: clientAddress(req.socket.remoteAddress), proto: 'http', host: req.headers.host ?? '' };
+}
+
+export function authRequest(ctx: IngressContext, req: IncomingMessage, res: ServerResponse, app: App, requestId: string): Omit<AuthRequest, 'path' | 'query'> {
+  return {
+    req,
+    res,
+    app,
+    host: audienceOf(req.headers.host ?? ''),
+    // The app's configured URL, never the Host header: links in mail, passkey origins and the
+    // same-origin checks must not follow whatever port or spelling a request named.
+    origin: appUrl(ctx.config.site, app.metadata.name!),
+    requestId,
+    clientIp: clientAddress(req.socket.remoteAddress),
+  };
+}
+
+/** Counts a request into the app's request metrics. */
+export function record(ctx: IngressContext, app: App, status: number, started: number): void {
+  ctx.recorder?.record({ namespace: app.metadata.namespace!, app: app.metadata.name!, appUid: app.metadata.uid!, status, durationMs: performance.now() - started });
+}

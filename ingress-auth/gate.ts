@@ -1,0 +1,48 @@
+// The gate: one pure function decides what happens to a request on an app hostname, for plain
+// requests and WebSocket upgrades alike, from what the app's policy says about the path and who
+// the visitor is (their session, if any). The callers only carry the verdict out.
+import type { IncomingHttpHeaders } from 'node:http';
+import { admitsAll } from '../lib/auth/identity.js';
+import { decide, type AuthPolicy, type Decision } from '../lib/policy/index.js';
+import type { App } from '../lib/resources/index.js';
+import { isNavigation } from './auth/navigation.js';
+import { safeNext } from './auth/next.js';
+import type { CurrentSession } from './auth/routes.js';
+
+/** What the App's policy says about a path; undefined for a public one. */
+export function decisionFor(app: App, url: string): Decision | undefined {
+  return app.spec.auth ? decide(app.spec.auth as AuthPolicy, url) : undefined;
+}
+
+export interface GateRequest {
+  method: string;
+  headers: IncomingHttpHeaders;
+  /** The canonical request target (origin-form). */
+  url: string;
+  /** The App's namespace (an account owner is admitted as `owner`). */
+  namespace: string;
+  /** A WebSocket upgrade: a script opened it, so it is never redirected to a page. */
+  upgrade: boolean;
+}
+
+export type Verdict =
+  /** To the app; `identity`: with the visitor's identity headers; `personal`: the answer is theirs (not cached). */
+  | { kind: 'forward'; identity: boolean; personal: boolean }
+  /** 303 to the sign-in page, for a person navigating without a session. */
+  | { kind: 'sign-in'; next: string }
+  /** 401: no session, and not a person navigating (a script, an API call, a WebSocket). */
+  | { kind: 'unauthenticated'; next: string }
+  /** 403: signed in, as someone the path does not admit. */
+  | { kind: 'forbidden'; navigation: boolean; next: string };
+
+export function gate(decision: Decision | undefined, current: CurrentSession | undefined, r: GateRequest): Verdict {
+  if (!decision) return { kind: 'forward', identity: false, personal: false };
+  const admitted = current !== undefined && admitsAll(decision.admits, current.session.identity, { namespace: r.namespace });
+  if (decision.mode === 'auth' && !admitted) {
+    const next = safeNext(r.url);
+    const navigation = !r.upgrade && isNavigation(r.method, r.headers);
+    if (current) return { kind: 'forbidden', navigation, next };
+    return navigation ? { kind: 'sign-in', next } : { kind: 'unauthenticated', next };
+  }
+  return { kind: 'forward', identity: admitted, personal: decision.mode === 'auth' || admitted };
+}

@@ -1,0 +1,110 @@
+// A plain request on an app hostname: canonical target, the platform's paths, the App its Host
+// names, the gate (gate.ts) when the policy covers the path, then the proxy to a ready machine.
+// Every proxied request is logged (debug) and counted into the app's request metrics.
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import type { Decision } from '../lib/policy/index.js';
+import type { App } from '../lib/resources/index.js';
+import { audienceOf } from '../lib/identity/assertion.js';
+import type { AuthRequest, CurrentSession } from './auth/routes.js';
+import { authRequest, forwarded, noSignIn, record, type IngressContext, type SignInParts } from './context.js';
+import { sendError } from './errors.js';
+import { decisionFor, gate } from './gate.js';
+import type { Forwarded } from './headers.js';
+import { appOfHost } from './host.js';
+import { platformRoute, signInHostRoute } from './platform.js';
+import type { Outcome } from './proxy.js';
+import { canonicalize, platformPath } from './target.js';
+
+export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
+
+export function requestHandler(ctx: IngressContext): RequestHandler {
+  const { config, log, routes, proxy } = ctx;
+  const debug = () => log.isLevelEnabled('debug');
+
+  /**
+   * A path the policy covers: the visitor's session is looked up (from the cache without waiting
+   * when it is there, as for most requests), and the gate's verdict carried out.
+   */
+  const gated = (auth: SignInParts, req: IncomingMessage, res: ServerResponse, app: App, decision: Decision, fwd: Forwarded, key: string, outcome: Outcome): Promise<unknown> | void => {
+    const r = authRequest(ctx, req, res, app, fwd.requestId);
+    const known = auth.routes.knownSession(r);
+    if (known !== undefined) return carryOut(auth, r, decision, known ?? undefined, fwd, key, outcome);
+    return auth.routes.currentSession(r).then(
+      (current) => carryOut(auth, r, decision, current, fwd, key, outcome),
+      (err: unknown) => {
+        // Fails closed: without a session store nothing covered by the policy is proxied.
+        log.error({ err, reqId: fwd.requestId }, 'Looking up a session failed');
+        sendError(res, 503, 'sign-in is not available right now; try again shortly', req.headers.accept, fwd.requestId);
+      },
+    );
+  };
+
+  const carryOut = (auth: SignInParts, r: Omit<AuthRequest, 'path' | 'query'>, decision: Decision, current: CurrentSession | undefined, fwd: Forwarded, key: string, outcome: Outcome): Promise<unknown> | void => {
+    const { req, app } = r;
+    const verdict = gate(decision, current, { method: req.method ?? 'GET', headers: req.headers, url: req.url ?? '/', namespace: app.metadata.namespace!, upgrade: false });
+    switch (verdict.kind) {
+      case 'sign-in':
+      case 'unauthenticated':
+        return auth.routes.challenge(r, verdict.kind === 'sign-in', verdict.next);
+      case 'forbidden':
+        return auth.routes.denied(r, current!.session, verdict.navigation, verdict.next);
+    }
+    fwd.personal = verdict.personal;
+    const send = () => proxy.forward(req, r.res, key, () => routes.backends(app), fwd, outcome);
+    if (!verdict.identity) return send();
+    fwd.identity = auth.signIn.cachedIdentityHeaders(current!.session, r.host, app);
+    if (fwd.identity) return send();
+    return auth.signIn.identityHeaders(current!.session, r.host, app).then((identity) => {
+      fwd.identity = identity;
+      return send();
+    });
+  };
+
+  return (req, res) => {
+    const started = performance.now();
+    const requestId = randomUUID();
+    const bad = canonicalize(req);
+    if (bad) return sendError(res, 400, bad, req.headers.accept, requestId);
+    const url = req.url!;
+    if (ctx.auth && audienceOf(req.headers.host ?? '') === config.auth.host) return signInHostRoute(ctx, req, res, requestId);
+    const reserved = platformPath(url);
+    if (reserved) return platformRoute(ctx, req, res, reserved, requestId);
+    const name = appOfHost(req.headers.host, config.appsDomain);
+    const app = name === undefined ? undefined : routes.app(name);
+    if (!app) {
+      sendError(res, 404, `no app is served at ${req.headers.host ?? 'this address'}`, req.headers.accept, requestId);
+      if (debug()) log.debug({ reqId: requestId, host: req.headers.host, method: req.method, path: url, status: 404 }, 'Unknown host');
+      return;
+    }
+    const key = `${app.metadata.namespace}/${app.metadata.name}`;
+    const outcome: Outcome = {};
+    const decision = decisionFor(app, url);
+    res.once('close', () => {
+      // A client that left before the answer ended is counted as 499, as nginx logs it.
+      const status = res.writableFinished || res.headersSent ? res.statusCode : 499;
+      record(ctx, app, status, started);
+      if (debug()) {
+        log.debug({ reqId: requestId, app: app.metadata.name, ns: app.metadata.namespace, method: req.method, path: url, status, ms: Math.round((performance.now() - started) * 100) / 100, ...outcome }, 'Proxied');
+      }
+    });
+    if (decision?.mode === 'auth' && !ctx.auth) return sendError(res, 503, noSignIn, req.headers.accept, requestId);
+    if (routes.backends(app).length === 0) {
+      const why = app.spec.kind ? 'the app is starting: no machine is ready yet' : 'the app is not deployed yet';
+      return sendError(res, 503, why, req.headers.accept, requestId);
+    }
+    const fwd = forwarded(req, requestId);
+    let sent: Promise<unknown> | void;
+    try {
+      sent = decision && ctx.auth ? gated(ctx.auth, req, res, app, decision, fwd, key, outcome) : proxy.forward(req, res, key, () => routes.backends(app), fwd, outcome);
+    } catch (err) {
+      // The gate runs synchronously when the caches answer: a throw must end this request, not the process.
+      sent = Promise.reject(err);
+    }
+    sent?.catch((err: unknown) => {
+      log.warn({ err, reqId: requestId }, 'Proxying failed');
+      sendError(res, 502, "the app's machine did not answer", req.headers.accept, requestId);
+    });
+  };
+}
