@@ -9,9 +9,20 @@ import { isNavigation } from './auth/navigation.js';
 import { safeNext } from './auth/next.js';
 import type { CurrentSession } from './auth/routes.js';
 
-/** What the App's policy says about a path; undefined for a public one. */
-export function decisionFor(app: App, url: string): Decision | undefined {
-  return app.spec.auth ? decide(app.spec.auth as AuthPolicy, url) : undefined;
+/**
+ * What the policies in force say about a path (none: public). The App's policy as applied, and
+ * while a rollout has not settled (in progress, or failed and the last live revision serving),
+ * also the policy that revision was deployed with: the pages served are that revision's, and a
+ * deploy that drops or loosens a policy must not expose them before (or unless) it serves.
+ */
+export function decisionsFor(app: App, url: string): Decision[] {
+  const policies = [app.spec.auth, unsettled(app) ? (app.status?.live?.spec as { auth?: AuthPolicy } | undefined)?.auth : undefined];
+  return policies.filter((p): p is AuthPolicy => p !== undefined && p.rules.length > 0).map((p) => decide(p, url)).filter((d): d is Decision => d !== undefined);
+}
+
+function unsettled(app: App): boolean {
+  const { rollout, live } = app.status ?? {};
+  return live !== undefined && !(rollout?.state === 'Live' && rollout.revision === live.revision);
 }
 
 export interface GateRequest {
@@ -34,6 +45,17 @@ export type Verdict =
   | { kind: 'unauthenticated'; next: string }
   /** 403: signed in, as someone the path does not admit. */
   | { kind: 'forbidden'; navigation: boolean; next: string };
+
+/** Every decision's gate: the first that does not forward answers; identity goes when any admits. */
+export function gateAll(decisions: readonly Decision[], current: CurrentSession | undefined, r: GateRequest): Verdict {
+  let forward: Verdict & { kind: 'forward' } = { kind: 'forward', identity: false, personal: false };
+  for (const d of decisions) {
+    const v = gate(d, current, r);
+    if (v.kind !== 'forward') return v;
+    forward = { kind: 'forward', identity: forward.identity || v.identity, personal: forward.personal || v.personal };
+  }
+  return forward;
+}
 
 export function gate(decision: Decision | undefined, current: CurrentSession | undefined, r: GateRequest): Verdict {
   if (!decision) return { kind: 'forward', identity: false, personal: false };

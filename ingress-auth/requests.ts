@@ -10,7 +10,7 @@ import { audienceOf } from '../lib/identity/assertion.js';
 import type { AuthRequest, CurrentSession } from './auth/routes.js';
 import { authRequest, forwarded, noSignIn, record, type IngressContext, type SignInParts } from './context.js';
 import { sendError } from './errors.js';
-import { decisionFor, gate } from './gate.js';
+import { decisionsFor, gateAll } from './gate.js';
 import type { Forwarded } from './headers.js';
 import { appOfHost } from './host.js';
 import { platformRoute, signInHostRoute } from './platform.js';
@@ -27,12 +27,12 @@ export function requestHandler(ctx: IngressContext): RequestHandler {
    * A path the policy covers: the visitor's session is looked up (from the cache without waiting
    * when it is there, as for most requests), and the gate's verdict carried out.
    */
-  const gated = (auth: SignInParts, req: IncomingMessage, res: ServerResponse, app: App, decision: Decision, fwd: Forwarded, key: string, outcome: Outcome): Promise<unknown> | void => {
+  const gated = (auth: SignInParts, req: IncomingMessage, res: ServerResponse, app: App, decisions: Decision[], fwd: Forwarded, key: string, outcome: Outcome): Promise<unknown> | void => {
     const r = authRequest(ctx, req, res, app, fwd.requestId);
     const known = auth.routes.knownSession(r);
-    if (known !== undefined) return carryOut(auth, r, decision, known ?? undefined, fwd, key, outcome);
+    if (known !== undefined) return carryOut(auth, r, decisions, known ?? undefined, fwd, key, outcome);
     return auth.routes.currentSession(r).then(
-      (current) => carryOut(auth, r, decision, current, fwd, key, outcome),
+      (current) => carryOut(auth, r, decisions, current, fwd, key, outcome),
       (err: unknown) => {
         // Fails closed: without a session store nothing covered by the policy is proxied.
         log.error({ err, reqId: fwd.requestId }, 'Looking up a session failed');
@@ -41,9 +41,9 @@ export function requestHandler(ctx: IngressContext): RequestHandler {
     );
   };
 
-  const carryOut = (auth: SignInParts, r: Omit<AuthRequest, 'path' | 'query'>, decision: Decision, current: CurrentSession | undefined, fwd: Forwarded, key: string, outcome: Outcome): Promise<unknown> | void => {
+  const carryOut = (auth: SignInParts, r: Omit<AuthRequest, 'path' | 'query'>, decisions: Decision[], current: CurrentSession | undefined, fwd: Forwarded, key: string, outcome: Outcome): Promise<unknown> | void => {
     const { req, app } = r;
-    const verdict = gate(decision, current, { method: req.method ?? 'GET', headers: req.headers, url: req.url ?? '/', namespace: app.metadata.namespace!, upgrade: false });
+    const verdict = gateAll(decisions, current, { method: req.method ?? 'GET', headers: req.headers, url: req.url ?? '/', namespace: app.metadata.namespace!, upgrade: false });
     switch (verdict.kind) {
       case 'sign-in':
       case 'unauthenticated':
@@ -80,7 +80,7 @@ export function requestHandler(ctx: IngressContext): RequestHandler {
     }
     const key = `${app.metadata.namespace}/${app.metadata.name}`;
     const outcome: Outcome = {};
-    const decision = decisionFor(app, url);
+    const decisions = decisionsFor(app, url);
     res.once('close', () => {
       // A client that left before the answer ended is counted as 499, as nginx logs it.
       const status = res.writableFinished || res.headersSent ? res.statusCode : 499;
@@ -89,7 +89,7 @@ export function requestHandler(ctx: IngressContext): RequestHandler {
         log.debug({ reqId: requestId, app: app.metadata.name, ns: app.metadata.namespace, method: req.method, path: url, status, ms: Math.round((performance.now() - started) * 100) / 100, ...outcome }, 'Proxied');
       }
     });
-    if (decision?.mode === 'auth' && !ctx.auth) return sendError(res, 503, noSignIn, req.headers.accept, requestId);
+    if (decisions.some((d) => d.mode === 'auth') && !ctx.auth) return sendError(res, 503, noSignIn, req.headers.accept, requestId);
     if (routes.backends(app).length === 0) {
       const why = app.spec.kind ? 'the app is starting: no machine is ready yet' : 'the app is not deployed yet';
       return sendError(res, 503, why, req.headers.accept, requestId);
@@ -97,7 +97,7 @@ export function requestHandler(ctx: IngressContext): RequestHandler {
     const fwd = forwarded(req, requestId);
     let sent: Promise<unknown> | void;
     try {
-      sent = decision && ctx.auth ? gated(ctx.auth, req, res, app, decision, fwd, key, outcome) : proxy.forward(req, res, key, () => routes.backends(app), fwd, outcome);
+      sent = decisions.length && ctx.auth ? gated(ctx.auth, req, res, app, decisions, fwd, key, outcome) : proxy.forward(req, res, key, () => routes.backends(app), fwd, outcome);
     } catch (err) {
       // The gate runs synchronously when the caches answer: a throw must end this request, not the process.
       sent = Promise.reject(err);

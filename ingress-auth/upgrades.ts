@@ -10,7 +10,7 @@ import { loginUrl } from '../lib/contract.js';
 import { audienceOf } from '../lib/identity/assertion.js';
 import { forwarded, noSignIn, record, type IngressContext } from './context.js';
 import { errorPage } from './errors.js';
-import { decisionFor, gate } from './gate.js';
+import { decisionsFor, gateAll } from './gate.js';
 import { appOfHost } from './host.js';
 import { writeRaw } from './proxy.js';
 import type { RequestHandler } from './requests.js';
@@ -41,8 +41,8 @@ export function upgradeHandler(ctx: IngressContext, onRequest: RequestHandler): 
     const name = appOfHost(req.headers.host, config.appsDomain);
     const app = name === undefined ? undefined : routes.app(name);
     if (!app) return refuse(404, `no app is served at ${req.headers.host ?? 'this address'}`);
-    const decision = decisionFor(app, req.url ?? '/');
-    if (decision?.mode === 'auth' && !ctx.auth) {
+    const decisions = decisionsFor(app, req.url ?? '/');
+    if (decisions.some((d) => d.mode === 'auth') && !ctx.auth) {
       record(ctx, app, 503, started);
       return refuse(503, noSignIn);
     }
@@ -58,12 +58,12 @@ export function upgradeHandler(ctx: IngressContext, onRequest: RequestHandler): 
         if (debug()) log.debug({ reqId: requestId, app: app.metadata.name, ns: app.metadata.namespace, method: req.method, path: req.url, status, upgrade: true, upstream: backend.origin, error }, 'Upgraded');
       });
     const auth = ctx.auth;
-    if (!decision || !auth) return go();
+    if (!decisions.length || !auth) return go();
     const host = audienceOf(req.headers.host ?? '');
     auth.routes
       .currentSession({ req, app, host })
       .then(async (current) => {
-        const verdict = gate(decision, current, { method: 'GET', headers: req.headers, url: req.url ?? '/', namespace: app.metadata.namespace!, upgrade: true });
+        const verdict = gateAll(decisions, current, { method: 'GET', headers: req.headers, url: req.url ?? '/', namespace: app.metadata.namespace!, upgrade: true });
         if (verdict.kind !== 'forward') {
           const status = verdict.kind === 'forbidden' ? 403 : 401;
           record(ctx, app, status, started);

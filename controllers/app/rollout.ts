@@ -11,8 +11,12 @@ export type Live = NonNullable<AppStatusFields['live']>;
 export type Rollout = NonNullable<AppStatusFields['rollout']>;
 export type DeployOutcome = NonNullable<AppStatusFields['deploys']>[number];
 
-/** The spec fields that make a machine what it is (besides the App-wide settings: machines, resources, identity, placement). */
-const snapshotFields = ['kind', 'image', 'command', 'args', 'port', 'source', 'env', 'envSecretName', 'deployId'] as const;
+/**
+ * The spec fields that make a machine what it is (besides the App-wide settings: machines,
+ * resources, identity, placement), and the policy its pages were deployed with: ingress-auth keeps
+ * enforcing that policy while these machines serve (ingress-auth/gate.ts).
+ */
+const snapshotFields = ['kind', 'image', 'command', 'args', 'port', 'source', 'env', 'envSecretName', 'deployId', 'auth'] as const;
 type Snapshot = Pick<App['spec'], (typeof snapshotFields)[number]>;
 
 /** How many deploy outcomes status keeps for the API to record (the CRD's maxItems). */

@@ -127,6 +127,8 @@ export class Controller<T extends WithStatus, S extends object> {
   resync(): void {
     for (const obj of this.opts.primary.list()) {
       const key = keyOf(obj);
+      // A key already on the queue is there for an event: the resync adds nothing to it.
+      if (this.queue.queued(key)) continue;
       this.viaResync.add(key);
       this.queue.add(key);
     }

@@ -51,6 +51,11 @@ export class WorkQueue {
     this.pump();
   }
 
+  /** Whether the key waits or is being worked on now. */
+  queued(key: string): boolean {
+    return this.waiting.has(key) || this.active.has(key);
+  }
+
   /** Adds the key after `ms`, unless it is already due sooner (the earlier time wins). */
   addAfter(key: string, ms: number): void {
     if (this.stopped) return;

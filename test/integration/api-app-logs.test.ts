@@ -124,7 +124,16 @@ describe('API app logs', () => {
     custom = kc.makeApiClient(k8s.CustomObjectsApi);
     apiserverPort = Number(new URL(kc.getCurrentCluster()!.server).port || 443);
     await api.services.apps.create(ns, 'talker', { kind: 'container', image: images.python, command: talkerCommand, machines: 2 });
+    // Counts the API's looks for an app's machines (a followed log looks again every relistMs).
+    const machines = api.services.machines;
+    const list = machines.list.bind(machines);
+    machines.list = (namespace: string, app: string) => {
+      looks.set(app, (looks.get(app) ?? 0) + 1);
+      return list(namespace, app);
+    };
   });
+  const looks = new Map<string, number>();
+  const listsOf = (app: string) => looks.get(app) ?? 0;
   after(async () => {
     await api?.close();
   });
@@ -237,7 +246,9 @@ describe('API app logs', () => {
     const res = await get('/api/apps/quiet/logs?follow=true', {}, abort.signal);
     assert.equal(res.status, 200, 'the status comes at once, before any line');
     const reader = new StreamReader(res);
-    await new Promise((r) => setTimeout(r, 2_500));
+    // Looked for machines again twice (every relistMs) and found none: nothing was sent meanwhile.
+    const lists = listsOf('quiet');
+    await eventually('two more looks for machines', () => listsOf('quiet') >= lists + 2, { timeoutMs: 20_000, intervalMs: 50 });
     assert.equal(reader.bytes, 0, 'nothing is sent while there is no machine');
     assert.equal(reader.ended, false);
     abort.abort();

@@ -104,7 +104,7 @@ describe('API deploys', () => {
     assert.equal(back.origin_deploy, v1.id, 'rolls back to the deploy before the current one');
     await live(back.id);
     await served('site', '<h1>v1</h1>');
-    await new Promise((r) => setTimeout(r, 500));
+    await poller.more(20);
     const samples = await poller.stop();
     assert.deepEqual(poller.failures(), [], 'no failed request');
     const bodies = samples.map((s) => (s.body?.includes('v2') ? 'v2' : 'v1'));
@@ -143,7 +143,7 @@ describe('API deploys', () => {
       assert.equal(app.spec.image, 'registry.example/not-runnable:1');
       const shown = await json<{ current_deploy: string }>(await api.request('GET', '/api/apps/site'), 200);
       assert.equal(shown.current_deploy, before.current_deploy);
-      await new Promise((r) => setTimeout(r, 1000));
+      await poller.more(20);
     } finally {
       // Stopped whatever happened: a poller left running keeps the test file from ever ending.
       await poller.stop();
@@ -310,7 +310,7 @@ describe('API deploys', () => {
       const pods = await api.kube.core.listNamespacedPod({ namespace: ns, labelSelector: 'svc.dev/app=site' });
       return pods.items.length === 1 && pods.items[0]!.spec?.nodeName === moved.to;
     }, { timeoutMs: 30_000 });
-    await new Promise((r) => setTimeout(r, 500));
+    await poller.more(20);
     await poller.stop();
     assert.deepEqual(poller.failures(), [], 'no failed request during the move');
     assert.ok(new Set(poller.samples.map((s) => s.body)).size === 1, 'the same content throughout');

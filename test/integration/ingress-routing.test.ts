@@ -12,6 +12,7 @@ import { RequestRecorder } from '../../lib/metrics/requests.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { kubeConfig, uniqueName } from '../support/kube.js';
 import { eventually } from '../support/wait.js';
+import { labels } from '../../lib/contract.js';
 
 interface Answer {
   status: number;
@@ -205,8 +206,13 @@ describe('ingress-auth routing', () => {
     await serves(site, '<h1>v2</h1>');
     await deploy(site, { 'index.html': '<h1>v3</h1>' });
     await serves(site, '<h1>v3</h1>');
-    // The old machine drains after the switch: keep polling through its end.
-    await new Promise((r) => setTimeout(r, 3_000));
+    // The old machine drains after the switch: keep polling through its end (its Pod gone), then a few more.
+    await eventually('the old machines gone', async () => {
+      const pods = await api.kube.core.listNamespacedPod({ namespace: api.account.namespace, labelSelector: `${labels.app}=${site}` });
+      return pods.items.length === 1;
+    }, { timeoutMs: 60_000 });
+    const after = samples.length;
+    await eventually('more requests after it', () => samples.length >= after + 20, { timeoutMs: 30_000, intervalMs: 20 });
     polling = false;
     await poller;
     assert.deepEqual(samples.filter((s) => !s.ok), [], 'no failed request');

@@ -288,7 +288,11 @@ describe('nodes: kubelet + containerd', () => {
     const ip = p.status!.podIP!;
     // Serving, but /ready is 404: running and not ready.
     await eventually('the server to answer', async () => (await fetch(`http://${ip}:8000/`).catch(() => undefined))?.ok);
-    await new Promise((r) => setTimeout(r, 2500));
+    // The kubelet's own word that the probe ran against the serving container and failed.
+    await eventually('a failed readiness probe reported', async () => {
+      const events = await core.listNamespacedEvent({ namespace: ns.name, fieldSelector: 'involvedObject.name=probed,reason=Unhealthy' });
+      return events.items.some((e) => /Readiness probe failed/.test(e.message ?? ''));
+    }, { timeoutMs: 30_000 });
     assert.equal((await read('probed')).status?.conditions?.find((c) => c.type === 'Ready')?.status, 'False');
     assert.ok(!(await endpoints()).some((e) => e.addresses.includes(ip) && e.conditions?.ready), 'not a ready endpoint');
     // The probe's file appears in the container's working directory: ready, and a ready endpoint.

@@ -59,6 +59,12 @@ export class Poller {
     return this.samples.filter((s) => !s.ok);
   }
 
+  /** Resolves once `n` more samples have been taken (polling on past a change, by count, not by time). */
+  async more(n: number): Promise<void> {
+    const want = this.samples.length + n;
+    while (this.running && this.samples.length < want) await new Promise((r) => setTimeout(r, 10));
+  }
+
   async stop(): Promise<Sample[]> {
     this.running = false;
     await this.done;

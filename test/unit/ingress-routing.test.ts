@@ -18,6 +18,7 @@ import { platformPath } from '../../ingress-auth/server.js';
 import { ConfigError, loadConfig } from '../../lib/config.js';
 import { createLogger } from '../../lib/logger.js';
 import type { App } from '../../lib/resources/index.js';
+import { eventually } from '../support/wait.js';
 
 const fwd = { requestId: 'rid-1', clientIp: '10.0.0.9', proto: 'http' as const, host: 'shop.apps.localhost:8081' };
 
@@ -325,14 +326,13 @@ describe('ingress-auth: proxy against local upstreams', () => {
     try {
       let got = '';
       sock.on('data', (d: Buffer) => (got += d.toString()));
-      await new Promise((r) => setTimeout(r, 200));
+      await eventually('the 101 and its headers', () => got.includes('\r\n\r\n'), { timeoutMs: 5000, intervalMs: 5 });
       assert.match(got, /^HTTP\/1.1 101/);
       assert.match(got, /x-saw-subject: none/);
       assert.match(got, /set-cookie: theme=dark\r\n/);
       assert.doesNotMatch(got, /svc-session|svc_flow|planted/i);
       sock.write('ping');
-      await new Promise((r) => setTimeout(r, 200));
-      assert.match(got, /b echo ping/);
+      await eventually('the echo', () => /b echo ping/.test(got), { timeoutMs: 5000, intervalMs: 5 });
     } finally {
       // Even when an assertion fails: an open socket would keep the front server from closing.
       sock.destroy();
