@@ -18,7 +18,7 @@ import { images } from '../test/support/images.js';
 import { assembleServices } from '../api/services.js';
 import { createAccount } from '../lib/accounts.js';
 import { loadConfig } from '../lib/config.js';
-import { labels } from '../lib/contract.js';
+import { group, labels, pluralOf, version, type App } from '../lib/contract.js';
 import { connect } from '../lib/db/connection.js';
 import { benchDatabase, percentile } from './support.js';
 import { migrateLatest } from '../lib/db/migrate.js';
@@ -113,7 +113,8 @@ try {
   }
 
   // Baseline: the machine the controller would make, as a bare Pod, for a fresh artifact each time.
-  const app = (await services.apps.find(ns, 'bench'))!;
+  // The machine pod as the controller makes it, from the App as the cluster has it.
+  const app = (await kc.makeApiClient(k8s.CustomObjectsApi).getNamespacedCustomObject({ group, version, namespace: ns, plural: pluralOf('App'), name: 'bench' })) as App;
   const { machinePod, machinePolicy } = await import('../controllers/app/desired.js');
   const { appSettings } = await import('../controllers/app/settings.js');
   const settings = { ...appSettings(config), rolloutDeadlineMs: 120_000 };

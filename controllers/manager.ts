@@ -59,7 +59,7 @@ export class Manager {
       writeStatus: customStatusWriter<App>(custom, group, version, pluralOf('App'), mergePatch),
       log,
       // Reconciles mostly wait on the apiserver, not on CPU (bench/reconcile): more in flight helps.
-      concurrency: 16,
+      concurrency: 32,
       ...(opts.resyncMs !== undefined ? { resyncMs: opts.resyncMs } : {}),
     });
     // A change to a machine, Service or policy is a change to its App (korifi's buildToApp).

@@ -3,7 +3,7 @@
 // process imports another process's folder. A name changed here changes for all of them together.
 import { kinds, type Kind } from './resources/index.js';
 
-export { apiVersion, group, kinds, version, type Kind } from './resources/index.js';
+export { apiVersion, group, kinds, version, type App, type Kind } from './resources/index.js';
 
 /** The plural of a kind, as its REST path and RBAC rules spell it. */
 export function pluralOf(kind: Kind): (typeof kinds)[Kind]['plural'] {

@@ -5,7 +5,7 @@ import type { ArtifactStore } from '../../lib/artifacts/store.js';
 import { labels, previewSeparator } from '../../lib/contract.js';
 import type { Deploy, DeployStore } from '../../lib/deploys.js';
 import { DomainError } from '../../lib/errors.js';
-import type { App } from '../../lib/resources/index.js';
+import type { AppRecord } from '../repositories/app-record.js';
 import type { AppRepository } from '../repositories/apps.js';
 import type { EnvRepository } from '../repositories/env.js';
 import type { MachineRepository } from '../repositories/machines.js';
@@ -33,17 +33,17 @@ export class AppActions {
   ) {}
 
   /** A new deploy of an earlier live one: `deployId`, or the last live one before what serves now. */
-  async rollback(actor: Actor, app: App, deployId?: string): Promise<Deploy> {
-    const name = app.metadata.name!;
+  async rollback(actor: Actor, app: AppRecord, deployId?: string): Promise<Deploy> {
+    const name = app.name;
     let target: Deploy | undefined;
     if (deployId) {
       target = await this.d.deploys.get(actor.accountId, deployId);
-      if (!target || target.appUid !== app.metadata.uid) throw new DomainError('not_found', `deploy ${deployId} of app ${name} not found`);
+      if (!target || target.appUid !== app.id) throw new DomainError('not_found', `deploy ${deployId} of app ${name} not found`);
       if (target.status !== 'live') throw new DomainError('conflict', `deploy ${target.id} never went live (${target.status}); roll back to a deploy that served`);
     } else {
       const current = app.status?.currentDeploy ?? app.spec.deployId;
       if (!current) throw new DomainError('conflict', `app ${name} has no deploy to roll back from`);
-      target = await this.d.deploys.previousLive(app.metadata.uid!, current);
+      target = await this.d.deploys.previousLive(app.id, current);
       if (!target) throw new DomainError('conflict', `app ${name} has no live deploy before ${current} to roll back to`);
     }
     if (target.spec.source && !(await this.d.artifacts.has(target.spec.source.digest))) {
@@ -61,7 +61,7 @@ export class AppActions {
    * A new app serving what `source` serves, with its configuration and environment; not its
    * domains, app users, previews, database, expiry or machine placement.
    */
-  async fork(actor: Actor, source: App, name: string): Promise<{ app: App; deploy?: Deploy }> {
+  async fork(actor: Actor, source: AppRecord, name: string): Promise<{ app: AppRecord; deploy?: Deploy }> {
     if (await this.d.apps.find(actor.namespace, name)) throw new DomainError('conflict', `an app named "${name}" already exists`);
     const spec = deploySpecOf(source);
     const originDeploy = source.status?.currentDeploy ?? source.spec.deployId;
@@ -69,40 +69,40 @@ export class AppActions {
       this.d,
       actor.accountId,
       actor.namespace,
-      { name, labels: { [labels.forkedFrom]: source.metadata.name! } },
+      { name, labels: { [labels.forkedFrom]: source.name } },
       {
         ...(source.spec.machines !== undefined ? { machines: source.spec.machines } : {}),
         ...(source.spec.resources ? { resources: source.spec.resources } : {}),
         ...(source.spec.auth ? { auth: source.spec.auth } : {}),
       },
-      spec ? { spec, origin: 'fork', summary: { forked_from: source.metadata.name, ...(originDeploy ? { deploy: originDeploy } : {}) } } : undefined,
+      spec ? { spec, origin: 'fork', summary: { forked_from: source.name, ...(originDeploy ? { deploy: originDeploy } : {}) } } : undefined,
       { origin: 'fork', ...(originDeploy ? { originDeploy } : {}), createdBy: actor.createdBy, env: await this.d.env.read(source) },
     );
   }
 
   /** A preview of `parent` on `ref`: `prepared`, or else what the parent serves. */
-  async createPreview(actor: Actor, parent: App, ref: string, prepared: Prepared | undefined): Promise<{ app: App; deploy?: Deploy }> {
-    if (parent.spec.preview) throw new DomainError('invalid', `app ${parent.metadata.name} is itself a preview`);
-    const name = previewName(parent.metadata.name!, ref);
+  async createPreview(actor: Actor, parent: AppRecord, ref: string, prepared: Prepared | undefined): Promise<{ app: AppRecord; deploy?: Deploy }> {
+    if (parent.spec.preview) throw new DomainError('invalid', `app ${parent.name} is itself a preview`);
+    const name = previewName(parent.name, ref);
     if (name.length > 63) throw new DomainError('invalid', `invalid body: ref: "${name}" would be longer than 63 characters`);
     let originDeploy: string | undefined;
     if (!prepared) {
       const spec = deploySpecOf(parent);
       originDeploy = parent.status?.currentDeploy ?? parent.spec.deployId;
-      if (spec) prepared = { spec, origin: 'preview', summary: { from: parent.metadata.name, ...(originDeploy ? { deploy: originDeploy } : {}) } };
+      if (spec) prepared = { spec, origin: 'preview', summary: { from: parent.name, ...(originDeploy ? { deploy: originDeploy } : {}) } };
     }
-    if (await this.d.apps.find(actor.namespace, name)) throw new DomainError('conflict', `preview ${ref} of app ${parent.metadata.name} already exists`);
+    if (await this.d.apps.find(actor.namespace, name)) throw new DomainError('conflict', `preview ${ref} of app ${parent.name} already exists`);
     return createServing(
       this.d,
       actor.accountId,
       actor.namespace,
       {
         name,
-        labels: { [labels.previewOf]: parent.metadata.name! },
-        ownerReferences: [{ apiVersion: parent.apiVersion, kind: 'App', name: parent.metadata.name!, uid: parent.metadata.uid!, controller: false, blockOwnerDeletion: true }],
+        labels: { [labels.previewOf]: parent.name },
+        owner: parent,
       },
       {
-        preview: { parent: parent.metadata.name!, ref },
+        preview: { parent: parent.name, ref },
         machines: 1,
         ...(parent.spec.resources ? { resources: parent.spec.resources } : {}),
         ...(parent.spec.auth ? { auth: parent.spec.auth } : {}),
@@ -116,8 +116,8 @@ export class AppActions {
    * Pins machine `ordinal` to `node` (default: another ready node). The controller starts the
    * replacement there and deletes the old machine once the new one is ready, as for a deploy.
    */
-  async migrate(app: App, ordinal: number, node?: string): Promise<{ ordinal: number; from: string | null; to: string }> {
-    if (ordinal >= (app.spec.machines ?? 1)) throw new DomainError('not_found', `machine ${ordinal} of app ${app.metadata.name} not found`);
+  async migrate(app: AppRecord, ordinal: number, node?: string): Promise<{ ordinal: number; from: string | null; to: string }> {
+    if (ordinal >= (app.spec.machines ?? 1)) throw new DomainError('not_found', `machine ${ordinal} of app ${app.name} not found`);
     const from = app.status?.machines?.find((m) => m.ordinal === ordinal)?.node ?? null;
     const nodes = await this.d.machines.readyNodes();
     let to: string | undefined;
@@ -130,7 +130,7 @@ export class AppActions {
       if (!to) throw new DomainError('conflict', `no other ready node to move machine ${ordinal} to`);
     }
     const placement = [...(app.spec.placement ?? []).filter((p) => p.ordinal !== ordinal), { ordinal, node: to }].sort((a, b) => a.ordinal - b.ordinal);
-    await this.d.apps.patchSpec(app.metadata.namespace!, app.metadata.name!, { placement }, app.metadata.resourceVersion);
+    await this.d.apps.patchSpec(app.namespace, app.name, { placement }, app.resourceVersion);
     return { ordinal, from, to };
   }
 }

@@ -8,6 +8,7 @@ import { UploadTooLarge, type ArtifactStore, type StagedUpload } from '../../lib
 import { newDeployId, type Deploy, type DeployOrigin, type DeploySpec, type DeployStore } from '../../lib/deploys.js';
 import type { Logger } from '../../lib/logger.js';
 import type { App } from '../../lib/resources/index.js';
+import type { AppRecord } from '../repositories/app-record.js';
 import { planHandlerRoutes } from '../../lib/handlers/routes.js';
 import { combine, isHtmlPage, isMarkdownPage, PolicyError, treeDeclarations, type AuthPolicy, type Declaration } from '../../lib/policy/index.js';
 import { DomainError } from '../../lib/errors.js';
@@ -182,14 +183,14 @@ export class Deployer {
    */
   async apply(
     accountId: string,
-    app: App,
+    app: AppRecord,
     prepared: Prepared,
     opts: { createdBy?: string; originDeploy?: string; origin?: DeployOrigin } = {},
   ): Promise<Deploy> {
-    const name = app.metadata.name!;
+    const name = app.name;
     const deploy = await this.deploys.create({
       accountId,
-      app: { uid: app.metadata.uid!, name },
+      app: { uid: app.id, name },
       spec: prepared.spec,
       origin: opts.origin ?? prepared.origin,
       summary: prepared.summary,
@@ -197,7 +198,7 @@ export class Deployer {
       ...(opts.createdBy ? { createdBy: opts.createdBy } : {}),
     });
     try {
-      await this.apps.patchSpec(app.metadata.namespace!, name, {
+      await this.apps.patchSpec(app.namespace, name, {
         ...specPatch(prepared.spec),
         deployId: deploy.id,
         ...(prepared.machines !== undefined ? { machines: prepared.machines } : {}),
@@ -223,7 +224,7 @@ export async function createServing(
   spec: App['spec'],
   prepared: Prepared | undefined,
   opts: { origin: DeployOrigin; originDeploy?: string; createdBy?: string; env?: Env },
-): Promise<{ app: App; deploy?: Deploy }> {
+): Promise<{ app: AppRecord; deploy?: Deploy }> {
   // The env copy exists before the App names it, so the App's first machines already have it.
   const secret = opts.env && Object.keys(opts.env).length ? await d.env.prepare(namespace, metadata.name, opts.env) : undefined;
   const id = prepared ? newDeployId() : undefined;
@@ -241,7 +242,7 @@ export async function createServing(
   const deploy = await d.deploys.create({
     id: id!,
     accountId,
-    app: { uid: app.metadata.uid!, name: app.metadata.name! },
+    app: { uid: app.id, name: app.name },
     spec: prepared.spec,
     origin: opts.origin,
     summary: prepared.summary,
@@ -277,7 +278,7 @@ function policySummary(auth: AuthPolicy | undefined): Record<string, unknown> {
  * The deploy-owned fields of what an App serves (its live revision, which is its spec unless a
  * newer spec is rolling out or failed), for forks and previews of it.
  */
-export function deploySpecOf(app: App): DeploySpec | undefined {
+export function deploySpecOf(app: AppRecord): DeploySpec | undefined {
   const live = app.status?.live?.spec as Partial<App['spec']> | undefined;
   const s: Partial<App['spec']> = live?.kind ? { ...live, auth: app.spec.auth } : app.spec;
   if (!s.kind) return undefined;

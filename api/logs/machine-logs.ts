@@ -321,7 +321,7 @@ export class FollowStream extends Readable {
     try {
       const app = await this.c.s.apps.find(this.c.namespace, this.c.app);
       if (this.ended) return;
-      if (!app || app.metadata.uid !== this.c.appUid) {
+      if (!app || app.id !== this.c.appUid) {
         // The app was deleted: its log ends here.
         this.ended = true;
         for (const m of this.machines.values()) m.upstream?.abort();

@@ -10,7 +10,10 @@ import type { Logger } from '../../lib/logger.js';
 import type { HostnameStore } from '../../lib/hostnames.js';
 import { apiVersion, group, version, type App } from '../../lib/resources/index.js';
 import { DomainError } from '../../lib/errors.js';
-import { dnsLabel, labels, managers } from '../../lib/contract.js';
+import { dnsLabel, labels, managers, pluralOf } from '../../lib/contract.js';
+import { appRecord, type AppRecord } from './app-record.js';
+
+const plural = pluralOf('App');
 
 export class AppRepository {
   private readonly informer: k8s.ListWatch<App>;
@@ -30,9 +33,9 @@ export class AppRepository {
   ) {
     this.custom = kc.makeApiClient(k8s.CustomObjectsApi);
     this.informer = new k8s.ListWatch<App>(
-      `/apis/${group}/${version}/apps`,
+      `/apis/${group}/${version}/${plural}`,
       new k8s.Watch(kc),
-      () => this.custom.listClusterCustomObject({ group, version, plural: 'apps' }) as Promise<k8s.KubernetesListObject<App>>,
+      () => this.custom.listClusterCustomObject({ group, version, plural }) as Promise<k8s.KubernetesListObject<App>>,
       false,
     );
     keepWatching(this.informer, 'apps', log);
@@ -61,24 +64,27 @@ export class AppRepository {
     return this.informer.list().map((a) => [a.metadata.namespace!, a.metadata.name!]);
   }
 
-  list(namespace: string): App[] {
-    return [...this.informer.list(namespace)].sort((a, b) => a.metadata.name!.localeCompare(b.metadata.name!));
+  list(namespace: string): AppRecord[] {
+    return this.informer
+      .list(namespace)
+      .map(appRecord)
+      .sort((a, b) => a.name.localeCompare(b.name));
   }
 
   /** By name or by ID (the App's uid). */
-  async find(namespace: string, idOrName: string): Promise<App | undefined> {
+  async find(namespace: string, idOrName: string): Promise<AppRecord | undefined> {
     const cached = this.informer.get(idOrName, namespace) ?? this.informer.list(namespace).find((a) => a.metadata.uid === idOrName);
-    if (cached) return cached;
+    if (cached) return appRecord(cached);
     if (!dnsLabel.test(idOrName)) return undefined;
     try {
-      return (await this.custom.getNamespacedCustomObject({ group, version, namespace, plural: 'apps', name: idOrName })) as App;
+      return appRecord((await this.custom.getNamespacedCustomObject({ group, version, namespace, plural, name: idOrName })) as App);
     } catch (err) {
       if (kubeStatus(err) === 404) return undefined;
       throw err;
     }
   }
 
-  async create(namespace: string, name: string, spec: App['spec']): Promise<App> {
+  async create(namespace: string, name: string, spec: App['spec']): Promise<AppRecord> {
     return this.createWith(namespace, { name }, spec);
   }
 
@@ -86,14 +92,14 @@ export class AppRepository {
    * Merge-patches the App's spec (null removes a field). With `resourceVersion`, only if the App
    * has not changed since (409 otherwise), for writes that decide from what they read.
    */
-  async patchSpec(namespace: string, name: string, spec: Record<string, unknown>, resourceVersion?: string): Promise<App> {
+  async patchSpec(namespace: string, name: string, spec: Record<string, unknown>, resourceVersion?: string): Promise<AppRecord> {
     try {
       const written = (await this.custom.patchNamespacedCustomObject(
-        { group, version, namespace, plural: 'apps', name, body: { ...(resourceVersion ? { metadata: { resourceVersion } } : {}), spec } },
+        { group, version, namespace, plural, name, body: { ...(resourceVersion ? { metadata: { resourceVersion } } : {}), spec } },
         mergePatch,
       )) as App;
       await untilCached(this.informer, namespace, name, (c) => isAtLeast(c?.metadata.resourceVersion, written.metadata.resourceVersion));
-      return written;
+      return appRecord(written);
     } catch (err) {
       if (kubeStatus(err) === 404) throw new DomainError('not_found', `app ${name} not found`);
       if (kubeStatus(err) === 409) throw new DomainError('conflict', `app ${name} changed meanwhile; retry`);
@@ -103,23 +109,28 @@ export class AppRepository {
   }
 
   /** Creates an App with its full metadata (previews and forks carry labels and owners). */
-  async createWith(namespace: string, metadata: { name: string; labels?: Record<string, string>; ownerReferences?: k8s.V1OwnerReference[] }, spec: App['spec']): Promise<App> {
+  async createWith(namespace: string, metadata: { name: string; labels?: Record<string, string>; owner?: AppRecord }, spec: App['spec']): Promise<AppRecord> {
     const claim = await this.claimHostname(namespace, metadata.name);
     try {
       const created = (await this.custom.createNamespacedCustomObject({
         group,
         version,
         namespace,
-        plural: 'apps',
+        plural,
         body: {
           apiVersion,
           kind: 'App',
-          metadata: { ...metadata, labels: { [labels.managedBy]: managers.api, ...metadata.labels } },
+          metadata: {
+            name: metadata.name,
+            labels: { [labels.managedBy]: managers.api, ...metadata.labels },
+            // Owned, not controlled: deleting the owner deletes this App (previews go with their app).
+            ...(metadata.owner ? { ownerReferences: [{ apiVersion, kind: 'App', name: metadata.owner.name, uid: metadata.owner.id, controller: false, blockOwnerDeletion: true }] } : {}),
+          },
           spec: this.identity && !spec.identity ? { ...spec, identity: { ...this.identity } } : spec,
         },
       })) as App;
       await untilCached(this.informer, namespace, metadata.name, (c) => c?.metadata.uid === created.metadata.uid);
-      return created;
+      return appRecord(created);
     } catch (err) {
       if (claim?.fresh) await this.hostnames!.store.forget(namespace, metadata.name);
       if (kubeStatus(err) === 409) throw new DomainError('conflict', `an app named "${metadata.name}" already exists`);
@@ -153,7 +164,7 @@ export class AppRepository {
   /** Deletes the App; its machines, Service and the rest go with it (owner references). */
   async delete(namespace: string, name: string): Promise<void> {
     try {
-      await this.custom.deleteNamespacedCustomObject({ group, version, namespace, plural: 'apps', name });
+      await this.custom.deleteNamespacedCustomObject({ group, version, namespace, plural, name });
       await untilCached(this.informer, namespace, name, (c) => !c || c.metadata.deletionTimestamp !== undefined);
     } catch (err) {
       if (kubeStatus(err) === 404) throw new DomainError('not_found', `app ${name} not found`);

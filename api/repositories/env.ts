@@ -4,8 +4,9 @@
 import { createHash } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
 import { kubeStatus, mergePatch } from '../../lib/kube/client.js';
-import { apiVersion, group, version, type App } from '../../lib/resources/index.js';
-import { labels } from '../../lib/contract.js';
+import { apiVersion, group, version } from '../../lib/resources/index.js';
+import type { AppRecord } from './app-record.js';
+import { labels, pluralOf } from '../../lib/contract.js';
 
 export type Env = Record<string, string>;
 
@@ -17,8 +18,8 @@ export function envSecretName(app: string, env: Env): string {
   return `${app}-env-${createHash('sha256').update(canonical).digest('hex').slice(0, 10)}`;
 }
 
-function ownerOf(app: App): k8s.V1OwnerReference {
-  return { apiVersion, kind: 'App', name: app.metadata.name!, uid: app.metadata.uid!, controller: false };
+function ownerOf(app: AppRecord): k8s.V1OwnerReference {
+  return { apiVersion, kind: 'App', name: app.name, uid: app.id, controller: false };
 }
 
 export class EnvRepository {
@@ -27,11 +28,11 @@ export class EnvRepository {
     private readonly custom: k8s.CustomObjectsApi,
   ) {}
 
-  async read(app: App): Promise<Env> {
+  async read(app: AppRecord): Promise<Env> {
     const name = app.spec.envSecretName;
     if (!name) return {};
     try {
-      const secret = await this.core.readNamespacedSecret({ namespace: app.metadata.namespace!, name });
+      const secret = await this.core.readNamespacedSecret({ namespace: app.namespace, name });
       return Object.fromEntries(Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
     } catch (err) {
       if (kubeStatus(err) === 404) return {};
@@ -40,7 +41,7 @@ export class EnvRepository {
   }
 
   /** Creates the Secret of `env`; says whether it was created now (false: it existed already). */
-  private async createSecret(namespace: string, appName: string, env: Env, owner?: App): Promise<{ name: string; created: boolean }> {
+  private async createSecret(namespace: string, appName: string, env: Env, owner?: AppRecord): Promise<{ name: string; created: boolean }> {
     const name = envSecretName(appName, env);
     const created = await this.core
       .createNamespacedSecret({
@@ -70,7 +71,7 @@ export class EnvRepository {
    * the App names it, so its first machines already have the variables. adopt() then ties it to the
    * App; discard() removes it if the App could not be created.
    */
-  async prepare(namespace: string, appName: string, env: Env): Promise<{ name: string; adopt: (app: App) => Promise<void>; discard: () => Promise<void> }> {
+  async prepare(namespace: string, appName: string, env: Env): Promise<{ name: string; adopt: (app: AppRecord) => Promise<void>; discard: () => Promise<void> }> {
     const { name, created } = await this.createSecret(namespace, appName, env);
     return {
       name,
@@ -88,14 +89,14 @@ export class EnvRepository {
   }
 
   /** Makes `env` the app's whole environment. */
-  async write(app: App, env: Env): Promise<void> {
-    const namespace = app.metadata.namespace!;
-    const appName = app.metadata.name!;
+  async write(app: AppRecord, env: Env): Promise<void> {
+    const namespace = app.namespace;
+    const appName = app.name;
     const name = envSecretName(appName, env);
     if (name === app.spec.envSecretName) return;
     await this.createSecret(namespace, appName, env, app);
     await this.custom.patchNamespacedCustomObject(
-      { group, version, namespace, plural: 'apps', name: appName, body: { spec: { envSecretName: name } } },
+      { group, version, namespace, plural: pluralOf('App'), name: appName, body: { spec: { envSecretName: name } } },
       mergePatch,
     );
     // Older versions are no longer referenced (their machines are being replaced).

@@ -1,6 +1,6 @@
 // How a route finds the App a request names, by name or by ID, within the caller's namespace and
 // the token's apps restriction. Every route under /apps/{appID} goes through resolveApp.
-import type { App } from '../../lib/resources/index.js';
+import type { AppRecord } from '../repositories/app-record.js';
 import { ApiError, notFound } from '../errors.js';
 import type { Caller } from '../operation.js';
 import type { Services } from '../services.js';
@@ -17,13 +17,13 @@ export function requireApp(caller: Caller, name: string): void {
   if (!allowedApp(caller, name)) throw new ApiError('forbidden', `token lacks app "${name}"`);
 }
 
-export async function resolveApp(s: Pick<Services, 'apps'>, caller: Caller, idOrName: string): Promise<App> {
+export async function resolveApp(s: Pick<Services, 'apps'>, caller: Caller, idOrName: string): Promise<AppRecord> {
   // By name, the restriction is checked before looking (whether the app exists is no business of
   // a token that lacks it); by ID, once the ID is resolved to its name.
   if (!uidPattern.test(idOrName)) requireApp(caller, idOrName);
   const app = await s.apps.find(caller.account.namespace, idOrName);
   if (!app) throw notFound(`app ${idOrName}`);
   // An ID must not get around an apps restriction that names the app.
-  requireApp(caller, app.metadata.name!);
+  requireApp(caller, app.name);
   return app;
 }

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import type { AppUser } from '../../lib/auth/app-users.js';
 import { admitsAppUsers, type Identity } from '../../lib/auth/identity.js';
 import { ownerLinkLifetimeMs } from '../../lib/auth/links.js';
-import type { App } from '../../lib/resources/index.js';
+import type { AppRecord } from '../repositories/app-record.js';
 import { conflict, invalid, notFound } from '../errors.js';
 import { op, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
@@ -45,7 +45,7 @@ function presentUser(u: AppUser, sessions: number): z.infer<typeof userSchema> {
   };
 }
 
-function providersOf(s: Services, app: App): Array<z.infer<typeof providerSchema>> {
+function providersOf(s: Services, app: AppRecord): Array<z.infer<typeof providerSchema>> {
   const admit = (app.spec.auth?.rules ?? []).map((r) => r.admit);
   const appUsers = admitsAppUsers(app.spec.auth);
   return [
@@ -69,7 +69,7 @@ export function appAuthOperations(s: Services): Operation[] {
       response: z.object({ user: userSchema }),
       handler: async ({ caller, params }) => {
         const app = await resolveApp(s, caller, params.appID!);
-        const uid = app.metadata.uid!;
+        const uid = app.id;
         const user = action === 'disable' ? await s.auth.users.disable(uid, params.userID!, s.auth.sessions) : await s.auth.users.enable(uid, params.userID!);
         if (!user) throw notFound(`app user ${params.userID}`);
         const counts = await s.auth.sessions.activeCount(uid);
@@ -88,7 +88,7 @@ export function appAuthOperations(s: Services): Operation[] {
       response: z.object({ users: z.array(userSchema), next_after: z.string().nullable() }),
       handler: async ({ caller, params, query }) => {
         const app = await resolveApp(s, caller, params.appID!);
-        const uid = app.metadata.uid!;
+        const uid = app.id;
         const users = await s.auth.users.list(uid, { limit: query.limit, ...(query.after ? { after: query.after } : {}) });
         const counts = await s.auth.sessions.activeCount(uid);
         return { body: { users: users.map((u) => presentUser(u, counts.get(u.id) ?? 0)), next_after: users.length === query.limit ? users.at(-1)!.id : null } };
@@ -110,7 +110,7 @@ export function appAuthOperations(s: Services): Operation[] {
       response: z.object({ revoked: z.number().int() }),
       handler: async ({ caller, params, body }) => {
         const app = await resolveApp(s, caller, params.appID!);
-        const uid = app.metadata.uid!;
+        const uid = app.id;
         if (body?.user_id && !(await s.auth.users.get(uid, body.user_id))) throw notFound(`app user ${body.user_id}`);
         const revoked = await s.auth.sessions.revoke(uid, { ...(body?.user_id ? { appUserId: body.user_id } : {}), ...(body?.email ? { email: body.email } : {}) });
         return { body: { revoked } };
@@ -142,9 +142,9 @@ export function appAuthOperations(s: Services): Operation[] {
       response: z.object({ url: z.string(), expires_at: z.string() }),
       handler: async ({ caller, params, body }) => {
         const app = await resolveApp(s, caller, params.appID!);
-        const url = app.status?.url ? appUrl(s.config.site, app.metadata.name!) : undefined;
-        if (!url) throw conflict(`app ${app.metadata.name} has no URL yet (deploy it first)`);
-        if (!(app.spec.auth?.rules ?? []).some((r) => r.admit.owner)) throw conflict(`the policy of app ${app.metadata.name} does not admit its owner; add \`owner\` to it`);
+        const url = app.status?.url ? appUrl(s.config.site, app.name) : undefined;
+        if (!url) throw conflict(`app ${app.name} has no URL yet (deploy it first)`);
+        if (!(app.spec.auth?.rules ?? []).some((r) => r.admit.owner)) throw conflict(`the policy of app ${app.name} does not admit its owner; add \`owner\` to it`);
         const next = body?.next ?? '/';
         if (next.startsWith('//') || next.includes('\\')) throw invalid('invalid body: next: must be a path of the app');
         const identity: Identity = {
@@ -154,7 +154,7 @@ export function appAuthOperations(s: Services): Operation[] {
           name: caller.account.name,
           facts: { namespace: caller.account.namespace },
         };
-        const token = await s.auth.links.handoff(app.metadata.uid!, identity, { next, lifetimeMs: ownerLinkLifetimeMs });
+        const token = await s.auth.links.handoff(app.id, identity, { next, lifetimeMs: ownerLinkLifetimeMs });
         const expires = new Date(s.clock().getTime() + ownerLinkLifetimeMs);
         return { status: 201, body: { url: loginUrl(next, { origin: url, fragment: `handoff=${token}` }), expires_at: expires.toISOString() } };
       },

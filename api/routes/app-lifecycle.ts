@@ -57,7 +57,7 @@ export function lifecycleOperations(s: Services): Operation[] {
         if (at <= now) throw invalid('invalid body: the expiry must be in the future');
         if (at - now > maxExpiryMs) throw invalid('invalid body: the expiry must be within a year');
         const expiresAt = new Date(at).toISOString().replace(/\.\d{3}Z$/, 'Z');
-        await s.apps.patchSpec(caller.account.namespace, app.metadata.name!, { expiresAt });
+        await s.apps.patchSpec(caller.account.namespace, app.name, { expiresAt });
         return { body: { expires_at: expiresAt } };
       },
     }),
@@ -71,7 +71,7 @@ export function lifecycleOperations(s: Services): Operation[] {
       status: 204,
       handler: async ({ caller, params }) => {
         const app = await resolveApp(s, caller, params.appID!);
-        if (app.spec.expiresAt) await s.apps.patchSpec(caller.account.namespace, app.metadata.name!, { expiresAt: null });
+        if (app.spec.expiresAt) await s.apps.patchSpec(caller.account.namespace, app.name, { expiresAt: null });
         return { status: 204, body: undefined };
       },
     }),

@@ -41,7 +41,7 @@ export function appLogOperations(s: Services): Operation[] {
       handler: async ({ caller, params, query, headers }) => {
         const app = await resolveApp(s, caller, params.appID!);
         const namespace = caller.account.namespace;
-        const name = app.metadata.name!;
+        const name = app.name;
         const format: LogFormat = wantsNdjson(headers.accept) ? 'ndjson' : 'text';
         const follow = query.follow === 'true';
         // Log times come from the kubelets' clocks: compare with the real time, not the API clock.
@@ -61,7 +61,7 @@ export function appLogOperations(s: Services): Operation[] {
           const lines = await recentLines(s.machines, namespace, pods, sel, keyOfDate(now));
           return { body: lines.map((l) => formatLine(l, format)).join(''), headers: responseHeaders };
         }
-        const stream = new FollowStream({ s, log: s.machines, namespace, app: name, appUid: app.metadata.uid!, sel, format }, pods);
+        const stream = new FollowStream({ s, log: s.machines, namespace, app: name, appUid: app.id, sel, format }, pods);
         return { body: stream, headers: responseHeaders };
       },
     }),

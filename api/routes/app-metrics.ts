@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { parseDuration } from '../../lib/duration.js';
 import { defaultRetentionDays, quantile, requestSeries, addTotals, emptyTotals, type RequestTotals, type SeriesPoint } from '../../lib/metrics/requests.js';
-import type { App } from '../../lib/resources/index.js';
+import type { AppRecord } from '../repositories/app-record.js';
 import { ApiError, invalid } from '../errors.js';
 import { op, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
@@ -135,10 +135,10 @@ interface Summary {
 type Machine = z.infer<typeof machineSchema>;
 
 /** The app's machines with their CPU and memory now, one Summary per node hosting one of them. */
-async function machinesOf(s: Pick<Services, 'machines' | 'log'>, app: App): Promise<Machine[]> {
-  let pods = await s.machines.list(app.metadata.namespace!, app.metadata.name!);
+async function machinesOf(s: Pick<Services, 'machines' | 'log'>, app: AppRecord): Promise<Machine[]> {
+  let pods = await s.machines.list(app.namespace, app.name);
   // Only this app's machines: pods of an earlier app of the same name may still be ending.
-  pods = pods.filter((p) => p.metadata?.ownerReferences?.some((o) => o.uid === app.metadata.uid));
+  pods = pods.filter((p) => p.metadata?.ownerReferences?.some((o) => o.uid === app.id));
   const nodes = [...new Set(pods.flatMap((p) => (p.status?.phase === 'Running' && p.spec?.nodeName ? [p.spec.nodeName] : [])))];
   const summaries = new Map<string, Summary | Error>(
     await Promise.all(
@@ -188,10 +188,10 @@ async function machinesOf(s: Pick<Services, 'machines' | 'log'>, app: App): Prom
 }
 
 export function appMetricsOperations(s: Services): Operation[] {
-  const handlers: Record<MetricPath, (app: App, query: MetricsQuery) => Promise<unknown>> = {
+  const handlers: Record<MetricPath, (app: AppRecord, query: MetricsQuery) => Promise<unknown>> = {
     requests: async (app, query) => {
       const w = windowOf(query, s.clock().getTime());
-      const points = await requestSeries(s.db, app.metadata.uid!, w.start, w.end, w.stepMs);
+      const points = await requestSeries(s.db, app.id, w.start, w.end, w.stepMs);
       const total = totalOf(points);
       return {
         ...windowBody(app, w),
@@ -201,7 +201,7 @@ export function appMetricsOperations(s: Services): Operation[] {
     },
     latency: async (app, query) => {
       const w = windowOf(query, s.clock().getTime());
-      const points = await requestSeries(s.db, app.metadata.uid!, w.start, w.end, w.stepMs);
+      const points = await requestSeries(s.db, app.id, w.start, w.end, w.stepMs);
       const total = totalOf(points);
       return {
         ...windowBody(app, w),
@@ -210,15 +210,15 @@ export function appMetricsOperations(s: Services): Operation[] {
         points: points.map((p) => ({ time: p.start.toISOString(), requests: p.requests, ...latencyOf(p) })),
       };
     },
-    machines: async (app) => ({ app: app.metadata.name!, app_id: app.metadata.uid!, time: new Date().toISOString(), machines: await machinesOf(s, app) }),
+    machines: async (app) => ({ app: app.name, app_id: app.id, time: new Date().toISOString(), machines: await machinesOf(s, app) }),
     summary: async (app, query) => {
       const w = windowOf({ ...query, step: undefined }, s.clock().getTime());
       // One step over the whole window.
-      const [total] = await requestSeries(s.db, app.metadata.uid!, w.start, w.end, w.end.getTime() - w.start.getTime());
+      const [total] = await requestSeries(s.db, app.id, w.start, w.end, w.end.getTime() - w.start.getTime());
       const t = total ?? { ...emptyTotals(), start: w.start };
       return {
-        app: app.metadata.name!,
-        app_id: app.metadata.uid!,
+        app: app.name,
+        app_id: app.id,
         start: w.start.toISOString(),
         end: w.end.toISOString(),
         requests: { total: t.requests, per_second: round(t.requests / ((w.end.getTime() - w.start.getTime()) / 1000), 6), status: t.status },
@@ -249,6 +249,6 @@ export function appMetricsOperations(s: Services): Operation[] {
   ];
 }
 
-function windowBody(app: App, w: Window) {
-  return { app: app.metadata.name!, app_id: app.metadata.uid!, start: w.start.toISOString(), end: w.end.toISOString(), step_seconds: w.stepMs / 1000 };
+function windowBody(app: AppRecord, w: Window) {
+  return { app: app.name, app_id: app.id, start: w.start.toISOString(), end: w.end.toISOString(), step_seconds: w.stepMs / 1000 };
 }

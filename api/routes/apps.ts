@@ -2,6 +2,7 @@
 // of the group is in pending.ts until deploys land.
 import { z } from 'zod';
 import type { App } from '../../lib/resources/index.js';
+import type { AppRecord } from '../repositories/app-record.js';
 import { invalid, notFound } from '../errors.js';
 import { op, type Caller, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
@@ -59,11 +60,11 @@ export const appSchema = z.object({
   created_at: z.string().nullable(),
 });
 
-export function presentApp(app: App): z.infer<typeof appSchema> {
-  const ready = app.status?.conditions?.find((c) => c.type === 'Ready');
+export function presentApp(app: AppRecord): z.infer<typeof appSchema> {
+  const ready = app.conditions.Ready;
   return {
-    id: app.metadata.uid!,
-    name: app.metadata.name!,
+    id: app.id,
+    name: app.name,
     kind: app.spec.kind ?? null,
     image: app.spec.image ?? null,
     url: app.status?.url ?? null,
@@ -72,18 +73,18 @@ export function presentApp(app: App): z.infer<typeof appSchema> {
     machines: app.spec.machines ?? 1,
     current_deploy: app.status?.currentDeploy ?? null,
     rollout: (() => {
-      const p = app.status?.conditions?.find((c) => c.type === 'Progressing');
+      const p = app.conditions.Progressing;
       if (!p) return null;
-      if ((p.observedGeneration ?? 0) < (app.metadata.generation ?? 0)) return 'Pending: the controller has not taken up the change yet';
+      if ((p.observedGeneration ?? 0) < app.generation) return 'Pending: the controller has not taken up the change yet';
       return `${p.reason}: ${p.message}`;
     })(),
     expires_at: app.spec.expiresAt ?? null,
-    created_at: app.metadata.creationTimestamp ? new Date(app.metadata.creationTimestamp).toISOString() : null,
+    created_at: app.createdAt?.toISOString() ?? null,
   };
 }
 
 export function appOperations(s: Services): Operation[] {
-  const find = (caller: Caller, idOrName: string): Promise<App> => resolveApp(s, caller, idOrName);
+  const find = (caller: Caller, idOrName: string): Promise<AppRecord> => resolveApp(s, caller, idOrName);
   return [
     op({
       method: 'GET',
@@ -96,10 +97,10 @@ export function appOperations(s: Services): Operation[] {
       response: z.object({ apps: z.array(appSchema), next_after: z.string().nullable() }),
       handler: async ({ caller, query }) => {
         // Previews are listed under their app.
-        const all = s.apps.list(caller.account.namespace).filter((a) => !a.spec.preview && allowedApp(caller, a.metadata.name!));
-        const page = all.filter((a) => query.after === undefined || a.metadata.name! > query.after).slice(0, query.limit);
+        const all = s.apps.list(caller.account.namespace).filter((a) => !a.spec.preview && allowedApp(caller, a.name));
+        const page = all.filter((a) => query.after === undefined || a.name > query.after).slice(0, query.limit);
         const more = page.length === query.limit && all.at(-1) !== page.at(-1);
-        return { body: { apps: page.map(presentApp), next_after: more ? page.at(-1)!.metadata.name! : null } };
+        return { body: { apps: page.map(presentApp), next_after: more ? page.at(-1)!.name : null } };
       },
     }),
     op({
@@ -188,7 +189,7 @@ export function appOperations(s: Services): Operation[] {
       handler: async ({ caller, params }) => {
         const app = await find(caller, params.appID!);
         const env = await s.env.read(app);
-        if (!(params.key! in env)) throw notFound(`variable ${params.key} of app ${app.metadata.name}`);
+        if (!(params.key! in env)) throw notFound(`variable ${params.key} of app ${app.name}`);
         delete env[params.key!];
         await s.env.write(app, env);
         return { status: 204, body: undefined };
@@ -240,7 +241,7 @@ export function appOperations(s: Services): Operation[] {
       status: 204,
       handler: async ({ caller, params }) => {
         const app = await find(caller, params.appID!);
-        await s.apps.delete(caller.account.namespace, app.metadata.name!);
+        await s.apps.delete(caller.account.namespace, app.name);
         return { status: 204, body: undefined };
       },
     }),

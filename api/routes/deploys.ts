@@ -2,7 +2,7 @@
 // deploys, and roll back to an earlier live deploy.
 import { z } from 'zod';
 import type { Deploy } from '../../lib/deploys.js';
-import type { App } from '../../lib/resources/index.js';
+import type { AppRecord } from '../repositories/app-record.js';
 import type { Actor } from '../deploys/actions.js';
 import { deployBody, tarballTypes, type Prepared } from '../deploys/deployer.js';
 import { invalid, notFound } from '../errors.js';
@@ -33,16 +33,16 @@ export const deploySchema = z.object({
  * A deploy as the API shows it. Its outcome is the App controller's (App.status.deploys); the row
  * catches up when the deploy recorder writes it, and until then the App's status is what is shown.
  */
-export function presentDeploy(d: Deploy, app: App | undefined): z.infer<typeof deploySchema> {
+export function presentDeploy(d: Deploy, app: AppRecord | undefined): z.infer<typeof deploySchema> {
   const inFlight = d.status === 'pending' || d.status === 'building' || d.status === 'deploying';
-  const decided = inFlight && app?.metadata.uid === d.appUid ? app.status?.deploys?.find((o) => o.id === d.id) : undefined;
+  const decided = inFlight && app?.id === d.appUid ? app.status?.deploys?.find((o) => o.id === d.id) : undefined;
   return {
     id: d.id,
     app: d.appName,
     app_id: d.appUid,
     status: decided?.state ?? d.status,
     reason: decided ? (decided.reason ?? null) : d.reason,
-    current: app?.metadata.uid === d.appUid && app.status?.currentDeploy === d.id,
+    current: app?.id === d.appUid && app.status?.currentDeploy === d.id,
     kind: d.kind,
     digest: d.digest,
     image: d.image,
@@ -103,7 +103,7 @@ export function deployOperations(s: Services): Operation[] {
       response: z.object({ deploys: z.array(deploySchema), next_before: z.string().nullable() }),
       handler: async ({ caller, params, query }) => {
         const app = await resolveApp(s, caller, params.appID!);
-        const list = await s.deploys.list(caller.account.id, app.metadata.uid!, query);
+        const list = await s.deploys.list(caller.account.id, app.id, query);
         return { body: { deploys: list.map((d) => presentDeploy(d, app)), next_before: list.length === query.limit ? list.at(-1)!.id : null } };
       },
     }),

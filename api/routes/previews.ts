@@ -2,7 +2,7 @@
 // hostname, `<app>--<ref>.<apps domain>`. A preview is an App named `<app>--<ref>` that names its
 // parent and is owned by it, so deleting the app deletes its previews.
 import { z } from 'zod';
-import type { App } from '../../lib/resources/index.js';
+import type { AppRecord } from '../repositories/app-record.js';
 import { previewName } from '../deploys/actions.js';
 import { deployBody, deployFields, tarballTypes, type Prepared } from '../deploys/deployer.js';
 import { invalid, notFound } from '../errors.js';
@@ -25,22 +25,22 @@ const previewSchema = z.object({
 });
 
 
-function presentPreview(p: App): z.infer<typeof previewSchema> {
+function presentPreview(p: AppRecord): z.infer<typeof previewSchema> {
   return {
     ref: p.spec.preview!.ref,
-    app: p.metadata.name!,
-    id: p.metadata.uid!,
+    app: p.name,
+    id: p.id,
     url: p.status?.url ?? null,
     status: p.status?.conditions?.find((c) => c.type === 'Ready')?.reason ?? 'Pending',
     current_deploy: p.status?.currentDeploy ?? null,
-    created_at: p.metadata.creationTimestamp ? new Date(p.metadata.creationTimestamp).toISOString() : null,
+    created_at: p.createdAt?.toISOString() ?? null,
   };
 }
 
 export function previewOperations(s: Services): Operation[] {
-  const previewOf = async (namespace: string, parent: App, r: string): Promise<App> => {
-    const p = await s.apps.find(namespace, previewName(parent.metadata.name!, r));
-    if (!p || p.spec.preview?.parent !== parent.metadata.name) throw notFound(`preview ${r} of app ${parent.metadata.name}`);
+  const previewOf = async (namespace: string, parent: AppRecord, r: string): Promise<AppRecord> => {
+    const p = await s.apps.find(namespace, previewName(parent.name, r));
+    if (!p || p.spec.preview?.parent !== parent.name) throw notFound(`preview ${r} of app ${parent.name}`);
     return p;
   };
   return [
@@ -54,7 +54,7 @@ export function previewOperations(s: Services): Operation[] {
       response: z.object({ previews: z.array(previewSchema) }),
       handler: async ({ caller, params }) => {
         const parent = await resolveApp(s, caller, params.appID!);
-        const previews = s.apps.list(caller.account.namespace).filter((a) => a.spec.preview?.parent === parent.metadata.name);
+        const previews = s.apps.list(caller.account.namespace).filter((a) => a.spec.preview?.parent === parent.name);
         return { body: { previews: previews.map(presentPreview) } };
       },
     }),
@@ -93,7 +93,7 @@ export function previewOperations(s: Services): Operation[] {
       handler: async ({ caller, params }) => {
         const parent = await resolveApp(s, caller, params.appID!);
         const p = await previewOf(caller.account.namespace, parent, params.ref!);
-        await s.apps.delete(caller.account.namespace, p.metadata.name!);
+        await s.apps.delete(caller.account.namespace, p.name);
         return { status: 204, body: undefined };
       },
     }),

@@ -64,8 +64,10 @@ export class AppReconciler implements Reconciler<App, AppStatusFields> {
       return { deleted: true };
     }
     try {
-      await this.applyNetwork(app);
-      await this.applyMachines(app, p);
+      // The policy first (a machine is never reachable by more than it allows), then the Service
+      // and the machines at once: one apiserver round trip fewer for a new App.
+      const service = await this.applyPolicy(app);
+      await Promise.all([service?.(), this.applyMachines(app, p)]);
     } catch (err) {
       if (namespaceGone(err)) return { deleted: true };
       throw err;
@@ -86,37 +88,48 @@ export class AppReconciler implements Reconciler<App, AppStatusFields> {
     this.event(app, 'Normal', 'Expired', `expiry ${app.spec.expiresAt} passed; deleting the app`);
   }
 
-  /** The NetworkPolicy, then the Service: a machine is never reachable by more than its policy allows. */
-  private async applyNetwork(app: App): Promise<void> {
+  /**
+   * Applies the NetworkPolicy when it or the Service changed since the last apply (or was edited or
+   * deleted by hand), and returns the Service's apply to run next; nothing when both are as applied.
+   */
+  private async applyPolicy(app: App): Promise<(() => Promise<void>) | undefined> {
     const { namespace, name } = app.metadata as { namespace: string; name: string };
     const service = appService(app);
     const policy = machinePolicy(app, this.settings);
     const shape = JSON.stringify([service, policy]);
-    const last = this.applied.get(app.metadata.uid!);
+    const uid = app.metadata.uid!;
+    const last = this.applied.get(uid);
     const seen = this.observed.serviceOf(namespace, name)?.metadata?.resourceVersion;
     // Edited since our apply: the cache shows a later version than the apply returned (the cache
     // may also still be behind it, which is no reason to apply again). Deleted: serviceGone().
     const edited = seen !== undefined && last?.resourceVersion !== undefined && seen !== last.resourceVersion && isAtLeast(seen, last.resourceVersion);
-    if (last?.shape === shape && !edited) return;
+    if (last?.shape === shape && !edited) return undefined;
     const opts = { namespace, fieldManager: managers.controllers, force: true };
     if (policy) await this.networking.patchNamespacedNetworkPolicy({ ...opts, name: policy.metadata!.name!, body: policy }, serverSideApply);
-    const result = await this.core.patchNamespacedService({ ...opts, name, body: service }, serverSideApply);
-    this.applied.set(app.metadata.uid!, { shape, resourceVersion: result.metadata?.resourceVersion });
-    if (edited && last?.shape === shape) this.log.info({ kind: 'App', namespace, name }, 'Restored the Service changed by hand');
+    return async () => {
+      const result = await this.core.patchNamespacedService({ ...opts, name, body: service }, serverSideApply);
+      this.applied.set(uid, { shape, resourceVersion: result.metadata?.resourceVersion });
+      if (edited && last?.shape === shape) this.log.info({ kind: 'App', namespace, name }, 'Restored the Service changed by hand');
+    };
   }
 
   private async applyMachines(app: App, p: Plan): Promise<void> {
     const { namespace, name } = app.metadata as { namespace: string; name: string };
-    for (const pod of p.create) {
-      await this.core.createNamespacedPod({ namespace, body: pod }).catch(ignore(409));
-      this.log.info({ kind: 'App', namespace, name, pod: pod.metadata!.name }, 'Created machine');
-      this.event(app, 'Normal', 'MachineCreated', `machine ${pod.metadata!.labels?.[labels.machine]}: created ${pod.metadata!.name}`);
-    }
-    for (const pod of p.delete) {
-      await this.core.deleteNamespacedPod({ namespace, name: pod.metadata!.name! }).catch(ignore(404));
-      this.log.info({ kind: 'App', namespace, name, pod: pod.metadata!.name }, 'Deleted machine');
-      this.event(app, 'Normal', 'MachineDeleted', `machine ${pod.metadata!.labels?.[labels.machine]}: deleted ${pod.metadata!.name}`);
-    }
+    await Promise.all(
+      p.create.map(async (pod) => {
+        await this.core.createNamespacedPod({ namespace, body: pod }).catch(ignore(409));
+        this.log.info({ kind: 'App', namespace, name, pod: pod.metadata!.name }, 'Created machine');
+        this.event(app, 'Normal', 'MachineCreated', `machine ${pod.metadata!.labels?.[labels.machine]}: created ${pod.metadata!.name}`);
+      }),
+    );
+    // Only machines the plan no longer needs (replaced by a ready one, or beyond the count).
+    await Promise.all(
+      p.delete.map(async (pod) => {
+        await this.core.deleteNamespacedPod({ namespace, name: pod.metadata!.name! }).catch(ignore(404));
+        this.log.info({ kind: 'App', namespace, name, pod: pod.metadata!.name }, 'Deleted machine');
+        this.event(app, 'Normal', 'MachineDeleted', `machine ${pod.metadata!.labels?.[labels.machine]}: deleted ${pod.metadata!.name}`);
+      }),
+    );
   }
 
   /** Events and logs for a rollout that ended in this reconcile. */

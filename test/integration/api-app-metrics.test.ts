@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { RequestRecorder } from '../../lib/metrics/requests.js';
-import type { App } from '../../lib/resources/index.js';
+import type { AppRecord } from '../../api/repositories/app-record.js';
 import { attenuate } from '../../lib/tokens/token.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { eventually } from '../support/wait.js';
@@ -48,7 +48,7 @@ interface Machine {
 
 describe('API app metrics', () => {
   let api: TestApi;
-  let app: App;
+  let app: AppRecord;
   let recorder: RequestRecorder;
 
   const get = async <T>(path: string, status = 200, token?: string): Promise<T> => {
@@ -70,7 +70,7 @@ describe('API app metrics', () => {
 
   it('sums recorded requests per status class and step, across flushes into the same minute', async () => {
     const at = api.clock.read();
-    const sample = (status: number, durationMs: number, appUid = app.metadata.uid!) =>
+    const sample = (status: number, durationMs: number, appUid = app.id) =>
       recorder.record({ namespace: api.account.namespace, app: 'hog', appUid, status, durationMs, at });
     for (let i = 0; i < 3; i++) sample(200, 10);
     sample(404, 4);
@@ -78,7 +78,7 @@ describe('API app metrics', () => {
     // An earlier app of the same name (another uid) is not this app.
     sample(200, 10, '00000000-0000-4000-8000-000000000000');
     // Ten minutes ago: in the window, in another step.
-    recorder.record({ namespace: api.account.namespace, app: 'hog', appUid: app.metadata.uid!, status: 302, durationMs: 1, at: new Date(at.getTime() - 10 * 60_000) });
+    recorder.record({ namespace: api.account.namespace, app: 'hog', appUid: app.id, status: 302, durationMs: 1, at: new Date(at.getTime() - 10 * 60_000) });
     await recorder.flush();
     assert.equal(recorder.pendingMinutes, 0);
     // A second flush adds to the stored minute rather than replacing it.
@@ -88,7 +88,7 @@ describe('API app metrics', () => {
 
     const body = await get<RequestsBody>('/api/apps/hog/metrics/requests?since=30m&step=5m');
     assert.equal(body.app, 'hog');
-    assert.equal(body.app_id, app.metadata.uid);
+    assert.equal(body.app_id, app.id);
     assert.equal(body.step_seconds, 300);
     assert.equal(body.points.length, 6);
     assert.deepEqual(body.total, { requests: 8, status: { '2xx': 4, '3xx': 1, '4xx': 1, '5xx': 2 } });
@@ -99,7 +99,7 @@ describe('API app metrics', () => {
     for (let i = 1; i < body.points.length; i++) assert.equal(Date.parse(body.points[i]!.time) - Date.parse(body.points[i - 1]!.time), 300_000);
 
     // By ID as well as by name; the default window is the last hour in minutes.
-    const byId = await get<RequestsBody>(`/api/apps/${app.metadata.uid}/metrics/requests`);
+    const byId = await get<RequestsBody>(`/api/apps/${app.id}/metrics/requests`);
     assert.equal(byId.points.length, 60);
     assert.equal(byId.total.requests, 8);
   });
@@ -159,7 +159,7 @@ describe('API app metrics', () => {
   it('refuses a token restricted to another app, by name and by ID', async () => {
     const other = attenuate(api.token, [{ kind: 'apps', apps: ['quiet'] }]);
     assert.match((await get<{ error: string }>('/api/apps/hog/metrics/requests', 403, other)).error, /token lacks app "hog"/);
-    assert.match((await get<{ error: string }>(`/api/apps/${app.metadata.uid}/metrics/machines`, 403, other)).error, /token lacks app "hog"/);
+    assert.match((await get<{ error: string }>(`/api/apps/${app.id}/metrics/machines`, 403, other)).error, /token lacks app "hog"/);
     const mine = attenuate(api.token, [{ kind: 'apps', apps: ['hog'] }]);
     assert.equal((await get<RequestsBody>('/api/apps/hog/metrics/requests', 200, mine)).total.requests, 8);
   });

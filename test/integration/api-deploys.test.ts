@@ -184,9 +184,9 @@ describe('API deploys', () => {
     await served('site-copy', '<h1>v2</h1>');
     assert.deepEqual((await json<{ env: Record<string, string> }>(await api.request('GET', '/api/apps/site-copy/env'), 200)).env, { GREETING: 'hi' });
     const copy = await api.services.apps.find(ns, 'site-copy');
-    assert.equal(copy?.metadata.generation, 1, 'created whole in one write: its first machines already have the env');
+    assert.equal(copy?.generation, 1, 'created whole in one write: its first machines already have the env');
     const secret = await api.kube.core.readNamespacedSecret({ namespace: ns, name: copy!.spec.envSecretName! });
-    assert.equal(secret.metadata?.ownerReferences?.[0]?.uid, copy!.metadata.uid, 'the env copy goes with the fork');
+    assert.equal(secret.metadata?.ownerReferences?.[0]?.uid, copy!.id, 'the env copy goes with the fork');
     assert.equal((await json(await api.request('POST', '/api/apps/site/fork', { body: { name: 'site-copy' } }), 409)) !== undefined, true);
 
     const created = await json<{ preview: { ref: string; app: string }; deploy: DeployBody }>(

@@ -170,7 +170,7 @@ describe('ingress-auth routing', () => {
 
   it('records proxied requests per app (its uid) in the request metrics', async () => {
     await recorder.flush();
-    const uid = (await api.services.apps.find(api.account.namespace, site))!.metadata.uid!;
+    const uid = (await api.services.apps.find(api.account.namespace, site))!.id;
     const before = await totals(uid);
     for (let i = 0; i < 5; i++) assert.equal((await via(`${site}.${domain}`, '/')).status, 200);
     assert.equal((await via(`${site}.${domain}`, '/missing-page')).status, 404);
