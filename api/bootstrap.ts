@@ -4,15 +4,16 @@ import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { AccountExistsError, countAccounts, createAccount } from '../lib/accounts.js';
+import type { Db } from '../lib/db/connection.js';
 import type { Services } from './services.js';
 
 export const ownerTokenFile = 'owner-token';
 
-export async function ensureFirstAccount(s: Services, kube: { kc: k8s.KubeConfig; core: k8s.CoreV1Api }): Promise<boolean> {
-  if ((await countAccounts(s.db)) > 0) return false;
+export async function ensureFirstAccount(s: Services, kube: { kc: k8s.KubeConfig; core: k8s.CoreV1Api }, db: Db): Promise<boolean> {
+  if ((await countAccounts(db)) > 0) return false;
   let account;
   try {
-    account = await createAccount(s.db, kube.core, { email: s.config.api.adminEmail, name: 'owner' }, { rbac: kube.kc.makeApiClient(k8s.RbacAuthorizationV1Api), apiServiceAccount: s.config.api.serviceAccount });
+    account = await createAccount(db, kube.core, { email: s.config.api.adminEmail, name: 'owner' }, { rbac: kube.kc.makeApiClient(k8s.RbacAuthorizationV1Api), apiServiceAccount: s.config.api.serviceAccount });
   } catch (err) {
     if (err instanceof AccountExistsError) return false; // another replica won the race
     throw err;

@@ -3,7 +3,6 @@
 // nothing else; the API proper listens on loopback (locally) and the nodes' firewall lets pods reach
 // only this port of the host (hack/nodes.sh, docs/security.md).
 import Koa from 'koa';
-import { AssertionKeyStore } from '../lib/identity/assertion-keys.js';
 import { artifactEndpoint } from './artifacts.js';
 import { jwksEndpoint } from './jwks.js';
 import { errorHandler } from './middleware/errors.js';
@@ -11,20 +10,10 @@ import { requestContext } from './middleware/request-context.js';
 import type { Services } from './services.js';
 import type { ApiState } from './state.js';
 
-/**
- * One key store per API, whichever listener asks: its cache (refreshed each minute) is what spares
- * PostgreSQL a read per request, and two stores would each read.
- */
-const keyStores = new WeakMap<Services, AssertionKeyStore>();
-
 /** The endpoints machines use, mounted on the machine listener and on the API itself. */
 export function machineEndpoints(s: Services): Koa.Middleware[] {
-  let keys = keyStores.get(s);
-  if (!keys) {
-    keys = new AssertionKeyStore(s.db, { rotationMs: s.config.assertion.rotationMs, maxAssertionLifetimeMs: s.config.assertion.lifetimeSeconds * 1000 });
-    keyStores.set(s, keys);
-  }
-  return [artifactEndpoint(s.artifacts, s.config.deploys.artifactKey, s.clock), jwksEndpoint(keys)];
+  // One key store per API (Services), whichever listener asks: its cache spares PostgreSQL a read per request.
+  return [artifactEndpoint(s.artifacts, s.config.deploys.artifactKey, s.clock), jwksEndpoint(s.assertionKeys)];
 }
 
 export function createMachineApi(s: Services): Koa<ApiState> {

@@ -21,7 +21,7 @@ const tokens = new TokenStore(db);
 tokens.start();
 const kc = loadKubeConfig(config.kubeconfig);
 const { services, kube, stop } = await assembleServices({ config, db, kc, tokens, log });
-await ensureFirstAccount(services, kube);
+await ensureFirstAccount(services, kube, db);
 // Outgoing mail leaves from here, off the request path: requests only enqueue it (lib/mail/outbox.ts).
 const mailer = new MailSender({ db, databaseUrl: config.databaseUrl, kc, mail: config.mail, log });
 mailer.start();

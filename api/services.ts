@@ -20,6 +20,12 @@ import { AppRepository } from './repositories/apps.js';
 import { EnvRepository } from './repositories/env.js';
 import { MachineRepository } from './repositories/machines.js';
 import { appUrl } from '../lib/contract.js';
+import { getAccount, type Account } from '../lib/accounts.js';
+import { listEvents } from '../lib/events.js';
+import { AssertionKeyStore } from '../lib/identity/assertion-keys.js';
+import { requestSeries, type SeriesPoint } from '../lib/metrics/requests.js';
+import { usageBetween, usageHistory, type MeterTotals, type UsagePeriod } from '../lib/usage.js';
+import { createWebhook, deleteWebhook, listWebhooks, type Webhook } from '../lib/webhooks/store.js';
 
 /** What this process reads of the configuration (lib/config.ts, components). */
 type Config = ComponentConfig<'api'>;
@@ -27,8 +33,9 @@ type Config = ComponentConfig<'api'>;
 /** What the API's handlers work with; built once by assembleServices (in main.ts, or by a test). */
 export interface Services {
   config: Config;
-  db: Db;
   tokens: TokenStore;
+  /** Accounts as tokens name them (authentication). */
+  accounts: { get(id: string): Promise<Account | undefined> };
   apps: AppRepository;
   /** An app's machine Pods, nodes and logs. */
   machines: MachineRepository;
@@ -40,6 +47,20 @@ export interface Services {
   actions: AppActions;
   /** App users, their sessions and sign-in links (shared with ingress-auth through PostgreSQL). */
   auth: { users: AppUserStore; sessions: SessionStore; links: LinkStore };
+  /** The account's event log (lib/events.ts). */
+  events: { list: (accountId: string, opts: Parameters<typeof listEvents>[2]) => ReturnType<typeof listEvents> };
+  usage: { between: (accountId: string, start: Date, end: Date) => Promise<MeterTotals>; history: (accountId: string, now: Date, months: number) => Promise<UsagePeriod[]> };
+  webhooks: {
+    list: (accountId: string) => Promise<Webhook[]>;
+    create: (accountId: string, input: Parameters<typeof createWebhook>[2]) => ReturnType<typeof createWebhook>;
+    delete: (accountId: string, id: string) => Promise<boolean>;
+  };
+  /** Proxied requests per app, as ingress-auth records them. */
+  requestMetrics: { series: (appUid: string, start: Date, end: Date, stepMs: number) => Promise<SeriesPoint[]> };
+  /** The identity assertions' public keys, for the machine listener and /_svc/auth/jwks.json. */
+  assertionKeys: AssertionKeyStore;
+  /** Whether PostgreSQL answers (the health route). */
+  database: { ping: () => Promise<void> };
   log: Logger;
   clock: () => Date;
 }
@@ -60,7 +81,7 @@ export async function assembleServices(deps: {
   clock?: () => Date;
   /** The deploy recorder's Lease in kube-system: one per database (tests give each of theirs one). */
   recorderLease?: string;
-}): Promise<{ services: Services; kube: { kc: k8s.KubeConfig; core: k8s.CoreV1Api }; stop: () => Promise<void> }> {
+}): Promise<{ services: Services; kube: { kc: k8s.KubeConfig; core: k8s.CoreV1Api }; db: Db; stop: () => Promise<void> }> {
   const { config, db, kc, tokens, log } = deps;
   const clock = deps.clock ?? (() => new Date());
   const core = kc.makeApiClient(k8s.CoreV1Api);
@@ -90,8 +111,8 @@ export async function assembleServices(deps: {
   const deployer = new Deployer(artifacts, deploys, apps, log, config.deploys.artifactBaseUrl);
   const services: Services = {
     config,
-    db,
     tokens,
+    accounts: { get: (id) => getAccount(db, id) },
     apps,
     machines,
     env,
@@ -100,6 +121,16 @@ export async function assembleServices(deps: {
     deployer,
     actions: new AppActions({ apps, env, deploys, deployer, artifacts, machines }),
     auth: { users: new AppUserStore(db, clock), sessions: new SessionStore(db, clock), links: new LinkStore(db, clock) },
+    events: { list: (accountId, opts) => listEvents(db, accountId, opts) },
+    usage: { between: (accountId, start, end) => usageBetween(db, accountId, start, end), history: (accountId, now, months) => usageHistory(db, accountId, now, months) },
+    webhooks: {
+      list: (accountId) => listWebhooks(db, accountId),
+      create: (accountId, input) => createWebhook(db, accountId, input),
+      delete: (accountId, id) => deleteWebhook(db, accountId, id),
+    },
+    requestMetrics: { series: (appUid, start, end, stepMs) => requestSeries(db, appUid, start, end, stepMs) },
+    assertionKeys: new AssertionKeyStore(db, { rotationMs: config.assertion.rotationMs, maxAssertionLifetimeMs: config.assertion.lifetimeSeconds * 1000 }),
+    database: { ping: async () => void (await db.raw('select 1')) },
     log,
     clock,
   };
@@ -112,6 +143,7 @@ export async function assembleServices(deps: {
     services,
     // For set-up (the first account) and tests; handlers work through the repositories above.
     kube: { kc, core },
+    db,
     stop: async () => {
       clearInterval(hostnameTimer);
       await recorder.stop();

@@ -33,7 +33,7 @@ export class DeployRecorder {
 
   constructor(
     private readonly apps: AppFeed,
-    private readonly deploys: DeployStore,
+    private readonly deploys: Pick<DeployStore, 'finish' | 'replaceOlder' | 'failOrphans'>,
     private readonly election: Pick<LeaderElection, 'run' | 'release'>,
     private readonly log: Logger,
     /** Runs once per deploy recorded live (email invitations of the policy it serves). */

@@ -1,6 +1,6 @@
 // Authentication and authorization of one operation: the bearer token must verify, and its
 // restrictions must allow the operation's action and app. Refusals name what is lacking.
-import { getAccount, type Account } from '../../lib/accounts.js';
+import { type Account } from '../../lib/accounts.js';
 import { TokenRejected, type Principal } from '../../lib/tokens/store.js';
 import { ApiError } from '../errors.js';
 import type { AuthenticatedOperation, Caller } from '../operation.js';
@@ -46,7 +46,7 @@ export class Authenticator {
     const now = Date.now();
     const cached = this.accounts.get(principal.accountId);
     if (cached && now - cached.at < accountCacheMs) return { principal, account: cached.account };
-    const account = await getAccount(this.s.db, principal.accountId);
+    const account = await this.s.accounts.get(principal.accountId);
     if (!account) throw new ApiError('invalid_token', 'invalid token: its account no longer exists');
     this.accounts.set(principal.accountId, { account, at: now });
     return { principal, account };

@@ -1,10 +1,9 @@
 // The account group: the caller's account, its API tokens, usage, webhooks and events.
 import { z } from 'zod';
-import { listEvents } from '../../lib/events.js';
 import { parseDuration } from '../../lib/duration.js';
 import { actions, type Restriction } from '../../lib/tokens/token.js';
-import { usageBetween, usageHistory, monthStart, meters } from '../../lib/usage.js';
-import { createWebhook, deleteWebhook, listWebhooks, WebhookExistsError, type Webhook } from '../../lib/webhooks/store.js';
+import { monthStart, meters } from '../../lib/usage.js';
+import { WebhookExistsError, type Webhook } from '../../lib/webhooks/store.js';
 import { resolverFor, webhookUrlProblemResolved } from '../../lib/webhooks/url-guard.js';
 import { conflict, invalid, notFound } from '../errors.js';
 import { op, type Operation } from '../operation.js';
@@ -102,7 +101,7 @@ export function accountOperations(s: Services): Operation[] {
       query: eventsQuery,
       response: z.object({ events: z.array(eventSchema), next_after: z.number().nullable() }),
       handler: async ({ caller, query }) => {
-        const events = await listEvents(s.db, caller.account.id, {
+        const events = await s.events.list(caller.account.id, {
           after: query.after,
           limit: query.limit,
           types: query.type?.split(',').filter(Boolean),
@@ -204,7 +203,7 @@ export function accountOperations(s: Services): Operation[] {
       handler: async ({ caller }) => {
         const now = s.clock();
         const start = monthStart(now);
-        const totals = await usageBetween(s.db, caller.account.id, start, now);
+        const totals = await s.usage.between(caller.account.id, start, now);
         return { body: { start: start.toISOString(), end: now.toISOString(), meters: totals } };
       },
     }),
@@ -219,7 +218,7 @@ export function accountOperations(s: Services): Operation[] {
       query: historyQuery,
       response: z.object({ history: z.array(periodSchema) }),
       handler: async ({ caller, query }) => {
-        const periods = await usageHistory(s.db, caller.account.id, s.clock(), query.months);
+        const periods = await s.usage.history(caller.account.id, s.clock(), query.months);
         return { body: { history: periods.map((p) => ({ start: p.start.toISOString(), end: p.end.toISOString(), meters: p.meters })) } };
       },
     }),
@@ -234,7 +233,7 @@ export function accountOperations(s: Services): Operation[] {
       response: z.object({ webhooks: z.array(webhookSchema) }),
       handler: async ({ caller }) => ({
         body: {
-          webhooks: (await listWebhooks(s.db, caller.account.id)).map(presentWebhook),
+          webhooks: (await s.webhooks.list(caller.account.id)).map(presentWebhook),
         },
       }),
     }),
@@ -252,7 +251,7 @@ export function accountOperations(s: Services): Operation[] {
       handler: async ({ caller, body }) => {
         const problem = await webhookUrlProblemResolved(body.url, { allowPrivate: s.config.webhookAllowPrivate, resolver: resolverFor(s.config.webhookDnsServers) });
         if (problem) throw invalid(problem);
-        const { webhook, secret } = await createWebhook(s.db, caller.account.id, {
+        const { webhook, secret } = await s.webhooks.create(caller.account.id, {
           url: body.url,
           eventTypes: body.events,
           description: body.description,
@@ -272,7 +271,7 @@ export function accountOperations(s: Services): Operation[] {
       action: 'admin',
       status: 204,
       handler: async ({ caller, params }) => {
-        if (!(await deleteWebhook(s.db, caller.account.id, params.webhookID!))) throw notFound(`webhook ${params.webhookID}`);
+        if (!(await s.webhooks.delete(caller.account.id, params.webhookID!))) throw notFound(`webhook ${params.webhookID}`);
         return { status: 204, body: undefined };
       },
     }),

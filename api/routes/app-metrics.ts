@@ -4,7 +4,7 @@
 // through the apiserver's node proxy. docs/api/metrics.md describes the paths.
 import { z } from 'zod';
 import { parseDuration } from '../../lib/duration.js';
-import { defaultRetentionDays, quantile, requestSeries, addTotals, emptyTotals, type RequestTotals, type SeriesPoint } from '../../lib/metrics/requests.js';
+import { defaultRetentionDays, quantile, addTotals, emptyTotals, type RequestTotals, type SeriesPoint } from '../../lib/metrics/requests.js';
 import type { AppRecord } from '../repositories/app-record.js';
 import { ApiError, invalid } from '../errors.js';
 import { op, type Operation } from '../operation.js';
@@ -191,7 +191,7 @@ export function appMetricsOperations(s: Services): Operation[] {
   const handlers: Record<MetricPath, (app: AppRecord, query: MetricsQuery) => Promise<unknown>> = {
     requests: async (app, query) => {
       const w = windowOf(query, s.clock().getTime());
-      const points = await requestSeries(s.db, app.id, w.start, w.end, w.stepMs);
+      const points = await s.requestMetrics.series(app.id, w.start, w.end, w.stepMs);
       const total = totalOf(points);
       return {
         ...windowBody(app, w),
@@ -201,7 +201,7 @@ export function appMetricsOperations(s: Services): Operation[] {
     },
     latency: async (app, query) => {
       const w = windowOf(query, s.clock().getTime());
-      const points = await requestSeries(s.db, app.id, w.start, w.end, w.stepMs);
+      const points = await s.requestMetrics.series(app.id, w.start, w.end, w.stepMs);
       const total = totalOf(points);
       return {
         ...windowBody(app, w),
@@ -214,7 +214,7 @@ export function appMetricsOperations(s: Services): Operation[] {
     summary: async (app, query) => {
       const w = windowOf({ ...query, step: undefined }, s.clock().getTime());
       // One step over the whole window.
-      const [total] = await requestSeries(s.db, app.id, w.start, w.end, w.end.getTime() - w.start.getTime());
+      const [total] = await s.requestMetrics.series(app.id, w.start, w.end, w.end.getTime() - w.start.getTime());
       const t = total ?? { ...emptyTotals(), start: w.start };
       return {
         app: app.name,

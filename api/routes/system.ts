@@ -15,7 +15,7 @@ export function systemOperations(s: Services, openapi: () => Record<string, unkn
       response: z.object({ status: z.literal('ok'), checks: z.object({ database: z.literal('ok') }) }),
       handler: async () => {
         try {
-          await s.db.raw('select 1');
+          await s.database.ping();
         } catch {
           throw new ApiError('unavailable', 'database unavailable');
         }

@@ -27,7 +27,7 @@ describe('API account endpoints', () => {
 
   it('usage sums real records of the current month; history goes back by month', async () => {
     api.clock.now = new Date('2026-03-15T12:00:00Z');
-    const db = api.services.db;
+    const db = api.db;
     const rec = (meter: string, subject: string, quantity: number, start: string, end: string) => ({
       account_id: api.account.id,
       meter,

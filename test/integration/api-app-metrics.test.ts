@@ -61,7 +61,7 @@ describe('API app metrics', () => {
   before(async () => {
     api = await startTestApi();
     app = await api.services.apps.create(api.account.namespace, 'hog', { kind: 'container', image: images.node, command: ['node', '-e', hogScript], machines: 1 });
-    recorder = new RequestRecorder(api.services.db, { flushIntervalMs: 60_000 });
+    recorder = new RequestRecorder(api.db, { flushIntervalMs: 60_000 });
   });
   after(async () => {
     await recorder?.stop();

@@ -135,7 +135,7 @@ describe('API tokens', () => {
 
   it('another account cannot revoke this account’s tokens', async () => {
     const t = await create({ name: 'mine' });
-    const account = await createAccount(api.services.db, api.kube.core, { email: `other-${Date.now()}@example.test` });
+    const account = await createAccount(api.db, api.kube.core, { email: `other-${Date.now()}@example.test` });
     try {
       const other = await api.services.tokens.issue(account.id, {});
       const res = await api.request('DELETE', `/api/account/tokens/${t.nonce}`, { token: other.token });

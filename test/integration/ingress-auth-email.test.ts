@@ -42,7 +42,7 @@ describe('ingress-auth email sign-in (Chromium, SMTP)', () => {
   };
   const mailsTo = (address: string) => smtp.received.filter((m) => m.to.includes(address));
   /** Mail queued to `address` in the outbox, sent or not. */
-  const queuedTo = async (address: string) => Number(((await api.services.db('mail_outbox').where({ to: address }).count({ n: '*' })) as Array<{ n: string }>)[0]!.n);
+  const queuedTo = async (address: string) => Number(((await api.db('mail_outbox').where({ to: address }).count({ n: '*' })) as Array<{ n: string }>)[0]!.n);
   const nth = async (address: string, n: number): Promise<ReceivedMail> => {
     await eventually(`mail #${n} to ${address}`, () => mailsTo(address).length >= n, { timeoutMs: 20_000, intervalMs: 50 });
     return mailsTo(address)[n - 1]!;
@@ -55,7 +55,7 @@ describe('ingress-auth email sign-in (Chromium, SMTP)', () => {
     const env = { SVC_APPS_URL_SUFFIX: `:${port}`, SVC_SMTP_URL: smtp.url, SVC_ROLLOUT_DEADLINE_SECONDS: '30' };
     api = await startTestApi({ env });
     sender = new MailSender({
-      db: api.services.db,
+      db: api.db,
       databaseUrl: api.services.config.databaseUrl,
       kc: kubeConfig(),
       mail: api.services.config.mail,
@@ -65,7 +65,7 @@ describe('ingress-auth email sign-in (Chromium, SMTP)', () => {
       pollMs: 500,
     });
     sender.start();
-    ia = await startTestIngress(api, { port, mail: new MailOutbox(api.services.db), env: { ...env, SVC_AUTH_EMAIL_PER_ADDRESS_HOURLY: '3', SVC_AUTH_EMAIL_PER_SOURCE_HOURLY: '12' } });
+    ia = await startTestIngress(api, { port, mail: new MailOutbox(api.db), env: { ...env, SVC_AUTH_EMAIL_PER_ADDRESS_HOURLY: '3', SVC_AUTH_EMAIL_PER_SOURCE_HOURLY: '12' } });
     chromium = await launchChromium();
     await json(await api.request('POST', '/api/apps', { body: { name: team } }), 201);
   });

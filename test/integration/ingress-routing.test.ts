@@ -68,7 +68,7 @@ describe('ingress-auth routing', () => {
 
   before(async () => {
     api = await startTestApi({ env: { SVC_ROLLOUT_DEADLINE_SECONDS: '30' } });
-    recorder = new RequestRecorder(api.services.db, { flushIntervalMs: 60_000 });
+    recorder = new RequestRecorder(api.db, { flushIntervalMs: 60_000 });
     const config = loadConfig({ SVC_LOG_LEVEL: 'silent', SVC_APPS_DOMAIN: domain }, { exists: () => false });
     ingress = await startIngress({ config, kc: kubeConfig(), log: createLogger('ingress-auth', 'silent'), recorder, host: '127.0.0.1', port: 0 });
     await json(await api.request('POST', '/api/apps', { body: { name: site } }), 201);
@@ -181,7 +181,7 @@ describe('ingress-auth routing', () => {
     assert.equal(now.s4 - before.s4, 1);
 
     async function totals(appUid: string) {
-      const rows = (await api.services.db('app_request_metrics').where({ app_uid: appUid }).select('requests', 'status_2xx', 'status_4xx', 'namespace', 'app_name')) as Array<{ requests: number; status_2xx: number; status_4xx: number; namespace: string; app_name: string }>;
+      const rows = (await api.db('app_request_metrics').where({ app_uid: appUid }).select('requests', 'status_2xx', 'status_4xx', 'namespace', 'app_name')) as Array<{ requests: number; status_2xx: number; status_4xx: number; namespace: string; app_name: string }>;
       for (const r of rows) assert.deepEqual([r.namespace, r.app_name], [api.account.namespace, site]);
       return rows.reduce((t, r) => ({ requests: t.requests + Number(r.requests), s2: t.s2 + Number(r.status_2xx), s4: t.s4 + Number(r.status_4xx) }), { requests: 0, s2: 0, s4: 0 });
     }

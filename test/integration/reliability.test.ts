@@ -40,9 +40,12 @@ async function kill9(name: string): Promise<void> {
   await eventually(`${name} (pid ${pid}) to be gone`, () => !alive(pid), { timeoutMs: 10_000, intervalMs: 50 });
 }
 
-/** Starts it again the way `make test` did (the script waits until it is ready). */
+/**
+ * Starts it again the way `make test` did (the script waits until it is ready, reading its log:
+ * so not with the tests' own SVC_LOG_LEVEL=silent).
+ */
 async function restart(script: string, ...args: string[]): Promise<void> {
-  await run(path.join(repoRoot, 'hack', script), args, { cwd: repoRoot, timeout: 180_000 });
+  await run(path.join(repoRoot, 'hack', script), args, { cwd: repoRoot, timeout: 180_000, env: { ...process.env, SVC_LOG_LEVEL: 'info' } });
 }
 
 const ready = (a: App) => a.status?.observedGeneration === a.metadata.generation && a.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
@@ -165,7 +168,7 @@ describe('reliability', { timeout: 30 * 60_000 }, () => {
       assert.equal((await api.request('POST', '/api/apps', { body: { name: 'steady' } })).status, 201);
       await recorded(await deploy('steady', '<h1>v1</h1>'), 'live');
       const v2 = await deploy('steady', '<h1>v2</h1>');
-      await run(path.join(repoRoot, 'hack', 'postgres.sh'), ['crash'], { cwd: repoRoot });
+      await restart('postgres.sh', 'crash');
       const downAt = Date.now();
       try {
         // A read and a deploy while it is gone: 503 with Retry-After, nothing half-written.

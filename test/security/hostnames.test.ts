@@ -19,7 +19,7 @@ describe('security: app hostnames are held across accounts', () => {
 
   before(async () => {
     api = await startTestApi();
-    mallory = await createAccount(api.services.db, api.kube.core, { email: `mallory-${suffix}@example.test` });
+    mallory = await createAccount(api.db, api.kube.core, { email: `mallory-${suffix}@example.test` });
     malloryToken = (await api.services.tokens.issue(mallory.id, { name: 'mallory' })).token;
   });
   after(async () => {
@@ -30,7 +30,7 @@ describe('security: app hostnames are held across accounts', () => {
   const create = (name: string, token = api.token) => api.request('POST', '/api/apps', { body: { name }, token });
   const errorOf = async (res: Response) => ((await res.json()) as { error: string }).error;
   const held = async (name: string) => {
-    const row = (await api.services.db('hostnames').where({ name }).first()) as { released_at: Date | null } | undefined;
+    const row = (await api.db('hostnames').where({ name }).first()) as { released_at: Date | null } | undefined;
     return row?.released_at != null;
   };
 
@@ -79,7 +79,7 @@ describe('security: app hostnames are held across accounts', () => {
     // A preview is an App named <app>--<ref>: the owner's preview holds its hostname too.
     const preview = await api.request('POST', `/api/apps/${n('target')}/previews`, { body: { ref: 'one' } });
     assert.ok(preview.status < 300, await preview.clone().text());
-    const row = (await api.services.db('hostnames').where({ name: `${n('target')}--one` }).first()) as { namespace: string } | undefined;
+    const row = (await api.db('hostnames').where({ name: `${n('target')}--one` }).first()) as { namespace: string } | undefined;
     assert.equal(row?.namespace, api.account.namespace);
   });
 
@@ -101,11 +101,11 @@ describe('security: app hostnames are held across accounts', () => {
       body: { apiVersion, kind: 'App', metadata: { name: n('gitops') }, spec: { kind: 'container', image: 'busybox', machines: 0 } },
     });
     await eventually('the App in the cache', () => api.services.apps.names().some(([, name]) => name === n('gitops')));
-    const result = await new HostnameStore(api.services.db, 30 * 86_400_000, api.clock.read).reconcile(api.services.apps.names());
+    const result = await new HostnameStore(api.db, 30 * 86_400_000, api.clock.read).reconcile(api.services.apps.names());
     assert.ok(result.claimed >= 1);
     assert.equal((await create(n('gitops'), malloryToken)).status, 409);
     // Other platforms' apps on the same cluster (other tests' databases) are not claimed here.
-    const foreign = (await api.services.db('hostnames').whereNotIn('namespace', [api.account.namespace, mallory.namespace]).count({ c: '*' })) as Array<{ c: string }>;
+    const foreign = (await api.db('hostnames').whereNotIn('namespace', [api.account.namespace, mallory.namespace]).count({ c: '*' })) as Array<{ c: string }>;
     assert.equal(Number(foreign[0]!.c), 0);
   });
 });

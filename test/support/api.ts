@@ -20,6 +20,7 @@ import { migrateLatest } from '../../lib/db/migrate.js';
 import { createLogger } from '../../lib/logger.js';
 import { repoRoot } from '../../lib/paths.js';
 import { TokenStore } from '../../lib/tokens/store.js';
+import type { Db } from '../../lib/db/connection.js';
 import { freshDatabase } from './db.js';
 import { kubeConfig } from './kube.js';
 
@@ -42,6 +43,8 @@ export interface TestApi {
   account: Account;
   /** The cluster as the API reaches it, for tests that look behind the API. */
   kube: { kc: k8s.KubeConfig; core: k8s.CoreV1Api };
+  /** The API's database, for tests that look behind the API. */
+  db: Db;
   token: string;
   request(method: string, path: string, opts?: { token?: string | null; body?: unknown; headers?: Record<string, string> }): Promise<Response>;
   /** Another API replica on the same database, with its own caches. */
@@ -156,6 +159,7 @@ export async function startTestApi(opts: { env?: Record<string, string>; operati
     logLines,
     account,
     kube,
+    db: fresh.db,
     token,
     request,
     replica: async () => {

@@ -55,7 +55,7 @@ export async function startTestIngress(
   );
   const log = createLogger('ingress-auth', (process.env.SVC_TEST_INGRESS_LOG as 'debug' | undefined) ?? 'silent');
   const clock = new TestClock();
-  const db = api.services.db;
+  const db = api.db;
   const keys = new AssertionKeyStore(db, { rotationMs: config.assertion.rotationMs, maxAssertionLifetimeMs: config.assertion.lifetimeSeconds * 1000 });
   const signer = new AssertionSigner(keys, { issuer: config.assertion.issuer, lifetimeSeconds: config.assertion.lifetimeSeconds });
   const signIn = new SignIn({ db, config, log, signer, assertionLifetimeSeconds: config.assertion.lifetimeSeconds, clock: clock.read });
