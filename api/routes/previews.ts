@@ -31,7 +31,7 @@ function presentPreview(p: AppRecord): z.infer<typeof previewSchema> {
     app: p.name,
     id: p.id,
     url: p.status?.url ?? null,
-    status: p.status?.conditions?.find((c) => c.type === 'Ready')?.reason ?? 'Pending',
+    status: p.conditions.Ready?.reason ?? 'Pending',
     current_deploy: p.status?.currentDeploy ?? null,
     created_at: p.createdAt?.toISOString() ?? null,
   };

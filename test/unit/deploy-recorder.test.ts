@@ -79,6 +79,17 @@ function election() {
   return e;
 }
 
+/** A recorder that leads from the start, on a feed and a store of its own. */
+function leading() {
+  const feed = new Feed();
+  const store = new Store();
+  const e = election();
+  const r = new DeployRecorder(feed, store, e, log);
+  r.start();
+  e.lead();
+  return { feed, store, r };
+}
+
 describe('DeployRecorder', () => {
   it('writes nothing before it leads, then catches up on every App, oldest outcome first, with the controller\'s time', async () => {
     const feed = new Feed();
@@ -108,12 +119,7 @@ describe('DeployRecorder', () => {
   });
 
   it('an outcome whose row is not written yet is written on the App\'s next change', async () => {
-    const feed = new Feed();
-    const store = new Store();
-    const e = election();
-    const r = new DeployRecorder(feed, store, e, log);
-    r.start();
-    e.lead();
+    const { feed, store, r } = leading();
     feed.put(app('u2', [{ id: 'd9', state: 'live', at: '2026-01-01T00:00:00Z' }]));
     await eventually('the first try', () => store.calls.length === 1, { timeoutMs: 2000, intervalMs: 5 });
     store.add('d9', 'u2', 9);
@@ -123,12 +129,7 @@ describe('DeployRecorder', () => {
   });
 
   it('retries by itself while the store is away, without a new change of the App', async () => {
-    const feed = new Feed();
-    const store = new Store();
-    const e = election();
-    const r = new DeployRecorder(feed, store, e, log);
-    r.start();
-    e.lead();
+    const { feed, store, r } = leading();
     store.add('d5', 'u3', 5);
     store.down = true;
     feed.put(app('u3', [{ id: 'd5', state: 'live', at: '2026-01-01T00:00:00Z' }]));
@@ -139,12 +140,7 @@ describe('DeployRecorder', () => {
   });
 
   it('fails the deploys in flight of an App that was deleted', async () => {
-    const feed = new Feed();
-    const store = new Store();
-    const e = election();
-    const r = new DeployRecorder(feed, store, e, log);
-    r.start();
-    e.lead();
+    const { feed, store, r } = leading();
     feed.put(app('u4', []));
     store.add('d7', 'u4', 7);
     feed.remove('u4');
