@@ -9,7 +9,7 @@ import * as k8s from '@kubernetes/client-node';
 import { keepWatching } from '../lib/kube/keep-watching.js';
 import type { Logger } from '../lib/logger.js';
 import { group, version, type App } from '../lib/resources/index.js';
-import { labels } from '../lib/contract.js';
+import { labels, pluralOf } from '../lib/contract.js';
 
 export interface Backend {
   address: string;
@@ -167,9 +167,9 @@ export class RouteTable implements RouteSource {
     const custom = kc.makeApiClient(k8s.CustomObjectsApi);
     const discovery = kc.makeApiClient(k8s.DiscoveryV1Api);
     this.apps = new k8s.ListWatch<App>(
-      `/apis/${group}/${version}/apps`,
+      `/apis/${group}/${version}/${pluralOf('App')}`,
       new k8s.Watch(kc),
-      () => custom.listClusterCustomObject({ group, version, plural: 'apps' }) as Promise<k8s.KubernetesListObject<App>>,
+      () => custom.listClusterCustomObject({ group, version, plural: pluralOf('App') }) as Promise<k8s.KubernetesListObject<App>>,
       false,
     );
     this.slices = new k8s.ListWatch<k8s.V1EndpointSlice>(

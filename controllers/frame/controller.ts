@@ -136,7 +136,8 @@ export class Controller<T extends WithStatus, S extends object> {
 
   /** Call once the informers have started: every object is reconciled now, and again each resync. */
   start(): void {
-    this.resync();
+    // The first pass is no resync: every object is new to this process.
+    for (const obj of this.opts.primary.list()) this.add(keyOf(obj));
     this.resyncTimer = setInterval(() => this.resync(), this.opts.resyncMs ?? defaultResyncMs);
     this.resyncTimer.unref();
     // What the controller did lately, when it did anything: enough to see a backlog or a storm.

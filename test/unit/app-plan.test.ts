@@ -28,6 +28,8 @@ describe('App plan', () => {
     assert.equal(p.create[0]?.metadata?.ownerReferences?.[0]?.uid, 'u1');
     assert.equal(p.status.ready, '0/2');
     assert.equal(p.status.url, 'http://shop.apps.localhost:8081');
+    const secure = { ...settings, site: { ...settings.site, secure: true } };
+    assert.equal(plan(a, [], secure, now).status.url, 'https://shop.apps.localhost:8081', 'https where app hostnames are served over it, as the API\'s links say');
     assert.deepEqual([['Ready', p.ready.ok], ...p.conditions.map((c) => [c.type, c.ok])], [['Ready', false], ['Progressing', true], ['Degraded', false]]);
   });
 
