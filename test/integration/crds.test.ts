@@ -176,9 +176,9 @@ describe('custom resources (real apiserver)', () => {
     }, { timeoutMs: 60_000 });
     const table = await kubectl('get', 'apps.svc.dev', '-n', ns.name, 'columns');
     const [header, row] = table.trim().split('\n');
-    assert.match(header ?? '', /^NAME\s+KIND\s+URL\s+READY\s+DEPLOY\s+AGE$/);
+    assert.match(header ?? '', /^NAME\s+KIND\s+URL\s+READY\s+DEPLOY\s+ROLLOUT\s+AGE$/);
     const cells = (row ?? '').split(/\s+/);
-    assert.deepEqual(cells.slice(0, 5), ['columns', 'container', app.status!.url, app.status!.ready, 'dep-1']);
+    assert.deepEqual(cells.slice(0, 6), ['columns', 'container', app.status!.url, app.status!.ready, 'dep-1', 'Live']);
   });
 
   it('lists every kind together through the svc-all category and short names', async () => {
