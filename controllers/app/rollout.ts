@@ -43,6 +43,9 @@ export function serving(app: App, revision: string): { app: App; halted: boolean
 /** The rollout of `revision` after what was observed now. */
 export function nextRollout(previous: Rollout | undefined, revision: string, deploy: string | undefined, observed: { failed?: string | undefined; complete: boolean }, now: Date): Rollout {
   const same = previous?.revision === revision;
+  // A revision that went live stays so: a machine of it failing later is the app being Degraded
+  // (and replaced), not its rollout failing, and must not latch the App onto its last live revision.
+  if (same && previous.state === 'Live') return previous;
   const startedAt = same ? previous.startedAt : now.toISOString();
   const base = { revision, ...(deploy ? { deploy } : {}), startedAt };
   if (observed.failed !== undefined) return { ...base, state: 'Failed', reason: observed.failed, finishedAt: same && previous.state === 'Failed' && previous.finishedAt ? previous.finishedAt : now.toISOString() };

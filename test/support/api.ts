@@ -183,6 +183,8 @@ export async function startTestApi(opts: { env?: Record<string, string>; operati
         await new Promise((res) => s.close(res));
       }
       await core.deleteNamespace({ name: account.namespace }).catch(() => undefined);
+      // Its recorder's Lease goes with it (one per test API would pile up in kube-system).
+      await kc.makeApiClient(k8s.CoordinationV1Api).deleteNamespacedLease({ namespace: 'kube-system', name: recorderLease }).catch(() => undefined);
       await fresh.dispose();
       await rm(artifactDir, { recursive: true, force: true });
     },

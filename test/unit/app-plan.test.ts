@@ -244,6 +244,22 @@ describe('App plan', () => {
       assert.equal(next.status.rollout?.deploy, 'dep-3');
     });
 
+    it('a machine of a live revision that fails later degrades the App; the rollout stays Live and nothing latches', () => {
+      const a = app({ deployId: 'dep-1' });
+      const p1 = plan(a, [], settings, now);
+      const m = ready(p1.create[0]!);
+      const live = written(a, plan(written(a, p1), [m], settings, now));
+      assert.equal(live.status?.rollout?.state, 'Live');
+      const crashed = plan(live, [crashing(m)], settings, now);
+      assert.equal(crashed.status.rollout?.state, 'Live');
+      assert.equal(crashed.conditions.find((c) => c.type === 'Progressing')?.reason, 'RollingOut');
+      assert.equal(crashed.conditions.find((c) => c.type === 'Degraded')?.ok, true);
+      assert.deepEqual(crashed.status.deploys?.map((d) => d.state), ['live'], 'the deploy stays live');
+      const recovered = plan(written(live, crashed), [m], settings, now);
+      assert.equal(recovered.status.rollout?.state, 'Live');
+      assert.equal(recovered.ready.ok, true);
+    });
+
     it('keeps the last outcomes only, newest first', () => {
       let a = app({ deployId: 'dep-0' });
       for (let i = 0; i < 12; i++) {
