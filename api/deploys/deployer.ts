@@ -280,7 +280,8 @@ function policySummary(auth: AuthPolicy | undefined): Record<string, unknown> {
  */
 export function deploySpecOf(app: AppRecord): DeploySpec | undefined {
   const live = app.status?.live?.spec as Partial<App['spec']> | undefined;
-  const s: Partial<App['spec']> = live?.kind ? { ...live, auth: app.spec.auth } : app.spec;
+  // The snapshot carries the policy those pages were deployed with.
+  const s: Partial<App['spec']> = live?.kind ? live : app.spec;
   if (!s.kind) return undefined;
   return {
     kind: s.kind,

@@ -1,6 +1,7 @@
 // The App reconciler's pure half: from an App and the machines (Pods) observed for it, what should
 // exist (its Service and one Pod per machine ordinal at the current revision), what should go, and
-// the status to report. No I/O here; controllers/app/reconciler.ts applies the result.
+// the status to report, with how the rollout stands (rollout.ts decides it). No I/O here;
+// controllers/app/reconciler.ts applies the result and the frame writes the status.
 import { createHash } from 'node:crypto';
 import type * as k8s from '@kubernetes/client-node';
 import { artifactCredentialTtlSeconds, mintArtifactCredential } from '../../lib/artifacts/credential.js';
