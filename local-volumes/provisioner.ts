@@ -37,6 +37,8 @@ export function volumeFor(pvc: k8s.V1PersistentVolumeClaim, node: string, dir: s
 export class LocalProvisioner {
   private readonly watches: Array<{ stop(): Promise<void> }> = [];
 
+  private resync: NodeJS.Timeout | undefined;
+
   constructor(
     private readonly kc: k8s.KubeConfig,
     private readonly nodes: readonly string[],
@@ -83,6 +85,12 @@ export class LocalProvisioner {
     };
     volumes.on('add', reclaim);
     volumes.on('update', reclaim);
+    // Level-triggered: every claim and volume is looked at again each minute, whatever events were
+    // lost. The timer also keeps this process alive while its watches restart (theirs do not).
+    this.resync = setInterval(() => {
+      for (const c of claims.list()) provision(c);
+      for (const v of volumes.list()) reclaim(v);
+    }, 60_000);
     for (const [w, what] of [
       [claims, 'claims'],
       [volumes, 'volumes'],
@@ -94,6 +102,7 @@ export class LocalProvisioner {
   }
 
   async stop(): Promise<void> {
+    clearInterval(this.resync);
     for (const w of this.watches) await w.stop();
   }
 }

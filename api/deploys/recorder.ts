@@ -17,6 +17,18 @@ export interface AppFeed {
   onDelete(fn: (app: App) => void): void;
 }
 
+/** A pass that takes longer than this is abandoned and retried (a connection that hangs). */
+const recordDeadlineMs = 15_000;
+
+function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer from the database within ${ms} ms`)), ms);
+    timer.unref();
+  });
+  return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
+}
+
 /** How often in-flight deploys of deleted Apps are looked for, besides on each delete. */
 const sweepEveryMs = 60_000;
 
@@ -28,8 +40,8 @@ export class DeployRecorder {
   /** One pass at a time per App; a change seen meanwhile runs once more after. */
   private readonly running = new Map<string, { again: App | undefined }>();
   private sweepTimer: NodeJS.Timeout | undefined;
-  /** Failed attempts per App uid, for the back-off of retries (1 s doubling to 30 s). */
-  private readonly retries = new Map<string, number>();
+  /** Failed attempts per App uid and the pending retry. */
+  private readonly retries = new Map<string, { attempt: number; timer: NodeJS.Timeout }>();
 
   constructor(
     private readonly apps: AppFeed,
@@ -54,6 +66,7 @@ export class DeployRecorder {
     this.stopped = true;
     this.leading = false;
     clearInterval(this.sweepTimer);
+    for (const r of this.retries.values()) clearTimeout(r.timer);
     await this.election.release();
   }
 
@@ -86,7 +99,7 @@ export class DeployRecorder {
       let next: App | undefined = app;
       while (next && this.leading) {
         slot.again = undefined;
-        const failed = await this.record(next).then(
+        const failed = await withDeadline(this.record(next), recordDeadlineMs).then(
           () => false,
           (err: unknown) => {
             this.log.warn({ err, app: next!.metadata.name }, 'Recording deploy outcomes failed; retrying');
@@ -95,21 +108,26 @@ export class DeployRecorder {
         );
         // PostgreSQL away: the App may not change again, so look again after a while by itself.
         if (failed) this.retryLater(uid);
-        else this.retries.delete(uid);
+        else {
+          clearTimeout(this.retries.get(uid)?.timer);
+          this.retries.delete(uid);
+        }
         next = slot.again;
       }
       this.running.delete(uid);
     })();
   }
 
+  /** One retry timer per App, 0.5 s doubling to 5 s: recording is cheap, and an outage's end should show at once. */
   private retryLater(uid: string): void {
-    const attempt = (this.retries.get(uid) ?? 0) + 1;
-    this.retries.set(uid, attempt);
+    const attempt = (this.retries.get(uid)?.attempt ?? 0) + 1;
+    clearTimeout(this.retries.get(uid)?.timer);
     const timer = setTimeout(() => {
       const app = this.apps.all().find((a) => a.metadata.uid === uid);
       if (app && this.leading) this.schedule(app);
-    }, Math.min(1000 * 2 ** (attempt - 1), 30_000));
+    }, Math.min(500 * 2 ** (attempt - 1), 5000));
     timer.unref();
+    this.retries.set(uid, { attempt, timer });
   }
 
   /** Writes the outcomes an App's status reports that are not written yet. Visible for tests. */

@@ -9,10 +9,17 @@ export type Db = Knex;
  */
 export const acquireTimeoutMs = 5000;
 
+/**
+ * No query of the platform takes this long; one that does is on a connection whose server went
+ * away without the socket saying so (a crash mid-query), and must fail rather than hang its caller.
+ */
+export const queryTimeoutMs = 15_000;
+
 export function connect(databaseUrl: string, opts: { poolMax?: number; acquireTimeoutMs?: number } = {}): Db {
   return knexFactory({
     client: 'pg',
-    connection: databaseUrl,
+    // TCP keep-alive finds a dead server on an idle pooled connection; the query timeout, on a busy one.
+    connection: { connectionString: databaseUrl, keepAlive: true, query_timeout: queryTimeoutMs },
     pool: { min: 0, max: opts.poolMax ?? 10 },
     acquireConnectionTimeout: opts.acquireTimeoutMs ?? acquireTimeoutMs,
   });

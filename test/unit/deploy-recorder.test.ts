@@ -133,9 +133,12 @@ describe('DeployRecorder', () => {
     store.add('d5', 'u3', 5);
     store.down = true;
     feed.put(app('u3', [{ id: 'd5', state: 'live', at: '2026-01-01T00:00:00Z' }]));
-    await new Promise((res) => setTimeout(res, 50));
+    // Away long enough for several retries, with App changes meanwhile.
+    await new Promise((res) => setTimeout(res, 2500));
+    feed.put(app('u3', [{ id: 'd5', state: 'live', at: '2026-01-01T00:00:00Z' }]));
+    await new Promise((res) => setTimeout(res, 1000));
     store.down = false;
-    await eventually('written after the store came back', () => store.rows.get('d5')!.status === 'live', { timeoutMs: 5000, intervalMs: 20 });
+    await eventually('written after the store came back', () => store.rows.get('d5')!.status === 'live', { timeoutMs: 8000, intervalMs: 20 });
     await r.stop();
   });
 
