@@ -442,9 +442,29 @@ describe('nodes: kubelet + containerd', () => {
       const name = `client-${node}`;
       await core.createNamespacedPod({
         namespace: ns.name,
-        body: pod(name, { nodeName: node, restartPolicy: 'Never', containers: [{ name: 'main', image: images.python, command: ['python3', '-c', `import urllib.request; print(urllib.request.urlopen("http://${ip}/debian_version", timeout=10).status)`] }] }),
+        // kube-proxy programs a new Service's rules within seconds, not at once: the client tries for
+        // up to 45 s, and reports the last error if it never gets through.
+        body: pod(name, {
+          nodeName: node,
+          restartPolicy: 'Never',
+          containers: [
+            {
+              name: 'main',
+              image: images.python,
+              command: [
+                'python3',
+                '-c',
+                `import time, urllib.request\nfor i in range(45):\n    try:\n        print(urllib.request.urlopen("http://${ip}/debian_version", timeout=3).status); break\n    except Exception as e:\n        err = e; time.sleep(1)\nelse:\n    raise SystemExit(f"no answer: {err}")`,
+              ],
+            },
+          ],
+        }),
       });
-      await eventually(`${name} to finish`, async () => (await read(name)).status?.phase === 'Succeeded', { timeoutMs: 60_000 });
+      const phase = await eventually(`${name} to finish`, async () => {
+        const p = (await read(name)).status?.phase;
+        return p === 'Succeeded' || p === 'Failed' ? p : undefined;
+      }, { timeoutMs: 90_000 });
+      assert.equal(phase, 'Succeeded', `from ${node}: ${await logs(name)}`);
       assert.equal(await logs(name), '200\n', `from ${node}`);
     }
   });
