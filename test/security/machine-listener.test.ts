@@ -3,24 +3,11 @@
 // nothing else: the API's routes, with or without a token, and any path spelled to reach them, are
 // refused with a 4XX. Real API on the test database.
 import assert from 'node:assert/strict';
-import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { startTestApi, type TestApi } from '../support/api.js';
+import { rawRequest } from '../support/raw-request.js';
 
-/** A raw request: the target is sent as written, not normalized by a URL parser. */
-function raw(base: string, target: string, method = 'GET', headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
-  const u = new URL(base);
-  return new Promise((resolve, reject) => {
-    const req = request({ host: u.hostname, port: u.port, path: target, method, headers }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode!, body }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
+const raw = (base: string, target: string, method = 'GET', headers: Record<string, string> = {}) => rawRequest(base, target, { method, headers });
 
 describe('security: the machine listener serves machines only what they need', () => {
   let api: TestApi;

@@ -7,7 +7,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
-import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -18,6 +17,7 @@ import { createLogger } from '../../lib/logger.js';
 import { repoRoot } from '../../lib/paths.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { images } from '../support/images.js';
+import { rawRequest } from '../support/raw-request.js';
 import { kubeConfig, kubectl, testNamespace, uniqueName } from '../support/kube.js';
 import { eventually } from '../support/wait.js';
 
@@ -75,18 +75,7 @@ describe('security: tenant isolation on the real nodes', () => {
     return JSON.parse(text) as T;
   };
   /** A request through ingress-auth, as a visitor of the app sends it. */
-  const via = (app: string, target: string) =>
-    new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const u = new URL(ingress.url);
-      const req = httpRequest({ host: u.hostname, port: u.port, path: target, headers: { host: `${app}.${domain}` }, timeout: 30_000 }, (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (body += c));
-        res.on('end', () => resolve({ status: res.statusCode!, body }));
-      });
-      req.on('error', reject);
-      req.end();
-    });
+  const via = (app: string, target: string) => rawRequest(ingress.url, target, { headers: { host: `${app}.${domain}` }, timeoutMs: 30_000 });
   const serving = (app: string, target = '/') =>
     eventually(`${app} to answer 200 through ingress-auth`, async () => {
       const r = await via(app, target);
