@@ -6,13 +6,16 @@ import { createLogger } from '../lib/logger.js';
 import { LeaderElection } from '../lib/kube/leader.js';
 import { appSettings } from './app/settings.js';
 import { Manager } from './manager.js';
+import { sandboxSettings } from './sandbox/settings.js';
 
 const config = loadConfigOrExit('controllers');
 const log = createLogger('controllers', config.logLevel);
 const kc = loadKubeConfig(config.kubeconfig);
 if (!config.deploys.artifactKey) log.error('No artifact key (SVC_ARTIFACT_KEY or SVC_ARTIFACT_KEY_FILE): machines of static, HTML, Markdown and handler apps cannot fetch their artifact');
 const election = new LeaderElection(kc.makeApiClient(k8s.CoordinationV1Api), 'kube-system', 'svc-controllers', log);
-const manager = new Manager(kc, appSettings(config), log);
+const sandboxes = sandboxSettings(config);
+if (!sandboxes) log.error('No artifact key (SVC_ARTIFACT_KEY or SVC_ARTIFACT_KEY_FILE): sandboxes are not served (their agents\' tokens derive from it)');
+const manager = new Manager(kc, appSettings(config), log, { sandboxes });
 
 async function shutdown(signal: string): Promise<void> {
   log.info({ signal }, 'Stopping controllers');

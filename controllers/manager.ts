@@ -1,32 +1,44 @@
 // The controllers' manager: one shared informer per kind it reads, and a controller on the frame
-// (controllers/frame/) per kind it owns: Apps (their machines, Services and NetworkPolicies) and
-// account Namespaces (their guardrails). It works only while it holds the leader Lease (main.ts).
+// (controllers/frame/) per kind it owns: Apps (their machines, Services and NetworkPolicies),
+// account Namespaces (their guardrails), Sandboxes (their pods) and the sandbox pool (the sandbox
+// namespace's free pods and policies). It works only while it holds the leader Lease (main.ts).
 import os from 'node:os';
 import * as k8s from '@kubernetes/client-node';
 import { group, labels, managers, pluralOf, version } from '../lib/contract.js';
-import { accountLabel } from '../lib/accounts.js';
-import { mergePatch } from '../lib/kube/client.js';
+import { accountLabel, podSecurityLabels } from '../lib/accounts.js';
+import { kubeStatus, mergePatch } from '../lib/kube/client.js';
 import { EventRecorder } from '../lib/kube/events.js';
 import type { Logger } from '../lib/logger.js';
-import type { App } from '../lib/resources/index.js';
+import type { App, Sandbox } from '../lib/resources/index.js';
+import { defaultResources } from '../lib/sandbox/limits.js';
 import { AccountReconciler } from './account/reconciler.js';
 import type { AppSettings } from './app/desired.js';
 import { AppReconciler } from './app/reconciler.js';
 import { Controller, customStatusWriter } from './frame/controller.js';
 import { InformerFactory, targets } from './frame/informers.js';
+import { poolKey } from './sandbox/pod.js';
+import { PoolReconciler } from './sandbox/pool-reconciler.js';
+import { SandboxReconciler } from './sandbox/reconciler.js';
+import type { SandboxControllerSettings } from './sandbox/settings.js';
 
 export interface ManagerOptions {
   /** How often every object is reconciled again, changed or not (controllers/frame/controller.ts). */
   resyncMs?: number;
+  /** Sandboxes and their pool; without settings (no agent key) no Sandbox is served. */
+  sandboxes?: SandboxControllerSettings | undefined;
 }
 
 export class Manager {
   private readonly informers: InformerFactory;
   readonly apps: Controller<App, object>;
   readonly accounts: Controller<k8s.V1Namespace, never>;
+  readonly sandboxes: Controller<Sandbox, object> | undefined;
+  readonly pool: { controller: Controller<k8s.V1Namespace, never>; reconciler: PoolReconciler } | undefined;
+  private readonly core: k8s.CoreV1Api;
 
-  constructor(kc: k8s.KubeConfig, settings: AppSettings, private readonly log: Logger, opts: ManagerOptions = {}) {
+  constructor(kc: k8s.KubeConfig, settings: AppSettings, private readonly log: Logger, private readonly opts: ManagerOptions = {}) {
     const core = kc.makeApiClient(k8s.CoreV1Api);
+    this.core = core;
     const custom = kc.makeApiClient(k8s.CustomObjectsApi);
     const networking = kc.makeApiClient(k8s.NetworkingV1Api);
     this.informers = new InformerFactory(kc, log);
@@ -87,19 +99,91 @@ export class Manager {
     // The account's deny-all deleted by hand is put back (an App's policy goes back with its App).
     policies.on('delete', (policy: k8s.V1NetworkPolicy) => {
       if (policy.metadata?.ownerReferences?.some((o) => o.kind === 'App')) return;
+      if (policy.metadata?.namespace === opts.sandboxes?.pod.namespace) return;
       accountReconciler.forgetNamespace(policy.metadata!.namespace!);
       this.accounts.add(policy.metadata!.namespace!);
     });
+
+    const sbx = opts.sandboxes;
+    if (!sbx) {
+      this.sandboxes = undefined;
+      this.pool = undefined;
+      return;
+    }
+    // Sandboxes: the Sandbox objects of every account, and the sandbox pods (one namespace).
+    const sandboxes = this.informers.informer(targets.custom<Sandbox>(kc, group, version, pluralOf('Sandbox')));
+    const sandboxPods = this.informers.informer(targets.pods(kc, labels.sandboxPod));
+    const sandboxNamespace = this.informers.informer(targets.namespaces(kc, `kubernetes.io/metadata.name=${sbx.pod.namespace}`));
+    const key = poolKey(sbx.pod, { ...defaultResources });
+    const podsHere = () => sandboxPods.list(sbx.pod.namespace);
+    const sandboxReconciler = new SandboxReconciler(
+      core,
+      custom,
+      {
+        servingOf: (uid) => podsHere().find((p) => p.metadata?.labels?.[labels.sandboxUid] === uid),
+        membersOf: (k) => podsHere().filter((p) => p.metadata?.labels?.[labels.sandboxPool] === k && !p.metadata?.labels?.[labels.sandboxUid]),
+      },
+      { pod: sbx.pod, timing: { retentionMs: sbx.retentionMs, startDeadlineMs: sbx.startDeadlineMs }, poolKey: key },
+      log,
+      events,
+      () => this.pool?.controller.add(sbx.pod.namespace),
+    );
+    this.sandboxes = new Controller<Sandbox, object>({
+      kind: 'Sandbox',
+      primary: sandboxes,
+      reconciler: sandboxReconciler,
+      writeStatus: customStatusWriter<Sandbox>(custom, group, version, pluralOf('Sandbox'), mergePatch),
+      log,
+      concurrency: 16,
+      ...(opts.resyncMs !== undefined ? { resyncMs: opts.resyncMs } : {}),
+    });
+    const sandboxOf = (pod: k8s.V1Pod): string[] => {
+      const l = pod.metadata?.labels ?? {};
+      return l[labels.sandbox] && l[labels.sandboxNamespace] ? [`${l[labels.sandboxNamespace]}/${l[labels.sandbox]}`] : [];
+    };
+    this.sandboxes.watches(sandboxPods, sandboxOf);
+    const poolReconciler = new PoolReconciler(
+      core,
+      networking,
+      { pods: podsHere, sandboxExists: (uid) => sandboxes.list().some((s) => s.metadata?.uid === uid), reserved: sandboxReconciler.reserved },
+      { pod: sbx.pod, key, size: sbx.poolSize, platformCidrs: sbx.platformCidrs },
+      log,
+    );
+    const poolController = new Controller<k8s.V1Namespace, never>({ kind: 'SandboxPool', primary: sandboxNamespace, reconciler: poolReconciler, log, concurrency: 1, ...(opts.resyncMs !== undefined ? { resyncMs: opts.resyncMs } : {}) });
+    poolController.watches(sandboxPods, () => [sbx.pod.namespace]);
+    // A claimed pod whose Sandbox was deleted (kubectl delete) goes with the pool's next pass.
+    sandboxes.on('delete', () => poolController.add(sbx.pod.namespace));
+    policies.on('delete', (policy: k8s.V1NetworkPolicy) => {
+      if (policy.metadata?.namespace !== sbx.pod.namespace) return;
+      poolReconciler.forgetPolicies();
+      poolController.add(sbx.pod.namespace);
+    });
+    this.pool = { controller: poolController, reconciler: poolReconciler };
+  }
+
+  /** The sandbox namespace, made on first start: restricted Pod Security, like account namespaces. */
+  private async ensureSandboxNamespace(name: string): Promise<void> {
+    try {
+      await this.core.createNamespace({ body: { metadata: { name, labels: { ...podSecurityLabels, [labels.managedBy]: managers.controllers } } } });
+      this.log.info({ namespace: name }, 'Created the sandbox namespace');
+    } catch (err) {
+      if (kubeStatus(err) !== 409) throw err;
+    }
   }
 
   async start(): Promise<void> {
+    if (this.pool) await this.ensureSandboxNamespace(this.opts.sandboxes!.pod.namespace);
     await this.informers.start();
     this.accounts.start();
     this.apps.start();
+    this.pool?.controller.start();
+    this.sandboxes?.start();
     this.log.info({ apps: this.apps.stats().waiting }, 'Controllers started');
   }
 
   async stop(): Promise<void> {
+    this.sandboxes?.stop();
+    this.pool?.controller.stop();
     this.apps.stop();
     this.accounts.stop();
     await this.informers.stop();

@@ -7,6 +7,8 @@
 #   python       Debian with python3
 #   node         debian + Node.js of .node-version
 #   svc/runtime  python + Node.js + the platform's runtime (static, HTML, Markdown, handler apps)
+#   svc/sandbox  Debian with the sandbox runtimes (Python, Node.js, Bash, Perl, Ruby, PHP) and the
+#                platform's sandbox agent (sandbox-agent/)
 #   svc/api, svc/controllers, svc/ingress-auth   node + the platform's own code
 # Each image's tag is a digest of what went into it (plus the git commit for the platform's own), so
 # an image is rebuilt only when its inputs change and a rebuilt one never reuses a name. Layers are
@@ -172,6 +174,17 @@ image svc/runtime "$tag" "$python_ref" --clear=config.cmd --config.workingdir /a
   --config.entrypoint node --config.entrypoint /app/dist/runtime/main.js "$path_env" --config.env NODE_ENV=production -- \
   "$LAYERS/node-$node_key.tar" "$LAYERS/deps-$deps_key.tar" "$LAYERS/code-$code_key.tar"
 record SVC_RUNTIME_IMAGE svc/runtime "$tag"
+
+# Sandboxes: the runtimes GET /runtimes lists come from Debian's packages (and Node.js of the
+# platform), found by the agent at start (lib/sandbox/runtimes.ts).
+debian_layer sandbox "python3,ruby,php-cli"
+image sandbox-base "$DEBIAN_TAG" "" "$path_env" -- "$LAYERS/sandbox-$DEBIAN_TAG.tar"
+sandbox_base_ref=$BUILT_REF sandbox_base_tag=$DEBIAN_TAG
+tag="$(short "$sandbox_base_tag" "$node_key" "$deps_key" "$code_key")"
+image svc/sandbox "$tag" "$sandbox_base_ref" --clear=config.cmd --config.workingdir /home/app --config.user 1000:1000 \
+  --config.entrypoint node --config.entrypoint /app/dist/sandbox-agent/main.js "$path_env" --config.env NODE_ENV=production -- \
+  "$LAYERS/node-$node_key.tar" "$LAYERS/deps-$deps_key.tar" "$LAYERS/code-$code_key.tar"
+record SVC_SANDBOX_IMAGE svc/sandbox "$tag"
 
 for component in api controllers ingress-auth; do
   tag="$commit-$(short "$node_tag" "$deps_key" "$code_key")"

@@ -74,6 +74,14 @@ const envSchema = z.object({
   SVC_ARTIFACT_KEY_FILE: z.string().min(1).optional(),
   SVC_DEPLOY_UPLOAD_LIMIT_BYTES: z.coerce.number().int().min(1024).max(8 * 1024 ** 3).default(256 * 1024 ** 2),
   SVC_RUNTIME_IMAGE: z.string().min(1).default('svc/runtime:latest'),
+  SVC_SANDBOX_IMAGE: z.string().min(1).default('svc/sandbox:latest'),
+  SVC_SANDBOX_NAMESPACE: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a namespace name').default('svc-sandboxes'),
+  SVC_SANDBOX_RUNTIME_CLASS: z.string().regex(/^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$/, 'must be a RuntimeClass name, or empty for none').default('svc-sandbox'),
+  SVC_SANDBOX_POOL_SIZE: z.coerce.number().int().min(0).max(1000).default(2),
+  SVC_SANDBOX_RETENTION_HOURS: z.coerce.number().min(0.001).max(24 * 90).default(24),
+  SVC_SANDBOX_MAX_OPEN: z.coerce.number().int().min(1).max(10_000).default(10),
+  SVC_SANDBOX_EXEC_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(600),
+  SVC_SANDBOX_OUTPUT_LIMIT_BYTES: z.coerce.number().int().min(1024).max(64 * 1024 ** 2).default(1024 ** 2),
   SVC_ROLLOUT_DEADLINE_SECONDS: z.coerce.number().int().min(5).max(3600).default(120),
   SVC_PROXY_HOST: z.string().min(1).default('0.0.0.0'),
   SVC_PROXY_PORT: port.default(8081),
@@ -165,6 +173,24 @@ export interface Config {
     readonly runtimeImage: string;
     /** A rollout whose new machines are not ready by then fails, and the previous deploy stays. */
     readonly rolloutDeadlineSeconds: number;
+  };
+  /** Sandboxes and eval (docs/api/sandboxes.md, docs/decisions/0016-sandboxes.md). */
+  readonly sandboxes: {
+    /** The image every sandbox runs: the runtimes and the agent (hack/images.sh, svc/sandbox). */
+    readonly image: string;
+    /** Where sandbox pods run (the pool's and claimed ones), apart from every account's namespace. */
+    readonly namespace: string;
+    /** The RuntimeClass of sandbox pods; undefined for the cluster's default runtime. */
+    readonly runtimeClass: string | undefined;
+    /** Ready pods kept waiting for a claim. */
+    readonly poolSize: number;
+    /** How long an ended sandbox's record stays readable. */
+    readonly retentionMs: number;
+    /** Per account: sandboxes open at once (429 beyond), and execs per minute. */
+    readonly maxOpenPerAccount: number;
+    readonly execPerMinute: number;
+    /** Most bytes of stdout and of stderr an exec answers (the rest is counted and dropped). */
+    readonly outputLimitBytes: number;
   };
   /** ingress-auth: the proxy on every app hostname. */
   readonly proxy: {
@@ -291,6 +317,16 @@ export function loadConfig(
       runtimeImage: e.SVC_RUNTIME_IMAGE,
       rolloutDeadlineSeconds: e.SVC_ROLLOUT_DEADLINE_SECONDS,
     }),
+    sandboxes: Object.freeze({
+      image: e.SVC_SANDBOX_IMAGE,
+      namespace: e.SVC_SANDBOX_NAMESPACE,
+      runtimeClass: e.SVC_SANDBOX_RUNTIME_CLASS || undefined,
+      poolSize: e.SVC_SANDBOX_POOL_SIZE,
+      retentionMs: Math.round(e.SVC_SANDBOX_RETENTION_HOURS * 3600_000),
+      maxOpenPerAccount: e.SVC_SANDBOX_MAX_OPEN,
+      execPerMinute: e.SVC_SANDBOX_EXEC_PER_MINUTE,
+      outputLimitBytes: e.SVC_SANDBOX_OUTPUT_LIMIT_BYTES,
+    }),
     appsDomain: e.SVC_APPS_DOMAIN,
     appsUrlSuffix: e.SVC_APPS_URL_SUFFIX,
     // Secure cookies need https, so they are what says app hostnames are served over it.
@@ -344,6 +380,10 @@ const readsOf = {
   webhookAllowPrivate: ['SVC_WEBHOOK_ALLOW_PRIVATE'],
   webhookDnsServers: ['SVC_WEBHOOK_DNS_SERVERS'],
   deploys: ['SVC_ARTIFACT_DIR', 'SVC_ARTIFACT_URL', 'SVC_ARTIFACT_KEY', 'SVC_ARTIFACT_KEY_FILE', 'SVC_STATE_DIR', 'SVC_NODE_POD_SUBNET', 'SVC_API_MACHINE_PORT', 'SVC_DEPLOY_UPLOAD_LIMIT_BYTES', 'SVC_RUNTIME_IMAGE', 'SVC_ROLLOUT_DEADLINE_SECONDS'],
+  sandboxes: [
+    'SVC_SANDBOX_IMAGE', 'SVC_SANDBOX_NAMESPACE', 'SVC_SANDBOX_RUNTIME_CLASS', 'SVC_SANDBOX_POOL_SIZE', 'SVC_SANDBOX_RETENTION_HOURS',
+    'SVC_SANDBOX_MAX_OPEN', 'SVC_SANDBOX_EXEC_PER_MINUTE', 'SVC_SANDBOX_OUTPUT_LIMIT_BYTES',
+  ],
   proxy: ['SVC_PROXY_HOST', 'SVC_PROXY_PORT', 'SVC_PROXY_UPSTREAM_CONNECTIONS', 'SVC_PROXY_UPSTREAM_TIMEOUT_MS'],
   assertion: ['SVC_ASSERTION_ISSUER', 'SVC_ASSERTION_JWKS_URL', 'SVC_ASSERTION_LIFETIME_SECONDS', 'SVC_ASSERTION_ROTATION_HOURS', 'SVC_APPS_DOMAIN', 'SVC_APPS_URL_SUFFIX', 'SVC_ARTIFACT_URL', 'SVC_NODE_POD_SUBNET', 'SVC_API_MACHINE_PORT'],
   auth: [
@@ -356,8 +396,8 @@ const readsOf = {
 
 /** The parts of the configuration each process reads. */
 export const components = {
-  api: ['stateDir', 'logLevel', 'databaseUrl', 'kubeconfig', 'api', 'appsDomain', 'appsUrlSuffix', 'site', 'hostnameHoldMs', 'webhookAllowPrivate', 'webhookDnsServers', 'deploys', 'assertion', 'auth', 'mail'],
-  controllers: ['logLevel', 'kubeconfig', 'site', 'deploys', 'assertion', 'machineNetwork'],
+  api: ['stateDir', 'logLevel', 'databaseUrl', 'kubeconfig', 'api', 'appsDomain', 'appsUrlSuffix', 'site', 'hostnameHoldMs', 'webhookAllowPrivate', 'webhookDnsServers', 'deploys', 'sandboxes', 'assertion', 'auth', 'mail'],
+  controllers: ['logLevel', 'kubeconfig', 'site', 'deploys', 'sandboxes', 'assertion', 'machineNetwork'],
   'ingress-auth': ['logLevel', 'databaseUrl', 'kubeconfig', 'appsDomain', 'appsUrlSuffix', 'site', 'proxy', 'assertion', 'auth', 'mail'],
   'policy-agent': ['logLevel', 'kubeconfig'],
   'local-volumes': ['stateDir', 'logLevel', 'kubeconfig', 'nodes'],

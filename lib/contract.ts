@@ -29,11 +29,24 @@ export const labels = {
   /** On a local volume (PersistentVolume): the node it lives on. */
   node: 'svc.dev/node',
   managedBy: 'app.kubernetes.io/managed-by',
+  /** On every sandbox pod (pool members and claimed ones): what the controllers' informer selects. */
+  sandboxPod: 'svc.dev/sandbox-pod',
+  /** On a pool member not claimed yet: the pool it belongs to (the hash of its template). */
+  sandboxPool: 'svc.dev/sandbox-pool',
+  /** On a claimed sandbox pod: the Sandbox it serves, its namespace and uid. */
+  sandbox: 'svc.dev/sandbox',
+  sandboxNamespace: 'svc.dev/sandbox-namespace',
+  sandboxUid: 'svc.dev/sandbox-uid',
+  /** On a sandbox pod: `on` when it may open connections (the sandbox namespace's policies select it). */
+  network: 'svc.dev/network',
 } as const;
 
 export const annotations = {
   /** On a machine Pod: the deploy it serves. */
   deploy: 'svc.dev/deploy',
+  /** On a claimed sandbox pod: `warm` or `cold`, and why cold. */
+  launch: 'svc.dev/launch',
+  launchReason: 'svc.dev/launch-reason',
 } as const;
 
 /** Field managers and `managed-by` values: who wrote an object. */
@@ -50,6 +63,8 @@ export const containers = {
   machine: 'app',
   /** The init container that fetches and verifies the artifact. */
   fetch: 'fetch',
+  /** The one container of a sandbox pod: the agent, and what it runs. */
+  sandbox: 'sandbox',
 } as const;
 
 /** The identity headers ingress-auth adds to a proxied request, as sent (lowercase on arrival). */

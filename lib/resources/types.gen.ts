@@ -371,13 +371,28 @@ export interface SandboxSpec {
    */
   network?: boolean;
   /**
-   * The sandbox is destroyed after this long without an exec.
+   * The sandbox ends (reason IdleTimeout) after this long with no exec, upload or download.
    */
   idleTimeoutSeconds?: number;
+  /**
+   * The sandbox ends (reason Expired) this long after it was created, busy or not.
+   */
+  maxLifetimeSeconds?: number;
+  /**
+   * Limits of the sandbox's pod. Any other than the defaults is served by a pod of its own (launch cold).
+   */
   resources?: {
     cpu?: string;
     memory?: string;
+    /**
+     * Size of the writable home and /tmp (memory-backed, counted in memory).
+     */
+    disk?: string;
   };
+  /**
+   * Ends the sandbox (reason Deleted); its record stays readable for the retention window.
+   */
+  stopped?: boolean;
 }
 
 export interface SandboxStatus {
@@ -390,14 +405,35 @@ export interface SandboxStatus {
     observedGeneration?: number;
     lastTransitionTime: string;
   }[];
-  phase?: 'Pending' | 'Ready' | 'Terminating' | 'Failed';
-  podName?: string;
+  phase?: 'Pending' | 'Ready' | 'Ended' | 'Failed';
   /**
-   * Where the API reaches the sandbox's exec daemon.
+   * Why the sandbox is in its phase (Claimed, Starting, Expired, IdleTimeout, Deleted, PodFailed...).
+   */
+  reason?: string;
+  message?: string;
+  /**
+   * warm when a ready pool pod served it, cold when a pod was started for it.
+   */
+  launch?: 'warm' | 'cold';
+  /**
+   * Why the launch was cold (network on, other resources, pool empty).
+   */
+  launchReason?: string;
+  podName?: string;
+  podNamespace?: string;
+  node?: string;
+  /**
+   * Where the platform reaches the sandbox's agent (host:port).
    */
   address?: string;
-  lastExecAt?: string;
+  readyAt?: string;
+  /**
+   * The last exec, upload or download the controller has seen (it asks the agent when the idle deadline comes).
+   */
+  lastActivityAt?: string;
+  idleExpiresAt?: string;
   expiresAt?: string;
+  endedAt?: string;
 }
 
 /** Sandbox (sandboxes.svc.dev/v1alpha1) */

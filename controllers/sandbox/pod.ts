@@ -1,0 +1,93 @@
+// The sandbox pod, pure: the one shape every sandbox runs in, whether made ahead for the pool or
+// for one sandbox (cold). No service-account token, the restricted profile and more (read-only root,
+// no capabilities, no privilege escalation, RuntimeDefault seccomp, a non-root uid), the sandbox
+// RuntimeClass (its base spec adds a process limit, no core dumps and a file-size limit:
+// hack/nodes.sh), CPU and memory limits, and a writable home and /tmp on memory-backed volumes of a
+// fixed size. The pause container is PID 1 (shareProcessNamespace): it reaps what tenant code
+// orphans, and killing the agent ends the sandbox instead of leaving zombies to fill the process limit.
+import { createHash, randomBytes } from 'node:crypto';
+import type * as k8s from '@kubernetes/client-node';
+import { containers, labels, managers } from '../../lib/contract.js';
+import { agentPort, agentToken, sandboxHome } from '../../lib/sandbox/exec.js';
+import { requests, type SandboxResources } from '../../lib/sandbox/limits.js';
+
+export interface SandboxPodSettings {
+  image: string;
+  namespace: string;
+  runtimeClass: string | undefined;
+  /** Derives each pod's agent token (lib/sandbox/exec.ts agentToken). */
+  agentKey: Buffer;
+}
+
+export const sandboxUid = 1000;
+
+/** The hash of everything that shapes a pool member: a member of another template is replaced. */
+export function poolKey(settings: SandboxPodSettings, resources: SandboxResources): string {
+  return createHash('sha256').update(JSON.stringify([settings.image, settings.runtimeClass ?? '', resources, agentPort, 2])).digest('hex').slice(0, 16);
+}
+
+export function newPodName(): string {
+  return `sbx-${randomBytes(6).toString('hex')}`;
+}
+
+export function sandboxPod(settings: SandboxPodSettings, opts: { name: string; resources: SandboxResources; network: boolean; labels: Record<string, string>; annotations?: Record<string, string> }): k8s.V1Pod {
+  const { resources } = opts;
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name: opts.name,
+      namespace: settings.namespace,
+      labels: { [labels.sandboxPod]: 'true', [labels.network]: opts.network ? 'on' : 'off', [labels.managedBy]: managers.controllers, ...opts.labels },
+      ...(opts.annotations ? { annotations: opts.annotations } : {}),
+    },
+    spec: {
+      ...(settings.runtimeClass ? { runtimeClassName: settings.runtimeClass } : {}),
+      automountServiceAccountToken: false,
+      enableServiceLinks: false,
+      shareProcessNamespace: true,
+      restartPolicy: 'Never',
+      terminationGracePeriodSeconds: 1,
+      securityContext: { runAsNonRoot: true, runAsUser: sandboxUid, runAsGroup: sandboxUid, fsGroup: sandboxUid, seccompProfile: { type: 'RuntimeDefault' } },
+      containers: [
+        {
+          name: containers.sandbox,
+          image: settings.image,
+          env: [{ name: 'SVC_SANDBOX_TOKEN', value: agentToken(settings.agentKey, opts.name) }],
+          ports: [{ name: 'agent', containerPort: agentPort }],
+          readinessProbe: { httpGet: { path: '/healthz', port: agentPort as unknown as k8s.IntOrString }, periodSeconds: 1, timeoutSeconds: 1, failureThreshold: 3 },
+          resources: { requests: { ...requests }, limits: { cpu: resources.cpu, memory: resources.memory } },
+          securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] }, readOnlyRootFilesystem: true, runAsNonRoot: true },
+          volumeMounts: [
+            { name: 'home', mountPath: sandboxHome },
+            { name: 'tmp', mountPath: '/tmp' },
+          ],
+        },
+      ],
+      volumes: [
+        { name: 'home', emptyDir: { medium: 'Memory', sizeLimit: resources.disk } },
+        { name: 'tmp', emptyDir: { medium: 'Memory', sizeLimit: resources.disk } },
+      ],
+    },
+  };
+}
+
+export function podReady(pod: k8s.V1Pod): boolean {
+  return !pod.metadata?.deletionTimestamp && pod.status?.phase === 'Running' && pod.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+}
+
+/** Why a sandbox pod will never serve (it ended, or its container cannot start), if it will not. */
+export function podBroken(pod: k8s.V1Pod): string | undefined {
+  if (pod.metadata?.deletionTimestamp) return `its pod ${pod.metadata.name} is being deleted`;
+  const status = pod.status?.containerStatuses?.[0];
+  const term = status?.state?.terminated ?? status?.lastState?.terminated;
+  if (pod.status?.phase === 'Failed' || pod.status?.phase === 'Succeeded' || term) {
+    const why = term ? `${term.reason ?? 'exited'}${term.exitCode !== undefined ? ` (exit ${term.exitCode})` : ''}${term.message ? `: ${term.message.trim().slice(-200)}` : ''}` : (pod.status?.reason ?? pod.status?.phase ?? 'ended');
+    return `its pod ended: ${why}${pod.status?.message ? ` ${pod.status.message}` : ''}`.trim();
+  }
+  const waiting = status?.state?.waiting;
+  if (waiting && ['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'CreateContainerConfigError', 'CreateContainerError', 'RunContainerError'].includes(waiting.reason ?? '')) {
+    return `its container cannot start: ${waiting.reason}${waiting.message ? `: ${waiting.message}` : ''}`;
+  }
+  return undefined;
+}

@@ -1,0 +1,47 @@
+// The agent in every sandbox pod (the svc/sandbox image, hack/images.sh): it runs what the platform
+// asks in the sandbox (sandbox-agent/server.ts) as the sandbox's own unprivileged user, the same one
+// tenant code runs as. It probes the installed runtimes once at start.
+//
+// Env: SVC_SANDBOX_TOKEN (required: the bearer token the platform derives for this pod),
+// SVC_SANDBOX_PORT (7070), SVC_SANDBOX_HOME (/home/app), SVC_SANDBOX_MAX_EXECS (16).
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { agentPort, sandboxHome } from '../lib/sandbox/exec.js';
+import { installed, runtimeCatalogue, versionOf, type InstalledRuntime } from '../lib/sandbox/runtimes.js';
+import { readOomKills } from './exec.js';
+import { Agent } from './server.js';
+
+const token = process.env.SVC_SANDBOX_TOKEN;
+if (!token) {
+  console.error('sandbox-agent: SVC_SANDBOX_TOKEN is required');
+  process.exit(1);
+}
+// Tenant code runs with an environment of its own: the token does not go to it.
+delete process.env.SVC_SANDBOX_TOKEN;
+
+/** Each runtime of the catalogue whose version probe answers is installed. */
+async function probe(): Promise<InstalledRuntime[]> {
+  const run = promisify(execFile);
+  const found = await Promise.all(
+    runtimeCatalogue.map(async (def) => {
+      const out = await run(def.version[0]!, def.version.slice(1), { timeout: 10_000 }).then(
+        (r) => `${r.stdout}${r.stderr}`,
+        () => undefined,
+      );
+      const version = out === undefined ? undefined : versionOf(out);
+      return version ? installed(def, version) : undefined;
+    }),
+  );
+  return found.filter((r): r is InstalledRuntime => r !== undefined);
+}
+
+// Probed while the agent already listens: readiness does not wait on them (they take ~100 ms).
+const runtimes = probe();
+const agent = new Agent({
+  token,
+  env: { home: process.env.SVC_SANDBOX_HOME ?? sandboxHome, tmp: '/tmp', path: '/usr/local/bin:/usr/bin:/bin', oomKills: readOomKills },
+  runtimes: () => runtimes,
+  maxRunning: Number(process.env.SVC_SANDBOX_MAX_EXECS ?? 16),
+});
+await agent.listen(Number(process.env.SVC_SANDBOX_PORT ?? agentPort));
+process.on('SIGTERM', () => process.exit(0));
