@@ -17,6 +17,7 @@ import { appOperations } from './routes/apps.js';
 import { deployOperations } from './routes/deploys.js';
 import { previewOperations } from './routes/previews.js';
 import { pendingOperations } from './routes/pending.js';
+import { sandboxOperations } from './routes/sandboxes.js';
 import { systemOperations } from './routes/system.js';
 import type { Services } from './services.js';
 import type { ApiState } from './state.js';
@@ -31,6 +32,7 @@ export function allOperations(s: Services): Operation[] {
     ...appMetricsOperations(s),
     ...deployOperations(s),
     ...previewOperations(s),
+    ...sandboxOperations(s),
     ...lifecycleOperations(s),
     ...appAuthOperations(s),
     ...pendingOperations(),

@@ -19,6 +19,10 @@ import { DeployRecorder } from './deploys/recorder.js';
 import { AppRepository } from './repositories/apps.js';
 import { EnvRepository } from './repositories/env.js';
 import { MachineRepository } from './repositories/machines.js';
+import { SandboxRecorder } from './sandboxes/recorder.js';
+import { SandboxRepository } from './sandboxes/repository.js';
+import { RuntimeList } from './sandboxes/runtimes.js';
+import { SandboxService } from './sandboxes/service.js';
 import { appUrl } from '../lib/contract.js';
 import { getAccount, type Account } from '../lib/accounts.js';
 import { listEvents } from '../lib/events.js';
@@ -55,6 +59,8 @@ export interface Services {
     create: (accountId: string, input: Parameters<typeof createWebhook>[2]) => ReturnType<typeof createWebhook>;
     delete: (accountId: string, id: string) => Promise<boolean>;
   };
+  /** Sandboxes, eval and runtimes (api/sandboxes/). */
+  sandboxes: SandboxService;
   /** Proxied requests per app, as ingress-auth records them. */
   requestMetrics: { series: (appUid: string, start: Date, end: Date, stepMs: number) => Promise<SeriesPoint[]> };
   /** The identity assertions' public keys, for the machine listener and /_svc/auth/jwks.json. */
@@ -109,6 +115,13 @@ export async function assembleServices(deps: {
   const env = new EnvRepository(core, kc.makeApiClient(k8s.CustomObjectsApi));
   const machines = new MachineRepository(kc);
   const deployer = new Deployer(artifacts, deploys, apps, log, config.deploys.artifactBaseUrl);
+  const sandboxRepo = new SandboxRepository(kc, log);
+  const sandboxRecorder = new SandboxRecorder(db, log);
+  sandboxRepo.onChange((sbx) => sandboxRecorder.observe(sbx));
+  await sandboxRepo.start();
+  // Without the artifact key no agent token can be derived: sandboxes answer 503 (the controllers
+  // serve none either, and say so in their log).
+  const sandboxes = new SandboxService(sandboxRepo, new RuntimeList(core, config.sandboxes.namespace), db, config.deploys.artifactKey, config.sandboxes, log);
   const services: Services = {
     config,
     tokens,
@@ -128,6 +141,7 @@ export async function assembleServices(deps: {
       create: (accountId, input) => createWebhook(db, accountId, input),
       delete: (accountId, id) => deleteWebhook(db, accountId, id),
     },
+    sandboxes,
     requestMetrics: { series: (appUid, start, end, stepMs) => requestSeries(db, appUid, start, end, stepMs) },
     assertionKeys: new AssertionKeyStore(db, { rotationMs: config.assertion.rotationMs, maxAssertionLifetimeMs: config.assertion.lifetimeSeconds * 1000 }),
     database: { ping: async () => void (await db.raw('select 1')) },
@@ -149,6 +163,8 @@ export async function assembleServices(deps: {
       await recorder.stop();
       await housekeeping.stop();
       await apps.stop();
+      await sandboxRepo.stop();
+      sandboxes.close();
     },
   };
 }

@@ -14,6 +14,16 @@ const usage = `usage:
                                               follow it until it is live ($SVC_API_URL, $SVC_TOKEN)
   svc open APP [PATH]                          print a one-time link (5 minutes) that opens the app
                                               signed in as its owner ($SVC_API_URL, $SVC_TOKEN)
+  svc sandbox open [--runtime R] [--network] [--idle SECONDS] [--lifetime SECONDS] [--json]
+                                              open a sandbox and print its ID
+  svc sandbox exec ID [--cwd DIR] [--timeout SECONDS] [--json] (-c 'SHELL COMMAND' | -- PROGRAM ARGS...)
+                                              run a command in it; output streams, svc exits with its
+                                              code (124 timed out, 128+N killed by signal N)
+  svc sandbox put ID LOCAL REMOTE | get ID REMOTE [LOCAL]
+                                              copy a file into or out of a sandbox
+  svc sandbox rm ID | ls [--all] [--json]      destroy one; list open ones (--all: ended ones kept 24 h)
+  svc eval --runtime R (-c CODE | FILE | -) [--network] [--timeout SECONDS] [--json]
+                                              run code once in a fresh sandbox (GET /runtimes lists R)
   svc admin create-account --email EMAIL [--name NAME]
                                               create an account and print a full-authority token
 
@@ -57,8 +67,7 @@ async function main(argv: string[]): Promise<void> {
       app,
       ...(dir ? { dir } : {}),
       ...(values.image ? { image: values.image } : {}),
-      apiUrl: (process.env.SVC_API_URL ?? 'http://127.0.0.1:8080/api').replace(/\/+$/, ''),
-      token: tokenArg(values.token),
+      ...apiTarget(values.token),
       wait: !values['no-wait'],
       timeoutMs: timeout * 1000,
       out: (line) => console.log(line),
@@ -71,7 +80,11 @@ async function main(argv: string[]): Promise<void> {
     if (!app) throw new UsageError('name the app to open');
     if (!where.startsWith('/')) throw new UsageError('PATH starts with /');
     const { openCommand } = await import('./open.js');
-    console.log(await openCommand({ app, path: where, apiUrl: (process.env.SVC_API_URL ?? 'http://127.0.0.1:8080/api').replace(/\/+$/, ''), token: tokenArg(values.token) }));
+    console.log(await openCommand({ app, path: where, ...apiTarget(values.token) }));
+    return;
+  }
+  if (group === 'sandbox' || group === 'eval') {
+    process.exitCode = await sandboxCommand(argv);
     return;
   }
   if (group === 'admin' && command === 'create-account') {
@@ -82,6 +95,84 @@ async function main(argv: string[]): Promise<void> {
     return;
   }
   throw new UsageError(group === undefined || group === 'help' || group === '--help' ? '' : `unknown command: ${argv.join(' ')}`);
+}
+
+const apiTarget = (token: string | undefined) => ({ apiUrl: (process.env.SVC_API_URL ?? 'http://127.0.0.1:8080/api').replace(/\/+$/, ''), token: tokenArg(token) });
+
+function seconds(value: string | undefined, flag: string): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw new UsageError(`${flag} is a number of seconds`);
+  return n;
+}
+
+async function sandboxCommand(argv: string[]): Promise<number> {
+  const sbx = await import('./sandbox.js');
+  const io = { stdout: process.stdout, stderr: process.stderr };
+  const [group, command] = argv;
+  const { values, positionals } = parseArgs({
+    args: argv.slice(group === 'eval' ? 1 : 2),
+    options: {
+      runtime: { type: 'string' }, network: { type: 'boolean' }, idle: { type: 'string' }, lifetime: { type: 'string' }, json: { type: 'boolean' },
+      cwd: { type: 'string' }, timeout: { type: 'string' }, c: { type: 'string', short: 'c' }, all: { type: 'boolean' }, token: { type: 'string' },
+    },
+    allowPositionals: true,
+  });
+  const t = apiTarget(values.token);
+  const timeout = seconds(values.timeout, '--timeout');
+  const run = (path: string, body: Record<string, unknown>) => (values.json ? sbx.jsonExec(t, path, body, io) : sbx.streamExec(t, path, body, io));
+  if (group === 'eval') {
+    if (!values.runtime) throw new UsageError('--runtime is required (GET /runtimes lists them)');
+    if (values.c !== undefined && positionals.length) throw new UsageError('give -c CODE or a file, not both');
+    const code = await sbx.codeOf({ code: values.c, file: positionals[0] });
+    return run('/eval', { runtime: values.runtime, code, ...(values.network ? { network: true } : {}), ...(timeout ? { timeout_seconds: timeout } : {}) });
+  }
+  const id = positionals[0];
+  const needId = () => {
+    if (!id) throw new UsageError(`name the sandbox: svc sandbox ${command} ID`);
+    return encodeURIComponent(id);
+  };
+  switch (command) {
+    case 'open': {
+      const s = await sbx.openSandbox(t, { runtime: values.runtime, network: values.network, idle: seconds(values.idle, '--idle'), lifetime: seconds(values.lifetime, '--lifetime') });
+      console.log(values.json ? JSON.stringify(s, null, 2) : s.id);
+      if (!values.json) console.error(sbx.describe(s));
+      return s.state === 'ready' ? 0 : 1;
+    }
+    case 'exec': {
+      const path = `/sandboxes/${needId()}/exec`;
+      const argvOf = positionals.slice(1);
+      if ((values.c !== undefined) === argvOf.length > 0) throw new UsageError("give -c 'SHELL COMMAND' or -- PROGRAM ARGS..., one of them");
+      return run(path, { ...(values.c !== undefined ? { command: values.c } : { argv: argvOf }), ...(values.cwd ? { cwd: values.cwd } : {}), ...(timeout ? { timeout_seconds: timeout } : {}) });
+    }
+    case 'put': {
+      const [, local, remote] = positionals;
+      if (!local || !remote) throw new UsageError('svc sandbox put ID LOCAL REMOTE');
+      const r = await sbx.putFile(t, needId(), local, remote);
+      console.error(`wrote ${r.size} bytes to ${r.path}`);
+      return 0;
+    }
+    case 'get': {
+      const [, remote, local] = positionals;
+      if (!remote) throw new UsageError('svc sandbox get ID REMOTE [LOCAL]');
+      await sbx.getFile(t, needId(), remote, local ?? process.stdout);
+      return 0;
+    }
+    case 'rm': {
+      const { callJson } = await import('./api.js');
+      const s = await callJson<import('./sandbox.js').SandboxRecord>(t, 'DELETE', `/sandboxes/${needId()}`);
+      console.log(values.json ? JSON.stringify(s, null, 2) : sbx.describe(s));
+      return 0;
+    }
+    case 'ls': {
+      const { callJson } = await import('./api.js');
+      const { sandboxes } = await callJson<{ sandboxes: import('./sandbox.js').SandboxRecord[] }>(t, 'GET', `/sandboxes${values.all ? '?all=true' : ''}`);
+      console.log(values.json ? JSON.stringify(sandboxes, null, 2) : sbx.table(sandboxes));
+      return 0;
+    }
+    default:
+      throw new UsageError(`unknown command: svc sandbox ${command ?? ''}`.trim());
+  }
 }
 
 try {

@@ -14,6 +14,8 @@ export class RateLimiter {
     private readonly perSecond: number,
     private readonly burst: number,
     private readonly now: () => number = () => Date.now(),
+    /** What the 429's message says is over its limit. */
+    private readonly what = (perSecond: number) => `rate limit exceeded: ${perSecond} requests per second per token`,
   ) {}
 
   /** Takes one request from the key's bucket; throws a 429 ApiError with Retry-After when empty. */
@@ -29,7 +31,7 @@ export class RateLimiter {
     b.at = now;
     if (b.tokens < 1) {
       const retryAfter = Math.max(1, Math.ceil((1 - b.tokens) / this.perSecond));
-      throw new ApiError('rate_limited', `rate limit exceeded: ${this.perSecond} requests per second per token`, {
+      throw new ApiError('rate_limited', this.what(this.perSecond), {
         'Retry-After': String(retryAfter),
       });
     }

@@ -3,7 +3,7 @@
 // account's namespace. A write returns once the cache shows it, so a read that follows it sees it
 // (lib/kube/until-cached.ts). Kubernetes errors are translated here into domain errors (lib/errors.ts), never leaked.
 import * as k8s from '@kubernetes/client-node';
-import { kubeStatus, mergePatch } from '../../lib/kube/client.js';
+import { kubeStatus, mergePatch, rejectionMessage } from '../../lib/kube/client.js';
 import { keepWatching } from '../../lib/kube/keep-watching.js';
 import { isAtLeast, untilCached } from '../../lib/kube/until-cached.js';
 import type { Logger } from '../../lib/logger.js';
@@ -103,7 +103,7 @@ export class AppRepository {
     } catch (err) {
       if (kubeStatus(err) === 404) throw new DomainError('not_found', `app ${name} not found`);
       if (kubeStatus(err) === 409) throw new DomainError('conflict', `app ${name} changed meanwhile; retry`);
-      if (kubeStatus(err) === 422) throw new DomainError('invalid', `invalid app: ${statusMessage(err)}`);
+      if (kubeStatus(err) === 422) throw new DomainError('invalid', `invalid app: ${rejectionMessage(err, 'App')}`);
       throw err;
     }
   }
@@ -134,7 +134,7 @@ export class AppRepository {
     } catch (err) {
       if (claim?.fresh) await this.hostnames!.store.forget(namespace, metadata.name);
       if (kubeStatus(err) === 409) throw new DomainError('conflict', `an app named "${metadata.name}" already exists`);
-      if (kubeStatus(err) === 422) throw new DomainError('invalid', `invalid app: ${statusMessage(err)}`);
+      if (kubeStatus(err) === 422) throw new DomainError('invalid', `invalid app: ${rejectionMessage(err, 'App')}`);
       throw err;
     }
   }
@@ -170,15 +170,5 @@ export class AppRepository {
       if (kubeStatus(err) === 404) throw new DomainError('not_found', `app ${name} not found`);
       throw err;
     }
-  }
-}
-
-function statusMessage(err: unknown): string {
-  const body = (err as { body?: unknown }).body;
-  try {
-    const parsed = (typeof body === 'string' ? JSON.parse(body) : body) as { message?: string };
-    return (parsed.message ?? 'rejected').replace(/^App\.svc\.dev "[^"]*" is invalid: /, '');
-  } catch {
-    return 'rejected';
   }
 }

@@ -29,14 +29,6 @@ const rows: Row[] = [
   ['GET', '/domains/search', 'searchDomains', 'domains', 'Search domains', 'read', 'domains'],
   ['POST', '/domains/{domain}/autorenew', 'setDomainAutorenew', 'domains', 'Set auto-renew for domain', 'write', 'domains'],
   ['POST', '/domains/{domain}/renew', 'renewDomain', 'domains', 'Renew domain', 'write', 'domains'],
-  ['POST', '/eval', 'evalCode', 'sandboxes', 'Evaluate one-shot code', 'exec', 'sandboxes'],
-  ['GET', '/runtimes', 'listRuntimes', 'sandboxes', 'List runtimes', 'read', 'sandboxes'],
-  ['POST', '/sandbox/exec', 'execOneShot', 'sandboxes', 'Run a one-shot sandbox command', 'exec', 'sandboxes'],
-  ['GET', '/sandboxes', 'listSandboxes', 'sandboxes', 'List open sandboxes', 'read', 'sandboxes'],
-  ['POST', '/sandboxes', 'openSandbox', 'sandboxes', 'Open a sandbox', 'exec', 'sandboxes'],
-  ['DELETE', '/sandboxes/{sandboxID}', 'destroySandbox', 'sandboxes', 'Destroy a sandbox', 'exec', 'sandboxes'],
-  ['GET', '/sandboxes/{sandboxID}', 'getSandbox', 'sandboxes', 'Get a sandbox', 'read', 'sandboxes'],
-  ['POST', '/sandboxes/{sandboxID}/exec', 'execInSandbox', 'sandboxes', 'Run a command in a sandbox', 'exec', 'sandboxes'],
   ['GET', '/events', 'listEvents', 'events', 'List or follow events', 'read', 'events'],
 ];
 

@@ -15,6 +15,7 @@ import * as m0010 from './migrations/0010_mail_outbox.js';
 import * as m0011 from './migrations/0011_passkeys.js';
 import * as m0012 from './migrations/0012_token_lineage.js';
 import * as m0013 from './migrations/0013_hostnames.js';
+import * as m0014 from './migrations/0014_usage_once.js';
 
 interface Migration {
   up(db: Knex): Promise<void>;
@@ -35,6 +36,7 @@ const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ['0011_passkeys', m0011],
   ['0012_token_lineage', m0012],
   ['0013_hostnames', m0013],
+  ['0014_usage_once', m0014],
 ];
 
 const source: Knex.MigrationSource<readonly [string, Migration]> = {

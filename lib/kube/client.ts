@@ -17,3 +17,14 @@ export function kubeStatus(err: unknown): number | undefined {
 export const serverSideApply = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.ServerSideApply);
 /** Request options of a JSON merge patch. */
 export const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
+
+/** The apiserver's reason for refusing an object of `kind` (a 422), without its "X is invalid:" preamble. */
+export function rejectionMessage(err: unknown, kind: string): string {
+  const body = (err as { body?: unknown }).body;
+  try {
+    const parsed = (typeof body === 'string' ? JSON.parse(body) : body) as { message?: string };
+    return (parsed.message ?? 'rejected').replace(new RegExp(`^${kind}\\.svc\\.dev "[^"]*" is invalid: `), '');
+  } catch {
+    return 'rejected';
+  }
+}
