@@ -4,7 +4,7 @@
 // get the highest OOM score, so when the sandbox runs out of memory the kernel kills them, not the
 // agent.
 import { spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { access, constants, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { AgentExecRequest, ExecEvent, ExecResult } from '../lib/sandbox/exec.js';
@@ -47,7 +47,20 @@ class Capture {
   }
 }
 
-/** Kills a process group until it is empty (a fork bomb keeps adding to it while the first kill lands). */
+/** Whether a process of the group is alive (not a zombie waiting for PID 1 to reap it). */
+async function groupAlive(pgid: number): Promise<boolean> {
+  for (const entry of await readdir('/proc').catch(() => [] as string[])) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => undefined);
+    if (!stat) continue;
+    // After "(comm)": state, ppid, pgrp, ...; comm may hold spaces and parentheses.
+    const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (Number(pgrp) === pgid && state !== 'Z') return true;
+  }
+  return false;
+}
+
+/** Kills a process group until nothing of it runs (a fork bomb keeps adding to it while the first kill lands). */
 async function killGroup(pgid: number): Promise<void> {
   for (let i = 0; i < 100; i++) {
     try {
@@ -55,7 +68,8 @@ async function killGroup(pgid: number): Promise<void> {
     } catch {
       return; // ESRCH: nobody left
     }
-    await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, 5));
+    if (!(await groupAlive(pgid))) return;
   }
 }
 
@@ -80,10 +94,31 @@ export async function runExec(req: AgentExecRequest, env: ExecEnvironment, onEve
     argv = [...runtime.run, file];
   }
   try {
+    const cwdStat = await stat(cwd).catch(() => undefined);
+    if (!cwdStat?.isDirectory()) return failure(started, `no such directory: ${cwd}`);
+    const why = await unrunnable(argv![0]!, req.env?.PATH ?? env.path, cwd);
+    if (why) return failure(started, why);
     return await run(argv!, cwd, req, env, started, onEvent);
   } finally {
     if (codeDir) await rm(codeDir, { recursive: true, force: true }).catch(() => undefined);
   }
+}
+
+/**
+ * Why the program cannot be run, if it cannot: looked up as exec would (PATH unless it names a
+ * path), because the OOM wrapper's shell would otherwise turn "not found" into an exit code 127
+ * indistinguishable from a program's own.
+ */
+async function unrunnable(program: string, searchPath: string, cwd: string): Promise<string | undefined> {
+  const candidates = program.includes('/') ? [path.resolve(cwd, program)] : searchPath.split(':').filter(Boolean).map((d) => path.join(d, program));
+  let denied = false;
+  for (const file of candidates) {
+    const s = await stat(file).catch(() => undefined);
+    if (!s?.isFile()) continue;
+    if (await access(file, constants.X_OK).then(() => true, () => false)) return undefined;
+    denied = true;
+  }
+  return denied ? `permission denied: ${program} is not executable` : `no such file or directory: ${program}${program.includes('/') ? '' : ' (not found on PATH)'}`;
 }
 
 function failure(started: number, reason: string): ExecResult {

@@ -31,6 +31,8 @@ export const images = {
   python: need('SVC_IMAGE_PYTHON'),
   debian: need('SVC_IMAGE_DEBIAN'),
   runtime: need('SVC_RUNTIME_IMAGE'),
+  /** The sandbox image: the runtimes and the sandbox agent. */
+  sandbox: need('SVC_SANDBOX_IMAGE'),
   /** The platform's own components, as the chart will run them. */
   api: need('SVC_IMAGE_API'),
   controllers: need('SVC_IMAGE_CONTROLLERS'),
