@@ -83,14 +83,25 @@ interface PortSpec {
   endPort?: number;
 }
 
+/**
+ * An ipBlock CIDR as `hash:net` entries: a set cannot hold a /0 (prefixes run 1 to 32), so the
+ * whole address space is its two halves, and the IPv4 sets skip IPv6 blocks (the nodes' pod network
+ * is IPv4): either, written as it is, would fail the whole restore and with it every policy.
+ */
+export function netEntries(cidr: string): string[] {
+  if (cidr.includes(':')) return [];
+  if (cidr.endsWith('/0')) return ['0.0.0.0/1', '128.0.0.0/1'];
+  return [cidr];
+}
+
 /** The addresses a rule's peers stand for, as `hash:net` entries. */
 function peerEntries(peers: Peer[], policyNs: string, o: Observed): string[] {
   const nsLabels = new Map(o.namespaces.map((n) => [n.metadata!.name!, n.metadata?.labels ?? { 'kubernetes.io/metadata.name': n.metadata!.name! }]));
   const entries = new Set<string>();
   for (const peer of peers) {
     if (peer.ipBlock) {
-      entries.add(peer.ipBlock.cidr);
-      for (const ex of peer.ipBlock.except ?? []) entries.add(`${ex} nomatch`);
+      for (const net of netEntries(peer.ipBlock.cidr)) entries.add(net);
+      for (const ex of peer.ipBlock.except ?? []) for (const net of netEntries(ex)) entries.add(`${net} nomatch`);
       continue;
     }
     for (const pod of livePods(o.pods)) {

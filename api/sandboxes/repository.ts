@@ -75,11 +75,12 @@ export class SandboxRepository {
   }
 
   /**
-   * The Sandbox once `done` holds for it in the cache (or it is gone: undefined), or as the cache
-   * last showed it after `timeoutMs`.
+   * The Sandbox once `done` holds for it in the cache, or as the cache last showed it after
+   * `timeoutMs` (undefined if it never showed it). Not there yet is not done: a Sandbox just
+   * created reaches the cache a moment after the create answers.
    */
   async until(namespace: string, name: string, done: (s: Sandbox) => boolean, timeoutMs: number): Promise<Sandbox | undefined> {
-    await untilCached(this.informer, namespace, name, (c) => !c || done(c), timeoutMs);
+    await untilCached(this.informer, namespace, name, (c) => c !== undefined && done(c), timeoutMs);
     return this.informer.get(name, namespace);
   }
 

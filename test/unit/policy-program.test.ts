@@ -76,6 +76,15 @@ describe('policy agent program', () => {
     assert.ok(buildProgram(o).rules.some((r) => /--match-set svc-\w+-e0 dst -p tcp -m tcp --dport 8079 -j MARK --set-xmark 0x10000\/0x10000/.test(r)));
   });
 
+  it('writes "anywhere" (0.0.0.0/0) as the two halves a hash:net set can hold, and leaves IPv6 blocks out of the IPv4 sets', () => {
+    const o: Observed = {
+      namespaces: [nsOf('a')],
+      pods: [pod('a', 'x', '10.244.0.2')],
+      policies: [policy('a', 'open', { podSelector: {}, policyTypes: ['Egress'], egress: [{ to: [{ ipBlock: { cidr: '0.0.0.0/0', except: ['169.254.169.254/32'] } }, { ipBlock: { cidr: '::/0' } }] }] })],
+    };
+    assert.deepEqual(set(o, '-e0').entries, ['0.0.0.0/1', '128.0.0.0/1', '169.254.169.254/32 nomatch']);
+  });
+
   it('renders restore inputs: chains declared (flushed) then rules; sets swapped in whole', () => {
     const o: Observed = { namespaces: [nsOf('a')], pods: [pod('a', 'x', '10.244.0.2')], policies: [policy('a', 'deny', { podSelector: {}, policyTypes: ['Ingress'] })] };
     const p = buildProgram(o);
