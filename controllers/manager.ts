@@ -167,7 +167,9 @@ export class Manager {
       await this.core.createNamespace({ body: { metadata: { name, labels: { ...podSecurityLabels, [labels.managedBy]: managers.controllers } } } });
       this.log.info({ namespace: name }, 'Created the sandbox namespace');
     } catch (err) {
-      if (kubeStatus(err) !== 409) throw err;
+      // 409: there already. 403: not ours to make (a chart install makes it: templates/sandboxes.yaml).
+      if (kubeStatus(err) === 403) this.log.info({ namespace: name }, 'Not allowed to create the sandbox namespace; using the one the installation made');
+      else if (kubeStatus(err) !== 409) throw err;
     }
   }
 

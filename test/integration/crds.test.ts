@@ -14,7 +14,7 @@ const digest = `sha256:${'a'.repeat(64)}`;
 const valid: Record<Kind, Record<string, unknown>> = {
   App: { kind: 'static', source: { digest } },
   Build: { app: 'shop', source: { git: { url: 'https://git.example.test/shop.git', ref: 'main' } } },
-  Sandbox: { runtime: 'node20' },
+  Sandbox: { runtime: 'python' },
   Database: {},
 };
 
@@ -42,7 +42,9 @@ const invalid: Array<[Kind, string, Record<string, unknown>, RegExp]> = [
   ],
   ['Build', 'unknown strategy', { app: 'shop', source: { artifact: { digest } }, strategy: 'magic' }, /spec\.strategy: Unsupported value/],
   ['Sandbox', 'missing runtime', {}, /spec\.runtime: Required value/],
-  ['Sandbox', 'timeout too short', { runtime: 'node20', idleTimeoutSeconds: 1 }, /spec\.idleTimeoutSeconds/],
+  ['Sandbox', 'timeout too short', { runtime: 'python', idleTimeoutSeconds: 1 }, /spec\.idleTimeoutSeconds/],
+  ['Sandbox', 'lifetime too long', { runtime: 'python', maxLifetimeSeconds: 86401 }, /spec\.maxLifetimeSeconds/],
+  ['Sandbox', 'a malformed memory limit', { runtime: 'python', resources: { memory: 'lots' } }, /spec\.resources\.memory/],
   ['Database', 'unknown engine', { engine: 'mysql' }, /spec\.engine: Unsupported value: "mysql"/],
   ['Database', 'tiny storage', { storageBytes: 10 }, /spec\.storageBytes/],
 ];
@@ -76,7 +78,7 @@ describe('custom resources (real apiserver)', () => {
       const defaults: Record<Kind, Record<string, unknown>> = {
         App: { port: 8080, machines: 1 },
         Build: { strategy: 'bundle', deploy: false, timeoutSeconds: 1800 },
-        Sandbox: { network: false, idleTimeoutSeconds: 900 },
+        Sandbox: { network: false, idleTimeoutSeconds: 300, maxLifetimeSeconds: 3600 },
         Database: { engine: 'postgres', deletionPolicy: 'Drop' },
       };
       for (const [field, value] of Object.entries(defaults[kind])) {

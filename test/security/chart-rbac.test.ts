@@ -19,6 +19,8 @@ type Access = [verb: string, group: string, resource: string, subresource?: stri
 /** An account namespace as createAccount makes it (labelled, with the API's RoleBinding): created in before(). */
 const tenant = `svc-acct-rbac${Date.now().toString(36)}`;
 const decoy = `svc-decoy-${Date.now().toString(36)}`;
+/** The sandbox namespace (the controllers make it on the local platform; the chart on a cluster). */
+const sandboxes = 'svc-sandboxes';
 const needs: Record<string, Access[]> = {
   'svc-api': [
     ['list', 'svc.dev', 'apps'],
@@ -45,6 +47,11 @@ const needs: Record<string, Access[]> = {
     ['update', 'coordination.k8s.io', 'leases', undefined, 'kube-system', 'svc-mailer'],
     ['get', 'coordination.k8s.io', 'leases', undefined, 'kube-system', 'svc-deploy-recorder'],
     ['update', 'coordination.k8s.io', 'leases', undefined, 'kube-system', 'svc-deploy-recorder'],
+    ['list', 'svc.dev', 'sandboxes'],
+    ['watch', 'svc.dev', 'sandboxes'],
+    ['create', 'svc.dev', 'sandboxes', undefined, tenant],
+    ['patch', 'svc.dev', 'sandboxes', undefined, tenant],
+    ['get', '', 'configmaps', undefined, sandboxes, 'svc-sandbox-runtimes'],
   ],
   'svc-controllers': [
     ['list', 'svc.dev', 'apps'],
@@ -62,6 +69,15 @@ const needs: Record<string, Access[]> = {
     ['get', 'coordination.k8s.io', 'leases', undefined, 'kube-system', 'svc-controllers'],
     ['create', 'coordination.k8s.io', 'leases', undefined, 'kube-system'],
     ['update', 'coordination.k8s.io', 'leases', undefined, 'kube-system', 'svc-controllers'],
+    ['list', 'svc.dev', 'sandboxes'],
+    ['watch', 'svc.dev', 'sandboxes'],
+    ['delete', 'svc.dev', 'sandboxes', undefined, tenant],
+    ['patch', 'svc.dev', 'sandboxes', 'status', tenant],
+    ['create', '', 'pods', undefined, sandboxes],
+    ['patch', '', 'pods', undefined, sandboxes],
+    ['delete', '', 'pods', undefined, sandboxes],
+    ['patch', 'networking.k8s.io', 'networkpolicies', undefined, sandboxes, 'sandbox-isolation'],
+    ['patch', '', 'configmaps', undefined, sandboxes, 'svc-sandbox-runtimes'],
   ],
   'svc-ingress-auth': [
     ['list', 'svc.dev', 'apps'],
@@ -76,6 +92,12 @@ const platformLeases = ['kube-controller-manager', 'kube-scheduler'];
 const refused: Record<string, Access[]> = {
   'svc-api': [
     ['create', '', 'pods', undefined, tenant],
+    // Sandboxes are opened as Sandbox objects; their pods, policies and status are the controllers'.
+    ['create', '', 'pods', undefined, sandboxes],
+    ['patch', '', 'pods', undefined, sandboxes],
+    ['patch', 'svc.dev', 'sandboxes', 'status', tenant],
+    ['patch', 'networking.k8s.io', 'networkpolicies', undefined, sandboxes],
+    ['get', '', 'configmaps', undefined, sandboxes, 'kube-root-ca.crt'],
     ['patch', 'svc.dev', 'apps', 'status', tenant],
     ['update', 'coordination.k8s.io', 'leases', undefined, 'default'],
     // No Secret outside account namespaces that bound it: not cluster-wide, not kube-system, not another namespace.
@@ -95,6 +117,8 @@ const refused: Record<string, Access[]> = {
   ],
   'svc-controllers': [
     ['get', '', 'secrets', undefined, tenant],
+    ['get', '', 'secrets', undefined, sandboxes],
+    ['create', 'svc.dev', 'sandboxes', undefined, tenant],
     ['delete', '', 'namespaces'],
     ['create', 'svc.dev', 'apps', undefined, tenant],
     ...platformLeases.map((name): Access => ['update', 'coordination.k8s.io', 'leases', undefined, 'kube-system', name]),
