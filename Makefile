@@ -85,6 +85,8 @@ bench: build cluster postgres nodes
 	@SVC_LOG_LEVEL=silent node dist/bench/deploy.js
 	@node dist/bench/reconcile.js
 	@node dist/bench/proxy.js
+	@SVC_SANDBOX_POOL_SIZE=16 hack/dev.sh restart controllers
+	@SVC_LOG_LEVEL=silent node dist/bench/sandboxes.js; status=$$?; hack/dev.sh restart controllers; exit $$status
 
 kind-up:
 	@hack/kind-up.sh

@@ -1,6 +1,6 @@
 // The agent in every sandbox pod (the svc/sandbox image, hack/images.sh): it runs what the platform
 // asks in the sandbox (sandbox-agent/server.ts) as the sandbox's own unprivileged user, the same one
-// tenant code runs as. It probes the installed runtimes once at start.
+// tenant code runs as. It probes the installed runtimes once, when first asked.
 //
 // Env: SVC_SANDBOX_TOKEN (required: the bearer token the platform derives for this pod),
 // SVC_SANDBOX_PORT (7070), SVC_SANDBOX_HOME (/home/app), SVC_SANDBOX_MAX_EXECS (16).
@@ -35,12 +35,13 @@ async function probe(): Promise<InstalledRuntime[]> {
   return found.filter((r): r is InstalledRuntime => r !== undefined);
 }
 
-// Probed while the agent already listens: readiness does not wait on them (they take ~100 ms).
-const runtimes = probe();
+// Probed when first asked (GET /info?runtimes=1), not at start: the controllers ask one pool member
+// per image, and every other pod's start (which each refill pays) stays seven processes lighter.
+let runtimes: Promise<InstalledRuntime[]> | undefined;
 const agent = new Agent({
   token,
   env: { home: process.env.SVC_SANDBOX_HOME ?? sandboxHome, tmp: '/tmp', path: '/usr/local/bin:/usr/bin:/bin', oomKills: readOomKills },
-  runtimes: () => runtimes,
+  runtimes: () => (runtimes ??= probe()),
   maxRunning: Number(process.env.SVC_SANDBOX_MAX_EXECS ?? 16),
 });
 await agent.listen(Number(process.env.SVC_SANDBOX_PORT ?? agentPort));

@@ -4,8 +4,8 @@
 // second lock, and the only one on a cluster without a policy engine.
 //
 //   GET  /healthz          "ok" (the kubelet's readiness probe)
-//   GET  /info             runtimes found at start, last activity, execs running
-//   POST /exec             an exec (lib/sandbox/exec.ts agentExecRequest): JSON result, or with
+//   GET  /info             last activity, execs running; with ?runtimes=1 the installed runtimes
+//   POST /exec             an exec (lib/sandbox/exec.ts AgentExecRequest): JSON result, or with
 //                          ?stream=1 NDJSON lines as output comes and an exit line
 //   PUT  /files?path=P     the request body, streamed, becomes file P (parents made)
 //   GET  /files?path=P     file P, streamed
@@ -14,14 +14,14 @@ import { mkdir, stat } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { agentExecRequest, sameToken, type ExecEvent } from '../lib/sandbox/exec.js';
+import { parseAgentExecRequest, sameToken, type ExecEvent } from '../lib/sandbox/exec.js';
 import type { InstalledRuntime } from '../lib/sandbox/runtimes.js';
 import { runExec, type ExecEnvironment } from './exec.js';
 
 export interface AgentOptions {
   token: string;
   env: ExecEnvironment;
-  /** The installed runtimes (probed once at start; waited for on the first read). */
+  /** The installed runtimes (probed once, on the first ask). */
   runtimes: () => Promise<InstalledRuntime[]>;
   /** Execs at once; more are refused with 429. */
   maxRunning: number;
@@ -59,7 +59,7 @@ export class Agent {
     const route = `${req.method} ${url.pathname}`;
     switch (route) {
       case 'GET /info':
-        return send(res, 200, { runtimes: await this.opts.runtimes(), started_at: this.startedAt.toISOString(), last_activity_at: this.lastActivity.toISOString(), running: this.running });
+        return send(res, 200, { ...(url.searchParams.get('runtimes') === '1' ? { runtimes: await this.opts.runtimes() } : {}), started_at: this.startedAt.toISOString(), last_activity_at: this.lastActivity.toISOString(), running: this.running });
       case 'POST /exec':
         return this.exec(req, res, url.searchParams.get('stream') === '1');
       case 'PUT /files':
@@ -81,23 +81,23 @@ export class Agent {
     if (raw === undefined) return send(res, 413, { error: `exec request larger than ${maxExecBody} bytes` });
     let parsed;
     try {
-      parsed = agentExecRequest.safeParse(JSON.parse(raw.toString('utf8')));
+      parsed = parseAgentExecRequest(JSON.parse(raw.toString('utf8')));
     } catch {
       return send(res, 400, { error: 'body is not JSON' });
     }
-    if (!parsed.success) return send(res, 400, { error: parsed.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; ') });
+    if (typeof parsed === 'string') return send(res, 400, { error: parsed });
     if (this.running >= this.opts.maxRunning) return send(res, 429, { error: `${this.running} execs are running in this sandbox already (at most ${this.opts.maxRunning} at once)` });
     this.running += 1;
     this.touch();
     try {
       if (!stream) {
-        const result = await runExec(parsed.data, this.opts.env);
+        const result = await runExec(parsed, this.opts.env);
         return send(res, 200, result);
       }
       res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' });
       res.flushHeaders();
       const line = (e: ExecEvent) => res.write(`${JSON.stringify(e)}\n`);
-      const result = await runExec(parsed.data, this.opts.env, line);
+      const result = await runExec(parsed, this.opts.env, line);
       const { stdout: _o, stderr: _e, ...exit } = result;
       res.end(`${JSON.stringify({ type: 'exit', ...exit })}\n`);
     } finally {

@@ -7,7 +7,7 @@ import * as k8s from '@kubernetes/client-node';
 import { annotations, labels, managers } from '../../lib/contract.js';
 import { kubeStatus, serverSideApply } from '../../lib/kube/client.js';
 import type { Logger } from '../../lib/logger.js';
-import { agentToken } from '../../lib/sandbox/exec.js';
+import { agentPort, agentToken } from '../../lib/sandbox/exec.js';
 import { defaultResources } from '../../lib/sandbox/limits.js';
 import { runtimesConfigMap, runtimesKey } from '../../lib/sandbox/runtimes-record.js';
 import type { Outcome, Reconciler } from '../frame/controller.js';
@@ -93,7 +93,7 @@ export class PoolReconciler implements Reconciler<k8s.V1Namespace, never> {
     }
     const member = pods.find((p) => p.metadata?.labels?.[labels.sandboxPool] === this.settings.key && podReady(p) && p.status?.podIP);
     if (!member) return; // the next member to become ready brings the pool back here
-    const res = await fetch(`http://${member.status!.podIP}:7070/info`, {
+    const res = await fetch(`http://${member.status!.podIP}:${agentPort}/info?runtimes=1`, {
       headers: { authorization: `Bearer ${agentToken(this.settings.pod.agentKey, member.metadata!.name!)}` },
       signal: AbortSignal.timeout(10_000),
     });

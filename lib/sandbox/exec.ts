@@ -3,28 +3,50 @@
 // agent answers in the API's own wire format, so the API passes results and streams through as
 // they come. docs/api/sandboxes.md documents every field.
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { z } from 'zod';
 
 const envName = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** An exec as the agent receives it: every limit already decided by the API. */
-export const agentExecRequest = z
-  .object({
-    argv: z.array(z.string().max(128 * 1024)).min(1).max(4096).optional(),
-    /** Code to run with a runtime (eval): written to a file of its extension first. */
-    code: z.string().max(4 * 1024 * 1024).optional(),
-    runtime: z.string().max(63).optional(),
-    cwd: z.string().min(1).max(4096).optional(),
-    env: z.record(z.string().regex(envName).max(256), z.string().max(128 * 1024)).optional(),
-    /** Base64 of the bytes the process reads on its standard input. */
-    stdin: z.string().max(48 * 1024 * 1024).optional(),
-    timeoutMs: z.number().int().min(1).max(24 * 3600_000),
-    /** Per stream: what is kept of stdout and of stderr; the rest is read and dropped. */
-    maxOutputBytes: z.number().int().min(0).max(64 * 1024 * 1024),
-  })
-  .refine((r) => (r.argv ? 1 : 0) + (r.code !== undefined ? 1 : 0) === 1, 'exactly one of argv and code')
-  .refine((r) => r.code === undefined || r.runtime !== undefined, 'code needs a runtime');
-export type AgentExecRequest = z.infer<typeof agentExecRequest>;
+export interface AgentExecRequest {
+  /** A program and its arguments (no shell); exactly one of argv and code. */
+  argv?: string[];
+  /** Code to run with a runtime (eval): written to a file of its extension first. */
+  code?: string;
+  runtime?: string;
+  cwd?: string;
+  env?: Record<string, string>;
+  /** Base64 of the bytes the process reads on its standard input. */
+  stdin?: string;
+  timeoutMs: number;
+  /** Per stream: what is kept of stdout and of stderr; the rest is read and dropped. */
+  maxOutputBytes: number;
+}
+
+/**
+ * The agent's check of a request, by hand rather than with zod: the agent starts in every sandbox
+ * pod, and loading zod costs ~45 ms of CPU per start, paid by every pool refill. Answers the
+ * request, or what is wrong with it.
+ */
+export function parseAgentExecRequest(x: unknown): AgentExecRequest | string {
+  if (typeof x !== 'object' || x === null || Array.isArray(x)) return 'body: must be an object';
+  const r = x as Record<string, unknown>;
+  const str = (v: unknown, max: number) => typeof v === 'string' && v.length <= max;
+  const int = (v: unknown, min: number, max: number) => typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max;
+  if (r.argv !== undefined && !(Array.isArray(r.argv) && r.argv.length >= 1 && r.argv.length <= 4096 && r.argv.every((a) => str(a, 128 * 1024)))) return 'argv: 1 to 4096 strings';
+  if (r.code !== undefined && !str(r.code, 4 * 1024 * 1024)) return 'code: a string up to 4 MiB';
+  if (r.runtime !== undefined && !str(r.runtime, 63)) return 'runtime: a name';
+  if ((r.argv === undefined) === (r.code === undefined)) return 'body: exactly one of argv and code';
+  if (r.code !== undefined && r.runtime === undefined) return 'runtime: code needs a runtime';
+  if (r.cwd !== undefined && !(str(r.cwd, 4096) && (r.cwd as string).length > 0)) return 'cwd: a path';
+  if (r.env !== undefined) {
+    if (typeof r.env !== 'object' || r.env === null || Array.isArray(r.env)) return 'env: an object of strings';
+    for (const [k, v] of Object.entries(r.env)) if (!envName.test(k) || k.length > 256 || !str(v, 128 * 1024)) return `env.${k}: a variable name and a string value`;
+  }
+  if (r.stdin !== undefined && !str(r.stdin, 48 * 1024 * 1024)) return 'stdin: base64 up to 48 MiB';
+  if (!int(r.timeoutMs, 1, 24 * 3600_000)) return 'timeoutMs: an integer of milliseconds';
+  if (!int(r.maxOutputBytes, 0, 64 * 1024 * 1024)) return 'maxOutputBytes: an integer of bytes';
+  return r as unknown as AgentExecRequest;
+}
 
 /**
  * How an exec ended: `ok` the process exited by itself (whatever its exit code); `timed_out` it

@@ -50,9 +50,11 @@ describe('sandbox agent', () => {
     assert.equal((await fetch(`${base}/info`)).status, 401);
     assert.equal((await fetch(`${base}/info`, { headers: { authorization: 'Bearer test-token-0123456788' } })).status, 401);
     assert.equal((await fetch(`${base}/exec`, { method: 'POST', body: '{"argv":["id"],"timeoutMs":1000,"maxOutputBytes":10}' })).status, 401);
-    const info = (await (await fetch(`${base}/info`, { headers: auth })).json()) as { runtimes: Array<{ name: string }>; running: number };
-    assert.deepEqual(info.runtimes.map((r) => r.name), ['python']);
+    const info = (await (await fetch(`${base}/info`, { headers: auth })).json()) as { runtimes?: Array<{ name: string }>; running: number };
     assert.equal(info.running, 0);
+    assert.equal(info.runtimes, undefined, 'runtimes only when asked: probing them costs every pod start');
+    const asked = (await (await fetch(`${base}/info?runtimes=1`, { headers: auth })).json()) as { runtimes: Array<{ name: string }> };
+    assert.deepEqual(asked.runtimes.map((r) => r.name), ['python']);
   });
 
   it('runs argv with stdin, env and cwd, and reports the exit code of a program that fails as ok', async () => {
@@ -62,6 +64,20 @@ describe('sandbox agent', () => {
     assert.equal(r.stdout, `in\nhi from ${home}\n`);
     assert.equal(r.stderr, 'oops\n');
     assert.deepEqual(r.truncated, { stdout: false, stderr: false });
+  });
+
+  it('refuses malformed requests with what is wrong', async () => {
+    const post = async (body: unknown) => {
+      const res = await fetch(`${base}/exec`, { method: 'POST', headers: auth, body: typeof body === 'string' ? body : JSON.stringify(body) });
+      return [res.status, ((await res.json()) as { error: string }).error] as const;
+    };
+    const ok = { timeoutMs: 1000, maxOutputBytes: 10 };
+    assert.deepEqual(await post('{'), [400, 'body is not JSON']);
+    assert.deepEqual(await post({ ...ok, argv: ['x'], code: 'y', runtime: 'python' }), [400, 'body: exactly one of argv and code']);
+    assert.deepEqual(await post({ ...ok, code: 'y' }), [400, 'runtime: code needs a runtime']);
+    assert.deepEqual(await post({ ...ok, argv: [] }), [400, 'argv: 1 to 4096 strings']);
+    assert.deepEqual(await post({ ...ok, argv: ['x'], env: { 'A=B': 'c' } }), [400, 'env.A=B: a variable name and a string value']);
+    assert.deepEqual(await post({ argv: ['x'], timeoutMs: 0.5, maxOutputBytes: 1 }), [400, 'timeoutMs: an integer of milliseconds']);
   });
 
   it('says why a program cannot start, apart from its own exit codes', async () => {

@@ -1,0 +1,213 @@
+// bench/sandboxes: sandboxes end to end through the API (in this process, over HTTP) against the
+// running controllers and nodes, and a baseline in the same run:
+//   warm   a burst of BENCH_SANDBOXES (200) opens, 2 in flight: open (POST /sandboxes until ready)
+//          and open-to-first-exec, p50/p99, for those a ready pool member served (and how many)
+//   cold   10 opens with network on (never from the pool): open and open-to-first-exec p50
+//   eval   50 one-shot `print(1)` in Python (POST /eval), p50/p99
+//   exec   100 `true` in one open sandbox through the API and its in-pod agent, against 100
+//          through the apiserver's exec subresource into the same pod (what decided the agent)
+//   base   10 bare Pods of the sandbox image created and exec'd through the apiserver
+// `make bench` runs it with a pool of 16 (SVC_SANDBOX_POOL_SIZE); it prints the pool's size.
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { PassThrough } from 'node:stream';
+import * as k8s from '@kubernetes/client-node';
+import pino from 'pino';
+import { sandboxPod } from '../controllers/sandbox/pod.js';
+import { createApi } from '../api/server.js';
+import { assembleServices } from '../api/services.js';
+import { createAccount } from '../lib/accounts.js';
+import { loadConfig } from '../lib/config.js';
+import { labels } from '../lib/contract.js';
+import { connect } from '../lib/db/connection.js';
+import { migrateLatest } from '../lib/db/migrate.js';
+import { loadKubeConfig } from '../lib/kube/client.js';
+import { createLogger } from '../lib/logger.js';
+import { repoRoot } from '../lib/paths.js';
+import { defaultResources } from '../lib/sandbox/limits.js';
+import { TokenStore } from '../lib/tokens/store.js';
+import { images } from '../test/support/images.js';
+import { benchDatabase, inParallel, percentile } from './support.js';
+
+const count = Number(process.env.BENCH_SANDBOXES ?? 200);
+const stateDir = process.env.SVC_STATE_DIR ?? path.join(repoRoot, '.svc');
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const p = (xs: number[], q: number) => (xs.length ? `${percentile([...xs].sort((a, b) => a - b), q).toFixed(0)} ms` : 'n/a');
+
+const database = await benchDatabase();
+const config = loadConfig({
+  ...process.env,
+  SVC_DATABASE_URL: database.url,
+  SVC_API_RATE_PER_SECOND: '1000000',
+  SVC_API_RATE_BURST: '1000000',
+  SVC_SANDBOX_MAX_OPEN: '10000',
+  SVC_SANDBOX_EXEC_PER_MINUTE: '1000000',
+  SVC_ARTIFACT_KEY: readFileSync(path.join(stateDir, 'artifact-key'), 'utf8'),
+});
+const db = connect(config.databaseUrl);
+await migrateLatest(db);
+const kc = loadKubeConfig(process.env.KUBECONFIG ?? path.join(stateDir, 'kubeconfig'));
+const core = kc.makeApiClient(k8s.CoreV1Api);
+const tokens = new TokenStore(db);
+tokens.start();
+const acct = await createAccount(db, core, { email: 'bench-sandboxes@example.test' });
+const { token } = await tokens.issue(acct.id, { name: 'bench' });
+const log = createLogger('api', 'info', pino.destination({ dest: '/dev/null', sync: false }));
+const { services, stop } = await assembleServices({ config, db, kc, tokens, log, recorderLease: 'svc-deploy-recorder-bench' });
+const server = createServer(createApi(services).callback());
+await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api`;
+const baselineNs = `bench-sandboxes-${Date.now().toString(36)}`;
+
+async function call<T>(method: string, route: string, body?: unknown): Promise<T> {
+  const res = await fetch(base + route, { method, headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) }, ...(body ? { body: JSON.stringify(body) } : {}) });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${route}: ${res.status} ${text}`);
+  return JSON.parse(text) as T;
+}
+
+interface Opened {
+  id: string;
+  state: string;
+  launch: string | null;
+}
+
+async function readyMembers(): Promise<number> {
+  const pods = await core.listNamespacedPod({ namespace: config.sandboxes.namespace, labelSelector: labels.sandboxPool });
+  return pods.items.filter((pod) => pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).length;
+}
+
+/** Waits (up to a minute) for the pool to be full again, so a phase starts from the same state. */
+async function poolFull(size: number): Promise<void> {
+  for (let i = 0; i < 600 && (await readyMembers()) < size; i++) await sleep(100);
+}
+
+/** Runs `cmd` in a pod through the apiserver's exec subresource; resolves when it exits. */
+async function apiserverExec(pod: string, namespace: string, cmd: string[]): Promise<void> {
+  const exec = new k8s.Exec(kc);
+  await new Promise<void>((resolve, reject) => {
+    const out = new PassThrough();
+    out.resume();
+    exec
+      .exec(namespace, pod, 'sandbox', cmd, out, out, null, false, (status) => {
+        if (status.status === 'Success') resolve();
+        else reject(new Error(`exec ${cmd.join(' ')}: ${status.message ?? status.status}`));
+      })
+      .catch(reject);
+  });
+}
+
+try {
+  await call('GET', '/runtimes').catch(async () => {
+    await sleep(5000);
+    return call('GET', '/runtimes');
+  });
+  const size = await readyMembers();
+  console.log(`bench/sandboxes: ${count} opens, pool of ${size} ready members (SVC_SANDBOX_POOL_SIZE), API in this process, same machine, same run`);
+
+  // warm: the burst.
+  const warmOpen: number[] = [];
+  const warmFirst: number[] = [];
+  const otherOpen: number[] = [];
+  let warm = 0;
+  const t0 = performance.now();
+  await inParallel(count, 2, async () => {
+    const start = performance.now();
+    const s = await call<Opened>('POST', '/sandboxes', {});
+    const opened = performance.now();
+    await call('POST', `/sandboxes/${s.id}/exec`, { argv: ['true'] });
+    const first = performance.now();
+    if (s.launch === 'warm') {
+      warm += 1;
+      warmOpen.push(opened - start);
+      warmFirst.push(first - start);
+    } else otherOpen.push(opened - start);
+    await call('DELETE', `/sandboxes/${s.id}`);
+  });
+  const burstS = (performance.now() - t0) / 1000;
+  console.log(`  burst of ${count}, 2 in flight      ${burstS.toFixed(1)} s, ${warm} served warm, ${count - warm} cold (pool drained)`);
+  console.log(`  warm open                       p50 ${p(warmOpen, 50)}   p99 ${p(warmOpen, 99)}`);
+  console.log(`  warm open-to-first-exec         p50 ${p(warmFirst, 50)}   p99 ${p(warmFirst, 99)}`);
+  if (otherOpen.length) console.log(`  cold in the burst (pool empty)  p50 ${p(otherOpen, 50)}   p99 ${p(otherOpen, 99)}`);
+
+  // eval
+  await poolFull(size);
+  const evals: number[] = [];
+  let evalWarm = 0;
+  for (let i = 0; i < 50; i++) {
+    const start = performance.now();
+    const r = await call<{ stdout: string; launch: string }>('POST', '/eval', { runtime: 'python', code: 'print(1)' });
+    evals.push(performance.now() - start);
+    if (r.stdout !== '1\n') throw new Error(`eval answered ${JSON.stringify(r)}`);
+    if (r.launch === 'warm') evalWarm += 1;
+  }
+  console.log(`  eval python print(1), 50        p50 ${p(evals, 50)}   p99 ${p(evals, 99)}   (${evalWarm} warm)`);
+
+  // cold
+  const coldOpen: number[] = [];
+  const coldFirst: number[] = [];
+  for (let i = 0; i < 10; i++) {
+    const start = performance.now();
+    const s = await call<Opened>('POST', '/sandboxes', { network: true });
+    coldOpen.push(performance.now() - start);
+    await call('POST', `/sandboxes/${s.id}/exec`, { argv: ['true'] });
+    coldFirst.push(performance.now() - start);
+    await call('DELETE', `/sandboxes/${s.id}`);
+  }
+  console.log(`  cold open (network on), 10      p50 ${p(coldOpen, 50)}   first exec p50 ${p(coldFirst, 50)}`);
+
+  // exec paths, one pod
+  await poolFull(size);
+  const s = await call<Opened & { id: string }>('POST', '/sandboxes', {});
+  const sandbox = services.sandboxes.get(acct, s.id);
+  const viaAgent: number[] = [];
+  const viaApiserver: number[] = [];
+  for (let i = 0; i < 100; i++) {
+    let start = performance.now();
+    await call('POST', `/sandboxes/${s.id}/exec`, { argv: ['true'] });
+    viaAgent.push(performance.now() - start);
+    start = performance.now();
+    await apiserverExec(sandbox.status!.podName!, sandbox.status!.podNamespace!, ['true']);
+    viaApiserver.push(performance.now() - start);
+  }
+  await call('DELETE', `/sandboxes/${s.id}`);
+  console.log(`  exec \`true\`, API + agent          p50 ${p(viaAgent, 50)}   p99 ${p(viaAgent, 99)}`);
+  console.log(`  exec \`true\`, apiserver exec       p50 ${p(viaApiserver, 50)}   p99 ${p(viaApiserver, 99)}   (same pod)`);
+
+  // baseline: bare pods of the same image, exec'd through the apiserver
+  await core.createNamespace({ body: { metadata: { name: baselineNs } } });
+  while (!(await core.listNamespacedServiceAccount({ namespace: baselineNs })).items.length) await sleep(100);
+  const bare: number[] = [];
+  for (let i = 0; i < 10; i++) {
+    const name = `bare-${i}`;
+    const start = performance.now();
+    const body = sandboxPod({ image: images.sandbox, namespace: baselineNs, runtimeClass: config.sandboxes.runtimeClass, agentKey: config.deploys.artifactKey! }, { name, resources: { ...defaultResources }, network: false, labels: {} });
+    await core.createNamespacedPod({ namespace: baselineNs, body });
+    for (;;) {
+      const pod = await core.readNamespacedPod({ name, namespace: baselineNs });
+      if (pod.status?.containerStatuses?.[0]?.state?.running) break;
+      await sleep(20);
+    }
+    await apiserverExec(name, baselineNs, ['python3', '-c', 'print(1)']);
+    bare.push(performance.now() - start);
+  }
+  console.log(`  baseline: bare Pod create -> Running -> apiserver exec python print(1), 10   p50 ${p(bare, 50)}   p99 ${p(bare, 99)}`);
+  const ok = (v: number, goal: number) => (v < goal ? 'met' : 'MISSED');
+  const w50 = percentile([...warmOpen].sort((a, b) => a - b), 50);
+  const w99 = percentile([...warmOpen].sort((a, b) => a - b), 99);
+  const e50 = percentile([...evals].sort((a, b) => a - b), 50);
+  const c50 = percentile([...coldOpen].sort((a, b) => a - b), 50);
+  console.log(`  goals: warm open p50 < 50 ms ${ok(w50, 50)}, p99 < 250 ms ${ok(w99, 250)}; eval p50 < 150 ms ${ok(e50, 150)}; cold < 3 s ${ok(c50, 3000)}`);
+  console.log(`  ratio bare-pod-to-exec / warm open-to-first-exec p50: ${(percentile([...bare].sort((a, b) => a - b), 50) / percentile([...warmFirst].sort((a, b) => a - b), 50)).toFixed(1)}x`);
+} finally {
+  server.closeAllConnections();
+  server.close();
+  await core.deleteNamespace({ name: baselineNs }).catch(() => undefined);
+  tokens.stop();
+  await stop();
+  await core.deleteNamespace({ name: acct.namespace }).catch(() => undefined);
+  await db.destroy();
+  await database.drop();
+}
