@@ -1,7 +1,7 @@
 // Metered usage, summed from usage_records. Meters (docs/api/usage.md):
 //   machine_seconds  seconds app machines ran         (written by the App controller)
 //   build_seconds    seconds build Jobs ran           (written by the Build controller)
-//   sandbox_seconds  seconds sandboxes were open      (written by the Sandbox controller)
+//   sandbox_seconds  seconds sandboxes were open      (recorded by the API when one ends: api/sandboxes/recorder.ts)
 //   stored_bytes     bytes stored now: the latest sample of each subject (databases, volumes, artifacts)
 import type { Db } from './db/connection.js';
 

@@ -3,14 +3,14 @@
 // namespace already admits only the platform's addresses to the agent's port; the token is the
 // second lock, and the only one on a cluster without a policy engine.
 //
-//   GET  /healthz          "ok" (the kubelet's readiness probe)
+//   GET  /healthz          "ok" once warmed up (the kubelet's readiness probe)
 //   GET  /info             last activity, execs running; with ?runtimes=1 the installed runtimes
 //   POST /exec             an exec (lib/sandbox/exec.ts AgentExecRequest): JSON result, or with
 //                          ?stream=1 NDJSON lines as output comes and an exit line
 //   PUT  /files?path=P     the request body, streamed, becomes file P (parents made)
 //   GET  /files?path=P     file P, streamed
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, stat } from 'node:fs/promises';
+import { mkdir, rm, stat } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -30,6 +30,8 @@ export interface AgentOptions {
 const maxExecBody = 64 * 1024 * 1024;
 
 export class Agent {
+  /** Until set, /healthz answers 503: the kubelet marks the pod ready only once the agent is warm. */
+  warm = false;
   private running = 0;
   private lastActivity = new Date();
   readonly startedAt = new Date();
@@ -53,7 +55,7 @@ export class Agent {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://agent');
-    if (url.pathname === '/healthz') return send(res, 200, 'ok');
+    if (url.pathname === '/healthz') return this.warm ? send(res, 200, 'ok') : send(res, 503, 'warming up');
     const auth = req.headers.authorization ?? '';
     if (!auth.startsWith('Bearer ') || !sameToken(auth.slice(7), this.opts.token)) return send(res, 401, { error: 'unauthorized' });
     const route = `${req.method} ${url.pathname}`;
@@ -114,6 +116,8 @@ export class Agent {
       await mkdir(path.dirname(file), { recursive: true });
       await pipeline(req, createWriteStream(file));
     } catch (err) {
+      // Nothing half-written stays behind (a full disk, a cut connection).
+      await rm(file, { force: true }).catch(() => undefined);
       return send(res, fsStatus(err), { error: fsMessage(err, file) });
     }
     this.touch();

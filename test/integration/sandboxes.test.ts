@@ -123,6 +123,24 @@ describe('sandboxes', { timeout: 600_000 }, () => {
     assert.match(JSON.stringify(usage), /"sandbox_seconds":[1-9]|"sandbox_seconds":0\.[0-9]*[1-9]/, `sandbox_seconds counted: ${JSON.stringify(usage)}`);
   });
 
+  it('moves files larger than any small ceiling, and says when the sandbox disk is full, leaving nothing half-written', async () => {
+    const s = await open();
+    const big = randomBytes(80 * 1024 * 1024);
+    const put = await fetch(`${api.url}/api/sandboxes/${s.id}/files?path=big.bin`, { method: 'PUT', headers: { authorization: `Bearer ${api.token}`, 'content-type': 'application/octet-stream' }, body: big });
+    assert.deepEqual(await json(put, 200), { path: '/home/app/big.bin', size: big.length });
+    const back = await fetch(`${api.url}/api/sandboxes/${s.id}/files?path=big.bin`, { headers: { authorization: `Bearer ${api.token}` } });
+    assert.equal(back.headers.get('content-length'), String(big.length));
+    assert.ok(Buffer.from(await back.arrayBuffer()).equals(big));
+    const small = await open({ resources: { disk: '16Mi' } });
+    assert.equal(small.launch, 'cold', 'other resources than the pool\'s need a pod of their own');
+    assert.match(small.launch_reason!, /resources/);
+    const full = await fetch(`${api.url}/api/sandboxes/${small.id}/files?path=too-big.bin`, { method: 'PUT', headers: { authorization: `Bearer ${api.token}`, 'content-type': 'application/octet-stream' }, body: randomBytes(24 * 1024 * 1024) });
+    assert.equal(full.status, 413);
+    assert.match(((await full.json()) as { error: string }).error, /no space left: the sandbox disk is full/);
+    const left = await exec(small.id, { command: 'ls -A /home/app; df -k /home/app | tail -1' });
+    assert.doesNotMatch(left.stdout, /too-big/, 'the partial file is removed');
+  });
+
   it('evaluates code once in each runtime and destroys the sandbox after', async () => {
     const cases: Array<[string, string, string]> = [
       ['python', 'import sys; print(sum(range(10)), sys.version_info[0])', '45 3'],

@@ -31,6 +31,8 @@ describe('sandbox agent', () => {
     });
     server = await agent.listen(0, '127.0.0.1');
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    assert.equal((await fetch(`${base}/healthz`)).status, 503, 'not ready before it is warm');
+    agent.warm = true;
   });
   after(async () => {
     server.closeAllConnections();
