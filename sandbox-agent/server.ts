@@ -110,14 +110,19 @@ export class Agent {
 
   private async upload(req: IncomingMessage, res: ServerResponse, p: string | null): Promise<void> {
     const file = this.resolve(p);
-    if (!file) return send(res, 400, { error: 'path is required' });
+    if (!file) {
+      await drain(req);
+      return send(res, 400, { error: 'path is required' });
+    }
     this.touch();
     try {
       await mkdir(path.dirname(file), { recursive: true });
-      await pipeline(req, createWriteStream(file));
+      await writeAll(req, file);
     } catch (err) {
-      // Nothing half-written stays behind (a full disk, a cut connection).
+      // Nothing half-written stays behind (a full disk, a cut connection); the rest of the body is
+      // read and dropped, so the caller, still sending, gets this answer and not a reset connection.
       await rm(file, { force: true }).catch(() => undefined);
+      await drain(req);
       return send(res, fsStatus(err), { error: fsMessage(err, file) });
     }
     this.touch();
@@ -140,6 +145,38 @@ export class Agent {
     res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(size) });
     await pipeline(createReadStream(file), res).catch(() => res.destroy());
   }
+}
+
+/** The request body into `file`; the body is left unconsumed (not destroyed) if writing fails. */
+function writeAll(req: IncomingMessage, file: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const out = createWriteStream(file);
+    let failed = false;
+    const fail = (err: unknown) => {
+      if (failed) return;
+      failed = true;
+      req.unpipe(out);
+      out.destroy();
+      reject(err);
+    };
+    out.once('error', fail);
+    req.once('error', fail);
+    req.once('aborted', () => fail(Object.assign(new Error('the upload was cut off'), { code: 'ECONNRESET' })));
+    out.once('finish', () => {
+      if (!failed) resolve();
+    });
+    req.pipe(out);
+  });
+}
+
+/** Reads what is left of a request and drops it. */
+function drain(req: IncomingMessage): Promise<void> {
+  if (req.readableEnded || req.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    req.once('end', resolve);
+    req.once('close', resolve);
+    req.resume();
+  });
 }
 
 function fsStatus(err: unknown): number {

@@ -177,7 +177,18 @@ export class SandboxService {
   }
 
   async upload(account: Account, id: string, path: string, body: Readable, length: number | undefined): Promise<{ path: string; size: number }> {
-    return this.agents.upload(this.target(this.get(account, id)), path, body, length);
+    try {
+      return await this.agents.upload(this.target(this.get(account, id)), path, body, length);
+    } catch (err) {
+      // The client may still be sending: what is left is read and dropped, so it gets this answer
+      // rather than a connection reset in the middle of its upload.
+      if (!body.readableEnded && !body.destroyed) {
+        await new Promise<void>((resolve) => {
+          body.once('end', resolve).once('close', resolve).resume();
+        });
+      }
+      throw err;
+    }
   }
 
   async download(account: Account, id: string, path: string): Promise<{ stream: Readable; size: number | undefined }> {

@@ -139,6 +139,7 @@ describe('sandboxes', { timeout: 600_000 }, () => {
     assert.match(((await full.json()) as { error: string }).error, /no space left: the sandbox disk is full/);
     const left = await exec(small.id, { command: 'ls -A /home/app; df -k /home/app | tail -1' });
     assert.doesNotMatch(left.stdout, /too-big/, 'the partial file is removed');
+    for (const id of [s.id, small.id]) await json(await api.request('DELETE', `/api/sandboxes/${id}`), 200);
   });
 
   it('evaluates code once in each runtime and destroys the sandbox after', async () => {
