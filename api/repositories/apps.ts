@@ -4,7 +4,7 @@
 // (lib/kube/until-cached.ts). Kubernetes errors are translated here into domain errors (lib/errors.ts), never leaked.
 import * as k8s from '@kubernetes/client-node';
 import { kubeStatus, mergePatch, rejectionMessage } from '../../lib/kube/client.js';
-import { keepWatching } from '../../lib/kube/keep-watching.js';
+import { customInformer } from '../../lib/kube/custom-informer.js';
 import { isAtLeast, untilCached } from '../../lib/kube/until-cached.js';
 import type { Logger } from '../../lib/logger.js';
 import type { HostnameStore } from '../../lib/hostnames.js';
@@ -31,14 +31,7 @@ export class AppRepository {
     /** Claims each new App's hostname across accounts first (lib/hostnames.ts). */
     private readonly hostnames?: { store: HostnameStore; appsDomain: string },
   ) {
-    this.custom = kc.makeApiClient(k8s.CustomObjectsApi);
-    this.informer = new k8s.ListWatch<App>(
-      `/apis/${group}/${version}/${plural}`,
-      new k8s.Watch(kc),
-      () => this.custom.listClusterCustomObject({ group, version, plural }) as Promise<k8s.KubernetesListObject<App>>,
-      false,
-    );
-    keepWatching(this.informer, 'apps', log);
+    ({ informer: this.informer, custom: this.custom } = customInformer<App>(kc, plural, log));
   }
 
   start(): Promise<void> {

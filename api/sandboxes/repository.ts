@@ -7,7 +7,7 @@ import * as k8s from '@kubernetes/client-node';
 import { apiVersion, group, labels, managers, pluralOf, version } from '../../lib/contract.js';
 import { DomainError } from '../../lib/errors.js';
 import { kubeStatus, mergePatch, rejectionMessage } from '../../lib/kube/client.js';
-import { keepWatching } from '../../lib/kube/keep-watching.js';
+import { customInformer } from '../../lib/kube/custom-informer.js';
 import { untilCached } from '../../lib/kube/until-cached.js';
 import type { Logger } from '../../lib/logger.js';
 import type { Sandbox, SandboxSpec } from '../../lib/resources/index.js';
@@ -29,14 +29,7 @@ export class SandboxRepository {
   private readonly custom: k8s.CustomObjectsApi;
 
   constructor(kc: k8s.KubeConfig, log: Logger) {
-    this.custom = kc.makeApiClient(k8s.CustomObjectsApi);
-    this.informer = new k8s.ListWatch<Sandbox>(
-      `/apis/${group}/${version}/${plural}`,
-      new k8s.Watch(kc),
-      () => this.custom.listClusterCustomObject({ group, version, plural }) as Promise<k8s.KubernetesListObject<Sandbox>>,
-      false,
-    );
-    keepWatching(this.informer, 'sandboxes', log);
+    ({ informer: this.informer, custom: this.custom } = customInformer<Sandbox>(kc, plural, log));
   }
 
   start(): Promise<void> {

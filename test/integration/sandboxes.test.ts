@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { createAccount } from '../../lib/accounts.js';
+import type { ExecResult } from '../../lib/sandbox/exec.js';
 import { attenuate } from '../../lib/tokens/token.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { images } from '../support/images.js';
@@ -25,19 +26,7 @@ interface SandboxBody {
   expires_at: string | null;
   ended_at: string | null;
 }
-interface ExecBody {
-  status: string;
-  exit_code: number | null;
-  signal: string | null;
-  reason: string | null;
-  stdout: string;
-  stderr: string;
-  truncated: { stdout: boolean; stderr: boolean };
-  bytes: { stdout: number; stderr: number };
-  duration_ms: number;
-  sandbox: string;
-  launch: string | null;
-}
+type ExecBody = ExecResult & { sandbox: string; launch: string | null };
 
 describe('sandboxes', { timeout: 600_000 }, () => {
   let api: TestApi;
@@ -313,6 +302,66 @@ describe('sandboxes', { timeout: 600_000 }, () => {
     assert.equal(bad.status, 400);
     const both = await api.request('POST', `/api/sandboxes/${opened.at(-1)}/exec`, { body: { command: 'x', argv: ['y'] } });
     assert.equal(both.status, 400);
+    // Every open one goes, and with them the refusal.
+    const all = (await json<{ sandboxes: SandboxBody[] }>(await api.request('GET', '/api/sandboxes'), 200)).sandboxes;
+    await Promise.all(all.map(async (x) => json(await api.request('DELETE', `/api/sandboxes/${x.id}`), 200)));
+    assert.deepEqual((await json<{ sandboxes: unknown[] }>(await api.request('GET', '/api/sandboxes'), 200)).sandboxes, []);
+    opened.push((await json<SandboxBody>(await api.request('POST', '/api/sandboxes', { body: { wait_seconds: 0 } }), 201)).id);
+  });
+
+  it('works from the CLI: svc eval and svc sandbox open|exec|put|get|ls|rm, with exit codes that mirror the command\'s', async () => {
+    const { execFile } = await import('node:child_process');
+    const { mkdtemp, readFile, rm, writeFile } = await import('node:fs/promises');
+    const os = await import('node:os');
+    const path = await import('node:path');
+    const { repoRoot } = await import('../../lib/paths.js');
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'svc-cli-'));
+    const svc = (...args: string[]) =>
+      new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+        execFile(process.execPath, [path.join(repoRoot, 'bin/svc.js'), ...args], { env: { ...process.env, SVC_API_URL: `${api.url}/api`, SVC_TOKEN: api.token } }, (err, stdout, stderr) => {
+          resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
+        });
+      });
+    try {
+      const ev = await svc('eval', '--runtime', 'python', '-c', 'import sys\nprint("hi")\nsys.exit(3)');
+      assert.deepEqual([ev.code, ev.stdout], [3, 'hi\n'], ev.stderr);
+      await writeFile(path.join(dir, 'main.ts'), 'const x: string = "typed"; console.log(x);\n');
+      const file = await svc('eval', '--runtime', 'ts', path.join(dir, 'main.ts'));
+      assert.deepEqual([file.code, file.stdout], [0, 'typed\n'], file.stderr);
+
+      const opened = await svc('sandbox', 'open', '--runtime', 'node');
+      assert.equal(opened.code, 0, opened.stderr);
+      const id = opened.stdout.trim();
+      assert.match(id, /^sb-[0-9a-f]{16}$/);
+      assert.match(opened.stderr, new RegExp(`^${id}  ready \\((Claimed|Started)`), 'open says what it opened');
+      const run = await svc('sandbox', 'exec', id, '--', 'sh', '-c', 'echo out; echo err >&2; exit 5');
+      assert.deepEqual([run.code, run.stdout, run.stderr], [5, 'out\n', 'err\n']);
+      const slow = await svc('sandbox', 'exec', id, '--timeout', '1', '-c', 'sleep 5');
+      assert.equal(slow.code, 124);
+      assert.match(slow.stderr, /timed_out: killed after the timeout of 1 s/);
+      const asJson = await svc('sandbox', 'exec', id, '--json', '-c', 'echo x');
+      assert.equal((JSON.parse(asJson.stdout) as { stdout: string }).stdout, 'x\n');
+      const bytes = randomBytes(100_000);
+      await writeFile(path.join(dir, 'in.bin'), bytes);
+      assert.equal((await svc('sandbox', 'put', id, path.join(dir, 'in.bin'), 'in.bin')).code, 0);
+      assert.equal((await svc('sandbox', 'exec', id, '-c', 'cp in.bin out.bin')).code, 0);
+      assert.equal((await svc('sandbox', 'get', id, 'out.bin', path.join(dir, 'out.bin'))).code, 0);
+      assert.ok((await readFile(path.join(dir, 'out.bin'))).equals(bytes));
+      const listed = await svc('sandbox', 'ls', '--json');
+      assert.ok((JSON.parse(listed.stdout) as Array<{ id: string }>).some((x) => x.id === id));
+      assert.match((await svc('sandbox', 'ls')).stdout, new RegExp(`^ID +STATE .*\\n${id} +ready`, 'm'));
+      const removed = await svc('sandbox', 'rm', id);
+      assert.match(removed.stdout, new RegExp(`${id}  ended \\(Deleted`));
+      const gone = await svc('sandbox', 'exec', id, '-c', 'true');
+      assert.equal(gone.code, 1);
+      assert.match(gone.stderr, /409 sandbox .* has ended \(Deleted/);
+      const missing = await svc('sandbox', 'exec', 'sb-0000000000000000', '-c', 'true');
+      assert.match(missing.stderr, /404 sandbox sb-0000000000000000 not found/);
+      const usage = await svc('sandbox', 'exec', id);
+      assert.equal(usage.code, 2, 'a usage error');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('is what kubectl shows: a Sandbox with its phase, reason and launch', async () => {
