@@ -6,6 +6,7 @@ import { createLogger } from '../lib/logger.js';
 import { LeaderElection } from '../lib/kube/leader.js';
 import { appSettings } from './app/settings.js';
 import { Manager } from './manager.js';
+import { serveMetrics } from './metrics.js';
 import { sandboxSettings } from './sandbox/settings.js';
 
 const config = loadConfigOrExit('controllers');
@@ -16,6 +17,8 @@ const election = new LeaderElection(kc.makeApiClient(k8s.CoordinationV1Api), 'ku
 const sandboxes = sandboxSettings(config);
 if (!sandboxes) log.error('No artifact key (SVC_ARTIFACT_KEY or SVC_ARTIFACT_KEY_FILE): sandboxes are not served (their agents\' tokens derive from it)');
 const manager = new Manager(kc, appSettings(config), log, { sandboxes });
+await serveMetrics(config.controllersMetrics.host, config.controllersMetrics.port, () => manager.metrics());
+log.info({ address: `http://${config.controllersMetrics.host}:${config.controllersMetrics.port}/metrics` }, 'Serving metrics');
 
 async function shutdown(signal: string): Promise<void> {
   log.info({ signal }, 'Stopping controllers');

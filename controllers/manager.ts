@@ -34,6 +34,8 @@ export class Manager {
   readonly accounts: Controller<k8s.V1Namespace, never>;
   readonly sandboxes: Controller<Sandbox, object> | undefined;
   readonly pool: { controller: Controller<k8s.V1Namespace, never>; reconciler: PoolReconciler } | undefined;
+  private sandboxReconciler: SandboxReconciler | undefined;
+  private running = false;
   private readonly core: k8s.CoreV1Api;
 
   constructor(kc: k8s.KubeConfig, settings: AppSettings, private readonly log: Logger, private readonly opts: ManagerOptions = {}) {
@@ -128,6 +130,7 @@ export class Manager {
       events,
       () => this.pool?.controller.add(sbx.pod.namespace),
     );
+    this.sandboxReconciler = sandboxReconciler;
     this.sandboxes = new Controller<Sandbox, object>({
       kind: 'Sandbox',
       primary: sandboxes,
@@ -145,7 +148,7 @@ export class Manager {
     const poolReconciler = new PoolReconciler(
       core,
       networking,
-      { pods: podsHere, sandboxExists: (uid) => sandboxes.list().some((s) => s.metadata?.uid === uid), reserved: sandboxReconciler.reserved },
+      { pods: podsHere, sandboxExists: (uid) => sandboxes.list().some((s) => s.metadata?.uid === uid), reserved: sandboxReconciler.reserved, retiring: sandboxReconciler.retiring },
       { pod: sbx.pod, key, size: sbx.poolSize, platformCidrs: sbx.platformCidrs },
       log,
     );
@@ -180,10 +183,40 @@ export class Manager {
     this.apps.start();
     this.pool?.controller.start();
     this.sandboxes?.start();
+    this.running = true;
     this.log.info({ apps: this.apps.stats().waiting }, 'Controllers started');
   }
 
+  /** Prometheus text: each controller's work and the sandbox pool's depth (controllers/metrics.ts serves it). */
+  metrics(): string {
+    const lines: string[] = [];
+    const metric = (name: string, help: string, type: 'gauge' | 'counter', samples: Array<[Record<string, string>, number]>) => {
+      lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
+      for (const [labels, value] of samples) {
+        const l = Object.entries(labels).map(([k, v]) => `${k}="${v}"`).join(',');
+        lines.push(`${name}${l ? `{${l}}` : ''} ${value}`);
+      }
+    };
+    metric('svc_controllers_leading', 'Whether this replica leads (holds the Lease) and reconciles.', 'gauge', [[{}, this.running ? 1 : 0]]);
+    const controllers = [this.apps, this.accounts, ...(this.sandboxes ? [this.sandboxes] : []), ...(this.pool ? [this.pool.controller] : [])];
+    const kinds = ['App', 'Namespace', ...(this.sandboxes ? ['Sandbox'] : []), ...(this.pool ? ['SandboxPool'] : [])];
+    const stats = controllers.map((c) => c.stats());
+    metric('svc_controller_reconciles_total', 'Reconciles done, by kind.', 'counter', stats.map((st, i) => [{ kind: kinds[i]! }, st.reconciles]));
+    metric('svc_controller_status_writes_total', 'Status writes, by kind.', 'counter', stats.map((st, i) => [{ kind: kinds[i]! }, st.statusWrites]));
+    metric('svc_controller_status_conflicts_total', 'Status writes refused as stale (reconciled again), by kind.', 'counter', stats.map((st, i) => [{ kind: kinds[i]! }, st.conflicts]));
+    metric('svc_controller_queue_waiting', 'Keys waiting in the work queue, by kind.', 'gauge', stats.map((st, i) => [{ kind: kinds[i]! }, st.waiting]));
+    metric('svc_controller_queue_failing', 'Keys whose last reconcile failed (retried with back-off), by kind.', 'gauge', stats.map((st, i) => [{ kind: kinds[i]! }, st.failing]));
+    if (this.pool && this.sandboxReconciler) {
+      const depth = this.pool.reconciler.depth;
+      metric('svc_sandbox_pool_size', 'Free pool members the controllers keep (SVC_SANDBOX_POOL_SIZE).', 'gauge', [[{}, this.opts.sandboxes!.poolSize]]);
+      metric('svc_sandbox_pool_members', 'Free pool members by state.', 'gauge', [[{ state: 'ready' }, depth.ready], [{ state: 'starting' }, depth.starting]]);
+      metric('svc_sandbox_launches_total', 'Sandboxes served, by launch (warm: a ready pool member).', 'counter', [[{ launch: 'warm' }, this.sandboxReconciler.launches.warm], [{ launch: 'cold' }, this.sandboxReconciler.launches.cold]]);
+    }
+    return `${lines.join('\n')}\n`;
+  }
+
   async stop(): Promise<void> {
+    this.running = false;
     this.sandboxes?.stop();
     this.pool?.controller.stop();
     this.apps.stop();

@@ -83,6 +83,8 @@ const envSchema = z.object({
   SVC_SANDBOX_EXEC_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(600),
   SVC_SANDBOX_OUTPUT_LIMIT_BYTES: z.coerce.number().int().min(1024).max(64 * 1024 ** 2).default(1024 ** 2),
   SVC_ROLLOUT_DEADLINE_SECONDS: z.coerce.number().int().min(5).max(3600).default(120),
+  SVC_CONTROLLERS_METRICS_HOST: z.string().min(1).default('127.0.0.1'),
+  SVC_CONTROLLERS_METRICS_PORT: port.default(8082),
   SVC_PROXY_HOST: z.string().min(1).default('0.0.0.0'),
   SVC_PROXY_PORT: port.default(8081),
   SVC_PROXY_UPSTREAM_CONNECTIONS: z.coerce.number().int().min(1).max(10_000).default(256),
@@ -192,6 +194,8 @@ export interface Config {
     /** Most bytes of stdout and of stderr an exec answers (the rest is counted and dropped). */
     readonly outputLimitBytes: number;
   };
+  /** The controllers' /metrics and /healthz listener. */
+  readonly controllersMetrics: { readonly host: string; readonly port: number };
   /** ingress-auth: the proxy on every app hostname. */
   readonly proxy: {
     readonly host: string;
@@ -332,6 +336,7 @@ export function loadConfig(
     // Secure cookies need https, so they are what says app hostnames are served over it.
     site: Object.freeze({ appsDomain: e.SVC_APPS_DOMAIN, appsUrlSuffix: e.SVC_APPS_URL_SUFFIX, secure: e.SVC_AUTH_SECURE_COOKIES }),
     hostnameHoldMs: e.SVC_HOSTNAME_HOLD_DAYS * 86_400_000,
+    controllersMetrics: Object.freeze({ host: e.SVC_CONTROLLERS_METRICS_HOST, port: e.SVC_CONTROLLERS_METRICS_PORT }),
     proxy: Object.freeze({
       host: e.SVC_PROXY_HOST,
       port: e.SVC_PROXY_PORT,
@@ -384,6 +389,7 @@ const readsOf = {
     'SVC_SANDBOX_IMAGE', 'SVC_SANDBOX_NAMESPACE', 'SVC_SANDBOX_RUNTIME_CLASS', 'SVC_SANDBOX_POOL_SIZE', 'SVC_SANDBOX_RETENTION_HOURS',
     'SVC_SANDBOX_MAX_OPEN', 'SVC_SANDBOX_EXEC_PER_MINUTE', 'SVC_SANDBOX_OUTPUT_LIMIT_BYTES',
   ],
+  controllersMetrics: ['SVC_CONTROLLERS_METRICS_HOST', 'SVC_CONTROLLERS_METRICS_PORT'],
   proxy: ['SVC_PROXY_HOST', 'SVC_PROXY_PORT', 'SVC_PROXY_UPSTREAM_CONNECTIONS', 'SVC_PROXY_UPSTREAM_TIMEOUT_MS'],
   assertion: ['SVC_ASSERTION_ISSUER', 'SVC_ASSERTION_JWKS_URL', 'SVC_ASSERTION_LIFETIME_SECONDS', 'SVC_ASSERTION_ROTATION_HOURS', 'SVC_APPS_DOMAIN', 'SVC_APPS_URL_SUFFIX', 'SVC_ARTIFACT_URL', 'SVC_NODE_POD_SUBNET', 'SVC_API_MACHINE_PORT'],
   auth: [
@@ -397,7 +403,7 @@ const readsOf = {
 /** The parts of the configuration each process reads. */
 export const components = {
   api: ['stateDir', 'logLevel', 'databaseUrl', 'kubeconfig', 'api', 'appsDomain', 'appsUrlSuffix', 'site', 'hostnameHoldMs', 'webhookAllowPrivate', 'webhookDnsServers', 'deploys', 'sandboxes', 'assertion', 'auth', 'mail'],
-  controllers: ['logLevel', 'kubeconfig', 'site', 'deploys', 'sandboxes', 'assertion', 'machineNetwork'],
+  controllers: ['logLevel', 'kubeconfig', 'site', 'deploys', 'sandboxes', 'assertion', 'machineNetwork', 'controllersMetrics'],
   'ingress-auth': ['logLevel', 'databaseUrl', 'kubeconfig', 'appsDomain', 'appsUrlSuffix', 'site', 'proxy', 'assertion', 'auth', 'mail'],
   'policy-agent': ['logLevel', 'kubeconfig'],
   'local-volumes': ['stateDir', 'logLevel', 'kubeconfig', 'nodes'],

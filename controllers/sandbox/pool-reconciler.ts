@@ -25,10 +25,14 @@ export interface PoolObservations {
   pods(): readonly k8s.V1Pod[];
   sandboxExists(uid: string): boolean;
   reserved: ReadonlySet<string>;
+  /** Free members being deleted, marked here before each delete (the Sandbox reconciler skips them). */
+  retiring: Set<string>;
 }
 
 export class PoolReconciler implements Reconciler<k8s.V1Namespace, never> {
   private policiesApplied = false;
+  /** Members created by this process that the cache has not shown yet, with when (forgotten after a minute). */
+  private readonly creating = new Map<string, number>();
   private runtimesFor: string | undefined;
   /** The last plan's free members, for /metrics-like logs and tests. */
   depth: PoolPlan['depth'] = { ready: 0, starting: 0 };
@@ -57,19 +61,43 @@ export class PoolReconciler implements Reconciler<k8s.V1Namespace, never> {
       this.policiesApplied = true;
     }
     const pods = this.observed.pods();
-    const plan = planPool({ pods, key: this.settings.key, size: this.settings.size, sandboxExists: (uid) => this.observed.sandboxExists(uid), reserved: this.observed.reserved });
+    const present = new Set(pods.map((p) => p.metadata!.name!));
+    for (const name of this.observed.retiring) if (!present.has(name)) this.observed.retiring.delete(name);
+    const now = Date.now();
+    for (const [name, at] of this.creating) if (present.has(name) || now - at > 60_000) this.creating.delete(name);
+    const plan = planPool({
+      pods,
+      key: this.settings.key,
+      size: this.settings.size,
+      sandboxExists: (uid) => this.observed.sandboxExists(uid),
+      reserved: this.observed.reserved,
+      retiring: this.observed.retiring,
+      creating: this.creating.size,
+    });
     this.depth = plan.depth;
+    const byName = new Map(pods.map((p) => [p.metadata!.name!, p]));
     for (const d of plan.delete) {
+      // Claimed since the plan was made (this process's claims are marked before their patch): kept.
+      if (this.observed.reserved.has(d.name)) continue;
+      this.observed.retiring.add(d.name);
       this.log.info({ kind: 'SandboxPool', pod: d.name, why: d.why }, 'Deleting a sandbox pod');
-      await this.core.deleteNamespacedPod({ name: d.name, namespace, gracePeriodSeconds: 0 }).catch((err: unknown) => {
-        if (kubeStatus(err) !== 404) throw err;
+      // Only the version planned from: a pod claimed meanwhile by another process (an old leader)
+      // has changed, and the delete is refused (409) rather than taking a sandbox's pod.
+      const resourceVersion = byName.get(d.name)?.metadata?.resourceVersion;
+      await this.core.deleteNamespacedPod({ name: d.name, namespace, gracePeriodSeconds: 0, ...(resourceVersion ? { body: { preconditions: { resourceVersion } } } : {}) }).catch((err: unknown) => {
+        if (kubeStatus(err) === 409) this.observed.retiring.delete(d.name);
+        else if (kubeStatus(err) !== 404) throw err;
       });
     }
     for (let i = 0; i < plan.create; i++) {
       const name = newPodName();
+      this.creating.set(name, Date.now());
       await this.core.createNamespacedPod({
         namespace,
         body: sandboxPod(this.settings.pod, { name, resources: { ...defaultResources }, network: false, labels: { [labels.sandboxPool]: this.settings.key }, annotations: { [annotations.launch]: 'pool' } }),
+      }).catch((err: unknown) => {
+        this.creating.delete(name);
+        throw err;
       });
     }
     const depth = JSON.stringify({ ...plan.depth, creating: plan.create });

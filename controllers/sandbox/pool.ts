@@ -16,6 +16,10 @@ export interface PoolObserved {
   sandboxExists: (uid: string) => boolean;
   /** Pods this process just claimed or created, not in the cache as such yet. */
   reserved: ReadonlySet<string>;
+  /** Free members this process is deleting (not yet shown as deleting by the cache): gone already. */
+  retiring?: ReadonlySet<string>;
+  /** Members this process created that the cache does not show yet: counted as starting. */
+  creating?: number;
 }
 
 export interface PoolPlan {
@@ -31,7 +35,7 @@ export function planPool(o: PoolObserved): PoolPlan {
   let starting = 0;
   for (const pod of o.pods) {
     const name = pod.metadata!.name!;
-    if (pod.metadata?.deletionTimestamp || o.reserved.has(name)) continue;
+    if (pod.metadata?.deletionTimestamp || o.reserved.has(name) || o.retiring?.has(name)) continue;
     const l = pod.metadata?.labels ?? {};
     const claimedBy = l[labels.sandboxUid];
     if (claimedBy) {
@@ -45,11 +49,13 @@ export function planPool(o: PoolObserved): PoolPlan {
     else if (podReady(pod)) ready += 1;
     else starting += 1;
   }
-  const surplus = ready + starting - o.size;
+  // Members made but not yet in the cache count: without them every event before the cache
+  // catches up would start another member, and the surplus would be deleted again after.
+  const surplus = ready + starting + (o.creating ?? 0) - o.size;
   // More members than the pool holds (its size was lowered): the starting ones go first.
   if (surplus > 0) {
     const extra = o.pods
-      .filter((p) => p.metadata?.labels?.[labels.sandboxPool] === o.key && !p.metadata?.deletionTimestamp && !o.reserved.has(p.metadata!.name!) && !podBroken(p))
+      .filter((p) => p.metadata?.labels?.[labels.sandboxPool] === o.key && !p.metadata?.deletionTimestamp && !o.reserved.has(p.metadata!.name!) && !o.retiring?.has(p.metadata!.name!) && !podBroken(p))
       .sort((a, b) => Number(podReady(a)) - Number(podReady(b)))
       .slice(0, surplus);
     for (const p of extra) remove.push({ name: p.metadata!.name!, why: 'the pool is smaller now' });

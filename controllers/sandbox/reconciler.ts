@@ -40,6 +40,14 @@ export class SandboxReconciler implements Reconciler<Sandbox, SandboxStatus> {
   private readonly made = new Map<string, k8s.V1Pod>();
   /** Names of those pods: never offered as free members, nor deleted by the pool, meanwhile. */
   readonly reserved = new Set<string>();
+  /**
+   * Free members the pool is deleting (pool-reconciler.ts marks them before its call): never
+   * claimed. With `reserved`, one process's claims and deletions never meet on a pod: both are
+   * marked synchronously before the call that acts on it.
+   */
+  readonly retiring = new Set<string>();
+  /** Sandboxes served so far, by launch (the controllers' /metrics). */
+  readonly launches = { warm: 0, cold: 0 };
 
   constructor(
     private readonly core: k8s.CoreV1Api,
@@ -72,7 +80,7 @@ export class SandboxReconciler implements Reconciler<Sandbox, SandboxStatus> {
   }
 
   private free(): { ready: k8s.V1Pod[]; starting: k8s.V1Pod[] } {
-    const members = this.pods.membersOf(this.settings.poolKey).filter((p) => !this.reserved.has(p.metadata!.name!) && !p.metadata?.deletionTimestamp);
+    const members = this.pods.membersOf(this.settings.poolKey).filter((p) => !this.reserved.has(p.metadata!.name!) && !this.retiring.has(p.metadata!.name!) && !p.metadata?.deletionTimestamp);
     return { ready: members.filter(podReady), starting: members.filter((p) => !podReady(p)) };
   }
 
@@ -141,6 +149,7 @@ export class SandboxReconciler implements Reconciler<Sandbox, SandboxStatus> {
     try {
       const pod = await this.core.patchNamespacedPod({ name, namespace: member.metadata!.namespace!, body: ops }, jsonPatch);
       this.made.set(s.metadata.uid!, pod);
+      this.launches[launch] += 1;
       this.onClaim?.();
       return pod;
     } catch (err) {
@@ -171,6 +180,7 @@ export class SandboxReconciler implements Reconciler<Sandbox, SandboxStatus> {
       throw err;
     });
     this.made.set(s.metadata.uid!, pod);
+    this.launches.cold += 1;
     return pod;
   }
 

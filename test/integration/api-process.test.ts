@@ -25,6 +25,7 @@ describe('API process', () => {
   let fresh: Awaited<ReturnType<typeof freshDatabase>>;
   let stateDir: string;
   let port: number;
+  let machinePort: number;
   let output = '';
   const core = kubeConfig().makeApiClient(k8s.CoreV1Api);
 
@@ -35,6 +36,8 @@ describe('API process', () => {
         SVC_DATABASE_URL: fresh.url,
         SVC_STATE_DIR: stateDir,
         SVC_API_PORT: String(port),
+        // Its own machine port: the default one is taken wherever `make dev` runs an API.
+        SVC_API_MACHINE_PORT: String(machinePort),
         SVC_ADMIN_EMAIL: 'first@example.test',
         SVC_LOG_LEVEL: 'info',
       },
@@ -48,6 +51,8 @@ describe('API process', () => {
     await eventually('the API to answer /api/health', async () => (await fetch(`http://127.0.0.1:${port}/api/health`)).ok, { timeoutMs: 30_000 });
   }
   async function stop(child: ChildProcess): Promise<number | null> {
+    // Exited already (it failed to start): its code, rather than waiting for an exit that came.
+    if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
     const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
     child.kill('SIGTERM');
     return exited;
@@ -57,6 +62,7 @@ describe('API process', () => {
     fresh = await freshDatabase();
     stateDir = await mkdtemp(path.join(tmpdir(), 'svc-api-'));
     port = await freePort();
+    machinePort = await freePort();
   });
   after(async () => {
     const ns = (await fresh.db('accounts').select('namespace').catch(() => [])) as Array<{ namespace: string }>;

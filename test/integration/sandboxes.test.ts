@@ -364,6 +364,22 @@ describe('sandboxes', { timeout: 600_000 }, () => {
     }
   });
 
+  it('counts launches and shows the pool\'s depth on the controllers\' /metrics', async () => {
+    const metrics = async () => {
+      const text = await (await fetch('http://127.0.0.1:8082/metrics')).text();
+      const value = (name: string) => Number(new RegExp(`^${name.replace(/[{}]/g, '\\$&')} (\\d+)$`, 'm').exec(text)?.[1] ?? NaN);
+      return { text, launched: value('svc_sandbox_launches_total{launch="warm"}') + value('svc_sandbox_launches_total{launch="cold"}'), size: value('svc_sandbox_pool_size'), ready: value('svc_sandbox_pool_members{state="ready"}') };
+    };
+    const before = await metrics();
+    assert.match(before.text, /^svc_controllers_leading 1$/m);
+    assert.ok(before.size >= 1 && before.ready >= 0, before.text);
+    assert.match(before.text, /^svc_controller_reconciles_total\{kind="Sandbox"\} \d+$/m);
+    const s = await open();
+    const after = await metrics();
+    assert.equal(after.launched, before.launched + 1, `one more launch (${s.launch})`);
+    await json(await api.request('DELETE', `/api/sandboxes/${s.id}`), 200);
+  });
+
   it('is what kubectl shows: a Sandbox with its phase, reason and launch', async () => {
     const custom = api.kube.kc.makeApiClient(k8s.CustomObjectsApi);
     type Item = { metadata: { name: string }; status?: { phase?: string; reason?: string; launch?: string } };

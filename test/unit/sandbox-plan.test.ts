@@ -167,6 +167,14 @@ describe('Sandbox pool plan', () => {
     assert.equal(reserved.create, 2, 'a member being claimed is not counted as free');
   });
 
+  it('counts members it created that the cache does not show yet, and does not delete a member twice', () => {
+    assert.equal(planPool({ ...base, pods: [], creating: 2 }).create, 0, 'two made, not yet seen: none more');
+    assert.equal(planPool({ ...base, pods: [member('a', false)], creating: 1 }).create, 0);
+    const p = planPool({ ...base, size: 1, pods: [member('r', true), member('s', false)], retiring: new Set(['s']) });
+    assert.deepEqual(p.delete, [], 'the member being deleted is gone already');
+    assert.deepEqual(p.depth, { ready: 1, starting: 0 });
+  });
+
   it('lets sandbox pods be reached only on the agent port from the platform, and reach nothing unless network is on', () => {
     const [isolation, network] = sandboxPolicies('svc-sandboxes', ['10.244.0.1/32']);
     assert.deepEqual(isolation!.spec!.policyTypes, ['Ingress', 'Egress']);
