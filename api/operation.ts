@@ -13,7 +13,7 @@ export const tags = ['account', 'apps', 'deploys', 'builds', 'data', 'domains', 
 export type Tag = (typeof tags)[number];
 
 /** Which issue brings an operation that is not implemented yet (listed in docs/api/not-implemented.md). */
-export type Pending = 'builds' | 'data' | 'domains' | 'events';
+export type Pending = 'builds' | 'data' | 'domains';
 
 export interface Caller {
   principal: Principal;

@@ -18,6 +18,7 @@ import { deployOperations } from './routes/deploys.js';
 import { previewOperations } from './routes/previews.js';
 import { pendingOperations } from './routes/pending.js';
 import { sandboxOperations } from './routes/sandboxes.js';
+import { eventOperations } from './routes/events.js';
 import { systemOperations } from './routes/system.js';
 import type { Services } from './services.js';
 import type { ApiState } from './state.js';
@@ -33,6 +34,7 @@ export function allOperations(s: Services): Operation[] {
     ...deployOperations(s),
     ...previewOperations(s),
     ...sandboxOperations(s),
+    ...eventOperations(s),
     ...lifecycleOperations(s),
     ...appAuthOperations(s),
     ...pendingOperations(),

@@ -19,6 +19,7 @@ import { DeployRecorder } from './deploys/recorder.js';
 import { AppRepository } from './repositories/apps.js';
 import { EnvRepository } from './repositories/env.js';
 import { MachineRepository } from './repositories/machines.js';
+import { EventHub } from './events/hub.js';
 import { SandboxRecorder } from './sandboxes/recorder.js';
 import { SandboxRepository } from './sandboxes/repository.js';
 import { RuntimeList } from './sandboxes/runtimes.js';
@@ -53,6 +54,8 @@ export interface Services {
   auth: { users: AppUserStore; sessions: SessionStore; links: LinkStore };
   /** The account's event log (lib/events.ts). */
   events: { list: (accountId: string, opts: Parameters<typeof listEvents>[2]) => ReturnType<typeof listEvents> };
+  /** Followers of event logs in this process (GET /events?follow). */
+  eventHub: EventHub;
   usage: { between: (accountId: string, start: Date, end: Date) => Promise<MeterTotals>; history: (accountId: string, now: Date, months: number) => Promise<UsagePeriod[]> };
   webhooks: {
     list: (accountId: string) => Promise<Webhook[]>;
@@ -115,6 +118,7 @@ export async function assembleServices(deps: {
   const env = new EnvRepository(core, kc.makeApiClient(k8s.CustomObjectsApi));
   const machines = new MachineRepository(kc);
   const deployer = new Deployer(artifacts, deploys, apps, log, config.deploys.artifactBaseUrl);
+  const eventHub = new EventHub(db, config.databaseUrl, log);
   const sandboxRepo = new SandboxRepository(kc, log);
   const sandboxRecorder = new SandboxRecorder(db, log);
   sandboxRepo.onChange((sbx) => sandboxRecorder.observe(sbx));
@@ -135,6 +139,7 @@ export async function assembleServices(deps: {
     actions: new AppActions({ apps, env, deploys, deployer, artifacts, machines }),
     auth: { users: new AppUserStore(db, clock), sessions: new SessionStore(db, clock), links: new LinkStore(db, clock) },
     events: { list: (accountId, opts) => listEvents(db, accountId, opts) },
+    eventHub,
     usage: { between: (accountId, start, end) => usageBetween(db, accountId, start, end), history: (accountId, now, months) => usageHistory(db, accountId, now, months) },
     webhooks: {
       list: (accountId) => listWebhooks(db, accountId),
@@ -165,6 +170,7 @@ export async function assembleServices(deps: {
       await apps.stop();
       await sandboxRepo.stop();
       sandboxes.close();
+      await eventHub.stop();
     },
   };
 }

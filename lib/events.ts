@@ -1,6 +1,17 @@
 // The append-only event log. Every state change a tenant should be able to follow is recorded here,
-// in the same transaction as the change when there is one.
+// in the same transaction as the change when there is one (docs/api/events.md).
+//
+// Ids are a cursor: a follower that has read up to id N asks for "after N". For that to skip
+// nothing, one account's events must become visible in id order, which concurrent transactions
+// would not guarantee (id 10 can commit after id 11). So an insert takes a per-account advisory
+// lock held until commit, which orders the account's inserts by commit, and notifies the channel
+// (delivered at commit) that the API's followers listen on (api/events/hub.ts).
 import type { Knex } from 'knex';
+
+/** The PostgreSQL channel an account's new events are announced on (the payload: its id). */
+export const eventsChannel = 'svc_events';
+/** The advisory-lock class of event inserts (the second key is the account's). */
+const eventLockClass = 0x5e7e;
 
 export interface EventRecord {
   id: number;
@@ -25,18 +36,32 @@ export async function recordEvent(
   subject: string | null,
   data: Record<string, unknown> = {},
 ): Promise<void> {
-  await db('events').insert({ account_id: accountId, type, subject, data: JSON.stringify(data) });
+  const write = async (tx: Knex.Transaction) => {
+    await tx.raw('select pg_advisory_xact_lock(?, hashtext(?))', [eventLockClass, accountId]);
+    await tx('events').insert({ account_id: accountId, type, subject, data: JSON.stringify(data) });
+    await tx.raw('select pg_notify(?, ?)', [eventsChannel, accountId]);
+  };
+  if ((db as Knex.Transaction).isTransaction) await write(db as Knex.Transaction);
+  else await db.transaction(write);
 }
 
-/** The account's events in id order, after the cursor `after`. */
+/** The account's events in id order, after the cursor `after`, of the kinds `types` (exact, `prefix.*`, `*`). */
 export async function listEvents(
   db: Knex,
   accountId: string,
-  opts: { after?: number; limit: number; types?: string[] },
+  opts: { after?: number; limit: number; types?: string[] | undefined; app?: string | undefined },
 ): Promise<EventRecord[]> {
   const q = db('events').where({ account_id: accountId }).orderBy('id', 'asc').limit(opts.limit);
+  if (opts.app !== undefined) q.where({ subject: opts.app });
   if (opts.after !== undefined) q.where('id', '>', opts.after);
-  if (opts.types?.length) q.whereIn('type', opts.types);
+  if (opts.types?.length && !opts.types.includes('*')) {
+    const exact = opts.types.filter((t) => !t.endsWith('.*'));
+    const prefixes = opts.types.filter((t) => t.endsWith('.*')).map((t) => `${t.slice(0, -1).replace(/[%_\\]/g, '\\$&')}%`);
+    q.where((w) => {
+      if (exact.length) w.orWhereIn('type', exact);
+      for (const p of prefixes) w.orWhereLike('type', p);
+    });
+  }
   const rows = (await q.select('id', 'type', 'subject', 'data', 'created_at')) as EventRow[];
   return rows.map((r) => ({ id: Number(r.id), type: r.type, subject: r.subject, data: r.data, createdAt: r.created_at }));
 }

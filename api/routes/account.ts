@@ -1,5 +1,6 @@
 // The account group: the caller's account, its API tokens, usage, webhooks and events.
 import { z } from 'zod';
+import { unknownFiltersMessage } from '../../lib/event-kinds.js';
 import { parseDuration } from '../../lib/duration.js';
 import { actions, type Restriction } from '../../lib/tokens/token.js';
 import { monthStart, meters } from '../../lib/usage.js';
@@ -29,7 +30,7 @@ const createTokenBody = z
 const createWebhookBody = z.strictObject({
   url: z.string().min(1).max(2048),
   events: z
-    .array(z.string().regex(/^[a-z_]+(\.[a-z_]+)*(\.\*)?$|^\*$/, 'must be an event type like app.deployed or app.*'))
+    .array(z.string().regex(/^[a-z_]+(\.[a-z_]+)*(\.\*)?$|^\*$/, 'must be an event kind like deploy.live or deploy.*'))
     .max(100)
     .default([]),
   description: z.string().max(500).optional(),
@@ -249,6 +250,8 @@ export function accountOperations(s: Services): Operation[] {
       body: createWebhookBody,
       response: webhookSchema.extend({ secret: z.string() }),
       handler: async ({ caller, body }) => {
+        const unknownKinds = unknownFiltersMessage(body.events);
+        if (unknownKinds) throw invalid(`invalid body: events: ${unknownKinds}`);
         const problem = await webhookUrlProblemResolved(body.url, { allowPrivate: s.config.webhookAllowPrivate, resolver: resolverFor(s.config.webhookDnsServers) });
         if (problem) throw invalid(problem);
         const { webhook, secret } = await s.webhooks.create(caller.account.id, {

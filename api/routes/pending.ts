@@ -29,7 +29,6 @@ const rows: Row[] = [
   ['GET', '/domains/search', 'searchDomains', 'domains', 'Search domains', 'read', 'domains'],
   ['POST', '/domains/{domain}/autorenew', 'setDomainAutorenew', 'domains', 'Set auto-renew for domain', 'write', 'domains'],
   ['POST', '/domains/{domain}/renew', 'renewDomain', 'domains', 'Renew domain', 'write', 'domains'],
-  ['GET', '/events', 'listEvents', 'events', 'List or follow events', 'read', 'events'],
 ];
 
 export function pendingOperations(): Operation[] {

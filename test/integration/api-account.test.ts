@@ -62,16 +62,25 @@ describe('API account endpoints', () => {
 
   it('webhooks: created with a secret shown once, listed without it, deleted', async () => {
     const res = await api.request('POST', '/api/account/webhooks', {
-      body: { url: 'https://hooks.example.com/svc', events: ['app.deployed', 'app.*'], description: 'ci' },
+      body: { url: 'https://hooks.example.com/svc', events: ['deploy.live', 'sandbox.*'], description: 'ci' },
     });
     assert.equal(res.status, 201);
     const created = (await res.json()) as { id: string; secret: string; events: string[] };
     assert.match(created.secret, /^whsec_[A-Za-z0-9+/]{43}=$/);
-    assert.deepEqual(created.events, ['app.deployed', 'app.*']);
+    assert.deepEqual(created.events, ['deploy.live', 'sandbox.*']);
     const list = await get<{ webhooks: Array<{ id: string; url: string }> }>('/api/account/webhooks');
     assert.deepEqual(list.webhooks.map((w) => w.url), ['https://hooks.example.com/svc']);
     assert.ok(!JSON.stringify(list).includes(created.secret));
     assert.equal((await api.request('DELETE', `/api/account/webhooks/${created.id}`)).status, 204);
+    assert.deepEqual((await get<{ webhooks: unknown[] }>('/api/account/webhooks')).webhooks, []);
+  });
+
+  it('webhooks: filter by the documented kinds and prefix.*, refusing others with a 400 naming the known ones', async () => {
+    for (const events of [['app.deployed'], ['deploy.*', 'nothing.*'], ['deploy.launched']]) {
+      const res = await api.request('POST', '/api/account/webhooks', { body: { url: 'https://hooks.example.com/kinds', events } });
+      assert.equal(res.status, 400, events.join());
+      assert.match(((await res.json()) as { error: string }).error, /unknown event kind .*; known: account\.created, .*deploy\.live.*, or prefix\.\* of /);
+    }
     assert.deepEqual((await get<{ webhooks: unknown[] }>('/api/account/webhooks')).webhooks, []);
   });
 

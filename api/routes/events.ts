@@ -1,0 +1,97 @@
+// GET /events: the account's event log, listed (a page after a cursor) or followed (SSE, or NDJSON
+// for clients that ask for it) with no server deadline: `id:` is the event id, Last-Event-ID
+// resumes after it with no gap and no duplicate, a comment every 15 s keeps proxies from closing
+// an idle stream, and a token revoked or expired meanwhile ends it within a second
+// (docs/api/events.md).
+import { PassThrough } from 'node:stream';
+import { z } from 'zod';
+import { unknownFiltersMessage } from '../../lib/event-kinds.js';
+import type { EventRecord } from '../../lib/events.js';
+import { invalid } from '../errors.js';
+import { op, type Operation } from '../operation.js';
+import type { Services } from '../services.js';
+
+const eventSchema = z.object({ id: z.number(), type: z.string(), subject: z.string().nullable(), data: z.record(z.string(), z.unknown()), created_at: z.string() });
+
+const query = z.strictObject({
+  after: z.coerce.number().int().min(0).optional().describe('Events after this id (a previous answer\'s next_after, or the last id seen)'),
+  kinds: z.string().max(1000).optional().describe('Comma-separated kinds: exact (deploy.live), prefix.* (deploy.*) or *'),
+  app: z.string().max(63).optional().describe('Only events of this app'),
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+  follow: z.enum(['true', 'false']).optional().describe('Stream events as they happen (also with Accept: text/event-stream)'),
+});
+
+export const heartbeatMs = 15_000;
+/** How often a follower's token is checked again (revocation, expiry). */
+export const recheckMs = 1000;
+
+export function presentEvent(e: EventRecord): z.infer<typeof eventSchema> {
+  return { id: e.id, type: e.type, subject: e.subject, data: e.data, created_at: e.createdAt.toISOString() };
+}
+
+export function eventOperations(s: Services): Operation[] {
+  return [
+    op({
+      method: 'GET',
+      path: '/events',
+      operationId: 'listEvents',
+      tag: 'events',
+      summary: 'List or follow events',
+      action: 'read',
+      accountWide: true,
+      query,
+      response: z.object({ events: z.array(eventSchema), next_after: z.number().nullable() }),
+      handler: async ({ caller, query: q, headers }) => {
+        const kinds = q.kinds?.split(',').map((k) => k.trim()).filter(Boolean);
+        const unknown = kinds && unknownFiltersMessage(kinds);
+        if (unknown) throw invalid(unknown);
+        const accept = String(headers.accept ?? '');
+        const lastEventId = headers['last-event-id'];
+        const follow = q.follow === 'true' || accept.includes('text/event-stream') || (q.follow !== 'false' && lastEventId !== undefined);
+        if (!follow) {
+          const events = await s.events.list(caller.account.id, { after: q.after, limit: q.limit, types: kinds, app: q.app });
+          return { body: { events: events.map(presentEvent), next_after: events.length === q.limit ? events[events.length - 1]!.id : null } };
+        }
+        let after = q.after ?? 0;
+        if (typeof lastEventId === 'string' && lastEventId !== '') {
+          if (!/^\d+$/.test(lastEventId)) throw invalid('Last-Event-ID: must be an event id');
+          after = Number(lastEventId);
+        }
+        const ndjson = accept.includes('application/x-ndjson') && !accept.includes('text/event-stream');
+        const out = new PassThrough();
+        const write = (text: string) => {
+          if (!out.destroyed) out.write(text);
+        };
+        if (!ndjson) write('retry: 3000\n\n');
+        const token = String(headers.authorization ?? '').replace(/^Bearer\s+/i, '');
+        const unfollow = await s.eventHub.follow(caller.account.id, {
+          after,
+          kinds,
+          app: q.app,
+          deliver: (events) => {
+            for (const e of events) {
+              const json = JSON.stringify(presentEvent(e));
+              write(ndjson ? `${json}\n` : `id: ${e.id}\nevent: ${e.type}\ndata: ${json}\n\n`);
+            }
+          },
+        });
+        const heartbeat = setInterval(() => write(ndjson ? '\n' : ': keep-alive\n\n'), heartbeatMs);
+        const recheck = setInterval(() => {
+          s.tokens.authenticate(token).catch((err: unknown) => {
+            const reason = err instanceof Error ? err.message : 'token no longer valid';
+            write(ndjson ? `${JSON.stringify({ error: reason })}\n` : `event: error\ndata: ${JSON.stringify({ error: reason })}\n\n`);
+            out.end();
+          });
+        }, recheckMs);
+        const done = () => {
+          clearInterval(heartbeat);
+          clearInterval(recheck);
+          unfollow();
+        };
+        out.once('close', done);
+        out.once('end', done);
+        return { body: out, headers: { 'Content-Type': ndjson ? 'application/x-ndjson' : 'text/event-stream', 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no' } };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,40 @@
+// The event kinds the platform records, each documented in docs/api/events.md with an example.
+// Webhook filters accept exactly these and `prefix.*` of their prefixes (and `*`); a test keeps
+// this list and the document equal.
+export const eventKinds = [
+  'account.created',
+  'token.created',
+  'token.revoked',
+  'webhook.created',
+  'webhook.deleted',
+  'deploy.created',
+  'deploy.live',
+  'deploy.failed',
+  'sandbox.opened',
+  'sandbox.destroyed',
+  'sandbox.expired',
+  'sandbox.failed',
+] as const;
+export type EventKind = (typeof eventKinds)[number];
+
+const prefixes = new Set(eventKinds.map((k) => k.slice(0, k.indexOf('.'))));
+
+/** Whether a filter names a known kind, `prefix.*` of a known prefix, or `*`. */
+export function knownFilter(filter: string): boolean {
+  if (filter === '*') return true;
+  if (filter.endsWith('.*')) return prefixes.has(filter.slice(0, -2));
+  return (eventKinds as readonly string[]).includes(filter);
+}
+
+/** Whether an event of `kind` passes `filters` (none: every event). */
+export function matchesFilters(kind: string, filters: readonly string[] | undefined): boolean {
+  if (!filters?.length) return true;
+  return filters.some((f) => f === '*' || f === kind || (f.endsWith('.*') && kind.startsWith(f.slice(0, -1))));
+}
+
+/** The 400 message for unknown filters. */
+export function unknownFiltersMessage(filters: readonly string[]): string | undefined {
+  const unknown = filters.filter((f) => !knownFilter(f));
+  if (!unknown.length) return undefined;
+  return `unknown event kind${unknown.length > 1 ? 's' : ''} ${unknown.map((u) => `"${u}"`).join(', ')}; known: ${eventKinds.join(', ')}, or prefix.* of ${[...prefixes].join(', ')}, or *`;
+}

@@ -1,0 +1,192 @@
+// GET /events against the real API and PostgreSQL: list with a cursor and filters, follow over SSE
+// (an event published after the follow began arrives; Last-Event-ID resumes with no gap and no
+// duplicate after the connection is cut), NDJSON, a revoked token ending its stream within a
+// second, and events of concurrent transactions delivered in id order with none skipped.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { recordEvent } from '../../lib/events.js';
+import { startTestApi, type TestApi } from '../support/api.js';
+
+interface Frame {
+  id?: string;
+  event?: string;
+  data?: string;
+  retry?: string;
+}
+
+/** Follows a stream, parsing SSE frames (or NDJSON lines) as they come. */
+function follow(api: TestApi, opts: { token?: string; headers?: Record<string, string>; query?: string } = {}) {
+  const controller = new AbortController();
+  const frames: Frame[] = [];
+  const waiters: Array<() => void> = [];
+  let ended = false;
+  const done = (async () => {
+    const res = await fetch(`${api.url}/api/events?follow=true${opts.query ?? ''}`, {
+      headers: { authorization: `Bearer ${opts.token ?? api.token}`, ...opts.headers },
+      signal: controller.signal,
+    });
+    assert.equal(res.status, 200);
+    const ndjson = res.headers.get('content-type') === 'application/x-ndjson';
+    let buf = '';
+    try {
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+        buf += Buffer.from(chunk).toString();
+        const sep = ndjson ? '\n' : '\n\n';
+        let i: number;
+        while ((i = buf.indexOf(sep)) >= 0) {
+          const block = buf.slice(0, i);
+          buf = buf.slice(i + sep.length);
+          if (ndjson) {
+            if (block.trim()) frames.push({ data: block });
+          } else {
+            const f: Frame = {};
+            for (const line of block.split('\n')) {
+              if (line.startsWith(':')) continue;
+              const c = line.indexOf(':');
+              (f as Record<string, string>)[line.slice(0, c)] = line.slice(c + 1).trimStart();
+            }
+            if (Object.keys(f).length) frames.push(f);
+          }
+          for (const w of waiters.splice(0)) w();
+        }
+      }
+    } catch (err) {
+      if ((err as Error).name !== 'AbortError') throw err;
+    } finally {
+      ended = true;
+      for (const w of waiters.splice(0)) w();
+    }
+  })();
+  const until = async (check: () => boolean, ms = 5000) => {
+    const deadline = Date.now() + ms;
+    while (!check()) {
+      if (ended || Date.now() > deadline) break;
+      await new Promise<void>((r) => {
+        waiters.push(r);
+        setTimeout(r, 100);
+      });
+    }
+    return check();
+  };
+  const events = () => frames.filter((f) => f.id !== undefined || (f.data && !f.retry && f.event !== 'error')).map((f) => JSON.parse(f.data!) as { id: number; type: string; subject: string | null });
+  return { frames, events, until, close: () => controller.abort(), done, ended: () => ended };
+}
+
+describe('GET /events', () => {
+  let api: TestApi;
+  before(async () => {
+    api = await startTestApi();
+  });
+  after(async () => {
+    await api?.close();
+  });
+
+  const newToken = async (name: string) => {
+    const res = await api.request('POST', '/api/account/tokens', { body: { name } });
+    assert.equal(res.status, 201);
+    return (await res.json()) as { token: string; nonce: string };
+  };
+
+  it('lists events after a cursor, by kind (exact or prefix.*) and app, and refuses unknown kinds naming the known ones', async () => {
+    await recordEvent(api.db, api.account.id, 'deploy.created', 'shop', { deploy: 'd1' });
+    await recordEvent(api.db, api.account.id, 'deploy.live', 'shop', { deploy: 'd1' });
+    await recordEvent(api.db, api.account.id, 'deploy.live', 'blog', { deploy: 'd2' });
+    const all = (await (await api.request('GET', '/api/events?limit=1000')).json()) as { events: Array<{ id: number; type: string; subject: string }>; next_after: number | null };
+    assert.equal(all.events[0]!.type, 'account.created');
+    assert.ok(all.events.every((e, i) => i === 0 || e.id > all.events[i - 1]!.id));
+    const deploys = (await (await api.request('GET', '/api/events?kinds=deploy.*&app=shop')).json()) as { events: Array<{ type: string; subject: string }> };
+    assert.deepEqual(deploys.events.map((e) => [e.type, e.subject]), [['deploy.created', 'shop'], ['deploy.live', 'shop']]);
+    const page = (await (await api.request('GET', '/api/events?limit=2')).json()) as { events: Array<{ id: number }>; next_after: number };
+    const next = (await (await api.request('GET', `/api/events?after=${page.next_after}&limit=1`)).json()) as { events: Array<{ id: number }> };
+    assert.ok(next.events[0]!.id > page.next_after);
+    const bad = await api.request('GET', '/api/events?kinds=app.deployed');
+    assert.equal(bad.status, 400);
+    assert.match(((await bad.json()) as { error: string }).error, /unknown event kind "app\.deployed"; known: account\.created/);
+  });
+
+  it('follows over SSE: retry set, each event with its id and kind, one published after the follow began', async () => {
+    const f = follow(api, { query: '&kinds=token.*' });
+    assert.ok(await f.until(() => f.events().length > 0), 'the existing token.created first');
+    const before = f.events().length;
+    assert.equal(f.frames[0]!.retry, '3000');
+    const { nonce } = await newToken('followed');
+    assert.ok(await f.until(() => f.events().length > before));
+    const last = f.frames.at(-1)!;
+    assert.equal(last.event, 'token.created');
+    assert.equal(JSON.parse(last.data!).subject, nonce);
+    assert.equal(Number(last.id), JSON.parse(last.data!).id);
+    f.close();
+    await f.done;
+  });
+
+  it('resumes from Last-Event-ID after the connection is cut: no gap, no duplicate', async () => {
+    const first = follow(api);
+    await first.until(() => first.events().length > 0);
+    const a = await newToken('a');
+    assert.ok(await first.until(() => first.events().some((e) => e.subject === a.nonce)));
+    const seen = first.events();
+    const lastId = seen.at(-1)!.id;
+    first.close();
+    await first.done;
+    // Published while nobody follows.
+    for (const n of ['b', 'c', 'd']) await newToken(n);
+    const missed = ((await (await api.request('GET', `/api/events?after=${lastId}&limit=1000`)).json()) as { events: Array<{ id: number }> }).events.map((e) => e.id);
+    assert.equal(missed.length, 3);
+    const resumed = follow(api, { headers: { 'last-event-id': String(lastId) } });
+    await resumed.until(() => resumed.events().length >= 3);
+    await newToken('e');
+    await resumed.until(() => resumed.events().length >= 4);
+    const ids = resumed.events().map((e) => e.id);
+    assert.deepEqual(ids.slice(0, 3), missed, 'exactly the missed ones, in order');
+    assert.equal(new Set(ids).size, ids.length, 'no duplicate');
+    assert.ok(ids.every((id) => id > lastId));
+    resumed.close();
+    await resumed.done;
+  });
+
+  it('streams NDJSON to clients that ask for it', async () => {
+    const f = follow(api, { headers: { accept: 'application/x-ndjson' }, query: '&kinds=token.created' });
+    await f.until(() => f.events().length > 0);
+    const n = f.events().length;
+    await newToken('nd');
+    assert.ok(await f.until(() => f.events().length > n));
+    assert.equal(f.events().at(-1)!.type, 'token.created');
+    f.close();
+    await f.done;
+  });
+
+  it('ends the stream of a token revoked while following, within a second and a half', async () => {
+    const { token, nonce } = await newToken('short-lived');
+    const f = follow(api, { token });
+    await f.until(() => f.events().length > 0);
+    const revokedAt = Date.now();
+    assert.equal((await api.request('DELETE', `/api/account/tokens/${nonce}`)).status, 204);
+    await f.done;
+    assert.ok(Date.now() - revokedAt < 1500, `ended ${Date.now() - revokedAt} ms after the revocation`);
+    const err = f.frames.find((x) => x.event === 'error');
+    assert.match(err?.data ?? '', /revoked/);
+  });
+
+  it('delivers events of concurrent transactions in id order with none skipped', async () => {
+    const f = follow(api, { query: '&kinds=sandbox.opened' });
+    await new Promise((r) => setTimeout(r, 200));
+    await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        api.db.transaction(async (tx) => {
+          await recordEvent(tx, api.account.id, 'sandbox.opened', `sb-${i}`);
+          // Held open a little, so commits interleave with other inserts.
+          await new Promise((r) => setTimeout(r, Math.random() * 20));
+        }),
+      ),
+    );
+    assert.ok(await f.until(() => f.events().length >= 50), `got ${f.events().length}`);
+    const ids = f.events().map((e) => e.id);
+    assert.deepEqual(ids, [...ids].sort((a, b) => a - b));
+    assert.equal(new Set(f.events().map((e) => e.subject)).size, 50);
+    f.close();
+    await f.done;
+    const deadline = Date.now() + 2000;
+    while (api.services.eventHub.followers() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(api.services.eventHub.followers(), 0, 'closed streams leave the hub');
+  });
+});
