@@ -24,6 +24,9 @@ const usage = `usage:
   svc sandbox rm ID | ls [--all] [--json]      destroy one; list open ones (--all: ended ones kept 24 h)
   svc eval --runtime R (-c CODE | FILE | -) [--network] [--timeout SECONDS] [--json]
                                               run code once in a fresh sandbox (GET /runtimes lists R)
+  svc events [--follow] [--kind K,...] [--app APP] [--after ID] [--json]
+                                              the account's events; --follow streams them and picks up
+                                              where it was after a dropped connection
   svc admin create-account --email EMAIL [--name NAME]
                                               create an account and print a full-authority token
 
@@ -81,6 +84,17 @@ async function main(argv: string[]): Promise<void> {
     if (!where.startsWith('/')) throw new UsageError('PATH starts with /');
     const { openCommand } = await import('./open.js');
     console.log(await openCommand({ app, path: where, ...apiTarget(values.token) }));
+    return;
+  }
+  if (group === 'events') {
+    const { values } = parseArgs({
+      args: argv.slice(1),
+      options: { follow: { type: 'boolean', short: 'f' }, kind: { type: 'string' }, app: { type: 'string' }, after: { type: 'string' }, json: { type: 'boolean' }, token: { type: 'string' } },
+    });
+    const after = values.after === undefined ? undefined : Number(values.after);
+    if (after !== undefined && !(Number.isInteger(after) && after >= 0)) throw new UsageError('--after is an event id');
+    const { eventsCommand } = await import('./events.js');
+    await eventsCommand(apiTarget(values.token), { follow: values.follow === true, kinds: values.kind, app: values.app, after, json: values.json === true, out: (line) => console.log(line) });
     return;
   }
   if (group === 'sandbox' || group === 'eval') {

@@ -167,6 +167,58 @@ describe('GET /events', () => {
     assert.match(err?.data ?? '', /revoked/);
   });
 
+  it('svc events lists, and --follow picks up after a dropped connection with nothing missed or twice', async () => {
+    const { execFile, spawn } = await import('node:child_process');
+    const net = await import('node:net');
+    const path = await import('node:path');
+    const { repoRoot } = await import('../../lib/paths.js');
+    const svc = path.join(repoRoot, 'bin/svc.js');
+    const apiPort = Number(new URL(api.url).port);
+    // A proxy between the CLI and the API whose connections the test can cut.
+    const sockets = new Set<import('node:net').Socket>();
+    const proxy = net.createServer((client) => {
+      const upstream = net.connect(apiPort, '127.0.0.1');
+      for (const x of [client, upstream]) {
+        sockets.add(x);
+        x.on('close', () => sockets.delete(x));
+        x.on('error', () => undefined);
+      }
+      client.pipe(upstream).pipe(client);
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    const env = { ...process.env, SVC_API_URL: `http://127.0.0.1:${(proxy.address() as import('node:net').AddressInfo).port}/api`, SVC_TOKEN: api.token };
+    try {
+      const listed = await new Promise<string>((resolve, reject) => execFile(process.execPath, [svc, 'events', '--kind', 'account.*'], { env }, (err, out) => (err ? reject(err) : resolve(out))));
+      assert.match(listed, /^\d+ {2}\S+ {2}account\.created {2}acct_/);
+      const child = spawn(process.execPath, [svc, 'events', '--follow', '--json', '--kind', 'token.*'], { env });
+      let out = '';
+      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      const lines = () => out.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { id: number; subject: string });
+      const waitFor = async (check: () => boolean, ms = 10_000) => {
+        const deadline = Date.now() + ms;
+        while (!check() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+        return check();
+      };
+      try {
+        const before = await newToken('cli-1');
+        assert.ok(await waitFor(() => lines().some((l) => l.subject === before.nonce)), out);
+        for (const x of sockets) x.destroy();
+        const during = [await newToken('cli-2'), await newToken('cli-3')];
+        // Back after the server's retry (3 s), from the last event printed.
+        assert.ok(await waitFor(() => during.every((d) => lines().some((l) => l.subject === d.nonce))), out);
+        const ids = lines().map((l) => l.id);
+        assert.deepEqual(ids, [...new Set(ids)].sort((a, b) => a - b), 'in order, none twice');
+        const all = ((await (await api.request('GET', `/api/events?kinds=token.*&limit=1000`)).json()) as { events: Array<{ id: number }> }).events.map((e) => e.id);
+        assert.deepEqual(ids, all, 'none missed');
+      } finally {
+        child.kill();
+      }
+    } finally {
+      for (const x of sockets) x.destroy();
+      proxy.close();
+    }
+  });
+
   it('delivers events of concurrent transactions in id order with none skipped', async () => {
     const f = follow(api, { query: '&kinds=sandbox.opened' });
     await new Promise((r) => setTimeout(r, 200));
