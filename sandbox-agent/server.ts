@@ -14,7 +14,8 @@ import { mkdir, rm, stat } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { parseAgentExecRequest, sameToken, type ExecEvent } from '../lib/sandbox/exec.js';
+import { drain } from '../lib/drain.js';
+import { parseAgentExecRequest, sameToken, type AgentInfo, type ExecEvent } from '../lib/sandbox/exec.js';
 import type { InstalledRuntime } from '../lib/sandbox/runtimes.js';
 import { runExec, type ExecEnvironment } from './exec.js';
 
@@ -61,7 +62,10 @@ export class Agent {
     const route = `${req.method} ${url.pathname}`;
     switch (route) {
       case 'GET /info':
-        return send(res, 200, { ...(url.searchParams.get('runtimes') === '1' ? { runtimes: await this.opts.runtimes() } : {}), started_at: this.startedAt.toISOString(), last_activity_at: this.lastActivity.toISOString(), running: this.running });
+      {
+        const info: AgentInfo = { ...(url.searchParams.get('runtimes') === '1' ? { runtimes: await this.opts.runtimes() } : {}), started_at: this.startedAt.toISOString(), last_activity_at: this.lastActivity.toISOString(), running: this.running };
+        return send(res, 200, info);
+      }
       case 'POST /exec':
         return this.exec(req, res, url.searchParams.get('stream') === '1');
       case 'PUT /files':
@@ -166,16 +170,6 @@ function writeAll(req: IncomingMessage, file: string): Promise<void> {
       if (!failed) resolve();
     });
     req.pipe(out);
-  });
-}
-
-/** Reads what is left of a request and drops it. */
-function drain(req: IncomingMessage): Promise<void> {
-  if (req.readableEnded || req.destroyed) return Promise.resolve();
-  return new Promise((resolve) => {
-    req.once('end', resolve);
-    req.once('close', resolve);
-    req.resume();
   });
 }
 

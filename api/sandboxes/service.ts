@@ -5,6 +5,7 @@
 import type { Readable } from 'node:stream';
 import type { Account } from '../../lib/accounts.js';
 import type { Db } from '../../lib/db/connection.js';
+import { drain } from '../../lib/drain.js';
 import { recordEvent } from '../../lib/events.js';
 import type { Logger } from '../../lib/logger.js';
 import type { Sandbox, SandboxSpec } from '../../lib/resources/index.js';
@@ -180,13 +181,8 @@ export class SandboxService {
     try {
       return await this.agents.upload(this.target(this.get(account, id)), path, body, length);
     } catch (err) {
-      // The client may still be sending: what is left is read and dropped, so it gets this answer
-      // rather than a connection reset in the middle of its upload.
-      if (!body.readableEnded && !body.destroyed) {
-        await new Promise<void>((resolve) => {
-          body.once('end', resolve).once('close', resolve).resume();
-        });
-      }
+      // The client may still be sending: it gets this answer, not a reset (lib/drain.ts).
+      await drain(body);
       throw err;
     }
   }

@@ -7,10 +7,10 @@ import * as k8s from '@kubernetes/client-node';
 import { annotations, labels, managers } from '../../lib/contract.js';
 import { kubeStatus, serverSideApply } from '../../lib/kube/client.js';
 import type { Logger } from '../../lib/logger.js';
-import { agentPort, agentToken } from '../../lib/sandbox/exec.js';
 import { defaultResources } from '../../lib/sandbox/limits.js';
 import { runtimesConfigMap, runtimesKey } from '../../lib/sandbox/runtimes-record.js';
 import type { Outcome, Reconciler } from '../frame/controller.js';
+import { agentInfo } from './agent-info.js';
 import { newPodName, podReady, sandboxPod, type SandboxPodSettings } from './pod.js';
 import { planPool, sandboxPolicies, type PoolPlan } from './pool.js';
 
@@ -121,23 +121,18 @@ export class PoolReconciler implements Reconciler<k8s.V1Namespace, never> {
     }
     const member = pods.find((p) => p.metadata?.labels?.[labels.sandboxPool] === this.settings.key && podReady(p) && p.status?.podIP);
     if (!member) return; // the next member to become ready brings the pool back here
-    const res = await fetch(`http://${member.status!.podIP}:${agentPort}/info?runtimes=1`, {
-      headers: { authorization: `Bearer ${agentToken(this.settings.pod.agentKey, member.metadata!.name!)}` },
-      signal: AbortSignal.timeout(10_000),
-    });
-    if (!res.ok) throw new Error(`the agent of ${member.metadata!.name} answered ${res.status} to /info`);
-    const info = (await res.json()) as { runtimes: unknown[] };
+    const runtimes = (await agentInfo(member, this.settings.pod.agentKey, { runtimes: true, timeoutMs: 10_000 })).runtimes ?? [];
     await this.core.patchNamespacedConfigMap(
       {
         name: runtimesConfigMap,
         namespace,
         fieldManager: managers.controllers,
         force: true,
-        body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: runtimesConfigMap, namespace, labels: { [labels.managedBy]: managers.controllers } }, data: { image, [runtimesKey]: JSON.stringify(info.runtimes) } },
+        body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: runtimesConfigMap, namespace, labels: { [labels.managedBy]: managers.controllers } }, data: { image, [runtimesKey]: JSON.stringify(runtimes) } },
       },
       serverSideApply,
     );
     this.runtimesFor = image;
-    this.log.info({ kind: 'SandboxPool', image, runtimes: info.runtimes.length }, 'Recorded the sandbox runtimes');
+    this.log.info({ kind: 'SandboxPool', image, runtimes: runtimes.length }, 'Recorded the sandbox runtimes');
   }
 }

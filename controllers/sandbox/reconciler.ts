@@ -11,9 +11,9 @@ import { kubeStatus } from '../../lib/kube/client.js';
 import type { EventRecorder } from '../../lib/kube/events.js';
 import type { Logger } from '../../lib/logger.js';
 import type { Sandbox, SandboxStatus } from '../../lib/resources/index.js';
-import { agentToken } from '../../lib/sandbox/exec.js';
 import { resourcesOf } from '../../lib/sandbox/limits.js';
 import type { Outcome, Reconciler } from '../frame/controller.js';
+import { agentInfo } from './agent-info.js';
 import { claimMetadata, planSandbox, type SandboxAction, type SandboxPlan, type SandboxTiming } from './desired.js';
 import { newPodName, podReady, sandboxPod, type SandboxPodSettings } from './pod.js';
 
@@ -186,11 +186,8 @@ export class SandboxReconciler implements Reconciler<Sandbox, SandboxStatus> {
 
   /** The agent's last activity; an agent that does not answer counts as idle since what the status knows. */
   private async askAgent(s: Sandbox, pod: k8s.V1Pod): Promise<{ at: Date; running: number }> {
-    const address = `${pod.status!.podIP}:${pod.spec?.containers?.[0]?.ports?.[0]?.containerPort ?? 7070}`;
     try {
-      const res = await fetch(`http://${address}/info`, { headers: { authorization: `Bearer ${agentToken(this.settings.pod.agentKey, pod.metadata!.name!)}` }, signal: AbortSignal.timeout(3000) });
-      if (!res.ok) throw new Error(`agent answered ${res.status}`);
-      const info = (await res.json()) as { last_activity_at: string; running: number };
+      const info = await agentInfo(pod, this.settings.pod.agentKey, { timeoutMs: 3000 });
       return { at: new Date(info.last_activity_at), running: info.running };
     } catch (err) {
       this.log.warn({ err, kind: 'Sandbox', sandbox: `${s.metadata.namespace}/${s.metadata.name}`, pod: pod.metadata?.name }, 'The sandbox agent did not say when it was last used; ending the sandbox as idle');

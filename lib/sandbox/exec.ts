@@ -3,6 +3,7 @@
 // agent answers in the API's own wire format, so the API passes results and streams through as
 // they come. docs/api/sandboxes.md documents every field.
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { InstalledRuntime } from './runtimes.js';
 
 const envName = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -87,6 +88,15 @@ export function sameToken(a: string, b: string): boolean {
   const x = Buffer.from(a);
   const y = Buffer.from(b);
   return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/** What the agent's GET /info answers (`runtimes` only when asked with ?runtimes=1). */
+export interface AgentInfo {
+  runtimes?: InstalledRuntime[];
+  started_at: string;
+  last_activity_at: string;
+  /** Execs running now. */
+  running: number;
 }
 
 /** The agent's port in every sandbox pod. */
