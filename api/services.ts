@@ -24,13 +24,30 @@ import { SandboxRecorder } from './sandboxes/recorder.js';
 import { SandboxRepository } from './sandboxes/repository.js';
 import { RuntimeList } from './sandboxes/runtimes.js';
 import { SandboxService } from './sandboxes/service.js';
-import { appUrl } from '../lib/contract.js';
-import { getAccount, type Account } from '../lib/accounts.js';
-import { listEvents } from '../lib/events.js';
+import { appUrl, labels } from '../lib/contract.js';
+import { podInformer } from '../lib/kube/pod-informer.js';
+import { MachineMeter } from './usage/machine-meter.js';
+import { accountIdOfNamespace, getAccount, type Account } from '../lib/accounts.js';
+import type { App } from '../lib/resources/index.js';
+import type { EventKind } from '../lib/event-kinds.js';
+import { listEvents, recordEvent } from '../lib/events.js';
 import { AssertionKeyStore } from '../lib/identity/assertion-keys.js';
 import { requestSeries, type SeriesPoint } from '../lib/metrics/requests.js';
-import { usageBetween, usageHistory, type MeterTotals, type UsagePeriod } from '../lib/usage.js';
-import { createWebhook, deleteWebhook, listWebhooks, type Webhook } from '../lib/webhooks/store.js';
+import { machineSecondsByApp, usageBetween, usageHistory, type Bucket, type MeterTotals, type UsagePeriod } from '../lib/usage.js';
+import { WebhookDeliverer } from '../lib/webhooks/deliverer.js';
+import { webhookDispatcher } from '../lib/webhooks/guarded-dispatcher.js';
+import {
+  createWebhook,
+  deleteWebhook,
+  enableWebhook,
+  getDelivery,
+  listDeliveries,
+  listWebhooks,
+  redeliver,
+  rotateSecret,
+  type Webhook,
+} from '../lib/webhooks/store.js';
+import { resolverFor } from '../lib/webhooks/url-guard.js';
 
 /** What this process reads of the configuration (lib/config.ts, components). */
 type Config = ComponentConfig<'api'>;
@@ -53,15 +70,35 @@ export interface Services {
   /** App users, their sessions and sign-in links (shared with ingress-auth through PostgreSQL). */
   auth: { users: AppUserStore; sessions: SessionStore; links: LinkStore };
   /** The account's event log (lib/events.ts). */
-  events: { list: (accountId: string, opts: Parameters<typeof listEvents>[2]) => ReturnType<typeof listEvents> };
+  events: {
+    list: (accountId: string, opts: Parameters<typeof listEvents>[2]) => ReturnType<typeof listEvents>;
+    /**
+     * Records an event of a change already made in Kubernetes (so not in one transaction with it):
+     * a failure is logged, not thrown, since the change stands either way.
+     */
+    record: (accountId: string, type: EventKind, subject: string, data?: Record<string, unknown>) => Promise<void>;
+  };
   /** Followers of event logs in this process (GET /events?follow). */
   eventHub: EventHub;
-  usage: { between: (accountId: string, start: Date, end: Date) => Promise<MeterTotals>; history: (accountId: string, now: Date, months: number) => Promise<UsagePeriod[]> };
+  usage: {
+    between: (accountId: string, start: Date, end: Date) => Promise<MeterTotals>;
+    byApp: (accountId: string, start: Date, end: Date) => Promise<Record<string, number>>;
+    history: (accountId: string, now: Date, count: number, bucket: Bucket) => Promise<UsagePeriod[]>;
+  };
   webhooks: {
     list: (accountId: string) => Promise<Webhook[]>;
     create: (accountId: string, input: Parameters<typeof createWebhook>[2]) => ReturnType<typeof createWebhook>;
     delete: (accountId: string, id: string) => Promise<boolean>;
+    rotateSecret: (accountId: string, id: string) => ReturnType<typeof rotateSecret>;
+    enable: (accountId: string, id: string) => ReturnType<typeof enableWebhook>;
+    deliveries: (accountId: string, id: string, opts: Parameters<typeof listDeliveries>[3]) => ReturnType<typeof listDeliveries>;
+    delivery: (accountId: string, id: string, deliveryId: string) => ReturnType<typeof getDelivery>;
+    redeliver: (accountId: string, id: string, deliveryId: string) => ReturnType<typeof redeliver>;
   };
+  /** Meters app machines' running time (api/usage/machine-meter.ts). */
+  machineMeter: MachineMeter;
+  /** Sends the webhook outbox from this process (lib/webhooks/deliverer.ts). */
+  webhookDeliverer: WebhookDeliverer;
   /** Sandboxes, eval and runtimes (api/sandboxes/). */
   sandboxes: SandboxService;
   /** Proxied requests per app, as ingress-auth records them. */
@@ -113,12 +150,35 @@ export async function assembleServices(deps: {
   // Email invitations go out when a deploy goes live (queued in the outbox; the leader sends them).
   const invitations = new Invitations(db, new MailOutbox(db, { clock }), log, (app) => (app.status?.url ? appUrl(config.site, app.metadata.name!) : undefined), clock);
   const election = new LeaderElection(kc.makeApiClient(k8s.CoordinationV1Api), 'kube-system', deps.recorderLease ?? recorderLease, log);
-  const recorder = new DeployRecorder(apps, deploys, election, log, (app) => invitations.sync(app));
+  // An App the controllers deleted because its expiry passed (by their clock, the wall clock) is
+  // recorded as app.expired by the one replica leading the recorder's Lease.
+  const recordExpired = async (app: App) => {
+    const expiresAt = app.spec.expiresAt;
+    if (!expiresAt || Date.parse(expiresAt) > Date.now()) return;
+    const account = await accountIdOfNamespace(db, app.metadata.namespace!);
+    if (account) await recordEvent(db, account, 'app.expired', app.metadata.name!, { app: app.metadata.name, expires_at: expiresAt });
+  };
+  const recorder = new DeployRecorder(apps, deploys, election, log, (app) => invitations.sync(app), recordExpired);
   recorder.start();
   const env = new EnvRepository(core, kc.makeApiClient(k8s.CustomObjectsApi));
   const machines = new MachineRepository(kc);
   const deployer = new Deployer(artifacts, deploys, apps, log, config.deploys.artifactBaseUrl);
   const eventHub = new EventHub(db, config.databaseUrl, log);
+  // Deliveries are due the moment their event commits: the deliverer wakes on the events channel
+  // and polls every second besides (an announcement missed while the connection was down).
+  const webhookDeliverer = new WebhookDeliverer({
+    db,
+    log,
+    clock,
+    dispatcher: webhookDispatcher({ resolver: resolverFor(config.webhookDnsServers), ...(config.webhookAllowPrivate ? { isAllowed: () => true } : {}) }),
+  });
+  eventHub.onEvent(() => webhookDeliverer.wake());
+  webhookDeliverer.start();
+  // machine_seconds and machine.* events from the machines' Pods (api/usage/machine-meter.ts).
+  const machinePods = podInformer(kc, labels.app, log);
+  await machinePods.start();
+  const machineMeter = new MachineMeter(db, machinePods, log, clock);
+  await machineMeter.start();
   const sandboxRepo = new SandboxRepository(kc, log);
   const sandboxRecorder = new SandboxRecorder(db, log);
   sandboxRepo.onChange((sbx) => sandboxRecorder.observe(sbx));
@@ -138,14 +198,29 @@ export async function assembleServices(deps: {
     deployer,
     actions: new AppActions({ apps, env, deploys, deployer, artifacts, machines }),
     auth: { users: new AppUserStore(db, clock), sessions: new SessionStore(db, clock), links: new LinkStore(db, clock) },
-    events: { list: (accountId, opts) => listEvents(db, accountId, opts) },
+    events: {
+      list: (accountId, opts) => listEvents(db, accountId, opts),
+      record: (accountId, type, subject, data) =>
+        recordEvent(db, accountId, type, subject, data).catch((err: unknown) => log.warn({ err, account: accountId, type, subject }, 'Recording an event failed')),
+    },
     eventHub,
-    usage: { between: (accountId, start, end) => usageBetween(db, accountId, start, end), history: (accountId, now, months) => usageHistory(db, accountId, now, months) },
+    usage: {
+      between: (accountId, start, end) => usageBetween(db, accountId, start, end),
+      byApp: (accountId, start, end) => machineSecondsByApp(db, accountId, start, end),
+      history: (accountId, now, count, bucket) => usageHistory(db, accountId, now, count, bucket),
+    },
     webhooks: {
       list: (accountId) => listWebhooks(db, accountId),
       create: (accountId, input) => createWebhook(db, accountId, input),
       delete: (accountId, id) => deleteWebhook(db, accountId, id),
+      rotateSecret: (accountId, id) => rotateSecret(db, accountId, id, clock()),
+      enable: (accountId, id) => enableWebhook(db, accountId, id),
+      deliveries: (accountId, id, opts) => listDeliveries(db, accountId, id, opts),
+      delivery: (accountId, id, deliveryId) => getDelivery(db, accountId, id, deliveryId),
+      redeliver: (accountId, id, deliveryId) => redeliver(db, accountId, id, deliveryId, clock()),
     },
+    webhookDeliverer,
+    machineMeter,
     sandboxes,
     requestMetrics: { series: (appUid, start, end, stepMs) => requestSeries(db, appUid, start, end, stepMs) },
     assertionKeys: new AssertionKeyStore(db, { rotationMs: config.assertion.rotationMs, maxAssertionLifetimeMs: config.assertion.lifetimeSeconds * 1000 }),
@@ -170,6 +245,9 @@ export async function assembleServices(deps: {
       await apps.stop();
       await sandboxRepo.stop();
       sandboxes.close();
+      await webhookDeliverer.stop();
+      await machineMeter.stop();
+      await machinePods.stop();
       await eventHub.stop();
     },
   };

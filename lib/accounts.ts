@@ -45,6 +45,12 @@ export async function getAccount(db: Db, id: string): Promise<Account | undefine
   return row && toAccount(row);
 }
 
+/** The ID of the account whose namespace `namespace` is, if any. */
+export async function accountIdOfNamespace(db: Db, namespace: string): Promise<string | undefined> {
+  const row = (await db('accounts').where({ namespace }).first('id')) as { id: string } | undefined;
+  return row?.id;
+}
+
 export async function countAccounts(db: Db): Promise<number> {
   const [row] = (await db('accounts').count({ n: '*' })) as Array<{ n: string | number }>;
   return Number(row?.n ?? 0);

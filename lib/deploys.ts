@@ -133,6 +133,7 @@ export class DeployStore {
     const [created] = (await this.db.transaction(async (tx) => {
       const rows = await tx('deploys').insert(row).returning('*');
       await recordEvent(tx, d.accountId, 'deploy.created', d.app.name, { deploy: id, origin: d.origin, kind: d.spec.kind });
+      if (d.origin === 'rollback' && d.originDeploy) await recordEvent(tx, d.accountId, 'deploy.rolled_back', d.app.name, { deploy: id, to: d.originDeploy });
       return rows;
     })) as DeployRow[];
     return fromRow(created!);

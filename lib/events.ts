@@ -7,6 +7,7 @@
 // lock held until commit, which orders the account's inserts by commit, and notifies the channel
 // (delivered at commit) that the API's followers listen on (api/events/hub.ts).
 import type { Knex } from 'knex';
+import { enqueueDeliveries } from './webhooks/outbox.js';
 
 /** The PostgreSQL channel an account's new events are announced on (the payload: its id). */
 export const eventsChannel = 'svc_events';
@@ -21,6 +22,19 @@ export interface EventRecord {
   createdAt: Date;
 }
 
+/** An event as the API answers it and webhooks carry it (docs/api/events.md). */
+export interface EventJson {
+  id: number;
+  type: string;
+  subject: string | null;
+  data: Record<string, unknown>;
+  created_at: string;
+}
+
+export function eventJson(e: EventRecord): EventJson {
+  return { id: e.id, type: e.type, subject: e.subject, data: e.data, created_at: e.createdAt.toISOString() };
+}
+
 interface EventRow {
   id: string;
   type: string;
@@ -28,6 +42,8 @@ interface EventRow {
   data: Record<string, unknown>;
   created_at: Date;
 }
+
+const toRecord = (r: EventRow): EventRecord => ({ id: Number(r.id), type: r.type, subject: r.subject, data: r.data, createdAt: r.created_at });
 
 export async function recordEvent(
   db: Knex | Knex.Transaction,
@@ -38,7 +54,11 @@ export async function recordEvent(
 ): Promise<void> {
   const write = async (tx: Knex.Transaction) => {
     await tx.raw('select pg_advisory_xact_lock(?, hashtext(?))', [eventLockClass, accountId]);
-    await tx('events').insert({ account_id: accountId, type, subject, data: JSON.stringify(data) });
+    const [row] = (await tx('events')
+      .insert({ account_id: accountId, type, subject, data: JSON.stringify(data) })
+      .returning(['id', 'type', 'subject', 'data', 'created_at'])) as EventRow[];
+    // The webhook outbox is written with the event: a delivery exists exactly when its event does.
+    await enqueueDeliveries(tx, accountId, eventJson(toRecord(row!)));
     await tx.raw('select pg_notify(?, ?)', [eventsChannel, accountId]);
   };
   if ((db as Knex.Transaction).isTransaction) await write(db as Knex.Transaction);
@@ -63,5 +83,5 @@ export async function listEvents(
     });
   }
   const rows = (await q.select('id', 'type', 'subject', 'data', 'created_at')) as EventRow[];
-  return rows.map((r) => ({ id: Number(r.id), type: r.type, subject: r.subject, data: r.data, createdAt: r.created_at }));
+  return rows.map(toRecord);
 }

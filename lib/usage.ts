@@ -1,5 +1,5 @@
 // Metered usage, summed from usage_records. Meters (docs/api/usage.md):
-//   machine_seconds  seconds app machines ran         (written by the App controller)
+//   machine_seconds  seconds app machines ran         (metered from their Pods: api/usage/machine-meter.ts)
 //   build_seconds    seconds build Jobs ran           (written by the Build controller)
 //   sandbox_seconds  seconds sandboxes were open      (recorded by the API when one ends: api/sandboxes/recorder.ts)
 //   stored_bytes     bytes stored now: the latest sample of each subject (databases, volumes, artifacts)
@@ -51,12 +51,32 @@ export async function usageBetween(db: Db, accountId: string, start: Date, end: 
   return totals;
 }
 
-export async function usageHistory(db: Db, accountId: string, now: Date, months: number): Promise<UsagePeriod[]> {
-  const periods: UsagePeriod[] = [];
-  for (let i = 0; i < months; i++) {
-    const start = monthStart(now, i);
-    const end = i === 0 ? now : monthStart(now, i - 1);
-    periods.push({ start, end, meters: await usageBetween(db, accountId, start, end) });
-  }
-  return periods;
+export function dayStart(d: Date, daysBack = 0): Date {
+  return new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate() - daysBack));
+}
+
+export type Bucket = 'month' | 'day';
+
+/** The last `count` calendar months or days (UTC) up to now, newest first; the current one ends now. */
+export async function usageHistory(db: Db, accountId: string, now: Date, count: number, bucket: Bucket = 'month'): Promise<UsagePeriod[]> {
+  const startOf = bucket === 'month' ? monthStart : dayStart;
+  const bounds = Array.from({ length: count }, (_, i) => ({ start: startOf(now, i), end: i === 0 ? now : startOf(now, i - 1) }));
+  return Promise.all(bounds.map(async ({ start, end }) => ({ start, end, meters: await usageBetween(db, accountId, start, end) })));
+}
+
+/** machine_seconds in [start, end) per app (the usage rows' subject is `<app>/<pod>`). */
+export async function machineSecondsByApp(db: Db, accountId: string, start: Date, end: Date): Promise<Record<string, number>> {
+  const rows = (await db('usage_records')
+    .where({ account_id: accountId, meter: 'machine_seconds' })
+    .where('started_at', '<', end)
+    .where('ended_at', '>', start)
+    .groupByRaw("split_part(subject, '/', 1)")
+    .select(db.raw("split_part(subject, '/', 1) as app"))
+    .select(
+      db.raw(
+        'sum(quantity * extract(epoch from (least(ended_at, ?) - greatest(started_at, ?))) / nullif(extract(epoch from (ended_at - started_at)), 0)) as total',
+        [end, start],
+      ),
+    )) as Array<{ app: string; total: string | number | null }>;
+  return Object.fromEntries(rows.map((r) => [r.app, Math.round(Number(r.total ?? 0) * 1000) / 1000]));
 }

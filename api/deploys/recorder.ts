@@ -50,14 +50,18 @@ export class DeployRecorder {
     private readonly log: Logger,
     /** Runs once per deploy recorded live (email invitations of the policy it serves). */
     private readonly onLive?: (app: App) => Promise<unknown>,
+    /** Runs for each App deleted while this replica leads (the app.expired event). */
+    private readonly onDeleted?: (app: App) => Promise<unknown>,
   ) {}
 
   start(): void {
     this.apps.onChange((app) => {
       if (this.leading) this.schedule(app);
     });
-    this.apps.onDelete(() => {
-      if (this.leading) void this.sweep();
+    this.apps.onDelete((app) => {
+      if (!this.leading) return;
+      void this.sweep();
+      this.onDeleted?.(app).catch((err: unknown) => this.log.warn({ err, app: app.metadata.name }, 'Recording a deleted App failed'));
     });
     void this.campaign();
   }

@@ -3,7 +3,8 @@
 // each notification makes one query for that account's new events, fanned out to its followers by
 // their filters. Inserts are ordered per account (lib/events.ts), so "after the last id delivered"
 // never skips an event. A lost connection is reopened with back-off, and then every followed
-// account is read again: nothing published meanwhile is missed.
+// account is read again: nothing published meanwhile is missed. Whatever else must wake on a new
+// event (the webhook deliverer) subscribes with onEvent, so a process keeps one LISTEN connection.
 import pg from 'pg';
 import type { Db } from '../../lib/db/connection.js';
 import { matchesFilters } from '../../lib/event-kinds.js';
@@ -34,12 +35,25 @@ export class EventHub {
   private connecting: Promise<void> | undefined;
   private stopped = false;
   private retryMs = 500;
+  private readonly subscribers: Array<(accountId: string) => void> = [];
 
   constructor(
     private readonly db: Db,
     private readonly databaseUrl: string,
     private readonly log: Logger,
   ) {}
+
+  /**
+   * Calls fn with the account of every event announced from now on (and with '' after the
+   * connection came back, when announcements may have been missed). Opens the connection.
+   */
+  onEvent(fn: (accountId: string) => void): void {
+    this.subscribers.push(fn);
+    this.ensureListening().catch((err: unknown) => {
+      this.log.warn({ err }, 'Opening the events connection failed; retrying');
+      this.reconnect();
+    });
+  }
 
   /** Follows the account's log from `follower.after`: what is there already first, then what comes. */
   async follow(accountId: string, follower: Follower): Promise<() => void> {
@@ -121,6 +135,7 @@ export class EventHub {
         () => {
           // What was published while it was down notified nobody.
           for (const id of this.accounts.keys()) this.read(id);
+          for (const fn of this.subscribers) fn('');
         },
         (err: unknown) => {
           this.retryMs = Math.min(this.retryMs * 2, 10_000);
@@ -144,6 +159,7 @@ export class EventHub {
     };
     client.on('notification', (n) => {
       if (n.payload && this.accounts.has(n.payload)) this.read(n.payload);
+      for (const fn of this.subscribers) fn(n.payload ?? '');
     });
     client.on('error', (err) => lost(err));
     client.on('end', () => lost());

@@ -4,7 +4,7 @@ import { unknownFiltersMessage } from '../../lib/event-kinds.js';
 import { parseDuration } from '../../lib/duration.js';
 import { actions, type Restriction } from '../../lib/tokens/token.js';
 import { monthStart, meters } from '../../lib/usage.js';
-import { WebhookExistsError, type Webhook } from '../../lib/webhooks/store.js';
+import { WebhookDisabledError, WebhookExistsError, type Delivery, type Webhook } from '../../lib/webhooks/store.js';
 import { resolverFor, webhookUrlProblemResolved } from '../../lib/webhooks/url-guard.js';
 import { conflict, invalid, notFound } from '../errors.js';
 import { op, type Operation } from '../operation.js';
@@ -42,7 +42,13 @@ const eventsQuery = z.strictObject({
   type: z.string().max(500).optional(),
 });
 
-const historyQuery = z.strictObject({ months: z.coerce.number().int().min(1).max(24).default(6) });
+const historyQuery = z
+  .strictObject({
+    bucket: z.enum(['month', 'day']).default('month').describe('One entry per calendar month (default) or per day, UTC'),
+    months: z.coerce.number().int().min(1).max(24).optional().describe('How many months (bucket=month; default 6)'),
+    days: z.coerce.number().int().min(1).max(93).optional().describe('How many days (bucket=day; default 30)'),
+  })
+  .refine((q) => !(q.bucket === 'month' && q.days !== undefined) && !(q.bucket === 'day' && q.months !== undefined), 'months goes with bucket=month, days with bucket=day');
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
@@ -65,6 +71,34 @@ const webhookSchema = z.object({
   description: z.string().nullable(),
   created_at: z.string(),
   disabled_at: z.string().nullable(),
+  disabled_reason: z.string().nullable(),
+  failing_since: z.string().nullable(),
+});
+const deliveryStatus = z.enum(['pending', 'succeeded', 'failed', 'canceled']);
+const deliverySchema = z.object({
+  id: z.string(),
+  event_id: z.number(),
+  event_type: z.string(),
+  status: deliveryStatus,
+  attempts: z.number(),
+  next_attempt_at: z.string().nullable(),
+  last_attempt_at: z.string().nullable(),
+  last_status: z.number().nullable(),
+  last_error: z.string().nullable(),
+  created_at: z.string(),
+});
+const attemptSchema = z.object({
+  attempt: z.number(),
+  attempted_at: z.string(),
+  duration_ms: z.number(),
+  status: z.number().nullable(),
+  error: z.string().nullable(),
+  response_excerpt: z.string().nullable(),
+});
+const deliveriesQuery = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(500).default(50),
+  status: deliveryStatus.optional(),
+  before: z.coerce.number().int().min(0).optional().describe('Deliveries of events before this event id (a previous page\'s next_before)'),
 });
 const eventSchema = z.object({ id: z.number(), type: z.string(), subject: z.string().nullable(), data: z.record(z.string(), z.unknown()), created_at: z.string() });
 
@@ -75,6 +109,21 @@ const presentWebhook = (w: Webhook) => ({
   description: w.description,
   created_at: iso(w.createdAt),
   disabled_at: iso(w.disabledAt),
+  disabled_reason: w.disabledReason,
+  failing_since: iso(w.failingSince),
+});
+
+const presentDelivery = (d: Delivery) => ({
+  id: d.id,
+  event_id: d.eventId,
+  event_type: d.eventType,
+  status: d.status,
+  attempts: d.attempts,
+  next_attempt_at: iso(d.nextAttemptAt),
+  last_attempt_at: iso(d.lastAttemptAt),
+  last_status: d.lastStatus,
+  last_error: d.lastError,
+  created_at: iso(d.createdAt)!,
 });
 
 export function accountOperations(s: Services): Operation[] {
@@ -200,12 +249,13 @@ export function accountOperations(s: Services): Operation[] {
       tag: 'account',
       summary: 'Get usage',
       action: 'read',
-      response: periodSchema,
+      response: periodSchema.extend({ apps: z.record(z.string(), z.object({ machine_seconds: z.number() })) }),
       handler: async ({ caller }) => {
         const now = s.clock();
         const start = monthStart(now);
-        const totals = await s.usage.between(caller.account.id, start, now);
-        return { body: { start: start.toISOString(), end: now.toISOString(), meters: totals } };
+        const [totals, byApp] = await Promise.all([s.usage.between(caller.account.id, start, now), s.usage.byApp(caller.account.id, start, now)]);
+        const apps = Object.fromEntries(Object.entries(byApp).map(([app, seconds]) => [app, { machine_seconds: seconds }]));
+        return { body: { start: start.toISOString(), end: now.toISOString(), meters: totals, apps } };
       },
     }),
     op({
@@ -219,7 +269,8 @@ export function accountOperations(s: Services): Operation[] {
       query: historyQuery,
       response: z.object({ history: z.array(periodSchema) }),
       handler: async ({ caller, query }) => {
-        const periods = await s.usage.history(caller.account.id, s.clock(), query.months);
+        const count = query.bucket === 'day' ? (query.days ?? 30) : (query.months ?? 6);
+        const periods = await s.usage.history(caller.account.id, s.clock(), count, query.bucket);
         return { body: { history: periods.map((p) => ({ start: p.start.toISOString(), end: p.end.toISOString(), meters: p.meters })) } };
       },
     }),
@@ -276,6 +327,99 @@ export function accountOperations(s: Services): Operation[] {
       handler: async ({ caller, params }) => {
         if (!(await s.webhooks.delete(caller.account.id, params.webhookID!))) throw notFound(`webhook ${params.webhookID}`);
         return { status: 204, body: undefined };
+      },
+    }),
+    op({
+      method: 'POST',
+      path: '/account/webhooks/{webhookID}/secret',
+      operationId: 'rotateWebhookSecret',
+      accountWide: true,
+      tag: 'account',
+      summary: 'Rotate a webhook secret',
+      action: 'admin',
+      response: webhookSchema.extend({ secret: z.string(), previous_secret_valid_until: z.string() }),
+      handler: async ({ caller, params }) => {
+        const rotated = await s.webhooks.rotateSecret(caller.account.id, params.webhookID!);
+        if (!rotated) throw notFound(`webhook ${params.webhookID}`);
+        return { body: { ...presentWebhook(rotated.webhook), secret: rotated.secret, previous_secret_valid_until: rotated.previousUntil.toISOString() } };
+      },
+    }),
+    op({
+      method: 'POST',
+      path: '/account/webhooks/{webhookID}/enable',
+      operationId: 'enableWebhook',
+      accountWide: true,
+      tag: 'account',
+      summary: 'Enable a disabled webhook',
+      action: 'admin',
+      response: webhookSchema,
+      handler: async ({ caller, params }) => {
+        const webhook = await s.webhooks.enable(caller.account.id, params.webhookID!);
+        if (!webhook) throw notFound(`webhook ${params.webhookID}`);
+        return { body: presentWebhook(webhook) };
+      },
+    }),
+    op({
+      method: 'GET',
+      path: '/account/webhooks/{webhookID}/deliveries',
+      operationId: 'listWebhookDeliveries',
+      accountWide: true,
+      tag: 'account',
+      summary: 'List deliveries of a webhook',
+      action: 'read',
+      query: deliveriesQuery,
+      response: z.object({ deliveries: z.array(deliverySchema), next_before: z.number().nullable() }),
+      handler: async ({ caller, params, query }) => {
+        const deliveries = await s.webhooks.deliveries(caller.account.id, params.webhookID!, { limit: query.limit, status: query.status, beforeEventId: query.before });
+        if (!deliveries) throw notFound(`webhook ${params.webhookID}`);
+        const last = deliveries.length === query.limit ? deliveries[deliveries.length - 1] : undefined;
+        return { body: { deliveries: deliveries.map(presentDelivery), next_before: last?.eventId ?? null } };
+      },
+    }),
+    op({
+      method: 'GET',
+      path: '/account/webhooks/{webhookID}/deliveries/{deliveryID}',
+      operationId: 'getWebhookDelivery',
+      accountWide: true,
+      tag: 'account',
+      summary: 'Get a delivery and its attempts',
+      action: 'read',
+      response: deliverySchema.extend({ payload: z.string(), attempt_log: z.array(attemptSchema) }),
+      handler: async ({ caller, params }) => {
+        const found = await s.webhooks.delivery(caller.account.id, params.webhookID!, params.deliveryID!);
+        if (!found) throw notFound(`delivery ${params.deliveryID} of webhook ${params.webhookID}`);
+        return {
+          body: {
+            ...presentDelivery(found.delivery),
+            payload: found.payload,
+            attempt_log: found.attempts.map((a) => ({
+              attempt: a.attempt,
+              attempted_at: a.attemptedAt.toISOString(),
+              duration_ms: a.durationMs,
+              status: a.status,
+              error: a.error,
+              response_excerpt: a.responseExcerpt,
+            })),
+          },
+        };
+      },
+    }),
+    op({
+      method: 'POST',
+      path: '/account/webhooks/{webhookID}/deliveries/{deliveryID}/redeliver',
+      operationId: 'redeliverWebhook',
+      accountWide: true,
+      tag: 'account',
+      summary: 'Send a delivery again',
+      action: 'admin',
+      status: 202,
+      response: deliverySchema,
+      handler: async ({ caller, params }) => {
+        const delivery = await s.webhooks.redeliver(caller.account.id, params.webhookID!, params.deliveryID!).catch((err: unknown) => {
+          throw err instanceof WebhookDisabledError ? conflict(err.message) : err;
+        });
+        if (!delivery) throw notFound(`delivery ${params.deliveryID} of webhook ${params.webhookID}`);
+        return { status: 202, body: presentDelivery(delivery) };
       },
     }),
   ];

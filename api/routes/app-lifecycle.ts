@@ -28,6 +28,7 @@ export function lifecycleOperations(s: Services): Operation[] {
         const source = await resolveApp(s, caller, params.appID!);
         requireApp(caller, body.name);
         const { app, deploy } = await s.actions.fork(actorOf(caller), source, body.name);
+        await s.events.record(caller.account.id, 'app.created', app.name, { app: app.name, forked_from: source.name, ...(deploy ? { deploy: deploy.id } : {}) });
         return { status: 201, body: { app: presentApp(app), deploy: deploy ? presentDeploy(deploy, app) : null } };
       },
     }),
@@ -88,7 +89,9 @@ export function lifecycleOperations(s: Services): Operation[] {
       handler: async ({ caller, params, body }) => {
         const app = await resolveApp(s, caller, params.appID!);
         if (!/^\d{1,2}$/.test(params.ordinal!)) throw invalid('invalid path: ordinal must be a machine number');
-        return { status: 202, body: await s.actions.migrate(app, Number(params.ordinal), body.node) };
+        const moved = await s.actions.migrate(app, Number(params.ordinal), body.node);
+        await s.events.record(caller.account.id, 'machine.migrated', app.name, { machine: moved.ordinal, from: moved.from, to: moved.to });
+        return { status: 202, body: moved };
       },
     }),
   ];

@@ -85,6 +85,12 @@ export function presentApp(app: AppRecord): z.infer<typeof appSchema> {
 
 export function appOperations(s: Services): Operation[] {
   const find = (caller: Caller, idOrName: string): Promise<AppRecord> => resolveApp(s, caller, idOrName);
+  /** env.changed names the keys set (new or changed) and removed, never a value. */
+  const recordEnvChange = async (accountId: string, app: string, before: Record<string, string>, after: Record<string, string>) => {
+    const set = Object.keys(after).filter((k) => before[k] !== after[k]);
+    const removed = Object.keys(before).filter((k) => !(k in after));
+    if (set.length || removed.length) await s.events.record(accountId, 'env.changed', app, { set, removed });
+  };
   return [
     op({
       method: 'GET',
@@ -119,6 +125,7 @@ export function appOperations(s: Services): Operation[] {
         if (body.port !== undefined) spec.port = body.port;
         if (body.machines !== undefined) spec.machines = body.machines;
         const app = await s.apps.create(caller.account.namespace, body.name, spec);
+        await s.events.record(caller.account.id, 'app.created', app.name, { app: app.name });
         return { status: 201, body: presentApp(app) };
       },
     }),
@@ -155,12 +162,14 @@ export function appOperations(s: Services): Operation[] {
       handler: async ({ caller, params, body }) => {
         const app = await find(caller, params.appID!);
         const env = await s.env.read(app);
+        const before = { ...env };
         for (const [k, v] of Object.entries(body)) {
           if (v === null) delete env[k];
           else env[k] = v;
         }
         if (Object.keys(env).length > maxEnvVars) throw invalid(`invalid body: at most ${maxEnvVars} variables`);
         await s.env.write(app, env);
+        await recordEnvChange(caller.account.id, app.name, before, env);
         return { body: { env } };
       },
     }),
@@ -174,7 +183,10 @@ export function appOperations(s: Services): Operation[] {
       body: replaceEnvBody,
       response: envSchema,
       handler: async ({ caller, params, body }) => {
-        await s.env.write(await find(caller, params.appID!), body);
+        const app = await find(caller, params.appID!);
+        const before = await s.env.read(app);
+        await s.env.write(app, body);
+        await recordEnvChange(caller.account.id, app.name, before, body);
         return { body: { env: body } };
       },
     }),
@@ -192,6 +204,7 @@ export function appOperations(s: Services): Operation[] {
         if (!(params.key! in env)) throw notFound(`variable ${params.key} of app ${app.name}`);
         delete env[params.key!];
         await s.env.write(app, env);
+        await s.events.record(caller.account.id, 'env.changed', app.name, { set: [], removed: [params.key!] });
         return { status: 204, body: undefined };
       },
     }),
@@ -242,6 +255,7 @@ export function appOperations(s: Services): Operation[] {
       handler: async ({ caller, params }) => {
         const app = await find(caller, params.appID!);
         await s.apps.delete(caller.account.namespace, app.name);
+        await s.events.record(caller.account.id, 'app.deleted', app.name, { app: app.name });
         return { status: 204, body: undefined };
       },
     }),

@@ -6,7 +6,7 @@
 import { PassThrough } from 'node:stream';
 import { z } from 'zod';
 import { unknownFiltersMessage } from '../../lib/event-kinds.js';
-import type { EventRecord } from '../../lib/events.js';
+import { eventJson } from '../../lib/events.js';
 import { invalid } from '../errors.js';
 import { op, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
@@ -24,10 +24,6 @@ const query = z.strictObject({
 export const heartbeatMs = 15_000;
 /** How often a follower's token is checked again (revocation, expiry). */
 export const recheckMs = 1000;
-
-export function presentEvent(e: EventRecord): z.infer<typeof eventSchema> {
-  return { id: e.id, type: e.type, subject: e.subject, data: e.data, created_at: e.createdAt.toISOString() };
-}
 
 export function eventOperations(s: Services): Operation[] {
   return [
@@ -50,7 +46,7 @@ export function eventOperations(s: Services): Operation[] {
         const follow = q.follow === 'true' || accept.includes('text/event-stream') || (q.follow !== 'false' && lastEventId !== undefined);
         if (!follow) {
           const events = await s.events.list(caller.account.id, { after: q.after, limit: q.limit, types: kinds, app: q.app });
-          return { body: { events: events.map(presentEvent), next_after: events.length === q.limit ? events[events.length - 1]!.id : null } };
+          return { body: { events: events.map(eventJson), next_after: events.length === q.limit ? events[events.length - 1]!.id : null } };
         }
         let after = q.after ?? 0;
         if (typeof lastEventId === 'string' && lastEventId !== '') {
@@ -70,7 +66,7 @@ export function eventOperations(s: Services): Operation[] {
           app: q.app,
           deliver: (events) => {
             for (const e of events) {
-              const json = JSON.stringify(presentEvent(e));
+              const json = JSON.stringify(eventJson(e));
               write(ndjson ? `${json}\n` : `id: ${e.id}\nevent: ${e.type}\ndata: ${json}\n\n`);
             }
           },

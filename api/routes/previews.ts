@@ -79,6 +79,7 @@ export function previewOperations(s: Services): Operation[] {
           prepared = await s.deployer.prepareBody(parsed.data);
         }
         const { app, deploy } = await s.actions.createPreview(actorOf(caller), parent, r, prepared);
+        await s.events.record(caller.account.id, 'preview.created', parent.name, { preview: app.name, ref: r, ...(deploy ? { deploy: deploy.id } : {}) });
         return { status: 201, body: { preview: presentPreview(app), deploy: deploy ? presentDeploy(deploy, app) : null } };
       },
     }),
@@ -94,6 +95,7 @@ export function previewOperations(s: Services): Operation[] {
         const parent = await resolveApp(s, caller, params.appID!);
         const p = await previewOf(caller.account.namespace, parent, params.ref!);
         await s.apps.delete(caller.account.namespace, p.name);
+        await s.events.record(caller.account.id, 'preview.deleted', parent.name, { preview: p.name, ref: params.ref! });
         return { status: 204, body: undefined };
       },
     }),

@@ -3,6 +3,8 @@
 // disabling one ends its sessions at once and refuses its sign-ins until it is enabled again.
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
+import { accountIdOfNamespace } from '../accounts.js';
+import { recordEvent } from '../events.js';
 import type { SessionStore } from './sessions.js';
 
 export interface AppUser {
@@ -59,22 +61,36 @@ export class AppUserStore {
   async signIn(app: AppRef, email: string, provider: string, name?: string): Promise<AppUser | undefined> {
     const now = this.clock();
     const address = email.toLowerCase();
-    const [row] = (await this.db('app_users')
-      .insert({
-        id: `au_${randomBytes(8).toString('hex')}`,
-        app_uid: app.uid,
-        app_namespace: app.namespace,
-        app_name: app.name,
-        email: address,
-        name: name ?? null,
-        last_provider: provider,
-        created_at: now,
-        last_sign_in_at: now,
-      })
-      .onConflict(['app_uid', 'email'])
-      .merge({ last_sign_in_at: now, last_provider: provider, ...(name ? { name } : {}) })
-      .returning('*')) as AppUserRow[];
-    return row && !row.disabled_at ? toUser(row) : undefined;
+    const account = await accountIdOfNamespace(this.db, app.namespace);
+    return this.db.transaction(async (tx) => {
+      const [row] = (await tx('app_users')
+        .insert({
+          id: `au_${randomBytes(8).toString('hex')}`,
+          app_uid: app.uid,
+          app_namespace: app.namespace,
+          app_name: app.name,
+          email: address,
+          name: name ?? null,
+          last_provider: provider,
+          created_at: now,
+          last_sign_in_at: now,
+        })
+        .onConflict(['app_uid', 'email'])
+        .merge({
+          last_sign_in_at: now,
+          last_provider: provider,
+          ...(name ? { name } : {}),
+        })
+        .returning('*')) as AppUserRow[];
+      if (!row || row.disabled_at) return undefined;
+      if (account)
+        await recordEvent(tx, account, 'app_user.signed_in', app.name, {
+          user: row.id,
+          email: row.email,
+          provider,
+        });
+      return toUser(row);
+    });
   }
 
   async get(appUid: string, id: string): Promise<AppUser | undefined> {
@@ -102,7 +118,12 @@ export class AppUserStore {
   async disable(appUid: string, id: string, sessions: SessionStore): Promise<AppUser | undefined> {
     const existing = await this.get(appUid, id);
     if (!existing) return undefined;
-    if (!existing.disabledAt) await this.db('app_users').where({ app_uid: appUid, id }).update({ disabled_at: this.clock() });
+    if (!existing.disabledAt) {
+      await this.db.transaction(async (tx) => {
+        const [row] = (await tx('app_users').where({ app_uid: appUid, id }).whereNull('disabled_at').update({ disabled_at: this.clock() }).returning('*')) as AppUserRow[];
+        if (row) await this.recordFor(tx, row, 'app_user.disabled');
+      });
+    }
     await sessions.revoke(appUid, { appUserId: id });
     // And every other session of the same address (a workforce identity admitted by email).
     await sessions.revoke(appUid, { email: existing.email, anyIdentity: true });
@@ -110,7 +131,23 @@ export class AppUserStore {
   }
 
   async enable(appUid: string, id: string): Promise<AppUser | undefined> {
-    const n = await this.db('app_users').where({ app_uid: appUid, id }).update({ disabled_at: null });
-    return n ? this.get(appUid, id) : undefined;
+    const existing = await this.get(appUid, id);
+    if (!existing) return undefined;
+    if (existing.disabledAt) {
+      await this.db.transaction(async (tx) => {
+        const [row] = (await tx('app_users').where({ app_uid: appUid, id }).whereNotNull('disabled_at').update({ disabled_at: null }).returning('*')) as AppUserRow[];
+        if (row) await this.recordFor(tx, row, 'app_user.enabled');
+      });
+    }
+    return this.get(appUid, id);
+  }
+
+  private async recordFor(tx: Knex.Transaction, row: AppUserRow, type: 'app_user.disabled' | 'app_user.enabled'): Promise<void> {
+    const account = await accountIdOfNamespace(tx, row.app_namespace);
+    if (account)
+      await recordEvent(tx, account, type, row.app_name, {
+        user: row.id,
+        email: row.email,
+      });
   }
 }

@@ -16,6 +16,8 @@ import * as m0011 from './migrations/0011_passkeys.js';
 import * as m0012 from './migrations/0012_token_lineage.js';
 import * as m0013 from './migrations/0013_hostnames.js';
 import * as m0014 from './migrations/0014_usage_once.js';
+import * as m0015 from './migrations/0015_webhook_deliveries.js';
+import * as m0016 from './migrations/0016_usage_open.js';
 
 interface Migration {
   up(db: Knex): Promise<void>;
@@ -37,6 +39,8 @@ const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ['0012_token_lineage', m0012],
   ['0013_hostnames', m0013],
   ['0014_usage_once', m0014],
+  ['0015_webhook_deliveries', m0015],
+  ['0016_usage_open', m0016],
 ];
 
 const source: Knex.MigrationSource<readonly [string, Migration]> = {

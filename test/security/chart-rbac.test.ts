@@ -39,6 +39,8 @@ const needs: Record<string, Access[]> = {
     ['patch', '', 'secrets', undefined, tenant],
     ['delete', '', 'secrets', undefined, tenant],
     ['list', '', 'pods', undefined, tenant],
+    ['list', '', 'pods'],
+    ['watch', '', 'pods'],
     ['get', '', 'pods', 'log', tenant],
     ['list', '', 'nodes'],
     ['get', '', 'nodes', 'proxy'],

@@ -16,8 +16,9 @@ describe('event kinds', () => {
 
   it('accept known kinds, prefix.* of known prefixes and *, and name the known ones otherwise', () => {
     assert.ok(knownFilter('deploy.live') && knownFilter('deploy.*') && knownFilter('*'));
-    assert.ok(!knownFilter('app.*') && !knownFilter('deploy.launched') && !knownFilter('deploy'));
-    assert.match(unknownFiltersMessage(['deploy.live', 'app.*'])!, /^unknown event kind "app\.\*"; known: account\.created, /);
+    assert.ok(knownFilter('app.*') && knownFilter('machine.crashed') && knownFilter('webhook.disabled'));
+    assert.ok(!knownFilter('nosuch.*') && !knownFilter('deploy.launched') && !knownFilter('deploy'));
+    assert.match(unknownFiltersMessage(['deploy.live', 'nosuch.*'])!, /^unknown event kind "nosuch\.\*"; known: account\.created, /);
     assert.equal(unknownFiltersMessage(['sandbox.*']), undefined);
   });
 
