@@ -30,7 +30,7 @@ import { MachineMeter } from './usage/machine-meter.js';
 import { accountIdOfNamespace, getAccount, type Account } from '../lib/accounts.js';
 import type { App } from '../lib/resources/index.js';
 import type { EventKind } from '../lib/event-kinds.js';
-import { listEvents, recordEvent } from '../lib/events.js';
+import { eventHorizon, listEvents, purgeEvents, recordEvent } from '../lib/events.js';
 import { AssertionKeyStore } from '../lib/identity/assertion-keys.js';
 import { requestSeries, type SeriesPoint } from '../lib/metrics/requests.js';
 import { machineSecondsByApp, usageBetween, usageHistory, type Bucket, type MeterTotals, type UsagePeriod } from '../lib/usage.js';
@@ -77,6 +77,10 @@ export interface Services {
      * a failure is logged, not thrown, since the change stands either way.
      */
     record: (accountId: string, type: EventKind, subject: string, data?: Record<string, unknown>) => Promise<void>;
+    /** The highest id purged from the account's log (lib/events.ts). */
+    horizon: (accountId: string) => Promise<number>;
+    /** Deletes what was recorded before `before` (the hourly purge runs it for the retention window). */
+    purge: (before: Date) => Promise<number>;
   };
   /** Followers of event logs in this process (GET /events?follow). */
   eventHub: EventHub;
@@ -143,7 +147,18 @@ export async function assembleServices(deps: {
     hostnames.reconcile(apps.names()).catch((err: unknown) => log.warn({ err }, 'Reconciling app hostnames failed'));
   };
   syncHostnames();
-  const hostnameTimer = setInterval(syncHostnames, 3600_000);
+  // Hourly: hostnames, and the event log's window. The purge runs on the wall clock, not the
+  // injectable one: a test that moves its clock months ahead must not lose the events it reads.
+  const purgeEventsOnce = () => {
+    purgeEvents(db, new Date(Date.now() - config.eventsRetentionMs))
+      .then((n) => n && log.info({ events: n, retentionMs: config.eventsRetentionMs }, 'Purged events older than the retention window'))
+      .catch((err: unknown) => log.warn({ err }, 'Purging old events failed; the next hour retries'));
+  };
+  purgeEventsOnce();
+  const hostnameTimer = setInterval(() => {
+    syncHostnames();
+    purgeEventsOnce();
+  }, 3600_000);
   hostnameTimer.unref();
   const artifacts = new ArtifactStore(config.deploys.artifactDir);
   const deploys = new DeployStore(db, clock);
@@ -202,6 +217,8 @@ export async function assembleServices(deps: {
       list: (accountId, opts) => listEvents(db, accountId, opts),
       record: (accountId, type, subject, data) =>
         recordEvent(db, accountId, type, subject, data).catch((err: unknown) => log.warn({ err, account: accountId, type, subject }, 'Recording an event failed')),
+      horizon: (accountId) => eventHorizon(db, accountId),
+      purge: (before) => purgeEvents(db, before),
     },
     eventHub,
     usage: {

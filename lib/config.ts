@@ -70,6 +70,7 @@ const envSchema = z.object({
     )
     .optional(),
   SVC_HOSTNAME_HOLD_DAYS: z.coerce.number().min(0).max(3650).default(30),
+  SVC_EVENTS_RETENTION_DAYS: z.coerce.number().min(1).max(3650).default(30),
   SVC_ARTIFACT_KEY: z.string().min(32, 'must be at least 32 characters (a random secret)').optional(),
   SVC_ARTIFACT_KEY_FILE: z.string().min(1).optional(),
   SVC_DEPLOY_UPLOAD_LIMIT_BYTES: z.coerce.number().int().min(1024).max(8 * 1024 ** 3).default(256 * 1024 ** 2),
@@ -146,6 +147,8 @@ export interface Config {
   readonly site: AppsSite;
   /** How long a deleted app's hostname stays held for its account (lib/hostnames.ts). */
   readonly hostnameHoldMs: number;
+  /** How long the event log keeps an event; a cursor before what is kept is answered 410 (lib/events.ts). */
+  readonly eventsRetentionMs: number;
   /**
    * Where the platform is as machines see it, for each App's NetworkPolicy: the addresses
    * ingress-auth and probes come from and the machine listener is on, and that listener's ports.
@@ -336,6 +339,7 @@ export function loadConfig(
     // Secure cookies need https, so they are what says app hostnames are served over it.
     site: Object.freeze({ appsDomain: e.SVC_APPS_DOMAIN, appsUrlSuffix: e.SVC_APPS_URL_SUFFIX, secure: e.SVC_AUTH_SECURE_COOKIES }),
     hostnameHoldMs: e.SVC_HOSTNAME_HOLD_DAYS * 86_400_000,
+    eventsRetentionMs: e.SVC_EVENTS_RETENTION_DAYS * 86_400_000,
     controllersMetrics: Object.freeze({ host: e.SVC_CONTROLLERS_METRICS_HOST, port: e.SVC_CONTROLLERS_METRICS_PORT }),
     proxy: Object.freeze({
       host: e.SVC_PROXY_HOST,
@@ -381,6 +385,7 @@ const readsOf = {
   appsUrlSuffix: ['SVC_APPS_URL_SUFFIX'],
   site: ['SVC_APPS_DOMAIN', 'SVC_APPS_URL_SUFFIX', 'SVC_AUTH_SECURE_COOKIES'],
   hostnameHoldMs: ['SVC_HOSTNAME_HOLD_DAYS'],
+  eventsRetentionMs: ['SVC_EVENTS_RETENTION_DAYS'],
   machineNetwork: ['SVC_MACHINE_PLATFORM_CIDRS', 'SVC_MACHINE_PLATFORM_PORTS', 'SVC_NODES', 'SVC_NODE_POD_SUBNET', 'SVC_API_MACHINE_PORT'],
   webhookAllowPrivate: ['SVC_WEBHOOK_ALLOW_PRIVATE'],
   webhookDnsServers: ['SVC_WEBHOOK_DNS_SERVERS'],
@@ -402,7 +407,7 @@ const readsOf = {
 
 /** The parts of the configuration each process reads. */
 export const components = {
-  api: ['stateDir', 'logLevel', 'databaseUrl', 'kubeconfig', 'api', 'appsDomain', 'appsUrlSuffix', 'site', 'hostnameHoldMs', 'webhookAllowPrivate', 'webhookDnsServers', 'deploys', 'sandboxes', 'assertion', 'auth', 'mail'],
+  api: ['stateDir', 'logLevel', 'databaseUrl', 'kubeconfig', 'api', 'appsDomain', 'appsUrlSuffix', 'site', 'hostnameHoldMs', 'eventsRetentionMs', 'webhookAllowPrivate', 'webhookDnsServers', 'deploys', 'sandboxes', 'assertion', 'auth', 'mail'],
   controllers: ['logLevel', 'kubeconfig', 'site', 'deploys', 'sandboxes', 'assertion', 'machineNetwork', 'controllersMetrics'],
   'ingress-auth': ['logLevel', 'databaseUrl', 'kubeconfig', 'appsDomain', 'appsUrlSuffix', 'site', 'proxy', 'assertion', 'auth', 'mail'],
   'policy-agent': ['logLevel', 'kubeconfig'],

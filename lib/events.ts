@@ -85,3 +85,33 @@ export async function listEvents(
   const rows = (await q.select('id', 'type', 'subject', 'data', 'created_at')) as EventRow[];
   return rows.map(toRecord);
 }
+
+/**
+ * Deletes events recorded before `before` and remembers, per account, the highest id deleted
+ * (event_horizons). Safe to run from every API replica at once. Returns how many went.
+ */
+export async function purgeEvents(db: Knex, before: Date, batch = 10_000): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const result = (await db.raw(
+      `WITH gone AS (
+         DELETE FROM events WHERE id IN (SELECT id FROM events WHERE created_at < ? ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED)
+         RETURNING account_id, id),
+       horizons AS (
+         INSERT INTO event_horizons (account_id, purged_through, purged_at)
+         SELECT account_id, max(id), now() FROM gone GROUP BY account_id
+         ON CONFLICT (account_id) DO UPDATE SET purged_through = greatest(event_horizons.purged_through, excluded.purged_through), purged_at = excluded.purged_at)
+       SELECT count(*)::int AS n FROM gone`,
+      [before, batch],
+    )) as { rows: Array<{ n: number }> };
+    const n = result.rows[0]?.n ?? 0;
+    total += n;
+    if (n < batch) return total;
+  }
+}
+
+/** The highest id purged from the account's log (0: nothing yet): a cursor below it has lost events. */
+export async function eventHorizon(db: Knex, accountId: string): Promise<number> {
+  const row = (await db('event_horizons').where({ account_id: accountId }).first('purged_through')) as { purged_through: string } | undefined;
+  return row ? Number(row.purged_through) : 0;
+}

@@ -7,7 +7,7 @@ import { PassThrough } from 'node:stream';
 import { z } from 'zod';
 import { unknownFiltersMessage } from '../../lib/event-kinds.js';
 import { eventJson } from '../../lib/events.js';
-import { invalid } from '../errors.js';
+import { ApiError, invalid } from '../errors.js';
 import { op, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
 
@@ -24,6 +24,10 @@ const query = z.strictObject({
 export const heartbeatMs = 15_000;
 /** How often a follower's token is checked again (revocation, expiry). */
 export const recheckMs = 1000;
+
+function goneMessage(cursor: number, horizon: number, retentionMs: number): string {
+  return `events after ${cursor} are no longer kept (the log keeps ${Math.round(retentionMs / 86_400_000)} days): list again from after=${horizon}, the oldest kept`;
+}
 
 export function eventOperations(s: Services): Operation[] {
   return [
@@ -44,7 +48,11 @@ export function eventOperations(s: Services): Operation[] {
         const accept = String(headers.accept ?? '');
         const lastEventId = headers['last-event-id'];
         const follow = q.follow === 'true' || accept.includes('text/event-stream') || (q.follow !== 'false' && lastEventId !== undefined);
+        const cursor = typeof lastEventId === 'string' && /^\d+$/.test(lastEventId) ? Number(lastEventId) : q.after;
+        const horizon = cursor !== undefined ? await s.events.horizon(caller.account.id) : 0;
+        const gone = cursor !== undefined && cursor < horizon ? goneMessage(cursor, horizon, s.config.eventsRetentionMs) : undefined;
         if (!follow) {
+          if (gone) throw new ApiError('gone', gone);
           const events = await s.events.list(caller.account.id, { after: q.after, limit: q.limit, types: kinds, app: q.app });
           return { body: { events: events.map(eventJson), next_after: events.length === q.limit ? events[events.length - 1]!.id : null } };
         }
@@ -55,10 +63,17 @@ export function eventOperations(s: Services): Operation[] {
         }
         const ndjson = accept.includes('application/x-ndjson') && !accept.includes('text/event-stream');
         const out = new PassThrough();
+        const streamHeaders: Record<string, string> = { 'Content-Type': ndjson ? 'application/x-ndjson' : 'text/event-stream', 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no' };
         const write = (text: string) => {
           if (!out.destroyed) out.write(text);
         };
         if (!ndjson) write('retry: 3000\n\n');
+        if (gone) {
+          // Kubernetes answers a watch from a compacted version 410; a stream says it as its one event.
+          const json = JSON.stringify({ error: gone, after: horizon });
+          out.end(ndjson ? `${JSON.stringify({ error: gone, gone: true, after: horizon })}\n` : `event: gone\ndata: ${json}\n\n`);
+          return { body: out, headers: streamHeaders };
+        }
         const token = String(headers.authorization ?? '').replace(/^Bearer\s+/i, '');
         const unfollow = await s.eventHub.follow(caller.account.id, {
           after,
@@ -86,7 +101,7 @@ export function eventOperations(s: Services): Operation[] {
         };
         out.once('close', done);
         out.once('end', done);
-        return { body: out, headers: { 'Content-Type': ndjson ? 'application/x-ndjson' : 'text/event-stream', 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no' } };
+        return { body: out, headers: streamHeaders };
       },
     }),
   ];

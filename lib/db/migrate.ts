@@ -18,6 +18,7 @@ import * as m0013 from './migrations/0013_hostnames.js';
 import * as m0014 from './migrations/0014_usage_once.js';
 import * as m0015 from './migrations/0015_webhook_deliveries.js';
 import * as m0016 from './migrations/0016_usage_open.js';
+import * as m0017 from './migrations/0017_event_retention.js';
 
 interface Migration {
   up(db: Knex): Promise<void>;
@@ -41,6 +42,7 @@ const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ['0014_usage_once', m0014],
   ['0015_webhook_deliveries', m0015],
   ['0016_usage_open', m0016],
+  ['0017_event_retention', m0017],
 ];
 
 const source: Knex.MigrationSource<readonly [string, Migration]> = {

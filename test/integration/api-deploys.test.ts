@@ -117,6 +117,15 @@ describe('API deploys', () => {
     const named = await json<DeployBody>(await api.request('POST', '/api/apps/site/rollback', { body: { deploy_id: v2.id } }), 202);
     await live(named.id);
     await served('site', '<h1>v2</h1>');
+    // Each rollback is in the event log, naming the deploy it returned to.
+    const rolled = await json<{ events: Array<{ data: { deploy: string; to: string } }> }>(await api.request('GET', '/api/events?kinds=deploy.rolled_back&app=site'), 200);
+    assert.deepEqual(
+      rolled.events.map((e) => [e.data.deploy, e.data.to]),
+      [
+        [back.id, v1.id],
+        [named.id, v2.id],
+      ],
+    );
   });
 
   it('fails a deploy whose machines cannot start: the serving deploy keeps serving, the spec stays as deployed', async () => {

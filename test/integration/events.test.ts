@@ -4,6 +4,7 @@
 // second, and events of concurrent transactions delivered in id order with none skipped.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { eventsCommand } from '../../cli/events.js';
 import { recordEvent } from '../../lib/events.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 
@@ -240,5 +241,75 @@ describe('GET /events', () => {
     const deadline = Date.now() + 2000;
     while (api.services.eventHub.followers() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     assert.equal(api.services.eventHub.followers(), 0, 'closed streams leave the hub');
+  });
+  it('records the life of an app: created, env changed (keys only), previews, app users, deleted', async () => {
+    const ok = async (res: Response, status: number) => assert.equal(res.status, status, await res.clone().text());
+    await ok(await api.request('POST', '/api/apps', { body: { name: 'evt' } }), 201);
+    await ok(await api.request('PATCH', '/api/apps/evt/env', { body: { A: '1', B: 'secret-b' } }), 200);
+    await ok(await api.request('PUT', '/api/apps/evt/env', { body: { A: '1', C: '3' } }), 200);
+    await ok(await api.request('DELETE', '/api/apps/evt/env/A'), 204);
+    await ok(await api.request('POST', '/api/apps/evt/previews', { body: { ref: 'pr-1' } }), 201);
+    await ok(await api.request('DELETE', '/api/apps/evt/previews/pr-1'), 204);
+    const app = (await (await api.request('GET', '/api/apps/evt')).json()) as { id: string };
+    const ref = { uid: app.id, namespace: api.account.namespace, name: 'evt' };
+    const user = await api.services.auth.users.signIn(ref, 'Ada@Example.com', 'github');
+    await api.services.auth.users.disable(app.id, user!.id, api.services.auth.sessions);
+    await api.services.auth.users.disable(app.id, user!.id, api.services.auth.sessions); // idempotent: told once
+    await api.services.auth.users.enable(app.id, user!.id);
+    await ok(await api.request('DELETE', '/api/apps/evt'), 204);
+    const { events } = (await (await api.request('GET', '/api/events?app=evt')).json()) as { events: Array<{ type: string; data: Record<string, unknown> }> };
+    assert.deepEqual(
+      events.map((e) => [e.type, e.data]),
+      [
+        ['app.created', { app: 'evt' }],
+        ['env.changed', { set: ['A', 'B'], removed: [] }],
+        ['env.changed', { set: ['C'], removed: ['B'] }],
+        ['env.changed', { set: [], removed: ['A'] }],
+        ['preview.created', { preview: 'evt--pr-1', ref: 'pr-1' }],
+        ['preview.deleted', { preview: 'evt--pr-1', ref: 'pr-1' }],
+        ['app_user.signed_in', { user: user!.id, email: 'ada@example.com', provider: 'github' }],
+        ['app_user.disabled', { user: user!.id, email: 'ada@example.com' }],
+        ['app_user.enabled', { user: user!.id, email: 'ada@example.com' }],
+        ['app.deleted', { app: 'evt' }],
+      ],
+    );
+    assert.ok(!JSON.stringify(events).includes('secret-b'), 'no variable value in the log');
+  });
+
+  it('refuses a Last-Event-ID that is not an event id', async () => {
+    const res = await api.request('GET', '/api/events?follow=true', { headers: { 'last-event-id': 'abc' } });
+    assert.equal(res.status, 400);
+    assert.match(((await res.json()) as { error: string }).error, /Last-Event-ID: must be an event id/);
+  });
+
+  it('answers a cursor older than the retention window gone, listing and following, and svc events goes on from the oldest kept', async () => {
+    const { events: before } = (await (await api.request('GET', '/api/events?limit=1000')).json()) as { events: Array<{ id: number }> };
+    const oldest = before[0]!.id;
+    // Everything so far falls out of the window.
+    assert.ok((await api.services.events.purge(new Date(Date.now() + 1000))) >= before.length);
+    await recordEvent(api.db, api.account.id, 'deploy.live', 'kept', { deploy: 'd9' });
+    const horizon = before.at(-1)!.id;
+    const listed = await api.request('GET', `/api/events?after=${oldest}`);
+    assert.equal(listed.status, 410);
+    assert.match(((await listed.json()) as { error: string }).error, new RegExp(`events after ${oldest} are no longer kept \\(the log keeps 30 days\\): list again from after=${horizon}`));
+    // From the horizon on, or with no cursor: what is kept.
+    const kept = (await (await api.request('GET', `/api/events?after=${horizon}`)).json()) as { events: Array<{ subject: string }> };
+    assert.deepEqual(kept.events.map((e) => e.subject), ['kept']);
+    assert.equal(((await (await api.request('GET', '/api/events')).json()) as { events: unknown[] }).events.length, 1);
+    // Following: one explicit gone event, then the stream ends.
+    const f = follow(api, { headers: { 'last-event-id': String(oldest) } });
+    await f.done;
+    const gone = f.frames.find((x) => x.event === 'gone');
+    assert.ok(gone, JSON.stringify(f.frames));
+    assert.equal((JSON.parse(gone.data!) as { after: number }).after, horizon);
+    const n = follow(api, { headers: { accept: 'application/x-ndjson' }, query: `&after=${oldest}` });
+    await n.done;
+    assert.deepEqual(JSON.parse(n.frames[0]!.data!), { error: JSON.parse(gone.data!).error, gone: true, after: horizon });
+    // The CLI says so and lists from the oldest kept.
+    const out: string[] = [];
+    const warnings: string[] = [];
+    await eventsCommand({ apiUrl: `${api.url}/api`, token: api.token }, { follow: false, after: oldest, json: true, out: (l) => out.push(l), warn: (l) => warnings.push(l) });
+    assert.match(warnings[0]!, /no longer kept/);
+    assert.deepEqual(out.map((l) => (JSON.parse(l) as { subject: string }).subject), ['kept']);
   });
 });
