@@ -1,6 +1,16 @@
-// What the benchmarks share: percentiles, bounded parallelism, and a throwaway database.
+// What the benchmarks share: percentiles, bounded parallelism, a throwaway database, and the real
+// API's services on one.
 import { randomBytes } from 'node:crypto';
+import * as k8s from '@kubernetes/client-node';
+import pino from 'pino';
+import { assembleServices, type Services } from '../api/services.js';
+import { createAccount } from '../lib/accounts.js';
+import { loadConfig } from '../lib/config.js';
 import { connect, type Db } from '../lib/db/connection.js';
+import { migrateLatest } from '../lib/db/migrate.js';
+import { loadKubeConfig } from '../lib/kube/client.js';
+import { createLogger } from '../lib/logger.js';
+import { TokenStore } from '../lib/tokens/store.js';
 
 /** The p-th percentile of ascending `sorted` (nearest rank). */
 export function percentile(sorted: number[], p: number): number {
@@ -30,6 +40,51 @@ export async function benchDatabase(): Promise<{ url: string; drop: () => Promis
     drop: async () => {
       await admin.raw('DROP DATABASE IF EXISTS ?? WITH (FORCE)', [name]);
       await admin.destroy();
+    },
+  };
+}
+
+/**
+ * The API's services on a fresh database with one account and a token, rate limits out of the way,
+ * logging one line per request to /dev/null (its cost is part of any figure).
+ */
+export async function benchApi(env: Record<string, string> = {}): Promise<{
+  services: Services;
+  db: Db;
+  databaseUrl: string;
+  accountId: string;
+  token: string;
+  cleanup: () => Promise<void>;
+}> {
+  const database = await benchDatabase();
+  const config = loadConfig({
+    ...process.env,
+    SVC_DATABASE_URL: database.url,
+    SVC_API_RATE_PER_SECOND: '1000000000',
+    SVC_API_RATE_BURST: '1000000000',
+    ...env,
+  });
+  const db = connect(config.databaseUrl);
+  await migrateLatest(db);
+  const core = loadKubeConfig(config.kubeconfig).makeApiClient(k8s.CoreV1Api);
+  const tokens = new TokenStore(db);
+  tokens.start();
+  const acct = await createAccount(db, core, { email: 'bench@example.test' });
+  const { token } = await tokens.issue(acct.id, { name: 'bench' });
+  const log = createLogger('api', 'info', pino.destination({ dest: '/dev/null', sync: false }));
+  const { services, stop } = await assembleServices({ config, db, kc: loadKubeConfig(config.kubeconfig), tokens, log, recorderLease: 'svc-deploy-recorder-bench' });
+  return {
+    services,
+    db,
+    databaseUrl: database.url,
+    accountId: acct.id,
+    token,
+    cleanup: async () => {
+      tokens.stop();
+      await stop();
+      await core.deleteNamespace({ name: acct.namespace }).catch(() => undefined);
+      await db.destroy();
+      await database.drop();
     },
   };
 }
