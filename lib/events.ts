@@ -43,6 +43,11 @@ interface EventRow {
   created_at: Date;
 }
 
+/** Holds the account's event log until `tx` ends: its events, and what must not interleave with them. */
+export async function lockEventLog(tx: Knex.Transaction, accountId: string): Promise<void> {
+  await tx.raw('select pg_advisory_xact_lock(?, hashtext(?))', [eventLockClass, accountId]);
+}
+
 const toRecord = (r: EventRow): EventRecord => ({ id: Number(r.id), type: r.type, subject: r.subject, data: r.data, createdAt: r.created_at });
 
 export async function recordEvent(
@@ -53,7 +58,7 @@ export async function recordEvent(
   data: Record<string, unknown> = {},
 ): Promise<void> {
   const write = async (tx: Knex.Transaction) => {
-    await tx.raw('select pg_advisory_xact_lock(?, hashtext(?))', [eventLockClass, accountId]);
+    await lockEventLog(tx, accountId);
     const [row] = (await tx('events')
       .insert({ account_id: accountId, type, subject, data: JSON.stringify(data) })
       .returning(['id', 'type', 'subject', 'data', 'created_at'])) as EventRow[];

@@ -9,7 +9,7 @@
 // clock stamps webhook-timestamp, which receivers compare with their own.
 import type { Knex } from 'knex';
 import { request, type Dispatcher } from 'undici';
-import { recordEvent } from '../events.js';
+import { lockEventLog, recordEvent } from '../events.js';
 import type { Logger } from '../logger.js';
 import { disableAfterFailingMs, parseRetryAfter, retryDelayMs } from './outbox.js';
 import { signedHeaders } from './signature.js';
@@ -39,6 +39,8 @@ interface ClaimedRow {
   account_id: string;
   payload: string;
   attempts: number;
+  /** This claim's lease: an outcome is written only while the delivery is still under it. */
+  locked_until: Date;
   url: string;
   secret: string;
   previous_secret: string | null;
@@ -139,7 +141,7 @@ export class WebhookDeliverer {
                           AND (d2.locked_until IS NULL OR d2.locked_until <= :now)
                         ORDER BY d2.next_attempt_at LIMIT :n
                         FOR UPDATE OF d2 SKIP LOCKED)
-        RETURNING d.id, d.webhook_id, d.account_id, d.payload, d.attempts, w.url, w.secret, w.previous_secret, w.previous_secret_until`,
+        RETURNING d.id, d.webhook_id, d.account_id, d.payload, d.attempts, d.locked_until, w.url, w.secret, w.previous_secret, w.previous_secret_until`,
       { until: new Date(now.getTime() + leaseMs), now, n },
     )) as { rows: ClaimedRow[] };
     return result.rows;
@@ -185,21 +187,26 @@ export class WebhookDeliverer {
         error: r.error ?? null,
         response_excerpt: r.excerpt ?? null,
       });
-      const outcome = { attempts: attempt, last_attempt_at: now, last_status: r.status ?? null, last_error: r.error ?? null, locked_until: null };
-      const delivery = tx('webhook_deliveries').where({ id: row.id, status: 'pending' });
+      const wait = ok || r.status === 410 ? undefined : retryDelayMs(attempt, r.retryAfterMs, this.opts.random);
+      const written = await tx('webhook_deliveries')
+        .where({ id: row.id, status: 'pending', locked_until: row.locked_until })
+        .update({
+          attempts: attempt,
+          last_attempt_at: now,
+          last_status: r.status ?? null,
+          last_error: r.error ?? null,
+          locked_until: null,
+          ...(ok ? { status: 'succeeded' } : wait === undefined ? { status: 'failed' } : { next_attempt_at: new Date(now.getTime() + wait) }),
+        });
+      // Redelivered meanwhile, or claimed by another process after this claim ran out: the attempt
+      // stays recorded, and the outcome is the newer series'.
+      if (!written) return this.opts.log.info(log, 'Webhook attempt outlived its claim; its outcome is not applied');
       if (ok) {
-        await delivery.update({ ...outcome, status: 'succeeded' });
-        await tx('webhooks').where({ id: row.webhook_id }).update({ failing_since: null });
+        await tx('webhooks').where({ id: row.webhook_id }).whereNotNull('failing_since').update({ failing_since: null });
         this.opts.log.info(log, 'Webhook delivered');
         return;
       }
-      if (r.status === 410) {
-        await delivery.update({ ...outcome, status: 'failed' });
-        await this.disable(tx, row, now, 'the endpoint answered 410 Gone');
-        return;
-      }
-      const wait = retryDelayMs(attempt, r.retryAfterMs, this.opts.random);
-      await delivery.update({ ...outcome, ...(wait === undefined ? { status: 'failed' } : { next_attempt_at: new Date(now.getTime() + wait) }) });
+      if (r.status === 410) return this.disable(tx, row, now, 'the endpoint answered 410 Gone');
       this.opts.log.warn({ ...log, error: r.error, retryInMs: wait }, wait === undefined ? 'Webhook delivery failed for good' : 'Webhook delivery failed; retrying');
       const [endpoint] = (await tx('webhooks')
         .where({ id: row.webhook_id })
@@ -213,6 +220,9 @@ export class WebhookDeliverer {
 
   /** Disables the endpoint, cancels what it still had pending, and says so in the event log. */
   private async disable(tx: Knex.Transaction, row: ClaimedRow, now: Date, reason: string): Promise<void> {
+    // First the account's event lock: a delivery being enqueued now is committed before the
+    // cancel below sees the pending ones, or sees this endpoint disabled (outbox.ts).
+    await lockEventLog(tx, row.account_id);
     const n = await tx('webhooks').where({ id: row.webhook_id }).whereNull('disabled_at').update({ disabled_at: now, disabled_reason: reason });
     if (!n) return;
     await tx('webhook_deliveries').where({ webhook_id: row.webhook_id, status: 'pending' }).update({ status: 'canceled', locked_until: null });

@@ -44,6 +44,8 @@ export const newDeliveryId = (): string => `msg_${randomBytes(12).toString('base
 
 /** Inserts a delivery of `event` for every enabled endpoint of the account whose filters it passes. */
 export async function enqueueDeliveries(tx: Knex.Transaction, accountId: string, event: EventJson): Promise<number> {
+  // Under the account's event lock (recordEvent holds it), which disabling an endpoint takes too
+  // (deliverer.ts): an endpoint is either disabled before this reads it, or cancels this delivery.
   const endpoints = (await tx('webhooks').where({ account_id: accountId }).whereNull('disabled_at').select('id', 'event_types')) as Array<{
     id: string;
     event_types: string[];

@@ -5,49 +5,18 @@
 // answers 503 and then recovers by itself. These tests stop shared parts of the platform, which is
 // safe because the test runner runs one file at a time; each puts back what it stopped.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
-import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { group, pluralOf, version, apiVersion } from '../../lib/contract.js';
-import { repoRoot } from '../../lib/paths.js';
 import type { App } from '../../lib/resources/index.js';
 import { startTestApi, type TestApi } from '../support/api.js';
+import { alive, kill9, pidOf, restart } from '../support/daemons.js';
 import { images } from '../support/images.js';
 import { kubeConfig, testNamespace, waitNamespaceGone } from '../support/kube.js';
 import { eventually } from '../support/wait.js';
 
-const run = promisify(execFile);
-const stateDir = process.env.SVC_STATE_DIR ?? path.join(repoRoot, '.svc');
 const appCount = Number(process.env.SVC_CONVERGENCE_APPS ?? 300);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const pidOf = (name: string) => Number(readFileSync(path.join(stateDir, 'run', `${name}.pid`), 'utf8').trim());
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
-
-/** SIGKILLs a platform daemon started by hack/*.sh and waits until it is gone. */
-async function kill9(name: string): Promise<void> {
-  const pid = pidOf(name);
-  process.kill(pid, 'SIGKILL');
-  await eventually(`${name} (pid ${pid}) to be gone`, () => !alive(pid), { timeoutMs: 10_000, intervalMs: 50 });
-}
-
-/**
- * Starts it again the way `make test` did (the script waits until it is ready, reading its log:
- * so not with the tests' own SVC_LOG_LEVEL=silent).
- */
-async function restart(script: string, ...args: string[]): Promise<void> {
-  await run(path.join(repoRoot, 'hack', script), args, { cwd: repoRoot, timeout: 180_000, env: { ...process.env, SVC_LOG_LEVEL: 'info' } });
-}
-
 const ready = (a: App) => a.status?.observedGeneration === a.metadata.generation && a.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
 
 describe('reliability', { timeout: 30 * 60_000 }, () => {

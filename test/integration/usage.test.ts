@@ -1,5 +1,5 @@
 // Usage that counts, on the real node: a running app's machine_seconds grow with the (injected)
-// clock, per app; a meter restarted goes on with the same run (no double count) and one started
+// clock, per app, across a SIGKILL and restart of the controllers; a meter restarted goes on with the same run (no double count) and one started
 // after a machine went closes its run at its last flush; a crashing machine is told with its exit
 // code; the history answers calendar days.
 import assert from 'node:assert/strict';
@@ -9,6 +9,7 @@ import { podInformer } from '../../lib/kube/pod-informer.js';
 import { createLogger } from '../../lib/logger.js';
 import { MachineMeter } from '../../api/usage/machine-meter.js';
 import { startTestApi, type TestApi } from '../support/api.js';
+import { kill9, restart } from '../support/daemons.js';
 import { images } from '../support/images.js';
 import { eventually } from '../support/wait.js';
 
@@ -49,6 +50,9 @@ describe('Usage', () => {
     assert.ok(s1 > 60 && s1 <= 120, `about two minutes less the start's lag, got ${s1}`);
     assert.ok(close(u1.apps.metered!.machine_seconds, s1), 'the app carries all of it');
 
+    // The controllers killed and restarted meanwhile: the machine runs on, metered as before.
+    await kill9('controllers');
+    await restart('dev.sh', 'up', 'controllers');
     api.clock.advance(60_000);
     await api.services.machineMeter.flush();
     const s2 = (await usage()).meters.machine_seconds!;

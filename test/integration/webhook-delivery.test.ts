@@ -63,7 +63,7 @@ describe('Webhook delivery', () => {
   }
   const deliveries = async (id: string) =>
     ((await (await api.request('GET', `/api/account/webhooks/${id}/deliveries`)).json()) as {
-      deliveries: Array<{ id: string; status: string; attempts: number; next_attempt_at: string | null; last_status: number | null; event_type: string }>;
+      deliveries: Array<{ id: string; status: string; attempts: number; next_attempt_at: string | null; last_status: number | null; last_error: string | null; event_type: string }>;
     }).deliveries;
   const delivery = async (hook: string, id: string) =>
     (await (await api.request('GET', `/api/account/webhooks/${hook}/deliveries/${id}`)).json()) as {
@@ -99,8 +99,10 @@ describe('Webhook delivery', () => {
       assert.match(String(rx.received[0]!.headers['webhook-id']), /^msg_/);
       assert.equal(rx.received[0]!.headers['content-type'], 'application/json');
       // The bytes signed are the bytes sent, and the stored body is what was sent.
-      const [d] = await deliveries(hook.id);
-      assert.equal(d!.status, 'succeeded');
+      const [d] = await eventually('the outcome written', async () => {
+        const list = await deliveries(hook.id);
+        return list[0]?.status === 'succeeded' ? list : undefined;
+      });
       assert.equal(d!.event_type, 'token.created');
       const full = await delivery(hook.id, d!.id);
       assert.equal(full.payload, rx.received[0]!.body);
@@ -374,6 +376,26 @@ describe('Webhook delivery', () => {
       assert.deepEqual(full.attempt_log.map((a) => a.status), [500, 200]);
     } finally {
       child.kill('SIGKILL');
+      await hook.remove();
+      await rx.close();
+    }
+  });
+  it('checks the address at connect time: an endpoint that now points at a private address gets nothing', async () => {
+    // Accepted when this API allowed private addresses; the production deliverer refuses to connect.
+    await api.services.webhookDeliverer.stop();
+    const rx = await receiver();
+    const hook = await endpoint(rx.url);
+    const guarded = new WebhookDeliverer({ db: api.db, log: createLogger('webhooks', 'silent'), clock: api.clock.read, dispatcher: webhookDispatcher(), pollMs: 50 });
+    try {
+      await publish();
+      guarded.start();
+      await eventually('the refused attempt', async () => (await deliveries(hook.id))[0]?.attempts === 1);
+      const [d] = await deliveries(hook.id);
+      assert.equal(d!.status, 'pending');
+      assert.match(d!.last_error ?? '', /127\.0\.0\.1 is not a public address/);
+      assert.equal(rx.received.length, 0);
+    } finally {
+      await guarded.stop();
       await hook.remove();
       await rx.close();
     }
