@@ -16,48 +16,28 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import * as k8s from '@kubernetes/client-node';
-import pino from 'pino';
 import { sandboxPod } from '../controllers/sandbox/pod.js';
 import { createApi } from '../api/server.js';
-import { assembleServices } from '../api/services.js';
-import { createAccount } from '../lib/accounts.js';
-import { loadConfig } from '../lib/config.js';
 import { labels } from '../lib/contract.js';
-import { connect } from '../lib/db/connection.js';
-import { migrateLatest } from '../lib/db/migrate.js';
 import { loadKubeConfig } from '../lib/kube/client.js';
-import { createLogger } from '../lib/logger.js';
 import { repoRoot } from '../lib/paths.js';
 import { defaultResources } from '../lib/sandbox/limits.js';
-import { TokenStore } from '../lib/tokens/store.js';
 import { images } from '../test/support/images.js';
-import { benchDatabase, inParallel, percentile } from './support.js';
+import { benchApi, inParallel, percentile } from './support.js';
 
 const count = Number(process.env.BENCH_SANDBOXES ?? 200);
 const stateDir = process.env.SVC_STATE_DIR ?? path.join(repoRoot, '.svc');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const p = (xs: number[], q: number) => (xs.length ? `${percentile([...xs].sort((a, b) => a - b), q).toFixed(0)} ms` : 'n/a');
 
-const database = await benchDatabase();
-const config = loadConfig({
-  ...process.env,
-  SVC_DATABASE_URL: database.url,
-  SVC_API_RATE_PER_SECOND: '1000000',
-  SVC_API_RATE_BURST: '1000000',
+const bench = await benchApi({
   SVC_SANDBOX_MAX_OPEN: '10000',
   SVC_SANDBOX_EXEC_PER_MINUTE: '1000000',
   SVC_ARTIFACT_KEY: readFileSync(path.join(stateDir, 'artifact-key'), 'utf8'),
 });
-const db = connect(config.databaseUrl);
-await migrateLatest(db);
+const { services, token } = bench;
 const kc = loadKubeConfig(process.env.KUBECONFIG ?? path.join(stateDir, 'kubeconfig'));
 const core = kc.makeApiClient(k8s.CoreV1Api);
-const tokens = new TokenStore(db);
-tokens.start();
-const acct = await createAccount(db, core, { email: 'bench-sandboxes@example.test' });
-const { token } = await tokens.issue(acct.id, { name: 'bench' });
-const log = createLogger('api', 'info', pino.destination({ dest: '/dev/null', sync: false }));
-const { services, stop } = await assembleServices({ config, db, kc, tokens, log, recorderLease: 'svc-deploy-recorder-bench' });
 const server = createServer(createApi(services).callback());
 await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
 const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api`;
@@ -77,7 +57,7 @@ interface Opened {
 }
 
 async function readyMembers(): Promise<number> {
-  const pods = await core.listNamespacedPod({ namespace: config.sandboxes.namespace, labelSelector: labels.sandboxPool });
+  const pods = await core.listNamespacedPod({ namespace: services.config.sandboxes.namespace, labelSelector: labels.sandboxPool });
   return pods.items.filter((pod) => pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).length;
 }
 
@@ -176,7 +156,7 @@ try {
   // exec paths, one pod
   await poolFull(size);
   const s = await call<Opened>('POST', '/sandboxes', {});
-  const sandbox = services.sandboxes.get(acct, s.id);
+  const sandbox = services.sandboxes.get(bench.account, s.id);
   const viaAgent: number[] = [];
   const viaApiserver: number[] = [];
   for (let i = 0; i < 100; i++) {
@@ -198,7 +178,7 @@ try {
   for (let i = 0; i < 10; i++) {
     const name = `bare-${i}`;
     const start = performance.now();
-    const body = sandboxPod({ image: images.sandbox, namespace: baselineNs, runtimeClass: config.sandboxes.runtimeClass, agentKey: config.deploys.artifactKey! }, { name, resources: { ...defaultResources }, network: false, labels: {} });
+    const body = sandboxPod({ image: images.sandbox, namespace: baselineNs, runtimeClass: services.config.sandboxes.runtimeClass, agentKey: services.config.deploys.artifactKey! }, { name, resources: { ...defaultResources }, network: false, labels: {} });
     await core.createNamespacedPod({ namespace: baselineNs, body });
     for (;;) {
       const pod = await core.readNamespacedPod({ name, namespace: baselineNs });
@@ -222,9 +202,5 @@ try {
   server.closeAllConnections();
   server.close();
   await core.deleteNamespace({ name: baselineNs }).catch(() => undefined);
-  tokens.stop();
-  await stop();
-  await core.deleteNamespace({ name: acct.namespace }).catch(() => undefined);
-  await db.destroy();
-  await database.drop();
+  await bench.cleanup();
 }

@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
 import pino from 'pino';
 import { assembleServices, type Services } from '../api/services.js';
-import { createAccount } from '../lib/accounts.js';
+import { createAccount, type Account } from '../lib/accounts.js';
 import { loadConfig } from '../lib/config.js';
 import { connect, type Db } from '../lib/db/connection.js';
 import { migrateLatest } from '../lib/db/migrate.js';
@@ -52,6 +52,7 @@ export async function benchApi(env: Record<string, string> = {}): Promise<{
   services: Services;
   db: Db;
   databaseUrl: string;
+  account: Account;
   accountId: string;
   token: string;
   cleanup: () => Promise<void>;
@@ -77,6 +78,7 @@ export async function benchApi(env: Record<string, string> = {}): Promise<{
     services,
     db,
     databaseUrl: database.url,
+    account: acct,
     accountId: acct.id,
     token,
     cleanup: async () => {
