@@ -18,6 +18,7 @@ import { deployOperations } from './routes/deploys.js';
 import { previewOperations } from './routes/previews.js';
 import { pendingOperations } from './routes/pending.js';
 import { sandboxOperations } from './routes/sandboxes.js';
+import { databaseOperations } from './routes/databases.js';
 import { eventOperations } from './routes/events.js';
 import { systemOperations } from './routes/system.js';
 import type { Services } from './services.js';
@@ -37,6 +38,7 @@ export function allOperations(s: Services): Operation[] {
     ...eventOperations(s),
     ...lifecycleOperations(s),
     ...appAuthOperations(s),
+    ...databaseOperations(s),
     ...pendingOperations(),
   ];
   return operations;

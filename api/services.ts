@@ -17,6 +17,7 @@ import { AppActions } from './deploys/actions.js';
 import { Deployer } from './deploys/deployer.js';
 import { DeployRecorder } from './deploys/recorder.js';
 import { AppRepository } from './repositories/apps.js';
+import { DatabaseRepository } from './repositories/databases.js';
 import { EnvRepository } from './repositories/env.js';
 import { MachineRepository } from './repositories/machines.js';
 import { EventHub } from './events/hub.js';
@@ -103,6 +104,8 @@ export interface Services {
   machineMeter: MachineMeter;
   /** Sends the webhook outbox from this process (lib/webhooks/deliverer.ts). */
   webhookDeliverer: WebhookDeliverer;
+  /** Databases and their credentials (api/repositories/databases.ts). */
+  databases: DatabaseRepository;
   /** Sandboxes, eval and runtimes (api/sandboxes/). */
   sandboxes: SandboxService;
   /** Proxied requests per app, as ingress-auth records them. */
@@ -194,6 +197,8 @@ export async function assembleServices(deps: {
   await machinePods.start();
   const machineMeter = new MachineMeter(db, machinePods, log, clock);
   await machineMeter.start();
+  const databases = new DatabaseRepository(kc, log);
+  await databases.start();
   const sandboxRepo = new SandboxRepository(kc, log);
   const sandboxRecorder = new SandboxRecorder(db, log);
   sandboxRepo.onChange((sbx) => sandboxRecorder.observe(sbx));
@@ -238,6 +243,7 @@ export async function assembleServices(deps: {
     },
     webhookDeliverer,
     machineMeter,
+    databases,
     sandboxes,
     requestMetrics: { series: (appUid, start, end, stepMs) => requestSeries(db, appUid, start, end, stepMs) },
     assertionKeys: new AssertionKeyStore(db, { rotationMs: config.assertion.rotationMs, maxAssertionLifetimeMs: config.assertion.lifetimeSeconds * 1000 }),
@@ -261,6 +267,7 @@ export async function assembleServices(deps: {
       await housekeeping.stop();
       await apps.stop();
       await sandboxRepo.stop();
+      await databases.stop();
       sandboxes.close();
       await webhookDeliverer.stop();
       await machineMeter.stop();

@@ -16,7 +16,7 @@ if (!config.deploys.artifactKey) log.error('No artifact key (SVC_ARTIFACT_KEY or
 const election = new LeaderElection(kc.makeApiClient(k8s.CoordinationV1Api), 'kube-system', 'svc-controllers', log);
 const sandboxes = sandboxSettings(config);
 if (!sandboxes) log.error('No artifact key (SVC_ARTIFACT_KEY or SVC_ARTIFACT_KEY_FILE): sandboxes are not served (their agents\' tokens derive from it)');
-const manager = new Manager(kc, appSettings(config), log, { sandboxes });
+const manager = new Manager(kc, appSettings(config), log, { sandboxes, databases: { ...config.databases, platformCidrs: config.machineNetwork.platformCidrs } });
 await serveMetrics(config.controllersMetrics.host, config.controllersMetrics.port, () => manager.metrics());
 log.info({ address: `http://${config.controllersMetrics.host}:${config.controllersMetrics.port}/metrics` }, 'Serving metrics');
 

@@ -9,7 +9,9 @@ import { accountLabel, podSecurityLabels } from '../lib/accounts.js';
 import { kubeStatus, mergePatch } from '../lib/kube/client.js';
 import { EventRecorder } from '../lib/kube/events.js';
 import type { Logger } from '../lib/logger.js';
-import type { App, Sandbox } from '../lib/resources/index.js';
+import type { App, Database, Sandbox } from '../lib/resources/index.js';
+import type { DatabaseSettings } from './database/desired.js';
+import { DatabaseReconciler } from './database/reconciler.js';
 import { defaultResources } from '../lib/sandbox/limits.js';
 import { AccountReconciler } from './account/reconciler.js';
 import type { AppSettings } from './app/desired.js';
@@ -22,6 +24,8 @@ import { SandboxReconciler } from './sandbox/reconciler.js';
 import type { SandboxControllerSettings } from './sandbox/settings.js';
 
 export interface ManagerOptions {
+  /** Databases' servers; without settings no Database is served. */
+  databases?: DatabaseSettings | undefined;
   /** How often every object is reconciled again, changed or not (controllers/frame/controller.ts). */
   resyncMs?: number;
   /** Sandboxes and their pool; without settings (no agent key) no Sandbox is served. */
@@ -33,6 +37,7 @@ export class Manager {
   readonly apps: Controller<App, object>;
   readonly accounts: Controller<k8s.V1Namespace, never>;
   readonly sandboxes: Controller<Sandbox, object> | undefined;
+  readonly databases: Controller<Database, object> | undefined;
   readonly pool: { controller: Controller<k8s.V1Namespace, never>; reconciler: PoolReconciler } | undefined;
   private sandboxReconciler: SandboxReconciler | undefined;
   private running = false;
@@ -105,6 +110,56 @@ export class Manager {
       accountReconciler.forgetNamespace(policy.metadata!.namespace!);
       this.accounts.add(policy.metadata!.namespace!);
     });
+
+    // Databases: each one's server Pod, volume claim, Service and policy (selected by its label),
+    // and the Apps that name it (attachedTo).
+    if (opts.databases) {
+      const databases = this.informers.informer(targets.custom<Database>(kc, group, version, pluralOf('Database')));
+      const dbPods = this.informers.informer(targets.pods(kc, labels.database));
+      const claims = this.informers.informer(targets.claims(kc, labels.database));
+      const ofDb = <T extends k8s.KubernetesObject>(list: readonly T[], db: Database) => list.find((o) => o.metadata?.labels?.[labels.database] === db.metadata.name);
+      const reconciler = new DatabaseReconciler(
+        core,
+        custom,
+        networking,
+        {
+          observe: (db) => {
+            const ns = db.metadata.namespace!;
+            return {
+              pod: ofDb(dbPods.list(ns), db),
+              claim: ofDb(claims.list(ns), db),
+              service: ofDb(services.list(ns), db),
+              policy: ofDb(policies.list(ns), db),
+              attachedApps: apps.list(ns).filter((a) => a.spec.database === db.metadata.name),
+            };
+          },
+        },
+        opts.databases,
+        log,
+        events,
+      );
+      this.databases = new Controller<Database, object>({
+        kind: 'Database',
+        primary: databases,
+        reconciler,
+        writeStatus: customStatusWriter<Database>(custom, group, version, pluralOf('Database'), mergePatch),
+        log,
+        concurrency: 8,
+        ...(opts.resyncMs !== undefined ? { resyncMs: opts.resyncMs } : {}),
+      });
+      const dbOf = (child: k8s.KubernetesObject): string[] => {
+        const db = child.metadata?.labels?.[labels.database];
+        return db && child.metadata?.namespace ? [`${child.metadata.namespace}/${db}`] : [];
+      };
+      const attachedOf = (app: App): string[] => (app.spec.database ? [`${app.metadata.namespace}/${app.spec.database}`] : []);
+      this.databases.watches(dbPods, dbOf).watches(claims, dbOf).watches(services, dbOf).watches(policies, dbOf).watches(apps, attachedOf);
+      // An App naming a database learns its server's address from the Database's Service.
+      this.apps.watches(services, (svc: k8s.V1Service) => {
+        const db = svc.metadata?.labels?.[labels.database];
+        const ns = svc.metadata?.namespace;
+        return db && ns ? apps.list(ns).filter((a) => a.spec.database === db).map((a) => `${ns}/${a.metadata.name}`) : [];
+      });
+    } else this.databases = undefined;
 
     const sbx = opts.sandboxes;
     if (!sbx) {
@@ -181,6 +236,7 @@ export class Manager {
     await this.informers.start();
     this.accounts.start();
     this.apps.start();
+    this.databases?.start();
     this.pool?.controller.start();
     this.sandboxes?.start();
     this.running = true;
@@ -198,8 +254,8 @@ export class Manager {
       }
     };
     metric('svc_controllers_leading', 'Whether this replica leads (holds the Lease) and reconciles.', 'gauge', [[{}, this.running ? 1 : 0]]);
-    const controllers = [this.apps, this.accounts, ...(this.sandboxes ? [this.sandboxes] : []), ...(this.pool ? [this.pool.controller] : [])];
-    const kinds = ['App', 'Namespace', ...(this.sandboxes ? ['Sandbox'] : []), ...(this.pool ? ['SandboxPool'] : [])];
+    const controllers = [this.apps, this.accounts, ...(this.databases ? [this.databases] : []), ...(this.sandboxes ? [this.sandboxes] : []), ...(this.pool ? [this.pool.controller] : [])];
+    const kinds = ['App', 'Namespace', ...(this.databases ? ['Database'] : []), ...(this.sandboxes ? ['Sandbox'] : []), ...(this.pool ? ['SandboxPool'] : [])];
     const stats = controllers.map((c) => c.stats());
     metric('svc_controller_reconciles_total', 'Reconciles done, by kind.', 'counter', stats.map((st, i) => [{ kind: kinds[i]! }, st.reconciles]));
     metric('svc_controller_status_writes_total', 'Status writes, by kind.', 'counter', stats.map((st, i) => [{ kind: kinds[i]! }, st.statusWrites]));
@@ -220,6 +276,7 @@ export class Manager {
     this.sandboxes?.stop();
     this.pool?.controller.stop();
     this.apps.stop();
+    this.databases?.stop();
     this.accounts.stop();
     await this.informers.stop();
   }

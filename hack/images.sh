@@ -7,6 +7,7 @@
 #   python       Debian with python3
 #   node         debian + Node.js of .node-version
 #   svc/runtime  python + Node.js + the platform's runtime (static, HTML, Markdown, handler apps)
+#   svc/postgres Debian's PostgreSQL server, the server of each Database
 #   svc/sandbox  Debian with the sandbox runtimes (Python, Node.js, Bash, Perl, Ruby, PHP) and the
 #                platform's sandbox agent (sandbox-agent/)
 #   svc/api, svc/controllers, svc/ingress-auth   node + the platform's own code
@@ -185,6 +186,22 @@ image svc/sandbox "$tag" "$sandbox_base_ref" --clear=config.cmd --config.working
   --config.entrypoint node --config.entrypoint /app/dist/sandbox-agent/main.js "$path_env" --config.env NODE_ENV=production -- \
   "$LAYERS/node-$node_key.tar" "$LAYERS/deps-$deps_key.tar" "$LAYERS/code-$code_key.tar"
 record SVC_SANDBOX_IMAGE svc/sandbox "$tag"
+
+# Databases (controllers/database/): Debian's PostgreSQL server and an entrypoint that initializes
+# an empty volume on first start (hack/images/postgres-entrypoint.sh).
+debian_layer postgres "postgresql"
+image postgres-base "$DEBIAN_TAG" "" "$path_env" -- "$LAYERS/postgres-$DEBIAN_TAG.tar"
+postgres_base_ref=$BUILT_REF postgres_base_tag=$DEBIAN_TAG
+entry_key=$(short "$RECIPE" "$(sha hack/images/postgres-entrypoint.sh)")
+if [ ! -f "$LAYERS/postgres-entry-$entry_key.tar" ]; then
+  d=$(mktemp -d)
+  install -D -m 0755 hack/images/postgres-entrypoint.sh "$d/usr/local/bin/svc-postgres"
+  tar_dir "$d" "$LAYERS/postgres-entry-$entry_key.tar"; rm -rf "$d"
+fi
+tag=$(short "$postgres_base_tag" "$entry_key")
+image svc/postgres "$tag" "$postgres_base_ref" --config.entrypoint /usr/local/bin/svc-postgres --config.user 1000:1000 "$path_env" -- \
+  "$LAYERS/postgres-entry-$entry_key.tar"
+record SVC_IMAGE_POSTGRES svc/postgres "$tag"
 
 for component in api controllers ingress-auth; do
   tag="$commit-$(short "$node_tag" "$deps_key" "$code_key")"

@@ -71,6 +71,9 @@ const envSchema = z.object({
     .optional(),
   SVC_HOSTNAME_HOLD_DAYS: z.coerce.number().min(0).max(3650).default(30),
   SVC_EVENTS_RETENTION_DAYS: z.coerce.number().min(1).max(3650).default(30),
+  SVC_IMAGE_POSTGRES: z.string().min(1).default('svc/postgres:latest'),
+  SVC_DATABASE_STORAGE_CLASS: z.string().optional(),
+  SVC_DATABASE_DEFAULT_BYTES: z.coerce.number().int().min(1048576).default(1073741824),
   SVC_ARTIFACT_KEY: z.string().min(32, 'must be at least 32 characters (a random secret)').optional(),
   SVC_ARTIFACT_KEY_FILE: z.string().min(1).optional(),
   SVC_DEPLOY_UPLOAD_LIMIT_BYTES: z.coerce.number().int().min(1024).max(8 * 1024 ** 3).default(256 * 1024 ** 2),
@@ -149,6 +152,8 @@ export interface Config {
   readonly hostnameHoldMs: number;
   /** How long the event log keeps an event; a cursor before what is kept is answered 410 (lib/events.ts). */
   readonly eventsRetentionMs: number;
+  /** Databases' servers (controllers/database/): their image, volume class and default size. */
+  readonly databases: { readonly image: string; readonly storageClass: string | undefined; readonly defaultBytes: number };
   /**
    * Where the platform is as machines see it, for each App's NetworkPolicy: the addresses
    * ingress-auth and probes come from and the machine listener is on, and that listener's ports.
@@ -340,6 +345,7 @@ export function loadConfig(
     site: Object.freeze({ appsDomain: e.SVC_APPS_DOMAIN, appsUrlSuffix: e.SVC_APPS_URL_SUFFIX, secure: e.SVC_AUTH_SECURE_COOKIES }),
     hostnameHoldMs: e.SVC_HOSTNAME_HOLD_DAYS * 86_400_000,
     eventsRetentionMs: e.SVC_EVENTS_RETENTION_DAYS * 86_400_000,
+    databases: Object.freeze({ image: e.SVC_IMAGE_POSTGRES, storageClass: e.SVC_DATABASE_STORAGE_CLASS || undefined, defaultBytes: e.SVC_DATABASE_DEFAULT_BYTES }),
     controllersMetrics: Object.freeze({ host: e.SVC_CONTROLLERS_METRICS_HOST, port: e.SVC_CONTROLLERS_METRICS_PORT }),
     proxy: Object.freeze({
       host: e.SVC_PROXY_HOST,
@@ -386,6 +392,7 @@ const readsOf = {
   site: ['SVC_APPS_DOMAIN', 'SVC_APPS_URL_SUFFIX', 'SVC_AUTH_SECURE_COOKIES'],
   hostnameHoldMs: ['SVC_HOSTNAME_HOLD_DAYS'],
   eventsRetentionMs: ['SVC_EVENTS_RETENTION_DAYS'],
+  databases: ['SVC_IMAGE_POSTGRES', 'SVC_DATABASE_STORAGE_CLASS', 'SVC_DATABASE_DEFAULT_BYTES'],
   machineNetwork: ['SVC_MACHINE_PLATFORM_CIDRS', 'SVC_MACHINE_PLATFORM_PORTS', 'SVC_NODES', 'SVC_NODE_POD_SUBNET', 'SVC_API_MACHINE_PORT'],
   webhookAllowPrivate: ['SVC_WEBHOOK_ALLOW_PRIVATE'],
   webhookDnsServers: ['SVC_WEBHOOK_DNS_SERVERS'],
@@ -407,8 +414,8 @@ const readsOf = {
 
 /** The parts of the configuration each process reads. */
 export const components = {
-  api: ['stateDir', 'logLevel', 'databaseUrl', 'kubeconfig', 'api', 'appsDomain', 'appsUrlSuffix', 'site', 'hostnameHoldMs', 'eventsRetentionMs', 'webhookAllowPrivate', 'webhookDnsServers', 'deploys', 'sandboxes', 'assertion', 'auth', 'mail'],
-  controllers: ['logLevel', 'kubeconfig', 'site', 'deploys', 'sandboxes', 'assertion', 'machineNetwork', 'controllersMetrics'],
+  api: ['stateDir', 'logLevel', 'databaseUrl', 'kubeconfig', 'api', 'appsDomain', 'appsUrlSuffix', 'site', 'hostnameHoldMs', 'eventsRetentionMs', 'webhookAllowPrivate', 'webhookDnsServers', 'deploys', 'sandboxes', 'databases', 'assertion', 'auth', 'mail'],
+  controllers: ['logLevel', 'kubeconfig', 'site', 'deploys', 'sandboxes', 'databases', 'assertion', 'machineNetwork', 'controllersMetrics'],
   'ingress-auth': ['logLevel', 'databaseUrl', 'kubeconfig', 'appsDomain', 'appsUrlSuffix', 'site', 'proxy', 'assertion', 'auth', 'mail'],
   'policy-agent': ['logLevel', 'kubeconfig'],
   'local-volumes': ['stateDir', 'logLevel', 'kubeconfig', 'nodes'],

@@ -39,6 +39,8 @@ export const labels = {
   sandboxUid: 'svc.dev/sandbox-uid',
   /** On a sandbox pod: `on` when it may open connections (the sandbox namespace's policies select it). */
   network: 'svc.dev/network',
+  /** On a Database's server Pod, Service, volume claim and policy: the Database's name. */
+  database: 'svc.dev/database',
 } as const;
 
 export const annotations = {

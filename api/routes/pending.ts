@@ -9,8 +9,6 @@ type Row = [Method, string, string, Tag, string, Action, Pending];
 const rows: Row[] = [
   ['POST', '/apps/imports', 'importApp', 'apps', 'Import a Git repository', 'deploy', 'builds'],
   ['GET', '/apps/imports/preview', 'previewImport', 'apps', 'Preview a Git import', 'read', 'builds'],
-  ['DELETE', '/apps/{appID}/database', 'detachDatabase', 'apps', 'Detach an app database', 'write', 'data'],
-  ['PUT', '/apps/{appID}/database', 'attachDatabase', 'apps', 'Attach an app database', 'write', 'data'],
   ['GET', '/apps/{appID}/domains', 'listAppDomains', 'apps', 'List domains', 'read', 'domains'],
   ['POST', '/apps/{appID}/domains', 'createAppDomain', 'apps', 'Create domain', 'write', 'domains'],
   ['DELETE', '/apps/{appID}/domains/{domain}', 'deleteAppDomain', 'apps', 'Delete domain', 'write', 'domains'],
@@ -19,9 +17,6 @@ const rows: Row[] = [
   ['POST', '/builds', 'createBuild', 'builds', 'Create build', 'deploy', 'builds'],
   ['GET', '/builds/{buildID}', 'getBuild', 'builds', 'Get build', 'read', 'builds'],
   ['GET', '/builds/{buildID}/logs', 'getBuildLogs', 'builds', 'Get build logs', 'read', 'builds'],
-  ['GET', '/databases', 'listDatabases', 'data', 'List databases', 'read', 'data'],
-  ['POST', '/databases', 'createDatabase', 'data', 'Create database', 'write', 'data'],
-  ['DELETE', '/databases/{name}', 'deleteDatabase', 'data', 'Delete database', 'write', 'data'],
   ['GET', '/volumes', 'listVolumes', 'data', 'List volumes', 'read', 'data'],
   ['DELETE', '/volumes/{ref}', 'deleteVolume', 'data', 'Delete volume', 'write', 'data'],
   ['GET', '/domains', 'listDomains', 'domains', 'List domains', 'read', 'domains'],

@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import type * as k8s from '@kubernetes/client-node';
 import { artifactCredentialTtlSeconds, mintArtifactCredential } from '../../lib/artifacts/credential.js';
 import { annotations, apiVersion, appHost, appUrl, containers, labels, managers, type AppsSite } from '../../lib/contract.js';
+import { credentialKeys, databaseObjects, databasePort } from '../../lib/databases.js';
 import type { App } from '../../lib/resources/index.js';
 import type { ConditionInput } from '../frame/status.js';
 import { liveOutcomes, nextLive, nextRollout, serving, type AppStatusFields } from './rollout.js';
@@ -32,6 +33,31 @@ export interface AppSettings {
    * Undefined: no policy is written (a cluster without a policy agent, some unit tests).
    */
   platform?: { cidrs: readonly string[]; ports: ReadonlyArray<{ port: number; endPort?: number }> } | undefined;
+  /**
+   * The Database the App names (spec.database) and its server's address as its Service shows it
+   * (observed, so set per App by the reconciler); undefined host: not known yet.
+   */
+  database?: { name: string; host: string | undefined } | undefined;
+}
+
+/**
+ * An attached database's variables, Heroku's and libpq's: the address as observed, the credentials
+ * from the API's Secret through the kubelet (the controllers never read it), and DATABASE_URL
+ * composed by Kubernetes' $(VAR) expansion of the variables before it. After the app's own: an
+ * attachment wins over a variable of the same name.
+ */
+function databaseEnv(db: NonNullable<AppSettings['database']>): k8s.V1EnvVar[] {
+  if (!db.host) return [];
+  const secret = databaseObjects(db.name).secret;
+  const key = (name: string, k: string): k8s.V1EnvVar => ({ name, valueFrom: { secretKeyRef: { name: secret, key: k } } });
+  return [
+    { name: 'PGHOST', value: db.host },
+    { name: 'PGPORT', value: String(databasePort) },
+    key('PGUSER', credentialKeys.username),
+    key('PGPASSWORD', credentialKeys.password),
+    key('PGDATABASE', credentialKeys.database),
+    { name: 'DATABASE_URL', value: 'postgres://$(PGUSER):$(PGPASSWORD)@$(PGHOST):$(PGPORT)/$(PGDATABASE)' },
+  ];
 }
 
 /** Kinds the platform's runtime image serves from a fetched artifact. */
@@ -53,6 +79,7 @@ function envOf(app: App, port: number, settings: AppSettings): k8s.V1EnvVar[] {
   return [
     { name: 'PORT', value: String(port) },
     ...(app.spec.env ?? []).filter((e) => !e.name.startsWith('SVC_AUTH_')).map((e) => ({ name: e.name, value: e.value ?? '' })),
+    ...(settings.database ? databaseEnv(settings.database) : []),
     { name: 'SVC_AUTH_JWKS_URL', value: app.spec.identity?.jwksUrl ?? settings.jwksUrl },
     { name: 'SVC_AUTH_ISSUER', value: app.spec.identity?.issuer ?? settings.assertionIssuer },
     { name: 'SVC_AUTH_AUDIENCE', value: appHost(settings.site, app.metadata.name!) },
@@ -224,6 +251,8 @@ export function machinePolicy(app: App, settings: AppSettings): k8s.V1NetworkPol
       ingress: [{ from: [...platform, own] } as unknown as k8s.V1NetworkPolicyIngressRule],
       egress: [
         { to: [own] },
+        // Out to its attached database's server (whose own policy lets the account's machines in).
+        ...(settings.database ? [{ to: [{ podSelector: { matchLabels: { [labels.database]: settings.database.name } } }], ports: [{ protocol: 'TCP', port: databasePort as unknown as k8s.IntOrString }] }] : []),
         { to: platform, ports: settings.platform.ports.map((p) => ({ protocol: 'TCP', port: p.port as unknown as k8s.IntOrString, ...(p.endPort ? { endPort: p.endPort } : {}) })) },
       ],
     },

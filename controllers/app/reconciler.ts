@@ -9,6 +9,7 @@ import { kubeStatus, serverSideApply } from '../../lib/kube/client.js';
 import type { EventRecorder } from '../../lib/kube/events.js';
 import { isAtLeast } from '../../lib/kube/until-cached.js';
 import type { Logger } from '../../lib/logger.js';
+import { databaseObjects } from '../../lib/databases.js';
 import type { App } from '../../lib/resources/index.js';
 import type { Outcome, Reconciler } from '../frame/controller.js';
 import { appService, machinePolicy, plan, type AppSettings, type Plan } from './desired.js';
@@ -58,7 +59,8 @@ export class AppReconciler implements Reconciler<App, AppStatusFields> {
 
   async reconcile(app: App, now: Date): Promise<Outcome<AppStatusFields>> {
     if (app.metadata.deletionTimestamp) return { deleted: true };
-    const p = plan(app, this.observed.podsOf(app.metadata.namespace!, app.metadata.name!), this.settings, now);
+    const settings = this.settingsFor(app);
+    const p = plan(app, this.observed.podsOf(app.metadata.namespace!, app.metadata.name!), settings, now);
     if (p.expired) {
       await this.expire(app);
       return { deleted: true };
@@ -66,7 +68,7 @@ export class AppReconciler implements Reconciler<App, AppStatusFields> {
     try {
       // The policy first (a machine is never reachable by more than it allows), then the Service
       // and the machines at once: one apiserver round trip fewer for a new App.
-      const service = await this.applyPolicy(app);
+      const service = await this.applyPolicy(app, settings);
       await Promise.all([service?.(), this.applyMachines(app, p)]);
     } catch (err) {
       if (namespaceGone(err)) return { deleted: true };
@@ -74,6 +76,14 @@ export class AppReconciler implements Reconciler<App, AppStatusFields> {
     }
     this.recordRollout(app, p);
     return { status: p.status, ready: p.ready, conditions: p.conditions, ...(p.requeueMs !== undefined ? { requeueMs: p.requeueMs } : {}) };
+  }
+
+  /** The settings with the App's attached database and its server's address, as the caches show them. */
+  private settingsFor(app: App): AppSettings {
+    const db = app.spec.database;
+    if (!db) return this.settings;
+    const host = this.observed.serviceOf(app.metadata.namespace!, databaseObjects(db).service)?.spec?.clusterIP;
+    return { ...this.settings, database: { name: db, host } };
   }
 
   private event(app: App, type: 'Normal' | 'Warning', reason: string, message: string): void {
@@ -92,10 +102,10 @@ export class AppReconciler implements Reconciler<App, AppStatusFields> {
    * Applies the NetworkPolicy when it or the Service changed since the last apply (or was edited or
    * deleted by hand), and returns the Service's apply to run next; nothing when both are as applied.
    */
-  private async applyPolicy(app: App): Promise<(() => Promise<void>) | undefined> {
+  private async applyPolicy(app: App, settings: AppSettings): Promise<(() => Promise<void>) | undefined> {
     const { namespace, name } = app.metadata as { namespace: string; name: string };
     const service = appService(app);
-    const policy = machinePolicy(app, this.settings);
+    const policy = machinePolicy(app, settings);
     const shape = JSON.stringify([service, policy]);
     const uid = app.metadata.uid!;
     const last = this.applied.get(uid);

@@ -55,6 +55,15 @@ export const targets = {
     const core = kc.makeApiClient(k8s.CoreV1Api);
     return { what: `pods (${labelSelector})`, path: '/api/v1/pods', labelSelector, list: (s) => core.listPodForAllNamespaces(s ? { labelSelector: s } : {}) };
   },
+  claims: (kc: k8s.KubeConfig, labelSelector: string): WatchTarget<k8s.V1PersistentVolumeClaim> => {
+    const core = kc.makeApiClient(k8s.CoreV1Api);
+    return {
+      what: `volume claims (${labelSelector})`,
+      path: '/api/v1/persistentvolumeclaims',
+      labelSelector,
+      list: (s) => core.listPersistentVolumeClaimForAllNamespaces(s ? { labelSelector: s } : {}),
+    };
+  },
   services: (kc: k8s.KubeConfig, labelSelector: string): WatchTarget<k8s.V1Service> => {
     const core = kc.makeApiClient(k8s.CoreV1Api);
     return { what: `services (${labelSelector})`, path: '/api/v1/services', labelSelector, list: (s) => core.listServiceForAllNamespaces(s ? { labelSelector: s } : {}) };

@@ -1,0 +1,106 @@
+// An account's Databases as the API reads and writes them: the custom resources (a cluster-wide
+// informer; the controllers make each one's server, controllers/database/) and each one's
+// credentials Secret, which only the API writes: the controllers never read Secrets, the server and
+// attached machines get it through the kubelet. A cluster that cannot be asked is a DomainError.
+import { randomBytes } from 'node:crypto';
+import * as k8s from '@kubernetes/client-node';
+import { group, labels, managers, pluralOf, version } from '../../lib/contract.js';
+import { credentialKeys, databaseObjects } from '../../lib/databases.js';
+import { DomainError } from '../../lib/errors.js';
+import { kubeStatus, rejectionMessage } from '../../lib/kube/client.js';
+import { customInformer } from '../../lib/kube/custom-informer.js';
+import { untilCached } from '../../lib/kube/until-cached.js';
+import type { Logger } from '../../lib/logger.js';
+import { apiVersion, type Database } from '../../lib/resources/index.js';
+
+const plural = pluralOf('Database');
+
+export class DatabaseRepository {
+  private readonly informer: k8s.ListWatch<Database>;
+  private readonly custom: k8s.CustomObjectsApi;
+  private readonly core: k8s.CoreV1Api;
+
+  constructor(
+    kc: k8s.KubeConfig,
+    private readonly log: Logger,
+  ) {
+    ({ informer: this.informer, custom: this.custom } = customInformer<Database>(kc, plural, log));
+    this.core = kc.makeApiClient(k8s.CoreV1Api);
+  }
+
+  start(): Promise<void> {
+    return this.informer.start();
+  }
+
+  stop(): Promise<void> {
+    return this.informer.stop();
+  }
+
+  list(namespace: string): Database[] {
+    return [...this.informer.list(namespace)].sort((a, b) => a.metadata.name!.localeCompare(b.metadata.name!));
+  }
+
+  get(namespace: string, name: string): Database | undefined {
+    return this.informer.get(name, namespace);
+  }
+
+  /**
+   * The credentials Secret first (a server never starts without it), kept if it is there already:
+   * it belongs to the volume a Retain'ed database of this name left, whose data it opens. Then the
+   * Database; if that fails, a Secret made here is removed (nothing half-written).
+   */
+  async create(namespace: string, name: string, spec: Database['spec']): Promise<Database> {
+    const o = databaseObjects(name);
+    let made = false;
+    try {
+      await this.core.createNamespacedSecret({
+        namespace,
+        body: {
+          metadata: { name: o.secret, labels: { [labels.database]: name, [labels.managedBy]: managers.api } },
+          type: 'Opaque',
+          stringData: { [credentialKeys.username]: 'app', [credentialKeys.password]: randomBytes(24).toString('hex'), [credentialKeys.database]: name },
+        },
+      });
+      made = true;
+    } catch (err) {
+      if (kubeStatus(err) !== 409) throw new DomainError('unavailable', 'cannot store the database credentials right now; retry later', err);
+      this.log.info({ namespace, database: name }, 'Reusing the credentials of a kept volume of the same name');
+    }
+    try {
+      const created = (await this.custom.createNamespacedCustomObject({
+        group,
+        version,
+        namespace,
+        plural,
+        body: { apiVersion, kind: 'Database', metadata: { name, labels: { [labels.managedBy]: managers.api } }, spec },
+      })) as Database;
+      await untilCached(this.informer, namespace, name, (c) => c?.metadata.uid === created.metadata.uid);
+      return created;
+    } catch (err) {
+      if (made) await this.core.deleteNamespacedSecret({ namespace, name: o.secret }).catch(() => undefined);
+      if (kubeStatus(err) === 409) throw new DomainError('conflict', `a database named "${name}" already exists`);
+      if (kubeStatus(err) === 422) throw new DomainError('invalid', `invalid database: ${rejectionMessage(err, 'Database')}`);
+      throw err;
+    }
+  }
+
+  /** Deletes the Database (its controller applies the deletionPolicy to the volume); Drop removes its credentials too. */
+  async delete(namespace: string, db: Database): Promise<void> {
+    const name = db.metadata.name!;
+    await this.custom.deleteNamespacedCustomObject({ group, version, namespace, plural, name }).catch((err: unknown) => {
+      if (kubeStatus(err) !== 404) throw err;
+    });
+    if ((db.spec.deletionPolicy ?? 'Drop') === 'Drop') {
+      await this.core.deleteNamespacedSecret({ namespace, name: databaseObjects(name).secret }).catch((err: unknown) => {
+        if (kubeStatus(err) !== 404) throw err;
+      });
+    }
+    await untilCached(this.informer, namespace, name, (c) => !c || !!c.metadata.deletionTimestamp);
+  }
+
+  /** Called with every Database that changed (the recorder of events follows it). */
+  onChange(fn: (db: Database) => void): void {
+    this.informer.on('add', fn);
+    this.informer.on('update', fn);
+  }
+}

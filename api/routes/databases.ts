@@ -1,0 +1,154 @@
+// The data group's databases: a PostgreSQL server per Database (controllers/database/), listed,
+// created and deleted per account, and attached to one app at a time through the App spec's
+// `database` field (the GitOps form of the same thing), which gives the app's machines
+// DATABASE_URL and the PG* variables (docs/api/data.md).
+import { z } from 'zod';
+import { dnsLabel } from '../../lib/contract.js';
+import { maxDatabaseName } from '../../lib/databases.js';
+import type { Database } from '../../lib/resources/index.js';
+import { conflict, invalid, notFound } from '../errors.js';
+import { op, type Operation } from '../operation.js';
+import type { Services } from '../services.js';
+import { resolveApp } from './app-access.js';
+
+const databaseSchema = z.object({
+  name: z.string(),
+  engine: z.string(),
+  phase: z.enum(['Pending', 'Ready', 'Deleting', 'Failed']),
+  message: z.string().nullable(),
+  attached_to: z.string().nullable(),
+  host: z.string().nullable(),
+  port: z.number().nullable(),
+  database: z.string().nullable(),
+  storage_bytes: z.number(),
+  deletion_policy: z.enum(['drop', 'retain']),
+  created_at: z.string(),
+});
+
+const createBody = z.strictObject({
+  name: z
+    .string()
+    .max(maxDatabaseName, `must be at most ${maxDatabaseName} characters`)
+    .regex(dnsLabel, 'must be lower-case letters, digits and dashes, starting and ending with a letter or digit'),
+  storage_bytes: z.number().int().min(1048576).max(1099511627776).optional().describe('Size of its volume; default 1 GiB'),
+  deletion_policy: z.enum(['drop', 'retain']).default('drop').describe('drop: the data goes with the database; retain: its volume is kept'),
+});
+
+export function presentDatabase(db: Database, defaultBytes: number): z.infer<typeof databaseSchema> {
+  const ready = db.status?.conditions?.find((c) => c.type === 'Ready');
+  return {
+    name: db.metadata.name!,
+    engine: db.spec.engine ?? 'postgres',
+    phase: db.metadata.deletionTimestamp ? 'Deleting' : (db.status?.phase ?? 'Pending'),
+    message: ready?.message ?? null,
+    attached_to: db.status?.attachedTo ?? null,
+    host: db.status?.host ?? null,
+    port: db.status?.port ?? null,
+    database: db.status?.databaseName ?? null,
+    storage_bytes: db.spec.storageBytes ?? defaultBytes,
+    deletion_policy: db.spec.deletionPolicy === 'Retain' ? 'retain' : 'drop',
+    created_at: new Date(db.metadata.creationTimestamp as unknown as string).toISOString(),
+  };
+}
+
+export function databaseOperations(s: Services): Operation[] {
+  const present = (db: Database) => presentDatabase(db, s.config.databases.defaultBytes);
+  /** The App of the namespace that names the database, if any (what attachment is). */
+  const holderOf = (namespace: string, name: string) => s.apps.list(namespace).find((a) => a.spec.database === name);
+  return [
+    op({
+      method: 'GET',
+      path: '/databases',
+      operationId: 'listDatabases',
+      tag: 'data',
+      summary: 'List databases',
+      action: 'read',
+      accountWide: true,
+      response: z.object({ databases: z.array(databaseSchema) }),
+      handler: async ({ caller }) => ({ body: { databases: s.databases.list(caller.account.namespace).map(present) } }),
+    }),
+    op({
+      method: 'POST',
+      path: '/databases',
+      operationId: 'createDatabase',
+      tag: 'data',
+      summary: 'Create database',
+      action: 'write',
+      accountWide: true,
+      status: 201,
+      body: createBody,
+      response: databaseSchema,
+      handler: async ({ caller, body }) => {
+        const db = await s.databases.create(caller.account.namespace, body.name, {
+          engine: 'postgres',
+          ...(body.storage_bytes !== undefined ? { storageBytes: body.storage_bytes } : {}),
+          deletionPolicy: body.deletion_policy === 'retain' ? 'Retain' : 'Drop',
+        });
+        await s.events.record(caller.account.id, 'database.created', db.metadata.name!, { database: db.metadata.name, storage_bytes: db.spec.storageBytes ?? s.config.databases.defaultBytes, deletion_policy: body.deletion_policy });
+        return { status: 201, body: present(db) };
+      },
+    }),
+    op({
+      method: 'DELETE',
+      path: '/databases/{name}',
+      operationId: 'deleteDatabase',
+      tag: 'data',
+      summary: 'Delete database',
+      action: 'write',
+      accountWide: true,
+      status: 204,
+      handler: async ({ caller, params }) => {
+        const ns = caller.account.namespace;
+        const db = s.databases.get(ns, params.name!);
+        if (!db) throw notFound(`database ${params.name}`);
+        const holder = holderOf(ns, db.metadata.name!);
+        if (holder) throw conflict(`database ${db.metadata.name} is attached to app ${holder.name}: detach it first (DELETE /apps/${holder.name}/database)`);
+        await s.databases.delete(ns, db);
+        await s.events.record(caller.account.id, 'database.deleted', db.metadata.name!, { database: db.metadata.name, deletion_policy: db.spec.deletionPolicy === 'Retain' ? 'retain' : 'drop' });
+        return { status: 204, body: undefined };
+      },
+    }),
+    op({
+      method: 'PUT',
+      path: '/apps/{appID}/database',
+      operationId: 'attachDatabase',
+      tag: 'apps',
+      summary: 'Attach an app database',
+      action: 'write',
+      body: z.strictObject({ name: z.string().min(1).max(63).describe('The database to attach') }),
+      response: z.object({ app: z.string(), database: databaseSchema }),
+      handler: async ({ caller, params, body }) => {
+        const ns = caller.account.namespace;
+        const app = await resolveApp(s, caller, params.appID!);
+        const db = s.databases.get(ns, body.name);
+        if (!db || db.metadata.deletionTimestamp) throw notFound(`database ${body.name}`);
+        const holder = holderOf(ns, body.name);
+        if (holder && holder.name !== app.name) throw conflict(`database ${body.name} is attached to app ${holder.name}; a database attaches to one app`);
+        if (app.spec.database && app.spec.database !== body.name) throw conflict(`app ${app.name} has database ${app.spec.database} attached: detach it first`);
+        if (app.spec.database !== body.name) {
+          // Only if the App is as read: two attaches at once cannot both win.
+          await s.apps.patchSpec(ns, app.name, { database: body.name }, app.resourceVersion);
+          await s.events.record(caller.account.id, 'database.attached', body.name, { database: body.name, app: app.name });
+        }
+        return { body: { app: app.name, database: present(db) } };
+      },
+    }),
+    op({
+      method: 'DELETE',
+      path: '/apps/{appID}/database',
+      operationId: 'detachDatabase',
+      tag: 'apps',
+      summary: 'Detach an app database',
+      action: 'write',
+      status: 204,
+      handler: async ({ caller, params }) => {
+        const app = await resolveApp(s, caller, params.appID!);
+        const name = app.spec.database;
+        if (!name) throw invalid(`app ${app.name} has no database attached`);
+        await s.apps.patchSpec(caller.account.namespace, app.name, { database: null }, app.resourceVersion);
+        await s.events.record(caller.account.id, 'database.detached', name, { database: name, app: app.name });
+        return { status: 204, body: undefined };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,183 @@
+// The Database reconciler's pure half: from a Database and what the informers show of its server
+// (Pod, volume claim, Service) and of the Apps naming it, the objects it should have and the status
+// to report. One PostgreSQL server per Database (docs/decisions/0017-databases.md): a Pod of the
+// svc/postgres image on its own PersistentVolumeClaim, a ClusterIP Service, and a NetworkPolicy that
+// lets only the account's app machines in. The credentials Secret is the API's (the controllers
+// never read Secrets): the server and attached machines get it through the kubelet.
+import type * as k8s from '@kubernetes/client-node';
+import { apiVersion, labels, managers } from '../../lib/contract.js';
+import { credentialKeys, databaseObjects, databasePort } from '../../lib/databases.js';
+import type { App, Database } from '../../lib/resources/index.js';
+import type { ConditionInput } from '../frame/status.js';
+
+export interface DatabaseSettings {
+  image: string;
+  /** The volume class; the cluster's default when unset. */
+  storageClass: string | undefined;
+  defaultBytes: number;
+  /** Where the kubelet's probes (and the platform) come from, as the App policies name it. */
+  platformCidrs: readonly string[];
+}
+
+export type DatabaseStatusFields = NonNullable<Database['status']>;
+
+export interface DatabaseObserved {
+  pod: k8s.V1Pod | undefined;
+  claim: k8s.V1PersistentVolumeClaim | undefined;
+  service: k8s.V1Service | undefined;
+  /** The Apps of the namespace whose spec.database names it. */
+  attachedApps: App[];
+}
+
+export interface DatabasePlan {
+  claim: k8s.V1PersistentVolumeClaim;
+  service: k8s.V1Service;
+  policy: k8s.V1NetworkPolicy;
+  /** The server Pod to create; undefined when it exists (or the claim is not made yet). */
+  createPod: k8s.V1Pod | undefined;
+  /** A server Pod that ended (Failed/Succeeded) and is replaced. */
+  deletePod: k8s.V1Pod | undefined;
+  status: DatabaseStatusFields;
+  ready: Omit<ConditionInput, 'type'>;
+}
+
+/** Waiting reasons that do not get better by waiting. */
+const hopeless = new Set(['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'CreateContainerConfigError', 'CrashLoopBackOff']);
+
+function owner(db: Database): k8s.V1OwnerReference {
+  return { apiVersion, kind: 'Database', name: db.metadata.name!, uid: db.metadata.uid!, controller: true, blockOwnerDeletion: true };
+}
+
+function meta(db: Database, name: string): k8s.V1ObjectMeta {
+  return { name, namespace: db.metadata.namespace, labels: { [labels.database]: db.metadata.name!, [labels.managedBy]: managers.controllers }, ownerReferences: [owner(db)] };
+}
+
+/** The server runs as this uid (not root: account namespaces enforce the restricted profile). */
+const serverUid = 1000;
+const dataPath = '/var/lib/svc-postgres';
+
+export function serverPod(db: Database, settings: DatabaseSettings): k8s.V1Pod {
+  const o = databaseObjects(db.metadata.name!);
+  const fromSecret = (name: string, key: string): k8s.V1EnvVar => ({ name, valueFrom: { secretKeyRef: { name: o.secret, key } } });
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: meta(db, o.pod),
+    spec: {
+      // The volume is made the server's group only when its root is not already (not on every start).
+      securityContext: { runAsNonRoot: true, runAsUser: serverUid, runAsGroup: serverUid, fsGroup: serverUid, fsGroupChangePolicy: 'OnRootMismatch', seccompProfile: { type: 'RuntimeDefault' } },
+      automountServiceAccountToken: false,
+      enableServiceLinks: false,
+      restartPolicy: 'Always',
+      terminationGracePeriodSeconds: 30,
+      containers: [
+        {
+          name: 'postgres',
+          image: settings.image,
+          env: [fromSecret('PGUSER', credentialKeys.username), fromSecret('PGPASSWORD', credentialKeys.password), fromSecret('PGDATABASE', credentialKeys.database), { name: 'PGDATA', value: `${dataPath}/data` }],
+          ports: [{ name: 'postgres', containerPort: databasePort }],
+          readinessProbe: { tcpSocket: { port: databasePort as unknown as k8s.IntOrString }, periodSeconds: 1, failureThreshold: 3 },
+          resources: { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '512Mi' } },
+          securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] }, readOnlyRootFilesystem: true, runAsNonRoot: true },
+          volumeMounts: [
+            { name: 'data', mountPath: dataPath },
+            { name: 'tmp', mountPath: '/tmp' },
+          ],
+        },
+      ],
+      volumes: [
+        { name: 'data', persistentVolumeClaim: { claimName: o.claim } },
+        { name: 'tmp', emptyDir: { sizeLimit: '64Mi' } },
+      ],
+    },
+  };
+}
+
+export function dataClaim(db: Database, settings: DatabaseSettings): k8s.V1PersistentVolumeClaim {
+  return {
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: meta(db, databaseObjects(db.metadata.name!).claim),
+    spec: {
+      accessModes: ['ReadWriteOnce'],
+      resources: { requests: { storage: String(db.spec.storageBytes ?? settings.defaultBytes) } },
+      ...(settings.storageClass ? { storageClassName: settings.storageClass } : {}),
+    },
+  };
+}
+
+export function serverService(db: Database): k8s.V1Service {
+  return {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: meta(db, databaseObjects(db.metadata.name!).service),
+    spec: { selector: { [labels.database]: db.metadata.name! }, ports: [{ name: 'postgres', port: databasePort, targetPort: 'postgres' as unknown as k8s.IntOrString }] },
+  };
+}
+
+/**
+ * In: the account's app machines (an attached app's own policy lets its machines out to here) and
+ * the platform (the kubelet's readiness probe); out: nothing.
+ */
+export function serverPolicy(db: Database, settings: DatabaseSettings): k8s.V1NetworkPolicy {
+  return {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'NetworkPolicy',
+    metadata: meta(db, databaseObjects(db.metadata.name!).policy),
+    spec: {
+      podSelector: { matchLabels: { [labels.database]: db.metadata.name! } },
+      policyTypes: ['Ingress', 'Egress'],
+      // `from` on the wire: apply patches are sent as written, not renamed like the model's `_from`.
+      ingress: [{ from: [{ podSelector: { matchExpressions: [{ key: labels.app, operator: 'Exists' }] } }, ...settings.platformCidrs.map((cidr) => ({ ipBlock: { cidr } }))], ports: [{ protocol: 'TCP', port: databasePort as unknown as k8s.IntOrString }] } as unknown as k8s.V1NetworkPolicyIngressRule],
+      egress: [],
+    },
+  };
+}
+
+function podReady(pod: k8s.V1Pod | undefined): boolean {
+  return !!pod && !pod.metadata?.deletionTimestamp && pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+}
+
+/** Why the server will not come up by waiting, if it will not. */
+function serverProblem(pod: k8s.V1Pod): string | undefined {
+  for (const s of pod.status?.containerStatuses ?? []) {
+    const w = s.state?.waiting;
+    if (w && hopeless.has(w.reason ?? '')) {
+      const last = s.lastState?.terminated;
+      return `${w.reason}${w.message ? `: ${w.message}` : ''}${last ? ` (last exit ${last.exitCode}${last.reason ? `, ${last.reason}` : ''})` : ''}`;
+    }
+  }
+  return undefined;
+}
+
+export function plan(db: Database, observed: DatabaseObserved, settings: DatabaseSettings): DatabasePlan {
+  const name = db.metadata.name!;
+  const o = databaseObjects(name);
+  const ended = observed.pod && (observed.pod.status?.phase === 'Failed' || observed.pod.status?.phase === 'Succeeded') ? observed.pod : undefined;
+  const attachedTo = observed.attachedApps.map((a) => a.metadata.name!).sort()[0];
+  const host = observed.service?.spec?.clusterIP;
+  const base: DatabaseStatusFields = {
+    secretName: o.secret,
+    port: databasePort,
+    databaseName: name,
+    ...(host ? { host } : {}),
+    ...(attachedTo ? { attachedTo } : {}),
+  };
+  const plan = {
+    claim: dataClaim(db, settings),
+    service: serverService(db),
+    policy: serverPolicy(db, settings),
+    createPod: !observed.pod || ended ? serverPod(db, settings) : undefined,
+    deletePod: ended,
+  };
+  if (observed.pod && podReady(observed.pod) && host) {
+    return { ...plan, status: { ...base, phase: 'Ready' }, ready: { ok: true, reason: 'ServerReady', message: `PostgreSQL accepts connections at ${host}:${databasePort}` } };
+  }
+  const problem = observed.pod && serverProblem(observed.pod);
+  if (problem) {
+    const secretHint = /CreateContainerConfigError/.test(problem) ? `; is the Secret ${o.secret} there, with keys ${Object.values(credentialKeys).join(', ')}?` : '';
+    return { ...plan, status: { ...base, phase: 'Failed' }, ready: { ok: false, reason: 'ServerFailed', message: `the server cannot start: ${problem}${secretHint}` } };
+  }
+  const waiting = !observed.claim || observed.claim.status?.phase !== 'Bound' ? 'its volume is being provisioned' : 'the server is starting';
+  return { ...plan, status: { ...base, phase: 'Pending' }, ready: { ok: false, reason: 'Provisioning', message: waiting } };
+}

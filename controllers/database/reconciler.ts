@@ -1,0 +1,113 @@
+// The Database reconciler on the frame: plans with desired.ts from the informers' caches and
+// applies the plan (the volume claim and server Pod created, the Service and NetworkPolicy applied
+// when missing), and holds the Database with a finalizer until its deletionPolicy is honoured: Drop
+// deletes the volume claim (the data goes with it), Retain lets go of it so that Kubernetes' garbage
+// collector leaves it (and its data) when the Database goes.
+import * as k8s from '@kubernetes/client-node';
+import { group, managers, pluralOf, version } from '../../lib/contract.js';
+import { databaseFinalizer, databaseObjects } from '../../lib/databases.js';
+import { kubeStatus, mergePatch, serverSideApply } from '../../lib/kube/client.js';
+import type { EventRecorder } from '../../lib/kube/events.js';
+import type { Logger } from '../../lib/logger.js';
+import type { Database } from '../../lib/resources/index.js';
+import type { Outcome, Reconciler } from '../frame/controller.js';
+import { plan, type DatabaseObserved, type DatabaseSettings, type DatabaseStatusFields } from './desired.js';
+
+const ignore = (...codes: number[]) => (err: unknown) => {
+  if (!codes.includes(kubeStatus(err) ?? 0)) throw err;
+};
+
+export interface DatabaseCache {
+  observe(db: Database): DatabaseObserved & { policy: k8s.V1NetworkPolicy | undefined };
+}
+
+export class DatabaseReconciler implements Reconciler<Database, DatabaseStatusFields> {
+  /** The policy and Service last applied, per Database uid. */
+  private readonly applied = new Map<string, string>();
+
+  constructor(
+    private readonly core: k8s.CoreV1Api,
+    private readonly custom: k8s.CustomObjectsApi,
+    private readonly networking: k8s.NetworkingV1Api,
+    private readonly cache: DatabaseCache,
+    private readonly settings: DatabaseSettings,
+    private readonly log: Logger,
+    private readonly events?: EventRecorder,
+  ) {}
+
+  forget(db: Database): void {
+    this.applied.delete(db.metadata.uid!);
+  }
+
+  async reconcile(db: Database, _now: Date): Promise<Outcome<DatabaseStatusFields>> {
+    const { namespace, name } = db.metadata as { namespace: string; name: string };
+    const observed = this.cache.observe(db);
+    if (db.metadata.deletionTimestamp) {
+      await this.finalize(db, observed.claim);
+      return { deleted: true };
+    }
+    if (!db.metadata.finalizers?.includes(databaseFinalizer)) {
+      await this.custom.patchNamespacedCustomObject(
+        { group, version, plural: pluralOf('Database'), namespace, name, body: { metadata: { resourceVersion: db.metadata.resourceVersion, finalizers: [...(db.metadata.finalizers ?? []), databaseFinalizer] } } },
+        mergePatch,
+      );
+    }
+    const p = plan(db, observed, this.settings);
+    const apply = { namespace, fieldManager: managers.controllers, force: true };
+    if (!observed.claim) {
+      await this.core.createNamespacedPersistentVolumeClaim({ namespace, body: p.claim }).catch(ignore(409));
+      this.event(db, 'Normal', 'VolumeClaimed', `volume ${p.claim.metadata!.name} of ${p.claim.spec!.resources!.requests!.storage} bytes claimed`);
+    }
+    // Applied when missing, or once per process when its shape is not the one last applied.
+    const uid = db.metadata.uid!;
+    const shape = JSON.stringify([p.policy, p.service]);
+    if (!observed.policy || !observed.service || this.applied.get(uid) !== shape) {
+      await this.networking.patchNamespacedNetworkPolicy({ ...apply, name: p.policy.metadata!.name!, body: p.policy }, serverSideApply);
+      await this.core.patchNamespacedService({ ...apply, name: p.service.metadata!.name!, body: p.service }, serverSideApply);
+      this.applied.set(uid, shape);
+    }
+    if (p.deletePod) {
+      await this.core.deleteNamespacedPod({ namespace, name: p.deletePod.metadata!.name! }).catch(ignore(404));
+      this.log.info({ kind: 'Database', namespace, name, phase: p.deletePod.status?.phase }, 'Replacing the ended server Pod');
+    } else if (p.createPod) {
+      await this.core.createNamespacedPod({ namespace, body: p.createPod }).catch(ignore(409));
+      this.log.info({ kind: 'Database', namespace, name }, 'Created the server Pod');
+    }
+    if (db.status?.phase !== p.status.phase) {
+      this.log.info({ kind: 'Database', namespace, name, phase: p.status.phase, why: p.ready.message }, 'Database phase');
+      if (p.status.phase === 'Ready') this.event(db, 'Normal', 'Ready', p.ready.message);
+      if (p.status.phase === 'Failed') this.event(db, 'Warning', 'ServerFailed', p.ready.message);
+    }
+    return { status: p.status, ready: p.ready, ...(p.status.phase === 'Pending' ? { requeueMs: 5000 } : {}) };
+  }
+
+  private event(db: Database, type: 'Normal' | 'Warning', reason: string, message: string): void {
+    const m = db.metadata;
+    this.events?.record({ apiVersion: `${group}/${version}`, kind: 'Database', name: m.name!, namespace: m.namespace!, uid: m.uid! }, type, reason, message);
+  }
+
+  private async finalize(db: Database, claim: k8s.V1PersistentVolumeClaim | undefined): Promise<void> {
+    const { namespace, name } = db.metadata as { namespace: string; name: string };
+    if (!db.metadata.finalizers?.includes(databaseFinalizer)) return;
+    const policy = db.spec.deletionPolicy ?? 'Drop';
+    const claimName = databaseObjects(name).claim;
+    if (policy === 'Retain') {
+      // Not owned any more: the garbage collector leaves it when the Database goes.
+      if (claim?.metadata?.ownerReferences?.length) await this.core.patchNamespacedPersistentVolumeClaim({ namespace, name: claimName, body: { metadata: { ownerReferences: null } } }, mergePatch);
+    } else {
+      await this.core.deleteNamespacedPersistentVolumeClaim({ namespace, name: claimName }).catch(ignore(404));
+    }
+    await this.custom.patchNamespacedCustomObject(
+      {
+        group,
+        version,
+        plural: pluralOf('Database'),
+        namespace,
+        name,
+        body: { metadata: { resourceVersion: db.metadata.resourceVersion, finalizers: db.metadata.finalizers.filter((f) => f !== databaseFinalizer) } },
+      },
+      mergePatch,
+    );
+    this.log.info({ kind: 'Database', namespace, name, deletionPolicy: policy, volume: claimName }, policy === 'Retain' ? 'Database deleted; its volume is kept' : 'Database deleted with its volume');
+  }
+}

@@ -1,0 +1,22 @@
+// What a Database is made of, named once for the API (which writes its credentials Secret) and the
+// controllers (which make the rest): every object is prefixed `db-` so a database never collides
+// with an app of the same name (an app's Service is named after the app).
+export const databasePort = 5432;
+/** Longest Database name: `db-<name>` must stay a Service name (63) with room for its suffixes. */
+export const maxDatabaseName = 40;
+/** The finalizer that applies a Database's deletionPolicy to its volume before the Database goes. */
+export const databaseFinalizer = 'svc.dev/database';
+
+export function databaseObjects(name: string) {
+  return {
+    service: `db-${name}`,
+    pod: `db-${name}-0`,
+    claim: `db-${name}-data`,
+    /** Written by the API: keys username, password, database (the server and attached machines read it through the kubelet). */
+    secret: `db-${name}-credentials`,
+    policy: `db-${name}`,
+  };
+}
+
+/** Credentials Secret keys. */
+export const credentialKeys = { username: 'username', password: 'password', database: 'database' } as const;

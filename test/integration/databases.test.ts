@@ -1,0 +1,163 @@
+// Databases on the real apiserver, node and local volumes: a Database becomes a PostgreSQL server
+// of its own (Ready, with its address); attached, the app's machines read and write rows through
+// DATABASE_URL (a client of the pg package in the runtime image); a redeploy keeps the data; one
+// database attaches to one app; detaching removes the variables; another account neither sees nor
+// attaches it; Drop removes the server, its volume and credentials, Retain keeps the volume, which a
+// database of the same name takes up again.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { createAccount } from '../../lib/accounts.js';
+import { databaseObjects } from '../../lib/databases.js';
+import { startTestApi, type TestApi } from '../support/api.js';
+import { getFromApp } from '../support/app-traffic.js';
+import { images } from '../support/images.js';
+import { eventually } from '../support/wait.js';
+
+// A container app that keeps rows in its attached database: /write/<v> inserts, / lists, /env says
+// whether it has DATABASE_URL. CommonJS through node -e; `pg` is in the runtime image's dependencies.
+const appScript = `
+const http = require('http');
+const { Client } = require('/app/node_modules/pg');
+http.createServer(async (q, r) => {
+  try {
+    if (q.url === '/env') return r.end(JSON.stringify({ url: process.env.DATABASE_URL ? process.env.DATABASE_URL.replace(/:[^:@]*@/, ':***@') : null, host: process.env.PGHOST || null }));
+    if (!process.env.DATABASE_URL) { r.statusCode = 503; return r.end('no database'); }
+    const c = new Client({ connectionString: process.env.DATABASE_URL });
+    await c.connect();
+    try {
+      await c.query('create table if not exists notes (v text)');
+      if (q.url.startsWith('/write/')) await c.query('insert into notes values ($1)', [q.url.slice(7)]);
+      const { rows } = await c.query('select v from notes order by v');
+      r.end(rows.map((x) => x.v).join(','));
+    } finally { await c.end(); }
+  } catch (e) { r.statusCode = 500; r.end(String(e.message)); }
+}).listen(process.env.PORT);
+`;
+
+interface DatabaseBody {
+  name: string;
+  phase: string;
+  message: string | null;
+  attached_to: string | null;
+  host: string | null;
+  port: number | null;
+  deletion_policy: string;
+}
+
+describe('Databases', () => {
+  let api: TestApi;
+  let ns: string;
+  const json = async <T>(res: Response, status: number): Promise<T> => {
+    const text = await res.text();
+    assert.equal(res.status, status, text);
+    return (text ? JSON.parse(text) : undefined) as T;
+  };
+  const list = async (token?: string) => (await json<{ databases: DatabaseBody[] }>(await api.request('GET', '/api/databases', token ? { token } : {}), 200)).databases;
+  const ready = (name: string) =>
+    eventually(`database ${name} Ready`, async () => (await list()).find((d) => d.name === name && d.phase === 'Ready'), { timeoutMs: 90_000, intervalMs: 200 });
+  const app = async (path: string) => {
+    const r = await getFromApp(ns, 'dbapp', path);
+    return r?.status === 200 ? r.body : undefined;
+  };
+
+  before(async () => {
+    api = await startTestApi();
+    ns = api.account.namespace;
+  });
+  after(async () => {
+    await api?.close();
+  });
+
+  it('creates a server, attaches it, and the app keeps rows through DATABASE_URL across a redeploy; detaching removes the variables', async () => {
+    const started = Date.now();
+    const created = await json<DatabaseBody>(await api.request('POST', '/api/databases', { body: { name: 'notes-db' } }), 201);
+    assert.equal(created.phase, 'Pending');
+    const up = await ready('notes-db');
+    console.log(`# database Ready ${Date.now() - started} ms after create`);
+    assert.match(up.host ?? '', /^\d+\.\d+\.\d+\.\d+$/);
+    assert.equal(up.port, 5432);
+    await json(await api.request('POST', '/api/databases', { body: { name: 'notes-db' } }), 409);
+    await json(await api.request('POST', '/api/databases', { body: { name: 'Bad_Name' } }), 400);
+
+    await json(await api.request('POST', '/api/apps', { body: { name: 'dbapp' } }), 201);
+    const d = await json<{ id: string }>(await api.request('POST', '/api/apps/dbapp/deploy', { body: { image: images.runtime, command: ['node', '-e', appScript] } }), 202);
+    await eventually('the app live', async () => ((await json<{ status: string }>(await api.request('GET', `/api/deploys/${d.id}`), 200)).status === 'live'), { timeoutMs: 90_000 });
+    assert.deepEqual(JSON.parse((await eventually('the app', () => app('/env')))!), { url: null, host: null });
+
+    const attached = await json<{ app: string; database: DatabaseBody }>(await api.request('PUT', '/api/apps/dbapp/database', { body: { name: 'notes-db' } }), 200);
+    assert.equal(attached.app, 'dbapp');
+    await json(await api.request('PUT', '/api/apps/dbapp/database', { body: { name: 'notes-db' } }), 200); // idempotent
+    const env = JSON.parse((await eventually('the machines to get DATABASE_URL', async () => ((await app('/env'))?.includes('postgres://') ? app('/env') : undefined), { timeoutMs: 90_000 }))!) as { url: string; host: string };
+    assert.equal(env.url, `postgres://app:***@${up.host}:5432/notes-db`);
+    assert.equal(await eventually('a row written', () => app('/write/a'), { timeoutMs: 30_000 }), 'a');
+    assert.equal(await app('/write/b'), 'a,b');
+    await eventually('attached_to', async () => (await list()).find((x) => x.name === 'notes-db')?.attached_to === 'dbapp');
+
+    // One app per database; an attached database is not deleted.
+    await json(await api.request('POST', '/api/apps', { body: { name: 'other' } }), 201);
+    const taken = await json<{ error: string }>(await api.request('PUT', '/api/apps/other/database', { body: { name: 'notes-db' } }), 409);
+    assert.match(taken.error, /attached to app dbapp/);
+    const held = await json<{ error: string }>(await api.request('DELETE', '/api/databases/notes-db'), 409);
+    assert.match(held.error, /detach it first \(DELETE \/apps\/dbapp\/database\)/);
+    await json(await api.request('PUT', '/api/apps/other/database', { body: { name: 'nosuch' } }), 404);
+
+    // A redeploy (new variables roll the machines) keeps the data.
+    const machines = async () => (await api.kube.core.listNamespacedPod({ namespace: ns, labelSelector: 'svc.dev/app=dbapp' })).items.filter((p) => !p.metadata!.deletionTimestamp).map((p) => p.metadata!.name!);
+    const [before] = await machines();
+    await json(await api.request('PATCH', '/api/apps/dbapp/env', { body: { COLOR: 'blue' } }), 200);
+    await eventually('a new machine serving the rows', async () => {
+      const now = await machines();
+      return now.length === 1 && now[0] !== before && (await app('/')) === 'a,b';
+    }, { timeoutMs: 90_000 });
+
+    await json(await api.request('DELETE', '/api/apps/dbapp/database'), 204);
+    await eventually('the variables gone', async () => JSON.parse((await app('/env')) ?? '{}').url === null && JSON.parse((await app('/env')) ?? '{}').host === null, { timeoutMs: 90_000 });
+    await json(await api.request('DELETE', '/api/apps/dbapp/database'), 400);
+    const kinds = ((await json<{ events: Array<{ type: string }> }>(await api.request('GET', '/api/events?kinds=database.*'), 200)).events).map((e) => e.type);
+    assert.deepEqual(kinds, ['database.created', 'database.attached', 'database.detached']);
+  });
+
+  it('is neither listed to nor attachable by another account', async () => {
+    const other = await createAccount(api.db, api.kube.core, { email: `other-${Date.now()}@example.test` });
+    const { token } = await api.services.tokens.issue(other.id, { name: 'other' });
+    try {
+      assert.deepEqual(await list(token), []);
+      await json(await api.request('POST', '/api/apps', { token, body: { name: 'thief' } }), 201);
+      await json(await api.request('PUT', '/api/apps/thief/database', { token, body: { name: 'notes-db' } }), 404);
+      await json(await api.request('DELETE', '/api/databases/notes-db', { token }), 404);
+    } finally {
+      await api.kube.core.deleteNamespace({ name: other.namespace }).catch(() => undefined);
+    }
+  });
+
+  it('deletes with Drop: server, volume and credentials go; with Retain the volume stays and a database of its name takes it up again', async () => {
+    const o = databaseObjects('notes-db');
+    await json(await api.request('DELETE', '/api/databases/notes-db'), 204);
+    await eventually('the server, volume and credentials gone', async () => {
+      const [pods, claims, secrets] = await Promise.all([
+        api.kube.core.listNamespacedPod({ namespace: ns, labelSelector: 'svc.dev/database=notes-db' }),
+        api.kube.core.listNamespacedPersistentVolumeClaim({ namespace: ns }),
+        api.kube.core.listNamespacedSecret({ namespace: ns }),
+      ]);
+      return pods.items.length === 0 && !claims.items.some((c) => c.metadata!.name === o.claim) && !secrets.items.some((s) => s.metadata!.name === o.secret);
+    }, { timeoutMs: 60_000 });
+    assert.ok(!(await list()).some((d) => d.name === 'notes-db'));
+
+    const k = databaseObjects('kept');
+    await json(await api.request('POST', '/api/databases', { body: { name: 'kept', deletion_policy: 'retain' } }), 201);
+    await ready('kept');
+    const claim = await api.kube.core.readNamespacedPersistentVolumeClaim({ namespace: ns, name: k.claim });
+    await json(await api.request('DELETE', '/api/databases/kept'), 204);
+    await eventually('the database gone', async () => !(await list()).some((d) => d.name === 'kept'), { timeoutMs: 60_000 });
+    const kept = await api.kube.core.readNamespacedPersistentVolumeClaim({ namespace: ns, name: k.claim });
+    assert.equal(kept.metadata!.uid, claim.metadata!.uid, 'the same volume');
+    assert.ok(!kept.metadata!.ownerReferences?.length, 'no longer owned by the deleted database');
+    await api.kube.core.readNamespacedSecret({ namespace: ns, name: k.secret });
+    // Created again: the kept volume and its credentials serve it.
+    await json(await api.request('POST', '/api/databases', { body: { name: 'kept' } }), 201);
+    await ready('kept');
+    const again = await api.kube.core.readNamespacedPersistentVolumeClaim({ namespace: ns, name: k.claim });
+    assert.equal(again.metadata!.uid, claim.metadata!.uid);
+    await json(await api.request('DELETE', '/api/databases/kept'), 204);
+  });
+});

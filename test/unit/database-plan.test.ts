@@ -1,0 +1,48 @@
+// The Database reconciler's pure half (controllers/database/desired.ts): what a Database is made
+// of, and its phase from what the caches show.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type * as k8s from '@kubernetes/client-node';
+import { plan, type DatabaseSettings } from '../../controllers/database/desired.js';
+import type { App, Database } from '../../lib/resources/index.js';
+
+const settings: DatabaseSettings = { image: 'reg/svc/postgres:1', storageClass: undefined, defaultBytes: 1 << 30, platformCidrs: ['10.244.0.1/32'] };
+const db: Database = { apiVersion: 'svc.dev/v1alpha1', kind: 'Database', metadata: { name: 'orders', namespace: 'acct', uid: 'u1' }, spec: { storageBytes: 5 << 20 } };
+const pod = (status: k8s.V1PodStatus): k8s.V1Pod => ({ metadata: { name: 'db-orders-0', labels: { 'svc.dev/database': 'orders' } }, status });
+const service: k8s.V1Service = { metadata: { name: 'db-orders' }, spec: { clusterIP: '10.96.0.7' } };
+const claim: k8s.V1PersistentVolumeClaim = { metadata: { name: 'db-orders-data' }, status: { phase: 'Bound' } };
+
+describe('database plan', () => {
+  it('makes a non-root server on its own volume, reading its credentials from the API\'s Secret, reachable by the account\'s machines only', () => {
+    const p = plan(db, { pod: undefined, claim: undefined, service: undefined, attachedApps: [] }, settings);
+    const c = p.createPod!.spec!.containers[0]!;
+    assert.equal(c.image, settings.image);
+    assert.deepEqual(c.env!.filter((e) => e.valueFrom).map((e) => [e.name, e.valueFrom!.secretKeyRef!.name, e.valueFrom!.secretKeyRef!.key]), [
+      ['PGUSER', 'db-orders-credentials', 'username'],
+      ['PGPASSWORD', 'db-orders-credentials', 'password'],
+      ['PGDATABASE', 'db-orders-credentials', 'database'],
+    ]);
+    assert.equal(p.createPod!.spec!.securityContext!.runAsNonRoot, true);
+    assert.equal(c.securityContext!.readOnlyRootFilesystem, true);
+    assert.deepEqual(c.securityContext!.capabilities, { drop: ['ALL'] });
+    assert.equal(p.claim.spec!.resources!.requests!.storage, String(5 << 20));
+    assert.equal(p.createPod!.metadata!.ownerReferences![0]!.uid, 'u1');
+    const from = (p.policy.spec!.ingress![0] as unknown as { from: unknown[] }).from;
+    assert.deepEqual(from, [{ podSelector: { matchExpressions: [{ key: 'svc.dev/app', operator: 'Exists' }] } }, { ipBlock: { cidr: '10.244.0.1/32' } }]);
+    assert.deepEqual(p.policy.spec!.egress, []);
+    assert.equal(p.status.phase, 'Pending');
+    assert.equal(p.ready.message, 'its volume is being provisioned');
+  });
+
+  it('is Ready with its address once the server is ready, names the app attached, and says why it failed', () => {
+    const readyPod = pod({ conditions: [{ type: 'Ready', status: 'True' }] });
+    const app = { metadata: { name: 'shop' }, spec: { database: 'orders' } } as App;
+    const ready = plan(db, { pod: readyPod, claim, service, attachedApps: [app] }, settings);
+    assert.deepEqual([ready.status.phase, ready.status.host, ready.status.port, ready.status.attachedTo, ready.createPod], ['Ready', '10.96.0.7', 5432, 'shop', undefined]);
+    const noSecret = plan(db, { pod: pod({ containerStatuses: [{ name: 'postgres', image: '', imageID: '', ready: false, restartCount: 0, state: { waiting: { reason: 'CreateContainerConfigError', message: 'secret "db-orders-credentials" not found' } } }] }), claim, service, attachedApps: [] }, settings);
+    assert.equal(noSecret.status.phase, 'Failed');
+    assert.match(noSecret.ready.message, /is the Secret db-orders-credentials there, with keys username, password, database\?/);
+    const ended = plan(db, { pod: pod({ phase: 'Failed' }), claim, service, attachedApps: [] }, settings);
+    assert.ok(ended.deletePod && ended.createPod, 'an ended server is replaced');
+  });
+});
