@@ -27,6 +27,9 @@ const usage = `usage:
   svc events [--follow] [--kind K,...] [--app APP] [--after ID] [--json]
                                               the account's events; --follow streams them and picks up
                                               where it was after a dropped connection
+  svc db create NAME [--size BYTES] [--retain] [--no-wait] [--json] | ls [--json] | rm NAME
+                                              the account's databases; create waits until Ready
+  svc db attach NAME APP | detach APP         give an app DATABASE_URL and PG* (or take them away)
   svc admin create-account --email EMAIL [--name NAME]
                                               create an account and print a full-authority token
 
@@ -95,6 +98,25 @@ async function main(argv: string[]): Promise<void> {
     if (after !== undefined && !(Number.isInteger(after) && after >= 0)) throw new UsageError('--after is an event id');
     const { eventsCommand } = await import('./events.js');
     await eventsCommand(apiTarget(values.token), { follow: values.follow === true, kinds: values.kind, app: values.app, after, json: values.json === true, out: (line) => console.log(line) });
+    return;
+  }
+  if (group === 'db') {
+    const { values, positionals } = parseArgs({
+      args: argv.slice(2),
+      options: { json: { type: 'boolean' }, 'no-wait': { type: 'boolean' }, timeout: { type: 'string' }, size: { type: 'string' }, retain: { type: 'boolean' }, token: { type: 'string' } },
+      allowPositionals: true,
+    });
+    const size = values.size === undefined ? undefined : Number(values.size);
+    if (size !== undefined && !Number.isInteger(size)) throw new UsageError('--size is a number of bytes');
+    const { dbCommand } = await import('./db.js');
+    await dbCommand(apiTarget(values.token), command, positionals, {
+      json: values.json === true,
+      wait: !values['no-wait'],
+      timeoutMs: (seconds(values.timeout, '--timeout') ?? 120) * 1000,
+      size,
+      retain: values.retain === true,
+      out: (line) => console.log(line),
+    });
     return;
   }
   if (group === 'sandbox' || group === 'eval') {

@@ -74,6 +74,8 @@ const envSchema = z.object({
   SVC_IMAGE_POSTGRES: z.string().min(1).default('svc/postgres:latest'),
   SVC_DATABASE_STORAGE_CLASS: z.string().optional(),
   SVC_DATABASE_DEFAULT_BYTES: z.coerce.number().int().min(1048576).default(1073741824),
+  SVC_DATABASE_MAX_PER_ACCOUNT: z.coerce.number().int().min(0).max(10_000).default(5),
+  SVC_STORAGE_MAX_BYTES_PER_ACCOUNT: z.coerce.number().int().min(0).default(20 * 1073741824),
   SVC_ARTIFACT_KEY: z.string().min(32, 'must be at least 32 characters (a random secret)').optional(),
   SVC_ARTIFACT_KEY_FILE: z.string().min(1).optional(),
   SVC_DEPLOY_UPLOAD_LIMIT_BYTES: z.coerce.number().int().min(1024).max(8 * 1024 ** 3).default(256 * 1024 ** 2),
@@ -153,7 +155,14 @@ export interface Config {
   /** How long the event log keeps an event; a cursor before what is kept is answered 410 (lib/events.ts). */
   readonly eventsRetentionMs: number;
   /** Databases' servers (controllers/database/): their image, volume class and default size. */
-  readonly databases: { readonly image: string; readonly storageClass: string | undefined; readonly defaultBytes: number };
+  readonly databases: {
+    readonly image: string;
+    readonly storageClass: string | undefined;
+    readonly defaultBytes: number;
+    /** Per account: databases at once, and bytes of their volumes together (403 quota_exceeded beyond). */
+    readonly maxPerAccount: number;
+    readonly maxBytesPerAccount: number;
+  };
   /**
    * Where the platform is as machines see it, for each App's NetworkPolicy: the addresses
    * ingress-auth and probes come from and the machine listener is on, and that listener's ports.
@@ -345,7 +354,13 @@ export function loadConfig(
     site: Object.freeze({ appsDomain: e.SVC_APPS_DOMAIN, appsUrlSuffix: e.SVC_APPS_URL_SUFFIX, secure: e.SVC_AUTH_SECURE_COOKIES }),
     hostnameHoldMs: e.SVC_HOSTNAME_HOLD_DAYS * 86_400_000,
     eventsRetentionMs: e.SVC_EVENTS_RETENTION_DAYS * 86_400_000,
-    databases: Object.freeze({ image: e.SVC_IMAGE_POSTGRES, storageClass: e.SVC_DATABASE_STORAGE_CLASS || undefined, defaultBytes: e.SVC_DATABASE_DEFAULT_BYTES }),
+    databases: Object.freeze({
+      image: e.SVC_IMAGE_POSTGRES,
+      storageClass: e.SVC_DATABASE_STORAGE_CLASS || undefined,
+      defaultBytes: e.SVC_DATABASE_DEFAULT_BYTES,
+      maxPerAccount: e.SVC_DATABASE_MAX_PER_ACCOUNT,
+      maxBytesPerAccount: e.SVC_STORAGE_MAX_BYTES_PER_ACCOUNT,
+    }),
     controllersMetrics: Object.freeze({ host: e.SVC_CONTROLLERS_METRICS_HOST, port: e.SVC_CONTROLLERS_METRICS_PORT }),
     proxy: Object.freeze({
       host: e.SVC_PROXY_HOST,
@@ -392,7 +407,7 @@ const readsOf = {
   site: ['SVC_APPS_DOMAIN', 'SVC_APPS_URL_SUFFIX', 'SVC_AUTH_SECURE_COOKIES'],
   hostnameHoldMs: ['SVC_HOSTNAME_HOLD_DAYS'],
   eventsRetentionMs: ['SVC_EVENTS_RETENTION_DAYS'],
-  databases: ['SVC_IMAGE_POSTGRES', 'SVC_DATABASE_STORAGE_CLASS', 'SVC_DATABASE_DEFAULT_BYTES'],
+  databases: ['SVC_IMAGE_POSTGRES', 'SVC_DATABASE_STORAGE_CLASS', 'SVC_DATABASE_DEFAULT_BYTES', 'SVC_DATABASE_MAX_PER_ACCOUNT', 'SVC_STORAGE_MAX_BYTES_PER_ACCOUNT'],
   machineNetwork: ['SVC_MACHINE_PLATFORM_CIDRS', 'SVC_MACHINE_PLATFORM_PORTS', 'SVC_NODES', 'SVC_NODE_POD_SUBNET', 'SVC_API_MACHINE_PORT'],
   webhookAllowPrivate: ['SVC_WEBHOOK_ALLOW_PRIVATE'],
   webhookDnsServers: ['SVC_WEBHOOK_DNS_SERVERS'],

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { dnsLabel } from '../../lib/contract.js';
 import { maxDatabaseName } from '../../lib/databases.js';
 import type { Database } from '../../lib/resources/index.js';
-import { conflict, invalid, notFound } from '../errors.js';
+import { ApiError, conflict, invalid, notFound } from '../errors.js';
 import { op, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
 import { resolveApp } from './app-access.js';
@@ -79,6 +79,16 @@ export function databaseOperations(s: Services): Operation[] {
       body: createBody,
       response: databaseSchema,
       handler: async ({ caller, body }) => {
+        const limits = s.config.databases;
+        const existing = s.databases.list(caller.account.namespace);
+        if (existing.length >= limits.maxPerAccount) {
+          throw new ApiError('quota_exceeded', `the account has ${existing.length} databases, its limit (${limits.maxPerAccount}); delete one first`);
+        }
+        const bytes = body.storage_bytes ?? limits.defaultBytes;
+        const used = existing.reduce((sum, d) => sum + (d.spec.storageBytes ?? limits.defaultBytes), 0);
+        if (used + bytes > limits.maxBytesPerAccount) {
+          throw new ApiError('quota_exceeded', `${bytes} more bytes would bring the account's database storage to ${used + bytes}, over its limit of ${limits.maxBytesPerAccount} bytes (${used} in use)`);
+        }
         const db = await s.databases.create(caller.account.namespace, body.name, {
           engine: 'postgres',
           ...(body.storage_bytes !== undefined ? { storageBytes: body.storage_bytes } : {}),

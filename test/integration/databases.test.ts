@@ -5,9 +5,11 @@
 // attaches it; Drop removes the server, its volume and credentials, Retain keeps the volume, which a
 // database of the same name takes up again.
 import assert from 'node:assert/strict';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createAccount } from '../../lib/accounts.js';
 import { databaseObjects } from '../../lib/databases.js';
+import { repoRoot } from '../../lib/paths.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { getFromApp } from '../support/app-traffic.js';
 import { images } from '../support/images.js';
@@ -159,5 +161,37 @@ describe('Databases', () => {
     const again = await api.kube.core.readNamespacedPersistentVolumeClaim({ namespace: ns, name: k.claim });
     assert.equal(again.metadata!.uid, claim.metadata!.uid);
     await json(await api.request('DELETE', '/api/databases/kept'), 204);
+  });
+  it('svc db creates (waiting until Ready), lists, attaches, detaches and removes', async () => {
+    const { execFile } = await import('node:child_process');
+    const svc = path.join(repoRoot, 'bin/svc.js');
+    const env = { ...process.env, SVC_API_URL: `${api.url}/api`, SVC_TOKEN: api.token };
+    const run = (...args: string[]) =>
+      new Promise<string>((resolve, reject) => execFile(process.execPath, [svc, ...args], { env }, (err, out, errOut) => (err ? reject(new Error(`${err.message}${errOut}`)) : resolve(out))));
+    const created = JSON.parse(await run('db', 'create', 'cli-db', '--size', String(8 << 20), '--json')) as DatabaseBody;
+    assert.equal(created.phase, 'Ready');
+    assert.match(await run('db', 'ls'), /^NAME\s+PHASE\s+APP\s+SIZE\s+ON DELETE\ncli-db\s+Ready\s+-\s+8 MiB\s+drop/m);
+    assert.match(await run('db', 'attach', 'cli-db', 'other'), /cli-db attached to other/);
+    await assert.rejects(run('db', 'rm', 'cli-db'), /409 database cli-db is attached to app other/);
+    assert.match(await run('db', 'detach', 'other'), /detached from other/);
+    assert.match(await run('db', 'rm', 'cli-db'), /cli-db deleted/);
+  });
+
+  it('refuses a database beyond the account\'s count or storage limit, naming it', async () => {
+    const limited = await startTestApi({ env: { SVC_DATABASE_MAX_PER_ACCOUNT: '1', SVC_STORAGE_MAX_BYTES_PER_ACCOUNT: String(3 << 20) } });
+    try {
+      const post = (body: unknown) => limited.request('POST', '/api/databases', { body });
+      const big = await json<{ error: string }>(await post({ name: 'big', storage_bytes: 4 << 20 }), 403);
+      assert.match(big.error, /over its limit of 3145728 bytes \(0 in use\)/);
+      await json(await post({ name: 'small', storage_bytes: 2 << 20 }), 201);
+      const more = await json<{ error: string }>(await post({ name: 'another', storage_bytes: 1 << 20 }), 403);
+      assert.match(more.error, /the account has 1 databases, its limit \(1\); delete one first/);
+      // Databases are the account's: a token restricted to apps cannot list them.
+      const { token } = await limited.services.tokens.issue(limited.account.id, { name: 'narrow', restrictions: [{ kind: 'apps', apps: ['x'] }] });
+      await json(await limited.request('GET', '/api/databases', { token }), 403);
+      await json(await limited.request('DELETE', '/api/databases/small'), 204);
+    } finally {
+      await limited.close();
+    }
   });
 });
