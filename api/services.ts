@@ -34,7 +34,7 @@ import type { EventKind } from '../lib/event-kinds.js';
 import { eventHorizon, listEvents, purgeEvents, recordEvent } from '../lib/events.js';
 import { AssertionKeyStore } from '../lib/identity/assertion-keys.js';
 import { requestSeries, type SeriesPoint } from '../lib/metrics/requests.js';
-import { machineSecondsByApp, usageBetween, usageHistory, type Bucket, type MeterTotals, type UsagePeriod } from '../lib/usage.js';
+import { machineSecondsByApp, recordStorageSample, usageBetween, usageHistory, type Bucket, type MeterTotals, type UsagePeriod } from '../lib/usage.js';
 import { WebhookDeliverer } from '../lib/webhooks/deliverer.js';
 import { webhookDispatcher } from '../lib/webhooks/guarded-dispatcher.js';
 import {
@@ -89,6 +89,8 @@ export interface Services {
     between: (accountId: string, start: Date, end: Date) => Promise<MeterTotals>;
     byApp: (accountId: string, start: Date, end: Date) => Promise<Record<string, number>>;
     history: (accountId: string, now: Date, count: number, bucket: Bucket) => Promise<UsagePeriod[]>;
+    /** A stored_bytes sample of `subject`, now (lib/usage.ts). */
+    storage: (accountId: string, subject: string, bytes: number) => Promise<void>;
   };
   webhooks: {
     list: (accountId: string) => Promise<Webhook[]>;
@@ -230,6 +232,7 @@ export async function assembleServices(deps: {
       between: (accountId, start, end) => usageBetween(db, accountId, start, end),
       byApp: (accountId, start, end) => machineSecondsByApp(db, accountId, start, end),
       history: (accountId, now, count, bucket) => usageHistory(db, accountId, now, count, bucket),
+      storage: (accountId, subject, bytes) => recordStorageSample(db, accountId, subject, bytes, clock()),
     },
     webhooks: {
       list: (accountId) => listWebhooks(db, accountId),

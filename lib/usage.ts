@@ -2,7 +2,7 @@
 //   machine_seconds  seconds app machines ran         (metered from their Pods: api/usage/machine-meter.ts)
 //   build_seconds    seconds build Jobs ran           (written by the Build controller)
 //   sandbox_seconds  seconds sandboxes were open      (recorded by the API when one ends: api/sandboxes/recorder.ts)
-//   stored_bytes     bytes stored now: the latest sample of each subject (databases, volumes, artifacts)
+//   stored_bytes     bytes stored now: the latest sample of each subject (databases' volumes, by their size)
 import type { Db } from './db/connection.js';
 
 export const meters = ['machine_seconds', 'build_seconds', 'sandbox_seconds', 'stored_bytes'] as const;
@@ -62,6 +62,14 @@ export async function usageHistory(db: Db, accountId: string, now: Date, count: 
   const startOf = bucket === 'month' ? monthStart : dayStart;
   const bounds = Array.from({ length: count }, (_, i) => ({ start: startOf(now, i), end: i === 0 ? now : startOf(now, i - 1) }));
   return Promise.all(bounds.map(async ({ start, end }) => ({ start, end, meters: await usageBetween(db, accountId, start, end) })));
+}
+
+/**
+ * A stored_bytes sample: `subject` holds `bytes` from `at` on (until its next sample; 0 when it
+ * is gone). Databases sample their volume's size when created and 0 when dropped.
+ */
+export async function recordStorageSample(db: Db, accountId: string, subject: string, bytes: number, at: Date): Promise<void> {
+  await db('usage_records').insert({ account_id: accountId, meter: 'stored_bytes', subject, quantity: bytes, started_at: at, ended_at: at }).onConflict(['account_id', 'meter', 'subject', 'started_at']).merge(['quantity']);
 }
 
 /** machine_seconds in [start, end) per app (the usage rows' subject is `<app>/<pod>`). */

@@ -94,6 +94,7 @@ export function databaseOperations(s: Services): Operation[] {
           ...(body.storage_bytes !== undefined ? { storageBytes: body.storage_bytes } : {}),
           deletionPolicy: body.deletion_policy === 'retain' ? 'Retain' : 'Drop',
         });
+        await s.usage.storage(caller.account.id, `database/${db.metadata.name}`, bytes);
         await s.events.record(caller.account.id, 'database.created', db.metadata.name!, { database: db.metadata.name, storage_bytes: db.spec.storageBytes ?? s.config.databases.defaultBytes, deletion_policy: body.deletion_policy });
         return { status: 201, body: present(db) };
       },
@@ -114,6 +115,8 @@ export function databaseOperations(s: Services): Operation[] {
         const holder = holderOf(ns, db.metadata.name!);
         if (holder) throw conflict(`database ${db.metadata.name} is attached to app ${holder.name}: detach it first (DELETE /apps/${holder.name}/database)`);
         await s.databases.delete(ns, db);
+        // A retained volume is still stored; a dropped one is not.
+        if (db.spec.deletionPolicy !== 'Retain') await s.usage.storage(caller.account.id, `database/${db.metadata.name}`, 0);
         await s.events.record(caller.account.id, 'database.deleted', db.metadata.name!, { database: db.metadata.name, deletion_policy: db.spec.deletionPolicy === 'Retain' ? 'retain' : 'drop' });
         return { status: 204, body: undefined };
       },

@@ -184,12 +184,18 @@ describe('Databases', () => {
       const big = await json<{ error: string }>(await post({ name: 'big', storage_bytes: 4 << 20 }), 403);
       assert.match(big.error, /over its limit of 3145728 bytes \(0 in use\)/);
       await json(await post({ name: 'small', storage_bytes: 2 << 20 }), 201);
+      const stored = async () => (await json<{ meters: { stored_bytes: number } }>(await limited.request('GET', '/api/account/usage'), 200)).meters.stored_bytes;
+      limited.clock.advance(1000); // usage is of [start of month, now): a sample counts from its instant on
+      assert.equal(await stored(), 2 << 20, 'its volume counts as stored');
       const more = await json<{ error: string }>(await post({ name: 'another', storage_bytes: 1 << 20 }), 403);
       assert.match(more.error, /the account has 1 databases, its limit \(1\); delete one first/);
       // Databases are the account's: a token restricted to apps cannot list them.
       const { token } = await limited.services.tokens.issue(limited.account.id, { name: 'narrow', restrictions: [{ kind: 'apps', apps: ['x'] }] });
       await json(await limited.request('GET', '/api/databases', { token }), 403);
+      limited.clock.advance(1000);
       await json(await limited.request('DELETE', '/api/databases/small'), 204);
+      limited.clock.advance(1000);
+      assert.equal(await stored(), 0, 'dropped, it is stored no more');
     } finally {
       await limited.close();
     }
