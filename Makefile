@@ -86,6 +86,7 @@ bench: build cluster postgres nodes
 	@node dist/bench/reconcile.js
 	@node dist/bench/proxy.js
 	@SVC_LOG_LEVEL=silent node dist/bench/events.js
+	@SVC_LOG_LEVEL=silent node dist/bench/databases.js
 	@SVC_SANDBOX_POOL_SIZE=16 hack/dev.sh restart controllers
 	@SVC_LOG_LEVEL=silent node dist/bench/sandboxes.js; status=$$?; hack/dev.sh restart controllers; exit $$status
 

@@ -77,7 +77,8 @@ export function serverPod(db: Database, settings: DatabaseSettings): k8s.V1Pod {
           env: [fromSecret('PGUSER', credentialKeys.username), fromSecret('PGPASSWORD', credentialKeys.password), fromSecret('PGDATABASE', credentialKeys.database), { name: 'PGDATA', value: `${dataPath}/data` }],
           ports: [{ name: 'postgres', containerPort: databasePort }],
           readinessProbe: { tcpSocket: { port: databasePort as unknown as k8s.IntOrString }, periodSeconds: 1, failureThreshold: 3 },
-          resources: { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '512Mi' } },
+          // Counted against the account's quota like its machines: half a CPU, not the namespace's default one.
+          resources: { requests: { cpu: '50m', memory: '128Mi' }, limits: { cpu: '500m', memory: '512Mi' } },
           securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] }, readOnlyRootFilesystem: true, runAsNonRoot: true },
           volumeMounts: [
             { name: 'data', mountPath: dataPath },

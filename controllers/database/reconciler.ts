@@ -70,8 +70,19 @@ export class DatabaseReconciler implements Reconciler<Database, DatabaseStatusFi
       await this.core.deleteNamespacedPod({ namespace, name: p.deletePod.metadata!.name! }).catch(ignore(404));
       this.log.info({ kind: 'Database', namespace, name, phase: p.deletePod.status?.phase }, 'Replacing the ended server Pod');
     } else if (p.createPod) {
-      await this.core.createNamespacedPod({ namespace, body: p.createPod }).catch(ignore(409));
-      this.log.info({ kind: 'Database', namespace, name }, 'Created the server Pod');
+      try {
+        await this.core.createNamespacedPod({ namespace, body: p.createPod });
+        this.log.info({ kind: 'Database', namespace, name }, 'Created the server Pod');
+      } catch (err) {
+        // The account's quota is full: say so (its owner can free some), and look again later.
+        const refused = kubeStatus(err) === 403 ? /exceeded quota[^"\\]*/.exec(String((err as { body?: unknown }).body ?? ''))?.[0] : undefined;
+        if (!refused) {
+          if (kubeStatus(err) !== 409) throw err;
+        } else {
+          if (db.status?.phase !== 'Failed') this.event(db, 'Warning', 'QuotaExceeded', refused);
+          return { status: { ...p.status, phase: 'Failed' }, ready: { ok: false, reason: 'QuotaExceeded', message: `the server cannot start: the account's ${refused}` }, requeueMs: 10_000 };
+        }
+      }
     }
     if (db.status?.phase !== p.status.phase) {
       this.log.info({ kind: 'Database', namespace, name, phase: p.status.phase, why: p.ready.message }, 'Database phase');

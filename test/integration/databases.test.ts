@@ -12,29 +12,9 @@ import { databaseObjects } from '../../lib/databases.js';
 import { repoRoot } from '../../lib/paths.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { getFromApp } from '../support/app-traffic.js';
+import { dbAppScript } from '../support/db-app.js';
 import { images } from '../support/images.js';
 import { eventually } from '../support/wait.js';
-
-// A container app that keeps rows in its attached database: /write/<v> inserts, / lists, /env says
-// whether it has DATABASE_URL. CommonJS through node -e; `pg` is in the runtime image's dependencies.
-const appScript = `
-const http = require('http');
-const { Client } = require('/app/node_modules/pg');
-http.createServer(async (q, r) => {
-  try {
-    if (q.url === '/env') return r.end(JSON.stringify({ url: process.env.DATABASE_URL ? process.env.DATABASE_URL.replace(/:[^:@]*@/, ':***@') : null, host: process.env.PGHOST || null }));
-    if (!process.env.DATABASE_URL) { r.statusCode = 503; return r.end('no database'); }
-    const c = new Client({ connectionString: process.env.DATABASE_URL });
-    await c.connect();
-    try {
-      await c.query('create table if not exists notes (v text)');
-      if (q.url.startsWith('/write/')) await c.query('insert into notes values ($1)', [q.url.slice(7)]);
-      const { rows } = await c.query('select v from notes order by v');
-      r.end(rows.map((x) => x.v).join(','));
-    } finally { await c.end(); }
-  } catch (e) { r.statusCode = 500; r.end(String(e.message)); }
-}).listen(process.env.PORT);
-`;
 
 interface DatabaseBody {
   name: string;
@@ -82,7 +62,7 @@ describe('Databases', () => {
     await json(await api.request('POST', '/api/databases', { body: { name: 'Bad_Name' } }), 400);
 
     await json(await api.request('POST', '/api/apps', { body: { name: 'dbapp' } }), 201);
-    const d = await json<{ id: string }>(await api.request('POST', '/api/apps/dbapp/deploy', { body: { image: images.runtime, command: ['node', '-e', appScript] } }), 202);
+    const d = await json<{ id: string }>(await api.request('POST', '/api/apps/dbapp/deploy', { body: { image: images.runtime, command: ['node', '-e', dbAppScript] } }), 202);
     await eventually('the app live', async () => ((await json<{ status: string }>(await api.request('GET', `/api/deploys/${d.id}`), 200)).status === 'live'), { timeoutMs: 90_000 });
     assert.deepEqual(JSON.parse((await eventually('the app', () => app('/env')))!), { url: null, host: null });
 
@@ -199,5 +179,18 @@ describe('Databases', () => {
     } finally {
       await limited.close();
     }
+  });
+  it('says when the account\'s quota keeps its server from starting, and starts it once there is room', async () => {
+    // A second quota in the namespace, as full as can be: every quota of a namespace applies.
+    await api.kube.core.createNamespacedResourceQuota({ namespace: ns, body: { metadata: { name: 'tiny' }, spec: { hard: { 'limits.cpu': '100m' } } } });
+    try {
+      await json(await api.request('POST', '/api/databases', { body: { name: 'squeezed' } }), 201);
+      const failed = await eventually('the quota said', async () => (await list()).find((d) => d.name === 'squeezed' && d.phase === 'Failed'), { timeoutMs: 30_000 });
+      assert.match(failed.message ?? '', /the server cannot start: the account's exceeded quota: tiny/);
+    } finally {
+      await api.kube.core.deleteNamespacedResourceQuota({ namespace: ns, name: 'tiny' });
+    }
+    await ready('squeezed');
+    await json(await api.request('DELETE', '/api/databases/squeezed'), 204);
   });
 });

@@ -31,6 +31,8 @@ export const images = {
   python: need('SVC_IMAGE_PYTHON'),
   debian: need('SVC_IMAGE_DEBIAN'),
   runtime: need('SVC_RUNTIME_IMAGE'),
+  /** The server of every Database: Debian's PostgreSQL and its entrypoint. */
+  postgres: need('SVC_IMAGE_POSTGRES'),
   /** The sandbox image: the runtimes and the sandbox agent. */
   sandbox: need('SVC_SANDBOX_IMAGE'),
   /** The platform's own components, as the chart will run them. */
