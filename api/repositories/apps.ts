@@ -4,7 +4,7 @@
 // (lib/kube/until-cached.ts). Kubernetes errors are translated here into domain errors (lib/errors.ts), never leaked.
 import * as k8s from '@kubernetes/client-node';
 import { kubeStatus, mergePatch, rejectionMessage } from '../../lib/kube/client.js';
-import { customInformer } from '../../lib/kube/custom-informer.js';
+import { createCustomObject, customInformer } from '../../lib/kube/custom-informer.js';
 import { isAtLeast, untilCached } from '../../lib/kube/until-cached.js';
 import type { Logger } from '../../lib/logger.js';
 import type { HostnameStore } from '../../lib/hostnames.js';
@@ -105,29 +105,23 @@ export class AppRepository {
   async createWith(namespace: string, metadata: { name: string; labels?: Record<string, string>; owner?: AppRecord }, spec: App['spec']): Promise<AppRecord> {
     const claim = await this.claimHostname(namespace, metadata.name);
     try {
-      const created = (await this.custom.createNamespacedCustomObject({
-        group,
-        version,
+      const created = await createCustomObject<App>(
+        this.custom,
+        'App',
         namespace,
-        plural,
-        body: {
-          apiVersion,
-          kind: 'App',
-          metadata: {
-            name: metadata.name,
-            labels: { [labels.managedBy]: managers.api, ...metadata.labels },
-            // Owned, not controlled: deleting the owner deletes this App (previews go with their app).
-            ...(metadata.owner ? { ownerReferences: [{ apiVersion, kind: 'App', name: metadata.owner.name, uid: metadata.owner.id, controller: false, blockOwnerDeletion: true }] } : {}),
-          },
-          spec: this.identity && !spec.identity ? { ...spec, identity: { ...this.identity } } : spec,
+        {
+          name: metadata.name,
+          labels: { [labels.managedBy]: managers.api, ...metadata.labels },
+          // Owned, not controlled: deleting the owner deletes this App (previews go with their app).
+          ...(metadata.owner ? { ownerReferences: [{ apiVersion, kind: 'App', name: metadata.owner.name, uid: metadata.owner.id, controller: false, blockOwnerDeletion: true }] } : {}),
         },
-      })) as App;
+        this.identity && !spec.identity ? { ...spec, identity: { ...this.identity } } : spec,
+      );
       await untilCached(this.informer, namespace, metadata.name, (c) => c?.metadata.uid === created.metadata.uid);
       return appRecord(created);
     } catch (err) {
       if (claim?.fresh) await this.hostnames!.store.forget(namespace, metadata.name);
       if (kubeStatus(err) === 409) throw new DomainError('conflict', `an app named "${metadata.name}" already exists`);
-      if (kubeStatus(err) === 422) throw new DomainError('invalid', `invalid app: ${rejectionMessage(err, 'App')}`);
       throw err;
     }
   }

@@ -7,11 +7,11 @@ import * as k8s from '@kubernetes/client-node';
 import { group, labels, managers, pluralOf, version } from '../../lib/contract.js';
 import { credentialKeys, databaseObjects } from '../../lib/databases.js';
 import { DomainError } from '../../lib/errors.js';
-import { kubeStatus, rejectionMessage } from '../../lib/kube/client.js';
-import { customInformer } from '../../lib/kube/custom-informer.js';
+import { kubeStatus } from '../../lib/kube/client.js';
+import { createCustomObject, customInformer } from '../../lib/kube/custom-informer.js';
 import { untilCached } from '../../lib/kube/until-cached.js';
 import type { Logger } from '../../lib/logger.js';
-import { apiVersion, type Database } from '../../lib/resources/index.js';
+import type { Database } from '../../lib/resources/index.js';
 
 const plural = pluralOf('Database');
 
@@ -67,19 +67,12 @@ export class DatabaseRepository {
       this.log.info({ namespace, database: name }, 'Reusing the credentials of a kept volume of the same name');
     }
     try {
-      const created = (await this.custom.createNamespacedCustomObject({
-        group,
-        version,
-        namespace,
-        plural,
-        body: { apiVersion, kind: 'Database', metadata: { name, labels: { [labels.managedBy]: managers.api } }, spec },
-      })) as Database;
+      const created = await createCustomObject<Database>(this.custom, 'Database', namespace, { name, labels: { [labels.managedBy]: managers.api } }, spec);
       await untilCached(this.informer, namespace, name, (c) => c?.metadata.uid === created.metadata.uid);
       return created;
     } catch (err) {
       if (made) await this.core.deleteNamespacedSecret({ namespace, name: o.secret }).catch(() => undefined);
       if (kubeStatus(err) === 409) throw new DomainError('conflict', `a database named "${name}" already exists`);
-      if (kubeStatus(err) === 422) throw new DomainError('invalid', `invalid database: ${rejectionMessage(err, 'Database')}`);
       throw err;
     }
   }

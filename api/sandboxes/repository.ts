@@ -4,10 +4,9 @@
 // and the watch events that follow, never a poll.
 import { randomBytes } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
-import { apiVersion, group, labels, managers, pluralOf, version } from '../../lib/contract.js';
-import { DomainError } from '../../lib/errors.js';
-import { kubeStatus, mergePatch, rejectionMessage } from '../../lib/kube/client.js';
-import { customInformer } from '../../lib/kube/custom-informer.js';
+import { group, labels, managers, pluralOf, version } from '../../lib/contract.js';
+import { kubeStatus, mergePatch } from '../../lib/kube/client.js';
+import { createCustomObject, customInformer } from '../../lib/kube/custom-informer.js';
 import { untilCached } from '../../lib/kube/until-cached.js';
 import type { Logger } from '../../lib/logger.js';
 import type { Sandbox, SandboxSpec } from '../../lib/resources/index.js';
@@ -52,19 +51,7 @@ export class SandboxRepository {
 
   async create(namespace: string, spec: SandboxSpec, accountId: string): Promise<Sandbox> {
     const name = newSandboxName();
-    try {
-      const created = (await this.custom.createNamespacedCustomObject({
-        group,
-        version,
-        namespace,
-        plural,
-        body: { apiVersion, kind: 'Sandbox', metadata: { name, labels: { [labels.managedBy]: managers.api, [labels.account]: accountId } }, spec },
-      })) as Sandbox;
-      return created;
-    } catch (err) {
-      if (kubeStatus(err) === 422) throw new DomainError('invalid', `invalid sandbox: ${rejectionMessage(err, 'Sandbox')}`);
-      throw err;
-    }
+    return createCustomObject<Sandbox>(this.custom, 'Sandbox', namespace, { name, labels: { [labels.managedBy]: managers.api, [labels.account]: accountId } }, spec);
   }
 
   /**
