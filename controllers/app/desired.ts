@@ -8,6 +8,7 @@ import { artifactCredentialTtlSeconds, mintArtifactCredential } from '../../lib/
 import { annotations, apiVersion, appHost, appUrl, containers, labels, managers, type AppsSite } from '../../lib/contract.js';
 import { credentialKeys, databaseObjects, databasePort } from '../../lib/databases.js';
 import type { App } from '../../lib/resources/index.js';
+import { hopelessWaiting, podReady } from '../frame/pods.js';
 import type { ConditionInput } from '../frame/status.js';
 import { liveOutcomes, nextLive, nextRollout, serving, type AppStatusFields } from './rollout.js';
 
@@ -63,8 +64,6 @@ function databaseEnv(db: NonNullable<AppSettings['database']>): k8s.V1EnvVar[] {
 /** Kinds the platform's runtime image serves from a fetched artifact. */
 const runtimeKinds = new Set(['static', 'html', 'markdown', 'handlers']);
 const siteRoot = '/srv/site';
-/** Container waiting reasons that do not get better by waiting. */
-const hopeless = new Set(['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'CreateContainerConfigError', 'CrashLoopBackOff']);
 
 function ownerRef(app: App): k8s.V1OwnerReference {
   return { apiVersion, kind: 'App', name: app.metadata.name!, uid: app.metadata.uid!, controller: true, blockOwnerDeletion: true };
@@ -259,10 +258,6 @@ export function machinePolicy(app: App, settings: AppSettings): k8s.V1NetworkPol
   };
 }
 
-export function podReady(pod: k8s.V1Pod): boolean {
-  return !pod.metadata?.deletionTimestamp && pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
-}
-
 function statusesOf(pod: k8s.V1Pod): k8s.V1ContainerStatus[] {
   return [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])];
 }
@@ -279,7 +274,7 @@ function hopelessMachine(pod: k8s.V1Pod, now: Date, deadlineMs: number): string 
   for (const s of statusesOf(pod)) {
     const last = s.lastState?.terminated ?? s.state?.terminated;
     const ended = last ? ` (last exit ${last.exitCode}${last.reason ? `, ${last.reason}` : ''}${last.message ? `: ${last.message.trim().slice(-300)}` : ''})` : '';
-    if (s.state?.waiting && hopeless.has(s.state.waiting.reason ?? '')) return `container ${s.name}: ${s.state.waiting.reason}${s.state.waiting.message ? `: ${s.state.waiting.message}` : ''}${ended}`;
+    if (s.state?.waiting && hopelessWaiting.has(s.state.waiting.reason ?? '')) return `container ${s.name}: ${s.state.waiting.reason}${s.state.waiting.message ? `: ${s.state.waiting.message}` : ''}${ended}`;
     if (s.restartCount >= 2) return `container ${s.name} restarted ${s.restartCount} times${ended}`;
   }
   if (pod.status?.phase === 'Failed') return `machine ended (${pod.status.reason ?? 'Failed'})`;

@@ -8,6 +8,7 @@ import type * as k8s from '@kubernetes/client-node';
 import { apiVersion, labels, managers } from '../../lib/contract.js';
 import { credentialKeys, databaseObjects, databasePort } from '../../lib/databases.js';
 import type { App, Database } from '../../lib/resources/index.js';
+import { hopelessWaiting, podReady } from '../frame/pods.js';
 import type { ConditionInput } from '../frame/status.js';
 
 export interface DatabaseSettings {
@@ -41,8 +42,6 @@ export interface DatabasePlan {
   ready: Omit<ConditionInput, 'type'>;
 }
 
-/** Waiting reasons that do not get better by waiting. */
-const hopeless = new Set(['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'CreateContainerConfigError', 'CrashLoopBackOff']);
 
 function owner(db: Database): k8s.V1OwnerReference {
   return { apiVersion, kind: 'Database', name: db.metadata.name!, uid: db.metadata.uid!, controller: true, blockOwnerDeletion: true };
@@ -135,15 +134,11 @@ export function serverPolicy(db: Database, settings: DatabaseSettings): k8s.V1Ne
   };
 }
 
-function podReady(pod: k8s.V1Pod | undefined): boolean {
-  return !!pod && !pod.metadata?.deletionTimestamp && pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
-}
-
 /** Why the server will not come up by waiting, if it will not. */
 function serverProblem(pod: k8s.V1Pod): string | undefined {
   for (const s of pod.status?.containerStatuses ?? []) {
     const w = s.state?.waiting;
-    if (w && hopeless.has(w.reason ?? '')) {
+    if (w && hopelessWaiting.has(w.reason ?? '')) {
       const last = s.lastState?.terminated;
       return `${w.reason}${w.message ? `: ${w.message}` : ''}${last ? ` (last exit ${last.exitCode}${last.reason ? `, ${last.reason}` : ''})` : ''}`;
     }
