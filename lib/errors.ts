@@ -15,3 +15,18 @@ export class DomainError extends Error {
     this.name = 'DomainError';
   }
 }
+
+/**
+ * An error as one line for a stored `last_error` and logs: its message and code (socket and
+ * protocol errors carry one), with its cause's message when asked, whitespace collapsed, at most
+ * 500 characters. Never more of a request than the error itself says.
+ */
+export function errorLine(err: unknown, opts: { withCause?: boolean } = {}): string {
+  let text = String(err);
+  if (err instanceof Error) {
+    const code = (err as { code?: unknown }).code;
+    const cause = opts.withCause && err.cause instanceof Error ? err.cause.message : '';
+    text = `${err.message}${typeof code === 'string' ? ` (${code})` : ''}${cause ? `: ${cause}` : ''}`;
+  }
+  return text.replace(/\s+/g, ' ').slice(0, 500);
+}

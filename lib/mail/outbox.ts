@@ -5,6 +5,7 @@
 // once a message is sent or given up.
 import type { Knex } from 'knex';
 import { z } from 'zod';
+import { errorLine } from '../errors.js';
 
 /** The PostgreSQL channel an enqueue notifies (on commit), so the sender need not wait for its poll. */
 export const wakeChannel = 'svc_mail_outbox';
@@ -150,7 +151,7 @@ export class MailOutbox {
     try {
       await transport.send({ to: row.to, subject: row.subject, text: row.text ?? '', html: row.html ?? undefined });
     } catch (err) {
-      const error = describe(err);
+      const error = errorLine(err);
       if (err instanceof PermanentMailError || attempts >= this.retry.maxAttempts) {
         await update({ failed_at: now, last_error: error, text: null, html: null });
         return { ...base, result: 'failed', error };
@@ -162,10 +163,4 @@ export class MailOutbox {
     await update({ sent_at: now, text: null, html: null });
     return { ...base, result: 'sent' };
   }
-}
-
-/** One line for last_error and logs: SMTP replies and socket errors, never the message itself. */
-function describe(err: unknown): string {
-  const text = err instanceof Error ? `${err.message}${'code' in err && typeof err.code === 'string' ? ` (${err.code})` : ''}` : String(err);
-  return text.replace(/\s+/g, ' ').slice(0, 500);
 }

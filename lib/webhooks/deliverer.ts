@@ -9,6 +9,7 @@
 // clock stamps webhook-timestamp, which receivers compare with their own.
 import type { Knex } from 'knex';
 import { request, type Dispatcher } from 'undici';
+import { errorLine } from '../errors.js';
 import { lockEventLog, recordEvent } from '../events.js';
 import type { Logger } from '../logger.js';
 import { disableAfterFailingMs, parseRetryAfter, retryDelayMs } from './outbox.js';
@@ -104,11 +105,6 @@ export class WebhookDeliverer {
     clearInterval(this.timer);
     await this.pumping;
     await Promise.allSettled([...this.attempts]);
-  }
-
-  /** Deliveries being attempted by this process (tests, metrics). */
-  get busy(): number {
-    return this.inFlight;
   }
 
   private async pump(): Promise<void> {
@@ -249,9 +245,9 @@ async function readExcerpt(body: AsyncIterable<Buffer> & { destroy(): unknown })
   return Buffer.concat(chunks).subarray(0, excerptBytes).toString('utf8');
 }
 
+/** The attempt's error as one line; a timeout said plainly whichever of undici's timers fired. */
 function describe(err: unknown): string {
-  const e = err as { name?: string; message?: string; code?: string; cause?: { message?: string; code?: string } };
+  const e = err as { name?: string; code?: string };
   if (e.name === 'TimeoutError' || e.code === 'UND_ERR_HEADERS_TIMEOUT' || e.code === 'UND_ERR_BODY_TIMEOUT') return 'no answer within the timeout';
-  const text = `${e.message ?? String(err)}${e.code ? ` (${e.code})` : ''}${e.cause?.message ? `: ${e.cause.message}` : ''}`;
-  return text.replace(/\s+/g, ' ').slice(0, 500);
+  return errorLine(err, { withCause: true });
 }
