@@ -51,6 +51,25 @@ export async function accountIdOfNamespace(db: Db, namespace: string): Promise<s
   return row?.id;
 }
 
+/**
+ * accountIdOfNamespace for the processes that ask it of every object they watch: an account's
+ * namespace never changes hands, so an answer is kept; "no account" is asked again after a minute
+ * (another platform's database shares the cluster in tests; a namespace made before its row).
+ */
+export class NamespaceAccounts {
+  private readonly known = new Map<string, { id: string | undefined; at: number }>();
+
+  constructor(private readonly db: Db) {}
+
+  async of(namespace: string): Promise<string | undefined> {
+    const hit = this.known.get(namespace);
+    if (hit && (hit.id || Date.now() - hit.at < 60_000)) return hit.id;
+    const id = await accountIdOfNamespace(this.db, namespace);
+    this.known.set(namespace, { id, at: Date.now() });
+    return id;
+  }
+}
+
 export async function countAccounts(db: Db): Promise<number> {
   const [row] = (await db('accounts').count({ n: '*' })) as Array<{ n: string | number }>;
   return Number(row?.n ?? 0);

@@ -7,6 +7,7 @@
 // A Sandbox that ends while no API runs is recorded when one starts (the cache lists it), as long
 // as it is kept (the retention window, 24 h by default).
 import type { Db } from '../../lib/db/connection.js';
+import { NamespaceAccounts } from '../../lib/accounts.js';
 import { recordEvent } from '../../lib/events.js';
 import { labels } from '../../lib/contract.js';
 import type { Logger } from '../../lib/logger.js';
@@ -20,12 +21,14 @@ export function endEvent(s: Sandbox): 'sandbox.expired' | 'sandbox.destroyed' | 
 
 export class SandboxRecorder {
   private readonly recorded = new Set<string>();
-  private readonly accounts = new Map<string, string | null>();
+  private readonly accounts: NamespaceAccounts;
 
   constructor(
     private readonly db: Db,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.accounts = new NamespaceAccounts(db);
+  }
 
   /** Records the sandbox's end if it has ended and this process has not recorded it yet. */
   observe(s: Sandbox): void {
@@ -40,15 +43,8 @@ export class SandboxRecorder {
   }
 
   private async accountOf(s: Sandbox): Promise<string | undefined> {
-    const label = s.metadata.labels?.[labels.account];
-    if (label) return label;
     // Made with kubectl: the account whose namespace it is in.
-    const ns = s.metadata.namespace!;
-    if (!this.accounts.has(ns)) {
-      const row = (await this.db('accounts').where({ namespace: ns }).first('id')) as { id: string } | undefined;
-      this.accounts.set(ns, row?.id ?? null);
-    }
-    return this.accounts.get(ns) ?? undefined;
+    return s.metadata.labels?.[labels.account] || this.accounts.of(s.metadata.namespace!);
   }
 
   private async record(s: Sandbox, type: NonNullable<ReturnType<typeof endEvent>>): Promise<void> {

@@ -14,7 +14,7 @@
 // a machine that went while no meter ran is not counted.
 import type * as k8s from '@kubernetes/client-node';
 import type { Knex } from 'knex';
-import { accountIdOfNamespace } from '../../lib/accounts.js';
+import { NamespaceAccounts } from '../../lib/accounts.js';
 import { containers, labels } from '../../lib/contract.js';
 import { recordEvent } from '../../lib/events.js';
 import type { Logger } from '../../lib/logger.js';
@@ -69,7 +69,7 @@ export interface PodFeed {
 
 export class MachineMeter {
   private timer: NodeJS.Timeout | undefined;
-  private readonly accounts = new Map<string, { id: string | undefined; at: number }>();
+  private readonly accounts: NamespaceAccounts;
   /** Writes in order per subject, so a run's close never overtakes its start. */
   private readonly chains = new Map<string, Promise<void>>();
   private stopped = false;
@@ -80,7 +80,9 @@ export class MachineMeter {
     private readonly log: Logger,
     private readonly clock: () => Date = () => new Date(),
     private readonly flushMs = 30_000,
-  ) {}
+  ) {
+    this.accounts = new NamespaceAccounts(db);
+  }
 
   /** Call once the feed's cache is filled: closes what went meanwhile, then follows changes. */
   async start(): Promise<void> {
@@ -135,14 +137,8 @@ export class MachineMeter {
     this.chains.set(subject, next);
   }
 
-  private async accountOf(pod: k8s.V1Pod): Promise<string | undefined> {
-    const ns = pod.metadata!.namespace!;
-    const known = this.accounts.get(ns);
-    // A namespace of no account here (another platform's database, in tests) is asked again after a minute.
-    if (known && (known.id || Date.now() - known.at < 60_000)) return known.id;
-    const id = await accountIdOfNamespace(this.db, ns);
-    this.accounts.set(ns, { id, at: Date.now() });
-    return id;
+  private accountOf(pod: k8s.V1Pod): Promise<string | undefined> {
+    return this.accounts.of(pod.metadata!.namespace!);
   }
 
   /** The run's row, inserted open if it is not there yet (with machine.started, once). */
