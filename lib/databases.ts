@@ -18,5 +18,10 @@ export function databaseObjects(name: string) {
   };
 }
 
+/** The size of a Database's volume: its own, or the platform's default. */
+export function databaseBytes(db: { spec: { storageBytes?: number | undefined } }, defaultBytes: number): number {
+  return db.spec.storageBytes ?? defaultBytes;
+}
+
 /** Credentials Secret keys. */
 export const credentialKeys = { username: 'username', password: 'password', database: 'database' } as const;

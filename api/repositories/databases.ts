@@ -90,10 +90,4 @@ export class DatabaseRepository {
     }
     await untilCached(this.informer, namespace, name, (c) => !c || !!c.metadata.deletionTimestamp);
   }
-
-  /** Called with every Database that changed (the recorder of events follows it). */
-  onChange(fn: (db: Database) => void): void {
-    this.informer.on('add', fn);
-    this.informer.on('update', fn);
-  }
 }

@@ -4,7 +4,7 @@
 // DATABASE_URL and the PG* variables (docs/api/data.md).
 import { z } from 'zod';
 import { dnsLabel } from '../../lib/contract.js';
-import { maxDatabaseName } from '../../lib/databases.js';
+import { databaseBytes, maxDatabaseName } from '../../lib/databases.js';
 import { DomainError } from '../../lib/errors.js';
 import type { Database } from '../../lib/resources/index.js';
 import { ApiError, conflict, invalid, notFound } from '../errors.js';
@@ -46,7 +46,7 @@ export function presentDatabase(db: Database, defaultBytes: number): z.infer<typ
     host: db.status?.host ?? null,
     port: db.status?.port ?? null,
     database: db.status?.databaseName ?? null,
-    storage_bytes: db.spec.storageBytes ?? defaultBytes,
+    storage_bytes: databaseBytes(db, defaultBytes),
     deletion_policy: db.spec.deletionPolicy === 'Retain' ? 'retain' : 'drop',
     created_at: new Date(db.metadata.creationTimestamp as unknown as string).toISOString(),
   };
@@ -101,7 +101,7 @@ export function databaseOperations(s: Services): Operation[] {
           throw new ApiError('quota_exceeded', `the account has ${existing.length} databases, its limit (${limits.maxPerAccount}); delete one first`);
         }
         const bytes = body.storage_bytes ?? limits.defaultBytes;
-        const used = existing.reduce((sum, d) => sum + (d.spec.storageBytes ?? limits.defaultBytes), 0);
+        const used = existing.reduce((sum, d) => sum + databaseBytes(d, limits.defaultBytes), 0);
         if (used + bytes > limits.maxBytesPerAccount) {
           throw new ApiError('quota_exceeded', `${bytes} more bytes would bring the account's database storage to ${used + bytes}, over its limit of ${limits.maxBytesPerAccount} bytes (${used} in use)`);
         }
@@ -111,7 +111,7 @@ export function databaseOperations(s: Services): Operation[] {
           deletionPolicy: body.deletion_policy === 'retain' ? 'Retain' : 'Drop',
         });
         await s.usage.storage(caller.account.id, `database/${db.metadata.name}`, bytes);
-        await s.events.record(caller.account.id, 'database.created', db.metadata.name!, { database: db.metadata.name, storage_bytes: db.spec.storageBytes ?? s.config.databases.defaultBytes, deletion_policy: body.deletion_policy });
+        await s.events.record(caller.account.id, 'database.created', db.metadata.name!, { database: db.metadata.name, storage_bytes: bytes, deletion_policy: body.deletion_policy });
         return { status: 201, body: present(db) };
       },
     }),

@@ -6,7 +6,7 @@
 // never read Secrets): the server and attached machines get it through the kubelet.
 import type * as k8s from '@kubernetes/client-node';
 import { apiVersion, labels, managers } from '../../lib/contract.js';
-import { credentialKeys, databaseObjects, databasePort } from '../../lib/databases.js';
+import { credentialKeys, databaseBytes, databaseObjects, databasePort } from '../../lib/databases.js';
 import type { App, Database } from '../../lib/resources/index.js';
 import { hopelessWaiting, podReady } from '../frame/pods.js';
 import type { ConditionInput } from '../frame/status.js';
@@ -100,7 +100,7 @@ export function dataClaim(db: Database, settings: DatabaseSettings): k8s.V1Persi
     metadata: meta(db, databaseObjects(db.metadata.name!).claim),
     spec: {
       accessModes: ['ReadWriteOnce'],
-      resources: { requests: { storage: String(db.spec.storageBytes ?? settings.defaultBytes) } },
+      resources: { requests: { storage: String(databaseBytes(db, settings.defaultBytes)) } },
       ...(settings.storageClass ? { storageClassName: settings.storageClass } : {}),
     },
   };

@@ -102,10 +102,8 @@ export async function rotateSecret(db: Db, accountId: string, id: string, now: D
 
 /** Enables a disabled endpoint again (its failure streak forgotten). Undefined: no such webhook. */
 export async function enableWebhook(db: Db, accountId: string, id: string): Promise<Webhook | undefined> {
-  return db.transaction(async (trx) => {
-    const [row] = (await trx('webhooks').where({ account_id: accountId, id }).update({ disabled_at: null, disabled_reason: null, failing_since: null }).returning('*')) as WebhookRow[];
-    return row && toWebhook(row);
-  });
+  const [row] = (await db('webhooks').where({ account_id: accountId, id }).update({ disabled_at: null, disabled_reason: null, failing_since: null }).returning('*')) as WebhookRow[];
+  return row && toWebhook(row);
 }
 
 export type DeliveryStatus = 'pending' | 'succeeded' | 'failed' | 'canceled';
