@@ -60,6 +60,11 @@ describe('Databases', () => {
     assert.equal(up.port, 5432);
     await json(await api.request('POST', '/api/databases', { body: { name: 'notes-db' } }), 409);
     await json(await api.request('POST', '/api/databases', { body: { name: 'Bad_Name' } }), 400);
+    assert.match((await json<{ error: string }>(await api.request('POST', '/api/databases', { body: { name: 'x'.repeat(41) } }), 400)).error, /name: must be at most 40 characters/);
+    assert.match((await json<{ error: string }>(await api.request('POST', '/api/databases', { body: { name: 'tiny', storage_bytes: 5 } }), 400)).error, /storage_bytes/);
+    assert.match((await json<{ error: string }>(await api.request('POST', '/api/databases', { body: { name: 'odd', deletion_policy: 'keep' } }), 400)).error, /deletion_policy/);
+    assert.match((await json<{ error: string }>(await api.request('POST', '/api/databases', { body: { name: 'extra', engine: 'mysql' } }), 400)).error, /engine/);
+    assert.ok(!(await list()).some((d) => ['tiny', 'odd', 'extra'].includes(d.name)), 'nothing half-made');
 
     await json(await api.request('POST', '/api/apps', { body: { name: 'dbapp' } }), 201);
     const d = await json<{ id: string }>(await api.request('POST', '/api/apps/dbapp/deploy', { body: { image: images.runtime, command: ['node', '-e', dbAppScript] } }), 202);

@@ -302,9 +302,14 @@ describe('Webhook delivery', () => {
       assert.throws(() => verify(hook.secret, rx.received[1]!));
       const full = await delivery(hook.id, d!.id);
       assert.equal(full.attempt_log.length, 2);
-      // Another account's deliveries are not found.
+      // Another account's deliveries are not found; a bad filter is refused naming it.
       const other = await api.request('GET', `/api/account/webhooks/wh_nosuch/deliveries`);
       assert.equal(other.status, 404);
+      assert.equal((await api.request('GET', `/api/account/webhooks/${hook.id}/deliveries/msg_nosuch`)).status, 404);
+      assert.equal((await api.request('POST', `/api/account/webhooks/${hook.id}/deliveries/msg_nosuch/redeliver`)).status, 404);
+      const badStatus = await api.request('GET', `/api/account/webhooks/${hook.id}/deliveries?status=lost`);
+      assert.equal(badStatus.status, 400);
+      assert.match(((await badStatus.json()) as { error: string }).error, /status/);
     } finally {
       await hook.remove();
       await rx.close();
