@@ -129,8 +129,10 @@ export class AppActions {
       to = nodes.find((n) => n !== from);
       if (!to) throw new DomainError('conflict', `no other ready node to move machine ${ordinal} to`);
     }
-    const placement = [...(app.spec.placement ?? []).filter((p) => p.ordinal !== ordinal), { ordinal, node: to }].sort((a, b) => a.ordinal - b.ordinal);
-    await this.d.apps.patchSpec(app.namespace, app.name, { placement }, app.resourceVersion);
+    // On the App as written: a placement changed meanwhile is kept, not overwritten.
+    await this.d.apps.updateSpec(app.namespace, app.name, (fresh) => ({
+      placement: [...(fresh.spec.placement ?? []).filter((p) => p.ordinal !== ordinal), { ordinal, node: to }].sort((a, b) => a.ordinal - b.ordinal),
+    }));
     return { ordinal, from, to };
   }
 }

@@ -68,13 +68,7 @@ export class AppRepository {
   async find(namespace: string, idOrName: string): Promise<AppRecord | undefined> {
     const cached = this.informer.get(idOrName, namespace) ?? this.informer.list(namespace).find((a) => a.metadata.uid === idOrName);
     if (cached) return appRecord(cached);
-    if (!dnsLabel.test(idOrName)) return undefined;
-    try {
-      return appRecord((await this.custom.getNamespacedCustomObject({ group, version, namespace, plural, name: idOrName })) as App);
-    } catch (err) {
-      if (kubeStatus(err) === 404) return undefined;
-      throw err;
-    }
+    return dnsLabel.test(idOrName) ? this.read(namespace, idOrName) : undefined;
   }
 
   async create(namespace: string, name: string, spec: App['spec']): Promise<AppRecord> {
@@ -97,6 +91,37 @@ export class AppRepository {
       if (kubeStatus(err) === 404) throw new DomainError('not_found', `app ${name} not found`);
       if (kubeStatus(err) === 409) throw new DomainError('conflict', `app ${name} changed meanwhile; retry`);
       if (kubeStatus(err) === 422) throw new DomainError('invalid', `invalid app: ${rejectionMessage(err, 'App')}`);
+      throw err;
+    }
+  }
+
+  /**
+   * A change of the App's spec decided from the App itself: written only if the App is still the
+   * one decided from (its resourceVersion), so that two decisions at once cannot both land; when
+   * it changed meanwhile (its status changes all the time) the decision is made again on the App
+   * as the apiserver has it now. `decide` answers the spec patch, or undefined for no change; its
+   * errors are the caller's. Answers the App as written (or as read, when nothing changed).
+   */
+  async updateSpec(namespace: string, name: string, decide: (app: AppRecord) => Record<string, unknown> | undefined): Promise<AppRecord> {
+    for (let attempt = 1; ; attempt++) {
+      const app = attempt === 1 ? await this.find(namespace, name) : await this.read(namespace, name);
+      if (!app) throw new DomainError('not_found', `app ${name} not found`);
+      const patch = decide(app);
+      if (!patch) return app;
+      try {
+        return await this.patchSpec(namespace, name, patch, app.resourceVersion);
+      } catch (err) {
+        if (!(err instanceof DomainError && err.kind === 'conflict') || attempt >= 5) throw err;
+      }
+    }
+  }
+
+  /** From the apiserver, not the cache (what a write conditioned on its version needs). */
+  private async read(namespace: string, name: string): Promise<AppRecord | undefined> {
+    try {
+      return appRecord((await this.custom.getNamespacedCustomObject({ group, version, namespace, plural, name })) as App);
+    } catch (err) {
+      if (kubeStatus(err) === 404) return undefined;
       throw err;
     }
   }

@@ -5,7 +5,6 @@
 import { z } from 'zod';
 import { dnsLabel } from '../../lib/contract.js';
 import { databaseBytes, maxDatabaseName } from '../../lib/databases.js';
-import { DomainError } from '../../lib/errors.js';
 import type { Database } from '../../lib/resources/index.js';
 import { ApiError, conflict, invalid, notFound } from '../errors.js';
 import { op, type Operation } from '../operation.js';
@@ -50,21 +49,6 @@ export function presentDatabase(db: Database, defaultBytes: number): z.infer<typ
     deletion_policy: db.spec.deletionPolicy === 'Retain' ? 'retain' : 'drop',
     created_at: new Date(db.metadata.creationTimestamp as unknown as string).toISOString(),
   };
-}
-
-/**
- * Runs a decision that writes the App only if it is as read (so two attaches at once cannot both
- * win), again on the App as it is now when it changed meanwhile: its status changes all the time.
- */
-async function decidedOnFreshApp<T>(decide: () => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await decide();
-    } catch (err) {
-      if (!(err instanceof DomainError && err.kind === 'conflict' && /changed meanwhile/.test(err.message)) || attempt >= 5) throw err;
-      await new Promise((r) => setTimeout(r, 20 * attempt));
-    }
-  }
 }
 
 export function databaseOperations(s: Services): Operation[] {
@@ -148,20 +132,20 @@ export function databaseOperations(s: Services): Operation[] {
       response: z.object({ app: z.string(), database: databaseSchema }),
       handler: async ({ caller, params, body }) => {
         const ns = caller.account.namespace;
-        const { app, db } = await decidedOnFreshApp(async () => {
-          const app = await resolveApp(s, caller, params.appID!);
-          const db = s.databases.get(ns, body.name);
-          if (!db || db.metadata.deletionTimestamp) throw notFound(`database ${body.name}`);
+        const { name } = await resolveApp(s, caller, params.appID!);
+        const db = s.databases.get(ns, body.name);
+        if (!db || db.metadata.deletionTimestamp) throw notFound(`database ${body.name}`);
+        let attached = false;
+        // Decided on the App as written: two attaches at once cannot both win.
+        await s.apps.updateSpec(ns, name, (app) => {
           const holder = holderOf(ns, body.name);
           if (holder && holder.name !== app.name) throw conflict(`database ${body.name} is attached to app ${holder.name}; a database attaches to one app`);
           if (app.spec.database && app.spec.database !== body.name) throw conflict(`app ${app.name} has database ${app.spec.database} attached: detach it first`);
-          if (app.spec.database !== body.name) {
-            await s.apps.patchSpec(ns, app.name, { database: body.name }, app.resourceVersion);
-            await s.events.record(caller.account.id, 'database.attached', body.name, { database: body.name, app: app.name });
-          }
-          return { app, db };
+          attached = app.spec.database !== body.name;
+          return attached ? { database: body.name } : undefined;
         });
-        return { body: { app: app.name, database: present(db) } };
+        if (attached) await s.events.record(caller.account.id, 'database.attached', body.name, { database: body.name, app: name });
+        return { body: { app: name, database: present(db) } };
       },
     }),
     op({
@@ -173,13 +157,14 @@ export function databaseOperations(s: Services): Operation[] {
       action: 'write',
       status: 204,
       handler: async ({ caller, params }) => {
-        await decidedOnFreshApp(async () => {
-          const app = await resolveApp(s, caller, params.appID!);
-          const name = app.spec.database;
-          if (!name) throw invalid(`app ${app.name} has no database attached`);
-          await s.apps.patchSpec(caller.account.namespace, app.name, { database: null }, app.resourceVersion);
-          await s.events.record(caller.account.id, 'database.detached', name, { database: name, app: app.name });
+        const { name } = await resolveApp(s, caller, params.appID!);
+        let detached: string | undefined;
+        await s.apps.updateSpec(caller.account.namespace, name, (app) => {
+          detached = app.spec.database;
+          if (!detached) throw invalid(`app ${app.name} has no database attached`);
+          return { database: null };
         });
+        await s.events.record(caller.account.id, 'database.detached', detached!, { database: detached, app: name });
         return { status: 204, body: undefined };
       },
     }),
