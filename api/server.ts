@@ -19,6 +19,7 @@ import { previewOperations } from './routes/previews.js';
 import { pendingOperations } from './routes/pending.js';
 import { sandboxOperations } from './routes/sandboxes.js';
 import { databaseOperations } from './routes/databases.js';
+import { volumeOperations } from './routes/volumes.js';
 import { eventOperations } from './routes/events.js';
 import { systemOperations } from './routes/system.js';
 import type { Services } from './services.js';
@@ -39,6 +40,7 @@ export function allOperations(s: Services): Operation[] {
     ...lifecycleOperations(s),
     ...appAuthOperations(s),
     ...databaseOperations(s),
+    ...volumeOperations(s),
     ...pendingOperations(),
   ];
   return operations;

@@ -27,6 +27,8 @@ import { RuntimeList } from './sandboxes/runtimes.js';
 import { SandboxService } from './sandboxes/service.js';
 import { appUrl, labels } from '../lib/contract.js';
 import { podInformer } from '../lib/kube/pod-informer.js';
+import { VolumeRepository } from './repositories/volumes.js';
+import { VolumeMeter } from './usage/volume-meter.js';
 import { MachineMeter } from './usage/machine-meter.js';
 import { accountIdOfNamespace, getAccount, type Account } from '../lib/accounts.js';
 import type { App } from '../lib/resources/index.js';
@@ -108,6 +110,8 @@ export interface Services {
   webhookDeliverer: WebhookDeliverer;
   /** Databases and their credentials (api/repositories/databases.ts). */
   databases: DatabaseRepository;
+  /** Apps' and databases' volumes (api/repositories/volumes.ts). */
+  volumes: VolumeRepository;
   /** Sandboxes, eval and runtimes (api/sandboxes/). */
   sandboxes: SandboxService;
   /** Proxied requests per app, as ingress-auth records them. */
@@ -201,6 +205,10 @@ export async function assembleServices(deps: {
   await machineMeter.start();
   const databases = new DatabaseRepository(kc, log);
   await databases.start();
+  const volumes = new VolumeRepository(kc, machinePods, (node) => machines.nodeSummary(node), log);
+  await volumes.start();
+  // stored_bytes and volume.* events of apps' volumes (api/usage/volume-meter.ts).
+  await new VolumeMeter(db, volumes.informer, log, clock).start();
   const sandboxRepo = new SandboxRepository(kc, log);
   const sandboxRecorder = new SandboxRecorder(db, log);
   sandboxRepo.onChange((sbx) => sandboxRecorder.observe(sbx));
@@ -218,7 +226,7 @@ export async function assembleServices(deps: {
     artifacts,
     deploys,
     deployer,
-    actions: new AppActions({ apps, env, deploys, deployer, artifacts, machines }),
+    actions: new AppActions({ apps, env, deploys, deployer, artifacts, machines, volumes }),
     auth: { users: new AppUserStore(db, clock), sessions: new SessionStore(db, clock), links: new LinkStore(db, clock) },
     events: {
       list: (accountId, opts) => listEvents(db, accountId, opts),
@@ -247,6 +255,7 @@ export async function assembleServices(deps: {
     webhookDeliverer,
     machineMeter,
     databases,
+    volumes,
     sandboxes,
     requestMetrics: { series: (appUid, start, end, stepMs) => requestSeries(db, appUid, start, end, stepMs) },
     assertionKeys: new AssertionKeyStore(db, { rotationMs: config.assertion.rotationMs, maxAssertionLifetimeMs: config.assertion.lifetimeSeconds * 1000 }),
@@ -271,6 +280,7 @@ export async function assembleServices(deps: {
       await apps.stop();
       await sandboxRepo.stop();
       await databases.stop();
+      await volumes.stop();
       sandboxes.close();
       await webhookDeliverer.stop();
       await machineMeter.stop();

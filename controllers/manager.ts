@@ -57,6 +57,8 @@ export class Manager {
     const services = this.informers.informer(targets.services(kc, ours));
     const policies = this.informers.informer(targets.networkPolicies(kc, ours));
     const namespaces = this.informers.informer(targets.namespaces(kc, accountLabel));
+    // Apps' volume claims (labelled with their volume), kept by the App controller.
+    const appClaims = this.informers.informer(targets.claims(kc, labels.volume));
 
     const events = new EventRecorder(core, managers.controllers, os.hostname(), log);
     const appReconciler = new AppReconciler(
@@ -66,6 +68,7 @@ export class Manager {
       {
         podsOf: (ns, app) => pods.list(ns).filter((p) => p.metadata?.labels?.[labels.app] === app),
         serviceOf: (ns, app) => services.get(app, ns),
+        claimsOf: (ns, app) => appClaims.list(ns).filter((c) => c.metadata?.labels?.[labels.app] === app),
       },
       settings,
       log,
@@ -93,7 +96,7 @@ export class Manager {
     };
     services.on('delete', ownerGone);
     policies.on('delete', ownerGone);
-    this.apps.watches(pods, appOf).watches(services, appOf).watches(policies, appOf);
+    this.apps.watches(pods, appOf).watches(services, appOf).watches(policies, appOf).watches(appClaims, appOf);
 
     const accountReconciler = new AccountReconciler(core, networking, log);
     this.accounts = new Controller<k8s.V1Namespace, never>({

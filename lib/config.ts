@@ -89,6 +89,7 @@ const envSchema = z.object({
   SVC_SANDBOX_EXEC_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(600),
   SVC_SANDBOX_OUTPUT_LIMIT_BYTES: z.coerce.number().int().min(1024).max(64 * 1024 ** 2).default(1024 ** 2),
   SVC_ROLLOUT_DEADLINE_SECONDS: z.coerce.number().int().min(5).max(3600).default(120),
+  SVC_VOLUME_STORAGE_CLASS: z.string().optional(),
   SVC_CONTROLLERS_METRICS_HOST: z.string().min(1).default('127.0.0.1'),
   SVC_CONTROLLERS_METRICS_PORT: port.default(8082),
   SVC_PROXY_HOST: z.string().min(1).default('0.0.0.0'),
@@ -192,6 +193,8 @@ export interface Config {
     readonly runtimeImage: string;
     /** A rollout whose new machines are not ready by then fails, and the previous deploy stays. */
     readonly rolloutDeadlineSeconds: number;
+    /** The StorageClass of apps' volume claims (docs/decisions/0018-volumes.md); undefined: the cluster's default. */
+    readonly volumeStorageClass: string | undefined;
   };
   /** Sandboxes and eval (docs/api/sandboxes.md, docs/decisions/0016-sandboxes.md). */
   readonly sandboxes: {
@@ -337,6 +340,7 @@ export function loadConfig(
       uploadLimitBytes: e.SVC_DEPLOY_UPLOAD_LIMIT_BYTES,
       runtimeImage: e.SVC_RUNTIME_IMAGE,
       rolloutDeadlineSeconds: e.SVC_ROLLOUT_DEADLINE_SECONDS,
+      volumeStorageClass: e.SVC_VOLUME_STORAGE_CLASS || undefined,
     }),
     sandboxes: Object.freeze({
       image: e.SVC_SANDBOX_IMAGE,
@@ -411,7 +415,7 @@ const readsOf = {
   machineNetwork: ['SVC_MACHINE_PLATFORM_CIDRS', 'SVC_MACHINE_PLATFORM_PORTS', 'SVC_NODES', 'SVC_NODE_POD_SUBNET', 'SVC_API_MACHINE_PORT'],
   webhookAllowPrivate: ['SVC_WEBHOOK_ALLOW_PRIVATE'],
   webhookDnsServers: ['SVC_WEBHOOK_DNS_SERVERS'],
-  deploys: ['SVC_ARTIFACT_DIR', 'SVC_ARTIFACT_URL', 'SVC_ARTIFACT_KEY', 'SVC_ARTIFACT_KEY_FILE', 'SVC_STATE_DIR', 'SVC_NODE_POD_SUBNET', 'SVC_API_MACHINE_PORT', 'SVC_DEPLOY_UPLOAD_LIMIT_BYTES', 'SVC_RUNTIME_IMAGE', 'SVC_ROLLOUT_DEADLINE_SECONDS'],
+  deploys: ['SVC_ARTIFACT_DIR', 'SVC_ARTIFACT_URL', 'SVC_ARTIFACT_KEY', 'SVC_ARTIFACT_KEY_FILE', 'SVC_STATE_DIR', 'SVC_NODE_POD_SUBNET', 'SVC_API_MACHINE_PORT', 'SVC_DEPLOY_UPLOAD_LIMIT_BYTES', 'SVC_RUNTIME_IMAGE', 'SVC_ROLLOUT_DEADLINE_SECONDS', 'SVC_VOLUME_STORAGE_CLASS'],
   sandboxes: [
     'SVC_SANDBOX_IMAGE', 'SVC_SANDBOX_NAMESPACE', 'SVC_SANDBOX_RUNTIME_CLASS', 'SVC_SANDBOX_POOL_SIZE', 'SVC_SANDBOX_RETENTION_HOURS',
     'SVC_SANDBOX_MAX_OPEN', 'SVC_SANDBOX_EXEC_PER_MINUTE', 'SVC_SANDBOX_OUTPUT_LIMIT_BYTES',

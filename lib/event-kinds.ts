@@ -29,6 +29,8 @@ export const eventKinds = [
   'database.deleted',
   'database.attached',
   'database.detached',
+  'volume.created',
+  'volume.deleted',
   'sandbox.opened',
   'sandbox.destroyed',
   'sandbox.expired',

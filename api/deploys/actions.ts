@@ -9,6 +9,8 @@ import type { AppRecord } from '../repositories/app-record.js';
 import type { AppRepository } from '../repositories/apps.js';
 import type { EnvRepository } from '../repositories/env.js';
 import type { MachineRepository } from '../repositories/machines.js';
+import type { VolumeRepository } from '../repositories/volumes.js';
+import { volumeClaimName } from '../../lib/volumes.js';
 import { createServing, deploySpecOf, type Deployer, type Prepared } from './deployer.js';
 
 export const previewName = (parent: string, ref: string) => `${parent}${previewSeparator}${ref}`;
@@ -29,6 +31,7 @@ export class AppActions {
       deployer: Deployer;
       artifacts: ArtifactStore;
       machines: MachineRepository;
+      volumes: Pick<VolumeRepository, 'pinnedNode'>;
     },
   ) {}
 
@@ -59,7 +62,7 @@ export class AppActions {
 
   /**
    * A new app serving what `source` serves, with its configuration and environment; not its
-   * domains, app users, previews, database, expiry or machine placement.
+   * domains, app users, previews, database, expiry, machine placement or volumes' data.
    */
   async fork(actor: Actor, source: AppRecord, name: string): Promise<{ app: AppRecord; deploy?: Deploy }> {
     if (await this.d.apps.find(actor.namespace, name)) throw new DomainError('conflict', `an app named "${name}" already exists`);
@@ -74,6 +77,8 @@ export class AppActions {
         ...(source.spec.machines !== undefined ? { machines: source.spec.machines } : {}),
         ...(source.spec.resources ? { resources: source.spec.resources } : {}),
         ...(source.spec.auth ? { auth: source.spec.auth } : {}),
+        // The same volumes, its own and empty: data is not copied.
+        ...(source.spec.volumes?.length ? { volumes: source.spec.volumes } : {}),
       },
       spec ? { spec, origin: 'fork', summary: { forked_from: source.name, ...(originDeploy ? { deploy: originDeploy } : {}) } } : undefined,
       { origin: 'fork', ...(originDeploy ? { originDeploy } : {}), createdBy: actor.createdBy, env: await this.d.env.read(source) },
@@ -106,6 +111,7 @@ export class AppActions {
         machines: 1,
         ...(parent.spec.resources ? { resources: parent.spec.resources } : {}),
         ...(parent.spec.auth ? { auth: parent.spec.auth } : {}),
+        ...(parent.spec.volumes?.length ? { volumes: parent.spec.volumes } : {}),
       },
       prepared,
       { origin: prepared?.origin ?? 'preview', ...(originDeploy ? { originDeploy } : {}), createdBy: actor.createdBy, env: await this.d.env.read(parent) },
@@ -128,6 +134,18 @@ export class AppActions {
     } else {
       to = nodes.find((n) => n !== from);
       if (!to) throw new DomainError('conflict', `no other ready node to move machine ${ordinal} to`);
+    }
+    // A volume on node-local storage cannot follow the machine: say so rather than start it on an
+    // empty one (docs/decisions/0018-volumes.md).
+    for (const v of app.spec.volumes ?? []) {
+      const claim = volumeClaimName(app.name, v.name, ordinal);
+      const pinned = this.d.volumes.pinnedNode(app.namespace, claim);
+      if (pinned && pinned !== to) {
+        throw new DomainError(
+          'conflict',
+          `machine ${ordinal} keeps volume ${v.name} (${claim}, at ${v.path}) on node ${pinned}, whose storage is local to it: the machine cannot move to ${to} without leaving its data behind`,
+        );
+      }
     }
     // On the App as written: a placement changed meanwhile is kept, not overwritten.
     await this.d.apps.updateSpec(app.namespace, app.name, (fresh) => ({

@@ -15,6 +15,7 @@ import { DomainError } from '../../lib/errors.js';
 import { ApiError, invalid } from '../errors.js';
 import type { AppRepository } from '../repositories/apps.js';
 import type { Env, EnvRepository } from '../repositories/env.js';
+import type { VolumeSpec } from '../../lib/volumes.js';
 import { parseCompose } from './compose.js';
 import { detectKind, isHtml } from './detect.js';
 
@@ -50,6 +51,8 @@ export interface Prepared {
   summary: Record<string, unknown>;
   /** Settings the deploy carries beyond the spec fields a deploy owns (compose x-svc). */
   machines?: number;
+  /** A compose service's volumes, the whole list (an empty one detaches the app's volumes). */
+  volumes?: VolumeSpec[];
 }
 
 /** HTML pages larger than this are not read for kind detection (markers are near the top). */
@@ -156,6 +159,7 @@ export class Deployer {
         },
         summary: { service: s.name, image: s.image, ...policySummary(auth) },
         ...(compose.settings.machines !== undefined ? { machines: compose.settings.machines } : {}),
+        volumes: s.volumes,
       };
     }
     if (!body.files) throw invalid('this compose file has no container service (only x-svc): send the files it configures with it');
@@ -202,6 +206,7 @@ export class Deployer {
         ...specPatch(prepared.spec),
         deployId: deploy.id,
         ...(prepared.machines !== undefined ? { machines: prepared.machines } : {}),
+        ...(prepared.volumes !== undefined ? { volumes: prepared.volumes.length ? prepared.volumes : null } : {}),
       });
     } catch (err) {
       await this.deploys.finish(deploy.id, { status: 'failed', reason: err instanceof DomainError ? err.message : 'the app could not be updated' });
@@ -231,7 +236,14 @@ export async function createServing(
   const full: App['spec'] = {
     ...spec,
     ...(secret ? { envSecretName: secret.name } : {}),
-    ...(prepared ? { ...prepared.spec, deployId: id, ...(prepared.machines !== undefined ? { machines: prepared.machines } : {}) } : {}),
+    ...(prepared
+      ? {
+          ...prepared.spec,
+          deployId: id,
+          ...(prepared.machines !== undefined ? { machines: prepared.machines } : {}),
+          ...(prepared.volumes?.length ? { volumes: prepared.volumes } : {}),
+        }
+      : {}),
   };
   const app = await d.apps.createWith(namespace, metadata, full).catch(async (err: unknown) => {
     await secret?.discard();

@@ -10,6 +10,7 @@ import { ApiError, conflict, invalid, notFound } from '../errors.js';
 import { op, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
 import { resolveApp } from './app-access.js';
+import { storedBytes } from './volumes.js';
 
 const databaseSchema = z.object({
   name: z.string(),
@@ -85,9 +86,9 @@ export function databaseOperations(s: Services): Operation[] {
           throw new ApiError('quota_exceeded', `the account has ${existing.length} databases, its limit (${limits.maxPerAccount}); delete one first`);
         }
         const bytes = body.storage_bytes ?? limits.defaultBytes;
-        const used = existing.reduce((sum, d) => sum + databaseBytes(d, limits.defaultBytes), 0);
+        const used = storedBytes(s, caller.account.namespace);
         if (used + bytes > limits.maxBytesPerAccount) {
-          throw new ApiError('quota_exceeded', `${bytes} more bytes would bring the account's database storage to ${used + bytes}, over its limit of ${limits.maxBytesPerAccount} bytes (${used} in use)`);
+          throw new ApiError('quota_exceeded', `${bytes} more bytes would bring the account's storage (databases and volumes) to ${used + bytes}, over its limit of ${limits.maxBytesPerAccount} bytes (${used} in use)`);
         }
         const db = await s.databases.create(caller.account.namespace, body.name, {
           engine: 'postgres',

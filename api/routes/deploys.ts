@@ -6,6 +6,7 @@ import type { AppRecord } from '../repositories/app-record.js';
 import type { Actor } from '../deploys/actions.js';
 import { deployBody, tarballTypes, type Prepared } from '../deploys/deployer.js';
 import { invalid, notFound } from '../errors.js';
+import { checkVolumeQuota } from './volumes.js';
 import { op, type Caller, type HandlerInput, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
 import { allowedApp, requireApp, resolveApp } from './app-access.js';
@@ -88,6 +89,7 @@ export function deployOperations(s: Services): Operation[] {
       handler: async (input) => {
         const app = await resolveApp(s, input.caller, input.params.appID!);
         const prepared = await readDeployInput(s, input);
+        checkVolumeQuota(s, app, prepared.volumes, prepared.machines);
         const deploy = await s.deployer.apply(input.caller.account.id, app, prepared, { createdBy: createdBy(input.caller) });
         return { status: 202, body: presentDeploy(deploy, app) };
       },

@@ -17,8 +17,6 @@ const rows: Row[] = [
   ['POST', '/builds', 'createBuild', 'builds', 'Create build', 'deploy', 'builds'],
   ['GET', '/builds/{buildID}', 'getBuild', 'builds', 'Get build', 'read', 'builds'],
   ['GET', '/builds/{buildID}/logs', 'getBuildLogs', 'builds', 'Get build logs', 'read', 'builds'],
-  ['GET', '/volumes', 'listVolumes', 'data', 'List volumes', 'read', 'data'],
-  ['DELETE', '/volumes/{ref}', 'deleteVolume', 'data', 'Delete volume', 'write', 'data'],
   ['GET', '/domains', 'listDomains', 'domains', 'List domains', 'read', 'domains'],
   ['POST', '/domains', 'createDomain', 'domains', 'Create domain', 'write', 'domains'],
   ['GET', '/domains/search', 'searchDomains', 'domains', 'Search domains', 'read', 'domains'],

@@ -6,6 +6,7 @@ import type { AppRecord } from '../repositories/app-record.js';
 import { previewName } from '../deploys/actions.js';
 import { deployBody, deployFields, tarballTypes, type Prepared } from '../deploys/deployer.js';
 import { invalid, notFound } from '../errors.js';
+import { checkVolumeQuota } from './volumes.js';
 import { op, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
 import { resolveApp } from './app-access.js';
@@ -114,6 +115,7 @@ export function previewOperations(s: Services): Operation[] {
         const parent = await resolveApp(s, input.caller, input.params.appID!);
         const p = await previewOf(input.caller.account.namespace, parent, input.params.ref!);
         const prepared = await readDeployInput(s, input);
+        checkVolumeQuota(s, p, prepared.volumes, prepared.machines);
         const deploy = await s.deployer.apply(input.caller.account.id, p, prepared, { createdBy: createdBy(input.caller) });
         return { status: 202, body: presentDeploy(deploy, p) };
       },

@@ -8,6 +8,7 @@ import { artifactCredentialTtlSeconds, mintArtifactCredential } from '../../lib/
 import { annotations, apiVersion, appHost, appUrl, containers, labels, managers, type AppsSite } from '../../lib/contract.js';
 import { credentialKeys, databaseObjects, databasePort } from '../../lib/databases.js';
 import type { App } from '../../lib/resources/index.js';
+import { defaultVolumeSize, podVolumeName, volumeClaimName } from '../../lib/volumes.js';
 import { hopelessWaiting, podReady } from '../frame/pods.js';
 import type { ConditionInput } from '../frame/status.js';
 import { liveOutcomes, nextLive, nextRollout, serving, type AppStatusFields } from './rollout.js';
@@ -39,6 +40,8 @@ export interface AppSettings {
    * (observed, so set per App by the reconciler); undefined host: not known yet.
    */
   database?: { name: string; host: string | undefined } | undefined;
+  /** The StorageClass of the App's volume claims; undefined: the cluster's default. */
+  volumeStorageClass?: string | undefined;
 }
 
 /**
@@ -108,9 +111,19 @@ const machineContainerSecurity: k8s.V1SecurityContext = {
 const tmpVolume: k8s.V1Volume = { name: 'tmp', emptyDir: { sizeLimit: '256Mi' } };
 const tmpMount: k8s.V1VolumeMount = { name: 'tmp', mountPath: '/tmp' };
 
+/** Machine `ordinal`'s persistent volumes (each its own claim) and where they are mounted. */
+function persistentVolumes(app: App, ordinal: number): { volumes: k8s.V1Volume[]; mounts: k8s.V1VolumeMount[] } {
+  const declared = app.spec.volumes ?? [];
+  return {
+    volumes: declared.map((v) => ({ name: podVolumeName(v.name), persistentVolumeClaim: { claimName: volumeClaimName(app.metadata.name!, v.name, ordinal) } })),
+    mounts: declared.map((v) => ({ name: podVolumeName(v.name), mountPath: v.path })),
+  };
+}
+
 /** The machine's containers and volumes, as the App describes them. */
-function machineSpec(app: App, settings: AppSettings): Pick<k8s.V1PodSpec, 'containers' | 'initContainers' | 'volumes' | 'securityContext'> {
+function machineSpec(app: App, settings: AppSettings, ordinal = 0): Pick<k8s.V1PodSpec, 'containers' | 'initContainers' | 'volumes' | 'securityContext'> {
   const port = app.spec.port ?? 8080;
+  const persistent = persistentVolumes(app, ordinal);
   const limits = Object.fromEntries(Object.entries(app.spec.resources ?? {}).filter(([, v]) => v !== undefined)) as Record<string, string>;
   const main: k8s.V1Container = {
     name: containers.machine,
@@ -123,10 +136,10 @@ function machineSpec(app: App, settings: AppSettings): Pick<k8s.V1PodSpec, 'cont
     ...(Object.keys(limits).length ? { resources: { limits } } : {}),
     readinessProbe: { tcpSocket: { port: port as unknown as k8s.IntOrString }, periodSeconds: 1, failureThreshold: 2 },
     securityContext: machineContainerSecurity,
-    volumeMounts: [tmpMount],
+    volumeMounts: [tmpMount, ...persistent.mounts],
   };
   const source = app.spec.source;
-  if (!runtimeKinds.has(app.spec.kind ?? '') || !source) return { securityContext: machinePodSecurity, containers: [main], volumes: [tmpVolume] };
+  if (!runtimeKinds.has(app.spec.kind ?? '') || !source) return { securityContext: machinePodSecurity, containers: [main], volumes: [tmpVolume, ...persistent.volumes] };
   // The runtime serves the artifact an init container fetched and verified into an emptyDir, so a
   // machine never serves bytes other than the digest the App names.
   const mount = { name: 'site', mountPath: siteRoot };
@@ -153,10 +166,10 @@ function machineSpec(app: App, settings: AppSettings): Pick<k8s.V1PodSpec, 'cont
         command: undefined,
         args: ['serve'],
         env: [...envOf(app, port, settings), { name: 'SVC_APP_KIND', value: app.spec.kind! }, { name: 'SVC_SITE_ROOT', value: siteRoot }],
-        volumeMounts: [{ ...mount, readOnly: true }, tmpMount],
+        volumeMounts: [{ ...mount, readOnly: true }, tmpMount, ...persistent.mounts],
       },
     ],
-    volumes: [{ name: 'site', emptyDir: {} }, tmpVolume],
+    volumes: [{ name: 'site', emptyDir: {} }, tmpVolume, ...persistent.volumes],
   };
 }
 
@@ -166,7 +179,7 @@ function placementOf(app: App, ordinal: number): string | undefined {
 
 /** A short hash of everything that shapes machine `ordinal`: a change means a new machine. */
 export function revisionOf(app: App, settings: AppSettings, ordinal = 0): string {
-  const shape = JSON.stringify({ m: machineSpec(app, settings), d: app.spec.deployId ?? null, n: placementOf(app, ordinal) ?? null });
+  const shape = JSON.stringify({ m: machineSpec(app, settings, ordinal), d: app.spec.deployId ?? null, n: placementOf(app, ordinal) ?? null });
   return createHash('sha256').update(shape).digest('hex').slice(0, 10);
 }
 
@@ -178,7 +191,7 @@ export function machinePod(app: App, ordinal: number, settings: AppSettings, now
   const name = app.metadata.name!;
   const revision = revisionOf(app, settings, ordinal);
   const node = placementOf(app, ordinal);
-  const spec = machineSpec(app, settings);
+  const spec = machineSpec(app, settings, ordinal);
   const fetch = spec.initContainers?.[0];
   if (fetch && settings.artifactKey && app.spec.source) {
     const expires = new Date(now.getTime() + artifactCredentialTtlSeconds * 1000);
@@ -215,6 +228,30 @@ export function machinePod(app: App, ordinal: number, settings: AppSettings, now
             },
           }
         : {}),
+    },
+  };
+}
+
+/**
+ * Machine `ordinal`'s claim for volume `volume`. Owned by the App but not its controller's to
+ * delete: a volume dropped from the spec or a machine scaled away keeps its data, detached, until
+ * DELETE /volumes/{ref} (docs/decisions/0018-volumes.md). Its size is fixed when it is made.
+ */
+export function volumeClaim(app: App, volume: NonNullable<App['spec']['volumes']>[number], ordinal: number, settings: AppSettings): k8s.V1PersistentVolumeClaim {
+  const name = app.metadata.name!;
+  return {
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: {
+      name: volumeClaimName(name, volume.name, ordinal),
+      namespace: app.metadata.namespace,
+      labels: { [labels.app]: name, [labels.machine]: String(ordinal), [labels.volume]: volume.name, [labels.managedBy]: managerName },
+      ownerReferences: [ownerRef(app)],
+    },
+    spec: {
+      accessModes: ['ReadWriteOnce'],
+      resources: { requests: { storage: volume.size ?? defaultVolumeSize } },
+      ...(settings.volumeStorageClass ? { storageClassName: settings.volumeStorageClass } : {}),
     },
   };
 }
@@ -284,6 +321,8 @@ function hopelessMachine(pod: k8s.V1Pod, now: Date, deadlineMs: number): string 
 }
 
 export interface Plan {
+  /** Volume claims missing for machines that are wanted: made before the machines that mount them. */
+  claims: k8s.V1PersistentVolumeClaim[];
   create: k8s.V1Pod[];
   delete: k8s.V1Pod[];
   /** The App's own status fields (the frame adds observedGeneration and conditions). */
@@ -309,7 +348,7 @@ export function specRevision(app: App, settings: AppSettings): string {
  * only once the new one is Ready: a one-machine app keeps serving through a deploy. The revision
  * is the App's as applied, or while that spec's rollout has failed, the last live one (rollout.ts).
  */
-export function plan(app: App, pods: k8s.V1Pod[], settings: AppSettings, now: Date): Plan {
+export function plan(app: App, pods: k8s.V1Pod[], settings: AppSettings, now: Date, claims: readonly k8s.V1PersistentVolumeClaim[] = []): Plan {
   const expiresAt = app.spec.expiresAt ? new Date(app.spec.expiresAt) : undefined;
   const applied = specRevision(app, settings);
   const { app: target, halted } = serving(app, applied);
@@ -321,6 +360,8 @@ export function plan(app: App, pods: k8s.V1Pod[], settings: AppSettings, now: Da
   const want = app.spec.suspended || !servable ? 0 : (app.spec.machines ?? 1);
   const create: k8s.V1Pod[] = [];
   const del: k8s.V1Pod[] = [];
+  const claimNames = new Set(claims.map((c) => c.metadata?.name));
+  const missingClaims: k8s.V1PersistentVolumeClaim[] = [];
   const live = pods.filter((p) => !p.metadata?.deletionTimestamp);
   const problems: string[] = [];
   const machines: NonNullable<AppStatusFields['machines']> = [];
@@ -335,6 +376,10 @@ export function plan(app: App, pods: k8s.V1Pod[], settings: AppSettings, now: Da
     const mine = live.filter((p) => Number(p.metadata?.labels?.[labels.machine]) === ordinal);
     const fresh = mine.find((p) => p.metadata?.labels?.[labels.revision] === revision);
     const old = mine.filter((p) => p !== fresh);
+    for (const v of target.spec.volumes ?? []) {
+      const claim = volumeClaim(target, v, ordinal, settings);
+      if (!claimNames.has(claim.metadata!.name)) missingClaims.push(claim);
+    }
     if (!fresh) create.push(machinePod(target, ordinal, settings, now));
     else if (podReady(fresh)) del.push(...old);
     if (fresh) {
@@ -386,6 +431,7 @@ export function plan(app: App, pods: k8s.V1Pod[], settings: AppSettings, now: Da
   const progressing = current < want || live.length > want;
   const outcomes = liveOutcomes(app.status?.deploys, rollout);
   return {
+    claims: missingClaims,
     create,
     delete: [...new Set(del)],
     expired: expiresAt !== undefined && expiresAt.getTime() <= now.getTime(),

@@ -29,6 +29,8 @@ function namespaceGone(err: unknown): boolean {
 export interface Observed {
   podsOf(namespace: string, app: string): k8s.V1Pod[];
   serviceOf(namespace: string, app: string): k8s.V1Service | undefined;
+  /** The App's volume claims (attached or not). */
+  claimsOf(namespace: string, app: string): k8s.V1PersistentVolumeClaim[];
 }
 
 export class AppReconciler implements Reconciler<App, AppStatusFields> {
@@ -60,7 +62,8 @@ export class AppReconciler implements Reconciler<App, AppStatusFields> {
   async reconcile(app: App, now: Date): Promise<Outcome<AppStatusFields>> {
     if (app.metadata.deletionTimestamp) return { deleted: true };
     const settings = this.settingsFor(app);
-    const p = plan(app, this.observed.podsOf(app.metadata.namespace!, app.metadata.name!), settings, now);
+    const { namespace, name } = app.metadata as { namespace: string; name: string };
+    const p = plan(app, this.observed.podsOf(namespace, name), settings, now, this.observed.claimsOf(namespace, name));
     if (p.expired) {
       await this.expire(app);
       return { deleted: true };
@@ -125,6 +128,14 @@ export class AppReconciler implements Reconciler<App, AppStatusFields> {
 
   private async applyMachines(app: App, p: Plan): Promise<void> {
     const { namespace, name } = app.metadata as { namespace: string; name: string };
+    // Claims before the machines that mount them (a machine whose claim is missing waits unscheduled).
+    await Promise.all(
+      p.claims.map(async (claim) => {
+        await this.core.createNamespacedPersistentVolumeClaim({ namespace, body: claim }).catch(ignore(409));
+        this.log.info({ kind: 'App', namespace, name, claim: claim.metadata!.name }, 'Created volume claim');
+        this.event(app, 'Normal', 'VolumeCreated', `machine ${claim.metadata!.labels?.[labels.machine]}: created volume ${claim.metadata!.name} (${claim.spec?.resources?.requests?.storage})`);
+      }),
+    );
     await Promise.all(
       p.create.map(async (pod) => {
         await this.core.createNamespacedPod({ namespace, body: pod }).catch(ignore(409));

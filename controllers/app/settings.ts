@@ -11,6 +11,7 @@ export function appSettings(config: Pick<Config, 'site' | 'deploys' | 'assertion
     jwksUrl: config.assertion.jwksUrl,
     artifactKey: config.deploys.artifactKey,
     rolloutDeadlineMs: config.deploys.rolloutDeadlineSeconds * 1000,
+    volumeStorageClass: config.deploys.volumeStorageClass,
     platform: { cidrs: config.machineNetwork.platformCidrs, ports: config.machineNetwork.platformPorts },
   };
 }

@@ -161,6 +161,22 @@ export interface AppSpec {
     node: string;
   }[];
   /**
+   * Persistent volumes every machine mounts. Machine N gets its own claim per volume, kept across deploys, restarts and migrations; a volume dropped from this list, or a machine scaled away, leaves its claim detached (listed by GET /volumes) until deleted.
+   *
+   * @maxItems 4
+   */
+  volumes?: {
+    name: string;
+    /**
+     * Where the machine sees it; absolute, not the root and not under /tmp (the machine's scratch space).
+     */
+    path: string;
+    /**
+     * Capacity requested, a Kubernetes quantity (default 1Gi).
+     */
+    size?: string;
+  }[];
+  /**
    * A suspended app keeps its configuration but runs no machines.
    */
   suspended?: boolean;

@@ -55,6 +55,9 @@ const needs: Record<string, Access[]> = {
     ['list', 'svc.dev', 'databases'],
     ['create', 'svc.dev', 'databases', undefined, tenant],
     ['delete', 'svc.dev', 'databases', undefined, tenant],
+    ['list', '', 'persistentvolumeclaims'],
+    ['watch', '', 'persistentvolumeclaims'],
+    ['delete', '', 'persistentvolumeclaims', undefined, tenant],
     ['patch', 'svc.dev', 'sandboxes', undefined, tenant],
     ['get', '', 'configmaps', undefined, sandboxes, 'svc-sandbox-runtimes'],
   ],
@@ -111,6 +114,7 @@ const refused: Record<string, Access[]> = {
     ['patch', 'svc.dev', 'apps', 'status', tenant],
     ['patch', 'svc.dev', 'databases', 'status', tenant],
     ['create', '', 'persistentvolumeclaims', undefined, tenant],
+    ['delete', '', 'persistentvolumeclaims', undefined, decoy],
     ['update', 'coordination.k8s.io', 'leases', undefined, 'default'],
     // No Secret outside account namespaces that bound it: not cluster-wide, not kube-system, not another namespace.
     ['list', '', 'secrets'],

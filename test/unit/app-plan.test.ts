@@ -147,6 +147,30 @@ describe('App plan', () => {
     assert.equal(sourceless.ready.reason, 'NoSource');
   });
 
+  it('gives each machine its own claim per volume, made before it and kept when the volume or the machine goes', () => {
+    const plain = app({ machines: 2 });
+    const withVolumes = app({ machines: 2, volumes: [{ name: 'data', path: '/var/data', size: '5Gi' }] });
+    const p = plan(withVolumes, [], settings, now);
+    assert.deepEqual(
+      p.claims.map((c) => [c.metadata?.name, c.spec?.resources?.requests?.storage, c.metadata?.labels?.['svc.dev/machine'], c.metadata?.labels?.['svc.dev/volume'], c.spec?.accessModes]),
+      [
+        ['shop-data-m0', '5Gi', '0', 'data', ['ReadWriteOnce']],
+        ['shop-data-m1', '5Gi', '1', 'data', ['ReadWriteOnce']],
+      ],
+    );
+    assert.equal(p.claims[0]?.metadata?.ownerReferences?.[0]?.uid, 'u1', 'deleted with its App');
+    assert.equal(plan(withVolumes, [], { ...settings, volumeStorageClass: 'fast' }, now).claims[0]?.spec?.storageClassName, 'fast');
+    const pod = p.create[1]!;
+    assert.deepEqual(pod.spec?.volumes?.find((v) => v.name === 'vol-data'), { name: 'vol-data', persistentVolumeClaim: { claimName: 'shop-data-m1' } });
+    assert.deepEqual(pod.spec?.containers[0]?.volumeMounts?.find((m) => m.name === 'vol-data'), { name: 'vol-data', mountPath: '/var/data' });
+    // Claims already there are not made again; none is ever deleted by the plan (the Plan has no such field).
+    assert.deepEqual(plan(withVolumes, [], settings, now, p.claims).claims, []);
+    assert.deepEqual(plan(app({ machines: 1, volumes: withVolumes.spec.volumes }), [], settings, now, p.claims).claims, [], 'scaling down keeps machine 1\'s claim');
+    // Apps without volumes keep their revision: upgrading the controllers replaces no machine.
+    assert.equal(revisionOf(plain, settings, 1), 'e36c8074e6', 'the revision the controllers before volumes gave it');
+    assert.notEqual(revisionOf(withVolumes, settings, 0), revisionOf(plain, settings, 0), 'declaring a volume replaces the machines');
+  });
+
   it('placement pins one machine to a node and replaces only that machine', () => {
     const a = app({ machines: 2 });
     const moved = app({ machines: 2, placement: [{ ordinal: 1, node: 'local-b' }] });

@@ -33,6 +33,7 @@ x-svc:
       ],
       command: ['/bin/server'],
       args: ['--port', '9000'],
+      volumes: [],
     });
     assert.deepEqual(c.settings, { machines: 2 });
     assert.deepEqual(parseCompose('services:\n  w:\n    image: x\n    environment: {N: 3, B: true}\n').service?.env, [
@@ -53,7 +54,7 @@ x-svc:
   it('refuses what it would otherwise ignore, naming the key', () => {
     refused(() => parseCompose('services: [unclosed'), /^compose: /);
     refused(() => parseCompose('- a\n- b\n'), /must be a map/);
-    refused(() => parseCompose('volumes: {}\nservices: {}\n'), /top-level volumes is not supported/);
+    refused(() => parseCompose('networks: {}\nservices: {}\n'), /top-level networks is not supported/);
     refused(() => parseCompose('services:\n  w:\n    build: .\n'), /services\.w\.build is not supported/);
     refused(() => parseCompose('services:\n  a: {image: x}\n  b: {image: y}\n'), /one container service, found 2 \(a, b\)/);
     refused(() => parseCompose('services:\n  w: {image: x, ports: ["80:8080", "443:8443"]}\n'), /2 ports/);
@@ -65,6 +66,50 @@ x-svc:
     refused(() => parseCompose('x-svc: {color: blue}\n'), /x-svc\.color is not a known setting/);
     refused(() => parseCompose('name: x\n'), /neither services nor x-svc/);
     refused(() => parseCompose('services:\n  w: {image: x}\n  w: {image: y}\n'), /^compose: /);
+  });
+
+  it('reads volumes: the service\'s mounts of declared volumes and x-svc.volumes with their sizes, the whole list', () => {
+    const c = parseCompose(`
+services:
+  web:
+    image: x
+    volumes:
+      - data:/var/lib/data
+      - {type: volume, source: cache, target: /cache}
+volumes:
+  data: {}
+  cache:
+x-svc:
+  volumes:
+    data: {size: 5Gi}
+    uploads: {path: /srv/uploads, size: 512Mi}
+`);
+    assert.deepEqual(c.service?.volumes, [
+      { name: 'data', path: '/var/lib/data', size: '5Gi' },
+      { name: 'cache', path: '/cache' },
+      { name: 'uploads', path: '/srv/uploads', size: '512Mi' },
+    ]);
+    // A service-level x-svc replaces the top-level one, volumes included.
+    assert.deepEqual(parseCompose('x-svc: {volumes: {a: {path: /a}}}\nservices:\n  w:\n    image: x\n    x-svc: {volumes: {b: {path: /b}}}\n').service?.volumes, [{ name: 'b', path: '/b' }]);
+  });
+
+  it('refuses volumes it cannot honour, naming them', () => {
+    const svc = (volumes: string, extra = '') => parseCompose(`services:\n  w:\n    image: x\n    volumes: ${volumes}\n${extra}`);
+    refused(() => svc('["./src:/app"]'), /\.\/src is a path on the host; machines mount named volumes only/);
+    refused(() => svc('["/var/data"]'), /anonymous volume: name it/);
+    refused(() => svc('["data:/d:ro"]', 'volumes: {data: {}}\n'), /only name:\/path or name:\/path:rw/);
+    refused(() => svc('["data:/d"]'), /mounts data, which the top-level volumes do not declare/);
+    refused(() => svc('[{type: bind, source: /x, target: /y}]'), /type must be volume \(bind is not supported\)/);
+    refused(() => svc('["data:/tmp/x"]', 'volumes: {data: {}}\n'), /its path \/tmp\/x cannot be \/tmp or under it/);
+    refused(() => svc('["data:/a", "logs:/a"]', 'volumes: {data: {}, logs: {}}\n'), /two volumes share a mount path/);
+    refused(() => svc('["data:/d"]', 'volumes: {data: {driver: nfs}}\n'), /volumes\.data takes no options here/);
+    refused(() => svc('["Data:/d"]', 'volumes: {Data: {}}\n'), /a volume name is 1-20 lowercase letters/);
+    refused(() => svc('["data:/d"]', 'volumes: {data: {}}\nx-svc: {volumes: {data: {size: 5GB}}}\n'), /size must be a size such as 512Mi/);
+    refused(() => svc('["data:/d"]', 'volumes: {data: {}}\nx-svc: {volumes: {data: {path: /e}}}\n'), /mounted at \/d but x-svc\.volumes\.data\.path says \/e/);
+    refused(() => svc('[]', 'x-svc: {volumes: {data: {size: 1Gi}}}\n'), /volume data has no mount path/);
+    refused(() => svc('[]', 'x-svc: {volumes: {data: {path: /d, owner: me}}}\n'), /x-svc\.volumes\.data\.owner is not a volume setting/);
+    refused(() => svc('[]', 'x-svc: {volumes: {a: {path: /a}, b: {path: /b}, c: {path: /c}, d: {path: /d}, e: {path: /e}}}\n'), /has 5 volumes; at most 4/);
+    refused(() => parseCompose('x-svc: {volumes: {data: {path: /d}}}\n'), /volumes belong to a container service/);
   });
 
   it('reads x-svc.auth and x-svc.identity as policy declarations; a service-level policy replaces the top-level one', () => {

@@ -1,0 +1,195 @@
+// An account's volumes as the API reads and deletes them: the volume claims the controllers made
+// for apps' machines (one per machine and volume, controllers/app/desired.ts) and for databases'
+// servers, from a cluster-wide informer; bytes used from the kubelets' stats of the nodes they are
+// on. Which are attached is decided from the Apps and the machines' Pods (docs/api/data.md).
+import * as k8s from '@kubernetes/client-node';
+import { labels, managers } from '../../lib/contract.js';
+import { databaseObjects } from '../../lib/databases.js';
+import { DomainError } from '../../lib/errors.js';
+import { kubeStatus } from '../../lib/kube/client.js';
+import { keepWatching } from '../../lib/kube/keep-watching.js';
+import type { Logger } from '../../lib/logger.js';
+import type { Database } from '../../lib/resources/index.js';
+import { volumeBytes } from '../../lib/volumes.js';
+import type { AppRecord } from './app-record.js';
+
+export interface Volume {
+  ref: string;
+  /** `machine`: an app machine's; `database`: a database server's (listed, never deleted here). */
+  kind: 'machine' | 'database';
+  app: string | null;
+  machine: number | null;
+  volume: string | null;
+  database: string | null;
+  /** Where the machine sees it, while the app declares it. */
+  path: string | null;
+  size_bytes: number;
+  /**
+   * As the kubelet last measured it; null while nothing mounts it, when the node cannot be asked,
+   * or when the kubelet measures a filesystem the volume shares with others (a directory volume,
+   * as the local platform's: its figures are the whole disk's, not the volume's).
+   */
+  used_bytes: number | null;
+  /** Declared by its app for a machine it runs, or mounted by a machine Pod, or its database's. */
+  attached: boolean;
+  /** The Pod that mounts it now, if one does. */
+  mounted_by: string | null;
+  node: string | null;
+  created_at: string;
+}
+
+const selectedNode = 'volume.kubernetes.io/selected-node';
+
+/** Bytes of a claim's request (`1Gi`, `1073741824`). */
+export function claimBytes(claim: k8s.V1PersistentVolumeClaim): number {
+  const q = claim.spec?.resources?.requests?.storage ?? '0';
+  const m = /^(\d+)(Ki|Mi|Gi|Ti)?$/.exec(q);
+  if (!m) return 0;
+  return Number(m[1]) * 1024 ** (m[2] ? { Ki: 1, Mi: 2, Gi: 3, Ti: 4 }[m[2] as 'Ki'] : 0);
+}
+
+interface Summary {
+  pods?: Array<{ podRef?: { name?: string; namespace?: string }; volume?: Array<{ usedBytes?: number; capacityBytes?: number; pvcRef?: { name?: string; namespace?: string } }> }>;
+}
+
+export class VolumeRepository {
+  private readonly claims: k8s.ListWatch<k8s.V1PersistentVolumeClaim>;
+  private readonly core: k8s.CoreV1Api;
+
+  constructor(
+    kc: k8s.KubeConfig,
+    /** The machines' Pods (the machine meter's informer): which one mounts a claim. */
+    private readonly machinePods: k8s.ListWatch<k8s.V1Pod>,
+    /** The kubelet's stats summary of a node (api/repositories/machines.ts). */
+    private readonly nodeSummary: (node: string) => Promise<unknown>,
+    private readonly log: Logger,
+  ) {
+    this.core = kc.makeApiClient(k8s.CoreV1Api);
+    const selector = `${labels.managedBy}=${managers.controllers}`;
+    this.claims = new k8s.ListWatch<k8s.V1PersistentVolumeClaim>(
+      '/api/v1/persistentvolumeclaims',
+      new k8s.Watch(kc),
+      () => this.core.listPersistentVolumeClaimForAllNamespaces({ labelSelector: selector }),
+      false,
+      selector,
+    );
+    keepWatching(this.claims, `volume claims (${selector})`, log);
+  }
+
+  start(): Promise<void> {
+    return this.claims.start();
+  }
+
+  /** The claims' informer (the volume meter observes it). */
+  get informer(): k8s.ListWatch<k8s.V1PersistentVolumeClaim> {
+    return this.claims;
+  }
+
+  stop(): Promise<void> {
+    return this.claims.stop();
+  }
+
+  /** The account's claims of apps' machines and databases (the informer's cache). */
+  private claimsOf(namespace: string): k8s.V1PersistentVolumeClaim[] {
+    return this.claims.list(namespace).filter((c) => c.metadata?.labels?.[labels.volume] || c.metadata?.labels?.[labels.database]);
+  }
+
+  /** Bytes the account's app volumes take (their claims' sizes, attached or not). */
+  appVolumeBytes(namespace: string): number {
+    return this.claimsOf(namespace)
+      .filter((c) => c.metadata?.labels?.[labels.volume])
+      .reduce((sum, c) => sum + claimBytes(c), 0);
+  }
+
+  /** The node a claim's volume was provisioned on, when its storage is bound to one (WaitForFirstConsumer). */
+  pinnedNode(namespace: string, claimName: string): string | undefined {
+    return this.claims.get(claimName, namespace)?.metadata?.annotations?.[selectedNode];
+  }
+
+  /** Whether the claim exists (attached or not). */
+  has(namespace: string, claimName: string): boolean {
+    return this.claims.get(claimName, namespace) !== undefined;
+  }
+
+  async list(namespace: string, apps: readonly AppRecord[], databases: readonly Database[]): Promise<Volume[]> {
+    const pods = this.machinePods.list(namespace).filter((p) => !p.metadata?.deletionTimestamp);
+    const mounter = (claim: string) => pods.find((p) => p.spec?.volumes?.some((v) => v.persistentVolumeClaim?.claimName === claim));
+    const volumes = this.claimsOf(namespace).map((c): Volume => {
+      const l = c.metadata!.labels!;
+      const ref = c.metadata!.name!;
+      const pod = mounter(ref);
+      const node = pod?.spec?.nodeName ?? c.metadata?.annotations?.[selectedNode] ?? null;
+      const base = { ref, size_bytes: claimBytes(c), used_bytes: null, node, created_at: new Date(c.metadata!.creationTimestamp as unknown as string).toISOString() };
+      if (l[labels.database]) {
+        const db = databases.find((d) => d.metadata.name === l[labels.database]);
+        return { ...base, kind: 'database', app: null, machine: null, volume: null, database: l[labels.database]!, path: null, attached: db !== undefined, mounted_by: null };
+      }
+      const ordinal = Number(l[labels.machine]);
+      const app = apps.find((a) => a.name === l[labels.app]);
+      const declared = app?.spec.volumes?.find((v) => v.name === l[labels.volume]);
+      const runs = app !== undefined && ordinal < (app.spec.machines ?? 1);
+      return {
+        ...base,
+        kind: 'machine',
+        app: l[labels.app] ?? null,
+        machine: Number.isInteger(ordinal) ? ordinal : null,
+        volume: l[labels.volume]!,
+        database: null,
+        path: declared?.path ?? null,
+        attached: (declared !== undefined && runs) || pod !== undefined,
+        mounted_by: pod?.metadata?.name ?? null,
+      };
+    });
+    await this.measure(namespace, volumes);
+    return volumes.sort((a, b) => a.ref.localeCompare(b.ref));
+  }
+
+  /** Bytes used, from each node's kubelet once (a node that cannot be asked leaves them null). */
+  private async measure(namespace: string, volumes: Volume[]): Promise<void> {
+    const nodes = [...new Set(volumes.map((v) => v.node).filter((n): n is string => n !== null))];
+    const used = new Map<string, number>();
+    const size = new Map(volumes.map((v) => [v.ref, v.size_bytes]));
+    await Promise.all(
+      nodes.map(async (node) => {
+        try {
+          const summary = (await this.nodeSummary(node)) as Summary;
+          for (const pod of summary.pods ?? []) {
+            for (const v of pod.volume ?? []) {
+              const ref = v.pvcRef?.namespace === namespace ? v.pvcRef.name : undefined;
+              if (!ref || typeof v.usedBytes !== 'number') continue;
+              // A filesystem of its own is about the claim's size (a few percent of it are the filesystem's own).
+              const own = typeof v.capacityBytes === 'number' && v.capacityBytes <= (size.get(ref) ?? 0) * 1.1;
+              if (own) used.set(ref, v.usedBytes);
+            }
+          }
+        } catch (err) {
+          this.log.warn({ err, node }, 'Reading volume usage from the node failed');
+        }
+      }),
+    );
+    for (const v of volumes) v.used_bytes = used.get(v.ref) ?? null;
+  }
+
+  /**
+   * Deletes a detached volume. A database's is refused while its Database exists; a retained one
+   * (its Database deleted) goes with its credentials Secret, which nothing else could open.
+   */
+  async delete(namespace: string, volume: Volume): Promise<void> {
+    try {
+      await this.core.deleteNamespacedPersistentVolumeClaim({ namespace, name: volume.ref });
+      if (volume.kind === 'database' && volume.database) {
+        await this.core.deleteNamespacedSecret({ namespace, name: databaseObjects(volume.database).secret }).catch((err: unknown) => {
+          if (kubeStatus(err) !== 404) throw err;
+        });
+      }
+    } catch (err) {
+      if (kubeStatus(err) === 404) return;
+      throw new DomainError('unavailable', `cannot delete volume ${volume.ref} right now; retry later`, err);
+    }
+  }
+}
+
+/** Bytes machine volumes declared by `volumes` take over `machines` machines. */
+export function declaredBytes(volumes: ReadonlyArray<{ size?: string | undefined }>, machines: number): number {
+  return volumes.reduce((sum, v) => sum + volumeBytes(v.size) * machines, 0);
+}
