@@ -30,6 +30,8 @@ const usage = `usage:
   svc db create NAME [--size BYTES] [--retain] [--no-wait] [--json] | ls [--json] | rm NAME
                                               the account's databases; create waits until Ready
   svc db attach NAME APP | detach APP         give an app DATABASE_URL and PG* (or take them away)
+  svc volumes ls [--json] | rm REF            the account's volumes (apps' machines' and databases');
+                                              rm frees one no machine or database holds
   svc admin create-account --email EMAIL [--name NAME]
                                               create an account and print a full-authority token
 
@@ -117,6 +119,12 @@ async function main(argv: string[]): Promise<void> {
       retain: values.retain === true,
       out: (line) => console.log(line),
     });
+    return;
+  }
+  if (group === 'volumes') {
+    const { values, positionals } = parseArgs({ args: argv.slice(2), options: { json: { type: 'boolean' }, token: { type: 'string' } }, allowPositionals: true });
+    const { volumesCommand } = await import('./volumes.js');
+    await volumesCommand(apiTarget(values.token), command, positionals, { json: values.json === true, out: (line) => console.log(line) });
     return;
   }
   if (group === 'sandbox' || group === 'eval') {

@@ -4,8 +4,10 @@
 // away from it (the migration says why); a mounted volume or a database's is not deleted, a detached
 // one is; another account sees none of them; the account's storage limit holds.
 import assert from 'node:assert/strict';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createAccount } from '../../lib/accounts.js';
+import { repoRoot } from '../../lib/paths.js';
 import { attenuate } from '../../lib/tokens/token.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { getFromApp } from '../support/app-traffic.js';
@@ -106,11 +108,17 @@ describe('Volumes', () => {
     assert.equal(await log('vol-keep'), 'start-one\nstart-two\nstart-two\n');
   });
 
-  it('frees a volume once its app no longer declares it, with volume.* events and stored_bytes', async () => {
+  it('frees a volume once its app no longer declares it (svc volumes ls|rm), with volume.* events and stored_bytes', async () => {
+    const { execFile } = await import('node:child_process');
+    const env = { ...process.env, SVC_API_URL: `${api.url}/api`, SVC_TOKEN: api.token };
+    const svc = (...args: string[]) =>
+      new Promise<string>((resolve, reject) => execFile(process.execPath, [path.join(repoRoot, 'bin/svc.js'), ...args], { env }, (err, out, errOut) => (err ? reject(new Error(`${err.message}${errOut}`)) : resolve(out))));
+    await assert.rejects(svc('volumes', 'rm', 'vol-keep-data-m0'), /409 volume vol-keep-data-m0 is attached to machine 0 of app vol-keep/);
     await deploy('vol-keep', { compose: compose('three', { volumes: false }) });
     const detached = await eventually('the volume detached', async () => (await volumes()).find((x) => x.ref === 'vol-keep-data-m0' && !x.attached && !x.mounted_by));
     assert.equal(detached.path, null);
-    await json(await api.request('DELETE', '/api/volumes/vol-keep-data-m0'), 204);
+    assert.match(await svc('volumes', 'ls'), /^REF\s+OF\s+PATH\s+SIZE\s+USED\s+ATTACHED\s+NODE\nvol-keep-data-m0\s+vol-keep machine 0\s+-\s+64 MiB\s+\S+\s+no\s+local-[ab]$/m);
+    assert.match(await svc('volumes', 'rm', 'vol-keep-data-m0'), /vol-keep-data-m0 deleted/);
     await eventually('the volume gone', async () => !(await volumes()).some((x) => x.ref === 'vol-keep-data-m0'));
     await json(await api.request('DELETE', '/api/volumes/vol-keep-data-m0'), 404);
     const events = await eventually('volume events recorded', async () => {
