@@ -226,7 +226,7 @@ export async function assembleServices(deps: {
     artifacts,
     deploys,
     deployer,
-    actions: new AppActions({ apps, env, deploys, deployer, artifacts, machines, volumes }),
+    actions: new AppActions({ apps, env, deploys, deployer, artifacts, machines, volumes, databases }),
     auth: { users: new AppUserStore(db, clock), sessions: new SessionStore(db, clock), links: new LinkStore(db, clock) },
     events: {
       list: (accountId, opts) => listEvents(db, accountId, opts),

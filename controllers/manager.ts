@@ -10,6 +10,7 @@ import { kubeStatus, mergePatch } from '../lib/kube/client.js';
 import { EventRecorder } from '../lib/kube/events.js';
 import type { Logger } from '../lib/logger.js';
 import type { App, Database, Sandbox } from '../lib/resources/index.js';
+import { databaseObjects } from '../lib/databases.js';
 import type { DatabaseSettings } from './database/desired.js';
 import { DatabaseReconciler } from './database/reconciler.js';
 import { defaultResources } from '../lib/sandbox/limits.js';
@@ -134,6 +135,7 @@ export class Manager {
               service: ofDb(services.list(ns), db),
               policy: ofDb(policies.list(ns), db),
               attachedApps: apps.list(ns).filter((a) => a.spec.database === db.metadata.name),
+              sourceHost: db.spec.branchOf ? services.get(databaseObjects(db.spec.branchOf).service, ns)?.spec?.clusterIP : undefined,
             };
           },
         },
@@ -155,7 +157,14 @@ export class Manager {
         return db && child.metadata?.namespace ? [`${child.metadata.namespace}/${db}`] : [];
       };
       const attachedOf = (app: App): string[] => (app.spec.database ? [`${app.metadata.namespace}/${app.spec.database}`] : []);
-      this.databases.watches(dbPods, dbOf).watches(claims, dbOf).watches(services, dbOf).watches(policies, dbOf).watches(apps, attachedOf);
+      // A source server's Service is its branches' too (the address they copy from).
+      const withBranches = (svc: k8s.V1Service): string[] => {
+        const db = svc.metadata?.labels?.[labels.database];
+        const ns = svc.metadata?.namespace;
+        if (!db || !ns) return [];
+        return [`${ns}/${db}`, ...databases.list(ns).filter((d) => d.spec.branchOf === db).map((d) => `${ns}/${d.metadata.name}`)];
+      };
+      this.databases.watches(dbPods, dbOf).watches(claims, dbOf).watches(services, withBranches).watches(policies, dbOf).watches(apps, attachedOf);
       // An App naming a database learns its server's address from the Database's Service.
       this.apps.watches(services, (svc: k8s.V1Service) => {
         const db = svc.metadata?.labels?.[labels.database];

@@ -1,6 +1,8 @@
 // What a Database is made of, named once for the API (which writes its credentials Secret) and the
 // controllers (which make the rest): every object is prefixed `db-` so a database never collides
 // with an app of the same name (an app's Service is named after the app).
+import { createHash } from 'node:crypto';
+
 export const databasePort = 5432;
 /** Longest Database name: `db-<name>` must stay a Service name (63) with room for its suffixes. */
 export const maxDatabaseName = 40;
@@ -16,6 +18,14 @@ export function databaseObjects(name: string) {
     secret: `db-${name}-credentials`,
     policy: `db-${name}`,
   };
+}
+
+/**
+ * The branch of database `source` a preview app gets: `<source>-<6 hex of the preview's name>`,
+ * within the 40 characters of a Database name.
+ */
+export function branchName(source: string, previewApp: string): string {
+  return `${source.slice(0, maxDatabaseName - 7).replace(/-+$/, '')}-${createHash('sha256').update(previewApp).digest('hex').slice(0, 6)}`;
 }
 
 /** The size of a Database's volume: its own, or the platform's default. */

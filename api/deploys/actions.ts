@@ -10,6 +10,8 @@ import type { AppRepository } from '../repositories/apps.js';
 import type { EnvRepository } from '../repositories/env.js';
 import type { MachineRepository } from '../repositories/machines.js';
 import type { VolumeRepository } from '../repositories/volumes.js';
+import type { DatabaseRepository } from '../repositories/databases.js';
+import { branchName } from '../../lib/databases.js';
 import { volumeClaimName } from '../../lib/volumes.js';
 import { createServing, deploySpecOf, type Deployer, type Prepared } from './deployer.js';
 
@@ -32,6 +34,7 @@ export class AppActions {
       artifacts: ArtifactStore;
       machines: MachineRepository;
       volumes: Pick<VolumeRepository, 'pinnedNode'>;
+      databases: Pick<DatabaseRepository, 'get' | 'createBranch'>;
     },
   ) {}
 
@@ -85,8 +88,11 @@ export class AppActions {
     );
   }
 
-  /** A preview of `parent` on `ref`: `prepared`, or else what the parent serves. */
-  async createPreview(actor: Actor, parent: AppRecord, ref: string, prepared: Prepared | undefined): Promise<{ app: AppRecord; deploy?: Deploy }> {
+  /**
+   * A preview of `parent` on `ref`: `prepared`, or else what the parent serves. A parent with a
+   * database gives the preview a branch of it (a copy, deleted with the preview): `branch` names it.
+   */
+  async createPreview(actor: Actor, parent: AppRecord, ref: string, prepared: Prepared | undefined): Promise<{ app: AppRecord; deploy?: Deploy; branch?: string }> {
     if (parent.spec.preview) throw new DomainError('invalid', `app ${parent.name} is itself a preview`);
     const name = previewName(parent.name, ref);
     if (name.length > 63) throw new DomainError('invalid', `invalid body: ref: "${name}" would be longer than 63 characters`);
@@ -97,7 +103,10 @@ export class AppActions {
       if (spec) prepared = { spec, origin: 'preview', summary: { from: parent.name, ...(originDeploy ? { deploy: originDeploy } : {}) } };
     }
     if (await this.d.apps.find(actor.namespace, name)) throw new DomainError('conflict', `preview ${ref} of app ${parent.name} already exists`);
-    return createServing(
+    const source = parent.spec.database ? this.d.databases.get(actor.namespace, parent.spec.database) : undefined;
+    if (parent.spec.database && (!source || source.metadata.deletionTimestamp)) throw new DomainError('conflict', `app ${parent.name}'s database ${parent.spec.database} is not there to branch for the preview`);
+    const branch = source ? branchName(source.metadata.name!, name) : undefined;
+    const made = await createServing(
       this.d,
       actor.accountId,
       actor.namespace,
@@ -112,10 +121,22 @@ export class AppActions {
         ...(parent.spec.resources ? { resources: parent.spec.resources } : {}),
         ...(parent.spec.auth ? { auth: parent.spec.auth } : {}),
         ...(parent.spec.volumes?.length ? { volumes: parent.spec.volumes } : {}),
+        // Its machines get the branch's address once its server's Service has one.
+        ...(branch ? { database: branch } : {}),
       },
       prepared,
       { origin: prepared?.origin ?? 'preview', ...(originDeploy ? { originDeploy } : {}), createdBy: actor.createdBy, env: await this.d.env.read(parent) },
     );
+    if (!source || !branch) return made;
+    try {
+      await this.d.databases.createBranch(actor.namespace, branch, source, made.app);
+    } catch (err) {
+      // Nothing half-made: the preview goes (its deploy record says why).
+      await this.d.apps.delete(actor.namespace, made.app.name).catch(() => undefined);
+      if (made.deploy) await this.d.deploys.finish(made.deploy.id, { status: 'failed', reason: `the preview's database branch could not be made: ${err instanceof Error ? err.message : String(err)}` }).catch(() => undefined);
+      throw err;
+    }
+    return { ...made, branch };
   }
 
   /**

@@ -4,7 +4,7 @@
 // attached machines get it through the kubelet. A cluster that cannot be asked is a DomainError.
 import { randomBytes } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
-import { group, labels, managers, pluralOf, version } from '../../lib/contract.js';
+import { apiVersion, group, labels, managers, pluralOf, version } from '../../lib/contract.js';
 import { credentialKeys, databaseObjects } from '../../lib/databases.js';
 import { DomainError } from '../../lib/errors.js';
 import { kubeStatus } from '../../lib/kube/client.js';
@@ -73,6 +73,42 @@ export class DatabaseRepository {
     } catch (err) {
       if (made) await this.core.deleteNamespacedSecret({ namespace, name: o.secret }).catch(() => undefined);
       if (kubeStatus(err) === 409) throw new DomainError('conflict', `a database named "${name}" already exists`);
+      throw err;
+    }
+  }
+
+  /**
+   * A branch of `source` for `owner` (a preview): its credentials the source's (the copied data has
+   * the source's role and password), and both owned by `owner`, so they go with it. Idempotent: a
+   * branch already there is returned. If the Database cannot be made, the Secret made here goes.
+   */
+  async createBranch(namespace: string, name: string, source: Database, owner: { name: string; id: string }): Promise<Database> {
+    const existing = this.get(namespace, name);
+    if (existing && existing.spec.branchOf === source.metadata.name) return existing;
+    const o = databaseObjects(name);
+    const ownerReferences = [{ apiVersion, kind: 'App', name: owner.name, uid: owner.id, controller: false, blockOwnerDeletion: true }];
+    let data: Record<string, string> | undefined;
+    try {
+      data = (await this.core.readNamespacedSecret({ namespace, name: databaseObjects(source.metadata.name!).secret })).data;
+      await this.core.createNamespacedSecret({
+        namespace,
+        body: { metadata: { name: o.secret, labels: { [labels.database]: name, [labels.managedBy]: managers.api }, ownerReferences }, type: 'Opaque', data },
+      });
+    } catch (err) {
+      if (kubeStatus(err) !== 409) throw new DomainError('unavailable', `cannot copy the credentials of database ${source.metadata.name} right now; retry later`, err);
+    }
+    try {
+      const created = await createCustomObject<Database>(
+        this.custom,
+        'Database',
+        namespace,
+        { name, labels: { [labels.managedBy]: managers.api, [labels.branchOf]: source.metadata.name! }, ownerReferences },
+        { engine: 'postgres', ...(source.spec.storageBytes ? { storageBytes: source.spec.storageBytes } : {}), deletionPolicy: 'Drop', branchOf: source.metadata.name },
+      );
+      await untilCached(this.informer, namespace, name, (c) => c?.metadata.uid === created.metadata.uid);
+      return created;
+    } catch (err) {
+      await this.core.deleteNamespacedSecret({ namespace, name: o.secret }).catch(() => undefined);
       throw err;
     }
   }

@@ -6,7 +6,7 @@ import type { AppRecord } from '../repositories/app-record.js';
 import { previewName } from '../deploys/actions.js';
 import { deployBody, deployFields, tarballTypes, type Prepared } from '../deploys/deployer.js';
 import { invalid, notFound } from '../errors.js';
-import { checkVolumeQuota } from './volumes.js';
+import { checkBranchQuota, checkVolumeQuota } from './volumes.js';
 import { op, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
 import { resolveApp } from './app-access.js';
@@ -22,6 +22,7 @@ const previewSchema = z.object({
   url: z.string().nullable(),
   status: z.string(),
   current_deploy: z.string().nullable(),
+  database: z.string().nullable().describe("The preview's branch of its app's database (a copy, deleted with the preview)"),
   created_at: z.string().nullable(),
 });
 
@@ -34,6 +35,7 @@ function presentPreview(p: AppRecord): z.infer<typeof previewSchema> {
     url: p.status?.url ?? null,
     status: p.conditions.Ready?.reason ?? 'Pending',
     current_deploy: p.status?.currentDeploy ?? null,
+    database: p.spec.database ?? null,
     created_at: p.createdAt?.toISOString() ?? null,
   };
 }
@@ -79,8 +81,10 @@ export function previewOperations(s: Services): Operation[] {
           if (!parsed.success) throw invalid(`invalid body: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; ')}`);
           prepared = await s.deployer.prepareBody(parsed.data);
         }
-        const { app, deploy } = await s.actions.createPreview(actorOf(caller), parent, r, prepared);
-        await s.events.record(caller.account.id, 'preview.created', parent.name, { preview: app.name, ref: r, ...(deploy ? { deploy: deploy.id } : {}) });
+        checkBranchQuota(s, parent);
+        const { app, deploy, branch } = await s.actions.createPreview(actorOf(caller), parent, r, prepared);
+        await s.events.record(caller.account.id, 'preview.created', parent.name, { preview: app.name, ref: r, ...(deploy ? { deploy: deploy.id } : {}), ...(branch ? { database: branch } : {}) });
+        if (branch) await s.events.record(caller.account.id, 'database.created', branch, { database: branch, branch_of: parent.spec.database, preview: app.name });
         return { status: 201, body: { preview: presentPreview(app), deploy: deploy ? presentDeploy(deploy, app) : null } };
       },
     }),

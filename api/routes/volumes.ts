@@ -46,6 +46,18 @@ export function checkVolumeQuota(s: Services, app: AppRecord, volumes: readonly 
   }
 }
 
+/** Refuses (403 quota_exceeded) a preview whose database branch, as large as its parent's database, would not fit. */
+export function checkBranchQuota(s: Services, parent: AppRecord): void {
+  const source = parent.spec.database ? s.databases.get(parent.namespace, parent.spec.database) : undefined;
+  if (!source) return;
+  const bytes = source.spec.storageBytes ?? s.config.databases.defaultBytes;
+  const used = storedBytes(s, parent.namespace);
+  const limit = s.config.databases.maxBytesPerAccount;
+  if (used + bytes > limit) {
+    throw new ApiError('quota_exceeded', `the preview's branch of database ${source.metadata.name} needs ${bytes} bytes, which would bring the account's storage to ${used + bytes}, over its limit of ${limit} bytes (${used} in use)`);
+  }
+}
+
 export function volumeOperations(s: Services): Operation[] {
   const list = (namespace: string) => s.volumes.list(namespace, s.apps.list(namespace), s.databases.list(namespace));
   return [

@@ -1,5 +1,6 @@
-// stored_bytes of apps' volumes, and their volume.created and volume.deleted events, from the volume
-// claims the App controller makes and the garbage collector or DELETE /volumes removes (the
+// stored_bytes of apps' volumes and of databases' branches (previews' copies, which go with their
+// preview), volume.created and volume.deleted events and a branch's database.deleted, from the
+// volume claims the controllers make and the garbage collector or DELETE /volumes removes (the
 // controllers hold no database credentials: decision 0015). Every API replica observes; a sample's
 // unique key (account, meter, subject, start) makes each creation and each deletion count once:
 // a claim's creation at its creationTimestamp, its deletion at its deletionTimestamp (claims carry
@@ -14,7 +15,11 @@ import type { Logger } from '../../lib/logger.js';
 import { claimBytes } from '../repositories/volumes.js';
 
 const meter = 'stored_bytes';
-const subjectOf = (claim: k8s.V1PersistentVolumeClaim) => `volume/${claim.metadata!.name}`;
+/** An app volume's subject, or a database branch's (which goes with its preview, not through the API). */
+const subjectOf = (claim: k8s.V1PersistentVolumeClaim) => {
+  const l = claim.metadata?.labels ?? {};
+  return l[labels.branchOf] && l[labels.database] ? `database/${l[labels.database]}` : `volume/${claim.metadata!.name}`;
+};
 
 export class VolumeMeter {
   private readonly accounts: NamespaceAccounts;
@@ -37,7 +42,8 @@ export class VolumeMeter {
 
   private async observe(claim: k8s.V1PersistentVolumeClaim, deleted: boolean): Promise<void> {
     const l = claim.metadata?.labels ?? {};
-    if (!l[labels.volume]) return;
+    const branch = l[labels.branchOf] && l[labels.database];
+    if (!l[labels.volume] && !branch) return;
     try {
       const account = await this.accounts.of(claim.metadata!.namespace!);
       if (!account) return;
@@ -50,6 +56,11 @@ export class VolumeMeter {
           .ignore()
           .returning('id');
         if (!inserted.length) return;
+        // A branch's creation is the API's to tell (with its preview); its deletion, with the preview, is told here.
+        if (branch) {
+          if (deleted) await recordEvent(tx, account, 'database.deleted', l[labels.database]!, { database: l[labels.database], branch_of: l[labels.branchOf], deletion_policy: 'drop' });
+          return;
+        }
         const data = { volume: claim.metadata!.name, app: l[labels.app], machine: Number(l[labels.machine]), size_bytes: claimBytes(claim) };
         await recordEvent(tx, account, deleted ? 'volume.deleted' : 'volume.created', claim.metadata!.name!, data);
       });
@@ -58,7 +69,10 @@ export class VolumeMeter {
     }
   }
 
-  /** Volumes whose latest sample still counts bytes but whose claim is gone: their zero, now. */
+  /**
+   * Volumes whose latest sample still counts bytes but whose claim is gone: their zero, now. (Not
+   * database branches: a `database/` sample may be a database whose claim is not made yet.)
+   */
   private async zeroGone(): Promise<void> {
     const rows = (await this.db('usage_records')
       .distinctOn(['account_id', 'subject'])

@@ -28,6 +28,8 @@ export interface DatabaseObserved {
   service: k8s.V1Service | undefined;
   /** The Apps of the namespace whose spec.database names it. */
   attachedApps: App[];
+  /** A branch's source server's address (its Service), once known. */
+  sourceHost?: string | undefined;
 }
 
 export interface DatabasePlan {
@@ -36,7 +38,7 @@ export interface DatabasePlan {
   policy: k8s.V1NetworkPolicy;
   /** The server Pod to create; undefined when it exists (or the claim is not made yet). */
   createPod: k8s.V1Pod | undefined;
-  /** A server Pod that ended (Failed/Succeeded) and is replaced. */
+  /** A server Pod that ended (Failed/Succeeded), or runs another image than the platform's, and is replaced. */
   deletePod: k8s.V1Pod | undefined;
   status: DatabaseStatusFields;
   ready: Omit<ConditionInput, 'type'>;
@@ -48,16 +50,28 @@ function owner(db: Database): k8s.V1OwnerReference {
 }
 
 function meta(db: Database, name: string): k8s.V1ObjectMeta {
-  return { name, namespace: db.metadata.namespace, labels: { [labels.database]: db.metadata.name!, [labels.managedBy]: managers.controllers }, ownerReferences: [owner(db)] };
+  const branch: Record<string, string> = db.spec.branchOf ? { [labels.branchOf]: db.spec.branchOf } : {};
+  return { name, namespace: db.metadata.namespace, labels: { [labels.database]: db.metadata.name!, ...branch, [labels.managedBy]: managers.controllers }, ownerReferences: [owner(db)] };
 }
 
 /** The server runs as this uid (not root: account namespaces enforce the restricted profile). */
 const serverUid = 1000;
 const dataPath = '/var/lib/svc-postgres';
 
-export function serverPod(db: Database, settings: DatabaseSettings): k8s.V1Pod {
+const serverContainerSecurity: k8s.V1SecurityContext = { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] }, readOnlyRootFilesystem: true, runAsNonRoot: true };
+
+/**
+ * The server. A branch (spec.branchOf) first copies its source server into the empty volume (an
+ * init container; `sourceHost` its address), so it is made only once that address is known.
+ */
+export function serverPod(db: Database, settings: DatabaseSettings, sourceHost?: string): k8s.V1Pod {
   const o = databaseObjects(db.metadata.name!);
   const fromSecret = (name: string, key: string): k8s.V1EnvVar => ({ name, valueFrom: { secretKeyRef: { name: o.secret, key } } });
+  const env = [fromSecret('PGUSER', credentialKeys.username), fromSecret('PGPASSWORD', credentialKeys.password), fromSecret('PGDATABASE', credentialKeys.database), { name: 'PGDATA', value: `${dataPath}/data` }];
+  const mounts = [
+    { name: 'data', mountPath: dataPath },
+    { name: 'tmp', mountPath: '/tmp' },
+  ];
   return {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -69,20 +83,20 @@ export function serverPod(db: Database, settings: DatabaseSettings): k8s.V1Pod {
       enableServiceLinks: false,
       restartPolicy: 'Always',
       terminationGracePeriodSeconds: 30,
+      ...(db.spec.branchOf && sourceHost
+        ? { initContainers: [{ name: 'branch', image: settings.image, args: ['branch'], env: [...env, { name: 'SVC_BRANCH_HOST', value: sourceHost }], securityContext: serverContainerSecurity, volumeMounts: mounts }] }
+        : {}),
       containers: [
         {
           name: 'postgres',
           image: settings.image,
-          env: [fromSecret('PGUSER', credentialKeys.username), fromSecret('PGPASSWORD', credentialKeys.password), fromSecret('PGDATABASE', credentialKeys.database), { name: 'PGDATA', value: `${dataPath}/data` }],
+          env,
           ports: [{ name: 'postgres', containerPort: databasePort }],
           readinessProbe: { tcpSocket: { port: databasePort as unknown as k8s.IntOrString }, periodSeconds: 1, failureThreshold: 3 },
           // Counted against the account's quota like its machines: half a CPU, not the namespace's default one.
           resources: { requests: { cpu: '50m', memory: '128Mi' }, limits: { cpu: '500m', memory: '512Mi' } },
-          securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] }, readOnlyRootFilesystem: true, runAsNonRoot: true },
-          volumeMounts: [
-            { name: 'data', mountPath: dataPath },
-            { name: 'tmp', mountPath: '/tmp' },
-          ],
+          securityContext: serverContainerSecurity,
+          volumeMounts: mounts,
         },
       ],
       volumes: [
@@ -116,8 +130,9 @@ export function serverService(db: Database): k8s.V1Service {
 }
 
 /**
- * In: the account's app machines (an attached app's own policy lets its machines out to here) and
- * the platform (the kubelet's readiness probe); out: nothing.
+ * In: the account's app machines (an attached app's own policy lets its machines out to here), its
+ * other database servers (a branch copies its source), and the platform (the kubelet's readiness
+ * probe); out: nothing, but a branch to its source server.
  */
 export function serverPolicy(db: Database, settings: DatabaseSettings): k8s.V1NetworkPolicy {
   return {
@@ -128,8 +143,17 @@ export function serverPolicy(db: Database, settings: DatabaseSettings): k8s.V1Ne
       podSelector: { matchLabels: { [labels.database]: db.metadata.name! } },
       policyTypes: ['Ingress', 'Egress'],
       // `from` on the wire: apply patches are sent as written, not renamed like the model's `_from`.
-      ingress: [{ from: [{ podSelector: { matchExpressions: [{ key: labels.app, operator: 'Exists' }] } }, ...settings.platformCidrs.map((cidr) => ({ ipBlock: { cidr } }))], ports: [{ protocol: 'TCP', port: databasePort as unknown as k8s.IntOrString }] } as unknown as k8s.V1NetworkPolicyIngressRule],
-      egress: [],
+      ingress: [
+        {
+          from: [
+            { podSelector: { matchExpressions: [{ key: labels.app, operator: 'Exists' }] } },
+            { podSelector: { matchExpressions: [{ key: labels.database, operator: 'Exists' }] } },
+            ...settings.platformCidrs.map((cidr) => ({ ipBlock: { cidr } })),
+          ],
+          ports: [{ protocol: 'TCP', port: databasePort as unknown as k8s.IntOrString }],
+        } as unknown as k8s.V1NetworkPolicyIngressRule,
+      ],
+      egress: db.spec.branchOf ? [{ to: [{ podSelector: { matchLabels: { [labels.database]: db.spec.branchOf } } }], ports: [{ protocol: 'TCP', port: databasePort as unknown as k8s.IntOrString }] }] : [],
     },
   };
 }
@@ -150,12 +174,15 @@ export function plan(db: Database, observed: DatabaseObserved, settings: Databas
   const name = db.metadata.name!;
   const o = databaseObjects(name);
   const ended = observed.pod && (observed.pod.status?.phase === 'Failed' || observed.pod.status?.phase === 'Succeeded') ? observed.pod : undefined;
+  // A server on another image than the platform's is replaced (an upgrade restarts it once).
+  const outdated = observed.pod && !observed.pod.metadata?.deletionTimestamp && observed.pod.spec?.containers.find((c) => c.name === 'postgres')?.image !== settings.image ? observed.pod : undefined;
   const attachedTo = observed.attachedApps.map((a) => a.metadata.name!).sort()[0];
   const host = observed.service?.spec?.clusterIP;
   const base: DatabaseStatusFields = {
     secretName: o.secret,
     port: databasePort,
-    databaseName: name,
+    // A branch's data is its source's, database name included.
+    databaseName: db.spec.branchOf ?? name,
     ...(host ? { host } : {}),
     ...(attachedTo ? { attachedTo } : {}),
   };
@@ -163,8 +190,9 @@ export function plan(db: Database, observed: DatabaseObserved, settings: Databas
     claim: dataClaim(db, settings),
     service: serverService(db),
     policy: serverPolicy(db, settings),
-    createPod: !observed.pod || ended ? serverPod(db, settings) : undefined,
-    deletePod: ended,
+    // A branch's server waits for its source's address to copy it from.
+    createPod: (!observed.pod || ended || outdated) && (!db.spec.branchOf || observed.sourceHost) ? serverPod(db, settings, observed.sourceHost) : undefined,
+    deletePod: ended ?? outdated,
   };
   if (observed.pod && podReady(observed.pod) && host) {
     return { ...plan, status: { ...base, phase: 'Ready' }, ready: { ok: true, reason: 'ServerReady', message: `PostgreSQL accepts connections at ${host}:${databasePort}` } };
@@ -174,6 +202,13 @@ export function plan(db: Database, observed: DatabaseObserved, settings: Databas
     const secretHint = /CreateContainerConfigError/.test(problem) ? `; is the Secret ${o.secret} there, with keys ${Object.values(credentialKeys).join(', ')}?` : '';
     return { ...plan, status: { ...base, phase: 'Failed' }, ready: { ok: false, reason: 'ServerFailed', message: `the server cannot start: ${problem}${secretHint}` } };
   }
-  const waiting = !observed.claim || observed.claim.status?.phase !== 'Bound' ? 'its volume is being provisioned' : 'the server is starting';
+  const waiting =
+    db.spec.branchOf && !observed.sourceHost && !observed.pod
+      ? `waiting for database ${db.spec.branchOf}, which it copies`
+      : db.spec.branchOf && observed.pod && !podReady(observed.pod) && observed.pod.status?.initContainerStatuses?.some((c) => !c.ready)
+        ? `copying database ${db.spec.branchOf}`
+        : !observed.claim || observed.claim.status?.phase !== 'Bound'
+          ? 'its volume is being provisioned'
+          : 'the server is starting';
   return { ...plan, status: { ...base, phase: 'Pending' }, ready: { ok: false, reason: 'Provisioning', message: waiting } };
 }

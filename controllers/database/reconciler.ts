@@ -68,7 +68,8 @@ export class DatabaseReconciler implements Reconciler<Database, DatabaseStatusFi
     }
     if (p.deletePod) {
       await this.core.deleteNamespacedPod({ namespace, name: p.deletePod.metadata!.name! }).catch(ignore(404));
-      this.log.info({ kind: 'Database', namespace, name, phase: p.deletePod.status?.phase }, 'Replacing the ended server Pod');
+      const image = p.deletePod.spec?.containers.find((c) => c.name === 'postgres')?.image;
+      this.log.info({ kind: 'Database', namespace, name, phase: p.deletePod.status?.phase, image }, 'Replacing the server Pod (ended, or on another image than the platform\'s)');
     } else if (p.createPod) {
       try {
         await this.core.createNamespacedPod({ namespace, body: p.createPod });

@@ -345,6 +345,10 @@ export interface DatabaseSpec {
    * Drop removes the database with the resource; Retain keeps it on the server.
    */
   deletionPolicy?: 'Drop' | 'Retain';
+  /**
+   * A Database of the same namespace this one starts as a copy of (its data and credentials as they were when this one was made); a preview's branch.
+   */
+  branchOf?: string;
 }
 
 export interface DatabaseStatus {

@@ -147,6 +147,47 @@ describe('Databases', () => {
     assert.equal(again.metadata!.uid, claim.metadata!.uid);
     await json(await api.request('DELETE', '/api/databases/kept'), 204);
   });
+  it('gives a preview of an app with a database a branch: the parent\'s rows, its own writes, gone with the preview', async () => {
+    await json(await api.request('POST', '/api/databases', { body: { name: 'trunk' } }), 201);
+    await ready('trunk');
+    await json(await api.request('POST', '/api/apps', { body: { name: 'brapp' } }), 201);
+    await json(await api.request('PUT', '/api/apps/brapp/database', { body: { name: 'trunk' } }), 200);
+    const d = await json<{ id: string }>(await api.request('POST', '/api/apps/brapp/deploy', { body: { image: images.runtime, command: ['node', '-e', dbAppScript] } }), 202);
+    await eventually('the app live', async () => ((await json<{ status: string }>(await api.request('GET', `/api/deploys/${d.id}`), 200)).status === 'live'), { timeoutMs: 90_000 });
+    const on = (appName: string) => async (p: string) => {
+      const r = await getFromApp(ns, appName, p);
+      return r?.status === 200 ? r.body : undefined;
+    };
+    const parent = on('brapp');
+    assert.equal(await eventually('a row in the parent', () => parent('/write/a'), { timeoutMs: 60_000 }), 'a');
+    assert.equal(await parent('/write/b'), 'a,b');
+
+    const started = Date.now();
+    const created = await json<{ preview: { app: string; database: string } }>(await api.request('POST', '/api/apps/brapp/previews', { body: { ref: 'feat' } }), 201);
+    assert.match(created.preview.database, /^trunk-[0-9a-f]{6}$/);
+    const preview = on(created.preview.app);
+    const branch = await eventually('the branch Ready', async () => (await list()).find((x) => x.name === created.preview.database && x.phase === 'Ready'), { timeoutMs: 90_000, intervalMs: 200 });
+    console.log(`# preview branch Ready ${Date.now() - started} ms after the preview was created`);
+    assert.equal(branch.attached_to, created.preview.app);
+    assert.notEqual(branch.host, (await list()).find((x) => x.name === 'trunk')!.host, 'a server of its own');
+    assert.equal(await eventually('the preview reads the parent\'s rows', () => preview('/'), { timeoutMs: 90_000 }), 'a,b');
+    assert.equal(await preview('/write/c'), 'a,b,c');
+    assert.equal(await parent('/write/d'), 'a,b,d', 'the preview\'s write did not reach the parent');
+    assert.equal(await preview('/'), 'a,b,c', 'nor the parent\'s the preview');
+
+    await json(await api.request('DELETE', `/api/apps/brapp/previews/feat`), 204);
+    await eventually('the branch gone with its preview', async () => !(await list()).some((x) => x.name === branch.name), { timeoutMs: 60_000 });
+    await eventually('its volume gone', async () => !(await api.kube.core.listNamespacedPersistentVolumeClaim({ namespace: ns })).items.some((c) => c.metadata?.name === databaseObjects(branch.name).claim), { timeoutMs: 60_000 });
+    const kinds = (await json<{ events: Array<{ type: string; subject: string }> }>(await api.request('GET', '/api/events?kinds=database.*'), 200)).events.filter((e) => e.subject === branch.name).map((e) => e.type);
+    assert.deepEqual(await eventually('the branch\'s events', async () => {
+      const k = (await json<{ events: Array<{ type: string; subject: string }> }>(await api.request('GET', '/api/events?kinds=database.*'), 200)).events.filter((e) => e.subject === branch.name).map((e) => e.type);
+      return k.length === 2 ? k : undefined;
+    }), ['database.created', 'database.deleted'], kinds.join());
+    assert.equal(await parent('/'), 'a,b,d', 'the parent keeps its rows');
+    await json(await api.request('DELETE', '/api/apps/brapp/database'), 204);
+    await json(await api.request('DELETE', '/api/databases/trunk'), 204);
+  });
+
   it('svc db creates (waiting until Ready), lists, attaches, detaches and removes', async () => {
     const { execFile } = await import('node:child_process');
     const svc = path.join(repoRoot, 'bin/svc.js');

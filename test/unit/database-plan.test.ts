@@ -8,7 +8,7 @@ import type { App, Database } from '../../lib/resources/index.js';
 
 const settings: DatabaseSettings = { image: 'reg/svc/postgres:1', storageClass: undefined, defaultBytes: 1 << 30, platformCidrs: ['10.244.0.1/32'] };
 const db: Database = { apiVersion: 'svc.dev/v1alpha1', kind: 'Database', metadata: { name: 'orders', namespace: 'acct', uid: 'u1' }, spec: { storageBytes: 5 << 20 } };
-const pod = (status: k8s.V1PodStatus): k8s.V1Pod => ({ metadata: { name: 'db-orders-0', labels: { 'svc.dev/database': 'orders' } }, status });
+const pod = (status: k8s.V1PodStatus, image = settings.image): k8s.V1Pod => ({ metadata: { name: 'db-orders-0', labels: { 'svc.dev/database': 'orders' } }, spec: { containers: [{ name: 'postgres', image }] }, status });
 const service: k8s.V1Service = { metadata: { name: 'db-orders' }, spec: { clusterIP: '10.96.0.7' } };
 const claim: k8s.V1PersistentVolumeClaim = { metadata: { name: 'db-orders-data' }, status: { phase: 'Bound' } };
 
@@ -28,7 +28,11 @@ describe('database plan', () => {
     assert.equal(p.claim.spec!.resources!.requests!.storage, String(5 << 20));
     assert.equal(p.createPod!.metadata!.ownerReferences![0]!.uid, 'u1');
     const from = (p.policy.spec!.ingress![0] as unknown as { from: unknown[] }).from;
-    assert.deepEqual(from, [{ podSelector: { matchExpressions: [{ key: 'svc.dev/app', operator: 'Exists' }] } }, { ipBlock: { cidr: '10.244.0.1/32' } }]);
+    assert.deepEqual(from, [
+      { podSelector: { matchExpressions: [{ key: 'svc.dev/app', operator: 'Exists' }] } },
+      { podSelector: { matchExpressions: [{ key: 'svc.dev/database', operator: 'Exists' }] } },
+      { ipBlock: { cidr: '10.244.0.1/32' } },
+    ]);
     assert.deepEqual(p.policy.spec!.egress, []);
     assert.equal(p.status.phase, 'Pending');
     assert.equal(p.ready.message, 'its volume is being provisioned');
@@ -44,5 +48,23 @@ describe('database plan', () => {
     assert.match(noSecret.ready.message, /is the Secret db-orders-credentials there, with keys username, password, database\?/);
     const ended = plan(db, { pod: pod({ phase: 'Failed' }), claim, service, attachedApps: [] }, settings);
     assert.ok(ended.deletePod && ended.createPod, 'an ended server is replaced');
+    const upgraded = plan(db, { pod: pod({ conditions: [{ type: 'Ready', status: 'True' }] }, 'reg/svc/postgres:0'), claim, service, attachedApps: [] }, settings);
+    assert.equal(upgraded.deletePod?.metadata?.name, 'db-orders-0', 'a server on another image is replaced');
+  });
+
+  it('starts a branch as a copy of its source once the source has an address, with the source\'s data and database name', () => {
+    const branch: Database = { ...db, metadata: { ...db.metadata, name: 'orders-1a2b3c', uid: 'u2' }, spec: { ...db.spec, branchOf: 'orders' } };
+    const waiting = plan(branch, { pod: undefined, claim: undefined, service: undefined, attachedApps: [] }, settings);
+    assert.equal(waiting.createPod, undefined, 'no server before its source can be copied');
+    assert.equal(waiting.ready.message, 'waiting for database orders, which it copies');
+    const p = plan(branch, { pod: undefined, claim: undefined, service: undefined, attachedApps: [], sourceHost: '10.96.0.7' }, settings);
+    const init = p.createPod!.spec!.initContainers![0]!;
+    assert.deepEqual([init.name, init.args, init.env!.find((e) => e.name === 'SVC_BRANCH_HOST')?.value], ['branch', ['branch'], '10.96.0.7']);
+    assert.deepEqual(init.volumeMounts, p.createPod!.spec!.containers[0]!.volumeMounts, 'it copies into the server\'s volume');
+    assert.deepEqual(p.policy.spec!.egress, [{ to: [{ podSelector: { matchLabels: { 'svc.dev/database': 'orders' } } }], ports: [{ protocol: 'TCP', port: 5432 }] }], 'out to its source only');
+    assert.equal(p.claim.metadata!.labels!['svc.dev/branch-of'], 'orders');
+    assert.equal(p.status.databaseName, 'orders');
+    const copying = plan(branch, { pod: pod({ initContainerStatuses: [{ name: 'branch', image: '', imageID: '', ready: false, restartCount: 0 }] }), claim, service, attachedApps: [], sourceHost: '10.96.0.7' }, settings);
+    assert.equal(copying.ready.message, 'copying database orders');
   });
 });
