@@ -28,6 +28,9 @@ import { SandboxService } from './sandboxes/service.js';
 import { appUrl, labels } from '../lib/contract.js';
 import { podInformer } from '../lib/kube/pod-informer.js';
 import { VolumeRepository } from './repositories/volumes.js';
+import type Koa from 'koa';
+import { getBackup, listBackups, type Backup } from '../lib/backups.js';
+import { backupEndpoint } from './backups.js';
 import { VolumeMeter } from './usage/volume-meter.js';
 import { MachineMeter } from './usage/machine-meter.js';
 import { accountIdOfNamespace, getAccount, type Account } from '../lib/accounts.js';
@@ -112,6 +115,12 @@ export interface Services {
   databases: DatabaseRepository;
   /** Apps' and databases' volumes (api/repositories/volumes.ts). */
   volumes: VolumeRepository;
+  /** Databases' backups (lib/backups.ts) and where backup Jobs send them (api/backups.ts, on the machine listener). */
+  backups: {
+    list: (accountId: string, database: string) => Promise<Backup[]>;
+    get: (accountId: string, id: string) => Promise<Backup | undefined>;
+    endpoint: Koa.Middleware;
+  };
   /** Sandboxes, eval and runtimes (api/sandboxes/). */
   sandboxes: SandboxService;
   /** Proxied requests per app, as ingress-auth records them. */
@@ -256,6 +265,11 @@ export async function assembleServices(deps: {
     machineMeter,
     databases,
     volumes,
+    backups: {
+      list: (accountId, database) => listBackups(db, accountId, database),
+      get: (accountId, id) => getBackup(db, accountId, id),
+      endpoint: backupEndpoint({ store: artifacts, db, key: config.deploys.artifactKey, limitBytes: config.databases.maxBytesPerAccount, log, clock }),
+    },
     sandboxes,
     requestMetrics: { series: (appUid, start, end, stepMs) => requestSeries(db, appUid, start, end, stepMs) },
     assertionKeys: new AssertionKeyStore(db, { rotationMs: config.assertion.rotationMs, maxAssertionLifetimeMs: config.assertion.lifetimeSeconds * 1000 }),

@@ -7,7 +7,11 @@
 //           PUT /apps/{app}/database until the app's new machine answers a query through DATABASE_URL
 //   base    as many bare server Pods of the same image, spec and volume created directly (a Secret,
 //           a claim and a Pod, no controller, no API) until Ready
-// Goal of the issue: Ready < 10 s.
+//   branch  a database filled to BENCH_BRANCH_MB (100) MB, attached to an app: POST /apps/{app}/previews
+//           until the preview's branch is Ready (a physical copy: pg_basebackup); against, on the
+//           source server itself, what a branch by CREATE DATABASE ... TEMPLATE and by pg_dump | psql
+//           would take (no network, no new server: their copying alone)
+// Goals of the issue: Ready < 10 s, a branch < 5 s.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as k8s from '@kubernetes/client-node';
@@ -16,12 +20,13 @@ import { createApi } from '../api/server.js';
 import { credentialKeys, databaseObjects } from '../lib/databases.js';
 import { loadKubeConfig } from '../lib/kube/client.js';
 import type { Database } from '../lib/resources/index.js';
-import { getFromApp } from '../test/support/app-traffic.js';
+import { getFromApp, readyAddresses } from '../test/support/app-traffic.js';
 import { dbAppScript } from '../test/support/db-app.js';
 import { images } from '../test/support/images.js';
 import { benchApi, percentile } from './support.js';
 
 const count = Number(process.env.BENCH_DATABASES ?? 10);
+const branchMb = Number(process.env.BENCH_BRANCH_MB ?? 100);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const p50 = (xs: number[]) => `${percentile([...xs].sort((a, b) => a - b), 50).toFixed(0)} ms`;
 const max = (xs: number[]) => `${Math.max(...xs).toFixed(0)} ms`;
@@ -104,6 +109,49 @@ try {
   console.log(`  baseline: bare server Pod Ready p50 ${p50(baseline)}   max ${max(baseline)}`);
   const ratio = percentile([...ready].sort((a, b) => a - b), 50) / percentile([...baseline].sort((a, b) => a - b), 50);
   console.log(`  API create-to-Ready / bare Pod: ${ratio.toFixed(2)}x; goal Ready < 10 s: ${percentile([...ready].sort((a, b) => a - b), 50) < 10_000 ? 'met' : 'NOT met'}`);
+
+  // Branches: the servers above go first (the account's CPU quota), then one database is filled.
+  for (let i = 0; i < apps; i++) await call('DELETE', `/apps/app${i}/database`);
+  for (let i = 0; i < count; i++) await call('DELETE', `/databases/db${i}`);
+  await call('POST', '/databases', { name: 'big', storage_bytes: 4 * 1024 ** 3 });
+  await until('big Ready', async () => (await call<{ databases: Array<{ name: string; phase: string }> }>('GET', '/databases')).databases.some((d) => d.name === 'big' && d.phase === 'Ready'));
+  await call('PUT', '/apps/app0/database', { name: 'big' });
+  await until('app0 querying big', async () => (await getFromApp(ns, 'app0', '/write/b'))?.body === 'b');
+  const chunk = 5;
+  let bytes = 0;
+  for (let mb = 0; mb < branchMb; mb += chunk) {
+    const [address] = await readyAddresses(ns, 'app0');
+    bytes = Number(await (await fetch(`http://${address}:8080/fill/${chunk}`, { signal: AbortSignal.timeout(120_000) })).text());
+  }
+  console.log(`  branch source: database "big" of ${(bytes / 1024 ** 2).toFixed(0)} MB (pg_database_size)`);
+  const branchTimes: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    const t0 = performance.now();
+    const { preview } = await call<{ preview: { database: string } }>('POST', '/apps/app0/previews', { ref: `b${i}` });
+    await until(`branch ${preview.database} Ready`, async () => (await call<{ databases: Array<{ name: string; phase: string }> }>('GET', '/databases')).databases.some((d) => d.name === preview.database && d.phase === 'Ready'), 300_000);
+    branchTimes.push(performance.now() - t0);
+    await call('DELETE', `/apps/app0/previews/b${i}`);
+    await until(`branch ${preview.database} gone`, async () => !(await call<{ databases: Array<{ name: string }> }>('GET', '/databases')).databases.some((d) => d.name === preview.database), 120_000);
+  }
+  console.log(`  preview to branch Ready (pg_basebackup into a new server)  p50 ${p50(branchTimes)}   max ${max(branchTimes)}`);
+  // The alternatives, timed inside the source server (its socket, no network): their copy alone.
+  const exec = new k8s.Exec(loadKubeConfig(services.config.kubeconfig));
+  const inServer = async (script: string) => {
+    const t0 = performance.now();
+    await new Promise<void>((resolve, reject) => {
+      void exec.exec(ns, databaseObjects('big').pod, 'postgres', ['sh', '-c', script], null, process.stderr, null, false, (status) => (status.status === 'Success' ? resolve() : reject(new Error(`${script}: ${status.message}`))));
+    });
+    return performance.now() - t0;
+  };
+  const template: number[] = [];
+  const dump: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    template.push(await inServer(`psql -q -h /tmp -d postgres -c 'CREATE DATABASE t${i} TEMPLATE big' && psql -q -h /tmp -d postgres -c 'DROP DATABASE t${i}'`));
+    dump.push(await inServer(`createdb -h /tmp d${i} && pg_dump -h /tmp big | psql -q -h /tmp -d d${i} >/dev/null && dropdb -h /tmp d${i}`));
+  }
+  console.log(`  on the source server: CREATE DATABASE ... TEMPLATE (and drop) p50 ${p50(template)}   pg_dump | psql (and drop) p50 ${p50(dump)}`);
+  const branchP50 = percentile([...branchTimes].sort((a, b) => a - b), 50);
+  console.log(`  goal branch < 5 s: ${branchP50 < 5000 ? 'met' : 'NOT met'}`);
 } finally {
   for (const c of cleanups) await c().catch(() => undefined);
   server.closeAllConnections();

@@ -1,5 +1,6 @@
-// `svc db create|ls|attach|detach|rm`: an account's databases (docs/api/data.md). create waits
-// until the server is Ready (or says why it failed) unless --no-wait; ls prints a table or JSON.
+// `svc db create|ls|attach|detach|rm|backup|backups|restore`: an account's databases
+// (docs/api/data.md). create and restore wait until the server is Ready (or say why it failed),
+// backup until the backup is stored or failed, unless --no-wait; ls and backups print a table or JSON.
 import { callJson, request, type ApiTarget } from './api.js';
 import { UsageError } from './token-commands.js';
 
@@ -12,6 +13,15 @@ interface DatabaseRecord {
   port: number | null;
   storage_bytes: number;
   deletion_policy: string;
+}
+
+interface BackupRecord {
+  id: string;
+  database: string;
+  status: string;
+  bytes: number | null;
+  error: string | null;
+  created_at: string;
 }
 
 export interface DbOptions {
@@ -34,6 +44,17 @@ export async function dbCommand(t: ApiTarget, command: string | undefined, args:
   const sleep = o.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   const print = (d: DatabaseRecord) => o.out(o.json ? JSON.stringify(d) : `${d.name}: ${d.phase}${d.message ? ` (${d.message})` : ''}`);
   const [name, app] = args;
+  const waitReady = async (db: DatabaseRecord) => {
+    const deadline = Date.now() + o.timeoutMs;
+    while (o.wait && db.phase !== 'Ready') {
+      if (db.phase === 'Failed') throw new Error(`database ${db.name} failed: ${db.message ?? 'no reason given'}`);
+      if (Date.now() > deadline) throw new Error(`database ${db.name} not ready after ${o.timeoutMs / 1000} s: ${db.message ?? db.phase}`);
+      await sleep(500);
+      db = (await callJson<{ databases: DatabaseRecord[] }>(t, 'GET', '/databases')).databases.find((d) => d.name === db.name) ?? db;
+    }
+    return db;
+  };
+  const backupsOf = async (db: string) => (await callJson<{ backups: BackupRecord[] }>(t, 'GET', `/databases/${encodeURIComponent(db)}/backups`)).backups;
   switch (command) {
     case 'ls': {
       const { databases } = await callJson<{ databases: DatabaseRecord[] }>(t, 'GET', '/databases');
@@ -43,15 +64,39 @@ export async function dbCommand(t: ApiTarget, command: string | undefined, args:
     }
     case 'create': {
       if (!name) throw new UsageError('name the database: svc db create NAME');
-      let db = await callJson<DatabaseRecord>(t, 'POST', '/databases', { name, ...(o.size !== undefined ? { storage_bytes: o.size } : {}), deletion_policy: o.retain ? 'retain' : 'drop' });
+      print(await waitReady(await callJson<DatabaseRecord>(t, 'POST', '/databases', { name, ...(o.size !== undefined ? { storage_bytes: o.size } : {}), deletion_policy: o.retain ? 'retain' : 'drop' })));
+      return;
+    }
+    case 'backup': {
+      if (!name) throw new UsageError('svc db backup NAME');
+      const before = new Set((await backupsOf(name)).map((b) => b.id));
+      const { requested_at } = await callJson<{ requested_at: string }>(t, 'POST', `/databases/${encodeURIComponent(name)}/backups`);
+      if (!o.wait) return o.out(`backup of ${name} requested at ${requested_at}`);
       const deadline = Date.now() + o.timeoutMs;
-      while (o.wait && db.phase !== 'Ready') {
-        if (db.phase === 'Failed') throw new Error(`database ${name} failed: ${db.message ?? 'no reason given'}`);
-        if (Date.now() > deadline) throw new Error(`database ${name} not ready after ${o.timeoutMs / 1000} s: ${db.message ?? db.phase}`);
-        await sleep(500);
-        db = (await callJson<{ databases: DatabaseRecord[] }>(t, 'GET', '/databases')).databases.find((d) => d.name === name) ?? db;
+      for (;;) {
+        const made = (await backupsOf(name)).find((b) => !before.has(b.id));
+        if (made) {
+          o.out(o.json ? JSON.stringify(made) : `${made.id}  ${made.status}${made.bytes !== null ? `  ${made.bytes} bytes` : ''}${made.error ? `  ${made.error}` : ''}`);
+          if (made.status !== 'done') throw new Error(`backup of ${name} failed: ${made.error ?? 'no reason given'}`);
+          return;
+        }
+        if (Date.now() > deadline) throw new Error(`no backup of ${name} within ${o.timeoutMs / 1000} s (GET /databases/${name}/backups shows it when it lands)`);
+        await sleep(1000);
       }
-      print(db);
+    }
+    case 'backups': {
+      if (!name) throw new UsageError('svc db backups NAME');
+      const backups = await backupsOf(name);
+      if (o.json) return o.out(JSON.stringify(backups));
+      const rows = [['ID', 'STATUS', 'BYTES', 'TAKEN', 'ERROR'], ...backups.map((b) => [b.id, b.status, b.bytes === null ? '-' : String(b.bytes), b.created_at, b.error ?? ''])];
+      const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+      rows.forEach((r) => o.out(r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd()));
+      return;
+    }
+    case 'restore': {
+      const [backup, into] = args;
+      if (!backup || !into) throw new UsageError('svc db restore BACKUP NEW-NAME (a restore makes a new database)');
+      print(await waitReady(await callJson<DatabaseRecord>(t, 'POST', '/databases', { name: into, restore_from: { backup }, ...(o.size !== undefined ? { storage_bytes: o.size } : {}) })));
       return;
     }
     case 'attach': {

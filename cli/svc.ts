@@ -30,6 +30,9 @@ const usage = `usage:
   svc db create NAME [--size BYTES] [--retain] [--no-wait] [--json] | ls [--json] | rm NAME
                                               the account's databases; create waits until Ready
   svc db attach NAME APP | detach APP         give an app DATABASE_URL and PG* (or take them away)
+  svc db backup NAME [--no-wait] | backups NAME [--json] | restore BACKUP NEW-NAME
+                                              back up now (waits until stored), list backups,
+                                              restore one into a new database (waits until Ready)
   svc volumes ls [--json] | rm REF            the account's volumes (apps' machines' and databases');
                                               rm frees one no machine or database holds
   svc admin create-account --email EMAIL [--name NAME]

@@ -121,11 +121,14 @@ export class Manager {
       const databases = this.informers.informer(targets.custom<Database>(kc, group, version, pluralOf('Database')));
       const dbPods = this.informers.informer(targets.pods(kc, labels.database));
       const claims = this.informers.informer(targets.claims(kc, labels.database));
+      const cronJobs = this.informers.informer(targets.cronJobs(kc, labels.database));
+      const backupJobs = this.informers.informer(targets.jobs(kc, labels.backupOf));
       const ofDb = <T extends k8s.KubernetesObject>(list: readonly T[], db: Database) => list.find((o) => o.metadata?.labels?.[labels.database] === db.metadata.name);
       const reconciler = new DatabaseReconciler(
         core,
         custom,
         networking,
+        kc.makeApiClient(k8s.BatchV1Api),
         {
           observe: (db) => {
             const ns = db.metadata.namespace!;
@@ -133,9 +136,11 @@ export class Manager {
               pod: ofDb(dbPods.list(ns), db),
               claim: ofDb(claims.list(ns), db),
               service: ofDb(services.list(ns), db),
-              policy: ofDb(policies.list(ns), db),
+              policy: policies.get(databaseObjects(db.metadata.name!).policy, ns),
               attachedApps: apps.list(ns).filter((a) => a.spec.database === db.metadata.name),
               sourceHost: db.spec.branchOf ? services.get(databaseObjects(db.spec.branchOf).service, ns)?.spec?.clusterIP : undefined,
+              cronJob: ofDb(cronJobs.list(ns), db),
+              backupJobs: backupJobs.list(ns).filter((j) => j.metadata?.labels?.[labels.backupOf] === db.metadata.name),
             };
           },
         },
@@ -164,7 +169,11 @@ export class Manager {
         if (!db || !ns) return [];
         return [`${ns}/${db}`, ...databases.list(ns).filter((d) => d.spec.branchOf === db).map((d) => `${ns}/${d.metadata.name}`)];
       };
-      this.databases.watches(dbPods, dbOf).watches(claims, dbOf).watches(services, withBranches).watches(policies, dbOf).watches(apps, attachedOf);
+      const backupOf = (job: k8s.V1Job): string[] => {
+        const db = job.metadata?.labels?.[labels.backupOf];
+        return db && job.metadata?.namespace ? [`${job.metadata.namespace}/${db}`] : [];
+      };
+      this.databases.watches(dbPods, dbOf).watches(claims, dbOf).watches(services, withBranches).watches(policies, dbOf).watches(apps, attachedOf).watches(cronJobs, dbOf).watches(backupJobs, backupOf);
       // An App naming a database learns its server's address from the Database's Service.
       this.apps.watches(services, (svc: k8s.V1Service) => {
         const db = svc.metadata?.labels?.[labels.database];

@@ -189,7 +189,7 @@ record SVC_SANDBOX_IMAGE svc/sandbox "$tag"
 
 # Databases (controllers/database/): Debian's PostgreSQL server and an entrypoint that initializes
 # an empty volume on first start (hack/images/postgres-entrypoint.sh).
-debian_layer postgres "postgresql"
+debian_layer postgres "postgresql,curl"
 image postgres-base "$DEBIAN_TAG" "" "$path_env" -- "$LAYERS/postgres-$DEBIAN_TAG.tar"
 postgres_base_ref=$BUILT_REF postgres_base_tag=$DEBIAN_TAG
 entry_key=$(short "$RECIPE" "$(sha hack/images/postgres-entrypoint.sh)")

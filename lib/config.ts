@@ -75,6 +75,10 @@ const envSchema = z.object({
   SVC_DATABASE_STORAGE_CLASS: z.string().optional(),
   SVC_DATABASE_DEFAULT_BYTES: z.coerce.number().int().min(1048576).default(1073741824),
   SVC_DATABASE_MAX_PER_ACCOUNT: z.coerce.number().int().min(0).max(10_000).default(5),
+  SVC_DATABASE_BACKUP_SCHEDULE: z
+    .string()
+    .regex(/^(\S+\s+){4}\S+$/, 'must be a cron schedule of five fields (minute hour day-of-month month day-of-week)')
+    .default('30 3 * * *'),
   SVC_STORAGE_MAX_BYTES_PER_ACCOUNT: z.coerce.number().int().min(0).default(20 * 1073741824),
   SVC_ARTIFACT_KEY: z.string().min(32, 'must be at least 32 characters (a random secret)').optional(),
   SVC_ARTIFACT_KEY_FILE: z.string().min(1).optional(),
@@ -163,6 +167,8 @@ export interface Config {
     /** Per account: databases at once, and bytes of their volumes together (403 quota_exceeded beyond). */
     readonly maxPerAccount: number;
     readonly maxBytesPerAccount: number;
+    /** When each database's logical backup runs (a CronJob schedule, the cluster's time zone). */
+    readonly backupSchedule: string;
   };
   /**
    * Where the platform is as machines see it, for each App's NetworkPolicy: the addresses
@@ -364,6 +370,7 @@ export function loadConfig(
       defaultBytes: e.SVC_DATABASE_DEFAULT_BYTES,
       maxPerAccount: e.SVC_DATABASE_MAX_PER_ACCOUNT,
       maxBytesPerAccount: e.SVC_STORAGE_MAX_BYTES_PER_ACCOUNT,
+      backupSchedule: e.SVC_DATABASE_BACKUP_SCHEDULE,
     }),
     controllersMetrics: Object.freeze({ host: e.SVC_CONTROLLERS_METRICS_HOST, port: e.SVC_CONTROLLERS_METRICS_PORT }),
     proxy: Object.freeze({
@@ -411,7 +418,7 @@ const readsOf = {
   site: ['SVC_APPS_DOMAIN', 'SVC_APPS_URL_SUFFIX', 'SVC_AUTH_SECURE_COOKIES'],
   hostnameHoldMs: ['SVC_HOSTNAME_HOLD_DAYS'],
   eventsRetentionMs: ['SVC_EVENTS_RETENTION_DAYS'],
-  databases: ['SVC_IMAGE_POSTGRES', 'SVC_DATABASE_STORAGE_CLASS', 'SVC_DATABASE_DEFAULT_BYTES', 'SVC_DATABASE_MAX_PER_ACCOUNT', 'SVC_STORAGE_MAX_BYTES_PER_ACCOUNT'],
+  databases: ['SVC_IMAGE_POSTGRES', 'SVC_DATABASE_STORAGE_CLASS', 'SVC_DATABASE_DEFAULT_BYTES', 'SVC_DATABASE_MAX_PER_ACCOUNT', 'SVC_STORAGE_MAX_BYTES_PER_ACCOUNT', 'SVC_DATABASE_BACKUP_SCHEDULE'],
   machineNetwork: ['SVC_MACHINE_PLATFORM_CIDRS', 'SVC_MACHINE_PLATFORM_PORTS', 'SVC_NODES', 'SVC_NODE_POD_SUBNET', 'SVC_API_MACHINE_PORT'],
   webhookAllowPrivate: ['SVC_WEBHOOK_ALLOW_PRIVATE'],
   webhookDnsServers: ['SVC_WEBHOOK_DNS_SERVERS'],

@@ -41,6 +41,8 @@ export const labels = {
   network: 'svc.dev/network',
   /** On a Database's server Pod, Service, volume claim and policy: the Database's name. */
   database: 'svc.dev/database',
+  /** On a Database's backup Jobs and their Pods: the Database they dump. */
+  backupOf: 'svc.dev/backup-of',
   /** On a branch Database's server objects (a preview's copy): the Database it copies. */
   branchOf: 'svc.dev/branch-of',
   /** On an app's volume claim: the volume's name (with the app and machine labels). */

@@ -33,5 +33,8 @@ export function databaseBytes(db: { spec: { storageBytes?: number | undefined } 
   return db.spec.storageBytes ?? defaultBytes;
 }
 
+/** The annotation by which the API asks the controllers for a backup now: a new value, a new backup Job. */
+export const backupRequestAnnotation = 'svc.dev/backup-requested';
+
 /** Credentials Secret keys. */
 export const credentialKeys = { username: 'username', password: 'password', database: 'database' } as const;

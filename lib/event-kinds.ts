@@ -29,6 +29,8 @@ export const eventKinds = [
   'database.deleted',
   'database.attached',
   'database.detached',
+  'database.backup_done',
+  'database.backup_failed',
   'volume.created',
   'volume.deleted',
   'sandbox.opened',

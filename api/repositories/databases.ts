@@ -5,9 +5,9 @@
 import { randomBytes } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
 import { apiVersion, group, labels, managers, pluralOf, version } from '../../lib/contract.js';
-import { credentialKeys, databaseObjects } from '../../lib/databases.js';
+import { backupRequestAnnotation, credentialKeys, databaseObjects } from '../../lib/databases.js';
 import { DomainError } from '../../lib/errors.js';
-import { kubeStatus } from '../../lib/kube/client.js';
+import { kubeStatus, mergePatch } from '../../lib/kube/client.js';
 import { createCustomObject, customInformer } from '../../lib/kube/custom-informer.js';
 import { untilCached } from '../../lib/kube/until-cached.js';
 import type { Logger } from '../../lib/logger.js';
@@ -103,13 +103,32 @@ export class DatabaseRepository {
         'Database',
         namespace,
         { name, labels: { [labels.managedBy]: managers.api, [labels.branchOf]: source.metadata.name! }, ownerReferences },
-        { engine: 'postgres', ...(source.spec.storageBytes ? { storageBytes: source.spec.storageBytes } : {}), deletionPolicy: 'Drop', branchOf: source.metadata.name },
+        {
+          engine: 'postgres',
+          ...(source.spec.storageBytes ? { storageBytes: source.spec.storageBytes } : {}),
+          deletionPolicy: 'Drop',
+          branchOf: source.metadata.name,
+          ...(source.spec.backupUrl ? { backupUrl: source.spec.backupUrl } : {}),
+        },
       );
       await untilCached(this.informer, namespace, name, (c) => c?.metadata.uid === created.metadata.uid);
       return created;
     } catch (err) {
       await this.core.deleteNamespacedSecret({ namespace, name: o.secret }).catch(() => undefined);
       throw err;
+    }
+  }
+
+  /**
+   * Asks the controllers for a backup now: a new value of the Database's request annotation, which
+   * its controller answers with a backup Job. Returns the value (the Job is named after it).
+   */
+  async requestBackup(namespace: string, name: string, token: string): Promise<void> {
+    try {
+      await this.custom.patchNamespacedCustomObject({ group, version, plural, namespace, name, body: { metadata: { annotations: { [backupRequestAnnotation]: token } } } }, mergePatch);
+    } catch (err) {
+      if (kubeStatus(err) === 404) throw new DomainError('not_found', `database ${name} not found`);
+      throw new DomainError('unavailable', `cannot ask for a backup of ${name} right now; retry later`, err);
     }
   }
 

@@ -2,7 +2,9 @@
 // created and deleted per account, and attached to one app at a time through the App spec's
 // `database` field (the GitOps form of the same thing), which gives the app's machines
 // DATABASE_URL and the PG* variables (docs/api/data.md).
+import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
+import type { Backup } from '../../lib/backups.js';
 import { dnsLabel } from '../../lib/contract.js';
 import { databaseBytes, maxDatabaseName } from '../../lib/databases.js';
 import type { Database } from '../../lib/resources/index.js';
@@ -33,7 +35,19 @@ const createBody = z.strictObject({
     .regex(dnsLabel, 'must be lower-case letters, digits and dashes, starting and ending with a letter or digit'),
   storage_bytes: z.number().int().min(1048576).max(1099511627776).optional().describe('Size of its volume; default 1 GiB'),
   deletion_policy: z.enum(['drop', 'retain']).default('drop').describe('drop: the data goes with the database; retain: its volume is kept'),
+  restore_from: z.strictObject({ backup: z.string().min(1).max(64).describe('A backup of one of the account\'s databases (GET /databases/{name}/backups)') }).optional().describe('Start as that backup: a new database, loaded once'),
 });
+
+const backupSchema = z.object({
+  id: z.string(),
+  database: z.string(),
+  status: z.enum(['done', 'failed']),
+  bytes: z.number().nullable(),
+  error: z.string().nullable(),
+  created_at: z.string(),
+});
+
+const presentBackup = (b: Backup): z.infer<typeof backupSchema> => ({ id: b.id, database: b.database, status: b.status, bytes: b.bytes, error: b.error, created_at: b.createdAt.toISOString() });
 
 export function presentDatabase(db: Database, defaultBytes: number): z.infer<typeof databaseSchema> {
   const ready = db.status?.conditions?.find((c) => c.type === 'Ready');
@@ -51,6 +65,9 @@ export function presentDatabase(db: Database, defaultBytes: number): z.infer<typ
     created_at: new Date(db.metadata.creationTimestamp as unknown as string).toISOString(),
   };
 }
+
+/** Where this API's machine listener takes backups (api/backups.ts). */
+export const backupUrlOf = (s: Services) => `${new URL(s.config.deploys.artifactBaseUrl).origin}/backups`;
 
 export function databaseOperations(s: Services): Operation[] {
   const present = (db: Database) => presentDatabase(db, s.config.databases.defaultBytes);
@@ -90,13 +107,25 @@ export function databaseOperations(s: Services): Operation[] {
         if (used + bytes > limits.maxBytesPerAccount) {
           throw new ApiError('quota_exceeded', `${bytes} more bytes would bring the account's storage (databases and volumes) to ${used + bytes}, over its limit of ${limits.maxBytesPerAccount} bytes (${used} in use)`);
         }
+        // A restore names a backup of this account that holds a dump (a failed one holds none).
+        const backup = body.restore_from ? await s.backups.get(caller.account.id, body.restore_from.backup) : undefined;
+        if (body.restore_from && !backup) throw notFound(`backup ${body.restore_from.backup}`);
+        if (backup && (backup.status !== 'done' || !backup.digest)) throw conflict(`backup ${backup.id} failed (${backup.error ?? 'no dump'}); restore from one that is done`);
         const db = await s.databases.create(caller.account.namespace, body.name, {
           engine: 'postgres',
           ...(body.storage_bytes !== undefined ? { storageBytes: body.storage_bytes } : {}),
           deletionPolicy: body.deletion_policy === 'retain' ? 'Retain' : 'Drop',
+          // This API's store holds the dump and keeps the backups: the Database says where, as an App's source does.
+          ...(backup ? { restoreFrom: { backup: backup.id, digest: backup.digest!, url: `${s.config.deploys.artifactBaseUrl}/${backup.digest}` } } : {}),
+          backupUrl: backupUrlOf(s),
         });
         await s.usage.storage(caller.account.id, `database/${db.metadata.name}`, bytes);
-        await s.events.record(caller.account.id, 'database.created', db.metadata.name!, { database: db.metadata.name, storage_bytes: bytes, deletion_policy: body.deletion_policy });
+        await s.events.record(caller.account.id, 'database.created', db.metadata.name!, {
+          database: db.metadata.name,
+          storage_bytes: bytes,
+          deletion_policy: body.deletion_policy,
+          ...(backup ? { restored_from: { database: backup.database, backup: backup.id } } : {}),
+        });
         return { status: 201, body: present(db) };
       },
     }),
@@ -120,6 +149,41 @@ export function databaseOperations(s: Services): Operation[] {
         if (db.spec.deletionPolicy !== 'Retain') await s.usage.storage(caller.account.id, `database/${db.metadata.name}`, 0);
         await s.events.record(caller.account.id, 'database.deleted', db.metadata.name!, { database: db.metadata.name, deletion_policy: db.spec.deletionPolicy === 'Retain' ? 'retain' : 'drop' });
         return { status: 204, body: undefined };
+      },
+    }),
+    op({
+      method: 'GET',
+      path: '/databases/{name}/backups',
+      operationId: 'listDatabaseBackups',
+      tag: 'data',
+      summary: 'List database backups',
+      action: 'read',
+      accountWide: true,
+      response: z.object({ backups: z.array(backupSchema) }),
+      handler: async ({ caller, params }) => {
+        const backups = await s.backups.list(caller.account.id, params.name!);
+        // A deleted database's backups stay listed (and restorable) while they are kept.
+        if (!backups.length && !s.databases.get(caller.account.namespace, params.name!)) throw notFound(`database ${params.name}`);
+        return { body: { backups: backups.map(presentBackup) } };
+      },
+    }),
+    op({
+      method: 'POST',
+      path: '/databases/{name}/backups',
+      operationId: 'backupDatabase',
+      tag: 'data',
+      summary: 'Back up a database now',
+      action: 'write',
+      accountWide: true,
+      status: 202,
+      response: z.object({ database: z.string(), requested_at: z.string() }),
+      handler: async ({ caller, params }) => {
+        const db = s.databases.get(caller.account.namespace, params.name!);
+        if (!db || db.metadata.deletionTimestamp) throw notFound(`database ${params.name}`);
+        if (db.status?.phase !== 'Ready') throw conflict(`database ${params.name} is ${db.status?.phase ?? 'Pending'}: a backup needs its server Ready`);
+        const at = s.clock().toISOString();
+        await s.databases.requestBackup(caller.account.namespace, params.name!, `${at} ${randomBytes(4).toString('hex')}`);
+        return { status: 202, body: { database: params.name!, requested_at: at } };
       },
     }),
     op({

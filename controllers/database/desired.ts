@@ -4,9 +4,11 @@
 // svc/postgres image on its own PersistentVolumeClaim, a ClusterIP Service, and a NetworkPolicy that
 // lets only the account's app machines in. The credentials Secret is the API's (the controllers
 // never read Secrets): the server and attached machines get it through the kubelet.
+import { createHash } from 'node:crypto';
 import type * as k8s from '@kubernetes/client-node';
+import { artifactCredentialTtlSeconds, mintArtifactCredential, mintBackupCredential } from '../../lib/artifacts/credential.js';
 import { apiVersion, labels, managers } from '../../lib/contract.js';
-import { credentialKeys, databaseBytes, databaseObjects, databasePort } from '../../lib/databases.js';
+import { backupRequestAnnotation, credentialKeys, databaseBytes, databaseObjects, databasePort } from '../../lib/databases.js';
 import type { App, Database } from '../../lib/resources/index.js';
 import { hopelessWaiting, podReady } from '../frame/pods.js';
 import type { ConditionInput } from '../frame/status.js';
@@ -18,6 +20,18 @@ export interface DatabaseSettings {
   defaultBytes: number;
   /** Where the kubelet's probes (and the platform) come from, as the App policies name it. */
   platformCidrs: readonly string[];
+  /**
+   * Backups and restores through the API's machine listener: its ports (as the App policies name
+   * them), the artifact store's base URL (restores fetch a dump there), where backups go, when, and
+   * the key their credentials are minted with. Without it, no backups (no CronJob) and no restores.
+   */
+  backups?: {
+    platformPorts: ReadonlyArray<{ port: number; endPort?: number }>;
+    artifactBaseUrl: string;
+    backupBaseUrl: string;
+    schedule: string;
+    key: Buffer;
+  } | undefined;
 }
 
 export type DatabaseStatusFields = NonNullable<Database['status']>;
@@ -30,6 +44,8 @@ export interface DatabaseObserved {
   attachedApps: App[];
   /** A branch's source server's address (its Service), once known. */
   sourceHost?: string | undefined;
+  /** Backup Jobs of this Database there are (made by its CronJob, or on request). */
+  backupJobs?: k8s.V1Job[];
 }
 
 export interface DatabasePlan {
@@ -42,6 +58,8 @@ export interface DatabasePlan {
   deletePod: k8s.V1Pod | undefined;
   status: DatabaseStatusFields;
   ready: Omit<ConditionInput, 'type'>;
+  /** The nightly backup (once the server has an address) and its Jobs' policy; none without backup settings. */
+  backup?: { cronJob: k8s.V1CronJob; policy: k8s.V1NetworkPolicy; requested: k8s.V1Job | undefined } | undefined;
 }
 
 
@@ -64,10 +82,26 @@ const serverContainerSecurity: k8s.V1SecurityContext = { allowPrivilegeEscalatio
  * The server. A branch (spec.branchOf) first copies its source server into the empty volume (an
  * init container; `sourceHost` its address), so it is made only once that address is known.
  */
-export function serverPod(db: Database, settings: DatabaseSettings, sourceHost?: string): k8s.V1Pod {
+/** The server's credentials, from the API's Secret, as libpq's variables. */
+function credentialEnv(db: Database): k8s.V1EnvVar[] {
+  const secret = databaseObjects(db.metadata.name!).secret;
+  const fromSecret = (name: string, key: string): k8s.V1EnvVar => ({ name, valueFrom: { secretKeyRef: { name: secret, key } } });
+  return [fromSecret('PGUSER', credentialKeys.username), fromSecret('PGPASSWORD', credentialKeys.password), fromSecret('PGDATABASE', credentialKeys.database)];
+}
+
+/** Where a restore fetches its dump, and the artifact credential it shows (an hour from `now`). */
+function restoreEnv(db: Database, settings: DatabaseSettings, now: Date): k8s.V1EnvVar[] {
+  const from = db.spec.restoreFrom;
+  if (!from || !settings.backups) return [];
+  return [
+    { name: 'SVC_RESTORE_URL', value: from.url ?? `${settings.backups.artifactBaseUrl}/${from.digest}` },
+    { name: 'SVC_RESTORE_TOKEN', value: mintArtifactCredential(settings.backups.key, from.digest, new Date(now.getTime() + artifactCredentialTtlSeconds * 1000)) },
+  ];
+}
+
+export function serverPod(db: Database, settings: DatabaseSettings, sourceHost?: string, now = new Date()): k8s.V1Pod {
   const o = databaseObjects(db.metadata.name!);
-  const fromSecret = (name: string, key: string): k8s.V1EnvVar => ({ name, valueFrom: { secretKeyRef: { name: o.secret, key } } });
-  const env = [fromSecret('PGUSER', credentialKeys.username), fromSecret('PGPASSWORD', credentialKeys.password), fromSecret('PGDATABASE', credentialKeys.database), { name: 'PGDATA', value: `${dataPath}/data` }];
+  const env = [...credentialEnv(db), { name: 'PGDATA', value: `${dataPath}/data` }, ...restoreEnv(db, settings, now)];
   const mounts = [
     { name: 'data', mountPath: dataPath },
     { name: 'tmp', mountPath: '/tmp' },
@@ -148,14 +182,109 @@ export function serverPolicy(db: Database, settings: DatabaseSettings): k8s.V1Ne
           from: [
             { podSelector: { matchExpressions: [{ key: labels.app, operator: 'Exists' }] } },
             { podSelector: { matchExpressions: [{ key: labels.database, operator: 'Exists' }] } },
+            { podSelector: { matchExpressions: [{ key: labels.backupOf, operator: 'Exists' }] } },
             ...settings.platformCidrs.map((cidr) => ({ ipBlock: { cidr } })),
           ],
           ports: [{ protocol: 'TCP', port: databasePort as unknown as k8s.IntOrString }],
         } as unknown as k8s.V1NetworkPolicyIngressRule,
       ],
-      egress: db.spec.branchOf ? [{ to: [{ podSelector: { matchLabels: { [labels.database]: db.spec.branchOf } } }], ports: [{ protocol: 'TCP', port: databasePort as unknown as k8s.IntOrString }] }] : [],
+      egress: [
+        ...(db.spec.branchOf ? [{ to: [{ podSelector: { matchLabels: { [labels.database]: db.spec.branchOf } } }], ports: [{ protocol: 'TCP', port: databasePort as unknown as k8s.IntOrString }] }] : []),
+        // A restore fetches its dump from the machine listener.
+        ...(db.spec.restoreFrom && settings.backups ? [toPlatform(settings, settings.backups)] : []),
+      ],
     },
   };
+}
+
+function toPlatform(settings: DatabaseSettings, backups: NonNullable<DatabaseSettings['backups']>): k8s.V1NetworkPolicyEgressRule {
+  return {
+    to: settings.platformCidrs.map((cidr) => ({ ipBlock: { cidr } })),
+    ports: backups.platformPorts.map((p) => ({ protocol: 'TCP', port: p.port as unknown as k8s.IntOrString, ...(p.endPort ? { endPort: p.endPort } : {}) })),
+  };
+}
+
+/** A backup credential's expiry: five weeks after the start of this week, so it changes (and the CronJob with it) once a week. */
+export function backupCredentialExpiry(now: Date): Date {
+  const week = 7 * 86_400_000;
+  return new Date((Math.floor(now.getTime() / week) + 5) * week);
+}
+
+/** A backup Job's spec: one dump of the server at `host` to the platform, an hour at most. */
+function backupJobSpec(db: Database, settings: DatabaseSettings, backups: NonNullable<DatabaseSettings['backups']>, host: string, now: Date): k8s.V1JobSpec {
+  const { name, namespace } = db.metadata as { name: string; namespace: string };
+  const token = mintBackupCredential(backups.key, namespace, name, backupCredentialExpiry(now));
+  return {
+    backoffLimit: 1,
+    activeDeadlineSeconds: 3600,
+    ttlSecondsAfterFinished: 3600,
+    template: {
+      metadata: { labels: { [labels.backupOf]: name, [labels.managedBy]: managers.controllers } },
+      spec: {
+        restartPolicy: 'Never',
+        automountServiceAccountToken: false,
+        enableServiceLinks: false,
+        securityContext: { runAsNonRoot: true, runAsUser: serverUid, runAsGroup: serverUid, seccompProfile: { type: 'RuntimeDefault' } },
+        containers: [
+          {
+            name: 'backup',
+            image: settings.image,
+            args: ['backup'],
+            env: [
+              ...credentialEnv(db),
+              { name: 'SVC_BACKUP_HOST', value: host },
+              { name: 'SVC_BACKUP_URL', value: `${db.spec.backupUrl ?? backups.backupBaseUrl}/${namespace}/${name}` },
+              { name: 'SVC_BACKUP_TOKEN', value: token },
+            ],
+            resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { cpu: '500m', memory: '256Mi' } },
+            securityContext: serverContainerSecurity,
+            volumeMounts: [{ name: 'tmp', mountPath: '/tmp' }],
+          },
+        ],
+        volumes: [{ name: 'tmp', emptyDir: { sizeLimit: '64Mi' } }],
+      },
+    },
+  };
+}
+
+
+function backupPlan(db: Database, observed: DatabaseObserved, settings: DatabaseSettings, now: Date): DatabasePlan['backup'] {
+  const backups = settings.backups;
+  const host = observed.service?.spec?.clusterIP;
+  if (!backups || !host) return undefined;
+  const name = db.metadata.name!;
+  const spec = backupJobSpec(db, settings, backups, host, now);
+  const cronJob: k8s.V1CronJob = {
+    apiVersion: 'batch/v1',
+    kind: 'CronJob',
+    metadata: meta(db, `db-${name}-backup`),
+    spec: {
+      schedule: backups.schedule,
+      concurrencyPolicy: 'Forbid',
+      startingDeadlineSeconds: 3600,
+      successfulJobsHistoryLimit: 1,
+      failedJobsHistoryLimit: 1,
+      jobTemplate: { metadata: { labels: { [labels.backupOf]: name, [labels.managedBy]: managers.controllers } }, spec },
+    },
+  };
+  const policy: k8s.V1NetworkPolicy = {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'NetworkPolicy',
+    metadata: meta(db, `db-${name}-backup`),
+    spec: {
+      podSelector: { matchLabels: { [labels.backupOf]: name } },
+      policyTypes: ['Ingress', 'Egress'],
+      ingress: [],
+      egress: [{ to: [{ podSelector: { matchLabels: { [labels.database]: name } } }], ports: [{ protocol: 'TCP', port: databasePort as unknown as k8s.IntOrString }] }, toPlatform(settings, backups)],
+    },
+  };
+  const request = db.metadata.annotations?.[backupRequestAnnotation];
+  const jobName = request ? `db-${name}-backup-${createHash('sha256').update(request).digest('hex').slice(0, 8)}` : undefined;
+  const requested: k8s.V1Job | undefined =
+    jobName && !observed.backupJobs?.some((j) => j.metadata?.name === jobName)
+      ? { apiVersion: 'batch/v1', kind: 'Job', metadata: { ...meta(db, jobName), labels: { [labels.backupOf]: name, [labels.managedBy]: managers.controllers }, annotations: { [backupRequestAnnotation]: request! } }, spec }
+      : undefined;
+  return { cronJob, policy, requested };
 }
 
 /** Why the server will not come up by waiting, if it will not. */
@@ -170,7 +299,7 @@ function serverProblem(pod: k8s.V1Pod): string | undefined {
   return undefined;
 }
 
-export function plan(db: Database, observed: DatabaseObserved, settings: DatabaseSettings): DatabasePlan {
+export function plan(db: Database, observed: DatabaseObserved, settings: DatabaseSettings, now = new Date()): DatabasePlan {
   const name = db.metadata.name!;
   const o = databaseObjects(name);
   const ended = observed.pod && (observed.pod.status?.phase === 'Failed' || observed.pod.status?.phase === 'Succeeded') ? observed.pod : undefined;
@@ -191,8 +320,9 @@ export function plan(db: Database, observed: DatabaseObserved, settings: Databas
     service: serverService(db),
     policy: serverPolicy(db, settings),
     // A branch's server waits for its source's address to copy it from.
-    createPod: (!observed.pod || ended || outdated) && (!db.spec.branchOf || observed.sourceHost) ? serverPod(db, settings, observed.sourceHost) : undefined,
+    createPod: (!observed.pod || ended || outdated) && (!db.spec.branchOf || observed.sourceHost) ? serverPod(db, settings, observed.sourceHost, now) : undefined,
     deletePod: ended ?? outdated,
+    backup: backupPlan(db, observed, settings, now),
   };
   if (observed.pod && podReady(observed.pod) && host) {
     return { ...plan, status: { ...base, phase: 'Ready' }, ready: { ok: true, reason: 'ServerReady', message: `PostgreSQL accepts connections at ${host}:${databasePort}` } };

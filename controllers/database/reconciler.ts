@@ -18,7 +18,7 @@ const ignore = (...codes: number[]) => (err: unknown) => {
 };
 
 export interface DatabaseCache {
-  observe(db: Database): DatabaseObserved & { policy: k8s.V1NetworkPolicy | undefined };
+  observe(db: Database): DatabaseObserved & { policy: k8s.V1NetworkPolicy | undefined; cronJob: k8s.V1CronJob | undefined };
 }
 
 export class DatabaseReconciler implements Reconciler<Database, DatabaseStatusFields> {
@@ -29,6 +29,7 @@ export class DatabaseReconciler implements Reconciler<Database, DatabaseStatusFi
     private readonly core: k8s.CoreV1Api,
     private readonly custom: k8s.CustomObjectsApi,
     private readonly networking: k8s.NetworkingV1Api,
+    private readonly batch: k8s.BatchV1Api,
     private readonly cache: DatabaseCache,
     private readonly settings: DatabaseSettings,
     private readonly log: Logger,
@@ -39,7 +40,7 @@ export class DatabaseReconciler implements Reconciler<Database, DatabaseStatusFi
     this.applied.delete(db.metadata.uid!);
   }
 
-  async reconcile(db: Database, _now: Date): Promise<Outcome<DatabaseStatusFields>> {
+  async reconcile(db: Database, now: Date): Promise<Outcome<DatabaseStatusFields>> {
     const { namespace, name } = db.metadata as { namespace: string; name: string };
     const observed = this.cache.observe(db);
     if (db.metadata.deletionTimestamp) {
@@ -52,7 +53,7 @@ export class DatabaseReconciler implements Reconciler<Database, DatabaseStatusFi
         mergePatch,
       );
     }
-    const p = plan(db, observed, this.settings);
+    const p = plan(db, observed, this.settings, now);
     const apply = { namespace, fieldManager: managers.controllers, force: true };
     if (!observed.claim) {
       await this.core.createNamespacedPersistentVolumeClaim({ namespace, body: p.claim }).catch(ignore(409));
@@ -60,11 +61,20 @@ export class DatabaseReconciler implements Reconciler<Database, DatabaseStatusFi
     }
     // Applied when missing, or once per process when its shape is not the one last applied.
     const uid = db.metadata.uid!;
-    const shape = JSON.stringify([p.policy, p.service]);
-    if (!observed.policy || !observed.service || this.applied.get(uid) !== shape) {
+    const shape = JSON.stringify([p.policy, p.service, p.backup?.policy, p.backup?.cronJob]);
+    if (!observed.policy || !observed.service || (p.backup && !observed.cronJob) || this.applied.get(uid) !== shape) {
       await this.networking.patchNamespacedNetworkPolicy({ ...apply, name: p.policy.metadata!.name!, body: p.policy }, serverSideApply);
       await this.core.patchNamespacedService({ ...apply, name: p.service.metadata!.name!, body: p.service }, serverSideApply);
+      if (p.backup) {
+        await this.networking.patchNamespacedNetworkPolicy({ ...apply, name: p.backup.policy.metadata!.name!, body: p.backup.policy }, serverSideApply);
+        await this.batch.patchNamespacedCronJob({ ...apply, name: p.backup.cronJob.metadata!.name!, body: p.backup.cronJob }, serverSideApply);
+      }
       this.applied.set(uid, shape);
+    }
+    if (p.backup?.requested) {
+      await this.batch.createNamespacedJob({ namespace, body: p.backup.requested }).catch(ignore(409));
+      this.log.info({ kind: 'Database', namespace, name, job: p.backup.requested.metadata!.name }, 'Started a backup on request');
+      this.event(db, 'Normal', 'BackupStarted', `backup ${p.backup.requested.metadata!.name} started on request`);
     }
     if (p.deletePod) {
       await this.core.deleteNamespacedPod({ namespace, name: p.deletePod.metadata!.name! }).catch(ignore(404));

@@ -81,6 +81,14 @@ export const targets = {
       list: (s) => net.listNetworkPolicyForAllNamespaces(s ? { labelSelector: s } : {}),
     };
   },
+  cronJobs: (kc: k8s.KubeConfig, labelSelector: string): WatchTarget<k8s.V1CronJob> => {
+    const batch = kc.makeApiClient(k8s.BatchV1Api);
+    return { what: `cron jobs (${labelSelector})`, path: '/apis/batch/v1/cronjobs', labelSelector, list: (s) => batch.listCronJobForAllNamespaces(s ? { labelSelector: s } : {}) };
+  },
+  jobs: (kc: k8s.KubeConfig, labelSelector: string): WatchTarget<k8s.V1Job> => {
+    const batch = kc.makeApiClient(k8s.BatchV1Api);
+    return { what: `jobs (${labelSelector})`, path: '/apis/batch/v1/jobs', labelSelector, list: (s) => batch.listJobForAllNamespaces(s ? { labelSelector: s } : {}) };
+  },
   custom: <T extends k8s.KubernetesObject>(kc: k8s.KubeConfig, group: string, version: string, plural: string): WatchTarget<T> => {
     const custom = kc.makeApiClient(k8s.CustomObjectsApi);
     return {

@@ -10,18 +10,41 @@ export PGDATA=${PGDATA:-/var/lib/svc-postgres/data}
 # `branch`: the init container of a Database that starts as a copy of another (spec.branchOf): a
 # physical copy of the running source server (pg_basebackup with its WAL, a fast checkpoint, live
 # connections allowed), once, into the empty volume; the server then starts from it as a primary of
-# its own. Same role and password as the source: the branch's credentials are the source's.
+# its own. Same role and password as the source: the branch's credentials are the source's. No
+# fsync here: the server's recovery from the copy syncs the whole data directory before it starts.
 if [ "${1:-}" = branch ]; then
   : "${SVC_BRANCH_HOST:?the address of the source server}"
   if [ -s "$PGDATA/PG_VERSION" ]; then echo "svc-postgres: $PGDATA holds a database already; not copied again"; exit 0; fi
   rm -rf "$PGDATA" && mkdir -p "$PGDATA" && chmod 0700 "$PGDATA"
   echo "svc-postgres: copying $SVC_BRANCH_HOST into $PGDATA"
   start=$(date +%s%N)
-  "$bin/pg_basebackup" --host="$SVC_BRANCH_HOST" --port=5432 --username="$PGUSER" --no-password --pgdata="$PGDATA" --wal-method=stream --checkpoint=fast
+  "$bin/pg_basebackup" --host="$SVC_BRANCH_HOST" --port=5432 --username="$PGUSER" --no-password --pgdata="$PGDATA" --wal-method=stream --checkpoint=fast --no-sync
   echo "svc-postgres: copied $(du -sm "$PGDATA" | cut -f1) MB in $((($(date +%s%N) - start) / 1000000)) ms"
   exit 0
 fi
+# `backup`: a Job of the Database's backup CronJob: a logical dump (custom format) of the server at
+# SVC_BACKUP_HOST streamed to the platform (SVC_BACKUP_URL, a credential that only adds backups of
+# this database); a failure is reported there too, with pg_dump's last words.
+if [ "${1:-}" = backup ]; then
+  : "${SVC_BACKUP_HOST:?the address of the server}" "${SVC_BACKUP_URL:?where backups go}" "${SVC_BACKUP_TOKEN:?the backup credential}"
+  err=$(mktemp)
+  echo "svc-postgres: backing up $PGDATABASE at $SVC_BACKUP_HOST"
+  set +e
+  "$bin/pg_dump" --host="$SVC_BACKUP_HOST" --port=5432 --no-password --format=custom --dbname="$PGDATABASE" 2>"$err" |
+    curl --silent --show-error --fail --upload-file - -H "Authorization: Bearer $SVC_BACKUP_TOKEN" -H 'Content-Type: application/octet-stream' "$SVC_BACKUP_URL" 2>>"$err"
+  codes=("${PIPESTATUS[@]}")
+  set -e
+  if [ "${codes[0]}" = 0 ] && [ "${codes[1]}" = 0 ]; then echo; echo "svc-postgres: backup stored"; exit 0; fi
+  cat "$err" >&2
+  tail -c 2000 "$err" | curl --silent --show-error --max-time 30 --data-binary @- -H "Authorization: Bearer $SVC_BACKUP_TOKEN" -H 'Content-Type: text/plain' "$SVC_BACKUP_URL/failed" || true
+  exit 1
+fi
 if [ ! -s "$PGDATA/PG_VERSION" ]; then
+  # A Database restored from a backup (spec.restoreFrom): the server is made and loaded beside the
+  # volume's data directory and moved into place only once the dump is in, so a restore that fails
+  # leaves nothing a later start would take for a database.
+  target=$PGDATA
+  if [ -n "${SVC_RESTORE_URL:-}" ]; then PGDATA="$target.restoring"; rm -rf "$PGDATA"; fi
   echo "svc-postgres: initializing $PGDATA for database $PGDATABASE"
   mkdir -p "$PGDATA" && chmod 0700 "$PGDATA"
   pwfile=$(mktemp)
@@ -31,6 +54,16 @@ if [ ! -s "$PGDATA/PG_VERSION" ]; then
   printf 'host all all 0.0.0.0/0 scram-sha-256\nhost all all ::/0 scram-sha-256\n' >>"$PGDATA/pg_hba.conf"
   if [ "$PGDATABASE" != postgres ]; then
     echo "CREATE DATABASE \"$PGDATABASE\" OWNER \"$PGUSER\"" | "$bin/postgres" --single -D "$PGDATA" -j postgres >/dev/null
+  fi
+  if [ -n "${SVC_RESTORE_URL:-}" ]; then
+    echo "svc-postgres: restoring from $SVC_RESTORE_URL"
+    start=$(date +%s%N)
+    "$bin/pg_ctl" --pgdata="$PGDATA" --wait --silent -o "-c listen_addresses='' -c unix_socket_directories=/tmp" start
+    curl --silent --show-error --fail -H "Authorization: Bearer ${SVC_RESTORE_TOKEN:-}" "$SVC_RESTORE_URL" |
+      "$bin/pg_restore" --host=/tmp --no-owner --no-privileges --exit-on-error --dbname="$PGDATABASE"
+    "$bin/pg_ctl" --pgdata="$PGDATA" --wait --silent stop
+    mv "$PGDATA" "$target" && PGDATA=$target
+    echo "svc-postgres: restored in $((($(date +%s%N) - start) / 1000000)) ms"
   fi
 fi
 # Branches copy the server with the replication protocol (servers made before branches lack the line).

@@ -3,6 +3,8 @@
 // digest alone must not open it: a credential is an HMAC-SHA256, under a key only the platform holds
 // (the controllers mint, the API verifies), over the digest and an expiry. It opens that digest only,
 // until then. Format: `v1.<expiry, unix seconds>.<base64url MAC>`, sent as `Authorization: Bearer`.
+// The same construction, under another purpose, lets a database's backup Job add backups of that
+// one database and nothing else (backup credentials).
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
 /** How long a credential the controller writes into a new machine stays valid. */
@@ -10,30 +12,49 @@ export const artifactCredentialTtlSeconds = 3600;
 
 const shape = /^v1\.(\d{1,12})\.([A-Za-z0-9_-]{43})$/;
 
-function mac(key: Buffer, digest: string, expiry: number): Buffer {
-  return createHmac('sha256', key).update(`svc-artifact\n${digest}\n${expiry}`).digest();
+type Purpose = 'artifact' | 'backup';
+
+function mac(purpose: Purpose, key: Buffer, subject: string, expiry: number): Buffer {
+  return createHmac('sha256', key).update(`svc-${purpose}\n${subject}\n${expiry}`).digest();
 }
 
-/** A credential for `digest` that expires at `expiresAt`. */
-export function mintArtifactCredential(key: Buffer, digest: string, expiresAt: Date): string {
+function mint(purpose: Purpose, key: Buffer, subject: string, expiresAt: Date): string {
   const expiry = Math.floor(expiresAt.getTime() / 1000);
-  return `v1.${expiry}.${mac(key, digest, expiry).toString('base64url')}`;
+  return `v1.${expiry}.${mac(purpose, key, subject, expiry).toString('base64url')}`;
 }
 
 export type CredentialCheck = { ok: true } | { ok: false; status: 401 | 403; error: string };
 
-/** Whether `credential` opens `digest` at `now`. */
-export function checkArtifactCredential(key: Buffer, digest: string, credential: string | undefined, now: Date): CredentialCheck {
-  if (!credential) return { ok: false, status: 401, error: 'an artifact credential is required (Authorization: Bearer v1.<expiry>.<mac>)' };
+function check(purpose: Purpose, key: Buffer, subject: string, credential: string | undefined, now: Date, what: string): CredentialCheck {
+  if (!credential) return { ok: false, status: 401, error: `${/^[aeiou]/.test(what) ? 'an' : 'a'} ${what} credential is required (Authorization: Bearer v1.<expiry>.<mac>)` };
   const m = shape.exec(credential);
-  if (!m) return { ok: false, status: 401, error: 'the artifact credential is malformed' };
+  if (!m) return { ok: false, status: 401, error: `the ${what} credential is malformed` };
   const expiry = Number(m[1]);
   const given = Buffer.from(m[2]!, 'base64url');
-  const want = mac(key, digest, expiry);
+  const want = mac(purpose, key, subject, expiry);
   // Constant time, and the MAC before the expiry: an answer never says which part was wrong first.
-  if (given.length !== want.length || !timingSafeEqual(given, want)) return { ok: false, status: 403, error: 'the artifact credential does not open this artifact' };
-  if (expiry * 1000 <= now.getTime()) return { ok: false, status: 403, error: 'the artifact credential has expired' };
+  if (given.length !== want.length || !timingSafeEqual(given, want)) return { ok: false, status: 403, error: `the ${what} credential does not open this ${what}` };
+  if (expiry * 1000 <= now.getTime()) return { ok: false, status: 403, error: `the ${what} credential has expired` };
   return { ok: true };
+}
+
+/** A credential for `digest` that expires at `expiresAt`. */
+export function mintArtifactCredential(key: Buffer, digest: string, expiresAt: Date): string {
+  return mint('artifact', key, digest, expiresAt);
+}
+
+/** Whether `credential` opens `digest` at `now`. */
+export function checkArtifactCredential(key: Buffer, digest: string, credential: string | undefined, now: Date): CredentialCheck {
+  return check('artifact', key, digest, credential, now, 'artifact');
+}
+
+/** A credential that adds backups of database `database` of `namespace` (and does nothing else) until `expiresAt`. */
+export function mintBackupCredential(key: Buffer, namespace: string, database: string, expiresAt: Date): string {
+  return mint('backup', key, `${namespace}/${database}`, expiresAt);
+}
+
+export function checkBackupCredential(key: Buffer, namespace: string, database: string, credential: string | undefined, now: Date): CredentialCheck {
+  return check('backup', key, `${namespace}/${database}`, credential, now, 'backup');
 }
 
 /** The bearer value of an Authorization header, if it has one. */

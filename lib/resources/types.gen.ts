@@ -346,6 +346,21 @@ export interface DatabaseSpec {
    */
   deletionPolicy?: 'Drop' | 'Retain';
   /**
+   * The backup this Database starts from (its dump in the artifact store); loaded once, into an empty volume.
+   */
+  restoreFrom?: {
+    backup?: string;
+    digest: string;
+    /**
+     * Where the dump is fetched (the artifact endpoint of the API that holds it); the controllers' artifact base URL when unset.
+     */
+    url?: string;
+  };
+  /**
+   * Where its backup Jobs send dumps (the machine listener of the API that keeps its backups, /backups); the controllers' default when unset.
+   */
+  backupUrl?: string;
+  /**
    * A Database of the same namespace this one starts as a copy of (its data and credentials as they were when this one was made); a preview's branch.
    */
   branchOf?: string;

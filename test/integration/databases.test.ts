@@ -8,6 +8,8 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createAccount } from '../../lib/accounts.js';
+import * as k8s from '@kubernetes/client-node';
+import { mintBackupCredential } from '../../lib/artifacts/credential.js';
 import { databaseObjects } from '../../lib/databases.js';
 import { repoRoot } from '../../lib/paths.js';
 import { startTestApi, type TestApi } from '../support/api.js';
@@ -186,6 +188,62 @@ describe('Databases', () => {
     assert.equal(await parent('/'), 'a,b,d', 'the parent keeps its rows');
     await json(await api.request('DELETE', '/api/apps/brapp/database'), 204);
     await json(await api.request('DELETE', '/api/databases/trunk'), 204);
+  });
+
+  it('backs a database up (nightly by a CronJob, now on request) into the artifact store and restores it into a new database, rows and all', async () => {
+    await json(await api.request('POST', '/api/databases', { body: { name: 'src-bk' } }), 201);
+    await ready('src-bk');
+    await json(await api.request('POST', '/api/apps', { body: { name: 'bkapp' } }), 201);
+    await json(await api.request('PUT', '/api/apps/bkapp/database', { body: { name: 'src-bk' } }), 200);
+    const d = await json<{ id: string }>(await api.request('POST', '/api/apps/bkapp/deploy', { body: { image: images.runtime, command: ['node', '-e', dbAppScript] } }), 202);
+    await eventually('the app live', async () => ((await json<{ status: string }>(await api.request('GET', `/api/deploys/${d.id}`), 200)).status === 'live'), { timeoutMs: 90_000 });
+    const bk = async (p: string) => {
+      const r = await getFromApp(ns, 'bkapp', p);
+      return r?.status === 200 ? r.body : undefined;
+    };
+    assert.equal(await eventually('a row', () => bk('/write/x'), { timeoutMs: 60_000 }), 'x');
+    assert.equal(await bk('/write/y'), 'x,y');
+
+    const cron = await eventually('the nightly CronJob', () => api.kube.kc.makeApiClient(k8s.BatchV1Api).readNamespacedCronJob({ namespace: ns, name: 'db-src-bk-backup' }).catch(() => undefined));
+    assert.equal(cron.spec?.schedule, '30 3 * * *');
+    assert.equal(cron.spec?.concurrencyPolicy, 'Forbid');
+
+    // Now, through the CLI: it waits until the backup is stored.
+    const { execFile } = await import('node:child_process');
+    const env = { ...process.env, SVC_API_URL: `${api.url}/api`, SVC_TOKEN: api.token };
+    const run = (...args: string[]) =>
+      new Promise<string>((resolve, reject) => execFile(process.execPath, [path.join(repoRoot, 'bin/svc.js'), ...args], { env }, (err, out, errOut) => (err ? reject(new Error(`${err.message}${errOut}`)) : resolve(out))));
+    const made = JSON.parse(await run('db', 'backup', 'src-bk', '--json')) as { id: string; status: string; bytes: number };
+    assert.equal(made.status, 'done');
+    assert.ok(made.bytes > 0);
+    assert.match(await run('db', 'backups', 'src-bk'), new RegExp(`^ID\\s+STATUS\\s+BYTES\\s+TAKEN\\s+ERROR\\n${made.id}\\s+done\\s+${made.bytes}\\s`, 'm'));
+    const events = (await json<{ events: Array<{ type: string; subject: string; data: { backup?: string } }> }>(await api.request('GET', '/api/events?kinds=database.backup_done'), 200)).events;
+    assert.ok(events.some((e) => e.subject === 'src-bk' && e.data.backup === made.id), 'database.backup_done recorded');
+
+    // A failure, as a backup Job reports one (its credential opens this database's backups only).
+    const key = api.services.config.deploys.artifactKey!;
+    const soon = new Date(Date.now() + 60_000);
+    const report = (db: string, token: string) => fetch(`${api.url}/backups/${ns}/src-bk/failed`, { method: 'POST', headers: { authorization: `Bearer ${mintBackupCredential(key, ns, db, soon)}`, 'content-type': 'text/plain' }, body: token });
+    assert.equal((await report('other-db', 'x')).status, 403, 'a credential of another database adds nothing here');
+    assert.equal((await fetch(`${api.url}/backups/${ns}/src-bk`, { method: 'PUT', body: 'x' })).status, 401);
+    assert.equal((await report('src-bk', 'pg_dump: error: boom')).status, 201);
+    const failed = (await json<{ backups: Array<{ id: string; status: string; error: string | null }> }>(await api.request('GET', '/api/databases/src-bk/backups'), 200)).backups[0]!;
+    assert.deepEqual([failed.status, failed.error], ['failed', 'pg_dump: error: boom']);
+    assert.match((await json<{ error: string }>(await api.request('POST', '/api/databases', { body: { name: 'from-failed', restore_from: { backup: failed.id } } }), 409)).error, /failed \(pg_dump: error: boom\)/);
+    await json(await api.request('POST', '/api/databases', { body: { name: 'from-nothing', restore_from: { backup: 'bk-0000000000000000' } } }), 404);
+    await json(await api.request('GET', '/api/databases/no-such/backups'), 404);
+
+    // Restored into a new database: the rows are there, and the source goes on by itself.
+    assert.equal(await bk('/write/z'), 'x,y,z', 'a write after the backup');
+    const restored = JSON.parse(await run('db', 'restore', made.id, 'restored', '--json')) as DatabaseBody;
+    assert.equal(restored.phase, 'Ready');
+    await json(await api.request('DELETE', '/api/apps/bkapp/database'), 204);
+    await json(await api.request('PUT', '/api/apps/bkapp/database', { body: { name: 'restored' } }), 200);
+    assert.equal(await eventually('the app on the restored database', async () => ((await bk('/env'))?.includes(restored.host!) ? bk('/') : undefined), { timeoutMs: 90_000 }), 'x,y', 'the rows as they were when backed up');
+    await json(await api.request('DELETE', '/api/apps/bkapp/database'), 204);
+    for (const name of ['restored', 'src-bk']) await json(await api.request('DELETE', `/api/databases/${name}`), 204);
+    // A deleted database's backups stay listed, and restorable.
+    assert.ok((await json<{ backups: Array<{ id: string }> }>(await api.request('GET', '/api/databases/src-bk/backups'), 200)).backups.some((b) => b.id === made.id));
   });
 
   it('svc db creates (waiting until Ready), lists, attaches, detaches and removes', async () => {

@@ -91,6 +91,12 @@ const needs: Record<string, Access[]> = {
     ['patch', 'svc.dev', 'databases', 'status', tenant],
     ['create', '', 'persistentvolumeclaims', undefined, tenant],
     ['delete', '', 'persistentvolumeclaims', undefined, tenant],
+    ['list', 'batch', 'cronjobs'],
+    ['watch', 'batch', 'cronjobs'],
+    ['patch', 'batch', 'cronjobs', undefined, tenant],
+    ['list', 'batch', 'jobs'],
+    ['watch', 'batch', 'jobs'],
+    ['create', 'batch', 'jobs', undefined, tenant],
   ],
   'svc-ingress-auth': [
     ['list', 'svc.dev', 'apps'],
@@ -115,6 +121,8 @@ const refused: Record<string, Access[]> = {
     ['patch', 'svc.dev', 'databases', 'status', tenant],
     ['create', '', 'persistentvolumeclaims', undefined, tenant],
     ['delete', '', 'persistentvolumeclaims', undefined, decoy],
+    // Backups are the controllers' to run: the API asks on the Database.
+    ['create', 'batch', 'jobs', undefined, tenant],
     ['update', 'coordination.k8s.io', 'leases', undefined, 'default'],
     // No Secret outside account namespaces that bound it: not cluster-wide, not kube-system, not another namespace.
     ['list', '', 'secrets'],

@@ -3,7 +3,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type * as k8s from '@kubernetes/client-node';
-import { plan, type DatabaseSettings } from '../../controllers/database/desired.js';
+import { backupCredentialExpiry, plan, type DatabaseSettings } from '../../controllers/database/desired.js';
+import { checkArtifactCredential, checkBackupCredential } from '../../lib/artifacts/credential.js';
 import type { App, Database } from '../../lib/resources/index.js';
 
 const settings: DatabaseSettings = { image: 'reg/svc/postgres:1', storageClass: undefined, defaultBytes: 1 << 30, platformCidrs: ['10.244.0.1/32'] };
@@ -31,6 +32,7 @@ describe('database plan', () => {
     assert.deepEqual(from, [
       { podSelector: { matchExpressions: [{ key: 'svc.dev/app', operator: 'Exists' }] } },
       { podSelector: { matchExpressions: [{ key: 'svc.dev/database', operator: 'Exists' }] } },
+      { podSelector: { matchExpressions: [{ key: 'svc.dev/backup-of', operator: 'Exists' }] } },
       { ipBlock: { cidr: '10.244.0.1/32' } },
     ]);
     assert.deepEqual(p.policy.spec!.egress, []);
@@ -50,6 +52,40 @@ describe('database plan', () => {
     assert.ok(ended.deletePod && ended.createPod, 'an ended server is replaced');
     const upgraded = plan(db, { pod: pod({ conditions: [{ type: 'Ready', status: 'True' }] }, 'reg/svc/postgres:0'), claim, service, attachedApps: [] }, settings);
     assert.equal(upgraded.deletePod?.metadata?.name, 'db-orders-0', 'a server on another image is replaced');
+  });
+
+  it('backs up nightly and on request with a credential for this database only, and restores from a dump once', () => {
+    const key = Buffer.alloc(32, 7);
+    const withBackups: DatabaseSettings = { ...settings, backups: { key, schedule: '30 3 * * *', platformPorts: [{ port: 8080 }], artifactBaseUrl: 'http://10.244.0.1:8080/artifacts', backupBaseUrl: 'http://10.244.0.1:8080/backups' } };
+    const now = new Date('2026-11-25T12:00:00Z');
+    assert.equal(plan(db, { pod: undefined, claim, service: undefined, attachedApps: [] }, withBackups, now).backup, undefined, 'no backup before the server has an address');
+    assert.equal(plan(db, { pod: undefined, claim, service, attachedApps: [] }, settings, now).backup, undefined, 'none without backup settings');
+    const p = plan(db, { pod: undefined, claim, service, attachedApps: [] }, withBackups, now).backup!;
+    assert.deepEqual([p.cronJob.metadata?.name, p.cronJob.spec?.schedule, p.cronJob.spec?.concurrencyPolicy], ['db-orders-backup', '30 3 * * *', 'Forbid']);
+    const c = p.cronJob.spec!.jobTemplate.spec!.template.spec!.containers[0]!;
+    const env = Object.fromEntries((c.env ?? []).filter((e) => e.value).map((e) => [e.name, e.value]));
+    assert.deepEqual([c.args, env.SVC_BACKUP_HOST, env.SVC_BACKUP_URL], [['backup'], '10.96.0.7', 'http://10.244.0.1:8080/backups/acct/orders']);
+    assert.deepEqual(checkBackupCredential(key, 'acct', 'orders', env.SVC_BACKUP_TOKEN, now), { ok: true });
+    assert.equal(checkBackupCredential(key, 'acct', 'other', env.SVC_BACKUP_TOKEN, now).ok, false, 'it opens no other database');
+    assert.ok(backupCredentialExpiry(now).getTime() - now.getTime() >= 28 * 86_400_000, 'valid four weeks at least');
+    assert.equal(backupCredentialExpiry(now).getTime(), backupCredentialExpiry(new Date(now.getTime() + 3600_000)).getTime(), 'the CronJob does not change every hour');
+    assert.deepEqual(p.policy.spec?.egress?.map((e) => e.to), [[{ podSelector: { matchLabels: { 'svc.dev/database': 'orders' } } }], [{ ipBlock: { cidr: '10.244.0.1/32' } }]]);
+    assert.equal(p.requested, undefined);
+    const asked: Database = { ...db, metadata: { ...db.metadata, annotations: { 'svc.dev/backup-requested': 'now-1' } } };
+    const job = plan(asked, { pod: undefined, claim, service, attachedApps: [] }, withBackups, now).backup!.requested!;
+    assert.match(job.metadata!.name!, /^db-orders-backup-[0-9a-f]{8}$/);
+    assert.equal(plan(asked, { pod: undefined, claim, service, attachedApps: [], backupJobs: [job] }, withBackups, now).backup!.requested, undefined, 'one Job per request');
+    const custom: Database = { ...db, spec: { ...db.spec, backupUrl: 'http://10.244.0.1:18001/backups' } };
+    const url = plan(custom, { pod: undefined, claim, service, attachedApps: [] }, withBackups, now).backup!.cronJob.spec!.jobTemplate.spec!.template.spec!.containers[0]!.env!.find((e) => e.name === 'SVC_BACKUP_URL')?.value;
+    assert.equal(url, 'http://10.244.0.1:18001/backups/acct/orders', 'where the API that keeps its backups said');
+
+    const digest = `sha256:${'a'.repeat(64)}`;
+    const restored: Database = { ...db, spec: { ...db.spec, restoreFrom: { backup: 'bk-1', digest } } };
+    const r = plan(restored, { pod: undefined, claim, service, attachedApps: [] }, withBackups, now);
+    const renv = Object.fromEntries((r.createPod!.spec!.containers[0]!.env ?? []).filter((e) => e.value).map((e) => [e.name, e.value]));
+    assert.equal(renv.SVC_RESTORE_URL, `http://10.244.0.1:8080/artifacts/${digest}`);
+    assert.deepEqual(checkArtifactCredential(key, digest, renv.SVC_RESTORE_TOKEN, now), { ok: true });
+    assert.equal(r.policy.spec!.egress!.length, 1, 'out to the artifact endpoint to fetch its dump');
   });
 
   it('starts a branch as a copy of its source once the source has an address, with the source\'s data and database name', () => {
