@@ -2,6 +2,7 @@
 // (docs/api/data.md). create and restore wait until the server is Ready (or say why it failed),
 // backup until the backup is stored or failed, unless --no-wait; ls and backups print a table or JSON.
 import { callJson, request, type ApiTarget } from './api.js';
+import { table } from './table.js';
 import { UsageError } from './token-commands.js';
 
 interface DatabaseRecord {
@@ -34,11 +35,8 @@ export interface DbOptions {
   sleep?: (ms: number) => Promise<void>;
 }
 
-const table = (dbs: DatabaseRecord[]) => {
-  const rows = [['NAME', 'PHASE', 'APP', 'SIZE', 'ON DELETE'], ...dbs.map((d) => [d.name, d.phase, d.attached_to ?? '-', `${Math.round(d.storage_bytes / 1048576)} MiB`, d.deletion_policy])];
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return rows.map((r) => r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd());
-};
+const databaseTable = (dbs: DatabaseRecord[]) =>
+  table([['NAME', 'PHASE', 'APP', 'SIZE', 'ON DELETE'], ...dbs.map((d) => [d.name, d.phase, d.attached_to ?? '-', `${Math.round(d.storage_bytes / 1048576)} MiB`, d.deletion_policy])]);
 
 export async function dbCommand(t: ApiTarget, command: string | undefined, args: string[], o: DbOptions): Promise<void> {
   const sleep = o.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
@@ -59,7 +57,7 @@ export async function dbCommand(t: ApiTarget, command: string | undefined, args:
     case 'ls': {
       const { databases } = await callJson<{ databases: DatabaseRecord[] }>(t, 'GET', '/databases');
       if (o.json) o.out(JSON.stringify(databases));
-      else table(databases).forEach((l) => o.out(l));
+      else databaseTable(databases).forEach((l) => o.out(l));
       return;
     }
     case 'create': {
@@ -88,9 +86,7 @@ export async function dbCommand(t: ApiTarget, command: string | undefined, args:
       if (!name) throw new UsageError('svc db backups NAME');
       const backups = await backupsOf(name);
       if (o.json) return o.out(JSON.stringify(backups));
-      const rows = [['ID', 'STATUS', 'BYTES', 'TAKEN', 'ERROR'], ...backups.map((b) => [b.id, b.status, b.bytes === null ? '-' : String(b.bytes), b.created_at, b.error ?? ''])];
-      const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-      rows.forEach((r) => o.out(r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd()));
+      table([['ID', 'STATUS', 'BYTES', 'TAKEN', 'ERROR'], ...backups.map((b) => [b.id, b.status, b.bytes === null ? '-' : String(b.bytes), b.created_at, b.error ?? ''])]).forEach((l) => o.out(l));
       return;
     }
     case 'restore': {

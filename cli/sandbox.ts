@@ -8,6 +8,7 @@ import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { constants } from 'node:os';
 import { callJson, request, type ApiTarget } from './api.js';
+import { table } from './table.js';
 
 export interface SandboxRecord {
   id: string;
@@ -62,10 +63,8 @@ export function describe(s: SandboxRecord): string {
   return `${s.id}  ${s.state}${why}  ${s.runtime}${s.network ? ' network' : ''}  launch ${s.launch ?? '-'}${s.launch_reason ? ` (${s.launch_reason})` : ''}`;
 }
 
-export function table(list: SandboxRecord[]): string {
-  const rows = [['ID', 'STATE', 'REASON', 'RUNTIME', 'NETWORK', 'LAUNCH', 'CREATED', 'EXPIRES'], ...list.map((s) => [s.id, s.state, s.reason ?? '', s.runtime, s.network ? 'on' : 'off', s.launch ?? '', s.created_at ?? '', s.ended_at ? `ended ${s.ended_at}` : (s.expires_at ?? '')])];
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return rows.map((r) => r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n');
+export function sandboxTable(list: SandboxRecord[]): string {
+  return table([['ID', 'STATE', 'REASON', 'RUNTIME', 'NETWORK', 'LAUNCH', 'CREATED', 'EXPIRES'], ...list.map((s) => [s.id, s.state, s.reason ?? '', s.runtime, s.network ? 'on' : 'off', s.launch ?? '', s.created_at ?? '', s.ended_at ? `ended ${s.ended_at}` : (s.expires_at ?? '')])]).join('\n');
 }
 
 /**

@@ -214,7 +214,7 @@ async function sandboxCommand(argv: string[]): Promise<number> {
     case 'ls': {
       const { callJson } = await import('./api.js');
       const { sandboxes } = await callJson<{ sandboxes: import('./sandbox.js').SandboxRecord[] }>(t, 'GET', `/sandboxes${values.all ? '?all=true' : ''}`);
-      console.log(values.json ? JSON.stringify(sandboxes, null, 2) : sbx.table(sandboxes));
+      console.log(values.json ? JSON.stringify(sandboxes, null, 2) : sbx.sandboxTable(sandboxes));
       return 0;
     }
     default:

@@ -1,5 +1,6 @@
 // `svc volumes ls|rm`: the account's volumes, its apps' machines' and its databases' (docs/api/data.md).
 import { callJson, request, type ApiTarget } from './api.js';
+import { table } from './table.js';
 import { UsageError } from './token-commands.js';
 
 interface VolumeRecord {
@@ -17,14 +18,12 @@ interface VolumeRecord {
 
 const mib = (bytes: number) => `${Math.round(bytes / 1048576)} MiB`;
 
-function table(volumes: VolumeRecord[]): string[] {
+function volumeTable(volumes: VolumeRecord[]): string[] {
   const owner = (v: VolumeRecord) => (v.kind === 'database' ? `database ${v.database}` : `${v.app} machine ${v.machine}`);
-  const rows = [
+  return table([
     ['REF', 'OF', 'PATH', 'SIZE', 'USED', 'ATTACHED', 'NODE'],
     ...volumes.map((v) => [v.ref, owner(v), v.path ?? '-', mib(v.size_bytes), v.used_bytes === null ? '-' : mib(v.used_bytes), v.attached ? 'yes' : 'no', v.node ?? '-']),
-  ];
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return rows.map((r) => r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd());
+  ]);
 }
 
 export async function volumesCommand(t: ApiTarget, command: string | undefined, args: string[], o: { json: boolean; out: (line: string) => void }): Promise<void> {
@@ -32,7 +31,7 @@ export async function volumesCommand(t: ApiTarget, command: string | undefined, 
     case 'ls': {
       const { volumes } = await callJson<{ volumes: VolumeRecord[] }>(t, 'GET', '/volumes');
       if (o.json) o.out(JSON.stringify(volumes));
-      else table(volumes).forEach((l) => o.out(l));
+      else volumeTable(volumes).forEach((l) => o.out(l));
       return;
     }
     case 'rm': {

@@ -13,6 +13,8 @@ import type { App, Database, Sandbox } from '../lib/resources/index.js';
 import { databaseObjects } from '../lib/databases.js';
 import type { DatabaseSettings } from './database/desired.js';
 import { DatabaseReconciler } from './database/reconciler.js';
+import { cnpg, type CnpgCluster } from './database/cnpg.js';
+import { keepWatching } from '../lib/kube/keep-watching.js';
 import { defaultResources } from '../lib/sandbox/limits.js';
 import { AccountReconciler } from './account/reconciler.js';
 import type { AppSettings } from './app/desired.js';
@@ -42,6 +44,8 @@ export class Manager {
   readonly pool: { controller: Controller<k8s.V1Namespace, never>; reconciler: PoolReconciler } | undefined;
   private sandboxReconciler: SandboxReconciler | undefined;
   private running = false;
+  /** Informers started after the others, on first need (CloudNativePG Clusters). */
+  private readonly stopExtra: Array<() => Promise<void>> = [];
   private readonly core: k8s.CoreV1Api;
 
   constructor(kc: k8s.KubeConfig, settings: AppSettings, private readonly log: Logger, private readonly opts: ManagerOptions = {}) {
@@ -123,23 +127,45 @@ export class Manager {
       const claims = this.informers.informer(targets.claims(kc, labels.database));
       const cronJobs = this.informers.informer(targets.cronJobs(kc, labels.database));
       const backupJobs = this.informers.informer(targets.jobs(kc, labels.backupOf));
-      const ofDb = <T extends k8s.KubernetesObject>(list: readonly T[], db: Database) => list.find((o) => o.metadata?.labels?.[labels.database] === db.metadata.name);
+      const ofDb = <T extends k8s.KubernetesObject>(list: readonly T[], db: Database) => list.filter((o) => o.metadata?.labels?.[labels.database] === db.metadata.name);
+      // CloudNativePG Clusters, watched from the first Database that needs them (most installations never do).
+      let clusters: k8s.ListWatch<CnpgCluster> | undefined;
+      const watchClusters = () => {
+        if (clusters) return;
+        const selector = labels.database;
+        const informer = new k8s.ListWatch<CnpgCluster>(
+          `/apis/${cnpg.group}/${cnpg.version}/${cnpg.plural}`,
+          new k8s.Watch(kc),
+          () => custom.listClusterCustomObject({ group: cnpg.group, version: cnpg.version, plural: cnpg.plural, labelSelector: selector }) as Promise<k8s.KubernetesListObject<CnpgCluster>>,
+          false,
+          selector,
+        );
+        keepWatching(informer, `CloudNativePG clusters (${selector})`, log);
+        this.databases!.watches(informer, dbOf);
+        clusters = informer;
+        this.stopExtra.push(() => informer.stop());
+        informer.start().catch((err: unknown) => log.warn({ err }, 'Watching CloudNativePG Clusters failed; retrying'));
+      };
       const reconciler = new DatabaseReconciler(
         core,
         custom,
         networking,
         kc.makeApiClient(k8s.BatchV1Api),
         {
+          clusters: watchClusters,
           observe: (db) => {
             const ns = db.metadata.namespace!;
+            const o = databaseObjects(db.metadata.name!);
             return {
-              pod: ofDb(dbPods.list(ns), db),
-              claim: ofDb(claims.list(ns), db),
-              service: ofDb(services.list(ns), db),
-              policy: policies.get(databaseObjects(db.metadata.name!).policy, ns),
+              pod: dbPods.get(o.pod, ns),
+              claim: claims.get(o.claim, ns),
+              claims: ofDb(claims.list(ns), db),
+              cluster: clusters?.get(o.service, ns),
+              service: services.get(o.service, ns),
+              policy: policies.get(o.policy, ns),
               attachedApps: apps.list(ns).filter((a) => a.spec.database === db.metadata.name),
               sourceHost: db.spec.branchOf ? services.get(databaseObjects(db.spec.branchOf).service, ns)?.spec?.clusterIP : undefined,
-              cronJob: ofDb(cronJobs.list(ns), db),
+              cronJob: cronJobs.get(`${o.service}-backup`, ns),
               backupJobs: backupJobs.list(ns).filter((j) => j.metadata?.labels?.[labels.backupOf] === db.metadata.name),
             };
           },
@@ -300,5 +326,6 @@ export class Manager {
     this.databases?.stop();
     this.accounts.stop();
     await this.informers.stop();
+    await Promise.all(this.stopExtra.map((stop) => stop()));
   }
 }

@@ -75,6 +75,9 @@ const envSchema = z.object({
   SVC_DATABASE_STORAGE_CLASS: z.string().optional(),
   SVC_DATABASE_DEFAULT_BYTES: z.coerce.number().int().min(1048576).default(1073741824),
   SVC_DATABASE_MAX_PER_ACCOUNT: z.coerce.number().int().min(0).max(10_000).default(5),
+  SVC_DATABASE_PROVIDER: z.enum(['pods', 'cloudnative-pg']).default('pods'),
+  SVC_DATABASE_CNPG_IMAGE: z.string().optional(),
+  SVC_DATABASE_CNPG_OPERATOR_NAMESPACE: z.string().default('cnpg-system'),
   SVC_DATABASE_BACKUP_SCHEDULE: z
     .string()
     .regex(/^(\S+\s+){4}\S+$/, 'must be a cron schedule of five fields (minute hour day-of-month month day-of-week)')
@@ -169,6 +172,10 @@ export interface Config {
     readonly maxBytesPerAccount: number;
     /** When each database's logical backup runs (a CronJob schedule, the cluster's time zone). */
     readonly backupSchedule: string;
+    /** What serves a Database that names none (docs/decisions/0017-databases.md#the-cloudnative-pg-provider). */
+    readonly provider: 'pods' | 'cloudnative-pg';
+    /** The CloudNativePG operand image (its Cluster's imageName; unset: the operator's default) and the operator's namespace. */
+    readonly cnpg: { readonly image: string | undefined; readonly operatorNamespace: string };
   };
   /**
    * Where the platform is as machines see it, for each App's NetworkPolicy: the addresses
@@ -371,6 +378,8 @@ export function loadConfig(
       maxPerAccount: e.SVC_DATABASE_MAX_PER_ACCOUNT,
       maxBytesPerAccount: e.SVC_STORAGE_MAX_BYTES_PER_ACCOUNT,
       backupSchedule: e.SVC_DATABASE_BACKUP_SCHEDULE,
+      provider: e.SVC_DATABASE_PROVIDER,
+      cnpg: Object.freeze({ image: e.SVC_DATABASE_CNPG_IMAGE || undefined, operatorNamespace: e.SVC_DATABASE_CNPG_OPERATOR_NAMESPACE }),
     }),
     controllersMetrics: Object.freeze({ host: e.SVC_CONTROLLERS_METRICS_HOST, port: e.SVC_CONTROLLERS_METRICS_PORT }),
     proxy: Object.freeze({
@@ -418,7 +427,7 @@ const readsOf = {
   site: ['SVC_APPS_DOMAIN', 'SVC_APPS_URL_SUFFIX', 'SVC_AUTH_SECURE_COOKIES'],
   hostnameHoldMs: ['SVC_HOSTNAME_HOLD_DAYS'],
   eventsRetentionMs: ['SVC_EVENTS_RETENTION_DAYS'],
-  databases: ['SVC_IMAGE_POSTGRES', 'SVC_DATABASE_STORAGE_CLASS', 'SVC_DATABASE_DEFAULT_BYTES', 'SVC_DATABASE_MAX_PER_ACCOUNT', 'SVC_STORAGE_MAX_BYTES_PER_ACCOUNT', 'SVC_DATABASE_BACKUP_SCHEDULE'],
+  databases: ['SVC_IMAGE_POSTGRES', 'SVC_DATABASE_STORAGE_CLASS', 'SVC_DATABASE_DEFAULT_BYTES', 'SVC_DATABASE_MAX_PER_ACCOUNT', 'SVC_STORAGE_MAX_BYTES_PER_ACCOUNT', 'SVC_DATABASE_BACKUP_SCHEDULE', 'SVC_DATABASE_PROVIDER', 'SVC_DATABASE_CNPG_IMAGE', 'SVC_DATABASE_CNPG_OPERATOR_NAMESPACE'],
   machineNetwork: ['SVC_MACHINE_PLATFORM_CIDRS', 'SVC_MACHINE_PLATFORM_PORTS', 'SVC_NODES', 'SVC_NODE_POD_SUBNET', 'SVC_API_MACHINE_PORT'],
   webhookAllowPrivate: ['SVC_WEBHOOK_ALLOW_PRIVATE'],
   webhookDnsServers: ['SVC_WEBHOOK_DNS_SERVERS'],

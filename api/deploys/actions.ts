@@ -103,8 +103,11 @@ export class AppActions {
       if (spec) prepared = { spec, origin: 'preview', summary: { from: parent.name, ...(originDeploy ? { deploy: originDeploy } : {}) } };
     }
     if (await this.d.apps.find(actor.namespace, name)) throw new DomainError('conflict', `preview ${ref} of app ${parent.name} already exists`);
-    const source = parent.spec.database ? this.d.databases.get(actor.namespace, parent.spec.database) : undefined;
-    if (parent.spec.database && (!source || source.metadata.deletionTimestamp)) throw new DomainError('conflict', `app ${parent.name}'s database ${parent.spec.database} is not there to branch for the preview`);
+    const found = parent.spec.database ? this.d.databases.get(actor.namespace, parent.spec.database) : undefined;
+    if (parent.spec.database && (!found || found.metadata.deletionTimestamp)) throw new DomainError('conflict', `app ${parent.name}'s database ${parent.spec.database} is not there to branch for the preview`);
+    // Branches are physical copies between servers of our own: a CloudNativePG-backed database's
+    // preview gets none (its `database` is null), as docs/api/data.md says.
+    const source = found && (found.spec.provider ?? 'pods') === 'pods' ? found : undefined;
     const branch = source ? branchName(source.metadata.name!, name) : undefined;
     const made = await createServing(
       this.d,

@@ -105,6 +105,8 @@ export class DatabaseRepository {
         { name, labels: { [labels.managedBy]: managers.api, [labels.branchOf]: source.metadata.name! }, ownerReferences },
         {
           engine: 'postgres',
+          // A physical copy is made between servers of our own.
+          provider: 'pods',
           ...(source.spec.storageBytes ? { storageBytes: source.spec.storageBytes } : {}),
           deletionPolicy: 'Drop',
           branchOf: source.metadata.name,

@@ -111,8 +111,12 @@ export function databaseOperations(s: Services): Operation[] {
         const backup = body.restore_from ? await s.backups.get(caller.account.id, body.restore_from.backup) : undefined;
         if (body.restore_from && !backup) throw notFound(`backup ${body.restore_from.backup}`);
         if (backup && (backup.status !== 'done' || !backup.digest)) throw conflict(`backup ${backup.id} failed (${backup.error ?? 'no dump'}); restore from one that is done`);
+        const provider = s.config.databases.provider;
+        if (backup && provider !== 'pods') throw conflict(`restoring a backup into a ${provider} database is not built: CloudNativePG restores from its own backups`);
         const db = await s.databases.create(caller.account.namespace, body.name, {
           engine: 'postgres',
+          // Written down: a later change of the platform's default does not move an existing database.
+          provider,
           ...(body.storage_bytes !== undefined ? { storageBytes: body.storage_bytes } : {}),
           deletionPolicy: body.deletion_policy === 'retain' ? 'Retain' : 'Drop',
           // This API's store holds the dump and keeps the backups: the Database says where, as an App's source does.

@@ -20,6 +20,9 @@ export interface DatabaseSettings {
   defaultBytes: number;
   /** Where the kubelet's probes (and the platform) come from, as the App policies name it. */
   platformCidrs: readonly string[];
+  /** What serves a Database that names no provider (controllers/database/cnpg.ts for cloudnative-pg). */
+  provider?: 'pods' | 'cloudnative-pg';
+  cnpg?: { image: string | undefined; operatorNamespace: string };
   /**
    * Backups and restores through the API's machine listener: its ports (as the App policies name
    * them), the artifact store's base URL (restores fetch a dump there), where backups go, when, and
@@ -67,7 +70,7 @@ function owner(db: Database): k8s.V1OwnerReference {
   return { apiVersion, kind: 'Database', name: db.metadata.name!, uid: db.metadata.uid!, controller: true, blockOwnerDeletion: true };
 }
 
-function meta(db: Database, name: string): k8s.V1ObjectMeta {
+export function meta(db: Database, name: string): k8s.V1ObjectMeta {
   const branch: Record<string, string> = db.spec.branchOf ? { [labels.branchOf]: db.spec.branchOf } : {};
   return { name, namespace: db.metadata.namespace, labels: { [labels.database]: db.metadata.name!, ...branch, [labels.managedBy]: managers.controllers }, ownerReferences: [owner(db)] };
 }

@@ -11,6 +11,7 @@ import type { EventRecorder } from '../../lib/kube/events.js';
 import type { Logger } from '../../lib/logger.js';
 import type { Database } from '../../lib/resources/index.js';
 import type { Outcome, Reconciler } from '../frame/controller.js';
+import { cnpg, cnpgCluster, cnpgPolicy, cnpgService, cnpgStatus, providerOf, type CnpgCluster } from './cnpg.js';
 import { plan, type DatabaseObserved, type DatabaseSettings, type DatabaseStatusFields } from './desired.js';
 
 const ignore = (...codes: number[]) => (err: unknown) => {
@@ -18,7 +19,16 @@ const ignore = (...codes: number[]) => (err: unknown) => {
 };
 
 export interface DatabaseCache {
-  observe(db: Database): DatabaseObserved & { policy: k8s.V1NetworkPolicy | undefined; cronJob: k8s.V1CronJob | undefined };
+  observe(db: Database): DatabaseObserved & {
+    policy: k8s.V1NetworkPolicy | undefined;
+    cronJob: k8s.V1CronJob | undefined;
+    /** Every volume claim labelled with it (a CloudNativePG Cluster's too). */
+    claims: k8s.V1PersistentVolumeClaim[];
+    /** Its CloudNativePG Cluster, once the Clusters' cache is started (clusters() starts it). */
+    cluster: CnpgCluster | undefined;
+  };
+  /** Starts watching CloudNativePG Clusters, the first time a Database needs them. */
+  clusters(): void;
 }
 
 export class DatabaseReconciler implements Reconciler<Database, DatabaseStatusFields> {
@@ -44,7 +54,7 @@ export class DatabaseReconciler implements Reconciler<Database, DatabaseStatusFi
     const { namespace, name } = db.metadata as { namespace: string; name: string };
     const observed = this.cache.observe(db);
     if (db.metadata.deletionTimestamp) {
-      await this.finalize(db, observed.claim);
+      await this.finalize(db, observed.claims);
       return { deleted: true };
     }
     if (!db.metadata.finalizers?.includes(databaseFinalizer)) {
@@ -53,8 +63,9 @@ export class DatabaseReconciler implements Reconciler<Database, DatabaseStatusFi
         mergePatch,
       );
     }
-    const p = plan(db, observed, this.settings, now);
     const apply = { namespace, fieldManager: managers.controllers, force: true };
+    if (providerOf(db, this.settings) === 'cloudnative-pg') return this.reconcileCluster(db, observed, apply);
+    const p = plan(db, observed, this.settings, now);
     if (!observed.claim) {
       await this.core.createNamespacedPersistentVolumeClaim({ namespace, body: p.claim }).catch(ignore(409));
       this.event(db, 'Normal', 'VolumeClaimed', `volume ${p.claim.metadata!.name} of ${p.claim.spec!.resources!.requests!.storage} bytes claimed`);
@@ -103,20 +114,48 @@ export class DatabaseReconciler implements Reconciler<Database, DatabaseStatusFi
     return { status: p.status, ready: p.ready, ...(p.status.phase === 'Pending' ? { requeueMs: 5000 } : {}) };
   }
 
+  /** The CloudNativePG provider: the Cluster, the Service and the policy applied; the status mapped from the Cluster's. */
+  private async reconcileCluster(db: Database, observed: ReturnType<DatabaseCache['observe']>, apply: { namespace: string; fieldManager: string; force: boolean }): Promise<Outcome<DatabaseStatusFields>> {
+    this.cache.clusters();
+    const cluster = cnpgCluster(db, this.settings);
+    const service = cnpgService(db);
+    const policy = cnpgPolicy(db, this.settings);
+    const shape = JSON.stringify([cluster, service, policy]);
+    if (!observed.cluster || !observed.service || !observed.policy || this.applied.get(db.metadata.uid!) !== shape) {
+      try {
+        await this.custom.patchNamespacedCustomObject({ ...apply, group: cnpg.group, version: cnpg.version, plural: cnpg.plural, name: cluster.metadata!.name!, body: cluster }, serverSideApply);
+      } catch (err) {
+        if (kubeStatus(err) !== 404) throw err;
+        const message = `CloudNativePG is not installed: the cluster has no ${cnpg.plural}.${cnpg.group} resource`;
+        return { status: { secretName: databaseObjects(db.metadata.name!).secret, phase: 'Failed' }, ready: { ok: false, reason: 'ProviderMissing', message }, requeueMs: 30_000 };
+      }
+      await this.networking.patchNamespacedNetworkPolicy({ ...apply, name: policy.metadata!.name!, body: policy }, serverSideApply);
+      await this.core.patchNamespacedService({ ...apply, name: service.metadata!.name!, body: service }, serverSideApply);
+      this.applied.set(db.metadata.uid!, shape);
+    }
+    const attachedTo = observed.attachedApps.map((a) => a.metadata.name!).sort()[0];
+    const { status, ready } = cnpgStatus(db, observed.cluster, observed.service, attachedTo);
+    if (db.status?.phase !== status.phase) this.log.info({ kind: 'Database', namespace: apply.namespace, name: db.metadata.name, provider: 'cloudnative-pg', phase: status.phase, why: ready.message }, 'Database phase');
+    return { status, ready, ...(status.phase === 'Pending' ? { requeueMs: 5000 } : {}) };
+  }
+
   private event(db: Database, type: 'Normal' | 'Warning', reason: string, message: string): void {
     const m = db.metadata;
     this.events?.record({ apiVersion: `${group}/${version}`, kind: 'Database', name: m.name!, namespace: m.namespace!, uid: m.uid! }, type, reason, message);
   }
 
-  private async finalize(db: Database, claim: k8s.V1PersistentVolumeClaim | undefined): Promise<void> {
+  private async finalize(db: Database, claims: k8s.V1PersistentVolumeClaim[]): Promise<void> {
     const { namespace, name } = db.metadata as { namespace: string; name: string };
     if (!db.metadata.finalizers?.includes(databaseFinalizer)) return;
     const policy = db.spec.deletionPolicy ?? 'Drop';
     const claimName = databaseObjects(name).claim;
     if (policy === 'Retain') {
-      // Not owned any more: the garbage collector leaves it when the Database goes.
-      if (claim?.metadata?.ownerReferences?.length) await this.core.patchNamespacedPersistentVolumeClaim({ namespace, name: claimName, body: { metadata: { ownerReferences: null } } }, mergePatch);
+      // Not owned any more (by the Database, or by its CloudNativePG Cluster): the garbage collector leaves them.
+      for (const c of claims.filter((c) => c.metadata?.ownerReferences?.length)) {
+        await this.core.patchNamespacedPersistentVolumeClaim({ namespace, name: c.metadata!.name!, body: { metadata: { ownerReferences: null } } }, mergePatch);
+      }
     } else {
+      // A Cluster's volumes go with the Cluster (its owner), which goes with the Database.
       await this.core.deleteNamespacedPersistentVolumeClaim({ namespace, name: claimName }).catch(ignore(404));
     }
     await this.custom.patchNamespacedCustomObject(

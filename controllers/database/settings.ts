@@ -10,6 +10,8 @@ export function databaseSettings(config: Pick<Config, 'databases' | 'deploys' | 
     storageClass: config.databases.storageClass,
     defaultBytes: config.databases.defaultBytes,
     platformCidrs: config.machineNetwork.platformCidrs,
+    provider: config.databases.provider,
+    cnpg: config.databases.cnpg,
     backups: key
       ? {
           key,

@@ -346,6 +346,10 @@ export interface DatabaseSpec {
    */
   deletionPolicy?: 'Drop' | 'Retain';
   /**
+   * What serves it. pods, a server Pod of the platform's image; cloudnative-pg, a postgresql.cnpg.io/v1 Cluster its operator runs. Unset, the controllers' SVC_DATABASE_PROVIDER.
+   */
+  provider?: 'pods' | 'cloudnative-pg';
+  /**
    * The backup this Database starts from (its dump in the artifact store); loaded once, into an empty volume.
    */
   restoreFrom?: {

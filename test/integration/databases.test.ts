@@ -39,9 +39,21 @@ describe('Databases', () => {
   const list = async (token?: string) => (await json<{ databases: DatabaseBody[] }>(await api.request('GET', '/api/databases', token ? { token } : {}), 200)).databases;
   const ready = (name: string) =>
     eventually(`database ${name} Ready`, async () => (await list()).find((d) => d.name === name && d.phase === 'Ready'), { timeoutMs: 90_000, intervalMs: 200 });
-  const app = async (path: string) => {
-    const r = await getFromApp(ns, 'dbapp', path);
+  /** GET `path` of app `name`'s machines: the body of a 200, else undefined. */
+  const on = (name: string) => async (path: string) => {
+    const r = await getFromApp(ns, name, path);
     return r?.status === 200 ? r.body : undefined;
+  };
+  const app = on('dbapp');
+  /** A new database, Ready, attached to a new app of the rows script (live); the app's getter. */
+  const dbWithApp = async (database: string, appName: string) => {
+    await json(await api.request('POST', '/api/databases', { body: { name: database } }), 201);
+    await ready(database);
+    await json(await api.request('POST', '/api/apps', { body: { name: appName } }), 201);
+    await json(await api.request('PUT', `/api/apps/${appName}/database`, { body: { name: database } }), 200);
+    const d = await json<{ id: string }>(await api.request('POST', `/api/apps/${appName}/deploy`, { body: { image: images.runtime, command: ['node', '-e', dbAppScript] } }), 202);
+    await eventually('the app live', async () => ((await json<{ status: string }>(await api.request('GET', `/api/deploys/${d.id}`), 200)).status === 'live'), { timeoutMs: 90_000 });
+    return on(appName);
   };
 
   before(async () => {
@@ -150,17 +162,7 @@ describe('Databases', () => {
     await json(await api.request('DELETE', '/api/databases/kept'), 204);
   });
   it('gives a preview of an app with a database a branch: the parent\'s rows, its own writes, gone with the preview', async () => {
-    await json(await api.request('POST', '/api/databases', { body: { name: 'trunk' } }), 201);
-    await ready('trunk');
-    await json(await api.request('POST', '/api/apps', { body: { name: 'brapp' } }), 201);
-    await json(await api.request('PUT', '/api/apps/brapp/database', { body: { name: 'trunk' } }), 200);
-    const d = await json<{ id: string }>(await api.request('POST', '/api/apps/brapp/deploy', { body: { image: images.runtime, command: ['node', '-e', dbAppScript] } }), 202);
-    await eventually('the app live', async () => ((await json<{ status: string }>(await api.request('GET', `/api/deploys/${d.id}`), 200)).status === 'live'), { timeoutMs: 90_000 });
-    const on = (appName: string) => async (p: string) => {
-      const r = await getFromApp(ns, appName, p);
-      return r?.status === 200 ? r.body : undefined;
-    };
-    const parent = on('brapp');
+    const parent = await dbWithApp('trunk', 'brapp');
     assert.equal(await eventually('a row in the parent', () => parent('/write/a'), { timeoutMs: 60_000 }), 'a');
     assert.equal(await parent('/write/b'), 'a,b');
 
@@ -191,16 +193,7 @@ describe('Databases', () => {
   });
 
   it('backs a database up (nightly by a CronJob, now on request) into the artifact store and restores it into a new database, rows and all', async () => {
-    await json(await api.request('POST', '/api/databases', { body: { name: 'src-bk' } }), 201);
-    await ready('src-bk');
-    await json(await api.request('POST', '/api/apps', { body: { name: 'bkapp' } }), 201);
-    await json(await api.request('PUT', '/api/apps/bkapp/database', { body: { name: 'src-bk' } }), 200);
-    const d = await json<{ id: string }>(await api.request('POST', '/api/apps/bkapp/deploy', { body: { image: images.runtime, command: ['node', '-e', dbAppScript] } }), 202);
-    await eventually('the app live', async () => ((await json<{ status: string }>(await api.request('GET', `/api/deploys/${d.id}`), 200)).status === 'live'), { timeoutMs: 90_000 });
-    const bk = async (p: string) => {
-      const r = await getFromApp(ns, 'bkapp', p);
-      return r?.status === 200 ? r.body : undefined;
-    };
+    const bk = await dbWithApp('src-bk', 'bkapp');
     assert.equal(await eventually('a row', () => bk('/write/x'), { timeoutMs: 60_000 }), 'x');
     assert.equal(await bk('/write/y'), 'x,y');
 

@@ -9,25 +9,11 @@ import { after, before, describe, it } from 'node:test';
 import { createAccount } from '../../lib/accounts.js';
 import { repoRoot } from '../../lib/paths.js';
 import { attenuate } from '../../lib/tokens/token.js';
+import type { Volume } from '../../api/repositories/volumes.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { getFromApp } from '../support/app-traffic.js';
 import { images } from '../support/images.js';
 import { eventually } from '../support/wait.js';
-
-interface VolumeBody {
-  ref: string;
-  kind: string;
-  app: string | null;
-  machine: number | null;
-  volume: string | null;
-  database: string | null;
-  path: string | null;
-  size_bytes: number;
-  used_bytes: number | null;
-  attached: boolean;
-  mounted_by: string | null;
-  node: string | null;
-}
 
 /** A busybox service that appends a line per start to its log and serves it (/data/log on its volume). */
 const compose = (mark: string, opts: { volumes?: boolean; size?: string } = {}) => {
@@ -52,7 +38,7 @@ describe('Volumes', () => {
     assert.equal(res.status, status, text);
     return (text ? JSON.parse(text) : undefined) as T;
   };
-  const volumes = async (token?: string) => (await json<{ volumes: VolumeBody[] }>(await api.request('GET', '/api/volumes', token ? { token } : {}), 200)).volumes;
+  const volumes = async (token?: string) => (await json<{ volumes: Volume[] }>(await api.request('GET', '/api/volumes', token ? { token } : {}), 200)).volumes;
   const deploy = async (app: string, body: Record<string, unknown>) => {
     const d = await json<{ id: string }>(await api.request('POST', `/api/apps/${app}/deploy`, { body }), 202);
     await eventually(`deploy ${d.id} live`, async () => (await json<{ status: string }>(await api.request('GET', `/api/deploys/${d.id}`), 200)).status === 'live', { timeoutMs: 120_000 });

@@ -97,6 +97,9 @@ const needs: Record<string, Access[]> = {
     ['list', 'batch', 'jobs'],
     ['watch', 'batch', 'jobs'],
     ['create', 'batch', 'jobs', undefined, tenant],
+    ['list', 'postgresql.cnpg.io', 'clusters'],
+    ['watch', 'postgresql.cnpg.io', 'clusters'],
+    ['patch', 'postgresql.cnpg.io', 'clusters', undefined, tenant],
   ],
   'svc-ingress-auth': [
     ['list', 'svc.dev', 'apps'],

@@ -5,6 +5,7 @@ import { describe, it } from 'node:test';
 import type * as k8s from '@kubernetes/client-node';
 import { backupCredentialExpiry, plan, type DatabaseSettings } from '../../controllers/database/desired.js';
 import { checkArtifactCredential, checkBackupCredential } from '../../lib/artifacts/credential.js';
+import { cnpgCluster, cnpgPolicy, cnpgService, cnpgStatus, providerOf } from '../../controllers/database/cnpg.js';
 import type { App, Database } from '../../lib/resources/index.js';
 
 const settings: DatabaseSettings = { image: 'reg/svc/postgres:1', storageClass: undefined, defaultBytes: 1 << 30, platformCidrs: ['10.244.0.1/32'] };
@@ -86,6 +87,31 @@ describe('database plan', () => {
     assert.equal(renv.SVC_RESTORE_URL, `http://10.244.0.1:8080/artifacts/${digest}`);
     assert.deepEqual(checkArtifactCredential(key, digest, renv.SVC_RESTORE_TOKEN, now), { ok: true });
     assert.equal(r.policy.spec!.egress!.length, 1, 'out to the artifact endpoint to fetch its dump');
+  });
+
+  it('on CloudNativePG: a Cluster with the API\'s credentials, the same Service name, and the Cluster\'s status mapped', () => {
+    const onCnpg: DatabaseSettings = { ...settings, provider: 'cloudnative-pg', cnpg: { image: 'reg/cnpg/postgresql:16', operatorNamespace: 'cnpg-system' }, storageClass: 'fast' };
+    assert.equal(providerOf(db, settings), 'pods');
+    assert.equal(providerOf(db, onCnpg), 'cloudnative-pg');
+    assert.equal(providerOf({ ...db, spec: { ...db.spec, provider: 'pods' } }, onCnpg), 'pods', 'a Database\'s own provider wins');
+    const c = cnpgCluster(db, onCnpg);
+    assert.deepEqual([c.apiVersion, c.kind, c.metadata?.name, c.metadata?.ownerReferences?.[0]?.uid], ['postgresql.cnpg.io/v1', 'Cluster', 'db-orders', 'u1']);
+    assert.deepEqual(c.spec, {
+      instances: 1,
+      imageName: 'reg/cnpg/postgresql:16',
+      storage: { size: String(5 << 20), storageClass: 'fast' },
+      bootstrap: { initdb: { database: 'orders', owner: 'app', secret: { name: 'db-orders-credentials' } } },
+      inheritedMetadata: { labels: { 'svc.dev/database': 'orders', 'app.kubernetes.io/managed-by': 'svc-controllers' } },
+    });
+    assert.deepEqual(cnpgService(db).spec?.selector, { 'cnpg.io/cluster': 'db-orders', 'cnpg.io/instanceRole': 'primary' });
+    const policy = cnpgPolicy(db, onCnpg);
+    assert.deepEqual((policy.spec!.ingress!.at(-1) as unknown as { from: unknown[] }).from, [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'cnpg-system' } } }]);
+    const healthy = { status: { phase: 'Cluster in healthy state', readyInstances: 1, conditions: [{ type: 'Ready', status: 'True' }] } };
+    assert.deepEqual(cnpgStatus(db, healthy, service, 'shop').status, { secretName: 'db-orders-credentials', port: 5432, databaseName: 'orders', host: '10.96.0.7', attachedTo: 'shop', phase: 'Ready' });
+    assert.equal(cnpgStatus(db, healthy, undefined, undefined).status.phase, 'Pending', 'not Ready before its Service has an address');
+    assert.equal(cnpgStatus(db, undefined, service, undefined).ready.message, 'CloudNativePG: the Cluster is being created');
+    assert.equal(cnpgStatus(db, { status: {} }, service, undefined).ready.message, 'CloudNativePG: waiting for the operator (is CloudNativePG installed and running?)');
+    assert.equal(cnpgStatus(db, { status: { phase: 'Setting up primary', phaseReason: 'Creating primary instance db-orders-1' } }, service, undefined).ready.message, 'CloudNativePG: Setting up primary: Creating primary instance db-orders-1');
   });
 
   it('starts a branch as a copy of its source once the source has an address, with the source\'s data and database name', () => {

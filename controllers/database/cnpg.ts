@@ -1,0 +1,94 @@
+// The CloudNativePG provider (a platform team's choice: SVC_DATABASE_PROVIDER=cloudnative-pg, or a
+// Database's spec.provider): a Database becomes a postgresql.cnpg.io/v1 Cluster that the operator
+// runs, with the API's credentials Secret as its owner's, and the same Service name and policy as a
+// server of our own, so attached apps see no difference. Pure: the reconciler applies the result.
+// docs/decisions/0017-databases.md#the-cloudnative-pg-provider.
+import type * as k8s from '@kubernetes/client-node';
+import { labels, managers } from '../../lib/contract.js';
+import { databaseBytes, databaseObjects, databasePort } from '../../lib/databases.js';
+import type { Database } from '../../lib/resources/index.js';
+import type { ConditionInput } from '../frame/status.js';
+import { meta, serverPolicy, type DatabaseSettings, type DatabaseStatusFields } from './desired.js';
+
+export const cnpg = { group: 'postgresql.cnpg.io', version: 'v1', plural: 'clusters', kind: 'Cluster' } as const;
+
+/** The part of a Cluster this provider reads (its status as the operator writes it). */
+export interface CnpgCluster extends k8s.KubernetesObject {
+  spec?: Record<string, unknown>;
+  status?: {
+    phase?: string;
+    phaseReason?: string;
+    instances?: number;
+    readyInstances?: number;
+    currentPrimary?: string;
+    conditions?: Array<{ type: string; status: string; reason?: string; message?: string }>;
+  };
+}
+
+export type Provider = NonNullable<DatabaseSettings['provider']>;
+
+export function providerOf(db: Database, settings: DatabaseSettings): Provider {
+  return db.spec.provider ?? settings.provider ?? 'pods';
+}
+
+/** The Cluster: one instance on a volume of the Database's size, bootstrapped with the API's credentials. */
+export function cnpgCluster(db: Database, settings: DatabaseSettings): CnpgCluster {
+  const name = db.metadata.name!;
+  const o = databaseObjects(name);
+  return {
+    apiVersion: `${cnpg.group}/${cnpg.version}`,
+    kind: cnpg.kind,
+    metadata: meta(db, o.service),
+    spec: {
+      instances: 1,
+      ...(settings.cnpg?.image ? { imageName: settings.cnpg.image } : {}),
+      storage: { size: String(databaseBytes(db, settings.defaultBytes)), ...(settings.storageClass ? { storageClass: settings.storageClass } : {}) },
+      // The owner is the Secret's username (the API writes `app`); the database is the Database's name.
+      bootstrap: { initdb: { database: name, owner: 'app', secret: { name: o.secret } } },
+      // Its pods and volumes carry the Database's label: the Service, the policy and the volume list find them.
+      inheritedMetadata: { labels: { [labels.database]: name, [labels.managedBy]: managers.controllers } },
+    },
+  };
+}
+
+/** The Service attached apps reach, as for a server of our own, on the Cluster's primary. */
+export function cnpgService(db: Database): k8s.V1Service {
+  const o = databaseObjects(db.metadata.name!);
+  return {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: meta(db, o.service),
+    spec: { selector: { 'cnpg.io/cluster': o.service, 'cnpg.io/instanceRole': 'primary' }, ports: [{ name: 'postgres', port: databasePort, targetPort: databasePort as unknown as k8s.IntOrString }] },
+  };
+}
+
+/**
+ * A server of our own's policy, and: in, the operator's namespace (its status checks of the instance
+ * manager); out, anything (the instance manager talks to the Kubernetes API and its peers; the
+ * operator's role keeps the tenant's away from them: the owner is not a superuser).
+ */
+export function cnpgPolicy(db: Database, settings: DatabaseSettings): k8s.V1NetworkPolicy {
+  const base = serverPolicy(db, settings);
+  const operator = { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': settings.cnpg?.operatorNamespace ?? 'cnpg-system' } } };
+  return { ...base, spec: { ...base.spec!, ingress: [...(base.spec!.ingress ?? []), { from: [operator] } as unknown as k8s.V1NetworkPolicyIngressRule], egress: [{}] } };
+}
+
+/** The Database's status from the Cluster's, as the operator wrote it, and the Service's address. */
+export function cnpgStatus(db: Database, cluster: CnpgCluster | undefined, service: k8s.V1Service | undefined, attachedTo: string | undefined): { status: DatabaseStatusFields; ready: Omit<ConditionInput, 'type'> } {
+  const name = db.metadata.name!;
+  const host = service?.spec?.clusterIP;
+  const base: DatabaseStatusFields = {
+    secretName: databaseObjects(name).secret,
+    port: databasePort,
+    databaseName: name,
+    ...(host ? { host } : {}),
+    ...(attachedTo ? { attachedTo } : {}),
+  };
+  const s = cluster?.status;
+  const ready = s?.conditions?.find((c) => c.type === 'Ready');
+  if (ready?.status === 'True' && (s?.readyInstances ?? 0) > 0 && host) {
+    return { status: { ...base, phase: 'Ready' }, ready: { ok: true, reason: 'ClusterReady', message: `CloudNativePG: ${s?.phase ?? 'ready'}; PostgreSQL accepts connections at ${host}:${databasePort}` } };
+  }
+  const why = !cluster ? 'the Cluster is being created' : s?.phase ? `${s.phase}${s.phaseReason ? `: ${s.phaseReason}` : ''}` : 'waiting for the operator (is CloudNativePG installed and running?)';
+  return { status: { ...base, phase: 'Pending' }, ready: { ok: false, reason: 'ClusterNotReady', message: `CloudNativePG: ${why}` } };
+}
