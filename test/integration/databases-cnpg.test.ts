@@ -12,7 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { mergePatch } from '../../lib/kube/client.js';
 import { repoRoot } from '../../lib/paths.js';
-import { startTestApi, type TestApi } from '../support/api.js';
+import { expectJson, startTestApi, type TestApi } from '../support/api.js';
 import { eventually } from '../support/wait.js';
 
 const cluster = { group: 'postgresql.cnpg.io', version: 'v1', plural: 'clusters' };
@@ -20,11 +20,7 @@ const cluster = { group: 'postgresql.cnpg.io', version: 'v1', plural: 'clusters'
 describe('Databases on CloudNativePG (real CRDs)', { timeout: 300_000 }, () => {
   let api: TestApi;
   let ns: string;
-  const json = async <T>(res: Response, status: number): Promise<T> => {
-    const text = await res.text();
-    assert.equal(res.status, status, text);
-    return (text ? JSON.parse(text) : undefined) as T;
-  };
+  const json = expectJson;
   const database = async (name: string) => (await json<{ databases: Array<{ name: string; phase: string; message: string | null; host: string | null }> }>(await api.request('GET', '/api/databases'), 200)).databases.find((d) => d.name === name);
 
   before(async () => {

@@ -12,7 +12,7 @@ import * as k8s from '@kubernetes/client-node';
 import { mintBackupCredential } from '../../lib/artifacts/credential.js';
 import { databaseObjects } from '../../lib/databases.js';
 import { repoRoot } from '../../lib/paths.js';
-import { startTestApi, type TestApi } from '../support/api.js';
+import { expectJson, startTestApi, type TestApi } from '../support/api.js';
 import { getFromApp } from '../support/app-traffic.js';
 import { dbAppScript } from '../support/db-app.js';
 import { images } from '../support/images.js';
@@ -31,11 +31,7 @@ interface DatabaseBody {
 describe('Databases', () => {
   let api: TestApi;
   let ns: string;
-  const json = async <T>(res: Response, status: number): Promise<T> => {
-    const text = await res.text();
-    assert.equal(res.status, status, text);
-    return (text ? JSON.parse(text) : undefined) as T;
-  };
+  const json = expectJson;
   const list = async (token?: string) => (await json<{ databases: DatabaseBody[] }>(await api.request('GET', '/api/databases', token ? { token } : {}), 200)).databases;
   const ready = (name: string) =>
     eventually(`database ${name} Ready`, async () => (await list()).find((d) => d.name === name && d.phase === 'Ready'), { timeoutMs: 90_000, intervalMs: 200 });

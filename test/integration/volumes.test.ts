@@ -10,7 +10,7 @@ import { createAccount } from '../../lib/accounts.js';
 import { repoRoot } from '../../lib/paths.js';
 import { attenuate } from '../../lib/tokens/token.js';
 import type { Volume } from '../../api/repositories/volumes.js';
-import { startTestApi, type TestApi } from '../support/api.js';
+import { expectJson, startTestApi, type TestApi } from '../support/api.js';
 import { getFromApp } from '../support/app-traffic.js';
 import { images } from '../support/images.js';
 import { eventually } from '../support/wait.js';
@@ -33,11 +33,7 @@ const compose = (mark: string, opts: { volumes?: boolean; size?: string } = {}) 
 describe('Volumes', () => {
   let api: TestApi;
   let ns: string;
-  const json = async <T>(res: Response, status: number): Promise<T> => {
-    const text = await res.text();
-    assert.equal(res.status, status, text);
-    return (text ? JSON.parse(text) : undefined) as T;
-  };
+  const json = expectJson;
   const volumes = async (token?: string) => (await json<{ volumes: Volume[] }>(await api.request('GET', '/api/volumes', token ? { token } : {}), 200)).volumes;
   const deploy = async (app: string, body: Record<string, unknown>) => {
     const d = await json<{ id: string }>(await api.request('POST', `/api/apps/${app}/deploy`, { body }), 202);

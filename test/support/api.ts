@@ -1,4 +1,5 @@
 // Runs the API in-process on an ephemeral port, against a fresh database and the test cluster.
+import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { createServer, type Server } from 'node:http';
@@ -189,4 +190,11 @@ export async function startTestApi(opts: { env?: Record<string, string>; operati
       await rm(artifactDir, { recursive: true, force: true });
     },
   };
+}
+
+/** The JSON body of `res` after asserting its status (the body in the message when it differs); undefined for an empty body. */
+export async function expectJson<T>(res: Response, status: number): Promise<T> {
+  const text = await res.text();
+  assert.equal(res.status, status, text);
+  return (text ? JSON.parse(text) : undefined) as T;
 }
