@@ -31,6 +31,7 @@ import { VolumeRepository } from './repositories/volumes.js';
 import type Koa from 'koa';
 import { getBackup, listBackups, type Backup } from '../lib/backups.js';
 import { backupEndpoint } from './backups.js';
+import { DatabaseReadyRecorder } from './database-events.js';
 import { VolumeMeter } from './usage/volume-meter.js';
 import { MachineMeter } from './usage/machine-meter.js';
 import { accountIdOfNamespace, getAccount, type Account } from '../lib/accounts.js';
@@ -214,6 +215,7 @@ export async function assembleServices(deps: {
   await machineMeter.start();
   const databases = new DatabaseRepository(kc, log);
   await databases.start();
+  new DatabaseReadyRecorder(db, databases.watch, log, clock).start();
   const volumes = new VolumeRepository(kc, machinePods, (node) => machines.nodeSummary(node), log);
   await volumes.start();
   // stored_bytes and volume.* events of apps' volumes (api/usage/volume-meter.ts).

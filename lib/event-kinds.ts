@@ -27,6 +27,7 @@ export const eventKinds = [
   'app_user.enabled',
   'database.created',
   'database.deleted',
+  'database.ready',
   'database.attached',
   'database.detached',
   'database.backup_done',

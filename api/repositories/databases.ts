@@ -36,6 +36,11 @@ export class DatabaseRepository {
     return this.informer.stop();
   }
 
+  /** The Databases' informer (database.ready is recorded from it: api/database-events.ts). */
+  get watch(): k8s.ListWatch<Database> {
+    return this.informer;
+  }
+
   list(namespace: string): Database[] {
     return [...this.informer.list(namespace)].sort((a, b) => a.metadata.name!.localeCompare(b.metadata.name!));
   }

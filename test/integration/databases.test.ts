@@ -66,6 +66,11 @@ describe('Databases', () => {
     assert.equal(created.phase, 'Pending');
     const up = await ready('notes-db');
     console.log(`# database Ready ${Date.now() - started} ms after create`);
+    const readyEvents = await eventually('database.ready recorded', async () => {
+      const e = (await json<{ events: Array<{ subject: string; data: { host?: string } }> }>(await api.request('GET', '/api/events?kinds=database.ready'), 200)).events.filter((x) => x.subject === 'notes-db');
+      return e.length ? e : undefined;
+    });
+    assert.deepEqual(readyEvents.map((e) => e.data.host), [up.host], 'once, with its address');
     assert.match(up.host ?? '', /^\d+\.\d+\.\d+\.\d+$/);
     assert.equal(up.port, 5432);
     await json(await api.request('POST', '/api/databases', { body: { name: 'notes-db' } }), 409);
@@ -111,7 +116,7 @@ describe('Databases', () => {
     await eventually('the variables gone', async () => JSON.parse((await app('/env')) ?? '{}').url === null && JSON.parse((await app('/env')) ?? '{}').host === null, { timeoutMs: 90_000 });
     await json(await api.request('DELETE', '/api/apps/dbapp/database'), 400);
     const kinds = ((await json<{ events: Array<{ type: string }> }>(await api.request('GET', '/api/events?kinds=database.*'), 200)).events).map((e) => e.type);
-    assert.deepEqual(kinds, ['database.created', 'database.attached', 'database.detached']);
+    assert.deepEqual(kinds, ['database.created', 'database.ready', 'database.attached', 'database.detached']);
   });
 
   it('is neither listed to nor attachable by another account', async () => {
@@ -178,11 +183,9 @@ describe('Databases', () => {
     await json(await api.request('DELETE', `/api/apps/brapp/previews/feat`), 204);
     await eventually('the branch gone with its preview', async () => !(await list()).some((x) => x.name === branch.name), { timeoutMs: 60_000 });
     await eventually('its volume gone', async () => !(await api.kube.core.listNamespacedPersistentVolumeClaim({ namespace: ns })).items.some((c) => c.metadata?.name === databaseObjects(branch.name).claim), { timeoutMs: 60_000 });
-    const kinds = (await json<{ events: Array<{ type: string; subject: string }> }>(await api.request('GET', '/api/events?kinds=database.*'), 200)).events.filter((e) => e.subject === branch.name).map((e) => e.type);
-    assert.deepEqual(await eventually('the branch\'s events', async () => {
-      const k = (await json<{ events: Array<{ type: string; subject: string }> }>(await api.request('GET', '/api/events?kinds=database.*'), 200)).events.filter((e) => e.subject === branch.name).map((e) => e.type);
-      return k.length === 2 ? k : undefined;
-    }), ['database.created', 'database.deleted'], kinds.join());
+    const branchEvents = async () => (await json<{ events: Array<{ type: string; subject: string }> }>(await api.request('GET', '/api/events?kinds=database.*'), 200)).events.filter((e) => e.subject === branch.name).map((e) => e.type);
+    await eventually('the branch\'s deletion told', async () => (await branchEvents()).includes('database.deleted'));
+    assert.deepEqual(await branchEvents(), ['database.created', 'database.ready', 'database.deleted']);
     assert.equal(await parent('/'), 'a,b,d', 'the parent keeps its rows');
     await json(await api.request('DELETE', '/api/apps/brapp/database'), 204);
     await json(await api.request('DELETE', '/api/databases/trunk'), 204);
