@@ -43,9 +43,10 @@ describe('Databases on CloudNativePG (real CRDs)', { timeout: 300_000 }, () => {
     assert.deepEqual(c.spec.storage, { size: String(64 << 20), resizeInUseVolumes: true });
     assert.deepEqual((c.spec.inheritedMetadata as { labels: Record<string, string> }).labels['svc.dev/database'], 'pg1');
     assert.deepEqual(c.metadata.ownerReferences?.map((o) => [o.kind, o.name]), [['Database', 'pg1']]);
-    const pending = await eventually('the Database waiting for the operator', async () => ((await database('pg1'))?.message?.includes('CloudNativePG') ? database('pg1') : undefined));
+    // First "the Cluster is being created", until the controllers' cache of Clusters (started on
+    // this first need) shows it; then it waits for an operator, which does not run here.
+    const pending = await eventually('the Database waiting for the operator', async () => ((await database('pg1'))?.message?.includes('waiting for the operator') ? database('pg1') : undefined));
     assert.equal(pending?.phase, 'Pending');
-    assert.match(pending?.message ?? '', /waiting for the operator/);
 
     // Attached apps reach it as any database: the same Service name, on the Cluster's primary.
     const service = await api.kube.core.readNamespacedService({ namespace: ns, name: 'db-pg1' });
