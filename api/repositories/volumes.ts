@@ -10,7 +10,6 @@ import { kubeStatus } from '../../lib/kube/client.js';
 import { keepWatching } from '../../lib/kube/keep-watching.js';
 import type { Logger } from '../../lib/logger.js';
 import type { Database } from '../../lib/resources/index.js';
-import { volumeBytes } from '../../lib/volumes.js';
 import type { AppRecord } from './app-record.js';
 
 export interface Volume {
@@ -187,9 +186,4 @@ export class VolumeRepository {
       throw new DomainError('unavailable', `cannot delete volume ${volume.ref} right now; retry later`, err);
     }
   }
-}
-
-/** Bytes machine volumes declared by `volumes` take over `machines` machines. */
-export function declaredBytes(volumes: ReadonlyArray<{ size?: string | undefined }>, machines: number): number {
-  return volumes.reduce((sum, v) => sum + volumeBytes(v.size) * machines, 0);
 }
