@@ -22,8 +22,12 @@ export SVC_TEST_PG_ADMIN_URL=${SVC_TEST_PG_ADMIN_URL:-postgres://svc@127.0.0.1:$
 export SVC_LOG_LEVEL=${SVC_LOG_LEVEL:-silent}
 
 say "test: ${#files[@]} files"
-rc=0
-node --enable-source-maps --test --test-reporter=spec "${files[@]}" || rc=$?
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+set +e
+node --enable-source-maps --test --test-reporter=spec "${files[@]}" 2>&1 | tee "$out"
+rc=${PIPESTATUS[0]}
+set -e
 # A red run on a machine nobody can log into (CI) must explain itself: most failures that are not
 # one test's own come from a platform part that died or a full disk, so show both.
 if ((rc)) && [ "${1:-all}" != unit ] && [[ "${1:-}" != *.js ]]; then
@@ -35,5 +39,9 @@ if ((rc)) && [ "${1:-all}" != unit ] && [[ "${1:-}" != *.js ]]; then
   "$ROOT/hack/dev.sh" status || true
   "$ROOT/hack/nodes.sh" status || true
   for part in kubelet-local-a kubelet-local-b policy-agent controllers kube-apiserver etcd; do log_tail "$part" 30 | cut -c1-400; done
+  # Last, so that a tail of this output (what CI shows) holds the failures themselves: each failing
+  # test's assertion, without the stack frames.
+  say "==== test: the failures again ===="
+  sed -n '/^✖ failing tests:/,$p' "$out" | grep -v '^ *at ' | head -200 | cut -c1-400
 fi
 exit "$rc"
