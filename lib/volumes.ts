@@ -20,11 +20,18 @@ export function volumePathProblem(path: string): string | undefined {
   return hit ? `cannot be ${hit} or under it (the machine's ${hit === '/tmp' ? 'scratch space' : 'served site'})` : undefined;
 }
 
+/** Bytes of a Kubernetes quantity in bytes or binary units (`1073741824`, `512Mi`, `1Gi`); undefined for any other form. */
+export function quantityBytes(quantity: string): number | undefined {
+  const m = /^(\d+)(Ki|Mi|Gi|Ti)?$/.exec(quantity);
+  if (!m) return undefined;
+  return Number(m[1]) * 1024 ** (m[2] ? { Ki: 1, Mi: 2, Gi: 3, Ti: 4 }[m[2] as 'Ki' | 'Mi' | 'Gi' | 'Ti'] : 0);
+}
+
 /** Bytes of a size the CRD accepts (`512Mi`, `1Gi`, `2Ti`). */
 export function volumeBytes(size: string | undefined): number {
-  const m = /^(\d+)(Mi|Gi|Ti)$/.exec(size ?? defaultVolumeSize);
-  if (!m) throw new Error(`not a volume size: ${size}`);
-  return Number(m[1]) * 1024 ** { Mi: 2, Gi: 3, Ti: 4 }[m[2] as 'Mi' | 'Gi' | 'Ti'];
+  const bytes = /^\d+(Mi|Gi|Ti)$/.test(size ?? defaultVolumeSize) ? quantityBytes(size ?? defaultVolumeSize) : undefined;
+  if (bytes === undefined) throw new Error(`not a volume size: ${size}`);
+  return bytes;
 }
 
 /**

@@ -10,6 +10,7 @@ import { kubeStatus } from '../../lib/kube/client.js';
 import { keepWatching } from '../../lib/kube/keep-watching.js';
 import type { Logger } from '../../lib/logger.js';
 import type { Database } from '../../lib/resources/index.js';
+import { quantityBytes } from '../../lib/volumes.js';
 import type { AppRecord } from './app-record.js';
 
 export interface Volume {
@@ -41,10 +42,7 @@ const selectedNode = 'volume.kubernetes.io/selected-node';
 
 /** Bytes of a claim's request (`1Gi`, `1073741824`). */
 export function claimBytes(claim: k8s.V1PersistentVolumeClaim): number {
-  const q = claim.spec?.resources?.requests?.storage ?? '0';
-  const m = /^(\d+)(Ki|Mi|Gi|Ti)?$/.exec(q);
-  if (!m) return 0;
-  return Number(m[1]) * 1024 ** (m[2] ? { Ki: 1, Mi: 2, Gi: 3, Ti: 4 }[m[2] as 'Ki'] : 0);
+  return quantityBytes(claim.spec?.resources?.requests?.storage ?? '0') ?? 0;
 }
 
 interface Summary {
@@ -110,7 +108,15 @@ export class VolumeRepository {
     return this.claims.get(claimName, namespace) !== undefined;
   }
 
+  /** The account's volumes with their bytes used, as the nodes' kubelets measure them (GET /volumes). */
   async list(namespace: string, apps: readonly AppRecord[], databases: readonly Database[]): Promise<Volume[]> {
+    const volumes = this.describe(namespace, apps, databases);
+    await this.measure(namespace, volumes);
+    return volumes;
+  }
+
+  /** The account's volumes as the caches show them, by ref (used_bytes not measured: null). */
+  describe(namespace: string, apps: readonly AppRecord[], databases: readonly Database[]): Volume[] {
     const pods = this.machinePods.list(namespace).filter((p) => !p.metadata?.deletionTimestamp);
     const mounter = (claim: string) => pods.find((p) => p.spec?.volumes?.some((v) => v.persistentVolumeClaim?.claimName === claim));
     const volumes = this.claimsOf(namespace).map((c): Volume => {
@@ -139,7 +145,6 @@ export class VolumeRepository {
         mounted_by: pod?.metadata?.name ?? null,
       };
     });
-    await this.measure(namespace, volumes);
     return volumes.sort((a, b) => a.ref.localeCompare(b.ref));
   }
 

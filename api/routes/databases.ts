@@ -12,7 +12,7 @@ import { ApiError, conflict, invalid, notFound } from '../errors.js';
 import { op, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
 import { resolveApp } from './app-access.js';
-import { storedBytes } from './volumes.js';
+import { assertStorageFits } from './volumes.js';
 
 const databaseSchema = z.object({
   name: z.string(),
@@ -103,10 +103,7 @@ export function databaseOperations(s: Services): Operation[] {
           throw new ApiError('quota_exceeded', `the account has ${existing.length} databases, its limit (${limits.maxPerAccount}); delete one first`);
         }
         const bytes = body.storage_bytes ?? limits.defaultBytes;
-        const used = storedBytes(s, caller.account.namespace);
-        if (used + bytes > limits.maxBytesPerAccount) {
-          throw new ApiError('quota_exceeded', `${bytes} more bytes would bring the account's storage (databases and volumes) to ${used + bytes}, over its limit of ${limits.maxBytesPerAccount} bytes (${used} in use)`);
-        }
+        assertStorageFits(s, caller.account.namespace, bytes, `database ${body.name} needs ${bytes} bytes`);
         // A restore names a backup of this account that holds a dump (a failed one holds none).
         const backup = body.restore_from ? await s.backups.get(caller.account.id, body.restore_from.backup) : undefined;
         if (body.restore_from && !backup) throw notFound(`backup ${body.restore_from.backup}`);

@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import type { AppRecord } from '../repositories/app-record.js';
 import { volumeBytes, volumeClaimName, type VolumeSpec } from '../../lib/volumes.js';
+import { databaseBytes } from '../../lib/databases.js';
 import { ApiError, conflict, notFound } from '../errors.js';
 import { op, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
@@ -25,9 +26,18 @@ const volumeSchema = z.object({
 });
 
 /** Bytes the account stores: its databases' volumes and its apps' (attached or not). */
-export function storedBytes(s: Services, namespace: string): number {
-  const dbDefault = s.config.databases.defaultBytes;
-  return s.databases.list(namespace).reduce((sum, d) => sum + (d.spec.storageBytes ?? dbDefault), 0) + s.volumes.appVolumeBytes(namespace);
+function storedBytes(s: Services, namespace: string): number {
+  return s.databases.list(namespace).reduce((sum, d) => sum + databaseBytes(d, s.config.databases.defaultBytes), 0) + s.volumes.appVolumeBytes(namespace);
+}
+
+/**
+ * Refuses (403 quota_exceeded) what would bring the account's storage (databases and volumes) over
+ * its limit with `more` bytes; `need` says what asks for them.
+ */
+export function assertStorageFits(s: Services, namespace: string, more: number, need: string): void {
+  const used = storedBytes(s, namespace);
+  const limit = s.config.databases.maxBytesPerAccount;
+  if (used + more > limit) throw new ApiError('quota_exceeded', `${need}, which would bring the account's storage to ${used + more}, over its limit of ${limit} bytes (${used} in use)`);
 }
 
 /**
@@ -39,27 +49,21 @@ export function checkVolumeQuota(s: Services, app: AppRecord, volumes: readonly 
   const count = machines ?? app.spec.machines ?? 1;
   let more = 0;
   for (const v of volumes) for (let m = 0; m < count; m++) if (!s.volumes.has(app.namespace, volumeClaimName(app.name, v.name, m))) more += volumeBytes(v.size);
-  const used = storedBytes(s, app.namespace);
-  const limit = s.config.databases.maxBytesPerAccount;
-  if (more > 0 && used + more > limit) {
-    throw new ApiError('quota_exceeded', `the app's volumes need ${more} more bytes, which would bring the account's storage to ${used + more}, over its limit of ${limit} bytes (${used} in use)`);
-  }
+  if (more > 0) assertStorageFits(s, app.namespace, more, `the app's volumes need ${more} more bytes`);
 }
 
 /** Refuses (403 quota_exceeded) a preview whose database branch, as large as its parent's database, would not fit. */
 export function checkBranchQuota(s: Services, parent: AppRecord): void {
   const source = parent.spec.database ? s.databases.get(parent.namespace, parent.spec.database) : undefined;
   if (!source) return;
-  const bytes = source.spec.storageBytes ?? s.config.databases.defaultBytes;
-  const used = storedBytes(s, parent.namespace);
-  const limit = s.config.databases.maxBytesPerAccount;
-  if (used + bytes > limit) {
-    throw new ApiError('quota_exceeded', `the preview's branch of database ${source.metadata.name} needs ${bytes} bytes, which would bring the account's storage to ${used + bytes}, over its limit of ${limit} bytes (${used} in use)`);
-  }
+  const bytes = databaseBytes(source, s.config.databases.defaultBytes);
+  assertStorageFits(s, parent.namespace, bytes, `the preview's branch of database ${source.metadata.name} needs ${bytes} bytes`);
 }
 
 export function volumeOperations(s: Services): Operation[] {
   const list = (namespace: string) => s.volumes.list(namespace, s.apps.list(namespace), s.databases.list(namespace));
+  // Deciding a deletion needs no kubelet: the caches say what holds a volume.
+  const describe = (namespace: string) => s.volumes.describe(namespace, s.apps.list(namespace), s.databases.list(namespace));
   return [
     op({
       method: 'GET',
@@ -83,7 +87,7 @@ export function volumeOperations(s: Services): Operation[] {
       status: 204,
       handler: async ({ caller, params }) => {
         const ns = caller.account.namespace;
-        const volume = (await list(ns)).find((v) => v.ref === params.ref);
+        const volume = describe(ns).find((v) => v.ref === params.ref);
         if (!volume) throw notFound(`volume ${params.ref}`);
         if (volume.kind === 'database' && volume.attached) {
           throw conflict(`volume ${volume.ref} holds database ${volume.database}'s data: it goes with the database (DELETE /databases/${volume.database})`);

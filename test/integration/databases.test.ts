@@ -218,6 +218,10 @@ describe('Databases', () => {
     const report = (db: string, token: string) => fetch(`${api.url}/backups/${ns}/src-bk/failed`, { method: 'POST', headers: { authorization: `Bearer ${mintBackupCredential(key, ns, db, soon)}`, 'content-type': 'text/plain' }, body: token });
     assert.equal((await report('other-db', 'x')).status, 403, 'a credential of another database adds nothing here');
     assert.equal((await fetch(`${api.url}/backups/${ns}/src-bk`, { method: 'PUT', body: 'x' })).status, 401);
+    for (const odd of [`/backups/..%2f${ns}/src-bk`, `/backups/${ns}/src-bk/extra`, `/backups/${ns}/Src_Bk`, `/backups/${ns}`]) {
+      assert.equal((await fetch(`${api.url}${odd}`, { method: 'PUT', body: 'x' })).status, 404, odd);
+    }
+    assert.equal((await fetch(`${api.url}/backups/${ns}/src-bk`, { method: 'GET' })).status, 405, 'backups are only added, never read back here');
     assert.equal((await report('src-bk', 'pg_dump: error: boom')).status, 201);
     const failed = (await json<{ backups: Array<{ id: string; status: string; error: string | null }> }>(await api.request('GET', '/api/databases/src-bk/backups'), 200)).backups[0]!;
     assert.deepEqual([failed.status, failed.error], ['failed', 'pg_dump: error: boom']);
