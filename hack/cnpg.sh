@@ -23,7 +23,14 @@ case "${1:-}" in
   crds)
     f=$(crd_file)
     KUBECONFIG="$STATE/kubeconfig" "$K8S_BIN/kubectl" apply --server-side --force-conflicts -f "$f" >/dev/null
-    KUBECONFIG="$STATE/kubeconfig" "$K8S_BIN/kubectl" wait --for condition=established --timeout=60s crd/clusters.postgresql.cnpg.io >/dev/null
+    # Polled rather than `kubectl wait`, which fails outright on a CRD just made that has no
+    # status.conditions yet (seen on a fresh cluster).
+    for _ in $(seq 120); do
+      established=$(KUBECONFIG="$STATE/kubeconfig" "$K8S_BIN/kubectl" get crd clusters.postgresql.cnpg.io -o jsonpath='{.status.conditions[?(@.type=="Established")].status}' 2>/dev/null || true)
+      [ "$established" = True ] && break
+      sleep 0.5
+    done
+    [ "$established" = True ] || { echo "cnpg: clusters.postgresql.cnpg.io not established after 60 s" >&2; exit 1; }
     echo "cnpg: clusters.postgresql.cnpg.io $CNPG_VERSION established"
     ;;
   *) echo "usage: cnpg.sh crds|path" >&2; exit 2 ;;
