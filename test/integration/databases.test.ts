@@ -13,7 +13,7 @@ import { mintBackupCredential } from '../../lib/artifacts/credential.js';
 import { databaseObjects } from '../../lib/databases.js';
 import { repoRoot } from '../../lib/paths.js';
 import { expectJson, startTestApi, type TestApi } from '../support/api.js';
-import { getFromApp } from '../support/app-traffic.js';
+import { getFromApp, getFromEveryMachine } from '../support/app-traffic.js';
 import { dbAppScript } from '../support/db-app.js';
 import { images } from '../support/images.js';
 import { eventually } from '../support/wait.js';
@@ -24,6 +24,8 @@ interface DatabaseBody {
   message: string | null;
   attached_to: string | null;
   host: string | null;
+  storage_bytes: number;
+  used_bytes: number | null;
   port: number | null;
   deletion_policy: string;
 }
@@ -41,6 +43,8 @@ describe('Databases', () => {
     return r?.status === 200 ? r.body : undefined;
   };
   const app = on('dbapp');
+  /** GET `path` of app `name`: the answer of every machine it has, once they agree (a rollout is over). */
+  const onEvery = (name: string) => (path: string) => getFromEveryMachine(ns, name, path);
   /** A new database, Ready, attached to a new app of the rows script (live); the app's getter. */
   const dbWithApp = async (database: string, appName: string) => {
     await json(await api.request('POST', '/api/databases', { body: { name: database } }), 201);
@@ -72,6 +76,9 @@ describe('Databases', () => {
     });
     assert.deepEqual(readyEvents.map((e) => e.data.host), [up.host], 'once, with its address');
     assert.match(up.host ?? '', /^\d+\.\d+\.\d+\.\d+$/);
+    // What its data takes, measured on its volume: an initialised cluster is tens of megabytes.
+    const measured = await eventually('the size used measured', async () => (await list()).find((x) => x.name === 'notes-db' && (x.used_bytes ?? 0) > 8 * 1024 ** 2), { timeoutMs: 30_000 });
+    assert.ok(measured.used_bytes! < measured.storage_bytes, `used_bytes ${measured.used_bytes}`);
     assert.equal(up.port, 5432);
     await json(await api.request('POST', '/api/databases', { body: { name: 'notes-db' } }), 409);
     await json(await api.request('POST', '/api/databases', { body: { name: 'Bad_Name' } }), 400);
@@ -89,7 +96,10 @@ describe('Databases', () => {
     const attached = await json<{ app: string; database: DatabaseBody }>(await api.request('PUT', '/api/apps/dbapp/database', { body: { name: 'notes-db' } }), 200);
     assert.equal(attached.app, 'dbapp');
     await json(await api.request('PUT', '/api/apps/dbapp/database', { body: { name: 'notes-db' } }), 200); // idempotent
-    const env = JSON.parse((await eventually('the machines to get DATABASE_URL', async () => ((await app('/env'))?.includes('postgres://') ? app('/env') : undefined), { timeoutMs: 90_000 }))!) as { url: string; host: string };
+    const env = JSON.parse(await eventually('every machine to have DATABASE_URL', async () => {
+      const e = await onEvery('dbapp')('/env');
+      return e?.includes('postgres://') ? e : undefined;
+    }, { timeoutMs: 90_000 })) as { url: string; host: string };
     assert.equal(env.url, `postgres://app:***@${up.host}:5432/notes-db`);
     assert.equal(await eventually('a row written', () => app('/write/a'), { timeoutMs: 30_000 }), 'a');
     assert.equal(await app('/write/b'), 'a,b');
@@ -113,7 +123,7 @@ describe('Databases', () => {
     }, { timeoutMs: 90_000 });
 
     await json(await api.request('DELETE', '/api/apps/dbapp/database'), 204);
-    await eventually('the variables gone', async () => JSON.parse((await app('/env')) ?? '{}').url === null && JSON.parse((await app('/env')) ?? '{}').host === null, { timeoutMs: 90_000 });
+    await eventually('the variables gone from every machine', async () => (await onEvery('dbapp')('/env')) === JSON.stringify({ url: null, host: null }), { timeoutMs: 90_000 });
     await json(await api.request('DELETE', '/api/apps/dbapp/database'), 400);
     const kinds = ((await json<{ events: Array<{ type: string }> }>(await api.request('GET', '/api/events?kinds=database.*'), 200)).events).map((e) => e.type);
     assert.deepEqual(kinds, ['database.created', 'database.ready', 'database.attached', 'database.detached']);
@@ -235,7 +245,8 @@ describe('Databases', () => {
     assert.equal(restored.phase, 'Ready');
     await json(await api.request('DELETE', '/api/apps/bkapp/database'), 204);
     await json(await api.request('PUT', '/api/apps/bkapp/database', { body: { name: 'restored' } }), 200);
-    assert.equal(await eventually('the app on the restored database', async () => ((await bk('/env'))?.includes(restored.host!) ? bk('/') : undefined), { timeoutMs: 90_000 }), 'x,y', 'the rows as they were when backed up');
+    const every = onEvery('bkapp');
+    assert.equal(await eventually('the app on the restored database', async () => ((await every('/env'))?.includes(restored.host!) ? every('/') : undefined), { timeoutMs: 90_000 }), 'x,y', 'the rows as they were when backed up');
     await json(await api.request('DELETE', '/api/apps/bkapp/database'), 204);
     for (const name of ['restored', 'src-bk']) await json(await api.request('DELETE', `/api/databases/${name}`), 204);
     // A deleted database's backups stay listed, and restorable.
@@ -250,10 +261,11 @@ describe('Databases', () => {
       new Promise<string>((resolve, reject) => execFile(process.execPath, [svc, ...args], { env }, (err, out, errOut) => (err ? reject(new Error(`${err.message}${errOut}`)) : resolve(out))));
     const created = JSON.parse(await run('db', 'create', 'cli-db', '--size', String(8 << 20), '--json')) as DatabaseBody;
     assert.equal(created.phase, 'Ready');
-    assert.match(await run('db', 'ls'), /^NAME\s+PHASE\s+APP\s+SIZE\s+ON DELETE\ncli-db\s+Ready\s+-\s+8 MiB\s+drop/m);
-    assert.match(await run('db', 'attach', 'cli-db', 'other'), /cli-db attached to other/);
-    await assert.rejects(run('db', 'rm', 'cli-db'), /409 database cli-db is attached to app other/);
-    assert.match(await run('db', 'detach', 'other'), /detached from other/);
+    assert.match(await run('db', 'ls'), /^NAME\s+PHASE\s+APP\s+SIZE\s+USED\s+ON DELETE\ncli-db\s+Ready\s+-\s+8 MiB\s+(-|\d+(\.\d)? MiB)\s+drop/m);
+    await json(await api.request('POST', '/api/apps', { body: { name: 'cli-app' } }), 201);
+    assert.match(await run('db', 'attach', 'cli-db', 'cli-app'), /cli-db attached to cli-app/);
+    await assert.rejects(run('db', 'rm', 'cli-db'), /409 database cli-db is attached to app cli-app/);
+    assert.match(await run('db', 'detach', 'cli-app'), /detached from cli-app/);
     assert.match(await run('db', 'rm', 'cli-db'), /cli-db deleted/);
   });
 

@@ -23,6 +23,23 @@ export async function getFromApp(namespace: string, app: string, path = '/', api
   return { status: res.status, body: await res.text(), address };
 }
 
+/**
+ * GET path on every ready endpoint of the app: their answer when each says the same with a 200, else
+ * undefined (none ready, one failing, or machines of two specs answering during a rollout, which a
+ * request to one endpoint picked at random would mix up).
+ */
+export async function getFromEveryMachine(namespace: string, app: string, path = '/', api = discovery()): Promise<string | undefined> {
+  const addresses = await readyAddresses(namespace, app, api);
+  if (!addresses.length) return undefined;
+  const answers = await Promise.all(
+    addresses.map(async (a) => {
+      const res = await fetch(`http://${a}:8080${path}`, { signal: AbortSignal.timeout(5000) }).catch(() => undefined);
+      return res?.status === 200 ? res.text() : undefined;
+    }),
+  );
+  return answers.every((b) => b !== undefined && b === answers[0]) ? answers[0] : undefined;
+}
+
 export interface Sample {
   at: number;
   ok: boolean;
