@@ -2,7 +2,7 @@
 // (docs/api/data.md). create and restore wait until the server is Ready (or say why it failed),
 // backup until the backup is stored or failed, unless --no-wait; ls and backups print a table or JSON.
 import { callJson, request, type ApiTarget } from './api.js';
-import { table } from './table.js';
+import { formatBytes, table } from './table.js';
 import { UsageError } from './token-commands.js';
 
 interface DatabaseRecord {
@@ -13,6 +13,7 @@ interface DatabaseRecord {
   host: string | null;
   port: number | null;
   storage_bytes: number;
+  used_bytes: number | null;
   deletion_policy: string;
 }
 
@@ -36,7 +37,7 @@ export interface DbOptions {
 }
 
 const databaseTable = (dbs: DatabaseRecord[]) =>
-  table([['NAME', 'PHASE', 'APP', 'SIZE', 'ON DELETE'], ...dbs.map((d) => [d.name, d.phase, d.attached_to ?? '-', `${Math.round(d.storage_bytes / 1048576)} MiB`, d.deletion_policy])]);
+  table([['NAME', 'PHASE', 'APP', 'SIZE', 'USED', 'ON DELETE'], ...dbs.map((d) => [d.name, d.phase, d.attached_to ?? '-', formatBytes(d.storage_bytes), d.used_bytes === null ? '-' : formatBytes(d.used_bytes), d.deletion_policy])]);
 
 export async function dbCommand(t: ApiTarget, command: string | undefined, args: string[], o: DbOptions): Promise<void> {
   const sleep = o.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { create as tarCreate } from 'tar';
 import { UsageError } from './token-commands.js';
+import { formatBytes } from './table.js';
 
 export interface DeployOptions {
   app: string;
@@ -36,8 +37,6 @@ async function treeSize(dir: string): Promise<{ files: number; bytes: number }> 
   return { files, bytes };
 }
 
-const kib = (n: number) => (n < 1024 ? `${n} B` : n < 1024 ** 2 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1024 ** 2).toFixed(1)} MiB`);
-
 export async function deployCommand(o: DeployOptions): Promise<DeployRecord> {
   const headers = { authorization: `Bearer ${o.token}` };
   const call = async <T>(method: string, p: string, init: RequestInit = {}): Promise<T> => {
@@ -55,7 +54,7 @@ export async function deployCommand(o: DeployOptions): Promise<DeployRecord> {
     const dir = path.resolve(o.dir ?? '.');
     if (!(await stat(dir).catch(() => undefined))?.isDirectory()) throw new UsageError(`${dir} is not a directory`);
     const { files, bytes } = await treeSize(dir);
-    o.out(`Packing ${dir}: ${files} files, ${kib(bytes)}`);
+    o.out(`Packing ${dir}: ${files} files, ${formatBytes(bytes)}`);
     // Streamed: the archive is never held in memory whole.
     const archive = tarCreate({ gzip: true, cwd: dir, portable: true, follow: false }, ['.']) as unknown as NodeJS.ReadableStream;
     deploy = await call('POST', `/apps/${o.app}/deploy`, {

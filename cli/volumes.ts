@@ -1,6 +1,6 @@
 // `svc volumes ls|rm`: the account's volumes, its apps' machines' and its databases' (docs/api/data.md).
 import { callJson, request, type ApiTarget } from './api.js';
-import { table } from './table.js';
+import { formatBytes, table } from './table.js';
 import { UsageError } from './token-commands.js';
 
 interface VolumeRecord {
@@ -16,13 +16,11 @@ interface VolumeRecord {
   node: string | null;
 }
 
-const mib = (bytes: number) => `${Math.round(bytes / 1048576)} MiB`;
-
 function volumeTable(volumes: VolumeRecord[]): string[] {
   const owner = (v: VolumeRecord) => (v.kind === 'database' ? `database ${v.database}` : `${v.app} machine ${v.machine}`);
   return table([
     ['REF', 'OF', 'PATH', 'SIZE', 'USED', 'ATTACHED', 'NODE'],
-    ...volumes.map((v) => [v.ref, owner(v), v.path ?? '-', mib(v.size_bytes), v.used_bytes === null ? '-' : mib(v.used_bytes), v.attached ? 'yes' : 'no', v.node ?? '-']),
+    ...volumes.map((v) => [v.ref, owner(v), v.path ?? '-', formatBytes(v.size_bytes), v.used_bytes === null ? '-' : formatBytes(v.used_bytes), v.attached ? 'yes' : 'no', v.node ?? '-']),
   ]);
 }
 

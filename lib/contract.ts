@@ -55,6 +55,12 @@ export const annotations = {
   /** On a claimed sandbox pod: `warm` or `cold`, and why cold. */
   launch: 'svc.dev/launch',
   launchReason: 'svc.dev/launch-reason',
+  /**
+   * On a volume claim: the bytes its files take on disk, as the volume's provisioner measures them
+   * where the kubelet cannot (a directory volume shares its node's filesystem, whose figures are
+   * the node's, not the volume's).
+   */
+  usedBytes: 'svc.dev/used-bytes',
 } as const;
 
 /** Field managers and `managed-by` values: who wrote an object. */

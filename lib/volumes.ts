@@ -1,5 +1,6 @@
 // An app's volumes, named once for the controllers (which make a claim per machine and volume) and
 // the API (which lists and deletes them): docs/decisions/0018-volumes.md.
+import { annotations } from './contract.js';
 import type { App } from './resources/index.js';
 
 export type VolumeSpec = NonNullable<App['spec']['volumes']>[number];
@@ -43,3 +44,9 @@ export const volumeClaimName = (app: string, volume: string, ordinal: number): s
 
 /** The mount's name inside the machine Pod (Pod volume names are DNS labels of at most 63). */
 export const podVolumeName = (volume: string) => `vol-${volume}`;
+
+/** The bytes a claim's files take, as its provisioner last measured them (annotation svc.dev/used-bytes), if it did. */
+export function measuredBytes(claim: { metadata?: { annotations?: Record<string, string> | undefined } | undefined }): number | undefined {
+  const v = claim.metadata?.annotations?.[annotations.usedBytes];
+  return v !== undefined && /^\d+$/.test(v) ? Number(v) : undefined;
+}

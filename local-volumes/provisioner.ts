@@ -1,14 +1,18 @@
 // The provisioner of the `svc-local` StorageClass: a claim is provisioned as a directory of the
 // node the scheduler picked for its first pod (WaitForFirstConsumer), <nodes dir>/<node>/volumes,
 // as a `local` PersistentVolume pinned to that node, which its kubelet mounts (and gives the pod's
-// fsGroup); a released volume's directory and PersistentVolume are deleted.
+// fsGroup); a released volume's directory and PersistentVolume are deleted. Being the one that
+// knows where each volume's files are, it also measures them, every `measureEveryMs`, onto the
+// claim (annotation svc.dev/used-bytes): the kubelet cannot, as a directory shares its node's
+// filesystem, whose statfs figures are the node's.
 import { mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import * as k8s from '@kubernetes/client-node';
-import { kubeStatus } from '../lib/kube/client.js';
+import { kubeStatus, mergePatch } from '../lib/kube/client.js';
 import { keepWatching, type Restartable } from '../lib/kube/keep-watching.js';
 import type { Logger } from '../lib/logger.js';
-import { labels } from '../lib/contract.js';
+import { annotations, labels } from '../lib/contract.js';
+import { diskUsage } from './usage.js';
 
 export const provisionerName = 'svc.dev/local-volumes';
 const selectedNode = 'volume.kubernetes.io/selected-node';
@@ -39,11 +43,16 @@ export class LocalProvisioner {
 
   private resync: NodeJS.Timeout | undefined;
 
+  private measuring: NodeJS.Timeout | undefined;
+
+  private stopped = false;
+
   constructor(
     private readonly kc: k8s.KubeConfig,
     private readonly nodes: readonly string[],
     private readonly dataDir: string,
     private readonly log: Logger,
+    private readonly measureEveryMs = 10_000,
   ) {}
 
   async start(): Promise<void> {
@@ -91,6 +100,7 @@ export class LocalProvisioner {
       for (const c of claims.list()) provision(c);
       for (const v of volumes.list()) reclaim(v);
     }, 60_000);
+    this.measureLoop(core, claims, volumes);
     for (const [w, what] of [
       [claims, 'claims'],
       [volumes, 'volumes'],
@@ -101,7 +111,41 @@ export class LocalProvisioner {
     }
   }
 
+  /**
+   * Measures every bound volume of these nodes, one after another (a walk is I/O; the disk is
+   * shared with the machines), and writes a changed figure on its claim.
+   */
+  private measureLoop(core: k8s.CoreV1Api, claims: k8s.ListWatch<k8s.V1PersistentVolumeClaim>, volumes: k8s.ListWatch<k8s.V1PersistentVolume>): void {
+    const round = async () => {
+      for (const pv of volumes.list()) {
+        const ref = pv.spec?.claimRef;
+        const node = pv.metadata?.labels?.[labels.node];
+        if (pv.metadata?.annotations?.[provisionedBy] !== provisionerName || pv.status?.phase !== 'Bound' || !ref?.namespace || !ref.name || !node || !this.nodes.includes(node) || !pv.spec?.local?.path) continue;
+        const claim = claims.get(ref.name, ref.namespace);
+        if (!claim || claim.metadata?.uid !== ref.uid) continue;
+        try {
+          const used = String(await diskUsage(pv.spec.local.path));
+          if (claim.metadata?.annotations?.[annotations.usedBytes] === used) continue;
+          await core.patchNamespacedPersistentVolumeClaim(
+            { namespace: ref.namespace, name: ref.name, body: { metadata: { annotations: { [annotations.usedBytes]: used } } } },
+            mergePatch,
+          );
+        } catch (err) {
+          if (kubeStatus(err) !== 404) this.log.warn({ err, claim: `${ref.namespace}/${ref.name}` }, 'Measuring a volume failed');
+        }
+      }
+    };
+    const next = () => {
+      if (this.stopped) return;
+      // Not kept alive by this: the watches' restarts are what the process waits on.
+      this.measuring = setTimeout(() => void round().finally(next), this.measureEveryMs).unref();
+    };
+    next();
+  }
+
   async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.measuring);
     clearInterval(this.resync);
     for (const w of this.watches) await w.stop();
   }

@@ -10,7 +10,7 @@ import { kubeStatus } from '../../lib/kube/client.js';
 import { keepWatching } from '../../lib/kube/keep-watching.js';
 import type { Logger } from '../../lib/logger.js';
 import type { Database } from '../../lib/resources/index.js';
-import { quantityBytes } from '../../lib/volumes.js';
+import { measuredBytes, quantityBytes } from '../../lib/volumes.js';
 import type { AppRecord } from './app-record.js';
 
 export interface Volume {
@@ -25,9 +25,9 @@ export interface Volume {
   path: string | null;
   size_bytes: number;
   /**
-   * As the kubelet last measured it; null while nothing mounts it, when the node cannot be asked,
-   * or when the kubelet measures a filesystem the volume shares with others (a directory volume,
-   * as the local platform's: its figures are the whole disk's, not the volume's).
+   * As the kubelet measures it when the volume is a filesystem of its own; a directory volume (the
+   * local platform's), whose filesystem is the node's, as its provisioner last measured its files
+   * (annotation svc.dev/used-bytes); null when neither has a figure.
    */
   used_bytes: number | null;
   /** Declared by its app for a machine it runs, or mounted by a machine Pod, or its database's. */
@@ -115,7 +115,7 @@ export class VolumeRepository {
     return volumes;
   }
 
-  /** The account's volumes as the caches show them, by ref (used_bytes not measured: null). */
+  /** The account's volumes as the caches show them, by ref (used_bytes as the provisioner last measured them). */
   describe(namespace: string, apps: readonly AppRecord[], databases: readonly Database[]): Volume[] {
     const pods = this.machinePods.list(namespace).filter((p) => !p.metadata?.deletionTimestamp);
     const mounter = (claim: string) => pods.find((p) => p.spec?.volumes?.some((v) => v.persistentVolumeClaim?.claimName === claim));
@@ -124,7 +124,7 @@ export class VolumeRepository {
       const ref = c.metadata!.name!;
       const pod = mounter(ref);
       const node = pod?.spec?.nodeName ?? c.metadata?.annotations?.[selectedNode] ?? null;
-      const base = { ref, size_bytes: claimBytes(c), used_bytes: null, node, created_at: new Date(c.metadata!.creationTimestamp as unknown as string).toISOString() };
+      const base = { ref, size_bytes: claimBytes(c), used_bytes: measuredBytes(c) ?? null, node, created_at: new Date(c.metadata!.creationTimestamp as unknown as string).toISOString() };
       if (l[labels.database]) {
         const db = databases.find((d) => d.metadata.name === l[labels.database]);
         return { ...base, kind: 'database', app: null, machine: null, volume: null, database: l[labels.database]!, path: null, attached: db !== undefined, mounted_by: null };
@@ -148,7 +148,7 @@ export class VolumeRepository {
     return volumes.sort((a, b) => a.ref.localeCompare(b.ref));
   }
 
-  /** Bytes used, from each node's kubelet once (a node that cannot be asked leaves them null). */
+  /** Bytes used, from each node's kubelet once, where it measures the volume's own filesystem. */
   private async measure(namespace: string, volumes: Volume[]): Promise<void> {
     const nodes = [...new Set(volumes.map((v) => v.node).filter((n): n is string => n !== null))];
     const used = new Map<string, number>();
@@ -171,7 +171,7 @@ export class VolumeRepository {
         }
       }),
     );
-    for (const v of volumes) v.used_bytes = used.get(v.ref) ?? null;
+    for (const v of volumes) v.used_bytes = used.get(v.ref) ?? v.used_bytes;
   }
 
   /**

@@ -24,6 +24,7 @@ const databaseSchema = z.object({
   port: z.number().nullable(),
   database: z.string().nullable(),
   storage_bytes: z.number(),
+  used_bytes: z.number().nullable().describe('What its data takes on its volume, as last measured; null until measured'),
   deletion_policy: z.enum(['drop', 'retain']),
   created_at: z.string(),
 });
@@ -61,6 +62,7 @@ export function presentDatabase(db: Database, defaultBytes: number): z.infer<typ
     port: db.status?.port ?? null,
     database: db.status?.databaseName ?? null,
     storage_bytes: databaseBytes(db, defaultBytes),
+    used_bytes: db.status?.usedBytes ?? null,
     deletion_policy: db.spec.deletionPolicy === 'Retain' ? 'retain' : 'drop',
     created_at: new Date(db.metadata.creationTimestamp as unknown as string).toISOString(),
   };

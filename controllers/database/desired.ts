@@ -10,6 +10,7 @@ import { artifactCredentialTtlSeconds, mintArtifactCredential, mintBackupCredent
 import { apiVersion, labels, managers } from '../../lib/contract.js';
 import { backupRequestAnnotation, credentialKeys, databaseBytes, databaseObjects, databasePort } from '../../lib/databases.js';
 import type { App, Database } from '../../lib/resources/index.js';
+import { measuredBytes } from '../../lib/volumes.js';
 import { hopelessWaiting, podReady } from '../frame/pods.js';
 import type { ConditionInput } from '../frame/status.js';
 
@@ -81,10 +82,6 @@ const dataPath = '/var/lib/svc-postgres';
 
 const serverContainerSecurity: k8s.V1SecurityContext = { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] }, readOnlyRootFilesystem: true, runAsNonRoot: true };
 
-/**
- * The server. A branch (spec.branchOf) first copies its source server into the empty volume (an
- * init container; `sourceHost` its address), so it is made only once that address is known.
- */
 /** The server's credentials, from the API's Secret, as libpq's variables. */
 function credentialEnv(db: Database): k8s.V1EnvVar[] {
   const secret = databaseObjects(db.metadata.name!).secret;
@@ -102,9 +99,15 @@ function restoreEnv(db: Database, settings: DatabaseSettings, now: Date): k8s.V1
   ];
 }
 
+/**
+ * The server. A branch (spec.branchOf) first copies its source server into the empty volume
+ * (`sourceHost` its address), so it is made only once that address is known.
+ */
 export function serverPod(db: Database, settings: DatabaseSettings, sourceHost?: string, now = new Date()): k8s.V1Pod {
   const o = databaseObjects(db.metadata.name!);
-  const env = [...credentialEnv(db), { name: 'PGDATA', value: `${dataPath}/data` }, ...restoreEnv(db, settings, now)];
+  // A branch first copies its source server (the entrypoint does, into the empty volume).
+  const branch = db.spec.branchOf && sourceHost ? [{ name: 'SVC_BRANCH_HOST', value: sourceHost }] : [];
+  const env = [...credentialEnv(db), { name: 'PGDATA', value: `${dataPath}/data` }, ...branch, ...restoreEnv(db, settings, now)];
   const mounts = [
     { name: 'data', mountPath: dataPath },
     { name: 'tmp', mountPath: '/tmp' },
@@ -120,9 +123,6 @@ export function serverPod(db: Database, settings: DatabaseSettings, sourceHost?:
       enableServiceLinks: false,
       restartPolicy: 'Always',
       terminationGracePeriodSeconds: 30,
-      ...(db.spec.branchOf && sourceHost
-        ? { initContainers: [{ name: 'branch', image: settings.image, args: ['branch'], env: [...env, { name: 'SVC_BRANCH_HOST', value: sourceHost }], securityContext: serverContainerSecurity, volumeMounts: mounts }] }
-        : {}),
       containers: [
         {
           name: 'postgres',
@@ -310,6 +310,7 @@ export function plan(db: Database, observed: DatabaseObserved, settings: Databas
   const outdated = observed.pod && !observed.pod.metadata?.deletionTimestamp && observed.pod.spec?.containers.find((c) => c.name === 'postgres')?.image !== settings.image ? observed.pod : undefined;
   const attachedTo = observed.attachedApps.map((a) => a.metadata.name!).sort()[0];
   const host = observed.service?.spec?.clusterIP;
+  const used = observed.claim && measuredBytes(observed.claim);
   const base: DatabaseStatusFields = {
     secretName: o.secret,
     port: databasePort,
@@ -317,6 +318,7 @@ export function plan(db: Database, observed: DatabaseObserved, settings: Databas
     databaseName: db.spec.branchOf ?? name,
     ...(host ? { host } : {}),
     ...(attachedTo ? { attachedTo } : {}),
+    ...(used !== undefined ? { usedBytes: used } : {}),
   };
   const plan = {
     claim: dataClaim(db, settings),
@@ -338,8 +340,8 @@ export function plan(db: Database, observed: DatabaseObserved, settings: Databas
   const waiting =
     db.spec.branchOf && !observed.sourceHost && !observed.pod
       ? `waiting for database ${db.spec.branchOf}, which it copies`
-      : db.spec.branchOf && observed.pod && !podReady(observed.pod) && observed.pod.status?.initContainerStatuses?.some((c) => !c.ready)
-        ? `copying database ${db.spec.branchOf}`
+      : db.spec.branchOf && observed.pod?.status?.containerStatuses?.some((c) => c.state?.running)
+        ? `copying database ${db.spec.branchOf}, then starting from the copy`
         : !observed.claim || observed.claim.status?.phase !== 'Bound'
           ? 'its volume is being provisioned'
           : 'the server is starting';

@@ -389,6 +389,10 @@ export interface DatabaseStatus {
   port?: number;
   databaseName?: string;
   attachedTo?: string;
+  /**
+   * What the server's data takes on its volume, as last measured (the volume's provisioner, or the kubelet).
+   */
+  usedBytes?: number;
 }
 
 /** Database (databases.svc.dev/v1alpha1) */

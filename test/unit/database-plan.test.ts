@@ -46,6 +46,9 @@ describe('database plan', () => {
     const app = { metadata: { name: 'shop' }, spec: { database: 'orders' } } as App;
     const ready = plan(db, { pod: readyPod, claim, service, attachedApps: [app] }, settings);
     assert.deepEqual([ready.status.phase, ready.status.host, ready.status.port, ready.status.attachedTo, ready.createPod], ['Ready', '10.96.0.7', 5432, 'shop', undefined]);
+    assert.equal(ready.status.usedBytes, undefined, 'no size before its volume is measured');
+    const measured = plan(db, { pod: readyPod, claim: { ...claim, metadata: { ...claim.metadata, annotations: { 'svc.dev/used-bytes': '41943040' } } }, service, attachedApps: [] }, settings);
+    assert.equal(measured.status.usedBytes, 41943040, 'the size its volume\'s provisioner measured');
     const noSecret = plan(db, { pod: pod({ containerStatuses: [{ name: 'postgres', image: '', imageID: '', ready: false, restartCount: 0, state: { waiting: { reason: 'CreateContainerConfigError', message: 'secret "db-orders-credentials" not found' } } }] }), claim, service, attachedApps: [] }, settings);
     assert.equal(noSecret.status.phase, 'Failed');
     assert.match(noSecret.ready.message, /is the Secret db-orders-credentials there, with keys username, password, database\?/);
@@ -120,13 +123,13 @@ describe('database plan', () => {
     assert.equal(waiting.createPod, undefined, 'no server before its source can be copied');
     assert.equal(waiting.ready.message, 'waiting for database orders, which it copies');
     const p = plan(branch, { pod: undefined, claim: undefined, service: undefined, attachedApps: [], sourceHost: '10.96.0.7' }, settings);
-    const init = p.createPod!.spec!.initContainers![0]!;
-    assert.deepEqual([init.name, init.args, init.env!.find((e) => e.name === 'SVC_BRANCH_HOST')?.value], ['branch', ['branch'], '10.96.0.7']);
-    assert.deepEqual(init.volumeMounts, p.createPod!.spec!.containers[0]!.volumeMounts, 'it copies into the server\'s volume');
+    const server = p.createPod!.spec!.containers[0]!;
+    assert.equal(server.env!.find((e) => e.name === 'SVC_BRANCH_HOST')?.value, '10.96.0.7', 'the server copies its source first');
+    assert.equal(p.createPod!.spec!.initContainers, undefined, 'in its own container: no other to start');
     assert.deepEqual(p.policy.spec!.egress, [{ to: [{ podSelector: { matchLabels: { 'svc.dev/database': 'orders' } } }], ports: [{ protocol: 'TCP', port: 5432 }] }], 'out to its source only');
     assert.equal(p.claim.metadata!.labels!['svc.dev/branch-of'], 'orders');
     assert.equal(p.status.databaseName, 'orders');
-    const copying = plan(branch, { pod: pod({ initContainerStatuses: [{ name: 'branch', image: '', imageID: '', ready: false, restartCount: 0 }] }), claim, service, attachedApps: [], sourceHost: '10.96.0.7' }, settings);
-    assert.equal(copying.ready.message, 'copying database orders');
+    const copying = plan(branch, { pod: pod({ containerStatuses: [{ name: 'postgres', image: '', imageID: '', ready: false, restartCount: 0, state: { running: {} } }] }), claim, service, attachedApps: [], sourceHost: '10.96.0.7' }, settings);
+    assert.equal(copying.ready.message, 'copying database orders, then starting from the copy');
   });
 });
