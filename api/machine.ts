@@ -1,6 +1,7 @@
 // The machine listener: all of the platform a machine (a tenant's pod) may reach. It serves the
 // artifact a machine fetches at start, the keys it verifies identity assertions with, and the
-// backups databases' backup Jobs send (with a credential for their database), and nothing else; the API proper listens on loopback (locally) and the nodes' firewall lets pods reach
+// backups databases' backup Jobs send (with a credential for their database), and the plans and
+// outputs builds' Jobs send (with a credential for their build), and nothing else; the API proper listens on loopback (locally) and the nodes' firewall lets pods reach
 // only this port of the host (hack/nodes.sh, docs/security.md).
 import Koa from 'koa';
 import { artifactEndpoint } from './artifacts.js';
@@ -13,7 +14,7 @@ import type { ApiState } from './state.js';
 /** The endpoints machines use, mounted on the machine listener and on the API itself. */
 export function machineEndpoints(s: Services): Koa.Middleware[] {
   // One key store per API (Services), whichever listener asks: its cache spares PostgreSQL a read per request.
-  return [artifactEndpoint(s.artifacts, s.config.deploys.artifactKey, s.clock), jwksEndpoint(s.assertionKeys), s.backups.endpoint];
+  return [artifactEndpoint(s.artifacts, s.config.deploys.artifactKey, s.clock), jwksEndpoint(s.assertionKeys), s.backups.endpoint, s.builds.endpoint];
 }
 
 export function createMachineApi(s: Services): Koa<ApiState> {
@@ -23,7 +24,7 @@ export function createMachineApi(s: Services): Koa<ApiState> {
   for (const endpoint of machineEndpoints(s)) app.use(endpoint);
   app.use((ctx) => {
     ctx.status = 404;
-    ctx.body = { error: `${ctx.path} is not served to machines (only /artifacts/, /_svc/auth/jwks.json and /backups/ are)` };
+    ctx.body = { error: `${ctx.path} is not served to machines (only /artifacts/, /_svc/auth/jwks.json, /backups/ and /builds/ are)` };
   });
   return app;
 }

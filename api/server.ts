@@ -18,6 +18,7 @@ import { deployOperations } from './routes/deploys.js';
 import { previewOperations } from './routes/previews.js';
 import { pendingOperations } from './routes/pending.js';
 import { sandboxOperations } from './routes/sandboxes.js';
+import { buildOperations } from './routes/builds.js';
 import { databaseOperations } from './routes/databases.js';
 import { volumeOperations } from './routes/volumes.js';
 import { eventOperations } from './routes/events.js';
@@ -40,6 +41,7 @@ export function allOperations(s: Services): Operation[] {
     ...lifecycleOperations(s),
     ...appAuthOperations(s),
     ...databaseOperations(s),
+    ...buildOperations(s),
     ...volumeOperations(s),
     ...pendingOperations(),
   ];

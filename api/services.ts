@@ -25,13 +25,20 @@ import { SandboxRecorder } from './sandboxes/recorder.js';
 import { SandboxRepository } from './sandboxes/repository.js';
 import { RuntimeList } from './sandboxes/runtimes.js';
 import { SandboxService } from './sandboxes/service.js';
-import { appUrl, labels } from '../lib/contract.js';
+import { appUrl, labels, managers } from '../lib/contract.js';
+import { kubeStatus, mergePatch } from '../lib/kube/client.js';
 import { podInformer } from '../lib/kube/pod-informer.js';
 import { VolumeRepository } from './repositories/volumes.js';
 import type Koa from 'koa';
 import { getBackup, listBackups, type Backup } from '../lib/backups.js';
 import { backupEndpoint } from './backups.js';
 import { DatabaseReadyRecorder } from './database-events.js';
+import { buildEndpoint } from './builds/endpoint.js';
+import { BuildRecorder, type DeployOutcome } from './builds/recorder.js';
+import { BuildRepository } from './builds/repository.js';
+import { BuildStore } from '../lib/builds/store.js';
+import type { Build } from '../lib/resources/index.js';
+import { resolverFor, type HostResolver } from '../lib/webhooks/url-guard.js';
 import { VolumeMeter } from './usage/volume-meter.js';
 import { MachineMeter } from './usage/machine-meter.js';
 import { accountIdOfNamespace, getAccount, type Account } from '../lib/accounts.js';
@@ -54,7 +61,6 @@ import {
   rotateSecret,
   type Webhook,
 } from '../lib/webhooks/store.js';
-import { resolverFor } from '../lib/webhooks/url-guard.js';
 
 /** What this process reads of the configuration (lib/config.ts, components). */
 type Config = ComponentConfig<'api'>;
@@ -120,6 +126,17 @@ export interface Services {
   backups: {
     list: (accountId: string, database: string) => Promise<Backup[]>;
     get: (accountId: string, id: string) => Promise<Backup | undefined>;
+    endpoint: Koa.Middleware;
+  };
+  /** Builds (api/builds/, lib/builds/): the Build objects, their records, and where builders send results. */
+  builds: {
+    repo: BuildRepository;
+    store: BuildStore;
+    core: k8s.CoreV1Api;
+    /** Resolves Git hosts for the egress guard (the webhooks' resolver). */
+    resolver: HostResolver | undefined;
+    /** Keeps an app's Git token in a Secret of the account (the clone's only); answers its name. */
+    gitSecret: (namespace: string, app: string, token: string) => Promise<string>;
     endpoint: Koa.Middleware;
   };
   /** Sandboxes, eval and runtimes (api/sandboxes/). */
@@ -220,6 +237,22 @@ export async function assembleServices(deps: {
   await volumes.start();
   // stored_bytes and volume.* events of apps' volumes (api/usage/volume-meter.ts).
   await new VolumeMeter(db, volumes.informer, log, clock).start();
+  // Builds: their records and events, logs kept and outputs deployed as they end (api/builds/recorder.ts).
+  const buildRepo = new BuildRepository(kc, log);
+  const buildStore = new BuildStore(db);
+  const deployBuild = async (accountId: string, b: Build): Promise<DeployOutcome> => {
+    const app = await apps.find(b.metadata.namespace!, b.spec.app);
+    if (!app) return { error: `app ${b.spec.app} is gone` };
+    const summary = { build: b.metadata.name };
+    const prepared = b.status?.image
+      ? { origin: 'build' as const, spec: { kind: 'container' as const, image: b.status.image }, summary: { ...summary, image: b.status.image } }
+      : await deployer.prepareStored(b.status!.artifact!.digest!, 'build', summary);
+    const deploy = await deployer.apply(accountId, app, prepared, { createdBy: `build:${b.metadata.name}` });
+    return { deployId: deploy.id };
+  };
+  const buildRecorder = new BuildRecorder(db, buildStore, core, deployBuild, config.builds.logLimitBytes, log);
+  buildRepo.onChange((b) => buildRecorder.observe(b));
+  await buildRepo.start();
   const sandboxRepo = new SandboxRepository(kc, log);
   const sandboxRecorder = new SandboxRecorder(db, log);
   sandboxRepo.onChange((sbx) => sandboxRecorder.observe(sbx));
@@ -272,6 +305,22 @@ export async function assembleServices(deps: {
       get: (accountId, id) => getBackup(db, accountId, id),
       endpoint: backupEndpoint({ store: artifacts, db, key: config.deploys.artifactKey, limitBytes: config.databases.maxBytesPerAccount, log, clock }),
     },
+    builds: {
+      repo: buildRepo,
+      store: buildStore,
+      core,
+      resolver: config.webhookDnsServers ? resolverFor(config.webhookDnsServers) : undefined,
+      gitSecret: async (namespace, app, token) => {
+        const name = `build-git-${app}`.slice(0, 63);
+        const body = { metadata: { name, namespace, labels: { [labels.managedBy]: managers.api } }, stringData: { token } };
+        await core.patchNamespacedSecret({ namespace, name, body }, mergePatch).catch(async (err: unknown) => {
+          if (kubeStatus(err) !== 404) throw err;
+          await core.createNamespacedSecret({ namespace, body });
+        });
+        return name;
+      },
+      endpoint: buildEndpoint({ store: artifacts, builds: buildRepo, key: config.deploys.artifactKey, limitBytes: config.deploys.uploadLimitBytes, registry: config.builds.registry, baseImage: config.builds.builderImage, log, clock }),
+    },
     sandboxes,
     requestMetrics: { series: (appUid, start, end, stepMs) => requestSeries(db, appUid, start, end, stepMs) },
     assertionKeys: new AssertionKeyStore(db, { rotationMs: config.assertion.rotationMs, maxAssertionLifetimeMs: config.assertion.lifetimeSeconds * 1000 }),
@@ -295,6 +344,7 @@ export async function assembleServices(deps: {
       await housekeeping.stop();
       await apps.stop();
       await sandboxRepo.stop();
+      await buildRepo.stop();
       await databases.stop();
       await volumes.stop();
       sandboxes.close();

@@ -12,6 +12,12 @@ const usage = `usage:
   svc deploy APP [DIR] [--image REF] [--no-wait] [--timeout 300]
                                               deploy a directory (packed as .tar.gz) or an image, and
                                               follow it until it is live ($SVC_API_URL, $SVC_TOKEN)
+  svc build [DIR] --app APP [--deploy] [--git URL [--ref REF] [--path DIR]] [--no-follow] [--json]
+                                              build a directory (or a Git repository) for an app,
+                                              streaming its log; exits 0 when it succeeded
+  svc builds logs ID [-f] | get ID [--json] | ls APP [--json] | cancel ID
+                                              a build's log (followed with -f), record, an app's
+                                              builds, or stop one
   svc open APP [PATH]                          print a one-time link (5 minutes) that opens the app
                                               signed in as its owner ($SVC_API_URL, $SVC_TOKEN)
   svc sandbox open [--runtime R] [--network] [--idle SECONDS] [--lifetime SECONDS] [--json]
@@ -83,6 +89,34 @@ async function main(argv: string[]): Promise<void> {
       timeoutMs: timeout * 1000,
       out: (line) => console.log(line),
     });
+    return;
+  }
+  if (group === 'build') {
+    const { values, positionals } = parseArgs({
+      args: argv.slice(1),
+      options: { app: { type: 'string' }, deploy: { type: 'boolean' }, git: { type: 'string' }, ref: { type: 'string' }, path: { type: 'string' }, 'no-follow': { type: 'boolean' }, json: { type: 'boolean' }, token: { type: 'string' } },
+      allowPositionals: true,
+    });
+    if (!values.app) throw new UsageError('--app names the app to build for');
+    const [dir] = positionals;
+    if (values.git && dir) throw new UsageError('give a directory or --git, not both');
+    if ((values.ref || values.path) && !values.git) throw new UsageError('--ref and --path go with --git');
+    const { buildCommand } = await import('./builds.js');
+    process.exitCode = await buildCommand(apiTarget(values.token), {
+      app: values.app,
+      ...(dir ? { dir } : {}),
+      ...(values.git ? { git: { url: values.git, ...(values.ref ? { ref: values.ref } : {}), ...(values.path ? { path: values.path } : {}) } } : {}),
+      deploy: values.deploy === true,
+      follow: !values['no-follow'],
+      json: values.json === true,
+      out: (text) => process.stdout.write(text),
+    });
+    return;
+  }
+  if (group === 'builds') {
+    const { values, positionals } = parseArgs({ args: argv.slice(2), options: { follow: { type: 'boolean', short: 'f' }, json: { type: 'boolean' }, token: { type: 'string' } }, allowPositionals: true });
+    const { buildsCommand } = await import('./builds.js');
+    process.exitCode = await buildsCommand(apiTarget(values.token), command, positionals, { follow: values.follow === true, json: values.json === true, out: (text) => process.stdout.write(text) });
     return;
   }
   if (group === 'open') {

@@ -7,6 +7,7 @@ import { LeaderElection } from '../lib/kube/leader.js';
 import { appSettings } from './app/settings.js';
 import { Manager } from './manager.js';
 import { serveMetrics } from './metrics.js';
+import { buildSettings } from './build/settings.js';
 import { databaseSettings } from './database/settings.js';
 import { sandboxSettings } from './sandbox/settings.js';
 
@@ -17,7 +18,7 @@ if (!config.deploys.artifactKey) log.error('No artifact key (SVC_ARTIFACT_KEY or
 const election = new LeaderElection(kc.makeApiClient(k8s.CoordinationV1Api), 'kube-system', 'svc-controllers', log);
 const sandboxes = sandboxSettings(config);
 if (!sandboxes) log.error('No artifact key (SVC_ARTIFACT_KEY or SVC_ARTIFACT_KEY_FILE): sandboxes are not served (their agents\' tokens derive from it)');
-const manager = new Manager(kc, appSettings(config), log, { sandboxes, databases: databaseSettings(config) });
+const manager = new Manager(kc, appSettings(config), log, { sandboxes, databases: databaseSettings(config), builds: buildSettings(config) });
 await serveMetrics(config.controllersMetrics.host, config.controllersMetrics.port, () => manager.metrics());
 log.info({ address: `http://${config.controllersMetrics.host}:${config.controllersMetrics.port}/metrics` }, 'Serving metrics');
 

@@ -9,7 +9,7 @@ import { accountLabel, podSecurityLabels } from '../lib/accounts.js';
 import { kubeStatus, mergePatch } from '../lib/kube/client.js';
 import { EventRecorder } from '../lib/kube/events.js';
 import type { Logger } from '../lib/logger.js';
-import type { App, Database, Sandbox } from '../lib/resources/index.js';
+import type { App, Build, Database, Sandbox } from '../lib/resources/index.js';
 import { databaseObjects } from '../lib/databases.js';
 import { keepWatching } from '../lib/kube/keep-watching.js';
 import { cnpg, type CnpgCluster } from './database/cnpg.js';
@@ -19,6 +19,9 @@ import { defaultResources } from '../lib/sandbox/limits.js';
 import { AccountReconciler } from './account/reconciler.js';
 import type { AppSettings } from './app/desired.js';
 import { AppReconciler } from './app/reconciler.js';
+import { cacheAppOf, type BuildSettings } from './build/desired.js';
+import { BuildReconciler } from './build/reconciler.js';
+import { buildCacheClaim } from '../lib/builds/index.js';
 import { Controller, customStatusWriter } from './frame/controller.js';
 import { InformerFactory, targets } from './frame/informers.js';
 import { poolKey } from './sandbox/pod.js';
@@ -27,6 +30,8 @@ import { SandboxReconciler } from './sandbox/reconciler.js';
 import type { SandboxControllerSettings } from './sandbox/settings.js';
 
 export interface ManagerOptions {
+  /** Builds' Jobs; without settings (no artifact key) no Build is served. */
+  builds?: BuildSettings | undefined;
   /** Databases' servers; without settings no Database is served. */
   databases?: DatabaseSettings | undefined;
   /** How often every object is reconciled again, changed or not (controllers/frame/controller.ts). */
@@ -41,6 +46,7 @@ export class Manager {
   readonly accounts: Controller<k8s.V1Namespace, never>;
   readonly sandboxes: Controller<Sandbox, object> | undefined;
   readonly databases: Controller<Database, object> | undefined;
+  readonly builds: Controller<Build, object> | undefined;
   readonly pool: { controller: Controller<k8s.V1Namespace, never>; reconciler: PoolReconciler } | undefined;
   private sandboxReconciler: SandboxReconciler | undefined;
   private running = false;
@@ -208,6 +214,53 @@ export class Manager {
       });
     } else this.databases = undefined;
 
+    // Builds: each one's Job and Pod (labelled with it), the app's cache claim, the namespace's policy.
+    if (opts.builds) {
+      const builds = this.informers.informer(targets.custom<Build>(kc, group, version, pluralOf('Build')));
+      const buildJobs = this.informers.informer(targets.jobs(kc, labels.build));
+      const buildPods = this.informers.informer(targets.pods(kc, labels.build));
+      const cacheClaims = this.informers.informer(targets.claims(kc, labels.buildCache));
+      const buildReconciler = new BuildReconciler(
+        core,
+        kc.makeApiClient(k8s.BatchV1Api),
+        networking,
+        {
+          observe: (b) => {
+            const ns = b.metadata.namespace!;
+            const name = b.metadata.name!;
+            return {
+              job: buildJobs.get(name, ns),
+              pod: buildPods.list(ns).find((p) => p.metadata?.labels?.[labels.build] === name),
+              cacheClaim: cacheClaims.get(buildCacheClaim(cacheAppOf(b)), ns),
+              cacheOwner: apps.get(cacheAppOf(b), ns),
+              policy: policies.get('svc-builds', ns),
+              builds: builds.list(ns),
+            };
+          },
+        },
+        opts.builds,
+        log,
+        events,
+      );
+      this.builds = new Controller<Build, object>({
+        kind: 'Build',
+        primary: builds,
+        reconciler: buildReconciler,
+        writeStatus: customStatusWriter<Build>(custom, group, version, pluralOf('Build'), mergePatch),
+        log,
+        concurrency: 8,
+        ...(opts.resyncMs !== undefined ? { resyncMs: opts.resyncMs } : {}),
+      });
+      const buildOf = (child: k8s.KubernetesObject): string[] => {
+        const b = child.metadata?.labels?.[labels.build];
+        return b && child.metadata?.namespace ? [`${child.metadata.namespace}/${b}`] : [];
+      };
+      this.builds.watches(buildJobs, buildOf).watches(buildPods, buildOf);
+      policies.on('delete', (policy: k8s.V1NetworkPolicy) => {
+        if (policy.metadata?.name === 'svc-builds') buildReconciler.forgetPolicy(policy.metadata.namespace!);
+      });
+    } else this.builds = undefined;
+
     const sbx = opts.sandboxes;
     if (!sbx) {
       this.sandboxes = undefined;
@@ -284,6 +337,7 @@ export class Manager {
     this.accounts.start();
     this.apps.start();
     this.databases?.start();
+    this.builds?.start();
     this.pool?.controller.start();
     this.sandboxes?.start();
     this.running = true;
@@ -301,8 +355,8 @@ export class Manager {
       }
     };
     metric('svc_controllers_leading', 'Whether this replica leads (holds the Lease) and reconciles.', 'gauge', [[{}, this.running ? 1 : 0]]);
-    const controllers = [this.apps, this.accounts, ...(this.databases ? [this.databases] : []), ...(this.sandboxes ? [this.sandboxes] : []), ...(this.pool ? [this.pool.controller] : [])];
-    const kinds = ['App', 'Namespace', ...(this.databases ? ['Database'] : []), ...(this.sandboxes ? ['Sandbox'] : []), ...(this.pool ? ['SandboxPool'] : [])];
+    const controllers = [this.apps, this.accounts, ...(this.databases ? [this.databases] : []), ...(this.builds ? [this.builds] : []), ...(this.sandboxes ? [this.sandboxes] : []), ...(this.pool ? [this.pool.controller] : [])];
+    const kinds = ['App', 'Namespace', ...(this.databases ? ['Database'] : []), ...(this.builds ? ['Build'] : []), ...(this.sandboxes ? ['Sandbox'] : []), ...(this.pool ? ['SandboxPool'] : [])];
     const stats = controllers.map((c) => c.stats());
     metric('svc_controller_reconciles_total', 'Reconciles done, by kind.', 'counter', stats.map((st, i) => [{ kind: kinds[i]! }, st.reconciles]));
     metric('svc_controller_status_writes_total', 'Status writes, by kind.', 'counter', stats.map((st, i) => [{ kind: kinds[i]! }, st.statusWrites]));
@@ -324,6 +378,7 @@ export class Manager {
     this.pool?.controller.stop();
     this.apps.stop();
     this.databases?.stop();
+    this.builds?.stop();
     this.accounts.stop();
     await this.informers.stop();
     await Promise.all(this.stopExtra.map((stop) => stop()));

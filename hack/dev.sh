@@ -15,6 +15,8 @@ export SVC_DATABASE_URL=${SVC_DATABASE_URL:-postgres://svc@127.0.0.1:$PG_PORT/sv
 # shellcheck disable=SC1091
 [ -f "$STATE/images.env" ] && set -a && source "$STATE/images.env" && set +a
 export SVC_MACHINE_PLATFORM_PORTS="$MACHINE_PORTS"
+# Services built from source are pushed to the local registry, which the nodes pull from.
+export SVC_BUILD_REGISTRY=${SVC_BUILD_REGISTRY:-127.0.0.1:$REGISTRY_PORT}
 # Sign-in links go to the local mail catcher (the `mail` component) unless told otherwise.
 export SVC_SMTP_URL=${SVC_SMTP_URL:-smtp://127.0.0.1:$SMTP_PORT}
 

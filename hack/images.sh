@@ -8,6 +8,7 @@
 #   node         debian + Node.js of .node-version
 #   svc/runtime  python + Node.js + the platform's runtime (static, HTML, Markdown, handler apps)
 #   svc/postgres Debian's PostgreSQL server, the server of each Database
+#   svc/builder  Debian with Python, pip, Git, Node.js, npm and corepack, and the platform's builder
 #   svc/sandbox  Debian with the sandbox runtimes (Python, Node.js, Bash, Perl, Ruby, PHP) and the
 #                platform's sandbox agent (sandbox-agent/)
 #   svc/api, svc/controllers, svc/ingress-auth   node + the platform's own code
@@ -202,6 +203,27 @@ tag=$(short "$postgres_base_tag" "$entry_key")
 image svc/postgres "$tag" "$postgres_base_ref" --config.entrypoint /usr/local/bin/svc-postgres --config.user 1000:1000 "$path_env" -- \
   "$LAYERS/postgres-entry-$entry_key.tar"
 record SVC_IMAGE_POSTGRES svc/postgres "$tag"
+
+# Builds (controllers/build/): Debian with Python, pip and Git, Node.js with npm and corepack (from the
+# npm registry, at the versions below), and the platform's builder (builder/). Services built from a
+# plan run on it too (api/builds/image.ts): it has both languages' runtimes.
+debian_layer builder "python3,python3-pip,python3-venv,git,curl,ca-certificates"
+image builder-base "$DEBIAN_TAG" "" "$path_env" -- "$LAYERS/builder-$DEBIAN_TAG.tar"
+builder_base_ref=$BUILT_REF builder_base_tag=$DEBIAN_TAG
+npm_tools="npm@10.9.8 corepack@0.36.0"
+tools_key=$(short "$RECIPE" "$npm_tools")
+if [ ! -f "$LAYERS/node-tools-$tools_key.tar" ]; then
+  say "images: $npm_tools from the npm registry"
+  d=$(mktemp -d)
+  # shellcheck disable=SC2086
+  npm install --global --prefix "$d/usr/local" --no-audit --no-fund --loglevel=error $npm_tools >/dev/null
+  tar_dir "$d" "$LAYERS/node-tools-$tools_key.tar"; rm -rf "$d"
+fi
+tag="$(short "$builder_base_tag" "$node_key" "$tools_key" "$deps_key" "$code_key")"
+image svc/builder "$tag" "$builder_base_ref" --clear=config.cmd --config.workingdir /workspace --config.user 1000:1000 \
+  --config.entrypoint node --config.entrypoint /app/dist/builder/main.js "$path_env" -- \
+  "$LAYERS/node-$node_key.tar" "$LAYERS/node-tools-$tools_key.tar" "$LAYERS/deps-$deps_key.tar" "$LAYERS/code-$code_key.tar"
+record SVC_IMAGE_BUILDER svc/builder "$tag"
 
 for component in api controllers ingress-auth; do
   tag="$commit-$(short "$node_tag" "$deps_key" "$code_key")"

@@ -87,6 +87,13 @@ const envSchema = z.object({
   SVC_ARTIFACT_KEY_FILE: z.string().min(1).optional(),
   SVC_DEPLOY_UPLOAD_LIMIT_BYTES: z.coerce.number().int().min(1024).max(8 * 1024 ** 3).default(256 * 1024 ** 2),
   SVC_RUNTIME_IMAGE: z.string().min(1).default('svc/runtime:latest'),
+  SVC_IMAGE_BUILDER: z.string().min(1).default('svc/builder:latest'),
+  SVC_BUILD_REGISTRY: z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9.-]*(:\d{1,5})?(\/[a-z0-9._-]+)*$/, 'must be a registry host[:port][/path] (127.0.0.1:5000)').optional(),
+  SVC_BUILD_CACHE_BYTES: z.coerce.number().int().min(64 * 1048576).default(2 * 1073741824),
+  SVC_BUILD_CPU: z.string().regex(/^\d+(\.\d+)?m?$/, 'must be a CPU quantity (1, 500m)').default('1'),
+  SVC_BUILD_MEMORY: z.string().regex(/^\d+(Ki|Mi|Gi)?$/, 'must be a memory quantity (2Gi)').default('2Gi'),
+  SVC_BUILD_PRIVATE_CIDRS: z.string().regex(/^[0-9./,]+$/, 'must be comma-separated CIDRs').optional(),
+  SVC_BUILD_LOG_LIMIT_BYTES: z.coerce.number().int().min(4096).max(64 * 1048576).default(4 * 1048576),
   SVC_SANDBOX_IMAGE: z.string().min(1).default('svc/sandbox:latest'),
   SVC_SANDBOX_NAMESPACE: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a namespace name').default('svc-sandboxes'),
   SVC_SANDBOX_RUNTIME_CLASS: z.string().regex(/^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$/, 'must be a RuntimeClass name, or empty for none').default('svc-sandbox'),
@@ -176,6 +183,20 @@ export interface Config {
     readonly provider: 'pods' | 'cloudnative-pg';
     /** The CloudNativePG operand image (its Cluster's imageName; unset: the operator's default) and the operator's namespace. */
     readonly cnpg: { readonly image: string | undefined; readonly operatorNamespace: string };
+  };
+  /** Builds (controllers/build/, builder/, api/builds/): docs/api/builds.md. */
+  readonly builds: {
+    readonly builderImage: string;
+    /** Where images built for services are pushed (`host:port[/path]`); unset: services cannot be built. */
+    readonly registry: string | undefined;
+    /** Each app's dependency cache claim. */
+    readonly cacheBytes: number;
+    readonly cpu: string;
+    readonly memory: string;
+    /** What a build may not reach: the cluster's pods and Services, the metadata address. */
+    readonly privateCidrs: readonly string[];
+    /** A build's log kept after its Job, up to this many bytes (its end, when longer). */
+    readonly logLimitBytes: number;
   };
   /**
    * Where the platform is as machines see it, for each App's NetworkPolicy: the addresses
@@ -381,6 +402,15 @@ export function loadConfig(
       provider: e.SVC_DATABASE_PROVIDER,
       cnpg: Object.freeze({ image: e.SVC_DATABASE_CNPG_IMAGE || undefined, operatorNamespace: e.SVC_DATABASE_CNPG_OPERATOR_NAMESPACE }),
     }),
+    builds: Object.freeze({
+      builderImage: e.SVC_IMAGE_BUILDER,
+      registry: e.SVC_BUILD_REGISTRY || undefined,
+      cacheBytes: e.SVC_BUILD_CACHE_BYTES,
+      cpu: e.SVC_BUILD_CPU,
+      memory: e.SVC_BUILD_MEMORY,
+      privateCidrs: Object.freeze(e.SVC_BUILD_PRIVATE_CIDRS?.split(',') ?? [`${podSubnetPrefix}.0.0/16`, '10.96.0.0/12', '169.254.169.254/32']),
+      logLimitBytes: e.SVC_BUILD_LOG_LIMIT_BYTES,
+    }),
     controllersMetrics: Object.freeze({ host: e.SVC_CONTROLLERS_METRICS_HOST, port: e.SVC_CONTROLLERS_METRICS_PORT }),
     proxy: Object.freeze({
       host: e.SVC_PROXY_HOST,
@@ -428,6 +458,7 @@ const readsOf = {
   hostnameHoldMs: ['SVC_HOSTNAME_HOLD_DAYS'],
   eventsRetentionMs: ['SVC_EVENTS_RETENTION_DAYS'],
   databases: ['SVC_IMAGE_POSTGRES', 'SVC_DATABASE_STORAGE_CLASS', 'SVC_DATABASE_DEFAULT_BYTES', 'SVC_DATABASE_MAX_PER_ACCOUNT', 'SVC_STORAGE_MAX_BYTES_PER_ACCOUNT', 'SVC_DATABASE_BACKUP_SCHEDULE', 'SVC_DATABASE_PROVIDER', 'SVC_DATABASE_CNPG_IMAGE', 'SVC_DATABASE_CNPG_OPERATOR_NAMESPACE'],
+  builds: ['SVC_IMAGE_BUILDER', 'SVC_BUILD_REGISTRY', 'SVC_BUILD_CACHE_BYTES', 'SVC_BUILD_CPU', 'SVC_BUILD_MEMORY', 'SVC_BUILD_PRIVATE_CIDRS', 'SVC_NODE_POD_SUBNET', 'SVC_BUILD_LOG_LIMIT_BYTES'],
   machineNetwork: ['SVC_MACHINE_PLATFORM_CIDRS', 'SVC_MACHINE_PLATFORM_PORTS', 'SVC_NODES', 'SVC_NODE_POD_SUBNET', 'SVC_API_MACHINE_PORT'],
   webhookAllowPrivate: ['SVC_WEBHOOK_ALLOW_PRIVATE'],
   webhookDnsServers: ['SVC_WEBHOOK_DNS_SERVERS'],
@@ -449,8 +480,8 @@ const readsOf = {
 
 /** The parts of the configuration each process reads. */
 export const components = {
-  api: ['stateDir', 'logLevel', 'databaseUrl', 'kubeconfig', 'api', 'appsDomain', 'appsUrlSuffix', 'site', 'hostnameHoldMs', 'eventsRetentionMs', 'webhookAllowPrivate', 'webhookDnsServers', 'deploys', 'sandboxes', 'databases', 'assertion', 'auth', 'mail'],
-  controllers: ['logLevel', 'kubeconfig', 'site', 'deploys', 'sandboxes', 'databases', 'assertion', 'machineNetwork', 'controllersMetrics'],
+  api: ['stateDir', 'logLevel', 'databaseUrl', 'kubeconfig', 'api', 'appsDomain', 'appsUrlSuffix', 'site', 'hostnameHoldMs', 'eventsRetentionMs', 'webhookAllowPrivate', 'webhookDnsServers', 'deploys', 'sandboxes', 'databases', 'builds', 'assertion', 'auth', 'mail'],
+  controllers: ['logLevel', 'kubeconfig', 'site', 'deploys', 'sandboxes', 'databases', 'builds', 'assertion', 'machineNetwork', 'controllersMetrics'],
   'ingress-auth': ['logLevel', 'databaseUrl', 'kubeconfig', 'appsDomain', 'appsUrlSuffix', 'site', 'proxy', 'assertion', 'auth', 'mail'],
   'policy-agent': ['logLevel', 'kubeconfig'],
   'local-volumes': ['stateDir', 'logLevel', 'kubeconfig', 'nodes'],

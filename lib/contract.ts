@@ -47,6 +47,10 @@ export const labels = {
   branchOf: 'svc.dev/branch-of',
   /** On an app's volume claim: the volume's name (with the app and machine labels). */
   volume: 'svc.dev/volume',
+  /** On a Build's Job and Pod: the Build's name (never svc.dev/app: an app's Service selects that). */
+  build: 'svc.dev/build',
+  /** On an app's build cache claim: the app whose builds (and whose previews' builds) use it. */
+  buildCache: 'svc.dev/build-cache',
 } as const;
 
 export const annotations = {

@@ -7,7 +7,7 @@ import type { App } from './resources/index.js';
 import { recordEvent } from './events.js';
 
 export type DeployStatus = 'pending' | 'building' | 'deploying' | 'live' | 'failed';
-export type DeployOrigin = 'files' | 'tarball' | 'image' | 'compose' | 'rollback' | 'fork' | 'preview';
+export type DeployOrigin = 'files' | 'tarball' | 'image' | 'compose' | 'rollback' | 'fork' | 'preview' | 'build';
 export type AppKind = NonNullable<App['spec']['kind']>;
 
 /** The App spec fields a deploy decides; reapplying them reproduces what the deploy ran. */

@@ -173,6 +173,18 @@ export class Deployer {
     return compose?.settings.machines !== undefined ? { ...prepared, machines: compose.settings.machines } : prepared;
   }
 
+  /**
+   * A tree already in the store (a build's output), validated and explained like an upload; never
+   * discarded when refused (the store keeps what builds made).
+   */
+  async prepareStored(digest: string, origin: DeployOrigin, summary: Record<string, unknown>): Promise<Prepared> {
+    const opened = await this.artifacts.open(digest);
+    if (!opened) throw new DomainError('not_found', `artifact ${digest} is not in the store`);
+    opened.stream.destroy();
+    const prepared = await this.prepareTree({ file: this.artifacts.fileOf(digest), digest, size: opened.size, discard: async () => undefined }, origin);
+    return { ...prepared, summary: { ...prepared.summary, ...summary } };
+  }
+
   async prepareUpload(stream: Readable, limitBytes: number): Promise<Prepared> {
     const staged = await this.artifacts.stage(stream, limitBytes).catch((err: unknown) => {
       if (err instanceof UploadTooLarge) throw new ApiError('payload_too_large', `upload larger than ${limitBytes} bytes`);

@@ -3,8 +3,9 @@
 // digest alone must not open it: a credential is an HMAC-SHA256, under a key only the platform holds
 // (the controllers mint, the API verifies), over the digest and an expiry. It opens that digest only,
 // until then. Format: `v1.<expiry, unix seconds>.<base64url MAC>`, sent as `Authorization: Bearer`.
-// The same construction, under another purpose, lets a database's backup Job add backups of that
-// one database and nothing else (backup credentials).
+// The same construction, under other purposes, lets a database's backup Job add backups of that
+// one database and nothing else (backup credentials), and a Build's Job send that build's plan and
+// output and nothing else (build credentials).
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
 /** How long a credential the controller writes into a new machine stays valid. */
@@ -12,7 +13,7 @@ export const artifactCredentialTtlSeconds = 3600;
 
 const shape = /^v1\.(\d{1,12})\.([A-Za-z0-9_-]{43})$/;
 
-type Purpose = 'artifact' | 'backup';
+type Purpose = 'artifact' | 'backup' | 'build';
 
 function mac(purpose: Purpose, key: Buffer, subject: string, expiry: number): Buffer {
   return createHmac('sha256', key).update(`svc-${purpose}\n${subject}\n${expiry}`).digest();
@@ -55,6 +56,15 @@ export function mintBackupCredential(key: Buffer, namespace: string, database: s
 
 export function checkBackupCredential(key: Buffer, namespace: string, database: string, credential: string | undefined, now: Date): CredentialCheck {
   return check('backup', key, `${namespace}/${database}`, credential, now, 'backup');
+}
+
+/** A credential that sends the plan and output of build `build` of `namespace` (and does nothing else) until `expiresAt`. */
+export function mintBuildCredential(key: Buffer, namespace: string, build: string, expiresAt: Date): string {
+  return mint('build', key, `${namespace}/${build}`, expiresAt);
+}
+
+export function checkBuildCredential(key: Buffer, namespace: string, build: string, credential: string | undefined, now: Date): CredentialCheck {
+  return check('build', key, `${namespace}/${build}`, credential, now, 'build');
 }
 
 /** The bearer value of an Authorization header, if it has one. */

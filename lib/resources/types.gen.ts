@@ -270,37 +270,51 @@ export interface App {
 
 export interface BuildSpec {
   /**
-   * The App the build is for, in the same namespace.
+   * The App the build is for, in the same namespace (a preview's builds share its parent's caches).
    */
   app: string;
   /**
-   * Exactly one of artifact or git.
+   * Exactly one of artifact (a tree stored by the API) or git.
    */
   source: {
     artifact?: {
       digest: string;
+      /**
+       * Where the source is fetched (the API that stored it); the controllers' artifact endpoint when unset.
+       */
+      url?: string;
     };
     git?: {
       url: string;
+      /**
+       * A branch or tag; the repository's default branch when unset.
+       */
       ref?: string;
+      /**
+       * The commit the ref pointed at when the build was asked for (checked out exactly, when set).
+       */
+      commit?: string;
       /**
        * Sub-directory of the repository to build.
        */
       path?: string;
+      /**
+       * A Secret of the namespace whose `token` key is sent as the password of HTTPS basic authentication (given to the clone only, never to the build's commands).
+       */
+      secretName?: string;
     };
   };
   /**
-   * bundle for static, HTML, Markdown and handler trees; dockerfile and buildpacks produce images.
+   * Where the builder sends its plan and output (`<url>/<namespace>/<build>/…`, the API that asked for the build); the controllers' machine listener when unset.
    */
-  strategy?: 'bundle' | 'dockerfile' | 'buildpacks';
-  /**
-   * Where dockerfile and buildpacks builds push their image.
-   */
-  image?: string;
+  resultsUrl?: string;
   /**
    * Deploy the result to the app when the build succeeds.
    */
   deploy?: boolean;
+  /**
+   * The build fails (Failed, reason DeadlineExceeded) when it runs longer.
+   */
   timeoutSeconds?: number;
 }
 
@@ -314,16 +328,28 @@ export interface BuildStatus {
     observedGeneration?: number;
     lastTransitionTime: string;
   }[];
-  phase?: 'Pending' | 'Running' | 'Succeeded' | 'Failed';
+  phase?: 'Queued' | 'Building' | 'Succeeded' | 'Failed' | 'Canceled';
+  /**
+   * Why it is in its phase (Queued, Building, Built, Reused, CommandFailed, NothingToBuild, DeadlineExceeded, Canceled, ...).
+   */
+  reason?: string;
+  message?: string;
   jobName?: string;
   startedAt?: string;
   completedAt?: string;
-  detectedKind?: 'static' | 'html' | 'markdown' | 'handlers' | 'container';
+  /**
+   * The build plan (lib/builds/plan.ts), as the builder made it.
+   */
+  plan?: {};
   artifact?: {
     digest?: string;
     sizeBytes?: number;
   };
   image?: string;
+  /**
+   * The earlier Build of the same source and app whose output this one is (nothing was run).
+   */
+  reusedFrom?: string;
 }
 
 /** Build (builds.svc.dev/v1alpha1) */

@@ -40,7 +40,8 @@ const invalid: Array<[Kind, string, Record<string, unknown>, RegExp]> = [
     { app: 'shop', source: { artifact: { digest }, git: { url: 'https://x.test/r.git' } } },
     /spec\.source: Invalid value: exactly one of spec\.source\.artifact and spec\.source\.git/,
   ],
-  ['Build', 'unknown strategy', { app: 'shop', source: { artifact: { digest } }, strategy: 'magic' }, /spec\.strategy: Unsupported value/],
+  ['Build', 'a timeout over two hours', { app: 'shop', source: { artifact: { digest } }, timeoutSeconds: 9000 }, /spec\.timeoutSeconds/],
+  ['Build', 'a git path leaving the repository', { app: 'shop', source: { git: { url: 'https://x.test/r.git', path: '../etc' } } }, /spec\.source\.git\.path/],
   ['Sandbox', 'missing runtime', {}, /spec\.runtime: Required value/],
   ['Sandbox', 'timeout too short', { runtime: 'python', idleTimeoutSeconds: 1 }, /spec\.idleTimeoutSeconds/],
   ['Sandbox', 'lifetime too long', { runtime: 'python', maxLifetimeSeconds: 86401 }, /spec\.maxLifetimeSeconds/],
@@ -77,7 +78,7 @@ describe('custom resources (real apiserver)', () => {
       const created = await create(kind, `valid-${kind.toLowerCase()}`, valid[kind]);
       const defaults: Record<Kind, Record<string, unknown>> = {
         App: { port: 8080, machines: 1 },
-        Build: { strategy: 'bundle', deploy: false, timeoutSeconds: 1800 },
+        Build: { deploy: false, timeoutSeconds: 2700 },
         Sandbox: { network: false, idleTimeoutSeconds: 300, maxLifetimeSeconds: 3600 },
         Database: { engine: 'postgres', deletionPolicy: 'Drop' },
       };

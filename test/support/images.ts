@@ -33,6 +33,8 @@ export const images = {
   runtime: need('SVC_RUNTIME_IMAGE'),
   /** The server of every Database: Debian's PostgreSQL and its entrypoint. */
   postgres: need('SVC_IMAGE_POSTGRES'),
+  /** The builder of builds (and the base of services built from a plan). */
+  builder: need('SVC_IMAGE_BUILDER'),
   /** The sandbox image: the runtimes and the sandbox agent. */
   sandbox: need('SVC_SANDBOX_IMAGE'),
   /** The platform's own components, as the chart will run them. */

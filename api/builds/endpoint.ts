@@ -1,0 +1,119 @@
+// PUT /builds/<namespace>/<build>/plan and /output: where a Build's builder sends what it made, on
+// the machine listener (pods hold no API token). The builder shows a build credential the Build
+// controller minted for exactly that build (lib/artifacts/credential.ts): it sends that build's plan
+// and output and opens nothing. The builder's container also runs the tenant's commands, so what
+// arrives is checked like any input (the plan's shape, the output's size) and is only ever that
+// build's. The output goes into the artifact store by its digest, streamed; a service's is also made
+// into an image (image.ts). The Build learns both through annotations its controller reads.
+import type Koa from 'koa';
+import { bearerOf, checkBuildCredential } from '../../lib/artifacts/credential.js';
+import { UploadTooLarge, type ArtifactStore } from '../../lib/artifacts/store.js';
+import { buildAnnotations, buildIdPattern, planOf, terminalPhases, type BuildOutput } from '../../lib/builds/index.js';
+import { planSchema } from '../../lib/builds/plan.js';
+import { DomainError } from '../../lib/errors.js';
+import type { Logger } from '../../lib/logger.js';
+import type { BuildRepository } from './repository.js';
+import { pushServiceImage } from './image.js';
+
+export const buildPrefix = '/builds/';
+const namespacePattern = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const planLimitBytes = 64 * 1024;
+
+export interface BuildEndpointDeps {
+  store: ArtifactStore;
+  builds: BuildRepository;
+  key: Buffer | undefined;
+  limitBytes: number;
+  /** Where service images are pushed, and the image they are made on; no registry, no services. */
+  registry: string | undefined;
+  baseImage: string;
+  log: Logger;
+  clock: () => Date;
+}
+
+async function readLimited(req: NodeJS.ReadableStream, limit: number): Promise<string | undefined> {
+  let size = 0;
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) {
+    const b = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk);
+    size += b.length;
+    if (size > limit) return undefined;
+    chunks.push(b);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+export function buildEndpoint(d: BuildEndpointDeps): Koa.Middleware {
+  return async (ctx, next) => {
+    if (!ctx.path.startsWith(buildPrefix)) return next();
+    const fail = (status: number, error: string) => {
+      ctx.status = status;
+      ctx.body = { error };
+    };
+    const [namespace, id, what, ...rest] = ctx.path.slice(buildPrefix.length).split('/');
+    if (!namespace || !id || !namespacePattern.test(namespace) || !buildIdPattern.test(id) || (what !== 'plan' && what !== 'output') || rest.length) {
+      return fail(404, 'builds send to /builds/<namespace>/<build>/plan and /builds/<namespace>/<build>/output (PUT)');
+    }
+    if (ctx.method !== 'PUT') {
+      ctx.set('Allow', 'PUT');
+      return fail(405, `method ${ctx.method} not allowed on ${ctx.path}`);
+    }
+    if (!d.key) return fail(503, 'build credentials are not configured on this API (SVC_ARTIFACT_KEY)');
+    const check = checkBuildCredential(d.key, namespace, id, bearerOf(ctx.get('Authorization')), d.clock());
+    if (!check.ok) {
+      if (check.status === 401) ctx.set('WWW-Authenticate', 'Bearer realm="builds"');
+      return fail(check.status, check.error);
+    }
+    const build = d.builds.get(namespace, id);
+    if (!build) return fail(404, `build ${id} is not there`);
+    if (build.status?.phase && terminalPhases.has(build.status.phase)) return fail(409, `build ${id} has ended (${build.status.phase}): it takes nothing more`);
+
+    if (what === 'plan') {
+      const text = await readLimited(ctx.req, planLimitBytes);
+      if (text === undefined) return fail(413, `a plan larger than ${planLimitBytes} bytes is refused`);
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        return fail(400, 'the plan is not JSON');
+      }
+      const plan = planSchema.safeParse(parsed);
+      if (!plan.success) return fail(400, `the plan is not a build plan: ${plan.error.issues.slice(0, 3).map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
+      await d.builds.annotate(namespace, id, { [buildAnnotations.plan]: JSON.stringify(plan.data) });
+      ctx.status = 204;
+      return;
+    }
+
+    const kind = ctx.get('x-svc-output');
+    if (kind !== 'artifact' && kind !== 'image') return fail(400, 'say what the output is: X-Svc-Output: artifact or image');
+    const plan = planOf(build);
+    if (kind === 'image' && !plan) return fail(409, 'send the plan first: an image is made from its start command');
+    if (kind === 'image' && !d.registry) return fail(409, 'this platform has no registry for built images (SVC_BUILD_REGISTRY): services cannot be built here');
+    let staged;
+    try {
+      staged = await d.store.stage(ctx.req, d.limitBytes);
+    } catch (err) {
+      if (err instanceof UploadTooLarge) return fail(413, `an output larger than ${d.limitBytes} bytes is refused`);
+      throw err;
+    }
+    if (staged.size === 0) {
+      await staged.discard();
+      return fail(400, 'the output is empty');
+    }
+    await d.store.put(staged);
+    const output: BuildOutput = { digest: staged.digest, bytes: staged.size };
+    if (kind === 'image') {
+      try {
+        const image = await pushServiceImage({ registry: d.registry!, baseImage: d.baseImage, namespace, app: build.spec.app, build: id, layerFile: d.store.fileOf(staged.digest), layerDigest: staged.digest, plan: plan! });
+        output.image = image.reference;
+      } catch (err) {
+        if (err instanceof DomainError) return fail(err.kind === 'invalid' ? 400 : 503, err.message);
+        throw err;
+      }
+    }
+    await d.builds.annotate(namespace, id, { [buildAnnotations.output]: JSON.stringify(output) });
+    d.log.info({ namespace, build: id, app: build.spec.app, digest: output.digest, bytes: output.bytes, image: output.image }, 'Build output stored');
+    ctx.status = 201;
+    ctx.body = output;
+  };
+}

@@ -1,0 +1,82 @@
+// What a Build leaves in the account's records, from its status as the controllers write it: its
+// record moved forward (each phase once, with its event, and build_seconds when it ends: lib/builds/
+// store.ts), its log kept once it ended (the Job and its Pod go an hour later), and, for a Build
+// that asks for it, a deploy of its output. Every API replica follows the Build cache; the record's
+// row decides who writes what (a phase moves once, the deploy is claimed once), so two replicas
+// seeing the same change write it once. A Build made with kubectl gets its record when first seen.
+import type * as k8s from '@kubernetes/client-node';
+import { NamespaceAccounts } from '../../lib/accounts.js';
+import { terminalPhases } from '../../lib/builds/index.js';
+import type { BuildSource, BuildStore } from '../../lib/builds/store.js';
+import { labels } from '../../lib/contract.js';
+import type { Db } from '../../lib/db/connection.js';
+import type { Logger } from '../../lib/logger.js';
+import type { Build } from '../../lib/resources/index.js';
+import { collectLog } from './logs.js';
+
+export type DeployOutcome = { deployId: string } | { error: string };
+
+export class BuildRecorder {
+  /** Builds whose end this process has recorded whole (log kept, deploy done). */
+  private readonly finished = new Set<string>();
+  /** One pass at a time per Build; a change seen meanwhile runs once more after. */
+  private readonly running = new Map<string, { again: Build | undefined }>();
+  private readonly accounts: NamespaceAccounts;
+
+  constructor(
+    db: Db,
+    private readonly store: BuildStore,
+    private readonly core: k8s.CoreV1Api,
+    /** Deploys a succeeded build's output to its app. */
+    private readonly deploy: (accountId: string, b: Build) => Promise<DeployOutcome>,
+    private readonly logLimitBytes: number,
+    private readonly log: Logger,
+  ) {
+    this.accounts = new NamespaceAccounts(db);
+  }
+
+  observe(b: Build): void {
+    const id = b.metadata.uid!;
+    if (this.finished.has(id)) return;
+    const run = this.running.get(id);
+    if (run) {
+      run.again = b;
+      return;
+    }
+    const state = { again: undefined as Build | undefined };
+    this.running.set(id, state);
+    void (async () => {
+      let next: Build | undefined = b;
+      while (next) {
+        state.again = undefined;
+        await this.record(next).catch((err: unknown) => this.log.warn({ err, build: next!.metadata.name, namespace: next!.metadata.namespace }, 'Recording a build failed; its next change retries'));
+        next = state.again;
+      }
+      this.running.delete(id);
+    })();
+  }
+
+  private async record(b: Build): Promise<void> {
+    const ns = b.metadata.namespace!;
+    const id = b.metadata.name!;
+    const account = b.metadata.labels?.[labels.account] || (await this.accounts.of(ns));
+    if (!account) return;
+    const source: BuildSource = b.spec.source.artifact ? { artifact: { digest: b.spec.source.artifact.digest } } : { git: { ...b.spec.source.git!, ...{ secretName: undefined } } };
+    await this.store.create({ id, accountId: account, app: b.spec.app, source, deploy: b.spec.deploy ?? false, createdBy: null, createdAt: new Date(b.metadata.creationTimestamp as unknown as string) });
+    await this.store.advance(account, b);
+    const phase = b.status?.phase;
+    if (!phase || !terminalPhases.has(phase)) return;
+    if (!(await this.store.log(account, id))) {
+      const text = (await collectLog(this.core, ns, id)) ?? '';
+      const cut = Buffer.byteLength(text) > this.logLimitBytes;
+      await this.store.saveLog(id, cut ? Buffer.from(text).subarray(-this.logLimitBytes).toString('utf8') : text, cut);
+    }
+    if (phase === 'Succeeded' && b.spec.deploy && (await this.store.claimDeploy(id))) {
+      const outcome = await this.deploy(account, b).catch((err: unknown): DeployOutcome => ({ error: err instanceof Error ? err.message : String(err) }));
+      await this.store.deployed(id, outcome);
+      if ('error' in outcome) this.log.warn({ build: id, namespace: ns, app: b.spec.app, error: outcome.error }, 'Deploying a build\'s output failed');
+      else this.log.info({ build: id, namespace: ns, app: b.spec.app, deploy: outcome.deployId }, 'Deployed a build\'s output');
+    }
+    this.finished.add(b.metadata.uid!);
+  }
+}

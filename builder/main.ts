@@ -1,0 +1,143 @@
+// The build container of a Build's Job (controllers/build/): the source is already in the workspace
+// (the Job's `source` init container fetched it); this plans it (lib/builds/plan.ts), runs the
+// plan's install and build commands with the app's caches as HOME, packs the output and sends it to
+// the platform (the machine listener, with a credential for this build only: api/builds/endpoint.ts).
+// Everything it says goes to its log, which is the build's log; why it failed also goes to the
+// termination message, which the controller puts in the Build's status (a reason, never a result:
+// results travel by the upload).
+//
+// Env: SVC_BUILD_WORKSPACE (the source), SVC_BUILD_REPORT_URL (`<listener>/builds/<ns>/<build>`),
+// SVC_BUILD_TOKEN, HOME (the app's build cache).
+import { spawn } from 'node:child_process';
+import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { create as tarCreate } from 'tar';
+import { planBuild, PlanError, type BuildPlan } from '../lib/builds/plan.js';
+import { clone } from './clone.js';
+import { treeOnDisk } from './tree.js';
+
+const workspace = process.env.SVC_BUILD_WORKSPACE ?? '/workspace';
+const reportUrl = process.env.SVC_BUILD_REPORT_URL;
+const token = process.env.SVC_BUILD_TOKEN;
+const home = process.env.HOME ?? '/tmp';
+
+const say = (line: string) => process.stdout.write(`==> ${line}\n`);
+
+/** Why a build failed, as the Build's status says it (reason) and people read it (message). */
+type FailureReason = 'NothingToBuild' | 'CommandFailed' | 'NoOutput' | 'Unsupported' | 'BuilderFailed';
+
+class BuildFailure extends Error {
+  constructor(
+    readonly reason: FailureReason,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+function fail(message: string, reason: FailureReason = 'BuilderFailed'): never {
+  throw new BuildFailure(reason, message);
+}
+
+async function send(what: 'plan' | 'output', body: string | Readable, headers: Record<string, string>): Promise<Record<string, unknown>> {
+  if (!reportUrl || !token) fail('SVC_BUILD_REPORT_URL and SVC_BUILD_TOKEN are not set: nowhere to send the result');
+  const res = await fetch(`${reportUrl}/${what}`, {
+    method: 'PUT',
+    headers: { authorization: `Bearer ${token}`, ...headers },
+    body: body instanceof Readable ? (Readable.toWeb(body) as ReadableStream) : body,
+    duplex: 'half',
+  } as RequestInit & { duplex: 'half' });
+  const text = await res.text();
+  if (!res.ok) fail(`the platform refused the ${what} (${res.status}): ${text.slice(0, 500)}`);
+  return text ? (JSON.parse(text) as Record<string, unknown>) : {};
+}
+
+/** Bytes under `dir` (apparent sizes), for the cache line of the log; 0 when there is none. */
+function sizeOf(dir: string): number {
+  if (!existsSync(dir)) return 0;
+  let total = 0;
+  const walk = (d: string) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.isFile()) total += statSync(p).size;
+    }
+  };
+  walk(dir);
+  return total;
+}
+
+function run(command: string): Promise<void> {
+  say(`$ ${command}`);
+  const started = Date.now();
+  return new Promise((resolve, reject) => {
+    // Through a shell, as a package.json script or a Procfile line would be; the app's own
+    // binaries first on PATH.
+    const child = spawn('sh', ['-c', command], {
+      cwd: workspace,
+      stdio: ['ignore', 'inherit', 'inherit'],
+      env: { ...process.env, CI: 'true', PATH: `${workspace}/node_modules/.bin:${workspace}/.python/bin:${process.env.PATH ?? ''}`, PYTHONPATH: `${workspace}/.python`, SVC_BUILD_TOKEN: '' },
+    });
+    child.on('error', reject);
+    child.on('exit', (code, signal) => {
+      if (code === 0) {
+        say(`done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+        resolve();
+      } else reject(new BuildFailure('CommandFailed', `\`${command}\` ${signal ? `was killed by ${signal}` : `exited with code ${code}`}`));
+    });
+  });
+}
+
+async function build(): Promise<void> {
+  const started = Date.now();
+  let plan: BuildPlan;
+  try {
+    plan = planBuild(treeOnDisk(workspace));
+  } catch (err) {
+    if (err instanceof PlanError) fail(err.message, 'NothingToBuild');
+    throw err;
+  }
+  say(`plan: ${plan.kind} (${plan.why})`);
+  process.stdout.write(`${JSON.stringify(plan, null, 2)}\n`);
+  await send('plan', JSON.stringify(plan), { 'content-type': 'application/json' });
+  if (plan.kind === 'compose') fail(`${plan.compose}: a compose file is deployed as it is (POST /apps/{app}/deploy with compose), not built`, 'Unsupported');
+  if (plan.produces.type === 'image' && plan.produces.dockerfile) fail('building a Dockerfile is not supported yet: deploy an image built elsewhere, or remove the Dockerfile to build from the plan', 'Unsupported');
+
+  const cached = plan.caches.reduce((n, c) => n + sizeOf(path.join(home, c)), 0);
+  say(cached ? `dependency cache: ${(cached / 1048576).toFixed(1)} MiB from earlier builds of this app` : 'dependency cache: empty (the first build of this app, or its cache was cleared)');
+  for (const command of [...plan.install, ...plan.build]) await run(command);
+
+  const out = path.resolve(workspace, plan.outputDir);
+  if (!out.startsWith(path.resolve(workspace))) fail(`the output directory ${plan.outputDir} is outside the source`);
+  if (!existsSync(out) || !statSync(out).isDirectory()) fail(`the build made no ${plan.outputDir}/ directory: is that where it writes its output?`, 'NoOutput');
+  // Never the VCS or the platform's marker; node_modules only into an image (a site's output has none).
+  const entries = readdirSync(out).filter((e) => e !== '.git' && !e.startsWith('.svc-') && (plan.produces.type === 'image' || e !== 'node_modules'));
+  if (!entries.length) fail(`${plan.outputDir}/ is empty after the build`, 'NoOutput');
+  // An image's layer is the whole tree under app/ (dependencies included); an artifact is the output.
+  const image = plan.produces.type === 'image';
+  say(`packing ${image ? 'the service' : `${plan.outputDir}/`} (${entries.length} entries)`);
+  const tar = tarCreate({ gzip: true, cwd: out, portable: true, ...(image ? { prefix: 'app' } : {}), filter: (p) => !/(^|\/)\.git(\/|$)/.test(p) }, entries);
+  const result = await send('output', Readable.from(tar), { 'content-type': 'application/gzip', 'x-svc-output': image ? 'image' : 'artifact' });
+  say(`output stored: ${String(result.image ?? result.digest)} (${String(result.bytes)} bytes)`);
+  say(`build succeeded in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+}
+
+/** Runs `step`; a failure is said in the log and, as {reason, message}, in the termination message. */
+export async function report(step: () => Promise<void>): Promise<void> {
+  try {
+    await step();
+  } catch (err) {
+    const failure = err instanceof BuildFailure ? err : new BuildFailure('BuilderFailed', `the builder failed: ${err instanceof Error ? err.message : String(err)}`);
+    say(`build failed: ${failure.message}`);
+    try {
+      writeFileSync('/dev/termination-log', JSON.stringify({ reason: failure.reason, message: failure.message.slice(0, 2000) }));
+    } catch {
+      // Not in a container (a test): the log says it.
+    }
+    process.exitCode = 1;
+  }
+}
+
+if (process.argv[2] === 'clone') await report(() => clone(say, (m) => fail(m, 'BuilderFailed')));
+else await report(build);

@@ -1,0 +1,164 @@
+// Builds on the real apiserver, nodes and registry: a source tree sent by the CLI's route is planned,
+// built by a Job running the builder as non-root, and its output deployed; the log streams while it
+// runs (its first byte at once) and stays after; the same tree again is served from the first
+// build's output (a cache hit, nothing run); a failing build command fails the build with the
+// command in its log and leaves the live app serving; a tree with nothing to build is refused before
+// anything is made; a Node service builds into an image in the local registry and serves; another
+// account can read neither a build nor its log.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import * as k8s from '@kubernetes/client-node';
+import { createAccount } from '../../lib/accounts.js';
+import { packTree } from '../../lib/artifacts/tarball.js';
+import { expectJson, startTestApi, type TestApi } from '../support/api.js';
+import { getFromEveryMachine } from '../support/app-traffic.js';
+import { images } from '../support/images.js';
+import { eventually } from '../support/wait.js';
+
+interface BuildBody {
+  id: string;
+  app: string;
+  status: string;
+  reason: string | null;
+  message: string | null;
+  plan: { kind: string; build: string[]; outputDir: string } | null;
+  artifact: { digest: string; bytes: number | null } | null;
+  image: string | null;
+  reused_from: string | null;
+  deploy_id: string | null;
+  deploy_error: string | null;
+  duration_seconds: number | null;
+}
+
+const pkg = (v: Record<string, unknown>) => JSON.stringify({ name: 'site', version: '1.0.0', ...v });
+const lock = JSON.stringify({ name: 'site', version: '1.0.0', lockfileVersion: 3, requires: true, packages: { '': { name: 'site', version: '1.0.0' } } });
+/** A site whose build step writes dist/index.html saying `mark` (no dependencies: nothing to fetch). */
+const site = (mark: string, build = `require('fs').mkdirSync('dist',{recursive:true});require('fs').writeFileSync('dist/index.html','<h1>${mark}</h1>');console.log('wrote dist/index.html')`) => ({
+  'package.json': pkg({ scripts: { build: 'node build.js' } }),
+  'package-lock.json': lock,
+  'build.js': build,
+  'src/page.txt': mark,
+});
+
+describe('Builds', () => {
+  let api: TestApi;
+  let ns: string;
+  const json = expectJson;
+  const upload = async (app: string, files: Record<string, string>, opts: { deploy?: boolean; token?: string } = {}) =>
+    fetch(`${api.url}/api/builds?app=${app}${opts.deploy ? '&deploy=true' : ''}`, { method: 'POST', headers: { authorization: `Bearer ${opts.token ?? api.token}`, 'content-type': 'application/gzip' }, body: await packTree(files) });
+  const get = async (id: string) => json<BuildBody>(await api.request('GET', `/api/builds/${id}`), 200);
+  const ended = (id: string) => eventually(`build ${id} ended`, async () => {
+    const b = await get(id);
+    return ['succeeded', 'failed', 'canceled'].includes(b.status) ? b : undefined;
+  }, { timeoutMs: 180_000, intervalMs: 250 });
+  const page = (app: string) => getFromEveryMachine(ns, app, '/');
+
+  before(async () => {
+    api = await startTestApi({ env: { SVC_BUILD_REGISTRY: images.registry, SVC_IMAGE_BUILDER: images.builder } });
+    ns = api.account.namespace;
+    await json(await api.request('POST', '/api/apps', { body: { name: 'site' } }), 201);
+  });
+  after(async () => {
+    await api?.close();
+  });
+
+  it('builds a site with a build step and deploys it; the log streams from its first byte and stays after the build', async () => {
+    const started = Date.now();
+    const created = await json<BuildBody>(await upload('site', site('one'), { deploy: true }), 202);
+    assert.match(created.id, /^bld-[0-9a-f]{16}$/);
+    assert.equal(created.status, 'queued');
+    // Followed from the start: the first byte comes at once, the rest as the builder writes it.
+    const res = await api.request('GET', `/api/builds/${created.id}/logs?follow=true`);
+    assert.equal(res.status, 200);
+    const reader = res.body!.getReader();
+    const first = await reader.read();
+    const firstByteMs = Date.now() - started;
+    let log = new TextDecoder().decode(first.value);
+    for (let r = await reader.read(); !r.done; r = await reader.read()) log += new TextDecoder().decode(r.value);
+    console.log(`# first log byte ${firstByteMs} ms after the build was asked for; build ended ${Date.now() - started} ms after`);
+    assert.ok(firstByteMs < 2000, `first byte after ${firstByteMs} ms`);
+    assert.match(log, /^==> build bld-[0-9a-f]{16} of app site/);
+    assert.match(log, /==> plan: static \(package\.json has a build script and no start script: a site built into dist\/\)/);
+    assert.match(log, /==> \$ npm ci\n/);
+    assert.match(log, /==> \$ npm run build\n[\s\S]*wrote dist\/index\.html/);
+    assert.match(log, /==> Succeeded \(Built\)/);
+
+    const b = await ended(created.id);
+    assert.deepEqual([b.status, b.reason, b.plan?.kind, b.plan?.outputDir], ['succeeded', 'Built', 'static', 'dist']);
+    assert.match(b.artifact?.digest ?? '', /^sha256:[0-9a-f]{64}$/);
+    const deployed = await eventually('the deploy made', async () => (await get(created.id)).deploy_id ?? undefined);
+    await eventually('the deploy live', async () => (await json<{ status: string }>(await api.request('GET', `/api/deploys/${deployed}`), 200)).status === 'live', { timeoutMs: 90_000 });
+    assert.equal(await eventually('the built page served', () => page('site'), { timeoutMs: 60_000 }), '<h1>one</h1>');
+
+    // The Job ran as non-root under the restricted profile, with limits.
+    const job = await api.kube.kc.makeApiClient(k8s.BatchV1Api).readNamespacedJob({ namespace: ns, name: created.id });
+    const pod = job.spec!.template.spec!;
+    assert.equal(pod.securityContext?.runAsNonRoot, true);
+    assert.equal(pod.containers[0]!.securityContext?.allowPrivilegeEscalation, false);
+    assert.ok(pod.containers[0]!.resources?.limits?.memory, 'a memory limit');
+    assert.ok(job.spec!.activeDeadlineSeconds, 'a time limit');
+
+    // Kept after the Job: the same log, read from the record once the Job is gone.
+    await api.kube.kc.makeApiClient(k8s.BatchV1Api).deleteNamespacedJob({ namespace: ns, name: created.id, propagationPolicy: 'Foreground' });
+    await eventually('the Job gone', async () => !(await api.kube.core.listNamespacedPod({ namespace: ns, labelSelector: `svc.dev/build=${created.id}` })).items.length, { timeoutMs: 60_000 });
+    const kept = await (await api.request('GET', `/api/builds/${created.id}/logs`)).text();
+    assert.match(kept, /==> \$ npm run build\n[\s\S]*wrote dist\/index\.html/);
+
+    const events = (await json<{ events: Array<{ type: string; subject: string }> }>(await api.request('GET', '/api/events?kinds=build.*'), 200)).events.filter((e) => e.subject === created.id).map((e) => e.type);
+    assert.deepEqual(events, ['build.queued', 'build.started', 'build.succeeded']);
+  });
+
+  it('serves a second build of the same tree from the first one\'s output: a cache hit, nothing run', async () => {
+    const first = (await json<{ builds: BuildBody[] }>(await api.request('GET', '/api/apps/site/builds'), 200)).builds[0]!;
+    const again = await json<BuildBody>(await upload('site', site('one')), 202);
+    const b = await ended(again.id);
+    assert.deepEqual([b.status, b.reason, b.reused_from, b.artifact?.digest], ['succeeded', 'Reused', first.id, first.artifact?.digest]);
+    const jobs = await api.kube.kc.makeApiClient(k8s.BatchV1Api).listNamespacedJob({ namespace: ns, labelSelector: `svc.dev/build=${again.id}` });
+    assert.equal(jobs.items.length, 0, 'no Job ran');
+  });
+
+  it('fails a build whose command fails, saying which in its status and log, and leaves the live app serving', async () => {
+    const failing = await json<BuildBody>(await upload('site', site('two', "console.error('boom: the build broke'); process.exit(3)"), { deploy: true }), 202);
+    const b = await ended(failing.id);
+    assert.deepEqual([b.status, b.reason, b.message], ['failed', 'CommandFailed', '`npm run build` exited with code 3']);
+    const log = await (await api.request('GET', `/api/builds/${failing.id}/logs`)).text();
+    assert.match(log, /==> \$ npm run build\n[\s\S]*boom: the build broke[\s\S]*==> build failed: `npm run build` exited with code 3/);
+    assert.equal(b.deploy_id, null);
+    assert.equal(await page('site'), '<h1>one</h1>', 'the live app is untouched');
+  });
+
+  it('refuses a tree with nothing to build before making anything', async () => {
+    const before = (await json<{ builds: BuildBody[] }>(await api.request('GET', '/api/apps/site/builds'), 200)).builds.length;
+    const refused = await json<{ error: string }>(await upload('site', { 'main.go': 'package main', 'README.md': '# hi' }), 400);
+    assert.match(refused.error, /nothing can be built from this tree: nothing to build in 1 files: no Dockerfile/);
+    assert.equal((await json<{ builds: BuildBody[] }>(await api.request('GET', '/api/apps/site/builds'), 200)).builds.length, before);
+    await json(await upload('nope', site('x')), 404);
+    assert.match((await json<{ error: string }>(await api.request('POST', '/api/builds', { body: { app: 'site' } }), 400)).error, /send the source/);
+  });
+
+  it('builds a Node service into an image in the local registry, which the app then runs', async () => {
+    await json(await api.request('POST', '/api/apps', { body: { name: 'svcapp' } }), 201);
+    const server = "require('http').createServer((q, r) => r.end('service ' + process.env.NODE_ENV)).listen(process.env.PORT)";
+    const created = await json<BuildBody>(await upload('svcapp', { 'package.json': pkg({ scripts: { start: 'node server.js' } }), 'package-lock.json': lock, 'server.js': server }, { deploy: true }), 202);
+    const b = await ended(created.id);
+    assert.equal(b.status, 'succeeded', `${b.reason}: ${b.message}`);
+    assert.equal(b.plan?.kind, 'container');
+    assert.match(b.image ?? '', new RegExp(`^${images.registry.replace(/\./g, '\\.')}/builds/${ns}/svcapp@sha256:[0-9a-f]{64}$`));
+    const deployed = await eventually('the deploy made', async () => (await get(created.id)).deploy_id ?? undefined);
+    await eventually('the service live', async () => (await json<{ status: string }>(await api.request('GET', `/api/deploys/${deployed}`), 200)).status === 'live', { timeoutMs: 120_000 });
+    assert.equal(await eventually('the service answering', () => page('svcapp'), { timeoutMs: 60_000 }), 'service production');
+  });
+
+  it('shows another account neither a build nor its log', async () => {
+    const other = await createAccount(api.db, api.kube.core, { email: `other-${Date.now()}@example.test` });
+    const { token } = await api.services.tokens.issue(other.id, { name: 'other' });
+    try {
+      const mine = (await json<{ builds: BuildBody[] }>(await api.request('GET', '/api/apps/site/builds'), 200)).builds[0]!;
+      await json(await api.request('GET', `/api/builds/${mine.id}`, { token }), 404);
+      await json(await api.request('GET', `/api/builds/${mine.id}/logs`, { token }), 404);
+      await json(await upload('site', site('x'), { token }), 404);
+    } finally {
+      await api.kube.core.deleteNamespace({ name: other.namespace }).catch(() => undefined);
+    }
+  });
+});

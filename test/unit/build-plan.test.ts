@@ -1,0 +1,127 @@
+// The build plan (lib/builds/plan.ts) over a table of example repositories, made here as trees of
+// files: what each is, with which commands, into which output, producing what; and the trees that
+// cannot be built, each refused saying why.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { planBuild, PlanError, type BuildPlan, type SourceTree } from '../../lib/builds/plan.js';
+
+const tree = (files: Record<string, string>): SourceTree => ({ paths: Object.keys(files), read: (p) => files[p] });
+const pkg = (v: Record<string, unknown>) => JSON.stringify(v);
+
+interface Case {
+  name: string;
+  files: Record<string, string>;
+  expect: Partial<BuildPlan>;
+}
+
+const cases: Case[] = [
+  {
+    name: 'a Vite site with a lock file: npm ci, npm run build, into dist/',
+    files: { 'package.json': pkg({ scripts: { build: 'vite build', dev: 'vite' }, devDependencies: { vite: '^5' } }), 'package-lock.json': '{}', 'index.html': '<div id=app>', 'src/main.js': '' },
+    expect: { kind: 'static', install: ['npm ci'], build: ['npm run build'], start: null, outputDir: 'dist', caches: ['.npm', '.cache/yarn', '.local/share/pnpm/store'], produces: { type: 'artifact' } },
+  },
+  {
+    name: 'a Create React App site (its start script a development server): into build/',
+    files: { 'package.json': pkg({ scripts: { build: 'react-scripts build', start: 'react-scripts start' }, dependencies: { 'react-scripts': '5' } }), 'public/index.html': '' },
+    // Its start script is a development server, not the site.
+    expect: { kind: 'static', start: null, build: ['npm run build'], outputDir: 'build' },
+  },
+  {
+    name: 'an Eleventy site without a lock file: npm install, into _site/',
+    files: { 'package.json': pkg({ scripts: { build: 'eleventy' }, devDependencies: { '@11ty/eleventy': '2' } }), 'index.md': '# hi' },
+    expect: { kind: 'static', install: ['npm install'], outputDir: '_site' },
+  },
+  {
+    name: 'a build script of an unknown tool: into the first of dist/, build/, public/, out/ the tree has',
+    files: { 'package.json': pkg({ scripts: { build: 'node make-site.js' } }), 'make-site.js': '', 'public/favicon.ico': '' },
+    expect: { kind: 'static', outputDir: 'public', build: ['npm run build'] },
+  },
+  {
+    name: 'an Express service with yarn: its start script through corepack, the Node version of .nvmrc',
+    files: { 'package.json': pkg({ scripts: { start: 'node server.js' }, dependencies: { express: '4' } }), 'yarn.lock': '', '.nvmrc': 'v20.11.0\n', 'server.js': '' },
+    expect: { kind: 'container', why: 'package.json has a start script (express)', language: { name: 'node', version: 'v20.11.0', versionFrom: '.nvmrc' }, install: ['corepack yarn install --frozen-lockfile'], build: [], start: 'corepack yarn run start', produces: { type: 'image', dockerfile: null } },
+  },
+  {
+    name: 'a Fastify service with no start script: node of its main, with a build step (TypeScript)',
+    files: { 'package.json': pkg({ main: 'dist/index.js', scripts: { build: 'tsc' }, dependencies: { fastify: '4' }, engines: { node: '>=22' } }), 'pnpm-lock.yaml': '', 'src/index.ts': '' },
+    expect: { kind: 'container', language: { name: 'node', version: '>=22', versionFrom: 'package.json engines.node' }, install: ['corepack pnpm install --frozen-lockfile'], build: ['corepack pnpm run build'], start: 'node dist/index.js' },
+  },
+  {
+    name: 'a FastAPI service: pip into .python, uvicorn on $PORT, the version of .python-version',
+    files: { 'requirements.txt': 'fastapi==0.110\nuvicorn[standard]\n', 'main.py': '', '.python-version': '3.11\n' },
+    expect: { kind: 'container', language: { name: 'python', version: '3.11', versionFrom: '.python-version' }, install: ['python3 -m pip install --target .python -r requirements.txt'], start: 'python3 -m uvicorn main:app --host 0.0.0.0 --port $PORT', caches: ['.cache/pip'] },
+  },
+  {
+    name: 'a Flask service with gunicorn',
+    files: { 'requirements.txt': 'flask\ngunicorn\n', 'app.py': '', 'runtime.txt': 'python-3.11.4' },
+    expect: { kind: 'container', start: 'python3 -m gunicorn --bind 0.0.0.0:$PORT app:app', language: { name: 'python', version: '3.11.4', versionFrom: 'runtime.txt' } },
+  },
+  {
+    name: 'a Django project with gunicorn: its package\'s wsgi module',
+    files: { 'requirements.txt': 'Django>=5\ngunicorn\n', 'manage.py': '', 'shop/wsgi.py': '', 'shop/settings.py': '' },
+    expect: { kind: 'container', start: 'python3 -m gunicorn --bind 0.0.0.0:$PORT shop.wsgi' },
+  },
+  {
+    name: 'a plain Python server: python3 its entry',
+    files: { 'pyproject.toml': '[project]\nname = "x"\n', 'server.py': '' },
+    expect: { kind: 'container', install: ['python3 -m pip install --target .python .'], start: 'python3 server.py' },
+  },
+  {
+    name: 'a handler tree: nothing to build',
+    files: { 'api/hello.js': 'export default () => "hi"', 'api/users/[id].py': '' },
+    expect: { kind: 'handlers', install: [], build: [], produces: { type: 'artifact' } },
+  },
+  {
+    name: 'a handler tree with dependencies: installed without dev dependencies, not built',
+    files: { 'handlers/pay.mjs': '', 'package.json': pkg({ dependencies: { stripe: '14' } }), 'package-lock.json': '{}' },
+    expect: { kind: 'handlers', install: ['npm ci --omit=dev'], build: [] },
+  },
+  {
+    name: 'a Markdown site (its README does not count as a page, its docs do)',
+    files: { 'README.md': '', 'docs/index.md': '# Docs', 'docs/setup.md': '' },
+    expect: { kind: 'markdown', why: '2 Markdown pages and no HTML' },
+  },
+  {
+    name: 'HTML pages: static as they are',
+    files: { 'index.html': '<h1>hi', 'about/index.html': '', 'style.css': '' },
+    expect: { kind: 'static', build: [], outputDir: '.' },
+  },
+  {
+    name: 'a Dockerfile: an image from it, whatever else is there',
+    files: { Dockerfile: 'FROM node:22\n', 'package.json': pkg({ scripts: { start: 'node .' } }), 'index.js': '' },
+    expect: { kind: 'container', why: 'a Dockerfile at the root', produces: { type: 'image', dockerfile: 'Dockerfile' } },
+  },
+  {
+    name: 'a compose file: its services, before anything else',
+    files: { 'compose.yaml': 'services: {}', Dockerfile: 'FROM x' },
+    expect: { kind: 'compose', compose: 'compose.yaml' },
+  },
+];
+
+const refused: Array<{ name: string; files: Record<string, string>; error: RegExp }> = [
+  { name: 'an empty tree', files: {}, error: /the tree is empty/ },
+  { name: 'only a README, a licence and dotfiles', files: { 'README.md': '', LICENSE: '', '.gitignore': '' }, error: /the tree is empty \(or holds only a README/ },
+  { name: 'Go code without a Dockerfile', files: { 'main.go': '', 'go.mod': '', 'README.md': '' }, error: /nothing to build in 2 files: no Dockerfile, compose file, package.json/ },
+  { name: 'a package.json that is not JSON', files: { 'package.json': '{ "scripts": ' }, error: /package.json is not valid JSON/ },
+  { name: 'a package without a build or a start', files: { 'package.json': pkg({ dependencies: { lodash: '4' } }) }, error: /neither a build script .* nor a start script/ },
+  { name: 'Python requirements without an entry', files: { 'requirements.txt': 'requests\n', 'lib/util.py': '' }, error: /no entry to start/ },
+];
+
+describe('build plan', () => {
+  for (const c of cases) {
+    it(c.name, () => {
+      const plan = planBuild(tree(c.files));
+      const picked = Object.fromEntries(Object.keys(c.expect).map((k) => [k, plan[k as keyof BuildPlan]]));
+      assert.deepEqual(picked, c.expect);
+    });
+  }
+  for (const r of refused) {
+    it(`refuses ${r.name}`, () => {
+      assert.throws(() => planBuild(tree(r.files)), (err: unknown) => err instanceof PlanError && r.error.test(err.message));
+    });
+  }
+  it('is plain JSON (the Build status and the import preview carry it as it is)', () => {
+    const plan = planBuild(tree(cases[0]!.files));
+    assert.deepEqual(JSON.parse(JSON.stringify(plan)), plan);
+  });
+});
