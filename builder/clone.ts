@@ -27,13 +27,14 @@ export async function clone(say: (line: string) => void, fail: (message: string)
   const ref = process.env.SVC_GIT_REF;
   const commit = process.env.SVC_GIT_COMMIT;
   const token = process.env.SVC_GIT_TOKEN;
+  // The workspace is the kubelet's (root-owned, the pod's group): git must take it as ours.
+  const config: Array<[string, string]> = [['safe.directory', dir], ...(token ? [['http.extraHeader', `Authorization: Basic ${Buffer.from(`x-access-token:${token}`).toString('base64')}`] as [string, string]] : [])];
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,
     HOME: process.env.HOME ?? '/tmp',
     GIT_TERMINAL_PROMPT: '0',
-    ...(token
-      ? { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'http.extraHeader', GIT_CONFIG_VALUE_0: `Authorization: Basic ${Buffer.from(`x-access-token:${token}`).toString('base64')}` }
-      : {}),
+    GIT_CONFIG_COUNT: String(config.length),
+    ...Object.fromEntries(config.flatMap(([k, v], i) => [[`GIT_CONFIG_KEY_${i}`, k], [`GIT_CONFIG_VALUE_${i}`, v]])),
   };
   const shown = url.replace(/\/\/[^@/]*@/, '//***@');
   say(`fetching ${shown} ${commit ? `at ${commit}` : ref ? `branch or tag ${ref}` : '(default branch)'}`);

@@ -25,6 +25,8 @@ command -v docker-registry >/dev/null || missing+=(docker-registry)
 command -v umoci >/dev/null || missing+=(umoci)
 command -v skopeo >/dev/null || missing+=(skopeo)
 command -v mmdebstrap >/dev/null || missing+=(mmdebstrap)
+# The API asks Git repositories what a ref points at (lib/builds/git.ts); tests serve one.
+command -v git >/dev/null || missing+=(git)
 # The static busybox (the `busybox` package is dynamic): ldd fails on a static binary, hence `|| true`.
 bb_ldd=$(command -v busybox >/dev/null && { ldd "$(command -v busybox)" 2>&1 || true; }) || true
 [[ "$bb_ldd" == *"not a dynamic"* ]] || missing+=(busybox-static)

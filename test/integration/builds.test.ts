@@ -12,6 +12,7 @@ import { createAccount } from '../../lib/accounts.js';
 import { packTree } from '../../lib/artifacts/tarball.js';
 import { expectJson, startTestApi, type TestApi } from '../support/api.js';
 import { getFromEveryMachine } from '../support/app-traffic.js';
+import { startGitServer, type GitServer } from '../support/git-server.js';
 import { images } from '../support/images.js';
 import { eventually } from '../support/wait.js';
 
@@ -43,6 +44,7 @@ const site = (mark: string, build = `require('fs').mkdirSync('dist',{recursive:t
 describe('Builds', () => {
   let api: TestApi;
   let ns: string;
+  let gitServer: GitServer;
   const json = expectJson;
   const upload = async (app: string, files: Record<string, string>, opts: { deploy?: boolean; token?: string } = {}) =>
     fetch(`${api.url}/api/builds?app=${app}${opts.deploy ? '&deploy=true' : ''}`, { method: 'POST', headers: { authorization: `Bearer ${opts.token ?? api.token}`, 'content-type': 'application/gzip' }, body: await packTree(files) });
@@ -54,11 +56,14 @@ describe('Builds', () => {
   const page = (app: string) => getFromEveryMachine(ns, app, '/');
 
   before(async () => {
-    api = await startTestApi({ env: { SVC_BUILD_REGISTRY: images.registry, SVC_IMAGE_BUILDER: images.builder } });
+    // Git hosts on the machine network are allowed here (the test's Git server is one).
+    api = await startTestApi({ env: { SVC_BUILD_REGISTRY: images.registry, SVC_IMAGE_BUILDER: images.builder, SVC_WEBHOOK_ALLOW_PRIVATE: 'true' } });
     ns = api.account.namespace;
+    gitServer = await startGitServer(new URL(api.services.config.deploys.artifactBaseUrl).hostname);
     await json(await api.request('POST', '/api/apps', { body: { name: 'site' } }), 201);
   });
   after(async () => {
+    await gitServer?.close();
     await api?.close();
   });
 
@@ -147,6 +152,50 @@ describe('Builds', () => {
     const deployed = await eventually('the deploy made', async () => (await get(created.id)).deploy_id ?? undefined);
     await eventually('the service live', async () => (await json<{ status: string }>(await api.request('GET', `/api/deploys/${deployed}`), 200)).status === 'live', { timeoutMs: 120_000 });
     assert.equal(await eventually('the service answering', () => page('svcapp'), { timeoutMs: 60_000 }), 'service production');
+  });
+
+  it('builds a Git repository at the commit its branch points at, and a private one with a token only the clone sees', async () => {
+    await json(await api.request('POST', '/api/apps', { body: { name: 'gitsite' } }), 201);
+    const main = gitServer.commit('site', 'main', site('from-main'));
+    gitServer.commit('site', 'feat', { 'build.js': site('from-feat')['build.js'] });
+    const created = await json<BuildBody & { source: { commit: string; ref: string } }>(await api.request('POST', '/api/builds', { body: { app: 'gitsite', deploy: true, git: { url: `${gitServer.base}/site.git`, ref: 'main' } } }), 202);
+    assert.deepEqual([created.source.ref, created.source.commit], ['main', main], 'the commit main pointed at');
+    const b = await ended(created.id);
+    assert.equal(b.status, 'succeeded', `${b.reason}: ${b.message}`);
+    const log = await (await api.request('GET', `/api/builds/${created.id}/logs`)).text();
+    assert.match(log, new RegExp(`==> fetching ${gitServer.base}/site.git at ${main}`));
+    const deployed = await eventually('the deploy made', async () => (await get(created.id)).deploy_id ?? undefined);
+    await eventually('live', async () => (await json<{ status: string }>(await api.request('GET', `/api/deploys/${deployed}`), 200)).status === 'live', { timeoutMs: 90_000 });
+    assert.equal(await eventually('the main branch served', () => page('gitsite'), { timeoutMs: 60_000 }), '<h1>from-main</h1>');
+
+    // Bad input, each refused with why, nothing made.
+    assert.match((await json<{ error: string }>(await api.request('POST', '/api/builds', { body: { app: 'gitsite', git: { url: `${gitServer.base}/site.git`, ref: 'nope' } } }), 400)).error, /has no branch or tag nope/);
+    assert.match((await json<{ error: string }>(await api.request('POST', '/api/builds', { body: { app: 'gitsite', git: { url: `${gitServer.base}/missing.git` } } }), 400)).error, /is not a Git repository this platform can read/);
+    assert.match((await json<{ error: string }>(await api.request('POST', '/api/builds', { body: { app: 'gitsite', git: { url: 'ftp://example.com/r.git' } } }), 400)).error, /repository: must use https/);
+    assert.match((await json<{ error: string }>(await api.request('POST', '/api/builds', { body: { app: 'gitsite', git: { url: `${gitServer.base}/site.git`, ref: '--upload-pack=x' } } }), 400)).error, /ref: must be a branch or tag name/);
+
+    // A private repository: refused without its token; with it, the clone alone has it.
+    gitServer.commit('private', 'main', site('secret-site'));
+    gitServer.protect('private', 'tok-123');
+    assert.match((await json<{ error: string }>(await api.request('POST', '/api/builds', { body: { app: 'gitsite', git: { url: `${gitServer.base}/private.git` } } }), 400)).error, /refused access/);
+    const priv = await json<BuildBody>(await api.request('POST', '/api/builds', { body: { app: 'gitsite', git: { url: `${gitServer.base}/private.git`, token: 'tok-123' } } }), 202);
+    const pb = await ended(priv.id);
+    assert.equal(pb.status, 'succeeded', `${pb.reason}: ${pb.message}`);
+    const job = await api.kube.kc.makeApiClient(k8s.BatchV1Api).readNamespacedJob({ namespace: ns, name: priv.id });
+    const spec = job.spec!.template.spec!;
+    assert.equal(spec.initContainers![0]!.env!.find((e) => e.name === 'SVC_GIT_TOKEN')?.valueFrom?.secretKeyRef?.name, 'build-git-gitsite');
+    assert.ok(!JSON.stringify(spec.containers).includes('SVC_GIT_TOKEN'), 'the build\'s commands never see the token');
+    assert.ok(!(await (await api.request('GET', `/api/builds/${priv.id}/logs`)).text()).includes('tok-123'));
+  });
+
+  it('cancels a running build: its Job goes, it stays as canceled', async () => {
+    const slow = await json<BuildBody>(await upload('site', site('slow', "setTimeout(() => {}, 600000); console.log('building slowly')")), 202);
+    await eventually('building', async () => (await get(slow.id)).status === 'building', { timeoutMs: 90_000 });
+    const canceled = await json<BuildBody>(await api.request('POST', `/api/builds/${slow.id}/cancel`), 202);
+    assert.deepEqual([canceled.status, canceled.reason], ['canceled', 'Canceled']);
+    await eventually('its Job gone', async () => !(await api.kube.kc.makeApiClient(k8s.BatchV1Api).listNamespacedJob({ namespace: ns, labelSelector: `svc.dev/build=${slow.id}` })).items.length, { timeoutMs: 30_000 });
+    await json(await api.request('POST', `/api/builds/${slow.id}/cancel`), 409);
+    await eventually('build.canceled told', async () => (await json<{ events: Array<{ subject: string }> }>(await api.request('GET', '/api/events?kinds=build.canceled'), 200)).events.some((e) => e.subject === slow.id));
   });
 
   it('shows another account neither a build nor its log', async () => {
