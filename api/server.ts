@@ -19,6 +19,8 @@ import { previewOperations } from './routes/previews.js';
 import { pendingOperations } from './routes/pending.js';
 import { sandboxOperations } from './routes/sandboxes.js';
 import { buildOperations } from './routes/builds.js';
+import { importOperations } from './routes/imports.js';
+import { pushHookEndpoint } from './builds/push-hook.js';
 import { databaseOperations } from './routes/databases.js';
 import { volumeOperations } from './routes/volumes.js';
 import { eventOperations } from './routes/events.js';
@@ -42,6 +44,7 @@ export function allOperations(s: Services): Operation[] {
     ...appAuthOperations(s),
     ...databaseOperations(s),
     ...buildOperations(s),
+    ...importOperations(s),
     ...volumeOperations(s),
     ...pendingOperations(),
   ];
@@ -54,6 +57,8 @@ export function createApi(s: Services, operations: Operation[] = allOperations(s
   app.use(requestContext(s.log));
   app.use(errorHandler());
   for (const endpoint of machineEndpoints(s)) app.use(endpoint);
+  // Code hosts' push events: signed with the hook's secret, no bearer token.
+  app.use(pushHookEndpoint({ repositories: s.repositories, sync: s.gitSync, log: s.log, clock: s.clock }));
   app.use(router.routes());
   app.use(unmatched(router));
   return app;

@@ -37,6 +37,8 @@ import { buildEndpoint } from './builds/endpoint.js';
 import { BuildRecorder, type DeployOutcome } from './builds/recorder.js';
 import { BuildRepository } from './builds/repository.js';
 import { BuildStore } from '../lib/builds/store.js';
+import { RepositoryStore } from '../lib/builds/repositories.js';
+import { GitSync } from './builds/imports.js';
 import type { Build } from '../lib/resources/index.js';
 import { resolverFor, type HostResolver } from '../lib/webhooks/url-guard.js';
 import { VolumeMeter } from './usage/volume-meter.js';
@@ -139,6 +141,9 @@ export interface Services {
     gitSecret: (namespace: string, app: string, token: string) => Promise<string>;
     endpoint: Koa.Middleware;
   };
+  /** Apps imported from Git (lib/builds/repositories.ts) and the sync that builds their pushes (api/builds/imports.ts). */
+  repositories: RepositoryStore;
+  gitSync: GitSync;
   /** Sandboxes, eval and runtimes (api/sandboxes/). */
   sandboxes: SandboxService;
   /** Proxied requests per app, as ingress-auth records them. */
@@ -321,6 +326,9 @@ export async function assembleServices(deps: {
       },
       endpoint: buildEndpoint({ store: artifacts, builds: buildRepo, key: config.deploys.artifactKey, limitBytes: config.deploys.uploadLimitBytes, registry: config.builds.registry, baseImage: config.builds.builderImage, log, clock }),
     },
+    repositories: new RepositoryStore(db),
+    // Set below, once the services it uses exist.
+    gitSync: undefined as unknown as GitSync,
     sandboxes,
     requestMetrics: { series: (appUid, start, end, stepMs) => requestSeries(db, appUid, start, end, stepMs) },
     assertionKeys: new AssertionKeyStore(db, { rotationMs: config.assertion.rotationMs, maxAssertionLifetimeMs: config.assertion.lifetimeSeconds * 1000 }),
@@ -328,6 +336,18 @@ export async function assembleServices(deps: {
     log,
     clock,
   };
+  // Imported repositories are polled (every API replica takes its share of the due ones).
+  services.gitSync = new GitSync(
+    services,
+    async (namespace, name) => {
+      const secret = await core.readNamespacedSecret({ namespace, name }).catch(() => undefined);
+      const value = secret?.data?.token;
+      return value ? Buffer.from(value, 'base64').toString('utf8') : undefined;
+    },
+    log,
+    config.builds.gitPollMs,
+  );
+  services.gitSync.start();
   // Sign-in data of deleted apps and ended sessions leave the database (lib/auth/housekeeping.ts).
   // On the wall clock, not the injectable one: a test that moves its clock months ahead must not
   // have a background sweep delete what it still reads.
@@ -340,6 +360,7 @@ export async function assembleServices(deps: {
     db,
     stop: async () => {
       clearInterval(hostnameTimer);
+      services.gitSync.stop();
       await recorder.stop();
       await housekeeping.stop();
       await apps.stop();

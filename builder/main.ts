@@ -15,7 +15,7 @@ import { Readable } from 'node:stream';
 import { create as tarCreate } from 'tar';
 import { planBuild, PlanError, type BuildPlan } from '../lib/builds/plan.js';
 import { clone } from './clone.js';
-import { treeOnDisk } from './tree.js';
+import { treeOnDisk } from '../lib/builds/tree.js';
 
 const workspace = process.env.SVC_BUILD_WORKSPACE ?? '/workspace';
 const reportUrl = process.env.SVC_BUILD_REPORT_URL;

@@ -117,3 +117,29 @@ export async function buildsCommand(t: ApiTarget, command: string | undefined, a
       throw new UsageError('svc builds logs ID [-f] | get ID | ls APP | cancel ID');
   }
 }
+
+/** `svc import REPO [--ref R] [--name N] [--path P]`: imports a repository, streams its first build. */
+export async function importCommand(t: ApiTarget, o: { repository: string; ref?: string; name?: string; path?: string; preview: boolean; json: boolean; out: (text: string) => void }): Promise<number> {
+  if (o.preview) {
+    const q = new URLSearchParams({ repository: o.repository, ...(o.ref ? { ref: o.ref } : {}), ...(o.path ? { path: o.path } : {}) });
+    const p = await callJson<{ ref: string; commit: string; plan: { kind: string; why: string } | null; problem: string | null; services: Array<{ name: string }>; auth_from: string }>(t, 'GET', `/apps/imports/preview?${q}`);
+    if (o.json) o.out(`${JSON.stringify(p)}\n`);
+    else o.out(`${o.repository} at ${p.ref} (${p.commit.slice(0, 12)}): ${p.plan ? `${p.plan.kind}, ${p.plan.why}` : `nothing to build: ${p.problem}`}${p.services.length ? `; services ${p.services.map((s) => s.name).join(', ')}` : ''}; auth: ${p.auth_from}\n`);
+    return p.plan ? 0 : 1;
+  }
+  const made = await callJson<{ app: { name: string }; build: BuildRecord; repository: { default_branch: string; hook_path: string; hook_secret: string } }>(t, 'POST', '/apps/imports', {
+    repository: o.repository,
+    ...(o.ref ? { ref: o.ref } : {}),
+    ...(o.name ? { name: o.name } : {}),
+    ...(o.path ? { path: o.path } : {}),
+  });
+  if (o.json) {
+    o.out(`${JSON.stringify(made)}\n`);
+    return 0;
+  }
+  o.out(`App ${made.app.name} imported from ${o.repository} (default branch ${made.repository.default_branch})\n`);
+  o.out(`Push webhook: POST <API address>${made.repository.hook_path}, secret ${made.repository.hook_secret} (shown once; the repository is also polled every minute)\n`);
+  const ended = await follow(t, made.build.id, o.out);
+  o.out(`Build ${ended.id} ${ended.status}${ended.message ? `: ${ended.message}` : ''}\n`);
+  return ended.status === 'succeeded' ? 0 : 1;
+}

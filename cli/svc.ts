@@ -18,6 +18,9 @@ const usage = `usage:
   svc builds logs ID [-f] | get ID [--json] | ls APP [--json] | cancel ID
                                               a build's log (followed with -f), record, an app's
                                               builds, or stop one
+  svc import REPO [--ref REF] [--name NAME] [--path DIR] [--preview] [--json]
+                                              create an app from a Git repository and build it
+                                              (--preview: what it would do, creating nothing)
   svc open APP [PATH]                          print a one-time link (5 minutes) that opens the app
                                               signed in as its owner ($SVC_API_URL, $SVC_TOKEN)
   svc sandbox open [--runtime R] [--network] [--idle SECONDS] [--lifetime SECONDS] [--json]
@@ -108,6 +111,22 @@ async function main(argv: string[]): Promise<void> {
       ...(values.git ? { git: { url: values.git, ...(values.ref ? { ref: values.ref } : {}), ...(values.path ? { path: values.path } : {}) } } : {}),
       deploy: values.deploy === true,
       follow: !values['no-follow'],
+      json: values.json === true,
+      out: (text) => process.stdout.write(text),
+    });
+    return;
+  }
+  if (group === 'import') {
+    const { values, positionals } = parseArgs({ args: argv.slice(1), options: { ref: { type: 'string' }, name: { type: 'string' }, path: { type: 'string' }, preview: { type: 'boolean' }, json: { type: 'boolean' }, token: { type: 'string' } }, allowPositionals: true });
+    const [repository] = positionals;
+    if (!repository) throw new UsageError('name the repository to import (an https URL)');
+    const { importCommand } = await import('./builds.js');
+    process.exitCode = await importCommand(apiTarget(values.token), {
+      repository,
+      ...(values.ref ? { ref: values.ref } : {}),
+      ...(values.name ? { name: values.name } : {}),
+      ...(values.path ? { path: values.path } : {}),
+      preview: values.preview === true,
       json: values.json === true,
       out: (text) => process.stdout.write(text),
     });

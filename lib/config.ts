@@ -94,6 +94,7 @@ const envSchema = z.object({
   SVC_BUILD_MEMORY: z.string().regex(/^\d+(Ki|Mi|Gi)?$/, 'must be a memory quantity (2Gi)').default('2Gi'),
   SVC_BUILD_PRIVATE_CIDRS: z.string().regex(/^[0-9./,]+$/, 'must be comma-separated CIDRs').optional(),
   SVC_BUILD_LOG_LIMIT_BYTES: z.coerce.number().int().min(4096).max(64 * 1048576).default(4 * 1048576),
+  SVC_GIT_POLL_SECONDS: z.coerce.number().min(1).max(86_400).default(60),
   SVC_SANDBOX_IMAGE: z.string().min(1).default('svc/sandbox:latest'),
   SVC_SANDBOX_NAMESPACE: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a namespace name').default('svc-sandboxes'),
   SVC_SANDBOX_RUNTIME_CLASS: z.string().regex(/^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$/, 'must be a RuntimeClass name, or empty for none').default('svc-sandbox'),
@@ -197,6 +198,8 @@ export interface Config {
     readonly privateCidrs: readonly string[];
     /** A build's log kept after its Job, up to this many bytes (its end, when longer). */
     readonly logLimitBytes: number;
+    /** How often imported repositories are asked for their branches (pushes a webhook did not tell). */
+    readonly gitPollMs: number;
   };
   /**
    * Where the platform is as machines see it, for each App's NetworkPolicy: the addresses
@@ -410,6 +413,7 @@ export function loadConfig(
       memory: e.SVC_BUILD_MEMORY,
       privateCidrs: Object.freeze(e.SVC_BUILD_PRIVATE_CIDRS?.split(',') ?? [`${podSubnetPrefix}.0.0/16`, '10.96.0.0/12', '169.254.169.254/32']),
       logLimitBytes: e.SVC_BUILD_LOG_LIMIT_BYTES,
+      gitPollMs: e.SVC_GIT_POLL_SECONDS * 1000,
     }),
     controllersMetrics: Object.freeze({ host: e.SVC_CONTROLLERS_METRICS_HOST, port: e.SVC_CONTROLLERS_METRICS_PORT }),
     proxy: Object.freeze({
@@ -458,7 +462,7 @@ const readsOf = {
   hostnameHoldMs: ['SVC_HOSTNAME_HOLD_DAYS'],
   eventsRetentionMs: ['SVC_EVENTS_RETENTION_DAYS'],
   databases: ['SVC_IMAGE_POSTGRES', 'SVC_DATABASE_STORAGE_CLASS', 'SVC_DATABASE_DEFAULT_BYTES', 'SVC_DATABASE_MAX_PER_ACCOUNT', 'SVC_STORAGE_MAX_BYTES_PER_ACCOUNT', 'SVC_DATABASE_BACKUP_SCHEDULE', 'SVC_DATABASE_PROVIDER', 'SVC_DATABASE_CNPG_IMAGE', 'SVC_DATABASE_CNPG_OPERATOR_NAMESPACE'],
-  builds: ['SVC_IMAGE_BUILDER', 'SVC_BUILD_REGISTRY', 'SVC_BUILD_CACHE_BYTES', 'SVC_BUILD_CPU', 'SVC_BUILD_MEMORY', 'SVC_BUILD_PRIVATE_CIDRS', 'SVC_NODE_POD_SUBNET', 'SVC_BUILD_LOG_LIMIT_BYTES'],
+  builds: ['SVC_IMAGE_BUILDER', 'SVC_BUILD_REGISTRY', 'SVC_BUILD_CACHE_BYTES', 'SVC_BUILD_CPU', 'SVC_BUILD_MEMORY', 'SVC_BUILD_PRIVATE_CIDRS', 'SVC_NODE_POD_SUBNET', 'SVC_BUILD_LOG_LIMIT_BYTES', 'SVC_GIT_POLL_SECONDS'],
   machineNetwork: ['SVC_MACHINE_PLATFORM_CIDRS', 'SVC_MACHINE_PLATFORM_PORTS', 'SVC_NODES', 'SVC_NODE_POD_SUBNET', 'SVC_API_MACHINE_PORT'],
   webhookAllowPrivate: ['SVC_WEBHOOK_ALLOW_PRIVATE'],
   webhookDnsServers: ['SVC_WEBHOOK_DNS_SERVERS'],

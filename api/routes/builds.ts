@@ -6,11 +6,12 @@
 import { z } from 'zod';
 import { listTarball, readTarballFiles, TreeError } from '../../lib/artifacts/tarball.js';
 import { UploadTooLarge } from '../../lib/artifacts/store.js';
-import { buildIdPattern, newBuildId, terminalPhases } from '../../lib/builds/index.js';
+import { buildIdPattern, terminalPhases } from '../../lib/builds/index.js';
 import { GitError, resolveRef, shownUrl } from '../../lib/builds/git.js';
 import { planBuild, PlanError, type BuildPlan, type SourceTree } from '../../lib/builds/plan.js';
-import type { BuildRecord, BuildSource } from '../../lib/builds/store.js';
-import type { Build, BuildSpec } from '../../lib/resources/index.js';
+import type { BuildRecord } from '../../lib/builds/store.js';
+import type { Build } from '../../lib/resources/index.js';
+import { startBuild, type StartBuild } from '../builds/start.js';
 import { buildLogStream } from '../builds/logs.js';
 import { tarballTypes } from '../deploys/deployer.js';
 import { ApiError, conflict, invalid, notFound } from '../errors.js';
@@ -101,6 +102,16 @@ export function presentBuild(r: BuildRecord, live: Build | undefined): BuildBody
   };
 }
 
+/** Runs a Git call, its refusal turned into the request's error (400, or 503 when unreachable). */
+export async function gitOrApiError<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof GitError) throw err.kind === 'unreachable' ? new ApiError('unavailable', err.message) : invalid(err.message);
+    throw err;
+  }
+}
+
 export function buildOperations(s: Services): Operation[] {
   const find = async (caller: Caller, id: string) => {
     const record = buildIdPattern.test(id) ? await s.builds.store.get(caller.account.id, id) : undefined;
@@ -130,10 +141,8 @@ export function buildOperations(s: Services): Operation[] {
         if (!appName) throw invalid('app: name the app to build for (?app= with an upload)');
         const app = await resolveApp(s, caller, appName);
         if (!s.config.deploys.artifactKey) throw new ApiError('unavailable', 'builds are not served here: the platform has no artifact key (SVC_ARTIFACT_KEY)');
-        const id = newBuildId();
         const deploy = upload ? query.deploy === 'true' : body.deploy;
-        let spec: BuildSpec;
-        let source: BuildSource;
+        let source: StartBuild['source'];
         if (upload) {
           let staged;
           try {
@@ -152,29 +161,17 @@ export function buildOperations(s: Services): Operation[] {
             throw err;
           }
           await s.artifacts.put(staged);
-          spec = { app: app.name, source: { artifact: { digest: staged.digest, url: `${s.config.deploys.artifactBaseUrl}/${staged.digest}` } }, deploy };
           source = { artifact: { digest: staged.digest } };
         } else {
           if (!body.git) throw invalid('send the source: a .tar.gz body (with ?app=), or {"git": {"url": ...}}');
           const g = body.git;
-          let resolved;
-          try {
-            resolved = await resolveRef(g.url, g.ref, { token: g.token, allowPrivate: s.config.webhookAllowPrivate, resolver: s.builds.resolver });
-          } catch (err) {
-            if (err instanceof GitError) throw err.kind === 'unreachable' ? new ApiError('unavailable', err.message) : invalid(err.message);
-            throw err;
-          }
+          const resolved = await gitOrApiError(() => resolveRef(g.url, g.ref, { token: g.token, allowPrivate: s.config.webhookAllowPrivate, resolver: s.builds.resolver }));
           const secretName = g.token ? await s.builds.gitSecret(ns, app.name, g.token) : undefined;
-          spec = { app: app.name, source: { git: { url: g.url, ref: resolved.ref, commit: resolved.commit, ...(g.path ? { path: g.path } : {}), ...(secretName ? { secretName } : {}) } }, deploy };
-          source = { git: { url: g.url, ref: resolved.ref, commit: resolved.commit, ...(g.path ? { path: g.path } : {}) } };
+          source = { git: { url: g.url, ref: resolved.ref, commit: resolved.commit, path: g.path, secretName } };
         }
-        if (!upload && body.timeout_seconds) spec.timeoutSeconds = body.timeout_seconds;
-        // Results come back to this API's machine listener (any replica's, sharing the store).
-        spec.resultsUrl = `${new URL(s.config.deploys.artifactBaseUrl).origin}/builds`;
-        await s.builds.store.create({ id, accountId: caller.account.id, app: app.name, source, deploy, createdBy: createdBy(caller), createdAt: s.clock() });
-        const created = await s.builds.repo.create(ns, id, app, { ...spec, deploy });
+        const { id, build } = await startBuild(s, { accountId: caller.account.id, namespace: ns, app, source, deploy, createdBy: createdBy(caller), timeoutSeconds: upload ? undefined : body.timeout_seconds });
         const record = (await s.builds.store.get(caller.account.id, id))!;
-        return { status: 202, body: presentBuild(record, s.builds.repo.get(ns, id) ?? created), headers: { Location: `/api/builds/${id}` } };
+        return { status: 202, body: presentBuild(record, s.builds.repo.get(ns, id) ?? build), headers: { Location: `/api/builds/${id}` } };
       },
     }),
     op({

@@ -7,8 +7,6 @@ import type { Method, Operation, Pending, Tag } from '../operation.js';
 type Row = [Method, string, string, Tag, string, Action, Pending];
 
 const rows: Row[] = [
-  ['POST', '/apps/imports', 'importApp', 'apps', 'Import a Git repository', 'deploy', 'builds'],
-  ['GET', '/apps/imports/preview', 'previewImport', 'apps', 'Preview a Git import', 'read', 'builds'],
   ['GET', '/apps/{appID}/domains', 'listAppDomains', 'apps', 'List domains', 'read', 'domains'],
   ['POST', '/apps/{appID}/domains', 'createAppDomain', 'apps', 'Create domain', 'write', 'domains'],
   ['DELETE', '/apps/{appID}/domains/{domain}', 'deleteAppDomain', 'apps', 'Delete domain', 'write', 'domains'],

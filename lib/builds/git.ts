@@ -101,3 +101,33 @@ export async function resolveRef(url: string, ref: string | undefined, o: Remote
   if (!commit || !/^[0-9a-f]{40}$/.test(commit)) throw new GitError('not_found', `${shownUrl(url)} has no branch or tag ${ref}`);
   return { ref, commit };
 }
+
+/**
+ * A shallow copy of `commit` of `url` in `dir` (an empty directory): the tree an import preview
+ * plans (lib/builds/plan.ts), through the same guard as resolveRef.
+ */
+export async function fetchTree(url: string, commit: string, dir: string, o: RemoteOptions): Promise<void> {
+  if (!/^[0-9a-f]{40}$/.test(commit)) throw new GitError('invalid', 'commit: must be 40 hex digits');
+  const { config, env } = await guarded(url, o);
+  const timeout = o.timeoutMs ?? 60_000;
+  const step = async (args: string[]) => {
+    const { code, err } = await run(['-C', dir, '-c', `safe.directory=${dir}`, ...config, ...args], env, timeout);
+    if (code !== 0) throw failure(url, err, code);
+  };
+  await step(['init', '--quiet', '.']);
+  await step(['fetch', '--quiet', '--depth=1', '--no-tags', '--', url, commit]);
+  await step(['checkout', '--quiet', '--detach', 'FETCH_HEAD']);
+}
+
+/** Every branch of the repository and the commit it points at (what a poll compares). */
+export async function listBranches(url: string, o: RemoteOptions): Promise<Record<string, string>> {
+  const { config, env } = await guarded(url, o);
+  const { code, out, err } = await run([...config, 'ls-remote', '--heads', '--', url], env, o.timeoutMs ?? 20_000);
+  if (code !== 0) throw failure(url, err, code);
+  const heads: Record<string, string> = {};
+  for (const line of out.split('\n')) {
+    const m = /^([0-9a-f]{40})\trefs\/heads\/(\S+)$/.exec(line);
+    if (m) heads[m[2]!] = m[1]!;
+  }
+  return heads;
+}

@@ -21,6 +21,7 @@ import * as m0016 from './migrations/0016_usage_open.js';
 import * as m0017 from './migrations/0017_event_retention.js';
 import * as m0018 from './migrations/0018_database_backups.js';
 import * as m0019 from './migrations/0019_builds.js';
+import * as m0020 from './migrations/0020_app_repositories.js';
 
 interface Migration {
   up(db: Knex): Promise<void>;
@@ -47,6 +48,7 @@ const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ['0017_event_retention', m0017],
   ['0018_database_backups', m0018],
   ['0019_builds', m0019],
+  ['0020_app_repositories', m0020],
 ];
 
 const source: Knex.MigrationSource<readonly [string, Migration]> = {

@@ -6,6 +6,11 @@
 // anything is made; a Node service builds into an image in the local registry and serves; another
 // account can read neither a build nor its log.
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { repoRoot } from '../../lib/paths.js';
 import { after, before, describe, it } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { createAccount } from '../../lib/accounts.js';
@@ -196,6 +201,38 @@ describe('Builds', () => {
     await eventually('its Job gone', async () => !(await api.kube.kc.makeApiClient(k8s.BatchV1Api).listNamespacedJob({ namespace: ns, labelSelector: `svc.dev/build=${slow.id}` })).items.length, { timeoutMs: 30_000 });
     await json(await api.request('POST', `/api/builds/${slow.id}/cancel`), 409);
     await eventually('build.canceled told', async () => (await json<{ events: Array<{ subject: string }> }>(await api.request('GET', '/api/events?kinds=build.canceled'), 200)).events.some((e) => e.subject === slow.id));
+  });
+
+  it('svc build streams the log and exits with the build\'s result', async () => {
+    await json(await api.request('POST', '/api/apps', { body: { name: 'cli-site' } }), 201);
+    const dir = mkdtempSync(path.join(tmpdir(), 'svc-build-cli-'));
+    const write = (files: Record<string, string>) => {
+      for (const [p, c] of Object.entries(files)) {
+        mkdirSync(path.dirname(path.join(dir, p)), { recursive: true });
+        writeFileSync(path.join(dir, p), c);
+      }
+    };
+    const svc = (...args: string[]) =>
+      new Promise<{ code: number; out: string }>((resolve) =>
+        execFile(process.execPath, [path.join(repoRoot, 'bin/svc.js'), ...args], { env: { ...process.env, SVC_API_URL: `${api.url}/api`, SVC_TOKEN: api.token } }, (err, out, errOut) => resolve({ code: err ? Number(err.code ?? 1) : 0, out: out + errOut })),
+      );
+    try {
+      // A node_modules of the developer's own is not sent (the build installs its own).
+      write({ ...site('cli'), 'node_modules/junk/index.js': 'x'.repeat(1000) });
+      const ok = await svc('build', dir, '--app', 'cli-site', '--deploy');
+      assert.equal(ok.code, 0, ok.out);
+      assert.match(ok.out, /^Build bld-[0-9a-f]{16} of cli-site queued\n==> build bld-/);
+      assert.match(ok.out, /==> \$ npm run build\n/);
+      assert.match(ok.out, /\nBuild bld-[0-9a-f]{16} succeeded in [\d.]+ s: sha256:[0-9a-f]{12}…/);
+      write({ 'build.js': 'process.exit(2)' });
+      const bad = await svc('build', dir, '--app', 'cli-site');
+      assert.equal(bad.code, 1);
+      assert.match(bad.out, /failed: `npm run build` exited with code 2/);
+      const usage = await svc('build', dir);
+      assert.match(usage.out, /--app names the app to build for/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('shows another account neither a build nor its log', async () => {

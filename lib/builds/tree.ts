@@ -3,7 +3,7 @@
 // nothing about what the tree is, and a checked-in node_modules can hold a hundred thousand files.
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
-import type { SourceTree } from '../lib/builds/plan.js';
+import type { SourceTree } from './plan.js';
 
 const skipped = new Set(['.git', 'node_modules', '.python', '__pycache__', '.venv']);
 /** Files larger than this are listed but not read (what decides is a manifest of a few KB). */
