@@ -93,7 +93,9 @@ async function build(): Promise<void> {
   const started = Date.now();
   let plan: BuildPlan;
   try {
-    plan = planBuild(treeOnDisk(workspace));
+    const tree = treeOnDisk(workspace);
+    say(`source: ${tree.paths.length} files`);
+    plan = planBuild(tree);
   } catch (err) {
     if (err instanceof PlanError) fail(err.message, 'NothingToBuild');
     throw err;

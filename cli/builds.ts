@@ -12,6 +12,7 @@ import { UsageError } from './token-commands.js';
 interface BuildRecord {
   id: string;
   app: string;
+  deploy: boolean;
   status: 'queued' | 'building' | 'succeeded' | 'failed' | 'canceled';
   reason: string | null;
   message: string | null;
@@ -43,9 +44,11 @@ async function follow(t: ApiTarget, id: string, out: (text: string) => void): Pr
   const decoder = new TextDecoder();
   for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) out(decoder.decode(chunk, { stream: true }));
   // The log ends with the build; its record may lag the last line by a moment.
-  for (let i = 0; i < 20; i++) {
+  // A succeeded build asked to deploy is deployed a moment after it ends: wait for that too.
+  for (let i = 0; i < 40; i++) {
     const b = await callJson<BuildRecord>(t, 'GET', `/builds/${id}`);
-    if (!['queued', 'building'].includes(b.status)) return b;
+    const settled = !['queued', 'building'].includes(b.status) && !(b.status === 'succeeded' && b.deploy && !b.deploy_id && !b.deploy_error);
+    if (settled) return b;
     await new Promise((r) => setTimeout(r, 250));
   }
   return callJson<BuildRecord>(t, 'GET', `/builds/${id}`);
@@ -75,7 +78,7 @@ export async function buildCommand(t: ApiTarget, o: BuildOptions): Promise<numbe
   else {
     const what = ended.image ?? (ended.artifact ? `${ended.artifact.digest.slice(0, 19)}… (${formatBytes(ended.artifact.bytes ?? 0)})` : '');
     o.out(`Build ${ended.id} ${ended.status}${ended.duration_seconds !== null ? ` in ${ended.duration_seconds} s` : ''}${ended.status === 'succeeded' ? `: ${what}` : ended.message ? `: ${ended.message}` : ''}\n`);
-    if (ended.deploy_id) o.out(`Deploy ${ended.deploy_id} started (svc deploy status: GET /deploys/${ended.deploy_id})\n`);
+    if (ended.deploy_id) o.out(`Deploy ${ended.deploy_id} started (GET /deploys/${ended.deploy_id})\n`);
     if (ended.deploy_error) o.out(`Not deployed: ${ended.deploy_error}\n`);
   }
   return ended.status === 'succeeded' ? 0 : 1;

@@ -95,6 +95,8 @@ export function buildJob(b: Build, s: BuildSettings, now: Date): k8s.V1Job {
           { name: 'SVC_ARTIFACT_DIGEST', value: artifact.digest },
           { name: 'SVC_ARTIFACT_TOKEN', value: mintArtifactCredential(s.key, artifact.digest, new Date(now.getTime() + artifactCredentialTtlSeconds * 1000)) },
           { name: 'SVC_SITE_ROOT', value: workspace },
+          // Its failures only: the builder says what it found.
+          { name: 'SVC_LOG_LEVEL', value: 'warn' },
         ],
         securityContext,
         terminationMessagePolicy: 'FallbackToLogsOnError',
