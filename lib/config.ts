@@ -194,7 +194,7 @@ export interface Config {
     readonly cacheBytes: number;
     readonly cpu: string;
     readonly memory: string;
-    /** What a build may not reach: the cluster's pods and Services, the metadata address. */
+    /** What a build may not reach: private, shared and link-local ranges (the cluster's pods, Services, nodes, the metadata address). */
     readonly privateCidrs: readonly string[];
     /** A build's log kept after its Job, up to this many bytes (its end, when longer). */
     readonly logLimitBytes: number;
@@ -411,7 +411,9 @@ export function loadConfig(
       cacheBytes: e.SVC_BUILD_CACHE_BYTES,
       cpu: e.SVC_BUILD_CPU,
       memory: e.SVC_BUILD_MEMORY,
-      privateCidrs: Object.freeze(e.SVC_BUILD_PRIVATE_CIDRS?.split(',') ?? [`${podSubnetPrefix}.0.0/16`, '10.96.0.0/12', '169.254.169.254/32']),
+      // Every private, shared and link-local range: pods, Services, nodes (their kubelets), the
+      // metadata address, whatever the cluster's own ranges are.
+      privateCidrs: Object.freeze(e.SVC_BUILD_PRIVATE_CIDRS?.split(',') ?? ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0/10', '169.254.0.0/16']),
       logLimitBytes: e.SVC_BUILD_LOG_LIMIT_BYTES,
       gitPollMs: e.SVC_GIT_POLL_SECONDS * 1000,
     }),
@@ -462,7 +464,7 @@ const readsOf = {
   hostnameHoldMs: ['SVC_HOSTNAME_HOLD_DAYS'],
   eventsRetentionMs: ['SVC_EVENTS_RETENTION_DAYS'],
   databases: ['SVC_IMAGE_POSTGRES', 'SVC_DATABASE_STORAGE_CLASS', 'SVC_DATABASE_DEFAULT_BYTES', 'SVC_DATABASE_MAX_PER_ACCOUNT', 'SVC_STORAGE_MAX_BYTES_PER_ACCOUNT', 'SVC_DATABASE_BACKUP_SCHEDULE', 'SVC_DATABASE_PROVIDER', 'SVC_DATABASE_CNPG_IMAGE', 'SVC_DATABASE_CNPG_OPERATOR_NAMESPACE'],
-  builds: ['SVC_IMAGE_BUILDER', 'SVC_BUILD_REGISTRY', 'SVC_BUILD_CACHE_BYTES', 'SVC_BUILD_CPU', 'SVC_BUILD_MEMORY', 'SVC_BUILD_PRIVATE_CIDRS', 'SVC_NODE_POD_SUBNET', 'SVC_BUILD_LOG_LIMIT_BYTES', 'SVC_GIT_POLL_SECONDS'],
+  builds: ['SVC_IMAGE_BUILDER', 'SVC_BUILD_REGISTRY', 'SVC_BUILD_CACHE_BYTES', 'SVC_BUILD_CPU', 'SVC_BUILD_MEMORY', 'SVC_BUILD_PRIVATE_CIDRS', 'SVC_BUILD_LOG_LIMIT_BYTES', 'SVC_GIT_POLL_SECONDS'],
   machineNetwork: ['SVC_MACHINE_PLATFORM_CIDRS', 'SVC_MACHINE_PLATFORM_PORTS', 'SVC_NODES', 'SVC_NODE_POD_SUBNET', 'SVC_API_MACHINE_PORT'],
   webhookAllowPrivate: ['SVC_WEBHOOK_ALLOW_PRIVATE'],
   webhookDnsServers: ['SVC_WEBHOOK_DNS_SERVERS'],

@@ -27,7 +27,7 @@ export interface BuildSettings {
   /** The platform's addresses and ports (the machine listener), as App policies name them. */
   platformCidrs: readonly string[];
   platformPorts: ReadonlyArray<{ port: number; endPort?: number }>;
-  /** Cluster-internal ranges a build may not reach (pods, Services, the metadata address). */
+  /** Ranges a build may not reach (private, shared, link-local: pods, Services, nodes, metadata). */
   privateCidrs: readonly string[];
   resources: k8s.V1ResourceRequirements;
 }
@@ -186,8 +186,8 @@ export function cacheClaim(b: Build, s: BuildSettings): k8s.V1PersistentVolumeCl
 
 /**
  * The namespace's build pods: nothing comes in; out, to the platform's machine listener (sources,
- * results) and to the internet (package registries, code hosts), never to the cluster's own
- * addresses (other pods, Services, the metadata service).
+ * results) and to the internet (package registries, code hosts), never to a private address (other
+ * pods, Services, nodes, the metadata service).
  */
 export function buildPolicy(namespace: string, s: BuildSettings): k8s.V1NetworkPolicy {
   return {
