@@ -61,7 +61,9 @@ export class BuildRecorder {
     const id = b.metadata.name!;
     const account = b.metadata.labels?.[labels.account] || (await this.accounts.of(ns));
     if (!account) return;
-    const source: BuildSource = b.spec.source.artifact ? { artifact: { digest: b.spec.source.artifact.digest } } : { git: { ...b.spec.source.git!, ...{ secretName: undefined } } };
+    // The record never names a token's Secret.
+    const { secretName: _secret, ...git } = b.spec.source.git ?? { url: '' };
+    const source: BuildSource = b.spec.source.artifact ? { artifact: { digest: b.spec.source.artifact.digest } } : { git };
     await this.store.create({ id, accountId: account, app: b.spec.app, source, deploy: b.spec.deploy ?? false, createdBy: null, createdAt: new Date(b.metadata.creationTimestamp as unknown as string) });
     await this.store.advance(account, b);
     const phase = b.status?.phase;

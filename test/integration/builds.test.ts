@@ -3,7 +3,9 @@
 // runs (its first byte at once) and stays after; the same tree again is served from the first
 // build's output (a cache hit, nothing run); a failing build command fails the build with the
 // command in its log and leaves the live app serving; a tree with nothing to build is refused before
-// anything is made; a Node service builds into an image in the local registry and serves; another
+// anything is made; a Node service builds into an image in the local registry and serves through
+// ingress-auth; a Git repository builds at the commit its ref names (a private one with a token only
+// its clone sees); a running build is canceled; `svc build` streams and exits with the result; another
 // account can read neither a build nor its log.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -18,6 +20,7 @@ import { packTree } from '../../lib/artifacts/tarball.js';
 import { expectJson, startTestApi, type TestApi } from '../support/api.js';
 import { getFromEveryMachine } from '../support/app-traffic.js';
 import { startGitServer, type GitServer } from '../support/git-server.js';
+import { appsDomain, Browser, startTestIngress } from '../support/ingress.js';
 import { images } from '../support/images.js';
 import { eventually } from '../support/wait.js';
 
@@ -157,6 +160,17 @@ describe('Builds', () => {
     const deployed = await eventually('the deploy made', async () => (await get(created.id)).deploy_id ?? undefined);
     await eventually('the service live', async () => (await json<{ status: string }>(await api.request('GET', `/api/deploys/${deployed}`), 200)).status === 'live', { timeoutMs: 120_000 });
     assert.equal(await eventually('the service answering', () => page('svcapp'), { timeoutMs: 60_000 }), 'service production');
+    // And through ingress-auth, as its users reach it.
+    const ia = await startTestIngress(api);
+    try {
+      const answer = await eventually('served through ingress-auth', async () => {
+        const a = await new Browser(ia.url).request(`svcapp.${appsDomain}`, '/');
+        return a.status === 200 ? a : undefined;
+      }, { timeoutMs: 30_000 });
+      assert.equal(answer.body, 'service production');
+    } finally {
+      await ia.close();
+    }
   });
 
   it('builds a Git repository at the commit its branch points at, and a private one with a token only the clone sees', async () => {
