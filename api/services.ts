@@ -38,6 +38,7 @@ import { BuildRecorder, type DeployOutcome } from './builds/recorder.js';
 import { BuildRepository } from './builds/repository.js';
 import { BuildStore } from '../lib/builds/store.js';
 import { RepositoryStore } from '../lib/builds/repositories.js';
+import type { BuildPlan } from '../lib/builds/plan.js';
 import { GitSync } from './builds/imports.js';
 import type { Build } from '../lib/resources/index.js';
 import { resolverFor, type HostResolver } from '../lib/webhooks/url-guard.js';
@@ -249,8 +250,10 @@ export async function assembleServices(deps: {
     const app = await apps.find(b.metadata.namespace!, b.spec.app);
     if (!app) return { error: `app ${b.spec.app} is gone` };
     const summary = { build: b.metadata.name };
+    // A Dockerfile's EXPOSE is the port its service listens on (8080 otherwise, as $PORT says).
+    const port = (b.status?.plan as BuildPlan | undefined)?.docker?.port ?? undefined;
     const prepared = b.status?.image
-      ? { origin: 'build' as const, spec: { kind: 'container' as const, image: b.status.image }, summary: { ...summary, image: b.status.image } }
+      ? { origin: 'build' as const, spec: { kind: 'container' as const, image: b.status.image, ...(port ? { port } : {}) }, summary: { ...summary, image: b.status.image } }
       : await deployer.prepareStored(b.status!.artifact!.digest!, 'build', summary);
     const deploy = await deployer.apply(accountId, app, prepared, { createdBy: `build:${b.metadata.name}` });
     return { deployId: deploy.id };

@@ -9,7 +9,7 @@
 // Env: SVC_BUILD_WORKSPACE (the source), SVC_BUILD_REPORT_URL (`<listener>/builds/<ns>/<build>`),
 // SVC_BUILD_TOKEN, HOME (the app's build cache).
 import { spawn } from 'node:child_process';
-import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { create as tarCreate } from 'tar';
@@ -68,16 +68,18 @@ function sizeOf(dir: string): number {
   return total;
 }
 
-function run(command: string): Promise<void> {
+function run(command: string, opts: { cwd?: string; env?: Record<string, string>; argv?: string[] } = {}): Promise<void> {
   say(`$ ${command}`);
   const started = Date.now();
+  const cwd = opts.cwd ?? workspace;
   return new Promise((resolve, reject) => {
     // Through a shell, as a package.json script or a Procfile line would be; the app's own
     // binaries first on PATH.
-    const child = spawn('sh', ['-c', command], {
-      cwd: workspace,
+    const [file, ...args] = opts.argv ?? ['sh', '-c', command];
+    const child = spawn(file!, args, {
+      cwd,
       stdio: ['ignore', 'inherit', 'inherit'],
-      env: { ...process.env, CI: 'true', PATH: `${workspace}/node_modules/.bin:${workspace}/.python/bin:${process.env.PATH ?? ''}`, PYTHONPATH: `${workspace}/.python`, SVC_BUILD_TOKEN: '' },
+      env: { ...process.env, CI: 'true', PATH: `${cwd}/node_modules/.bin:${cwd}/.python/bin:${process.env.PATH ?? ''}`, PYTHONPATH: `${cwd}/.python`, ...opts.env, SVC_BUILD_TOKEN: '' },
     });
     child.on('error', reject);
     child.on('exit', (code, signal) => {
@@ -104,7 +106,7 @@ async function build(): Promise<void> {
   process.stdout.write(`${JSON.stringify(plan, null, 2)}\n`);
   await send('plan', JSON.stringify(plan), { 'content-type': 'application/json' });
   if (plan.kind === 'compose') fail(`${plan.compose}: a compose file is deployed as it is (POST /apps/{app}/deploy with compose), not built`, 'Unsupported');
-  if (plan.produces.type === 'image' && plan.produces.dockerfile) fail('building a Dockerfile is not supported yet: deploy an image built elsewhere, or remove the Dockerfile to build from the plan', 'Unsupported');
+  if (plan.docker) return dockerBuild(plan, started);
 
   const cached = plan.caches.reduce((n, c) => n + sizeOf(path.join(home, c)), 0);
   say(cached ? `dependency cache: ${(cached / 1048576).toFixed(1)} MiB from earlier builds of this app` : 'dependency cache: empty (the first build of this app, or its cache was cleared)');
@@ -121,6 +123,64 @@ async function build(): Promise<void> {
   say(`packing ${image ? 'the service' : `${plan.outputDir}/`} (${entries.length} entries)`);
   const tar = tarCreate({ gzip: true, cwd: out, portable: true, ...(image ? { prefix: 'app' } : {}), filter: (p) => !/(^|\/)\.git(\/|$)/.test(p) }, entries);
   const result = await send('output', Readable.from(tar), { 'content-type': 'application/gzip', 'x-svc-output': image ? 'image' : 'artifact' });
+  say(`output stored: ${String(result.image ?? result.digest)} (${String(result.bytes)} bytes)`);
+  say(`build succeeded in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+}
+
+/** Names in a COPY source matched as Docker does within one directory (`*`, `?`). */
+function expandSource(source: string): string[] {
+  const clean = source.replace(/^\.\//, '').replace(/\/+$/, '') || '.';
+  if (!/[*?]/.test(clean)) return [clean];
+  const dir = path.posix.dirname(clean);
+  const pattern = new RegExp(`^${path.posix.basename(clean).replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*').replace(/\?/g, '[^/]')}$`);
+  const names = existsSync(path.join(workspace, dir)) ? readdirSync(path.join(workspace, dir)).filter((n) => pattern.test(n)) : [];
+  return names.map((n) => (dir === '.' ? n : `${dir}/${n}`));
+}
+
+/**
+ * A Dockerfile's steps (lib/builds/dockerfile.ts), run as this container's non-root user: WORKDIR
+ * and COPY into a directory standing for the image's root, RUN there with the ENV so far. What the
+ * steps made under it is the image's layer; the base is the platform's (it has Node.js and Python).
+ */
+async function dockerBuild(plan: BuildPlan, started: number): Promise<void> {
+  const d = plan.docker!;
+  const root = path.join(workspace, '.svc-rootfs');
+  const inRoot = (p: string) => path.join(root, p);
+  mkdirSync(root, { recursive: true });
+  const env: Record<string, string> = {};
+  let cwd = '/';
+  for (const step of d.steps) {
+    if (step.op === 'workdir') {
+      cwd = step.path;
+      mkdirSync(inRoot(cwd), { recursive: true });
+    } else if (step.op === 'env') {
+      env[step.name] = step.value;
+    } else if (step.op === 'copy') {
+      const sources = step.sources.flatMap(expandSource);
+      if (!sources.length) fail(`COPY ${step.sources.join(' ')}: no such file in the source`, 'CommandFailed');
+      const toDir = step.dest.endsWith('/') || sources.length > 1;
+      say(`COPY ${step.sources.join(' ')} ${step.dest}`);
+      for (const src of sources) {
+        const from = path.join(workspace, src);
+        if (!existsSync(from)) fail(`COPY ${src}: no such file in the source`, 'CommandFailed');
+        const isDir = statSync(from).isDirectory();
+        const to = isDir ? inRoot(step.dest) : toDir ? path.join(inRoot(step.dest), path.basename(src)) : inRoot(step.dest);
+        mkdirSync(isDir ? to : path.dirname(to), { recursive: true });
+        // A directory's entries one by one: never the VCS, the platform's own files, or the image's
+        // root (inside the source) into itself.
+        const kept = (name: string) => name !== '.git' && !name.startsWith('.svc-');
+        if (isDir) for (const name of readdirSync(from).filter(kept)) cpSync(path.join(from, name), path.join(to, name), { recursive: true });
+        else cpSync(from, to);
+      }
+    } else {
+      await run(step.shell ?? step.exec!.join(' '), { cwd: inRoot(cwd), env, ...(step.exec ? { argv: step.exec } : {}) });
+    }
+  }
+  say('packing the image\'s layer');
+  const entries = readdirSync(root);
+  if (!entries.length) fail('the Dockerfile made no files', 'NoOutput');
+  const tar = tarCreate({ gzip: true, cwd: root, portable: true }, entries);
+  const result = await send('output', Readable.from(tar), { 'content-type': 'application/gzip', 'x-svc-output': 'image' });
   say(`output stored: ${String(result.image ?? result.digest)} (${String(result.bytes)} bytes)`);
   say(`build succeeded in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 }

@@ -84,7 +84,7 @@ export interface ServiceImage {
  * tar.gz at `layerFile`, whose digest is `layerDigest`) started by `plan.start`.
  */
 export async function pushServiceImage(o: { registry: string; baseImage: string; namespace: string; app: string; build: string; layerFile: string; layerDigest: string; plan: BuildPlan }): Promise<ServiceImage> {
-  if (!o.plan.start) throw new DomainError('invalid', 'the plan has no start command: nothing to run as a service');
+  if (!o.plan.start && !o.plan.docker) throw new DomainError('invalid', 'the plan has no start command: nothing to run as a service');
   const from = parseReference(o.baseImage);
   const repository = `builds/${o.namespace}/${o.app}`;
   const target = base(o.registry);
@@ -122,17 +122,29 @@ export async function pushServiceImage(o: { registry: string; baseImage: string;
 
   const env = (config.config?.Env ?? []).filter((e) => !/^(PATH|PORT|NODE_ENV|PYTHONPATH)=/.test(e));
   const path = (config.config?.Env ?? []).find((e) => e.startsWith('PATH='))?.slice(5) ?? '/usr/local/bin:/usr/bin:/bin';
+  const docker = o.plan.docker;
+  const port = docker?.port ?? 8080;
   const next: ImageConfig = {
     ...config,
     config: {
       ...config.config,
-      Env: [...env, `PATH=/app/node_modules/.bin:/app/.python/bin:${path}`, 'PORT=8080', 'NODE_ENV=production', 'PYTHONPATH=/app/.python'],
-      // The plan's start line, through a shell as a Procfile's would be ($PORT expands there).
-      Entrypoint: ['/bin/sh', '-c', o.plan.start],
-      Cmd: null,
-      WorkingDir: '/app',
+      ...(docker
+        ? {
+            // The Dockerfile's settings: its ENV over the base's, its WORKDIR, CMD and ENTRYPOINT.
+            Env: [...env, `PATH=${docker.env.PATH ?? path}`, ...Object.entries(docker.env).filter(([k]) => k !== 'PATH' && k !== 'PORT').map(([k, v]) => `${k}=${v}`), `PORT=${port}`],
+            Entrypoint: docker.entrypoint,
+            Cmd: docker.cmd,
+            WorkingDir: docker.workdir,
+          }
+        : {
+            Env: [...env, `PATH=/app/node_modules/.bin:/app/.python/bin:${path}`, `PORT=${port}`, 'NODE_ENV=production', 'PYTHONPATH=/app/.python'],
+            // The plan's start line, through a shell as a Procfile's would be ($PORT expands there).
+            Entrypoint: ['/bin/sh', '-c', o.plan.start!],
+            Cmd: null,
+            WorkingDir: '/app',
+          }),
       User: '1000:1000',
-      ExposedPorts: { '8080/tcp': {} },
+      ExposedPorts: { [`${port}/tcp`]: {} },
     },
     rootfs: { type: 'layers', diff_ids: [...config.rootfs.diff_ids, await diffIdOf(o.layerFile)] },
     history: [...(config.history ?? []), { created: new Date(0).toISOString(), created_by: `svc build ${o.build}: ${o.plan.why}` }],

@@ -62,7 +62,7 @@ const uploadQuery = z.strictObject({
 });
 
 /** The files whose contents decide a plan (the rest it sees by path). */
-const decisive = new Set(['package.json', '.nvmrc', '.node-version', 'requirements.txt', 'pyproject.toml', 'Pipfile', '.python-version', 'runtime.txt']);
+const decisive = new Set(['package.json', '.nvmrc', '.node-version', 'requirements.txt', 'pyproject.toml', 'Pipfile', '.python-version', 'runtime.txt', 'Dockerfile']);
 
 async function tarballTree(file: string): Promise<SourceTree> {
   const entries = await listTarball(file);

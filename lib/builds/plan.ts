@@ -6,6 +6,7 @@
 // anything runs. docs/api/builds.md documents the fields; the rules are the order below.
 import { posix } from 'node:path';
 import { z } from 'zod';
+import { DockerfileError, parseDockerfile, type DockerImage } from './dockerfile.js';
 
 /** What the analysis sees of a tree: its file paths (relative, `/`-separated) and the text of small files. */
 export interface SourceTree {
@@ -33,6 +34,8 @@ export interface BuildPlan {
   produces: { type: 'artifact' } | { type: 'image'; dockerfile: string | null };
   /** A compose file's path, for `compose` trees (the deploy reads it). */
   compose?: string;
+  /** A Dockerfile's steps and image settings, for trees built from one (lib/builds/dockerfile.ts). */
+  docker?: DockerImage;
 }
 
 export class PlanError extends Error {}
@@ -53,6 +56,26 @@ export const planSchema: z.ZodType<BuildPlan> = z.strictObject({
   caches: z.array(z.string().max(256)).max(16),
   produces: z.union([z.strictObject({ type: z.literal('artifact') }), z.strictObject({ type: z.literal('image'), dockerfile: z.string().max(1024).nullable() })]),
   compose: z.string().max(1024).optional(),
+  docker: z
+    .strictObject({
+      from: z.string().max(512),
+      steps: z
+        .array(
+          z.union([
+            z.strictObject({ op: z.literal('workdir'), path: z.string().max(1024) }),
+            z.strictObject({ op: z.literal('copy'), sources: z.array(z.string().max(1024)).max(64), dest: z.string().max(1024) }),
+            z.strictObject({ op: z.literal('run'), shell: line.nullable(), exec: z.array(line).max(64).nullable() }),
+            z.strictObject({ op: z.literal('env'), name: z.string().max(256), value: line }),
+          ]),
+        )
+        .max(256),
+      workdir: z.string().max(1024).regex(/^\//, 'must be absolute'),
+      env: z.record(z.string().max(256), line),
+      entrypoint: z.array(line).max(64).nullable(),
+      cmd: z.array(line).max(64).nullable(),
+      port: z.number().int().min(1).max(65535).nullable(),
+    })
+    .optional(),
 });
 
 const composeFiles = ['compose.yaml', 'compose.yml', 'docker-compose.yaml', 'docker-compose.yml'];
@@ -192,7 +215,14 @@ export function planBuild(tree: SourceTree): BuildPlan {
     return { kind: 'compose', why: `${compose} describes the services`, install: [], build: [], start: null, outputDir: '.', caches: [], produces: { type: 'artifact' }, compose };
   }
   if (has('Dockerfile')) {
-    return { kind: 'container', why: 'a Dockerfile at the root', install: [], build: [], start: null, outputDir: '.', caches: [], produces: { type: 'image', dockerfile: 'Dockerfile' } };
+    let docker: DockerImage;
+    try {
+      docker = parseDockerfile(tree.read('Dockerfile') ?? '');
+    } catch (err) {
+      if (err instanceof DockerfileError) throw new PlanError(err.message);
+      throw err;
+    }
+    return { kind: 'container', why: `a Dockerfile at the root (on ${docker.from}, ${docker.steps.length} steps)`, install: [], build: [], start: null, outputDir: '.', caches: ['.npm', '.cache/pip'], produces: { type: 'image', dockerfile: 'Dockerfile' }, docker };
   }
   if (has('package.json')) {
     const pkg = parseJson<PackageJson>(tree.read('package.json') ?? '{}', 'package.json');

@@ -173,6 +173,33 @@ describe('Builds', () => {
     }
   });
 
+  it('builds a Node service from its Dockerfile (its steps run as non-root, its WORKDIR the layer) into an image that serves through ingress-auth', async () => {
+    await json(await api.request('POST', '/api/apps', { body: { name: 'dockerapp' } }), 201);
+    const dockerfile = ['FROM node:22', 'WORKDIR /srv/app', 'ENV GREETING="from a Dockerfile"', 'COPY package*.json ./', 'RUN npm ci && echo installed > installed.txt', 'COPY . .', 'EXPOSE 3000', 'CMD ["node", "server.js"]'].join('\n');
+    const server = "const fs = require('fs'); require('http').createServer((q, r) => r.end(`${process.env.GREETING} in ${process.cwd()}, ${fs.readFileSync('installed.txt', 'utf8').trim()}`)).listen(process.env.PORT)";
+    const created = await json<BuildBody>(await upload('dockerapp', { Dockerfile: dockerfile, 'package.json': pkg({}), 'package-lock.json': lock, 'server.js': server }, { deploy: true }), 202);
+    const b = await ended(created.id);
+    assert.equal(b.status, 'succeeded', `${b.reason}: ${b.message}`);
+    assert.match(b.image ?? '', /\/builds\/.+\/dockerapp@sha256:/);
+    const log = await (await api.request('GET', `/api/builds/${created.id}/logs`)).text();
+    assert.match(log, /==> COPY package\*\.json \/srv\/app\/\n==> \$ npm ci && echo installed > installed\.txt\n[\s\S]*==> COPY \. \/srv\/app\n/);
+    const deployed = await eventually('the deploy made', async () => (await get(created.id)).deploy_id ?? undefined);
+    await eventually('live', async () => (await json<{ status: string }>(await api.request('GET', `/api/deploys/${deployed}`), 200)).status === 'live', { timeoutMs: 120_000 });
+    const ia = await startTestIngress(api);
+    try {
+      const answer = await eventually('served through ingress-auth', async () => {
+        const a = await new Browser(ia.url).request(`dockerapp.${appsDomain}`, '/');
+        return a.status === 200 ? a : undefined;
+      }, { timeoutMs: 60_000 });
+      assert.equal(answer.body, 'from a Dockerfile in /srv/app, installed');
+    } finally {
+      await ia.close();
+    }
+    // What the builder cannot honour is refused before anything runs, naming the line.
+    const refused = await json<{ error: string }>(await upload('dockerapp', { Dockerfile: 'FROM node:22\nUSER root\nWORKDIR /app\nCMD ["x"]' }), 400);
+    assert.match(refused.error, /Dockerfile:2: USER: builds and machines never run as root/);
+  });
+
   it('builds a Git repository at the commit its branch points at, and a private one with a token only the clone sees', async () => {
     await json(await api.request('POST', '/api/apps', { body: { name: 'gitsite' } }), 201);
     const main = gitServer.commit('site', 'main', site('from-main'));

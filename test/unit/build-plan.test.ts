@@ -3,7 +3,7 @@
 // cannot be built, each refused saying why.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { planBuild, PlanError, type BuildPlan, type SourceTree } from '../../lib/builds/plan.js';
+import { planBuild, PlanError, planSchema, type BuildPlan, type SourceTree } from '../../lib/builds/plan.js';
 
 const tree = (files: Record<string, string>): SourceTree => ({ paths: Object.keys(files), read: (p) => files[p] });
 const pkg = (v: Record<string, unknown>) => JSON.stringify(v);
@@ -87,9 +87,9 @@ const cases: Case[] = [
     expect: { kind: 'static', build: [], outputDir: '.' },
   },
   {
-    name: 'a Dockerfile: an image from it, whatever else is there',
-    files: { Dockerfile: 'FROM node:22\n', 'package.json': pkg({ scripts: { start: 'node .' } }), 'index.js': '' },
-    expect: { kind: 'container', why: 'a Dockerfile at the root', produces: { type: 'image', dockerfile: 'Dockerfile' } },
+    name: 'a Dockerfile: an image from it (its steps parsed), whatever else is there',
+    files: { Dockerfile: 'FROM node:22\nWORKDIR /app\nCOPY package*.json ./\nRUN npm ci\nCOPY . .\nEXPOSE 3000\nCMD ["node", "index.js"]\n', 'package.json': pkg({ scripts: { start: 'node .' } }), 'index.js': '' },
+    expect: { kind: 'container', why: 'a Dockerfile at the root (on node:22, 4 steps)', produces: { type: 'image', dockerfile: 'Dockerfile' } },
   },
   {
     name: 'a compose file: its services, before anything else',
@@ -105,6 +105,11 @@ const refused: Array<{ name: string; files: Record<string, string>; error: RegEx
   { name: 'a package.json that is not JSON', files: { 'package.json': '{ "scripts": ' }, error: /package.json is not valid JSON/ },
   { name: 'a package without a build or a start', files: { 'package.json': pkg({ dependencies: { lodash: '4' } }) }, error: /neither a build script .* nor a start script/ },
   { name: 'Python requirements without an entry', files: { 'requirements.txt': 'requests\n', 'lib/util.py': '' }, error: /no entry to start/ },
+  { name: 'a multi-stage Dockerfile', files: { Dockerfile: 'FROM node:22 AS b\nWORKDIR /app\nFROM node:22\nCMD ["x"]' }, error: /Dockerfile:3: FROM: a second FROM \(a multi-stage build\) is not supported/ },
+  { name: 'a Dockerfile on a base from elsewhere', files: { Dockerfile: 'FROM golang:1.22\nWORKDIR /app\nCMD ["x"]' }, error: /golang:1\.22 is not a base this platform has/ },
+  { name: 'a Dockerfile running as root', files: { Dockerfile: 'FROM debian\nUSER root\nWORKDIR /app\nCMD ["x"]' }, error: /USER: builds and machines never run as root/ },
+  { name: 'a Dockerfile with an instruction it cannot honour', files: { Dockerfile: 'FROM python:3.11\nWORKDIR /app\nHEALTHCHECK CMD true\nCMD ["x"]' }, error: /Dockerfile:3: HEALTHCHECK: is not supported/ },
+  { name: 'a Dockerfile that starts nothing', files: { Dockerfile: 'FROM node\nWORKDIR /app\nRUN echo hi' }, error: /has neither CMD nor ENTRYPOINT/ },
 ];
 
 describe('build plan', () => {
@@ -120,6 +125,18 @@ describe('build plan', () => {
       assert.throws(() => planBuild(tree(r.files)), (err: unknown) => err instanceof PlanError && r.error.test(err.message));
     });
   }
+  it('parses a Dockerfile into its steps: continuations, both ENV forms, relative WORKDIR, exec and shell forms', () => {
+    const plan = planBuild(tree({ Dockerfile: ['# a comment', 'ARG V=1', 'FROM node:22-bookworm', 'ENV A=1 B="two words"', 'ENV C three', 'WORKDIR /srv', 'WORKDIR app', 'COPY package.json ./', 'RUN npm ci \\', '  && echo $A', 'COPY . .', 'EXPOSE 3000/tcp', 'ENTRYPOINT node server.js'].join('\n') }));
+    const d = plan.docker!;
+    assert.deepEqual([d.from, d.workdir, d.env, d.port, d.entrypoint, d.cmd], ['node:22-bookworm', '/srv/app', { A: '1', B: 'two words', C: 'three' }, 3000, ['/bin/sh', '-c', 'node server.js'], null]);
+    assert.deepEqual(d.steps.filter((x) => x.op === 'copy' || x.op === 'run'), [
+      { op: 'copy', sources: ['package.json'], dest: '/srv/app/' },
+      { op: 'run', shell: 'npm ci    && echo $A', exec: null },
+      { op: 'copy', sources: ['.'], dest: '/srv/app' },
+    ]);
+    assert.ok(planSchema.safeParse(plan).success, 'what the builder sends passes the API\'s check');
+  });
+
   it('is plain JSON (the Build status and the import preview carry it as it is)', () => {
     const plan = planBuild(tree(cases[0]!.files));
     assert.deepEqual(JSON.parse(JSON.stringify(plan)), plan);
