@@ -62,6 +62,19 @@ describe('Builds', () => {
     return ['succeeded', 'failed', 'canceled'].includes(b.status) ? b : undefined;
   }, { timeoutMs: 180_000, intervalMs: 250 });
   const page = (app: string) => getFromEveryMachine(ns, app, '/');
+  /** GET / of the app through an ingress-auth of this API, once it answers 200: the body. */
+  const throughIngress = async (app: string) => {
+    const ia = await startTestIngress(api);
+    try {
+      const answer = await eventually(`${app} served through ingress-auth`, async () => {
+        const a = await new Browser(ia.url).request(`${app}.${appsDomain}`, '/');
+        return a.status === 200 ? a : undefined;
+      }, { timeoutMs: 60_000 });
+      return answer.body;
+    } finally {
+      await ia.close();
+    }
+  };
 
   before(async () => {
     // Git hosts on the machine network are allowed here (the test's Git server is one).
@@ -160,17 +173,7 @@ describe('Builds', () => {
     const deployed = await eventually('the deploy made', async () => (await get(created.id)).deploy_id ?? undefined);
     await eventually('the service live', async () => (await json<{ status: string }>(await api.request('GET', `/api/deploys/${deployed}`), 200)).status === 'live', { timeoutMs: 120_000 });
     assert.equal(await eventually('the service answering', () => page('svcapp'), { timeoutMs: 60_000 }), 'service production');
-    // And through ingress-auth, as its users reach it.
-    const ia = await startTestIngress(api);
-    try {
-      const answer = await eventually('served through ingress-auth', async () => {
-        const a = await new Browser(ia.url).request(`svcapp.${appsDomain}`, '/');
-        return a.status === 200 ? a : undefined;
-      }, { timeoutMs: 30_000 });
-      assert.equal(answer.body, 'service production');
-    } finally {
-      await ia.close();
-    }
+    assert.equal(await throughIngress('svcapp'), 'service production', 'and through ingress-auth, as its users reach it');
   });
 
   it('builds a Node service from its Dockerfile (its steps run as non-root, its WORKDIR the layer) into an image that serves through ingress-auth', async () => {
@@ -185,16 +188,7 @@ describe('Builds', () => {
     assert.match(log, /==> COPY package\*\.json \/srv\/app\/\n==> \$ npm ci && echo installed > installed\.txt\n[\s\S]*==> COPY \. \/srv\/app\n/);
     const deployed = await eventually('the deploy made', async () => (await get(created.id)).deploy_id ?? undefined);
     await eventually('live', async () => (await json<{ status: string }>(await api.request('GET', `/api/deploys/${deployed}`), 200)).status === 'live', { timeoutMs: 120_000 });
-    const ia = await startTestIngress(api);
-    try {
-      const answer = await eventually('served through ingress-auth', async () => {
-        const a = await new Browser(ia.url).request(`dockerapp.${appsDomain}`, '/');
-        return a.status === 200 ? a : undefined;
-      }, { timeoutMs: 60_000 });
-      assert.equal(answer.body, 'from a Dockerfile in /srv/app, installed');
-    } finally {
-      await ia.close();
-    }
+    assert.equal(await throughIngress('dockerapp'), 'from a Dockerfile in /srv/app, installed');
     // What the builder cannot honour is refused before anything runs, naming the line.
     const refused = await json<{ error: string }>(await upload('dockerapp', { Dockerfile: 'FROM node:22\nUSER root\nWORKDIR /app\nCMD ["x"]' }), 400);
     assert.match(refused.error, /Dockerfile:2: USER: builds and machines never run as root/);
