@@ -132,6 +132,10 @@ describe('Builds', () => {
 
     const events = (await json<{ events: Array<{ type: string; subject: string }> }>(await api.request('GET', '/api/events?kinds=build.*'), 200)).events.filter((e) => e.subject === created.id).map((e) => e.type);
     assert.deepEqual(events, ['build.queued', 'build.started', 'build.succeeded']);
+    // The seconds its Job ran are metered (usage is of [start of month, now): the test's clock moves on to see them).
+    api.clock.advance(3600_000);
+    const usage = (await json<{ meters: { build_seconds: number } }>(await api.request('GET', '/api/account/usage'), 200)).meters;
+    assert.ok(usage.build_seconds > 0 && usage.build_seconds < 120, `build_seconds ${usage.build_seconds}`);
   });
 
   it('serves a second build of the same tree from the first one\'s output: a cache hit, nothing run', async () => {
