@@ -5,7 +5,7 @@
 // idempotent, and nothing is decided from memory that the caches do not also show.
 import * as k8s from '@kubernetes/client-node';
 import { apiVersion, group, labels, managers, pluralOf, version } from '../../lib/contract.js';
-import { kubeStatus, serverSideApply } from '../../lib/kube/client.js';
+import { ignoreStatus, kubeStatus, serverSideApply } from '../../lib/kube/client.js';
 import type { EventRecorder } from '../../lib/kube/events.js';
 import { isAtLeast } from '../../lib/kube/until-cached.js';
 import type { Logger } from '../../lib/logger.js';
@@ -14,10 +14,6 @@ import type { App } from '../../lib/resources/index.js';
 import type { Outcome, Reconciler } from '../frame/controller.js';
 import { appService, machinePolicy, plan, type AppSettings, type Plan } from './desired.js';
 import type { AppStatusFields } from './rollout.js';
-
-const ignore = (...codes: number[]) => (err: unknown) => {
-  if (!codes.includes(kubeStatus(err) ?? 0)) throw err;
-};
 
 /** The namespace is being deleted, or is gone: its Apps go too, so there is nothing left to make. */
 function namespaceGone(err: unknown): boolean {
@@ -96,7 +92,7 @@ export class AppReconciler implements Reconciler<App, AppStatusFields> {
 
   private async expire(app: App): Promise<void> {
     const { namespace, name } = app.metadata as { namespace: string; name: string };
-    await this.custom.deleteNamespacedCustomObject({ group, version, namespace, plural: pluralOf('App'), name }).catch(ignore(404));
+    await this.custom.deleteNamespacedCustomObject({ group, version, namespace, plural: pluralOf('App'), name }).catch(ignoreStatus(404));
     this.log.info({ kind: 'App', namespace, name, expiresAt: app.spec.expiresAt }, 'Deleted expired App');
     this.event(app, 'Normal', 'Expired', `expiry ${app.spec.expiresAt} passed; deleting the app`);
   }
@@ -131,14 +127,14 @@ export class AppReconciler implements Reconciler<App, AppStatusFields> {
     // Claims before the machines that mount them (a machine whose claim is missing waits unscheduled).
     await Promise.all(
       p.claims.map(async (claim) => {
-        await this.core.createNamespacedPersistentVolumeClaim({ namespace, body: claim }).catch(ignore(409));
+        await this.core.createNamespacedPersistentVolumeClaim({ namespace, body: claim }).catch(ignoreStatus(409));
         this.log.info({ kind: 'App', namespace, name, claim: claim.metadata!.name }, 'Created volume claim');
         this.event(app, 'Normal', 'VolumeCreated', `machine ${claim.metadata!.labels?.[labels.machine]}: created volume ${claim.metadata!.name} (${claim.spec?.resources?.requests?.storage})`);
       }),
     );
     await Promise.all(
       p.create.map(async (pod) => {
-        await this.core.createNamespacedPod({ namespace, body: pod }).catch(ignore(409));
+        await this.core.createNamespacedPod({ namespace, body: pod }).catch(ignoreStatus(409));
         this.log.info({ kind: 'App', namespace, name, pod: pod.metadata!.name }, 'Created machine');
         this.event(app, 'Normal', 'MachineCreated', `machine ${pod.metadata!.labels?.[labels.machine]}: created ${pod.metadata!.name}`);
       }),
@@ -146,7 +142,7 @@ export class AppReconciler implements Reconciler<App, AppStatusFields> {
     // Only machines the plan no longer needs (replaced by a ready one, or beyond the count).
     await Promise.all(
       p.delete.map(async (pod) => {
-        await this.core.deleteNamespacedPod({ namespace, name: pod.metadata!.name! }).catch(ignore(404));
+        await this.core.deleteNamespacedPod({ namespace, name: pod.metadata!.name! }).catch(ignoreStatus(404));
         this.log.info({ kind: 'App', namespace, name, pod: pod.metadata!.name }, 'Deleted machine');
         this.event(app, 'Normal', 'MachineDeleted', `machine ${pod.metadata!.labels?.[labels.machine]}: deleted ${pod.metadata!.name}`);
       }),

@@ -3,16 +3,12 @@
 // claim, the Job; a canceled Build's Job is deleted (its pods with it).
 import type * as k8s from '@kubernetes/client-node';
 import { managers } from '../../lib/contract.js';
-import { kubeStatus, serverSideApply } from '../../lib/kube/client.js';
+import { ignoreStatus, serverSideApply } from '../../lib/kube/client.js';
 import type { EventRecorder } from '../../lib/kube/events.js';
 import type { Logger } from '../../lib/logger.js';
 import { apiVersion, type App, type Build } from '../../lib/resources/index.js';
 import type { Outcome, Reconciler } from '../frame/controller.js';
 import { plan, type BuildObserved, type BuildSettings, type BuildStatusFields } from './desired.js';
-
-const ignore = (...codes: number[]) => (err: unknown) => {
-  if (!codes.includes(kubeStatus(err) ?? 0)) throw err;
-};
 
 export interface BuildCache {
   observe(b: Build): BuildObserved & { cacheOwner: App | undefined };
@@ -49,14 +45,14 @@ export class BuildReconciler implements Reconciler<Build, BuildStatusFields> {
       // Owned by the app whose cache it is: it goes with the app (its previews build with it meanwhile).
       const owner = observed.cacheOwner;
       const claim = owner ? { ...p.cacheClaim, metadata: { ...p.cacheClaim.metadata, ownerReferences: [{ apiVersion, kind: 'App', name: owner.metadata.name!, uid: owner.metadata.uid! }] } } : p.cacheClaim;
-      await this.core.createNamespacedPersistentVolumeClaim({ namespace, body: claim }).catch(ignore(409));
+      await this.core.createNamespacedPersistentVolumeClaim({ namespace, body: claim }).catch(ignoreStatus(409));
     }
     if (p.createJob) {
-      await this.batch.createNamespacedJob({ namespace, body: p.createJob }).catch(ignore(409));
+      await this.batch.createNamespacedJob({ namespace, body: p.createJob }).catch(ignoreStatus(409));
       this.log.info({ kind: 'Build', namespace, name, app: b.spec.app, source: b.spec.source.artifact ? 'artifact' : 'git' }, 'Started the build Job');
     }
     if (p.deleteJob) {
-      await this.batch.deleteNamespacedJob({ namespace, name: p.deleteJob.metadata!.name!, propagationPolicy: 'Background' }).catch(ignore(404));
+      await this.batch.deleteNamespacedJob({ namespace, name: p.deleteJob.metadata!.name!, propagationPolicy: 'Background' }).catch(ignoreStatus(404));
     }
     if (b.status?.phase !== p.status.phase) {
       this.log.info({ kind: 'Build', namespace, name, app: b.spec.app, phase: p.status.phase, reason: p.status.reason, why: p.status.message }, 'Build phase');

@@ -6,17 +6,13 @@
 import * as k8s from '@kubernetes/client-node';
 import { group, managers, pluralOf, version } from '../../lib/contract.js';
 import { databaseFinalizer, databaseObjects } from '../../lib/databases.js';
-import { kubeStatus, mergePatch, serverSideApply } from '../../lib/kube/client.js';
+import { ignoreStatus, kubeStatus, mergePatch, serverSideApply } from '../../lib/kube/client.js';
 import type { EventRecorder } from '../../lib/kube/events.js';
 import type { Logger } from '../../lib/logger.js';
 import type { Database } from '../../lib/resources/index.js';
 import type { Outcome, Reconciler } from '../frame/controller.js';
 import { cnpg, cnpgCluster, cnpgPolicy, cnpgService, cnpgStatus, providerOf, type CnpgCluster } from './cnpg.js';
 import { plan, type DatabaseObserved, type DatabaseSettings, type DatabaseStatusFields } from './desired.js';
-
-const ignore = (...codes: number[]) => (err: unknown) => {
-  if (!codes.includes(kubeStatus(err) ?? 0)) throw err;
-};
 
 export interface DatabaseCache {
   observe(db: Database): DatabaseObserved & {
@@ -67,7 +63,7 @@ export class DatabaseReconciler implements Reconciler<Database, DatabaseStatusFi
     if (providerOf(db, this.settings) === 'cloudnative-pg') return this.reconcileCluster(db, observed, apply);
     const p = plan(db, observed, this.settings, now);
     if (!observed.claim) {
-      await this.core.createNamespacedPersistentVolumeClaim({ namespace, body: p.claim }).catch(ignore(409));
+      await this.core.createNamespacedPersistentVolumeClaim({ namespace, body: p.claim }).catch(ignoreStatus(409));
       this.event(db, 'Normal', 'VolumeClaimed', `volume ${p.claim.metadata!.name} of ${p.claim.spec!.resources!.requests!.storage} bytes claimed`);
     }
     // Applied when missing, or once per process when its shape is not the one last applied.
@@ -83,12 +79,12 @@ export class DatabaseReconciler implements Reconciler<Database, DatabaseStatusFi
       this.applied.set(uid, shape);
     }
     if (p.backup?.requested) {
-      await this.batch.createNamespacedJob({ namespace, body: p.backup.requested }).catch(ignore(409));
+      await this.batch.createNamespacedJob({ namespace, body: p.backup.requested }).catch(ignoreStatus(409));
       this.log.info({ kind: 'Database', namespace, name, job: p.backup.requested.metadata!.name }, 'Started a backup on request');
       this.event(db, 'Normal', 'BackupStarted', `backup ${p.backup.requested.metadata!.name} started on request`);
     }
     if (p.deletePod) {
-      await this.core.deleteNamespacedPod({ namespace, name: p.deletePod.metadata!.name! }).catch(ignore(404));
+      await this.core.deleteNamespacedPod({ namespace, name: p.deletePod.metadata!.name! }).catch(ignoreStatus(404));
       const image = p.deletePod.spec?.containers.find((c) => c.name === 'postgres')?.image;
       this.log.info({ kind: 'Database', namespace, name, phase: p.deletePod.status?.phase, image }, 'Replacing the server Pod (ended, or on another image than the platform\'s)');
     } else if (p.createPod) {
@@ -156,7 +152,7 @@ export class DatabaseReconciler implements Reconciler<Database, DatabaseStatusFi
       }
     } else {
       // A Cluster's volumes go with the Cluster (its owner), which goes with the Database.
-      await this.core.deleteNamespacedPersistentVolumeClaim({ namespace, name: claimName }).catch(ignore(404));
+      await this.core.deleteNamespacedPersistentVolumeClaim({ namespace, name: claimName }).catch(ignoreStatus(404));
     }
     await this.custom.patchNamespacedCustomObject(
       {

@@ -13,6 +13,13 @@ export function kubeStatus(err: unknown): number | undefined {
   return err instanceof k8s.ApiException ? err.code : undefined;
 }
 
+/** A rejection handler that swallows these apiserver statuses (a 409 of a create made already, a 404 of a delete done) and rethrows the rest. */
+export const ignoreStatus =
+  (...codes: number[]) =>
+  (err: unknown): void => {
+    if (!codes.includes(kubeStatus(err) ?? 0)) throw err;
+  };
+
 /** Request options of a server-side apply patch (a body that says what the field manager owns). */
 export const serverSideApply = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.ServerSideApply);
 /** Request options of a JSON merge patch. */
