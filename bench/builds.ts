@@ -16,20 +16,20 @@ import { createMachineApi } from '../api/machine.js';
 import { createApi } from '../api/server.js';
 import { packTree } from '../lib/artifacts/tarball.js';
 import { getFromEveryMachine } from '../test/support/app-traffic.js';
+import { packageLock } from '../test/support/build-trees.js';
 import { images } from '../test/support/images.js';
 import { benchApi } from './support.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const lock = (name: string) => JSON.stringify({ name, version: '1.0.0', lockfileVersion: 3, requires: true, packages: { '': { name, version: '1.0.0' } } });
 const trees = {
   site: (mark: string) => ({
     'package.json': JSON.stringify({ name: 'site', version: '1.0.0', scripts: { build: 'node build.js' } }),
-    'package-lock.json': lock('site'),
+    'package-lock.json': packageLock('site'),
     'build.js': `require('fs').mkdirSync('dist',{recursive:true});require('fs').writeFileSync('dist/index.html','${mark}')`,
   }),
   service: (mark: string) => ({
     'package.json': JSON.stringify({ name: 'svc', version: '1.0.0', scripts: { start: 'node server.js' } }),
-    'package-lock.json': lock('svc'),
+    'package-lock.json': packageLock('svc'),
     'server.js': `require('http').createServer((q, r) => r.end('${mark}')).listen(process.env.PORT)`,
   }),
 };

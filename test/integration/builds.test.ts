@@ -22,6 +22,7 @@ import { getFromEveryMachine } from '../support/app-traffic.js';
 import { startGitServer, type GitServer } from '../support/git-server.js';
 import { appsDomain, Browser, startTestIngress } from '../support/ingress.js';
 import { images } from '../support/images.js';
+import { packageLock } from '../support/build-trees.js';
 import { eventually } from '../support/wait.js';
 
 interface BuildBody {
@@ -40,7 +41,7 @@ interface BuildBody {
 }
 
 const pkg = (v: Record<string, unknown>) => JSON.stringify({ name: 'site', version: '1.0.0', ...v });
-const lock = JSON.stringify({ name: 'site', version: '1.0.0', lockfileVersion: 3, requires: true, packages: { '': { name: 'site', version: '1.0.0' } } });
+const lock = packageLock('site');
 /** A site whose build step writes dist/index.html saying `mark` (no dependencies: nothing to fetch). */
 const site = (mark: string, build = `require('fs').mkdirSync('dist',{recursive:true});require('fs').writeFileSync('dist/index.html','<h1>${mark}</h1>');console.log('wrote dist/index.html')`) => ({
   'package.json': pkg({ scripts: { build: 'node build.js' } }),

@@ -11,6 +11,7 @@ import { expectJson, startTestApi, type TestApi } from '../support/api.js';
 import { getFromEveryMachine } from '../support/app-traffic.js';
 import { startGitServer, type GitServer } from '../support/git-server.js';
 import { images } from '../support/images.js';
+import { packageLock } from '../support/build-trees.js';
 import { eventually } from '../support/wait.js';
 
 interface BuildBody {
@@ -22,7 +23,7 @@ interface BuildBody {
   source: { commit: string | null; ref: string | null };
 }
 
-const lock = JSON.stringify({ name: 'site', version: '1.0.0', lockfileVersion: 3, requires: true, packages: { '': { name: 'site', version: '1.0.0' } } });
+const lock = packageLock('site');
 const site = (mark: string, extra = '') => ({
   'package.json': JSON.stringify({ name: 'site', version: '1.0.0', scripts: { build: 'node build.js' } }),
   'package-lock.json': lock,
