@@ -79,6 +79,7 @@ export class Manager {
       {
         podsOf: (ns, app) => pods.list(ns).filter((p) => p.metadata?.labels?.[labels.app] === app),
         serviceOf: (ns, app) => services.get(app, ns),
+        servicesOf: (ns, app) => services.list(ns).filter((s) => s.metadata?.labels?.[labels.app] === app && s.metadata.labels[labels.service] !== undefined),
         claimsOf: (ns, app) => appClaims.list(ns).filter((c) => c.metadata?.labels?.[labels.app] === app),
       },
       settings,

@@ -14,7 +14,11 @@ export function pluralOf(kind: Kind): (typeof kinds)[Kind]['plural'] {
 export const labels = {
   /** On an App's machines, Service, NetworkPolicy and env Secrets: the App's name. */
   app: 'svc.dev/app',
-  /** On a machine Pod: its ordinal, "0" to "machines - 1". */
+  /** On a machine Pod of an App with services, its volume claims and its services' Services: the service's name. */
+  service: 'svc.dev/service',
+  /** On the machines of an App's public service (the one its hostname reaches): "true". What the App's Service selects. */
+  public: 'svc.dev/public',
+  /** On a machine Pod: its ordinal within its service, "0" to "machines - 1". */
   machine: 'svc.dev/machine',
   /** On a machine Pod: the hash of what shapes it (a change means a new machine). */
   revision: 'svc.dev/revision',

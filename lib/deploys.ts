@@ -21,7 +21,19 @@ export interface DeploySpec {
   env?: Array<{ name: string; value?: string }>;
   /** The authentication policy the deploy declared (compose x-svc, page meta tags, front matter). */
   auth?: NonNullable<App['spec']['auth']>;
+  /** A compose file's public service: its name, the ports the app's other services reach, how it starts and is checked. */
+  service?: string;
+  ports?: number[];
+  healthcheck?: NonNullable<App['spec']['healthcheck']>;
+  dependsOn?: NonNullable<App['spec']['dependsOn']>;
+  aliases?: string[];
+  workingDir?: string;
+  /** A compose file's other services, each with its own machines (docs/api/compose.md). */
+  services?: ServiceSpec[];
 }
+
+/** One of an App's private services (spec.services). */
+export type ServiceSpec = NonNullable<App['spec']['services']>[number];
 
 export interface Deploy {
   id: string;

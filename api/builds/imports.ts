@@ -65,7 +65,7 @@ export async function previewImport(url: string, ref: string | undefined, sub: s
     try {
       if (plan?.kind === 'compose') {
         const compose = parseCompose(await readFile(path.join(root, plan.compose!), 'utf8'));
-        services = compose.service ? [{ name: compose.service.name, image: compose.service.image, port: compose.service.port ?? null }] : [];
+        services = compose.services.map((s) => ({ name: s.name, image: s.image, port: s.port ?? null }));
         auth = combine(compose.policy ?? []) ?? null;
         if (auth) authFrom = `x-svc.auth of ${plan.compose}`;
       } else if (plan && !plan.build.length && ['static', 'markdown', 'handlers'].includes(plan.kind)) {

@@ -5,7 +5,7 @@ import type { Readable } from 'node:stream';
 import { z } from 'zod';
 import { listTarball, packTree, readTarballFiles, TreeError } from '../../lib/artifacts/tarball.js';
 import { UploadTooLarge, type ArtifactStore, type StagedUpload } from '../../lib/artifacts/store.js';
-import { newDeployId, type Deploy, type DeployOrigin, type DeploySpec, type DeployStore } from '../../lib/deploys.js';
+import { newDeployId, type Deploy, type DeployOrigin, type DeploySpec, type DeployStore, type ServiceSpec } from '../../lib/deploys.js';
 import type { Logger } from '../../lib/logger.js';
 import type { App } from '../../lib/resources/index.js';
 import type { AppRecord } from '../repositories/app-record.js';
@@ -16,7 +16,7 @@ import { ApiError, invalid } from '../errors.js';
 import type { AppRepository } from '../repositories/apps.js';
 import type { Env, EnvRepository } from '../repositories/env.js';
 import type { VolumeSpec } from '../../lib/volumes.js';
-import { parseCompose } from './compose.js';
+import { parseCompose, type Compose, type ComposeService } from './compose.js';
 import { detectKind, isHtml } from './detect.js';
 
 const imageRef = z
@@ -141,26 +141,13 @@ export class Deployer {
         summary: { image: body.image },
       };
     }
-    const compose = body.compose !== undefined ? parseCompose(body.compose) : undefined;
-    if (compose?.service) {
-      if (body.files) throw invalid('a compose service runs its image: send files without a compose service, or the service alone');
-      const s = compose.service;
-      const auth = policyOrInvalid(() => combine(compose.policy ?? []));
-      return {
-        origin: 'compose',
-        spec: {
-          kind: 'container',
-          image: s.image,
-          ...(s.port ? { port: s.port } : {}),
-          ...(s.command ? { command: s.command } : {}),
-          ...(s.args ? { args: s.args } : {}),
-          ...(s.env.length ? { env: s.env } : {}),
-          ...(auth ? { auth } : {}),
-        },
-        summary: { service: s.name, image: s.image, ...policySummary(auth) },
-        ...(compose.settings.machines !== undefined ? { machines: compose.settings.machines } : {}),
-        volumes: s.volumes,
-      };
+    const sent = body.files ? new Map(Object.entries(body.files).map(([p, c]) => [p.replace(/^\.\//, ''), typeof c === 'string' ? c : Buffer.from(c.base64, 'base64').toString('utf8')])) : undefined;
+    const compose = body.compose !== undefined ? parseCompose(body.compose, sent ? (p) => sent.get(p) : undefined) : undefined;
+    if (compose?.services.length) {
+      // Files go with a compose file's services only as the env files they read.
+      const extra = [...(sent?.keys() ?? [])].filter((p) => !compose.envFiles.includes(p));
+      if (extra.length) throw invalid(`a compose file's services run their images: files sent with it are its env_file files only (${extra.slice(0, 3).join(', ')} ${extra.length > 1 ? 'are' : 'is'} not one)`);
+      return composePrepared(compose, policyOrInvalid(() => combine(compose.policy ?? [])));
     }
     if (!body.files) throw invalid('this compose file has no container service (only x-svc): send the files it configures with it');
     if (!Object.keys(body.files).length) throw invalid('the deploy has no files');
@@ -276,6 +263,45 @@ export async function createServing(
   return { app, deploy };
 }
 
+/** A compose file with services as a deploy: the public service in the top-level fields, the others in services. */
+function composePrepared(compose: Compose, auth: AuthPolicy | undefined): Prepared {
+  const [pub, ...others] = compose.services as [ComposeService, ...ComposeService[]];
+  const own = (s: ComposeService) => ({
+    ...(s.command ? { command: s.command } : {}),
+    ...(s.args ? { args: s.args } : {}),
+    ...(s.env.length ? { env: s.env } : {}),
+    ...(s.healthcheck ? { healthcheck: s.healthcheck } : {}),
+    ...(s.dependsOn.length ? { dependsOn: s.dependsOn } : {}),
+    ...(s.aliases.length ? { aliases: s.aliases } : {}),
+    ...(s.workingDir ? { workingDir: s.workingDir } : {}),
+  });
+  const services: ServiceSpec[] = others.map((s) => ({
+    name: s.name,
+    image: s.image,
+    ...own(s),
+    ...(s.port !== undefined ? { port: s.port } : {}),
+    ...(s.ports.length ? { ports: s.ports } : {}),
+    ...(s.volumes.length ? { volumes: s.volumes } : {}),
+    ...(s.machines !== undefined ? { machines: s.machines } : {}),
+    ...(s.restart ? { restart: s.restart } : {}),
+  }));
+  return {
+    origin: 'compose',
+    spec: {
+      kind: 'container',
+      image: pub.image,
+      ...(pub.port ? { port: pub.port } : {}),
+      ...own(pub),
+      // A one-service file keeps the shape of an image deploy; services name themselves once there are several.
+      ...(services.length ? { service: pub.name, services, ...(pub.ports.length ? { ports: pub.ports } : {}) } : {}),
+      ...(auth ? { auth } : {}),
+    },
+    summary: { service: pub.name, image: pub.image, ...(services.length ? { services: [pub.name, ...services.map((s) => s.name)] } : {}), ...policySummary(auth) },
+    ...(compose.settings.machines !== undefined ? { machines: compose.settings.machines } : {}),
+    volumes: pub.volumes,
+  };
+}
+
 /** The merge patch that makes an App's deploy-owned fields exactly `spec` (absent ones removed). */
 export function specPatch(spec: DeploySpec): Record<string, unknown> {
   return {
@@ -289,6 +315,14 @@ export function specPatch(spec: DeploySpec): Record<string, unknown> {
     env: spec.env ?? null,
     // The deploy's declarations are the app's whole policy: a deploy that declares none is public.
     auth: spec.auth ? { rules: spec.auth.rules } : null,
+    service: spec.service ?? null,
+    ports: spec.ports ?? null,
+    // Compose fills every field of a healthcheck, so merging it replaces the old one whole.
+    healthcheck: spec.healthcheck ?? null,
+    dependsOn: spec.dependsOn ?? null,
+    aliases: spec.aliases ?? null,
+    workingDir: spec.workingDir ?? null,
+    services: spec.services ?? null,
   };
 }
 
@@ -316,5 +350,12 @@ export function deploySpecOf(app: AppRecord): DeploySpec | undefined {
     ...(s.source ? { source: { digest: s.source.digest, ...(s.source.url ? { url: s.source.url } : {}) } } : {}),
     ...(s.env?.length ? { env: s.env.map((e) => ({ name: e.name, ...(e.value !== undefined ? { value: e.value } : {}) })) } : {}),
     ...(s.auth?.rules.length ? { auth: s.auth } : {}),
+    ...(s.service ? { service: s.service } : {}),
+    ...(s.ports?.length ? { ports: s.ports } : {}),
+    ...(s.healthcheck ? { healthcheck: s.healthcheck } : {}),
+    ...(s.dependsOn?.length ? { dependsOn: s.dependsOn } : {}),
+    ...(s.aliases?.length ? { aliases: s.aliases } : {}),
+    ...(s.workingDir ? { workingDir: s.workingDir } : {}),
+    ...(s.services?.length ? { services: s.services } : {}),
   };
 }

@@ -26,6 +26,8 @@ export interface LogLine {
   /** The kubelet's timestamp, as an ISO 8601 UTC time with milliseconds. */
   time: string;
   machine: number | null;
+  /** The machine's service, in an app with several (compose services); null otherwise. */
+  service: string | null;
   pod: string;
   line: string;
 }
@@ -54,8 +56,8 @@ export function parseKubeletLine(raw: string): { key: string; time: string; text
 export type LogFormat = 'text' | 'ndjson';
 
 export function formatLine(l: LogLine, format: LogFormat): string {
-  if (format === 'ndjson') return `${JSON.stringify({ time: l.time, machine: l.machine, pod: l.pod, line: l.line })}\n`;
-  return `${l.time} ${l.machine === null ? l.pod : `m${l.machine}`} ${l.line}\n`;
+  if (format === 'ndjson') return `${JSON.stringify({ time: l.time, machine: l.machine, ...(l.service !== null ? { service: l.service } : {}), pod: l.pod, line: l.line })}\n`;
+  return `${l.time} ${l.machine === null ? l.pod : `${l.service !== null ? `${l.service}/` : ''}m${l.machine}`} ${l.line}\n`;
 }
 
 export function wantsNdjson(accept: string | string[] | undefined): boolean {
@@ -117,8 +119,9 @@ function instanceOf(pod: k8s.V1Pod): string {
 }
 
 /** The app's machine Pods, by one label-selected list, in machine then name order. */
-export async function listMachines(s: Pick<Services, 'machines'>, namespace: string, app: string): Promise<k8s.V1Pod[]> {
-  const pods = await s.machines.list(namespace, app);
+/** The app's machines (of one service, when `service` is given), by ordinal. */
+export async function listMachines(s: Pick<Services, 'machines'>, namespace: string, app: string, service?: string): Promise<k8s.V1Pod[]> {
+  const pods = (await s.machines.list(namespace, app)).filter((p) => service === undefined || p.metadata?.labels?.[labels.service] === service);
   return pods.sort((a, b) => (machineOf(a) ?? Infinity) - (machineOf(b) ?? Infinity) || a.metadata!.name!.localeCompare(b.metadata!.name!));
 }
 
@@ -209,6 +212,7 @@ function lineOf(pod: k8s.V1Pod, raw: string, fallbackKey: string): LogLine {
     key,
     time: parsed?.time ?? new Date(Number(key.slice(0, 12)) * 1000 + Number(key.slice(12, 15))).toISOString(),
     machine: machineOf(pod),
+    service: pod.metadata?.labels?.[labels.service] ?? null,
     pod: pod.metadata!.name!,
     line: parsed ? parsed.text : raw,
   };
@@ -270,6 +274,8 @@ export interface FollowContext {
   namespace: string;
   app: string;
   appUid: string;
+  /** Only this service's machines. */
+  service?: string | undefined;
   sel: Selection;
   format: LogFormat;
 }
@@ -329,7 +335,7 @@ export class FollowStream extends Readable {
         this.push(null);
         return;
       }
-      const pods = await listMachines(this.c.s, this.c.namespace, this.c.app);
+      const pods = await listMachines(this.c.s, this.c.namespace, this.c.app, this.c.service);
       if (!this.ended) this.sync(pods, false);
     } catch (err) {
       this.c.s.log.warn({ err, app: this.c.app, namespace: this.c.namespace }, 'Following app logs: cannot list machines');

@@ -16,7 +16,7 @@ import {
 import { parseSince } from '../../lib/duration.js';
 import { op, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
-import { resolveApp } from './app-access.js';
+import { resolveApp, serviceOrInvalid } from './app-access.js';
 
 const logsQuery = z.strictObject({
   tail: z.coerce.number().int().min(0).max(maxTail).default(defaultTail).describe('Lines per machine from before the request.'),
@@ -26,6 +26,7 @@ const logsQuery = z.strictObject({
     .optional()
     .describe('Leave out older lines: a duration back from now (5m) or an RFC3339 time.'),
   follow: z.enum(['true', 'false']).default('false').describe('true: stream lines as they are written, until the client disconnects.'),
+  service: z.string().max(30).optional().describe("Only this service's machines (an app deployed from a compose file with several services)."),
 });
 
 export function appLogOperations(s: Services): Operation[] {
@@ -56,12 +57,13 @@ export function appLogOperations(s: Services): Operation[] {
           // Proxies in front of the API must pass a followed log on as it comes.
           ...(follow ? { 'X-Accel-Buffering': 'no' } : {}),
         };
-        const pods = await listMachines(s, namespace, name);
+        const service = query.service !== undefined ? serviceOrInvalid(app, query.service) : undefined;
+        const pods = await listMachines(s, namespace, name, service);
         if (!follow) {
           const lines = await recentLines(s.machines, namespace, pods, sel, keyOfDate(now));
           return { body: lines.map((l) => formatLine(l, format)).join(''), headers: responseHeaders };
         }
-        const stream = new FollowStream({ s, log: s.machines, namespace, app: name, appUid: app.id, sel, format }, pods);
+        const stream = new FollowStream({ s, log: s.machines, namespace, app: name, appUid: app.id, service, sel, format }, pods);
         return { body: stream, headers: responseHeaders };
       },
     }),

@@ -71,6 +71,7 @@ const statusSchema = z.object({ '2xx': z.number(), '3xx': z.number(), '4xx': z.n
 const latencySchema = z.object({ p50: z.number().nullable(), p90: z.number().nullable(), p99: z.number().nullable(), mean: z.number().nullable() });
 const machineSchema = z.object({
   machine: z.number().nullable(),
+  service: z.string().nullable().describe('The service the machine runs, in an app with several; null otherwise.'),
   pod: z.string(),
   node: z.string().nullable(),
   phase: z.string(),
@@ -162,6 +163,7 @@ async function machinesOf(s: Pick<Services, 'machines' | 'log'>, app: AppRecord)
     const phase = pod.status?.phase ?? 'Pending';
     const base = {
       machine: ordinal !== undefined && /^\d+$/.test(ordinal) ? Number(ordinal) : null,
+      service: pod.metadata?.labels?.[labels.service] ?? null,
       pod: pod.metadata!.name!,
       node,
       phase,
@@ -184,7 +186,7 @@ async function machinesOf(s: Pick<Services, 'machines' | 'log'>, app: AppRecord)
       unavailable: null,
     };
   });
-  return machines.sort((a, b) => (a.machine ?? Infinity) - (b.machine ?? Infinity) || a.pod.localeCompare(b.pod));
+  return machines.sort((a, b) => (a.service ?? '').localeCompare(b.service ?? '') || (a.machine ?? Infinity) - (b.machine ?? Infinity) || a.pod.localeCompare(b.pod));
 }
 
 export function appMetricsOperations(s: Services): Operation[] {

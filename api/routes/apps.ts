@@ -6,7 +6,7 @@ import type { AppRecord } from '../repositories/app-record.js';
 import { invalid, notFound } from '../errors.js';
 import { op, type Caller, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
-import { allowedApp, requireApp, resolveApp } from './app-access.js';
+import { allowedApp, requireApp, resolveApp, serviceOrInvalid } from './app-access.js';
 import { dnsLabel, previewSeparator } from '../../lib/contract.js';
 
 /** Names that would collide with routes under /apps. */
@@ -56,6 +56,10 @@ export const appSchema = z.object({
   machines: z.number(),
   current_deploy: z.string().nullable(),
   rollout: z.string().nullable().describe('How the latest change is rolling out, as the controller reports it'),
+  services: z
+    .array(z.object({ name: z.string(), public: z.boolean(), image: z.string(), machines: z.number(), ready: z.string() }))
+    .nullable()
+    .describe("An app deployed from a compose file with several services: each one, the public one (which receives the app's hostname) first; null otherwise"),
   expires_at: z.string().nullable(),
   created_at: z.string().nullable(),
 });
@@ -78,6 +82,12 @@ export function presentApp(app: AppRecord): z.infer<typeof appSchema> {
       if ((p.observedGeneration ?? 0) < app.generation) return 'Pending: the controller has not taken up the change yet';
       return `${p.reason}: ${p.message}`;
     })(),
+    services: app.spec.services?.length
+      ? [
+          { name: app.spec.service ?? '', public: true, image: app.spec.image ?? '', machines: app.spec.machines ?? 1 },
+          ...app.spec.services.map((v) => ({ name: v.name, public: false, image: v.image, machines: v.machines ?? 1 })),
+        ].map((v) => ({ ...v, ready: app.status?.services?.find((x) => x.name === v.name)?.ready ?? `0/${v.machines}` }))
+      : null,
     expires_at: app.spec.expiresAt ?? null,
     created_at: app.createdAt?.toISOString() ?? null,
   };
@@ -215,10 +225,13 @@ export function appOperations(s: Services): Operation[] {
       tag: 'apps',
       summary: 'List machines',
       action: 'read',
+      query: z.strictObject({ service: z.string().max(30).optional().describe("Only this service's machines (an app deployed from a compose file with several services).") }),
       response: z.object({
         machines: z.array(
           z.object({
             ordinal: z.number(),
+            service: z.string().nullable().describe('The service the machine runs, in an app with several; null otherwise.'),
+            public: z.boolean().describe("Whether it serves the app's hostname (its public service's)."),
             node: z.string().nullable(),
             state: z.string(),
             address: z.string().nullable(),
@@ -228,18 +241,28 @@ export function appOperations(s: Services): Operation[] {
         ),
       }),
       // As the App controller last observed them (App status), so this reads no Pod.
-      handler: async ({ caller, params }) => {
+      handler: async ({ caller, params, query }) => {
         const app = await find(caller, params.appID!);
+        const only = query.service !== undefined ? serviceOrInvalid(app, query.service) : undefined;
+        const groups = app.status?.services?.length
+          ? app.status.services.map((v) => ({ service: v.name, public: v.public ?? false, machines: v.machines ?? [] }))
+          : [{ service: null, public: true, machines: app.status?.machines ?? [] }];
         return {
           body: {
-            machines: (app.status?.machines ?? []).map((m) => ({
-              ordinal: m.ordinal,
-              node: m.node ?? null,
-              state: m.state ?? 'pending',
-              address: m.address ?? null,
-              deploy: m.deploy ?? null,
-              started_at: m.startedAt ?? null,
-            })),
+            machines: groups
+              .filter((g) => only === undefined || g.service === only)
+              .flatMap((g) =>
+                g.machines.map((m) => ({
+                  ordinal: m.ordinal,
+                  service: g.service,
+                  public: g.public,
+                  node: m.node ?? null,
+                  state: m.state ?? 'pending',
+                  address: m.address ?? null,
+                  deploy: m.deploy ?? null,
+                  started_at: m.startedAt ?? null,
+                })),
+              ),
           },
         };
       },

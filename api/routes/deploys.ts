@@ -89,7 +89,7 @@ export function deployOperations(s: Services): Operation[] {
       handler: async (input) => {
         const app = await resolveApp(s, input.caller, input.params.appID!);
         const prepared = await readDeployInput(s, input);
-        checkVolumeQuota(s, app, prepared.volumes, prepared.machines);
+        checkVolumeQuota(s, app, prepared);
         const deploy = await s.deployer.apply(input.caller.account.id, app, prepared, { createdBy: createdBy(input.caller) });
         return { status: 202, body: presentDeploy(deploy, app) };
       },

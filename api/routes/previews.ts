@@ -119,7 +119,7 @@ export function previewOperations(s: Services): Operation[] {
         const parent = await resolveApp(s, input.caller, input.params.appID!);
         const p = await previewOf(input.caller.account.namespace, parent, input.params.ref!);
         const prepared = await readDeployInput(s, input);
-        checkVolumeQuota(s, p, prepared.volumes, prepared.machines);
+        checkVolumeQuota(s, p, prepared);
         const deploy = await s.deployer.apply(input.caller.account.id, p, prepared, { createdBy: createdBy(input.caller) });
         return { status: 202, body: presentDeploy(deploy, p) };
       },

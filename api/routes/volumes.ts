@@ -3,7 +3,8 @@
 // deleted only with their database), and the deletion of a detached one (docs/api/data.md).
 import { z } from 'zod';
 import type { AppRecord } from '../repositories/app-record.js';
-import { volumeBytes, volumeClaimName, type VolumeSpec } from '../../lib/volumes.js';
+import { volumeBytes, volumeClaimName } from '../../lib/volumes.js';
+import type { Prepared } from '../deploys/deployer.js';
 import { databaseBytes } from '../../lib/databases.js';
 import { ApiError, conflict, notFound } from '../errors.js';
 import { op, type Operation } from '../operation.js';
@@ -44,11 +45,16 @@ export function assertStorageFits(s: Services, namespace: string, more: number, 
  * Refuses (403 quota_exceeded) a deploy whose volumes would make claims that bring the account's
  * storage over its limit: one per machine and volume not made yet.
  */
-export function checkVolumeQuota(s: Services, app: AppRecord, volumes: readonly VolumeSpec[] | undefined, machines: number | undefined): void {
-  if (!volumes?.length) return;
-  const count = machines ?? app.spec.machines ?? 1;
+/** Refuses (403 quota_exceeded) a deploy whose new volume claims (every service's, per machine) would not fit. */
+export function checkVolumeQuota(s: Services, app: AppRecord, prepared: Pick<Prepared, 'volumes' | 'machines' | 'spec'>): void {
+  const groups = [
+    { volumes: prepared.volumes ?? [], count: prepared.machines ?? app.spec.machines ?? 1 },
+    ...(prepared.spec.services ?? []).map((sv) => ({ volumes: sv.volumes ?? [], count: sv.machines ?? 1 })),
+  ];
   let more = 0;
-  for (const v of volumes) for (let m = 0; m < count; m++) if (!s.volumes.has(app.namespace, volumeClaimName(app.name, v.name, m))) more += volumeBytes(v.size);
+  for (const { volumes, count } of groups) {
+    for (const v of volumes) for (let m = 0; m < count; m++) if (!s.volumes.has(app.namespace, volumeClaimName(app.name, v.name, m))) more += volumeBytes(v.size);
+  }
   if (more > 0) assertStorageFits(s, app.namespace, more, `the app's volumes need ${more} more bytes`);
 }
 

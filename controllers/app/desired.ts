@@ -42,6 +42,94 @@ export interface AppSettings {
   database?: { name: string; host: string | undefined } | undefined;
   /** The StorageClass of the App's volume claims; undefined: the cluster's default. */
   volumeStorageClass?: string | undefined;
+  /**
+   * The ClusterIP of each of the App's service Services, by service name (observed, so set per App
+   * by the reconciler); undefined: not known yet. Only Apps with spec.services have them.
+   */
+  serviceAddresses?: ReadonlyMap<string, string | undefined> | undefined;
+}
+
+type Restart = NonNullable<NonNullable<App['spec']['services']>[number]['restart']>;
+
+/**
+ * One service of an App as its machines are made: the public one (the App's top-level fields, which
+ * receives the app's hostname) or one of spec.services (reached by the app's machines by name only).
+ */
+export interface ServiceView {
+  /** The service's name; undefined for the public service of an App that does not name it. */
+  name: string | undefined;
+  public: boolean;
+  image: string | undefined;
+  command?: string[] | undefined;
+  args?: string[] | undefined;
+  workingDir?: string | undefined;
+  /** PORT, and the port the default readiness check knocks on (the public service's HTTP port). */
+  port: number | undefined;
+  /** Ports the app's other services reach it on, by name. */
+  ports: number[];
+  env: NonNullable<App['spec']['env']>;
+  machines: number;
+  volumes: NonNullable<App['spec']['volumes']>;
+  healthcheck?: App['spec']['healthcheck'];
+  restart: Restart;
+  dependsOn: NonNullable<App['spec']['dependsOn']>;
+  aliases: string[];
+}
+
+/** The App's services, the public one first. */
+export function servicesOf(app: App): ServiceView[] {
+  const s = app.spec;
+  const port = s.port ?? 8080;
+  const pub: ServiceView = {
+    name: s.service,
+    public: true,
+    image: s.image,
+    command: s.command,
+    args: s.args,
+    workingDir: s.workingDir,
+    port,
+    ports: [...new Set([port, ...(s.ports ?? [])])],
+    env: s.env ?? [],
+    machines: s.machines ?? 1,
+    volumes: s.volumes ?? [],
+    healthcheck: s.healthcheck,
+    restart: 'always',
+    dependsOn: s.dependsOn ?? [],
+    aliases: s.aliases ?? [],
+  };
+  const others = (s.services ?? []).map(
+    (v): ServiceView => ({
+      name: v.name,
+      public: false,
+      image: v.image,
+      command: v.command,
+      args: v.args,
+      workingDir: v.workingDir,
+      port: v.port ?? v.ports?.[0],
+      ports: v.ports ?? [],
+      env: v.env ?? [],
+      machines: v.machines ?? 1,
+      volumes: v.volumes ?? [],
+      healthcheck: v.healthcheck,
+      restart: v.restart ?? 'always',
+      dependsOn: v.dependsOn ?? [],
+      aliases: v.aliases ?? [],
+    }),
+  );
+  return [pub, ...others];
+}
+
+/** The Service through which the app's machines reach service `service` by name (a DNS label of at most 63). */
+export function serviceObjectName(app: string, service: string): string {
+  const full = `${app}-${service}`;
+  return full.length <= 63 ? full : `${full.slice(0, 52).replace(/-+$/, '')}-${createHash('sha256').update(full).digest('hex').slice(0, 10)}`;
+}
+
+/** Whether a machine Pod belongs to `view` (the public service's machines made before services had names carry no service label). */
+export function podOfService(pod: k8s.V1Pod, view: Pick<ServiceView, 'name' | 'public'>): boolean {
+  const l = pod.metadata?.labels ?? {};
+  if (view.public) return l[labels.public] === 'true' || l[labels.service] === undefined;
+  return l[labels.public] !== 'true' && l[labels.service] === view.name;
 }
 
 /**
@@ -77,10 +165,10 @@ function ownerRef(app: App): k8s.V1OwnerReference {
  * assertions (the runtime does; a container service may, docs/api/identity-assertion.md). Those come
  * last so they win over an app variable of the same name (Kubernetes keeps the last duplicate).
  */
-function envOf(app: App, port: number, settings: AppSettings): k8s.V1EnvVar[] {
+function envOf(app: App, view: ServiceView, settings: AppSettings): k8s.V1EnvVar[] {
   return [
-    { name: 'PORT', value: String(port) },
-    ...(app.spec.env ?? []).filter((e) => !e.name.startsWith('SVC_AUTH_')).map((e) => ({ name: e.name, value: e.value ?? '' })),
+    ...(view.port !== undefined ? [{ name: 'PORT', value: String(view.port) }] : []),
+    ...view.env.filter((e) => !e.name.startsWith('SVC_AUTH_')).map((e) => ({ name: e.name, value: e.value ?? '' })),
     ...(settings.database ? databaseEnv(settings.database) : []),
     { name: 'SVC_AUTH_JWKS_URL', value: app.spec.identity?.jwksUrl ?? settings.jwksUrl },
     { name: 'SVC_AUTH_ISSUER', value: app.spec.identity?.issuer ?? settings.assertionIssuer },
@@ -112,39 +200,84 @@ const tmpVolume: k8s.V1Volume = { name: 'tmp', emptyDir: { sizeLimit: '256Mi' } 
 const tmpMount: k8s.V1VolumeMount = { name: 'tmp', mountPath: '/tmp' };
 
 /** Machine `ordinal`'s persistent volumes (each its own claim) and where they are mounted. */
-function persistentVolumes(app: App, ordinal: number): { volumes: k8s.V1Volume[]; mounts: k8s.V1VolumeMount[] } {
-  const declared = app.spec.volumes ?? [];
+function persistentVolumes(app: App, view: ServiceView, ordinal: number): { volumes: k8s.V1Volume[]; mounts: k8s.V1VolumeMount[] } {
+  const declared = view.volumes;
   return {
     volumes: declared.map((v) => ({ name: podVolumeName(v.name), persistentVolumeClaim: { claimName: volumeClaimName(app.metadata.name!, v.name, ordinal) } })),
     mounts: declared.map((v) => ({ name: podVolumeName(v.name), mountPath: v.path })),
   };
 }
 
+/** How a machine of `view` is known ready: its healthcheck, else its port accepting connections, else running. */
+function readinessOf(view: ServiceView): k8s.V1Probe | undefined {
+  const h = view.healthcheck;
+  if (h) {
+    return {
+      exec: { command: h.command },
+      periodSeconds: h.intervalSeconds ?? 30,
+      timeoutSeconds: h.timeoutSeconds ?? 30,
+      failureThreshold: h.retries ?? 3,
+    };
+  }
+  if (view.port === undefined) return undefined;
+  return { tcpSocket: { port: view.port as unknown as k8s.IntOrString }, periodSeconds: 1, failureThreshold: 2 };
+}
+
+const restartPolicies: Record<Restart, string> = { always: 'Always', 'on-failure': 'OnFailure', no: 'Never' };
+
+/**
+ * The names the app's machines reach its services by (and their addresses), for every machine of an
+ * App with services: the platform runs no cluster DNS it could rely on, and a Service's ClusterIP
+ * lasts as long as the Service.
+ */
+function hostAliasesOf(app: App, settings: AppSettings): k8s.V1HostAlias[] | undefined {
+  if (!app.spec.services?.length) return undefined;
+  const aliases: k8s.V1HostAlias[] = [];
+  for (const view of servicesOf(app)) {
+    const ip = view.name !== undefined && view.ports.length ? settings.serviceAddresses?.get(view.name) : undefined;
+    if (ip) aliases.push({ ip, hostnames: [view.name!, ...view.aliases] });
+  }
+  return aliases.length ? aliases : undefined;
+}
+
 /** The machine's containers and volumes, as the App describes them. */
-function machineSpec(app: App, settings: AppSettings, ordinal = 0): Pick<k8s.V1PodSpec, 'containers' | 'initContainers' | 'volumes' | 'securityContext'> {
-  const port = app.spec.port ?? 8080;
-  const persistent = persistentVolumes(app, ordinal);
+function machineSpec(
+  app: App,
+  settings: AppSettings,
+  ordinal = 0,
+  view: ServiceView = servicesOf(app)[0]!,
+): Pick<k8s.V1PodSpec, 'containers' | 'initContainers' | 'volumes' | 'securityContext' | 'hostAliases' | 'restartPolicy'> {
+  const persistent = persistentVolumes(app, view, ordinal);
   const limits = Object.fromEntries(Object.entries(app.spec.resources ?? {}).filter(([, v]) => v !== undefined)) as Record<string, string>;
+  const readiness = readinessOf(view);
+  const hostAliases = hostAliasesOf(app, settings);
+  const podLevel = {
+    securityContext: machinePodSecurity,
+    ...(hostAliases ? { hostAliases } : {}),
+    // Always is what a machine had before services could say otherwise; named only when it differs.
+    ...(view.restart !== 'always' ? { restartPolicy: restartPolicies[view.restart] } : {}),
+  };
   const main: k8s.V1Container = {
     name: containers.machine,
-    image: app.spec.image,
-    ...(app.spec.command ? { command: app.spec.command } : {}),
-    ...(app.spec.args ? { args: app.spec.args } : {}),
-    ports: [{ name: 'http', containerPort: port }],
-    env: envOf(app, port, settings),
+    image: view.image,
+    ...(view.command ? { command: view.command } : {}),
+    ...(view.args ? { args: view.args } : {}),
+    ...(view.workingDir ? { workingDir: view.workingDir } : {}),
+    ...(view.public ? { ports: [{ name: 'http', containerPort: view.port! }] } : view.ports.length ? { ports: view.ports.map((p) => ({ name: `p${p}`, containerPort: p })) } : {}),
+    env: envOf(app, view, settings),
     ...(app.spec.envSecretName ? { envFrom: [{ secretRef: { name: app.spec.envSecretName } }] } : {}),
     ...(Object.keys(limits).length ? { resources: { limits } } : {}),
-    readinessProbe: { tcpSocket: { port: port as unknown as k8s.IntOrString }, periodSeconds: 1, failureThreshold: 2 },
+    ...(readiness ? { readinessProbe: readiness } : {}),
     securityContext: machineContainerSecurity,
     volumeMounts: [tmpMount, ...persistent.mounts],
   };
   const source = app.spec.source;
-  if (!runtimeKinds.has(app.spec.kind ?? '') || !source) return { securityContext: machinePodSecurity, containers: [main], volumes: [tmpVolume, ...persistent.volumes] };
+  if (!view.public || !runtimeKinds.has(app.spec.kind ?? '') || !source) return { ...podLevel, containers: [main], volumes: [tmpVolume, ...persistent.volumes] };
   // The runtime serves the artifact an init container fetched and verified into an emptyDir, so a
   // machine never serves bytes other than the digest the App names.
   const mount = { name: 'site', mountPath: siteRoot };
   return {
-    securityContext: machinePodSecurity,
+    ...podLevel,
     initContainers: [
       {
         name: containers.fetch,
@@ -165,7 +298,8 @@ function machineSpec(app: App, settings: AppSettings, ordinal = 0): Pick<k8s.V1P
         image: settings.runtimeImage,
         command: undefined,
         args: ['serve'],
-        env: [...envOf(app, port, settings), { name: 'SVC_APP_KIND', value: app.spec.kind! }, { name: 'SVC_SITE_ROOT', value: siteRoot }],
+        workingDir: undefined,
+        env: [...envOf(app, view, settings), { name: 'SVC_APP_KIND', value: app.spec.kind! }, { name: 'SVC_SITE_ROOT', value: siteRoot }],
         volumeMounts: [{ ...mount, readOnly: true }, tmpMount, ...persistent.mounts],
       },
     ],
@@ -173,50 +307,61 @@ function machineSpec(app: App, settings: AppSettings, ordinal = 0): Pick<k8s.V1P
   };
 }
 
-function placementOf(app: App, ordinal: number): string | undefined {
+function placementOf(app: App, ordinal: number, view?: ServiceView): string | undefined {
+  // Placement (machine migration) pins the public service's machines.
+  if (view && !view.public) return undefined;
   return (app.spec.placement ?? []).find((p) => p.ordinal === ordinal)?.node;
 }
 
-/** A short hash of everything that shapes machine `ordinal`: a change means a new machine. */
-export function revisionOf(app: App, settings: AppSettings, ordinal = 0): string {
-  const shape = JSON.stringify({ m: machineSpec(app, settings, ordinal), d: app.spec.deployId ?? null, n: placementOf(app, ordinal) ?? null });
+/**
+ * A short hash of everything that shapes machine `ordinal` of `view`: a change means a new machine.
+ * A deploy replaces the machines of a one-service app (as Heroku and Fly.io restart on every deploy);
+ * in an App with services only a service whose definition changed gets new machines (compose's `up`).
+ */
+export function revisionOf(app: App, settings: AppSettings, ordinal = 0, view: ServiceView = servicesOf(app)[0]!): string {
+  const deploy = app.spec.services?.length ? null : (app.spec.deployId ?? null);
+  const shape = JSON.stringify({ m: machineSpec(app, settings, ordinal, view), d: deploy, n: placementOf(app, ordinal, view) ?? null });
   return createHash('sha256').update(shape).digest('hex').slice(0, 10);
 }
 
+/** The labels every machine of `view` carries (the public one's are what the app's Service selects). */
+function serviceLabels(view: ServiceView): Record<string, string> {
+  return { ...(view.name !== undefined ? { [labels.service]: view.name } : {}), ...(view.public ? { [labels.public]: 'true' } : {}) };
+}
+
 /**
- * Machine `ordinal` as a Pod created at `now`. Its init container gets a fresh artifact credential,
- * which is not part of the revision: a machine is not replaced because its credential aged.
+ * Machine `ordinal` of `view` as a Pod created at `now`. Its init container gets a fresh artifact
+ * credential, which is not part of the revision: a machine is not replaced because its credential aged.
  */
-export function machinePod(app: App, ordinal: number, settings: AppSettings, now = new Date()): k8s.V1Pod {
+export function machinePod(app: App, ordinal: number, settings: AppSettings, now = new Date(), view: ServiceView = servicesOf(app)[0]!): k8s.V1Pod {
   const name = app.metadata.name!;
-  const revision = revisionOf(app, settings, ordinal);
-  const node = placementOf(app, ordinal);
-  const spec = machineSpec(app, settings, ordinal);
+  const revision = revisionOf(app, settings, ordinal, view);
+  const node = placementOf(app, ordinal, view);
+  const spec = machineSpec(app, settings, ordinal, view);
   const fetch = spec.initContainers?.[0];
   if (fetch && settings.artifactKey && app.spec.source) {
     const expires = new Date(now.getTime() + artifactCredentialTtlSeconds * 1000);
     fetch.env = [...(fetch.env ?? []), { name: 'SVC_ARTIFACT_TOKEN', value: mintArtifactCredential(settings.artifactKey, app.spec.source.digest, expires) }];
   }
+  const spread = { [labels.app]: name, ...(view.public ? {} : { [labels.service]: view.name! }) };
   return {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: {
-      name: `${name}-m${ordinal}-${revision}`,
+      name: view.public ? `${name}-m${ordinal}-${revision}` : `${name}-${view.name}-m${ordinal}-${revision}`,
       namespace: app.metadata.namespace,
-      labels: { [labels.app]: name, [labels.machine]: String(ordinal), [labels.revision]: revision, [labels.managedBy]: managerName },
+      labels: { [labels.app]: name, ...serviceLabels(view), [labels.machine]: String(ordinal), [labels.revision]: revision, [labels.managedBy]: managerName },
       annotations: { ...(app.spec.deployId ? { [annotations.deploy]: app.spec.deployId } : {}) },
       ownerReferences: [ownerRef(app)],
     },
     spec: {
       ...spec,
-      restartPolicy: 'Always',
+      restartPolicy: spec.restartPolicy ?? 'Always',
       terminationGracePeriodSeconds: 10,
       automountServiceAccountToken: false,
       enableServiceLinks: false,
-      // Machines of one app prefer different nodes.
-      topologySpreadConstraints: [
-        { maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: { [labels.app]: name } } },
-      ],
+      // Machines of one service prefer different nodes.
+      topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: spread } }],
       ...(node
         ? {
             affinity: {
@@ -235,9 +380,10 @@ export function machinePod(app: App, ordinal: number, settings: AppSettings, now
 /**
  * Machine `ordinal`'s claim for volume `volume`. Owned by the App but not its controller's to
  * delete: a volume dropped from the spec or a machine scaled away keeps its data, detached, until
- * DELETE /volumes/{ref} (docs/decisions/0018-volumes.md). Its size is fixed when it is made.
+ * DELETE /volumes/{ref} (docs/decisions/0018-volumes.md). Its size is fixed when it is made. A
+ * volume belongs to one service of the app, so its name and the ordinal say which claim it is.
  */
-export function volumeClaim(app: App, volume: NonNullable<App['spec']['volumes']>[number], ordinal: number, settings: AppSettings): k8s.V1PersistentVolumeClaim {
+export function volumeClaim(app: App, volume: NonNullable<App['spec']['volumes']>[number], ordinal: number, settings: AppSettings, view?: ServiceView): k8s.V1PersistentVolumeClaim {
   const name = app.metadata.name!;
   return {
     apiVersion: 'v1',
@@ -245,7 +391,13 @@ export function volumeClaim(app: App, volume: NonNullable<App['spec']['volumes']
     metadata: {
       name: volumeClaimName(name, volume.name, ordinal),
       namespace: app.metadata.namespace,
-      labels: { [labels.app]: name, [labels.machine]: String(ordinal), [labels.volume]: volume.name, [labels.managedBy]: managerName },
+      labels: {
+        [labels.app]: name,
+        ...(view && !view.public ? { [labels.service]: view.name! } : {}),
+        [labels.machine]: String(ordinal),
+        [labels.volume]: volume.name,
+        [labels.managedBy]: managerName,
+      },
       ownerReferences: [ownerRef(app)],
     },
     spec: {
@@ -256,14 +408,41 @@ export function volumeClaim(app: App, volume: NonNullable<App['spec']['volumes']
   };
 }
 
+/** The app's Service, `<app>`: its public service's machines, which ingress-auth routes the app's hostname to. */
 export function appService(app: App): k8s.V1Service {
   const name = app.metadata.name!;
   return {
     apiVersion: 'v1',
     kind: 'Service',
     metadata: { name, namespace: app.metadata.namespace, labels: { [labels.app]: name, [labels.managedBy]: managerName }, ownerReferences: [ownerRef(app)] },
-    spec: { selector: { [labels.app]: name }, ports: [{ name: 'http', port: 80, targetPort: 'http' as unknown as k8s.IntOrString }] },
+    spec: { selector: { [labels.app]: name, [labels.public]: 'true' }, ports: [{ name: 'http', port: 80, targetPort: 'http' as unknown as k8s.IntOrString }] },
   };
+}
+
+/**
+ * The Services the app's machines reach its services by name through (an App with spec.services;
+ * one per service with ports), on the ports the service listens on. Never routed from outside:
+ * ingress-auth routes only `<app>`, and their ports are not named http.
+ */
+export function serviceServices(app: App): k8s.V1Service[] {
+  if (!app.spec.services?.length) return [];
+  const name = app.metadata.name!;
+  return servicesOf(app)
+    .filter((v) => v.name !== undefined && v.ports.length)
+    .map((v) => ({
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: {
+        name: serviceObjectName(name, v.name!),
+        namespace: app.metadata.namespace,
+        labels: { [labels.app]: name, [labels.service]: v.name!, [labels.managedBy]: managerName },
+        ownerReferences: [ownerRef(app)],
+      },
+      spec: {
+        selector: { [labels.app]: name, ...(v.public ? { [labels.public]: 'true' } : { [labels.service]: v.name! }) },
+        ports: v.ports.map((p) => ({ name: `p${p}`, port: p, targetPort: p as unknown as k8s.IntOrString })),
+      },
+    }));
 }
 
 /**
@@ -299,28 +478,66 @@ function statusesOf(pod: k8s.V1Pod): k8s.V1ContainerStatus[] {
   return [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])];
 }
 
-function broken(pod: k8s.V1Pod): string | undefined {
+/** A machine that has done what it is for: ready, or, in a service that does not restart, ended with exit 0. */
+function done(pod: k8s.V1Pod, view: ServiceView): boolean {
+  return podReady(pod) || (view.restart !== 'always' && pod.status?.phase === 'Succeeded');
+}
+
+function broken(pod: k8s.V1Pod, view: ServiceView): string | undefined {
+  if (pod.status?.phase === 'Succeeded' && view.restart !== 'always') return undefined;
   if (pod.status?.phase === 'Failed' || pod.status?.phase === 'Succeeded') return `machine ${pod.metadata?.name} ended (${pod.status.phase})`;
   const waiting = statusesOf(pod).find((s) => s.state?.waiting && !['ContainerCreating', 'PodInitializing'].includes(s.state.waiting.reason ?? ''));
   return waiting ? `${waiting.name}: ${waiting.state!.waiting!.reason}: ${waiting.state!.waiting!.message ?? ''}`.trim() : undefined;
 }
 
-/** Why a machine of the current revision will not become ready, if it will not. */
-function hopelessMachine(pod: k8s.V1Pod, now: Date, deadlineMs: number): string | undefined {
-  if (podReady(pod)) return undefined;
+/** Why a machine of the current revision will not become ready (or finish), if it will not. */
+function hopelessMachine(pod: k8s.V1Pod, view: ServiceView, now: Date, deadlineMs: number): string | undefined {
+  if (done(pod, view)) return undefined;
   for (const s of statusesOf(pod)) {
     const last = s.lastState?.terminated ?? s.state?.terminated;
     const ended = last ? ` (last exit ${last.exitCode}${last.reason ? `, ${last.reason}` : ''}${last.message ? `: ${last.message.trim().slice(-300)}` : ''})` : '';
     if (s.state?.waiting && hopelessWaiting.has(s.state.waiting.reason ?? '')) return `container ${s.name}: ${s.state.waiting.reason}${s.state.waiting.message ? `: ${s.state.waiting.message}` : ''}${ended}`;
     if (s.restartCount >= 2) return `container ${s.name} restarted ${s.restartCount} times${ended}`;
   }
-  if (pod.status?.phase === 'Failed') return `machine ended (${pod.status.reason ?? 'Failed'})`;
+  if (pod.status?.phase === 'Failed') {
+    const exit = statusesOf(pod).map((c) => c.state?.terminated).find((t) => t && t.exitCode !== 0);
+    return exit ? `machine ended with exit code ${exit.exitCode}${exit.reason ? ` (${exit.reason})` : ''}` : `machine ended (${pod.status.reason ?? 'Failed'})`;
+  }
   const created = pod.metadata?.creationTimestamp ? new Date(pod.metadata.creationTimestamp).getTime() : now.getTime();
-  if (now.getTime() - created >= deadlineMs) return `not ready after ${Math.round(deadlineMs / 1000)} s`;
+  // A healthcheck's start period is time the service said it may need before it is healthy.
+  const deadline = deadlineMs + (view.healthcheck?.startPeriodSeconds ?? 0) * 1000;
+  if (now.getTime() - created >= deadline) return `not ready after ${Math.round(deadline / 1000)} s`;
   return undefined;
 }
 
+/**
+ * Whether every machine of service `dep` is as `condition` asks (compose depends_on): started
+ * (running), healthy (ready) or completed (ended with exit 0 at its current revision).
+ */
+function dependencyMet(dep: ServiceView, pods: readonly k8s.V1Pod[], condition: 'started' | 'healthy' | 'completed', revisionAt: (ordinal: number) => string): boolean {
+  const mine = pods.filter((p) => podOfService(p, dep));
+  for (let o = 0; o < dep.machines; o++) {
+    const ps = mine.filter((p) => Number(p.metadata?.labels?.[labels.machine]) === o);
+    const met =
+      condition === 'started'
+        ? ps.some((p) => podReady(p) || p.status?.phase === 'Running' || p.status?.phase === 'Succeeded')
+        : condition === 'healthy'
+          ? ps.some((p) => podReady(p))
+          : ps.some((p) => p.status?.phase === 'Succeeded' && p.metadata?.labels?.[labels.revision] === revisionAt(o));
+    if (!met) return false;
+  }
+  return true;
+}
+
+function machineState(pod: k8s.V1Pod): NonNullable<AppStatusFields['machines']>[number]['state'] {
+  const phase = pod.status?.phase;
+  if (podReady(pod)) return 'running';
+  return phase === 'Succeeded' ? 'exited' : phase === 'Failed' ? 'failed' : phase === 'Running' ? 'starting' : 'pending';
+}
+
 export interface Plan {
+  /** Machines of the public service made before it was labelled as such: labelled before the Service selects by it. */
+  relabel: k8s.V1Pod[];
   /** Volume claims missing for machines that are wanted: made before the machines that mount them. */
   claims: k8s.V1PersistentVolumeClaim[];
   create: k8s.V1Pod[];
@@ -335,18 +552,34 @@ export interface Plan {
   expired: boolean;
 }
 
-/** A short hash of what shapes every machine of the App as applied (placement aside). */
+/** A short hash of what shapes every machine of the App as applied (placement aside), and the deploy. */
 export function specRevision(app: App, settings: AppSettings): string {
+  // Not the services' addresses: they are observed, not applied, and a rollout must not restart when they become known.
+  const applied = { ...settings, serviceAddresses: undefined };
+  const m = app.spec.services?.length ? servicesOf(app).map((v) => machineSpec(app, applied, 0, v)) : machineSpec(app, applied);
   return createHash('sha256')
-    .update(JSON.stringify({ m: machineSpec(app, settings), d: app.spec.deployId ?? null }))
+    .update(JSON.stringify({ m, d: app.spec.deployId ?? null }))
     .digest('hex')
     .slice(0, 10);
 }
 
+/** One service's part of the plan. */
+interface ServicePlan {
+  want: number;
+  ready: number;
+  current: number;
+  machines: NonNullable<AppStatusFields['machines']>;
+  /** Why its machines are not made yet (dependencies, addresses). */
+  waits?: string;
+}
+
 /**
- * For each ordinal, a machine of the current revision is started next to an older one, which goes
- * only once the new one is Ready: a one-machine app keeps serving through a deploy. The revision
- * is the App's as applied, or while that spec's rollout has failed, the last live one (rollout.ts).
+ * For each service and ordinal, a machine of the current revision is started next to an older one,
+ * which goes only once the new one is Ready (or, in a service that does not restart, done): a
+ * one-machine app keeps serving through a deploy. The revision is the App's as applied, or while
+ * that spec's rollout has failed, the last live one (rollout.ts). A service's machines are made once
+ * the services it depends on are as it asks, and, in an App with services, once every service's
+ * address is known (each machine is given them all).
  */
 export function plan(app: App, pods: k8s.V1Pod[], settings: AppSettings, now: Date, claims: readonly k8s.V1PersistentVolumeClaim[] = []): Plan {
   const expiresAt = app.spec.expiresAt ? new Date(app.spec.expiresAt) : undefined;
@@ -355,65 +588,83 @@ export function plan(app: App, pods: k8s.V1Pod[], settings: AppSettings, now: Da
   // Container services run their image; static, HTML, Markdown and handler-tree apps the runtime
   // image, which needs the artifact the App names (the CRD requires one): without it, no machine.
   const servable = target.spec.kind === 'container' || (runtimeKinds.has(target.spec.kind ?? '') && target.spec.source !== undefined);
+  const views = servicesOf(target);
+  const withServices = (target.spec.services?.length ?? 0) > 0;
   const hopelessOnes: string[] = [];
   let nextDeadline: number | undefined;
-  const want = app.spec.suspended || !servable ? 0 : (app.spec.machines ?? 1);
   const create: k8s.V1Pod[] = [];
-  const del: k8s.V1Pod[] = [];
+  const live = pods.filter((p) => !p.metadata?.deletionTimestamp);
+  // Machines of a service the App no longer has go.
+  const del: k8s.V1Pod[] = live.filter((p) => !views.some((v) => podOfService(p, v)));
   const claimNames = new Set(claims.map((c) => c.metadata?.name));
   const missingClaims: k8s.V1PersistentVolumeClaim[] = [];
-  const live = pods.filter((p) => !p.metadata?.deletionTimestamp);
   const problems: string[] = [];
-  const machines: NonNullable<AppStatusFields['machines']> = [];
-  let ready = 0;
-  let current = 0;
-  for (const p of live) {
-    const ordinal = Number(p.metadata?.labels?.[labels.machine]);
-    if (!Number.isInteger(ordinal) || ordinal >= want) del.push(p);
-  }
-  for (let ordinal = 0; ordinal < want; ordinal++) {
-    const revision = revisionOf(target, settings, ordinal);
-    const mine = live.filter((p) => Number(p.metadata?.labels?.[labels.machine]) === ordinal);
-    const fresh = mine.find((p) => p.metadata?.labels?.[labels.revision] === revision);
-    const old = mine.filter((p) => p !== fresh);
-    for (const v of target.spec.volumes ?? []) {
-      const claim = volumeClaim(target, v, ordinal, settings);
-      if (!claimNames.has(claim.metadata!.name)) missingClaims.push(claim);
+  const addressless = withServices ? views.filter((v) => v.name !== undefined && v.ports.length && !settings.serviceAddresses?.get(v.name)).map((v) => v.name!) : [];
+  const planned = views.map((view): ServicePlan => {
+    const want = app.spec.suspended || !servable ? 0 : view.machines;
+    const mine = live.filter((p) => podOfService(p, view));
+    const revisionAt = (o: number) => revisionOf(target, settings, o, view);
+    const unmet = view.dependsOn
+      .filter((d) => {
+        const dep = views.find((v) => v.name === d.service);
+        return dep !== undefined && !dependencyMet(dep, live, d.condition, (o) => revisionOf(target, settings, o, dep));
+      })
+      .map((d) => `${d.service} (${d.condition})`);
+    const waits = addressless.length ? `waits for the address of ${addressless.join(', ')}` : unmet.length ? `waits for ${unmet.join(', ')}` : undefined;
+    const out: ServicePlan = { want, ready: 0, current: 0, machines: [], ...(waits ? { waits } : {}) };
+    for (const p of mine) {
+      const ordinal = Number(p.metadata?.labels?.[labels.machine]);
+      if (!Number.isInteger(ordinal) || ordinal >= want) del.push(p);
     }
-    if (!fresh) create.push(machinePod(target, ordinal, settings, now));
-    else if (podReady(fresh)) del.push(...old);
-    if (fresh) {
-      const why = hopelessMachine(fresh, now, settings.rolloutDeadlineMs);
-      if (why) hopelessOnes.push(`machine ${ordinal}: ${why}`);
-      else if (!podReady(fresh)) {
-        const created = fresh.metadata?.creationTimestamp ? new Date(fresh.metadata.creationTimestamp).getTime() : now.getTime();
-        const left = created + settings.rolloutDeadlineMs - now.getTime();
-        nextDeadline = Math.min(nextDeadline ?? left, left);
+    const who = (ordinal: number) => (withServices ? `${view.name} machine ${ordinal}` : `machine ${ordinal}`);
+    for (let ordinal = 0; ordinal < want; ordinal++) {
+      const revision = revisionAt(ordinal);
+      const forOrdinal = mine.filter((p) => Number(p.metadata?.labels?.[labels.machine]) === ordinal);
+      const fresh = forOrdinal.find((p) => p.metadata?.labels?.[labels.revision] === revision);
+      const old = forOrdinal.filter((p) => p !== fresh);
+      for (const v of view.volumes) {
+        const claim = volumeClaim(target, v, ordinal, settings, view);
+        if (!claimNames.has(claim.metadata!.name)) missingClaims.push(claim);
+      }
+      if (!fresh && !waits) create.push(machinePod(target, ordinal, settings, now, view));
+      else if (fresh && done(fresh, view)) del.push(...old);
+      if (fresh) {
+        const why = hopelessMachine(fresh, view, now, settings.rolloutDeadlineMs);
+        if (why) hopelessOnes.push(`${who(ordinal)}: ${why}`);
+        else if (!done(fresh, view)) {
+          const created = fresh.metadata?.creationTimestamp ? new Date(fresh.metadata.creationTimestamp).getTime() : now.getTime();
+          const left = created + settings.rolloutDeadlineMs + (view.healthcheck?.startPeriodSeconds ?? 0) * 1000 - now.getTime();
+          nextDeadline = Math.min(nextDeadline ?? left, left);
+        }
+      }
+      // A failed machine of the current revision is replaced, unless its service says not to restart.
+      if (fresh && view.restart === 'always' && (fresh.status?.phase === 'Failed' || fresh.status?.phase === 'Succeeded')) {
+        del.push(fresh);
+      }
+      const serving = [fresh, ...old].find((p) => p && done(p, view));
+      if (serving) out.ready += 1;
+      if (fresh && done(fresh, view)) out.current += 1;
+      const problem = fresh && broken(fresh, view);
+      if (problem) problems.push(`${who(ordinal)}: ${problem}`);
+      const shown = serving ?? fresh;
+      if (shown) {
+        out.machines.push({
+          ordinal,
+          pod: shown.metadata!.name!,
+          ...(shown.spec?.nodeName ? { node: shown.spec.nodeName } : {}),
+          ...(shown.status?.podIP ? { address: shown.status.podIP } : {}),
+          state: machineState(shown),
+          ...(shown.metadata?.annotations?.[annotations.deploy] ? { deploy: shown.metadata.annotations[annotations.deploy] } : {}),
+          ...(shown.status?.startTime ? { startedAt: new Date(shown.status.startTime).toISOString() } : {}),
+        });
       }
     }
-    // A failed machine of the current revision is replaced.
-    if (fresh && (fresh.status?.phase === 'Failed' || fresh.status?.phase === 'Succeeded')) {
-      del.push(fresh);
-    }
-    const serving = [fresh, ...old].find((p) => p && podReady(p));
-    if (serving) ready += 1;
-    if (fresh && podReady(fresh)) current += 1;
-    const problem = fresh && broken(fresh);
-    if (problem) problems.push(`machine ${ordinal}: ${problem}`);
-    const shown = serving ?? fresh;
-    if (shown) {
-      const phase = shown.status?.phase;
-      machines.push({
-        ordinal,
-        pod: shown.metadata!.name!,
-        ...(shown.spec?.nodeName ? { node: shown.spec.nodeName } : {}),
-        ...(shown.status?.podIP ? { address: shown.status.podIP } : {}),
-        state: podReady(shown) ? 'running' : phase === 'Failed' ? 'failed' : phase === 'Running' ? 'starting' : 'pending',
-        ...(shown.metadata?.annotations?.[annotations.deploy] ? { deploy: shown.metadata.annotations[annotations.deploy] } : {}),
-        ...(shown.status?.startTime ? { startedAt: new Date(shown.status.startTime).toISOString() } : {}),
-      });
-    }
-  }
+    return out;
+  });
+  const sum = (f: (p: ServicePlan) => number) => planned.reduce((n, p) => n + f(p), 0);
+  const want = sum((p) => p.want);
+  const ready = sum((p) => p.ready);
+  const current = sum((p) => p.current);
   const complete = current === want && want > 0;
   // The rollout of the spec as applied moves only while its own machines run: while halted, or
   // while nothing runs (suspended, not deployed), it stays as it was.
@@ -430,7 +681,24 @@ export function plan(app: App, pods: k8s.V1Pod[], settings: AppSettings, now: Da
   const servingNote = failed && lastLive?.deploy ? `; deploy ${lastLive.deploy} keeps serving` : failed && lastLive ? '; the last live revision keeps serving' : '';
   const progressing = current < want || live.length > want;
   const outcomes = liveOutcomes(app.status?.deploys, rollout);
+  const perService = withServices ? ` (${views.map((v, i) => `${v.name} ${planned[i]!.ready}/${planned[i]!.want}${planned[i]!.waits ? ` ${planned[i]!.waits}` : ''}`).join(', ')})` : '';
+  const services: AppStatusFields['services'] = withServices
+    ? views.map((v, i) => {
+        const p = planned[i]!;
+        const address = settings.serviceAddresses?.get(v.name!);
+        return {
+          name: v.name!,
+          public: v.public,
+          ready: `${p.ready}/${p.want}`,
+          readyMachines: p.ready,
+          revision: revisionOf(target, settings, 0, v),
+          ...(address ? { address } : {}),
+          machines: p.machines,
+        };
+      })
+    : undefined;
   return {
+    relabel: live.filter((p) => podOfService(p, views[0]!) && p.metadata?.labels?.[labels.public] !== 'true'),
     claims: missingClaims,
     create,
     delete: [...new Set(del)],
@@ -444,17 +712,18 @@ export function plan(app: App, pods: k8s.V1Pod[], settings: AppSettings, now: Da
       ...(lastLive ? { live: lastLive } : {}),
       ...(rollout ? { rollout } : {}),
       ...(outcomes.length ? { deploys: outcomes } : {}),
-      machines,
+      machines: planned[0]!.machines,
+      ...(services ? { services } : {}),
     },
     ready: !app.spec.kind
       ? { ok: false, reason: 'NotDeployed', message: 'the app has no deploy yet' }
       : servable
-        ? { ok: isReady, reason: isReady ? 'MachinesReady' : want === 0 ? 'NoMachines' : 'MachinesNotReady', message: `${ready} of ${want} machines ready${servingNote}` }
+        ? { ok: isReady, reason: isReady ? 'MachinesReady' : want === 0 ? 'NoMachines' : 'MachinesNotReady', message: `${ready} of ${want} machines ready${perService}${servingNote}` }
         : { ok: false, reason: 'NoSource', message: `a ${app.spec.kind} app names no artifact (spec.source) to serve` },
     conditions: [
       failed
         ? { type: 'Progressing', ok: false, reason: 'RolloutFailed', message: `${rollout.reason ?? 'the rollout failed'}${servingNote}` }
-        : { type: 'Progressing', ok: progressing, reason: progressing ? 'RollingOut' : 'UpToDate', message: progressing ? `${current} of ${want} machines current` : `all ${want} machines current` },
+        : { type: 'Progressing', ok: progressing, reason: progressing ? 'RollingOut' : 'UpToDate', message: progressing ? `${current} of ${want} machines current${perService}` : `all ${want} machines current` },
       { type: 'Degraded', ok: problems.length > 0, reason: problems.length ? 'MachinesFailing' : 'AsExpected', message: problems.join('; ') || 'no machine is failing' },
     ],
   };

@@ -12,7 +12,7 @@ import type { Logger } from '../../lib/logger.js';
 import { databaseObjects } from '../../lib/databases.js';
 import type { App } from '../../lib/resources/index.js';
 import type { Outcome, Reconciler } from '../frame/controller.js';
-import { appService, machinePolicy, plan, type AppSettings, type Plan } from './desired.js';
+import { appService, machinePolicy, plan, serviceObjectName, serviceServices, servicesOf, type AppSettings, type Plan } from './desired.js';
 import type { AppStatusFields } from './rollout.js';
 
 /** The namespace is being deleted, or is gone: its Apps go too, so there is nothing left to make. */
@@ -25,6 +25,8 @@ function namespaceGone(err: unknown): boolean {
 export interface Observed {
   podsOf(namespace: string, app: string): k8s.V1Pod[];
   serviceOf(namespace: string, app: string): k8s.V1Service | undefined;
+  /** The Services of an App's services (labelled with the App and a service). */
+  servicesOf(namespace: string, app: string): k8s.V1Service[];
   /** The App's volume claims (attached or not). */
   claimsOf(namespace: string, app: string): k8s.V1PersistentVolumeClaim[];
 }
@@ -65,6 +67,8 @@ export class AppReconciler implements Reconciler<App, AppStatusFields> {
       return { deleted: true };
     }
     try {
+      // Machines of the public service labelled as such before the Service selects by the label.
+      await this.relabel(app, p);
       // The policy first (a machine is never reachable by more than it allows), then the Service
       // and the machines at once: one apiserver round trip fewer for a new App.
       const service = await this.applyPolicy(app, settings);
@@ -77,12 +81,42 @@ export class AppReconciler implements Reconciler<App, AppStatusFields> {
     return { status: p.status, ready: p.ready, conditions: p.conditions, ...(p.requeueMs !== undefined ? { requeueMs: p.requeueMs } : {}) };
   }
 
-  /** The settings with the App's attached database and its server's address, as the caches show them. */
+  /**
+   * The settings with what the caches show of the App's surroundings: its attached database's
+   * address, and the addresses of its services' Services (those of this App only).
+   */
   private settingsFor(app: App): AppSettings {
+    const { namespace, name } = app.metadata as { namespace: string; name: string };
     const db = app.spec.database;
-    if (!db) return this.settings;
-    const host = this.observed.serviceOf(app.metadata.namespace!, databaseObjects(db).service)?.spec?.clusterIP;
-    return { ...this.settings, database: { name: db, host } };
+    const database = db ? { name: db, host: this.observed.serviceOf(namespace, databaseObjects(db).service)?.spec?.clusterIP } : undefined;
+    const serviceAddresses = app.spec.services?.length
+      ? new Map(
+          servicesOf(app)
+            .filter((v) => v.name !== undefined)
+            .map((v) => {
+              const svc = this.observed.serviceOf(namespace, serviceObjectName(name, v.name!));
+              return [v.name!, this.ownedBy(svc, app) ? svc?.spec?.clusterIP : undefined] as const;
+            }),
+        )
+      : undefined;
+    if (!database && !serviceAddresses) return this.settings;
+    return { ...this.settings, ...(database ? { database } : {}), ...(serviceAddresses ? { serviceAddresses } : {}) };
+  }
+
+  /** Whether `obj` is this App's (its controller owner), so never another App's object of the same name. */
+  private ownedBy(obj: k8s.KubernetesObject | undefined, app: App): boolean {
+    return obj?.metadata?.ownerReferences?.some((o) => o.controller && o.uid === app.metadata.uid) ?? false;
+  }
+
+  private async relabel(app: App, p: Plan): Promise<void> {
+    const namespace = app.metadata.namespace!;
+    await Promise.all(
+      p.relabel.map((pod) =>
+        this.core
+          .patchNamespacedPod({ namespace, name: pod.metadata!.name!, body: { metadata: { labels: { [labels.public]: 'true' } } } }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch))
+          .catch(ignoreStatus(404)),
+      ),
+    );
   }
 
   private event(app: App, type: 'Normal' | 'Warning', reason: string, message: string): void {
@@ -105,7 +139,16 @@ export class AppReconciler implements Reconciler<App, AppStatusFields> {
     const { namespace, name } = app.metadata as { namespace: string; name: string };
     const service = appService(app);
     const policy = machinePolicy(app, settings);
-    const shape = JSON.stringify([service, policy]);
+    const byName = serviceServices(app);
+    // Services of services the App no longer has go (only this App's).
+    const wanted = new Set(byName.map((s) => s.metadata!.name));
+    const stale = this.observed.servicesOf(namespace, name).filter((s) => !wanted.has(s.metadata!.name) && this.ownedBy(s, app));
+    // A name another App's object already has is left alone, and said (never two writers).
+    const taken = byName.filter((s) => {
+      const seen = this.observed.serviceOf(namespace, s.metadata!.name!);
+      return seen !== undefined && !this.ownedBy(seen, app);
+    });
+    const shape = JSON.stringify([service, policy, byName, stale.map((s) => s.metadata!.name), taken.map((s) => s.metadata!.name)]);
     const uid = app.metadata.uid!;
     const last = this.applied.get(uid);
     const seen = this.observed.serviceOf(namespace, name)?.metadata?.resourceVersion;
@@ -116,6 +159,11 @@ export class AppReconciler implements Reconciler<App, AppStatusFields> {
     const opts = { namespace, fieldManager: managers.controllers, force: true };
     if (policy) await this.networking.patchNamespacedNetworkPolicy({ ...opts, name: policy.metadata!.name!, body: policy }, serverSideApply);
     return async () => {
+      for (const t of taken) this.event(app, 'Warning', 'ServiceNameTaken', `Service ${t.metadata!.name} belongs to another object; service ${t.metadata!.labels?.[labels.service]} is not reachable by name until it goes`);
+      await Promise.all([
+        ...byName.filter((s) => !taken.includes(s)).map((s) => this.core.patchNamespacedService({ ...opts, name: s.metadata!.name!, body: s }, serverSideApply)),
+        ...stale.map((s) => this.core.deleteNamespacedService({ namespace, name: s.metadata!.name! }).catch(ignoreStatus(404))),
+      ]);
       const result = await this.core.patchNamespacedService({ ...opts, name, body: service }, serverSideApply);
       this.applied.set(uid, { shape, resourceVersion: result.metadata?.resourceVersion });
       if (edited && last?.shape === shape) this.log.info({ kind: 'App', namespace, name }, 'Restored the Service changed by hand');

@@ -16,7 +16,7 @@ export type DeployOutcome = NonNullable<AppStatusFields['deploys']>[number];
  * resources, identity, placement), and the policy its pages were deployed with: ingress-auth keeps
  * enforcing that policy while these machines serve (ingress-auth/gate.ts).
  */
-const snapshotFields = ['kind', 'image', 'command', 'args', 'port', 'source', 'env', 'envSecretName', 'deployId', 'auth'] as const;
+const snapshotFields = ['kind', 'image', 'command', 'args', 'port', 'source', 'env', 'envSecretName', 'deployId', 'auth', 'service', 'ports', 'healthcheck', 'dependsOn', 'aliases', 'workingDir', 'services'] as const;
 type Snapshot = Pick<App['spec'], (typeof snapshotFields)[number]>;
 
 /** How many deploy outcomes status keeps for the API to record (the CRD's maxItems). */

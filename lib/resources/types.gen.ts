@@ -177,6 +177,154 @@ export interface AppSpec {
     size?: string;
   }[];
   /**
+   * The name of the service the top-level fields describe, which receives the app's hostname (a compose file's public service); its machines are labelled with it.
+   */
+  service?: string;
+  /**
+   * Ports the service listens on for the app's other services, which reach it by its name (a ClusterIP Service each app service has). Never reachable from outside the app.
+   *
+   * @maxItems 16
+   */
+  ports?: number[];
+  /**
+   * How to tell the service's machines ready (compose healthcheck); without it, a machine with a port is ready once the port accepts connections, and one without once it runs.
+   */
+  healthcheck?: {
+    /**
+     * Run in the machine; exit 0 is healthy.
+     *
+     * @minItems 1
+     * @maxItems 64
+     */
+    command: [string, ...string[]];
+    intervalSeconds?: number;
+    timeoutSeconds?: number;
+    retries?: number;
+    startPeriodSeconds?: number;
+  };
+  /**
+   * Services whose machines must be started (started), ready (healthy) or finished with exit 0 (completed) before this service's machines are made (compose depends_on).
+   *
+   * @maxItems 10
+   */
+  dependsOn?: {
+    service: string;
+    condition: 'started' | 'healthy' | 'completed';
+  }[];
+  /**
+   * More names the app's machines reach this service by (compose container_name).
+   *
+   * @maxItems 4
+   */
+  aliases?: string[];
+  /**
+   * The working directory of the service's command (compose working_dir).
+   */
+  workingDir?: string;
+  /**
+   * The app's other services (a compose file's private ones), each with machines of its own, reachable from the app's machines by name and never from outside.
+   *
+   * @maxItems 10
+   */
+  services?: {
+    /**
+     * The service's name in the compose file; the app's machines reach it by this name.
+     */
+    name: string;
+    /**
+     * Container image of a container service.
+     */
+    image: string;
+    /**
+     * Overrides the image's entry point.
+     *
+     * @maxItems 64
+     */
+    command?: string[];
+    /**
+     * @maxItems 256
+     */
+    args?: string[];
+    /**
+     * Plain environment variables. Secret values go in the Secret named by envSecretName.
+     *
+     * @maxItems 256
+     */
+    env?: {
+      name: string;
+      value?: string;
+    }[];
+    /**
+     * Persistent volumes every machine mounts. Machine N gets its own claim per volume, kept across deploys, restarts and migrations; a volume dropped from this list, or a machine scaled away, leaves its claim detached (listed by GET /volumes) until deleted.
+     *
+     * @maxItems 4
+     */
+    volumes?: {
+      name: string;
+      /**
+       * Where the machine sees it; absolute, not the root and not under /tmp (the machine's scratch space).
+       */
+      path: string;
+      /**
+       * Capacity requested, a Kubernetes quantity (default 1Gi).
+       */
+      size?: string;
+    }[];
+    /**
+     * The port PORT is set to in the service's machines (its first port), if it has one.
+     */
+    port?: number;
+    /**
+     * How many machines run the service.
+     */
+    machines?: number;
+    /**
+     * always (the default) replaces a machine that exits; on-failure only one that fails; no leaves it ended (one-shot tasks such as migrations).
+     */
+    restart?: 'always' | 'on-failure' | 'no';
+    /**
+     * Ports the service listens on for the app's other services, which reach it by its name (a ClusterIP Service each app service has). Never reachable from outside the app.
+     *
+     * @maxItems 16
+     */
+    ports?: number[];
+    /**
+     * How to tell the service's machines ready (compose healthcheck); without it, a machine with a port is ready once the port accepts connections, and one without once it runs.
+     */
+    healthcheck?: {
+      /**
+       * Run in the machine; exit 0 is healthy.
+       *
+       * @minItems 1
+       * @maxItems 64
+       */
+      command: [string, ...string[]];
+      intervalSeconds?: number;
+      timeoutSeconds?: number;
+      retries?: number;
+      startPeriodSeconds?: number;
+    };
+    /**
+     * Services whose machines must be started (started), ready (healthy) or finished with exit 0 (completed) before this service's machines are made (compose depends_on).
+     *
+     * @maxItems 10
+     */
+    dependsOn?: {
+      service: string;
+      condition: 'started' | 'healthy' | 'completed';
+    }[];
+    /**
+     * More names the app's machines reach this service by (compose container_name).
+     *
+     * @maxItems 4
+     */
+    aliases?: string[];
+    /**
+     * The working directory of the service's command (compose working_dir).
+     */
+    workingDir?: string;
+  }[];
+  /**
    * A suspended app keeps its configuration but runs no machines.
    */
   suspended?: boolean;
@@ -219,7 +367,7 @@ export interface AppStatus {
     deploy?: string;
     since: string;
     /**
-     * The spec fields that made those machines (kind, image, command, args, port, source, env, envSecretName, deployId), from which they are made again if one goes while a newer spec fails.
+     * The spec fields that made those machines (kind, image, command, args, port, source, env, envSecretName, deployId, auth and the services fields), from which they are made again if one goes while a newer spec fails.
      */
     spec?: {};
   };
@@ -248,11 +396,43 @@ export interface AppStatus {
     reason?: string;
     at: string;
   }[];
+  /**
+   * Each service of the app (the public one first) as its machines stand.
+   */
+  services?: {
+    name: string;
+    /**
+     * Whether it receives the app's hostname.
+     */
+    public?: boolean;
+    /**
+     * Ready (or, for one-shot services, finished) machines out of desired, as "1/1".
+     */
+    ready?: string;
+    readyMachines?: number;
+    /**
+     * Hash of what shapes its machines; it changes only when the service's own definition does.
+     */
+    revision?: string;
+    /**
+     * The address the app's machines reach it at (its ClusterIP), once it has one.
+     */
+    address?: string;
+    machines?: {
+      ordinal: number;
+      pod?: string;
+      node?: string;
+      state?: 'pending' | 'starting' | 'running' | 'stopping' | 'failed' | 'exited';
+      address?: string;
+      deploy?: string;
+      startedAt?: string;
+    }[];
+  }[];
   machines?: {
     ordinal: number;
     pod?: string;
     node?: string;
-    state?: 'pending' | 'starting' | 'running' | 'stopping' | 'failed';
+    state?: 'pending' | 'starting' | 'running' | 'stopping' | 'failed' | 'exited';
     address?: string;
     deploy?: string;
     startedAt?: string;
