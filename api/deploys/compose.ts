@@ -392,6 +392,21 @@ function xsvcOf(v: unknown, where: string, known: readonly string[]): Fields | u
   return v;
 }
 
+/**
+ * Compose's interpolation: `$$` is a literal `$`; `$NAME` and `${NAME}` take the deploying host's
+ * environment, which a platform deploy has none of, so they are refused rather than left as text.
+ */
+function interpolated(v: unknown, where: string): unknown {
+  if (typeof v === 'string') {
+    const m = /(?<!\$)(?:\$\$)*\$(\{[^}]*\}?|[A-Za-z_][A-Za-z0-9_]*)/.exec(v);
+    if (m) throw invalid(`compose: ${where || 'the file'}: ${m[0].replace(/^(\$\$)*/, '')} takes a variable from the deploying environment, which a deploy has none of (set it with the env API, or write $$ for a literal $)`);
+    return v.replace(/\$\$/g, '$');
+  }
+  if (Array.isArray(v)) return v.map((x, i) => interpolated(x, `${where}[${i}]`));
+  if (isMap(v)) return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, interpolated(x, where ? `${where}.${k}` : k)]));
+  return v;
+}
+
 export function parseCompose(text: string, files?: ComposeFiles): Compose {
   try {
     return parseComposeFile(text, files);
@@ -451,7 +466,7 @@ function checkDependencies(services: ComposeService[], publicName: string): void
 function parseComposeFile(text: string, files: ComposeFiles | undefined): Compose {
   const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
   if (doc.errors.length) throw invalid(`compose: ${doc.errors[0]!.message.split('\n')[0]}`);
-  const root: unknown = doc.toJS();
+  const root: unknown = interpolated(doc.toJS(), '');
   if (!isMap(root)) throw invalid('compose: the file must be a map with services and/or x-svc');
   for (const key of Object.keys(root)) {
     if (!topLevelKeys.includes(key)) throw invalid(`compose: top-level ${key} is not supported${refusedWhy[key] ? ` (${refusedWhy[key]})` : ` (supported: ${topLevelKeys.join(', ')})`}`);

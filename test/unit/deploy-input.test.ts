@@ -249,6 +249,12 @@ x-svc-unused: 1
     refused(() => parseCompose('services:\n  w: {image: a, networks: [x]}\n'), /services\.w\.networks is not supported \(the app's services share the app's network/);
     assert.equal(parseCompose('services:\n  w: {image: a, env_file: [{path: gone.env, required: false}]}\n').services[0]?.env.length, 0);
   });
+
+  it('reads $$ as a literal $ and refuses variables from the deploying environment', () => {
+    assert.deepEqual(parseCompose('services:\n  w: {image: a, command: ["sh", "-c", "echo $$HOME costs $$$$5"]}\n').services[0]?.args, ['sh', '-c', 'echo $HOME costs $$5']);
+    refused(() => parseCompose('services:\n  w: {image: "a:${TAG}"}\n'), /services\.w\.image: \$\{TAG\} takes a variable from the deploying environment/);
+    refused(() => parseCompose('services:\n  w: {image: a, environment: {X: "$$$HOME"}}\n'), /services\.w\.environment\.X: \$HOME takes a variable/);
+  });
 });
 
 describe('kind detection', () => {
