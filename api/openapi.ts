@@ -41,7 +41,8 @@ function operationObject(op: Operation): Record<string, unknown> {
     ...(op.action !== null && op.body
       ? {
           requestBody: {
-            required: false,
+            // Required when the body has required fields, or is the upload the operation takes instead.
+            required: Boolean(op.upload) || ((jsonSchema(op.body, 'input').required as unknown[] | undefined)?.length ?? 0) > 0,
             ...(op.action !== null && op.upload ? { description: op.upload.description } : {}),
             content: {
               'application/json': { schema: jsonSchema(op.body, 'input') },

@@ -49,8 +49,6 @@ interface OperationBase {
   operationId: string;
   tag: Tag;
   summary: string;
-  /** Path parameter naming an app, checked against a token's apps restriction. */
-  appParam?: string;
   /** Acts on the whole account (tokens, webhooks, usage): refused to tokens restricted to apps. */
   accountWide?: boolean;
   /** Documents the successful response body. */

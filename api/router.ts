@@ -12,6 +12,7 @@ import type { RateLimiter } from './middleware/rate-limit.js';
 import type { HandlerResult, Operation } from './operation.js';
 import type { Services } from './services.js';
 import type { ApiState } from './state.js';
+import { resolveApp } from './routes/app-access.js';
 
 export const apiPrefix = '/api';
 
@@ -76,9 +77,13 @@ export function buildRouter(operations: readonly Operation[], s: Services, auth:
       const principal = await auth.authenticate(ctx.get('authorization') || undefined);
       limiter.take(principal.nonce);
       const params = ctx.params as Record<string, string>;
-      auth.authorize(op, principal, params);
+      auth.authorize(op, principal);
       const caller = await auth.caller(principal);
-      if (!op.handler) throw new ApiError('not_implemented', 'not_implemented');
+      if (!op.handler) {
+        // Resolved like every app's operation (name or ID, the token's apps restriction, 404), then 501.
+        if (params.appID !== undefined) await resolveApp(s, caller, params.appID);
+        throw new ApiError('not_implemented', 'not_implemented');
+      }
       const query = op.query ? parseInput(op.query, ctx.query, 'query') : undefined;
       const uploadType = op.upload && ctx.is(op.upload.types);
       if (op.upload && uploadType) {

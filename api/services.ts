@@ -204,7 +204,8 @@ export async function assembleServices(deps: {
   hostnameTimer.unref();
   const artifacts = new ArtifactStore(config.deploys.artifactDir);
   const deploys = new DeployStore(db, clock);
-  // Email invitations go out when a deploy goes live (queued in the outbox; the leader sends them).
+  // Email invitations go out once the spec listing them is rolled out, and links and sessions of an
+  // address the controller no longer reports in force are revoked (queued in the outbox; the leader sends them).
   const invitations = new Invitations(db, new MailOutbox(db, { clock }), log, (app) => (app.status?.url ? appUrl(config.site, app.metadata.name!) : undefined), clock);
   const election = new LeaderElection(kc.makeApiClient(k8s.CoordinationV1Api), 'kube-system', deps.recorderLease ?? recorderLease, log);
   // An App the controllers deleted because its expiry passed (by their clock, the wall clock) is
@@ -215,7 +216,11 @@ export async function assembleServices(deps: {
     const account = await accountIdOfNamespace(db, app.metadata.namespace!);
     if (account) await recordEvent(db, account, 'app.expired', app.metadata.name!, { app: app.metadata.name, expires_at: expiresAt });
   };
-  const recorder = new DeployRecorder(apps, deploys, election, log, (app) => invitations.sync(app), recordExpired);
+  const appDeleted = async (app: App) => {
+    invitations.forget(app.metadata.uid!);
+    await recordExpired(app);
+  };
+  const recorder = new DeployRecorder(apps, deploys, election, log, (app) => invitations.sync(app), appDeleted);
   recorder.start();
   const env = new EnvRepository(core, kc.makeApiClient(k8s.CustomObjectsApi));
   const machines = new MachineRepository(kc);

@@ -1,9 +1,10 @@
 // `svc deploy`: packs a directory (or names an image), sends it to the platform's API and follows
 // the deploy until it is live or failed, printing progress on the way. It uses only the public API.
-import { readdir, stat } from 'node:fs/promises';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { create as tarCreate } from 'tar';
+import { parse as parseYaml } from 'yaml';
 import { UsageError } from './token-commands.js';
 import { formatBytes } from './table.js';
 
@@ -37,6 +38,42 @@ async function treeSize(dir: string): Promise<{ files: number; bytes: number }> 
   return { files, bytes };
 }
 
+const composeNames = ['compose.yaml', 'compose.yml', 'docker-compose.yaml', 'docker-compose.yml'];
+
+/**
+ * A directory whose compose file runs container services deploys as that file (its services run
+ * their images), with the env files it names; the API validates the rest. Undefined: not one.
+ */
+async function composeDeploy(dir: string): Promise<{ file: string; services: string[]; body: { compose: string; files?: Record<string, string> } } | undefined> {
+  for (const file of composeNames) {
+    const text = await readFile(path.join(dir, file), 'utf8').catch(() => undefined);
+    if (text === undefined) continue;
+    let doc: unknown;
+    try {
+      doc = parseYaml(text);
+    } catch {
+      return { file, services: [], body: { compose: text } }; // the API says what is wrong with it
+    }
+    const services = (doc as { services?: Record<string, Record<string, unknown> | null> } | null)?.services;
+    const running = Object.entries(services ?? {}).filter(([, v]) => v && Object.keys(v).some((k) => k !== 'x-svc'));
+    if (!running.length) return undefined; // only x-svc: it configures the files deployed with it
+    const envFiles = new Set<string>();
+    for (const [, v] of running) {
+      for (const e of ([] as unknown[]).concat(v!.env_file ?? [])) {
+        const p = typeof e === 'string' ? e : (e as { path?: unknown } | null)?.path;
+        if (typeof p === 'string') envFiles.add(p.replace(/^\.\//, ''));
+      }
+    }
+    const files: Record<string, string> = {};
+    for (const f of envFiles) {
+      const content = await readFile(path.join(dir, f), 'utf8').catch(() => undefined);
+      if (content !== undefined) files[f] = content;
+    }
+    return { file, services: running.map(([n]) => n), body: { compose: text, ...(Object.keys(files).length ? { files } : {}) } };
+  }
+  return undefined;
+}
+
 export async function deployCommand(o: DeployOptions): Promise<DeployRecord> {
   const headers = { authorization: `Bearer ${o.token}` };
   const call = async <T>(method: string, p: string, init: RequestInit = {}): Promise<T> => {
@@ -53,6 +90,12 @@ export async function deployCommand(o: DeployOptions): Promise<DeployRecord> {
   } else {
     const dir = path.resolve(o.dir ?? '.');
     if (!(await stat(dir).catch(() => undefined))?.isDirectory()) throw new UsageError(`${dir} is not a directory`);
+    const compose = await composeDeploy(dir);
+    if (compose) {
+      o.out(`Deploying ${compose.file} to ${o.app}${compose.services.length ? `: services ${compose.services.join(', ')}` : ''}`);
+      deploy = await call('POST', `/apps/${o.app}/deploy`, { body: JSON.stringify(compose.body), headers: { 'content-type': 'application/json' } });
+      return follow(o, deploy, call, started);
+    }
     const { files, bytes } = await treeSize(dir);
     o.out(`Packing ${dir}: ${files} files, ${formatBytes(bytes)}`);
     // Streamed: the archive is never held in memory whole.
@@ -63,6 +106,11 @@ export async function deployCommand(o: DeployOptions): Promise<DeployRecord> {
       duplex: 'half',
     } as RequestInit);
   }
+  return follow(o, deploy, call, started);
+}
+
+/** Prints the deploy's progress until it is live (or failed, or the time is up). */
+async function follow(o: DeployOptions, deploy: DeployRecord, call: <T>(method: string, p: string, init?: RequestInit) => Promise<T>, started: number): Promise<DeployRecord> {
   o.out(`Deploy ${deploy.id} accepted: ${deploy.kind}${deploy.digest ? ` ${deploy.digest.slice(0, 19)}…` : ''}`);
   if (!o.wait) return deploy;
   let last = '';

@@ -105,6 +105,7 @@ if [ ! -f "$LAYERS/busybox-$tag.tar" ]; then
 fi
 image busybox "$tag" "" --config.cmd sh --config.env PATH=/bin -- "$LAYERS/busybox-$tag.tar"
 record SVC_IMAGE_BUSYBOX busybox "$tag"
+busybox_tag=$tag
 
 # ---- Debian bases ------------------------------------------------------------------------------
 # debootstrap_layer NAME INCLUDES : a minbase Debian rootfs with INCLUDES as one layer.
@@ -233,6 +234,16 @@ for component in api controllers ingress-auth; do
   var=$(echo "SVC_IMAGE_${component//-/_}" | tr a-z A-Z)
   record "$var" "svc/$component" "$tag"
 done
+
+# ---- stable names for docs/examples -----------------------------------------------------------
+# Examples are deployed as written (test/integration/compose-services.test.ts), so they name images
+# by tags that do not change with every rebuild; each points at the image of this checkout.
+alias_tag() {
+  local name=$1 tag=$2 alias=$3
+  skopeo copy --quiet --src-tls-verify=false --dest-tls-verify=false "docker://$REGISTRY/$name:$tag" "docker://$REGISTRY/$name:$alias"
+}
+alias_tag python "$python_tag" 3
+alias_tag busybox "$busybox_tag" 1
 
 printf '%s\n' "# Written by hack/images.sh: the local registry's images of this checkout." "${ENVFILE_LINES[@]}" >"$STATE/images.env.tmp"
 mv "$STATE/images.env.tmp" "$STATE/images.env"

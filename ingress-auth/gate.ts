@@ -3,26 +3,17 @@
 // the visitor is (their session, if any). The callers only carry the verdict out.
 import type { IncomingHttpHeaders } from 'node:http';
 import { admitsAll } from '../lib/auth/identity.js';
-import { decide, type AuthPolicy, type Decision } from '../lib/policy/index.js';
+import { decide, policiesInForce, type Decision } from '../lib/policy/index.js';
 import type { App } from '../lib/resources/index.js';
 import { isNavigation } from './auth/navigation.js';
 import { safeNext } from './auth/next.js';
 import type { CurrentSession } from './auth/routes.js';
 
-/**
- * What the policies in force say about a path (none: public). The App's policy as applied, and
- * while a rollout has not settled (in progress, or failed and the last live revision serving),
- * also the policy that revision was deployed with: the pages served are that revision's, and a
- * deploy that drops or loosens a policy must not expose them before (or unless) it serves.
- */
+/** What the policies in force (lib/policy policiesInForce) say about a path (none: public). */
 export function decisionsFor(app: App, url: string): Decision[] {
-  const policies = [app.spec.auth, unsettled(app) ? (app.status?.live?.spec as { auth?: AuthPolicy } | undefined)?.auth : undefined];
-  return policies.filter((p): p is AuthPolicy => p !== undefined && p.rules.length > 0).map((p) => decide(p, url)).filter((d): d is Decision => d !== undefined);
-}
-
-function unsettled(app: App): boolean {
-  const { rollout, live } = app.status ?? {};
-  return live !== undefined && !(rollout?.state === 'Live' && rollout.revision === live.revision);
+  return policiesInForce(app)
+    .map((p) => decide(p, url))
+    .filter((d): d is Decision => d !== undefined);
 }
 
 export interface GateRequest {

@@ -48,8 +48,11 @@ export class DeployRecorder {
     private readonly deploys: Pick<DeployStore, 'finish' | 'replaceOlder' | 'failOrphans'>,
     private readonly election: Pick<LeaderElection, 'run' | 'release'>,
     private readonly log: Logger,
-    /** Runs once per deploy recorded live (email invitations of the policy it serves). */
-    private readonly onLive?: (app: App) => Promise<unknown>,
+    /**
+     * Runs after each pass over an App's status (email invitations and their revocation, which
+     * follow what the App controller reports, whatever changed the policy).
+     */
+    private readonly afterRecord?: (app: App) => Promise<unknown>,
     /** Runs for each App deleted while this replica leads (the app.expired event). */
     private readonly onDeleted?: (app: App) => Promise<unknown>,
   ) {}
@@ -147,8 +150,8 @@ export class DeployRecorder {
       const replaced = await this.deploys.replaceOlder(app.metadata.uid!, o.id, at);
       this.recorded.add(o.id);
       if (result === 'moved') this.log.info({ app: app.metadata.name, deploy: o.id, status: o.state, reason: o.reason, replaced }, `Deploy ${o.state}`);
-      if (result === 'moved' && o.state === 'live') await this.onLive?.(app);
     }
+    await this.afterRecord?.(app);
   }
 
   /** Deploys still in flight whose App is gone never go live. Visible for tests. */

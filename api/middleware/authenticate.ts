@@ -30,15 +30,13 @@ export class Authenticator {
     }
   }
 
-  authorize(op: AuthenticatedOperation, principal: Principal, params: Record<string, string>): void {
+  authorize(op: AuthenticatedOperation, principal: Principal): void {
     const { actions, apps } = principal.authority;
     if (actions && !actions.has(op.action)) throw new ApiError('forbidden', `token lacks action "${op.action}"`);
-    if (apps) {
-      if (op.accountWide) {
-        throw new ApiError('forbidden', `token lacks account-wide access (it is restricted to apps ${[...apps].join(', ') || '(none)'})`);
-      }
-      const app = op.appParam ? params[op.appParam] : undefined;
-      if (app !== undefined && !apps.has(app)) throw new ApiError('forbidden', `token lacks app "${app}"`);
+    // An apps restriction on an app's operations is checked where the app is resolved, by name or
+    // ID (routes/app-access.ts resolveApp), for every operation alike.
+    if (apps && op.accountWide) {
+      throw new ApiError('forbidden', `token lacks account-wide access (it is restricted to apps ${[...apps].join(', ') || '(none)'})`);
     }
   }
 

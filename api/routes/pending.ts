@@ -28,6 +28,5 @@ export function pendingOperations(): Operation[] {
     summary,
     action,
     pending,
-    ...(path.startsWith('/apps/{appID}') ? { appParam: 'appID' } : {}),
   }));
 }

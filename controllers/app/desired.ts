@@ -8,6 +8,8 @@ import { artifactCredentialTtlSeconds, mintArtifactCredential } from '../../lib/
 import { annotations, apiVersion, appHost, appUrl, containers, labels, managers, type AppsSite } from '../../lib/contract.js';
 import { credentialKeys, databaseObjects, databasePort } from '../../lib/databases.js';
 import type { App } from '../../lib/resources/index.js';
+import { policyEmails } from '../../lib/auth/identity.js';
+import { policiesInForce } from '../../lib/policy/index.js';
 import { defaultVolumeSize, podVolumeName, volumeClaimName } from '../../lib/volumes.js';
 import { hopelessWaiting, podReady } from '../frame/pods.js';
 import type { ConditionInput } from '../frame/status.js';
@@ -682,6 +684,9 @@ export function plan(app: App, pods: k8s.V1Pod[], settings: AppSettings, now: Da
   const progressing = current < want || live.length > want;
   const outcomes = liveOutcomes(app.status?.deploys, rollout);
   const perService = withServices ? ` (${views.map((v, i) => `${v.name} ${planned[i]!.ready}/${planned[i]!.want}${planned[i]!.waits ? ` ${planned[i]!.waits}` : ''}`).join(', ')})` : '';
+  // The addresses the policies in force list, as this status will leave them: one that leaves the
+  // list loses its sign-in links and app sessions (the API carries that out), whatever changed the policy.
+  const invited = [...new Set(policiesInForce({ spec: app.spec, status: { ...(rollout ? { rollout } : {}), ...(lastLive ? { live: lastLive } : {}) } }).flatMap((p) => [...policyEmails(p)]))].sort();
   const services: AppStatusFields['services'] = withServices
     ? views.map((v, i) => {
         const p = planned[i]!;
@@ -714,6 +719,8 @@ export function plan(app: App, pods: k8s.V1Pod[], settings: AppSettings, now: Da
       ...(outcomes.length ? { deploys: outcomes } : {}),
       machines: planned[0]!.machines,
       ...(services ? { services } : {}),
+      // Always written, even empty: its absence means no controller has decided yet.
+      policyEmails: invited,
     },
     ready: !app.spec.kind
       ? { ok: false, reason: 'NotDeployed', message: 'the app has no deploy yet' }

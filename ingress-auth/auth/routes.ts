@@ -4,7 +4,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ComponentConfig } from '../../lib/config.js';
 import type { Logger } from '../../lib/logger.js';
-import { admitsAppUsers, becomesAppUser } from '../../lib/auth/identity.js';
+import { admitsAppUsers, becomesAppUser, userRecord } from '../../lib/auth/identity.js';
 import type { MailEnqueuer, MailMessage } from '../../lib/auth/invitations.js';
 import { hashSecret, isSecretShape } from '../../lib/auth/secrets.js';
 import type { Session } from '../../lib/auth/sessions.js';
@@ -146,7 +146,7 @@ export class AuthRoutes {
 
   private async me(r: AuthRequest): Promise<void> {
     const id = (await this.currentSession(r))?.session.identity;
-    sendJson(r.res, 200, { user: id ? { id: id.subject, name: id.name ?? null, email: id.email, provider: id.provider } : null }, r.requestId);
+    sendJson(r.res, 200, { user: id ? userRecord(id) : null }, r.requestId);
   }
 
   /**
@@ -207,7 +207,7 @@ export class AuthRoutes {
     }
     if (established === 'disabled') return sendJson(r.res, 403, { error: 'this user is disabled on this app' }, r.requestId);
     if (flow) r.res.appendHeader('set-cookie', clearCookie(this.signIn.cookies.flow, this.signIn.secure));
-    sendJson(r.res, 200, { next: safeNext(found.next), user: { id: established.identity.subject, email: established.identity.email, provider: established.identity.provider } }, r.requestId);
+    sendJson(r.res, 200, { next: safeNext(found.next), user: userRecord(established.identity) }, r.requestId);
   }
 
   private async logout(r: AuthRequest, method: string): Promise<void> {

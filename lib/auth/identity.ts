@@ -17,6 +17,33 @@ export function sessionKindOf(provider: Provider): SessionKind {
   return provider === 'email' || provider === 'passkey' ? 'app' : 'workforce';
 }
 
+/** What `/_svc/auth/me` (and a sign-in's answer) says of a signed-in identity. */
+export interface UserRecord {
+  id: string;
+  name: string;
+  email: string;
+  /** Whether `email` is an address the provider verified; false for the `.invalid` stand-in. */
+  email_verified: boolean;
+  provider: Provider;
+}
+
+/**
+ * Every field a string, whatever the provider gave (docs/decisions/0010-sign-in.md): `name` falls
+ * back to the code-host login, then the email, then the id; `email`, when no verified address came,
+ * to `<login or id>@<provider>.invalid`, which RFC 2606 guarantees never delivers (and
+ * `email_verified` says so). The identity headers keep sending an empty email in that case.
+ */
+export function userRecord(id: Identity): UserRecord {
+  const local = (id.facts?.login ?? id.subject).toLowerCase().replace(/[^a-z0-9._-]+/g, '-').replace(/^[-.]+|[-.]+$/g, '') || 'user';
+  return {
+    id: id.subject,
+    name: id.name?.trim() || id.facts?.login || id.email || id.subject,
+    email: id.email || `${local}@${id.provider}.invalid`,
+    email_verified: id.email !== '',
+    provider: id.provider,
+  };
+}
+
 /** What a provider established about a person; stored with the session. */
 export interface Identity {
   provider: Provider;

@@ -5,6 +5,7 @@
 import { composePolicy, htmlDeclaration, markdownDeclarations } from './declarations.js';
 import { admitKey, describeAdmit, limits, PolicyError, type AuthPolicy, type Declaration } from './fields.js';
 import { isHtmlPage, isMarkdownPage, pageRoutes, type TreeKind } from './routes.js';
+import type { App } from '../resources/index.js';
 
 export { composePolicy, htmlDeclaration, markdownDeclarations, policyMetaTags, structured } from './declarations.js';
 export { admitKey, describeAdmit, PolicyError, type Admit, type AuthPolicy, type AuthRule, type Declaration, type Mode } from './fields.js';
@@ -63,4 +64,18 @@ export function combine(declarations: readonly Declaration[]): AuthPolicy | unde
 /** A compose file's policy alone (a container service), or undefined when it declares none. */
 export function composeAuth(top: unknown, service: { name: string; xsvc: unknown } | undefined, file = 'compose'): AuthPolicy | undefined {
   return combine(composePolicy(top, service, file));
+}
+
+/**
+ * The policies in force on an App's hostname: the App's as applied, and while a rollout has not
+ * settled (in progress, or failed and the last live revision serving), also the policy that
+ * revision was deployed with: the pages served are that revision's, and a deploy that drops or
+ * loosens a policy must not expose them before (or unless) it serves. ingress-auth enforces these;
+ * the App controller reports the addresses they list (status.policyEmails).
+ */
+export function policiesInForce(app: Pick<App, 'spec' | 'status'>): AuthPolicy[] {
+  const { rollout, live } = app.status ?? {};
+  const unsettled = live !== undefined && !(rollout?.state === 'Live' && rollout.revision === live.revision);
+  const policies = [app.spec.auth, unsettled ? (live.spec as { auth?: AuthPolicy } | undefined)?.auth : undefined];
+  return policies.filter((p): p is AuthPolicy => p !== undefined && p.rules.length > 0);
 }

@@ -397,6 +397,12 @@ export interface AppStatus {
     at: string;
   }[];
   /**
+   * The addresses the authentication policies in force list (the App's as applied and, while a rollout is unsettled, the one its live revision was deployed with). An address that leaves this list loses its sign-in links and app sessions, whether a deploy or an edit removed it.
+   *
+   * @maxItems 4000
+   */
+  policyEmails?: string[];
+  /**
    * Each service of the app (the public one first) as its machines stand.
    */
   services?: {

@@ -95,6 +95,13 @@ describe('API apps', () => {
     assert.match((await json<{ error: string }>(await api.request('POST', '/api/apps', { token: blogOnly, body: { name: 'other' } }), 403)).error, /token lacks app "other"/);
     const visible = await json<{ apps: AppBody[] }>(await api.request('GET', '/api/apps', { token: blogOnly }), 200);
     assert.deepEqual(visible.apps.map((a) => a.name), ['blog']);
+    // Operations not built yet resolve the app the same way: by name or ID, within the restriction.
+    const blog = visible.apps[0]!;
+    assert.equal((await json<{ error: string }>(await api.request('GET', `/api/apps/${blog.id}/domains`, { token: blogOnly }), 501)).error, 'not_implemented');
+    assert.equal((await json<{ error: string }>(await api.request('GET', '/api/apps/blog/domains', { token: blogOnly }), 501)).error, 'not_implemented');
+    assert.match((await json<{ error: string }>(await api.request('GET', `/api/apps/${shop.id}/domains`, { token: blogOnly }), 403)).error, /token lacks app "shop"/);
+    assert.match((await json<{ error: string }>(await api.request('GET', '/api/apps/shop/domains', { token: blogOnly }), 403)).error, /token lacks app "shop"/);
+    assert.match((await json<{ error: string }>(await api.request('POST', '/api/apps/nowhere/domains'), 404)).error, /app nowhere/);
   });
 
   it('keeps env with PUT (replace), PATCH (merge, null removes) and DELETE of one key, and rolls the machines', async () => {

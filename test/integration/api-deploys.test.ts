@@ -260,7 +260,7 @@ describe('API deploys', () => {
     await refuse(await api.request('GET', '/api/deploys/dep-nope'), 404, /deploy dep-nope not found/);
     await refuse(await api.request('POST', '/api/apps/site/deploy', { body: { compose: 'services: [oops' } }), 400, /compose/);
     await refuse(await api.request('POST', '/api/apps/site/deploy', { body: { compose: 'services:\n  web:\n    build: .\n' } }), 400, /services\.web\.build is not supported/);
-    await refuse(await api.request('POST', '/api/apps/site/deploy', { body: { compose: 'services:\n  a:\n    image: x\n  b:\n    image: y\n' } }), 400, /one container service/);
+    await refuse(await api.request('POST', '/api/apps/site/deploy', { body: { compose: 'services:\n  a:\n    image: x\n  b:\n    image: y\n' } }), 400, /none of the services a, b publishes a port/);
     await refuse(await api.request('POST', '/api/apps/site/deploy', { body: { files: { '../etc/passwd': 'x' } } }), 400, /files/);
     await refuse(await api.request('POST', '/api/apps/site/deploy', { body: { files: {} } }), 400, /no files/);
     await refuse(await api.request('POST', '/api/apps/site/deploy', { body: {} }), 400, /send files, image, compose/);

@@ -6,7 +6,10 @@
 // ambiguous files and policies on private services are refused with nothing written.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import path from 'node:path';
 import * as k8s from '@kubernetes/client-node';
+import { deployCommand } from '../../cli/deploy.js';
+import { repoRoot } from '../../lib/paths.js';
 import { group, labels, pluralOf, version } from '../../lib/contract.js';
 import type { App } from '../../lib/resources/index.js';
 import { expectJson, startTestApi, type TestApi } from '../support/api.js';
@@ -235,6 +238,22 @@ describe('Compose files with several services', () => {
     assert.match(b.error, /services\.worker\.x-svc\.auth: worker does not receive the app's hostname \(web does\)/);
     const after = await json<{ deploys: unknown[] }>(await api.request('GET', '/api/apps/stack/deploys'), 200);
     assert.equal(after.deploys.length, before.deploys.length, 'no deploy recorded');
+  });
+
+  it('the example repository (docs/examples/compose-stack) deploys as written with svc deploy', async () => {
+    await json(await api.request('POST', '/api/apps', { body: { name: 'example' } }), 201);
+    const lines: string[] = [];
+    const d = await deployCommand({ app: 'example', dir: path.join(repoRoot, 'docs/examples/compose-stack'), apiUrl: `${api.url}/api`, token: api.token, wait: true, timeoutMs: 150_000, out: (l) => lines.push(l) });
+    assert.equal(d.status, 'live');
+    assert.match(lines[0]!, /^Deploying compose\.yaml to example: services web, worker, cache$/);
+    const app = await json<{ services: Array<{ name: string; ready: string }> }>(await api.request('GET', '/api/apps/example'), 200);
+    assert.deepEqual(app.services.map((v) => [v.name, v.ready]), [['web', '2/2'], ['worker', '1/1'], ['cache', '1/1']]);
+    const hits = await new Browser(ingress.url).request(`example.${appsDomain}`, '/hits');
+    assert.equal(hits.status, 200, hits.body);
+    assert.match(hits.body, /^Hello from the stack: \d+ hits$/, 'web.env came with it, and web reached the cache');
+    assert.equal((await new Browser(ingress.url).request(`example.${appsDomain}`, '/', { headers: [['Accept', 'application/json']] })).status, 401, 'the rest is the owner\'s');
+    await eventually('the worker reads the cache', async () => /worker: \d+ hits so far/.test(await (await api.request('GET', '/api/apps/example/logs?service=worker&tail=5')).text()) || undefined, { timeoutMs: 30_000 });
+    await api.request('DELETE', '/api/apps/example');
   });
 
   it('a service dropped from the file loses its machines and its Service', async () => {

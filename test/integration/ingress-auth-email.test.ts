@@ -3,9 +3,11 @@
 // identical answer and its rate limits, app-user session limits with an injectable clock, the
 // app-user API, and a passkey added and used in the browser.
 import assert from 'node:assert/strict';
+import * as k8s from '@kubernetes/client-node';
 import { after, before, describe, it } from 'node:test';
 import type { Browser as Chromium, BrowserContext } from 'playwright-core';
 import { MailOutbox } from '../../lib/mail/outbox.js';
+import { group, pluralOf, version, type App } from '../../lib/contract.js';
 import { MailSender } from '../../lib/mail/sender.js';
 import { createLogger } from '../../lib/logger.js';
 import { startTestApi, type TestApi } from '../support/api.js';
@@ -227,6 +229,10 @@ describe('ingress-auth email sign-in (Chromium, SMTP)', () => {
       throw new Error(`${err.message}; the page says: ${await page.textContent('#notice').catch(() => '?')}`);
     });
     assert.match((await page.textContent('#who'))!, /^bob@example\.test via passkey$/);
+    await page.goto(`${origin()}/_svc/auth/me`);
+    const passkeyUser = (JSON.parse((await page.textContent('body'))!) as { user: Record<string, unknown> }).user;
+    assert.deepEqual([passkeyUser.name, passkeyUser.email, passkeyUser.email_verified, passkeyUser.provider], ['bob@example.test', 'bob@example.test', true, 'passkey'], 'a user without a name is named by the address');
+    assert.match(String(passkeyUser.id), /^au_/);
     await ctx.close();
   });
 
@@ -235,7 +241,11 @@ describe('ingress-auth email sign-in (Chromium, SMTP)', () => {
     assert.deepEqual(users.users.map((u) => u.email).sort(), ['ada@example.test', 'bob@example.test']);
     const bob = users.users.find((u) => u.email === 'bob@example.test')!;
     const b = new Browser(ia.url);
-    assert.equal((await b.redeem(host(), fragmentSecret(signInLink(mailsTo('bob@example.test')[0]!.raw)))).status, 200);
+    const redeemed = await b.redeem(host(), fragmentSecret(signInLink(mailsTo('bob@example.test')[0]!.raw)));
+    assert.equal(redeemed.status, 200);
+    const emailUser = (JSON.parse(redeemed.body) as { user: Record<string, unknown> }).user;
+    assert.deepEqual({ ...emailUser, id: typeof emailUser.id }, { id: 'string', name: 'bob@example.test', email: 'bob@example.test', email_verified: true, provider: 'email' }, 'the email provider\'s record, every field a string');
+    assert.deepEqual(JSON.parse((await b.request(host(), '/_svc/auth/me')).body), { user: emailUser });
     assert.equal((await b.request(host(), '/private/', { headers: [['Accept', 'application/json']] })).status, 200);
     const disabled = await json<{ user: { disabled: boolean } }>(await api.request('POST', `/api/apps/${team}/auth/users/${bob.id}/disable`), 200);
     assert.equal(disabled.user.disabled, true);
@@ -256,5 +266,17 @@ describe('ingress-auth email sign-in (Chromium, SMTP)', () => {
     await deployLive(['bob@example.test', 'ada@example.test']);
     await nth('ada@example.test', 3);
     assert.equal((await new Browser(ia.url).redeem(host(), adaLink)).status, 403);
+
+    // The same when the policy changes with no deploy at all (kubectl edits the App): the App
+    // controller reports the addresses in force, and what it no longer reports is revoked.
+    const bobLink = fragmentSecret(signInLink(mailsTo('bob@example.test')[0]!.raw));
+    assert.equal((await b.request(host(), '/private/', { headers: [['Accept', 'application/json']] })).status, 200);
+    const custom = kubeConfig().makeApiClient(k8s.CustomObjectsApi);
+    const target = { group, version, plural: pluralOf('App'), namespace: api.account.namespace, name: team };
+    const cr = (await custom.getNamespacedCustomObject(target)) as App;
+    const rules = cr.spec.auth!.rules.map((r) => ({ ...r, admit: { ...r.admit, emails: r.admit.emails!.filter((e) => e !== 'bob@example.test') } }));
+    await custom.patchNamespacedCustomObject({ ...target, body: { spec: { auth: { rules } } } }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch));
+    await eventually('bob’s session revoked after the edit', async () => (await b.request(host(), '/private/', { headers: [['Accept', 'application/json']] })).status === 401, { timeoutMs: 10_000 });
+    assert.equal((await new Browser(ia.url).redeem(host(), bobLink)).status, 403, 'his links are revoked');
   });
 });

@@ -120,6 +120,21 @@ describe('ingress-auth sign-in providers', () => {
     }
   });
 
+  it('answers /_svc/auth/me with id, name, email and provider as strings for provider identities, whatever the provider gave', async () => {
+    const me = async (b: Browser, app: string) => (JSON.parse((await b.request(host(app), '/_svc/auth/me')).body) as { user: Record<string, unknown> }).user;
+    const ada = new Browser(ia.url);
+    await providerSignIn(ada, apps.idpAny, 'idp', 'ada');
+    assert.deepEqual(await me(ada, apps.idpAny), { id: 'idp:ada', name: 'Ada', email: 'ada@other.test', email_verified: true, provider: 'idp' });
+    const unverified = new Browser(ia.url);
+    await providerSignIn(unverified, apps.idpAny, 'idp', 'ada-unverified');
+    assert.deepEqual(await me(unverified, apps.idpAny), { id: 'idp:ada-unverified', name: 'idp:ada-unverified', email: 'idp-ada-unverified@idp.invalid', email_verified: false, provider: 'idp' });
+    const member = new Browser(ia.url);
+    await providerSignIn(member, apps.chAny, 'codehost', 'member');
+    const user = await me(member, apps.chAny);
+    assert.deepEqual([user.name, user.email, user.email_verified, user.provider], ['member', 'member@codehost.invalid', false, 'codehost']);
+    assert.match(String(user.id), /^codehost:\d+$/);
+  });
+
   it('binds a provider handoff to the browser that started it', async () => {
     const b = new Browser(ia.url);
     const start = await b.request(host(apps.idpAny), '/_svc/auth/idp/start', { headers: [['Sec-Fetch-Mode', 'navigate']] });

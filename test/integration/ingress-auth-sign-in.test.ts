@@ -165,7 +165,7 @@ describe('ingress-auth sign-in', () => {
     assert.equal((JSON.parse(Buffer.from(jwsHeader!, 'base64url').toString()) as { alg: string }).alg, 'EdDSA');
 
     const me = await b.request(host(guard), '/_svc/auth/me');
-    assert.deepEqual(JSON.parse(me.body), { user: { id: api.account.id, name: api.account.name, email: api.account.email, provider: 'svc' } });
+    assert.deepEqual(JSON.parse(me.body), { user: { id: api.account.id, name: api.account.name, email: api.account.email, email_verified: true, provider: 'svc' } });
     assert.equal(me.headers['cache-control'], 'private, no-store');
     assert.deepEqual(JSON.parse((await new Browser(ia.url).request(host(guard), '/_svc/auth/me')).body), { user: null });
   });

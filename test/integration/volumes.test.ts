@@ -23,7 +23,7 @@ const compose = (mark: string, opts: { volumes?: boolean; size?: string } = {}) 
     '  web:',
     `    image: ${images.busybox}`,
     // Without its volume the service keeps its log in /tmp (the root filesystem is read-only).
-    `    command: ["sh", "-c", "echo start-$MARK >> ${withVolumes ? '/data' : '/tmp'}/log; exec httpd -f -p 8080 -h ${withVolumes ? '/data' : '/tmp'}"]`,
+    `    command: ["sh", "-c", "echo start-$$MARK >> ${withVolumes ? '/data' : '/tmp'}/log; exec httpd -f -p 8080 -h ${withVolumes ? '/data' : '/tmp'}"]`,
     `    environment: {MARK: ${mark}}`,
     '    ports: ["8080"]',
     ...(withVolumes ? ['    volumes: ["data:/data"]', 'volumes:', '  data: {}', 'x-svc:', '  volumes:', '    data:', `      size: ${opts.size ?? '64Mi'}`] : []),

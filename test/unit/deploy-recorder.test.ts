@@ -95,8 +95,8 @@ describe('DeployRecorder', () => {
     const feed = new Feed();
     const store = new Store();
     const e = election();
-    const live: string[] = [];
-    const r = new DeployRecorder(feed, store, e, log, async (a) => void live.push(a.metadata.uid!));
+    const passes: string[] = [];
+    const r = new DeployRecorder(feed, store, e, log, async (a) => void passes.push(a.metadata.uid!));
     r.start();
     store.add('d1', 'u1', 1);
     store.add('d2', 'u1', 2);
@@ -110,7 +110,7 @@ describe('DeployRecorder', () => {
     assert.equal(store.rows.get('d2')!.reason, 'CrashLoopBackOff');
     assert.equal(store.rows.get('d3')!.at?.toISOString(), '2026-01-01T00:03:00.000Z');
     assert.equal(store.rows.get('d1')!.status, 'failed', 'an older deploy still in flight was replaced');
-    assert.deepEqual(live, ['u1'], 'invitations run once, for the deploy that went live');
+    assert.deepEqual(passes, ['u1'], 'invitations follow each pass over the App, after its outcomes');
     // The same status again (a resync, another replica's change): nothing written twice.
     feed.put(app('u1', [{ id: 'd3', state: 'live', at: '2026-01-01T00:03:00Z' }]));
     await new Promise((res) => setTimeout(res, 20));

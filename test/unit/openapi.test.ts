@@ -79,6 +79,29 @@ describe('OpenAPI document', () => {
     }
   });
 
+  it('describes the request body of every operation whose fields the spec states, required when it has required fields', () => {
+    type Body = { required: boolean; content: Record<string, { schema: { properties?: Record<string, { type?: string }>; required?: string[] } }> };
+    const body = (p: string, m: string) => doc.paths[p]?.[m]?.requestBody as Body | undefined;
+    const evalBody = body('/eval', 'post')!;
+    assert.equal(evalBody.required, true);
+    const evalSchema = evalBody.content['application/json']!.schema;
+    assert.deepEqual([evalSchema.properties?.runtime?.type, evalSchema.properties?.code?.type, evalSchema.properties?.network?.type], ['string', 'string', 'boolean']);
+    assert.deepEqual(evalSchema.required, ['runtime', 'code']);
+    const createApp = body('/apps', 'post')!;
+    assert.equal(createApp.required, true);
+    assert.deepEqual([createApp.content['application/json']!.schema.properties?.name?.type, createApp.content['application/json']!.schema.properties?.image?.type], ['string', 'string']);
+    // A body of only optional fields may be left out.
+    assert.equal(body('/apps/{appID}/deploy', 'post')?.required, true, 'a deploy sends JSON or an upload');
+    for (const [p, methods] of Object.entries(doc.paths)) {
+      for (const [m, o] of Object.entries(methods)) {
+        const b = o.requestBody as Body | undefined;
+        if (!b) continue;
+        const required = b.content['application/json']?.schema.required ?? [];
+        if (required.length) assert.equal(b.required, true, `${m.toUpperCase()} ${p}: a body with required fields is required`);
+      }
+    }
+  });
+
   it('documents the error schema and bearer security', () => {
     const c = (doc as unknown as { components: { schemas: { Error: unknown }; securitySchemes: { bearer: unknown } } }).components;
     assert.deepEqual((c.schemas.Error as { required: string[] }).required, ['error']);

@@ -5,7 +5,7 @@ import { describe, it } from 'node:test';
 import { isPlatformCookie, readCookie, withoutPlatformCookies, withoutPlatformSetCookies } from '../../ingress-auth/auth/cookies.js';
 import { isNavigation, prefersHtml } from '../../ingress-auth/auth/navigation.js';
 import { safeNext } from '../../ingress-auth/auth/next.js';
-import { admits, becomesAppUser, sessionKindOf, type Identity } from '../../lib/auth/identity.js';
+import { admits, becomesAppUser, sessionKindOf, userRecord, type Identity } from '../../lib/auth/identity.js';
 import type { Admit } from '../../lib/policy/index.js';
 
 const ctx = { namespace: 'svc-acct-1' };
@@ -49,6 +49,23 @@ describe('admission: the policy table', () => {
     assert.equal(sessionKindOf('passkey'), 'app');
     for (const p of ['idp', 'codehost', 'svc'] as const) assert.equal(sessionKindOf(p), 'workforce');
   });
+});
+
+describe('/_svc/auth/me: every field a string, for every provider', () => {
+  const cases: Array<[string, Identity, ReturnType<typeof userRecord>]> = [
+    ['passkey with a name', { provider: 'passkey', subject: 'au_1', email: 'ada@x.io', name: 'Ada', appUserId: 'au_1' }, { id: 'au_1', name: 'Ada', email: 'ada@x.io', email_verified: true, provider: 'passkey' }],
+    ['email link, no name', { provider: 'email', subject: 'au_2', email: 'bob@x.io', appUserId: 'au_2' }, { id: 'au_2', name: 'bob@x.io', email: 'bob@x.io', email_verified: true, provider: 'email' }],
+    ['owner', { provider: 'svc', subject: 'acct-1', email: 'owner@x.io' }, { id: 'acct-1', name: 'owner@x.io', email: 'owner@x.io', email_verified: true, provider: 'svc' }],
+    ['idp, a name and no verified address', { provider: 'idp', subject: 'idp:123', email: '', name: '  Cy  ' }, { id: 'idp:123', name: 'Cy', email: 'idp-123@idp.invalid', email_verified: false, provider: 'idp' }],
+    ['codehost, no name and no public address', { provider: 'codehost', subject: 'codehost:42', email: '', facts: { login: 'octo-cat', orgs: [] } }, { id: 'codehost:42', name: 'octo-cat', email: 'octo-cat@codehost.invalid', email_verified: false, provider: 'codehost' }],
+  ];
+  for (const [what, identity, expected] of cases) {
+    it(what, () => {
+      const r = userRecord(identity);
+      assert.deepEqual(r, expected);
+      for (const k of ['id', 'name', 'email', 'provider'] as const) assert.ok(typeof r[k] === 'string' && r[k].length > 0, k);
+    });
+  }
 });
 
 describe('navigation or fetch', () => {

@@ -3,7 +3,7 @@
 // hostname, the expected origin the one the browser is on. A user whose address the policy no
 // longer admits, or who is disabled, is refused even with a valid passkey.
 import type { Knex } from 'knex';
-import { becomesAppUser } from '../../../lib/auth/identity.js';
+import { becomesAppUser, userRecord } from '../../../lib/auth/identity.js';
 import { PasskeyError, PasskeyService } from '../../../lib/auth/passkeys.js';
 import { readForm, sendJson } from '../respond.js';
 import { sameOrigin, type AuthRequest, type CurrentSession, type ProviderRoute } from '../routes.js';
@@ -66,7 +66,7 @@ export function passkeyProvider(db: Knex, clock: () => Date): { routes: Map<stri
         const session = await signIn.establish(r.res, r.app, r.host, { provider: 'passkey', subject: user.id, email: user.email, appUserId: user.id, ...(user.name ? { name: user.name } : {}) });
         if (session === 'disabled') throw new PasskeyError('disabled', 'this user is disabled on this app');
         await signIn.users.signIn({ uid: r.app.metadata.uid!, namespace: r.app.metadata.namespace!, name: r.app.metadata.name! }, user.email, 'passkey');
-        return { user: { id: user.id, email: user.email, provider: 'passkey' } };
+        return { user: userRecord(session.identity) };
       }),
     ],
   ]);
