@@ -18,6 +18,8 @@ export interface Volume {
   /** `machine`: an app machine's; `database`: a database server's (listed, never deleted here). */
   kind: 'machine' | 'database';
   app: string | null;
+  /** The app's service whose machine it is, in an app with several (compose services); null otherwise. */
+  service: string | null;
   machine: number | null;
   volume: string | null;
   database: string | null;
@@ -127,16 +129,20 @@ export class VolumeRepository {
       const base = { ref, size_bytes: claimBytes(c), used_bytes: measuredBytes(c) ?? null, node, created_at: new Date(c.metadata!.creationTimestamp as unknown as string).toISOString() };
       if (l[labels.database]) {
         const db = databases.find((d) => d.metadata.name === l[labels.database]);
-        return { ...base, kind: 'database', app: null, machine: null, volume: null, database: l[labels.database]!, path: null, attached: db !== undefined, mounted_by: null };
+        return { ...base, kind: 'database', app: null, service: null, machine: null, volume: null, database: l[labels.database]!, path: null, attached: db !== undefined, mounted_by: null };
       }
       const ordinal = Number(l[labels.machine]);
       const app = apps.find((a) => a.name === l[labels.app]);
-      const declared = app?.spec.volumes?.find((v) => v.name === l[labels.volume]);
-      const runs = app !== undefined && ordinal < (app.spec.machines ?? 1);
+      // A private service's volume is declared by that service, for as many machines as it runs.
+      const service = l[labels.service];
+      const owner = service !== undefined ? app?.spec.services?.find((v) => v.name === service) : app?.spec;
+      const declared = owner?.volumes?.find((v) => v.name === l[labels.volume]);
+      const runs = owner !== undefined && ordinal < (owner.machines ?? 1);
       return {
         ...base,
         kind: 'machine',
         app: l[labels.app] ?? null,
+        service: service ?? null,
         machine: Number.isInteger(ordinal) ? ordinal : null,
         volume: l[labels.volume]!,
         database: null,

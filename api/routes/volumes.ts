@@ -14,6 +14,7 @@ const volumeSchema = z.object({
   ref: z.string(),
   kind: z.enum(['machine', 'database']),
   app: z.string().nullable(),
+  service: z.string().nullable().describe("The app's service whose machine it is, in an app with several; null otherwise."),
   machine: z.number().nullable(),
   volume: z.string().nullable(),
   database: z.string().nullable(),

@@ -82,11 +82,14 @@ ${webAuth}
       - |
 ${indent(cacheServer, 8)}
     expose: [6379]
+    volumes: ["cachedata:/data"]
     healthcheck:
       test: ["CMD", "python3", "-c", "import socket; socket.create_connection(('127.0.0.1', 6379), 1)"]
       interval: 1s
       timeout: 1s
       retries: 3
+volumes:
+  cachedata:
 `;
 
 interface Machine {
@@ -137,10 +140,14 @@ describe('Compose files with several services', () => {
 
     // Through ingress-auth: the excepted path is public and counts in the cache; the rest is gated
     // by the file's top-level policy (owner), which is the web service's.
+    let last = '';
     const first = await eventually('web serves through ingress-auth', async () => {
       const a = await through('/public/hit');
+      last = `${a.status} ${a.body.slice(0, 300)}`;
       return a.status === 200 ? a.body : undefined;
-    }, { timeoutMs: 30_000 });
+    }, { timeoutMs: 30_000 }).catch((err: Error) => {
+      throw new Error(`${err.message}; the last answer: ${last}`);
+    });
     assert.match(first, /^hits \d+$/);
     const n = Number(first.split(' ')[1]);
     assert.equal((await through('/public/hit')).body, `hits ${n + 1}`, 'the cache keeps the count: web reached it by name');
@@ -165,6 +172,11 @@ describe('Compose files with several services', () => {
     ]);
     const services = (await api.kube.core.listNamespacedService({ namespace: ns, labelSelector: `${labels.app}=stack` })).items.map((s) => s.metadata!.name!).sort();
     assert.deepEqual(services, ['stack', 'stack-cache', 'stack-web']);
+
+    // The cache's volume is its machine's, listed with its service, and kept while declared.
+    const volume = (await json<{ volumes: Array<Record<string, unknown>> }>(await api.request('GET', '/api/volumes'), 200)).volumes.find((v) => v.ref === 'stack-cachedata-m0');
+    assert.deepEqual([volume?.app, volume?.service, volume?.machine, volume?.path, volume?.attached], ['stack', 'cache', 0, '/data', true]);
+    assert.match((await json<{ error: string }>(await api.request('DELETE', '/api/volumes/stack-cachedata-m0'), 409)).error, /attached/);
   });
 
   it('the cache is reached by the app\'s machines only, never by another app', async () => {
@@ -265,5 +277,8 @@ describe('Compose files with several services', () => {
       const names = (await api.kube.core.listNamespacedService({ namespace: ns, labelSelector: `${labels.app}=stack` })).items.map((s) => s.metadata!.name!);
       return names.includes('stack-cache') ? undefined : true;
     }, { timeoutMs: 30_000 });
+    const volume = await eventually('its volume detached', async () => (await json<{ volumes: Array<Record<string, unknown>> }>(await api.request('GET', '/api/volumes'), 200)).volumes.find((v) => v.ref === 'stack-cachedata-m0' && v.attached === false));
+    assert.equal(volume.service, 'cache', 'kept, detached, until deleted');
+    assert.equal((await api.request('DELETE', '/api/volumes/stack-cachedata-m0')).status, 204);
   });
 });

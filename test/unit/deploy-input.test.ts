@@ -173,8 +173,7 @@ services:
     restart: "no"
 volumes:
   data:
-x-svc-unused: 1
-`.replace('x-svc-unused: 1\n', '');
+`;
   const files = (p: string) => (p === 'worker.env' ? '# comment\nexport TOKEN="a b"\nQUEUE=overridden\nPLAIN=x # note\n' : undefined);
 
   it('reads each service; the one publishing a port is public and comes first', () => {
