@@ -33,6 +33,16 @@ const invalid: Array<[Kind, string, Record<string, unknown>, RegExp]> = [
     { kind: 'container', image: 'nginx', auth: { rules: [{ mode: 'auth', paths: ['/**'], admit: {} }] } },
     /spec\.auth\.rules\[0\]\.admit: Invalid value: a rule must admit at least one identity/,
   ],
+  ['App', 'services without the public one named', { kind: 'container', image: 'nginx', services: [{ name: 'worker', image: 'w' }] }, /spec\.service names the service the top-level fields describe/],
+  ['App', 'a private service named like the public one', { kind: 'container', image: 'nginx', service: 'web', services: [{ name: 'web', image: 'w' }] }, /a service in spec\.services has the name of spec\.service/],
+  [
+    'App',
+    'a volume mounted by two services',
+    { kind: 'container', image: 'nginx', service: 'web', volumes: [{ name: 'data', path: '/d' }], services: [{ name: 'worker', image: 'w', volumes: [{ name: 'data', path: '/e' }] }] },
+    /two services mount the same volume/,
+  ],
+  ['App', 'a bad restart policy', { kind: 'container', image: 'nginx', service: 'web', services: [{ name: 'w', image: 'w', restart: 'sometimes' }] }, /spec\.services\[0\]\.restart: Unsupported value/],
+  ['App', 'a service name that is no host name', { kind: 'container', image: 'nginx', service: 'web', services: [{ name: 'Worker_1', image: 'w' }] }, /spec\.services\[0\]\.name/],
   ['Build', 'missing app', { source: { artifact: { digest } } }, /spec\.app: Required value/],
   [
     'Build',
