@@ -258,6 +258,14 @@ start_node() {
   # shims, runc and every container): on a cluster they are other machines, and here starting pods
   # (about a CPU-second each: bench/sandboxes) would otherwise starve the apiserver, the controllers
   # and the API that claims and serves the pods already running (docs/decisions/0016-sandboxes.md).
+  # Runtime state of a containerd of this checkout that is gone with no shim of it left (a machine
+  # whose last run was never stopped): started on it, containerd spends its start cleaning up tasks
+  # whose shims and snapshots are gone, and fails. A containerd restarted under running pods keeps it.
+  if ! is_running "containerd-$node" && ! pgrep -f "containerd-shim.*-address $run/containerd.sock" >/dev/null && [ -d "$run/state" ]; then
+    say "containerd-$node: clearing runtime state left by an earlier run ($run/state)"
+    grep " $run/state" /proc/mounts | awk '{print $2}' | sort -r | xargs -r umount -l
+    rm -rf "$run/state"
+  fi
   start_daemon "containerd-$node" nice -n "$NODE_NICE" containerd --config "$dir/containerd.toml" --log-level warn
   wait_ready "containerd-$node" 30 test -S "$run/containerd.sock"
   start_daemon "kubelet-$node" nice -n "$NODE_NICE" "$K8S_BIN/kubelet" --config "$dir/kubelet.yaml" \
