@@ -1,11 +1,15 @@
-// Servers for bench/proxy.ts, each in its own process so none shares an event loop with the load
-// generator. `upstream`: a bare node:http server answering 12 bytes. `ingress <upstream port>
-// <database url>`: the real ingress-auth server (host parsing, header scrubbing, request id, round
+// Servers for bench/proxy.ts, each in its own process(es) so none shares an event loop with the load
+// generator. `upstream [workers]`: a bare node:http server answering 12 bytes. `ingress <upstream port>
+// <database url> [workers]`: the real ingress-auth server (host parsing, header scrubbing, request id, round
 // robin, undici pool, request metrics in memory, sign-in with sessions in PostgreSQL and signed
 // assertions) with a fixed route table in place of the informers, so no cluster is needed and
 // EndpointSlices need not point at loopback. The app gates /private/** (owner); a signed-in owner's
-// session cookie is printed with the URL: {"url", "cookie"}.
+// session cookie is printed with the URL: {"url", "cookie"}. With workers > 1, that many processes
+// share one port by SO_REUSEPORT, as ingress-auth's worker mode runs (ingress-auth/workers.ts).
+import cluster from 'node:cluster';
+import { once } from 'node:events';
 import { createServer } from 'node:http';
+import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import * as k8s from '@kubernetes/client-node';
 import { AuthRoutes } from '../ingress-auth/auth/routes.js';
@@ -22,15 +26,49 @@ import { RequestRecorder } from '../lib/metrics/requests.js';
 import type { App } from '../lib/resources/index.js';
 
 const [mode, upstreamPort] = process.argv.slice(2);
+const workers = Number(process.argv[mode === 'upstream' ? 3 : 5] ?? 1);
+/** In a worker: the port the primary chose, shared by every worker. */
+const sharedPort = process.env.BENCH_PORT !== undefined ? Number(process.env.BENCH_PORT) : undefined;
 
-if (mode === 'upstream') {
+async function freePort(): Promise<number> {
+  const s = net.createServer().listen(0, '127.0.0.1');
+  await once(s, 'listening');
+  const port = (s.address() as AddressInfo).port;
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+/** The primary of `workers` processes on one port: forks them, waits until each listens, prints `info` with the URL. */
+async function runWorkers(info: Record<string, string> = {}): Promise<void> {
+  const port = await freePort();
+  await Promise.all(
+    Array.from({ length: workers }, async () => {
+      const w = cluster.fork({ BENCH_PORT: String(port) });
+      await once(w, 'message');
+    }),
+  );
+  console.log(JSON.stringify({ url: `http://127.0.0.1:${port}`, ...info }));
+  const stop = () => {
+    for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGTERM');
+    process.exit(0);
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}
+const inWorker = cluster.isWorker;
+const listenOptions = (port: number) => ({ port, host: '127.0.0.1', ...(inWorker ? { reusePort: true, exclusive: true } : {}) });
+const ready = (url: string, extra: Record<string, string> = {}) => (inWorker ? process.send!('ready') : console.log(JSON.stringify({ url, ...extra })));
+
+if (mode === 'upstream' && workers > 1 && cluster.isPrimary) {
+  await runWorkers();
+} else if (mode === 'upstream') {
   const body = 'hello world\n';
   const server = createServer((_req, res) => {
     res.writeHead(200, { 'content-type': 'text/plain', 'content-length': body.length });
     res.end(body);
   });
   server.keepAliveTimeout = 65_000;
-  server.listen(0, '127.0.0.1', () => console.log(JSON.stringify({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` })));
+  server.listen(listenOptions(sharedPort ?? 0), () => ready(`http://127.0.0.1:${(server.address() as AddressInfo).port}`));
 } else if (mode === 'ingress') {
   const databaseUrl = process.argv[4]!;
   const app = {
@@ -58,16 +96,30 @@ if (mode === 'upstream') {
   const signIn = new SignIn({ db, config, log, signer, assertionLifetimeSeconds: config.assertion.lifetimeSeconds });
   await signIn.start();
   const authRoutes = new AuthRoutes(signIn, { config, log, mail: undefined, available: { email: false, passkey: false, idp: false, codehost: false } });
-  const { token } = await signIn.sessions.create(app.metadata.uid!, 'bench.apps.localhost', {
-    provider: 'svc',
-    subject: 'acct_bench',
-    email: 'owner@bench.test',
-    facts: { namespace: 'svc-acct-bench' },
-  });
-  const ingress = await startIngress({ config, kc: new k8s.KubeConfig(), log, recorder, routes, host: '127.0.0.1', port: 0, auth: { signIn, routes: authRoutes } });
-  console.log(JSON.stringify({ url: ingress.url, cookie: `${signIn.cookies.session}=${token}` }));
+  // One session for every worker (the primary makes it; workers find it in PostgreSQL like any other).
+  const cookie =
+    process.env.BENCH_COOKIE ??
+    `${signIn.cookies.session}=${
+      (
+        await signIn.sessions.create(app.metadata.uid!, 'bench.apps.localhost', {
+          provider: 'svc',
+          subject: 'acct_bench',
+          email: 'owner@bench.test',
+          facts: { namespace: 'svc-acct-bench' },
+        })
+      ).token
+    }`;
+  if (workers > 1 && cluster.isPrimary) {
+    await signIn.stop();
+    await db.destroy();
+    process.env.BENCH_COOKIE = cookie;
+    await runWorkers({ cookie });
+  } else {
+    const ingress = await startIngress({ config, kc: new k8s.KubeConfig(), log, recorder, routes, host: '127.0.0.1', port: sharedPort ?? 0, reusePort: inWorker, auth: { signIn, routes: authRoutes } });
+    ready(ingress.url, { cookie });
+  }
 } else {
-  console.error('usage: proxy-server.js upstream | ingress <upstream port> <database url>');
+  console.error('usage: proxy-server.js upstream [workers] | ingress <upstream port> <database url> [workers]');
   process.exit(2);
 }
 

@@ -1,14 +1,17 @@
 // bench/proxy: GET of a 12-byte answer straight to a node:http upstream (the baseline), through
 // ingress-auth (a public path, and a gated path with a signed-in session: cookie, session cache,
-// admission, identity headers and assertion), and through nginx (Debian, one worker, upstream
-// keep-alive) as a plain reverse proxy, in one run on one machine, loaded by wrk (else autocannon;
-// BENCH_LOADGEN chooses). Prints requests/s at BENCH_CONNECTIONS (32) and latency at 8
-// connections, with the ratios. nginx is left out, with a note, when it is not installed.
+// admission, identity headers and assertion), and through nginx (Debian, upstream keep-alive) as a
+// plain reverse proxy, in one run on one machine, loaded by wrk (else autocannon; BENCH_LOADGEN
+// chooses). ingress-auth and nginx are compared at equal worker counts: 1, and BENCH_WORKERS (the
+// CPUs). Every side is measured BENCH_REPEATS (3) times, interleaved and in a rotating order, and
+// the median is printed with the spread (lowest-highest), since one run moves with the machine's
+// load. Prints requests/s at BENCH_CONNECTIONS (32) and latency at 8 connections, with the ratios.
+// nginx is left out, with a note, when it is not installed.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
@@ -16,7 +19,9 @@ import { repoRoot } from '../lib/paths.js';
 import { benchDatabase } from './support.js';
 
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 32);
-const duration = Number(process.env.BENCH_SECONDS ?? 8);
+const duration = Number(process.env.BENCH_SECONDS ?? 5);
+const repeats = Number(process.env.BENCH_REPEATS ?? 3);
+const workers = Number(process.env.BENCH_WORKERS ?? availableParallelism());
 const host = 'bench.apps.localhost';
 
 async function server(...args: string[]): Promise<{ url: string; cookie?: string; child: ChildProcess }> {
@@ -38,13 +43,13 @@ function nginxBinary(): string | undefined {
   return undefined;
 }
 
-async function startNginx(bin: string, upstreamUrl: string): Promise<{ url: string; stop: () => Promise<void> }> {
+async function startNginx(bin: string, upstreamUrl: string, processes: number): Promise<{ url: string; stop: () => Promise<void> }> {
   const dir = await mkdtemp(path.join(tmpdir(), 'svc-bench-nginx-'));
   const port = await freePort();
   const up = new URL(upstreamUrl);
   await writeFile(
     path.join(dir, 'nginx.conf'),
-    `worker_processes 1;
+    `worker_processes ${processes};
 pid ${dir}/nginx.pid;
 error_log ${dir}/error.log warn;
 events { worker_connections 4096; }
@@ -157,45 +162,83 @@ async function loadWithWrk(url: string, conns: number, seconds: number, headers:
 }
 
 async function measure(url: string, headers: Record<string, string> = {}): Promise<Figures> {
-  await load(url, connections, 2, headers); // warm-up: JIT, pools
+  await load(url, connections, 1, headers); // warm-up: JIT, pools
   const many = await load(url, connections, duration, headers);
-  const few = await load(url, 8, Math.max(3, Math.round(duration / 2)), headers);
+  const few = await load(url, 8, Math.max(2, Math.round(duration / 2)), headers);
   return { rps: many.rps, p50: many.p50, p99: many.p99, p50At8: few.p50, p99At8: few.p99, meanAt8: few.mean };
 }
 
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+
+interface Side {
+  name: string;
+  url: string;
+  headers?: Record<string, string>;
+  runs: Figures[];
+}
+
 const database = await benchDatabase();
-const upstream = await server('upstream');
-const ingress = await server('ingress', new URL(upstream.url).port, database.url);
+const upstream = await server('upstream', String(workers));
+const ingress1 = await server('ingress', new URL(upstream.url).port, database.url, '1');
+const ingressN = workers > 1 ? await server('ingress', new URL(upstream.url).port, database.url, String(workers)) : ingress1;
 const bin = nginxBinary();
-const nginx = bin ? await startNginx(bin, upstream.url) : undefined;
+const nginx1 = bin ? await startNginx(bin, upstream.url, 1) : undefined;
+const nginxN = bin && workers > 1 ? await startNginx(bin, upstream.url, workers) : nginx1;
 try {
-  // Both ingress paths share one process: warm it on both before measuring either, or the
-  // first one measured pays for the JIT (seen: 10-20 % lower).
-  await load(ingress.url, connections, 3);
-  await load(`${ingress.url}/private/page`, connections, 3, { cookie: `theme=dark; ${ingress.cookie!}` });
-  const direct = await measure(upstream.url);
-  const proxied = await measure(ingress.url);
-  const signedIn = await measure(`${ingress.url}/private/page`, { cookie: `theme=dark; ${ingress.cookie!}` });
-  const reference = nginx ? await measure(nginx.url) : undefined;
-  const row = (name: string, f: Figures) =>
-    `  ${name.padEnd(18)} ${f.rps.toFixed(0).padStart(7)} req/s   p50 ${f.p50.toFixed(2)} / p99 ${f.p99.toFixed(2)} ms   at 8 conns: p50 ${f.p50At8.toFixed(2)} / p99 ${f.p99At8.toFixed(2)} ms, mean ${f.meanAt8.toFixed(3)} ms`;
-  console.log(`bench/proxy: GET, 12-byte answer, ${connections} connections for ${duration}s each (latency also at 8), load from ${generator}, same machine, same run`);
-  console.log(row('direct upstream', direct));
-  console.log(row('ingress-auth', proxied));
-  console.log(row('  signed in, gated', signedIn));
-  if (reference) console.log(row('nginx (1 worker)', reference));
-  else console.log('  nginx              not installed (apt-get install nginx-light): left out');
-  console.log(`  ratio ingress-auth/direct  ${(proxied.rps / direct.rps).toFixed(2)}`);
-  if (reference) {
-    console.log(`  ratio nginx/direct         ${(reference.rps / direct.rps).toFixed(2)}`);
-    console.log(`  ratio ingress-auth/nginx   ${(proxied.rps / reference.rps).toFixed(2)} public, ${(signedIn.rps / reference.rps).toFixed(2)} signed in   (goal >= 0.6)`);
+  const signedIn = (url: string, cookie: string) => ({ url: `${url}/private/page`, headers: { cookie: `theme=dark; ${cookie}` } });
+  const sides: Side[] = [
+    { name: 'direct upstream', url: upstream.url, runs: [] },
+    { name: 'ingress-auth x1', url: ingress1.url, runs: [] },
+    { name: '  signed in', ...signedIn(ingress1.url, ingress1.cookie!), runs: [] },
+    ...(nginx1 ? [{ name: 'nginx x1', url: nginx1.url, runs: [] }] : []),
+    ...(workers > 1
+      ? [
+          { name: `ingress-auth x${workers}`, url: ingressN.url, runs: [] },
+          { name: '  signed in', ...signedIn(ingressN.url, ingressN.cookie!), runs: [] },
+          ...(nginxN ? [{ name: `nginx x${workers}`, url: nginxN.url, runs: [] }] : []),
+        ]
+      : []),
+  ];
+  // Every process warm on both ingress paths before anything is measured (the first one measured
+  // would pay for the JIT: seen 10-20 % lower).
+  for (const side of sides) await load(side.url, connections, 2, side.headers);
+  for (let round = 0; round < repeats; round++) {
+    // A rotating order: no side is always measured first, or right after the same neighbour.
+    for (let i = 0; i < sides.length; i++) {
+      const side = sides[(i + round) % sides.length]!;
+      side.runs.push(await measure(side.url, side.headers));
+    }
   }
+  const pick = (side: Side, f: (x: Figures) => number) => side.runs.map(f);
+  const spread = (xs: number[]) => `${Math.round(Math.min(...xs))}-${Math.round(Math.max(...xs))}`;
   console.log(
-    `  added latency at 8 connections, signed in: p50 ${(signedIn.p50At8 - direct.p50At8).toFixed(3)} ms, mean ${(signedIn.meanAt8 - direct.meanAt8).toFixed(3)} ms; public: mean ${(proxied.meanAt8 - direct.meanAt8).toFixed(3)} ms${reference ? `; nginx: mean ${(reference.meanAt8 - direct.meanAt8).toFixed(3)} ms` : ''}   (goal p50 < 1 ms)`,
+    `bench/proxy: GET, 12-byte answer, ${connections} connections for ${duration}s each (latency at 8), load from ${generator}, ${repeats} interleaved runs per side (median, and lowest-highest), same machine, same run`,
   );
+  for (const side of sides) {
+    const rps = pick(side, (x) => x.rps);
+    console.log(
+      `  ${side.name.padEnd(18)} ${median(rps).toFixed(0).padStart(7)} req/s (${spread(rps).padStart(13)})   p50 ${median(pick(side, (x) => x.p50)).toFixed(2)} / p99 ${median(pick(side, (x) => x.p99)).toFixed(2)} ms   at 8 conns: p50 ${median(pick(side, (x) => x.p50At8)).toFixed(3)} / p99 ${median(pick(side, (x) => x.p99At8)).toFixed(2)} ms`,
+    );
+  }
+  if (!nginx1) console.log('  nginx              not installed (apt-get install nginx-light): left out');
+  const byName = (offset: number) => sides[offset]!;
+  const direct = byName(0);
+  const groups = [{ n: 1, at: 1 }, ...(workers > 1 ? [{ n: workers, at: nginx1 ? 4 : 3 }] : [])];
+  for (const { n, at } of groups) {
+    const [pub, signed, ref] = [byName(at), byName(at + 1), nginx1 ? byName(at + 2) : undefined];
+    const ratios = (a: Side, b: Side) => a.runs.map((r, i) => r.rps / b.runs[i]!.rps);
+    const fmt = (xs: number[]) => `${median(xs).toFixed(2)} (${Math.min(...xs).toFixed(2)}-${Math.max(...xs).toFixed(2)})`;
+    if (ref) console.log(`  x${n}: ingress-auth/nginx   ${fmt(ratios(pub, ref))} public, ${fmt(ratios(signed, ref))} signed in   (goal >= 0.6)`);
+    const added = signed.runs.map((r, i) => r.p50At8 - direct.runs[i]!.p50At8);
+    const addedNginx = ref ? ref.runs.map((r, i) => r.p50At8 - direct.runs[i]!.p50At8) : undefined;
+    console.log(`  x${n}: added p50 at 8 connections, signed in ${median(added).toFixed(3)} ms (${Math.min(...added).toFixed(3)}-${Math.max(...added).toFixed(3)})${addedNginx ? `; nginx ${median(addedNginx).toFixed(3)} ms` : ''}   (goal < 1 ms)`);
+  }
 } finally {
-  await nginx?.stop();
-  for (const c of [ingress.child, upstream.child]) {
+  for (const n of new Set([nginx1, nginxN])) await n?.stop();
+  for (const c of new Set([ingress1.child, ingressN.child, upstream.child])) {
     c.kill('SIGTERM');
     await once(c, 'exit');
   }

@@ -9,12 +9,29 @@ import { isNavigation } from './auth/navigation.js';
 import { safeNext } from './auth/next.js';
 import type { CurrentSession } from './auth/routes.js';
 
-/** What the policies in force (lib/policy policiesInForce) say about a path (none: public). */
-export function decisionsFor(app: App, url: string): Decision[] {
-  return policiesInForce(app)
-    .map((p) => decide(p, url))
+/**
+ * What the policies in force (lib/policy policiesInForce) say about a path (none: public). Decided
+ * once per App object and path: the informer replaces the App object whenever it changes, so a
+ * cached decision never outlives the policy it was made from. At most `decisionsPerApp` paths are
+ * kept per App (then the cache starts over), so paths a client invents cannot grow it.
+ */
+export function decisionsFor(app: App, url: string): readonly Decision[] {
+  const q = url.indexOf('?');
+  const path = q === -1 ? url : url.slice(0, q);
+  let known = decided.get(app);
+  if (!known) decided.set(app, (known = new Map()));
+  let out = known.get(path);
+  if (out) return out;
+  out = policiesInForce(app)
+    .map((p) => decide(p, path))
     .filter((d): d is Decision => d !== undefined);
+  if (known.size >= decisionsPerApp) known.clear();
+  known.set(path, out);
+  return out;
 }
+
+const decisionsPerApp = 4096;
+const decided = new WeakMap<App, Map<string, Decision[]>>();
 
 export interface GateRequest {
   method: string;

@@ -1,4 +1,6 @@
-// Starts ingress-auth: the proxy on every app hostname, on SVC_PROXY_HOST:SVC_PROXY_PORT.
+// Starts ingress-auth: the proxy on every app hostname, on SVC_PROXY_HOST:SVC_PROXY_PORT, as
+// SVC_PROXY_WORKERS processes sharing the port (workers.ts) or, with one, this process alone.
+import cluster from 'node:cluster';
 import { loadConfigOrExit } from '../lib/config.js';
 import { connect } from '../lib/db/connection.js';
 import { AssertionKeyStore } from '../lib/identity/assertion-keys.js';
@@ -13,9 +15,13 @@ import { signInProviders } from './auth/setup.js';
 import { appOfHost } from './host.js';
 import { RouteTable } from './routes.js';
 import { startIngress } from './server.js';
+import { superviseWorkers } from './workers.js';
 
 const config = loadConfigOrExit('ingress-auth');
 const log = createLogger('ingress-auth', config.logLevel);
+const workers = config.proxy.workers;
+if (workers > 1 && cluster.isPrimary) await superviseWorkers(workers, log);
+
 const db = connect(config.databaseUrl);
 const recorder = new RequestRecorder(db, { log });
 recorder.start();
@@ -36,6 +42,7 @@ const ingress = await startIngress({
   routes,
   jwks: () => keys.jwks(),
   auth: { signIn, routes: authRoutes, callbacks: providers.callbacks },
+  reusePort: workers > 1,
 });
 
 let stopping = false;

@@ -6,11 +6,14 @@ import { sendJson } from './auth/respond.js';
 import { authRequest, type IngressContext } from './context.js';
 import { sendError } from './errors.js';
 import { appOfHost } from './host.js';
+import { workerId } from './workers.js';
 
 export function platformRoute(ctx: IngressContext, req: IncomingMessage, res: ServerResponse, path: string, requestId: string): void {
   const { config, log } = ctx;
   if (path === platformPaths.health && (req.method === 'GET' || req.method === 'HEAD')) {
-    const body = '{"status":"ok"}';
+    // Which worker answered (workers.ts): how a test, or an operator, tells them apart.
+    const worker = workerId();
+    const body = worker === undefined ? '{"status":"ok"}' : `{"status":"ok","worker":${worker}}`;
     res.writeHead(200, { 'content-type': 'application/json', 'content-length': body.length, 'cache-control': 'no-store', 'x-request-id': requestId });
     res.end(req.method === 'HEAD' ? undefined : body);
     return;

@@ -27,7 +27,7 @@ export function requestHandler(ctx: IngressContext): RequestHandler {
    * A path the policy covers: the visitor's session is looked up (from the cache without waiting
    * when it is there, as for most requests), and the gate's verdict carried out.
    */
-  const gated = (auth: SignInParts, req: IncomingMessage, res: ServerResponse, app: App, decisions: Decision[], fwd: Forwarded, key: string, outcome: Outcome): Promise<unknown> | void => {
+  const gated = (auth: SignInParts, req: IncomingMessage, res: ServerResponse, app: App, decisions: readonly Decision[], fwd: Forwarded, key: string, outcome: Outcome): Promise<unknown> | void => {
     const r = authRequest(ctx, req, res, app, fwd.requestId);
     const known = auth.routes.knownSession(r);
     if (known !== undefined) return carryOut(auth, r, decisions, known ?? undefined, fwd, key, outcome);
@@ -41,7 +41,7 @@ export function requestHandler(ctx: IngressContext): RequestHandler {
     );
   };
 
-  const carryOut = (auth: SignInParts, r: Omit<AuthRequest, 'path' | 'query'>, decisions: Decision[], current: CurrentSession | undefined, fwd: Forwarded, key: string, outcome: Outcome): Promise<unknown> | void => {
+  const carryOut = (auth: SignInParts, r: Omit<AuthRequest, 'path' | 'query'>, decisions: readonly Decision[], current: CurrentSession | undefined, fwd: Forwarded, key: string, outcome: Outcome): Promise<unknown> | void => {
     const { req, app } = r;
     const verdict = gateAll(decisions, current, { method: req.method ?? 'GET', headers: req.headers, url: req.url ?? '/', namespace: app.metadata.namespace!, upgrade: false });
     switch (verdict.kind) {

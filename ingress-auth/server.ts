@@ -33,6 +33,8 @@ export interface IngressOptions {
   /** Overrides config.proxy (tests listen on port 0). */
   host?: string;
   port?: number;
+  /** Bind with SO_REUSEPORT, beside the other workers on the same port (workers.ts). */
+  reusePort?: boolean;
 }
 
 export interface Ingress {
@@ -64,7 +66,8 @@ export async function startIngress(opts: IngressOptions): Promise<Ingress> {
   const port = opts.port ?? config.proxy.port;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, host, () => {
+    // A cluster worker binds its own socket (exclusive), which SO_REUSEPORT lets the others share.
+    server.listen({ port, host, ...(opts.reusePort ? { reusePort: true, exclusive: true } : {}) }, () => {
       server.off('error', reject);
       resolve();
     });

@@ -2,6 +2,7 @@
 // loadConfig(), validated once at start-up; a bad or missing setting stops the process with a
 // message naming the variable, instead of failing later somewhere deep.
 import { existsSync, readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { type AppsSite } from './contract.js';
@@ -111,6 +112,7 @@ const envSchema = z.object({
   SVC_PROXY_PORT: port.default(8081),
   SVC_PROXY_UPSTREAM_CONNECTIONS: z.coerce.number().int().min(1).max(10_000).default(256),
   SVC_PROXY_UPSTREAM_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(60_000),
+  SVC_PROXY_WORKERS: z.coerce.number().int().min(1, 'must be 1-64').max(64, 'must be 1-64').optional(),
   SVC_ASSERTION_ISSUER: z.url().regex(/^https?:\/\//, 'must be an http(s) URL').optional(),
   SVC_ASSERTION_JWKS_URL: z.url().regex(/^https?:\/\//, 'must be an http(s) URL').optional(),
   SVC_ASSERTION_LIFETIME_SECONDS: z.coerce.number().int().min(30, 'must be 30-900 seconds').max(900, 'must be 30-900 seconds').default(300),
@@ -261,6 +263,8 @@ export interface Config {
     readonly upstreamConnections: number;
     /** A machine that has not answered with headers by then gets the client a 504. */
     readonly upstreamTimeoutMs: number;
+    /** Processes sharing the port (SO_REUSEPORT); default: the CPUs this process may run on. */
+    readonly workers: number;
   };
   /** The identity assertions (X-Svc-Auth-Assertion) ingress-auth signs for apps. */
   readonly assertion: {
@@ -423,6 +427,7 @@ export function loadConfig(
       port: e.SVC_PROXY_PORT,
       upstreamConnections: e.SVC_PROXY_UPSTREAM_CONNECTIONS,
       upstreamTimeoutMs: e.SVC_PROXY_UPSTREAM_TIMEOUT_MS,
+      workers: e.SVC_PROXY_WORKERS ?? availableParallelism(),
     }),
     assertion: Object.freeze({
       issuer: (e.SVC_ASSERTION_ISSUER ?? `http://${e.SVC_APPS_DOMAIN}${e.SVC_APPS_URL_SUFFIX}/_svc/auth`).replace(/\/+$/, ''),
@@ -474,7 +479,7 @@ const readsOf = {
     'SVC_SANDBOX_MAX_OPEN', 'SVC_SANDBOX_EXEC_PER_MINUTE', 'SVC_SANDBOX_OUTPUT_LIMIT_BYTES',
   ],
   controllersMetrics: ['SVC_CONTROLLERS_METRICS_HOST', 'SVC_CONTROLLERS_METRICS_PORT'],
-  proxy: ['SVC_PROXY_HOST', 'SVC_PROXY_PORT', 'SVC_PROXY_UPSTREAM_CONNECTIONS', 'SVC_PROXY_UPSTREAM_TIMEOUT_MS'],
+  proxy: ['SVC_PROXY_HOST', 'SVC_PROXY_PORT', 'SVC_PROXY_UPSTREAM_CONNECTIONS', 'SVC_PROXY_UPSTREAM_TIMEOUT_MS', 'SVC_PROXY_WORKERS'],
   assertion: ['SVC_ASSERTION_ISSUER', 'SVC_ASSERTION_JWKS_URL', 'SVC_ASSERTION_LIFETIME_SECONDS', 'SVC_ASSERTION_ROTATION_HOURS', 'SVC_APPS_DOMAIN', 'SVC_APPS_URL_SUFFIX', 'SVC_ARTIFACT_URL', 'SVC_NODE_POD_SUBNET', 'SVC_API_MACHINE_PORT'],
   auth: [
     'SVC_AUTH_HOST', 'SVC_AUTH_SECURE_COOKIES', 'SVC_AUTH_EMAIL_PER_ADDRESS_HOURLY', 'SVC_AUTH_EMAIL_PER_SOURCE_HOURLY', 'SVC_APPS_DOMAIN',

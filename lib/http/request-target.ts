@@ -43,6 +43,11 @@ function plainAscii(s: string): boolean {
   return true;
 }
 
+/** A path of `/`-separated pchars that encodeSegment leaves as they are (no `%`: nothing to decode). */
+const canonicalPath = /^\/[A-Za-z0-9\-._~!*'()$&+,;=:@/]*$/;
+/** An empty (`//`), `.` or `..` segment, which the full reading removes or resolves. */
+const dotOrEmptySegment = /\/\/|\/\.\.?(?:\/|$)/;
+
 /** pchar (RFC 3986 3.3): unreserved, sub-delims, `:` and `@` stay; everything else is %XX. */
 function encodeSegment(segment: string): string {
   return encodeURIComponent(segment).replace(/%(24|26|2B|2C|3B|3D|3A|40)/g, (escape) => decodeURIComponent(escape));
@@ -53,6 +58,19 @@ function encodeSegment(segment: string): string {
  * there is none (answer 400 with it).
  */
 export function canonicalTarget(raw: string): RequestTarget {
+  // Most targets are already canonical: characters that neither decode nor encode differently, no
+  // empty, `.` or `..` segment. They are their own reading (the same result the full path gives,
+  // unit-tested side by side), at a fraction of its cost on every proxied request.
+  const q0 = raw.indexOf('?');
+  const path0 = q0 === -1 ? raw : raw.slice(0, q0);
+  if (canonicalPath.test(path0) && !dotOrEmptySegment.test(path0) && (q0 === -1 || plainAscii(raw.slice(q0).replace(/\\/g, '/')))) {
+    return { path: path0, target: raw };
+  }
+  return fullReading(raw);
+}
+
+/** The reading of any target, step by step (canonicalTarget takes a shortcut for canonical ones). */
+export function fullReading(raw: string): RequestTarget {
   let rest = raw;
   let authority: string | undefined;
   if (!rest.startsWith('/')) {

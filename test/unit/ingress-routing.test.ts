@@ -2,6 +2,7 @@
 // the JSON/HTML choice of error answers, which failures are retried, the hostname rule for two Apps
 // of one name, EndpointSlice readiness, and the proxy against local upstream servers.
 import assert from 'node:assert/strict';
+import { availableParallelism } from 'node:os';
 import { once } from 'node:events';
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -25,7 +26,9 @@ const fwd = { requestId: 'rid-1', clientIp: '10.0.0.9', proto: 'http' as const, 
 describe('ingress-auth: configuration', () => {
   it('listens on 0.0.0.0:8081 by default; settings are validated', () => {
     const c = loadConfig({}, { exists: () => false });
-    assert.deepEqual({ ...c.proxy }, { host: '0.0.0.0', port: 8081, upstreamConnections: 256, upstreamTimeoutMs: 60_000 });
+    assert.deepEqual({ ...c.proxy }, { host: '0.0.0.0', port: 8081, upstreamConnections: 256, upstreamTimeoutMs: 60_000, workers: availableParallelism() });
+    assert.equal(loadConfig({ SVC_PROXY_WORKERS: '3' }, { exists: () => false }).proxy.workers, 3);
+    assert.throws(() => loadConfig({ SVC_PROXY_WORKERS: '0' }, { exists: () => false }), /SVC_PROXY_WORKERS: must be 1-64/);
     assert.equal(loadConfig({ SVC_PROXY_PORT: '9000', SVC_PROXY_HOST: '127.0.0.1' }, { exists: () => false }).proxy.port, 9000);
     assert.throws(() => loadConfig({ SVC_PROXY_PORT: '0' }, { exists: () => false }), ConfigError);
     assert.throws(() => loadConfig({ SVC_PROXY_UPSTREAM_TIMEOUT_MS: 'soon' }, { exists: () => false }), /SVC_PROXY_UPSTREAM_TIMEOUT_MS/);
