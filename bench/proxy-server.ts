@@ -9,7 +9,6 @@
 import cluster from 'node:cluster';
 import { once } from 'node:events';
 import { createServer } from 'node:http';
-import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import * as k8s from '@kubernetes/client-node';
 import { AuthRoutes } from '../ingress-auth/auth/routes.js';
@@ -24,19 +23,12 @@ import { AssertionSigner } from '../lib/identity/assertion.js';
 import { createLogger } from '../lib/logger.js';
 import { RequestRecorder } from '../lib/metrics/requests.js';
 import type { App } from '../lib/resources/index.js';
+import { freePort } from './ports.js';
 
 const [mode, upstreamPort] = process.argv.slice(2);
 const workers = Number(process.argv[mode === 'upstream' ? 3 : 5] ?? 1);
 /** In a worker: the port the primary chose, shared by every worker. */
 const sharedPort = process.env.BENCH_PORT !== undefined ? Number(process.env.BENCH_PORT) : undefined;
-
-async function freePort(): Promise<number> {
-  const s = net.createServer().listen(0, '127.0.0.1');
-  await once(s, 'listening');
-  const port = (s.address() as AddressInfo).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
 
 /** The primary of `workers` processes on one port: forks them, waits until each listens, prints `info` with the URL. */
 async function runWorkers(info: Record<string, string> = {}): Promise<void> {

@@ -16,6 +16,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
 import { repoRoot } from '../lib/paths.js';
+import { freePort } from './ports.js';
 import { benchDatabase } from './support.js';
 
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 32);
@@ -28,14 +29,6 @@ async function server(...args: string[]): Promise<{ url: string; cookie?: string
   const child = spawn(process.execPath, [path.join(repoRoot, 'dist/bench/proxy-server.js'), ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
   const [line] = (await once(createInterface({ input: child.stdout! }), 'line')) as [string];
   return { ...(JSON.parse(line) as { url: string; cookie?: string }), child };
-}
-
-async function freePort(): Promise<number> {
-  const s = net.createServer().listen(0, '127.0.0.1');
-  await once(s, 'listening');
-  const port = (s.address() as net.AddressInfo).port;
-  await new Promise((r) => s.close(r));
-  return port;
 }
 
 function nginxBinary(): string | undefined {

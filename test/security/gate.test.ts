@@ -20,19 +20,12 @@ import { signAssertion, type AssertedIdentity, type SigningKey } from '../../lib
 import { createLogger } from '../../lib/logger.js';
 import { repoRoot } from '../../lib/paths.js';
 import { apiVersion, type App } from '../../lib/resources/index.js';
+import { freePort } from '../support/ingress.js';
 
 const domain = 'apps.localhost';
 const host = `shop.${domain}`;
 const issuer = 'http://apps.localhost/_svc/auth';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function freePort(): Promise<number> {
-  const s = net.createServer().listen(0, '127.0.0.1');
-  await once(s, 'listening');
-  const port = (s.address() as AddressInfo).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
 
 /**
  * Writes each of `parts` on one fresh connection, a moment apart (so a later part arrives after the
