@@ -263,7 +263,7 @@ start_node() {
   # whose shims and snapshots are gone, and fails. A containerd restarted under running pods keeps it.
   if ! is_running "containerd-$node" && ! pgrep -f "containerd-shim.*-address $run/containerd.sock" >/dev/null && [ -d "$run/state" ]; then
     say "containerd-$node: clearing runtime state left by an earlier run ($run/state)"
-    grep " $run/state" /proc/mounts | awk '{print $2}' | sort -r | xargs -r umount -l
+    { grep " $run/state" /proc/mounts || true; } | awk '{print $2}' | sort -r | xargs -r umount -l
     rm -rf "$run/state"
   fi
   start_daemon "containerd-$node" nice -n "$NODE_NICE" containerd --config "$dir/containerd.toml" --log-level warn
