@@ -57,7 +57,7 @@ export const appSchema = z.object({
   current_deploy: z.string().nullable(),
   rollout: z.string().nullable().describe('How the latest change is rolling out, as the controller reports it'),
   services: z
-    .array(z.object({ name: z.string(), public: z.boolean(), image: z.string(), machines: z.number(), ready: z.string() }))
+    .array(z.object({ name: z.string(), public: z.boolean(), image: z.string(), machines: z.number(), ready: z.string(), deploy: z.string().nullable().describe('The deploy its machines were made for') }))
     .nullable()
     .describe("An app deployed from a compose file with several services: each one, the public one (which receives the app's hostname) first; null otherwise"),
   expires_at: z.string().nullable(),
@@ -86,7 +86,10 @@ export function presentApp(app: AppRecord): z.infer<typeof appSchema> {
       ? [
           { name: app.spec.service ?? '', public: true, image: app.spec.image ?? '', machines: app.spec.machines ?? 1 },
           ...app.spec.services.map((v) => ({ name: v.name, public: false, image: v.image, machines: v.machines ?? 1 })),
-        ].map((v) => ({ ...v, ready: app.status?.services?.find((x) => x.name === v.name)?.ready ?? `0/${v.machines}` }))
+        ].map((v) => {
+          const seen = app.status?.services?.find((x) => x.name === v.name);
+          return { ...v, ready: seen?.ready ?? `0/${v.machines}`, deploy: seen?.deploy ?? null };
+        })
       : null,
     expires_at: app.spec.expiresAt ?? null,
     created_at: app.createdAt?.toISOString() ?? null,

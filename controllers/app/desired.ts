@@ -691,12 +691,14 @@ export function plan(app: App, pods: k8s.V1Pod[], settings: AppSettings, now: Da
     ? views.map((v, i) => {
         const p = planned[i]!;
         const address = settings.serviceAddresses?.get(v.name!);
+        const deploy = p.machines.find((m) => m.deploy)?.deploy;
         return {
           name: v.name!,
           public: v.public,
           ready: `${p.ready}/${p.want}`,
           readyMachines: p.ready,
           revision: revisionOf(target, settings, 0, v),
+          ...(deploy ? { deploy } : {}),
           ...(address ? { address } : {}),
           machines: p.machines,
         };

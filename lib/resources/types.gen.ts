@@ -421,6 +421,10 @@ export interface AppStatus {
      */
     revision?: string;
     /**
+     * The deploy its machines were made for (an unchanged service keeps the machines of an earlier deploy).
+     */
+    deploy?: string;
+    /**
      * The address the app's machines reach it at (its ClusterIP), once it has one.
      */
     address?: string;

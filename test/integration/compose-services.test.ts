@@ -132,9 +132,9 @@ describe('Compose files with several services', () => {
     assert.equal(d.status, 'live', d.reason ?? '');
     const app = await json<{ ready: string; services: Array<{ name: string; public: boolean; ready: string }> }>(await api.request('GET', '/api/apps/stack'), 200);
     assert.deepEqual(app.services, [
-      { name: 'web', public: true, image: images.python, machines: 1, ready: '1/1' },
-      { name: 'worker', public: false, image: images.busybox, machines: 1, ready: '1/1' },
-      { name: 'cache', public: false, image: images.python, machines: 1, ready: '1/1' },
+      { name: 'web', public: true, image: images.python, machines: 1, ready: '1/1', deploy: d.id },
+      { name: 'worker', public: false, image: images.busybox, machines: 1, ready: '1/1', deploy: d.id },
+      { name: 'cache', public: false, image: images.python, machines: 1, ready: '1/1', deploy: d.id },
     ]);
     assert.equal(app.ready, '3/3');
 
@@ -220,6 +220,9 @@ describe('Compose files with several services', () => {
     assert.equal(d.status, 'live', d.reason ?? '');
     await eventually('the old worker gone', async () => ((await podNames('stack', 'worker')).some((n) => workerBefore.includes(n)) ? undefined : true), { timeoutMs: 30_000 });
     assert.deepEqual(await podNames('stack', 'web'), webBefore, 'web kept its machine');
+    const services = (await json<{ services: Array<{ name: string; deploy: string }> }>(await api.request('GET', '/api/apps/stack'), 200)).services;
+    assert.equal(services.find((v) => v.name === 'worker')?.deploy, d.id, "the worker's machine is the new deploy's");
+    assert.notEqual(services.find((v) => v.name === 'web')?.deploy, d.id, "web's is still the earlier deploy's");
     assert.deepEqual(await podNames('stack', 'cache'), cacheBefore, 'cache kept its machine');
     assert.equal((await through('/public/hit')).body, `hits ${count + 1}`, 'and its data');
     await eventually('the new worker\'s lines', async () => /worker tick two/.test(await (await api.request('GET', '/api/apps/stack/logs?service=worker&tail=3')).text()) || undefined, { timeoutMs: 30_000 });

@@ -136,6 +136,16 @@ describe('App plan with services', () => {
     const after = plan(changed, withNew, settings, now);
     assert.deepEqual(names(after.delete), names(pods.filter((x) => x.metadata!.labels![labels.service] === 'worker')));
     assert.equal(after.status.currentDeploy, 'd2');
+    assert.deepEqual(
+      after.status.services?.map((s) => [s.name, s.deploy]),
+      [
+        ['web', 'd1'],
+        ['worker', 'd2'],
+        ['cache', 'd1'],
+        ['migrate', 'd1'],
+      ],
+      'each service says which deploy its machines were made for',
+    );
   });
 
   it('a service dropped from the spec loses its machines; a one-shot service that failed fails the rollout with its exit code', () => {
