@@ -1,7 +1,9 @@
 // Servers for bench/proxy.ts, each in its own process(es) so none shares an event loop with the load
-// generator. `upstream [workers]`: a bare node:http server answering 12 bytes. `ingress <upstream port>
+// generator. `upstream [workers]`: a bare node:http server answering 12 bytes. `bare <upstream port>
+// [workers]`: node:http and ingress-auth's upstream client with nothing between them (what any
+// proxy on node:http costs here, the floor ingress-auth is measured against). `ingress <upstream port>
 // <database url> [workers]`: the real ingress-auth server (host parsing, header scrubbing, request id, round
-// robin, undici pool, request metrics in memory, sign-in with sessions in PostgreSQL and signed
+// robin, the upstream client, request metrics in memory, sign-in with sessions in PostgreSQL and signed
 // assertions) with a fixed route table in place of the informers, so no cluster is needed and
 // EndpointSlices need not point at loopback. The app gates /private/** (owner); a signed-in owner's
 // session cookie is printed with the URL: {"url", "cookie"}. With workers > 1, that many processes
@@ -15,6 +17,7 @@ import { AuthRoutes } from '../ingress-auth/auth/routes.js';
 import { SignIn } from '../ingress-auth/auth/sign-in.js';
 import { startIngress } from '../ingress-auth/server.js';
 import type { Backend, RouteSource } from '../ingress-auth/routes.js';
+import { Upstream } from '../ingress-auth/upstream/upstream.js';
 import { loadConfig } from '../lib/config.js';
 import { connect, type Db } from '../lib/db/connection.js';
 import { migrateLatest } from '../lib/db/migrate.js';
@@ -26,7 +29,7 @@ import type { App } from '../lib/resources/index.js';
 import { freePort } from './ports.js';
 
 const [mode, upstreamPort] = process.argv.slice(2);
-const workers = Number(process.argv[mode === 'upstream' ? 3 : 5] ?? 1);
+const workers = Number(process.argv[{ upstream: 3, bare: 4 }[mode ?? ''] ?? 5] ?? 1);
 /** In a worker: the port the primary chose, shared by every worker. */
 const sharedPort = process.env.BENCH_PORT !== undefined ? Number(process.env.BENCH_PORT) : undefined;
 
@@ -58,6 +61,25 @@ if (mode === 'upstream' && workers > 1 && cluster.isPrimary) {
   const server = createServer((_req, res) => {
     res.writeHead(200, { 'content-type': 'text/plain', 'content-length': body.length });
     res.end(body);
+  });
+  server.keepAliveTimeout = 65_000;
+  server.listen(listenOptions(sharedPort ?? 0), () => ready(`http://127.0.0.1:${(server.address() as AddressInfo).port}`));
+} else if (mode === 'bare' && workers > 1 && cluster.isPrimary) {
+  await runWorkers();
+} else if (mode === 'bare') {
+  // The floor of any proxy built on node:http here: the same server and upstream client as
+  // ingress-auth, and nothing else (no checks, no headers added or filtered, no metrics).
+  const up = new Upstream('127.0.0.1', Number(upstreamPort), { connections: 256, headersTimeoutMs: 60_000 });
+  const server = createServer((req, res) => {
+    up.request(
+      { method: req.method!, path: req.url!, headers: req.rawHeaders },
+      {
+        onHead: (status, _reason, headers) => res.writeHead(status, headers),
+        onBody: (chunk) => res.write(chunk),
+        onEnd: () => res.end(),
+        onError: () => res.destroy(),
+      },
+    );
   });
   server.keepAliveTimeout = 65_000;
   server.listen(listenOptions(sharedPort ?? 0), () => ready(`http://127.0.0.1:${(server.address() as AddressInfo).port}`));
@@ -111,7 +133,7 @@ if (mode === 'upstream' && workers > 1 && cluster.isPrimary) {
     ready(ingress.url, { cookie });
   }
 } else {
-  console.error('usage: proxy-server.js upstream [workers] | ingress <upstream port> <database url> [workers]');
+  console.error('usage: proxy-server.js upstream [workers] | bare <upstream port> [workers] | ingress <upstream port> <database url> [workers]');
   process.exit(2);
 }
 

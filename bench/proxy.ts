@@ -1,7 +1,8 @@
 // bench/proxy: GET of a 12-byte answer straight to a node:http upstream (the baseline), through
 // ingress-auth (a public path, and a gated path with a signed-in session: cookie, session cache,
-// admission, identity headers and assertion), and through nginx (Debian, upstream keep-alive) as a
-// plain reverse proxy, in one run on one machine, loaded by wrk (else autocannon; BENCH_LOADGEN
+// admission, identity headers and assertion), through node:http and ingress-auth's upstream client
+// with nothing between them (the floor of any proxy on node:http), and through nginx (Debian,
+// upstream keep-alive) as a plain reverse proxy, in one run on one machine, loaded by wrk (else autocannon; BENCH_LOADGEN
 // chooses). ingress-auth and nginx are compared at equal worker counts: 1, and BENCH_WORKERS (the
 // CPUs). Every side is measured BENCH_REPEATS (3) times, interleaved and in a rotating order, and
 // the median is printed with the spread (lowest-highest), since one run moves with the machine's
@@ -177,24 +178,30 @@ const database = await benchDatabase();
 const upstream = await server('upstream', String(workers));
 const ingress1 = await server('ingress', new URL(upstream.url).port, database.url, '1');
 const ingressN = workers > 1 ? await server('ingress', new URL(upstream.url).port, database.url, String(workers)) : ingress1;
+const bare1 = await server('bare', new URL(upstream.url).port, '1');
+const bareN = workers > 1 ? await server('bare', new URL(upstream.url).port, String(workers)) : bare1;
 const bin = nginxBinary();
 const nginx1 = bin ? await startNginx(bin, upstream.url, 1) : undefined;
 const nginxN = bin && workers > 1 ? await startNginx(bin, upstream.url, workers) : nginx1;
 try {
   const signedIn = (url: string, cookie: string) => ({ url: `${url}/private/page`, headers: { cookie: `theme=dark; ${cookie}` } });
-  const sides: Side[] = [
-    { name: 'direct upstream', url: upstream.url, runs: [] },
-    { name: 'ingress-auth x1', url: ingress1.url, runs: [] },
-    { name: '  signed in', ...signedIn(ingress1.url, ingress1.cookie!), runs: [] },
-    ...(nginx1 ? [{ name: 'nginx x1', url: nginx1.url, runs: [] }] : []),
-    ...(workers > 1
-      ? [
-          { name: `ingress-auth x${workers}`, url: ingressN.url, runs: [] },
-          { name: '  signed in', ...signedIn(ingressN.url, ingressN.cookie!), runs: [] },
-          ...(nginxN ? [{ name: `nginx x${workers}`, url: nginxN.url, runs: [] }] : []),
-        ]
-      : []),
-  ];
+  interface Group {
+    n: number;
+    pub: Side;
+    signed: Side;
+    bare: Side;
+    ref: Side | undefined;
+  }
+  const direct: Side = { name: 'direct upstream', url: upstream.url, runs: [] };
+  const group = (n: number, ingress: typeof ingress1, bare: typeof bare1, nginx: typeof nginx1): Group => ({
+    n,
+    pub: { name: `ingress-auth x${n}`, url: ingress.url, runs: [] },
+    signed: { name: '  signed in', ...signedIn(ingress.url, ingress.cookie!), runs: [] },
+    bare: { name: `bare node proxy x${n}`, url: bare.url, runs: [] },
+    ref: nginx ? { name: `nginx x${n}`, url: nginx.url, runs: [] } : undefined,
+  });
+  const groups = [group(1, ingress1, bare1, nginx1), ...(workers > 1 ? [group(workers, ingressN, bareN, nginxN)] : [])];
+  const sides: Side[] = [direct, ...groups.flatMap((g) => [g.pub, g.signed, g.bare, ...(g.ref ? [g.ref] : [])])];
   // Every process warm on both ingress paths before anything is measured (the first one measured
   // would pay for the JIT: seen 10-20 % lower).
   for (const side of sides) await load(side.url, connections, 2, side.headers);
@@ -217,21 +224,18 @@ try {
     );
   }
   if (!nginx1) console.log('  nginx              not installed (apt-get install nginx-light): left out');
-  const byName = (offset: number) => sides[offset]!;
-  const direct = byName(0);
-  const groups = [{ n: 1, at: 1 }, ...(workers > 1 ? [{ n: workers, at: nginx1 ? 4 : 3 }] : [])];
-  for (const { n, at } of groups) {
-    const [pub, signed, ref] = [byName(at), byName(at + 1), nginx1 ? byName(at + 2) : undefined];
+  for (const { n, pub, signed, bare, ref } of groups) {
     const ratios = (a: Side, b: Side) => a.runs.map((r, i) => r.rps / b.runs[i]!.rps);
     const fmt = (xs: number[]) => `${median(xs).toFixed(2)} (${Math.min(...xs).toFixed(2)}-${Math.max(...xs).toFixed(2)})`;
-    if (ref) console.log(`  x${n}: ingress-auth/nginx   ${fmt(ratios(pub, ref))} public, ${fmt(ratios(signed, ref))} signed in   (goal >= 0.6)`);
+    if (ref) console.log(`  x${n}: ingress-auth/nginx   ${fmt(ratios(pub, ref))} public, ${fmt(ratios(signed, ref))} signed in   (goal >= 0.6); bare node proxy/nginx ${fmt(ratios(bare, ref))}`);
+    console.log(`  x${n}: ingress-auth/bare node proxy   ${fmt(ratios(pub, bare))} public, ${fmt(ratios(signed, bare))} signed in   (what the gate costs over node:http alone)`);
     const added = signed.runs.map((r, i) => r.p50At8 - direct.runs[i]!.p50At8);
     const addedNginx = ref ? ref.runs.map((r, i) => r.p50At8 - direct.runs[i]!.p50At8) : undefined;
     console.log(`  x${n}: added p50 at 8 connections, signed in ${median(added).toFixed(3)} ms (${Math.min(...added).toFixed(3)}-${Math.max(...added).toFixed(3)})${addedNginx ? `; nginx ${median(addedNginx).toFixed(3)} ms` : ''}   (goal < 1 ms)`);
   }
 } finally {
   for (const n of new Set([nginx1, nginxN])) await n?.stop();
-  for (const c of new Set([ingress1.child, ingressN.child, upstream.child])) {
+  for (const c of new Set([ingress1.child, ingressN.child, bare1.child, bareN.child, upstream.child])) {
     c.kill('SIGTERM');
     await once(c, 'exit');
   }

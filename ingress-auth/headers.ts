@@ -94,7 +94,7 @@ const latin1 = (v: Buffer | string): string => (typeof v === 'string' ? v : v.to
 
 /**
  * The app's response headers for the client, without hop-by-hop ones, as a flat [name, value, ...]
- * list for res.writeHead, from the raw header list undici received (names keep the app's spelling,
+ * list for res.writeHead, from the raw header list the machine sent (names keep the app's spelling,
  * repeated headers stay repeated). Set-Cookie goes through appSetCookie (no platform or nameless
  * cookie, no Domain). A `personal` answer (gated, or made for a known visitor) is marked
  * `private, no-store`, whatever the app said, so no shared cache keeps one person's page for

@@ -1,16 +1,16 @@
-// Forwarding to an app's machines: one undici keep-alive Pool per machine (chosen over http-proxy-3
-// by measurement, docs/benchmarks.md "bench/proxy"), round robin over the ready ones, one retry on
-// another machine when that is safe (retry.ts), and WebSocket handshakes spliced onto a raw
-// connection to the machine.
+// Forwarding to an app's machines: one keep-alive Upstream per machine (upstream/upstream.ts, chosen
+// over undici and http-proxy-3 by measurement, docs/benchmarks.md "bench/proxy"), round robin over
+// the ready ones, one retry on another machine when that is safe (retry.ts), and WebSocket handshakes
+// spliced onto a raw connection to the machine.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { request as httpRequest } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { Pool, type Dispatcher } from 'undici';
 import type { Logger } from '../lib/logger.js';
 import { errorPage, sendError } from './errors.js';
 import { downstreamHeaders, upstreamHeaders, type Forwarded } from './headers.js';
 import { errorCode, hasBody, retryable } from './retry.js';
 import type { Backend } from './routes.js';
+import { Upstream, type ExchangeControl, type ExchangeHandler, type UpstreamError } from './upstream/upstream.js';
 
 export interface ProxyOptions {
   connectionsPerUpstream: number;
@@ -26,23 +26,17 @@ export interface Outcome {
 }
 
 export class Proxy {
-  private readonly pools = new Map<string, Pool>();
+  private readonly pools = new Map<string, Upstream>();
   private readonly next = new Map<string, number>();
 
   constructor(readonly opts: ProxyOptions) {}
 
-  /** @internal (Exchange) */
-  pool(origin: string): Pool {
-    let p = this.pools.get(origin);
+  /** @internal (Exchange) The machine's connections. Server-sent events and long downloads have no deadline once the answer started. */
+  pool(b: Backend): Upstream {
+    let p = this.pools.get(b.origin);
     if (!p) {
-      p = new Pool(origin, {
-        connections: this.opts.connectionsPerUpstream,
-        headersTimeout: this.opts.headersTimeoutMs,
-        // Server-sent events and long downloads have no deadline once the response started.
-        bodyTimeout: 0,
-        keepAliveTimeout: 4_000,
-      });
-      this.pools.set(origin, p);
+      p = new Upstream(b.address, b.port, { connections: this.opts.connectionsPerUpstream, headersTimeoutMs: this.opts.headersTimeoutMs });
+      this.pools.set(b.origin, p);
     }
     return p;
   }
@@ -155,26 +149,28 @@ function responseHead(answer: IncomingMessage, headers: readonly string[]): stri
 }
 
 /**
- * One forwarded request: the handler undici calls as the machine's answer arrives (Pool.dispatch,
- * no AbortController, no intermediate stream), writing it straight into `res`. One object and one
- * 'close' listener per request: bench/proxy measured the stream() + AbortController + async version
- * at about twice the CPU per request (docs/benchmarks.md).
+ * One forwarded request: the handler the Upstream calls as the machine's answer arrives, writing it
+ * straight into `res`. One object and one 'close' listener per request: bench/proxy measured a
+ * stream + AbortController + async version at about twice the CPU per request (docs/benchmarks.md).
  */
-class Exchange implements Dispatcher.DispatchHandler {
+class Exchange implements ExchangeHandler {
   readonly done: Promise<Outcome>;
   private settle!: (o: Outcome) => void;
   private readonly method: string;
   private readonly withBody: boolean;
   private readonly headers: string[];
-  private controller: Dispatcher.DispatchController | undefined;
+  private controller: ExchangeControl | undefined;
   private backend: Backend | undefined;
   /** The answer's status line went to the client: a failure now can only cut the response. */
   private started = false;
   private gone = false;
+  private finished = false;
   private readonly onClose = () => {
     if (this.res.writableFinished) return;
     this.gone = true;
-    this.controller?.abort(new Error('client went away'));
+    this.controller?.abort();
+    this.outcome.error = 'client went away';
+    this.finish();
   };
 
   constructor(
@@ -196,39 +192,31 @@ class Exchange implements Dispatcher.DispatchHandler {
   send(b: Backend): void {
     this.backend = b;
     this.outcome.backend = b.origin;
-    this.controller = undefined;
-    this.proxy.pool(b.origin).dispatch({ method: this.method as Dispatcher.HttpMethod, path: this.req.url ?? '/', headers: this.headers, body: this.withBody ? this.req : null }, this);
+    const body = this.withBody ? { stream: this.req, length: this.req.headers['transfer-encoding'] === undefined ? this.req.headers['content-length'] : undefined } : undefined;
+    this.controller = this.proxy.pool(b).request({ method: this.method, path: this.req.url ?? '/', headers: this.headers, body }, this);
   }
 
-  onRequestStart(controller: Dispatcher.DispatchController): void {
-    if (this.gone) controller.abort(new Error('client went away'));
-    else this.controller = controller;
-  }
-
-  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number): void {
+  onHead(status: number, statusText: string, rawHeaders: string[]): void {
     this.started = true;
-    // The raw list undici parsed (undici also hands an object of them, which loses the spelling).
-    this.res.writeHead(statusCode, downstreamHeaders((controller.rawHeaders ?? []) as Buffer[], this.fwd.requestId, this.fwd.personal));
+    this.res.writeHead(status, statusText || undefined, downstreamHeaders(rawHeaders, this.fwd.requestId, this.fwd.personal));
   }
 
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+  onBody(chunk: Buffer): void {
     if (this.res.write(chunk)) return;
     // The client reads slower than the machine writes: stop reading the machine until it caught up.
+    const controller = this.controller!;
     controller.pause();
     this.res.once('drain', () => controller.resume());
   }
 
-  onResponseEnd(): void {
+  onEnd(): void {
     this.res.end();
     this.finish();
   }
 
-  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+  onError(err: UpstreamError): void {
     const { outcome, fwd, req, res } = this;
-    if (this.gone) {
-      outcome.error = 'client went away';
-      return this.finish();
-    }
+    if (this.gone) return;
     if (!outcome.retried && retryable(this.method, this.withBody, err, this.started)) {
       const first = this.backend!;
       const again = this.proxy.pick(this.key, this.backends(), first.origin) ?? first;
@@ -243,13 +231,15 @@ class Exchange implements Dispatcher.DispatchHandler {
       res.destroy();
     } else {
       this.proxy.opts.log.warn({ reqId: fwd.requestId, upstream: outcome.backend, err: code, host: fwd.host }, 'Upstream request failed');
-      if (code === 'UND_ERR_HEADERS_TIMEOUT') sendError(res, 504, 'the app did not answer in time', req.headers.accept, fwd.requestId);
+      if (code === 'UPSTREAM_HEADERS_TIMEOUT') sendError(res, 504, 'the app did not answer in time', req.headers.accept, fwd.requestId);
       else sendError(res, 502, "the app's machine did not answer", req.headers.accept, fwd.requestId);
     }
     this.finish();
   }
 
   private finish(): void {
+    if (this.finished) return;
+    this.finished = true;
     this.res.off('close', this.onClose);
     this.settle(this.outcome);
   }

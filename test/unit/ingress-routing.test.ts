@@ -134,8 +134,8 @@ describe('ingress-auth: error answers', () => {
 
 describe('ingress-auth: retry rule', () => {
   const refused = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
-  const closed = Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' });
-  const timeout = Object.assign(new Error('headers timeout'), { code: 'UND_ERR_HEADERS_TIMEOUT' });
+  const closed = Object.assign(new Error('the connection to the machine closed'), { code: 'UPSTREAM_CLOSED' });
+  const timeout = Object.assign(new Error('the machine did not answer in time'), { code: 'UPSTREAM_HEADERS_TIMEOUT' });
   it('retries idempotent requests without a body whose connection failed before any response', () => {
     for (const m of ['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'get']) assert.equal(retryable(m, false, refused, false), true, m);
     assert.equal(retryable('GET', false, closed, false), true);
