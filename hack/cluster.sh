@@ -17,6 +17,7 @@ insecure_ok() { curl -fsSk --max-time 2 "$1"; }
 
 up() {
   "$ROOT/hack/build-k8s.sh"
+  "$ROOT/hack/build-helm.sh"
   "$ROOT/hack/certs.sh"
   mkdir -p "$KCONF_DIR" "$STATE/etcd"
   write_kubeconfig "$KUBECONFIG_ADMIN" admin

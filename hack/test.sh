@@ -17,6 +17,7 @@ fi
 
 export KUBECONFIG="$STATE/kubeconfig"
 export SVC_K8S_BIN="$K8S_BIN"
+export SVC_HELM_BIN="$HELM_BIN"
 # Tests create a fresh database of their own on this server and drop it afterwards.
 export SVC_TEST_PG_ADMIN_URL=${SVC_TEST_PG_ADMIN_URL:-postgres://svc@127.0.0.1:$PG_PORT/postgres}
 export SVC_LOG_LEVEL=${SVC_LOG_LEVEL:-silent}
