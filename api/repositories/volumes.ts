@@ -3,6 +3,7 @@
 // servers, from a cluster-wide informer; bytes used from the kubelets' stats of the nodes they are
 // on. Which are attached is decided from the Apps and the machines' Pods (docs/api/data.md).
 import * as k8s from '@kubernetes/client-node';
+import { servicesOf } from '../../lib/app-services.js';
 import { labels, managers } from '../../lib/contract.js';
 import { databaseObjects } from '../../lib/databases.js';
 import { DomainError } from '../../lib/errors.js';
@@ -135,9 +136,9 @@ export class VolumeRepository {
       const app = apps.find((a) => a.name === l[labels.app]);
       // A private service's volume is declared by that service, for as many machines as it runs.
       const service = l[labels.service];
-      const owner = service !== undefined ? app?.spec.services?.find((v) => v.name === service) : app?.spec;
-      const declared = owner?.volumes?.find((v) => v.name === l[labels.volume]);
-      const runs = owner !== undefined && ordinal < (owner.machines ?? 1);
+      const owner = app && servicesOf(app.spec).find((v) => (service === undefined ? v.public : !v.public && v.name === service));
+      const declared = owner?.volumes.find((v) => v.name === l[labels.volume]);
+      const runs = owner !== undefined && ordinal < owner.machines;
       return {
         ...base,
         kind: 'machine',

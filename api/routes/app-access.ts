@@ -1,5 +1,6 @@
 // How a route finds the App a request names, by name or by ID, within the caller's namespace and
 // the token's apps restriction. Every route under /apps/{appID} goes through resolveApp.
+import { servicesOf } from '../../lib/app-services.js';
 import type { AppRecord } from '../repositories/app-record.js';
 import { ApiError, invalid, notFound } from '../errors.js';
 import type { Caller } from '../operation.js';
@@ -30,7 +31,7 @@ export async function resolveApp(s: Pick<Services, 'apps'>, caller: Caller, idOr
 
 /** The app's service named `name` (an app deployed from a compose file with several services), or a 400 naming those it has. */
 export function serviceOrInvalid(app: AppRecord, name: string): string {
-  const known = app.spec.services?.length ? [app.spec.service, ...app.spec.services.map((v) => v.name)].filter((n): n is string => n !== undefined) : [];
+  const known = app.spec.services?.length ? servicesOf(app.spec).flatMap((v) => v.name ?? []) : [];
   if (known.includes(name)) return name;
   throw invalid(known.length ? `service: app ${app.name} has no service ${name} (it has ${known.join(', ')})` : `service: app ${app.name} has one unnamed service; service applies to apps deployed with several`);
 }

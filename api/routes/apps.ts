@@ -2,6 +2,7 @@
 // of the group is in pending.ts until deploys land.
 import { z } from 'zod';
 import type { App } from '../../lib/resources/index.js';
+import { servicesOf } from '../../lib/app-services.js';
 import type { AppRecord } from '../repositories/app-record.js';
 import { invalid, notFound } from '../errors.js';
 import { op, type Caller, type Operation } from '../operation.js';
@@ -83,10 +84,8 @@ export function presentApp(app: AppRecord): z.infer<typeof appSchema> {
       return `${p.reason}: ${p.message}`;
     })(),
     services: app.spec.services?.length
-      ? [
-          { name: app.spec.service ?? '', public: true, image: app.spec.image ?? '', machines: app.spec.machines ?? 1 },
-          ...app.spec.services.map((v) => ({ name: v.name, public: false, image: v.image, machines: v.machines ?? 1 })),
-        ].map((v) => {
+      ? servicesOf(app.spec).map((view) => {
+          const v = { name: view.name ?? '', public: view.public, image: view.image ?? '', machines: view.machines };
           const seen = app.status?.services?.find((x) => x.name === v.name);
           return { ...v, ready: seen?.ready ?? `0/${v.machines}`, deploy: seen?.deploy ?? null };
         })

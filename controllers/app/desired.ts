@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import type * as k8s from '@kubernetes/client-node';
 import { artifactCredentialTtlSeconds, mintArtifactCredential } from '../../lib/artifacts/credential.js';
+import { servicesOf, type Restart, type ServiceView } from '../../lib/app-services.js';
 import { annotations, apiVersion, appHost, appUrl, containers, labels, managers, type AppsSite } from '../../lib/contract.js';
 import { credentialKeys, databaseObjects, databasePort } from '../../lib/databases.js';
 import type { App } from '../../lib/resources/index.js';
@@ -49,76 +50,6 @@ export interface AppSettings {
    * by the reconciler); undefined: not known yet. Only Apps with spec.services have them.
    */
   serviceAddresses?: ReadonlyMap<string, string | undefined> | undefined;
-}
-
-type Restart = NonNullable<NonNullable<App['spec']['services']>[number]['restart']>;
-
-/**
- * One service of an App as its machines are made: the public one (the App's top-level fields, which
- * receives the app's hostname) or one of spec.services (reached by the app's machines by name only).
- */
-export interface ServiceView {
-  /** The service's name; undefined for the public service of an App that does not name it. */
-  name: string | undefined;
-  public: boolean;
-  image: string | undefined;
-  command?: string[] | undefined;
-  args?: string[] | undefined;
-  workingDir?: string | undefined;
-  /** PORT, and the port the default readiness check knocks on (the public service's HTTP port). */
-  port: number | undefined;
-  /** Ports the app's other services reach it on, by name. */
-  ports: number[];
-  env: NonNullable<App['spec']['env']>;
-  machines: number;
-  volumes: NonNullable<App['spec']['volumes']>;
-  healthcheck?: App['spec']['healthcheck'];
-  restart: Restart;
-  dependsOn: NonNullable<App['spec']['dependsOn']>;
-  aliases: string[];
-}
-
-/** The App's services, the public one first. */
-export function servicesOf(app: App): ServiceView[] {
-  const s = app.spec;
-  const port = s.port ?? 8080;
-  const pub: ServiceView = {
-    name: s.service,
-    public: true,
-    image: s.image,
-    command: s.command,
-    args: s.args,
-    workingDir: s.workingDir,
-    port,
-    ports: [...new Set([port, ...(s.ports ?? [])])],
-    env: s.env ?? [],
-    machines: s.machines ?? 1,
-    volumes: s.volumes ?? [],
-    healthcheck: s.healthcheck,
-    restart: 'always',
-    dependsOn: s.dependsOn ?? [],
-    aliases: s.aliases ?? [],
-  };
-  const others = (s.services ?? []).map(
-    (v): ServiceView => ({
-      name: v.name,
-      public: false,
-      image: v.image,
-      command: v.command,
-      args: v.args,
-      workingDir: v.workingDir,
-      port: v.port ?? v.ports?.[0],
-      ports: v.ports ?? [],
-      env: v.env ?? [],
-      machines: v.machines ?? 1,
-      volumes: v.volumes ?? [],
-      healthcheck: v.healthcheck,
-      restart: v.restart ?? 'always',
-      dependsOn: v.dependsOn ?? [],
-      aliases: v.aliases ?? [],
-    }),
-  );
-  return [pub, ...others];
 }
 
 /** The Service through which the app's machines reach service `service` by name (a DNS label of at most 63). */
@@ -235,7 +166,7 @@ const restartPolicies: Record<Restart, string> = { always: 'Always', 'on-failure
 function hostAliasesOf(app: App, settings: AppSettings): k8s.V1HostAlias[] | undefined {
   if (!app.spec.services?.length) return undefined;
   const aliases: k8s.V1HostAlias[] = [];
-  for (const view of servicesOf(app)) {
+  for (const view of servicesOf(app.spec)) {
     const ip = view.name !== undefined && view.ports.length ? settings.serviceAddresses?.get(view.name) : undefined;
     if (ip) aliases.push({ ip, hostnames: [view.name!, ...view.aliases] });
   }
@@ -247,7 +178,7 @@ function machineSpec(
   app: App,
   settings: AppSettings,
   ordinal = 0,
-  view: ServiceView = servicesOf(app)[0]!,
+  view: ServiceView = servicesOf(app.spec)[0]!,
 ): Pick<k8s.V1PodSpec, 'containers' | 'initContainers' | 'volumes' | 'securityContext' | 'hostAliases' | 'restartPolicy'> {
   const persistent = persistentVolumes(app, view, ordinal);
   const limits = Object.fromEntries(Object.entries(app.spec.resources ?? {}).filter(([, v]) => v !== undefined)) as Record<string, string>;
@@ -320,7 +251,7 @@ function placementOf(app: App, ordinal: number, view?: ServiceView): string | un
  * A deploy replaces the machines of a one-service app (as Heroku and Fly.io restart on every deploy);
  * in an App with services only a service whose definition changed gets new machines (compose's `up`).
  */
-export function revisionOf(app: App, settings: AppSettings, ordinal = 0, view: ServiceView = servicesOf(app)[0]!): string {
+export function revisionOf(app: App, settings: AppSettings, ordinal = 0, view: ServiceView = servicesOf(app.spec)[0]!): string {
   const deploy = app.spec.services?.length ? null : (app.spec.deployId ?? null);
   const shape = JSON.stringify({ m: machineSpec(app, settings, ordinal, view), d: deploy, n: placementOf(app, ordinal, view) ?? null });
   return createHash('sha256').update(shape).digest('hex').slice(0, 10);
@@ -335,7 +266,7 @@ function serviceLabels(view: ServiceView): Record<string, string> {
  * Machine `ordinal` of `view` as a Pod created at `now`. Its init container gets a fresh artifact
  * credential, which is not part of the revision: a machine is not replaced because its credential aged.
  */
-export function machinePod(app: App, ordinal: number, settings: AppSettings, now = new Date(), view: ServiceView = servicesOf(app)[0]!): k8s.V1Pod {
+export function machinePod(app: App, ordinal: number, settings: AppSettings, now = new Date(), view: ServiceView = servicesOf(app.spec)[0]!): k8s.V1Pod {
   const name = app.metadata.name!;
   const revision = revisionOf(app, settings, ordinal, view);
   const node = placementOf(app, ordinal, view);
@@ -429,7 +360,7 @@ export function appService(app: App): k8s.V1Service {
 export function serviceServices(app: App): k8s.V1Service[] {
   if (!app.spec.services?.length) return [];
   const name = app.metadata.name!;
-  return servicesOf(app)
+  return servicesOf(app.spec)
     .filter((v) => v.name !== undefined && v.ports.length)
     .map((v) => ({
       apiVersion: 'v1',
@@ -558,7 +489,7 @@ export interface Plan {
 export function specRevision(app: App, settings: AppSettings): string {
   // Not the services' addresses: they are observed, not applied, and a rollout must not restart when they become known.
   const applied = { ...settings, serviceAddresses: undefined };
-  const m = app.spec.services?.length ? servicesOf(app).map((v) => machineSpec(app, applied, 0, v)) : machineSpec(app, applied);
+  const m = app.spec.services?.length ? servicesOf(app.spec).map((v) => machineSpec(app, applied, 0, v)) : machineSpec(app, applied);
   return createHash('sha256')
     .update(JSON.stringify({ m, d: app.spec.deployId ?? null }))
     .digest('hex')
@@ -590,7 +521,7 @@ export function plan(app: App, pods: k8s.V1Pod[], settings: AppSettings, now: Da
   // Container services run their image; static, HTML, Markdown and handler-tree apps the runtime
   // image, which needs the artifact the App names (the CRD requires one): without it, no machine.
   const servable = target.spec.kind === 'container' || (runtimeKinds.has(target.spec.kind ?? '') && target.spec.source !== undefined);
-  const views = servicesOf(target);
+  const views = servicesOf(target.spec);
   const withServices = (target.spec.services?.length ?? 0) > 0;
   const hopelessOnes: string[] = [];
   let nextDeadline: number | undefined;

@@ -12,7 +12,8 @@ import type { Logger } from '../../lib/logger.js';
 import { databaseObjects } from '../../lib/databases.js';
 import type { App } from '../../lib/resources/index.js';
 import type { Outcome, Reconciler } from '../frame/controller.js';
-import { appService, machinePolicy, plan, serviceObjectName, serviceServices, servicesOf, type AppSettings, type Plan } from './desired.js';
+import { servicesOf } from '../../lib/app-services.js';
+import { appService, machinePolicy, plan, serviceObjectName, serviceServices, type AppSettings, type Plan } from './desired.js';
 import type { AppStatusFields } from './rollout.js';
 
 /** The namespace is being deleted, or is gone: its Apps go too, so there is nothing left to make. */
@@ -91,7 +92,7 @@ export class AppReconciler implements Reconciler<App, AppStatusFields> {
     const database = db ? { name: db, host: this.observed.serviceOf(namespace, databaseObjects(db).service)?.spec?.clusterIP } : undefined;
     const serviceAddresses = app.spec.services?.length
       ? new Map(
-          servicesOf(app)
+          servicesOf(app.spec)
             .filter((v) => v.name !== undefined)
             .map((v) => {
               const svc = this.observed.serviceOf(namespace, serviceObjectName(name, v.name!));

@@ -4,7 +4,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type * as k8s from '@kubernetes/client-node';
-import { appService, machinePod, plan, revisionOf, serviceObjectName, serviceServices, servicesOf, type AppSettings } from '../../controllers/app/desired.js';
+import { servicesOf } from '../../lib/app-services.js';
+import { appService, machinePod, plan, revisionOf, serviceObjectName, serviceServices, type AppSettings } from '../../controllers/app/desired.js';
 import { labels } from '../../lib/contract.js';
 import type { App } from '../../lib/resources/index.js';
 
@@ -46,7 +47,7 @@ const ended = (pod: k8s.V1Pod, exitCode: number): k8s.V1Pod => ({
   ...pod,
   status: { phase: exitCode === 0 ? 'Succeeded' : 'Failed', containerStatuses: [{ name: 'app', ready: false, restartCount: 0, image: 'x', imageID: 'x', state: { terminated: { exitCode, reason: exitCode ? 'Error' : 'Completed' } } }] },
 });
-const view = (a: App, name: string) => servicesOf(a).find((v) => v.name === name)!;
+const view = (a: App, name: string) => servicesOf(a.spec).find((v) => v.name === name)!;
 const podsOf = (a: App, name: string, n: number, make = running) => Array.from({ length: n }, (_, o) => make(machinePod(a, o, settings, now, view(a, name))));
 const names = (pods: k8s.V1Pod[]) => pods.map((p) => p.metadata!.name!).sort();
 
