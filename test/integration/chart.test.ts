@@ -7,34 +7,19 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { pluralOf } from '../../lib/contract.js';
 import { apiVersion, group, version } from '../../lib/resources/index.js';
-import { repoRoot } from '../../lib/paths.js';
+import { chartDir, helm, localValues, renderChart } from '../support/helm.js';
 import { images } from '../support/images.js';
 import { kubeConfig, kubectl, statusOf, testNamespace, uniqueName } from '../support/kube.js';
 import { eventually } from '../support/wait.js';
 
-const execFileP = promisify(execFile);
-const chart = path.join(repoRoot, 'charts/svc-platform');
-const localValues = path.join(chart, 'ci/local-values.yaml');
-
-/** Runs helm; resolves with stdout, rejects with its stderr as the message. */
-async function helm(...args: string[]): Promise<string> {
-  const bin = process.env.SVC_HELM_BIN;
-  if (!bin) throw new Error('SVC_HELM_BIN is not set: run the integration tests through `make test`');
-  try {
-    return (await execFileP(path.join(bin, 'helm'), args, { env: process.env, maxBuffer: 64 << 20 })).stdout;
-  } catch (err) {
-    const e = err as { stderr?: string; message: string };
-    throw new Error(e.stderr || e.message);
-  }
-}
+const chart = chartDir;
 
 type Obj = k8s.KubernetesObject & Record<string, unknown>;
-const render = async (...args: string[]): Promise<Obj[]> => (k8s.loadAllYaml(await helm('template', 'svc', chart, '--kube-version', 'v1.36.3', ...args)) as Obj[]).filter(Boolean);
+const render = async (...args: string[]): Promise<Obj[]> => (k8s.loadAllYaml(await renderChart('svc', 'default', ...args)) as Obj[]).filter(Boolean);
 const ofKind = (objs: Obj[], kind: string) => objs.filter((o) => o.kind === kind);
 
 /** The registry and tag of the platform's images in the local registry (hack/images.sh). */
@@ -107,7 +92,7 @@ describe('chart: on the local cluster', { timeout: 10 * 60_000 }, () => {
   });
 
   it('accepts every rendered object (server-side dry run)', async () => {
-    const manifest = await helm('template', release, chart, '-n', ns.name, ...base, '--set', `image.tag=${tag}`);
+    const manifest = await renderChart(release, ns.name, ...base, '--set', `image.tag=${tag}`);
     const out = await new Promise<string>((resolve, reject) => {
       const child = execFile(path.join(process.env.SVC_K8S_BIN!, 'kubectl'), ['apply', '--dry-run=server', '-n', ns.name, '-f', '-'], { env: process.env }, (err, stdout, stderr) => (err ? reject(new Error(stderr)) : resolve(stdout)));
       child.stdin!.end(manifest);
