@@ -51,7 +51,8 @@ export interface ExchangeControl {
 /**
  * Codes: UPSTREAM_CLOSED (the connection ended before the answer did), UPSTREAM_CONNECT_TIMEOUT,
  * UPSTREAM_HEADERS_TIMEOUT, UPSTREAM_BAD_RESPONSE (broken framing or syntax), UPSTREAM_BAD_REQUEST
- * (a header value we were given cannot be sent), or node:net's (ECONNREFUSED, ECONNRESET, ...).
+ * (a header value we were given cannot be sent), UPSTREAM_HANDLER_FAILED (the caller's handler
+ * threw), or node:net's (ECONNREFUSED, ECONNRESET, ...).
  */
 export class UpstreamError extends Error {
   constructor(
@@ -353,7 +354,8 @@ class Connection implements ResponseSink {
     try {
       leftover = this.parser.feed(chunk);
     } catch (err) {
-      if (!(err instanceof BadResponse)) throw err;
+      // A handler that threw ends its exchange, never the process (every connection of it would go).
+      if (!(err instanceof BadResponse)) return this.fail(new UpstreamError(`handling the answer failed: ${(err as Error).message}`, 'UPSTREAM_HANDLER_FAILED'));
       return this.fail(new UpstreamError(`the machine's answer is not valid HTTP/1.1: ${err.message}`, err.code));
     }
     const reusable = this.completed;

@@ -137,6 +137,24 @@ describe('security: the upstream client against a hostile machine', () => {
     await up.close();
   });
 
+  it('a handler that throws on an answer ends that exchange, not the process', async () => {
+    const m = await machine((_head, socket) => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok'));
+    const up = upstream(m.port);
+    const err = await new Promise<UpstreamError>((resolve) => {
+      up.request({ method: 'GET', path: '/', headers: [] }, {
+        onHead: () => {
+          throw new Error('boom');
+        },
+        onBody: () => undefined,
+        onEnd: () => undefined,
+        onError: resolve,
+      });
+    });
+    assert.equal(err.code, 'UPSTREAM_HANDLER_FAILED');
+    assert.equal((await send(up)).body.toString(), 'ok', 'the next exchange is served');
+    await up.close();
+  });
+
   it('a keep-alive connection the machine closed is not reused; an answer cut short is an error, not an answer', async () => {
     const m = await machine((head, socket, n) => {
       if (head.includes('/cut')) return socket.end('HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhalf');
