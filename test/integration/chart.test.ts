@@ -94,7 +94,7 @@ describe('chart: on the local cluster', { timeout: 10 * 60_000 }, () => {
   it('accepts every rendered object (server-side dry run)', async () => {
     const manifest = await renderChart(release, ns.name, ...base, '--set', `image.tag=${tag}`);
     const out = await new Promise<string>((resolve, reject) => {
-      const child = execFile(path.join(process.env.SVC_K8S_BIN!, 'kubectl'), ['apply', '--dry-run=server', '-n', ns.name, '-f', '-'], { env: process.env }, (err, stdout, stderr) => (err ? reject(new Error(stderr)) : resolve(stdout)));
+      const child = execFile(path.join(process.env.SVC_K8S_BIN!, 'kubectl'), ['apply', '--dry-run=server', '-f', '-'], { env: process.env }, (err, stdout, stderr) => (err ? reject(new Error(stderr)) : resolve(stdout)));
       child.stdin!.end(manifest);
     });
     for (const kind of ['deployment.apps', 'service', 'poddisruptionbudget.policy', 'networkpolicy.networking.k8s.io', 'secret']) assert.match(out, new RegExp(`^${kind}/`, 'm'), out);
@@ -109,7 +109,7 @@ describe('chart: on the local cluster', { timeout: 10 * 60_000 }, () => {
     const imageOf = async (component: string) => (await apps.readNamespacedDeployment({ name: `${release}-${component}`, namespace: ns.name })).spec!.template.spec!.containers[0]!.image;
     assert.equal(await imageOf('api'), images.api);
     // An App made while the release is installed: uninstalling must not take it.
-    await custom.createNamespacedCustomObject({ group, version, namespace: ns.name, plural: pluralOf('App'), body: { apiVersion, kind: 'App', metadata: { name: 'kept' }, spec: { kind: 'static' } } });
+    await custom.createNamespacedCustomObject({ group, version, namespace: ns.name, plural: pluralOf('App'), body: { apiVersion, kind: 'App', metadata: { name: 'kept' }, spec: {} } });
 
     const upgradeStarted = Date.now();
     await helm('upgrade', release, chart, '-n', ns.name, ...base, '--set', 'image.tag=next');
