@@ -49,6 +49,9 @@ export class SignIn {
   readonly cookies: CookieNames;
   readonly clock: () => Date;
   private readonly cache = new Map<string, Cached>();
+  /** Counts revocations heard, so a lookup can tell one overtook it (session()). */
+  private revocations = 0;
+  private readonly heard: Array<() => void> = [];
   /** Identity headers (with the signed assertion) by session, hostname and app. */
   private readonly identities = new Map<string, { headers: string[]; refreshAt: number }>();
   private listener: pg.Client | undefined;
@@ -74,7 +77,7 @@ export class SignIn {
     client.on('notification', (n) => this.forgetApp(n.payload ?? ''));
     client.on('error', (err) => {
       this.opts.log.warn({ err: err.message }, 'Session revocation listener failed; reconnecting');
-      this.cache.clear();
+      this.forgetApp('');
       client.end().catch(() => undefined);
       if (this.listener === client) this.listener = undefined;
       if (!this.stopped) setTimeout(() => void this.start().catch(() => undefined), 1000).unref();
@@ -89,8 +92,16 @@ export class SignIn {
     await this.listener?.end().catch(() => undefined);
   }
 
+  /** Drops the cached sessions of an app ('': of every app). */
   private forgetApp(appUid: string): void {
+    this.revocations++;
     for (const [token, c] of this.cache) if (c.appUid === appUid || !appUid) this.cache.delete(token);
+    for (const heard of this.heard.splice(0)) heard();
+  }
+
+  /** Calls `heard` once, after the next revocation was applied (tests wait on it). */
+  onRevocation(heard: () => void): void {
+    this.heard.push(heard);
   }
 
   /**
@@ -112,11 +123,20 @@ export class SignIn {
   async session(token: string, app: App, host: string): Promise<Session | undefined> {
     const cached = this.cachedSession(token, app, host);
     if (cached !== undefined) return cached ?? undefined;
-    const checkedAt = Date.now();
-    const session = await this.sessions.find(token, app.metadata.uid!, host);
-    if (this.cache.size >= cacheMax) this.cache.clear();
-    this.cache.set(token, { session, appUid: app.metadata.uid!, host, checkedAt });
-    return session;
+    // A revocation announced while the store was being read may not be in what it read: read
+    // again, and never cache a reading a revocation overtook (it would stand for 10 s).
+    for (let attempt = 0; ; attempt++) {
+      const checkedAt = Date.now();
+      const seen = this.revocations;
+      const session = await this.sessions.find(token, app.metadata.uid!, host);
+      if (seen !== this.revocations) {
+        if (attempt < 2) continue;
+        return session;
+      }
+      if (this.cache.size >= cacheMax) this.cache.clear();
+      this.cache.set(token, { session, appUid: app.metadata.uid!, host, checkedAt });
+      return session;
+    }
   }
 
   /** The identity headers of a session on this hostname while its cached assertion is fresh; undefined when one must be signed. */

@@ -355,6 +355,33 @@ describe('ingress-auth sign-in', () => {
     }
   });
 
+  it('a revocation heard while a session was being read is not lost to the 10 s cache', async () => {
+    const b = new Browser(ia.url);
+    await signInAsOwner(b, guard);
+    const token = b.cookie(host(guard), 'svc-session')!;
+    const app = ia.ingress.routes.app(guard)!;
+    const store = ia.signIn.sessions;
+    const find = store.find.bind(store);
+    let revokedMidway = false;
+    // The first reading returns the live session; only then is the revocation made and heard.
+    store.find = async (...args: Parameters<typeof find>) => {
+      const read = await find(...args);
+      if (!revokedMidway) {
+        revokedMidway = true;
+        const heard = new Promise<void>((resolve) => ia.signIn.onRevocation(resolve));
+        await store.revokeToken(token);
+        await heard;
+      }
+      return read;
+    };
+    try {
+      assert.equal(await ia.signIn.session(token, app, host(guard)), undefined, 'the revoked session is not handed out');
+      assert.equal(ia.signIn.cachedSession(token, app, host(guard)), null, 'the cache holds the revocation, not the reading it overtook');
+    } finally {
+      store.find = find;
+    }
+  });
+
   it('lists the providers of an app’s policy with whether this platform has them set up', async () => {
     const body = await json<{ providers: Array<{ name: string; in_policy: boolean; configured: boolean }> }>(await api.request('GET', `/api/apps/${guard}/auth/providers`), 200);
     const byName = Object.fromEntries(body.providers.map((p) => [p.name, p]));
