@@ -10,16 +10,8 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { repoRoot } from '../../lib/paths.js';
 import { expectJson, startTestApi, type TestApi } from '../support/api.js';
-import { fragmentSecret, freePort } from '../support/ingress.js';
+import { appsDomain, fragmentSecret, freePort, type Answer } from '../support/ingress.js';
 import { eventually } from '../support/wait.js';
-
-const appsDomain = 'apps.localhost';
-
-interface Answer {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-}
 
 describe('ingress-auth workers', () => {
   let api: TestApi;

@@ -10,15 +10,10 @@ import { loadConfig } from '../../lib/config.js';
 import { createLogger } from '../../lib/logger.js';
 import { RequestRecorder } from '../../lib/metrics/requests.js';
 import { startTestApi, type TestApi } from '../support/api.js';
+import type { Answer } from '../support/ingress.js';
 import { kubeConfig, uniqueName } from '../support/kube.js';
 import { eventually } from '../support/wait.js';
 import { labels } from '../../lib/contract.js';
-
-interface Answer {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-}
 
 describe('ingress-auth routing', () => {
   let api: TestApi;
