@@ -26,7 +26,7 @@ import { AssertionSigner } from '../lib/identity/assertion.js';
 import { createLogger } from '../lib/logger.js';
 import { RequestRecorder } from '../lib/metrics/requests.js';
 import type { App } from '../lib/resources/index.js';
-import { freePort } from './ports.js';
+import { freePort } from '../test/support/ports.js';
 
 const [mode, upstreamPort] = process.argv.slice(2);
 const workers = Number(process.argv[{ upstream: 3, bare: 4 }[mode ?? ''] ?? 5] ?? 1);

@@ -17,7 +17,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
 import { repoRoot } from '../lib/paths.js';
-import { freePort } from './ports.js';
+import { freePort } from '../test/support/ports.js';
 import { benchDatabase } from './support.js';
 
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 32);

@@ -161,8 +161,6 @@ class Exchange implements ExchangeHandler {
   private readonly headers: string[];
   private controller: ExchangeControl | undefined;
   private backend: Backend | undefined;
-  /** The answer's status line went to the client: a failure now can only cut the response. */
-  private started = false;
   private gone = false;
   private finished = false;
   private readonly onClose = () => {
@@ -197,7 +195,6 @@ class Exchange implements ExchangeHandler {
   }
 
   onHead(status: number, statusText: string, rawHeaders: string[]): void {
-    this.started = true;
     this.res.writeHead(status, statusText || undefined, downstreamHeaders(rawHeaders, this.fwd.requestId, this.fwd.personal));
   }
 
@@ -214,10 +211,11 @@ class Exchange implements ExchangeHandler {
     this.finish();
   }
 
-  onError(err: UpstreamError): void {
+  /** `answered`: the answer's head reached onHead, so a failure now can only cut the response. */
+  onError(err: UpstreamError, answered: boolean): void {
     const { outcome, fwd, req, res } = this;
     if (this.gone) return;
-    if (!outcome.retried && retryable(this.method, this.withBody, err, this.started)) {
+    if (!outcome.retried && retryable(this.method, this.withBody, err, answered)) {
       const first = this.backend!;
       const again = this.proxy.pick(this.key, this.backends(), first.origin) ?? first;
       outcome.retried = true;
@@ -226,7 +224,7 @@ class Exchange implements ExchangeHandler {
     }
     const code = errorCode(err) ?? String(err);
     outcome.error = code;
-    if (this.started) {
+    if (answered) {
       this.proxy.opts.log.warn({ reqId: fwd.requestId, upstream: outcome.backend, err: code }, 'Upstream response broke off');
       res.destroy();
     } else {

@@ -1,7 +1,6 @@
 // ingress-auth with sign-in, in-process, on the database of a test API (startTestApi), and a
 // cookie-keeping HTTP client that talks to it with any Host header, as a browser would.
 import { request as httpRequest } from 'node:http';
-import { createServer } from 'node:net';
 import { AuthRoutes } from '../../ingress-auth/auth/routes.js';
 import { signInProviders } from '../../ingress-auth/auth/setup.js';
 import { SignIn } from '../../ingress-auth/auth/sign-in.js';
@@ -15,6 +14,7 @@ import { AssertionSigner } from '../../lib/identity/assertion.js';
 import { createLogger } from '../../lib/logger.js';
 import { TestClock, type TestApi } from './api.js';
 import { kubeConfig } from './kube.js';
+import { freePort } from './ports.js';
 
 export const appsDomain = 'apps.localhost';
 
@@ -29,14 +29,7 @@ export interface TestIngress {
   close(): Promise<void>;
 }
 
-/** A free loopback port (to start ingress-auth where the API's app URLs already point). */
-export async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as { port: number }).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
+export { freePort };
 
 export async function startTestIngress(
   api: TestApi,

@@ -1,4 +1,5 @@
-// A free loopback port for the benchmarks' servers (bound, read, released).
+// A free loopback port (bound, read, released): for servers the tests and benchmarks start where
+// something else must already point (the API's app URLs, a benchmark's nginx upstream).
 import { once } from 'node:events';
 import net from 'node:net';
 
