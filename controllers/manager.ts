@@ -305,7 +305,7 @@ export class Manager {
       core,
       networking,
       { pods: podsHere, sandboxExists: (uid) => sandboxes.list().some((s) => s.metadata?.uid === uid), reserved: sandboxReconciler.reserved, retiring: sandboxReconciler.retiring },
-      { pod: sbx.pod, key, size: sbx.poolSize, platformCidrs: sbx.platformCidrs },
+      { pod: sbx.pod, key, size: sbx.poolSize, platformCidrs: sbx.platformCidrs, platformNamespace: sbx.platformNamespace },
       log,
     );
     const poolController = new Controller<k8s.V1Namespace, never>({ kind: 'SandboxPool', primary: sandboxNamespace, reconciler: poolReconciler, log, concurrency: 1, ...(opts.resyncMs !== undefined ? { resyncMs: opts.resyncMs } : {}) });

@@ -35,8 +35,14 @@ subjectAltName=$sans"
       -extfile <(printf '%s\n' "$ext") 2>/dev/null
 }
 
+# The apiserver: on loopback (the host's parts), and as pods reach it: the `kubernetes` Service's
+# ClusterIP and the address it advertises (hack/cluster.sh). One that lacks those is reissued.
+if [ -f apiserver.crt ]; then
+  have="$(openssl x509 -in apiserver.crt -noout -ext subjectAltName 2>/dev/null | tr -d ' \n'),"
+  for ip in "$KUBERNETES_SERVICE_IP" "$APISERVER_POD_ADDRESS"; do [[ "$have" == *"IPAddress:$ip,"* ]] || rm -f apiserver.crt; done
+fi
 issue apiserver "/CN=kube-apiserver" serverAuth \
-  "IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+  "IP:127.0.0.1,IP:$KUBERNETES_SERVICE_IP,IP:$APISERVER_POD_ADDRESS,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
 issue admin "/O=system:masters/CN=kubernetes-admin" clientAuth
 issue kube-controller-manager "/CN=system:kube-controller-manager" clientAuth
 issue kube-scheduler "/CN=system:kube-scheduler" clientAuth
@@ -48,7 +54,7 @@ issue front-proxy-client "/CN=front-proxy-client" clientAuth "" front-proxy-ca
 # to loopback). A certificate that lacks one of those addresses is reissued.
 nodes=(${SVC_NODES:-local-a local-b})
 nodes=(${nodes[@]//,/ })
-pod_prefix=$(echo "${SVC_NODE_POD_SUBNET:-10.244.0.0/16}" | cut -d. -f1-2)
+pod_prefix=$POD_PREFIX
 sans="IP:127.0.0.1,DNS:localhost"
 for i in "${!nodes[@]}"; do
   issue "node-${nodes[$i]}" "/O=system:nodes/CN=system:node:${nodes[$i]}" clientAuth

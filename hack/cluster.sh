@@ -34,11 +34,13 @@ up() {
     --listen-metrics-urls "" --unsafe-no-fsync --log-level warn
   wait_ready etcd 30 curl -fsS --max-time 2 "http://127.0.0.1:$ETCD_PORT/health"
 
-  # --endpoint-reconciler-type=none: the advertise address is loopback, which the apiserver may
-  # not publish as the endpoint of the `kubernetes` Service.
+  # Pods reach the apiserver as on any cluster, through the `kubernetes` Service, whose endpoint is
+  # the advertised address: the first node's bridge gateway (its bridge comes up with the nodes,
+  # hence every address is bound). The nodes' firewall lets pods reach this port only through that
+  # Service, and NetworkPolicy applies to it (hack/nodes.sh host_firewall).
   start_daemon kube-apiserver "$K8S_BIN/kube-apiserver" \
     --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
-    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$APISERVER_PORT" \
+    --bind-address 0.0.0.0 --advertise-address "$APISERVER_POD_ADDRESS" --secure-port "$APISERVER_PORT" \
     --tls-cert-file "$PKI/apiserver.crt" --tls-private-key-file "$PKI/apiserver.key" \
     --client-ca-file "$PKI/ca.crt" \
     --kubelet-client-certificate "$PKI/apiserver-kubelet-client.crt" \
@@ -52,7 +54,7 @@ up() {
     --service-account-key-file "$PKI/sa.pub" --service-account-signing-key-file "$PKI/sa.key" \
     --service-cluster-ip-range "$SERVICE_CIDR" \
     --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction \
-    --allow-privileged=true --endpoint-reconciler-type none \
+    --allow-privileged=true --endpoint-reconciler-type lease \
     --profiling=false --event-ttl 2h -v 1
   wait_ready kube-apiserver 90 https_ok "https://127.0.0.1:$APISERVER_PORT/readyz"
 

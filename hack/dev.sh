@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The platform's own components for `make dev`, after the cluster and PostgreSQL are up.
-#   dev.sh [up [COMPONENT...]] | restart COMPONENT... | down | status
+#   dev.sh [up [COMPONENT...]] | restart COMPONENT... | stop COMPONENT... | down | status
 # A component started with variables set (SVC_SANDBOX_POOL_SIZE=16 dev.sh restart controllers) keeps them.
 source "$(dirname "$0")/lib.sh"
 
@@ -83,7 +83,9 @@ MSG
 case "${1:-up}" in
   up) shift || true; up "$@" ;;
   restart) shift; for c in "$@"; do stop_daemon "$c" 20; done; up "$@" ;;
+  # The chart test stops the host's controllers while the installed ones run the cluster.
+  stop) shift; for c in "$@"; do stop_daemon "$c" 20; done ;;
   down) for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do stop_daemon "${COMPONENTS[$i]}" 20; done ;;
   status) for c in "${COMPONENTS[@]}"; do status_line "$c"; done ;;
-  *) say "usage: $0 up|restart|down|status" >&2; exit 2 ;;
+  *) say "usage: $0 up|restart|stop|down|status" >&2; exit 2 ;;
 esac

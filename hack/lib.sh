@@ -32,6 +32,13 @@ REGISTRY_PORT=${SVC_REGISTRY_PORT:-5000}
 MACHINE_PORTS=${SVC_MACHINE_PLATFORM_PORTS:-8079,18000-18099}
 PG_PORT=${SVC_PG_PORT:-55432}
 SERVICE_CIDR=${SVC_SERVICE_CIDR:-10.96.0.0/16}
+# The `kubernetes` Service's ClusterIP (the first address of the range), which pods reach the
+# apiserver by.
+KUBERNETES_SERVICE_IP="$(echo "$SERVICE_CIDR" | cut -d. -f1-3).1"
+# The apiserver as pods see it: the first node's bridge gateway (hack/nodes.sh), published as the
+# endpoint of the `kubernetes` Service.
+POD_PREFIX=$(echo "${SVC_NODE_POD_SUBNET:-10.244.0.0/16}" | cut -d. -f1-2)
+APISERVER_POD_ADDRESS="$POD_PREFIX.0.1"
 
 mkdir -p "$RUN" "$LOGS"
 

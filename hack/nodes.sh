@@ -15,7 +15,6 @@ source "$(dirname "$0")/lib.sh"
 NODES=(${SVC_NODES:-local-a,local-b})
 NODES=(${NODES[@]//,/ })
 POD_CIDR=${SVC_NODE_POD_SUBNET:-10.244.0.0/16}
-POD_PREFIX=$(echo "$POD_CIDR" | cut -d. -f1-2)
 KUBELET_PORT=${SVC_NODE_KUBELET_PORT:-10250}
 NODES_DIR="$STATE/nodes"
 # CPU priority of the nodes' daemons and everything they start (nice; 0 to share the CPU evenly).
@@ -86,6 +85,12 @@ host_firewall() {
   iptables -w -A SVC-PODS-INPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT
   iptables -w -A SVC-PODS-INPUT -p tcp -m multiport --dports "$ports" -j SVC-POLICY
   iptables -w -A SVC-PODS-INPUT -p tcp -m multiport --dports "$ports" -j ACCEPT
+  # The apiserver, only as the `kubernetes` Service (what in-cluster clients use), and only for pods
+  # whose egress policy admits it: tenants' machines and builds are not admitted; a sandbox with its
+  # network on is, as on any cluster, and meets the apiserver's authentication like anyone.
+  local api="-p tcp --dport $APISERVER_PORT -m conntrack --ctstate DNAT --ctorigdst $KUBERNETES_SERVICE_IP --ctorigdstport 443"
+  iptables -w -A SVC-PODS-INPUT $api -j SVC-POLICY
+  iptables -w -A SVC-PODS-INPUT $api -j ACCEPT
   iptables -w -A SVC-PODS-INPUT -p tcp -j REJECT --reject-with tcp-reset
   iptables -w -A SVC-PODS-INPUT -j REJECT
   iptables -w -A SVC-PODS-FORWARD -d "$POD_CIDR" -j RETURN

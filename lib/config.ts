@@ -32,6 +32,12 @@ const envSchema = z.object({
     .string()
     .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?:[a-z0-9]([-.a-z0-9]*[a-z0-9])?$/, 'must be <namespace>:<name> of the API\'s ServiceAccount')
     .optional(),
+  // On a cluster: the Secret (<namespace>/<name>, the chart's <release>-owner-token) the first
+  // account's token is written to instead of <stateDir>/owner-token.
+  SVC_OWNER_TOKEN_SECRET: z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?\/[a-z0-9]([-.a-z0-9]*[a-z0-9])?$/, 'must be <namespace>/<name> of a Secret')
+    .optional(),
   SVC_API_BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(1024 ** 3).default(1024 * 1024),
   SVC_API_RATE_PER_SECOND: z.coerce.number().positive().default(50),
   SVC_API_RATE_BURST: z.coerce.number().int().min(1).default(100),
@@ -55,10 +61,14 @@ const envSchema = z.object({
     .optional(),
   SVC_ARTIFACT_DIR: z.string().min(1).optional(),
   SVC_ARTIFACT_URL: z.url().regex(/^https?:\/\//, 'must be an http(s) URL').optional(),
+  // Empty: none (on a cluster whose nodes reach their pods whatever the policy).
   SVC_MACHINE_PLATFORM_CIDRS: z
     .string()
-    .regex(/^\d{1,3}(\.\d{1,3}){3}\/\d{1,2}(,\d{1,3}(\.\d{1,3}){3}\/\d{1,2})*$/, 'must be comma-separated IPv4 CIDRs')
+    .regex(/^(\d{1,3}(\.\d{1,3}){3}\/\d{1,2}(,\d{1,3}(\.\d{1,3}){3}\/\d{1,2})*)?$/, 'must be comma-separated IPv4 CIDRs, or empty for none')
     .optional(),
+  // On a cluster: the namespace the platform's pods run in (the chart's release namespace), which
+  // tenants' NetworkPolicies admit beside SVC_MACHINE_PLATFORM_CIDRS.
+  SVC_PLATFORM_NAMESPACE: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a namespace name').optional(),
   SVC_MACHINE_PLATFORM_PORTS: z
     .string()
     .regex(/^\d{1,5}(-\d{1,5})?(,\d{1,5}(-\d{1,5})?)*$/, 'must be comma-separated ports or port ranges (8079,18000-18099)')
@@ -159,6 +169,11 @@ export interface Config {
      * API uses the admin kubeconfig.
      */
     readonly serviceAccount: { readonly namespace: string; readonly name: string } | undefined;
+    /**
+     * Where the first account's token goes on a cluster: a Secret the chart made (empty) and lets
+     * the API patch, read by the platform team with kubectl. Unset: <stateDir>/owner-token.
+     */
+    readonly ownerTokenSecret: { readonly namespace: string; readonly name: string } | undefined;
     readonly bodyLimitBytes: number;
     /** Per-token request rate: a token bucket refilled at perSecond, holding burst. */
     readonly rate: { readonly perSecond: number; readonly burst: number };
@@ -207,7 +222,12 @@ export interface Config {
    * Where the platform is as machines see it, for each App's NetworkPolicy: the addresses
    * ingress-auth and probes come from and the machine listener is on, and that listener's ports.
    */
-  readonly machineNetwork: { readonly platformCidrs: readonly string[]; readonly platformPorts: ReadonlyArray<{ port: number; endPort?: number }> };
+  readonly machineNetwork: {
+    readonly platformCidrs: readonly string[];
+    /** On a cluster, the namespace the platform's pods run in (lib/kube/platform-peers.ts). */
+    readonly platformNamespace: string | undefined;
+    readonly platformPorts: ReadonlyArray<{ port: number; endPort?: number }>;
+  };
   /** Allow webhook URLs on loopback and private networks (tests and local development only). */
   readonly webhookAllowPrivate: boolean;
   /** The DNS servers webhook hosts are resolved with (and checked against the URL guard); default the system's. */
@@ -359,12 +379,16 @@ export function loadConfig(
       serviceAccount: e.SVC_API_SERVICE_ACCOUNT
         ? Object.freeze({ namespace: e.SVC_API_SERVICE_ACCOUNT.split(':')[0]!, name: e.SVC_API_SERVICE_ACCOUNT.split(':')[1]! })
         : undefined,
+      ownerTokenSecret: e.SVC_OWNER_TOKEN_SECRET
+        ? Object.freeze({ namespace: e.SVC_OWNER_TOKEN_SECRET.split('/')[0]!, name: e.SVC_OWNER_TOKEN_SECRET.split('/')[1]! })
+        : undefined,
       bodyLimitBytes: e.SVC_API_BODY_LIMIT_BYTES,
       rate: Object.freeze({ perSecond: e.SVC_API_RATE_PER_SECOND, burst: e.SVC_API_RATE_BURST }),
     }),
     machineNetwork: Object.freeze({
       // Locally the host reaches pods from each node's bridge gateway, x.y.<i>.1 (hack/nodes.sh).
-      platformCidrs: Object.freeze(e.SVC_MACHINE_PLATFORM_CIDRS?.split(',') ?? e.SVC_NODES.split(',').map((_, i) => `${podSubnetPrefix}.${i}.1/32`)),
+      platformCidrs: Object.freeze(e.SVC_MACHINE_PLATFORM_CIDRS !== undefined ? e.SVC_MACHINE_PLATFORM_CIDRS.split(',').filter(Boolean) : e.SVC_NODES.split(',').map((_, i) => `${podSubnetPrefix}.${i}.1/32`)),
+      platformNamespace: e.SVC_PLATFORM_NAMESPACE,
       platformPorts: Object.freeze(
         (e.SVC_MACHINE_PLATFORM_PORTS ?? String(e.SVC_API_MACHINE_PORT)).split(',').map((p) => {
           const [port, endPort] = p.split('-').map(Number) as [number, number | undefined];
@@ -462,7 +486,7 @@ const readsOf = {
   logLevel: ['SVC_LOG_LEVEL'],
   databaseUrl: ['SVC_DATABASE_URL'],
   kubeconfig: ['KUBECONFIG', 'SVC_STATE_DIR'],
-  api: ['SVC_API_HOST', 'SVC_API_PORT', 'SVC_API_MACHINE_HOST', 'SVC_API_MACHINE_PORT', 'SVC_ADMIN_EMAIL', 'SVC_API_SERVICE_ACCOUNT', 'SVC_API_BODY_LIMIT_BYTES', 'SVC_API_RATE_PER_SECOND', 'SVC_API_RATE_BURST'],
+  api: ['SVC_API_HOST', 'SVC_API_PORT', 'SVC_API_MACHINE_HOST', 'SVC_API_MACHINE_PORT', 'SVC_ADMIN_EMAIL', 'SVC_API_SERVICE_ACCOUNT', 'SVC_OWNER_TOKEN_SECRET', 'SVC_API_BODY_LIMIT_BYTES', 'SVC_API_RATE_PER_SECOND', 'SVC_API_RATE_BURST'],
   appsDomain: ['SVC_APPS_DOMAIN'],
   appsUrlSuffix: ['SVC_APPS_URL_SUFFIX'],
   site: ['SVC_APPS_DOMAIN', 'SVC_APPS_URL_SUFFIX', 'SVC_AUTH_SECURE_COOKIES'],
@@ -470,7 +494,7 @@ const readsOf = {
   eventsRetentionMs: ['SVC_EVENTS_RETENTION_DAYS'],
   databases: ['SVC_IMAGE_POSTGRES', 'SVC_DATABASE_STORAGE_CLASS', 'SVC_DATABASE_DEFAULT_BYTES', 'SVC_DATABASE_MAX_PER_ACCOUNT', 'SVC_STORAGE_MAX_BYTES_PER_ACCOUNT', 'SVC_DATABASE_BACKUP_SCHEDULE', 'SVC_DATABASE_PROVIDER', 'SVC_DATABASE_CNPG_IMAGE', 'SVC_DATABASE_CNPG_OPERATOR_NAMESPACE'],
   builds: ['SVC_IMAGE_BUILDER', 'SVC_BUILD_REGISTRY', 'SVC_BUILD_CACHE_BYTES', 'SVC_BUILD_CPU', 'SVC_BUILD_MEMORY', 'SVC_BUILD_PRIVATE_CIDRS', 'SVC_BUILD_LOG_LIMIT_BYTES', 'SVC_GIT_POLL_SECONDS'],
-  machineNetwork: ['SVC_MACHINE_PLATFORM_CIDRS', 'SVC_MACHINE_PLATFORM_PORTS', 'SVC_NODES', 'SVC_NODE_POD_SUBNET', 'SVC_API_MACHINE_PORT'],
+  machineNetwork: ['SVC_MACHINE_PLATFORM_CIDRS', 'SVC_PLATFORM_NAMESPACE', 'SVC_MACHINE_PLATFORM_PORTS', 'SVC_NODES', 'SVC_NODE_POD_SUBNET', 'SVC_API_MACHINE_PORT'],
   webhookAllowPrivate: ['SVC_WEBHOOK_ALLOW_PRIVATE'],
   webhookDnsServers: ['SVC_WEBHOOK_DNS_SERVERS'],
   deploys: ['SVC_ARTIFACT_DIR', 'SVC_ARTIFACT_URL', 'SVC_ARTIFACT_KEY', 'SVC_ARTIFACT_KEY_FILE', 'SVC_STATE_DIR', 'SVC_NODE_POD_SUBNET', 'SVC_API_MACHINE_PORT', 'SVC_DEPLOY_UPLOAD_LIMIT_BYTES', 'SVC_RUNTIME_IMAGE', 'SVC_ROLLOUT_DEADLINE_SECONDS', 'SVC_VOLUME_STORAGE_CLASS'],

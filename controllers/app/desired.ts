@@ -15,6 +15,7 @@ import { defaultVolumeSize, podVolumeName, volumeClaimName } from '../../lib/vol
 import { hopelessWaiting, podReady } from '../frame/pods.js';
 import type { ConditionInput } from '../frame/status.js';
 import { liveOutcomes, nextLive, nextRollout, serving, type AppStatusFields } from './rollout.js';
+import { platformPeers } from '../../lib/kube/platform-peers.js';
 
 const managerName = managers.controllers;
 
@@ -37,7 +38,7 @@ export interface AppSettings {
    * and kubelet probes come from and the machine listener is on, and that listener's ports.
    * Undefined: no policy is written (a cluster without a policy agent, some unit tests).
    */
-  platform?: { cidrs: readonly string[]; ports: ReadonlyArray<{ port: number; endPort?: number }> } | undefined;
+  platform?: { cidrs: readonly string[]; namespace?: string | undefined; ports: ReadonlyArray<{ port: number; endPort?: number }> } | undefined;
   /**
    * The Database the App names (spec.database) and its server's address as its Service shows it
    * (observed, so set per App by the reconciler); undefined host: not known yet.
@@ -387,7 +388,7 @@ export function machinePolicy(app: App, settings: AppSettings): k8s.V1NetworkPol
   if (!settings.platform) return undefined;
   const name = app.metadata.name!;
   const own = { podSelector: { matchLabels: { [labels.app]: name } } };
-  const platform = settings.platform.cidrs.map((cidr) => ({ ipBlock: { cidr } }));
+  const platform = platformPeers(settings.platform.cidrs, settings.platform.namespace);
   return {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'NetworkPolicy',

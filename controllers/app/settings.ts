@@ -12,6 +12,6 @@ export function appSettings(config: Pick<Config, 'site' | 'deploys' | 'assertion
     artifactKey: config.deploys.artifactKey,
     rolloutDeadlineMs: config.deploys.rolloutDeadlineSeconds * 1000,
     volumeStorageClass: config.deploys.volumeStorageClass,
-    platform: { cidrs: config.machineNetwork.platformCidrs, ports: config.machineNetwork.platformPorts },
+    platform: { cidrs: config.machineNetwork.platformCidrs, namespace: config.machineNetwork.platformNamespace, ports: config.machineNetwork.platformPorts },
   };
 }

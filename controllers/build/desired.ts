@@ -12,6 +12,7 @@ import { buildAnnotations, buildCacheClaim, outputOf, planOf, terminalPhases, ty
 import { apiVersion, labels, managers, previewSeparator } from '../../lib/contract.js';
 import type { Build } from '../../lib/resources/index.js';
 import type { ConditionInput } from '../frame/status.js';
+import { platformPeers } from '../../lib/kube/platform-peers.js';
 
 export interface BuildSettings {
   builderImage: string;
@@ -26,6 +27,7 @@ export interface BuildSettings {
   storageClass: string | undefined;
   /** The platform's addresses and ports (the machine listener), as App policies name them. */
   platformCidrs: readonly string[];
+  platformNamespace?: string | undefined;
   platformPorts: ReadonlyArray<{ port: number; endPort?: number }>;
   /** Ranges a build may not reach (private, shared, link-local: pods, Services, nodes, metadata). */
   privateCidrs: readonly string[];
@@ -199,7 +201,7 @@ export function buildPolicy(namespace: string, s: BuildSettings): k8s.V1NetworkP
       policyTypes: ['Ingress', 'Egress'],
       ingress: [],
       egress: [
-        { to: s.platformCidrs.map((cidr) => ({ ipBlock: { cidr } })), ports: s.platformPorts.map((p) => ({ protocol: 'TCP', port: p.port as unknown as k8s.IntOrString, ...(p.endPort ? { endPort: p.endPort } : {}) })) },
+        { to: platformPeers(s.platformCidrs, s.platformNamespace), ports: s.platformPorts.map((p) => ({ protocol: 'TCP', port: p.port as unknown as k8s.IntOrString, ...(p.endPort ? { endPort: p.endPort } : {}) })) },
         { to: [{ ipBlock: { cidr: '0.0.0.0/0', except: [...s.privateCidrs, ...s.platformCidrs] } }] },
       ],
     },

@@ -16,6 +16,7 @@ export function buildSettings(config: Pick<Config, 'builds' | 'deploys' | 'machi
     cacheBytes: config.builds.cacheBytes,
     storageClass: config.deploys.volumeStorageClass,
     platformCidrs: config.machineNetwork.platformCidrs,
+    platformNamespace: config.machineNetwork.platformNamespace,
     platformPorts: config.machineNetwork.platformPorts,
     privateCidrs: config.builds.privateCidrs,
     resources: { requests: { cpu: '250m', memory: '512Mi' }, limits: { cpu: config.builds.cpu, memory: config.builds.memory } },

@@ -13,6 +13,7 @@ import type { App, Database } from '../../lib/resources/index.js';
 import { measuredBytes } from '../../lib/volumes.js';
 import { hopelessWaiting, podReady } from '../frame/pods.js';
 import type { ConditionInput } from '../frame/status.js';
+import { platformPeers } from '../../lib/kube/platform-peers.js';
 
 export interface DatabaseSettings {
   image: string;
@@ -21,6 +22,7 @@ export interface DatabaseSettings {
   defaultBytes: number;
   /** Where the kubelet's probes (and the platform) come from, as the App policies name it. */
   platformCidrs: readonly string[];
+  platformNamespace?: string | undefined;
   /** What serves a Database that names no provider (controllers/database/cnpg.ts for cloudnative-pg). */
   provider?: 'pods' | 'cloudnative-pg';
   cnpg?: { image: string | undefined; operatorNamespace: string };
@@ -186,7 +188,7 @@ export function serverPolicy(db: Database, settings: DatabaseSettings): k8s.V1Ne
             { podSelector: { matchExpressions: [{ key: labels.app, operator: 'Exists' }] } },
             { podSelector: { matchExpressions: [{ key: labels.database, operator: 'Exists' }] } },
             { podSelector: { matchExpressions: [{ key: labels.backupOf, operator: 'Exists' }] } },
-            ...settings.platformCidrs.map((cidr) => ({ ipBlock: { cidr } })),
+            ...platformPeers(settings.platformCidrs, settings.platformNamespace),
           ],
           ports: [{ protocol: 'TCP', port: databasePort as unknown as k8s.IntOrString }],
         } as unknown as k8s.V1NetworkPolicyIngressRule,
@@ -202,7 +204,7 @@ export function serverPolicy(db: Database, settings: DatabaseSettings): k8s.V1Ne
 
 function toPlatform(settings: DatabaseSettings, backups: NonNullable<DatabaseSettings['backups']>): k8s.V1NetworkPolicyEgressRule {
   return {
-    to: settings.platformCidrs.map((cidr) => ({ ipBlock: { cidr } })),
+    to: platformPeers(settings.platformCidrs, settings.platformNamespace),
     ports: backups.platformPorts.map((p) => ({ protocol: 'TCP', port: p.port as unknown as k8s.IntOrString, ...(p.endPort ? { endPort: p.endPort } : {}) })),
   };
 }

@@ -10,6 +10,7 @@ export function databaseSettings(config: Pick<Config, 'databases' | 'deploys' | 
     storageClass: config.databases.storageClass,
     defaultBytes: config.databases.defaultBytes,
     platformCidrs: config.machineNetwork.platformCidrs,
+    platformNamespace: config.machineNetwork.platformNamespace,
     provider: config.databases.provider,
     cnpg: config.databases.cnpg,
     backups: key

@@ -13,12 +13,14 @@ import type { Outcome, Reconciler } from '../frame/controller.js';
 import { agentInfo } from './agent-info.js';
 import { newPodName, podReady, sandboxPod, type SandboxPodSettings } from './pod.js';
 import { planPool, sandboxPolicies, type PoolPlan } from './pool.js';
+import { platformPeers } from '../../lib/kube/platform-peers.js';
 
 export interface PoolSettings {
   pod: SandboxPodSettings;
   key: string;
   size: number;
   platformCidrs: readonly string[];
+  platformNamespace?: string | undefined;
 }
 
 export interface PoolObservations {
@@ -55,7 +57,7 @@ export class PoolReconciler implements Reconciler<k8s.V1Namespace, never> {
     if (ns.metadata?.deletionTimestamp) return {};
     const namespace = this.settings.pod.namespace;
     if (!this.policiesApplied) {
-      for (const policy of sandboxPolicies(namespace, this.settings.platformCidrs)) {
+      for (const policy of sandboxPolicies(namespace, platformPeers(this.settings.platformCidrs, this.settings.platformNamespace))) {
         await this.networking.patchNamespacedNetworkPolicy({ name: policy.metadata!.name!, namespace, body: policy, fieldManager: managers.controllers, force: true }, serverSideApply);
       }
       this.policiesApplied = true;

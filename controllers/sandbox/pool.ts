@@ -68,7 +68,7 @@ export function planPool(o: PoolObserved): PoolPlan {
  * on the agent's port, and opens none (deny-all egress); one labelled network=on may open any
  * connection except to the cloud metadata address.
  */
-export function sandboxPolicies(namespace: string, platformCidrs: readonly string[]): k8s.V1NetworkPolicy[] {
+export function sandboxPolicies(namespace: string, platform: readonly k8s.V1NetworkPolicyPeer[]): k8s.V1NetworkPolicy[] {
   const metadata = (name: string) => ({ name, namespace, labels: { [labels.managedBy]: managers.controllers } });
   return [
     {
@@ -79,7 +79,7 @@ export function sandboxPolicies(namespace: string, platformCidrs: readonly strin
         podSelector: {},
         policyTypes: ['Ingress', 'Egress'],
         // `from` on the wire: apply patches are sent as written, not renamed like the model's `_from`.
-        ingress: [{ from: platformCidrs.map((cidr) => ({ ipBlock: { cidr } })), ports: [{ protocol: 'TCP', port: agentPort as unknown as k8s.IntOrString }] } as unknown as k8s.V1NetworkPolicyIngressRule],
+        ingress: [{ from: platform, ports: [{ protocol: 'TCP', port: agentPort as unknown as k8s.IntOrString }] } as unknown as k8s.V1NetworkPolicyIngressRule],
         egress: [],
       },
     },

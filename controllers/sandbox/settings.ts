@@ -10,6 +10,7 @@ export interface SandboxControllerSettings {
   startDeadlineMs: number;
   /** Where the platform is as pods see it: the only source the agent's port admits. */
   platformCidrs: readonly string[];
+  platformNamespace?: string | undefined;
 }
 
 /** Undefined without an agent key (the artifact key): no sandbox could be reached safely. */
@@ -22,5 +23,6 @@ export function sandboxSettings(config: Pick<Config, 'sandboxes' | 'deploys' | '
     retentionMs: config.sandboxes.retentionMs,
     startDeadlineMs: 120_000,
     platformCidrs: config.machineNetwork.platformCidrs,
+    platformNamespace: config.machineNetwork.platformNamespace,
   };
 }

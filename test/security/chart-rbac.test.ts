@@ -21,6 +21,8 @@ const tenant = `svc-acct-rbac${Date.now().toString(36)}`;
 const decoy = `svc-decoy-${Date.now().toString(36)}`;
 /** The sandbox namespace (the controllers make it on the local platform; the chart on a cluster). */
 const sandboxes = 'svc-sandboxes';
+/** The release's own namespace (the test's namespace, known once before() made it). */
+const platform = '(release namespace)';
 const needs: Record<string, Access[]> = {
   'svc-api': [
     ['list', 'svc.dev', 'apps'],
@@ -64,6 +66,7 @@ const needs: Record<string, Access[]> = {
     ['delete', '', 'persistentvolumeclaims', undefined, tenant],
     ['patch', 'svc.dev', 'sandboxes', undefined, tenant],
     ['get', '', 'configmaps', undefined, sandboxes, 'svc-sandbox-runtimes'],
+    ['patch', '', 'secrets', undefined, platform, 'svc-owner-token'],
   ],
   'svc-controllers': [
     ['list', 'svc.dev', 'apps'],
@@ -78,6 +81,17 @@ const needs: Record<string, Access[]> = {
     ['watch', '', 'services'],
     ['patch', '', 'services', undefined, tenant],
     ['create', '', 'events', undefined, tenant],
+    ['list', '', 'namespaces'],
+    ['watch', '', 'namespaces'],
+    ['patch', '', 'namespaces', undefined, undefined, tenant],
+    ['create', '', 'limitranges', undefined, tenant],
+    ['patch', '', 'limitranges', undefined, tenant],
+    ['create', '', 'resourcequotas', undefined, tenant],
+    ['patch', '', 'resourcequotas', undefined, tenant],
+    ['list', 'networking.k8s.io', 'networkpolicies'],
+    ['watch', 'networking.k8s.io', 'networkpolicies'],
+    ['create', 'networking.k8s.io', 'networkpolicies', undefined, tenant],
+    ['patch', 'networking.k8s.io', 'networkpolicies', undefined, tenant],
     ['get', 'coordination.k8s.io', 'leases', undefined, 'kube-system', 'svc-controllers'],
     ['create', 'coordination.k8s.io', 'leases', undefined, 'kube-system'],
     ['update', 'coordination.k8s.io', 'leases', undefined, 'kube-system', 'svc-controllers'],
@@ -143,6 +157,11 @@ const refused: Record<string, Access[]> = {
     ['list', '', 'secrets', undefined, 'kube-system'],
     ['delete', '', 'secrets', undefined, 'default'],
     ['get', '', 'secrets', undefined, decoy],
+    // Its own namespace's Secrets: only the owner token's, and only patched (never read back).
+    ['get', '', 'secrets', undefined, platform, 'svc-owner-token'],
+    ['patch', '', 'secrets', undefined, platform, 'svc-keys'],
+    ['patch', '', 'secrets', undefined, platform, 'svc-database'],
+    ['create', '', 'secrets', undefined, platform],
     // Not the control plane's leader leases.
     ...platformLeases.flatMap((name): Access[] => [['update', 'coordination.k8s.io', 'leases', undefined, 'kube-system', name], ['delete', 'coordination.k8s.io', 'leases', undefined, 'kube-system', name]]),
     ['update', 'coordination.k8s.io', 'leases', undefined, 'kube-system', 'svc-controllers-x'],
@@ -155,6 +174,7 @@ const refused: Record<string, Access[]> = {
   'svc-controllers': [
     ['get', '', 'secrets', undefined, tenant],
     ['get', '', 'secrets', undefined, sandboxes],
+    ['patch', '', 'secrets', undefined, platform, 'svc-owner-token'],
     ['create', 'svc.dev', 'sandboxes', undefined, tenant],
     ['delete', '', 'namespaces'],
     ['create', 'svc.dev', 'apps', undefined, tenant],
@@ -193,7 +213,8 @@ describe('chart RBAC (real apiserver)', () => {
     await ns?.dispose();
   });
 
-  const allowed = async (account: string, [verb, group, resource, subresource, namespace, name]: Access): Promise<boolean> => {
+  const allowed = async (account: string, [verb, group, resource, subresource, asked, name]: Access): Promise<boolean> => {
+    const namespace = asked === platform ? ns.name : asked;
     const review = await authz.createSubjectAccessReview({
       body: {
         apiVersion: 'authorization.k8s.io/v1',

@@ -74,6 +74,11 @@ describe('App plan', () => {
         { to: [{ ipBlock: { cidr: '10.244.0.1/32' } }, { ipBlock: { cidr: '10.244.1.1/32' } }], ports: [{ protocol: 'TCP', port: 8079 }, { protocol: 'TCP', port: 18000, endPort: 18099 }] },
       ],
     });
+    // On a cluster (the chart), ingress-auth and the API are pods of the platform's namespace.
+    const onCluster = machinePolicy(app(), { ...settings, platform: { cidrs: [], namespace: 'svc-system', ports: [{ port: 8079 }] } })!;
+    const ns = { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'svc-system' } } };
+    assert.deepEqual(onCluster.spec!.ingress, [{ from: [ns, own] }]);
+    assert.deepEqual(onCluster.spec!.egress![1], { to: [ns], ports: [{ protocol: 'TCP', port: 8079 }] });
   });
 
   it('gives an account namespace PSA restricted, a quota, default limits and a deny-all policy', () => {

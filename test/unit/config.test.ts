@@ -36,7 +36,7 @@ describe('loadConfig', () => {
 
   it('derives where machines see the platform, and refuses bad ports and addresses for it', () => {
     const c = loadConfig({}, none);
-    assert.deepEqual(c.machineNetwork, { platformCidrs: ['10.244.0.1/32', '10.244.1.1/32'], platformPorts: [{ port: 8079 }] });
+    assert.deepEqual(c.machineNetwork, { platformCidrs: ['10.244.0.1/32', '10.244.1.1/32'], platformNamespace: undefined, platformPorts: [{ port: 8079 }] });
     assert.equal(c.deploys.artifactBaseUrl, 'http://10.244.0.1:8079/artifacts');
     assert.equal(c.api.host, '127.0.0.1', 'the API itself on loopback');
     assert.deepEqual(loadConfig({ SVC_MACHINE_PLATFORM_PORTS: '8079,18000-18099' }, none).machineNetwork.platformPorts, [{ port: 8079 }, { port: 18000, endPort: 18099 }]);
@@ -46,6 +46,16 @@ describe('loadConfig', () => {
     for (const bad of ['10.244.0.1', '10.244.0.1/32,', 'everywhere']) {
       assert.throws(() => loadConfig({ SVC_MACHINE_PLATFORM_CIDRS: bad }, none), /SVC_MACHINE_PLATFORM_CIDRS/, bad);
     }
+    // On a cluster (the chart): the release namespace, and no node addresses when told none.
+    const onCluster = loadConfig({ SVC_PLATFORM_NAMESPACE: 'svc-system', SVC_MACHINE_PLATFORM_CIDRS: '' }, none).machineNetwork;
+    assert.deepEqual([onCluster.platformNamespace, onCluster.platformCidrs], ['svc-system', []]);
+    assert.throws(() => loadConfig({ SVC_PLATFORM_NAMESPACE: 'Not_A_Namespace' }, none), /SVC_PLATFORM_NAMESPACE/);
+  });
+
+  it('writes the first token to the chart\'s Secret when told one, and refuses a malformed name', () => {
+    assert.equal(loadConfig({}, none).api.ownerTokenSecret, undefined);
+    assert.deepEqual(loadConfig({ SVC_OWNER_TOKEN_SECRET: 'svc-system/svc-owner-token' }, none).api.ownerTokenSecret, { namespace: 'svc-system', name: 'svc-owner-token' });
+    for (const bad of ['svc-owner-token', 'a/b/c', 'A/b']) assert.throws(() => loadConfig({ SVC_OWNER_TOKEN_SECRET: bad }, none), /SVC_OWNER_TOKEN_SECRET/, bad);
   });
 });
 

@@ -9,6 +9,7 @@ import { planPool, sandboxPolicies } from '../../controllers/sandbox/pool.js';
 import { annotations, labels } from '../../lib/contract.js';
 import type { Sandbox } from '../../lib/resources/index.js';
 import { defaultResources } from '../../lib/sandbox/limits.js';
+import { platformPeers } from '../../lib/kube/platform-peers.js';
 
 const t0 = new Date('2026-01-01T00:00:00Z');
 const at = (s: number) => new Date(t0.getTime() + s * 1000);
@@ -176,11 +177,17 @@ describe('Sandbox pool plan', () => {
   });
 
   it('lets sandbox pods be reached only on the agent port from the platform, and reach nothing unless network is on', () => {
-    const [isolation, network] = sandboxPolicies('svc-sandboxes', ['10.244.0.1/32']);
+    const [isolation, network] = sandboxPolicies('svc-sandboxes', platformPeers(['10.244.0.1/32'], undefined));
     assert.deepEqual(isolation!.spec!.policyTypes, ['Ingress', 'Egress']);
     assert.deepEqual(isolation!.spec!.egress, []);
     assert.deepEqual((isolation!.spec!.ingress![0] as unknown as { from: unknown }).from, [{ ipBlock: { cidr: '10.244.0.1/32' } }]);
     assert.deepEqual(network!.spec!.podSelector, { matchLabels: { [labels.network]: 'on' } });
     assert.deepEqual(network!.spec!.egress![0]!.to![0]!.ipBlock!.except, ['169.254.169.254/32']);
+    // On a cluster the API runs as pods of the platform's namespace: admitted by namespace.
+    const [onCluster] = sandboxPolicies('svc-sandboxes', platformPeers(['10.0.0.0/24'], 'svc-system'));
+    assert.deepEqual((onCluster!.spec!.ingress![0] as unknown as { from: unknown }).from, [
+      { ipBlock: { cidr: '10.0.0.0/24' } },
+      { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'svc-system' } } },
+    ]);
   });
 });

@@ -35,9 +35,9 @@ app.kubernetes.io/component: {{ .component }}
 {{- if or .Values.smtp.url .Values.smtp.existingSecret }}true{{ end -}}
 {{- end }}
 
-{{/* The API's in-cluster address (machines fetch artifacts and keys from its machine port). */}}
-{{- define "svc.apiHost" -}}
-{{- printf "%s-api.%s.svc" .Release.Name .Release.Namespace -}}
+{{/* The API's machine listener as machines reach it (they fetch artifacts and keys there). */}}
+{{- define "svc.machineUrl" -}}
+{{- .Values.api.machineUrl | default (printf "http://%s-api.%s.svc:%d" .Release.Name .Release.Namespace (int .Values.api.machinePort)) -}}
 {{- end }}
 
 {{/*
@@ -66,7 +66,7 @@ apps' domain and URLs, mail, sign-in providers and the images the platform start
       name: {{ .Release.Name }}-keys
       key: artifact-key
 - name: SVC_ARTIFACT_URL
-  value: {{ printf "http://%s:%d/artifacts" (include "svc.apiHost" .) (int .Values.api.machinePort) | quote }}
+  value: {{ printf "%s/artifacts" (include "svc.machineUrl" .) | quote }}
 - name: SVC_API_MACHINE_PORT
   value: {{ .Values.api.machinePort | quote }}
 - name: SVC_RUNTIME_IMAGE
