@@ -160,8 +160,8 @@ describe('chart: the platform installed on the local cluster', { timeout: 15 * 6
   const leases = kc.makeApiClient(k8s.CoordinationV1Api);
   // Fixed: the local values give the API's Service a fixed address (the local cluster runs no DNS).
   const release = 'svc';
-  const apiUrl = 'http://10.96.80.80:8080/api';
-  const postgresIp = '10.96.80.54';
+  const apiUrl = 'http://10.96.0.80:8080/api';
+  const postgresIp = '10.96.0.54';
   const proxyPort = 8081;
   const app = 'hello';
   const host = `${app}.apps.localhost:${proxyPort}`;
