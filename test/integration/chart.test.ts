@@ -77,6 +77,12 @@ describe('chart: lint, schema and what it renders', () => {
     const keys = ofKind(objs, 'Secret').find((s) => s.metadata!.name === 'svc-keys') as unknown as k8s.V1Secret;
     assert.equal(Buffer.from(keys.data!['artifact-key']!, 'base64').length, 48);
     assert.equal(ofKind(objs, 'RuntimeClass').length, 0, 'the local platform has its own');
+    const owner = ofKind(objs, 'Secret').find((s) => s.metadata!.name === 'svc-owner-token')!;
+    assert.equal(owner.metadata!.annotations?.['helm.sh/resource-policy'], 'keep', 'the first token outlives the release');
+    const envOf = (name: string) => new Map(deployments.find((d) => d.metadata!.name === name)!.spec!.template.spec!.containers[0]!.env!.map((e) => [e.name, e.value ?? e.valueFrom]));
+    assert.equal(envOf('svc-api').get('SVC_OWNER_TOKEN_SECRET'), 'default/svc-owner-token');
+    assert.equal((envOf('svc-controllers').get('SVC_PLATFORM_NAMESPACE') as k8s.V1EnvVarSource).fieldRef?.fieldPath, 'metadata.namespace', 'tenants\' policies admit the release namespace');
+    assert.equal(envOf('svc-controllers').get('SVC_MACHINE_PLATFORM_CIDRS'), '10.244.0.1/32,10.244.1.1/32');
     const full = await render('-f', path.join(chart, 'examples/production.yaml'));
     assert.deepEqual(ofKind(full, 'HorizontalPodAutoscaler').map((h) => h.metadata!.name), ['svc-ingress-auth']);
     assert.ok(!ofKind(full, 'Secret').some((s) => s.metadata!.name === 'svc-database'), 'an existing Secret is used, none made');
