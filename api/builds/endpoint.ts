@@ -11,6 +11,7 @@ import { UploadTooLarge, type ArtifactStore } from '../../lib/artifacts/store.js
 import { buildAnnotations, buildIdPattern, planOf, terminalPhases, type BuildOutput } from '../../lib/builds/index.js';
 import { planSchema } from '../../lib/builds/plan.js';
 import { DomainError } from '../../lib/errors.js';
+import { readLimited } from '../../lib/http/body.js';
 import type { Logger } from '../../lib/logger.js';
 import type { BuildRepository } from './repository.js';
 import { pushServiceImage } from './image.js';
@@ -29,18 +30,6 @@ export interface BuildEndpointDeps {
   baseImage: string;
   log: Logger;
   clock: () => Date;
-}
-
-async function readLimited(req: NodeJS.ReadableStream, limit: number): Promise<string | undefined> {
-  let size = 0;
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) {
-    const b = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk);
-    size += b.length;
-    if (size > limit) return undefined;
-    chunks.push(b);
-  }
-  return Buffer.concat(chunks).toString('utf8');
 }
 
 export function buildEndpoint(d: BuildEndpointDeps): Koa.Middleware {
@@ -69,7 +58,7 @@ export function buildEndpoint(d: BuildEndpointDeps): Koa.Middleware {
     if (build.status?.phase && terminalPhases.has(build.status.phase)) return fail(409, `build ${id} has ended (${build.status.phase}): it takes nothing more`);
 
     if (what === 'plan') {
-      const text = await readLimited(ctx.req, planLimitBytes);
+      const text = (await readLimited(ctx.req, planLimitBytes))?.toString('utf8');
       if (text === undefined) return fail(413, `a plan larger than ${planLimitBytes} bytes is refused`);
       let parsed: unknown;
       try {

@@ -8,6 +8,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type Koa from 'koa';
 import type { RepositoryStore } from '../../lib/builds/repositories.js';
+import { readLimited } from '../../lib/http/body.js';
 import type { Logger } from '../../lib/logger.js';
 import type { GitSync } from './imports.js';
 
@@ -27,14 +28,8 @@ export function pushHookEndpoint(d: { repositories: RepositoryStore; sync: GitSy
       ctx.set('Allow', 'POST');
       return fail(405, `method ${ctx.method} not allowed on ${ctx.path}`);
     }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of ctx.req) {
-      size += (chunk as Buffer).length;
-      if (size > bodyLimit) return fail(413, `a push event larger than ${bodyLimit} bytes is refused`);
-      chunks.push(chunk as Buffer);
-    }
-    const raw = Buffer.concat(chunks);
+    const raw = await readLimited(ctx.req, bodyLimit);
+    if (!raw) return fail(413, `a push event larger than ${bodyLimit} bytes is refused`);
     const repo = await d.repositories.byHook(hookId);
     const given = /^sha256=([0-9a-f]{64})$/.exec(ctx.get('x-hub-signature-256'))?.[1];
     const want = repo ? createHmac('sha256', repo.hookSecret).update(raw).digest() : undefined;

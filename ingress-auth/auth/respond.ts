@@ -2,6 +2,7 @@
 // authenticated dynamic responses are private and no-store), always with the request id.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RenderedPage } from './pages.js';
+import { readLimited } from '../../lib/http/body.js';
 
 export const privateNoStore = 'private, no-store';
 
@@ -33,14 +34,9 @@ export function redirect(res: ServerResponse, location: string, requestId: strin
 
 /** A small request body (sign-in forms and JSON): JSON or form-encoded, at most `limit` bytes. */
 export async function readForm(req: IncomingMessage, limit = 16 * 1024): Promise<Record<string, unknown>> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) throw new BodyError(413, `the request body is larger than ${limit} bytes`);
-    chunks.push(chunk);
-  }
-  const text = Buffer.concat(chunks).toString('utf8');
+  const body = await readLimited(req, limit);
+  if (!body) throw new BodyError(413, `the request body is larger than ${limit} bytes`);
+  const text = body.toString('utf8');
   const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
   if (type === 'application/json') {
     try {

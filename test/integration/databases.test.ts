@@ -232,6 +232,7 @@ describe('Databases', () => {
       assert.equal((await fetch(`${api.url}${odd}`, { method: 'PUT', body: 'x' })).status, 404, odd);
     }
     assert.equal((await fetch(`${api.url}/backups/${ns}/src-bk`, { method: 'GET' })).status, 405, 'backups are only added, never read back here');
+    assert.equal((await report('src-bk', 'x'.repeat(5000))).status, 413, 'a report longer than the Job ever sends is refused, nothing recorded');
     assert.equal((await report('src-bk', 'pg_dump: error: boom')).status, 201);
     const failed = (await json<{ backups: Array<{ id: string; status: string; error: string | null }> }>(await api.request('GET', '/api/databases/src-bk/backups'), 200)).backups[0]!;
     assert.deepEqual([failed.status, failed.error], ['failed', 'pg_dump: error: boom']);
