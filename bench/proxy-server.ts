@@ -97,6 +97,7 @@ if (mode === 'upstream' && workers > 1 && cluster.isPrimary) {
     stop: async () => undefined,
     app: (name) => (name === 'bench' ? app : undefined),
     backends: () => [backend],
+    whenBackends: async () => [backend],
     origins: () => new Set([backend.origin]),
   };
   // Recorded in memory like in production; never flushed (not part of what is measured).

@@ -17,6 +17,9 @@ import { platformRoute, signInHostRoute } from './platform.js';
 import type { Outcome } from './proxy.js';
 import { canonicalize, platformPath } from './target.js';
 
+/** How long a request to a deployed app with no ready machine waits for one before its 503. */
+const endpointsLagMs = 3_000;
+
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
 
 export function requestHandler(ctx: IngressContext): RequestHandler {
@@ -90,21 +93,30 @@ export function requestHandler(ctx: IngressContext): RequestHandler {
       }
     });
     if (decisions.some((d) => d.mode === 'auth') && !ctx.auth) return sendError(res, 503, noSignIn, req.headers.accept, requestId);
-    if (routes.backends(app).length === 0) {
-      const why = app.spec.kind ? 'the app is starting: no machine is ready yet' : 'the app is not deployed yet';
-      return sendError(res, 503, why, req.headers.accept, requestId);
-    }
     const fwd = forwarded(req, requestId);
-    let sent: Promise<unknown> | void;
-    try {
-      sent = decisions.length && ctx.auth ? gated(ctx.auth, req, res, app, decisions, fwd, key, outcome) : proxy.forward(req, res, key, () => routes.backends(app), fwd, outcome);
-    } catch (err) {
-      // The gate runs synchronously when the caches answer: a throw must end this request, not the process.
-      sent = Promise.reject(err);
-    }
-    sent?.catch((err: unknown) => {
-      log.warn({ err, reqId: requestId }, 'Proxying failed');
-      sendError(res, 502, "the app's machine did not answer", req.headers.accept, requestId);
+    const proceed = (): void => {
+      let sent: Promise<unknown> | void;
+      try {
+        sent = decisions.length && ctx.auth ? gated(ctx.auth, req, res, app, decisions, fwd, key, outcome) : proxy.forward(req, res, key, () => routes.backends(app), fwd, outcome);
+      } catch (err) {
+        // The gate runs synchronously when the caches answer: a throw must end this request, not the process.
+        sent = Promise.reject(err);
+      }
+      sent?.catch((err: unknown) => {
+        log.warn({ err, reqId: requestId }, 'Proxying failed');
+        sendError(res, 502, "the app's machine did not answer", req.headers.accept, requestId);
+      });
+    };
+    if (routes.backends(app).length > 0) return proceed();
+    if (!app.spec.kind) return sendError(res, 503, 'the app is not deployed yet', req.headers.accept, requestId);
+    // A deployed app with no ready machine in this cache: its machines may be ready already, their
+    // EndpointSlice (written by another controller, watched apart from the App) not here yet, as
+    // right after a deploy is reported live, or one may be starting. Wait for one a moment rather
+    // than answer 503 at once.
+    void routes.whenBackends(app, endpointsLagMs).then((found) => {
+      if (res.destroyed) return;
+      if (found.length === 0) return sendError(res, 503, 'the app is starting: no machine is ready yet', req.headers.accept, requestId);
+      proceed();
     });
   };
 }

@@ -95,6 +95,42 @@ export class EndpointIndex {
   private readonly slices = new Map<string, SliceBackends>();
   private readonly byService = new Map<string, Backend[]>();
   private readonly slicesOf = new Map<string, Set<string>>();
+  /** Requests waiting for a Service's first ready backend (whenBackends). */
+  private readonly waiting = new Map<string, Set<() => void>>();
+
+  /**
+   * The Service's backends once it has any, or none after `timeoutMs`: for an App whose status says
+   * its machines are ready while its EndpointSlice, written by another controller, has not arrived.
+   */
+  whenBackends(namespace: string, service: string, timeoutMs: number): Promise<Backend[]> {
+    const key = `${namespace}/${service}`;
+    const now = this.backends(namespace, service);
+    if (now.length) return Promise.resolve(now);
+    return new Promise((resolve) => {
+      let waiters = this.waiting.get(key);
+      if (!waiters) this.waiting.set(key, (waiters = new Set()));
+      let timedOut = false;
+      const done = () => {
+        const list = this.backends(namespace, service);
+        if (list.length === 0 && !timedOut) return; // a change that brought none: keep waiting
+        clearTimeout(timer);
+        waiters!.delete(done);
+        if (waiters!.size === 0 && this.waiting.get(key) === waiters) this.waiting.delete(key);
+        resolve(list);
+      };
+      const timer = setTimeout(() => {
+        timedOut = true;
+        done();
+      }, timeoutMs);
+      timer.unref();
+      waiters.add(done);
+    });
+  }
+
+  private changed(service: string): void {
+    this.byService.delete(service);
+    for (const wake of [...(this.waiting.get(service) ?? [])]) wake();
+  }
 
   upsert(slice: k8s.V1EndpointSlice): void {
     const ns = slice.metadata?.namespace;
@@ -106,7 +142,7 @@ export class EndpointIndex {
     let keys = this.slicesOf.get(service);
     if (!keys) this.slicesOf.set(service, (keys = new Set()));
     keys.add(key);
-    this.byService.delete(service);
+    this.changed(service);
   }
 
   remove(slice: k8s.V1EndpointSlice): void {
@@ -117,7 +153,7 @@ export class EndpointIndex {
     const keys = this.slicesOf.get(s.service);
     keys?.delete(key);
     if (keys?.size === 0) this.slicesOf.delete(s.service);
-    this.byService.delete(s.service);
+    this.changed(s.service);
   }
 
   backends(namespace: string, service: string): Backend[] {
@@ -152,6 +188,8 @@ export interface RouteSource {
   app(name: string): App | undefined;
   /** Its machines to send requests to (ready ones, else draining ones). */
   backends(app: App): Backend[];
+  /** The same, waiting up to `timeoutMs` for the first one to appear. */
+  whenBackends(app: App, timeoutMs: number): Promise<Backend[]>;
   /** Every machine any app may still route to. */
   origins(): Set<string>;
 }
@@ -204,6 +242,10 @@ export class RouteTable implements RouteSource {
 
   backends(app: App): Backend[] {
     return this.endpoints.backends(app.metadata.namespace!, app.metadata.name!);
+  }
+
+  whenBackends(app: App, timeoutMs: number): Promise<Backend[]> {
+    return this.endpoints.whenBackends(app.metadata.namespace!, app.metadata.name!, timeoutMs);
   }
 
   origins(): Set<string> {

@@ -86,6 +86,16 @@ describe('ingress-auth routing', () => {
     assert.equal(head.body, '');
   });
 
+  it('answers an app\'s first request as soon as its deploy is reported live (its endpoints may still be on their way)', async () => {
+    const fresh = uniqueName('fresh');
+    await json(await api.request('POST', '/api/apps', { body: { name: fresh } }), 201);
+    const id = await deploy(fresh, { 'index.html': '<h1>fresh</h1>' });
+    await eventually(`deploy ${id} live`, async () => (await json<{ status: string }>(await api.request('GET', `/api/deploys/${id}`), 200)).status === 'live', { timeoutMs: 90_000, intervalMs: 20 });
+    const first = await via(`${fresh}.${domain}`, '/');
+    assert.equal(first.status, 200, first.body);
+    assert.match(first.body, /fresh/);
+  });
+
   it('never lets client-supplied X-Svc-* or forwarding headers reach the app', async () => {
     await deploy(echo, { 'api/echo.js': 'export default (req) => Object.fromEntries(req.headers)\n' });
     await serves(echo, '"host"', '/api/echo');

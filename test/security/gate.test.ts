@@ -134,6 +134,7 @@ describe('security: the gate in front of a real runtime', () => {
       stop: async () => undefined,
       app: (name) => (name === 'shop' ? app : undefined),
       backends: () => [backend],
+      whenBackends: async () => [backend],
       origins: () => new Set([backend.origin]),
     };
     const config = loadConfig({ SVC_APPS_DOMAIN: domain, SVC_LOG_LEVEL: 'silent' }, { exists: () => false });

@@ -126,7 +126,7 @@ describe('identity assertions (Ed25519 JWS)', () => {
 
   it('ingress-auth serves the JWKS at /_svc/auth/jwks.json', async () => {
     const { jwk } = await newKey();
-    const routes = { start: async () => {}, stop: async () => {}, app: () => undefined, backends: () => [], origins: () => new Set<string>() };
+    const routes = { start: async () => {}, stop: async () => {}, app: () => undefined, backends: () => [], whenBackends: async () => [], origins: () => new Set<string>() };
     const ingress = await startIngress({
       config: loadConfig({}, { exists: () => false }),
       kc: new k8s.KubeConfig(),

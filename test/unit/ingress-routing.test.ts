@@ -188,9 +188,9 @@ describe('ingress-auth: route indexes', () => {
     assert.equal(idx.holder('shop'), undefined);
   });
 
-  const slice = (name: string, endpoints: k8s.V1Endpoint[], ports: k8s.DiscoveryV1EndpointPort[] = [{ name: 'http', port: 8080 }]): k8s.V1EndpointSlice => ({
+  const slice = (name: string, endpoints: k8s.V1Endpoint[], ports: k8s.DiscoveryV1EndpointPort[] = [{ name: 'http', port: 8080 }], service = 'shop'): k8s.V1EndpointSlice => ({
     addressType: 'IPv4',
-    metadata: { name, namespace: 'acct-a', labels: { 'kubernetes.io/service-name': 'shop' } },
+    metadata: { name, namespace: 'acct-a', labels: { 'kubernetes.io/service-name': service } },
     endpoints,
     ports,
   });
@@ -216,6 +216,22 @@ describe('ingress-auth: route indexes', () => {
     assert.deepEqual(idx.backends('acct-a', 'shop').map((x) => x.address), ['10.244.0.4'], 'a draining machine still answers');
     assert.deepEqual([...idx.origins()], ['http://10.244.0.4:8080']);
     assert.deepEqual(idx.backends('acct-a', 'other'), []);
+  });
+
+  it('lets a request wait for an app\'s first ready endpoint: woken by the slice that brings one, not by one that brings none', async () => {
+    const idx = new EndpointIndex();
+    const started = Date.now();
+    const waiting = idx.whenBackends('acct-a', 'shop', 5_000);
+    // Another app's slice, then this app's slice with no ready endpoint: still waiting.
+    idx.upsert(slice('other-1', [{ addresses: ['10.244.0.7'], conditions: { ready: true } }], undefined, 'other'));
+    idx.upsert(slice('shop-1', [{ addresses: ['10.244.0.8'], conditions: { ready: false } }]));
+    setTimeout(() => idx.upsert(slice('shop-1', [{ addresses: ['10.244.0.8'], conditions: { ready: true } }])), 50);
+    assert.deepEqual((await waiting).map((b) => b.address), ['10.244.0.8']);
+    assert.ok(Date.now() - started < 1_000, 'woken by the slice, not the deadline');
+    assert.deepEqual((await idx.whenBackends('acct-a', 'shop', 5_000)).map((b) => b.address), ['10.244.0.8'], 'at once when there are some');
+    const t = Date.now();
+    assert.deepEqual(await idx.whenBackends('acct-a', 'none', 100), [], 'none by the deadline');
+    assert.ok(Date.now() - t >= 90);
   });
 });
 
