@@ -57,7 +57,7 @@ export class PoolReconciler implements Reconciler<k8s.V1Namespace, never> {
     if (ns.metadata?.deletionTimestamp) return {};
     const namespace = this.settings.pod.namespace;
     if (!this.policiesApplied) {
-      for (const policy of sandboxPolicies(namespace, platformPeers(this.settings.platformCidrs, this.settings.platformNamespace))) {
+      for (const policy of sandboxPolicies(namespace, platformPeers(this.settings.platformCidrs, this.settings.platformNamespace), this.settings.platformCidrs)) {
         await this.networking.patchNamespacedNetworkPolicy({ name: policy.metadata!.name!, namespace, body: policy, fieldManager: managers.controllers, force: true }, serverSideApply);
       }
       this.policiesApplied = true;

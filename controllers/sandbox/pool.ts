@@ -66,9 +66,10 @@ export function planPool(o: PoolObserved): PoolPlan {
 /**
  * The sandbox namespace's policies: every sandbox pod accepts connections only from the platform,
  * on the agent's port, and opens none (deny-all egress); one labelled network=on may open any
- * connection except to the cloud metadata address.
+ * connection except to the cloud metadata address and the platform's node addresses (the host's
+ * ports; locally also the apiserver, which pods reach at the first node's address).
  */
-export function sandboxPolicies(namespace: string, platform: readonly k8s.V1NetworkPolicyPeer[]): k8s.V1NetworkPolicy[] {
+export function sandboxPolicies(namespace: string, platform: readonly k8s.V1NetworkPolicyPeer[], platformCidrs: readonly string[] = []): k8s.V1NetworkPolicy[] {
   const metadata = (name: string) => ({ name, namespace, labels: { [labels.managedBy]: managers.controllers } });
   return [
     {
@@ -90,7 +91,7 @@ export function sandboxPolicies(namespace: string, platform: readonly k8s.V1Netw
       spec: {
         podSelector: { matchLabels: { [labels.network]: 'on' } },
         policyTypes: ['Egress'],
-        egress: [{ to: [{ ipBlock: { cidr: '0.0.0.0/0', except: ['169.254.169.254/32'] } }] }],
+        egress: [{ to: [{ ipBlock: { cidr: '0.0.0.0/0', except: ['169.254.169.254/32', ...platformCidrs] } }] }],
       },
     },
   ];

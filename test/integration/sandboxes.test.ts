@@ -183,6 +183,16 @@ describe('sandboxes', { timeout: 600_000 }, () => {
       assert.match(s.launch_reason!, /network/);
       const on = await exec(s.id, { argv: ['python3', '-c', probe] });
       assert.equal(on.stdout.trim(), 'reached');
+      // With its network on, still not the host: its machine port, nor the apiserver (its Service).
+      const tcp = (target: string) => `import socket
+try:
+  socket.create_connection((${target}), timeout=3); print("connected")
+except Exception as e:
+  print("refused", type(e).__name__)`;
+      for (const target of [`"10.244.0.1", ${machinePort}`, '"10.96.0.1", 443', '"10.244.0.1", 6443']) {
+        const r = await exec(s.id, { argv: ['python3', '-c', tcp(target)] });
+        assert.match(r.stdout, /^refused/, `${target}: ${r.stdout}`);
+      }
     } finally {
       await ns.dispose();
     }

@@ -177,12 +177,12 @@ describe('Sandbox pool plan', () => {
   });
 
   it('lets sandbox pods be reached only on the agent port from the platform, and reach nothing unless network is on', () => {
-    const [isolation, network] = sandboxPolicies('svc-sandboxes', platformPeers(['10.244.0.1/32'], undefined));
+    const [isolation, network] = sandboxPolicies('svc-sandboxes', platformPeers(['10.244.0.1/32'], undefined), ['10.244.0.1/32']);
     assert.deepEqual(isolation!.spec!.policyTypes, ['Ingress', 'Egress']);
     assert.deepEqual(isolation!.spec!.egress, []);
     assert.deepEqual((isolation!.spec!.ingress![0] as unknown as { from: unknown }).from, [{ ipBlock: { cidr: '10.244.0.1/32' } }]);
     assert.deepEqual(network!.spec!.podSelector, { matchLabels: { [labels.network]: 'on' } });
-    assert.deepEqual(network!.spec!.egress![0]!.to![0]!.ipBlock!.except, ['169.254.169.254/32']);
+    assert.deepEqual(network!.spec!.egress![0]!.to![0]!.ipBlock!.except, ['169.254.169.254/32', '10.244.0.1/32'], 'not the metadata address, nor the platform\'s nodes');
     // On a cluster the API runs as pods of the platform's namespace: admitted by namespace.
     const [onCluster] = sandboxPolicies('svc-sandboxes', platformPeers(['10.0.0.0/24'], 'svc-system'));
     assert.deepEqual((onCluster!.spec!.ingress![0] as unknown as { from: unknown }).from, [
