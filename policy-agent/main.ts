@@ -73,11 +73,14 @@ keepWatching(namespaces, 'namespaces', log);
 await Promise.all([policies.start(), pods.start(), namespaces.start()]);
 started = true;
 sync();
-// Rules changed behind the agent's back (a restart of kube-proxy, a hand edit) are put back.
+// Rules changed behind the agent's back (a restart of kube-proxy, a hand edit) are put back. The
+// timer also keeps this process alive while its watches restart: their retry timers do not, and
+// with all three watches cut at once (the apiserver restarted) the agent used to exit, leaving the
+// host's rules as they were, pods of new policies refused.
 setInterval(() => {
   last = '';
   sync();
-}, 30_000).unref();
+}, 30_000);
 log.info('Policy agent started');
 
 const stop = () => {
