@@ -99,8 +99,8 @@ export class EndpointIndex {
   private readonly waiting = new Map<string, Set<() => void>>();
 
   /**
-   * The Service's backends once it has any, or none after `timeoutMs`: for an App whose status says
-   * its machines are ready while its EndpointSlice, written by another controller, has not arrived.
+   * The Service's backends once it has any, or none after `timeoutMs`: for a deployed App with no
+   * ready machine here yet (its EndpointSlice, written by another controller, may still be coming).
    */
   whenBackends(namespace: string, service: string, timeoutMs: number): Promise<Backend[]> {
     const key = `${namespace}/${service}`;
