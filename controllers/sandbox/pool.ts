@@ -69,7 +69,7 @@ export function planPool(o: PoolObserved): PoolPlan {
  * connection except to the cloud metadata address and the platform's node addresses (the host's
  * ports; locally also the apiserver, which pods reach at the first node's address).
  */
-export function sandboxPolicies(namespace: string, platform: readonly k8s.V1NetworkPolicyPeer[], platformCidrs: readonly string[] = []): k8s.V1NetworkPolicy[] {
+export function sandboxPolicies(namespace: string, platform: readonly k8s.V1NetworkPolicyPeer[], platformCidrs: readonly string[]): k8s.V1NetworkPolicy[] {
   const metadata = (name: string) => ({ name, namespace, labels: { [labels.managedBy]: managers.controllers } });
   return [
     {

@@ -184,7 +184,7 @@ describe('Sandbox pool plan', () => {
     assert.deepEqual(network!.spec!.podSelector, { matchLabels: { [labels.network]: 'on' } });
     assert.deepEqual(network!.spec!.egress![0]!.to![0]!.ipBlock!.except, ['169.254.169.254/32', '10.244.0.1/32'], 'not the metadata address, nor the platform\'s nodes');
     // On a cluster the API runs as pods of the platform's namespace: admitted by namespace.
-    const [onCluster] = sandboxPolicies('svc-sandboxes', platformPeers(['10.0.0.0/24'], 'svc-system'));
+    const [onCluster] = sandboxPolicies('svc-sandboxes', platformPeers(['10.0.0.0/24'], 'svc-system'), ['10.0.0.0/24']);
     assert.deepEqual((onCluster!.spec!.ingress![0] as unknown as { from: unknown }).from, [
       { ipBlock: { cidr: '10.0.0.0/24' } },
       { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'svc-system' } } },
