@@ -14,7 +14,10 @@ export function databaseObjects(name: string) {
     service: `db-${name}`,
     pod: `db-${name}-0`,
     claim: `db-${name}-data`,
-    /** Written by the API: keys username, password, database (the server and attached machines read it through the kubelet). */
+    /**
+     * Written by the API: keys username, password, database (the server and attached machines read
+     * them through the kubelet) and replication-password (the server's and its branches' only).
+     */
     secret: `db-${name}-credentials`,
     policy: `db-${name}`,
   };
@@ -36,5 +39,12 @@ export function databaseBytes(db: { spec: { storageBytes?: number | undefined } 
 /** The annotation by which the API asks the controllers for a backup now: a new value, a new backup Job. */
 export const backupRequestAnnotation = 'svc.dev/backup-requested';
 
-/** Credentials Secret keys. */
+/** Credentials Secret keys: the tenant role's, which the server and attached machines get. */
 export const credentialKeys = { username: 'username', password: 'password', database: 'database' } as const;
+
+/**
+ * The credentials Secret's key for the password of the server's `svc_replicator` role, with which a
+ * branch's server copies it (docs/decisions/0017-databases.md): the server and its branches' servers
+ * get it, attached machines never do.
+ */
+export const replicationKey = 'replication-password';

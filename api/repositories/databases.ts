@@ -1,11 +1,12 @@
 // An account's Databases as the API reads and writes them: the custom resources (a cluster-wide
 // informer; the controllers make each one's server, controllers/database/) and each one's
 // credentials Secret, which only the API writes: the controllers never read Secrets, the server and
-// attached machines get it through the kubelet. A cluster that cannot be asked is a DomainError.
+// attached machines get it through the kubelet. Every database has passwords of its own, a branch
+// too (docs/decisions/0017-databases.md). A cluster that cannot be asked is a DomainError.
 import { randomBytes } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
 import { apiVersion, group, labels, managers, pluralOf, version } from '../../lib/contract.js';
-import { backupRequestAnnotation, credentialKeys, databaseObjects } from '../../lib/databases.js';
+import { backupRequestAnnotation, credentialKeys, databaseObjects, replicationKey } from '../../lib/databases.js';
 import { DomainError } from '../../lib/errors.js';
 import { kubeStatus, mergePatch } from '../../lib/kube/client.js';
 import { createCustomObject, customInformer } from '../../lib/kube/custom-informer.js';
@@ -14,6 +15,12 @@ import type { Logger } from '../../lib/logger.js';
 import type { Database } from '../../lib/resources/index.js';
 
 const plural = pluralOf('Database');
+
+/** A new password: 48 hex digits (so a URL holds it unescaped). */
+const newPassword = () => randomBytes(24).toString('hex');
+
+/** A Secret's value, decoded. */
+const valueOf = (secret: k8s.V1Secret, key: string): string | undefined => (secret.data?.[key] === undefined ? undefined : Buffer.from(secret.data[key]!, 'base64').toString('utf8'));
 
 export class DatabaseRepository {
   private readonly informer: k8s.ListWatch<Database>;
@@ -28,8 +35,36 @@ export class DatabaseRepository {
     this.core = kc.makeApiClient(k8s.CoreV1Api);
   }
 
-  start(): Promise<void> {
-    return this.informer.start();
+  async start(): Promise<void> {
+    await this.informer.start();
+    // Secrets written before servers had a replication role get its password; the server takes it
+    // at its next start (until then no branch can copy it). In the background: start does not wait.
+    void this.addReplicationKeys().catch((err: unknown) => this.log.warn({ err }, 'Adding replication passwords to databases\' credentials failed; the next start tries again'));
+  }
+
+  /** Adds a replication password to each Database's credentials Secret that has none. */
+  private async addReplicationKeys(): Promise<void> {
+    for (const db of this.informer.list()) {
+      const { namespace, name } = db.metadata as { namespace: string; name: string };
+      if ((db.spec.provider ?? 'pods') !== 'pods') continue;
+      await this.ensureReplicationKey(namespace, name).catch((err: unknown) => {
+        if (kubeStatus(err) !== 404) this.log.warn({ err, namespace, database: name }, 'Could not add a replication password to the database\'s credentials');
+      });
+    }
+  }
+
+  /** The Secret of database `name`, with a replication password added if it had none. */
+  private async ensureReplicationKey(namespace: string, name: string): Promise<k8s.V1Secret> {
+    const secretName = databaseObjects(name).secret;
+    const secret = await this.core.readNamespacedSecret({ namespace, name: secretName });
+    if (secret.data?.[replicationKey] !== undefined) return secret;
+    // Guarded by resourceVersion: a Secret changed meanwhile is not overwritten (its next reading adds it).
+    const patched = await this.core.patchNamespacedSecret(
+      { namespace, name: secretName, body: { metadata: { resourceVersion: secret.metadata?.resourceVersion }, stringData: { [replicationKey]: newPassword() } } },
+      mergePatch,
+    );
+    this.log.info({ namespace, database: name }, 'Added a replication password to the database\'s credentials');
+    return patched;
   }
 
   stop(): Promise<void> {
@@ -63,7 +98,7 @@ export class DatabaseRepository {
         body: {
           metadata: { name: o.secret, labels: { [labels.database]: name, [labels.managedBy]: managers.api } },
           type: 'Opaque',
-          stringData: { [credentialKeys.username]: 'app', [credentialKeys.password]: randomBytes(24).toString('hex'), [credentialKeys.database]: name },
+          stringData: { [credentialKeys.username]: 'app', [credentialKeys.password]: newPassword(), [credentialKeys.database]: name, [replicationKey]: newPassword() },
         },
       });
       made = true;
@@ -83,24 +118,36 @@ export class DatabaseRepository {
   }
 
   /**
-   * A branch of `source` for `owner` (a preview): its credentials the source's (the copied data has
-   * the source's role and password), and both owned by `owner`, so they go with it. Idempotent: a
-   * branch already there is returned. If the Database cannot be made, the Secret made here goes.
+   * A branch of `source` for `owner` (a preview): another database, with credentials of its own:
+   * the source's username and database name (the copied data holds them) and new passwords, which
+   * its server sets on the copy before it listens; it copies the source with the source's
+   * replication password, which its server reads from the source's Secret and never hands on. Both
+   * owned by `owner`, so they go with it. Idempotent: a branch already there is returned. If the
+   * Database cannot be made, the Secret made here goes.
    */
   async createBranch(namespace: string, name: string, source: Database, owner: { name: string; id: string }): Promise<Database> {
     const existing = this.get(namespace, name);
     if (existing && existing.spec.branchOf === source.metadata.name) return existing;
     const o = databaseObjects(name);
     const ownerReferences = [{ apiVersion, kind: 'App', name: owner.name, uid: owner.id, controller: false, blockOwnerDeletion: true }];
-    let data: Record<string, string> | undefined;
+    // The source's Secret: a replication password added first if it predates them.
+    const from = await this.ensureReplicationKey(namespace, source.metadata.name!).catch((err: unknown) => {
+      throw new DomainError('unavailable', `cannot read the credentials of database ${source.metadata.name} right now; retry later`, err);
+    });
+    const username = valueOf(from, credentialKeys.username);
+    const database = valueOf(from, credentialKeys.database);
+    if (!username || !database) throw new DomainError('conflict', `database ${source.metadata.name}'s credentials Secret has no ${!username ? credentialKeys.username : credentialKeys.database}: it cannot be branched`);
     try {
-      data = (await this.core.readNamespacedSecret({ namespace, name: databaseObjects(source.metadata.name!).secret })).data;
       await this.core.createNamespacedSecret({
         namespace,
-        body: { metadata: { name: o.secret, labels: { [labels.database]: name, [labels.managedBy]: managers.api }, ownerReferences }, type: 'Opaque', data },
+        body: {
+          metadata: { name: o.secret, labels: { [labels.database]: name, [labels.managedBy]: managers.api }, ownerReferences },
+          type: 'Opaque',
+          stringData: { [credentialKeys.username]: username, [credentialKeys.password]: newPassword(), [credentialKeys.database]: database, [replicationKey]: newPassword() },
+        },
       });
     } catch (err) {
-      if (kubeStatus(err) !== 409) throw new DomainError('unavailable', `cannot copy the credentials of database ${source.metadata.name} right now; retry later`, err);
+      if (kubeStatus(err) !== 409) throw new DomainError('unavailable', `cannot make the credentials of a branch of database ${source.metadata.name} right now; retry later`, err);
     }
     try {
       const created = await createCustomObject<Database>(

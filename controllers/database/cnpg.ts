@@ -6,7 +6,7 @@
 import type * as k8s from '@kubernetes/client-node';
 import { labels, managers } from '../../lib/contract.js';
 import { databaseBytes, databaseObjects, databasePort } from '../../lib/databases.js';
-import type { Database } from '../../lib/resources/index.js';
+import type { App, Database } from '../../lib/resources/index.js';
 import type { ConditionInput } from '../frame/status.js';
 import { meta, serverPolicy, type DatabaseSettings, type DatabaseStatusFields } from './desired.js';
 
@@ -63,12 +63,13 @@ export function cnpgService(db: Database): k8s.V1Service {
 }
 
 /**
- * A server of our own's policy, and: in, the operator's namespace (its status checks of the instance
- * manager); out, anything (the instance manager talks to the Kubernetes API and its peers; the
- * operator's role keeps the tenant's away from them: the owner is not a superuser).
+ * A server of our own's policy (in: the attached app's machines), and: in, the operator's namespace
+ * (its status checks of the instance manager); out, anything (the instance manager talks to the
+ * Kubernetes API and its peers; the operator's role keeps the tenant's away from them: the owner,
+ * `app`, is not a superuser, as on our own servers, and CloudNativePG leaves superuser access off).
  */
-export function cnpgPolicy(db: Database, settings: DatabaseSettings): k8s.V1NetworkPolicy {
-  const base = serverPolicy(db, settings);
+export function cnpgPolicy(db: Database, settings: DatabaseSettings, attachedApps: App[]): k8s.V1NetworkPolicy {
+  const base = serverPolicy(db, settings, { attachedApps, pod: undefined });
   const operator = { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': settings.cnpg?.operatorNamespace ?? 'cnpg-system' } } };
   return { ...base, spec: { ...base.spec!, ingress: [...(base.spec!.ingress ?? []), { from: [operator] } as unknown as k8s.V1NetworkPolicyIngressRule], egress: [{}] } };
 }

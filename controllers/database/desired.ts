@@ -2,13 +2,14 @@
 // (Pod, volume claim, Service) and of the Apps naming it, the objects it should have and the status
 // to report. One PostgreSQL server per Database (docs/decisions/0017-databases.md): a Pod of the
 // svc/postgres image on its own PersistentVolumeClaim, a ClusterIP Service, and a NetworkPolicy that
-// lets only the account's app machines in. The credentials Secret is the API's (the controllers
-// never read Secrets): the server and attached machines get it through the kubelet.
+// lets in only the machines of the app attached to it, its own branches' servers and its backups.
+// The credentials Secret is the API's (the controllers never read Secrets): the server and attached
+// machines get it through the kubelet.
 import { createHash } from 'node:crypto';
 import type * as k8s from '@kubernetes/client-node';
 import { artifactCredentialTtlSeconds, mintArtifactCredential, mintBackupCredential } from '../../lib/artifacts/credential.js';
 import { apiVersion, labels, managers } from '../../lib/contract.js';
-import { backupRequestAnnotation, credentialKeys, databaseBytes, databaseObjects, databasePort } from '../../lib/databases.js';
+import { backupRequestAnnotation, credentialKeys, databaseBytes, databaseObjects, databasePort, replicationKey } from '../../lib/databases.js';
 import type { App, Database } from '../../lib/resources/index.js';
 import { measuredBytes } from '../../lib/volumes.js';
 import { hopelessWaiting, podReady } from '../frame/pods.js';
@@ -84,11 +85,22 @@ const dataPath = '/var/lib/svc-postgres';
 
 const serverContainerSecurity: k8s.V1SecurityContext = { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] }, readOnlyRootFilesystem: true, runAsNonRoot: true };
 
-/** The server's credentials, from the API's Secret, as libpq's variables. */
+/** The tenant role's credentials, from the API's Secret, as libpq's variables. */
 function credentialEnv(db: Database): k8s.V1EnvVar[] {
   const secret = databaseObjects(db.metadata.name!).secret;
   const fromSecret = (name: string, key: string): k8s.V1EnvVar => ({ name, valueFrom: { secretKeyRef: { name: secret, key } } });
   return [fromSecret('PGUSER', credentialKeys.username), fromSecret('PGPASSWORD', credentialKeys.password), fromSecret('PGDATABASE', credentialKeys.database)];
+}
+
+/**
+ * The replication passwords the server holds (the entrypoint sets them before it listens, and keeps
+ * them out of the server's environment): its own `svc_replicator`'s, and a branch's source's, which
+ * it copies with. Optional: a Secret made before the key (the API adds it) or by hand without it
+ * starts a server that no branch can copy; a branch whose source's Secret lacks it says so and stops.
+ */
+function replicationEnv(db: Database): k8s.V1EnvVar[] {
+  const ref = (name: string, database: string): k8s.V1EnvVar => ({ name, valueFrom: { secretKeyRef: { name: databaseObjects(database).secret, key: replicationKey, optional: true } } });
+  return [ref('SVC_REPLICATION_PASSWORD', db.metadata.name!), ...(db.spec.branchOf ? [ref('SVC_BRANCH_PASSWORD', db.spec.branchOf)] : [])];
 }
 
 /** Where a restore fetches its dump, and the artifact credential it shows (an hour from `now`). */
@@ -109,7 +121,7 @@ export function serverPod(db: Database, settings: DatabaseSettings, sourceHost?:
   const o = databaseObjects(db.metadata.name!);
   // A branch first copies its source server (the entrypoint does, into the empty volume).
   const branch = db.spec.branchOf && sourceHost ? [{ name: 'SVC_BRANCH_HOST', value: sourceHost }] : [];
-  const env = [...credentialEnv(db), { name: 'PGDATA', value: `${dataPath}/data` }, ...branch, ...restoreEnv(db, settings, now)];
+  const env = [...credentialEnv(db), ...replicationEnv(db), { name: 'PGDATA', value: `${dataPath}/data` }, ...branch, ...restoreEnv(db, settings, now)];
   const mounts = [
     { name: 'data', mountPath: dataPath },
     { name: 'tmp', mountPath: '/tmp' },
@@ -169,11 +181,17 @@ export function serverService(db: Database): k8s.V1Service {
 }
 
 /**
- * In: the account's app machines (an attached app's own policy lets its machines out to here), its
- * other database servers (a branch copies its source), and the platform (the kubelet's readiness
- * probe); out: nothing, but a branch to its source server.
+ * In, on PostgreSQL's port: the machines of the apps attached to it (whose own policy lets them out
+ * to here), its own branches' servers (which copy it), its backup Jobs, and the platform (the
+ * kubelet's readiness probe). Not the account's other apps, nor other databases' servers: a preview's
+ * branch is another database, with no way back to its parent. Out: nothing, but what its first start
+ * needs (a branch's copy of its source, a restore's dump from the machine listener) until the server
+ * is ready; then that goes too.
  */
-export function serverPolicy(db: Database, settings: DatabaseSettings): k8s.V1NetworkPolicy {
+export function serverPolicy(db: Database, settings: DatabaseSettings, observed: Pick<DatabaseObserved, 'attachedApps' | 'pod'>): k8s.V1NetworkPolicy {
+  const name = db.metadata.name!;
+  const attached = [...new Set(observed.attachedApps.map((a) => a.metadata.name!))].sort();
+  const starting = !observed.pod || !podReady(observed.pod);
   return {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'NetworkPolicy',
@@ -185,18 +203,18 @@ export function serverPolicy(db: Database, settings: DatabaseSettings): k8s.V1Ne
       ingress: [
         {
           from: [
-            { podSelector: { matchExpressions: [{ key: labels.app, operator: 'Exists' }] } },
-            { podSelector: { matchExpressions: [{ key: labels.database, operator: 'Exists' }] } },
-            { podSelector: { matchExpressions: [{ key: labels.backupOf, operator: 'Exists' }] } },
+            ...(attached.length ? [{ podSelector: { matchExpressions: [{ key: labels.app, operator: 'In', values: attached }] } }] : []),
+            { podSelector: { matchLabels: { [labels.branchOf]: name }, matchExpressions: [{ key: labels.database, operator: 'Exists' }] } },
+            { podSelector: { matchLabels: { [labels.backupOf]: name } } },
             ...platformPeers(settings.platformCidrs, settings.platformNamespace),
           ],
           ports: [{ protocol: 'TCP', port: databasePort as unknown as k8s.IntOrString }],
         } as unknown as k8s.V1NetworkPolicyIngressRule,
       ],
       egress: [
-        ...(db.spec.branchOf ? [{ to: [{ podSelector: { matchLabels: { [labels.database]: db.spec.branchOf } } }], ports: [{ protocol: 'TCP', port: databasePort as unknown as k8s.IntOrString }] }] : []),
+        ...(db.spec.branchOf && starting ? [{ to: [{ podSelector: { matchLabels: { [labels.database]: db.spec.branchOf } } }], ports: [{ protocol: 'TCP', port: databasePort as unknown as k8s.IntOrString }] }] : []),
         // A restore fetches its dump from the machine listener.
-        ...(db.spec.restoreFrom && settings.backups ? [toPlatform(settings, settings.backups)] : []),
+        ...(db.spec.restoreFrom && settings.backups && starting ? [toPlatform(settings, settings.backups)] : []),
       ],
     },
   };
@@ -325,7 +343,7 @@ export function plan(db: Database, observed: DatabaseObserved, settings: Databas
   const plan = {
     claim: dataClaim(db, settings),
     service: serverService(db),
-    policy: serverPolicy(db, settings),
+    policy: serverPolicy(db, settings, observed),
     // A branch's server waits for its source's address to copy it from.
     createPod: (!observed.pod || ended || outdated) && (!db.spec.branchOf || observed.sourceHost) ? serverPod(db, settings, observed.sourceHost, now) : undefined,
     deletePod: ended ?? outdated,

@@ -115,7 +115,7 @@ export class DatabaseReconciler implements Reconciler<Database, DatabaseStatusFi
     this.cache.clusters();
     const cluster = cnpgCluster(db, this.settings);
     const service = cnpgService(db);
-    const policy = cnpgPolicy(db, this.settings);
+    const policy = cnpgPolicy(db, this.settings, observed.attachedApps);
     const shape = JSON.stringify([cluster, service, policy]);
     if (!observed.cluster || !observed.service || !observed.policy || this.applied.get(db.metadata.uid!) !== shape) {
       try {

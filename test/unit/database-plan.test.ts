@@ -1,5 +1,6 @@
 // The Database reconciler's pure half (controllers/database/desired.ts): what a Database is made
-// of, and its phase from what the caches show.
+// of, who may reach its server (the attached app, its own branches and backups: issue 30 finding 2),
+// and its phase from what the caches show.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type * as k8s from '@kubernetes/client-node';
@@ -15,14 +16,16 @@ const service: k8s.V1Service = { metadata: { name: 'db-orders' }, spec: { cluste
 const claim: k8s.V1PersistentVolumeClaim = { metadata: { name: 'db-orders-data' }, status: { phase: 'Bound' } };
 
 describe('database plan', () => {
-  it('makes a non-root server on its own volume, reading its credentials from the API\'s Secret, reachable by the account\'s machines only', () => {
+  it('makes a non-root server on its own volume, reading its credentials from the API\'s Secret, reachable by no app while none is attached', () => {
     const p = plan(db, { pod: undefined, claim: undefined, service: undefined, attachedApps: [] }, settings);
     const c = p.createPod!.spec!.containers[0]!;
     assert.equal(c.image, settings.image);
-    assert.deepEqual(c.env!.filter((e) => e.valueFrom).map((e) => [e.name, e.valueFrom!.secretKeyRef!.name, e.valueFrom!.secretKeyRef!.key]), [
-      ['PGUSER', 'db-orders-credentials', 'username'],
-      ['PGPASSWORD', 'db-orders-credentials', 'password'],
-      ['PGDATABASE', 'db-orders-credentials', 'database'],
+    assert.deepEqual(c.env!.filter((e) => e.valueFrom).map((e) => [e.name, e.valueFrom!.secretKeyRef!.name, e.valueFrom!.secretKeyRef!.key, e.valueFrom!.secretKeyRef!.optional]), [
+      ['PGUSER', 'db-orders-credentials', 'username', undefined],
+      ['PGPASSWORD', 'db-orders-credentials', 'password', undefined],
+      ['PGDATABASE', 'db-orders-credentials', 'database', undefined],
+      // Its svc_replicator's: a Secret made before the key still starts a server (no branch can copy it).
+      ['SVC_REPLICATION_PASSWORD', 'db-orders-credentials', 'replication-password', true],
     ]);
     assert.equal(p.createPod!.spec!.securityContext!.runAsNonRoot, true);
     assert.equal(c.securityContext!.readOnlyRootFilesystem, true);
@@ -31,9 +34,8 @@ describe('database plan', () => {
     assert.equal(p.createPod!.metadata!.ownerReferences![0]!.uid, 'u1');
     const from = (p.policy.spec!.ingress![0] as unknown as { from: unknown[] }).from;
     assert.deepEqual(from, [
-      { podSelector: { matchExpressions: [{ key: 'svc.dev/app', operator: 'Exists' }] } },
-      { podSelector: { matchExpressions: [{ key: 'svc.dev/database', operator: 'Exists' }] } },
-      { podSelector: { matchExpressions: [{ key: 'svc.dev/backup-of', operator: 'Exists' }] } },
+      { podSelector: { matchLabels: { 'svc.dev/branch-of': 'orders' }, matchExpressions: [{ key: 'svc.dev/database', operator: 'Exists' }] } },
+      { podSelector: { matchLabels: { 'svc.dev/backup-of': 'orders' } } },
       { ipBlock: { cidr: '10.244.0.1/32' } },
     ]);
     assert.deepEqual(p.policy.spec!.egress, []);
@@ -46,6 +48,7 @@ describe('database plan', () => {
     const app = { metadata: { name: 'shop' }, spec: { database: 'orders' } } as App;
     const ready = plan(db, { pod: readyPod, claim, service, attachedApps: [app] }, settings);
     assert.deepEqual([ready.status.phase, ready.status.host, ready.status.port, ready.status.attachedTo, ready.createPod], ['Ready', '10.96.0.7', 5432, 'shop', undefined]);
+    assert.deepEqual((ready.policy.spec!.ingress![0] as unknown as { from: unknown[] }).from[0], { podSelector: { matchExpressions: [{ key: 'svc.dev/app', operator: 'In', values: ['shop'] }] } }, 'the attached app\'s machines, not the account\'s every app');
     assert.equal(ready.status.usedBytes, undefined, 'no size before its volume is measured');
     const measured = plan(db, { pod: readyPod, claim: { ...claim, metadata: { ...claim.metadata, annotations: { 'svc.dev/used-bytes': '41943040' } } }, service, attachedApps: [] }, settings);
     assert.equal(measured.status.usedBytes, 41943040, 'the size its volume\'s provisioner measured');
@@ -90,6 +93,8 @@ describe('database plan', () => {
     assert.equal(renv.SVC_RESTORE_URL, `http://10.244.0.1:8080/artifacts/${digest}`);
     assert.deepEqual(checkArtifactCredential(key, digest, renv.SVC_RESTORE_TOKEN, now), { ok: true });
     assert.equal(r.policy.spec!.egress!.length, 1, 'out to the artifact endpoint to fetch its dump');
+    const restoredReady = plan(restored, { pod: pod({ conditions: [{ type: 'Ready', status: 'True' }] }), claim, service, attachedApps: [] }, withBackups, now);
+    assert.deepEqual(restoredReady.policy.spec!.egress, [], 'and no more once the server is up');
   });
 
   it('on CloudNativePG: a Cluster with the API\'s credentials, the same Service name, and the Cluster\'s status mapped', () => {
@@ -107,7 +112,8 @@ describe('database plan', () => {
       inheritedMetadata: { labels: { 'svc.dev/database': 'orders', 'app.kubernetes.io/managed-by': 'svc-controllers' } },
     });
     assert.deepEqual(cnpgService(db).spec?.selector, { 'cnpg.io/cluster': 'db-orders', 'cnpg.io/instanceRole': 'primary' });
-    const policy = cnpgPolicy(db, onCnpg);
+    const policy = cnpgPolicy(db, onCnpg, [{ metadata: { name: 'shop' }, spec: { database: 'orders' } } as App]);
+    assert.deepEqual((policy.spec!.ingress![0] as unknown as { from: unknown[] }).from[0], { podSelector: { matchExpressions: [{ key: 'svc.dev/app', operator: 'In', values: ['shop'] }] } });
     assert.deepEqual((policy.spec!.ingress!.at(-1) as unknown as { from: unknown[] }).from, [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'cnpg-system' } } }]);
     const healthy = { status: { phase: 'Cluster in healthy state', readyInstances: 1, conditions: [{ type: 'Ready', status: 'True' }] } };
     assert.deepEqual(cnpgStatus(db, healthy, service, 'shop').status, { secretName: 'db-orders-credentials', port: 5432, databaseName: 'orders', host: '10.96.0.7', attachedTo: 'shop', phase: 'Ready' });
@@ -117,7 +123,7 @@ describe('database plan', () => {
     assert.equal(cnpgStatus(db, { status: { phase: 'Setting up primary', phaseReason: 'Creating primary instance db-orders-1' } }, service, undefined).ready.message, 'CloudNativePG: Setting up primary: Creating primary instance db-orders-1');
   });
 
-  it('starts a branch as a copy of its source once the source has an address, with the source\'s data and database name', () => {
+  it('starts a branch as a copy of its source once the source has an address, with the source\'s data and database name and credentials of its own', () => {
     const branch: Database = { ...db, metadata: { ...db.metadata, name: 'orders-1a2b3c', uid: 'u2' }, spec: { ...db.spec, branchOf: 'orders' } };
     const waiting = plan(branch, { pod: undefined, claim: undefined, service: undefined, attachedApps: [] }, settings);
     assert.equal(waiting.createPod, undefined, 'no server before its source can be copied');
@@ -125,11 +131,27 @@ describe('database plan', () => {
     const p = plan(branch, { pod: undefined, claim: undefined, service: undefined, attachedApps: [], sourceHost: '10.96.0.7' }, settings);
     const server = p.createPod!.spec!.containers[0]!;
     assert.equal(server.env!.find((e) => e.name === 'SVC_BRANCH_HOST')?.value, '10.96.0.7', 'the server copies its source first');
+    const refs = Object.fromEntries(server.env!.filter((e) => e.valueFrom).map((e) => [e.name, e.valueFrom!.secretKeyRef]));
+    assert.deepEqual([refs.PGUSER?.name, refs.PGPASSWORD?.name, refs.SVC_REPLICATION_PASSWORD?.name], ['db-orders-1a2b3c-credentials', 'db-orders-1a2b3c-credentials', 'db-orders-1a2b3c-credentials'], 'its own role\'s passwords');
+    assert.deepEqual(refs.SVC_BRANCH_PASSWORD, { name: 'db-orders-credentials', key: 'replication-password', optional: true }, 'of the source\'s, only the replication role\'s');
     assert.equal(p.createPod!.spec!.initContainers, undefined, 'in its own container: no other to start');
     assert.deepEqual(p.policy.spec!.egress, [{ to: [{ podSelector: { matchLabels: { 'svc.dev/database': 'orders' } } }], ports: [{ protocol: 'TCP', port: 5432 }] }], 'out to its source only');
     assert.equal(p.claim.metadata!.labels!['svc.dev/branch-of'], 'orders');
     assert.equal(p.status.databaseName, 'orders');
     const copying = plan(branch, { pod: pod({ containerStatuses: [{ name: 'postgres', image: '', imageID: '', ready: false, restartCount: 0, state: { running: {} } }] }), claim, service, attachedApps: [], sourceHost: '10.96.0.7' }, settings);
     assert.equal(copying.ready.message, 'copying database orders, then starting from the copy');
+    assert.equal(copying.policy.spec!.egress!.length, 1, 'out to its source while it copies');
+    const preview = { metadata: { name: 'shop--feat' }, spec: { database: 'orders-1a2b3c' } } as App;
+    const up = plan(branch, { pod: pod({ conditions: [{ type: 'Ready', status: 'True' }] }), claim, service, attachedApps: [preview], sourceHost: '10.96.0.7' }, settings);
+    assert.deepEqual(up.policy.spec!.egress, [], 'no way back to its source once it is up');
+    assert.deepEqual((up.policy.spec!.ingress![0] as unknown as { from: unknown[] }).from.slice(0, 2), [
+      { podSelector: { matchExpressions: [{ key: 'svc.dev/app', operator: 'In', values: ['shop--feat'] }] } },
+      { podSelector: { matchLabels: { 'svc.dev/branch-of': 'orders-1a2b3c' }, matchExpressions: [{ key: 'svc.dev/database', operator: 'Exists' }] } },
+    ], 'in: the preview\'s machines and its own branches');
+    // Its source lets its branches in, and neither the branch's app nor other databases' servers.
+    const source = plan(db, { pod: pod({ conditions: [{ type: 'Ready', status: 'True' }] }), claim, service, attachedApps: [{ metadata: { name: 'shop' }, spec: { database: 'orders' } } as App] }, settings);
+    const from = (source.policy.spec!.ingress![0] as unknown as { from: Array<{ podSelector?: k8s.V1LabelSelector }> }).from;
+    assert.ok(!JSON.stringify(from).includes('shop--feat'));
+    assert.ok(!from.some((p) => p.podSelector?.matchExpressions?.some((e) => e.operator === 'Exists' && !p.podSelector?.matchLabels)), 'no selector of a whole kind of pod');
   });
 });
