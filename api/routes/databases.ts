@@ -1,7 +1,9 @@
 // The data group's databases: a PostgreSQL server per Database (controllers/database/), listed,
 // created and deleted per account, and attached to one app at a time through the App spec's
 // `database` field (the GitOps form of the same thing), which gives the app's machines
-// DATABASE_URL and the PG* variables (docs/api/data.md).
+// DATABASE_URL and the PG* variables (docs/api/data.md). Attaching hands the database's credentials
+// to the app's code, so it needs authority over the database as well as the app: a token restricted
+// to apps holds none over the account's databases (docs/api/tokens.md).
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import type { Backup } from '../../lib/backups.js';
@@ -200,7 +202,14 @@ export function databaseOperations(s: Services): Operation[] {
       response: z.object({ app: z.string(), database: databaseSchema }),
       handler: async ({ caller, params, body }) => {
         const ns = caller.account.namespace;
-        const { name } = await resolveApp(s, caller, params.appID!);
+        const target = await resolveApp(s, caller, params.appID!);
+        const { name } = target;
+        // Databases are the account's: a token restricted to apps may state an attachment that is
+        // already there (nothing changes) but not make one, before it learns whether the database exists.
+        const apps = caller.principal.authority.apps;
+        if (apps && target.spec.database !== body.name) {
+          throw new ApiError('forbidden', `token lacks account-wide access: attaching database ${body.name} to app ${name} hands the app its credentials, and databases are the account's (this token is restricted to apps ${[...apps].join(', ') || '(none)'})`);
+        }
         const db = s.databases.get(ns, body.name);
         if (!db || db.metadata.deletionTimestamp) throw notFound(`database ${body.name}`);
         let attached = false;
@@ -208,6 +217,7 @@ export function databaseOperations(s: Services): Operation[] {
         await s.apps.updateSpec(ns, name, (app) => {
           const holder = holderOf(ns, body.name);
           if (holder && holder.name !== app.name) throw conflict(`database ${body.name} is attached to app ${holder.name}; a database attaches to one app`);
+          if (apps && app.spec.database !== body.name) throw new ApiError('forbidden', `token lacks account-wide access: app ${app.name} no longer has database ${body.name} attached, and attaching one needs authority over the account's databases`);
           if (app.spec.database && app.spec.database !== body.name) throw conflict(`app ${app.name} has database ${app.spec.database} attached: detach it first`);
           attached = app.spec.database !== body.name;
           return attached ? { database: body.name } : undefined;
