@@ -9,9 +9,11 @@
 // Env: SVC_BUILD_WORKSPACE (the source), SVC_BUILD_REPORT_URL (`<listener>/builds/<ns>/<build>`),
 // SVC_BUILD_TOKEN, HOME (the app's build cache).
 import { spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { cpSync, createReadStream, createWriteStream, existsSync, mkdirSync, mkdtempSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { create as tarCreate } from 'tar';
 import { planBuild, PlanError, type BuildPlan } from '../lib/builds/plan.js';
 import { clone } from './clone.js';
@@ -40,18 +42,58 @@ function fail(message: string, reason: FailureReason = 'BuilderFailed'): never {
   throw new BuildFailure(reason, message);
 }
 
-async function send(what: 'plan' | 'output', body: string | Readable, headers: Record<string, string>): Promise<Record<string, unknown>> {
-  if (!reportUrl || !token) fail('SVC_BUILD_REPORT_URL and SVC_BUILD_TOKEN are not set: nowhere to send the result');
-  const res = await fetch(`${reportUrl}/${what}`, {
-    method: 'PUT',
-    headers: { authorization: `Bearer ${token}`, ...headers },
-    body: body instanceof Readable ? (Readable.toWeb(body) as ReadableStream) : body,
-    duplex: 'half',
-  } as RequestInit & { duplex: 'half' });
-  const text = await res.text();
-  if (!res.ok) fail(`the platform refused the ${what} (${res.status}): ${text.slice(0, 500)}`);
-  return text ? (JSON.parse(text) as Record<string, unknown>) : {};
+/** Why a request failed, with the socket error under undici's "fetch failed" (ECONNRESET, ...). */
+function describe(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const cause = (err as { cause?: unknown }).cause;
+  const detail = cause instanceof Error ? ((cause as NodeJS.ErrnoException).code ?? cause.message) : undefined;
+  return detail ? `${err.message} (${detail})` : err.message;
 }
+
+/** How long a transfer to the platform is retried (a listener restarting, a pod's network coming up). */
+const sendDeadlineMs = Number(process.env.SVC_BUILD_SEND_DEADLINE_MS ?? 60_000);
+
+/**
+ * Sends the plan or the output. Both are idempotent (the platform answers a repeated identical
+ * output as it answered the first), so a connection that fails or a 5XX/429 is retried with
+ * backoff until `sendDeadlineMs`; a 4XX is the platform's final word.
+ */
+async function send(what: 'plan' | 'output', body: () => string | Readable, headers: Record<string, string>): Promise<Record<string, unknown>> {
+  if (!reportUrl || !token) fail('SVC_BUILD_REPORT_URL and SVC_BUILD_TOKEN are not set: nowhere to send the result');
+  const started = Date.now();
+  for (let attempt = 1, backoff = 250; ; attempt++, backoff = Math.min(backoff * 2, 4000)) {
+    let why: string;
+    try {
+      const b = body();
+      const res = await fetch(`${reportUrl}/${what}`, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${token}`, ...headers },
+        body: b instanceof Readable ? (Readable.toWeb(b) as ReadableStream) : b,
+        duplex: 'half',
+      } as RequestInit & { duplex: 'half' });
+      const text = await res.text();
+      if (res.ok) return text ? (JSON.parse(text) as Record<string, unknown>) : {};
+      if (res.status < 500 && res.status !== 429) fail(`the platform refused the ${what} (${res.status}): ${text.slice(0, 500)}`);
+      why = `the platform answered ${res.status}: ${text.slice(0, 200)}`;
+    } catch (err) {
+      if (err instanceof BuildFailure) throw err;
+      why = describe(err);
+    }
+    if (Date.now() - started + backoff > sendDeadlineMs) fail(`sending the ${what} failed ${attempt} times in ${Math.round((Date.now() - started) / 1000)} s; last: ${why}`);
+    say(`sending the ${what} failed (${why}); retrying in ${(backoff / 1000).toFixed(2)} s`);
+    await new Promise((r) => setTimeout(r, backoff));
+  }
+}
+
+/** Packs `entries` of `cwd` into a gzipped tarball file (sent from there, so a retry sends it again). */
+async function pack(cwd: string, entries: string[], opts: { prefix?: string; filter?: (p: string) => boolean } = {}): Promise<{ file: string; bytes: number }> {
+  const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'svc-output-')), 'output.tar.gz');
+  await pipeline(tarCreate({ gzip: true, cwd, portable: true, ...opts }, entries), createWriteStream(file));
+  return { file, bytes: statSync(file).size };
+}
+
+const output = (packed: { file: string; bytes: number }, kind: 'image' | 'artifact') =>
+  send('output', () => createReadStream(packed.file), { 'content-type': 'application/gzip', 'content-length': String(packed.bytes), 'x-svc-output': kind });
 
 /** Bytes under `dir` (apparent sizes), for the cache line of the log; 0 when there is none. */
 function sizeOf(dir: string): number {
@@ -104,7 +146,7 @@ async function build(): Promise<void> {
   }
   say(`plan: ${plan.kind} (${plan.why})`);
   process.stdout.write(`${JSON.stringify(plan, null, 2)}\n`);
-  await send('plan', JSON.stringify(plan), { 'content-type': 'application/json' });
+  await send('plan', () => JSON.stringify(plan), { 'content-type': 'application/json' });
   if (plan.kind === 'compose') fail(`${plan.compose}: a compose file is deployed as it is (POST /apps/{app}/deploy with compose), not built`, 'Unsupported');
   if (plan.docker) return dockerBuild(plan, started);
 
@@ -121,8 +163,8 @@ async function build(): Promise<void> {
   // An image's layer is the whole tree under app/ (dependencies included); an artifact is the output.
   const image = plan.produces.type === 'image';
   say(`packing ${image ? 'the service' : `${plan.outputDir}/`} (${entries.length} entries)`);
-  const tar = tarCreate({ gzip: true, cwd: out, portable: true, ...(image ? { prefix: 'app' } : {}), filter: (p) => !/(^|\/)\.git(\/|$)/.test(p) }, entries);
-  const result = await send('output', Readable.from(tar), { 'content-type': 'application/gzip', 'x-svc-output': image ? 'image' : 'artifact' });
+  const packed = await pack(out, entries, { ...(image ? { prefix: 'app' } : {}), filter: (p) => !/(^|\/)\.git(\/|$)/.test(p) });
+  const result = await output(packed, image ? 'image' : 'artifact');
   say(`output stored: ${String(result.image ?? result.digest)} (${String(result.bytes)} bytes)`);
   say(`build succeeded in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 }
@@ -179,8 +221,7 @@ async function dockerBuild(plan: BuildPlan, started: number): Promise<void> {
   say('packing the image\'s layer');
   const entries = readdirSync(root);
   if (!entries.length) fail('the Dockerfile made no files', 'NoOutput');
-  const tar = tarCreate({ gzip: true, cwd: root, portable: true }, entries);
-  const result = await send('output', Readable.from(tar), { 'content-type': 'application/gzip', 'x-svc-output': 'image' });
+  const result = await output(await pack(root, entries), 'image');
   say(`output stored: ${String(result.image ?? result.digest)} (${String(result.bytes)} bytes)`);
   say(`build succeeded in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 }

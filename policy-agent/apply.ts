@@ -1,9 +1,10 @@
-// The policy agent's thin half: loads a Program into the kernel. Sets first (rules refer to them),
-// then the chains in one iptables-restore transaction, then what the previous program had and this
-// one has not: its chains, then its sets (a set still referred to cannot be destroyed).
+// The policy agent's thin half: loads a Program into the kernel in the order `stages` says (sets,
+// with isolation only kept where it was; the chains in one iptables-restore transaction; then the
+// isolation sets), then removes what the previous program had and this one has not: its chains,
+// then its sets (a set still referred to cannot be destroyed).
 import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
-import { ipsetRestoreInput, iptablesRestoreInput, type Program } from './program.js';
+import { ipsetRestoreInput, iptablesRestoreInput, isolationSets, stages, type Isolation, type Program } from './program.js';
 
 const run = promisify(execFile);
 
@@ -27,9 +28,21 @@ async function present(): Promise<{ chains: string[]; sets: string[] }> {
   return { chains, sets };
 }
 
+/** The pods each isolation set holds in the kernel now (none for a set not made yet). */
+async function isolationNow(): Promise<Isolation> {
+  const read = async (name: string) => {
+    const { stdout } = await run('ipset', ['save', name]).catch(() => ({ stdout: '' }));
+    return stdout.split('\n').flatMap((l) => (l.startsWith(`add ${name} `) ? [l.split(' ')[2]!] : []));
+  };
+  const [inSet, outSet] = await Promise.all(isolationSets.map(read));
+  return { 'svc-isolated-in': inSet!, 'svc-isolated-out': outSet! };
+}
+
 export async function applyProgram(p: Program): Promise<{ removedChains: number; removedSets: number }> {
-  await feed('ipset', ['restore', '-exist'], ipsetRestoreInput(p));
+  const staged = stages(p, await isolationNow());
+  await feed('ipset', ['restore', '-exist'], ipsetRestoreInput({ sets: staged.sets }));
   await feed('iptables-restore', ['-w', '--noflush'], iptablesRestoreInput(p));
+  await feed('ipset', ['restore', '-exist'], ipsetRestoreInput({ sets: staged.isolate }));
   const now = await present();
   const keepChains = new Set(p.chains);
   const keepSets = new Set(p.sets.map((s) => s.name));

@@ -229,6 +229,31 @@ export function buildProgram(o: Observed): Program {
   };
 }
 
+export const isolationSets = ['svc-isolated-in', 'svc-isolated-out'] as const;
+
+/** Which pods the kernel holds isolated now, per isolation set (read back before each apply). */
+export type Isolation = Record<(typeof isolationSets)[number], readonly string[]>;
+
+/**
+ * The order a program is loaded in, so that no connection is refused for want of a rule that
+ * admits it: a pod becomes isolated only once the rules of the policies selecting it are in
+ * place, and a rule goes only once the pods it admitted are no longer isolated by it. So:
+ * first every set but the isolation sets, with those holding only the pods isolated both before
+ * and after (a pod leaving isolation leaves it now); then the chains (one atomic iptables-restore);
+ * then the isolation sets as the program has them (a new pod enters isolation now). Loading the
+ * isolation sets with the rest, as one restore did before, isolated a new pod before its policy's
+ * chain existed: its first connections were reset (a build's first PUT, issue 30).
+ */
+export function stages(p: Program, current: Isolation): { sets: IpSet[]; isolate: IpSet[] } {
+  const isolating = new Set<string>(isolationSets);
+  const sets = p.sets.map((s) => {
+    if (!isolating.has(s.name)) return s;
+    const before = new Set(current[s.name as keyof Isolation]);
+    return { ...s, entries: s.entries.filter((e) => before.has(e)) };
+  });
+  return { sets, isolate: p.sets.filter((s) => isolating.has(s.name)) };
+}
+
 /** The input of `iptables-restore --noflush`: declaring a chain flushes it, the rest is left alone. */
 export function iptablesRestoreInput(p: Program): string {
   return ['*filter', ...p.chains.map((c) => `:${c} - [0:0]`), ...p.rules, 'COMMIT', ''].join('\n');
@@ -238,7 +263,7 @@ export function iptablesRestoreInput(p: Program): string {
  * The input of `ipset restore`: each set is filled under a temporary name and swapped in, so a
  * packet never meets a half-filled set.
  */
-export function ipsetRestoreInput(p: Program): string {
+export function ipsetRestoreInput(p: Pick<Program, 'sets'>): string {
   const lines: string[] = [];
   for (const s of p.sets) {
     const tmp = `${s.name.slice(0, 26)}-next`;

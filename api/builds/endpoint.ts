@@ -8,8 +8,9 @@
 import type Koa from 'koa';
 import { bearerOf, checkBuildCredential } from '../../lib/artifacts/credential.js';
 import { UploadTooLarge, type ArtifactStore } from '../../lib/artifacts/store.js';
-import { buildAnnotations, buildIdPattern, planOf, terminalPhases, type BuildOutput } from '../../lib/builds/index.js';
-import { planSchema } from '../../lib/builds/plan.js';
+import { buildAnnotations, buildIdPattern, outputOf, planOf, terminalPhases, type BuildOutput } from '../../lib/builds/index.js';
+import { planSchema, type BuildPlan } from '../../lib/builds/plan.js';
+import type { Build } from '../../lib/resources/index.js';
 import { DomainError } from '../../lib/errors.js';
 import { readLimited } from '../../lib/http/body.js';
 import type { Logger } from '../../lib/logger.js';
@@ -33,6 +34,8 @@ export interface BuildEndpointDeps {
 }
 
 export function buildEndpoint(d: BuildEndpointDeps): Koa.Middleware {
+  /** Builds whose output this process is storing: a second upload meanwhile is refused. */
+  const storing = new Set<string>();
   return async (ctx, next) => {
     if (!ctx.path.startsWith(buildPrefix)) return next();
     const fail = (status: number, error: string) => {
@@ -78,31 +81,61 @@ export function buildEndpoint(d: BuildEndpointDeps): Koa.Middleware {
     const plan = planOf(build);
     if (kind === 'image' && !plan) return fail(409, 'send the plan first: an image is made from its start command');
     if (kind === 'image' && !d.registry) return fail(409, 'this platform has no registry for built images (SVC_BUILD_REGISTRY): services cannot be built here');
-    let staged;
+    const key = `${namespace}/${id}`;
+    if (storing.has(key)) return fail(409, `build ${id} is storing its output already: a build sends one output`);
+    storing.add(key);
     try {
-      staged = await d.store.stage(ctx.req, d.limitBytes);
+      await storeOutput(d, ctx, { namespace, id, build, kind, plan }, fail);
+    } finally {
+      storing.delete(key);
+    }
+  };
+}
+
+/** Stages an output, keeps it if it is the build's first (or the same again), makes a service's image. */
+async function storeOutput(
+  d: BuildEndpointDeps,
+  ctx: Koa.Context,
+  o: { namespace: string; id: string; build: Build; kind: 'artifact' | 'image'; plan: BuildPlan | undefined },
+  fail: (status: number, error: string) => void,
+): Promise<void> {
+  const { namespace, id, build, kind, plan } = o;
+  let staged;
+  try {
+    staged = await d.store.stage(ctx.req, d.limitBytes);
+  } catch (err) {
+    if (err instanceof UploadTooLarge) return fail(413, `an output larger than ${d.limitBytes} bytes is refused`);
+    throw err;
+  }
+  if (staged.size === 0) {
+    await staged.discard();
+    return fail(400, 'the output is empty');
+  }
+  // One output per build: the same bytes again (a builder retrying after a lost answer) get the
+  // first answer; other bytes are refused, so a build's commands cannot swap what it stored.
+  const earlier = outputOf(build);
+  if (earlier) {
+    await staged.discard();
+    if (earlier.digest !== staged.digest) return fail(409, `build ${id} has stored its output (${earlier.digest}) already: a build sends one output`);
+    ctx.status = 200;
+    ctx.body = earlier;
+    return;
+  }
+  await d.store.put(staged);
+  const output: BuildOutput = { digest: staged.digest, bytes: staged.size };
+  if (kind === 'image') {
+    try {
+      const image = await pushServiceImage({ registry: d.registry!, baseImage: d.baseImage, namespace, app: build.spec.app, build: id, layerFile: d.store.fileOf(staged.digest), layerDigest: staged.digest, plan: plan! });
+      output.image = image.reference;
     } catch (err) {
-      if (err instanceof UploadTooLarge) return fail(413, `an output larger than ${d.limitBytes} bytes is refused`);
+      if (err instanceof DomainError) return fail(err.kind === 'invalid' ? 400 : 503, err.message);
       throw err;
     }
-    if (staged.size === 0) {
-      await staged.discard();
-      return fail(400, 'the output is empty');
-    }
-    await d.store.put(staged);
-    const output: BuildOutput = { digest: staged.digest, bytes: staged.size };
-    if (kind === 'image') {
-      try {
-        const image = await pushServiceImage({ registry: d.registry!, baseImage: d.baseImage, namespace, app: build.spec.app, build: id, layerFile: d.store.fileOf(staged.digest), layerDigest: staged.digest, plan: plan! });
-        output.image = image.reference;
-      } catch (err) {
-        if (err instanceof DomainError) return fail(err.kind === 'invalid' ? 400 : 503, err.message);
-        throw err;
-      }
-    }
-    await d.builds.annotate(namespace, id, { [buildAnnotations.output]: JSON.stringify(output) });
-    d.log.info({ namespace, build: id, app: build.spec.app, digest: output.digest, bytes: output.bytes, image: output.image }, 'Build output stored');
-    ctx.status = 201;
-    ctx.body = output;
-  };
+  }
+  await d.builds.annotate(namespace, id, { [buildAnnotations.output]: JSON.stringify(output) });
+  // Read back before the next upload is let in, so that it meets this one.
+  await d.builds.until(namespace, id, (b) => outputOf(b) !== undefined, 5000);
+  d.log.info({ namespace, build: id, app: build.spec.app, digest: output.digest, bytes: output.bytes, image: output.image }, 'Build output stored');
+  ctx.status = 201;
+  ctx.body = output;
 }

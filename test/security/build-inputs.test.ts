@@ -41,7 +41,10 @@ describe('security: what builders and code hosts send is checked before it is ta
     api = await startTestApi();
     key = api.services.config.deploys.artifactKey!;
     assert.ok(key, 'the test API has the artifact key');
-    ns = await testNamespace(kubeConfig().makeApiClient(k8s.CoreV1Api), 'build-inputs');
+    const core = kubeConfig().makeApiClient(k8s.CoreV1Api);
+    ns = await testNamespace(core, 'build-inputs');
+    // No pod may run here: the Build stays Queued (never ended) while the tests send for it.
+    await core.createNamespacedResourceQuota({ namespace: ns.name, body: { metadata: { name: 'no-pods' }, spec: { hard: { pods: '0' } } } });
     // A Build whose source does not exist: its builder never gets far enough to send anything.
     await custom.createNamespacedCustomObject({
       group, version, namespace: ns.name, plural: pluralOf('Build'),
@@ -96,6 +99,28 @@ describe('security: what builders and code hosts send is checked before it is ta
     const taken = await putPlan(JSON.stringify(plan));
     assert.equal(taken.status, 204, await taken.text());
     assert.deepEqual(JSON.parse((await eventually('the plan on the Build', planAnnotation))!), plan);
+  });
+
+  it('takes one output per build: the same bytes again answer as the first time, other bytes are refused', async () => {
+    const putOutput = (body: Buffer) =>
+      fetch(`${api.machineUrl}/builds/${ns.name}/${id}/output`, { method: 'PUT', headers: { 'content-type': 'application/gzip', 'x-svc-output': 'artifact', authorization: `Bearer ${credential(ns.name, id)}` }, body });
+    const first = randomBytes(4096);
+    const stored = await putOutput(first);
+    assert.equal(stored.status, 201, await stored.clone().text());
+    const output = (await stored.json()) as { digest: string; bytes: number };
+    assert.equal(output.bytes, 4096);
+    // A builder retrying after a lost answer gets the same answer, and nothing changes.
+    const again = await putOutput(first);
+    assert.equal(again.status, 200);
+    assert.deepEqual(await again.json(), output);
+    // The build's commands hold the credential too: a second output (or three, as the attack sent) is refused.
+    for (let i = 0; i < 3; i++) {
+      const other = await putOutput(randomBytes(4096));
+      assert.equal(other.status, 409);
+      assert.match(((await other.json()) as { error: string }).error, /has stored its output .* already: a build sends one output/);
+    }
+    const b = (await custom.getNamespacedCustomObject({ group, version, namespace: ns.name, plural: pluralOf('Build'), name: id })) as k8s.KubernetesObject;
+    assert.deepEqual(JSON.parse(b.metadata!.annotations![buildAnnotations.output]!), output);
   });
 
   it('refuses a push event over 1 MiB with a 413 (not a reset connection), then answers the next requests: unsigned, forged', async () => {

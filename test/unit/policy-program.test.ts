@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type * as k8s from '@kubernetes/client-node';
-import { buildProgram, ipsetRestoreInput, iptablesRestoreInput, matches, type Observed } from '../../policy-agent/program.js';
+import { buildProgram, ipsetRestoreInput, iptablesRestoreInput, matches, stages, type IpSet, type Isolation, type Observed, type Program } from '../../policy-agent/program.js';
 
 const pod = (ns: string, name: string, ip: string, labels: Record<string, string> = {}, extra: Partial<k8s.V1PodSpec> = {}, phase = 'Running'): k8s.V1Pod => ({
   metadata: { namespace: ns, name, labels },
@@ -96,5 +96,43 @@ describe('policy agent program', () => {
     const ips = ipsetRestoreInput(p);
     assert.match(ips, /create svc-isolated-in hash:ip family inet -exist\ncreate svc-isolated-in-next hash:ip family inet -exist\nflush svc-isolated-in-next\nadd svc-isolated-in-next 10\.244\.0\.2\nswap svc-isolated-in-next svc-isolated-in\ndestroy svc-isolated-in-next/);
     for (const s of p.sets) assert.ok(`${s.name.slice(0, 26)}-next`.length <= 31, s.name);
+  });
+
+  it('never isolates a pod while the rules of the policy selecting it are missing, on the way in or out', () => {
+    const y = pod('b', 'y', '10.244.1.2', { build: 'b1' });
+    const open: Observed = { namespaces: [nsOf('b')], pods: [y], policies: [] };
+    const guarded: Observed = { ...open, policies: [policy('b', 'builds', { podSelector: { matchLabels: { build: 'b1' } }, policyTypes: ['Ingress', 'Egress'], egress: [{ to: [{ ipBlock: { cidr: '10.244.1.1/32' } }] }] })] };
+    const isolationOf = (p: Program): Isolation => ({ 'svc-isolated-in': p.sets.find((s) => s.name === 'svc-isolated-in')!.entries, 'svc-isolated-out': p.sets.find((s) => s.name === 'svc-isolated-out')!.entries });
+    // Every pod an isolation set holds is in a selector set that a jump of the rules names.
+    const covered = (sets: Map<string, IpSet>, rules: string[]) => {
+      for (const [iso, dir] of [['svc-isolated-in', 'IN'], ['svc-isolated-out', 'OUT']] as const) {
+        for (const ip of sets.get(iso)?.entries ?? []) {
+          const ok = rules.some((r) => {
+            const m = new RegExp(`^-A SVC-POLICY-${dir} -m set --match-set (\\S+) \\S+ -j `).exec(r);
+            return m && sets.get(m[1]!)?.entries.includes(ip);
+          });
+          assert.ok(ok, `${ip} is in ${iso} with no rule for it`);
+        }
+      }
+    };
+    for (const [from, to] of [[open, guarded], [guarded, open]] as const) {
+      const before = buildProgram(from);
+      const after = buildProgram(to);
+      const staged = stages(after, isolationOf(before));
+      const kernel = new Map(before.sets.map((s) => [s.name, s]));
+      let rules = before.rules;
+      covered(kernel, rules);
+      for (const s of staged.sets) kernel.set(s.name, s);
+      covered(kernel, rules);
+      rules = after.rules;
+      covered(kernel, rules);
+      for (const s of staged.isolate) kernel.set(s.name, s);
+      covered(kernel, rules);
+      assert.deepEqual(kernel.get('svc-isolated-out')!.entries, to === guarded ? ['10.244.1.2'] : []);
+    }
+    // Loading every set before the rules, as the agent did, isolates the pod with no rule for it.
+    const kernel = new Map(buildProgram(open).sets.map((s) => [s.name, s]));
+    for (const s of buildProgram(guarded).sets) kernel.set(s.name, s);
+    assert.throws(() => covered(kernel, buildProgram(open).rules), /no rule for it/);
   });
 });
