@@ -48,7 +48,8 @@ export class DatabaseRepository {
       const { namespace, name } = db.metadata as { namespace: string; name: string };
       if ((db.spec.provider ?? 'pods') !== 'pods') continue;
       await this.ensureReplicationKey(namespace, name).catch((err: unknown) => {
-        if (kubeStatus(err) !== 404) this.log.warn({ err, namespace, database: name }, 'Could not add a replication password to the database\'s credentials');
+        // No Secret (yet), or a namespace that is no account's (the API holds Secrets only there).
+        if (![403, 404].includes(kubeStatus(err) ?? 0)) this.log.warn({ err, namespace, database: name }, 'Could not add a replication password to the database\'s credentials');
       });
     }
   }
