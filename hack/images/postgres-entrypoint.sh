@@ -113,8 +113,9 @@ start_local() {
 }
 stop_local() { "$bin/pg_ctl" --pgdata="$1" --wait --silent --mode=fast stop 2>/dev/null || true; }
 
-# A data directory made before the roles: the tenant is its bootstrap superuser, which PostgreSQL
-# cannot take SUPERUSER from. Its databases are dumped (as that superuser, over the pod's socket)
+# A data directory made before the roles: the tenant is its bootstrap superuser, which cannot be
+# demoted (PostgreSQL 16 refuses; 15 lets it go but leaves it owning the system catalogs) nor
+# renamed. Its databases are dumped (as that superuser, over the pod's socket)
 # and restored as the tenant into a new cluster made the way above, which then takes its place.
 # Objects only a superuser may make (an untrusted extension) fail the conversion: the server then
 # starts as it was, and says so.
