@@ -7,14 +7,17 @@
 // no server files, no untrusted extensions; a trusted one works), its passwords are not the
 // parent's, it reaches neither the parent's server nor (through its branch's server) a way back;
 // the parent's rows are untouched. The same for a preview made by a pushed branch, and for a
-// database restored from a backup (whose dump is loaded as the tenant). And a credentials Secret
-// written before replication passwords gets one when the API starts.
+// database restored from a backup (whose dump is loaded as the tenant). A server made before all
+// this (its tenant the bootstrap superuser) is converted on its first start on the new image; a
+// credentials Secret written before replication passwords gets one when the API starts.
 import assert from 'node:assert/strict';
 import { createHmac, randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { DatabaseRepository } from '../../api/repositories/databases.js';
-import { databaseObjects, replicationKey } from '../../lib/databases.js';
+import { dataClaim, serverPod } from '../../controllers/database/desired.js';
+import { credentialKeys, databaseObjects, replicationKey } from '../../lib/databases.js';
+import type { Database } from '../../lib/resources/index.js';
 import { mergePatch } from '../../lib/kube/client.js';
 import { createLogger } from '../../lib/logger.js';
 import { expectJson, startTestApi, type TestApi } from '../support/api.js';
@@ -56,6 +59,18 @@ module.exports = async function handler(req, ctx) {
 };
 `;
 const tree = { 'api/[op].cjs': attacker };
+
+/** How a server was made before its tenant stopped being a superuser (the entrypoint of then), with a row. */
+const legacyServer = `set -e
+B=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+mkdir -p "$PGDATA" && chmod 0700 "$PGDATA"
+printf '%s' "$PGPASSWORD" >/tmp/pw
+"$B/initdb" --pgdata="$PGDATA" --username="$PGUSER" --pwfile=/tmp/pw --auth=scram-sha-256 --encoding=UTF8 --locale=C.UTF-8 >/dev/null
+echo "CREATE DATABASE \\"$PGDATABASE\\" OWNER \\"$PGUSER\\"" | "$B/postgres" --single -D "$PGDATA" -j postgres >/dev/null 2>&1
+"$B/pg_ctl" --pgdata="$PGDATA" --wait --silent --log=/tmp/server.log -o "-c listen_addresses='' -c unix_socket_directories=/tmp" start
+psql -qAt -h /tmp -v ON_ERROR_STOP=1 -c "create table notes (v text)" -c "insert into notes values ('made before')" -c "select rolsuper from pg_roles where rolname = current_user"
+"$B/pg_ctl" --pgdata="$PGDATA" --wait --silent --mode=fast stop
+`;
 
 type Answer = { rows?: Array<Record<string, unknown>>; error?: string };
 
@@ -238,5 +253,40 @@ describe('a preview\'s branch is another database (issue 30 finding 2)', { timeo
       await starting.stop();
     }
     await json(await api.request('DELETE', '/api/databases/restored'), 204);
+  });
+
+  it('converts a server made before (its tenant the bootstrap superuser) on its first start on the new image: its rows kept, its role no superuser', async () => {
+    // Its volume and credentials as the entrypoint of then left them.
+    const db = { apiVersion: 'svc.dev/v1alpha1', kind: 'Database', metadata: { name: 'legacy', namespace: ns, uid: 'none' }, spec: { storageBytes: 64 << 20 } } as Database;
+    const settings = { image: images.postgres, storageClass: undefined, defaultBytes: 64 << 20, platformCidrs: [] };
+    const o = databaseObjects('legacy');
+    await api.kube.core.createNamespacedSecret({ namespace: ns, body: { metadata: { name: o.secret }, stringData: { [credentialKeys.username]: 'app', [credentialKeys.password]: randomUUID().replaceAll('-', ''), [credentialKeys.database]: 'legacy' } } });
+    const claim = dataClaim(db, settings);
+    await api.kube.core.createNamespacedPersistentVolumeClaim({ namespace: ns, body: { ...claim, metadata: { ...claim.metadata, ownerReferences: undefined } } });
+    const server = serverPod(db, settings);
+    const maker: k8s.V1Pod = {
+      ...server,
+      metadata: { name: 'legacy-maker', namespace: ns },
+      spec: { ...server.spec!, restartPolicy: 'Never', containers: server.spec!.containers.map((c) => ({ ...c, name: 'maker', command: ['bash', '-c', legacyServer], args: [], readinessProbe: undefined, ports: undefined })) },
+    };
+    await api.kube.core.createNamespacedPod({ namespace: ns, body: maker });
+    await eventually('the server of then made', async () => {
+      const phase = (await api.kube.core.readNamespacedPod({ namespace: ns, name: 'legacy-maker' })).status?.phase;
+      if (phase === 'Failed') throw new Error(await kubectl('logs', '-n', ns, 'legacy-maker'));
+      return phase === 'Succeeded';
+    }, { timeoutMs: 120_000, intervalMs: 500 });
+    assert.equal((await kubectl('logs', '-n', ns, 'legacy-maker')).trim(), 't', 'its tenant was the superuser');
+    await api.kube.core.deleteNamespacedPod({ namespace: ns, name: 'legacy-maker', gracePeriodSeconds: 0 });
+
+    // The Database made again on it (as after a Retain): the API keeps the credentials, the server converts.
+    await json(await api.request('POST', '/api/databases', { body: { name: 'legacy', storage_bytes: 64 << 20 } }), 201);
+    await ready('legacy');
+    const psql = (q: string) => inServer('legacy', `psql -h /tmp -Atc "${q}" 2>&1`);
+    assert.equal((await psql('select rolsuper from pg_roles where rolname = current_user')).out, 'f');
+    assert.equal((await psql('select v from notes')).out, 'made before');
+    assert.equal((await psql('select rolname from pg_roles where oid = 10')).out, 'svc_admin');
+    assert.match((await psql("COPY (SELECT 1) TO PROGRAM 'id'")).out, /pg_execute_server_program/);
+    assert.match(await kubectl('logs', '-n', ns, o.pod, '-c', 'postgres'), /svc-postgres: converted in \d+ ms/);
+    await json(await api.request('DELETE', '/api/databases/legacy'), 204);
   });
 });
