@@ -17,6 +17,7 @@ export const errorRegistry = {
   unsupported_media_type: { status: 415, description: 'A JSON write was sent without Content-Type: application/json.' },
   rate_limited: { status: 429, description: "The token's request rate is over the limit; Retry-After says when to try again." },
   internal: { status: 500, description: 'Something failed on our side; the message carries no internals, the request id finds the log line.' },
+  bad_gateway: { status: 502, description: "What runs in the tenant's pod (a sandbox's agent) answered outside its bounds or its shape; the message says how. Nothing of the answer is kept." },
   not_implemented: { status: 501, description: 'The operation belongs to a capability that is not built yet (docs/api/not-implemented.md).' },
   unavailable: { status: 503, description: 'A dependency (database, cluster) is unavailable; retry later.' },
 } as const;

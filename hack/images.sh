@@ -183,10 +183,21 @@ record SVC_RUNTIME_IMAGE svc/runtime "$tag"
 debian_layer sandbox "python3,ruby,php-cli"
 image sandbox-base "$DEBIAN_TAG" "" "$path_env" -- "$LAYERS/sandbox-$DEBIAN_TAG.tar"
 sandbox_base_ref=$BUILT_REF sandbox_base_tag=$DEBIAN_TAG
-tag="$(short "$sandbox_base_tag" "$node_key" "$deps_key" "$code_key")"
+# The agent runs on its own copy of node that its user may execute but not read: the kernel makes
+# a process of such a file non-dumpable, so the tenant's code, the same uid, can neither read the
+# agent's memory or environment (/proc/<agent>/mem, environ) nor ptrace it; --disable-sigusr1 keeps
+# its inspector shut (docs/decisions/0016-sandboxes.md).
+agent_node_key=$(short "$RECIPE" "$node_key" agent-node-0111)
+if [ ! -f "$LAYERS/agent-node-$agent_node_key.tar" ]; then
+  d=$(mktemp -d)
+  install -D -m 0111 "$NODE_BIN/node" "$d/usr/local/lib/svc/agent-node"
+  tar_dir "$d" "$LAYERS/agent-node-$agent_node_key.tar"; rm -rf "$d"
+fi
+tag="$(short "$sandbox_base_tag" "$node_key" "$agent_node_key" "$deps_key" "$code_key")"
 image svc/sandbox "$tag" "$sandbox_base_ref" --clear=config.cmd --config.workingdir /home/app --config.user 1000:1000 \
-  --config.entrypoint node --config.entrypoint /app/dist/sandbox-agent/main.js "$path_env" --config.env NODE_ENV=production -- \
-  "$LAYERS/node-$node_key.tar" "$LAYERS/deps-$deps_key.tar" "$LAYERS/code-$code_key.tar"
+  --config.entrypoint=/usr/local/lib/svc/agent-node --config.entrypoint=--disable-sigusr1 --config.entrypoint=/app/dist/sandbox-agent/main.js \
+  "$path_env" --config.env NODE_ENV=production -- \
+  "$LAYERS/node-$node_key.tar" "$LAYERS/agent-node-$agent_node_key.tar" "$LAYERS/deps-$deps_key.tar" "$LAYERS/code-$code_key.tar"
 record SVC_SANDBOX_IMAGE svc/sandbox "$tag"
 
 # Databases (controllers/database/): Debian's PostgreSQL server and an entrypoint that initializes

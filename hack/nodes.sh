@@ -74,7 +74,7 @@ setup_network() {
 }
 
 # The host's firewall for pods, before any policy: a pod reaches the host only on the machine ports
-# (MACHINE_PORTS: the API's machine listener), and nothing outside the pod network at all (Services
+# of the nodes' gateways (MACHINE_PORTS: the API's machine listener), and nothing outside the pod network at all (Services
 # are translated to pod addresses before this). Rejected, not dropped: a refused connection fails
 # at once instead of hanging a tenant's request until its timeout.
 host_firewall() {
@@ -82,9 +82,14 @@ host_firewall() {
   for chain in SVC-PODS-INPUT SVC-PODS-FORWARD; do iptables -w -N "$chain" 2>/dev/null || iptables -w -F "$chain"; done
   # NetworkPolicy (policy-agent fills SVC-POLICY; until it runs, the chain is empty and admits).
   iptables -w -N SVC-POLICY 2>/dev/null || true
+  # The machine ports only on the nodes' gateways (where pods are told the listener is), never on the
+  # host's other addresses: a sandbox with its network on, whose policy excepts the gateways, reached
+  # the listener on the host's own address (issue 30).
+  local gateways="" i
+  for i in "${!NODES[@]}"; do gateways+="${gateways:+,}$(node_gateway "$i")"; done
   iptables -w -A SVC-PODS-INPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT
-  iptables -w -A SVC-PODS-INPUT -p tcp -m multiport --dports "$ports" -j SVC-POLICY
-  iptables -w -A SVC-PODS-INPUT -p tcp -m multiport --dports "$ports" -j ACCEPT
+  iptables -w -A SVC-PODS-INPUT -p tcp -d "$gateways" -m multiport --dports "$ports" -j SVC-POLICY
+  iptables -w -A SVC-PODS-INPUT -p tcp -d "$gateways" -m multiport --dports "$ports" -j ACCEPT
   # The apiserver, only as the `kubernetes` Service (what in-cluster clients use), and only for pods
   # whose egress policy admits it: tenants' machines and builds are not admitted; a sandbox with its
   # network on is, as on any cluster, and meets the apiserver's authentication like anyone.

@@ -69,6 +69,8 @@ export const annotations = {
    * the node's, not the volume's).
    */
   usedBytes: 'svc.dev/used-bytes',
+  /** On a Sandbox: when the API last saw it used, and until when an exec may still run (lib/sandbox/activity.ts). */
+  activity: 'svc.dev/activity',
 } as const;
 
 /** Field managers and `managed-by` values: who wrote an object. */

@@ -11,6 +11,7 @@ import { agentPort, sandboxHome } from '../lib/sandbox/exec.js';
 import { installed, runtimeCatalogue, versionOf, type InstalledRuntime } from '../lib/sandbox/runtimes.js';
 import { readOomKills } from './exec.js';
 import { Agent } from './server.js';
+import { dumpable, inSandboxPod, killStrays } from './strays.js';
 
 const token = process.env.SVC_SANDBOX_TOKEN;
 if (!token) {
@@ -19,16 +20,29 @@ if (!token) {
 }
 // Tenant code runs with an environment of its own: the token does not go to it.
 delete process.env.SVC_SANDBOX_TOKEN;
+// Tenant code runs as this process's uid: were it dumpable, it could read the token from
+// /proc/<agent>/environ, its memory, or attach to it (issue 30). The image makes it not so.
+const inPod = await inSandboxPod();
+if (inPod && (await dumpable())) {
+  console.error('sandbox-agent: this process is dumpable, so the code it runs could read and change it; run it on the image\'s execute-only node (hack/images.sh)');
+  process.exit(1);
+}
+/** Processes the agent runs for itself (the runtime probes): never taken for strays. */
+const spared = new Set<number>();
 
 /** Each runtime of the catalogue whose version probe answers is installed. */
 async function probe(): Promise<InstalledRuntime[]> {
   const run = promisify(execFile);
   const found = await Promise.all(
     runtimeCatalogue.map(async (def) => {
-      const out = await run(def.version[0]!, def.version.slice(1), { timeout: 10_000 }).then(
+      const running = run(def.version[0]!, def.version.slice(1), { timeout: 10_000 });
+      const pid = running.child.pid;
+      if (pid) spared.add(pid);
+      const out = await running.then(
         (r) => `${r.stdout}${r.stderr}`,
         () => undefined,
       );
+      if (pid) spared.delete(pid);
       const version = out === undefined ? undefined : versionOf(out);
       return version ? installed(def, version) : undefined;
     }),
@@ -44,6 +58,7 @@ const agent = new Agent({
   env: { home: process.env.SVC_SANDBOX_HOME ?? sandboxHome, tmp: '/tmp', path: '/usr/local/bin:/usr/bin:/bin', oomKills: readOomKills },
   runtimes: () => (runtimes ??= probe()),
   maxRunning: Number(process.env.SVC_SANDBOX_MAX_EXECS ?? 16),
+  endStrays: inPod ? async () => void (await killStrays({ pid: process.pid, uid: process.getuid!() }, spared)) : undefined,
 });
 const port = Number(process.env.SVC_SANDBOX_PORT ?? agentPort);
 await agent.listen(port);

@@ -26,6 +26,11 @@ export interface AgentOptions {
   runtimes: () => Promise<InstalledRuntime[]>;
   /** Execs at once; more are refused with 429. */
   maxRunning: number;
+  /**
+   * Ends what execs left running once none runs (strays.ts), sparing these processes (the
+   * agent's own helpers). Only in a sandbox pod: elsewhere it would end the user's other processes.
+   */
+  endStrays?: (() => Promise<void>) | undefined;
 }
 
 const maxExecBody = 64 * 1024 * 1024;
@@ -34,6 +39,8 @@ export class Agent {
   /** Until set, /healthz answers 503: the kubelet marks the pod ready only once the agent is warm. */
   warm = false;
   private running = 0;
+  /** Ending what the last exec left behind (strays.ts); the next exec waits for it. */
+  private cleaning: Promise<void> = Promise.resolve();
   private lastActivity = new Date();
   readonly startedAt = new Date();
 
@@ -95,6 +102,8 @@ export class Agent {
     if (this.running >= this.opts.maxRunning) return send(res, 429, { error: `${this.running} execs are running in this sandbox already (at most ${this.opts.maxRunning} at once)` });
     this.running += 1;
     this.touch();
+    // What the last exec left behind is ended before anything of this one starts.
+    await this.cleaning;
     try {
       if (!stream) {
         const result = await runExec(parsed, this.opts.env);
@@ -109,6 +118,7 @@ export class Agent {
     } finally {
       this.running -= 1;
       this.touch();
+      if (this.running === 0 && this.opts.endStrays) this.cleaning = this.opts.endStrays().catch(() => undefined);
     }
   }
 

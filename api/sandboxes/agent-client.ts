@@ -1,11 +1,14 @@
 // The API's side of the sandbox agent (sandbox-agent/server.ts): execs, streams and files, over
 // HTTP/1.1 to the pod's address with keep-alive connections (a warm exec costs no TCP handshake),
 // authenticated with the pod's derived token. The agent's refusals become the API's errors here;
-// nothing of the agent's internals is passed on except its message.
+// nothing of the agent's internals is passed on except its message. Everything the agent answers
+// is the tenant's to forge (agent-replies.ts): bounded, checked and held to the request's caps
+// before anything is kept, and each request has a deadline, however slowly the agent answers.
 import http from 'node:http';
 import type { Readable } from 'node:stream';
 import { agentToken, type AgentExecRequest, type ExecResult } from '../../lib/sandbox/exec.js';
 import { ApiError, type ErrorCode } from '../errors.js';
+import { AgentReplyError, boundedExecStream, checkExecResult, execReplyBytes, readBounded, smallReplyBytes } from './agent-replies.js';
 
 /** Where one sandbox's agent is: its pod's address and name (which its token derives from). */
 export interface AgentTarget {
@@ -18,8 +21,15 @@ const byStatus: Record<number, ErrorCode> = { 400: 'invalid_request', 404: 'not_
 export class AgentClient {
   private readonly pool = new http.Agent({ keepAlive: true, keepAliveMsecs: 10_000, maxSockets: 64, maxFreeSockets: 16, timeout: 60_000 });
 
+  private readonly execGraceMs: number;
+
   /** Without a key (no artifact key configured) no sandbox can be reached: 503. */
-  constructor(private readonly key: Buffer | undefined) {}
+  constructor(
+    private readonly key: Buffer | undefined,
+    opts: { execGraceMs?: number } = {},
+  ) {
+    this.execGraceMs = opts.execGraceMs ?? execGraceMs;
+  }
 
   close(): void {
     this.pool.destroy();
@@ -27,19 +37,38 @@ export class AgentClient {
 
   /** Runs an exec and answers its result (JSON). */
   async exec(target: AgentTarget, req: AgentExecRequest): Promise<ExecResult> {
-    const res = await this.request(target, 'POST', '/exec', { body: JSON.stringify(req), type: 'application/json', timeoutMs: req.timeoutMs + 30_000 });
-    return (await readJson(res)) as ExecResult;
+    const res = await this.request(target, 'POST', '/exec', { body: JSON.stringify(req), type: 'application/json', timeoutMs: req.timeoutMs + this.execGraceMs });
+    const body = await bounded(res, execReplyBytes(req.maxOutputBytes));
+    try {
+      return checkExecResult(body, req.maxOutputBytes);
+    } catch (err) {
+      if (err instanceof AgentReplyError) throw new ApiError('bad_gateway', err.message);
+      throw err;
+    }
   }
 
-  /** Runs an exec and answers its NDJSON stream (output lines, then the exit line) as it comes. */
+  /** Runs an exec and answers its NDJSON stream (output lines, then the exit line) as it comes, re-made within bounds. */
   async execStream(target: AgentTarget, req: AgentExecRequest): Promise<Readable> {
-    return this.request(target, 'POST', '/exec?stream=1', { body: JSON.stringify(req), type: 'application/json', timeoutMs: req.timeoutMs + 30_000 });
+    const res = await this.request(target, 'POST', '/exec?stream=1', { body: JSON.stringify(req), type: 'application/json', timeoutMs: req.timeoutMs + this.execGraceMs });
+    const out = boundedExecStream(req.maxOutputBytes, () => res.destroy());
+    // A connection cut mid-stream (at the deadline, or here for breaking its bounds) ends the
+    // stream; flushing adds an exit line saying so where the agent sent none.
+    res.once('error', () => undefined);
+    res.once('close', () => {
+      if (!out.writableEnded) out.end();
+    });
+    out.once('close', () => res.destroy());
+    return res.pipe(out);
   }
 
   /** Streams `body` into the file at `path` in the sandbox. */
   async upload(target: AgentTarget, path: string, body: Readable, length: number | undefined): Promise<{ path: string; size: number }> {
     const res = await this.request(target, 'PUT', `/files?path=${encodeURIComponent(path)}`, { body, type: 'application/octet-stream', length, timeoutMs: 600_000 });
-    return (await readJson(res)) as { path: string; size: number };
+    const answer = parse(await bounded(res, smallReplyBytes)) as { path?: unknown; size?: unknown };
+    if (typeof answer.path !== 'string' || answer.path.length > 4096 || typeof answer.size !== 'number' || !Number.isSafeInteger(answer.size) || answer.size < 0) {
+      throw new ApiError('bad_gateway', 'the sandbox agent answered an upload of the wrong shape');
+    }
+    return { path: answer.path, size: answer.size };
   }
 
   /** The file at `path` in the sandbox, streamed, with its size. */
@@ -63,11 +92,20 @@ export class AgentClient {
     else if (opts.length !== undefined) headers['content-length'] = opts.length;
     return new Promise((resolve, reject) => {
       const req = http.request({ host, port, method, path, headers, agent: this.pool, timeout: opts.timeoutMs }, (res) => {
+        // The deadline holds for the whole answer, not only its head: an agent dripping a byte a
+        // minute is cut when it passes.
+        answered = true;
+        res.once('close', () => clearTimeout(deadline));
         if ((res.statusCode ?? 500) < 400) return resolve(res);
-        readJson(res, true).then(
-          (body) => reject(agentError(res.statusCode ?? 500, (body as { error?: string }).error)),
+        bounded(res, smallReplyBytes).then(
+          (body) => reject(agentError(res.statusCode ?? 500, errorOf(body))),
           () => reject(agentError(res.statusCode ?? 500, undefined)),
         );
+      });
+      let answered = false;
+      const deadline = setTimeout(() => req.destroy(new Error(`the sandbox agent did not finish within ${Math.round(opts.timeoutMs / 1000)} s`)), opts.timeoutMs);
+      req.once('close', () => {
+        if (!answered) clearTimeout(deadline);
       });
       req.once('timeout', () => req.destroy(new Error('the sandbox agent did not answer in time')));
       req.once('error', (err) => reject(new ApiError('unavailable', `the sandbox did not answer (${err.message}); it may have just ended`, { 'Retry-After': '1' })));
@@ -92,16 +130,34 @@ function splitAddress(address: string): [string, number] {
   return [address.slice(0, i).replace(/^\[|\]$/g, ''), Number(address.slice(i + 1))];
 }
 
-async function readJson(res: http.IncomingMessage, lenient = false): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of res as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    // An error answer is short; an exec result is at most twice the output cap plus a little.
-    if (size > 256 * 1024 * 1024) throw new Error('the sandbox answered too much');
-    chunks.push(chunk);
+/** After an exec's own timeout, how long the agent has to answer its end. */
+const execGraceMs = 10_000;
+
+/** A whole answer within `limit`; breaking it (or the connection) is a 502 naming what the agent did. */
+async function bounded(res: http.IncomingMessage, limit: number): Promise<Buffer> {
+  try {
+    return await readBounded(res, limit);
+  } catch (err) {
+    throw new ApiError('bad_gateway', err instanceof AgentReplyError ? err.message : `the sandbox agent's answer broke off (${err instanceof Error ? err.message : String(err)})`);
   }
-  const text = Buffer.concat(chunks).toString('utf8');
-  if (lenient && !text.startsWith('{')) return { error: text || undefined };
-  return JSON.parse(text) as unknown;
+}
+
+function parse(body: Buffer): unknown {
+  try {
+    return JSON.parse(body.toString('utf8')) as unknown;
+  } catch {
+    throw new ApiError('bad_gateway', 'the sandbox agent answered something that is not JSON');
+  }
+}
+
+/** The message of an error answer, if it has one that reads as a message. */
+function errorOf(body: Buffer): string | undefined {
+  const text = body.toString('utf8');
+  let said: unknown = text;
+  try {
+    said = (JSON.parse(text) as { error?: unknown }).error;
+  } catch {
+    // a plain-text answer: its text
+  }
+  return typeof said === 'string' && said ? said.slice(0, 1000) : undefined;
 }

@@ -4,7 +4,7 @@
 // and the watch events that follow, never a poll.
 import { randomBytes } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
-import { group, labels, managers, pluralOf, version } from '../../lib/contract.js';
+import { annotations, group, labels, managers, pluralOf, version } from '../../lib/contract.js';
 import { kubeStatus, mergePatch } from '../../lib/kube/client.js';
 import { createCustomObject, customInformer } from '../../lib/kube/custom-informer.js';
 import { untilCached } from '../../lib/kube/until-cached.js';
@@ -70,6 +70,16 @@ export class SandboxRepository {
       await this.custom.patchNamespacedCustomObject({ group, version, namespace, plural, name, body: { spec: { stopped: true } } }, mergePatch);
     } catch (err) {
       if (kubeStatus(err) === 404) return; // gone already: nothing left to stop
+      throw err;
+    }
+  }
+
+  /** Writes what the API saw of the sandbox's use (lib/sandbox/activity.ts); nothing when it is gone. */
+  async recordActivity(namespace: string, name: string, value: string): Promise<void> {
+    try {
+      await this.custom.patchNamespacedCustomObject({ group, version, namespace, plural, name, body: { metadata: { annotations: { [annotations.activity]: value } } } }, mergePatch);
+    } catch (err) {
+      if (kubeStatus(err) === 404) return;
       throw err;
     }
   }

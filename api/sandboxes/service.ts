@@ -13,6 +13,7 @@ import type { AgentExecRequest, ExecResult } from '../../lib/sandbox/exec.js';
 import { overLimits, resourcesOf, type SandboxResources } from '../../lib/sandbox/limits.js';
 import { ApiError, conflict, invalid, notFound } from '../errors.js';
 import { RateLimiter } from '../middleware/rate-limit.js';
+import { SandboxUse } from './activity.js';
 import { AgentClient, type AgentTarget } from './agent-client.js';
 import { isOpen, type SandboxRepository } from './repository.js';
 import type { RuntimeList } from './runtimes.js';
@@ -48,11 +49,18 @@ export interface ExecInput {
 export type ExecAnswer = ExecResult & { sandbox: string; launch: 'warm' | 'cold' | null };
 
 export const defaultExecTimeoutSeconds = 60;
+/** Execs running at once in one sandbox, held by the API (the agent's own limit is the tenant's to lift). */
+export const maxExecsPerSandbox = 16;
+/** How long a file transfer may run. */
+const transferMs = 600_000;
+/** After an exec's timeout, how long its end may take to come back. */
+const execGraceMs = 15_000;
 /** A sandbox not served by then answers as it is (Pending); the controllers give up at 120 s. */
 export const defaultOpenWaitMs = 60_000;
 
 export class SandboxService {
   private readonly agents: AgentClient;
+  private readonly use: SandboxUse;
   private readonly execRate: RateLimiter;
   /** Opens under way per namespace, counted with the open ones against the account's limit. */
   private readonly opening = new Map<string, number>();
@@ -66,12 +74,14 @@ export class SandboxService {
     private readonly log: Logger,
   ) {
     this.agents = new AgentClient(agentKey);
+    this.use = new SandboxUse((ns, name, value) => repo.recordActivity(ns, name, value), maxExecsPerSandbox, log);
     const perMinute = limits.execPerMinute;
     this.execRate = new RateLimiter(perMinute / 60, perMinute, () => Date.now(), () => `exec rate exceeded: ${perMinute} execs per minute per account`);
   }
 
   close(): void {
     this.agents.close();
+    this.use.close();
   }
 
   list(account: Account, all: boolean): Sandbox[] {
@@ -167,28 +177,66 @@ export class SandboxService {
     const s = this.get(account, id);
     const target = this.target(s);
     this.takeExec(account);
-    return { ...(await this.agents.exec(target, this.agentRequest(s, input))), sandbox: s.metadata.name!, launch: s.status?.launch ?? null };
+    return { ...(await this.runExec(s, target, this.agentRequest(s, input))), sandbox: s.metadata.name!, launch: s.status?.launch ?? null };
   }
 
   async execStream(account: Account, id: string, input: ExecInput): Promise<Readable> {
     const s = this.get(account, id);
     const target = this.target(s);
     this.takeExec(account);
-    return this.agents.execStream(target, this.agentRequest(s, input));
+    return this.streamExec(s, target, this.agentRequest(s, input));
   }
 
-  async upload(account: Account, id: string, path: string, body: Readable, length: number | undefined): Promise<{ path: string; size: number }> {
+  /** An exec, counted as the sandbox's use (and against its limit of execs at once) while it runs. */
+  private async runExec(s: Sandbox, target: AgentTarget, req: AgentExecRequest): Promise<ExecResult> {
+    const end = this.use.begin(s, req.timeoutMs + execGraceMs);
     try {
-      return await this.agents.upload(this.target(this.get(account, id)), path, body, length);
+      return await this.agents.exec(target, req);
+    } finally {
+      end();
+    }
+  }
+
+  private async streamExec(s: Sandbox, target: AgentTarget, req: AgentExecRequest): Promise<Readable> {
+    const end = this.use.begin(s, req.timeoutMs + execGraceMs);
+    try {
+      const out = await this.agents.execStream(target, req);
+      out.once('close', end);
+      return out;
     } catch (err) {
-      // The client may still be sending: it gets this answer, not a reset (lib/drain.ts).
-      await drain(body);
+      end();
       throw err;
     }
   }
 
+  async upload(account: Account, id: string, path: string, body: Readable, length: number | undefined): Promise<{ path: string; size: number }> {
+    let end: (() => void) | undefined;
+    try {
+      const s = this.get(account, id);
+      const target = this.target(s);
+      end = this.use.begin(s, transferMs, false);
+      return await this.agents.upload(target, path, body, length);
+    } catch (err) {
+      // The client may still be sending: it gets this answer, not a reset (lib/drain.ts).
+      await drain(body);
+      throw err;
+    } finally {
+      end?.();
+    }
+  }
+
   async download(account: Account, id: string, path: string): Promise<{ stream: Readable; size: number | undefined }> {
-    return this.agents.download(this.target(this.get(account, id)), path);
+    const s = this.get(account, id);
+    const target = this.target(s);
+    const end = this.use.begin(s, transferMs, false);
+    try {
+      const got = await this.agents.download(target, path);
+      got.stream.once('close', end);
+      return got;
+    } catch (err) {
+      end();
+      throw err;
+    }
   }
 
   /**
@@ -211,11 +259,11 @@ export class SandboxService {
       const target = this.target(s);
       const req = this.agentRequest(s, input, code);
       if (stream) {
-        const out = await this.agents.execStream(target, req);
+        const out = await this.streamExec(s, target, req);
         out.once('close', done);
         return out;
       }
-      const result = await this.agents.exec(target, req);
+      const result = await this.runExec(s, target, req);
       done();
       return { ...result, sandbox: s.metadata.name!, launch: s.status?.launch ?? null };
     } catch (err) {

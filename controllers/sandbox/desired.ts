@@ -13,6 +13,7 @@ import { annotations, labels } from '../../lib/contract.js';
 import { agentPort } from '../../lib/sandbox/exec.js';
 import { defaultResources, resourcesOf, sameResources } from '../../lib/sandbox/limits.js';
 import type { Sandbox, SandboxStatus } from '../../lib/resources/index.js';
+import { activityAnnotation, parseActivity } from '../../lib/sandbox/activity.js';
 import { podBroken, podReady } from './pod.js';
 
 export interface SandboxTiming {
@@ -28,8 +29,6 @@ export interface SandboxObserved {
   pod: k8s.V1Pod | undefined;
   /** Unclaimed pool members of the default template, ready ones and ones still starting. */
   free: { ready: readonly k8s.V1Pod[]; starting: readonly k8s.V1Pod[] };
-  /** What the agent said of its last activity, when it was asked (plan asked for it). */
-  activity?: { at: Date; running: number } | undefined;
   now: Date;
 }
 
@@ -44,8 +43,6 @@ export type Phase = NonNullable<SandboxStatus['phase']>;
 export interface SandboxPlan {
   action?: SandboxAction;
   status: SandboxStatus;
-  /** The idle deadline passed by what the controller knows: ask the agent before ending it. */
-  askAgent?: boolean;
   requeueMs?: number;
 }
 
@@ -124,14 +121,15 @@ export function planSandbox(o: SandboxObserved, t: SandboxTiming): SandboxPlan {
     }
     return { status: { ...placed, phase: 'Pending', reason: 'Starting', message: `pod ${pod.metadata!.name} is starting` }, requeueMs: deadline - now.getTime() };
   }
+  // Idle by what the platform saw (the API's record of execs and transfers), never by what the
+  // agent in the sandbox says: that is the tenant's to forge. While an exec may still run (its
+  // deadline, busyUntil), the sandbox is not idle.
   const readyAt = ms(prev.readyAt) ?? now.getTime();
-  const known = Math.max(readyAt, ms(prev.lastActivityAt) ?? 0);
-  const lastActivity = o.activity ? Math.max(known, o.activity.running > 0 ? now.getTime() : o.activity.at.getTime()) : known;
-  const idleAt = lastActivity + idleMs;
-  if (now.getTime() >= idleAt) {
-    if (!o.activity) return { status: prev, askAgent: true };
-    return end('Ended', 'IdleTimeout', `no exec for ${s.spec.idleTimeoutSeconds ?? 300} s`);
-  }
+  const seen = parseActivity(s.metadata?.annotations?.[activityAnnotation]);
+  const usedUntil = Math.max(readyAt, ms(prev.lastActivityAt) ?? 0, seen?.at.getTime() ?? 0, seen?.busyUntil?.getTime() ?? 0);
+  const lastActivity = Math.min(usedUntil, now.getTime());
+  const idleAt = usedUntil + idleMs;
+  if (now.getTime() >= idleAt) return end('Ended', 'IdleTimeout', `no exec for ${s.spec.idleTimeoutSeconds ?? 300} s`);
   return {
     status: {
       ...placed,

@@ -10,7 +10,7 @@ import type { Logger } from '../../lib/logger.js';
 import { defaultResources } from '../../lib/sandbox/limits.js';
 import { runtimesConfigMap, runtimesKey } from '../../lib/sandbox/runtimes-record.js';
 import type { Outcome, Reconciler } from '../frame/controller.js';
-import { agentInfo } from './agent-info.js';
+import { agentRuntimes } from './agent-info.js';
 import { newPodName, podReady, sandboxPod, type SandboxPodSettings } from './pod.js';
 import { planPool, sandboxPolicies, type PoolPlan } from './pool.js';
 import { platformPeers } from '../../lib/kube/platform-peers.js';
@@ -123,7 +123,7 @@ export class PoolReconciler implements Reconciler<k8s.V1Namespace, never> {
     }
     const member = pods.find((p) => p.metadata?.labels?.[labels.sandboxPool] === this.settings.key && podReady(p) && p.status?.podIP);
     if (!member) return; // the next member to become ready brings the pool back here
-    const runtimes = (await agentInfo(member, this.settings.pod.agentKey, { runtimes: true, timeoutMs: 10_000 })).runtimes ?? [];
+    const runtimes = await agentRuntimes(member, this.settings.pod.agentKey, 10_000);
     await this.core.patchNamespacedConfigMap(
       {
         name: runtimesConfigMap,

@@ -13,7 +13,6 @@ import type { Logger } from '../../lib/logger.js';
 import type { Sandbox, SandboxStatus } from '../../lib/resources/index.js';
 import { resourcesOf } from '../../lib/sandbox/limits.js';
 import type { Outcome, Reconciler } from '../frame/controller.js';
-import { agentInfo } from './agent-info.js';
 import { claimMetadata, planSandbox, type SandboxAction, type SandboxPlan, type SandboxTiming } from './desired.js';
 import { newPodName, podReady, sandboxPod, type SandboxPodSettings } from './pod.js';
 
@@ -87,13 +86,8 @@ export class SandboxReconciler implements Reconciler<Sandbox, SandboxStatus> {
   async reconcile(s: Sandbox, now: Date): Promise<Outcome<SandboxStatus>> {
     if (s.metadata.deletionTimestamp) return { deleted: true };
     let pod = this.observe(s);
-    let activity: { at: Date; running: number } | undefined;
     for (let step = 0; step < 5; step++) {
-      const plan = planSandbox({ sandbox: s, pod, free: this.free(), activity, now }, this.settings.timing);
-      if (plan.askAgent) {
-        activity = await this.askAgent(s, pod!);
-        continue;
-      }
+      const plan = planSandbox({ sandbox: s, pod, free: this.free(), now }, this.settings.timing);
       if (!plan.action) return this.outcome(s, plan);
       const next = await this.apply(s, plan.action, now);
       if (next === 'done') return plan.action.kind === 'deleteSandbox' ? { deleted: true } : this.outcome(s, plan);
@@ -182,17 +176,6 @@ export class SandboxReconciler implements Reconciler<Sandbox, SandboxStatus> {
     this.made.set(s.metadata.uid!, pod);
     this.launches.cold += 1;
     return pod;
-  }
-
-  /** The agent's last activity; an agent that does not answer counts as idle since what the status knows. */
-  private async askAgent(s: Sandbox, pod: k8s.V1Pod): Promise<{ at: Date; running: number }> {
-    try {
-      const info = await agentInfo(pod, this.settings.pod.agentKey, { timeoutMs: 3000 });
-      return { at: new Date(info.last_activity_at), running: info.running };
-    } catch (err) {
-      this.log.warn({ err, kind: 'Sandbox', sandbox: `${s.metadata.namespace}/${s.metadata.name}`, pod: pod.metadata?.name }, 'The sandbox agent did not say when it was last used; ending the sandbox as idle');
-      return { at: new Date(0), running: 0 };
-    }
   }
 }
 

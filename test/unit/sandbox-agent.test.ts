@@ -12,6 +12,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { installed, runtimeCatalogue, runtimeNamed, versionOf } from '../../lib/sandbox/runtimes.js';
 import { Agent } from '../../sandbox-agent/server.js';
+import { strays } from '../../sandbox-agent/strays.js';
 import { exitCodeOf } from '../../cli/sandbox.js';
 
 const token = 'test-token-0123456789';
@@ -149,6 +150,21 @@ describe('sandbox agent', () => {
     assert.equal(missing.status, 404);
     assert.match(((await missing.json()) as { error: string }).error, /no such file/);
     assert.equal((await fetch(`${base}/files?path=sub`, { headers: auth })).status, 400);
+  });
+});
+
+describe('what an exec leaves behind', () => {
+  it('is every process of the sandbox\'s user but PID 1, the agent and the agent\'s own helpers', () => {
+    const procs = [
+      { pid: 1, uid: 1000 }, // pause
+      { pid: 7, uid: 1000 }, // the agent
+      { pid: 40, uid: 1000 }, // a runtime probe of the agent's
+      { pid: 41, uid: 1000 }, // setsid sh -c "sleep 900", reparented to PID 1
+      { pid: 42, uid: 1000 },
+      { pid: 50, uid: 0 }, // not the sandbox's user (none such in a sandbox pod; never touched)
+    ];
+    assert.deepEqual(strays(procs, { pid: 7, uid: 1000 }, new Set([40])), [41, 42]);
+    assert.deepEqual(strays(procs.slice(0, 3), { pid: 7, uid: 1000 }, new Set([40])), []);
   });
 });
 

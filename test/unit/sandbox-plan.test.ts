@@ -8,6 +8,7 @@ import { poolKey, sandboxPod } from '../../controllers/sandbox/pod.js';
 import { planPool, sandboxPolicies } from '../../controllers/sandbox/pool.js';
 import { annotations, labels } from '../../lib/contract.js';
 import type { Sandbox } from '../../lib/resources/index.js';
+import { formatActivity, type SandboxActivity } from '../../lib/sandbox/activity.js';
 import { defaultResources } from '../../lib/sandbox/limits.js';
 import { platformPeers } from '../../lib/kube/platform-peers.js';
 
@@ -67,24 +68,33 @@ describe('Sandbox plan', () => {
     assert.equal(cold.status.reason, 'Started');
   });
 
-  it('asks the agent before ending an idle sandbox, and keeps it when the agent was busy', () => {
-    const ready = sandbox({}, { phase: 'Ready', readyAt: at(0).toISOString() });
-    const due = planSandbox(observe({ sandbox: ready, pod: claimed(), now: at(301) }), timing);
-    assert.equal(due.askAgent, true, 'the controller does not see execs: it asks');
-    const busy = planSandbox(observe({ sandbox: ready, pod: claimed(), now: at(301), activity: { at: at(250), running: 0 } }), timing);
-    assert.equal(busy.status.phase, 'Ready');
-    assert.equal(busy.status.lastActivityAt, at(250).toISOString());
-    assert.equal(busy.status.idleExpiresAt, at(550).toISOString());
-    const running = planSandbox(observe({ sandbox: ready, pod: claimed(), now: at(301), activity: { at: at(0), running: 1 } }), timing);
-    assert.equal(running.status.phase, 'Ready', 'an exec still running is activity');
-    const idle = planSandbox(observe({ sandbox: ready, pod: claimed(), now: at(301), activity: { at: at(0), running: 0 } }), timing);
-    assert.equal(idle.status.phase, 'Ended');
-    assert.equal(idle.status.reason, 'IdleTimeout');
+  it('ends an idle sandbox by what the API saw of its use (never by what its agent says), and not while an exec may still run', () => {
+    const used = (activity: SandboxActivity | undefined) => {
+      const s = sandbox({}, { phase: 'Ready', readyAt: at(0).toISOString() });
+      if (activity) s.metadata.annotations = { [annotations.activity]: formatActivity(activity) };
+      return s;
+    };
+    const idle = planSandbox(observe({ sandbox: used(undefined), pod: claimed(), now: at(301) }), timing);
+    assert.deepEqual([idle.status.phase, idle.status.reason], ['Ended', 'IdleTimeout'], 'nothing recorded: idle since it was ready');
     assert.deepEqual(idle.action, { kind: 'deletePod', name: 'sbx-a', namespace: 'svc-sandboxes' });
+    const recent = planSandbox(observe({ sandbox: used({ at: at(250) }), pod: claimed(), now: at(301) }), timing);
+    assert.equal(recent.status.phase, 'Ready');
+    assert.equal(recent.status.lastActivityAt, at(250).toISOString());
+    assert.equal(recent.status.idleExpiresAt, at(550).toISOString());
+    assert.equal(recent.requeueMs, 249_000);
+    const running = planSandbox(observe({ sandbox: used({ at: at(0), busyUntil: at(400) }), pod: claimed(), now: at(301) }), timing);
+    assert.equal(running.status.phase, 'Ready', 'an exec that may still run is use');
+    assert.equal(running.status.lastActivityAt, at(301).toISOString(), 'never in the future');
+    assert.equal(running.status.idleExpiresAt, at(700).toISOString(), 'idle counts from the exec\'s deadline');
+    const crashed = planSandbox(observe({ sandbox: used({ at: at(0), busyUntil: at(100) }), pod: claimed(), now: at(401) }), timing);
+    assert.equal(crashed.status.reason, 'IdleTimeout', 'an exec whose end was never recorded counts until its deadline only');
+    const garbage = sandbox({}, { phase: 'Ready', readyAt: at(0).toISOString() });
+    garbage.metadata.annotations = { [annotations.activity]: '{"at":"never"}' };
+    assert.equal(planSandbox(observe({ sandbox: garbage, pod: claimed(), now: at(301) }), timing).status.reason, 'IdleTimeout');
   });
 
   it('ends at its lifetime (Expired) busy or not, on request (Deleted), and fails with why when its pod goes', () => {
-    const expired = planSandbox(observe({ sandbox: sandbox({ maxLifetimeSeconds: 60 }), pod: claimed(), now: at(60), activity: { at: at(59), running: 1 } }), timing);
+    const expired = planSandbox(observe({ sandbox: sandbox({ maxLifetimeSeconds: 60 }), pod: claimed(), now: at(60) }), timing);
     assert.deepEqual([expired.status.phase, expired.status.reason], ['Ended', 'Expired']);
     assert.match(expired.status.message!, /maximum lifetime of 60 s/);
     const deleted = planSandbox(observe({ sandbox: sandbox({ stopped: true }), pod: claimed(), now: at(5) }), timing);
