@@ -11,7 +11,7 @@ export const errorRegistry = {
   not_found: { status: 404, description: 'No such route or resource.' },
   method_not_allowed: { status: 405, description: 'The route exists but not with this method; the Allow header lists the methods it has.' },
   conflict: { status: 409, description: 'The resource exists already, or the request conflicts with its current state.' },
-  quota_exceeded: { status: 403, description: "The account is at one of its limits (databases, storage); the message names the limit and what counts toward it." },
+  quota_exceeded: { status: 403, description: 'The account is at one of its limits (apps, previews, databases, storage, tokens, webhooks); the message names the limit and what counts toward it.' },
   gone: { status: 410, description: 'The cursor points before what the event log still keeps; the message gives the cursor to list again from.' },
   payload_too_large: { status: 413, description: 'The body is larger than the configured limit.' },
   unsupported_media_type: { status: 415, description: 'A JSON write was sent without Content-Type: application/json.' },

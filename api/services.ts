@@ -14,6 +14,8 @@ import type { Logger } from '../lib/logger.js';
 import { MailOutbox } from '../lib/mail/outbox.js';
 import type { TokenStore } from '../lib/tokens/store.js';
 import { AppActions } from './deploys/actions.js';
+import { AccountLock } from './quotas.js';
+import { databaseBytes } from '../lib/databases.js';
 import { Deployer } from './deploys/deployer.js';
 import { DeployRecorder } from './deploys/recorder.js';
 import { AppRepository } from './repositories/apps.js';
@@ -123,6 +125,10 @@ export interface Services {
   webhookDeliverer: WebhookDeliverer;
   /** Databases and their credentials (api/repositories/databases.ts). */
   databases: DatabaseRepository;
+  /** Bytes the account's storage limit counts: its databases' volumes and its apps' (attached or not). */
+  storedBytes: (namespace: string) => number;
+  /** The account's lock, under which every limit is checked and taken (api/quotas.ts). */
+  accountLock: AccountLock;
   /** Apps' and databases' volumes (api/repositories/volumes.ts). */
   volumes: VolumeRepository;
   /** Databases' backups (lib/backups.ts) and where backup Jobs send them (api/backups.ts, on the machine listener). */
@@ -272,7 +278,9 @@ export async function assembleServices(deps: {
   await sandboxRepo.start();
   // Without the artifact key no agent token can be derived: sandboxes answer 503 (the controllers
   // serve none either, and say so in their log).
-  const sandboxes = new SandboxService(sandboxRepo, new RuntimeList(core, config.sandboxes.namespace), db, config.deploys.artifactKey, config.sandboxes, log);
+  const storedBytes = (ns: string) => databases.list(ns).reduce((sum, d) => sum + databaseBytes(d, config.databases.defaultBytes), 0) + volumes.appVolumeBytes(ns);
+  const accountLock = new AccountLock(db);
+  const sandboxes = new SandboxService(sandboxRepo, new RuntimeList(core, config.sandboxes.namespace), db, config.deploys.artifactKey, config.sandboxes, log, accountLock);
   const services: Services = {
     config,
     tokens,
@@ -283,7 +291,22 @@ export async function assembleServices(deps: {
     artifacts,
     deploys,
     deployer,
-    actions: new AppActions({ apps, env, deploys, deployer, artifacts, machines, volumes, databases }),
+    actions: new AppActions({
+      apps,
+      env,
+      deploys,
+      deployer,
+      artifacts,
+      machines,
+      volumes,
+      databases,
+      quota: {
+        lock: accountLock,
+        limits: { apps: config.quotas.appsPerAccount, previewsPerApp: config.quotas.previewsPerApp, databases: config.databases.maxPerAccount, storageBytes: config.databases.maxBytesPerAccount },
+        storedBytes,
+        databaseBytes: (d) => databaseBytes(d, config.databases.defaultBytes),
+      },
+    }),
     auth: { users: new AppUserStore(db, clock), sessions: new SessionStore(db, clock), links: new LinkStore(db, clock) },
     events: {
       list: (accountId, opts) => listEvents(db, accountId, opts),
@@ -312,6 +335,8 @@ export async function assembleServices(deps: {
     webhookDeliverer,
     machineMeter,
     databases,
+    storedBytes,
+    accountLock,
     volumes,
     backups: {
       list: (accountId, database) => listBackups(db, accountId, database),

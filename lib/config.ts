@@ -86,6 +86,10 @@ const envSchema = z.object({
   SVC_DATABASE_STORAGE_CLASS: z.string().optional(),
   SVC_DATABASE_DEFAULT_BYTES: z.coerce.number().int().min(1048576).default(1073741824),
   SVC_DATABASE_MAX_PER_ACCOUNT: z.coerce.number().int().min(0).max(10_000).default(5),
+  SVC_ACCOUNT_MAX_APPS: z.coerce.number().int().min(1).max(1_000_000).default(100),
+  SVC_APP_MAX_PREVIEWS: z.coerce.number().int().min(0).max(10_000).default(20),
+  SVC_ACCOUNT_MAX_TOKENS: z.coerce.number().int().min(1).max(1_000_000).default(1000),
+  SVC_ACCOUNT_MAX_WEBHOOKS: z.coerce.number().int().min(0).max(10_000).default(25),
   SVC_DATABASE_PROVIDER: z.enum(['pods', 'cloudnative-pg']).default('pods'),
   SVC_DATABASE_CNPG_IMAGE: z.string().optional(),
   SVC_DATABASE_CNPG_OPERATOR_NAMESPACE: z.string().default('cnpg-system'),
@@ -255,6 +259,16 @@ export interface Config {
     /** The StorageClass of apps' volume claims (docs/decisions/0018-volumes.md); undefined: the cluster's default. */
     readonly volumeStorageClass: string | undefined;
   };
+  /**
+   * Per-account counts (403 quota_exceeded beyond), each checked and taken under the account's
+   * lock (api/quotas.ts): apps (previews included), previews per app, live tokens, webhooks.
+   */
+  readonly quotas: {
+    readonly appsPerAccount: number;
+    readonly previewsPerApp: number;
+    readonly tokensPerAccount: number;
+    readonly webhooksPerAccount: number;
+  };
   /** Sandboxes and eval (docs/api/sandboxes.md, docs/decisions/0016-sandboxes.md). */
   readonly sandboxes: {
     /** The image every sandbox runs: the runtimes and the agent (hack/images.sh, svc/sandbox). */
@@ -407,6 +421,12 @@ export function loadConfig(
       rolloutDeadlineSeconds: e.SVC_ROLLOUT_DEADLINE_SECONDS,
       volumeStorageClass: e.SVC_VOLUME_STORAGE_CLASS || undefined,
     }),
+    quotas: Object.freeze({
+      appsPerAccount: e.SVC_ACCOUNT_MAX_APPS,
+      previewsPerApp: e.SVC_APP_MAX_PREVIEWS,
+      tokensPerAccount: e.SVC_ACCOUNT_MAX_TOKENS,
+      webhooksPerAccount: e.SVC_ACCOUNT_MAX_WEBHOOKS,
+    }),
     sandboxes: Object.freeze({
       image: e.SVC_SANDBOX_IMAGE,
       namespace: e.SVC_SANDBOX_NAMESPACE,
@@ -498,6 +518,7 @@ const readsOf = {
   webhookAllowPrivate: ['SVC_WEBHOOK_ALLOW_PRIVATE'],
   webhookDnsServers: ['SVC_WEBHOOK_DNS_SERVERS'],
   deploys: ['SVC_ARTIFACT_DIR', 'SVC_ARTIFACT_URL', 'SVC_ARTIFACT_KEY', 'SVC_ARTIFACT_KEY_FILE', 'SVC_STATE_DIR', 'SVC_NODE_POD_SUBNET', 'SVC_API_MACHINE_PORT', 'SVC_DEPLOY_UPLOAD_LIMIT_BYTES', 'SVC_RUNTIME_IMAGE', 'SVC_ROLLOUT_DEADLINE_SECONDS', 'SVC_VOLUME_STORAGE_CLASS'],
+  quotas: ['SVC_ACCOUNT_MAX_APPS', 'SVC_APP_MAX_PREVIEWS', 'SVC_ACCOUNT_MAX_TOKENS', 'SVC_ACCOUNT_MAX_WEBHOOKS'],
   sandboxes: [
     'SVC_SANDBOX_IMAGE', 'SVC_SANDBOX_NAMESPACE', 'SVC_SANDBOX_RUNTIME_CLASS', 'SVC_SANDBOX_POOL_SIZE', 'SVC_SANDBOX_RETENTION_HOURS',
     'SVC_SANDBOX_MAX_OPEN', 'SVC_SANDBOX_EXEC_PER_MINUTE', 'SVC_SANDBOX_OUTPUT_LIMIT_BYTES',
@@ -515,7 +536,7 @@ const readsOf = {
 
 /** The parts of the configuration each process reads. */
 export const components = {
-  api: ['stateDir', 'logLevel', 'databaseUrl', 'kubeconfig', 'api', 'appsDomain', 'appsUrlSuffix', 'site', 'hostnameHoldMs', 'eventsRetentionMs', 'webhookAllowPrivate', 'webhookDnsServers', 'deploys', 'sandboxes', 'databases', 'builds', 'assertion', 'auth', 'mail'],
+  api: ['stateDir', 'logLevel', 'databaseUrl', 'kubeconfig', 'api', 'appsDomain', 'appsUrlSuffix', 'site', 'hostnameHoldMs', 'eventsRetentionMs', 'webhookAllowPrivate', 'webhookDnsServers', 'deploys', 'quotas', 'sandboxes', 'databases', 'builds', 'assertion', 'auth', 'mail'],
   controllers: ['logLevel', 'kubeconfig', 'site', 'deploys', 'sandboxes', 'databases', 'builds', 'assertion', 'machineNetwork', 'controllersMetrics'],
   'ingress-auth': ['logLevel', 'databaseUrl', 'kubeconfig', 'appsDomain', 'appsUrlSuffix', 'site', 'proxy', 'assertion', 'auth', 'mail'],
   'policy-agent': ['logLevel', 'kubeconfig'],

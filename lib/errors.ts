@@ -2,7 +2,7 @@
 // platform's terms, not HTTP's. The API maps them to its answers in one place
 // (api/middleware/errors.ts); other processes log them.
 
-export type DomainErrorKind = 'not_found' | 'conflict' | 'invalid' | 'unavailable';
+export type DomainErrorKind = 'not_found' | 'conflict' | 'invalid' | 'unavailable' | 'quota_exceeded';
 
 export class DomainError extends Error {
   constructor(

@@ -12,6 +12,8 @@ import type { MachineRepository } from '../repositories/machines.js';
 import type { VolumeRepository } from '../repositories/volumes.js';
 import type { DatabaseRepository } from '../repositories/databases.js';
 import { branchName } from '../../lib/databases.js';
+import type { Database } from '../../lib/resources/index.js';
+import { within, type AccountLock } from '../quotas.js';
 import { volumeClaimName } from '../../lib/volumes.js';
 import { createServing, deploySpecOf, type Deployer, type Prepared } from './deployer.js';
 
@@ -34,9 +36,23 @@ export class AppActions {
       artifacts: ArtifactStore;
       machines: MachineRepository;
       volumes: Pick<VolumeRepository, 'pinnedNode'>;
-      databases: Pick<DatabaseRepository, 'get' | 'createBranch'>;
+      databases: Pick<DatabaseRepository, 'get' | 'list' | 'createBranch'>;
+      /** The account's limits, checked and taken under its lock (api/quotas.ts). */
+      quota: {
+        lock: Pick<AccountLock, 'hold'>;
+        limits: { apps: number; previewsPerApp: number; databases: number; storageBytes: number };
+        /** Bytes the account's databases and volumes take (as the storage limit counts them). */
+        storedBytes: (namespace: string) => number;
+        databaseBytes: (db: Database) => number;
+      };
     },
   ) {}
+
+  /** Refuses (403 quota_exceeded) one more app of the account; previews count. */
+  private assertAppFits(namespace: string): void {
+    const apps = this.d.apps.list(namespace).length;
+    within(apps, 1, this.d.quota.limits.apps, 'apps (previews included)', 'delete one first');
+  }
 
   /** A new deploy of an earlier live one: `deployId`, or the last live one before what serves now. */
   async rollback(actor: Actor, app: AppRecord, deployId?: string): Promise<Deploy> {
@@ -68,7 +84,12 @@ export class AppActions {
    * domains, app users, previews, database, expiry, machine placement or volumes' data.
    */
   async fork(actor: Actor, source: AppRecord, name: string): Promise<{ app: AppRecord; deploy?: Deploy }> {
+    return this.d.quota.lock.hold(actor.accountId, () => this.forkHeld(actor, source, name));
+  }
+
+  private async forkHeld(actor: Actor, source: AppRecord, name: string): Promise<{ app: AppRecord; deploy?: Deploy }> {
     if (await this.d.apps.find(actor.namespace, name)) throw new DomainError('conflict', `an app named "${name}" already exists`);
+    this.assertAppFits(actor.namespace);
     const spec = deploySpecOf(source);
     const originDeploy = source.status?.currentDeploy ?? source.spec.deployId;
     return createServing(
@@ -93,6 +114,10 @@ export class AppActions {
    * database gives the preview a branch of it (a copy, deleted with the preview): `branch` names it.
    */
   async createPreview(actor: Actor, parent: AppRecord, ref: string, prepared: Prepared | undefined): Promise<{ app: AppRecord; deploy?: Deploy; branch?: string }> {
+    return this.d.quota.lock.hold(actor.accountId, () => this.createPreviewHeld(actor, parent, ref, prepared));
+  }
+
+  private async createPreviewHeld(actor: Actor, parent: AppRecord, ref: string, prepared: Prepared | undefined): Promise<{ app: AppRecord; deploy?: Deploy; branch?: string }> {
     if (parent.spec.preview) throw new DomainError('invalid', `app ${parent.name} is itself a preview`);
     const name = previewName(parent.name, ref);
     if (name.length > 63) throw new DomainError('invalid', `invalid body: ref: "${name}" would be longer than 63 characters`);
@@ -109,6 +134,17 @@ export class AppActions {
     // preview gets none (its `database` is null), as docs/api/data.md says.
     const source = found && (found.spec.provider ?? 'pods') === 'pods' ? found : undefined;
     const branch = source ? branchName(source.metadata.name!, name) : undefined;
+    // The account's limits, counted and taken under its lock: the app, the parent's previews, and a
+    // branch's database and bytes (as large as its source's), however the preview is asked for.
+    this.assertAppFits(actor.namespace);
+    const previews = this.d.apps.list(actor.namespace).filter((a) => a.spec.preview?.parent === parent.name).length;
+    within(previews, 1, this.d.quota.limits.previewsPerApp, `previews of app ${parent.name}`, 'delete one first (DELETE /apps/{app}/previews/{ref})');
+    if (source) {
+      const { limits } = this.d.quota;
+      within(this.d.databases.list(actor.namespace).length, 1, limits.databases, 'databases (branches included)', 'delete one first');
+      const bytes = this.d.quota.databaseBytes(source);
+      within(this.d.quota.storedBytes(actor.namespace), bytes, limits.storageBytes, `bytes of storage (the preview's branch of database ${source.metadata.name} needs ${bytes})`, 'delete a database or volume first');
+    }
     const made = await createServing(
       this.d,
       actor.accountId,

@@ -7,6 +7,7 @@ import { monthStart, meters } from '../../lib/usage.js';
 import { WebhookDisabledError, WebhookExistsError, type Delivery, type Webhook } from '../../lib/webhooks/store.js';
 import { resolverFor, webhookUrlProblemResolved } from '../../lib/webhooks/url-guard.js';
 import { conflict, invalid, notFound } from '../errors.js';
+import { within } from '../quotas.js';
 import { op, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
 import { dnsLabel } from '../../lib/contract.js';
@@ -213,7 +214,11 @@ export function accountOperations(s: Services): Operation[] {
         // A token minted with a restricted token keeps the caller's restrictions: no escalation.
         const inherited = caller.principal.restrictions;
         // And its lineage: revoking the caller's token (or any it came from) revokes this one.
-        const { token, record } = await s.tokens.issue(caller.account.id, { name: body.name, restrictions, inherited, lineage: caller.principal.lineage, expiresAt });
+        const { token, record } = await s.accountLock.hold(caller.account.id, async () => {
+          const live = (await s.tokens.list(caller.account.id)).filter((t) => !t.revoked && (!t.expiresAt || t.expiresAt.getTime() > now)).length;
+          within(live, 1, s.config.quotas.tokensPerAccount, 'live tokens', 'revoke one first (DELETE /tokens/{id})');
+          return s.tokens.issue(caller.account.id, { name: body.name, restrictions, inherited, lineage: caller.principal.lineage, expiresAt });
+        });
         return {
           status: 201,
           body: {
@@ -305,10 +310,9 @@ export function accountOperations(s: Services): Operation[] {
         if (unknownKinds) throw invalid(`invalid body: events: ${unknownKinds}`);
         const problem = await webhookUrlProblemResolved(body.url, { allowPrivate: s.config.webhookAllowPrivate, resolver: resolverFor(s.config.webhookDnsServers) });
         if (problem) throw invalid(problem);
-        const { webhook, secret } = await s.webhooks.create(caller.account.id, {
-          url: body.url,
-          eventTypes: body.events,
-          description: body.description,
+        const { webhook, secret } = await s.accountLock.hold(caller.account.id, async () => {
+          within((await s.webhooks.list(caller.account.id)).length, 1, s.config.quotas.webhooksPerAccount, 'webhooks', 'delete one first');
+          return s.webhooks.create(caller.account.id, { url: body.url, eventTypes: body.events, description: body.description });
         }).catch((err: unknown) => {
           throw err instanceof WebhookExistsError ? conflict(err.message) : err;
         });

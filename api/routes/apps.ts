@@ -5,6 +5,7 @@ import type { App } from '../../lib/resources/index.js';
 import { servicesOf } from '../../lib/app-services.js';
 import type { AppRecord } from '../repositories/app-record.js';
 import { invalid, notFound } from '../errors.js';
+import { within } from '../quotas.js';
 import { op, type Caller, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
 import { allowedApp, requireApp, resolveApp, serviceOrInvalid } from './app-access.js';
@@ -136,7 +137,11 @@ export function appOperations(s: Services): Operation[] {
         const spec: App['spec'] = body.image ? { kind: 'container', image: body.image } : {};
         if (body.port !== undefined) spec.port = body.port;
         if (body.machines !== undefined) spec.machines = body.machines;
-        const app = await s.apps.create(caller.account.namespace, body.name, spec);
+        const ns = caller.account.namespace;
+        const app = await s.accountLock.hold(caller.account.id, async () => {
+          within(s.apps.list(ns).length, 1, s.config.quotas.appsPerAccount, 'apps (previews included)', 'delete one first');
+          return s.apps.create(ns, body.name, spec);
+        });
         await s.events.record(caller.account.id, 'app.created', app.name, { app: app.name });
         return { status: 201, body: presentApp(app) };
       },

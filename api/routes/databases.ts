@@ -11,6 +11,7 @@ import { dnsLabel } from '../../lib/contract.js';
 import { databaseBytes, maxDatabaseName } from '../../lib/databases.js';
 import type { Database } from '../../lib/resources/index.js';
 import { ApiError, conflict, invalid, notFound } from '../errors.js';
+import { within } from '../quotas.js';
 import { op, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
 import { resolveApp } from './app-access.js';
@@ -102,27 +103,27 @@ export function databaseOperations(s: Services): Operation[] {
       response: databaseSchema,
       handler: async ({ caller, body }) => {
         const limits = s.config.databases;
-        const existing = s.databases.list(caller.account.namespace);
-        if (existing.length >= limits.maxPerAccount) {
-          throw new ApiError('quota_exceeded', `the account has ${existing.length} databases, its limit (${limits.maxPerAccount}); delete one first`);
-        }
         const bytes = body.storage_bytes ?? limits.defaultBytes;
-        assertStorageFits(s, caller.account.namespace, bytes, `database ${body.name} needs ${bytes} bytes`);
         // A restore names a backup of this account that holds a dump (a failed one holds none).
         const backup = body.restore_from ? await s.backups.get(caller.account.id, body.restore_from.backup) : undefined;
         if (body.restore_from && !backup) throw notFound(`backup ${body.restore_from.backup}`);
         if (backup && (backup.status !== 'done' || !backup.digest)) throw conflict(`backup ${backup.id} failed (${backup.error ?? 'no dump'}); restore from one that is done`);
         const provider = s.config.databases.provider;
         if (backup && provider !== 'pods') throw conflict(`restoring a backup into a ${provider} database is not built: CloudNativePG restores from its own backups`);
-        const db = await s.databases.create(caller.account.namespace, body.name, {
-          engine: 'postgres',
-          // Written down: a later change of the platform's default does not move an existing database.
-          provider,
-          ...(body.storage_bytes !== undefined ? { storageBytes: body.storage_bytes } : {}),
-          deletionPolicy: body.deletion_policy === 'retain' ? 'Retain' : 'Drop',
-          // This API's store holds the dump and keeps the backups: the Database says where, as an App's source does.
-          ...(backup ? { restoreFrom: { backup: backup.id, digest: backup.digest!, url: `${s.config.deploys.artifactBaseUrl}/${backup.digest}` } } : {}),
-          backupUrl: backupUrlOf(s),
+        // Counted and made under the account's lock: parallel creates cannot all pass the count.
+        const db = await s.accountLock.hold(caller.account.id, async () => {
+          within(s.databases.list(caller.account.namespace).length, 1, limits.maxPerAccount, 'databases (branches included)', 'delete one first');
+          assertStorageFits(s, caller.account.namespace, bytes, `database ${body.name} needs ${bytes} bytes`);
+          return s.databases.create(caller.account.namespace, body.name, {
+            engine: 'postgres',
+            // Written down: a later change of the platform's default does not move an existing database.
+            provider,
+            ...(body.storage_bytes !== undefined ? { storageBytes: body.storage_bytes } : {}),
+            deletionPolicy: body.deletion_policy === 'retain' ? 'Retain' : 'Drop',
+            // This API's store holds the dump and keeps the backups: the Database says where, as an App's source does.
+            ...(backup ? { restoreFrom: { backup: backup.id, digest: backup.digest!, url: `${s.config.deploys.artifactBaseUrl}/${backup.digest}` } } : {}),
+            backupUrl: backupUrlOf(s),
+          });
         });
         await s.usage.storage(caller.account.id, `database/${db.metadata.name}`, bytes);
         await s.events.record(caller.account.id, 'database.created', db.metadata.name!, {

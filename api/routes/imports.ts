@@ -6,6 +6,7 @@ import { resolveRef } from '../../lib/builds/git.js';
 import { previewImport } from '../builds/imports.js';
 import { startBuild } from '../builds/start.js';
 import { invalid } from '../errors.js';
+import { within } from '../quotas.js';
 import { op, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
 import { requireApp } from './app-access.js';
@@ -89,7 +90,10 @@ export function importOperations(s: Services): Operation[] {
         if (!preview.plan) throw invalid(`nothing can be built from ${preview.repository} at ${preview.ref}: ${preview.problem}`);
         if (preview.plan.kind === 'compose') throw invalid(`${preview.repository} holds ${preview.plan.compose}: deploy a compose file with POST /apps/{app}/deploy; an import builds source`);
         const defaultBranch = body.ref ?? (await gitOrApiError(() => resolveRef(body.repository, undefined, remote(body.token)))).ref;
-        const app = await s.apps.create(ns, name, {});
+        const app = await s.accountLock.hold(caller.account.id, async () => {
+          within(s.apps.list(ns).length, 1, s.config.quotas.appsPerAccount, 'apps (previews included)', 'delete one first');
+          return s.apps.create(ns, name, {});
+        });
         await s.events.record(caller.account.id, 'app.created', app.name, { app: app.name, repository: preview.repository });
         const secretName = body.token ? await s.builds.gitSecret(ns, app.name, body.token) : undefined;
         const repo = await s.repositories.create({ accountId: caller.account.id, app: app.name, url: body.repository, defaultBranch, path: body.path ?? null, secretName: secretName ?? null, commit: preview.commit, now: s.clock() });

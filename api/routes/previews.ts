@@ -6,7 +6,7 @@ import type { AppRecord } from '../repositories/app-record.js';
 import { previewName } from '../deploys/actions.js';
 import { deployBody, deployFields, tarballTypes, type Prepared } from '../deploys/deployer.js';
 import { invalid, notFound } from '../errors.js';
-import { checkBranchQuota, checkVolumeQuota } from './volumes.js';
+import { checkVolumeQuota } from './volumes.js';
 import { op, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
 import { resolveApp } from './app-access.js';
@@ -81,7 +81,6 @@ export function previewOperations(s: Services): Operation[] {
           if (!parsed.success) throw invalid(`invalid body: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; ')}`);
           prepared = await s.deployer.prepareBody(parsed.data);
         }
-        checkBranchQuota(s, parent);
         const { app, deploy, branch } = await s.actions.createPreview(actorOf(caller), parent, r, prepared);
         await s.events.record(caller.account.id, 'preview.created', parent.name, { preview: app.name, ref: r, ...(deploy ? { deploy: deploy.id } : {}), ...(branch ? { database: branch } : {}) });
         if (branch) await s.events.record(caller.account.id, 'database.created', branch, { database: branch, branch_of: parent.spec.database, preview: app.name });

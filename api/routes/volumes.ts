@@ -5,7 +5,6 @@ import { z } from 'zod';
 import type { AppRecord } from '../repositories/app-record.js';
 import { volumeBytes, volumeClaimName } from '../../lib/volumes.js';
 import type { Prepared } from '../deploys/deployer.js';
-import { databaseBytes } from '../../lib/databases.js';
 import { ApiError, conflict, notFound } from '../errors.js';
 import { op, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
@@ -27,17 +26,12 @@ const volumeSchema = z.object({
   created_at: z.string(),
 });
 
-/** Bytes the account stores: its databases' volumes and its apps' (attached or not). */
-function storedBytes(s: Services, namespace: string): number {
-  return s.databases.list(namespace).reduce((sum, d) => sum + databaseBytes(d, s.config.databases.defaultBytes), 0) + s.volumes.appVolumeBytes(namespace);
-}
-
 /**
  * Refuses (403 quota_exceeded) what would bring the account's storage (databases and volumes) over
  * its limit with `more` bytes; `need` says what asks for them.
  */
 export function assertStorageFits(s: Services, namespace: string, more: number, need: string): void {
-  const used = storedBytes(s, namespace);
+  const used = s.storedBytes(namespace);
   const limit = s.config.databases.maxBytesPerAccount;
   if (used + more > limit) throw new ApiError('quota_exceeded', `${need}, which would bring the account's storage to ${used + more}, over its limit of ${limit} bytes (${used} in use)`);
 }
@@ -57,14 +51,6 @@ export function checkVolumeQuota(s: Services, app: AppRecord, prepared: Pick<Pre
     for (const v of volumes) for (let m = 0; m < count; m++) if (!s.volumes.has(app.namespace, volumeClaimName(app.name, v.name, m))) more += volumeBytes(v.size);
   }
   if (more > 0) assertStorageFits(s, app.namespace, more, `the app's volumes need ${more} more bytes`);
-}
-
-/** Refuses (403 quota_exceeded) a preview whose database branch, as large as its parent's database, would not fit. */
-export function checkBranchQuota(s: Services, parent: AppRecord): void {
-  const source = parent.spec.database ? s.databases.get(parent.namespace, parent.spec.database) : undefined;
-  if (!source) return;
-  const bytes = databaseBytes(source, s.config.databases.defaultBytes);
-  assertStorageFits(s, parent.namespace, bytes, `the preview's branch of database ${source.metadata.name} needs ${bytes} bytes`);
 }
 
 export function volumeOperations(s: Services): Operation[] {

@@ -13,6 +13,7 @@ import type { AgentExecRequest, ExecResult } from '../../lib/sandbox/exec.js';
 import { overLimits, resourcesOf, type SandboxResources } from '../../lib/sandbox/limits.js';
 import { ApiError, conflict, invalid, notFound } from '../errors.js';
 import { RateLimiter } from '../middleware/rate-limit.js';
+import type { AccountLock } from '../quotas.js';
 import { SandboxUse } from './activity.js';
 import { AgentClient, type AgentTarget } from './agent-client.js';
 import { isOpen, type SandboxRepository } from './repository.js';
@@ -62,8 +63,6 @@ export class SandboxService {
   private readonly agents: AgentClient;
   private readonly use: SandboxUse;
   private readonly execRate: RateLimiter;
-  /** Opens under way per namespace, counted with the open ones against the account's limit. */
-  private readonly opening = new Map<string, number>();
 
   constructor(
     private readonly repo: SandboxRepository,
@@ -72,6 +71,8 @@ export class SandboxService {
     agentKey: Buffer | undefined,
     private readonly limits: SandboxLimits,
     private readonly log: Logger,
+    /** The account's lock, under which the open sandboxes are counted and one more made (api/quotas.ts). */
+    private readonly lock: Pick<AccountLock, 'hold'>,
   ) {
     this.agents = new AgentClient(agentKey);
     this.use = new SandboxUse((ns, name, value) => repo.recordActivity(ns, name, value), maxExecsPerSandbox, log);
@@ -100,13 +101,6 @@ export class SandboxService {
     const over = resources && overLimits(resources);
     if (over) throw invalid(`resources over the sandbox maximum: ${over}`);
     const ns = account.namespace;
-    const open = this.repo.list(ns).filter(isOpen);
-    const opening = this.opening.get(ns) ?? 0;
-    if (open.length + opening >= this.limits.maxOpenPerAccount) {
-      const next = Math.min(...open.map((s) => new Date(s.status?.idleExpiresAt ?? s.status?.expiresAt ?? Date.now() + 5000).getTime()));
-      const retry = Math.max(1, Math.min(3600, Math.ceil((next - Date.now()) / 1000)));
-      throw new ApiError('rate_limited', `${open.length + opening} sandboxes are open (at most ${this.limits.maxOpenPerAccount} per account): destroy one (DELETE /sandboxes/{id}) or retry when one ends`, { 'Retry-After': String(retry) });
-    }
     const spec: SandboxSpec = {
       runtime,
       network: input.network === true,
@@ -114,15 +108,18 @@ export class SandboxService {
       ...(input.maxLifetimeSeconds !== undefined ? { maxLifetimeSeconds: input.maxLifetimeSeconds } : {}),
       ...(resources ? { resources } : {}),
     };
-    this.opening.set(ns, opening + 1);
-    let created: Sandbox;
-    try {
-      created = await this.repo.create(ns, spec, account.id);
-    } finally {
-      const n = (this.opening.get(ns) ?? 1) - 1;
-      if (n > 0) this.opening.set(ns, n);
-      else this.opening.delete(ns);
-    }
+    // Counted and made under the account's lock, and in the cache before the next one counts.
+    const created = await this.lock.hold(account.id, async () => {
+      const open = this.repo.list(ns).filter(isOpen);
+      if (open.length >= this.limits.maxOpenPerAccount) {
+        const next = Math.min(...open.map((s) => new Date(s.status?.idleExpiresAt ?? s.status?.expiresAt ?? Date.now() + 5000).getTime()));
+        const retry = Math.max(1, Math.min(3600, Math.ceil((next - Date.now()) / 1000)));
+        throw new ApiError('rate_limited', `${open.length} sandboxes are open (at most ${this.limits.maxOpenPerAccount} per account): destroy one (DELETE /sandboxes/{id}) or retry when one ends`, { 'Retry-After': String(retry) });
+      }
+      const made = await this.repo.create(ns, spec, account.id);
+      await this.repo.until(ns, made.metadata.name!, () => true, 10_000);
+      return made;
+    });
     await recordEvent(this.db, account.id, 'sandbox.opened', created.metadata.name!, { sandbox: created.metadata.name, runtime, network: spec.network }).catch((err: unknown) =>
       this.log.warn({ err, sandbox: created.metadata.name }, 'Recording sandbox.opened failed'),
     );
