@@ -230,7 +230,7 @@ export async function assembleServices(deps: {
   recorder.start();
   const env = new EnvRepository(core, kc.makeApiClient(k8s.CustomObjectsApi));
   const machines = new MachineRepository(kc);
-  const deployer = new Deployer(artifacts, deploys, apps, log, config.deploys.artifactBaseUrl);
+  const deployer = new Deployer(artifacts, deploys, apps, log, config.deploys.artifactBaseUrl, config.images);
   const eventHub = new EventHub(db, config.databaseUrl, log);
   // Deliveries are due the moment their event commits: the deliverer wakes on the events channel
   // and polls every second besides (an announcement missed while the connection was down).

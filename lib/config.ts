@@ -104,6 +104,14 @@ const envSchema = z.object({
   SVC_RUNTIME_IMAGE: z.string().min(1).default('svc/runtime:latest'),
   SVC_IMAGE_BUILDER: z.string().min(1).default('svc/builder:latest'),
   SVC_BUILD_REGISTRY: z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9.-]*(:\d{1,5})?(\/[a-z0-9._-]+)*$/, 'must be a registry host[:port][/path] (127.0.0.1:5000)').optional(),
+  // Registries tenants' images may come from; unset or empty: any public registry (lib/images/registry-policy.ts).
+  SVC_IMAGE_REGISTRIES: z
+    .string()
+    .regex(
+      /^(\s*(\*|\*\.[a-zA-Z0-9.-]+|[a-zA-Z0-9][a-zA-Z0-9.-]*(:\d{1,5})?|\[[0-9a-fA-F:.]+\](:\d{1,5})?)\s*(,\s*(\*|\*\.[a-zA-Z0-9.-]+|[a-zA-Z0-9][a-zA-Z0-9.-]*(:\d{1,5})?|\[[0-9a-fA-F:.]+\](:\d{1,5})?)\s*)*)?$/,
+      'must be comma-separated registries: host[:port], *.example.com, or * for any public registry',
+    )
+    .optional(),
   SVC_BUILD_CACHE_BYTES: z.coerce.number().int().min(64 * 1048576).default(2 * 1073741824),
   SVC_BUILD_CPU: z.string().regex(/^\d+(\.\d+)?m?$/, 'must be a CPU quantity (1, 500m)').default('1'),
   SVC_BUILD_MEMORY: z.string().regex(/^\d+(Ki|Mi|Gi)?$/, 'must be a memory quantity (2Gi)').default('2Gi'),
@@ -221,6 +229,14 @@ export interface Config {
     readonly logLimitBytes: number;
     /** How often imported repositories are asked for their branches (pushes a webhook did not tell). */
     readonly gitPollMs: number;
+  };
+  /**
+   * Which registries tenants' images may come from (lib/images/registry-policy.ts): the allow-list
+   * (undefined: any public registry) and the platform's own registry, always allowed.
+   */
+  readonly images: {
+    readonly allowed: readonly string[] | undefined;
+    readonly platformRegistry: string | undefined;
   };
   /**
    * Where the platform is as machines see it, for each App's NetworkPolicy: the addresses
@@ -465,6 +481,11 @@ export function loadConfig(
       logLimitBytes: e.SVC_BUILD_LOG_LIMIT_BYTES,
       gitPollMs: e.SVC_GIT_POLL_SECONDS * 1000,
     }),
+    images: Object.freeze({
+      allowed: e.SVC_IMAGE_REGISTRIES?.trim() ? Object.freeze(e.SVC_IMAGE_REGISTRIES.split(',').map((r) => r.trim())) : undefined,
+      // The registry part of SVC_BUILD_REGISTRY (it may name a path under it).
+      platformRegistry: e.SVC_BUILD_REGISTRY ? e.SVC_BUILD_REGISTRY.split('/')[0] : undefined,
+    }),
     controllersMetrics: Object.freeze({ host: e.SVC_CONTROLLERS_METRICS_HOST, port: e.SVC_CONTROLLERS_METRICS_PORT }),
     proxy: Object.freeze({
       host: e.SVC_PROXY_HOST,
@@ -514,6 +535,7 @@ const readsOf = {
   eventsRetentionMs: ['SVC_EVENTS_RETENTION_DAYS'],
   databases: ['SVC_IMAGE_POSTGRES', 'SVC_DATABASE_STORAGE_CLASS', 'SVC_DATABASE_DEFAULT_BYTES', 'SVC_DATABASE_MAX_PER_ACCOUNT', 'SVC_STORAGE_MAX_BYTES_PER_ACCOUNT', 'SVC_DATABASE_BACKUP_SCHEDULE', 'SVC_DATABASE_PROVIDER', 'SVC_DATABASE_CNPG_IMAGE', 'SVC_DATABASE_CNPG_OPERATOR_NAMESPACE'],
   builds: ['SVC_IMAGE_BUILDER', 'SVC_BUILD_REGISTRY', 'SVC_BUILD_CACHE_BYTES', 'SVC_BUILD_CPU', 'SVC_BUILD_MEMORY', 'SVC_BUILD_PRIVATE_CIDRS', 'SVC_BUILD_LOG_LIMIT_BYTES', 'SVC_GIT_POLL_SECONDS'],
+  images: ['SVC_IMAGE_REGISTRIES', 'SVC_BUILD_REGISTRY'],
   machineNetwork: ['SVC_MACHINE_PLATFORM_CIDRS', 'SVC_PLATFORM_NAMESPACE', 'SVC_MACHINE_PLATFORM_PORTS', 'SVC_NODES', 'SVC_NODE_POD_SUBNET', 'SVC_API_MACHINE_PORT'],
   webhookAllowPrivate: ['SVC_WEBHOOK_ALLOW_PRIVATE'],
   webhookDnsServers: ['SVC_WEBHOOK_DNS_SERVERS'],
@@ -536,8 +558,8 @@ const readsOf = {
 
 /** The parts of the configuration each process reads. */
 export const components = {
-  api: ['stateDir', 'logLevel', 'databaseUrl', 'kubeconfig', 'api', 'appsDomain', 'appsUrlSuffix', 'site', 'hostnameHoldMs', 'eventsRetentionMs', 'webhookAllowPrivate', 'webhookDnsServers', 'deploys', 'quotas', 'sandboxes', 'databases', 'builds', 'assertion', 'auth', 'mail'],
-  controllers: ['logLevel', 'kubeconfig', 'site', 'deploys', 'sandboxes', 'databases', 'builds', 'assertion', 'machineNetwork', 'controllersMetrics'],
+  api: ['stateDir', 'logLevel', 'databaseUrl', 'kubeconfig', 'api', 'appsDomain', 'appsUrlSuffix', 'site', 'hostnameHoldMs', 'eventsRetentionMs', 'webhookAllowPrivate', 'webhookDnsServers', 'deploys', 'quotas', 'sandboxes', 'databases', 'builds', 'images', 'assertion', 'auth', 'mail'],
+  controllers: ['logLevel', 'kubeconfig', 'site', 'deploys', 'sandboxes', 'databases', 'builds', 'images', 'assertion', 'machineNetwork', 'controllersMetrics'],
   'ingress-auth': ['logLevel', 'databaseUrl', 'kubeconfig', 'appsDomain', 'appsUrlSuffix', 'site', 'proxy', 'assertion', 'auth', 'mail'],
   'policy-agent': ['logLevel', 'kubeconfig'],
   'local-volumes': ['stateDir', 'logLevel', 'kubeconfig', 'nodes'],

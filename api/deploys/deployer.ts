@@ -16,6 +16,7 @@ import { ApiError, invalid } from '../errors.js';
 import type { AppRepository } from '../repositories/apps.js';
 import type { Env, EnvRepository } from '../repositories/env.js';
 import type { VolumeSpec } from '../../lib/volumes.js';
+import { refusedImage, tenantImages, type RegistryPolicyConfig } from '../../lib/images/registry-policy.js';
 import { parseCompose, type Compose, type ComposeService } from './compose.js';
 import { detectKind, isHtml } from './detect.js';
 
@@ -83,7 +84,15 @@ export class Deployer {
     private readonly log: Logger,
     /** The artifact endpoint's base URL as machines reach it (config.deploys.artifactBaseUrl). */
     private readonly artifactBaseUrl: string,
+    /** Which registries images may come from (config.images): issue 30 finding 6. */
+    private readonly images: RegistryPolicyConfig,
   ) {}
+
+  /** 400 naming the rule when an image of `spec` comes from a registry tenants may not use. */
+  private checkImages(spec: Pick<DeploySpec, 'kind' | 'image' | 'services'>): void {
+    const problem = refusedImage(tenantImages(spec), this.images);
+    if (problem) throw invalid(problem);
+  }
 
   /** Validates a tree in a staged tar.gz, stores it, and says what it is. Discards it when invalid. */
   private async prepareTree(staged: StagedUpload, origin: DeployOrigin, composePolicy: Declaration[] = []): Promise<Prepared> {
@@ -135,6 +144,7 @@ export class Deployer {
 
   async prepareBody(body: DeployBody): Promise<Prepared> {
     if (body.image) {
+      this.checkImages({ kind: 'container', image: body.image });
       return {
         origin: 'image',
         spec: { kind: 'container', image: body.image, ...(body.port ? { port: body.port } : {}), ...(body.command ? { command: body.command } : {}), ...(body.args ? { args: body.args } : {}) },
@@ -147,7 +157,9 @@ export class Deployer {
       // Files go with a compose file's services only as the env files they read.
       const extra = [...(sent?.keys() ?? [])].filter((p) => !compose.envFiles.includes(p));
       if (extra.length) throw invalid(`a compose file's services run their images: files sent with it are its env_file files only (${extra.slice(0, 3).join(', ')} ${extra.length > 1 ? 'are' : 'is'} not one)`);
-      return composePrepared(compose, policyOrInvalid(() => combine(compose.policy ?? [])));
+      const prepared = composePrepared(compose, policyOrInvalid(() => combine(compose.policy ?? [])));
+      this.checkImages(prepared.spec);
+      return prepared;
     }
     if (!body.files) throw invalid('this compose file has no container service (only x-svc): send the files it configures with it');
     if (!Object.keys(body.files).length) throw invalid('the deploy has no files');
@@ -191,6 +203,9 @@ export class Deployer {
     opts: { createdBy?: string; originDeploy?: string; origin?: DeployOrigin } = {},
   ): Promise<Deploy> {
     const name = app.name;
+    // Every deploy's images once more before anything is written: rollbacks and builds come here
+    // without passing prepareBody, and a deploy recorded before the rule must not run again.
+    this.checkImages(prepared.spec);
     const deploy = await this.deploys.create({
       accountId,
       app: { uid: app.id, name },

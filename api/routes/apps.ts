@@ -5,6 +5,7 @@ import type { App } from '../../lib/resources/index.js';
 import { servicesOf } from '../../lib/app-services.js';
 import type { AppRecord } from '../repositories/app-record.js';
 import { invalid, notFound } from '../errors.js';
+import { refusedImage } from '../../lib/images/registry-policy.js';
 import { within } from '../quotas.js';
 import { op, type Caller, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
@@ -134,6 +135,8 @@ export function appOperations(s: Services): Operation[] {
       response: appSchema,
       handler: async ({ caller, body }) => {
         requireApp(caller, body.name);
+        const refused = body.image ? refusedImage([body.image], s.config.images) : undefined;
+        if (refused) throw invalid(refused);
         const spec: App['spec'] = body.image ? { kind: 'container', image: body.image } : {};
         if (body.port !== undefined) spec.port = body.port;
         if (body.machines !== undefined) spec.machines = body.machines;

@@ -16,6 +16,7 @@ import { hopelessWaiting, podReady } from '../frame/pods.js';
 import type { ConditionInput } from '../frame/status.js';
 import { liveOutcomes, nextLive, nextRollout, serving, type AppStatusFields } from './rollout.js';
 import { platformPeers } from '../../lib/kube/platform-peers.js';
+import { refusedImage, tenantImages, type RegistryPolicyConfig } from '../../lib/images/registry-policy.js';
 
 const managerName = managers.controllers;
 
@@ -51,6 +52,12 @@ export interface AppSettings {
    * by the reconciler); undefined: not known yet. Only Apps with spec.services have them.
    */
   serviceAddresses?: ReadonlyMap<string, string | undefined> | undefined;
+  /**
+   * Which registries a tenant's images may come from (config.images); undefined: not checked (unit
+   * tests of other things). An App applied with kubectl never passed the API's check, so its images
+   * are judged here too: a refused one gets no machine (issue 30 finding 6).
+   */
+  images?: RegistryPolicyConfig | undefined;
 }
 
 /** The Service through which the app's machines reach service `service` by name (a DNS label of at most 63). */
@@ -518,10 +525,16 @@ interface ServicePlan {
 export function plan(app: App, pods: k8s.V1Pod[], settings: AppSettings, now: Date, claims: readonly k8s.V1PersistentVolumeClaim[] = []): Plan {
   const expiresAt = app.spec.expiresAt ? new Date(app.spec.expiresAt) : undefined;
   const applied = specRevision(app, settings);
-  const { app: target, halted } = serving(app, applied);
+  // An image from a registry tenants may not use fails the spec's rollout at once, before any
+  // machine of it is made: the last live revision (if any) keeps serving, as for any failed rollout.
+  const refused = settings.images ? refusedImage(tenantImages(app.spec), settings.images) : undefined;
+  const refusedRollout = refused ? nextRollout(app.status?.rollout, applied, app.spec.deployId, { failed: refused, complete: false }, now) : undefined;
+  const { app: target, halted } = serving(refusedRollout ? { ...app, status: { ...app.status, rollout: refusedRollout } } : app, applied);
+  // What would run instead must pass too (a live snapshot from before the rule).
+  const targetRefused = refused && target === app ? refused : settings.images ? refusedImage(tenantImages(target.spec), settings.images) : undefined;
   // Container services run their image; static, HTML, Markdown and handler-tree apps the runtime
   // image, which needs the artifact the App names (the CRD requires one): without it, no machine.
-  const servable = target.spec.kind === 'container' || (runtimeKinds.has(target.spec.kind ?? '') && target.spec.source !== undefined);
+  const servable = !targetRefused && (target.spec.kind === 'container' || (runtimeKinds.has(target.spec.kind ?? '') && target.spec.source !== undefined));
   const views = servicesOf(target.spec);
   const withServices = (target.spec.services?.length ?? 0) > 0;
   const hopelessOnes: string[] = [];
@@ -529,7 +542,13 @@ export function plan(app: App, pods: k8s.V1Pod[], settings: AppSettings, now: Da
   const create: k8s.V1Pod[] = [];
   const live = pods.filter((p) => !p.metadata?.deletionTimestamp);
   // Machines of a service the App no longer has go.
-  const del: k8s.V1Pod[] = live.filter((p) => !views.some((v) => podOfService(p, v)));
+  // And a machine running an image tenants may not use goes at once, not after its replacement is
+  // ready: its node's containerd would keep pulling from that registry (the platform's runtime image
+  // is the operator's, never judged).
+  const refusedPod = (p: k8s.V1Pod) =>
+    settings.images !== undefined &&
+    [...(p.spec?.initContainers ?? []), ...(p.spec?.containers ?? [])].some((c) => c.image !== undefined && c.image !== settings.runtimeImage && refusedImage([c.image], settings.images!) !== undefined);
+  const del: k8s.V1Pod[] = live.filter((p) => !views.some((v) => podOfService(p, v)) || refusedPod(p));
   const claimNames = new Set(claims.map((c) => c.metadata?.name));
   const missingClaims: k8s.V1PersistentVolumeClaim[] = [];
   const problems: string[] = [];
@@ -602,8 +621,9 @@ export function plan(app: App, pods: k8s.V1Pod[], settings: AppSettings, now: Da
   const complete = current === want && want > 0;
   // The rollout of the spec as applied moves only while its own machines run: while halted, or
   // while nothing runs (suspended, not deployed), it stays as it was.
-  const rollout =
-    halted || want === 0
+  const rollout = refusedRollout
+    ? refusedRollout
+    : halted || want === 0
       ? app.status?.rollout
       : nextRollout(app.status?.rollout, applied, app.spec.deployId, { failed: hopelessOnes.length ? hopelessOnes.join('; ') : undefined, complete }, now);
   const failed = rollout?.revision === applied && rollout.state === 'Failed';
@@ -658,7 +678,9 @@ export function plan(app: App, pods: k8s.V1Pod[], settings: AppSettings, now: Da
     },
     ready: !app.spec.kind
       ? { ok: false, reason: 'NotDeployed', message: 'the app has no deploy yet' }
-      : servable
+      : targetRefused
+        ? { ok: false, reason: 'ImageRefused', message: targetRefused }
+        : servable
         ? { ok: isReady, reason: isReady ? 'MachinesReady' : want === 0 ? 'NoMachines' : 'MachinesNotReady', message: `${ready} of ${want} machines ready${perService}${servingNote}` }
         : { ok: false, reason: 'NoSource', message: `a ${app.spec.kind} app names no artifact (spec.source) to serve` },
     conditions: [

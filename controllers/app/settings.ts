@@ -2,7 +2,7 @@
 import type { Config } from '../../lib/config.js';
 import type { AppSettings } from './desired.js';
 
-export function appSettings(config: Pick<Config, 'site' | 'deploys' | 'assertion' | 'machineNetwork'>): AppSettings {
+export function appSettings(config: Pick<Config, 'site' | 'deploys' | 'assertion' | 'machineNetwork' | 'images'>): AppSettings {
   return {
     site: config.site,
     runtimeImage: config.deploys.runtimeImage,
@@ -12,6 +12,7 @@ export function appSettings(config: Pick<Config, 'site' | 'deploys' | 'assertion
     artifactKey: config.deploys.artifactKey,
     rolloutDeadlineMs: config.deploys.rolloutDeadlineSeconds * 1000,
     volumeStorageClass: config.deploys.volumeStorageClass,
+    images: config.images,
     platform: { cidrs: config.machineNetwork.platformCidrs, namespace: config.machineNetwork.platformNamespace, ports: config.machineNetwork.platformPorts },
   };
 }

@@ -107,6 +107,17 @@ function platformArtifactKey(): { SVC_ARTIFACT_KEY?: string } {
   return existsSync(file) ? { SVC_ARTIFACT_KEY: readFileSync(file, 'utf8') } : {};
 }
 
+/**
+ * The platform's registry as make dev configures it (hack/dev.sh: SVC_BUILD_REGISTRY), from the
+ * images hack/images.sh pushed there: tenants' images from it are allowed (lib/images/registry-policy.ts),
+ * as on the running platform.
+ */
+function platformRegistry(): { SVC_BUILD_REGISTRY?: string } {
+  const file = path.join(process.env.SVC_STATE_DIR ?? path.join(repoRoot, '.svc'), 'images.env');
+  const line = existsSync(file) ? /^SVC_IMAGE_BUSYBOX=([^/\s]+)\//m.exec(readFileSync(file, 'utf8')) : null;
+  return line ? { SVC_BUILD_REGISTRY: line[1]! } : {};
+}
+
 export async function startTestApi(opts: { env?: Record<string, string>; operations?: (s: Services) => Operation[] } = {}): Promise<TestApi> {
   const fresh = await freshDatabase();
   await migrateLatest(fresh.db);
@@ -114,7 +125,7 @@ export async function startTestApi(opts: { env?: Record<string, string>; operati
   const machineListener = await listenForMachines();
   const artifactDir = await mkdtemp(path.join(tmpdir(), 'svc-artifacts-'));
   const config = loadConfig(
-    { SVC_DATABASE_URL: fresh.url, SVC_LOG_LEVEL: 'info', SVC_API_PORT: String(listener.port), SVC_API_MACHINE_PORT: String(machineListener.port), SVC_ARTIFACT_DIR: artifactDir, ...platformArtifactKey(), ...opts.env },
+    { SVC_DATABASE_URL: fresh.url, SVC_LOG_LEVEL: 'info', SVC_API_PORT: String(listener.port), SVC_API_MACHINE_PORT: String(machineListener.port), SVC_ARTIFACT_DIR: artifactDir, ...platformArtifactKey(), ...platformRegistry(), ...opts.env },
     { exists: () => false },
   );
   const logLines: Array<Record<string, unknown>> = [];

@@ -79,6 +79,10 @@ apps' domain and URLs, mail, sign-in providers and the images the platform start
   value: {{ .Values.images.postgres | quote }}
 - name: SVC_SANDBOX_RUNTIME_CLASS
   value: {{ .Values.sandboxes.runtimeClass.name | quote }}
+{{- with .Values.imageRegistries }}
+- name: SVC_IMAGE_REGISTRIES
+  value: {{ . | quote }}
+{{- end }}
 {{- if include "svc.smtp" . }}
 - name: SVC_SMTP_URL
   valueFrom:
