@@ -22,6 +22,8 @@ command -v iptables >/dev/null || missing+=(iptables)
 command -v ipset >/dev/null || missing+=(ipset)
 command -v conntrack >/dev/null || missing+=(conntrack)
 command -v docker-registry >/dev/null || missing+=(docker-registry)
+# local-volumes formats each volume's own filesystem (a loop-mounted ext4 image of the claim's size).
+command -v mkfs.ext4 >/dev/null || [ -x /usr/sbin/mkfs.ext4 ] || [ -x /sbin/mkfs.ext4 ] || missing+=(e2fsprogs)
 command -v umoci >/dev/null || missing+=(umoci)
 command -v skopeo >/dev/null || missing+=(skopeo)
 command -v mmdebstrap >/dev/null || missing+=(mmdebstrap)

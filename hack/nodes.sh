@@ -254,6 +254,20 @@ shutdownGracePeriod: 0s
 YAML
 }
 
+# The volumes' filesystems (local-volumes: an ext4 image per volume, pvc-<uid>.img, mounted at the
+# directory beside it), mounted again before the kubelets start: after `nodes.sh down` (which
+# unmounts everything under the nodes) or a host restart, a kubelet would otherwise hand a pod the
+# bare directory, unbounded and without the volume's data. A half-made image (.partial) is not one.
+mount_volumes() {
+  local img dir
+  for img in "$NODES_DIR"/*/volumes/pvc-*.img; do
+    [ -f "$img" ] || continue
+    dir=${img%.img}
+    mkdir -p "$dir"
+    mountpoint -q "$dir" || mount -o loop,nosuid,nodev "$img" "$dir"
+  done
+}
+
 start_node() {
   local node=$1 i; i=$(node_index "$node")
   local dir="$NODES_DIR/$node" run="$RUN_DIR/$node"
@@ -338,6 +352,7 @@ up() {
   host_firewall
   mkdir -p "$NODES_DIR"
   write_sandbox_spec
+  mount_volumes
   local n
   for n in "${NODES[@]}"; do start_node "$n"; done
   for n in "${NODES[@]}"; do

@@ -1,11 +1,15 @@
-// The provisioner of the `svc-local` StorageClass: a claim is provisioned as a directory of the
-// node the scheduler picked for its first pod (WaitForFirstConsumer), <nodes dir>/<node>/volumes,
-// as a `local` PersistentVolume pinned to that node, which its kubelet mounts (and gives the pod's
-// fsGroup); a released volume's directory and PersistentVolume are deleted. Being the one that
-// knows where each volume's files are, it also measures them, every `measureEveryMs`, onto the
-// claim (annotation svc.dev/used-bytes): the kubelet cannot, as a directory shares its node's
-// filesystem, whose statfs figures are the node's.
-import { mkdirSync, rmSync } from 'node:fs';
+// The provisioner of the `svc-local` StorageClass: a claim is provisioned on the node the scheduler
+// picked for its first pod (WaitForFirstConsumer) as a filesystem of the claim's size, an ext4 image
+// <nodes dir>/<node>/volumes/pvc-<uid>.img loop-mounted at the directory beside it (./filesystem.ts:
+// a directory alone let a 16 MiB volume take 64 MiB of the disk etcd, PostgreSQL and the registry
+// share, issue 30), as a `local` PersistentVolume pinned to that node, which its kubelet mounts
+// (and gives the pod's fsGroup); a released volume is unmounted and its image, directory and
+// PersistentVolume deleted. hack/nodes.sh mounts the images again before the kubelets start (after
+// `nodes.sh down` or a host restart). Being the one that knows where each volume's files are, it
+// also measures them, every `measureEveryMs`, onto the claim (annotation svc.dev/used-bytes): the
+// statfs of a volume's own filesystem, or for a directory volume made before filesystems (which
+// shares its node's filesystem, whose statfs figures are the node's) a walk of its files.
+import { rmSync } from 'node:fs';
 import path from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { kubeStatus, mergePatch } from '../lib/kube/client.js';
@@ -13,6 +17,7 @@ import { keepWatching, type Restartable } from '../lib/kube/keep-watching.js';
 import type { Logger } from '../lib/logger.js';
 import { annotations, labels } from '../lib/contract.js';
 import { diskUsage } from './usage.js';
+import { claimBytes, hasImage, makeFilesystem, removeFilesystem, usedBytes } from './filesystem.js';
 
 export const provisionerName = 'svc.dev/local-volumes';
 const selectedNode = 'volume.kubernetes.io/selected-node';
@@ -47,6 +52,9 @@ export class LocalProvisioner {
 
   private stopped = false;
 
+  /** Claims whose filesystem is being made (mkfs takes a moment; updates keep arriving meanwhile). */
+  private readonly making = new Set<string>();
+
   constructor(
     private readonly kc: k8s.KubeConfig,
     private readonly nodes: readonly string[],
@@ -67,14 +75,27 @@ export class LocalProvisioner {
       const node = pvc.metadata?.annotations?.[selectedNode];
       const ours = pvc.metadata?.annotations?.[provisionerAnnotation] === provisionerName;
       if (!ours || !node || !this.nodes.includes(node) || pvc.spec?.volumeName || pvc.status?.phase === 'Bound') return;
-      const dir = path.join(this.dataDir, node, 'volumes', `pvc-${pvc.metadata!.uid}`);
-      mkdirSync(dir, { recursive: true });
-      core.createPersistentVolume({ body: volumeFor(pvc, node, dir) }).then(
-        () => this.log.info({ claim: `${pvc.metadata!.namespace}/${pvc.metadata!.name}`, node }, 'Provisioned volume'),
-        (err: unknown) => {
-          if (kubeStatus(err) !== 409) this.log.warn({ err, claim: pvc.metadata!.name }, 'Provisioning failed');
-        },
-      );
+      const uid = pvc.metadata!.uid!;
+      if (this.making.has(uid)) return;
+      const dir = path.join(this.dataDir, node, 'volumes', `pvc-${uid}`);
+      const claim = `${pvc.metadata!.namespace}/${pvc.metadata!.name}`;
+      const bytes = claimBytes(pvc.spec?.resources?.requests?.storage ?? '1Gi');
+      if (bytes === undefined) {
+        this.log.warn({ claim, size: pvc.spec?.resources?.requests?.storage }, 'Not provisioning a claim of a size this provisioner does not read');
+        return;
+      }
+      this.making.add(uid);
+      // The filesystem is mounted before the PersistentVolume exists: the kubelet binds whatever is at
+      // the path when the pod starts, and a bare directory there would be unbounded.
+      makeFilesystem(dir, bytes)
+        .then(() => core.createPersistentVolume({ body: volumeFor(pvc, node, dir) }))
+        .then(
+          () => this.log.info({ claim, node, bytes }, 'Provisioned volume'),
+          (err: unknown) => {
+            if (kubeStatus(err) !== 409) this.log.warn({ err, claim }, 'Provisioning failed');
+          },
+        )
+        .finally(() => this.making.delete(uid));
     };
     claims.on('add', provision);
     claims.on('update', provision);
@@ -84,13 +105,18 @@ export class LocalProvisioner {
       if (pv.metadata?.annotations?.[provisionedBy] !== provisionerName || pv.status?.phase !== 'Released') return;
       const node = pv.metadata.labels?.[labels.node];
       if (!node || !this.nodes.includes(node) || !pv.spec?.local?.path) return;
-      rmSync(pv.spec.local.path, { recursive: true, force: true });
-      core.deletePersistentVolume({ name: pv.metadata.name! }).then(
-        () => this.log.info({ volume: pv.metadata!.name }, 'Deleted released volume'),
-        (err: unknown) => {
-          if (kubeStatus(err) !== 404) this.log.warn({ err, volume: pv.metadata!.name }, 'Volume deletion failed');
-        },
-      );
+      const dir = pv.spec.local.path;
+      // A volume whose filesystem cannot be unmounted yet keeps its PersistentVolume: the next resync
+      // tries again, rather than leaving an image nothing would ever delete.
+      const removed = hasImage(dir) ? removeFilesystem(dir) : Promise.resolve(rmSync(dir, { recursive: true, force: true }));
+      removed
+        .then(() => core.deletePersistentVolume({ name: pv.metadata!.name! }))
+        .then(
+          () => this.log.info({ volume: pv.metadata!.name }, 'Deleted released volume'),
+          (err: unknown) => {
+            if (kubeStatus(err) !== 404) this.log.warn({ err, volume: pv.metadata!.name }, 'Volume deletion failed');
+          },
+        );
     };
     volumes.on('add', reclaim);
     volumes.on('update', reclaim);
@@ -124,7 +150,8 @@ export class LocalProvisioner {
         const claim = claims.get(ref.name, ref.namespace);
         if (!claim || claim.metadata?.uid !== ref.uid) continue;
         try {
-          const used = String(await diskUsage(pv.spec.local.path));
+          const dir = pv.spec.local.path;
+          const used = String(hasImage(dir) ? await usedBytes(dir) : await diskUsage(dir));
           if (claim.metadata?.annotations?.[annotations.usedBytes] === used) continue;
           await core.patchNamespacedPersistentVolumeClaim(
             { namespace: ref.namespace, name: ref.name, body: { metadata: { annotations: { [annotations.usedBytes]: used } } } },

@@ -139,6 +139,13 @@ const machineContainerSecurity: k8s.V1SecurityContext = {
 /** The root filesystem is read-only: /tmp is the one writable place a machine has (bounded). */
 const tmpVolume: k8s.V1Volume = { name: 'tmp', emptyDir: { sizeLimit: '256Mi' } };
 const tmpMount: k8s.V1VolumeMount = { name: 'tmp', mountPath: '/tmp' };
+/**
+ * The node disk a machine may take besides its volumes (docs/decisions/0023-disks.md): /tmp (256Mi),
+ * the served site (an artifact is at most 256 MiB packed) and its logs, which the kubelet counts
+ * together and evicts the machine past. Named on every container, not left to the account's
+ * LimitRange, so a machine is bounded in any namespace.
+ */
+export const machineEphemeralStorage = { request: '64Mi', limit: '1Gi' } as const;
 
 /** Machine `ordinal`'s persistent volumes (each its own claim) and where they are mounted. */
 function persistentVolumes(app: App, view: ServiceView, ordinal: number): { volumes: k8s.V1Volume[]; mounts: k8s.V1VolumeMount[] } {
@@ -207,7 +214,7 @@ function machineSpec(
     ...(view.public ? { ports: [{ name: 'http', containerPort: view.port! }] } : view.ports.length ? { ports: view.ports.map((p) => ({ name: `p${p}`, containerPort: p })) } : {}),
     env: envOf(app, view, settings),
     ...(app.spec.envSecretName ? { envFrom: [{ secretRef: { name: app.spec.envSecretName } }] } : {}),
-    ...(Object.keys(limits).length ? { resources: { limits } } : {}),
+    resources: { requests: { 'ephemeral-storage': machineEphemeralStorage.request }, limits: { ...limits, 'ephemeral-storage': machineEphemeralStorage.limit } },
     ...(readiness ? { readinessProbe: readiness } : {}),
     securityContext: machineContainerSecurity,
     volumeMounts: [tmpMount, ...persistent.mounts],
@@ -229,6 +236,7 @@ function machineSpec(
           { name: 'SVC_ARTIFACT_DIGEST', value: source.digest },
           { name: 'SVC_SITE_ROOT', value: siteRoot },
         ],
+        resources: { requests: { 'ephemeral-storage': machineEphemeralStorage.request }, limits: { 'ephemeral-storage': machineEphemeralStorage.limit } },
         securityContext: machineContainerSecurity,
         volumeMounts: [mount, tmpMount],
       },
@@ -255,13 +263,30 @@ function placementOf(app: App, ordinal: number, view?: ServiceView): string | un
 }
 
 /**
+ * The revision's JSON without the ephemeral-storage bounds (a JSON.stringify replacer): they are
+ * the account LimitRange's defaults (controllers/account/desired.ts), which machines made before
+ * they were named already had, so naming them replaces no running machine on upgrade.
+ */
+function withoutDiskBounds(key: string, value: unknown): unknown {
+  if (key !== 'resources' || !value || typeof value !== 'object') return value;
+  const r = value as k8s.V1ResourceRequirements;
+  const strip = (m: Record<string, string> | undefined) => {
+    const { 'ephemeral-storage': _, ...rest } = m ?? {};
+    return Object.keys(rest).length ? rest : undefined;
+  };
+  const requests = strip(r.requests);
+  const limits = strip(r.limits);
+  return requests || limits ? { ...(requests ? { requests } : {}), ...(limits ? { limits } : {}) } : undefined;
+}
+
+/**
  * A short hash of everything that shapes machine `ordinal` of `view`: a change means a new machine.
  * A deploy replaces the machines of a one-service app (as Heroku and Fly.io restart on every deploy);
  * in an App with services only a service whose definition changed gets new machines (compose's `up`).
  */
 export function revisionOf(app: App, settings: AppSettings, ordinal = 0, view: ServiceView = servicesOf(app.spec)[0]!): string {
   const deploy = app.spec.services?.length ? null : (app.spec.deployId ?? null);
-  const shape = JSON.stringify({ m: machineSpec(app, settings, ordinal, view), d: deploy, n: placementOf(app, ordinal, view) ?? null });
+  const shape = JSON.stringify({ m: machineSpec(app, settings, ordinal, view), d: deploy, n: placementOf(app, ordinal, view) ?? null }, withoutDiskBounds);
   return createHash('sha256').update(shape).digest('hex').slice(0, 10);
 }
 

@@ -76,6 +76,19 @@ const outputGraceMs = 60_000;
 
 const securityContext: k8s.V1SecurityContext = { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] }, readOnlyRootFilesystem: true, runAsNonRoot: true };
 
+/**
+ * The node disk a build may take (docs/decisions/0023-disks.md): its workspace (4Gi) and /tmp (1Gi)
+ * emptyDirs, each bounded on its own, plus logs and slack; the kubelet evicts the pod past the sum.
+ * On the source container too: it fills the workspace, and an init container's limit is the pod's
+ * while it runs.
+ */
+export const buildEphemeralStorage = { request: '1Gi', limit: '6Gi' } as const;
+const withDisk = (r: k8s.V1ResourceRequirements | undefined): k8s.V1ResourceRequirements => ({
+  ...r,
+  requests: { ...r?.requests, 'ephemeral-storage': buildEphemeralStorage.request },
+  limits: { ...r?.limits, 'ephemeral-storage': buildEphemeralStorage.limit },
+});
+
 export function buildJob(b: Build, s: BuildSettings, now: Date): k8s.V1Job {
   const name = b.metadata.name!;
   const ns = b.metadata.namespace!;
@@ -100,6 +113,7 @@ export function buildJob(b: Build, s: BuildSettings, now: Date): k8s.V1Job {
           // Its failures only: the builder says what it found.
           { name: 'SVC_LOG_LEVEL', value: 'warn' },
         ],
+        resources: withDisk(undefined),
         securityContext,
         terminationMessagePolicy: 'FallbackToLogsOnError',
         volumeMounts: mounts,
@@ -117,6 +131,7 @@ export function buildJob(b: Build, s: BuildSettings, now: Date): k8s.V1Job {
           { name: 'SVC_BUILD_WORKSPACE', value: workspace },
           { name: 'HOME', value: '/tmp' },
         ],
+        resources: withDisk(undefined),
         securityContext,
         terminationMessagePolicy: 'FallbackToLogsOnError',
         volumeMounts: mounts,
@@ -155,7 +170,7 @@ export function buildJob(b: Build, s: BuildSettings, now: Date): k8s.V1Job {
                 { name: 'HOME', value: `${cacheMount}/home` },
                 { name: 'COREPACK_ENABLE_DOWNLOAD_PROMPT', value: '0' },
               ],
-              resources: s.resources,
+              resources: withDisk(s.resources),
               securityContext,
               terminationMessagePolicy: 'FallbackToLogsOnError',
               volumeMounts: [...mounts, { name: 'cache', mountPath: cacheMount }],

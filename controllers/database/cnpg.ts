@@ -8,7 +8,7 @@ import { labels, managers } from '../../lib/contract.js';
 import { databaseBytes, databaseObjects, databasePort } from '../../lib/databases.js';
 import type { App, Database } from '../../lib/resources/index.js';
 import type { ConditionInput } from '../frame/status.js';
-import { meta, serverPolicy, type DatabaseSettings, type DatabaseStatusFields } from './desired.js';
+import { databaseEphemeralStorage, meta, serverPolicy, type DatabaseSettings, type DatabaseStatusFields } from './desired.js';
 
 export const cnpg = { group: 'postgresql.cnpg.io', version: 'v1', plural: 'clusters', kind: 'Cluster' } as const;
 
@@ -43,6 +43,8 @@ export function cnpgCluster(db: Database, settings: DatabaseSettings): CnpgClust
       instances: 1,
       ...(settings.cnpg?.image ? { imageName: settings.cnpg.image } : {}),
       storage: { size: String(databaseBytes(db, settings.defaultBytes)), ...(settings.storageClass ? { storageClass: settings.storageClass } : {}) },
+      // The node disk its instances may take besides the volume, as for a server of our own.
+      resources: { requests: { 'ephemeral-storage': databaseEphemeralStorage.request }, limits: { 'ephemeral-storage': databaseEphemeralStorage.limit } },
       // The owner is the Secret's username (the API writes `app`); the database is the Database's name.
       bootstrap: { initdb: { database: name, owner: 'app', secret: { name: o.secret } } },
       // Its pods and volumes carry the Database's label: the Service, the policy and the volume list find them.

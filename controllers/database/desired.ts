@@ -74,6 +74,12 @@ function owner(db: Database): k8s.V1OwnerReference {
   return { apiVersion, kind: 'Database', name: db.metadata.name!, uid: db.metadata.uid!, controller: true, blockOwnerDeletion: true };
 }
 
+/**
+ * The node disk a database's pods may take besides the data volume (docs/decisions/0023-disks.md):
+ * /tmp (64Mi, bounded on its own) and logs; the kubelet evicts past it.
+ */
+export const databaseEphemeralStorage = { request: '64Mi', limit: '256Mi' } as const;
+
 export function meta(db: Database, name: string): k8s.V1ObjectMeta {
   const branch: Record<string, string> = db.spec.branchOf ? { [labels.branchOf]: db.spec.branchOf } : {};
   return { name, namespace: db.metadata.namespace, labels: { [labels.database]: db.metadata.name!, ...branch, [labels.managedBy]: managers.controllers }, ownerReferences: [owner(db)] };
@@ -145,7 +151,10 @@ export function serverPod(db: Database, settings: DatabaseSettings, sourceHost?:
           ports: [{ name: 'postgres', containerPort: databasePort }],
           readinessProbe: { tcpSocket: { port: databasePort as unknown as k8s.IntOrString }, periodSeconds: 1, failureThreshold: 3 },
           // Counted against the account's quota like its machines: half a CPU, not the namespace's default one.
-          resources: { requests: { cpu: '50m', memory: '128Mi' }, limits: { cpu: '500m', memory: '512Mi' } },
+          resources: {
+            requests: { cpu: '50m', memory: '128Mi', 'ephemeral-storage': databaseEphemeralStorage.request },
+            limits: { cpu: '500m', memory: '512Mi', 'ephemeral-storage': databaseEphemeralStorage.limit },
+          },
           securityContext: serverContainerSecurity,
           volumeMounts: mounts,
         },
@@ -259,7 +268,10 @@ function backupJobSpec(db: Database, settings: DatabaseSettings, backups: NonNul
               { name: 'SVC_BACKUP_URL', value: `${db.spec.backupUrl ?? backups.backupBaseUrl}/${namespace}/${name}` },
               { name: 'SVC_BACKUP_TOKEN', value: token },
             ],
-            resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { cpu: '500m', memory: '256Mi' } },
+            resources: {
+              requests: { cpu: '50m', memory: '64Mi', 'ephemeral-storage': databaseEphemeralStorage.request },
+              limits: { cpu: '500m', memory: '256Mi', 'ephemeral-storage': databaseEphemeralStorage.limit },
+            },
             securityContext: serverContainerSecurity,
             volumeMounts: [{ name: 'tmp', mountPath: '/tmp' }],
           },

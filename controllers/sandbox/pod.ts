@@ -21,9 +21,16 @@ export interface SandboxPodSettings {
 
 export const sandboxUid = 1000;
 
+/**
+ * The node disk a sandbox may take (docs/decisions/0023-disks.md). Its root is read-only and its
+ * home and /tmp are memory (counted by its memory limit), so what is left on the node's disk is its
+ * logs: bounded so a sandbox printing without end is evicted rather than fill the disk.
+ */
+export const sandboxEphemeralStorage = { request: '16Mi', limit: '128Mi' } as const;
+
 /** The hash of everything that shapes a pool member: a member of another template is replaced. */
 export function poolKey(settings: SandboxPodSettings, resources: SandboxResources): string {
-  return createHash('sha256').update(JSON.stringify([settings.image, settings.runtimeClass ?? '', resources, agentPort, 2])).digest('hex').slice(0, 16);
+  return createHash('sha256').update(JSON.stringify([settings.image, settings.runtimeClass ?? '', resources, agentPort, 3])).digest('hex').slice(0, 16);
 }
 
 export function newPodName(): string {
@@ -56,7 +63,10 @@ export function sandboxPod(settings: SandboxPodSettings, opts: { name: string; r
           env: [{ name: 'SVC_SANDBOX_TOKEN', value: agentToken(settings.agentKey, opts.name) }],
           ports: [{ name: 'agent', containerPort: agentPort }],
           readinessProbe: { httpGet: { path: '/healthz', port: agentPort as unknown as k8s.IntOrString }, periodSeconds: 1, timeoutSeconds: 1, failureThreshold: 3 },
-          resources: { requests: { ...requests }, limits: { cpu: resources.cpu, memory: resources.memory } },
+          resources: {
+            requests: { ...requests, 'ephemeral-storage': sandboxEphemeralStorage.request },
+            limits: { cpu: resources.cpu, memory: resources.memory, 'ephemeral-storage': sandboxEphemeralStorage.limit },
+          },
           securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] }, readOnlyRootFilesystem: true, runAsNonRoot: true },
           volumeMounts: [
             { name: 'home', mountPath: sandboxHome },

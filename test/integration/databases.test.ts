@@ -260,9 +260,10 @@ describe('Databases', () => {
     const env = { ...process.env, SVC_API_URL: `${api.url}/api`, SVC_TOKEN: api.token };
     const run = (...args: string[]) =>
       new Promise<string>((resolve, reject) => execFile(process.execPath, [svc, ...args], { env }, (err, out, errOut) => (err ? reject(new Error(`${err.message}${errOut}`)) : resolve(out))));
-    const created = JSON.parse(await run('db', 'create', 'cli-db', '--size', String(8 << 20), '--json')) as DatabaseBody;
+    // 64 MiB: a volume is a filesystem of its size (decision 0023), and an initialised cluster takes about 46 MiB.
+    const created = JSON.parse(await run('db', 'create', 'cli-db', '--size', String(64 << 20), '--json')) as DatabaseBody;
     assert.equal(created.phase, 'Ready');
-    assert.match(await run('db', 'ls'), /^NAME\s+PHASE\s+APP\s+SIZE\s+USED\s+ON DELETE\ncli-db\s+Ready\s+-\s+8 MiB\s+(-|\d+(\.\d)? (B|KiB|MiB|GiB))\s+drop/m);
+    assert.match(await run('db', 'ls'), /^NAME\s+PHASE\s+APP\s+SIZE\s+USED\s+ON DELETE\ncli-db\s+Ready\s+-\s+64 MiB\s+(-|\d+(\.\d)? (B|KiB|MiB|GiB))\s+drop/m);
     await json(await api.request('POST', '/api/apps', { body: { name: 'cli-app' } }), 201);
     assert.match(await run('db', 'attach', 'cli-db', 'cli-app'), /cli-db attached to cli-app/);
     await assert.rejects(run('db', 'rm', 'cli-db'), /409 database cli-db is attached to app cli-app/);

@@ -69,7 +69,7 @@ describe('Volumes', () => {
       'the file survived the restart',
     );
 
-    // Its files measured by the provisioner (a directory volume: the kubelet sees only the node's disk).
+    // Its files measured by the provisioner (the statfs of the volume's own filesystem, decision 0023).
     const v = await eventually('the volume measured', async () => (await volumes()).find((x) => x.ref === 'vol-keep-data-m0' && x.used_bytes !== null), { timeoutMs: 30_000 });
     assert.deepEqual(
       { kind: v.kind, app: v.app, machine: v.machine, volume: v.volume, path: v.path, size: v.size_bytes, attached: v.attached, database: v.database },

@@ -152,6 +152,21 @@ describe('App plan', () => {
     assert.equal(sourceless.ready.reason, 'NoSource');
   });
 
+  it('bounds the node disk of every container of a machine (ephemeral-storage, issue 30)', () => {
+    const volumes = [{ name: 'data', path: '/data', size: '16Mi' }];
+    for (const a of [app(), app({ kind: 'static', source: { digest: `sha256:${'a'.repeat(64)}` } }), app({ volumes, resources: { cpu: '1', memory: '256Mi' } })]) {
+      const pod = machinePod(a, 0, settings);
+      const all = [...(pod.spec?.initContainers ?? []), ...pod.spec!.containers];
+      assert.ok(all.length >= 1);
+      for (const c of all) {
+        assert.equal(c.resources?.requests?.['ephemeral-storage'], '64Mi', c.name);
+        assert.equal(c.resources?.limits?.['ephemeral-storage'], '1Gi', c.name);
+      }
+    }
+    // The app's own limits stay, next to the disk's.
+    assert.deepEqual(machinePod(app({ resources: { cpu: '1', memory: '256Mi' } }), 0, settings).spec!.containers[0]!.resources!.limits, { cpu: '1', memory: '256Mi', 'ephemeral-storage': '1Gi' });
+  });
+
   it('gives each machine its own claim per volume, made before it and kept when the volume or the machine goes', () => {
     const plain = app({ machines: 2 });
     const withVolumes = app({ machines: 2, volumes: [{ name: 'data', path: '/var/data', size: '5Gi' }] });

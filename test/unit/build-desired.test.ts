@@ -49,13 +49,25 @@ describe('build desired state', () => {
     assert.equal(pod.automountServiceAccountToken, false);
     const builder = pod.containers[0]!;
     assert.equal(builder.securityContext?.allowPrivilegeEscalation, false);
-    assert.deepEqual(builder.resources?.limits, { cpu: '1', memory: '2Gi' });
+    assert.deepEqual(builder.resources?.limits, { cpu: '1', memory: '2Gi', 'ephemeral-storage': '6Gi' });
     const env = Object.fromEntries(builder.env!.map((e) => [e.name, e.value]));
     assert.equal(env.SVC_BUILD_REPORT_URL, 'http://10.244.0.1:8079/builds/acct/bld-0000000000000001');
     assert.deepEqual(checkBuildCredential(key, 'acct', 'bld-0000000000000001', env.SVC_BUILD_TOKEN, now), { ok: true });
     assert.equal(checkBuildCredential(key, 'acct', 'bld-0000000000000002', env.SVC_BUILD_TOKEN, now).ok, false, 'it sends no other build\'s results');
     assert.equal(pod.initContainers![0]!.env!.find((e) => e.name === 'SVC_ARTIFACT_URL')?.value, `http://10.244.0.1:8079/artifacts/${digest}`);
     assert.equal(p.cacheClaim?.metadata?.name, 'build-cache-site');
+  });
+
+  it('bounds the node disk of every container of a build, artifact or Git (ephemeral-storage over its bounded emptyDirs)', () => {
+    const git = build({ spec: { ...build().spec, source: { git: { url: 'https://git.example/repo.git', ref: 'main' } } } });
+    for (const b of [build(), git]) {
+      const pod = plan(b, observed(), settings, now).createJob!.spec!.template.spec!;
+      for (const c of [...pod.initContainers!, ...pod.containers]) {
+        assert.equal(c.resources?.requests?.['ephemeral-storage'], '1Gi', c.name);
+        assert.equal(c.resources?.limits?.['ephemeral-storage'], '6Gi', c.name);
+      }
+      assert.deepEqual(pod.volumes!.filter((v) => v.emptyDir).map((v) => v.emptyDir!.sizeLimit), ['4Gi', '1Gi']);
+    }
   });
 
   it('builds a preview with its parent\'s cache, and sends results where the Build says', () => {

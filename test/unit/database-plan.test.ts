@@ -43,6 +43,18 @@ describe('database plan', () => {
     assert.equal(p.ready.message, 'its volume is being provisioned');
   });
 
+  it('bounds the node disk of its server, backup and CloudNativePG instances (ephemeral-storage)', () => {
+    const server = plan(db, { pod: undefined, claim: undefined, service: undefined, attachedApps: [] }, settings).createPod!.spec!;
+    const withBackups: DatabaseSettings = { ...settings, backups: { key: Buffer.alloc(32, 2), schedule: '30 3 * * *', platformPorts: [{ port: 8080 }], artifactBaseUrl: 'http://10.244.0.1:8080/artifacts', backupBaseUrl: 'http://10.244.0.1:8080/backups' } };
+    const backup = plan(db, { pod: undefined, claim, service, attachedApps: [] }, withBackups, new Date('2026-11-25T12:00:00Z')).backup!.cronJob.spec!.jobTemplate.spec!.template.spec!;
+    for (const c of [...server.containers, ...backup.containers]) {
+      assert.equal(c.resources?.requests?.['ephemeral-storage'], '64Mi', c.name);
+      assert.equal(c.resources?.limits?.['ephemeral-storage'], '256Mi', c.name);
+    }
+    const cluster = cnpgCluster(db, { ...settings, provider: 'cloudnative-pg' });
+    assert.deepEqual(cluster.spec!.resources, { requests: { 'ephemeral-storage': '64Mi' }, limits: { 'ephemeral-storage': '256Mi' } });
+  });
+
   it('is Ready with its address once the server is ready, names the app attached, and says why it failed', () => {
     const readyPod = pod({ conditions: [{ type: 'Ready', status: 'True' }] });
     const app = { metadata: { name: 'shop' }, spec: { database: 'orders' } } as App;
@@ -108,6 +120,7 @@ describe('database plan', () => {
       instances: 1,
       imageName: 'reg/cnpg/postgresql:16',
       storage: { size: String(5 << 20), storageClass: 'fast' },
+      resources: { requests: { 'ephemeral-storage': '64Mi' }, limits: { 'ephemeral-storage': '256Mi' } },
       bootstrap: { initdb: { database: 'orders', owner: 'app', secret: { name: 'db-orders-credentials' } } },
       inheritedMetadata: { labels: { 'svc.dev/database': 'orders', 'app.kubernetes.io/managed-by': 'svc-controllers' } },
     });

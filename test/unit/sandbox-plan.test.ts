@@ -135,6 +135,15 @@ describe('Sandbox plan', () => {
 });
 
 describe('sandbox pod', () => {
+  it('bounds a sandbox\'s node disk (ephemeral-storage: its logs; home and /tmp are memory)', () => {
+    const pod = sandboxPod(settings, { name: 'sbx-x', resources: { ...defaultResources }, network: true, labels: {} });
+    for (const c of pod.spec!.containers) {
+      assert.equal(c.resources?.requests?.['ephemeral-storage'], '16Mi');
+      assert.equal(c.resources?.limits?.['ephemeral-storage'], '128Mi');
+    }
+    for (const v of pod.spec!.volumes!) assert.equal(v.emptyDir?.medium, 'Memory', v.name);
+  });
+
   it('runs with no token, the restricted profile, limits, the sandbox RuntimeClass and a read-only root', () => {
     const pod = sandboxPod(settings, { name: 'sbx-x', resources: { cpu: '1', memory: '512Mi', disk: '256Mi' }, network: false, labels: {} });
     const c = pod.spec!.containers[0]!;
@@ -143,7 +152,7 @@ describe('sandbox pod', () => {
     assert.equal(pod.spec!.securityContext!.runAsNonRoot, true);
     assert.equal(pod.spec!.securityContext!.seccompProfile!.type, 'RuntimeDefault');
     assert.deepEqual(c.securityContext, { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] }, readOnlyRootFilesystem: true, runAsNonRoot: true });
-    assert.deepEqual(c.resources!.limits, { cpu: '1', memory: '512Mi' });
+    assert.deepEqual(c.resources!.limits, { cpu: '1', memory: '512Mi', 'ephemeral-storage': '128Mi' });
     assert.equal(pod.metadata!.labels![labels.network], 'off');
     assert.ok(c.env!.some((e) => e.name === 'SVC_SANDBOX_TOKEN' && e.value && e.value.length > 20));
   });
