@@ -272,17 +272,17 @@ describe('Databases', () => {
   });
 
   it('refuses a database beyond the account\'s count or storage limit, naming it', async () => {
-    const limited = await startTestApi({ env: { SVC_DATABASE_MAX_PER_ACCOUNT: '1', SVC_STORAGE_MAX_BYTES_PER_ACCOUNT: String(3 << 20) } });
+    const limited = await startTestApi({ env: { SVC_DATABASE_MAX_PER_ACCOUNT: '1', SVC_STORAGE_MAX_BYTES_PER_ACCOUNT: String(3 << 26) } });
     try {
       const post = (body: unknown) => limited.request('POST', '/api/databases', { body });
-      const big = await json<{ error: string }>(await post({ name: 'big', storage_bytes: 4 << 20 }), 403);
-      assert.match(big.error, /over its limit of 3145728 bytes \(0 in use\)/);
-      await json(await post({ name: 'small', storage_bytes: 2 << 20 }), 201);
+      const big = await json<{ error: string }>(await post({ name: 'big', storage_bytes: 4 << 26 }), 403);
+      assert.match(big.error, /over its limit of 201326592 bytes \(0 in use\)/);
+      await json(await post({ name: 'small', storage_bytes: 2 << 26 }), 201);
       const stored = async () => (await json<{ meters: { stored_bytes: number } }>(await limited.request('GET', '/api/account/usage'), 200)).meters.stored_bytes;
       limited.clock.advance(1000); // usage is of [start of month, now): a sample counts from its instant on
-      assert.equal(await stored(), 2 << 20, 'its volume counts as stored');
-      const more = await json<{ error: string }>(await post({ name: 'another', storage_bytes: 1 << 20 }), 403);
-      assert.match(more.error, /the account has 1 databases, its limit \(1\); delete one first/);
+      assert.equal(await stored(), 2 << 26, 'its volume counts as stored');
+      const more = await json<{ error: string }>(await post({ name: 'another', storage_bytes: 1 << 26 }), 403);
+      assert.match(more.error, /the account has 1 databases \(branches included\), its limit is 1; delete one first/);
       // Databases are the account's: a token restricted to apps cannot list them.
       const { token } = await limited.services.tokens.issue(limited.account.id, { name: 'narrow', restrictions: [{ kind: 'apps', apps: ['x'] }] });
       await json(await limited.request('GET', '/api/databases', { token }), 403);
