@@ -73,6 +73,14 @@ setup_network() {
   sysctl -qw net.ipv4.ip_forward=1 net.bridge.bridge-nf-call-iptables=1 2>/dev/null || sysctl -qw net.ipv4.ip_forward=1
 }
 
+# The host's process IDs: 32,768 by default, which one account at its quota of pods (50 x podPidsLimit
+# 1,024) could take whole (issue 30). Raised to the kernel's maximum, so that an account holds under
+# 2% of them and the kubelets' eviction on PID pressure comes first.
+host_limits() {
+  local max=4194304
+  (($(cat /proc/sys/kernel/pid_max) >= max)) || sysctl -qw kernel.pid_max=$max
+}
+
 # The host's firewall for pods, before any policy: a pod reaches the host only on the machine ports
 # of the nodes' gateways (MACHINE_PORTS: the API's machine listener), and nothing outside the pod network at all (Services
 # are translated to pod addresses before this). Rejected, not dropped: a refused connection fails
@@ -247,7 +255,9 @@ fileCheckFrequency: 0s
 nodeStatusUpdateFrequency: 5s
 imageGCHighThresholdPercent: 95
 imageGCLowThresholdPercent: 90
-evictionHard: {memory.available: "100Mi", nodefs.available: "2%", imagefs.available: "2%"}
+# Evicts before the host runs out of process IDs (with pid_max raised, host_limits, and podPidsLimit
+# above: one account at its quota of pods holds a small share of them; test/security/pids.test.ts).
+evictionHard: {memory.available: "100Mi", nodefs.available: "2%", imagefs.available: "2%", pid.available: "10%"}
 containerLogMaxSize: 10Mi
 containerLogMaxFiles: 2
 shutdownGracePeriod: 0s
@@ -350,6 +360,7 @@ up() {
   start_registry
   "$ROOT/hack/images.sh"
   host_firewall
+  host_limits
   mkdir -p "$NODES_DIR"
   write_sandbox_spec
   mount_volumes
