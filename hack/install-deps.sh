@@ -49,7 +49,7 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-command -v go >/dev/null || { say "deps: Go is required (1.26 or newer) to build Kubernetes; install it from go.dev" >&2; exit 1; }
+command -v go >/dev/null || { say "deps: Go is required (1.26.8 or newer) to build Kubernetes and the nodes' containerd; install it from go.dev" >&2; exit 1; }
 
 # Node.js $NODE_VERSION (the current LTS) from the npm registry's node-linux-<arch> package, into the
 # cache: whatever Node the machine has only runs npm for this.
