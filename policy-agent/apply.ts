@@ -38,11 +38,22 @@ async function isolationNow(): Promise<Isolation> {
   return { 'svc-isolated-in': inSet!, 'svc-isolated-out': outSet! };
 }
 
+/**
+ * The isolation this process last loaded: read from the kernel only when unknown (at start, or after
+ * a failed apply), as two more process spawns per sync cost the host CPU it lacks when hundreds of
+ * pods start at once.
+ */
+let loaded: Isolation | undefined;
+
 export async function applyProgram(p: Program): Promise<{ removedChains: number; removedSets: number }> {
-  const staged = stages(p, await isolationNow());
+  const current = loaded ?? (await isolationNow());
+  loaded = undefined;
+  const staged = stages(p, current);
   await feed('ipset', ['restore', '-exist'], ipsetRestoreInput({ sets: staged.sets }));
   await feed('iptables-restore', ['-w', '--noflush'], iptablesRestoreInput(p));
   await feed('ipset', ['restore', '-exist'], ipsetRestoreInput({ sets: staged.isolate }));
+  const entriesOf = (name: keyof Isolation) => staged.isolate.find((s) => s.name === name)?.entries ?? [];
+  loaded = { 'svc-isolated-in': entriesOf('svc-isolated-in'), 'svc-isolated-out': entriesOf('svc-isolated-out') };
   const now = await present();
   const keepChains = new Set(p.chains);
   const keepSets = new Set(p.sets.map((s) => s.name));

@@ -37,7 +37,7 @@ const createBody = z.strictObject({
     .string()
     .max(maxDatabaseName, `must be at most ${maxDatabaseName} characters`)
     .regex(dnsLabel, 'must be lower-case letters, digits and dashes, starting and ending with a letter or digit'),
-  storage_bytes: z.number().int().min(64 * 1024 * 1024).max(1099511627776).optional().describe('Size of its volume, at least 64 MiB (an initialized server takes about 46 MiB); default 1 GiB'),
+  storage_bytes: z.number().int().min(128 * 1024 * 1024).max(1099511627776).optional().describe('Size of its volume, at least 128 MiB (an initialized server takes about 46 MiB, and its write-ahead log grows in 16 MiB segments); default 1 GiB'),
   deletion_policy: z.enum(['drop', 'retain']).default('drop').describe('drop: the data goes with the database; retain: its volume is kept'),
   restore_from: z.strictObject({ backup: z.string().min(1).max(64).describe('A backup of one of the account\'s databases (GET /databases/{name}/backups)') }).optional().describe('Start as that backup: a new database, loaded once'),
 });

@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import { readFile, readdir, readlink } from 'node:fs/promises';
 import { after, before, describe, it } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
-import { group, version, type App } from '../../lib/resources/index.js';
+import { mergePatch } from '../../lib/kube/client.js';
+import { group, version } from '../../lib/resources/index.js';
 import { attenuate } from '../../lib/tokens/token.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { kubeConfig } from '../support/kube.js';
@@ -98,9 +99,8 @@ describe('API app logs', () => {
     fetch(api.url + path, { headers: { authorization: `Bearer ${api.token}`, ...headers }, ...(signal ? { signal } : {}) });
 
   const setMachines = async (name: string, machines: number) => {
-    const app = (await custom.getNamespacedCustomObject({ group, version, namespace: ns, plural: 'apps', name })) as App;
-    app.spec.machines = machines;
-    await custom.replaceNamespacedCustomObject({ group, version, namespace: ns, plural: 'apps', name, body: app });
+    // A merge patch: a get-then-replace races the controllers' own writes to the App (409).
+    await custom.patchNamespacedCustomObject({ group, version, namespace: ns, plural: 'apps', name, body: { spec: { machines } } }, mergePatch);
   };
 
   /** Lines of the not-followed log, once every one of `machines` has printed `atLeast` lines. */

@@ -34,13 +34,13 @@ describe('Databases on CloudNativePG (real CRDs)', { timeout: 300_000 }, () => {
   });
 
   it('writes a Cluster the real CRD accepts, maps its status, and deletes it with the Database', async () => {
-    await json(await api.request('POST', '/api/databases', { body: { name: 'pg1', storage_bytes: 64 << 20 } }), 201);
+    await json(await api.request('POST', '/api/databases', { body: { name: 'pg1', storage_bytes: 128 << 20 } }), 201);
     const custom = api.kube.kc.makeApiClient(k8s.CustomObjectsApi);
     const c = (await eventually('the Cluster', () => custom.getNamespacedCustomObject({ ...cluster, namespace: ns, name: 'db-pg1' }).catch(() => undefined))) as { metadata: { ownerReferences?: Array<{ kind: string; name: string }> }; spec: Record<string, unknown> };
     assert.equal(c.spec.instances, 1);
     assert.deepEqual(c.spec.bootstrap, { initdb: { database: 'pg1', owner: 'app', secret: { name: 'db-pg1-credentials' } } });
     // The CRD's own defaults were applied (resizeInUseVolumes): the real schema took it.
-    assert.deepEqual(c.spec.storage, { size: String(64 << 20), resizeInUseVolumes: true });
+    assert.deepEqual(c.spec.storage, { size: String(128 << 20), resizeInUseVolumes: true });
     assert.deepEqual((c.spec.inheritedMetadata as { labels: Record<string, string> }).labels['svc.dev/database'], 'pg1');
     assert.deepEqual(c.metadata.ownerReferences?.map((o) => [o.kind, o.name]), [['Database', 'pg1']]);
     // First "the Cluster is being created", until the controllers' cache of Clusters (started on

@@ -260,10 +260,10 @@ describe('Databases', () => {
     const env = { ...process.env, SVC_API_URL: `${api.url}/api`, SVC_TOKEN: api.token };
     const run = (...args: string[]) =>
       new Promise<string>((resolve, reject) => execFile(process.execPath, [svc, ...args], { env }, (err, out, errOut) => (err ? reject(new Error(`${err.message}${errOut}`)) : resolve(out))));
-    // 64 MiB: a volume is a filesystem of its size (decision 0023), and an initialised cluster takes about 46 MiB.
-    const created = JSON.parse(await run('db', 'create', 'cli-db', '--size', String(64 << 20), '--json')) as DatabaseBody;
+    // 128 MiB: a volume is a filesystem of its size (decision 0023), and an initialised cluster takes about 46 MiB.
+    const created = JSON.parse(await run('db', 'create', 'cli-db', '--size', String(128 << 20), '--json')) as DatabaseBody;
     assert.equal(created.phase, 'Ready');
-    assert.match(await run('db', 'ls'), /^NAME\s+PHASE\s+APP\s+SIZE\s+USED\s+ON DELETE\ncli-db\s+Ready\s+-\s+64 MiB\s+(-|\d+(\.\d)? (B|KiB|MiB|GiB))\s+drop/m);
+    assert.match(await run('db', 'ls'), /^NAME\s+PHASE\s+APP\s+SIZE\s+USED\s+ON DELETE\ncli-db\s+Ready\s+-\s+128 MiB\s+(-|\d+(\.\d)? (B|KiB|MiB|GiB))\s+drop/m);
     await json(await api.request('POST', '/api/apps', { body: { name: 'cli-app' } }), 201);
     assert.match(await run('db', 'attach', 'cli-db', 'cli-app'), /cli-db attached to cli-app/);
     await assert.rejects(run('db', 'rm', 'cli-db'), /409 database cli-db is attached to app cli-app/);
@@ -281,7 +281,7 @@ describe('Databases', () => {
       const stored = async () => (await json<{ meters: { stored_bytes: number } }>(await limited.request('GET', '/api/account/usage'), 200)).meters.stored_bytes;
       limited.clock.advance(1000); // usage is of [start of month, now): a sample counts from its instant on
       assert.equal(await stored(), 2 << 26, 'its volume counts as stored');
-      const more = await json<{ error: string }>(await post({ name: 'another', storage_bytes: 1 << 26 }), 403);
+      const more = await json<{ error: string }>(await post({ name: 'another', storage_bytes: 2 << 26 }), 403);
       assert.match(more.error, /the account has 1 databases \(branches included\), its limit is 1; delete one first/);
       // Databases are the account's: a token restricted to apps cannot list them.
       const { token } = await limited.services.tokens.issue(limited.account.id, { name: 'narrow', restrictions: [{ kind: 'apps', apps: ['x'] }] });

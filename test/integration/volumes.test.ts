@@ -124,7 +124,7 @@ describe('Volumes', () => {
   });
 
   it('lists a database volume read-only, shows another account none, and holds the storage limit', async () => {
-    await json(await api.request('POST', '/api/databases', { body: { name: 'vol-db', storage_bytes: 64 * 1024 ** 2 } }), 201);
+    await json(await api.request('POST', '/api/databases', { body: { name: 'vol-db', storage_bytes: 128 * 1024 ** 2 } }), 201);
     const dbVolume = await eventually('the database volume listed', async () => (await volumes()).find((x) => x.ref === 'db-vol-db-data'));
     assert.deepEqual([dbVolume.kind, dbVolume.database, dbVolume.attached, dbVolume.app], ['database', 'vol-db', true, null]);
     assert.match((await json<{ error: string }>(await api.request('DELETE', '/api/volumes/db-vol-db-data'), 409)).error, /holds database vol-db's data: it goes with the database/);

@@ -19,7 +19,7 @@ describe('attaching a database needs authority over it (issue 30 finding 8)', ()
     api = await startTestApi();
     for (const name of ['shop', 'blog']) await json(await api.request('POST', '/api/apps', { body: { name } }), 201);
     // Databases of the account that no app holds: what the attacker is after.
-    for (const name of ['orders', 'payroll']) await json(await api.request('POST', '/api/databases', { body: { name, storage_bytes: 64 << 20 } }), 201);
+    for (const name of ['orders', 'payroll']) await json(await api.request('POST', '/api/databases', { body: { name, storage_bytes: 128 << 20 } }), 201);
     ({ token: appToken } = await api.services.tokens.issue(api.account.id, { name: 'ci-shop', restrictions: [{ kind: 'apps', apps: ['shop'] }] }));
   });
   after(async () => {

@@ -120,7 +120,7 @@ describe('a preview\'s branch is another database (issue 30 finding 2)', { timeo
     git = await startGitServer(new URL(api.services.config.deploys.artifactBaseUrl).hostname);
     // The parent: an app imported from Git (so that a push makes a preview), with its database.
     git.commit('shop', 'main', tree);
-    await json(await api.request('POST', '/api/databases', { body: { name: 'prod', storage_bytes: 64 << 20 } }), 201);
+    await json(await api.request('POST', '/api/databases', { body: { name: 'prod', storage_bytes: 128 << 20 } }), 201);
     const imported = await json<{ build: { id: string }; repository: { hook_path: string; hook_secret: string } }>(await api.request('POST', '/api/apps/imports', { body: { repository: `${git.base}/shop.git` } }), 202);
     hook = { path: imported.repository.hook_path, secret: imported.repository.hook_secret };
     await eventually('the import built', async () => {
@@ -143,6 +143,10 @@ describe('a preview\'s branch is another database (issue 30 finding 2)', { timeo
     pushed = { app: 'shop--attack', build: told.build };
     await ready(preview.database);
     await eventually(`${preview.app} on its branch`, async () => (await getFromEveryMachine(ns, preview.app, '/api/env'))?.includes('"url":true'), { timeoutMs: 120_000 });
+    // Ready in its status is its pod's readiness; its Service routes a moment later (kube-proxy, and
+    // the policies of a machine and a server both new): the attacks start once the preview's
+    // machine really reaches its branch.
+    await eventually(`${preview.app} answered by its branch`, async () => (await sql(preview.app, 'select 1')).error === undefined, { timeoutMs: 90_000, intervalMs: 500 });
   });
   after(async () => {
     await git?.close();
@@ -232,7 +236,7 @@ describe('a preview\'s branch is another database (issue 30 finding 2)', { timeo
   it('restores a backup as the tenant (no superuser either), and gives a Secret written before replication passwords one', async () => {
     await json(await api.request('POST', '/api/databases/prod/backups'), 202);
     const backup = await eventually('the backup done', async () => (await json<{ backups: Array<{ id: string; status: string }> }>(await api.request('GET', '/api/databases/prod/backups'), 200)).backups.find((b) => b.status === 'done'), { timeoutMs: 120_000, intervalMs: 500 });
-    await json(await api.request('POST', '/api/databases', { body: { name: 'restored', storage_bytes: 64 << 20, restore_from: { backup: backup.id } } }), 201);
+    await json(await api.request('POST', '/api/databases', { body: { name: 'restored', storage_bytes: 128 << 20, restore_from: { backup: backup.id } } }), 201);
     await ready('restored');
     const server = await api.kube.core.readNamespacedPod({ namespace: ns, name: databaseObjects('restored').pod });
     assert.equal(server.status?.containerStatuses?.[0]?.restartCount, 0, 'restored at the first try');
@@ -257,8 +261,8 @@ describe('a preview\'s branch is another database (issue 30 finding 2)', { timeo
 
   it('converts a server made before (its tenant the bootstrap superuser) on its first start on the new image: its rows kept, its role no superuser', async () => {
     // Its volume and credentials as the entrypoint of then left them.
-    const db = { apiVersion: 'svc.dev/v1alpha1', kind: 'Database', metadata: { name: 'legacy', namespace: ns, uid: 'none' }, spec: { storageBytes: 64 << 20 } } as Database;
-    const settings = { image: images.postgres, storageClass: undefined, defaultBytes: 64 << 20, platformCidrs: [] };
+    const db = { apiVersion: 'svc.dev/v1alpha1', kind: 'Database', metadata: { name: 'legacy', namespace: ns, uid: 'none' }, spec: { storageBytes: 128 << 20 } } as Database;
+    const settings = { image: images.postgres, storageClass: undefined, defaultBytes: 128 << 20, platformCidrs: [] };
     const o = databaseObjects('legacy');
     await api.kube.core.createNamespacedSecret({ namespace: ns, body: { metadata: { name: o.secret }, stringData: { [credentialKeys.username]: 'app', [credentialKeys.password]: randomUUID().replaceAll('-', ''), [credentialKeys.database]: 'legacy' } } });
     const claim = dataClaim(db, settings);
@@ -279,7 +283,7 @@ describe('a preview\'s branch is another database (issue 30 finding 2)', { timeo
     await api.kube.core.deleteNamespacedPod({ namespace: ns, name: 'legacy-maker', gracePeriodSeconds: 0 });
 
     // The Database made again on it (as after a Retain): the API keeps the credentials, the server converts.
-    await json(await api.request('POST', '/api/databases', { body: { name: 'legacy', storage_bytes: 64 << 20 } }), 201);
+    await json(await api.request('POST', '/api/databases', { body: { name: 'legacy', storage_bytes: 128 << 20 } }), 201);
     await ready('legacy');
     const psql = (q: string) => inServer('legacy', `psql -h /tmp -Atc "${q}" 2>&1`);
     assert.equal((await psql('select rolsuper from pg_roles where rolname = current_user')).out, 'f');

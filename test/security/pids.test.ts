@@ -10,6 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { kubeConfig } from '../support/kube.js';
+import { eventually } from '../support/wait.js';
 
 interface KubeletConfig {
   podPidsLimit?: number;
@@ -26,7 +27,8 @@ describe('security: one account cannot exhaust the host\'s process IDs', () => {
   it('bounds an account at every limit to under 5% of pid_max, and the kubelets evict on PID pressure', async () => {
     const pidMax = Number((await readFile('/proc/sys/kernel/pid_max', 'utf8')).trim());
     const core = kubeConfig().makeApiClient(k8s.CoreV1Api);
-    const quota = await core.readNamespacedResourceQuota({ name: 'svc-account', namespace: api.account.namespace });
+    // The account controller makes the quota a moment after the account.
+    const quota = await eventually('the account\'s quota', () => core.readNamespacedResourceQuota({ name: 'svc-account', namespace: api.account.namespace }).catch(() => undefined), { timeoutMs: 60_000 });
     const pods = Number(quota.spec?.hard?.pods);
     assert.ok(pods > 0 && pods <= 100, `the account's quota holds its pods (${pods})`);
     const sandboxes = api.services.config.sandboxes.maxOpenPerAccount;

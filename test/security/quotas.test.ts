@@ -55,7 +55,7 @@ describe('security: parallel creates at an account\'s limit leave exactly the li
     assert.equal(big.count(201), 2, JSON.stringify(big.refusals));
     assert.equal(big.count(403), 1);
     assert.match(big.refusals[0]!, /over its limit of 21474836480 bytes/);
-    const small = await race(20, (i) => post('/api/databases', { name: `small${i}`, storage_bytes: 64 * 1024 * 1024 }));
+    const small = await race(20, (i) => post('/api/databases', { name: `small${i}`, storage_bytes: 128 * 1024 * 1024 }));
     databases.push(...small.made.map((d) => String(d.name)));
     assert.equal(small.count(201), 2, JSON.stringify(small.refusals));
     assert.equal(small.count(403), 18);
