@@ -6,7 +6,7 @@
 // the agent, PID 1 and what the agent runs for itself" is exactly what tenant code started. Those
 // are ended when no exec runs any more: with execs side by side, what one left behind ends when
 // the last of them ends (another's may still be using it).
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, stat } from 'node:fs/promises';
 
 export interface ProcessEntry {
   pid: number;
@@ -73,7 +73,6 @@ export async function inSandboxPod(): Promise<boolean> {
  * root's; the sandbox image runs the agent so (hack/images.sh, an execute-only node).
  */
 export async function dumpable(): Promise<boolean> {
-  const { stat } = await import('node:fs/promises');
   const s = await stat('/proc/self/environ');
   return s.uid === process.getuid?.();
 }

@@ -48,8 +48,8 @@ export class AppActions {
     },
   ) {}
 
-  /** Refuses (403 quota_exceeded) one more app of the account; previews count. */
-  private assertAppFits(namespace: string): void {
+  /** Refuses (403 quota_exceeded) one more app of the account; previews count. Call under the account's lock. */
+  assertAppFits(namespace: string): void {
     const apps = this.d.apps.list(namespace).length;
     within(apps, 1, this.d.quota.limits.apps, 'apps (previews included)', 'delete one first');
   }

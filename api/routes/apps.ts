@@ -6,7 +6,6 @@ import { servicesOf } from '../../lib/app-services.js';
 import type { AppRecord } from '../repositories/app-record.js';
 import { invalid, notFound } from '../errors.js';
 import { refusedImage } from '../../lib/images/registry-policy.js';
-import { within } from '../quotas.js';
 import { op, type Caller, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
 import { allowedApp, requireApp, resolveApp, serviceOrInvalid } from './app-access.js';
@@ -142,7 +141,7 @@ export function appOperations(s: Services): Operation[] {
         if (body.machines !== undefined) spec.machines = body.machines;
         const ns = caller.account.namespace;
         const app = await s.accountLock.hold(caller.account.id, async () => {
-          within(s.apps.list(ns).length, 1, s.config.quotas.appsPerAccount, 'apps (previews included)', 'delete one first');
+          s.actions.assertAppFits(ns);
           return s.apps.create(ns, body.name, spec);
         });
         await s.events.record(caller.account.id, 'app.created', app.name, { app: app.name });

@@ -6,7 +6,6 @@ import { resolveRef } from '../../lib/builds/git.js';
 import { previewImport } from '../builds/imports.js';
 import { startBuild } from '../builds/start.js';
 import { invalid } from '../errors.js';
-import { within } from '../quotas.js';
 import { op, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
 import { requireApp } from './app-access.js';
@@ -91,7 +90,7 @@ export function importOperations(s: Services): Operation[] {
         if (preview.plan.kind === 'compose') throw invalid(`${preview.repository} holds ${preview.plan.compose}: deploy a compose file with POST /apps/{app}/deploy; an import builds source`);
         const defaultBranch = body.ref ?? (await gitOrApiError(() => resolveRef(body.repository, undefined, remote(body.token)))).ref;
         const app = await s.accountLock.hold(caller.account.id, async () => {
-          within(s.apps.list(ns).length, 1, s.config.quotas.appsPerAccount, 'apps (previews included)', 'delete one first');
+          s.actions.assertAppFits(ns);
           return s.apps.create(ns, name, {});
         });
         await s.events.record(caller.account.id, 'app.created', app.name, { app: app.name, repository: preview.repository });
