@@ -8,7 +8,7 @@ export KUBECONFIG ?= $(SVC_STATE_DIR)/kubeconfig
 export SVC_CACHE ?= $(HOME)/.cache/svc-platform
 export PATH := $(SVC_CACHE)/node-v$(shell cat .node-version)/bin:$(PATH)
 
-.PHONY: help dev down status deps build k8s runtime cluster cluster-down nodes nodes-down images postgres \
+.PHONY: help dev down status deps build k8s cluster cluster-down nodes nodes-down images postgres \
         postgres-down migrate crds gen-types test test-unit kind-up bench
 
 help:
@@ -25,10 +25,6 @@ build: deps
 k8s:
 	@hack/build-k8s.sh
 
-# The nodes' runc and containerd, built from source (hack/nodes.sh up builds them too when missing).
-runtime: deps
-	@hack/build-runtime.sh
-
 cluster: deps
 	@hack/cluster.sh up
 
@@ -40,7 +36,7 @@ crds:
 
 # The two worker nodes (kubelet + containerd each), kube-proxy, the policy agent and the registry;
 # `images` builds and pushes what is missing or stale (nodes runs it too).
-nodes: build cluster runtime
+nodes: build cluster
 	@hack/nodes.sh up
 
 nodes-down:

@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the local platform and the tests need on a fresh machine, and nothing when it is
 # all there: Debian packages with apt-get, npm packages with npm ci (skipped while package-lock.json
-# is unchanged). Go must already be on the machine; Kubernetes is built by hack/build-k8s.sh, the
-# nodes' containerd and runc by hack/build-runtime.sh.
+# is unchanged). Go must already be on the machine; Kubernetes is built by hack/build-k8s.sh.
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
@@ -14,13 +13,10 @@ command -v nsenter >/dev/null || missing+=(util-linux)
 command -v ip >/dev/null || missing+=(iproute2)
 command -v bwrap >/dev/null || missing+=(bubblewrap)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
-# The nodes (hack/nodes.sh): the CNI plugins, iptables and ipset for kube-proxy and the policy agent,
-# the local registry, and what hack/images.sh builds images with. Their containerd and runc are not
-# Debian's (1.6.20 and 1.1.5: without the November 2025 runc fixes, nor user namespaces) but built
-# from source by hack/build-runtime.sh: runc with cgo against libseccomp (docs/decisions/0022-runtime.md).
-command -v gcc >/dev/null || missing+=(gcc)
-command -v pkg-config >/dev/null || missing+=(pkg-config)
-[ -f /usr/include/seccomp.h ] || missing+=(libseccomp-dev)
+# The nodes (hack/nodes.sh): containerd with runc, the CNI plugins, iptables and ipset for kube-proxy
+# and the policy agent, the local registry, and what hack/images.sh builds images with.
+command -v containerd >/dev/null || missing+=(containerd)
+command -v runc >/dev/null || missing+=(runc)
 [ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
 command -v iptables >/dev/null || missing+=(iptables)
 command -v ipset >/dev/null || missing+=(ipset)
@@ -51,7 +47,7 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-command -v go >/dev/null || { say "deps: Go is required (1.26.8 or newer) to build Kubernetes and the nodes' containerd; install it from go.dev" >&2; exit 1; }
+command -v go >/dev/null || { say "deps: Go is required (1.26 or newer) to build Kubernetes; install it from go.dev" >&2; exit 1; }
 
 # Node.js $NODE_VERSION (the current LTS) from the npm registry's node-linux-<arch> package, into the
 # cache: whatever Node the machine has only runs npm for this.
