@@ -26,7 +26,10 @@ say "test: ${#files[@]} files"
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 set +e
-node --enable-source-maps --test --test-reporter=spec "${files[@]}" 2>&1 | tee "$out"
+# spec for each test as it ends, and at the end a table of each file's time, slowest first.
+node --enable-source-maps --test --test-reporter=spec --test-reporter-destination=stdout \
+  --test-reporter=./dist/test/support/timings-reporter.js --test-reporter-destination=stdout \
+  "${files[@]}" 2>&1 | tee "$out"
 rc=${PIPESTATUS[0]}
 set -e
 # A red run on a machine nobody can log into (CI) must explain itself: most failures that are not
