@@ -110,7 +110,7 @@ export class Manager {
     policies.on('delete', ownerGone);
     this.apps.watches(pods, appOf).watches(services, appOf).watches(policies, appOf).watches(appClaims, appOf);
 
-    const accountReconciler = new AccountReconciler(core, networking, log);
+    const accountReconciler = new AccountReconciler(core, networking, log, settings.images?.platformRegistry);
     this.accounts = new Controller<k8s.V1Namespace, never>({
       kind: 'Namespace',
       primary: namespaces,

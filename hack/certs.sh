@@ -69,6 +69,16 @@ issue kube-proxy "/CN=system:kube-proxy" clientAuth
 # The host's own parts, each with the ClusterRole of hack/manifests/local-storage.yaml.
 issue policy-agent "/CN=svc:policy-agent" clientAuth
 issue local-volumes "/CN=svc:local-volumes" clientAuth
+issue registry-auth "/CN=svc:registry-auth" clientAuth
+
+# The registry's token key, which registry-auth/ signs tokens with, and its self-signed certificate:
+# the registry's rootcertbundle (hack/nodes.sh), the one signer of tokens it accepts. Rotating it:
+# remove both files and run make dev (the registry and registry-auth restart on the new pair).
+if [ ! -f registry-token.crt ]; then
+  rm -f registry-token.key
+  newkey registry-token
+  openssl req -x509 -new -key registry-token.key -subj "/CN=svc-registry-auth" -days 3650 -out registry-token.crt 2>/dev/null
+fi
 
 if [ ! -f sa.key ]; then
   newkey sa

@@ -43,16 +43,8 @@ start_component() {
   esac
 }
 
-# up [COMPONENT...] : start the named components (all when none is named).
-# The secret the controllers mint machines' artifact credentials with and the API checks them by
-# (lib/artifacts/credential.ts): made once, kept with the state, readable by root only.
-ensure_artifact_key() {
-  local key="$STATE/artifact-key"
-  [ -s "$key" ] && return 0
-  mkdir -p "$STATE"
-  (umask 077 && head -c 32 /dev/urandom | base64 | tr -d '\n=' >"$key.tmp") && mv "$key.tmp" "$key"
-}
-
+# up [COMPONENT...] : start the named components (all when none is named). The artifact key
+# (ensure_artifact_key, hack/lib.sh) first.
 up() {
   cd "$ROOT"
   ensure_artifact_key
@@ -71,7 +63,8 @@ The local platform is up.
   Owner token      $STATE/owner-token   (curl -H "Authorization: Bearer \$(cat $STATE/owner-token)" http://127.0.0.1:$API_PORT/api/account)
   Kubernetes API   https://127.0.0.1:$APISERVER_PORT   export KUBECONFIG=$STATE/kubeconfig
   Nodes            local-a, local-b: kubelet + containerd each (kubectl run/logs/exec/port-forward work)
-  Registry         127.0.0.1:$REGISTRY_PORT   (images of this checkout: $STATE/images.env)
+  Registry         127.0.0.1:$REGISTRY_PORT   (images of this checkout: $STATE/images.env; token auth, realm http://127.0.0.1:$REGISTRY_AUTH_PORT/token;
+                   as the operator: REGISTRY_AUTH_FILE=$REGISTRY_AUTH_DIR/operator-auth.json skopeo ...)
   Controllers      reconcile Apps into machines and Services (kubectl apply -f docs/examples/app.yaml)
   kubectl          $K8S_BIN/kubectl   (try: kubectl get svc-all -A)
   PostgreSQL       postgres://svc@127.0.0.1:$PG_PORT/svc

@@ -15,7 +15,9 @@
 # Each image's tag is a digest of what went into it (plus the git commit for the platform's own), so
 # an image is rebuilt only when its inputs change and a rebuilt one never reuses a name. Layers are
 # deterministic tars kept in one OCI layout in the cache, so unchanged layers are shared and pushed
-# once. The resulting references are written to $STATE/images.env for the other scripts.
+# once. The resulting references are written to $STATE/images.env for the other scripts. The
+# registry takes tokens only (docs/decisions/0025-registry-auth.md): every call here goes with the
+# operator's credential (hack/nodes.sh makes it; registry-auth/ grants it push).
 #   images.sh [build]   build what is missing or stale, push it, write images.env
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -41,7 +43,19 @@ tar_dir() {
 
 # Whole output first: under pipefail, `... | grep -q` fails when grep stops reading early.
 in_layout() { local tags; tags=$(umoci ls --layout "$LAYOUT"); [[ $'\n'"$tags"$'\n' == *$'\n'"$1"$'\n'* ]]; }
-in_registry() { curl -fs -o /dev/null -I -H 'Accept: application/vnd.oci.image.manifest.v1+json' "http://$REGISTRY/v2/$1/manifests/$2"; }
+# skopeo reads the operator's credential from this file (for pushes and the copies alias_tag makes).
+export REGISTRY_AUTH_FILE="$REGISTRY_AUTH_DIR/operator-auth.json"
+# registry_token REPOSITORY : a token to pull REPOSITORY, asked with the operator's credential
+# (given to curl on stdin, never on a command line).
+registry_token() {
+  printf 'user = "platform/operator:%s"\n' "$(cat "$REGISTRY_AUTH_DIR/operator")" |
+    curl -fsS -K - "http://127.0.0.1:$REGISTRY_AUTH_PORT/token?service=$REGISTRY_SERVICE&scope=repository:$1:pull" |
+    sed -n 's/.*"token":"\([^"]*\)".*/\1/p'
+}
+in_registry() {
+  local token; token=$(registry_token "$1") && [ -n "$token" ] || return 1
+  curl -fs -o /dev/null -I -H "Authorization: Bearer $token" -H 'Accept: application/vnd.oci.image.manifest.v1+json' "http://$REGISTRY/v2/$1/manifests/$2"
+}
 
 # image NAME TAG BASE_REF CONFIG_ARGS... -- LAYER_TAR... : the image NAME:TAG in the layout, made of
 # BASE_REF's layers ("" for none) and the given layers, unless it is there already.

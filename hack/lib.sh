@@ -29,6 +29,13 @@ APISERVER_PORT=${SVC_APISERVER_PORT:-6443}
 KCM_PORT=${SVC_KCM_PORT:-10257}
 SCHEDULER_PORT=${SVC_SCHEDULER_PORT:-10259}
 REGISTRY_PORT=${SVC_REGISTRY_PORT:-5000}
+# The registry's token service (registry-auth/, the registry's realm), on loopback beside it.
+REGISTRY_AUTH_PORT=${SVC_REGISTRY_AUTH_PORT:-5001}
+# What the registry's tokens name as their audience and issuer (lib/config.ts has the same defaults).
+REGISTRY_SERVICE=${SVC_REGISTRY_SERVICE:-svc-registry}
+REGISTRY_ISSUER=${SVC_REGISTRY_TOKEN_ISSUER:-svc-registry-auth}
+# The operator's and the nodes' registry passwords, and the clients file of their hashes (hack/nodes.sh).
+REGISTRY_AUTH_DIR="$STATE/registry-auth"
 # The host ports pods may reach: the API's machine listener, and the range test APIs' machine
 # listeners use (test/support/api.ts). The nodes' firewall drops every other packet from a pod to
 # the host (hack/nodes.sh); the controllers' NetworkPolicies allow the same.
@@ -145,6 +152,16 @@ write_kubeconfig() {
   "${k[@]}" config use-context svc-local >/dev/null
   chmod 600 "$file.tmp"
   mv "$file.tmp" "$file"
+}
+
+# The secret the controllers mint machines' artifact and builds' credentials with, and the API and
+# the registry's token service check them by (lib/artifacts/credential.ts): made once, kept with the
+# state, readable by root only. hack/nodes.sh needs it (registry-auth) before hack/dev.sh runs.
+ensure_artifact_key() {
+  local key="$STATE/artifact-key"
+  [ -s "$key" ] && return 0
+  mkdir -p "$STATE"
+  (umask 077 && head -c 32 /dev/urandom | base64 | tr -d '\n=' >"$key.tmp") && mv "$key.tmp" "$key"
 }
 
 # status_line NAME : one line saying whether NAME runs; a dead part shows its log tail.

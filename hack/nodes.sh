@@ -30,20 +30,80 @@ node_subnet() { echo "$POD_PREFIX.$1.0/24"; }
 node_gateway() { echo "$POD_PREFIX.$1.1"; }
 node_bridge() { echo "svc-$1" | cut -c1-15; }
 
-# ---- the registry ------------------------------------------------------------------------------
+# ---- the registry and its token service --------------------------------------------------------
+# The registry takes only tokens registry-auth/ signed (docs/decisions/0025-registry-auth.md): a
+# node pulls the platform's repositories with the nodes' credential, an account's pods their
+# account's with its pull Secret, hack/images.sh pushes with the operator's.
+
+# ensure_registry_credentials : the operator's and the nodes' passwords (made once, root only), the
+# clients file registry-auth checks them by (their SHA-256 only), and the operator's auth file that
+# skopeo reads. Rotating one: remove its file and run make dev (containerd restarts on a new node
+# password; registry-auth reads the clients file again when it changes).
+ensure_registry_credentials() {
+  mkdir -p "$REGISTRY_AUTH_DIR" && chmod 700 "$REGISTRY_AUTH_DIR"
+  local who
+  for who in operator node; do
+    [ -s "$REGISTRY_AUTH_DIR/$who" ] ||
+      (umask 077 && head -c 48 /dev/urandom | base64 -w0 | tr -d '=/+' | cut -c1-43 >"$REGISTRY_AUTH_DIR/$who.tmp" && mv "$REGISTRY_AUTH_DIR/$who.tmp" "$REGISTRY_AUTH_DIR/$who")
+  done
+  local operator node
+  operator=$(cat "$REGISTRY_AUTH_DIR/operator") node=$(cat "$REGISTRY_AUTH_DIR/node")
+  write_if_changed "$REGISTRY_AUTH_DIR/clients" <<CLIENTS
+# Written by hack/nodes.sh: the SHA-256 of each platform credential's password (registry-auth/).
+platform/operator $(printf '%s' "$operator" | sha256sum | cut -c1-64)
+platform/node $(printf '%s' "$node" | sha256sum | cut -c1-64)
+CLIENTS
+  (umask 077 && write_if_changed "$REGISTRY_AUTH_DIR/operator-auth.json" <<JSON
+{"auths": {"127.0.0.1:$REGISTRY_PORT": {"auth": "$(printf '%s' "platform/operator:$operator" | base64 -w0)"}}}
+JSON
+  )
+}
+
+# A part started before FILE last changed (a rotated token key) is stopped, to start again on it.
+restart_if_older_than() {
+  if is_running "$1" && [ "$2" -nt "$RUN/$1.pid" ]; then
+    say "$1: $(basename "$2") changed since it started, restarting"
+    stop_daemon "$1" 10
+  fi
+}
+
+start_registry_auth() {
+  ensure_artifact_key
+  ensure_registry_credentials
+  mkdir -p "$KCONF_DIR"
+  write_kubeconfig "$KCONF_DIR/registry-auth.kubeconfig" svc:registry-auth registry-auth
+  restart_if_rebuilt registry-auth registry-auth
+  restart_if_older_than registry-auth "$PKI/registry-token.crt"
+  SVC_STATE_DIR="$STATE" KUBECONFIG="$KCONF_DIR/registry-auth.kubeconfig" SVC_REGISTRY_AUTH_PORT="$REGISTRY_AUTH_PORT" \
+    SVC_REGISTRY_SERVICE="$REGISTRY_SERVICE" SVC_REGISTRY_TOKEN_ISSUER="$REGISTRY_ISSUER" \
+    start_daemon registry-auth node --enable-source-maps "$ROOT/dist/registry-auth/main.js"
+  wait_ready registry-auth 30 curl -fsS --max-time 2 "http://127.0.0.1:$REGISTRY_AUTH_PORT/health"
+}
+
 start_registry() {
+  start_registry_auth
   mkdir -p "$STATE/registry"
-  cat >"$STATE/registry.yml" <<YAML
+  # Errors only: every pull starts with a 401 challenge, which distribution logs as a warning.
+  write_if_changed "$STATE/registry.yml" <<YAML
 version: 0.1
-log: {level: warn, accesslog: {disabled: true}}
+log: {level: error, accesslog: {disabled: true}}
 storage:
   filesystem: {rootdirectory: $STATE/registry}
   delete: {enabled: true}
 http:
   addr: 127.0.0.1:$REGISTRY_PORT
+auth:
+  token:
+    realm: http://127.0.0.1:$REGISTRY_AUTH_PORT/token
+    service: $REGISTRY_SERVICE
+    issuer: $REGISTRY_ISSUER
+    rootcertbundle: $PKI/registry-token.crt
 YAML
+  restart_if_changed registry "$STATE/registry.yml"
+  restart_if_older_than registry "$PKI/registry-token.crt"
   start_daemon registry docker-registry serve "$STATE/registry.yml"
-  wait_ready registry 30 curl -fsS --max-time 2 "http://127.0.0.1:$REGISTRY_PORT/v2/"
+  # Any answer will do: /v2/ is a 401 to anyone without a token.
+  wait_ready registry 30 curl -sS -o /dev/null --max-time 2 "http://127.0.0.1:$REGISTRY_PORT/v2/"
 }
 
 # ---- one node ----------------------------------------------------------------------------------
@@ -202,7 +262,15 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     max_conf_num = 1
   [plugins."io.containerd.grpc.v1.cri".registry]
     config_path = "$NODES_DIR/registry-hosts"
+    # The nodes' own credential for the platform's registry, which opens its platform repositories
+    # and no tenant's (docs/decisions/0025-registry-auth.md): what containerd pulls with when the
+    # kubelet passes none (the pause image, pods that name no pull Secret).
+    [plugins."io.containerd.grpc.v1.cri".registry.configs."127.0.0.1:$REGISTRY_PORT".auth]
+      username = "platform/node"
+      password = "$(cat "$REGISTRY_AUTH_DIR/node")"
 TOML
+  # It holds the nodes' registry password.
+  chmod 600 "$dir/containerd.toml"
   cat >"$dir/cni/10-svc.conflist" <<JSON
 {
   "cniVersion": "1.0.0",
@@ -352,7 +420,7 @@ YAML
 
 parts() {
   local n
-  echo registry
+  echo registry-auth registry
   for n in "${NODES[@]}"; do echo "containerd-$n" "kubelet-$n"; done
   echo kube-proxy policy-agent local-volumes
 }
@@ -411,6 +479,7 @@ down() {
       while read -r m; do umount -l "$m" 2>/dev/null || true; done
   done
   stop_daemon registry 5
+  stop_daemon registry-auth 5
 }
 
 # stop_pods NODE : kill every process in the node's cgroup root (its pods' containers), then the
@@ -432,7 +501,7 @@ status() {
 }
 
 case "${1:-}" in
-  images) start_registry && "$ROOT/hack/images.sh" ;;
+  images) "$ROOT/hack/certs.sh" && start_registry && "$ROOT/hack/images.sh" ;;
   up) up ;;
   down) down ;;
   status) status ;;

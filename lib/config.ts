@@ -112,6 +112,15 @@ const envSchema = z.object({
       'must be comma-separated registries: host[:port], *.example.com, or * for any public registry',
     )
     .optional(),
+  // The platform registry's token service (registry-auth/, docs/decisions/0025-registry-auth.md).
+  SVC_REGISTRY_AUTH_HOST: z.string().min(1).default('127.0.0.1'),
+  SVC_REGISTRY_AUTH_PORT: port.default(5001),
+  SVC_REGISTRY_TOKEN_KEY_FILE: z.string().min(1).optional(),
+  SVC_REGISTRY_TOKEN_CERT_FILE: z.string().min(1).optional(),
+  SVC_REGISTRY_CLIENTS_FILE: z.string().min(1).optional(),
+  SVC_REGISTRY_SERVICE: z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9._:-]*$/, 'must be a service name (letters, digits, . _ : -)').default('svc-registry'),
+  SVC_REGISTRY_TOKEN_ISSUER: z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9._:-]*$/, 'must be an issuer name (letters, digits, . _ : -)').default('svc-registry-auth'),
+  SVC_REGISTRY_TOKEN_SECONDS: z.coerce.number().int().min(60, 'must be 60-3600 seconds').max(3600, 'must be 60-3600 seconds').default(300),
   SVC_BUILD_CACHE_BYTES: z.coerce.number().int().min(64 * 1048576).default(2 * 1073741824),
   SVC_BUILD_CPU: z.string().regex(/^\d+(\.\d+)?m?$/, 'must be a CPU quantity (1, 500m)').default('1'),
   SVC_BUILD_MEMORY: z.string().regex(/^\d+(Ki|Mi|Gi)?$/, 'must be a memory quantity (2Gi)').default('2Gi'),
@@ -237,6 +246,21 @@ export interface Config {
   readonly images: {
     readonly allowed: readonly string[] | undefined;
     readonly platformRegistry: string | undefined;
+  };
+  /**
+   * The platform registry's token service (registry-auth/): where it listens (the registry's realm,
+   * on the host), the key it signs with and that key's certificate (the registry's rootcertbundle),
+   * the clients file (the operator's and the nodes' password hashes), and its tokens' names and life.
+   */
+  readonly registryAuth: {
+    readonly host: string;
+    readonly port: number;
+    readonly keyFile: string;
+    readonly certFile: string;
+    readonly clientsFile: string;
+    readonly service: string;
+    readonly issuer: string;
+    readonly tokenSeconds: number;
   };
   /**
    * Where the platform is as machines see it, for each App's NetworkPolicy: the addresses
@@ -486,6 +510,17 @@ export function loadConfig(
       // The registry part of SVC_BUILD_REGISTRY (it may name a path under it).
       platformRegistry: e.SVC_BUILD_REGISTRY ? e.SVC_BUILD_REGISTRY.split('/')[0] : undefined,
     }),
+    registryAuth: Object.freeze({
+      host: e.SVC_REGISTRY_AUTH_HOST,
+      port: e.SVC_REGISTRY_AUTH_PORT,
+      // hack/certs.sh makes the key and certificate, hack/nodes.sh the clients file.
+      keyFile: path.resolve(e.SVC_REGISTRY_TOKEN_KEY_FILE ?? path.join(stateDir, 'pki', 'registry-token.key')),
+      certFile: path.resolve(e.SVC_REGISTRY_TOKEN_CERT_FILE ?? path.join(stateDir, 'pki', 'registry-token.crt')),
+      clientsFile: path.resolve(e.SVC_REGISTRY_CLIENTS_FILE ?? path.join(stateDir, 'registry-auth', 'clients')),
+      service: e.SVC_REGISTRY_SERVICE,
+      issuer: e.SVC_REGISTRY_TOKEN_ISSUER,
+      tokenSeconds: e.SVC_REGISTRY_TOKEN_SECONDS,
+    }),
     controllersMetrics: Object.freeze({ host: e.SVC_CONTROLLERS_METRICS_HOST, port: e.SVC_CONTROLLERS_METRICS_PORT }),
     proxy: Object.freeze({
       host: e.SVC_PROXY_HOST,
@@ -536,6 +571,10 @@ const readsOf = {
   databases: ['SVC_IMAGE_POSTGRES', 'SVC_DATABASE_STORAGE_CLASS', 'SVC_DATABASE_DEFAULT_BYTES', 'SVC_DATABASE_MAX_PER_ACCOUNT', 'SVC_STORAGE_MAX_BYTES_PER_ACCOUNT', 'SVC_DATABASE_BACKUP_SCHEDULE', 'SVC_DATABASE_PROVIDER', 'SVC_DATABASE_CNPG_IMAGE', 'SVC_DATABASE_CNPG_OPERATOR_NAMESPACE'],
   builds: ['SVC_IMAGE_BUILDER', 'SVC_BUILD_REGISTRY', 'SVC_BUILD_CACHE_BYTES', 'SVC_BUILD_CPU', 'SVC_BUILD_MEMORY', 'SVC_BUILD_PRIVATE_CIDRS', 'SVC_BUILD_LOG_LIMIT_BYTES', 'SVC_GIT_POLL_SECONDS'],
   images: ['SVC_IMAGE_REGISTRIES', 'SVC_BUILD_REGISTRY'],
+  registryAuth: [
+    'SVC_REGISTRY_AUTH_HOST', 'SVC_REGISTRY_AUTH_PORT', 'SVC_REGISTRY_TOKEN_KEY_FILE', 'SVC_REGISTRY_TOKEN_CERT_FILE', 'SVC_REGISTRY_CLIENTS_FILE',
+    'SVC_REGISTRY_SERVICE', 'SVC_REGISTRY_TOKEN_ISSUER', 'SVC_REGISTRY_TOKEN_SECONDS', 'SVC_STATE_DIR',
+  ],
   machineNetwork: ['SVC_MACHINE_PLATFORM_CIDRS', 'SVC_PLATFORM_NAMESPACE', 'SVC_MACHINE_PLATFORM_PORTS', 'SVC_NODES', 'SVC_NODE_POD_SUBNET', 'SVC_API_MACHINE_PORT'],
   webhookAllowPrivate: ['SVC_WEBHOOK_ALLOW_PRIVATE'],
   webhookDnsServers: ['SVC_WEBHOOK_DNS_SERVERS'],
@@ -563,6 +602,8 @@ export const components = {
   'ingress-auth': ['logLevel', 'databaseUrl', 'kubeconfig', 'appsDomain', 'appsUrlSuffix', 'site', 'proxy', 'assertion', 'auth', 'mail'],
   'policy-agent': ['logLevel', 'kubeconfig'],
   'local-volumes': ['stateDir', 'logLevel', 'kubeconfig', 'nodes'],
+  // The artifact key (deploys) checks build credentials.
+  'registry-auth': ['logLevel', 'kubeconfig', 'registryAuth', 'deploys'],
 } as const satisfies Record<string, ReadonlyArray<keyof Config>>;
 
 export type Component = keyof typeof components;

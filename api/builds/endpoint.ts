@@ -15,6 +15,7 @@ import { DomainError } from '../../lib/errors.js';
 import { readLimited } from '../../lib/http/body.js';
 import type { Logger } from '../../lib/logger.js';
 import type { BuildRepository } from './repository.js';
+import { buildUser } from '../../lib/registry/names.js';
 import { pushServiceImage } from './image.js';
 
 export const buildPrefix = '/builds/';
@@ -51,7 +52,8 @@ export function buildEndpoint(d: BuildEndpointDeps): Koa.Middleware {
       return fail(405, `method ${ctx.method} not allowed on ${ctx.path}`);
     }
     if (!d.key) return fail(503, 'build credentials are not configured on this API (SVC_ARTIFACT_KEY)');
-    const check = checkBuildCredential(d.key, namespace, id, bearerOf(ctx.get('Authorization')), d.clock());
+    const credential = bearerOf(ctx.get('Authorization'));
+    const check = checkBuildCredential(d.key, namespace, id, credential, d.clock());
     if (!check.ok) {
       if (check.status === 401) ctx.set('WWW-Authenticate', 'Bearer realm="builds"');
       return fail(check.status, check.error);
@@ -85,7 +87,7 @@ export function buildEndpoint(d: BuildEndpointDeps): Koa.Middleware {
     if (storing.has(key)) return fail(409, `build ${id} is storing its output already: a build sends one output`);
     storing.add(key);
     try {
-      await storeOutput(d, ctx, { namespace, id, build, kind, plan }, fail);
+      await storeOutput(d, ctx, { namespace, id, build, kind, plan, credential: credential! }, fail);
     } finally {
       storing.delete(key);
     }
@@ -96,10 +98,10 @@ export function buildEndpoint(d: BuildEndpointDeps): Koa.Middleware {
 async function storeOutput(
   d: BuildEndpointDeps,
   ctx: Koa.Context,
-  o: { namespace: string; id: string; build: Build; kind: 'artifact' | 'image'; plan: BuildPlan | undefined },
+  o: { namespace: string; id: string; build: Build; kind: 'artifact' | 'image'; plan: BuildPlan | undefined; credential: string },
   fail: (status: number, error: string) => void,
 ): Promise<void> {
-  const { namespace, id, build, kind, plan } = o;
+  const { namespace, id, build, kind, plan, credential } = o;
   let staged;
   try {
     staged = await d.store.stage(ctx.req, d.limitBytes);
@@ -125,7 +127,18 @@ async function storeOutput(
   const output: BuildOutput = { digest: staged.digest, bytes: staged.size };
   if (kind === 'image') {
     try {
-      const image = await pushServiceImage({ registry: d.registry!, baseImage: d.baseImage, namespace, app: build.spec.app, build: id, layerFile: d.store.fileOf(staged.digest), layerDigest: staged.digest, plan: plan! });
+      const image = await pushServiceImage({
+        registry: d.registry!,
+        baseImage: d.baseImage,
+        namespace,
+        app: build.spec.app,
+        build: id,
+        layerFile: d.store.fileOf(staged.digest),
+        layerDigest: staged.digest,
+        plan: plan!,
+        // The build's credential, checked above: the token service lets it push to its app's repository only.
+        credential: { username: buildUser(namespace, id), password: credential },
+      });
       output.image = image.reference;
     } catch (err) {
       if (err instanceof DomainError) return fail(err.kind === 'invalid' ? 400 : 503, err.message);

@@ -3,6 +3,8 @@
 // config that starts the plan's start command. Made with the OCI distribution API alone: the base's
 // layers are mounted from its repository (never copied through here), the new layer is the very
 // tar.gz the build sent (its digest is the artifact's), and the manifest is pushed by digest.
+// The platform's registry asks for a token (docs/decisions/0025-registry-auth.md): it is asked for
+// with the build's own credential, which the token service lets push to this app's repository only.
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
@@ -11,6 +13,8 @@ import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import type { BuildPlan } from '../../lib/builds/plan.js';
 import { DomainError } from '../../lib/errors.js';
+import { fetchRegistryToken, parseBearerChallenge, repositoryScope, type RegistryCredential } from '../../lib/registry/bearer.js';
+import { appRepository } from '../../lib/registry/names.js';
 
 const manifestTypes = ['application/vnd.oci.image.manifest.v1+json', 'application/vnd.docker.distribution.manifest.v2+json'];
 const layerType = 'application/vnd.oci.image.layer.v1.tar+gzip';
@@ -73,6 +77,20 @@ async function diffIdOf(file: string): Promise<string> {
   return `sha256:${hash.digest('hex')}`;
 }
 
+/**
+ * The Authorization header calls to `registry` need: none when it asks for nothing (a registry
+ * without authentication), else a token for `scopes` from the token service its 401 names, asked
+ * once, before any call, so that no streamed upload is ever sent twice.
+ */
+async function authorization(registry: string, scopes: string[], credential: RegistryCredential): Promise<Record<string, string>> {
+  const res = await registryCall(`${base(registry)}/v2/`, {}, 'the registry\'s API');
+  await res.arrayBuffer();
+  if (res.ok) return {};
+  const challenge = res.status === 401 ? parseBearerChallenge(res.headers.get('www-authenticate')) : undefined;
+  if (!challenge) throw new DomainError('unavailable', `the image registry answered ${res.status} to /v2/ and named no token service`);
+  return { authorization: `Bearer ${await fetchRegistryToken(challenge, scopes, credential)}` };
+}
+
 export interface ServiceImage {
   /** `registry/repo@sha256:…`: what the App runs. */
   reference: string;
@@ -83,22 +101,40 @@ export interface ServiceImage {
  * Pushes `<registry>/builds/<namespace>/<app>:<build>`: the base image and the build's tree (the
  * tar.gz at `layerFile`, whose digest is `layerDigest`) started by `plan.start`.
  */
-export async function pushServiceImage(o: { registry: string; baseImage: string; namespace: string; app: string; build: string; layerFile: string; layerDigest: string; plan: BuildPlan }): Promise<ServiceImage> {
+export async function pushServiceImage(o: {
+  registry: string;
+  baseImage: string;
+  namespace: string;
+  app: string;
+  build: string;
+  layerFile: string;
+  layerDigest: string;
+  plan: BuildPlan;
+  /** The build's own credential (its user name and build credential), what the token service knows it by. */
+  credential: RegistryCredential;
+}): Promise<ServiceImage> {
   if (!o.plan.start && !o.plan.docker) throw new DomainError('invalid', 'the plan has no start command: nothing to run as a service');
   const from = parseReference(o.baseImage);
-  const repository = `builds/${o.namespace}/${o.app}`;
+  const repository = appRepository(o.namespace, o.app);
   const target = base(o.registry);
   const source = base(from.registry);
+  // The base image is the platform's, in the same registry (its layers are mounted from there).
+  const sameRegistry = from.registry === o.registry;
+  const auth = await authorization(o.registry, [repositoryScope(repository, ['pull', 'push']), ...(sameRegistry ? [repositoryScope(from.repository, ['pull'])] : [])], o.credential);
+  const sourceAuth = sameRegistry ? auth : {};
   const manifest = (await (
-    await expectOk(await registryCall(`${source}/v2/${from.repository}/manifests/${from.reference}`, { headers: { accept: manifestTypes.join(', ') } }, 'the base manifest'), `the base image ${o.baseImage}`)
+    await expectOk(
+      await registryCall(`${source}/v2/${from.repository}/manifests/${from.reference}`, { headers: { ...sourceAuth, accept: manifestTypes.join(', ') } }, 'the base manifest'),
+      `the base image ${o.baseImage}`,
+    )
   ).json()) as Manifest;
-  const config = (await (await expectOk(await registryCall(`${source}/v2/${from.repository}/blobs/${manifest.config.digest}`, {}, 'the base config'), 'the base config')).json()) as ImageConfig;
+  const config = (await (await expectOk(await registryCall(`${source}/v2/${from.repository}/blobs/${manifest.config.digest}`, { headers: sourceAuth }, 'the base config'), 'the base config')).json()) as ImageConfig;
 
   // The base's layers, into the target repository by a mount (the registry links them, no bytes move).
   for (const layer of manifest.layers) {
-    const head = await registryCall(`${target}/v2/${repository}/blobs/${layer.digest}`, { method: 'HEAD' }, 'a layer');
+    const head = await registryCall(`${target}/v2/${repository}/blobs/${layer.digest}`, { method: 'HEAD', headers: auth }, 'a layer');
     if (head.ok) continue;
-    const mount = await registryCall(`${target}/v2/${repository}/blobs/uploads/?mount=${layer.digest}&from=${from.repository}`, { method: 'POST' }, 'a layer mount');
+    const mount = await registryCall(`${target}/v2/${repository}/blobs/uploads/?mount=${layer.digest}&from=${from.repository}`, { method: 'POST', headers: auth }, 'a layer mount');
     if (mount.status !== 201) {
       if (from.registry !== o.registry) throw new DomainError('unavailable', `the base image ${o.baseImage} is in another registry than ${o.registry}: its layers cannot be mounted`);
       await expectOk(mount, `mounting layer ${layer.digest}`);
@@ -106,14 +142,14 @@ export async function pushServiceImage(o: { registry: string; baseImage: string;
   }
 
   const upload = async (digest: string, body: Buffer | (() => Readable), size: number, what: string) => {
-    const head = await registryCall(`${target}/v2/${repository}/blobs/${digest}`, { method: 'HEAD' }, what);
+    const head = await registryCall(`${target}/v2/${repository}/blobs/${digest}`, { method: 'HEAD', headers: auth }, what);
     if (head.ok) return;
-    const started = await expectOk(await registryCall(`${target}/v2/${repository}/blobs/uploads/`, { method: 'POST' }, what), `an upload of ${what}`);
+    const started = await expectOk(await registryCall(`${target}/v2/${repository}/blobs/uploads/`, { method: 'POST', headers: auth }, what), `an upload of ${what}`);
     const location = new URL(started.headers.get('location') ?? '', target);
     location.searchParams.set('digest', digest);
     const payload = Buffer.isBuffer(body) ? body : (Readable.toWeb(body()) as ReadableStream);
     await expectOk(
-      await registryCall(location.toString(), { method: 'PUT', headers: { 'content-type': 'application/octet-stream', 'content-length': String(size) }, body: payload, duplex: 'half' }, what),
+      await registryCall(location.toString(), { method: 'PUT', headers: { ...auth, 'content-type': 'application/octet-stream', 'content-length': String(size) }, body: payload, duplex: 'half' }, what),
       `the upload of ${what}`,
     );
   };
@@ -162,7 +198,7 @@ export async function pushServiceImage(o: { registry: string; baseImage: string;
   const manifestBytes = Buffer.from(JSON.stringify(out));
   const digest = `sha256:${createHash('sha256').update(manifestBytes).digest('hex')}`;
   await expectOk(
-    await registryCall(`${target}/v2/${repository}/manifests/${o.build}`, { method: 'PUT', headers: { 'content-type': manifestTypes[0]! }, body: manifestBytes }, 'the manifest'),
+    await registryCall(`${target}/v2/${repository}/manifests/${o.build}`, { method: 'PUT', headers: { ...auth, 'content-type': manifestTypes[0]! }, body: manifestBytes }, 'the manifest'),
     'the image manifest',
   );
   return { reference: `${o.registry}/${repository}@${digest}`, digest };

@@ -1,10 +1,13 @@
 // The account-namespace reconciler's pure half: what every account namespace holds besides the
 // tenant's own objects. Pod Security Admission `restricted` (enforced), a ResourceQuota and a
 // LimitRange, and a NetworkPolicy that denies all traffic to and from its pods; each App then opens
-// what its machines need (controllers/app/desired.ts, machinePolicy). No I/O here.
+// what its machines need (controllers/app/desired.ts, machinePolicy). And the account's registry
+// pull Secret, whose credential pulls the account's images and the platform's, no one else's. No I/O here.
 import type * as k8s from '@kubernetes/client-node';
 import { accountLabel, podSecurityLabels } from '../../lib/accounts.js';
 import { labels, managers } from '../../lib/contract.js';
+import { accountUser, pullCredentialAnnotation, pullSecretName } from '../../lib/registry/names.js';
+import { credentialOf, dockerConfigJson, matchesHash } from '../../lib/registry/pull-credential.js';
 
 export { accountLabel, podSecurityLabels };
 const managedBy = { [labels.managedBy]: managers.controllers };
@@ -59,6 +62,34 @@ export function accountObjects(namespace: string): AccountObjects {
       spec: { podSelector: {}, policyTypes: ['Ingress', 'Egress'] },
     },
   };
+}
+
+/**
+ * The account's pull Secret: the credential its pods pull with from the platform's registry
+ * `registry` (`host[:port]`), under the user name the token service knows the account by.
+ */
+export function pullSecret(namespace: string, registry: string, password: string): k8s.V1Secret {
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: pullSecretName, namespace, labels: { ...managedBy } },
+    type: 'kubernetes.io/dockerconfigjson',
+    data: { '.dockerconfigjson': Buffer.from(dockerConfigJson(registry, accountUser(namespace), password)).toString('base64') },
+  };
+}
+
+/**
+ * Whether `secret` holds the account's current pull credential for `registry`: the account's user
+ * name, and a password whose hash is the one on the namespace (what the token service checks).
+ * Anything else (no Secret, another registry, a hand edit, a removed annotation: a rotation) is
+ * replaced by a new credential.
+ */
+export function pullSecretCurrent(ns: k8s.V1Namespace, secret: k8s.V1Secret | undefined, registry: string): boolean {
+  const data = secret?.type === 'kubernetes.io/dockerconfigjson' ? secret.data?.['.dockerconfigjson'] : undefined;
+  if (!data) return false;
+  const credential = credentialOf(Buffer.from(data, 'base64').toString('utf8'), registry);
+  const namespace = ns.metadata!.name!;
+  return credential?.username === accountUser(namespace) && matchesHash(credential.password, ns.metadata?.annotations?.[pullCredentialAnnotation]);
 }
 
 /** The labels to add to the namespace (none when it carries them all already). */

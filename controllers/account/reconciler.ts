@@ -1,31 +1,47 @@
 // The account-namespace reconciler's thin half: labels the namespace for Pod Security Admission and
 // applies its quota, limits and deny-all NetworkPolicy (server-side apply, forced: a hand edit is
-// undone). Idempotent; an unchanged namespace costs no apiserver write.
+// undone), and keeps the account's registry pull Secret current (a new credential when it is missing,
+// altered, or the namespace's hash was removed to rotate it). Idempotent; an unchanged namespace
+// costs no apiserver write.
 import * as k8s from '@kubernetes/client-node';
-import { mergePatch, serverSideApply } from '../../lib/kube/client.js';
+import { kubeStatus, mergePatch, serverSideApply } from '../../lib/kube/client.js';
 import type { Logger } from '../../lib/logger.js';
-import { accountObjects, missingLabels } from './desired.js';
+import { pullCredentialAnnotation, pullSecretName } from '../../lib/registry/names.js';
+import { credentialHash, newPullPassword } from '../../lib/registry/pull-credential.js';
+import { accountObjects, missingLabels, pullSecret, pullSecretCurrent } from './desired.js';
 import { managers } from '../../lib/contract.js';
 import type { Outcome, Reconciler } from '../frame/controller.js';
 
 export class AccountReconciler implements Reconciler<k8s.V1Namespace, never> {
   /** What was last applied per namespace; forget() makes the next reconcile apply again. */
   private readonly applied = new Map<string, string>();
+  /**
+   * Per namespace, the pull credential hash last seen current, and when: trusted for a while (a
+   * resync every minute would otherwise read every account's Secret), then read again, so a Secret
+   * deleted or edited by hand is made again within pullRecheckMs.
+   */
+  private readonly pullChecked = new Map<string, { hash: string; at: number }>();
 
   constructor(
     private readonly core: k8s.CoreV1Api,
     private readonly networking: k8s.NetworkingV1Api,
     private readonly log: Logger,
+    /** The platform's registry (`host[:port]`) pull Secrets are for; undefined: none are made. */
+    private readonly registry: string | undefined = undefined,
+    private readonly clock: () => number = Date.now,
+    private readonly pullRecheckMs = 10 * 60_000,
   ) {}
 
   /** The namespace is gone. */
   forget(ns: k8s.V1Namespace): void {
     this.applied.delete(ns.metadata!.name!);
+    this.pullChecked.delete(ns.metadata!.name!);
   }
 
   /** Something of the namespace's was deleted by hand: the next reconcile applies everything again. */
   forgetNamespace(namespace: string): void {
     this.applied.delete(namespace);
+    this.pullChecked.delete(namespace);
   }
 
   async reconcile(ns: k8s.V1Namespace): Promise<Outcome<never>> {
@@ -38,15 +54,48 @@ export class AccountReconciler implements Reconciler<k8s.V1Namespace, never> {
     }
     const objects = accountObjects(name);
     const shape = JSON.stringify(objects);
-    if (this.applied.get(name) === shape) return {};
-    const opts = { namespace: name, fieldManager: managers.controllers, force: true };
-    // The LimitRange before the quota: once the quota counts limits, a pod without them is refused,
-    // and the LimitRange is what gives them.
-    await this.core.patchNamespacedLimitRange({ ...opts, name: objects.limits.metadata!.name!, body: objects.limits }, serverSideApply);
-    await this.core.patchNamespacedResourceQuota({ ...opts, name: objects.quota.metadata!.name!, body: objects.quota }, serverSideApply);
-    await this.networking.patchNamespacedNetworkPolicy({ ...opts, name: objects.denyAll.metadata!.name!, body: objects.denyAll }, serverSideApply);
-    this.applied.set(name, shape);
-    this.log.info({ kind: 'Namespace', name }, 'Applied the account namespace guardrails');
+    if (this.applied.get(name) !== shape) {
+      const opts = { namespace: name, fieldManager: managers.controllers, force: true };
+      // The LimitRange before the quota: once the quota counts limits, a pod without them is refused,
+      // and the LimitRange is what gives them.
+      await this.core.patchNamespacedLimitRange({ ...opts, name: objects.limits.metadata!.name!, body: objects.limits }, serverSideApply);
+      await this.core.patchNamespacedResourceQuota({ ...opts, name: objects.quota.metadata!.name!, body: objects.quota }, serverSideApply);
+      await this.networking.patchNamespacedNetworkPolicy({ ...opts, name: objects.denyAll.metadata!.name!, body: objects.denyAll }, serverSideApply);
+      this.applied.set(name, shape);
+      this.log.info({ kind: 'Namespace', name }, 'Applied the account namespace guardrails');
+    }
+    // After the guardrails: a failure here (the apiserver, RBAC) never leaves a namespace without them.
+    if (this.registry) await this.ensurePullSecret(ns, this.registry);
     return {};
+  }
+
+  /**
+   * A new credential when the Secret does not hold the current one. The namespace's hash is written
+   * first: in between, the old Secret's credential is refused (a pull then fails once and the
+   * kubelet retries), never a credential the platform did not mean to accept.
+   */
+  private async ensurePullSecret(ns: k8s.V1Namespace, registry: string): Promise<void> {
+    const name = ns.metadata!.name!;
+    const want = ns.metadata?.annotations?.[pullCredentialAnnotation];
+    const checked = this.pullChecked.get(name);
+    if (want && checked?.hash === want && this.clock() - checked.at < this.pullRecheckMs) return;
+    let secret: k8s.V1Secret | undefined;
+    try {
+      secret = await this.core.readNamespacedSecret({ namespace: name, name: pullSecretName });
+    } catch (err) {
+      if (kubeStatus(err) !== 404) throw err;
+    }
+    if (want && pullSecretCurrent(ns, secret, registry)) {
+      this.pullChecked.set(name, { hash: want, at: this.clock() });
+      return;
+    }
+    const password = newPullPassword();
+    const hash = credentialHash(password);
+    await this.core.patchNamespace({ name, body: { metadata: { annotations: { [pullCredentialAnnotation]: hash } } } }, mergePatch);
+    // A Secret's type cannot change: one of another type (made by hand) goes first.
+    if (secret && secret.type !== 'kubernetes.io/dockerconfigjson') await this.core.deleteNamespacedSecret({ namespace: name, name: pullSecretName });
+    await this.core.patchNamespacedSecret({ namespace: name, name: pullSecretName, fieldManager: managers.controllers, force: true, body: pullSecret(name, registry, password) }, serverSideApply);
+    this.pullChecked.set(name, { hash, at: this.clock() });
+    this.log.info({ kind: 'Secret', namespace: name, name: pullSecretName, rotated: secret !== undefined }, secret ? 'Rotated the account\'s registry pull credential' : 'Made the account\'s registry pull credential');
   }
 }

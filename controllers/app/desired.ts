@@ -17,6 +17,7 @@ import type { ConditionInput } from '../frame/status.js';
 import { liveOutcomes, nextLive, nextRollout, serving, type AppStatusFields } from './rollout.js';
 import { platformPeers } from '../../lib/kube/platform-peers.js';
 import { refusedImage, tenantImages, type RegistryPolicyConfig } from '../../lib/images/registry-policy.js';
+import { isTenantImage, pullSecretName } from '../../lib/registry/names.js';
 
 const managerName = managers.controllers;
 
@@ -208,6 +209,10 @@ function machineSpec(
   const main: k8s.V1Container = {
     name: containers.machine,
     image: view.image,
+    // A tenant's image in the platform's registry is asked for every time the machine starts: a
+    // copy another account's machine left on the node is never run without this account's
+    // credential being checked (docs/decisions/0025-registry-auth.md).
+    ...(isTenantImage(view.image, settings.images?.platformRegistry) ? { imagePullPolicy: 'Always' } : {}),
     ...(view.command ? { command: view.command } : {}),
     ...(view.args ? { args: view.args } : {}),
     ...(view.workingDir ? { workingDir: view.workingDir } : {}),
@@ -326,6 +331,8 @@ export function machinePod(app: App, ordinal: number, settings: AppSettings, now
       terminationGracePeriodSeconds: 10,
       automountServiceAccountToken: false,
       enableServiceLinks: false,
+      // The account's own pull credential (controllers/account/): its images and the platform's, no other account's.
+      ...(settings.images?.platformRegistry ? { imagePullSecrets: [{ name: pullSecretName }] } : {}),
       // Machines of one service prefer different nodes.
       topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: spread } }],
       ...(node

@@ -32,6 +32,8 @@ export interface BuildSettings {
   /** Ranges a build may not reach (private, shared, link-local: pods, Services, nodes, metadata). */
   privateCidrs: readonly string[];
   resources: k8s.V1ResourceRequirements;
+  /** The account's pull Secret the build's pod pulls with (controllers/account/); undefined: the platform has no registry of its own. */
+  pullSecret?: string | undefined;
 }
 
 export type BuildStatusFields = NonNullable<Build['status']>;
@@ -157,6 +159,7 @@ export function buildJob(b: Build, s: BuildSettings, now: Date): k8s.V1Job {
           restartPolicy: 'Never',
           automountServiceAccountToken: false,
           enableServiceLinks: false,
+          ...(s.pullSecret ? { imagePullSecrets: [{ name: s.pullSecret }] } : {}),
           securityContext: { runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000, fsGroup: 1000, fsGroupChangePolicy: 'OnRootMismatch', seccompProfile: { type: 'RuntimeDefault' } },
           initContainers: [source],
           containers: [

@@ -2,6 +2,7 @@
 // key (the credentials their Jobs fetch sources and send results with are minted with it): without
 // it, no Build is served.
 import type { Config } from '../../lib/config.js';
+import { pullSecretName } from '../../lib/registry/names.js';
 import type { BuildSettings } from './desired.js';
 
 export function buildSettings(config: Pick<Config, 'builds' | 'deploys' | 'machineNetwork' | 'databases'>): BuildSettings | undefined {
@@ -20,5 +21,6 @@ export function buildSettings(config: Pick<Config, 'builds' | 'deploys' | 'machi
     platformPorts: config.machineNetwork.platformPorts,
     privateCidrs: config.builds.privateCidrs,
     resources: { requests: { cpu: '250m', memory: '512Mi' }, limits: { cpu: config.builds.cpu, memory: config.builds.memory } },
+    pullSecret: config.builds.registry ? pullSecretName : undefined,
   };
 }

@@ -22,6 +22,7 @@ import { group, version } from '../../lib/resources/index.js';
 import { chartDir, helm, localValues, renderChart } from '../support/helm.js';
 import { images } from '../support/images.js';
 import { fragmentSecret } from '../support/ingress.js';
+import { registryToken } from '../support/registry.js';
 import { kubeConfig, kubectl, statusOf, testNamespace } from '../support/kube.js';
 import { eventually } from '../support/wait.js';
 
@@ -139,9 +140,11 @@ const get = (url: string, headers: Record<string, string>) => send('GET', url, h
 async function tagImage(repository: string, from: string, to: string): Promise<void> {
   const base = `http://${images.registry}/v2/${repository}/manifests`;
   const accept = ['application/vnd.oci.image.index.v1+json', 'application/vnd.oci.image.manifest.v1+json', 'application/vnd.docker.distribution.manifest.v2+json', 'application/vnd.docker.distribution.manifest.list.v2+json'];
-  const got = await fetch(`${base}/${from}`, { headers: { accept: accept.join(', ') } });
+  // As the operator, who alone pushes the platform's images (docs/decisions/0025-registry-auth.md).
+  const authorization = `Bearer ${await registryToken([`repository:${repository}:pull,push`])}`;
+  const got = await fetch(`${base}/${from}`, { headers: { authorization, accept: accept.join(', ') } });
   assert.equal(got.status, 200, `${repository}:${from} in the registry`);
-  const put = await fetch(`${base}/${to}`, { method: 'PUT', headers: { 'content-type': got.headers.get('content-type')! }, body: Buffer.from(await got.arrayBuffer()) });
+  const put = await fetch(`${base}/${to}`, { method: 'PUT', headers: { authorization, 'content-type': got.headers.get('content-type')! }, body: Buffer.from(await got.arrayBuffer()) });
   assert.equal(put.status, 201, `${repository}:${to} tagged`);
 }
 

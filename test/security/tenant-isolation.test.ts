@@ -19,6 +19,7 @@ import { repoRoot } from '../../lib/paths.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { images } from '../support/images.js';
 import { rawRequest } from '../support/raw-request.js';
+import { operatorAuthFile } from '../support/registry.js';
 import { kubeConfig, kubectl, testNamespace, uniqueName } from '../support/kube.js';
 import { eventually } from '../support/wait.js';
 
@@ -220,12 +221,15 @@ describe('security: tenant isolation on the real nodes', () => {
     try {
       // Built as a tenant's CI would, without a daemon: the node base, one layer with a tiny server.
       const layout = path.join(work, 'oci');
-      execFileSync('skopeo', ['copy', '--quiet', '--src-tls-verify=false', `docker://${images.node}`, `oci:${layout}:hello`]);
+      // The local registry stands for a registry the tenant may push to: with the operator's
+      // credential, the only one that pushes outside builds' repositories here.
+      const skopeoEnv = { ...process.env, REGISTRY_AUTH_FILE: operatorAuthFile };
+      execFileSync('skopeo', ['copy', '--quiet', '--src-tls-verify=false', `docker://${images.node}`, `oci:${layout}:hello`], { env: skopeoEnv });
       mkdirLayer(path.join(work, 'layer'), 'srv/server.js', "require('http').createServer((q, s) => s.end('hello from my own image')).listen(Number(process.env.PORT));\n");
       execFileSync('tar', ['-C', path.join(work, 'layer'), '-cf', path.join(work, 'layer.tar'), '.']);
       execFileSync('umoci', ['raw', 'add-layer', '--image', `${layout}:hello`, path.join(work, 'layer.tar')]);
       execFileSync('umoci', ['config', '--image', `${layout}:hello`, '--clear=config.cmd', '--config.cmd', 'node', '--config.cmd', '/srv/server.js']);
-      execFileSync('skopeo', ['copy', '--quiet', '--dest-tls-verify=false', `oci:${layout}:hello`, `docker://${ref}`]);
+      execFileSync('skopeo', ['copy', '--quiet', '--dest-tls-verify=false', `oci:${layout}:hello`, `docker://${ref}`], { env: skopeoEnv });
     } finally {
       rmSync(work, { recursive: true, force: true });
     }

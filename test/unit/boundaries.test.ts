@@ -6,7 +6,7 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { repoRoot } from '../../lib/paths.js';
 
-const processes = ['api', 'controllers', 'ingress-auth', 'runtime', 'policy-agent', 'local-volumes', 'sandbox-agent', 'builder', 'cli'];
+const processes = ['api', 'controllers', 'ingress-auth', 'runtime', 'policy-agent', 'local-volumes', 'registry-auth', 'sandbox-agent', 'builder', 'cli'];
 
 function sources(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
