@@ -246,7 +246,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-        BinaryName = "$RUNC_BIN"
+        BinaryName = "$(command -v runc)"
         SystemdCgroup = false
     # The svc-sandbox RuntimeClass: runc too (gVisor's runsc does not build here, see
     # docs/decisions/0014-real-nodes.md), from a stricter base spec (write_sandbox_spec).
@@ -254,7 +254,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
       runtime_type = "io.containerd.runc.v2"
       base_runtime_spec = "$NODES_DIR/sandbox-spec.json"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.svc-sandbox.options]
-        BinaryName = "$RUNC_BIN"
+        BinaryName = "$(command -v runc)"
         SystemdCgroup = false
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
@@ -310,8 +310,6 @@ cgroupDriver: cgroupfs
 cgroupRoot: /svc-$node
 failCgroupV1: false
 failSwapOn: false
-    # runc is the one hack/build-runc.sh builds (RUNC_BIN, with the November 2025 fixes), not
-    # Debian's 1.1.5 that is on PATH; containerd stays Debian's 1.6 (docs/decisions/0022-runtime.md).
 podCIDR: $(node_subnet "$i")
 resolvConf: $dir/resolv.conf
 clusterDomain: cluster.local
@@ -494,7 +492,6 @@ stop_pods() {
 }
 
 status() {
-  "$ROOT/hack/build-runc.sh"
   local rc=0 p
   for p in $(parts); do status_line "$p" || rc=1; done
   return $rc
