@@ -2,7 +2,8 @@
 // dump, on the machine listener (pods hold no API token). The Job shows a backup credential the
 // Database controller minted for exactly that database (lib/artifacts/credential.ts): it adds
 // backups of it and opens nothing. The dump goes into the artifact store by its digest, streamed,
-// never buffered; its record and event are written together (lib/backups.ts).
+// never buffered, as the account's (counted against its storage; refused past its limit); its record
+// and event are written together (lib/backups.ts).
 import type Koa from 'koa';
 import type { Knex } from 'knex';
 import { accountIdOfNamespace } from '../lib/accounts.js';
@@ -11,11 +12,22 @@ import { UploadTooLarge, type ArtifactStore } from '../lib/artifacts/store.js';
 import { recordBackup } from '../lib/backups.js';
 import type { Logger } from '../lib/logger.js';
 import { readLimited } from '../lib/http/body.js';
+import { DomainError } from '../lib/errors.js';
+import type { AccountStorage } from './storage/account-storage.js';
 
 export const backupPrefix = '/backups/';
 const name = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
-export function backupEndpoint(d: { store: ArtifactStore; db: Knex; key: Buffer | undefined; limitBytes: number; log: Logger; clock: () => Date }): Koa.Middleware {
+export function backupEndpoint(d: {
+  store: ArtifactStore;
+  /** Dumps are the account's, counted against its storage: past its limit one is refused and recorded as failed. */
+  storage: Pick<AccountStorage, 'admit'>;
+  db: Knex;
+  key: Buffer | undefined;
+  limitBytes: number;
+  log: Logger;
+  clock: () => Date;
+}): Koa.Middleware {
   return async (ctx, next) => {
     if (!ctx.path.startsWith(backupPrefix)) return next();
     const fail = (status: number, error: string) => {
@@ -61,7 +73,15 @@ export function backupEndpoint(d: { store: ArtifactStore; db: Knex; key: Buffer 
       await staged.discard();
       return fail(400, 'the backup is empty');
     }
-    await d.store.put(staged);
+    try {
+      await d.storage.admit(account, namespace, staged, `a backup of database ${database}`);
+    } catch (err) {
+      if (!(err instanceof DomainError && err.kind === 'quota_exceeded')) throw err;
+      // Listed as a failed backup saying why, as pg_dump's failures are.
+      const refused = await recordBackup(d.db, account, database, { error: err.message }, d.clock());
+      d.log.warn({ namespace, database, backup: refused.id, bytes: staged.size }, 'Database backup refused: the account is at its storage limit');
+      return fail(403, err.message);
+    }
     const backup = await recordBackup(d.db, account, database, { digest: staged.digest, bytes: staged.size }, d.clock());
     d.log.info({ namespace, database, backup: backup.id, bytes: staged.size, digest: staged.digest }, 'Database backed up');
     ctx.status = 201;

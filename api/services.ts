@@ -15,6 +15,10 @@ import { MailOutbox } from '../lib/mail/outbox.js';
 import type { TokenStore } from '../lib/tokens/store.js';
 import { AppActions } from './deploys/actions.js';
 import { AccountLock } from './quotas.js';
+import { ArtifactHolds } from '../lib/artifacts/holds.js';
+import { AccountStorage } from './storage/account-storage.js';
+import { ArtifactCollector } from './storage/collector.js';
+import { DomainError } from '../lib/errors.js';
 import { databaseBytes } from '../lib/databases.js';
 import { Deployer } from './deploys/deployer.js';
 import { DeployRecorder } from './deploys/recorder.js';
@@ -125,8 +129,13 @@ export interface Services {
   webhookDeliverer: WebhookDeliverer;
   /** Databases and their credentials (api/repositories/databases.ts). */
   databases: DatabaseRepository;
-  /** Bytes the account's storage limit counts: its databases' volumes and its apps' (attached or not). */
-  storedBytes: (namespace: string) => number;
+  /**
+   * The account's storage as its limit counts it (databases, volumes made and declared, stored
+   * artifacts), checked and taken under its lock (api/storage/account-storage.ts).
+   */
+  storage: AccountStorage;
+  /** Releases artifacts nothing needs and deletes their files, on a schedule (api/storage/collector.ts). */
+  artifactCollector: ArtifactCollector;
   /** The account's lock, under which every limit is checked and taken (api/quotas.ts). */
   accountLock: AccountLock;
   /** Apps' and databases' volumes (api/repositories/volumes.ts). */
@@ -230,7 +239,6 @@ export async function assembleServices(deps: {
   recorder.start();
   const env = new EnvRepository(core, kc.makeApiClient(k8s.CustomObjectsApi));
   const machines = new MachineRepository(kc);
-  const deployer = new Deployer(artifacts, deploys, apps, log, config.deploys.artifactBaseUrl, config.images);
   const eventHub = new EventHub(db, config.databaseUrl, log);
   // Deliveries are due the moment their event commits: the deliverer wakes on the events channel
   // and polls every second besides (an announcement missed while the connection was down).
@@ -254,6 +262,26 @@ export async function assembleServices(deps: {
   await volumes.start();
   // stored_bytes and volume.* events of apps' volumes (api/usage/volume-meter.ts).
   await new VolumeMeter(db, volumes.informer, log, clock).start();
+  // The account's storage: what its limit counts, checked and taken under its lock; and the collector
+  // of artifacts nothing needs any more (issue 30 findings 3 and 4).
+  const accountLock = new AccountLock(db);
+  const holds = new ArtifactHolds(db);
+  const storage = new AccountStorage({
+    lock: accountLock,
+    limitBytes: config.databases.maxBytesPerAccount,
+    apps,
+    databases,
+    databaseBytes: (d) => databaseBytes(d, config.databases.defaultBytes),
+    claims: (ns) => volumes.appVolumeClaims(ns),
+    holds,
+    store: artifacts,
+    db,
+    clock,
+  });
+  const artifactCollector = new ArtifactCollector({ db, holds, store: artifacts, apps, policy: config.deploys.artifactRetention, log, clock });
+  storage.reclaim = (accountId) => artifactCollector.reclaim(accountId);
+  artifactCollector.start();
+  const deployer = new Deployer(artifacts, deploys, apps, log, config.deploys.artifactBaseUrl, config.images, { lock: accountLock, storage });
   // Builds: their records and events, logs kept and outputs deployed as they end (api/builds/recorder.ts).
   const buildRepo = new BuildRepository(kc, log);
   const buildStore = new BuildStore(db);
@@ -265,7 +293,12 @@ export async function assembleServices(deps: {
     const port = (b.status?.plan as BuildPlan | undefined)?.docker?.port ?? undefined;
     const prepared = b.status?.image
       ? { origin: 'build' as const, spec: { kind: 'container' as const, image: b.status.image, ...(port ? { port } : {}) }, summary: { ...summary, image: b.status.image } }
-      : await deployer.prepareStored(b.status!.artifact!.digest!, 'build', summary);
+      : await deployer.prepareStored(b.status!.artifact!.digest!, 'build', summary, async (staged) => {
+          // The output is the account's again if it was released meanwhile (counted and checked).
+          if (!(await storage.holdStored(accountId, b.metadata.namespace!, staged.digest, `build ${b.metadata.name}'s output`))) {
+            throw new DomainError('not_found', `artifact ${staged.digest} is not in the store`);
+          }
+        });
     const deploy = await deployer.apply(accountId, app, prepared, { createdBy: `build:${b.metadata.name}` });
     return { deployId: deploy.id };
   };
@@ -278,8 +311,6 @@ export async function assembleServices(deps: {
   await sandboxRepo.start();
   // Without the artifact key no agent token can be derived: sandboxes answer 503 (the controllers
   // serve none either, and say so in their log).
-  const storedBytes = (ns: string) => databases.list(ns).reduce((sum, d) => sum + databaseBytes(d, config.databases.defaultBytes), 0) + volumes.appVolumeBytes(ns);
-  const accountLock = new AccountLock(db);
   const sandboxes = new SandboxService(sandboxRepo, new RuntimeList(core, config.sandboxes.namespace), db, config.deploys.artifactKey, config.sandboxes, log, accountLock);
   const services: Services = {
     config,
@@ -296,14 +327,13 @@ export async function assembleServices(deps: {
       env,
       deploys,
       deployer,
-      artifacts,
       machines,
       volumes,
       databases,
       quota: {
         lock: accountLock,
-        limits: { apps: config.quotas.appsPerAccount, previewsPerApp: config.quotas.previewsPerApp, databases: config.databases.maxPerAccount, storageBytes: config.databases.maxBytesPerAccount },
-        storedBytes,
+        limits: { apps: config.quotas.appsPerAccount, previewsPerApp: config.quotas.previewsPerApp, databases: config.databases.maxPerAccount },
+        storage,
         databaseBytes: (d) => databaseBytes(d, config.databases.defaultBytes),
       },
     }),
@@ -335,13 +365,14 @@ export async function assembleServices(deps: {
     webhookDeliverer,
     machineMeter,
     databases,
-    storedBytes,
+    storage,
+    artifactCollector,
     accountLock,
     volumes,
     backups: {
       list: (accountId, database) => listBackups(db, accountId, database),
       get: (accountId, id) => getBackup(db, accountId, id),
-      endpoint: backupEndpoint({ store: artifacts, db, key: config.deploys.artifactKey, limitBytes: config.databases.maxBytesPerAccount, log, clock }),
+      endpoint: backupEndpoint({ store: artifacts, storage, db, key: config.deploys.artifactKey, limitBytes: config.databases.maxBytesPerAccount, log, clock }),
     },
     builds: {
       repo: buildRepo,
@@ -357,7 +388,7 @@ export async function assembleServices(deps: {
         });
         return name;
       },
-      endpoint: buildEndpoint({ store: artifacts, builds: buildRepo, key: config.deploys.artifactKey, limitBytes: config.deploys.uploadLimitBytes, registry: config.builds.registry, baseImage: config.builds.builderImage, log, clock }),
+      endpoint: buildEndpoint({ store: artifacts, storage, accountOf: (ns) => accountIdOfNamespace(db, ns), builds: buildRepo, key: config.deploys.artifactKey, limitBytes: config.deploys.uploadLimitBytes, registry: config.builds.registry, baseImage: config.builds.builderImage, log, clock }),
     },
     repositories: new RepositoryStore(db),
     // Set below, once the services it uses exist.
@@ -393,6 +424,7 @@ export async function assembleServices(deps: {
     db,
     stop: async () => {
       clearInterval(hostnameTimer);
+      await artifactCollector.stop();
       services.gitSync.stop();
       await recorder.stop();
       await housekeeping.stop();

@@ -128,7 +128,7 @@ try {
   const baseline: number[] = [];
   for (let i = 0; i < baselineRuns; i++) {
     const marker = `<p>bare ${i} ${randomBytes(4).toString('hex')}</p>`;
-    const prepared = await services.deployer.prepareBody({ files: { 'index.html': marker } });
+    const prepared = await services.deployer.prepareBody({ files: { 'index.html': marker } }, (staged) => services.storage.admit(account.id, ns, staged, 'the bench tree'));
     const pod = machinePod({ ...app, spec: { ...app.spec, source: prepared.spec.source!, deployId: `bare-${i}` } }, 0, settings);
     const name = `bare-${i}`;
     pod.metadata = { name, namespace: ns, labels: { [labels.app]: bare } };

@@ -101,6 +101,11 @@ const envSchema = z.object({
   SVC_ARTIFACT_KEY: z.string().min(32, 'must be at least 32 characters (a random secret)').optional(),
   SVC_ARTIFACT_KEY_FILE: z.string().min(1).optional(),
   SVC_DEPLOY_UPLOAD_LIMIT_BYTES: z.coerce.number().int().min(1024).max(8 * 1024 ** 3).default(256 * 1024 ** 2),
+  // What the artifact collector keeps, and how often it runs (docs/decisions/0024-artifact-retention.md).
+  SVC_ARTIFACT_ROLLBACK_DEPLOYS: z.coerce.number().int().min(0).max(1000).default(10),
+  SVC_ARTIFACT_GRACE_MINUTES: z.coerce.number().min(1).max(7 * 24 * 60).default(60),
+  SVC_ARTIFACT_BUILD_GRACE_HOURS: z.coerce.number().min(0).max(90 * 24).default(24),
+  SVC_ARTIFACT_COLLECT_MINUTES: z.coerce.number().min(1).max(24 * 60).default(15),
   SVC_RUNTIME_IMAGE: z.string().min(1).default('svc/runtime:latest'),
   SVC_IMAGE_BUILDER: z.string().min(1).default('svc/builder:latest'),
   SVC_BUILD_REGISTRY: z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9.-]*(:\d{1,5})?(\/[a-z0-9._-]+)*$/, 'must be a registry host[:port][/path] (127.0.0.1:5000)').optional(),
@@ -292,6 +297,13 @@ export interface Config {
     readonly artifactKey: Buffer | undefined;
     /** Largest .tar.gz a deploy may upload. */
     readonly uploadLimitBytes: number;
+    /**
+     * What the artifact collector keeps besides what Apps, previews, builds in progress and backups
+     * need (docs/decisions/0024-artifact-retention.md): each App's newest `rollbackDeploys` live
+     * deploys; anything stored or reused within `graceMs`; an ended build's undeployed output for
+     * `buildGraceMs`. It runs every `collectEveryMs`, in one API replica at a time.
+     */
+    readonly artifactRetention: { readonly rollbackDeploys: number; readonly graceMs: number; readonly buildGraceMs: number; readonly collectEveryMs: number };
     /** The image that serves static, HTML and Markdown apps (node-agent maps svc/runtime to runtime/). */
     readonly runtimeImage: string;
     /** A rollout whose new machines are not ready by then fails, and the previous deploy stays. */
@@ -457,6 +469,12 @@ export function loadConfig(
       artifactBaseUrl,
       artifactKey,
       uploadLimitBytes: e.SVC_DEPLOY_UPLOAD_LIMIT_BYTES,
+      artifactRetention: Object.freeze({
+        rollbackDeploys: e.SVC_ARTIFACT_ROLLBACK_DEPLOYS,
+        graceMs: Math.round(e.SVC_ARTIFACT_GRACE_MINUTES * 60_000),
+        buildGraceMs: Math.round(e.SVC_ARTIFACT_BUILD_GRACE_HOURS * 3600_000),
+        collectEveryMs: Math.round(e.SVC_ARTIFACT_COLLECT_MINUTES * 60_000),
+      }),
       runtimeImage: e.SVC_RUNTIME_IMAGE,
       rolloutDeadlineSeconds: e.SVC_ROLLOUT_DEADLINE_SECONDS,
       volumeStorageClass: e.SVC_VOLUME_STORAGE_CLASS || undefined,
@@ -578,7 +596,7 @@ const readsOf = {
   machineNetwork: ['SVC_MACHINE_PLATFORM_CIDRS', 'SVC_PLATFORM_NAMESPACE', 'SVC_MACHINE_PLATFORM_PORTS', 'SVC_NODES', 'SVC_NODE_POD_SUBNET', 'SVC_API_MACHINE_PORT'],
   webhookAllowPrivate: ['SVC_WEBHOOK_ALLOW_PRIVATE'],
   webhookDnsServers: ['SVC_WEBHOOK_DNS_SERVERS'],
-  deploys: ['SVC_ARTIFACT_DIR', 'SVC_ARTIFACT_URL', 'SVC_ARTIFACT_KEY', 'SVC_ARTIFACT_KEY_FILE', 'SVC_STATE_DIR', 'SVC_NODE_POD_SUBNET', 'SVC_API_MACHINE_PORT', 'SVC_DEPLOY_UPLOAD_LIMIT_BYTES', 'SVC_RUNTIME_IMAGE', 'SVC_ROLLOUT_DEADLINE_SECONDS', 'SVC_VOLUME_STORAGE_CLASS'],
+  deploys: ['SVC_ARTIFACT_DIR', 'SVC_ARTIFACT_URL', 'SVC_ARTIFACT_KEY', 'SVC_ARTIFACT_KEY_FILE', 'SVC_STATE_DIR', 'SVC_NODE_POD_SUBNET', 'SVC_API_MACHINE_PORT', 'SVC_DEPLOY_UPLOAD_LIMIT_BYTES', 'SVC_ARTIFACT_ROLLBACK_DEPLOYS', 'SVC_ARTIFACT_GRACE_MINUTES', 'SVC_ARTIFACT_BUILD_GRACE_HOURS', 'SVC_ARTIFACT_COLLECT_MINUTES', 'SVC_RUNTIME_IMAGE', 'SVC_ROLLOUT_DEADLINE_SECONDS', 'SVC_VOLUME_STORAGE_CLASS'],
   quotas: ['SVC_ACCOUNT_MAX_APPS', 'SVC_APP_MAX_PREVIEWS', 'SVC_ACCOUNT_MAX_TOKENS', 'SVC_ACCOUNT_MAX_WEBHOOKS'],
   sandboxes: [
     'SVC_SANDBOX_IMAGE', 'SVC_SANDBOX_NAMESPACE', 'SVC_SANDBOX_RUNTIME_CLASS', 'SVC_SANDBOX_POOL_SIZE', 'SVC_SANDBOX_RETENTION_HOURS',

@@ -3,8 +3,9 @@
 // controller minted for exactly that build (lib/artifacts/credential.ts): it sends that build's plan
 // and output and opens nothing. The builder's container also runs the tenant's commands, so what
 // arrives is checked like any input (the plan's shape, the output's size) and is only ever that
-// build's. The output goes into the artifact store by its digest, streamed; a service's is also made
-// into an image (image.ts). The Build learns both through annotations its controller reads.
+// build's. The output goes into the artifact store by its digest, streamed, as the account's (counted
+// against its storage: past the limit it is refused, and the build fails saying why); a service's is
+// also made into an image (image.ts). The Build learns both through annotations its controller reads.
 import type Koa from 'koa';
 import { bearerOf, checkBuildCredential } from '../../lib/artifacts/credential.js';
 import { UploadTooLarge, type ArtifactStore } from '../../lib/artifacts/store.js';
@@ -15,6 +16,7 @@ import { DomainError } from '../../lib/errors.js';
 import { readLimited } from '../../lib/http/body.js';
 import type { Logger } from '../../lib/logger.js';
 import type { BuildRepository } from './repository.js';
+import type { AccountStorage } from '../storage/account-storage.js';
 import { buildUser } from '../../lib/registry/names.js';
 import { pushServiceImage } from './image.js';
 
@@ -24,6 +26,9 @@ const planLimitBytes = 64 * 1024;
 
 export interface BuildEndpointDeps {
   store: ArtifactStore;
+  /** Outputs are the account's, counted against its storage (403 quota_exceeded past its limit). */
+  storage: Pick<AccountStorage, 'admit'>;
+  accountOf: (namespace: string) => Promise<string | undefined>;
   builds: BuildRepository;
   key: Buffer | undefined;
   limitBytes: number;
@@ -123,7 +128,17 @@ async function storeOutput(
     ctx.body = earlier;
     return;
   }
-  await d.store.put(staged);
+  const account = await d.accountOf(namespace);
+  if (!account) {
+    await staged.discard();
+    return fail(404, `no account has namespace ${namespace}`);
+  }
+  try {
+    await d.storage.admit(account, namespace, staged, `build ${id}'s output`);
+  } catch (err) {
+    if (err instanceof DomainError && err.kind === 'quota_exceeded') return fail(403, err.message);
+    throw err;
+  }
   const output: BuildOutput = { digest: staged.digest, bytes: staged.size };
   if (kind === 'image') {
     try {

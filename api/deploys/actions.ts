@@ -1,7 +1,6 @@
 // What happens to an app besides a plain deploy, beside the deployer: rolling back (which deploy to
 // return to), forking, previews, and moving a machine (which node). Handlers parse and present;
 // the decisions are made here and raise domain errors (lib/errors.ts).
-import type { ArtifactStore } from '../../lib/artifacts/store.js';
 import { labels, previewSeparator } from '../../lib/contract.js';
 import type { Deploy, DeployStore } from '../../lib/deploys.js';
 import { DomainError } from '../../lib/errors.js';
@@ -14,8 +13,10 @@ import type { DatabaseRepository } from '../repositories/databases.js';
 import { branchName } from '../../lib/databases.js';
 import type { Database } from '../../lib/resources/index.js';
 import { within, type AccountLock } from '../quotas.js';
+import type { AccountStorage } from '../storage/account-storage.js';
 import { volumeClaimName } from '../../lib/volumes.js';
-import { createServing, deploySpecOf, type Deployer, type Prepared } from './deployer.js';
+import type { App } from '../../lib/resources/index.js';
+import { createServing, deploySpecOf, specAfter, type Deployer, type Prepared } from './deployer.js';
 
 export const previewName = (parent: string, ref: string) => `${parent}${previewSeparator}${ref}`;
 
@@ -33,16 +34,15 @@ export class AppActions {
       env: EnvRepository;
       deploys: DeployStore;
       deployer: Deployer;
-      artifacts: ArtifactStore;
       machines: MachineRepository;
       volumes: Pick<VolumeRepository, 'pinnedNode'>;
       databases: Pick<DatabaseRepository, 'get' | 'list' | 'createBranch'>;
       /** The account's limits, checked and taken under its lock (api/quotas.ts). */
       quota: {
         lock: Pick<AccountLock, 'hold'>;
-        limits: { apps: number; previewsPerApp: number; databases: number; storageBytes: number };
-        /** Bytes the account's databases and volumes take (as the storage limit counts them). */
-        storedBytes: (namespace: string) => number;
+        limits: { apps: number; previewsPerApp: number; databases: number };
+        /** The account's storage as its limit counts it: databases, volumes (made and declared), stored artifacts. */
+        storage: Pick<AccountStorage, 'assertFits' | 'newVolumeBytes' | 'holdStored'>;
         databaseBytes: (db: Database) => number;
       };
     },
@@ -68,8 +68,9 @@ export class AppActions {
       target = await this.d.deploys.previousLive(app.id, current);
       if (!target) throw new DomainError('conflict', `app ${name} has no live deploy before ${current} to roll back to`);
     }
-    if (target.spec.source && !(await this.d.artifacts.has(target.spec.source.digest))) {
-      throw new DomainError('conflict', `the artifact of deploy ${target.id} is no longer stored`);
+    // The account holds the tree again (counted against its storage), unless it was collected.
+    if (target.spec.source && !(await this.d.quota.storage.holdStored(actor.accountId, actor.namespace, target.spec.source.digest, `the rollback to deploy ${target.id}`))) {
+      throw new DomainError('conflict', `the artifact of deploy ${target.id} is no longer stored: it was outside app ${name}'s rollback window when artifacts were collected; deploy it again`);
     }
     return this.d.deployer.apply(
       actor.accountId,
@@ -92,6 +93,10 @@ export class AppActions {
     this.assertAppFits(actor.namespace);
     const spec = deploySpecOf(source);
     const originDeploy = source.status?.currentDeploy ?? source.spec.deployId;
+    // The fork's volumes are its own: counted against storage before it declares them.
+    const forked: App['spec'] = { ...(source.spec.machines !== undefined ? { machines: source.spec.machines } : {}), ...(source.spec.volumes?.length ? { volumes: source.spec.volumes } : {}), ...(spec?.services ? { services: spec.services } : {}) };
+    const more = this.d.quota.storage.newVolumeBytes(actor.namespace, name, forked);
+    await this.d.quota.storage.assertFits(actor.accountId, actor.namespace, more, `the fork's volumes need ${more} more bytes`);
     return createServing(
       this.d,
       actor.accountId,
@@ -139,12 +144,13 @@ export class AppActions {
     this.assertAppFits(actor.namespace);
     const previews = this.d.apps.list(actor.namespace).filter((a) => a.spec.preview?.parent === parent.name).length;
     within(previews, 1, this.d.quota.limits.previewsPerApp, `previews of app ${parent.name}`, 'delete one first (DELETE /apps/{app}/previews/{ref})');
-    if (source) {
-      const { limits } = this.d.quota;
-      within(this.d.databases.list(actor.namespace).length, 1, limits.databases, 'databases (branches included)', 'delete one first');
-      const bytes = this.d.quota.databaseBytes(source);
-      within(this.d.quota.storedBytes(actor.namespace), bytes, limits.storageBytes, `bytes of storage (the preview's branch of database ${source.metadata.name} needs ${bytes})`, 'delete a database or volume first');
-    }
+    if (source) within(this.d.databases.list(actor.namespace).length, 1, this.d.quota.limits.databases, 'databases (branches included)', 'delete one first');
+    // Its branch (as large as its source) and its own volumes, counted together against storage.
+    const branchBytes = source ? this.d.quota.databaseBytes(source) : 0;
+    const volumes: App['spec'] = { machines: 1, ...(parent.spec.volumes?.length ? { volumes: parent.spec.volumes } : {}) };
+    const volumeBytes = this.d.quota.storage.newVolumeBytes(actor.namespace, name, prepared ? specAfter(volumes, prepared) : volumes);
+    const needs = [source ? `its branch of database ${source.metadata.name} needs ${branchBytes} bytes` : '', volumeBytes ? `its volumes need ${volumeBytes} bytes` : ''].filter(Boolean).join(' and ');
+    await this.d.quota.storage.assertFits(actor.accountId, actor.namespace, branchBytes + volumeBytes, `the preview: ${needs}`);
     const made = await createServing(
       this.d,
       actor.accountId,

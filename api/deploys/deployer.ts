@@ -17,6 +17,8 @@ import type { AppRepository } from '../repositories/apps.js';
 import type { Env, EnvRepository } from '../repositories/env.js';
 import type { VolumeSpec } from '../../lib/volumes.js';
 import { refusedImage, tenantImages, type RegistryPolicyConfig } from '../../lib/images/registry-policy.js';
+import type { AccountLock } from '../quotas.js';
+import type { AccountStorage } from '../storage/account-storage.js';
 import { parseCompose, type Compose, type ComposeService } from './compose.js';
 import { detectKind, isHtml } from './detect.js';
 
@@ -56,6 +58,12 @@ export interface Prepared {
   volumes?: VolumeSpec[];
 }
 
+/**
+ * Stores a validated upload as the account's: its bytes counted against the account's storage and
+ * refused (quota_exceeded, discarded) when they do not fit (api/storage/account-storage.ts).
+ */
+export type Keep = (staged: StagedUpload) => Promise<void>;
+
 /** HTML pages larger than this are not read for kind detection (markers are near the top). */
 const detectBytes = 256 * 1024;
 /**
@@ -86,6 +94,11 @@ export class Deployer {
     private readonly artifactBaseUrl: string,
     /** Which registries images may come from (config.images): issue 30 finding 6. */
     private readonly images: RegistryPolicyConfig,
+    /**
+     * The account's lock and storage: a deploy's new volume claims are counted against the storage
+     * limit and the App written under the lock (issue 30 finding 4). Without it, nothing is counted.
+     */
+    private readonly quota?: { lock: Pick<AccountLock, 'hold'>; storage: Pick<AccountStorage, 'newVolumeBytes' | 'assertFits'> },
   ) {}
 
   /** 400 naming the rule when an image of `spec` comes from a registry tenants may not use. */
@@ -95,7 +108,7 @@ export class Deployer {
   }
 
   /** Validates a tree in a staged tar.gz, stores it, and says what it is. Discards it when invalid. */
-  private async prepareTree(staged: StagedUpload, origin: DeployOrigin, composePolicy: Declaration[] = []): Promise<Prepared> {
+  private async prepareTree(staged: StagedUpload, origin: DeployOrigin, keep: Keep, composePolicy: Declaration[] = []): Promise<Prepared> {
     try {
       const entries = await listTarball(staged.file).catch((err: unknown) => {
         if (err instanceof TreeError) throw invalid(`archive: ${err.message}`);
@@ -129,7 +142,7 @@ export class Deployer {
         const { problems } = planHandlerRoutes(entries.map((e) => e.path));
         if (problems.length) throw invalid(`this handler tree (${detected.why}) cannot be served: ${problems.slice(0, 5).join('; ')}`);
       }
-      await this.artifacts.put(staged);
+      await keep(staged);
       const bytes = entries.reduce((n, e) => n + e.size, 0);
       return {
         origin,
@@ -142,7 +155,7 @@ export class Deployer {
     }
   }
 
-  async prepareBody(body: DeployBody): Promise<Prepared> {
+  async prepareBody(body: DeployBody, keep: Keep): Promise<Prepared> {
     if (body.image) {
       this.checkImages({ kind: 'container', image: body.image });
       return {
@@ -168,44 +181,55 @@ export class Deployer {
       if (err instanceof TreeError) throw invalid(`files: ${err.message}`);
       throw err;
     });
-    const prepared = await this.prepareTree(await this.artifacts.stageBytes(packed), compose ? 'compose' : 'files', compose?.policy);
+    const prepared = await this.prepareTree(await this.artifacts.stageBytes(packed), compose ? 'compose' : 'files', keep, compose?.policy);
     return compose?.settings.machines !== undefined ? { ...prepared, machines: compose.settings.machines } : prepared;
   }
 
   /**
    * A tree already in the store (a build's output), validated and explained like an upload; never
-   * discarded when refused (the store keeps what builds made).
+   * discarded when refused (the store keeps what builds made). `keep` holds it for the account.
    */
-  async prepareStored(digest: string, origin: DeployOrigin, summary: Record<string, unknown>): Promise<Prepared> {
+  async prepareStored(digest: string, origin: DeployOrigin, summary: Record<string, unknown>, keep: Keep): Promise<Prepared> {
     const opened = await this.artifacts.open(digest);
     if (!opened) throw new DomainError('not_found', `artifact ${digest} is not in the store`);
     opened.stream.destroy();
-    const prepared = await this.prepareTree({ file: this.artifacts.fileOf(digest), digest, size: opened.size, discard: async () => undefined }, origin);
+    const prepared = await this.prepareTree({ file: this.artifacts.fileOf(digest), digest, size: opened.size, discard: async () => undefined }, origin, keep);
     return { ...prepared, summary: { ...prepared.summary, ...summary } };
   }
 
-  async prepareUpload(stream: Readable, limitBytes: number): Promise<Prepared> {
+  async prepareUpload(stream: Readable, limitBytes: number, keep: Keep): Promise<Prepared> {
     const staged = await this.artifacts.stage(stream, limitBytes).catch((err: unknown) => {
       if (err instanceof UploadTooLarge) throw new ApiError('payload_too_large', `upload larger than ${limitBytes} bytes`);
       throw err;
     });
-    return this.prepareTree(staged, 'tarball');
+    return this.prepareTree(staged, 'tarball', keep);
   }
 
   /**
-   * Records the deploy and points the App at it. The App controller decides how it ends; the deploy
-   * recorder writes that down (recorder.ts).
+   * Records the deploy and points the App at it, under the account's lock: refused (403
+   * quota_exceeded, nothing written) when the volume claims the App would declare after it, and the
+   * account neither has nor declares yet, would bring its storage over the limit. The App is in the
+   * cache the next count reads before the lock goes, so parallel deploys each adding volumes cannot
+   * all pass. The App controller decides how it ends; the deploy recorder writes that down
+   * (recorder.ts). Never call it holding the account's lock.
    */
-  async apply(
-    accountId: string,
-    app: AppRecord,
-    prepared: Prepared,
-    opts: { createdBy?: string; originDeploy?: string; origin?: DeployOrigin } = {},
-  ): Promise<Deploy> {
-    const name = app.name;
+  async apply(accountId: string, app: AppRecord, prepared: Prepared, opts: ApplyOptions = {}): Promise<Deploy> {
     // Every deploy's images once more before anything is written: rollbacks and builds come here
     // without passing prepareBody, and a deploy recorded before the rule must not run again.
     this.checkImages(prepared.spec);
+    const quota = this.quota;
+    if (!quota) return this.write(accountId, app, prepared, opts);
+    return quota.lock.hold(accountId, async () => {
+      // The App as it is now: a deploy that finished meanwhile may have changed its volumes.
+      const fresh = (await this.apps.find(app.namespace, app.id)) ?? app;
+      const more = quota.storage.newVolumeBytes(app.namespace, app.name, specAfter(fresh.spec, prepared));
+      await quota.storage.assertFits(accountId, app.namespace, more, `the app's volumes need ${more} more bytes`);
+      return this.write(accountId, fresh, prepared, opts);
+    });
+  }
+
+  private async write(accountId: string, app: AppRecord, prepared: Prepared, opts: ApplyOptions): Promise<Deploy> {
+    const name = app.name;
     const deploy = await this.deploys.create({
       accountId,
       app: { uid: app.id, name },
@@ -229,6 +253,18 @@ export class Deployer {
     this.log.info({ app: name, deploy: deploy.id, kind: prepared.spec.kind, origin: deploy.origin }, 'Deploy started');
     return deploy;
   }
+}
+
+type ApplyOptions = { createdBy?: string; originDeploy?: string; origin?: DeployOrigin };
+
+/** The App spec after `prepared` is applied to it, as far as volumes go (machines, volumes, services). */
+export function specAfter(spec: App['spec'], prepared: Pick<Prepared, 'spec' | 'machines' | 'volumes'>): App['spec'] {
+  return {
+    ...spec,
+    ...(prepared.machines !== undefined ? { machines: prepared.machines } : {}),
+    ...(prepared.volumes !== undefined ? { volumes: prepared.volumes } : {}),
+    services: prepared.spec.services,
+  };
 }
 
 /**

@@ -94,11 +94,13 @@ export class VolumeRepository {
     return this.claims.list(namespace).filter((c) => c.metadata?.labels?.[labels.volume] || c.metadata?.labels?.[labels.database]);
   }
 
-  /** Bytes the account's app volumes take (their claims' sizes, attached or not). */
-  appVolumeBytes(namespace: string): number {
-    return this.claimsOf(namespace)
-      .filter((c) => c.metadata?.labels?.[labels.volume])
-      .reduce((sum, c) => sum + claimBytes(c), 0);
+  /** The account's app volume claims that exist (attached or not), by name, with their sizes. */
+  appVolumeClaims(namespace: string): Map<string, number> {
+    return new Map(
+      this.claimsOf(namespace)
+        .filter((c) => c.metadata?.labels?.[labels.volume])
+        .map((c) => [c.metadata!.name!, claimBytes(c)]),
+    );
   }
 
   /** The node a claim's volume was provisioned on, when its storage is bound to one (WaitForFirstConsumer). */

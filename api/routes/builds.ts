@@ -160,7 +160,8 @@ export function buildOperations(s: Services): Operation[] {
             if (err instanceof PlanError) throw invalid(`nothing can be built from this tree: ${err.message}`);
             throw err;
           }
-          await s.artifacts.put(staged);
+          // The account's, counted against its storage (403 quota_exceeded past it, nothing kept).
+          await s.storage.admit(caller.account.id, ns, staged, "the build's source");
           source = { artifact: { digest: staged.digest } };
         } else {
           if (!body.git) throw invalid('send the source: a .tar.gz body (with ?app=), or {"git": {"url": ...}}');

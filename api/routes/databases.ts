@@ -15,7 +15,6 @@ import { within } from '../quotas.js';
 import { op, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
 import { resolveApp } from './app-access.js';
-import { assertStorageFits } from './volumes.js';
 
 const databaseSchema = z.object({
   name: z.string(),
@@ -113,7 +112,7 @@ export function databaseOperations(s: Services): Operation[] {
         // Counted and made under the account's lock: parallel creates cannot all pass the count.
         const db = await s.accountLock.hold(caller.account.id, async () => {
           within(s.databases.list(caller.account.namespace).length, 1, limits.maxPerAccount, 'databases (branches included)', 'delete one first');
-          assertStorageFits(s, caller.account.namespace, bytes, `database ${body.name} needs ${bytes} bytes`);
+          await s.storage.assertFits(caller.account.id, caller.account.namespace, bytes, `database ${body.name} needs ${bytes} bytes`);
           return s.databases.create(caller.account.namespace, body.name, {
             engine: 'postgres',
             // Written down: a later change of the platform's default does not move an existing database.

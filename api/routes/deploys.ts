@@ -4,9 +4,8 @@ import { z } from 'zod';
 import type { Deploy } from '../../lib/deploys.js';
 import type { AppRecord } from '../repositories/app-record.js';
 import type { Actor } from '../deploys/actions.js';
-import { deployBody, tarballTypes, type Prepared } from '../deploys/deployer.js';
+import { deployBody, tarballTypes, type Keep, type Prepared } from '../deploys/deployer.js';
 import { invalid, notFound } from '../errors.js';
-import { checkVolumeQuota } from './volumes.js';
 import { op, type Caller, type HandlerInput, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
 import { allowedApp, requireApp, resolveApp } from './app-access.js';
@@ -60,11 +59,18 @@ export function presentDeploy(d: Deploy, app: AppRecord | undefined): z.infer<ty
 export const uploadDescription =
   'JSON: {"files": {"path": "content" | {"base64": "..."}}} for small trees, {"image": "ref", "port"?, "command"?, "args"?} for a container service, or {"compose": "<yaml>", "files"?}. Larger trees: the .tar.gz itself as the body with Content-Type application/gzip.';
 
+/** Stores an upload as the caller's account's, counted against its storage (api/storage/account-storage.ts). */
+export const keepFor =
+  (s: Services, caller: Caller, what: string): Keep =>
+  (staged) =>
+    s.storage.admit(caller.account.id, caller.account.namespace, staged, what);
+
 /** Reads a deploy request (JSON or an uploaded .tar.gz) into a validated, stored Prepared. */
 export function readDeployInput(s: Services, input: HandlerInput<z.infer<typeof deployBody> | undefined, unknown>): Promise<Prepared> {
-  if (input.upload) return s.deployer.prepareUpload(input.upload.stream, s.config.deploys.uploadLimitBytes);
+  const keep = keepFor(s, input.caller, "the deploy's tree");
+  if (input.upload) return s.deployer.prepareUpload(input.upload.stream, s.config.deploys.uploadLimitBytes, keep);
   if (!input.body) throw invalid('invalid body: send files, image, compose, or a .tar.gz body');
-  return s.deployer.prepareBody(input.body);
+  return s.deployer.prepareBody(input.body, keep);
 }
 
 export const createdBy = (caller: Caller) => `token:${caller.principal.nonce}`;
@@ -89,7 +95,6 @@ export function deployOperations(s: Services): Operation[] {
       handler: async (input) => {
         const app = await resolveApp(s, input.caller, input.params.appID!);
         const prepared = await readDeployInput(s, input);
-        checkVolumeQuota(s, app, prepared);
         const deploy = await s.deployer.apply(input.caller.account.id, app, prepared, { createdBy: createdBy(input.caller) });
         return { status: 202, body: presentDeploy(deploy, app) };
       },

@@ -6,11 +6,10 @@ import type { AppRecord } from '../repositories/app-record.js';
 import { previewName } from '../deploys/actions.js';
 import { deployBody, deployFields, tarballTypes, type Prepared } from '../deploys/deployer.js';
 import { invalid, notFound } from '../errors.js';
-import { checkVolumeQuota } from './volumes.js';
 import { op, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
 import { resolveApp } from './app-access.js';
-import { actorOf, createdBy, deploySchema, presentDeploy, readDeployInput, uploadDescription } from './deploys.js';
+import { actorOf, createdBy, deploySchema, keepFor, presentDeploy, readDeployInput, uploadDescription } from './deploys.js';
 import { dnsLabel, previewSeparator } from '../../lib/contract.js';
 
 const ref = z.string().regex(dnsLabel, 'must be a DNS label (lowercase letters, digits, dashes)').refine((r) => !r.includes(previewSeparator), `must not contain "${previewSeparator}"`);
@@ -79,7 +78,7 @@ export function previewOperations(s: Services): Operation[] {
         if (Object.values(rest).some((v) => v !== undefined)) {
           const parsed = deployBody.safeParse(rest);
           if (!parsed.success) throw invalid(`invalid body: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; ')}`);
-          prepared = await s.deployer.prepareBody(parsed.data);
+          prepared = await s.deployer.prepareBody(parsed.data, keepFor(s, caller, "the preview's tree"));
         }
         const { app, deploy, branch } = await s.actions.createPreview(actorOf(caller), parent, r, prepared);
         await s.events.record(caller.account.id, 'preview.created', parent.name, { preview: app.name, ref: r, ...(deploy ? { deploy: deploy.id } : {}), ...(branch ? { database: branch } : {}) });
@@ -118,7 +117,6 @@ export function previewOperations(s: Services): Operation[] {
         const parent = await resolveApp(s, input.caller, input.params.appID!);
         const p = await previewOf(input.caller.account.namespace, parent, input.params.ref!);
         const prepared = await readDeployInput(s, input);
-        checkVolumeQuota(s, p, prepared);
         const deploy = await s.deployer.apply(input.caller.account.id, p, prepared, { createdBy: createdBy(input.caller) });
         return { status: 202, body: presentDeploy(deploy, p) };
       },

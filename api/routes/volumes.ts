@@ -2,10 +2,7 @@
 // compose `volumes:` or x-svc.volumes, one per machine and volume) and its databases' (listed,
 // deleted only with their database), and the deletion of a detached one (docs/api/data.md).
 import { z } from 'zod';
-import type { AppRecord } from '../repositories/app-record.js';
-import { volumeBytes, volumeClaimName } from '../../lib/volumes.js';
-import type { Prepared } from '../deploys/deployer.js';
-import { ApiError, conflict, notFound } from '../errors.js';
+import { conflict, notFound } from '../errors.js';
 import { op, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
 
@@ -26,32 +23,15 @@ const volumeSchema = z.object({
   created_at: z.string(),
 });
 
-/**
- * Refuses (403 quota_exceeded) what would bring the account's storage (databases and volumes) over
- * its limit with `more` bytes; `need` says what asks for them.
- */
-export function assertStorageFits(s: Services, namespace: string, more: number, need: string): void {
-  const used = s.storedBytes(namespace);
-  const limit = s.config.databases.maxBytesPerAccount;
-  if (used + more > limit) throw new ApiError('quota_exceeded', `${need}, which would bring the account's storage to ${used + more}, over its limit of ${limit} bytes (${used} in use)`);
-}
-
-/**
- * Refuses (403 quota_exceeded) a deploy whose volumes would make claims that bring the account's
- * storage over its limit: one per machine and volume not made yet.
- */
-/** Refuses (403 quota_exceeded) a deploy whose new volume claims (every service's, per machine) would not fit. */
-export function checkVolumeQuota(s: Services, app: AppRecord, prepared: Pick<Prepared, 'volumes' | 'machines' | 'spec'>): void {
-  const groups = [
-    { volumes: prepared.volumes ?? [], count: prepared.machines ?? app.spec.machines ?? 1 },
-    ...(prepared.spec.services ?? []).map((sv) => ({ volumes: sv.volumes ?? [], count: sv.machines ?? 1 })),
-  ];
-  let more = 0;
-  for (const { volumes, count } of groups) {
-    for (const v of volumes) for (let m = 0; m < count; m++) if (!s.volumes.has(app.namespace, volumeClaimName(app.name, v.name, m))) more += volumeBytes(v.size);
-  }
-  if (more > 0) assertStorageFits(s, app.namespace, more, `the app's volumes need ${more} more bytes`);
-}
+const storageSchema = z
+  .object({
+    used_bytes: z.number().describe('What the storage limit counts now: the sum of the three below'),
+    limit_bytes: z.number().describe("The account's storage limit (SVC_STORAGE_MAX_BYTES_PER_ACCOUNT)"),
+    database_bytes: z.number().describe("Its databases' volumes (branches included), by size"),
+    volume_bytes: z.number().describe("Its apps' volumes by size: the claims that exist, attached or not, and those its apps declare that are not made yet"),
+    artifact_bytes: z.number().describe('The stored artifacts it holds (deploy uploads, build sources and outputs, backups), each once'),
+  })
+  .describe("The account's storage as its limit counts it (docs/api/data.md#storage)");
 
 export function volumeOperations(s: Services): Operation[] {
   const list = (namespace: string) => s.volumes.list(namespace, s.apps.list(namespace), s.databases.list(namespace));
@@ -66,8 +46,23 @@ export function volumeOperations(s: Services): Operation[] {
       summary: 'List volumes',
       action: 'read',
       accountWide: true,
-      response: z.object({ volumes: z.array(volumeSchema) }),
-      handler: async ({ caller }) => ({ body: { volumes: await list(caller.account.namespace) } }),
+      response: z.object({ volumes: z.array(volumeSchema), storage: storageSchema }),
+      handler: async ({ caller }) => {
+        const { account } = caller;
+        const [volumes, use] = await Promise.all([list(account.namespace), s.storage.use(account.id, account.namespace)]);
+        return {
+          body: {
+            volumes,
+            storage: {
+              used_bytes: use.usedBytes,
+              limit_bytes: use.limitBytes,
+              database_bytes: use.databaseBytes,
+              volume_bytes: use.volumeBytes,
+              artifact_bytes: use.artifactBytes,
+            },
+          },
+        };
+      },
     }),
     op({
       method: 'DELETE',

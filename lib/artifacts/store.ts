@@ -5,7 +5,7 @@
 // same interface.
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -89,6 +89,45 @@ export class ArtifactStore {
     const info = await stat(file).catch(() => undefined);
     if (!info) return undefined;
     return { stream: createReadStream(file), size: info.size };
+  }
+
+  /** The artifact's size, or undefined when the store lacks it. */
+  async size(digest: string): Promise<number | undefined> {
+    return (await stat(this.pathOf(digest)).catch(() => undefined))?.size;
+  }
+
+  /** Every stored artifact with its size and when its file was written (the collector's listing). */
+  async list(): Promise<Array<{ digest: string; bytes: number; writtenAt: Date }>> {
+    const dir = path.join(this.dir, 'sha256');
+    const names = await readdir(dir).catch(() => [] as string[]);
+    const found = [];
+    for (const name of names) {
+      const digest = `sha256:${name}`;
+      if (!digestPattern.test(digest)) continue;
+      const info = await stat(path.join(dir, name)).catch(() => undefined);
+      if (info?.isFile()) found.push({ digest, bytes: info.size, writtenAt: info.mtime });
+    }
+    return found;
+  }
+
+  /** Deletes an artifact (the collector's, once no account holds it). */
+  async remove(digest: string): Promise<void> {
+    await rm(this.pathOf(digest), { force: true });
+  }
+
+  /** Deletes staged uploads written before `before` (left by a process that ended mid-upload); answers how many. */
+  async removeStaleStaged(before: Date): Promise<number> {
+    const dir = path.join(this.dir, 'tmp');
+    let removed = 0;
+    for (const name of await readdir(dir).catch(() => [] as string[])) {
+      const file = path.join(dir, name);
+      const info = await stat(file).catch(() => undefined);
+      if (info && info.mtime < before) {
+        await rm(file, { force: true });
+        removed += 1;
+      }
+    }
+    return removed;
   }
 
   /** A stored artifact's path, for reading it (kind detection) without copying. */

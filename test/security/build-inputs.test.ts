@@ -43,6 +43,8 @@ describe('security: what builders and code hosts send is checked before it is ta
     assert.ok(key, 'the test API has the artifact key');
     const core = kubeConfig().makeApiClient(k8s.CoreV1Api);
     ns = await testNamespace(core, 'build-inputs');
+    // An account's namespace, as builds' are: what a build stores counts against its account's storage.
+    await api.db('accounts').insert({ id: `acc-${randomBytes(6).toString('hex')}`, email: `${ns.name}@example.test`, name: 'build inputs', namespace: ns.name });
     // No pod may run here: the Build stays Queued (never ended) while the tests send for it.
     await core.createNamespacedResourceQuota({ namespace: ns.name, body: { metadata: { name: 'no-pods' }, spec: { hard: { pods: '0' } } } });
     // A Build whose source does not exist: its builder never gets far enough to send anything.
@@ -68,7 +70,8 @@ describe('security: what builders and code hosts send is checked before it is ta
     await refused('a made-up credential', 401, { bearer: 'x'.repeat(40) });
     await refused('another build\'s credential', 403, { bearer: credential(ns.name, other) });
     await refused('the same build name in another namespace', 403, { bearer: credential('svc-acct-other', id) });
-    await refused('an expired credential', 403, { bearer: credential(ns.name, id, new Date(Date.now() - 1000)) });
+    // Expired by the API's clock (a test clock, fixed when the API started).
+    await refused('an expired credential', 403, { bearer: credential(ns.name, id, new Date(api.clock.now.getTime() - 1000)) });
     // Another build's own credential sent to this build's path, and this one's to a build not there.
     await refused('a credential aimed at a build that does not exist', 404, { build: other, bearer: credential(ns.name, other) });
     assert.equal(await planAnnotation(), undefined, 'nothing written');
