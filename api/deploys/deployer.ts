@@ -18,7 +18,7 @@ import type { Env, EnvRepository } from '../repositories/env.js';
 import type { VolumeSpec } from '../../lib/volumes.js';
 import { refusedImage, tenantImages, type RegistryPolicyConfig } from '../../lib/images/registry-policy.js';
 import type { AccountLock } from '../quotas.js';
-import type { AccountStorage } from '../storage/account-storage.js';
+import { declaredClaims, type AccountStorage } from '../storage/account-storage.js';
 import { parseCompose, type Compose, type ComposeService } from './compose.js';
 import { detectKind, isHtml } from './detect.js';
 
@@ -218,7 +218,9 @@ export class Deployer {
     // without passing prepareBody, and a deploy recorded before the rule must not run again.
     this.checkImages(prepared.spec);
     const quota = this.quota;
-    if (!quota) return this.write(accountId, app, prepared, opts);
+    // Only a deploy after which the App declares volumes can add to the account's storage; the others
+    // skip the lock (one of a few platform-wide slots) and its wait for the cache.
+    if (!quota || declaredClaims(app.name, specAfter(app.spec, prepared)).size === 0) return this.write(accountId, app, prepared, opts);
     return quota.lock.hold(accountId, async () => {
       // The App as it is now: a deploy that finished meanwhile may have changed its volumes.
       const fresh = (await this.apps.find(app.namespace, app.id)) ?? app;

@@ -86,11 +86,18 @@ export class AccountStorage {
     return { databaseBytes, volumeBytes, artifactBytes, usedBytes: databaseBytes + volumeBytes + artifactBytes, limitBytes: this.d.limitBytes };
   }
 
-  /** Bytes of volume claims app `name` would declare with `spec` that the account neither has nor declares yet. */
+  /**
+   * Bytes of volume claims app `name` would declare with `spec` beyond what the account has or
+   * declares: a claim not made nor declared counts whole, one declared but not made yet counts what
+   * it grows by (the controller makes it from the newest spec), one already made counts nothing (a
+   * made claim keeps its size).
+   */
   newVolumeBytes(namespace: string, name: string, spec: App['spec']): number {
-    const known = this.volumeClaims(namespace);
+    const made = this.d.claims(namespace);
+    const declared = new Map<string, number>();
+    for (const app of this.d.apps.list(namespace)) for (const [claim, bytes] of declaredClaims(app.name, app.spec)) declared.set(claim, bytes);
     let more = 0;
-    for (const [claim, bytes] of declaredClaims(name, spec)) if (!known.has(claim)) more += bytes;
+    for (const [claim, bytes] of declaredClaims(name, spec)) if (!made.has(claim)) more += Math.max(0, bytes - (declared.get(claim) ?? 0));
     return more;
   }
 

@@ -43,6 +43,10 @@ const dockerHub = new Set(['docker.io', 'index.docker.io', 'registry-1.docker.io
 export function parseImageReference(ref: string): ImageReference {
   if (ref.length === 0 || ref.length > 512) throw new ImageReferenceError('is not an image reference (1 to 512 characters)');
   if (/[\s\u0000-\u001f\u007f]/.test(ref)) throw new ImageReferenceError('is not an image reference (it has spaces or control characters)');
+  // A digest alone (`sha256:<hex>`) reads as Docker Hub's `library/sha256` at a tag, but the node's
+  // containerd takes it as an image ID and starts whatever image it has cached under that ID,
+  // another account's included, without pulling: a reference must name its repository.
+  if (digestPattern.test(ref)) throw new ImageReferenceError('is not an image reference (a digest alone names an image ID; name its repository, like repo@sha256:<hex>)');
   let rest = ref;
   let digest: string | undefined;
   const at = rest.indexOf('@');

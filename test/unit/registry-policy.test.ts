@@ -36,6 +36,12 @@ describe('parseImageReference', () => {
       assert.deepEqual([r.registry, r.repository, r.tag], [registry, repository, tag]);
     });
   }
+  it('refuses a digest alone, which a node resolves as the ID of any image it has cached', () => {
+    for (const bad of [sha, sha.toUpperCase().replace('SHA256', 'sha256'), `sha512:${'ab'.repeat(64)}`]) {
+      assert.throws(() => parseImageReference(bad), /a digest alone names an image ID/, bad);
+    }
+    assert.equal(parseImageReference(`library/busybox@${sha}`).repository, 'library/busybox');
+  });
   it('keeps a digest, and refuses an @ that introduces anything else', () => {
     assert.equal(parseImageReference(`ghcr.io/a/b@${sha}`).digest, sha);
     assert.equal(parseImageReference(`ghcr.io/a/b:v1@${sha}`).tag, 'v1');

@@ -4,7 +4,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { specAfter } from '../../api/deploys/deployer.js';
-import { declaredClaims } from '../../api/storage/account-storage.js';
+import { AccountStorage, declaredClaims, type StorageDeps } from '../../api/storage/account-storage.js';
+import type { App } from '../../lib/resources/index.js';
 
 const MiB = 1024 ** 2;
 
@@ -31,5 +32,20 @@ describe('storage count of declared volumes', () => {
     assert.deepEqual([...declaredClaims('shop', after).keys()], ['shop-data-m0', 'shop-data-m1', 'shop-data-m2']);
     const emptied = specAfter(app, { spec: { kind: 'container', image: 'web' }, volumes: [] });
     assert.equal(declaredClaims('shop', emptied).size, 0);
+  });
+
+  it('counts a declared claim not made yet by what it grows, a made one by nothing, a new one whole', () => {
+    const declared: App['spec'] = { machines: 1, volumes: [{ name: 'data', path: '/data', size: '1Mi' }] };
+    const made = new Map<string, number>();
+    const deps = { apps: { list: () => [{ name: 'shop', spec: declared }] }, claims: () => made } as unknown as StorageDeps;
+    const storage = new AccountStorage(deps);
+    const grown: App['spec'] = { machines: 1, volumes: [{ name: 'data', path: '/data', size: '64Mi' }] };
+    // Declared at 1 MiB, not made yet: declaring it again at 64 MiB adds 63 MiB (it was free before).
+    assert.equal(storage.newVolumeBytes('ns', 'shop', grown), 63 * MiB);
+    assert.equal(storage.newVolumeBytes('ns', 'shop', declared), 0);
+    assert.equal(storage.newVolumeBytes('ns', 'shop', { ...grown, machines: 2 }), 63 * MiB + 64 * MiB);
+    // Made at 1 MiB: the controller never resizes a made claim, so the bigger spec adds nothing.
+    made.set('shop-data-m0', MiB);
+    assert.equal(storage.newVolumeBytes('ns', 'shop', grown), 0);
   });
 });
