@@ -48,8 +48,10 @@ export class AccountReconciler implements Reconciler<k8s.V1Namespace, never> {
     const name = ns.metadata!.name!;
     if (ns.metadata?.deletionTimestamp || ns.status?.phase === 'Terminating') return {};
     const labels = missingLabels(ns);
+    // The namespace as this reconcile last wrote it: the pull credential's write is conditional on it.
+    let current = ns;
     if (Object.keys(labels).length) {
-      await this.core.patchNamespace({ name, body: { metadata: { labels } } }, mergePatch);
+      current = await this.core.patchNamespace({ name, body: { metadata: { labels } } }, mergePatch);
       this.log.info({ kind: 'Namespace', name, labels }, 'Labelled the account namespace for Pod Security Admission');
     }
     const objects = accountObjects(name);
@@ -65,7 +67,7 @@ export class AccountReconciler implements Reconciler<k8s.V1Namespace, never> {
       this.log.info({ kind: 'Namespace', name }, 'Applied the account namespace guardrails');
     }
     // After the guardrails: a failure here (the apiserver, RBAC) never leaves a namespace without them.
-    if (this.registry) await this.ensurePullSecret(ns, this.registry);
+    if (this.registry) await this.ensurePullSecret(current, this.registry);
     return {};
   }
 
@@ -91,7 +93,10 @@ export class AccountReconciler implements Reconciler<k8s.V1Namespace, never> {
     }
     const password = newPullPassword();
     const hash = credentialHash(password);
-    await this.core.patchNamespace({ name, body: { metadata: { annotations: { [pullCredentialAnnotation]: hash } } } }, mergePatch);
+    // Only over the namespace this decision was made on: a cache that does not show the hash written
+    // a moment ago looks exactly like an operator removing it to rotate, and rotating again would
+    // refuse the pulls under way. A newer namespace answers 409, and the next reconcile sees it.
+    await this.core.patchNamespace({ name, body: { metadata: { resourceVersion: ns.metadata?.resourceVersion, annotations: { [pullCredentialAnnotation]: hash } } } }, mergePatch);
     // A Secret's type cannot change: one of another type (made by hand) goes first.
     if (secret && secret.type !== 'kubernetes.io/dockerconfigjson') await this.core.deleteNamespacedSecret({ namespace: name, name: pullSecretName });
     await this.core.patchNamespacedSecret({ namespace: name, name: pullSecretName, fieldManager: managers.controllers, force: true, body: pullSecret(name, registry, password) }, serverSideApply);

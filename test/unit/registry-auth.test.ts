@@ -290,11 +290,14 @@ describe('registry tokens and the realm', () => {
 describe('the account controller keeps the pull credential', () => {
   /** An apiserver of one namespace and its Secrets, recording the writes. */
   function fakeCluster() {
-    const ns: k8s.V1Namespace = { metadata: { name: 'acct-a', labels: { 'svc.dev/account': 'a1' }, annotations: {} } };
+    const ns: k8s.V1Namespace = { metadata: { name: 'acct-a', labels: { 'svc.dev/account': 'a1' }, annotations: {}, resourceVersion: '1' } };
     const secrets = new Map<string, k8s.V1Secret>();
     const writes: string[] = [];
     const core = {
-      patchNamespace: async (o: { body: { metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> } } }) => {
+      patchNamespace: async (o: { body: { metadata?: { resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string> } } }) => {
+        const precondition = o.body.metadata?.resourceVersion;
+        if (precondition !== undefined && precondition !== ns.metadata!.resourceVersion) throw new ApiException(409, 'the object has been modified', {}, {});
+        ns.metadata!.resourceVersion = String(Number(ns.metadata!.resourceVersion) + 1);
         writes.push('namespace');
         ns.metadata!.labels = { ...ns.metadata!.labels, ...o.body.metadata?.labels };
         ns.metadata!.annotations = { ...ns.metadata!.annotations, ...o.body.metadata?.annotations };
@@ -318,6 +321,23 @@ describe('the account controller keeps the pull credential', () => {
     return { ns, secrets, writes, core: core as unknown as k8s.CoreV1Api, networking: networking as unknown as k8s.NetworkingV1Api };
   }
   const passwordIn = (s: k8s.V1Secret | undefined) => credentialOf(Buffer.from(s!.data!['.dockerconfigjson']!, 'base64').toString('utf8'), '127.0.0.1:5000')!.password;
+
+  it('never rotates on a namespace older than its own write (a cache behind looks like a removed hash)', async () => {
+    const c = fakeCluster();
+    const r = new AccountReconciler(c.core, c.networking, createLogger('test', 'silent'), '127.0.0.1:5000', () => 0, 60_000);
+    await r.reconcile(c.ns);
+    const first = passwordIn(c.secrets.get(pullSecretName));
+    // The namespace as a cache a moment behind shows it: labelled, without the hash just written.
+    const stale = structuredClone(c.ns);
+    delete stale.metadata!.annotations![pullCredentialAnnotation];
+    stale.metadata!.resourceVersion = String(Number(c.ns.metadata!.resourceVersion) - 1);
+    c.writes.length = 0;
+    await assert.rejects(r.reconcile(stale), (err: unknown) => err instanceof ApiException && err.code === 409);
+    assert.deepEqual(c.writes, [], 'no new hash, no new Secret');
+    assert.equal(passwordIn(c.secrets.get(pullSecretName)), first);
+    await r.reconcile(c.ns);
+    assert.equal(passwordIn(c.secrets.get(pullSecretName)), first, 'the current namespace keeps it');
+  });
 
   it('makes one, leaves a current one alone, makes a new one when the hash is removed or the Secret edited', async () => {
     const c = fakeCluster();
