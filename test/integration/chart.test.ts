@@ -10,6 +10,7 @@
 // that leaves the CRDs, the tenants' resources and the kept Secrets. The timings go to the output.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -169,6 +170,9 @@ describe('chart: the platform installed on the local cluster', { timeout: 15 * 6
   const leases = kc.makeApiClient(k8s.CoordinationV1Api);
   // Fixed: the local values give the API's Service a fixed address (the local cluster runs no DNS).
   const release = 'svc';
+  // The upgrade's tag, new each run: the nodes keep platform images IfNotPresent, so a fixed tag
+  // would start whatever an earlier run left cached under it (an older API, refusing this database).
+  const nextTag = `next-${randomBytes(4).toString('hex')}`;
   const apiUrl = 'http://10.96.0.80:8080/api';
   const postgresIp = '10.96.0.54';
   const proxyPort = 8081;
@@ -246,7 +250,7 @@ describe('chart: the platform installed on the local cluster', { timeout: 15 * 6
     });
     await core.createNamespacedPersistentVolumeClaim({ namespace: ns.name, body: { metadata: { name: 'artifacts' }, spec: { accessModes: ['ReadWriteMany'], storageClassName: '', volumeName: `${ns.name}-artifacts`, resources: { requests: { storage: '1Gi' } } } } });
     // The "new release" the upgrade goes to: the same images under another tag.
-    for (const repository of ['svc/api', 'svc/controllers', 'svc/ingress-auth']) await tagImage(repository, tag, 'next');
+    for (const repository of ['svc/api', 'svc/controllers', 'svc/ingress-auth']) await tagImage(repository, tag, nextTag);
     await hostControllers('stop');
     hostControllersStopped = true;
   });
@@ -330,7 +334,8 @@ describe('chart: the platform installed on the local cluster', { timeout: 15 * 6
   });
 
   it('keeps serving while an ingress-auth pod is deleted under load: no request fails', async () => {
-    await eventually('the controllers back to two ready', () => ready('controllers'), { timeoutMs: 60_000 });
+    // Setup, not the property: a replacement controllers pod on a fresh node took 80 s to listen once (CI, 2026-11-27).
+    await eventually('the controllers back to two ready', () => ready('controllers'), { timeoutMs: 180_000 });
     const traffic = new Traffic(async () => {
       const r = await page();
       return r.status === 200 && r.body.includes('second') ? undefined : `status ${r.status}`;
@@ -363,14 +368,14 @@ describe('chart: the platform installed on the local cluster', { timeout: 15 * 6
       return r.status === 200 ? undefined : `api: status ${r.status} ${r.body.slice(0, 200)}`;
     });
     const started = Date.now();
-    await helm('upgrade', release, chartDir, '-n', ns.name, ...values(), '--set', 'image.tag=next', '--wait', '--timeout', '5m');
+    await helm('upgrade', release, chartDir, '-n', ns.name, ...values(), '--set', `image.tag=${nextTag}`, '--wait', '--timeout', '5m');
     timings.push(`upgrade to every new pod ready ${seconds(Date.now() - started)}`);
     const [a, b] = [await app$.stop(), await api$.stop()];
     timings.push(`${a.count} app and ${b.count} API requests through the upgrade, ${a.failures.length + b.failures.length} failed`);
     assert.deepEqual([...a.failures, ...b.failures], [], `of ${a.count} app and ${b.count} API requests`);
     for (const component of ['api', 'controllers', 'ingress-auth']) {
       const d = await apps.readNamespacedDeployment({ name: `${release}-${component}`, namespace: ns.name });
-      assert.equal(d.spec!.template.spec!.containers[0]!.image, `${registry}/svc/${component}:next`);
+      assert.equal(d.spec!.template.spec!.containers[0]!.image, `${registry}/svc/${component}:${nextTag}`);
     }
     assert.equal(await keyOf(), key, 'the artifact key generated on install is kept on upgrade');
     assert.match(await helm('history', release, '-n', ns.name), /\n2\s.*deployed/);

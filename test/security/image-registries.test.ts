@@ -64,6 +64,11 @@ describe('images only from allowed registries (issue 30 finding 6)', () => {
       assert.match(error, rule, ref);
       assert.match(error, hint, ref);
     }
+    // Not a registry but an image ID, which the node's containerd resolves to whatever image it has
+    // cached under it, another account's included, without pulling.
+    const id = `sha256:${'5e'.repeat(32)}`;
+    const refused = await json<{ error: string }>(await api.request('POST', '/api/apps/victim/deploy', { body: { image: id } }), 400);
+    assert.equal(refused.error, `image ${id}: is not an image reference (a digest alone names an image ID; name its repository, like repo@sha256:<hex>)`);
     // The issue's own reference, word for word.
     const { error } = await json<{ error: string }>(await api.request('POST', '/api/apps/victim/deploy', { body: { image: '127.0.0.1:8082/rt/x:latest' } }), 400);
     assert.equal(error, "image 127.0.0.1:8082/rt/x:latest: registry 127.0.0.1:8082 is a loopback address; images come from public registries or the platform's own (SVC_IMAGE_REGISTRIES)");
