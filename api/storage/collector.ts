@@ -13,7 +13,7 @@
 // account's pass (`reclaim`) releases only that account's holds: a storage check runs it before it
 // refuses.
 import type { Knex } from 'knex';
-import type { ArtifactHolds } from '../../lib/artifacts/holds.js';
+import type { ArtifactHolds, Hold } from '../../lib/artifacts/holds.js';
 import { retainedArtifacts, type Observed, type ObservedApp, type RetentionPolicy } from '../../lib/artifacts/retention.js';
 import type { ArtifactStore } from '../../lib/artifacts/store.js';
 import { terminalPhases, type BuildPhase } from '../../lib/builds/index.js';
@@ -23,6 +23,9 @@ import type { Logger } from '../../lib/logger.js';
 import type { App } from '../../lib/resources/index.js';
 import { recordStorageSample } from '../../lib/usage.js';
 import { artifactsSubject, digestLockClass } from './account-storage.js';
+
+/** What the collector observed, its holds with their sizes (what a release reports). */
+type HeldObserved = Observed & { holds: readonly Hold[] };
 
 /** The advisory lock class of the collector's run (one replica at a time). */
 const collectorLockClass = 30_002;
@@ -127,12 +130,11 @@ export class ArtifactCollector {
     return released.reduce((n, r) => n + r.bytes, 0);
   }
 
-  private async release(observed: Observed, kept: Map<string, Map<string, string>>, before: Date): Promise<Collection['released']> {
+  private async release(observed: HeldObserved, kept: Map<string, Map<string, string>>, before: Date): Promise<Collection['released']> {
     const released: Collection['released'] = [];
-    const bytesOf = new Map((await this.d.holds.list()).map((h) => [`${h.accountId} ${h.digest}`, h.bytes]));
     for (const h of observed.holds) {
       if (kept.get(h.accountId)?.has(h.digest)) continue;
-      if (await this.d.holds.release(h.accountId, h.digest, before)) released.push({ accountId: h.accountId, digest: h.digest, bytes: bytesOf.get(`${h.accountId} ${h.digest}`) ?? 0 });
+      if (await this.d.holds.release(h.accountId, h.digest, before)) released.push({ accountId: h.accountId, digest: h.digest, bytes: h.bytes });
     }
     return released;
   }
@@ -145,7 +147,7 @@ export class ArtifactCollector {
   }
 
   /** What is, of every account or of one. */
-  private async observe(now: Date, accountId?: string): Promise<Observed> {
+  private async observe(now: Date, accountId?: string): Promise<HeldObserved> {
     const db = this.d.db;
     const scoped = (q: Knex.QueryBuilder) => (accountId ? q.where({ account_id: accountId }) : q);
     const accounts = (await (accountId ? db('accounts').where({ id: accountId }) : db('accounts')).select('id', 'namespace')) as Array<{ id: string; namespace: string }>;
@@ -198,7 +200,7 @@ export class ArtifactCollector {
         completedAt: r.completed_at ? new Date(r.completed_at) : null,
       })),
       backups: backups.map((r) => ({ accountId: r.account_id, database: r.database, digest: r.digest })),
-      holds: (await this.d.holds.list(accountId)).map((h) => ({ accountId: h.accountId, digest: h.digest, usedAt: h.usedAt })),
+      holds: await this.d.holds.list(accountId),
     };
   }
 }
