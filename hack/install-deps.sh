@@ -17,6 +17,10 @@ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 # and the policy agent, the local registry, and what hack/images.sh builds images with.
 command -v containerd >/dev/null || missing+=(containerd)
 command -v runc >/dev/null || missing+=(runc)
+# The nodes' runc itself is built from source (hack/build-runc.sh): cgo against libseccomp.
+command -v gcc >/dev/null || missing+=(gcc)
+command -v pkg-config >/dev/null || missing+=(pkg-config)
+[ -f /usr/include/seccomp.h ] || missing+=(libseccomp-dev)
 [ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
 command -v iptables >/dev/null || missing+=(iptables)
 command -v ipset >/dev/null || missing+=(ipset)

@@ -15,6 +15,9 @@ K8S_VERSION=${K8S_VERSION:-v1.36.3}
 K8S_BIN="$CACHE/k8s-$K8S_VERSION/bin"
 # helm, for the chart tests (hack/build-helm.sh builds it at this version).
 HELM_BIN="$CACHE/helm-${HELM_VERSION:-v3.22.0}/bin"
+# The nodes' runc (hack/build-runc.sh builds it at this version), by absolute path: never Debian's.
+RUNC_VERSION=${RUNC_VERSION:-v1.2.8}
+RUNC_BIN="$CACHE/runc-$RUNC_VERSION/runc"
 # The Node.js every part runs on (.node-version), installed from the npm registry by install-deps.sh.
 NODE_VERSION=$(cat "$ROOT/.node-version")
 NODE_BIN="$CACHE/node-v$NODE_VERSION/bin"

@@ -246,7 +246,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-        BinaryName = "$(command -v runc)"
+        BinaryName = "$RUNC_BIN"
         SystemdCgroup = false
     # The svc-sandbox RuntimeClass: runc too (gVisor's runsc does not build here, see
     # docs/decisions/0014-real-nodes.md), from a stricter base spec (write_sandbox_spec).
@@ -254,7 +254,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
       runtime_type = "io.containerd.runc.v2"
       base_runtime_spec = "$NODES_DIR/sandbox-spec.json"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.svc-sandbox.options]
-        BinaryName = "$(command -v runc)"
+        BinaryName = "$RUNC_BIN"
         SystemdCgroup = false
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
@@ -310,6 +310,8 @@ cgroupDriver: cgroupfs
 cgroupRoot: /svc-$node
 failCgroupV1: false
 failSwapOn: false
+    # runc is the one hack/build-runc.sh builds (RUNC_BIN, with the November 2025 fixes), not
+    # Debian's 1.1.5 that is on PATH; containerd stays Debian's 1.6 (docs/decisions/0022-runtime.md).
 podCIDR: $(node_subnet "$i")
 resolvConf: $dir/resolv.conf
 clusterDomain: cluster.local
@@ -370,10 +372,31 @@ start_node() {
   fi
   start_daemon "containerd-$node" nice -n "$NODE_NICE" containerd --config "$dir/containerd.toml" --log-level warn
   wait_ready "containerd-$node" 30 test -S "$run/containerd.sock"
+  start_kubelet "$node"
+}
+
+start_kubelet() {
+  local node=$1 i dir="$NODES_DIR/$1"
+  i=$(node_index "$node")
   start_daemon "kubelet-$node" nice -n "$NODE_NICE" "$K8S_BIN/kubelet" --config "$dir/kubelet.yaml" \
     --kubeconfig "$KCONF_DIR/kubelet-$node.kubeconfig" --hostname-override "$node" \
     --node-ip "$(node_gateway "$i")" --root-dir "$dir/kubelet" --cert-dir "$dir/kubelet/pki" \
     --node-labels "svc.dev/node=$node" -v 1
+}
+
+# wait_kubelet NODE : until the node reports Ready from this kubelet. The socket of a containerd
+# just restarted answers before its CRI is initialized, and a kubelet started then exits at once
+# ("server is not initialized yet"): it is started again, a few times.
+wait_kubelet() {
+  local node=$1 attempt
+  for attempt in 1 2 3 4 5; do
+    wait_ready "kubelet-$node" 90 node_ready "$node" 2>/dev/null && return 0
+    started_since_last_start "kubelet-$node" 'server is not initialized yet' || break
+    say "kubelet-$node: containerd's CRI was not initialized yet, starting the kubelet again"
+    sleep 2
+    start_kubelet "$node"
+  done
+  wait_ready "kubelet-$node" 1 node_ready "$node"
 }
 
 # write_if_changed FILE : stdin into FILE, unless FILE holds exactly that already.
@@ -395,7 +418,14 @@ restart_if_changed() {
   done
 }
 
-node_ready() { [ "$(kubectl get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]; }
+# node_ready NODE : Ready, as posted by the kubelet running now (a Node keeps the Ready condition
+# of a kubelet gone for up to the controller manager's grace period).
+node_ready() {
+  local started ready
+  started=$(date -u -r "$RUN/kubelet-$1.pid" +%FT%TZ) || return 1
+  ready=$(kubectl get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].lastHeartbeatTime}' 2>/dev/null) || return 1
+  [ "${ready%% *}" = True ] && [[ ! "${ready#* }" < "$started" ]]
+}
 
 start_kube_proxy() {
   write_kubeconfig "$KCONF_DIR/kube-proxy.kubeconfig" system:kube-proxy kube-proxy
@@ -435,7 +465,7 @@ up() {
   local n
   for n in "${NODES[@]}"; do start_node "$n"; done
   for n in "${NODES[@]}"; do
-    wait_ready "kubelet-$n" 90 node_ready "$n"
+    wait_kubelet "$n"
     # A misspelt field of kubelet.yaml is only logged (lenient decoding), and silently ignored.
     if started_since_last_start "kubelet-$n" 'strict decoding error'; then
       say "kubelet-$n: its configuration has fields the kubelet does not know:"
@@ -492,6 +522,7 @@ stop_pods() {
 }
 
 status() {
+  "$ROOT/hack/build-runc.sh"
   local rc=0 p
   for p in $(parts); do status_line "$p" || rc=1; done
   return $rc
