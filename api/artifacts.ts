@@ -12,7 +12,7 @@ export const artifactPrefix = '/artifacts/';
 
 export function artifactEndpoint(store: ArtifactStore, key: Buffer | undefined, clock: () => Date = () => new Date()): Koa.Middleware {
   return async (ctx, next) => {
-    if (!ctx.path.startsWith(artifactPrefix)) return next();
+    if (!ctx.path.startsWith(artifactPrefix)) return next() as Promise<void>;
     const fail = (status: number, error: string) => {
       ctx.status = status;
       ctx.set('Cache-Control', 'no-store');

@@ -29,7 +29,7 @@ export function backupEndpoint(d: {
   clock: () => Date;
 }): Koa.Middleware {
   return async (ctx, next) => {
-    if (!ctx.path.startsWith(backupPrefix)) return next();
+    if (!ctx.path.startsWith(backupPrefix)) return next() as Promise<void>;
     const fail = (status: number, error: string) => {
       ctx.status = status;
       ctx.body = { error };

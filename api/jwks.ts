@@ -9,7 +9,7 @@ export const jwksPath = '/_svc/auth/jwks.json';
 
 export function jwksEndpoint(keys: { jwks(): Promise<JSONWebKeySet> }): Koa.Middleware {
   return async (ctx, next) => {
-    if (ctx.path !== jwksPath) return next();
+    if (ctx.path !== jwksPath) return next() as Promise<void>;
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
       ctx.status = 405;
       ctx.set('Allow', 'GET, HEAD');

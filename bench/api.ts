@@ -12,7 +12,7 @@ const duration = Number(process.env.BENCH_SECONDS ?? 10);
 
 async function startServer(mode: 'bare' | 'api') {
   const child = spawn(process.execPath, [path.join(repoRoot, 'dist/bench/api-server.js'), mode], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const [line] = (await once(createInterface({ input: child.stdout! }), 'line')) as [string];
+  const [line] = (await once(createInterface({ input: child.stdout }), 'line')) as [string];
   const { url, token } = JSON.parse(line) as { url: string; token: string };
   return {
     url,

@@ -42,8 +42,11 @@ const machinePort = await listenOnMachinePort(machine);
 const bench = await benchApi({ SVC_API_MACHINE_PORT: String(machinePort), SVC_BUILD_REGISTRY: images.registry, SVC_IMAGE_BUILDER: images.builder });
 const { services, token } = bench;
 const ns = bench.account.namespace;
-machine.on('request', createMachineApi(services).callback());
-const server = createServer(createApi(services).callback());
+// Koa's handler answers its own errors: the promise it returns never rejects.
+const machineHandler = createMachineApi(services).callback();
+machine.on('request', (req, res) => void machineHandler(req, res));
+const apiHandler = createApi(services).callback();
+const server = createServer((req, res) => void apiHandler(req, res));
 await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
 const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api`;
 const auth = { authorization: `Bearer ${token}` };

@@ -45,7 +45,9 @@ const bench = await benchApi({ SVC_DATABASE_MAX_PER_ACCOUNT: '1000', SVC_STORAGE
 const { services, token } = bench;
 const ns = bench.account.namespace;
 const core = loadKubeConfig(services.config.kubeconfig).makeApiClient(k8s.CoreV1Api);
-const server = createServer(createApi(services).callback());
+// Koa's handler answers its own errors: the promise it returns never rejects.
+const apiHandler = createApi(services).callback();
+const server = createServer((req, res) => void apiHandler(req, res));
 await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
 const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api`;
 async function call<T>(method: string, route: string, body?: unknown): Promise<T> {

@@ -51,8 +51,11 @@ const tokens = new TokenStore(db);
 tokens.start();
 const log = createLogger('api', 'info', pino.destination({ dest: '/dev/null', sync: false }));
 const { services, stop } = await assembleServices({ config, db, kc, tokens, log, recorderLease: 'svc-deploy-recorder-bench' });
-server.on('request', createApi(services).callback());
-machineServer.on('request', createMachineApi(services).callback());
+// Koa's handler answers its own errors: the promise it returns never rejects.
+const apiHandler = createApi(services).callback();
+server.on('request', (req, res) => void apiHandler(req, res));
+const machineHandler = createMachineApi(services).callback();
+machineServer.on('request', (req, res) => void machineHandler(req, res));
 const account = await createAccount(db, core, { email: 'bench-deploy@example.test' });
 const { token } = await tokens.issue(account.id, { name: 'bench' });
 const ns = account.namespace;

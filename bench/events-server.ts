@@ -37,7 +37,9 @@ function bare() {
 async function api() {
   const b = await benchApi({ SVC_WEBHOOK_ALLOW_PRIVATE: 'true' });
   const app = createApi(b.services);
-  const server = createServer(app.callback());
+  // Koa's handler answers its own errors: the promise it returns never rejects.
+  const handle = app.callback();
+  const server = createServer((req, res) => void handle(req, res));
   return { server, ready: { token: b.token, accountId: b.accountId, databaseUrl: b.databaseUrl }, cleanup: b.cleanup };
 }
 

@@ -31,7 +31,7 @@ interface Ready {
 
 async function startServer(mode: 'bare' | 'api') {
   const child = spawn(process.execPath, [path.join(repoRoot, 'dist/bench/events-server.js'), mode], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const [line] = (await once(createInterface({ input: child.stdout! }), 'line')) as [string];
+  const [line] = (await once(createInterface({ input: child.stdout }), 'line')) as [string];
   return {
     ...(JSON.parse(line) as Ready),
     stop: async () => {

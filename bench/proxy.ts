@@ -28,7 +28,7 @@ const host = 'bench.apps.localhost';
 
 async function server(...args: string[]): Promise<{ url: string; cookie?: string; child: ChildProcess }> {
   const child = spawn(process.execPath, [path.join(repoRoot, 'dist/bench/proxy-server.js'), ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const [line] = (await once(createInterface({ input: child.stdout! }), 'line')) as [string];
+  const [line] = (await once(createInterface({ input: child.stdout }), 'line')) as [string];
   return { ...(JSON.parse(line) as { url: string; cookie?: string }), child };
 }
 
@@ -121,7 +121,7 @@ function checkFailures(url: string, total: number, non2xx: number, errors: numbe
 async function loadWithAutocannon(url: string, conns: number, seconds: number, headers: Record<string, string>): Promise<Run> {
   const kinds = new Map<string, number>();
   const r = await new Promise<autocannon.Result>((resolve, reject) => {
-    const run = autocannon({ url, connections: conns, duration: seconds, headers: { host, ...headers }, pipelining: 1 }, (err, result) => (err ? reject(err) : resolve(result)));
+    const run = autocannon({ url, connections: conns, duration: seconds, headers: { host, ...headers }, pipelining: 1 }, (err, result) => (err ? reject(err instanceof Error ? err : new Error(String(err))) : resolve(result)));
     run.on('reqError', (err: NodeJS.ErrnoException) => kinds.set(err.code ?? err.message, (kinds.get(err.code ?? err.message) ?? 0) + 1));
   });
   checkFailures(url, r.requests.total, r.non2xx, r.errors + r.timeouts, JSON.stringify(Object.fromEntries(kinds)));

@@ -34,14 +34,14 @@ const controllersPid = Number(readFileSync(path.join(process.env.SVC_STATE_DIR ?
 
 function descendants(pid: number): number[] {
   const out = [pid];
-  let tasks: string[] = [];
+  let tasks: string[];
   try {
     tasks = readdirSync(`/proc/${pid}/task`);
   } catch {
     return out;
   }
   for (const t of tasks) {
-    let children = '';
+    let children: string;
     try {
       children = readFileSync(`/proc/${pid}/task/${t}/children`, 'utf8');
     } catch {
@@ -74,7 +74,7 @@ function controllersRssMiB(): number {
       const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
       kib += Number(m?.[1] ?? 0);
     } catch (err) {
-      if (pid === controllersPid) throw new Error(`controllers (pid ${controllersPid} from .svc/run/controllers.pid) is not running: ${String(err)}`);
+      if (pid === controllersPid) throw new Error(`controllers (pid ${controllersPid} from .svc/run/controllers.pid) is not running: ${String(err)}`, { cause: err });
     }
   }
   return kib / 1024;

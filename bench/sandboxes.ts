@@ -38,7 +38,9 @@ const bench = await benchApi({
 const { services, token } = bench;
 const kc = loadKubeConfig(process.env.KUBECONFIG ?? path.join(stateDir, 'kubeconfig'));
 const core = kc.makeApiClient(k8s.CoreV1Api);
-const server = createServer(createApi(services).callback());
+// Koa's handler answers its own errors: the promise it returns never rejects.
+const apiHandler = createApi(services).callback();
+const server = createServer((req, res) => void apiHandler(req, res));
 await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
 const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api`;
 const baselineNs = `bench-sandboxes-${Date.now().toString(36)}`;

@@ -70,7 +70,7 @@ async function send(what: 'plan' | 'output', body: () => string | Readable, head
         headers: { authorization: `Bearer ${token}`, ...headers },
         body: b instanceof Readable ? (Readable.toWeb(b) as ReadableStream) : b,
         duplex: 'half',
-      } as RequestInit & { duplex: 'half' });
+      });
       const text = await res.text();
       if (res.ok) return text ? (JSON.parse(text) as Record<string, unknown>) : {};
       if (res.status < 500 && res.status !== 429) fail(`the platform refused the ${what} (${res.status}): ${text.slice(0, 500)}`);

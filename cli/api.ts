@@ -23,7 +23,7 @@ export async function request(t: ApiTarget, method: string, path: string, opts: 
     method,
     headers,
     ...(opts.json !== undefined ? { body: JSON.stringify(opts.json) } : opts.body !== undefined ? { body: opts.body, duplex: 'half' } : {}),
-  } as RequestInit);
+  });
   if (res.ok) return res;
   const text = await res.text();
   let message = text;

@@ -125,7 +125,7 @@ export async function buildsCommand(t: ApiTarget, command: string | undefined, a
 export async function importCommand(t: ApiTarget, o: { repository: string; ref?: string; name?: string; path?: string; preview: boolean; json: boolean; out: (text: string) => void }): Promise<number> {
   if (o.preview) {
     const q = new URLSearchParams({ repository: o.repository, ...(o.ref ? { ref: o.ref } : {}), ...(o.path ? { path: o.path } : {}) });
-    const p = await callJson<{ ref: string; commit: string; plan: { kind: string; why: string } | null; problem: string | null; services: Array<{ name: string }>; auth_from: string }>(t, 'GET', `/apps/imports/preview?${q}`);
+    const p = await callJson<{ ref: string; commit: string; plan: { kind: string; why: string } | null; problem: string | null; services: Array<{ name: string }>; auth_from: string }>(t, 'GET', `/apps/imports/preview?${q.toString()}`);
     if (o.json) o.out(`${JSON.stringify(p)}\n`);
     else o.out(`${o.repository} at ${p.ref} (${p.commit.slice(0, 12)}): ${p.plan ? `${p.plan.kind}, ${p.plan.why}` : `nothing to build: ${p.problem}`}${p.services.length ? `; services ${p.services.map((s) => s.name).join(', ')}` : ''}; auth: ${p.auth_from}\n`);
     return p.plan ? 0 : 1;

@@ -104,7 +104,7 @@ export async function deployCommand(o: DeployOptions): Promise<DeployRecord> {
       body: Readable.toWeb(Readable.from(archive as AsyncIterable<Buffer>)) as ReadableStream,
       headers: { 'content-type': 'application/gzip' },
       duplex: 'half',
-    } as RequestInit);
+    });
   }
   return follow(o, deploy, call, started);
 }

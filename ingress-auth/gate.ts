@@ -19,7 +19,7 @@ export function decisionsFor(app: App, url: string): readonly Decision[] {
   const q = url.indexOf('?');
   const path = q === -1 ? url : url.slice(0, q);
   let known = decided.get(app);
-  if (!known) decided.set(app, (known = new Map()));
+  if (!known) decided.set(app, (known = new Map<string, Decision[]>()));
   let out = known.get(path);
   if (out) return out;
   out = policiesInForce(app)

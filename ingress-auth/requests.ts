@@ -100,7 +100,7 @@ export function requestHandler(ctx: IngressContext): RequestHandler {
         sent = decisions.length && ctx.auth ? gated(ctx.auth, req, res, app, decisions, fwd, key, outcome) : proxy.forward(req, res, key, () => routes.backends(app), fwd, outcome);
       } catch (err) {
         // The gate runs synchronously when the caches answer: a throw must end this request, not the process.
-        sent = Promise.reject(err);
+        sent = Promise.reject(err instanceof Error ? err : new Error(String(err)));
       }
       sent?.catch((err: unknown) => {
         log.warn({ err, reqId: requestId }, 'Proxying failed');

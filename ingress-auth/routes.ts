@@ -30,7 +30,7 @@ export class HostIndex {
     const uid = app.metadata.uid;
     if (!name || !uid) return;
     let same = this.byName.get(name);
-    if (!same) this.byName.set(name, (same = new Map()));
+    if (!same) this.byName.set(name, (same = new Map<string, App>()));
     same.set(uid, app);
   }
 
@@ -114,8 +114,8 @@ export class EndpointIndex {
         const list = this.backends(namespace, service);
         if (list.length === 0 && !timedOut) return; // a change that brought none: keep waiting
         clearTimeout(timer);
-        waiters!.delete(done);
-        if (waiters!.size === 0 && this.waiting.get(key) === waiters) this.waiting.delete(key);
+        waiters.delete(done);
+        if (waiters.size === 0 && this.waiting.get(key) === waiters) this.waiting.delete(key);
         resolve(list);
       };
       const timer = setTimeout(() => {

@@ -47,7 +47,7 @@ export async function getAccount(db: Db, id: string): Promise<Account | undefine
 
 /** The ID of the account whose namespace `namespace` is, if any. */
 export async function accountIdOfNamespace(db: Db, namespace: string): Promise<string | undefined> {
-  const row = (await db('accounts').where({ namespace }).first('id')) as { id: string } | undefined;
+  const row = await db('accounts').where({ namespace }).first<{ id: string } | undefined>('id');
   return row?.id;
 }
 
@@ -71,7 +71,7 @@ export class NamespaceAccounts {
 }
 
 export async function countAccounts(db: Db): Promise<number> {
-  const [row] = (await db('accounts').count({ n: '*' })) as Array<{ n: string | number }>;
+  const [row] = await db('accounts').count<Array<{ n: string | number }>>({ n: '*' });
   return Number(row?.n ?? 0);
 }
 

@@ -142,12 +142,12 @@ export class DeployStore {
       created_at: now,
       updated_at: now,
     };
-    const [created] = (await this.db.transaction(async (tx) => {
-      const rows = await tx('deploys').insert(row).returning('*');
+    const [created] = await this.db.transaction(async (tx) => {
+      const rows = await tx('deploys').insert(row).returning<DeployRow[]>('*');
       await recordEvent(tx, d.accountId, 'deploy.created', d.app.name, { deploy: id, origin: d.origin, kind: d.spec.kind });
       if (d.origin === 'rollback' && d.originDeploy) await recordEvent(tx, d.accountId, 'deploy.rolled_back', d.app.name, { deploy: id, to: d.originDeploy });
       return rows;
-    })) as DeployRow[];
+    });
     return fromRow(created!);
   }
 
@@ -213,10 +213,10 @@ export class DeployStore {
 
   private async failWhere(scope: (q: Knex.QueryBuilder) => Knex.QueryBuilder, reason: string, at: Date): Promise<number> {
     return this.db.transaction(async (tx) => {
-      const rows = (await scope(tx('deploys'))
+      const rows = await scope(tx('deploys'))
         .whereIn('status', ['pending', 'building', 'deploying'])
         .update({ status: 'failed', reason, updated_at: at })
-        .returning(['id', 'app_name', 'account_id'])) as Array<{ id: string; app_name: string; account_id: string }>;
+        .returning<Array<{ id: string; app_name: string; account_id: string }>>(['id', 'app_name', 'account_id']);
       for (const r of rows) await recordEvent(tx, r.account_id, 'deploy.failed', r.app_name, { deploy: r.id, reason });
       return rows.length;
     });

@@ -59,9 +59,9 @@ export async function recordEvent(
 ): Promise<void> {
   const write = async (tx: Knex.Transaction) => {
     await lockEventLog(tx, accountId);
-    const [row] = (await tx('events')
+    const [row] = await tx('events')
       .insert({ account_id: accountId, type, subject, data: JSON.stringify(data) })
-      .returning(['id', 'type', 'subject', 'data', 'created_at'])) as EventRow[];
+      .returning<EventRow[]>(['id', 'type', 'subject', 'data', 'created_at']);
     // The webhook outbox is written with the event: a delivery exists exactly when its event does.
     await enqueueDeliveries(tx, accountId, eventJson(toRecord(row!)));
     await tx.raw('select pg_notify(?, ?)', [eventsChannel, accountId]);
@@ -87,7 +87,7 @@ export async function listEvents(
       for (const p of prefixes) w.orWhereLike('type', p);
     });
   }
-  const rows = (await q.select('id', 'type', 'subject', 'data', 'created_at')) as EventRow[];
+  const rows = await q.select<EventRow[]>('id', 'type', 'subject', 'data', 'created_at');
   return rows.map(toRecord);
 }
 
@@ -98,7 +98,7 @@ export async function listEvents(
 export async function purgeEvents(db: Knex, before: Date, batch = 10_000): Promise<number> {
   let total = 0;
   for (;;) {
-    const result = (await db.raw(
+    const result = await db.raw<{ rows: Array<{ n: number }> }>(
       `WITH gone AS (
          DELETE FROM events WHERE id IN (SELECT id FROM events WHERE created_at < ? ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED)
          RETURNING account_id, id),
@@ -108,7 +108,7 @@ export async function purgeEvents(db: Knex, before: Date, batch = 10_000): Promi
          ON CONFLICT (account_id) DO UPDATE SET purged_through = greatest(event_horizons.purged_through, excluded.purged_through), purged_at = excluded.purged_at)
        SELECT count(*)::int AS n FROM gone`,
       [before, batch],
-    )) as { rows: Array<{ n: number }> };
+    );
     const n = result.rows[0]?.n ?? 0;
     total += n;
     if (n < batch) return total;
@@ -117,6 +117,6 @@ export async function purgeEvents(db: Knex, before: Date, batch = 10_000): Promi
 
 /** The highest id purged from the account's log (0: nothing yet): a cursor below it has lost events. */
 export async function eventHorizon(db: Knex, accountId: string): Promise<number> {
-  const row = (await db('event_horizons').where({ account_id: accountId }).first('purged_through')) as { purged_through: string } | undefined;
+  const row = await db('event_horizons').where({ account_id: accountId }).first<{ purged_through: string } | undefined>('purged_through');
   return row ? Number(row.purged_through) : 0;
 }

@@ -27,12 +27,14 @@ export class HostnameStore {
   async claim(namespace: string, name: string): Promise<Claim> {
     const now = this.clock();
     const expired = new Date(now.getTime() - this.holdMs);
-    const won = (await this.db('hostnames')
+    const won = await this.db('hostnames')
       .insert({ name, namespace, claimed_at: now, released_at: null })
       .onConflict('name')
       .merge({ namespace, claimed_at: now, released_at: null })
-      .where((w) => w.where('hostnames.namespace', namespace).orWhere('hostnames.released_at', '<', expired))
-      .returning(['name', this.db.raw('(xmax = 0) as fresh')])) as Array<{ name: string; fresh: boolean }>;
+      .where((w) => {
+        w.where('hostnames.namespace', namespace).orWhere('hostnames.released_at', '<', expired);
+      })
+      .returning<Array<{ name: string; fresh: boolean }>>(['name', this.db.raw('(xmax = 0) as fresh')]);
     if (won.length) return { ok: true, fresh: won[0]!.fresh };
     const row = (await this.db('hostnames').where({ name }).first()) as Row | undefined;
     if (row?.released_at) return { ok: false, reason: 'held', until: new Date(row.released_at.getTime() + this.holdMs) };
@@ -56,7 +58,7 @@ export class HostnameStore {
    * any more (deleted while no API ran) starts its hold.
    */
   async reconcile(live: ReadonlyArray<readonly [string, string]>): Promise<{ claimed: number; released: number }> {
-    const ours = new Set(((await this.db('accounts').select('namespace')) as Array<{ namespace: string }>).map((a) => a.namespace));
+    const ours = new Set((await this.db('accounts').select<Array<{ namespace: string }>>('namespace')).map((a) => a.namespace));
     const apps = live.filter(([ns]) => ours.has(ns));
     const now = this.clock();
     let claimed = 0;
@@ -66,7 +68,7 @@ export class HostnameStore {
       claimed += inserted.length;
     }
     const alive = new Set(apps.map(([ns, name]) => `${ns}/${name}`));
-    const rows = (await this.db('hostnames').whereIn('namespace', [...ours]).select('name', 'namespace', 'released_at')) as Row[];
+    const rows = await this.db('hostnames').whereIn('namespace', [...ours]).select<Row[]>('name', 'namespace', 'released_at');
     let released = 0;
     for (const r of rows) {
       const exists = alive.has(`${r.namespace}/${r.name}`);

@@ -22,21 +22,21 @@ export function monthStart(d: Date, monthsBack = 0): Date {
 /** Usage in [start, end): time meters sum the seconds of their intervals that fall in the period. */
 export async function usageBetween(db: Db, accountId: string, start: Date, end: Date): Promise<MeterTotals> {
   const totals: MeterTotals = { machine_seconds: 0, build_seconds: 0, sandbox_seconds: 0, stored_bytes: 0 };
-  const timed = (await db('usage_records')
+  const timed = await db('usage_records')
     .where({ account_id: accountId })
     .whereNot({ meter: 'stored_bytes' })
     .where('started_at', '<', end)
     .where('ended_at', '>', start)
     .groupBy('meter')
     .select('meter')
-    .select(
+    .select<Array<{ meter: Meter; total: string | number | null }>>(
       db.raw(
         'sum(quantity * extract(epoch from (least(ended_at, ?) - greatest(started_at, ?))) / nullif(extract(epoch from (ended_at - started_at)), 0)) as total',
         [end, start],
       ),
-    )) as Array<{ meter: Meter; total: string | number | null }>;
+    );
   for (const row of timed) totals[row.meter] = Math.round(Number(row.total ?? 0) * 1000) / 1000;
-  const stored = (await db
+  const stored = await db
     .from(
       db('usage_records')
         .where({ account_id: accountId, meter: 'stored_bytes' })
@@ -46,7 +46,7 @@ export async function usageBetween(db: Db, accountId: string, start: Date, end: 
         .select('quantity')
         .as('latest'),
     )
-    .sum({ total: 'quantity' })) as Array<{ total: string | number | null }>;
+    .sum<Array<{ total: string | number | null }>>({ total: 'quantity' });
   totals.stored_bytes = Number(stored[0]?.total ?? 0);
   return totals;
 }
@@ -74,17 +74,17 @@ export async function recordStorageSample(db: Db, accountId: string, subject: st
 
 /** machine_seconds in [start, end) per app (the usage rows' subject is `<app>/<pod>`). */
 export async function machineSecondsByApp(db: Db, accountId: string, start: Date, end: Date): Promise<Record<string, number>> {
-  const rows = (await db('usage_records')
+  const rows = await db('usage_records')
     .where({ account_id: accountId, meter: 'machine_seconds' })
     .where('started_at', '<', end)
     .where('ended_at', '>', start)
     .groupByRaw("split_part(subject, '/', 1)")
     .select(db.raw("split_part(subject, '/', 1) as app"))
-    .select(
+    .select<Array<{ app: string; total: string | number | null }>>(
       db.raw(
         'sum(quantity * extract(epoch from (least(ended_at, ?) - greatest(started_at, ?))) / nullif(extract(epoch from (ended_at - started_at)), 0)) as total',
         [end, start],
       ),
-    )) as Array<{ app: string; total: string | number | null }>;
+    );
   return Object.fromEntries(rows.map((r) => [r.app, Math.round(Number(r.total ?? 0) * 1000) / 1000]));
 }

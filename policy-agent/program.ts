@@ -160,11 +160,11 @@ const directions: Direction[] = [
   {
     type: 'Ingress', suffix: 'IN', letter: 'i', selected: 'dst', peer: 'src', mark: ingressMark,
     // The model names it `_from`; objects read from the apiserver may carry either.
-    rulesOf: (spec) => (spec?.ingress ?? []).map((r) => ({ peers: ((r as { _from?: Peer[] })._from ?? (r as { from?: Peer[] }).from), ports: r.ports as PortSpec[] | undefined })),
+    rulesOf: (spec) => (spec?.ingress ?? []).map((r) => ({ peers: ((r as { _from?: Peer[] })._from ?? (r as { from?: Peer[] }).from), ports: r.ports })),
   },
   {
     type: 'Egress', suffix: 'OUT', letter: 'e', selected: 'src', peer: 'dst', mark: egressMark,
-    rulesOf: (spec) => (spec?.egress ?? []).map((r) => ({ peers: r.to as Peer[] | undefined, ports: r.ports as PortSpec[] | undefined })),
+    rulesOf: (spec) => (spec?.egress ?? []).map((r) => ({ peers: r.to, ports: r.ports })),
   },
 ];
 

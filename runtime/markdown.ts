@@ -108,7 +108,8 @@ blockquote{margin:0;padding-left:1rem;border-left:.25rem solid #d0d7de;color:#59
 export function renderMarkdown(source: string, fallbackTitle: string): MarkdownPage {
   const { frontMatter, body } = splitFrontMatter(source);
   const tokens = marked.lexer(body);
-  marked.walkTokens(tokens, sanitize);
+  // walkTokens returns what the callback returned for each token; sanitize is synchronous, so those are no promises.
+  void marked.walkTokens(tokens, sanitize);
   let title = typeof frontMatter.title === 'string' || typeof frontMatter.title === 'number' ? String(frontMatter.title) : '';
   if (!title) {
     const heading = tokens.find((t): t is Tokens.Heading => t.type === 'heading' && (t as Tokens.Heading).depth === 1);

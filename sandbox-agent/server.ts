@@ -166,7 +166,7 @@ function writeAll(req: IncomingMessage, file: string): Promise<void> {
   return new Promise((resolve, reject) => {
     const out = createWriteStream(file);
     let failed = false;
-    const fail = (err: unknown) => {
+    const fail = (err: Error) => {
       if (failed) return;
       failed = true;
       req.unpipe(out);

@@ -43,7 +43,7 @@ export function buildEndpoint(d: BuildEndpointDeps): Koa.Middleware {
   /** Builds whose output this process is storing: a second upload meanwhile is refused. */
   const storing = new Set<string>();
   return async (ctx, next) => {
-    if (!ctx.path.startsWith(buildPrefix)) return next();
+    if (!ctx.path.startsWith(buildPrefix)) return next() as Promise<void>;
     const fail = (status: number, error: string) => {
       ctx.status = status;
       ctx.body = { error };

@@ -116,7 +116,7 @@ export function buildLogStream(d: LogDeps, record: BuildRecord, namespace: strin
           sink.on('error', () => resolve());
           sink.on('pipe', (src: NodeJS.ReadableStream) => src.once('error', () => sink.end()));
           d.machines
-            .logs(namespace, pod!.metadata!.name!, step, sink, { follow, timestamps: false })
+            .logs(namespace, pod.metadata!.name!, step, sink, { follow, timestamps: false })
             .then((controller) => out.once('close', () => controller.abort()))
             .catch(() => resolve());
         });

@@ -17,7 +17,7 @@ const bodyLimit = 1024 * 1024;
 
 export function pushHookEndpoint(d: { repositories: RepositoryStore; sync: GitSync; log: Logger; clock: () => Date }): Koa.Middleware {
   return async (ctx, next) => {
-    if (!ctx.path.startsWith(hookPrefix)) return next();
+    if (!ctx.path.startsWith(hookPrefix)) return next() as Promise<void>;
     const fail = (status: number, error: string) => {
       ctx.status = status;
       ctx.body = { error };

@@ -78,7 +78,7 @@ export class BuildRepository {
 
   /** The Build once `done` holds for it in the cache, or as last cached after `timeoutMs`. */
   async until(namespace: string, id: string, done: (b: Build) => boolean, timeoutMs: number): Promise<Build | undefined> {
-    await untilCached(this.informer, namespace, id, (c) => c !== undefined && done(c), timeoutMs);
+    await untilCached<Build>(this.informer, namespace, id, (c) => c !== undefined && done(c), timeoutMs);
     return this.informer.get(id, namespace);
   }
 }

@@ -140,7 +140,7 @@ function envPairs(pairs: Array<[string, unknown]>, where: string): Array<{ name:
     if (!envName.test(name)) throw invalid(`compose: ${where}.${name} is not an environment variable name`);
     // A bare name means "take it from the host" in compose; here there is no host environment.
     if (value === null || value === undefined) throw invalid(`compose: ${where}.${name} has no value (set it with the env API instead)`);
-    if (!['string', 'number', 'boolean'].includes(typeof value)) throw invalid(`compose: ${where}.${name} must be a string, number or boolean`);
+    if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') throw invalid(`compose: ${where}.${name} must be a string, number or boolean`);
     return { name, value: String(value) };
   });
 }
@@ -223,7 +223,7 @@ function healthcheck(v: unknown, where: string): Healthcheck | undefined {
   const test = v.test;
   if (typeof test === 'string') command = ['/bin/sh', '-c', test];
   else if (Array.isArray(test) && test.length && test.every((x) => typeof x === 'string')) {
-    const [form, first, ...rest] = test as string[];
+    const [form, first, ...rest] = test;
     if (form === 'NONE') return undefined;
     if (form === 'CMD' && first !== undefined) command = [first, ...rest];
     else if (form === 'CMD-SHELL' && first !== undefined && !rest.length) command = ['/bin/sh', '-c', first];
@@ -264,7 +264,7 @@ function dependsOn(v: unknown, where: string): Array<{ service: string; conditio
     if (!isMap(spec)) throw invalid(`compose: ${at} must be a map with condition`);
     onlyKeys(spec, ['condition', 'required'], at);
     if (spec.required !== undefined && spec.required !== true) throw invalid(`compose: ${at}.required: only true (the default) is supported`);
-    const condition = spec.condition === undefined ? 'started' : conditions[String(spec.condition)];
+    const condition = spec.condition === undefined ? 'started' : typeof spec.condition === 'string' ? conditions[spec.condition] : undefined;
     if (!condition) throw invalid(`compose: ${at}.condition must be one of ${Object.keys(conditions).join(', ')}`);
     return { service, condition };
   });
@@ -298,7 +298,7 @@ function volumeSettings(v: unknown, where: string): Map<string, VolumeSetting> {
     for (const key of Object.keys(s)) if (key !== 'path' && key !== 'size') throw invalid(`compose: ${at}.${key} is not a volume setting (known: path, size)`);
     if (s.path !== undefined && typeof s.path !== 'string') throw invalid(`compose: ${at}.path must be a string`);
     if (s.size !== undefined && (typeof s.size !== 'string' || !/^[1-9][0-9]{0,5}(Mi|Gi|Ti)$/.test(s.size))) throw invalid(`compose: ${at}.size must be a size such as 512Mi, 1Gi or 1Ti`);
-    out.set(name, { ...(s.path !== undefined ? { path: s.path as string } : {}), ...(s.size !== undefined ? { size: s.size as string } : {}) });
+    out.set(name, { ...(s.path !== undefined ? { path: s.path } : {}), ...(s.size !== undefined ? { size: s.size } : {}) });
   }
   return out;
 }
@@ -541,13 +541,13 @@ function parseComposeFile(text: string, files: ComposeFiles | undefined): Compos
       env: merged,
       ...(svc.entrypoint !== undefined ? { command: words(svc.entrypoint, `${where}.entrypoint`) } : {}),
       ...(svc.command !== undefined ? { args: words(svc.command, `${where}.command`) } : {}),
-      ...(svc.working_dir !== undefined ? { workingDir: svc.working_dir as string } : {}),
+      ...(svc.working_dir !== undefined ? { workingDir: svc.working_dir } : {}),
       volumes: volumesOf(declared, name, svc, settings, unmounted),
       ...(count !== undefined ? { machines: count } : {}),
       ...(check ? { healthcheck: check } : {}),
       ...(svc.restart !== undefined ? { restart: restart(svc.restart, `${where}.restart`) } : {}),
       dependsOn: svc.depends_on !== undefined ? dependsOn(svc.depends_on, `${where}.depends_on`) : [],
-      aliases: svc.container_name !== undefined && svc.container_name !== name ? [svc.container_name as string] : [],
+      aliases: svc.container_name !== undefined && svc.container_name !== name ? [svc.container_name] : [],
     };
     return service;
   });

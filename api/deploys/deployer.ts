@@ -390,6 +390,7 @@ function policySummary(auth: AuthPolicy | undefined): Record<string, unknown> {
  * newer spec is rolling out or failed), for forks and previews of it.
  */
 export function deploySpecOf(app: AppRecord): DeploySpec | undefined {
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- the generated type of status.live.spec is {} (the CRD keeps it schemaless); the rule takes {} for the same type
   const live = app.status?.live?.spec as Partial<App['spec']> | undefined;
   // The snapshot carries the policy those pages were deployed with.
   const s: Partial<App['spec']> = live?.kind ? live : app.spec;

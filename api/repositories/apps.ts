@@ -85,7 +85,7 @@ export class AppRepository {
         { group, version, namespace, plural, name, body: { ...(resourceVersion ? { metadata: { resourceVersion } } : {}), spec } },
         mergePatch,
       )) as App;
-      await untilCached(this.informer, namespace, name, (c) => isAtLeast(c?.metadata.resourceVersion, written.metadata.resourceVersion));
+      await untilCached<App>(this.informer, namespace, name, (c) => isAtLeast(c?.metadata.resourceVersion, written.metadata.resourceVersion));
       return appRecord(written);
     } catch (err) {
       if (kubeStatus(err) === 404) throw new DomainError('not_found', `app ${name} not found`);
@@ -142,7 +142,7 @@ export class AppRepository {
         },
         this.identity && !spec.identity ? { ...spec, identity: { ...this.identity } } : spec,
       );
-      await untilCached(this.informer, namespace, metadata.name, (c) => c?.metadata.uid === created.metadata.uid);
+      await untilCached<App>(this.informer, namespace, metadata.name, (c) => c?.metadata.uid === created.metadata.uid);
       return appRecord(created);
     } catch (err) {
       if (claim?.fresh) await this.hostnames!.store.forget(namespace, metadata.name);
@@ -177,7 +177,7 @@ export class AppRepository {
   async delete(namespace: string, name: string): Promise<void> {
     try {
       await this.custom.deleteNamespacedCustomObject({ group, version, namespace, plural, name });
-      await untilCached(this.informer, namespace, name, (c) => !c || c.metadata.deletionTimestamp !== undefined);
+      await untilCached<App>(this.informer, namespace, name, (c) => !c || c.metadata.deletionTimestamp !== undefined);
     } catch (err) {
       if (kubeStatus(err) === 404) throw new DomainError('not_found', `app ${name} not found`);
       throw err;

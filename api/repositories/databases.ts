@@ -20,7 +20,7 @@ const plural = pluralOf('Database');
 const newPassword = () => randomBytes(24).toString('hex');
 
 /** A Secret's value, decoded. */
-const valueOf = (secret: k8s.V1Secret, key: string): string | undefined => (secret.data?.[key] === undefined ? undefined : Buffer.from(secret.data[key]!, 'base64').toString('utf8'));
+const valueOf = (secret: k8s.V1Secret, key: string): string | undefined => (secret.data?.[key] === undefined ? undefined : Buffer.from(secret.data[key], 'base64').toString('utf8'));
 
 export class DatabaseRepository {
   private readonly informer: k8s.ListWatch<Database>;
@@ -109,7 +109,7 @@ export class DatabaseRepository {
     }
     try {
       const created = await createCustomObject<Database>(this.custom, 'Database', namespace, { name, labels: { [labels.managedBy]: managers.api } }, spec);
-      await untilCached(this.informer, namespace, name, (c) => c?.metadata.uid === created.metadata.uid);
+      await untilCached<Database>(this.informer, namespace, name, (c) => c?.metadata.uid === created.metadata.uid);
       return created;
     } catch (err) {
       if (made) await this.core.deleteNamespacedSecret({ namespace, name: o.secret }).catch(() => undefined);
@@ -166,7 +166,7 @@ export class DatabaseRepository {
           ...(source.spec.backupUrl ? { backupUrl: source.spec.backupUrl } : {}),
         },
       );
-      await untilCached(this.informer, namespace, name, (c) => c?.metadata.uid === created.metadata.uid);
+      await untilCached<Database>(this.informer, namespace, name, (c) => c?.metadata.uid === created.metadata.uid);
       return created;
     } catch (err) {
       await this.core.deleteNamespacedSecret({ namespace, name: o.secret }).catch(() => undefined);
@@ -198,6 +198,6 @@ export class DatabaseRepository {
         if (kubeStatus(err) !== 404) throw err;
       });
     }
-    await untilCached(this.informer, namespace, name, (c) => !c || !!c.metadata.deletionTimestamp);
+    await untilCached<Database>(this.informer, namespace, name, (c) => !c || !!c.metadata.deletionTimestamp);
   }
 }

@@ -99,7 +99,7 @@ export function presentSandbox(s: Sandbox): z.infer<typeof sandboxSchema> {
     resources: resourcesOf(s.spec.resources),
     idle_timeout_seconds: s.spec.idleTimeoutSeconds ?? 300,
     max_lifetime_seconds: s.spec.maxLifetimeSeconds ?? 3600,
-    created_at: s.metadata.creationTimestamp ? new Date(s.metadata.creationTimestamp as unknown as string).toISOString() : null,
+    created_at: s.metadata.creationTimestamp ? new Date(s.metadata.creationTimestamp).toISOString() : null,
     ready_at: st.readyAt ?? null,
     last_activity_at: st.lastActivityAt ?? null,
     idle_expires_at: st.idleExpiresAt ?? null,

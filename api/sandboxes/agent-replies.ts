@@ -147,7 +147,7 @@ export function boundedExecStream(maxOutputBytes: number, onBroken: () => void):
     }
     const e = eventSchema.safeParse(parsed);
     if (!e.success) return broken(`a line of the wrong shape (${describe(e.error)})`, push);
-    const ev = e.data as ExecEvent;
+    const ev: ExecEvent = e.data;
     if (ev.type === 'exit') {
       done = true;
       const truncated = { stdout: ev.truncated.stdout || kept.stdout.cut, stderr: ev.truncated.stderr || kept.stderr.cut };

@@ -60,7 +60,7 @@ export class SandboxRepository {
    * created reaches the cache a moment after the create answers.
    */
   async until(namespace: string, name: string, done: (s: Sandbox) => boolean, timeoutMs: number): Promise<Sandbox | undefined> {
-    await untilCached(this.informer, namespace, name, (c) => c !== undefined && done(c), timeoutMs);
+    await untilCached<Sandbox>(this.informer, namespace, name, (c) => c !== undefined && done(c), timeoutMs);
     return this.informer.get(name, namespace);
   }
 

@@ -79,7 +79,7 @@ export class ArtifactCollector {
   async collect(now: Date = this.d.clock()): Promise<Collection> {
     const none: Collection = { skipped: true, adopted: [], released: [], removed: [], staleStaged: 0 };
     return this.d.db.transaction(async (trx) => {
-      const got = (await trx.raw('select pg_try_advisory_xact_lock(?, 0) as ok', [collectorLockClass])) as { rows: Array<{ ok: boolean }> };
+      const got = await trx.raw<{ rows: Array<{ ok: boolean }> }>('select pg_try_advisory_xact_lock(?, 0) as ok', [collectorLockClass]);
       if (!got.rows[0]?.ok) return none;
       const before = new Date(now.getTime() - this.d.policy.graceMs);
       const observed = await this.observe(now);
@@ -99,7 +99,7 @@ export class ArtifactCollector {
       result.released = await this.release(observed, kept, before);
       await this.sample([...result.adopted, ...result.released], now);
 
-      const stillHeld = new Set(((await this.d.db('artifact_holds').distinct('digest')) as Array<{ digest: string }>).map((r) => r.digest));
+      const stillHeld = new Set((await this.d.db('artifact_holds').distinct<Array<{ digest: string }>>('digest')).map((r) => r.digest));
       for (const file of await this.d.store.list()) {
         if (stillHeld.has(file.digest) || file.writtenAt >= before) continue;
         const removed = await this.d.db.transaction(async (t) => {
@@ -150,13 +150,14 @@ export class ArtifactCollector {
   private async observe(now: Date, accountId?: string): Promise<HeldObserved> {
     const db = this.d.db;
     const scoped = (q: Knex.QueryBuilder) => (accountId ? q.where({ account_id: accountId }) : q);
-    const accounts = (await (accountId ? db('accounts').where({ id: accountId }) : db('accounts')).select('id', 'namespace')) as Array<{ id: string; namespace: string }>;
+    const accounts = await (accountId ? db('accounts').where({ id: accountId }) : db('accounts')).select<Array<{ id: string; namespace: string }>>('id', 'namespace');
     const accountOf = new Map(accounts.map((a) => [a.namespace, a.id]));
     const apps: ObservedApp[] = [];
     for (const app of this.d.apps.all()) {
       const owner = accountOf.get(app.metadata.namespace ?? '');
       // A deleted App (gone, or going) is rolled back no more.
       if (!owner || app.metadata.deletionTimestamp) continue;
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- the generated type of status.live.spec is {} (the CRD keeps it schemaless); the rule takes {} for the same type
       const live = app.status?.live?.spec as Partial<App['spec']> | undefined;
       apps.push({
         accountId: owner,

@@ -175,14 +175,14 @@ export class MachineMeter {
     if (!account) return;
     await this.db.transaction(async (tx) => {
       await this.ensureRow(tx, account, run, at);
-      const [row] = (await tx('usage_records')
+      const [row] = await tx('usage_records')
         .where({ account_id: account, meter, subject: run.subject, started_at: run.startedAt, open: true })
         .update({
           open: false,
           ended_at: tx.raw('greatest(started_at, ?::timestamptz)', [at]),
           quantity: tx.raw('extract(epoch from (greatest(started_at, ?::timestamptz) - started_at))', [at]),
         })
-        .returning('quantity')) as Array<{ quantity: number }>;
+        .returning<Array<{ quantity: number }>>('quantity');
       if (!row) return;
       await recordEvent(tx, account, end.type, run.app, {
         machine: run.machine,
@@ -197,12 +197,12 @@ export class MachineMeter {
   /** Open runs of this database's accounts whose Pod is gone: closed at their last flush. */
   private async closeOrphans(): Promise<void> {
     const present = new Set(this.pods.list().flatMap((p) => runsOf(p).map((r) => `${r.subject}@${r.startedAt.getTime()}`)));
-    const open = (await this.db('usage_records').where({ meter, open: true }).select('account_id', 'subject', 'started_at', 'ended_at')) as Array<{
+    const open = await this.db('usage_records').where({ meter, open: true }).select<Array<{
       account_id: string;
       subject: string;
       started_at: Date;
       ended_at: Date;
-    }>;
+    }>>('account_id', 'subject', 'started_at', 'ended_at');
     for (const r of open) {
       if (present.has(`${r.subject}@${r.started_at.getTime()}`)) continue;
       await this.db.transaction(async (tx) => {

@@ -74,12 +74,12 @@ export class VolumeMeter {
    * database branches: a `database/` sample may be a database whose claim is not made yet.)
    */
   private async zeroGone(): Promise<void> {
-    const rows = (await this.db('usage_records')
+    const rows = await this.db('usage_records')
       .distinctOn(['account_id', 'subject'])
       .where({ meter })
       .where('subject', 'like', 'volume/%')
       .orderBy([{ column: 'account_id' }, { column: 'subject' }, { column: 'started_at', order: 'desc' }])
-      .select('account_id', 'subject', 'quantity')) as Array<{ account_id: string; subject: string; quantity: string | number }>;
+      .select<Array<{ account_id: string; subject: string; quantity: string | number }>>('account_id', 'subject', 'quantity');
     const present = new Set(this.claims.list().filter((c) => !c.metadata?.deletionTimestamp).map(subjectOf));
     const now = this.clock();
     for (const r of rows) {

@@ -388,7 +388,7 @@ export function appService(app: App): k8s.V1Service {
     apiVersion: 'v1',
     kind: 'Service',
     metadata: { name, namespace: app.metadata.namespace, labels: { [labels.app]: name, [labels.managedBy]: managerName }, ownerReferences: [ownerRef(app)] },
-    spec: { selector: { [labels.app]: name, [labels.public]: 'true' }, ports: [{ name: 'http', port: 80, targetPort: 'http' as unknown as k8s.IntOrString }] },
+    spec: { selector: { [labels.app]: name, [labels.public]: 'true' }, ports: [{ name: 'http', port: 80, targetPort: 'http' }] },
   };
 }
 
@@ -413,7 +413,7 @@ export function serviceServices(app: App): k8s.V1Service[] {
       },
       spec: {
         selector: { [labels.app]: name, ...(v.public ? { [labels.public]: 'true' } : { [labels.service]: v.name! }) },
-        ports: v.ports.map((p) => ({ name: `p${p}`, port: p, targetPort: p as unknown as k8s.IntOrString })),
+        ports: v.ports.map((p) => ({ name: `p${p}`, port: p, targetPort: p })),
       },
     }));
 }
@@ -441,7 +441,7 @@ export function machinePolicy(app: App, settings: AppSettings): k8s.V1NetworkPol
         { to: [own] },
         // Out to its attached database's server (whose own policy lets the account's machines in).
         ...(settings.database ? [{ to: [{ podSelector: { matchLabels: { [labels.database]: settings.database.name } } }], ports: [{ protocol: 'TCP', port: databasePort as unknown as k8s.IntOrString }] }] : []),
-        { to: platform, ports: settings.platform.ports.map((p) => ({ protocol: 'TCP', port: p.port as unknown as k8s.IntOrString, ...(p.endPort ? { endPort: p.endPort } : {}) })) },
+        { to: platform, ports: settings.platform.ports.map((p) => ({ protocol: 'TCP', port: p.port, ...(p.endPort ? { endPort: p.endPort } : {}) })) },
       ],
     },
   };

@@ -18,7 +18,9 @@ import type { AppStatusFields } from './rollout.js';
 
 /** The namespace is being deleted, or is gone: its Apps go too, so there is nothing left to make. */
 function namespaceGone(err: unknown): boolean {
-  const body = String((err as { body?: unknown }).body ?? '');
+  // The client hands over the apiserver's reply as text.
+  const reply = (err as { body?: unknown }).body;
+  const body = typeof reply === 'string' ? reply : '';
   return (kubeStatus(err) === 403 && /because it is being terminated/.test(body)) || (kubeStatus(err) === 404 && /"kind":"namespaces"/.test(body));
 }
 

@@ -219,7 +219,7 @@ export function buildPolicy(namespace: string, s: BuildSettings): k8s.V1NetworkP
       policyTypes: ['Ingress', 'Egress'],
       ingress: [],
       egress: [
-        { to: platformPeers(s.platformCidrs, s.platformNamespace), ports: s.platformPorts.map((p) => ({ protocol: 'TCP', port: p.port as unknown as k8s.IntOrString, ...(p.endPort ? { endPort: p.endPort } : {}) })) },
+        { to: platformPeers(s.platformCidrs, s.platformNamespace), ports: s.platformPorts.map((p) => ({ protocol: 'TCP', port: p.port, ...(p.endPort ? { endPort: p.endPort } : {}) })) },
         { to: [{ ipBlock: { cidr: '0.0.0.0/0', except: [...s.privateCidrs, ...s.platformCidrs] } }] },
       ],
     },
@@ -265,7 +265,7 @@ export function plan(b: Build, observed: BuildObserved, s: BuildSettings, now = 
   const policy = buildPolicy(ns, s);
   const none = { cacheClaim: undefined, policy, createJob: undefined, deleteJob: undefined };
   const announced = planOf(b);
-  const base: BuildStatusFields = { jobName: name, ...(announced ? { plan: announced as unknown as BuildStatusFields['plan'] } : {}) };
+  const base: BuildStatusFields = { jobName: name, ...(announced ? { plan: announced } : {}) };
   const result = (phase: BuildPhase, reason: string, message: string, extra: Partial<BuildStatusFields> = {}): Pick<BuildPlanOut, 'status' | 'ready'> => ({
     status: { ...base, phase, reason, message, ...extra },
     ready: { ok: phase === 'Succeeded', reason, message },

@@ -60,7 +60,7 @@ export function cnpgService(db: Database): k8s.V1Service {
     apiVersion: 'v1',
     kind: 'Service',
     metadata: meta(db, o.service),
-    spec: { selector: { 'cnpg.io/cluster': o.service, 'cnpg.io/instanceRole': 'primary' }, ports: [{ name: 'postgres', port: databasePort, targetPort: databasePort as unknown as k8s.IntOrString }] },
+    spec: { selector: { 'cnpg.io/cluster': o.service, 'cnpg.io/instanceRole': 'primary' }, ports: [{ name: 'postgres', port: databasePort, targetPort: databasePort }] },
   };
 }
 

@@ -185,7 +185,7 @@ export function serverService(db: Database): k8s.V1Service {
     apiVersion: 'v1',
     kind: 'Service',
     metadata: meta(db, databaseObjects(db.metadata.name!).service),
-    spec: { selector: { [labels.database]: db.metadata.name! }, ports: [{ name: 'postgres', port: databasePort, targetPort: 'postgres' as unknown as k8s.IntOrString }] },
+    spec: { selector: { [labels.database]: db.metadata.name! }, ports: [{ name: 'postgres', port: databasePort, targetPort: 'postgres' }] },
   };
 }
 
@@ -232,7 +232,7 @@ export function serverPolicy(db: Database, settings: DatabaseSettings, observed:
 function toPlatform(settings: DatabaseSettings, backups: NonNullable<DatabaseSettings['backups']>): k8s.V1NetworkPolicyEgressRule {
   return {
     to: platformPeers(settings.platformCidrs, settings.platformNamespace),
-    ports: backups.platformPorts.map((p) => ({ protocol: 'TCP', port: p.port as unknown as k8s.IntOrString, ...(p.endPort ? { endPort: p.endPort } : {}) })),
+    ports: backups.platformPorts.map((p) => ({ protocol: 'TCP', port: p.port, ...(p.endPort ? { endPort: p.endPort } : {}) })),
   };
 }
 
@@ -310,7 +310,7 @@ function backupPlan(db: Database, observed: DatabaseObserved, settings: Database
       podSelector: { matchLabels: { [labels.backupOf]: name } },
       policyTypes: ['Ingress', 'Egress'],
       ingress: [],
-      egress: [{ to: [{ podSelector: { matchLabels: { [labels.database]: name } } }], ports: [{ protocol: 'TCP', port: databasePort as unknown as k8s.IntOrString }] }, toPlatform(settings, backups)],
+      egress: [{ to: [{ podSelector: { matchLabels: { [labels.database]: name } } }], ports: [{ protocol: 'TCP', port: databasePort }] }, toPlatform(settings, backups)],
     },
   };
   const request = db.metadata.annotations?.[backupRequestAnnotation];

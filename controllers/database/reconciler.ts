@@ -93,7 +93,9 @@ export class DatabaseReconciler implements Reconciler<Database, DatabaseStatusFi
         this.log.info({ kind: 'Database', namespace, name }, 'Created the server Pod');
       } catch (err) {
         // The account's quota is full: say so (its owner can free some), and look again later.
-        const refused = kubeStatus(err) === 403 ? /exceeded quota[^"\\]*/.exec(String((err as { body?: unknown }).body ?? ''))?.[0] : undefined;
+        // The client hands over the apiserver's reply as text.
+        const reply = (err as { body?: unknown }).body;
+        const refused = kubeStatus(err) === 403 && typeof reply === 'string' ? /exceeded quota[^"\\]*/.exec(reply)?.[0] : undefined;
         if (!refused) {
           if (kubeStatus(err) !== 409) throw err;
         } else {

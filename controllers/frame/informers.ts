@@ -33,7 +33,7 @@ export class InformerFactory {
       if (this.started) throw new Error(`informer for ${target.what} asked for after start()`);
       informer = new k8s.ListWatch<T>(target.path, new k8s.Watch(this.kc), () => target.list(target.labelSelector), false, target.labelSelector);
       keepWatching(informer, target.what, this.log);
-      this.informers.set(key, informer as unknown as k8s.ListWatch<k8s.KubernetesObject>);
+      this.informers.set(key, informer);
     }
     return informer;
   }

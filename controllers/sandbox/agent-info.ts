@@ -10,7 +10,7 @@ import { runtimeNamed, type InstalledRuntime } from '../../lib/sandbox/runtimes.
 const maxInfoBytes = 64 * 1024;
 
 async function readLimited(res: Response, limit: number): Promise<string> {
-  const reader = res.body?.getReader();
+  const reader = (res.body as ReadableStream<Uint8Array> | null)?.getReader();
   if (!reader) return '';
   const chunks: Uint8Array[] = [];
   let size = 0;

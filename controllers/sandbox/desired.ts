@@ -106,8 +106,8 @@ export function planSandbox(o: SandboxObserved, t: SandboxTiming): SandboxPlan {
     return { action: { kind: 'create', launchReason: reason }, status: pending(reason) };
   }
 
-  const launch = {
-    launch: (pod.metadata?.annotations?.[annotations.launch] === 'warm' ? 'warm' : 'cold') as 'warm' | 'cold',
+  const launch: { launch: 'warm' | 'cold'; launchReason?: string } = {
+    launch: pod.metadata?.annotations?.[annotations.launch] === 'warm' ? 'warm' : 'cold',
     ...(pod.metadata?.annotations?.[annotations.launchReason] ? { launchReason: pod.metadata.annotations[annotations.launchReason] } : {}),
   };
   const placed: SandboxStatus = { ...kept, ...launch, podName: pod.metadata!.name!, podNamespace: pod.metadata!.namespace!, ...(pod.spec?.nodeName ? { node: pod.spec.nodeName } : {}) };
@@ -150,9 +150,9 @@ export function claimMetadata(sandbox: Sandbox, launch: 'warm' | 'cold', launchR
   return {
     labels: {
       [labels.sandboxPool]: null,
-      [labels.sandbox]: sandbox.metadata!.name!,
-      [labels.sandboxNamespace]: sandbox.metadata!.namespace!,
-      [labels.sandboxUid]: sandbox.metadata!.uid!,
+      [labels.sandbox]: sandbox.metadata.name!,
+      [labels.sandboxNamespace]: sandbox.metadata.namespace!,
+      [labels.sandboxUid]: sandbox.metadata.uid!,
     },
     annotations: { [annotations.launch]: launch, [annotations.launchReason]: launchReason ?? null },
   };

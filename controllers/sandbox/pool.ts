@@ -55,7 +55,7 @@ export function planPool(o: PoolObserved): PoolPlan {
   // More members than the pool holds (its size was lowered): the starting ones go first.
   if (surplus > 0) {
     const extra = o.pods
-      .filter((p) => p.metadata?.labels?.[labels.sandboxPool] === o.key && !p.metadata?.deletionTimestamp && !o.reserved.has(p.metadata!.name!) && !o.retiring?.has(p.metadata!.name!) && !podBroken(p))
+      .filter((p) => p.metadata?.labels?.[labels.sandboxPool] === o.key && !p.metadata?.deletionTimestamp && !o.reserved.has(p.metadata.name!) && !o.retiring?.has(p.metadata.name!) && !podBroken(p))
       .sort((a, b) => Number(podReady(a)) - Number(podReady(b)))
       .slice(0, surplus);
     for (const p of extra) remove.push({ name: p.metadata!.name!, why: 'the pool is smaller now' });

@@ -127,7 +127,7 @@ export class SandboxReconciler implements Reconciler<Sandbox, SandboxStatus> {
 
   /** Seconds from the pod's start to the sandbox's end (plus a minute): the kubelet's own backstop. */
   private deadlineSeconds(s: Sandbox, pod: k8s.V1Pod, now: Date): number {
-    const started = pod.status?.startTime ? new Date(pod.status.startTime as unknown as string).getTime() : now.getTime();
+    const started = pod.status?.startTime ? new Date(pod.status.startTime).getTime() : now.getTime();
     const expires = new Date(s.metadata.creationTimestamp as unknown as string).getTime() + (s.spec.maxLifetimeSeconds ?? 3600) * 1000;
     return Math.max(1, Math.ceil((expires - started) / 1000) + 60);
   }

@@ -85,7 +85,7 @@ export function retainedArtifacts(o: Observed, policy: RetentionPolicy): Retaine
   const keep = (accountId: string, digest: string | null | undefined, why: string) => {
     if (!digest) return;
     let mine = kept.get(accountId);
-    if (!mine) kept.set(accountId, (mine = new Map()));
+    if (!mine) kept.set(accountId, (mine = new Map<string, string>()));
     if (!mine.has(digest)) mine.set(digest, why);
   };
   const apps = new Map(o.apps.map((a) => [a.uid, a]));

@@ -309,7 +309,9 @@ async function scan(file: string, limits: TreeLimits, onFile?: OnFile, onDir?: O
     await Promise.race([ended, new Promise<void>((resolve) => (wake = resolve))]);
     if (failure) throw failure;
     await Promise.all(pending);
-    if (failure) throw failure;
+    // The entry callbacks may have set it meanwhile (narrowing above cannot see them).
+    const late = failure as Error | undefined;
+    if (late) throw late;
   } catch (err) {
     fail(err);
     input.destroy();

@@ -107,8 +107,12 @@ export class AppUserStore {
   async list(appUid: string, opts: { limit: number; after?: string }): Promise<AppUser[]> {
     let q = this.db('app_users').where({ app_uid: appUid });
     if (opts.after) {
-      const cursor = (await this.db('app_users').where({ app_uid: appUid, id: opts.after }).first('created_at')) as { created_at: Date } | undefined;
-      if (cursor) q = q.where((w) => w.where('created_at', '>', cursor.created_at).orWhere((x) => x.where('created_at', cursor.created_at).andWhere('id', '>', opts.after!)));
+      const cursor = await this.db('app_users').where({ app_uid: appUid, id: opts.after }).first<{ created_at: Date } | undefined>('created_at');
+      if (cursor) q = q.where((w) => {
+        w.where('created_at', '>', cursor.created_at).orWhere((x) => {
+          x.where('created_at', cursor.created_at).andWhere('id', '>', opts.after!);
+        });
+      });
     }
     const rows = (await q.orderBy([{ column: 'created_at' }, { column: 'id' }]).limit(opts.limit)) as AppUserRow[];
     return rows.map(toUser);

@@ -60,7 +60,7 @@ export class Invitations {
     const key = JSON.stringify([inForce, [...wanted]]);
     if (this.seen.get(appUid) === key) return { invited: [], removed: [] };
     const keep = new Set(inForce);
-    const had = new Set(((await this.db('auth_recipients').where({ app_uid: appUid }).select('email')) as Array<{ email: string }>).map((r) => r.email));
+    const had = new Set((await this.db('auth_recipients').where({ app_uid: appUid }).select<Array<{ email: string }>>('email')).map((r) => r.email));
     const invited: string[] = [];
     const removed: string[] = [];
     for (const email of wanted) {

@@ -215,10 +215,10 @@ export class PasskeyService {
       authenticatorAttachment: undefined,
     };
     const challenge = await this.redeem(opts, opts.challengeId, 'authenticate');
-    const row = (await this.db('passkey_credentials as c')
+    const row = await this.db('passkey_credentials as c')
       .join('app_users as u', 'u.id', 'c.app_user_id')
       .where({ 'c.id': response.id, 'c.app_uid': opts.appUid, 'c.rp_id': opts.rpId })
-      .first('c.*', 'u.disabled_at')) as (CredentialRow & { disabled_at: Date | null }) | undefined;
+      .first<(CredentialRow & { disabled_at: Date | null }) | undefined>('c.*', 'u.disabled_at');
     if (!row) throw new PasskeyError('unknown-credential', 'no such passkey on this app');
     if (response.response.userHandle !== undefined && response.response.userHandle !== userHandleOf(row.app_user_id).toString('base64url')) {
       throw new PasskeyError('invalid', 'the passkey answered for another user');
@@ -244,7 +244,10 @@ export class PasskeyService {
     const next = verified.authenticationInfo.newCounter;
     const advanced = await this.db('passkey_credentials')
       .where({ id: row.id })
-      .andWhere((w) => (next === 0 ? w.where('counter', 0) : w.where('counter', '<', next)))
+      .andWhere((w) => {
+        if (next === 0) w.where('counter', 0);
+        else w.where('counter', '<', next);
+      })
       .update({ counter: next, last_used_at: this.clock() });
     if (advanced === 0) throw new PasskeyError('cloned', `the passkey's signature counter went from ${row.counter} to ${next}`);
     return { appUserId: row.app_user_id, credentialId: row.id };

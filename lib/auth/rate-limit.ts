@@ -12,11 +12,11 @@ export class RateLimiter {
   async take(key: string, limit: number, windowMs: number): Promise<boolean> {
     const now = this.clock().getTime();
     const windowStart = new Date(now - (now % windowMs));
-    const [row] = (await this.db('auth_rate')
+    const [row] = await this.db('auth_rate')
       .insert({ key, window_start: windowStart, count: 1 })
       .onConflict(['key', 'window_start'])
       .merge({ count: this.db.raw('auth_rate.count + 1') })
-      .returning('count')) as Array<{ count: number }>;
+      .returning<Array<{ count: number }>>('count');
     if (Math.random() < 0.01) await this.db('auth_rate').where('window_start', '<', new Date(now - 2 * windowMs)).delete();
     return (row?.count ?? 0) <= limit;
   }

@@ -132,7 +132,7 @@ export class SessionStore {
 
   /** Signs one session out (the cookie's). */
   async revokeToken(token: string): Promise<void> {
-    const [row] = (await this.db('app_sessions').where({ id: hashSecret(token) }).whereNull('revoked_at').update({ revoked_at: this.clock() }).returning('app_uid')) as Array<{ app_uid: string }>;
+    const [row] = await this.db('app_sessions').where({ id: hashSecret(token) }).whereNull('revoked_at').update({ revoked_at: this.clock() }).returning<Array<{ app_uid: string }>>('app_uid');
     if (row) await this.announce(row.app_uid);
   }
 
@@ -151,12 +151,12 @@ export class SessionStore {
   /** Sessions still alive, per app (for the API's user listing). */
   async activeCount(appUid: string): Promise<Map<string, number>> {
     const now = this.clock();
-    const rows = (await this.db('app_sessions')
+    const rows = await this.db('app_sessions')
       .where({ app_uid: appUid })
       .whereNull('revoked_at')
       .where('expires_at', '>', now)
       .whereNotNull('app_user_id')
-      .select('app_user_id', 'kind', 'last_seen_at', 'expires_at')) as Array<Pick<SessionRow, 'app_user_id' | 'kind' | 'last_seen_at' | 'expires_at'>>;
+      .select<Array<Pick<SessionRow, 'app_user_id' | 'kind' | 'last_seen_at' | 'expires_at'>>>('app_user_id', 'kind', 'last_seen_at', 'expires_at');
     const out = new Map<string, number>();
     for (const r of rows) if (this.alive(r, now)) out.set(r.app_user_id!, (out.get(r.app_user_id!) ?? 0) + 1);
     return out;

@@ -54,7 +54,7 @@ function execForm(args: string): string[] | undefined {
   if (!args.startsWith('[')) return undefined;
   try {
     const v = JSON.parse(args) as unknown;
-    if (Array.isArray(v) && v.every((x) => typeof x === 'string')) return v as string[];
+    if (Array.isArray(v) && v.every((x) => typeof x === 'string')) return v;
   } catch {
     // Not JSON: the shell form, as Docker takes it.
   }
@@ -103,7 +103,7 @@ export function parseDockerfile(text: string, file = 'Dockerfile'): DockerImage 
           : [[rest.split(/\s+/)[0]!, rest.slice(rest.split(/\s+/)[0]!.length).trim()] as const];
         for (const [name, value] of pairs) {
           env[name] = expand(value, vars);
-          steps.push({ op: 'env', name, value: env[name]! });
+          steps.push({ op: 'env', name, value: env[name] });
         }
         break;
       }

@@ -129,7 +129,7 @@ export class BuildStore {
     const phase = st?.phase;
     if (!phase) return false;
     return this.db.transaction(async (tx) => {
-      const row = (await tx('builds').where({ id: b.metadata.name! }).forUpdate().first('phase', 'app')) as { phase: BuildPhase; app: string } | undefined;
+      const row = await tx('builds').where({ id: b.metadata.name! }).forUpdate().first<{ phase: BuildPhase; app: string } | undefined>('phase', 'app');
       if (!row || rank[phase] <= rank[row.phase]) return false;
       const fields = {
         phase,
@@ -170,7 +170,7 @@ export class BuildStore {
   }
 
   async log(accountId: string, id: string): Promise<{ text: string; truncated: boolean } | undefined> {
-    const row = (await this.db('builds').where({ account_id: accountId, id }).whereNotNull('log').first('log', 'log_truncated')) as { log: string; log_truncated: boolean } | undefined;
+    const row = await this.db('builds').where({ account_id: accountId, id }).whereNotNull('log').first<{ log: string; log_truncated: boolean } | undefined>('log', 'log_truncated');
     return row && { text: row.log, truncated: row.log_truncated };
   }
 
@@ -193,7 +193,7 @@ export class BuildStore {
   /** Record ids of the account whose logs are not kept yet among `ids` (ended builds to copy a log of). */
   async withoutLog(ids: readonly string[]): Promise<Set<string>> {
     if (!ids.length) return new Set();
-    const rows = (await this.db('builds').whereIn('id', ids).whereNull('log').select('id')) as Array<{ id: string }>;
+    const rows = await this.db('builds').whereIn('id', ids).whereNull('log').select<Array<{ id: string }>>('id');
     return new Set(rows.map((r) => r.id));
   }
 }

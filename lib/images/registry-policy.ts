@@ -65,7 +65,7 @@ export function parseImageReference(ref: string): ImageReference {
   let remainder = rest;
   if (isDomain) {
     remainder = rest.slice(slash + 1);
-    const m = /^(\[[^\]]*\]|[^:]*)(?::(\d{1,5}))?$/.exec(first!);
+    const m = /^(\[[^\]]*\]|[^:]*)(?::(\d{1,5}))?$/.exec(first);
     if (!m) throw new ImageReferenceError(`is not an image reference (${first} is not a registry host[:port])`);
     host = m[1]!.replace(/^\[|\]$/g, '').toLowerCase().replace(/\.+$/, '');
     if (m[2] !== undefined) {
@@ -166,9 +166,9 @@ function classify6(address: string): { rule: HostRule; what: string } | undefine
 /**
  * The IPv4 address a host spells in any form a resolver's inet_aton or a URL parser accepts
  * (127.1, 0x7f.1, 0177.0.0.1, 2130706433), or undefined when it is a name. A host that looks
- * numeric but is no address (999.1.1.1, a.123) is reported as such: it is no registry name either.
+ * numeric but is no address (999.1.1.1, a.123) is reported as such ('invalid'): it is no registry name either.
  */
-function ipv4Of(host: string): string | 'invalid' | undefined {
+function ipv4Of(host: string): string | undefined {
   if (isIP(host) === 4) return host;
   const labels = host.split('.');
   const last = labels.at(-1) ?? '';

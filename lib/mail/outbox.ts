@@ -107,9 +107,9 @@ export class MailOutbox {
     const m = outgoingMail.parse(msg);
     const q = trx ?? this.db;
     const now = this.clock();
-    const [row] = (await q('mail_outbox')
+    const [row] = await q('mail_outbox')
       .insert({ to: m.to, subject: m.subject, text: m.text, html: m.html ?? null, purpose: m.purpose, created_at: now, next_attempt_at: now })
-      .returning('id')) as Array<{ id: string | number }>;
+      .returning<Array<{ id: string | number }>>('id');
     // NOTIFY inside a transaction is delivered at its commit, and not at all on rollback.
     await q.raw('SELECT pg_notify(?, ?)', [wakeChannel, '']);
     return { id: String(row!.id) };
@@ -122,7 +122,7 @@ export class MailOutbox {
    */
   async deliverDue(transport: MailTransport, now: Date = this.clock()): Promise<DeliveryReport> {
     return this.db.transaction(async (trx) => {
-      const rows = (await trx('mail_outbox')
+      const rows = await trx('mail_outbox')
         .whereNull('sent_at')
         .whereNull('failed_at')
         .where('next_attempt_at', '<=', now)
@@ -130,7 +130,7 @@ export class MailOutbox {
         .limit(this.batchSize)
         .forUpdate()
         .skipLocked()
-        .select('id', 'to', 'subject', 'text', 'html', 'purpose', 'attempts')) as DueRow[];
+        .select<DueRow[]>('id', 'to', 'subject', 'text', 'html', 'purpose', 'attempts');
       const outcomes: DeliveryOutcome[] = [];
       for (const row of rows) outcomes.push(await this.attempt(trx, transport, row, now));
       return { claimed: rows.length, outcomes };
@@ -140,7 +140,9 @@ export class MailOutbox {
   /** Deletes finished mail (sent or given up before `before`); returns how many rows went. */
   async purge(before: Date): Promise<number> {
     return this.db('mail_outbox')
-      .where((q) => q.where('sent_at', '<', before).orWhere('failed_at', '<', before))
+      .where((q) => {
+        q.where('sent_at', '<', before).orWhere('failed_at', '<', before);
+      })
       .delete();
   }
 

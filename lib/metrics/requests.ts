@@ -270,11 +270,11 @@ export async function requestSeries(db: Db, appUid: string, start: Date, end: Da
   const points: SeriesPoint[] = Array.from({ length: n }, (_, i) => ({ start: new Date(start.getTime() + i * stepMs), ...emptyTotals() }));
   const slot = db.raw('floor(extract(epoch from (minute - ?::timestamptz)) * 1000 / ?)::int', [start, stepMs]);
   const rows = db('app_request_metrics').where({ app_uid: appUid }).where('minute', '>=', start).where('minute', '<', end);
-  const sums = (await rows
+  const sums = await rows
     .clone()
     .select({ slot })
     .sum({ requests: 'requests', s2: 'status_2xx', s3: 'status_3xx', s4: 'status_4xx', s5: 'status_5xx', ms: 'duration_ms_sum' })
-    .groupByRaw('1')) as Array<Record<'slot' | 'requests' | 's2' | 's3' | 's4' | 's5' | 'ms', string | number>>;
+    .groupByRaw<Array<Record<'slot' | 'requests' | 's2' | 's3' | 's4' | 's5' | 'ms', string | number>>>('1');
   for (const r of sums) {
     const p = points[Number(r.slot)];
     if (!p) continue;
@@ -282,12 +282,12 @@ export async function requestSeries(db: Db, appUid: string, start: Date, end: Da
     p.status = { '2xx': Number(r.s2), '3xx': Number(r.s3), '4xx': Number(r.s4), '5xx': Number(r.s5) };
     p.durationMsSum = Number(r.ms);
   }
-  const buckets = (await db
+  const buckets = await db
     .from(rows.clone().select({ slot, latency_buckets: 'latency_buckets' }).as('t'))
     .joinRaw('CROSS JOIN LATERAL unnest(t.latency_buckets) WITH ORDINALITY AS u(v, i)')
     .select('t.slot', 'u.i')
     .sum({ count: 'u.v' })
-    .groupBy('t.slot', 'u.i')) as Array<{ slot: number; i: string | number; count: string | number }>;
+    .groupBy<Array<{ slot: number; i: string | number; count: string | number }>>('t.slot', 'u.i');
   for (const b of buckets) {
     const p = points[Number(b.slot)];
     const i = Number(b.i) - 1;

@@ -76,6 +76,7 @@ export function composeAuth(top: unknown, service: { name: string; xsvc: unknown
 export function policiesInForce(app: Pick<App, 'spec' | 'status'>): AuthPolicy[] {
   const { rollout, live } = app.status ?? {};
   const unsettled = live !== undefined && !(rollout?.state === 'Live' && rollout.revision === live.revision);
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- the generated type of status.live.spec is {} (the CRD keeps it schemaless); the rule takes {} for the same type
   const policies = [app.spec.auth, unsettled ? (live.spec as { auth?: AuthPolicy } | undefined)?.auth : undefined];
   return policies.filter((p): p is AuthPolicy => p !== undefined && p.rules.length > 0);
 }

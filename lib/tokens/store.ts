@@ -165,7 +165,7 @@ export class TokenStore {
    */
   async revoke(accountId: string, id: string): Promise<boolean> {
     if (!id.startsWith('tok_')) {
-      const row = await this.db('api_tokens').where({ nonce: id, account_id: accountId }).first();
+      const row = await this.db('api_tokens').where({ nonce: id, account_id: accountId }).first<object | undefined>();
       if (!row) return false;
     } else if (!/^tok_[A-Za-z0-9_-]{24}$/.test(id)) {
       return false;
@@ -239,10 +239,10 @@ export class TokenStore {
   }
 
   private async syncRevocations(): Promise<void> {
-    const rows = (await this.db('token_revocations')
+    const rows = await this.db('token_revocations')
       .where('seq', '>', this.revocationSeq)
       .orderBy('seq', 'asc')
-      .select('seq', 'account_id', 'link_id')) as Array<{ seq: string; account_id: string; link_id: string }>;
+      .select<Array<{ seq: string; account_id: string; link_id: string }>>('seq', 'account_id', 'link_id');
     for (const r of rows) {
       this.markRevoked(r.account_id, r.link_id);
       this.revocationSeq = Math.max(this.revocationSeq, Number(r.seq));
@@ -259,7 +259,7 @@ export class TokenStore {
   private async owner(nonce: string): Promise<{ accountId: string; ancestors: string[] } | undefined> {
     const cached = this.tokens.get(nonce);
     if (cached) return cached;
-    const row = (await this.db('api_tokens').where({ nonce }).first('account_id', 'ancestors')) as { account_id: string; ancestors: string[] } | undefined;
+    const row = await this.db('api_tokens').where({ nonce }).first<{ account_id: string; ancestors: string[] } | undefined>('account_id', 'ancestors');
     if (!row) return undefined;
     return this.remember(nonce, row.account_id, row.ancestors);
   }

@@ -127,7 +127,7 @@ export class WebhookDeliverer {
 
   private async claim(n: number): Promise<ClaimedRow[]> {
     const now = this.clock();
-    const result = (await this.db.raw(
+    const result = await this.db.raw<{ rows: ClaimedRow[] }>(
       `UPDATE webhook_deliveries d SET locked_until = :until
          FROM webhooks w
         WHERE w.id = d.webhook_id
@@ -139,7 +139,7 @@ export class WebhookDeliverer {
                         FOR UPDATE OF d2 SKIP LOCKED)
         RETURNING d.id, d.webhook_id, d.account_id, d.payload, d.attempts, d.locked_until, w.url, w.secret, w.previous_secret, w.previous_secret_until`,
       { until: new Date(now.getTime() + leaseMs), now, n },
-    )) as { rows: ClaimedRow[] };
+    );
     return result.rows;
   }
 
@@ -204,10 +204,10 @@ export class WebhookDeliverer {
       }
       if (r.status === 410) return this.disable(tx, row, now, 'the endpoint answered 410 Gone');
       this.opts.log.warn({ ...log, error: r.error, retryInMs: wait }, wait === undefined ? 'Webhook delivery failed for good' : 'Webhook delivery failed; retrying');
-      const [endpoint] = (await tx('webhooks')
+      const [endpoint] = await tx('webhooks')
         .where({ id: row.webhook_id })
         .update({ failing_since: tx.raw('coalesce(failing_since, ?)', [now]) })
-        .returning('failing_since')) as Array<{ failing_since: Date }>;
+        .returning<Array<{ failing_since: Date }>>('failing_since');
       if (endpoint && now.getTime() - endpoint.failing_since.getTime() >= disableAfterFailingMs) {
         await this.disable(tx, row, now, `every attempt has failed since ${endpoint.failing_since.toISOString()}`);
       }

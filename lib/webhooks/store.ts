@@ -60,15 +60,15 @@ export async function createWebhook(
     event_types: JSON.stringify(input.eventTypes),
     description: input.description ?? null,
   };
-  const [created] = (await db
+  const [created] = await db
     .transaction(async (trx) => {
-      const inserted = await trx('webhooks').insert(row).returning('*');
+      const inserted = await trx('webhooks').insert(row).returning<WebhookRow[]>('*');
       await recordEvent(trx, accountId, 'webhook.created', row.id, { url: row.url });
       return inserted;
     })
-    .catch((err: { code?: string }) => {
-      throw err.code === '23505' ? new WebhookExistsError(input.url) : err;
-    })) as WebhookRow[];
+    .catch((err: unknown) => {
+      throw (err as { code?: string }).code === '23505' ? new WebhookExistsError(input.url) : err;
+    });
   return { webhook: toWebhook(created!), secret: row.secret };
 }
 
@@ -203,9 +203,7 @@ export class WebhookDisabledError extends Error {
  */
 export async function redeliver(db: Db, accountId: string, webhookId: string, id: string, now: Date): Promise<Delivery | undefined> {
   return db.transaction(async (trx) => {
-    const endpoint = (await trx('webhooks').where({ account_id: accountId, id: webhookId }).first('disabled_at', 'disabled_reason')) as
-      | { disabled_at: Date | null; disabled_reason: string | null }
-      | undefined;
+    const endpoint = await trx('webhooks').where({ account_id: accountId, id: webhookId }).first<{ disabled_at: Date | null; disabled_reason: string | null } | undefined>('disabled_at', 'disabled_reason');
     if (!endpoint) return undefined;
     const [row] = (await trx('webhook_deliveries')
       .where({ account_id: accountId, webhook_id: webhookId, id })

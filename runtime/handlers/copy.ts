@@ -44,12 +44,11 @@ async function walk(base: string, rel = ''): Promise<{ files: string[]; packages
 }
 
 export async function prepareRunnableCopy(base: string, cacheDirOption: string | undefined, log: Logger): Promise<RunnableCopy> {
-  let routes: HandlerRoute[] = [];
   const broken = new Map<string, Error>();
   let cacheDir = cacheDirOption;
   const { files, packages } = await walk(base);
   const plan = planHandlerRoutes(files);
-  routes = plan.routes;
+  const routes = plan.routes;
   for (const problem of plan.problems) log.warn({ problem }, 'Handler tree problem');
   cacheDir ??= await mkdtemp(path.join(tmpdir(), 'svc-handlers-'));
   const dest = cacheDir;

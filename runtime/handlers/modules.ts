@@ -40,7 +40,7 @@ export function toRequest(req: IncomingMessage, signal: AbortSignal): Request {
   const method = req.method ?? 'GET';
   const init: RequestInit & { duplex?: 'half' } = { method, headers, signal };
   if (method !== 'GET' && method !== 'HEAD') {
-    init.body = Readable.toWeb(req) as unknown as RequestInit['body'];
+    init.body = Readable.toWeb(req);
     init.duplex = 'half';
   }
   return new Request(url, init);
@@ -76,7 +76,7 @@ async function sendResponse(response: Response, req: IncomingMessage, res: Serve
     res.end();
     return;
   }
-  await pipeline(Readable.fromWeb(response.body as unknown as Parameters<typeof Readable.fromWeb>[0]), res);
+  await pipeline(Readable.fromWeb(response.body), res);
 }
 
 function entriesOf(mod: Record<string, unknown>): LoadedModule {

@@ -62,7 +62,7 @@ describe('API deploys', () => {
         return r && r.status === 200 && r.body.includes(want) ? r : undefined;
       }, { timeoutMs: 60_000, intervalMs: 100 });
     } catch (err) {
-      throw new Error(`${(err as Error).message}; last answer: ${last}`);
+      throw new Error(`${(err as Error).message}; last answer: ${last}`, { cause: err });
     }
   };
 
@@ -194,8 +194,8 @@ describe('API deploys', () => {
     assert.deepEqual((await json<{ env: Record<string, string> }>(await api.request('GET', '/api/apps/site-copy/env'), 200)).env, { GREETING: 'hi' });
     const copy = await api.services.apps.find(ns, 'site-copy');
     assert.equal(copy?.generation, 1, 'created whole in one write: its first machines already have the env');
-    const secret = await api.kube.core.readNamespacedSecret({ namespace: ns, name: copy!.spec.envSecretName! });
-    assert.equal(secret.metadata?.ownerReferences?.[0]?.uid, copy!.id, 'the env copy goes with the fork');
+    const secret = await api.kube.core.readNamespacedSecret({ namespace: ns, name: copy.spec.envSecretName! });
+    assert.equal(secret.metadata?.ownerReferences?.[0]?.uid, copy.id, 'the env copy goes with the fork');
     assert.equal((await json(await api.request('POST', '/api/apps/site/fork', { body: { name: 'site-copy' } }), 409)) !== undefined, true);
 
     const created = await json<{ preview: { ref: string; app: string }; deploy: DeployBody }>(
@@ -347,7 +347,7 @@ describe('API deploys', () => {
     await served('fns', 'hello from a handler at /api/hello', '/api/hello');
     const user = await getFromApp(ns, 'fns', '/api/users/42');
     assert.equal(user?.status, 200);
-    assert.deepEqual(JSON.parse(user!.body), { user: '42', who: null }, 'a TypeScript handler with a route param');
+    assert.deepEqual(JSON.parse(user.body), { user: '42', who: null }, 'a TypeScript handler with a route param');
     assert.equal((await getFromApp(ns, 'fns', '/time'))?.body, 'tick', 'handlers/ files serve from the root');
     assert.equal((await getFromApp(ns, 'fns', '/about'))?.body, '<h1>about the functions</h1>', 'the rest is a static site');
     for (const p of ['/api/hello.js', '/%61pi/hello.js', '/handlers/time.mjs']) {

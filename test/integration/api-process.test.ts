@@ -43,8 +43,8 @@ describe('API process', () => {
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
-    child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
     return child;
   }
   async function healthy(): Promise<void> {
@@ -95,7 +95,7 @@ describe('API process', () => {
     const child = start();
     try {
       await healthy();
-      const rows = (await fresh.db('accounts').count({ n: '*' })) as Array<{ n: string }>;
+      const rows = await fresh.db('accounts').count<Array<{ n: string }>>({ n: '*' });
       assert.equal(Number(rows[0]?.n), 1);
       assert.equal(await readFile(path.join(stateDir, 'owner-token'), 'utf8'), before);
     } finally {

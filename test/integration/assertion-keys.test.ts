@@ -87,7 +87,7 @@ describe('assertion keys in PostgreSQL: rotation and replicas', () => {
     await assert.rejects(verifyAssertion(oldToken, later, { audience: host, issuer, now: new Date(now) }));
     await verifyAssertion(await signerA.sign(identity, host), later, { audience: host, issuer, now: new Date(now) });
     await a.rotate(); // a forced rotation also deletes expired keys
-    const rows = (await fresh.db('assertion_keys').select('kid')) as Array<{ kid: string }>;
+    const rows = await fresh.db('assertion_keys').select<Array<{ kid: string }>>('kid');
     assert.ok(!rows.some((r) => r.kid === first.kid));
   });
 
@@ -111,7 +111,7 @@ describe('assertion keys in PostgreSQL: rotation and replicas', () => {
     const current = await stores[0]!.signingKey();
     now += 24 * hour;
     await Promise.all(stores.map((s) => s.signingKey()));
-    const rows = (await fresh.db('assertion_keys').where('created_at', '=', new Date(now)).select('kid')) as Array<{ kid: string }>;
+    const rows = await fresh.db('assertion_keys').where('created_at', '=', new Date(now)).select<Array<{ kid: string }>>('kid');
     assert.equal(rows.length, 1);
     const sets = await Promise.all(stores.map((s) => s.jwks()));
     for (const set of sets) assert.deepEqual(kids(set).sort(), kids(sets[0]!).sort());

@@ -40,7 +40,7 @@ describe('sign-in housekeeping (real PostgreSQL)', () => {
   }
   const rowsOf = async (uid: string): Promise<Record<string, number>> => {
     const out: Record<string, number> = {};
-    for (const t of tables) out[t] = Number(((await fresh.db(t).where('app_uid', uid).count({ n: '*' })) as Array<{ n: string }>)[0]!.n);
+    for (const t of tables) out[t] = Number((await fresh.db(t).where('app_uid', uid).count<Array<{ n: string }>>({ n: '*' }))[0]!.n);
     return out;
   };
   const none = Object.fromEntries(tables.map((t) => [t, 0]));
@@ -118,7 +118,9 @@ describe('sign-in data of an app deleted through the API (real apiserver)', () =
     await api.services.auth.sessions.create(id, 'short-lived.apps.test', { provider: 'email', subject: user.id, email: 'ada@example.test', appUserId: user.id });
     assert.equal((await api.request('DELETE', '/api/apps/short-lived')).status, 204);
     await eventually('its app users and sessions to go', async () => {
-      const left = await api.db('app_users').where('app_uid', id).union((q) => q.select('app_uid').from('app_sessions').where('app_uid', id)).select('app_uid');
+      const left = await api.db('app_users').where('app_uid', id).union((q) => {
+        q.select('app_uid').from('app_sessions').where('app_uid', id);
+      }).select('app_uid');
       return left.length === 0;
     });
   });

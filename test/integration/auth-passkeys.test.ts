@@ -87,7 +87,7 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
       { appUserId: user.id, credentialId },
     );
     assert.equal((await passkeys.list(appA.ref.uid, user.id))[0]?.lastUsedAt?.getTime(), now);
-    const row = (await fresh.db('passkey_credentials').where({ id: credentialId }).first('counter', 'app_uid')) as { counter: string; app_uid: string };
+    const row = await fresh.db('passkey_credentials').where({ id: credentialId }).first<{ counter: string; app_uid: string }>('counter', 'app_uid');
     assert.deepEqual(row, { counter: '1', app_uid: appA.ref.uid });
     assert.deepEqual(await signIn(appA, authenticator), { appUserId: user.id, credentialId });
   });
@@ -207,7 +207,7 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
     const stale = await signInOptions(appA);
     now += challengeLifetimeMs;
     const current = await signInOptions(appA);
-    const ids = ((await fresh.db('passkey_challenges').select('id')) as Array<{ id: string }>).map((r) => r.id);
+    const ids = (await fresh.db('passkey_challenges').select<Array<{ id: string }>>('id')).map((r) => r.id);
     assert.ok(!ids.includes(stale.challengeId), 'issuing a challenge sweeps expired ones');
     assert.ok(ids.includes(current.challengeId));
   });
@@ -225,7 +225,7 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
     await assert.rejects(signIn(appA, copy), refusedFor('cloned'), 'the copy signs with counter 3 again');
     authenticator.setCounter(credentialId, 1);
     await assert.rejects(signIn(appA, authenticator), refusedFor('cloned'));
-    const row = (await fresh.db('passkey_credentials').where({ id: credentialId }).first('counter')) as { counter: string };
+    const row = await fresh.db('passkey_credentials').where({ id: credentialId }).first<{ counter: string }>('counter');
     assert.equal(row.counter, '3', 'a refused sign-in does not move the stored counter');
     authenticator.setCounter(credentialId, 10);
     assert.equal((await signIn(appA, authenticator)).credentialId, credentialId);
@@ -301,6 +301,6 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
     const other = await newUser();
     await register(appA, other, new SoftwareAuthenticator());
     await fresh.db('app_users').where({ id: other.id }).del();
-    assert.equal(Number(((await fresh.db('passkey_credentials').where({ app_user_id: other.id }).count({ n: '*' })) as Array<{ n: string }>)[0]?.n), 0);
+    assert.equal(Number((await fresh.db('passkey_credentials').where({ app_user_id: other.id }).count<Array<{ n: string }>>({ n: '*' }))[0]?.n), 0);
   });
 });

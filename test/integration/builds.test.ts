@@ -97,7 +97,7 @@ describe('Builds', () => {
     // Followed from the start: the first byte comes at once, the rest as the builder writes it.
     const res = await api.request('GET', `/api/builds/${created.id}/logs?follow=true`);
     assert.equal(res.status, 200);
-    const reader = res.body!.getReader();
+    const reader = (res.body as ReadableStream<Uint8Array>).getReader();
     const first = await reader.read();
     const firstByteMs = Date.now() - started;
     let log = new TextDecoder().decode(first.value);

@@ -281,7 +281,7 @@ describe('chart: the platform installed on the local cluster', { timeout: 15 * 6
     const pods = (await core.listNamespacedPod({ namespace: ns.name, labelSelector: `app.kubernetes.io/instance=${release}` })).items;
     assert.equal(new Set(pods.map((p) => p.spec!.nodeName)).size, 2, 'replicas spread over both nodes');
     const controllers = pods.filter((p) => p.metadata!.labels!['app.kubernetes.io/component'] === 'controllers').map((p) => p.metadata!.name!);
-    assert.ok(controllers.includes((await eventually('a controllers leader', leader, { timeoutMs: 30_000 }))!), 'one of the release\'s controllers leads');
+    assert.ok(controllers.includes((await eventually('a controllers leader', leader, { timeoutMs: 30_000 }))), 'one of the release\'s controllers leads');
     token = await eventually('the first token in its Secret', async () => {
       const data = (await core.readNamespacedSecret({ name: `${release}-owner-token`, namespace: ns.name })).data;
       return data?.token ? Buffer.from(data.token, 'base64').toString() : undefined;

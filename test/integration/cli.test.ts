@@ -92,7 +92,7 @@ describe('svc CLI', () => {
           return true;
         },
       );
-      const rows = (await fresh.db('accounts').count({ n: '*' })) as Array<{ n: string }>;
+      const rows = await fresh.db('accounts').count<Array<{ n: string }>>({ n: '*' });
       assert.equal(Number(rows[0]?.n), 1);
     });
   });

@@ -161,7 +161,7 @@ describe('Compose files with several services', () => {
     const web = all.find((p) => p.metadata?.labels?.[labels.public] === 'true')!;
     const cacheReady = cache.status?.conditions?.find((c) => c.type === 'Ready')?.lastTransitionTime;
     assert.ok(cacheReady && web.metadata?.creationTimestamp, 'both have times');
-    assert.ok(new Date(web.metadata!.creationTimestamp!).getTime() >= new Date(cacheReady).getTime() - 1000, `web made at ${web.metadata!.creationTimestamp}, cache ready at ${cacheReady}`);
+    assert.ok(new Date(web.metadata.creationTimestamp).getTime() >= new Date(cacheReady).getTime() - 1000, `web made at ${web.metadata.creationTimestamp.toISOString()}, cache ready at ${cacheReady.toISOString()}`);
 
     // kubectl sees the same: the App's status per service, and a Service per service with ports.
     const cr = (await custom().getNamespacedCustomObject({ group, version, namespace: ns, plural: pluralOf('App'), name: 'stack' })) as App;

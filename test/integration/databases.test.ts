@@ -91,7 +91,7 @@ describe('Databases', () => {
     await json(await api.request('POST', '/api/apps', { body: { name: 'dbapp' } }), 201);
     const d = await json<{ id: string }>(await api.request('POST', '/api/apps/dbapp/deploy', { body: { image: images.runtime, command: ['node', '-e', dbAppScript] } }), 202);
     await eventually('the app live', async () => ((await json<{ status: string }>(await api.request('GET', `/api/deploys/${d.id}`), 200)).status === 'live'), { timeoutMs: 90_000 });
-    assert.deepEqual(JSON.parse((await eventually('the app', () => app('/env')))!), { url: null, host: null });
+    assert.deepEqual(JSON.parse((await eventually('the app', () => app('/env')))), { url: null, host: null });
 
     const attached = await json<{ app: string; database: DatabaseBody }>(await api.request('PUT', '/api/apps/dbapp/database', { body: { name: 'notes-db' } }), 200);
     assert.equal(attached.app, 'dbapp');

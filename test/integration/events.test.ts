@@ -4,6 +4,7 @@
 // second, and events of concurrent transactions delivered in id order with none skipped.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
 import { eventsCommand } from '../../cli/events.js';
 import { recordEvent } from '../../lib/events.js';
 import { startTestApi, type TestApi } from '../support/api.js';
@@ -114,8 +115,9 @@ describe('GET /events', () => {
     assert.ok(await f.until(() => f.events().length > before));
     const last = f.frames.at(-1)!;
     assert.equal(last.event, 'token.created');
-    assert.equal(JSON.parse(last.data!).subject, nonce);
-    assert.equal(Number(last.id), JSON.parse(last.data!).id);
+    const data = JSON.parse(last.data!) as { subject: string; id: number };
+    assert.equal(data.subject, nonce);
+    assert.equal(Number(last.id), data.id);
     f.close();
     await f.done;
   });
@@ -189,7 +191,7 @@ describe('GET /events', () => {
     await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
     const env = { ...process.env, SVC_API_URL: `http://127.0.0.1:${(proxy.address() as import('node:net').AddressInfo).port}/api`, SVC_TOKEN: api.token };
     try {
-      const listed = await new Promise<string>((resolve, reject) => execFile(process.execPath, [svc, 'events', '--kind', 'account.*'], { env }, (err, out) => (err ? reject(err) : resolve(out))));
+      const { stdout: listed } = await promisify(execFile)(process.execPath, [svc, 'events', '--kind', 'account.*'], { env });
       assert.match(listed, /^\d+ {2}\S+ {2}account\.created {2}acct_/);
       const child = spawn(process.execPath, [svc, 'events', '--follow', '--json', '--kind', 'token.*'], { env });
       let out = '';
@@ -304,7 +306,7 @@ describe('GET /events', () => {
     assert.equal((JSON.parse(gone.data!) as { after: number }).after, horizon);
     const n = follow(api, { headers: { accept: 'application/x-ndjson' }, query: `&after=${oldest}` });
     await n.done;
-    assert.deepEqual(JSON.parse(n.frames[0]!.data!), { error: JSON.parse(gone.data!).error, gone: true, after: horizon });
+    assert.deepEqual(JSON.parse(n.frames[0]!.data!), { error: (JSON.parse(gone.data!) as { error: string }).error, gone: true, after: horizon });
     // The CLI says so and lists from the oldest kept.
     const out: string[] = [];
     const warnings: string[] = [];

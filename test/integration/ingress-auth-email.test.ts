@@ -44,7 +44,7 @@ describe('ingress-auth email sign-in (Chromium, SMTP)', () => {
   };
   const mailsTo = (address: string) => smtp.received.filter((m) => m.to.includes(address));
   /** Mail queued to `address` in the outbox, sent or not. */
-  const queuedTo = async (address: string) => Number(((await api.db('mail_outbox').where({ to: address }).count({ n: '*' })) as Array<{ n: string }>)[0]!.n);
+  const queuedTo = async (address: string) => Number((await api.db('mail_outbox').where({ to: address }).count<Array<{ n: string }>>({ n: '*' }))[0]!.n);
   const nth = async (address: string, n: number): Promise<ReceivedMail> => {
     await eventually(`mail #${n} to ${address}`, () => mailsTo(address).length >= n, { timeoutMs: 20_000, intervalMs: 50 });
     return mailsTo(address)[n - 1]!;

@@ -72,7 +72,7 @@ describe('ingress-auth sign-in', () => {
     ia = await startTestIngress(api);
     for (const app of [guard, other]) await json(await api.request('POST', '/api/apps', { body: { name: app } }), 201);
     const ids = await Promise.all([deploy(guard, policy), deploy(other, policy)]);
-    await Promise.all([live(guard, ids[0]!), live(other, ids[1]!)]);
+    await Promise.all([live(guard, ids[0]), live(other, ids[1])]);
     // The ingress's caches see the App and its endpoints a moment after the deploy is live.
     for (const app of [guard, other]) {
       let last = '';
@@ -147,15 +147,15 @@ describe('ingress-auth sign-in', () => {
     assert.equal(h['x-svc-auth-email'], api.account.email);
     assert.equal(h['x-svc-auth-provider'], 'svc');
     const jwks = JSON.parse((await b.request(host(guard), '/_svc/auth/jwks.json')).body) as { keys: object[] };
-    const claims = await verifyAssertion(h['x-svc-auth-assertion']!, jwks as never, { audience: host(guard), issuer: ia.config.assertion.issuer });
+    const claims = await verifyAssertion(h['x-svc-auth-assertion']!, jwks, { audience: host(guard), issuer: ia.config.assertion.issuer });
     assert.equal(claims.sub, api.account.id);
     assert.equal(claims.aud, host(guard));
     assert.equal(claims.provider, 'svc');
     assert.ok(claims.exp - claims.iat <= 900 && claims.exp > claims.iat);
     const [head, payload, sig] = h['x-svc-auth-assertion']!.split('.');
     const forged = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload!, 'base64url').toString()), sub: 'someone-else' })).toString('base64url');
-    await assert.rejects(verifyAssertion(`${head}.${forged}.${sig}`, jwks as never, { audience: host(guard), issuer: ia.config.assertion.issuer }), /signature/);
-    await assert.rejects(verifyAssertion(h['x-svc-auth-assertion']!, jwks as never, { audience: host(other), issuer: ia.config.assertion.issuer }), /aud/);
+    await assert.rejects(verifyAssertion(`${head}.${forged}.${sig}`, jwks, { audience: host(guard), issuer: ia.config.assertion.issuer }), /signature/);
+    await assert.rejects(verifyAssertion(h['x-svc-auth-assertion']!, jwks, { audience: host(other), issuer: ia.config.assertion.issuer }), /aud/);
 
     // Handlers in other languages get the same identity as SVC_AUTH_* (and the header as HTTP_X_SVC_AUTH_*).
     const env = await b.request(host(guard), '/api/env', { headers: [['Accept', '*/*'], ['X-Svc-Auth-Email', 'forged@evil.test']] });

@@ -57,7 +57,7 @@ describe('ingress-auth routing', () => {
         return r.status === 200 && r.body.includes(want) ? r : undefined;
       }, { timeoutMs: 60_000, intervalMs: 100 });
     } catch (err) {
-      throw new Error(`${(err as Error).message}; last answer: ${last}`);
+      throw new Error(`${(err as Error).message}; last answer: ${last}`, { cause: err });
     }
   };
 
@@ -186,7 +186,7 @@ describe('ingress-auth routing', () => {
     assert.equal(now.s4 - before.s4, 1);
 
     async function totals(appUid: string) {
-      const rows = (await api.db('app_request_metrics').where({ app_uid: appUid }).select('requests', 'status_2xx', 'status_4xx', 'namespace', 'app_name')) as Array<{ requests: number; status_2xx: number; status_4xx: number; namespace: string; app_name: string }>;
+      const rows = await api.db('app_request_metrics').where({ app_uid: appUid }).select<Array<{ requests: number; status_2xx: number; status_4xx: number; namespace: string; app_name: string }>>('requests', 'status_2xx', 'status_4xx', 'namespace', 'app_name');
       for (const r of rows) assert.deepEqual([r.namespace, r.app_name], [api.account.namespace, site]);
       return rows.reduce((t, r) => ({ requests: t.requests + Number(r.requests), s2: t.s2 + Number(r.status_2xx), s4: t.s4 + Number(r.status_4xx) }), { requests: 0, s2: 0, s4: 0 });
     }

@@ -190,7 +190,7 @@ describe('mail outbox and its leader-elected sender (real PostgreSQL, SMTP serve
     const holder = async () => (await leases.readNamespacedLease({ namespace: ns.name, name: 'svc-mailer' })).spec?.holderIdentity;
     // The leader's LISTEN session: once it is there, mail enqueued afterwards reaches it by NOTIFY.
     const listening = async () => {
-      const r = (await fresh.db.raw("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN svc_mail_outbox'")) as { rows: Array<{ n: number }> };
+      const r = await fresh.db.raw<{ rows: Array<{ n: number }> }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN svc_mail_outbox'");
       return r.rows[0]!.n === 1;
     };
 
@@ -219,7 +219,7 @@ describe('mail outbox and its leader-elected sender (real PostgreSQL, SMTP serve
 
     const expected = [...Array.from({ length: 10 }, (_, i) => `Fleet ${i}`), ...Array.from({ length: 5 }, (_, i) => `Takeover ${i}`)];
     assert.deepEqual([...subjectsReceived('Fleet '), ...subjectsReceived('Takeover ')].sort(), expected.sort());
-    const rows = (await fresh.db('mail_outbox').where('subject', 'like', 'Fleet %').orWhere('subject', 'like', 'Takeover %').select('attempts', 'sent_at')) as OutboxRow[];
+    const rows = await fresh.db('mail_outbox').where('subject', 'like', 'Fleet %').orWhere('subject', 'like', 'Takeover %').select<OutboxRow[]>('attempts', 'sent_at');
     assert.equal(rows.length, 15);
     assert.ok(rows.every((r) => r.sent_at && r.attempts === 1));
     await follower.stop();

@@ -5,11 +5,11 @@ import { migrateDownAll, migrateLatest, migrationNames } from '../../lib/db/migr
 import { freshDatabase } from '../support/db.js';
 
 async function tables(db: Db): Promise<string[]> {
-  const rows = (await db('information_schema.tables')
+  const rows = await db('information_schema.tables')
     .where({ table_schema: 'public' })
     .whereNot('table_name', 'like', 'knex_%')
     .orderBy('table_name')
-    .select('table_name')) as Array<{ table_name: string }>;
+    .select<Array<{ table_name: string }>>('table_name');
   return rows.map((r) => r.table_name);
 }
 
@@ -32,7 +32,7 @@ describe('database migrations (real PostgreSQL)', () => {
     await fresh.db('accounts').insert({ id: 'acct_1', email: 'a@example.test', name: 'A', namespace: 'acct-1' });
     const ids = [];
     for (const type of ['app.created', 'app.deployed']) {
-      const [row] = (await fresh.db('events').insert({ account_id: 'acct_1', type }).returning('id')) as Array<{ id: string }>;
+      const [row] = await fresh.db('events').insert({ account_id: 'acct_1', type }).returning<Array<{ id: string }>>('id');
       ids.push(Number(row?.id));
     }
     assert.ok(ids[1]! > ids[0]!);

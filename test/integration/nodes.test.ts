@@ -54,7 +54,7 @@ describe('nodes: kubelet + containerd', () => {
       const p = await read(name);
       return p.status?.phase === 'Running' && p.status.containerStatuses?.every((c) => c.state?.running) ? p : undefined;
     });
-  const logs = async (name: string) => (await core.readNamespacedPodLog({ name, namespace: ns.name })) as unknown as string;
+  const logs = async (name: string) => await core.readNamespacedPodLog({ name, namespace: ns.name });
 
   it('registers two Ready nodes that renew their leases', async () => {
     const nodes = await core.listNode({ labelSelector: 'svc.dev/node' });
@@ -205,7 +205,7 @@ describe('nodes: kubelet + containerd', () => {
     const last = p.status!.containerStatuses![0]!.lastState?.terminated;
     assert.equal(last?.exitCode, 137);
     await eventually('one container shell again', () => shells().length === 1);
-    const previous = (await core.readNamespacedPodLog({ name: 'restarter', namespace: ns.name, previous: true, timestamps: true })) as unknown as string;
+    const previous = await core.readNamespacedPodLog({ name: 'restarter', namespace: ns.name, previous: true, timestamps: true });
     assert.match(previous, new RegExp(`^\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z ${marker}\\n$`));
   });
 
@@ -258,7 +258,7 @@ describe('nodes: kubelet + containerd', () => {
     const labels = { app: 'probed' };
     await core.createNamespacedService({
       namespace: ns.name,
-      body: { metadata: { name: 'probed' }, spec: { selector: labels, ports: [{ port: 80, targetPort: 8000 as unknown as k8s.IntOrString }] } },
+      body: { metadata: { name: 'probed' }, spec: { selector: labels, ports: [{ port: 80, targetPort: 8000 }] } },
     });
     await core.createNamespacedPod({
       namespace: ns.name,
@@ -430,7 +430,7 @@ describe('nodes: kubelet + containerd', () => {
 
   it('serves a ClusterIP Service to pods through kube-proxy, on both nodes', async () => {
     const labels = { app: 'echo-svc' };
-    await core.createNamespacedService({ namespace: ns.name, body: { metadata: { name: 'echo-svc' }, spec: { selector: labels, ports: [{ port: 80, targetPort: 8000 as unknown as k8s.IntOrString }] } } });
+    await core.createNamespacedService({ namespace: ns.name, body: { metadata: { name: 'echo-svc' }, spec: { selector: labels, ports: [{ port: 80, targetPort: 8000 }] } } });
     await core.createNamespacedPod({
       namespace: ns.name,
       body: { metadata: { name: 'echo-server', labels }, spec: { nodeName: 'local-a', containers: [{ name: 'main', image: images.python, workingDir: '/etc', command: ['python3', '-m', 'http.server', '8000'] , readinessProbe: { tcpSocket: { port: 8000 as unknown as k8s.IntOrString }, periodSeconds: 1 } }] } },
@@ -516,7 +516,7 @@ describe('nodes: kubelet + containerd', () => {
     const claim = await core.readNamespacedPersistentVolumeClaim({ namespace: ns.name, name: 'data' });
     assert.equal(claim.status?.phase, 'Bound');
     assert.equal(claim.spec?.storageClassName, 'svc-local');
-    const pv = await core.readPersistentVolume({ name: claim.spec!.volumeName! });
+    const pv = await core.readPersistentVolume({ name: claim.spec.volumeName! });
     assert.deepEqual(pv.spec?.nodeAffinity?.required?.nodeSelectorTerms?.[0]?.matchExpressions?.[0]?.values, [writer.spec!.nodeName]);
     await usePod('reader', 'cat /var/lib/data/file');
     const reader = await succeeded('reader');

@@ -101,10 +101,10 @@ describe('sandboxes', { timeout: 600_000 }, () => {
 
     // Its events and its seconds, once.
     await eventually('sandbox.destroyed and its usage', async () => {
-      const rows = (await api.db('events').where({ account_id: api.account.id, subject: s.id }).select('type')) as Array<{ type: string }>;
+      const rows = await api.db('events').where({ account_id: api.account.id, subject: s.id }).select<Array<{ type: string }>>('type');
       return rows.some((r) => r.type === 'sandbox.destroyed') ? rows : undefined;
     });
-    const types = ((await api.db('events').where({ account_id: api.account.id, subject: s.id }).orderBy('id').select('type')) as Array<{ type: string }>).map((r) => r.type);
+    const types = (await api.db('events').where({ account_id: api.account.id, subject: s.id }).orderBy('id').select<Array<{ type: string }>>('type')).map((r) => r.type);
     assert.deepEqual(types, ['sandbox.opened', 'sandbox.destroyed']);
     // The API reads usage up to its clock's now (the test's clock, set when the API started).
     api.clock.advance(120_000);
@@ -221,7 +221,7 @@ except Exception as e:
     assert.equal(busyEnd.reason, 'Expired', `kept busy, it ends at its lifetime, not idle: ${busyEnd.message}`);
     assert.ok(new Date(busyEnd.ended_at!).getTime() - new Date(busyEnd.expires_at!).getTime() < 3000);
     const ends = await eventually('the expiry events', async () => {
-      const rows = (await api.db('events').whereIn('subject', [idle.id, busy.id]).where({ type: 'sandbox.expired' }).select('subject', 'data')) as Array<{ subject: string; data: { reason: string } }>;
+      const rows = await api.db('events').whereIn('subject', [idle.id, busy.id]).where({ type: 'sandbox.expired' }).select<Array<{ subject: string; data: { reason: string } }>>('subject', 'data');
       return rows.length === 2 ? rows : undefined;
     });
     assert.deepEqual(Object.fromEntries(ends.map((e) => [e.subject, e.data.reason])), { [idle.id]: 'IdleTimeout', [busy.id]: 'Expired' });

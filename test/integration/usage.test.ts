@@ -69,7 +69,7 @@ describe('Usage', () => {
     await meter.flush();
     const s3 = (await usage()).meters.machine_seconds!;
     assert.ok(close(s3 - s2, 60), `a minute more after the restart, got ${s3 - s2}`);
-    const rows = (await api.db('usage_records').where({ account_id: api.account.id, meter: 'machine_seconds' }).select('open')) as Array<{ open: boolean }>;
+    const rows = await api.db('usage_records').where({ account_id: api.account.id, meter: 'machine_seconds' }).select<Array<{ open: boolean }>>('open');
     assert.deepEqual(
       rows.map((r) => r.open),
       [true],

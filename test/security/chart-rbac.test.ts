@@ -265,7 +265,7 @@ describe('chart RBAC (real apiserver)', () => {
     await eventually('the admission policy in force', () =>
       core.createNamespace({ body: { metadata: { name: `evil-${Date.now().toString(36)}` } }, dryRun: 'All' }).then(
         () => false,
-        (err: { code?: number }) => (err.code === 403 || err.code === 422 ? true : Promise.reject(err)),
+        (err: Error & { code?: number }) => (err.code === 403 || err.code === 422 ? true : Promise.reject(err)),
       ),
     { timeoutMs: 20_000 });
     await assert.rejects(core.createNamespace({ body: { metadata: { name: `svc-acct-x${Date.now().toString(36)}` } } }), refusedBy(/account namespaces only/), 'the right prefix but no account label');

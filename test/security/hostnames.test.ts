@@ -105,7 +105,7 @@ describe('security: app hostnames are held across accounts', () => {
     assert.ok(result.claimed >= 1);
     assert.equal((await create(n('gitops'), malloryToken)).status, 409);
     // Other platforms' apps on the same cluster (other tests' databases) are not claimed here.
-    const foreign = (await api.db('hostnames').whereNotIn('namespace', [api.account.namespace, mallory.namespace]).count({ c: '*' })) as Array<{ c: string }>;
+    const foreign = await api.db('hostnames').whereNotIn('namespace', [api.account.namespace, mallory.namespace]).count<Array<{ c: string }>>({ c: '*' });
     assert.equal(Number(foreign[0]!.c), 0);
   });
 });

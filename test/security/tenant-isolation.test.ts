@@ -85,7 +85,7 @@ describe('security: tenant isolation on the real nodes', () => {
     }, { timeoutMs: 90_000, intervalMs: 250 });
   const probe = async (q: { connect?: Array<[string, number]>; read?: string[] }): Promise<ProbeAnswer> => {
     const params = new URLSearchParams({ connect: JSON.stringify(q.connect ?? []), read: JSON.stringify(q.read ?? []) });
-    const r = await via(probeApp, `/api/probe?${params}`);
+    const r = await via(probeApp, `/api/probe?${params.toString()}`);
     assert.equal(r.status, 200, r.body);
     return JSON.parse(r.body) as ProbeAnswer;
   };
@@ -192,7 +192,7 @@ describe('security: tenant isolation on the real nodes', () => {
         },
       });
       await eventually('the pod to finish', async () => (await core.readNamespacedPod({ name: 'loose', namespace: ns.name })).status?.phase === 'Succeeded', { timeoutMs: 60_000 });
-      const log = (await core.readNamespacedPodLog({ name: 'loose', namespace: ns.name })) as unknown as string;
+      const log = await core.readNamespacedPodLog({ name: 'loose', namespace: ns.name });
       assert.equal(log, '6443 closed\n8080 closed\n10250 closed\n55432 closed\n5000 closed\nkubernetes open\n');
     } finally {
       await ns.dispose();

@@ -215,9 +215,9 @@ describe('upstream client: keep-alive, limits and bodies', () => {
     const pieces = () => Readable.from((function* () {
       for (let i = 0; i < data.length; i += 65_536) yield data.subarray(i, i + 65_536);
     })());
-    const known = JSON.parse((await send(up, { method: 'POST', headers: ['content-length', String(data.length)], body: { stream: pieces(), length: String(data.length) } })).body.toString());
+    const known: unknown = JSON.parse((await send(up, { method: 'POST', headers: ['content-length', String(data.length)], body: { stream: pieces(), length: String(data.length) } })).body.toString());
     assert.deepEqual(known, { length: data.length, sha, te: null, cl: String(data.length) });
-    const chunked = JSON.parse((await send(up, { method: 'POST', body: { stream: pieces(), length: undefined } })).body.toString());
+    const chunked: unknown = JSON.parse((await send(up, { method: 'POST', body: { stream: pieces(), length: undefined } })).body.toString());
     assert.deepEqual(chunked, { length: data.length, sha, te: 'chunked', cl: null });
     await up.close();
   });

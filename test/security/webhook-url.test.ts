@@ -46,7 +46,7 @@ describe('security: webhook URLs', () => {
     const servers: Server[] = [];
     /** A server on `address` that counts what reaches it. */
     const listen = async (address: string, handler: Parameters<typeof createServer>[1] = (_q, s) => void s.end('reached')) => {
-      const s = createServer(handler!);
+      const s = createServer(handler);
       let hits = 0;
       s.on('request', () => hits++);
       s.listen(0, address);

@@ -55,6 +55,12 @@ export interface TestApi {
 
 type Listener = { server: Server; url: string; port: number; serve: (app: Koa<ApiState>) => void };
 
+/** Koa's handler answers its own errors: the promise it returns never rejects. */
+function serveKoa(server: Server, app: Koa<ApiState>): void {
+  const handle = app.callback();
+  server.on('request', (req, res) => void handle(req, res));
+}
+
 /** Listens before the app exists (the configuration names the ports), on `host`, at `port` (0: any). */
 async function listen(host = '127.0.0.1', port = 0): Promise<Listener> {
   const server = createServer();
@@ -64,7 +70,7 @@ async function listen(host = '127.0.0.1', port = 0): Promise<Listener> {
     server.once('error', reject);
   });
   const bound = (server.address() as AddressInfo).port;
-  return { server, url: `http://127.0.0.1:${bound}`, port: bound, serve: (app) => server.on('request', app.callback()) };
+  return { server, url: `http://127.0.0.1:${bound}`, port: bound, serve: (app) => serveKoa(server, app) };
 }
 
 /**
@@ -76,7 +82,7 @@ export const testMachinePorts = { first: 18000, last: 18099 } as const;
 async function listenForMachines(): Promise<Listener> {
   const server = createServer();
   const port = await listenOnMachinePort(server);
-  return { server, url: `http://127.0.0.1:${port}`, port, serve: (app) => server.on('request', app.callback()) };
+  return { server, url: `http://127.0.0.1:${port}`, port, serve: (app) => serveKoa(server, app) };
 }
 
 /** Listens on all interfaces at a free port of the range pods may reach (a test's own artifact store, say). */

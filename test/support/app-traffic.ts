@@ -65,7 +65,7 @@ export class Poller {
           if (!r) this.samples.push({ at, ok: false, error: 'no ready endpoint' });
           else this.samples.push({ at, ok: r.status === 200, body: r.body, ...(r.status === 200 ? {} : { error: `status ${r.status}` }) });
         } catch (err) {
-          this.samples.push({ at, ok: false, error: err instanceof Error ? `${err.message} ${String((err as { cause?: unknown }).cause ?? '')}` : String(err) });
+          this.samples.push({ at, ok: false, error: err instanceof Error ? `${err.message} ${err.cause instanceof Error ? String(err.cause) : ''}` : String(err) });
         }
         await new Promise((r) => setTimeout(r, intervalMs));
       }

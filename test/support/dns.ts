@@ -33,7 +33,7 @@ function rdata(address: string): Buffer {
   const [head = '', tail = ''] = address.split('::');
   const h = head ? head.split(':') : [];
   const t = tail ? tail.split(':') : [];
-  const groups = address.includes('::') ? [...h, ...Array(8 - h.length - t.length).fill('0'), ...t] : h;
+  const groups = address.includes('::') ? [...h, ...Array<string>(8 - h.length - t.length).fill('0'), ...t] : h;
   const out = Buffer.alloc(16);
   groups.forEach((g, k) => out.writeUInt16BE(parseInt(g, 16), k * 2));
   return out;

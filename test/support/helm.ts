@@ -27,6 +27,6 @@ export async function helm(...args: string[]): Promise<string> {
     return (await execFileP(path.join(bin, 'helm'), args, { env: process.env, maxBuffer: 64 << 20 })).stdout;
   } catch (err) {
     const e = err as { stderr?: string; message: string };
-    throw new Error(e.stderr || e.message);
+    throw new Error(e.stderr || e.message, { cause: err });
   }
 }

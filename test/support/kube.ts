@@ -25,7 +25,7 @@ export const statusOf = kubeStatus;
 /** The apiserver's Status message of a failed client call. */
 export function messageOf(err: unknown): string {
   if (err instanceof k8s.ApiException) {
-    const body = typeof err.body === 'string' ? safeJson(err.body) : err.body;
+    const body: unknown = typeof err.body === 'string' ? safeJson(err.body) : err.body;
     if (body && typeof body === 'object' && 'message' in body) return String(body.message);
     return String(err.body);
   }

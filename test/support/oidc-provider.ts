@@ -84,7 +84,10 @@ export async function startTestOidcProvider(opts: TestOidcProviderOptions): Prom
   const clientId = opts.clientId ?? 'svc-platform';
   const clientSecret = opts.clientSecret ?? randomBytes(24).toString('base64url');
   const accounts = new Map<string, TestOidcAccount>((opts.accounts ?? []).map((a) => [a.sub, a]));
+  // Set once the server listens (the issuer is its address): until then it answers 503, so not const.
+  // eslint-disable-next-line prefer-const -- read by the request handler before it is set
   let provider: Provider | undefined;
+  // eslint-disable-next-line prefer-const -- likewise
   let handle: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
   let lastServerError: Error | undefined;
 

@@ -51,7 +51,7 @@ describe('App plan', () => {
       const pod = machinePod(a, 0, settings);
       assert.deepEqual(pod.spec?.securityContext, { runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000, fsGroup: 1000, seccompProfile: { type: 'RuntimeDefault' } });
       assert.equal(pod.spec?.automountServiceAccountToken, false);
-      for (const c of [...(pod.spec?.initContainers ?? []), ...pod.spec!.containers]) {
+      for (const c of [...(pod.spec?.initContainers ?? []), ...pod.spec.containers]) {
         assert.deepEqual(c.securityContext, { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] }, readOnlyRootFilesystem: true, runAsNonRoot: true }, c.name);
         assert.ok(c.volumeMounts?.some((m) => m.mountPath === '/tmp' && m.name === 'tmp'), `${c.name}: a writable /tmp`);
       }

@@ -68,7 +68,7 @@ describe('identity assertions (Ed25519 JWS)', () => {
     }
     // The email changed to someone else's, re-encoded cleanly.
     const [h, p, s] = token.split('.') as [string, string, string];
-    const forged = { ...JSON.parse(Buffer.from(p, 'base64url').toString()), email: 'eve@example.test' };
+    const forged = { ...(JSON.parse(Buffer.from(p, 'base64url').toString()) as Record<string, unknown>), email: 'eve@example.test' };
     await rejected(verifyAssertion(`${h}.${Buffer.from(JSON.stringify(forged)).toString('base64url')}.${s}`, jwks, opts), /ERR_JWS_SIGNATURE_VERIFICATION_FAILED/);
     // The header's kid pointing at another published key, or at no key.
     for (const kid of [other.key.kid, 'nope']) {

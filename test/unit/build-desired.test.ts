@@ -26,7 +26,7 @@ const now = new Date('2026-11-26T12:00:00Z');
 const build = (over: Partial<Build> = {}, name = 'bld-0000000000000001'): Build => ({
   apiVersion: 'svc.dev/v1alpha1',
   kind: 'Build',
-  metadata: { name, namespace: 'acct', uid: `uid-${name}`, creationTimestamp: new Date('2026-11-26T11:59:00Z') as unknown as Date, ...over.metadata },
+  metadata: { name, namespace: 'acct', uid: `uid-${name}`, creationTimestamp: new Date('2026-11-26T11:59:00Z'), ...over.metadata },
   spec: { app: 'site', source: { artifact: { digest } }, deploy: true, ...over.spec },
   ...(over.status ? { status: over.status } : {}),
 });
@@ -91,9 +91,9 @@ describe('build desired state', () => {
     assert.equal(plan(build(), observed({ job: job({}), pod: pod({ waiting: { reason: 'PodInitializing' } }) }), settings, now).status.phase, 'Queued');
     const fetching = plan(build(), observed({ job: job({ startTime: now }), pod: pod({ running: {} }) }), settings, now);
     assert.deepEqual([fetching.status.phase, fetching.status.message], ['Building', 'fetching the source']);
-    const withPlan = build({ metadata: { annotations: { 'svc.dev/build-plan': JSON.stringify({ kind: 'static' }) } } as Build['metadata'] });
+    const withPlan = build({ metadata: { annotations: { 'svc.dev/build-plan': JSON.stringify({ kind: 'static' }) } } });
     assert.equal(plan(withPlan, observed({ job: job({ startTime: now }), pod: pod({ terminated: { exitCode: 0 } }, { running: {} }) }), settings, now).status.message, 'building (static)');
-    const stored = build({ metadata: { annotations: { 'svc.dev/build-output': JSON.stringify({ digest, bytes: 10 }) } } as Build['metadata'] });
+    const stored = build({ metadata: { annotations: { 'svc.dev/build-output': JSON.stringify({ digest, bytes: 10 }) } } });
     const done = plan(stored, observed({ job: job({ startTime: now, succeeded: 1, completionTime: now }) }), settings, now);
     assert.deepEqual([done.status.phase, done.status.reason, done.status.artifact], ['Succeeded', 'Built', { digest, sizeBytes: 10 }]);
     const waiting = plan(build(), observed({ job: job({ succeeded: 1, completionTime: now }) }), settings, now);
@@ -125,7 +125,7 @@ describe('build desired state', () => {
   });
 
   it('cancels: the Job deleted, the build Canceled', () => {
-    const b = build({ metadata: { annotations: { 'svc.dev/cancel-requested': now.toISOString() } } as Build['metadata'] });
+    const b = build({ metadata: { annotations: { 'svc.dev/cancel-requested': now.toISOString() } } });
     const p = plan(b, observed({ job: job({ startTime: now }) }), settings, now);
     assert.deepEqual([p.status.phase, Boolean(p.deleteJob), p.createJob], ['Canceled', true, undefined]);
   });

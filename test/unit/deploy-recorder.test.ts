@@ -58,12 +58,20 @@ class Store implements Pick<DeployStore, 'finish' | 'replaceOlder' | 'failOrphan
   async replaceOlder(appUid: string, id: string): Promise<number> {
     const seq = this.rows.get(id)!.seq;
     let n = 0;
-    for (const r of this.rows.values()) if (r.app === appUid && r.seq < seq && r.status === 'deploying') (r.status = 'failed'), (r.reason = `replaced by ${id} before it went live`), n++;
+    for (const r of this.rows.values()) if (r.app === appUid && r.seq < seq && r.status === 'deploying') {
+      r.status = 'failed';
+      r.reason = `replaced by ${id} before it went live`;
+      n++;
+    }
     return n;
   }
   async failOrphans(live: ReadonlySet<string>, reason: string): Promise<number> {
     let n = 0;
-    for (const r of this.rows.values()) if (!live.has(r.app) && r.status === 'deploying') (r.status = 'failed'), (r.reason = reason), n++;
+    for (const r of this.rows.values()) if (!live.has(r.app) && r.status === 'deploying') {
+      r.status = 'failed';
+      r.reason = reason;
+      n++;
+    }
     return n;
   }
 }

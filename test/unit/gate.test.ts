@@ -9,7 +9,7 @@ import type { Session } from '../../lib/auth/sessions.js';
 import { decide, type AuthPolicy } from '../../lib/policy/index.js';
 import type { App } from '../../lib/resources/index.js';
 
-const ownerOnly: AuthPolicy = { rules: [{ mode: 'auth', paths: ['/private/**'], admit: { owner: true } }] } as AuthPolicy;
+const ownerOnly: AuthPolicy = { rules: [{ mode: 'auth', paths: ['/private/**'], admit: { owner: true } }] };
 const decisionOf = (policy: AuthPolicy, path: string) => decide(policy, path)!;
 const request = (over: Partial<GateRequest> = {}): GateRequest => ({ method: 'GET', headers: { accept: 'text/html', 'sec-fetch-mode': 'navigate' }, url: '/private/x', namespace: 'acct', upgrade: false, ...over });
 const sessionOf = (namespace: string): CurrentSession => ({
@@ -40,7 +40,7 @@ describe('gate', () => {
   });
 
   it('with several policies in force, every one must let the request through', () => {
-    const open: AuthPolicy = { rules: [{ mode: 'identity', paths: ['/**'], admit: { owner: true } }] } as AuthPolicy;
+    const open: AuthPolicy = { rules: [{ mode: 'identity', paths: ['/**'], admit: { owner: true } }] };
     const both = [decisionOf(open, '/private/x'), d];
     assert.equal(gateAll(both, undefined, request()).kind, 'sign-in');
     assert.deepEqual(gateAll(both, sessionOf('acct'), request()), { kind: 'forward', identity: true, personal: true });

@@ -165,7 +165,7 @@ describe('ingress-auth: platform paths', () => {
 });
 
 const app = (ns: string, name: string, uid: string, created: string, deleting = false): App =>
-  ({ apiVersion: 'svc.dev/v1alpha1', kind: 'App', metadata: { namespace: ns, name, uid, creationTimestamp: created as unknown as Date, ...(deleting ? { deletionTimestamp: new Date() } : {}) }, spec: {} }) as App;
+  ({ apiVersion: 'svc.dev/v1alpha1', kind: 'App', metadata: { namespace: ns, name, uid, creationTimestamp: created as unknown as Date, ...(deleting ? { deletionTimestamp: new Date() } : {}) }, spec: {} });
 
 describe('ingress-auth: route indexes', () => {
   it('gives a hostname to the oldest App of its name; the next takes over when it goes', () => {

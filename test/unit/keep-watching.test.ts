@@ -9,7 +9,7 @@ describe('keepWatching', () => {
   it('restarts a failed informer with growing back-off, and says when it is back', (t) => {
     t.mock.timers.enable({ apis: ['setTimeout', 'Date'] });
     const lines: Array<{ msg: string; level: number; retryInMs?: number }> = [];
-    const log = createLogger('test', 'info', new Writable({ write: (c: Buffer, _e, done) => (lines.push(JSON.parse(c.toString())), done()) }));
+    const log = createLogger('test', 'info', new Writable({ write: (c: Buffer, _e, done) => (lines.push(JSON.parse(c.toString()) as (typeof lines)[number]), done()) }));
     const emitter = new EventEmitter();
     let starts = 0;
     const informer = {

@@ -10,7 +10,7 @@ const pod = (ns: string, name: string, ip: string, labels: Record<string, string
   status: { podIP: ip, phase },
 });
 const nsOf = (name: string, labels: Record<string, string> = {}): k8s.V1Namespace => ({ metadata: { name, labels: { 'kubernetes.io/metadata.name': name, ...labels } } });
-const policy = (ns: string, name: string, spec: Record<string, unknown>): k8s.V1NetworkPolicy => ({ metadata: { namespace: ns, name }, spec: spec as k8s.V1NetworkPolicySpec });
+const policy = (ns: string, name: string, spec: Record<string, unknown>): k8s.V1NetworkPolicy => ({ metadata: { namespace: ns, name }, spec: spec });
 const set = (o: Observed, suffix: string) => buildProgram(o).sets.find((s) => s.name.endsWith(suffix))!;
 
 describe('policy agent program', () => {

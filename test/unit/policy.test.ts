@@ -270,7 +270,7 @@ describe('compose configuration', () => {
   });
 
   it('3. top-level auth is the default for the service; a service-level x-svc.auth replaces it', () => {
-    const top = parseYaml('auth: owner');
+    const top: unknown = parseYaml('auth: owner');
     assert.deepEqual(combine(composePolicy(top, { name: 'web', xsvc: { machines: 2 } }))!.rules[0]!.admit, { owner: true });
     const replaced = combine(composePolicy(top, { name: 'web', xsvc: { auth: 'idp' } }))!;
     assert.deepEqual(replaced.rules, [{ mode: 'auth', source: 'compose', paths: ['/**'], admit: { idp: { any: true } } }]);

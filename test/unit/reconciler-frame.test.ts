@@ -165,7 +165,7 @@ describe('Controller', () => {
     assert.equal(patch?.observedGeneration, 4);
     assert.deepEqual(patch?.conditions?.map((c) => [c.type, c.status, c.reason, c.observedGeneration]), [['Ready', 'True', 'Up', 4]]);
     // The cache now shows what was written (in the apiserver's key order): no second write.
-    informer.put({ ...thing('a', 4), status: JSON.parse(JSON.stringify({ conditions: patch!.conditions, observedGeneration: 4, phase: 'Up' })) });
+    informer.put({ ...thing('a', 4), status: JSON.parse(JSON.stringify({ conditions: patch.conditions, observedGeneration: 4, phase: 'Up' })) as Thing['status'] });
     await controller.queue.idle();
     assert.equal(writes.length, 1);
     controller.stop();

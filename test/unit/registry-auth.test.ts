@@ -425,7 +425,7 @@ describe('pods the controllers make pull with the account\'s credential', () => 
     const b: Build = {
       apiVersion: 'svc.dev/v1alpha1',
       kind: 'Build',
-      metadata: { name: 'bld-0000000000000001', namespace: 'acct-a', uid: 'u', creationTimestamp: new Date('2026-11-27T10:00:00Z') as unknown as Date },
+      metadata: { name: 'bld-0000000000000001', namespace: 'acct-a', uid: 'u', creationTimestamp: new Date('2026-11-27T10:00:00Z') },
       spec: { app: 'shop', source: { artifact: { digest: `sha256:${'b'.repeat(64)}` } }, deploy: true },
     };
     const p = buildPlan(b, { job: undefined, pod: undefined, cacheClaim: undefined, policy: undefined, builds: [] }, s, new Date('2026-11-27T10:00:00Z'));

@@ -31,7 +31,7 @@ describe('runtime drain', () => {
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     let logs = '';
-    child.stdout!.on('data', (c: Buffer) => (logs += c.toString()));
+    child.stdout.on('data', (c: Buffer) => (logs += c.toString()));
     const exited = new Promise<{ code: number | null; at: number }>((r) => child.once('exit', (code) => r({ code, at: Date.now() })));
     const url = `http://127.0.0.1:${port}/`;
     try {

@@ -173,7 +173,7 @@ describe('runtime handler tree', () => {
     put('api/cgi-fails.sh', 'echo oops >&2\nexit 3\n');
     put('api/py.py', 'import os, sys\nsys.stdout.write("Content-Type: application/json\\n\\n")\nsys.stdout.write(\'{"provider": "%s", "path": "%s"}\' % (os.environ.get("SVC_AUTH_PROVIDER", ""), os.environ["SCRIPT_NAME"]))\n');
     put('.svc-artifact', 'sha256:abc\n');
-    const log = createLogger('runtime', 'debug', { write: (line: string) => void logLines.push(line) } as never);
+    const log = createLogger('runtime', 'debug', { write: (line: string) => void logLines.push(line) });
     tree = createHandlerTree(root, { log, timeoutMs: 1000 });
     server = createServer((req, res) => void tree(req, res));
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
@@ -241,7 +241,7 @@ describe('runtime handler tree', () => {
     // The second chunk is produced only once the first has reached the client.
     const res = await get('/api/stream');
     assert.equal(res.headers.get('content-type'), 'text/event-stream');
-    const reader = res.body!.getReader();
+    const reader = (res.body as ReadableStream<Uint8Array>).getReader();
     const first = await reader.read();
     assert.equal(new TextDecoder().decode(first.value), 'first;');
     (globalThis as unknown as { __svcRelease: () => void }).__svcRelease();

@@ -122,7 +122,7 @@ describe('sandbox agent', () => {
     assert.equal(res.headers.get('content-type'), 'application/x-ndjson');
     const reader = res.body!.getReader();
     const first = await reader.read();
-    assert.match(Buffer.from(first.value!).toString(), /"type":"stdout","data":"one\\n"/, 'the first line comes before the command ends');
+    assert.match(Buffer.from(first.value).toString(), /"type":"stdout","data":"one\\n"/, 'the first line comes before the command ends');
     let rest = '';
     for (let c = await reader.read(); !c.done; c = await reader.read()) rest += Buffer.from(c.value).toString();
     const lines = rest.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
