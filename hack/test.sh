@@ -22,16 +22,32 @@ export SVC_HELM_BIN="$HELM_BIN"
 export SVC_TEST_PG_ADMIN_URL=${SVC_TEST_PG_ADMIN_URL:-postgres://svc@127.0.0.1:$PG_PORT/postgres}
 export SVC_LOG_LEVEL=${SVC_LOG_LEVEL:-silent}
 
-say "test: ${#files[@]} files"
+# Files run side by side (SVC_TEST_CONCURRENCY at a time: most of an integration file's time is
+# waiting on the cluster), except those that stop or load a part the others use: a file whose
+# first lines say `// test-runs-alone: <why>` runs after the others, one at a time.
+alone=() together=()
+for f in "${files[@]}"; do
+  if head -n 20 "$f" | grep -q '^// test-runs-alone:'; then alone+=("$f"); else together+=("$f"); fi
+done
+say "test: ${#files[@]} files (${#together[@]} side by side, ${#alone[@]} alone after them)"
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-set +e
 # spec for each test as it ends, and at the end a table of each file's time, slowest first.
-node --enable-source-maps --test --test-reporter=spec --test-reporter-destination=stdout \
-  --test-reporter=./dist/test/support/timings-reporter.js --test-reporter-destination=stdout \
-  "${files[@]}" 2>&1 | tee "$out"
-rc=${PIPESTATUS[0]}
+run_files() {
+  node --enable-source-maps --test --test-concurrency="$1" --test-reporter=spec --test-reporter-destination=stdout \
+    --test-reporter=./dist/test/support/timings-reporter.js --test-reporter-destination=stdout \
+    "${@:2}" 2>&1 | tee -a "$out"
+  return "${PIPESTATUS[0]}"
+}
+set +e
+rc=0 started=$SECONDS
+if ((${#together[@]})); then run_files "${SVC_TEST_CONCURRENCY:-3}" "${together[@]}" || rc=1; fi
+together_s=$((SECONDS - started))
+if ((${#alone[@]})); then run_files 1 "${alone[@]}" || rc=1; fi
 set -e
+if ((${#together[@]} && ${#alone[@]})); then
+  say "test: ${#together[@]} files side by side in ${together_s} s, ${#alone[@]} alone in $((SECONDS - started - together_s)) s: $(grep -c '^✖ ' "$out" || true) failed suites (rc $rc)"
+fi
 # A red run on a machine nobody can log into (CI) must explain itself: most failures that are not
 # one test's own come from a platform part that died or a full disk, so show both.
 if ((rc)) && [ "${1:-all}" != unit ] && [[ "${1:-}" != *.js ]]; then

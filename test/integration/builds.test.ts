@@ -95,14 +95,17 @@ describe('Builds', () => {
     assert.match(created.id, /^bld-[0-9a-f]{16}$/);
     assert.equal(created.status, 'queued');
     // Followed from the start: the first byte comes at once, the rest as the builder writes it.
+    // Timed from the request for the log, not from the upload (which other test files loading
+    // the machine can slow down).
+    const asked = Date.now();
     const res = await api.request('GET', `/api/builds/${created.id}/logs?follow=true`);
     assert.equal(res.status, 200);
     const reader = (res.body as ReadableStream<Uint8Array>).getReader();
     const first = await reader.read();
-    const firstByteMs = Date.now() - started;
+    const firstByteMs = Date.now() - asked;
     let log = new TextDecoder().decode(first.value);
     for (let r = await reader.read(); !r.done; r = await reader.read()) log += new TextDecoder().decode(r.value);
-    console.log(`# first log byte ${firstByteMs} ms after the build was asked for; build ended ${Date.now() - started} ms after`);
+    console.log(`# first log byte ${firstByteMs} ms after the log was asked for; build ended ${Date.now() - started} ms after it was asked for`);
     assert.ok(firstByteMs < 2000, `first byte after ${firstByteMs} ms`);
     assert.match(log, /^==> build bld-[0-9a-f]{16} of app site/);
     assert.match(log, /==> plan: static \(package\.json has a build script and no start script: a site built into dist\/\)/);

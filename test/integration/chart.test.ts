@@ -1,3 +1,4 @@
+// test-runs-alone: it installs a second platform on the nodes and counts failed requests under load.
 // The Helm chart (charts/svc-platform) with the real helm (hack/build-helm.sh) against the local
 // cluster: it lints with both example values files, its schema refuses bad values with a message
 // naming them, and it renders the availability defaults (2 replicas each, probes, disruption

@@ -421,7 +421,7 @@ describe('nodes: kubelet + containerd', () => {
       const body = await eventually('a page through the forward', async () => {
         const r = await fetch(`http://127.0.0.1:${port}/debian_version`).catch(() => undefined);
         return r?.ok ? r.text() : undefined;
-      });
+      }, { timeoutMs: 90_000 });
       assert.match(body, /^\d+/);
     } finally {
       forward.kill();

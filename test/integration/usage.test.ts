@@ -1,3 +1,4 @@
+// test-runs-alone: it SIGKILLs and restarts the controllers every other file's Apps depend on.
 // Usage that counts, on the real node: a running app's machine_seconds grow with the (injected)
 // clock, per app, across a SIGKILL and restart of the controllers; a meter restarted goes on with the same run (no double count) and one started
 // after a machine went closes its run at its last flush; a crashing machine is told with its exit

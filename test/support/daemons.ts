@@ -1,5 +1,6 @@
 // The platform's daemons as hack/*.sh started them (pid files under .svc/run): for tests that stop
-// a shared part on purpose, which is safe because the test runner runs one file at a time; each
+// a shared part on purpose, which is safe only in a file that runs alone (its first line says
+// `// test-runs-alone: <why>`, and hack/test.sh runs it after the others, one at a time); each
 // test puts back what it stopped.
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
