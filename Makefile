@@ -9,7 +9,7 @@ export SVC_CACHE ?= $(HOME)/.cache/svc-platform
 export PATH := $(SVC_CACHE)/node-v$(shell cat .node-version)/bin:$(PATH)
 
 .PHONY: help dev down status deps build k8s cluster cluster-down nodes nodes-down images postgres \
-        postgres-down migrate crds gen-types test test-unit kind-up bench
+        postgres-down migrate crds gen-types lint format test test-unit kind-up bench
 
 help:
 	@echo "make dev     run the whole platform locally (cluster, PostgreSQL, platform components)"
@@ -69,7 +69,17 @@ down:
 status:
 	@hack/cluster.sh status; hack/nodes.sh status; hack/postgres.sh status; hack/dev.sh status
 
-test: build cluster postgres nodes
+# typescript-eslint (eslint.config.js) and Prettier (.prettierrc.json), first: a finding fails the
+# run before anything starts (docs/decisions/0026-format-lint-test-phases.md). `make format` fixes
+# what Prettier would.
+lint: deps
+	@node_modules/.bin/eslint --max-warnings 0 .
+	@node_modules/.bin/prettier --check --log-level warn . && echo "lint: eslint and prettier found nothing"
+
+format: deps
+	@node_modules/.bin/prettier --write --log-level warn .
+
+test: lint build cluster postgres nodes
 	@hack/dev.sh up controllers
 	@hack/test.sh
 

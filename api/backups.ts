@@ -37,7 +37,10 @@ export function backupEndpoint(d: {
     const [namespace, database, failed, ...rest] = ctx.path.slice(backupPrefix.length).split('/');
     const isFailure = failed === 'failed';
     if (!namespace || !database || !name.test(namespace) || !name.test(database) || rest.length || (failed !== undefined && !isFailure)) {
-      return fail(404, 'backups are sent to /backups/<namespace>/<database> (PUT) and failures to /backups/<namespace>/<database>/failed (POST)');
+      return fail(
+        404,
+        'backups are sent to /backups/<namespace>/<database> (PUT) and failures to /backups/<namespace>/<database>/failed (POST)',
+      );
     }
     if (ctx.method !== (isFailure ? 'POST' : 'PUT')) {
       ctx.set('Allow', isFailure ? 'POST' : 'PUT');
@@ -56,7 +59,13 @@ export function backupEndpoint(d: {
       const said = await readLimited(ctx.req, 4000);
       if (!said) return fail(413, 'a failure report larger than 4000 bytes is refused');
       const text = said.toString('utf8');
-      const backup = await recordBackup(d.db, account, database, { error: text.trim() || 'the backup failed without saying why' }, d.clock());
+      const backup = await recordBackup(
+        d.db,
+        account,
+        database,
+        { error: text.trim() || 'the backup failed without saying why' },
+        d.clock(),
+      );
       d.log.warn({ namespace, database, backup: backup.id, error: backup.error }, 'Database backup failed');
       ctx.status = 201;
       ctx.body = { id: backup.id, status: backup.status };
@@ -79,7 +88,10 @@ export function backupEndpoint(d: {
       if (!(err instanceof DomainError && err.kind === 'quota_exceeded')) throw err;
       // Listed as a failed backup saying why, as pg_dump's failures are.
       const refused = await recordBackup(d.db, account, database, { error: err.message }, d.clock());
-      d.log.warn({ namespace, database, backup: refused.id, bytes: staged.size }, 'Database backup refused: the account is at its storage limit');
+      d.log.warn(
+        { namespace, database, backup: refused.id, bytes: staged.size },
+        'Database backup refused: the account is at its storage limit',
+      );
       return fail(403, err.message);
     }
     const backup = await recordBackup(d.db, account, database, { digest: staged.digest, bytes: staged.size }, d.clock());

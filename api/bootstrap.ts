@@ -20,7 +20,12 @@ export async function ensureFirstAccount(s: Services, kube: { kc: k8s.KubeConfig
   if (secret) await kube.core.patchNamespacedSecret({ ...secret, body: {} }, mergePatch);
   let account;
   try {
-    account = await createAccount(db, kube.core, { email: s.config.api.adminEmail, name: 'owner' }, { rbac: kube.kc.makeApiClient(k8s.RbacAuthorizationV1Api), apiServiceAccount: s.config.api.serviceAccount });
+    account = await createAccount(
+      db,
+      kube.core,
+      { email: s.config.api.adminEmail, name: 'owner' },
+      { rbac: kube.kc.makeApiClient(k8s.RbacAuthorizationV1Api), apiServiceAccount: s.config.api.serviceAccount },
+    );
   } catch (err) {
     if (err instanceof AccountExistsError) return false; // another replica won the race
     throw err;

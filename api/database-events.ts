@@ -44,7 +44,10 @@ export class DatabaseReadyRecorder {
       const uid = database.metadata.uid!;
       await this.db.transaction(async (tx) => {
         await lockEventLog(tx, account);
-        const told = await tx('events').where({ account_id: account, type: 'database.ready', subject: name }).whereRaw("data->>'uid' = ? and data->>'since' = ?", [uid, since]).first<{ id: string } | undefined>('id');
+        const told = await tx('events')
+          .where({ account_id: account, type: 'database.ready', subject: name })
+          .whereRaw("data->>'uid' = ? and data->>'since' = ?", [uid, since])
+          .first<{ id: string } | undefined>('id');
         if (told) return;
         await recordEvent(tx, account, 'database.ready', name, {
           database: name,

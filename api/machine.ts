@@ -14,7 +14,12 @@ import type { ApiState } from './state.js';
 /** The endpoints machines use, mounted on the machine listener and on the API itself. */
 export function machineEndpoints(s: Services): Koa.Middleware[] {
   // One key store per API (Services), whichever listener asks: its cache spares PostgreSQL a read per request.
-  return [artifactEndpoint(s.artifacts, s.config.deploys.artifactKey, s.clock), jwksEndpoint(s.assertionKeys), s.backups.endpoint, s.builds.endpoint];
+  return [
+    artifactEndpoint(s.artifacts, s.config.deploys.artifactKey, s.clock),
+    jwksEndpoint(s.assertionKeys),
+    s.backups.endpoint,
+    s.builds.endpoint,
+  ];
 }
 
 export function createMachineApi(s: Services): Koa<ApiState> {

@@ -32,7 +32,10 @@ const server = createApi(services).listen(config.api.port, config.api.host, () =
 // Streams (logs, events) stay open for long; keep-alive sockets should not hold shutdown.
 server.keepAliveTimeout = 65_000;
 const machineServer = createMachineApi(services).listen(config.api.machinePort, config.api.machineHost, () => {
-  log.info({ host: config.api.machineHost, port: config.api.machinePort }, `Machine listener (artifacts, identity keys) on http://${config.api.machineHost}:${config.api.machinePort}`);
+  log.info(
+    { host: config.api.machineHost, port: config.api.machinePort },
+    `Machine listener (artifacts, identity keys) on http://${config.api.machineHost}:${config.api.machinePort}`,
+  );
 });
 
 function shutdown(signal: string): void {

@@ -46,7 +46,9 @@ function operationObject(op: Operation): Record<string, unknown> {
             ...(op.action !== null && op.upload ? { description: op.upload.description } : {}),
             content: {
               'application/json': { schema: jsonSchema(op.body, 'input') },
-              ...Object.fromEntries(op.action !== null && op.upload ? op.upload.types.map((t) => [t, { schema: { type: 'string', contentMediaType: t } }]) : []),
+              ...Object.fromEntries(
+                op.action !== null && op.upload ? op.upload.types.map((t) => [t, { schema: { type: 'string', contentMediaType: t } }]) : [],
+              ),
             },
           },
         }

@@ -59,12 +59,17 @@ export class AccountLock {
 
   private release(): void {
     const next = this.waiting.shift();
-    if (next) next(); // the slot passes on
+    if (next)
+      next(); // the slot passes on
     else this.held -= 1;
   }
 }
 
 /** Refuses (403 quota_exceeded) when `used + more` passes `limit`, naming the limit and what counts. */
 export function within(used: number, more: number, limit: number, what: string, hint: string): void {
-  if (used + more > limit) throw new DomainError('quota_exceeded', `the account has ${used} ${what}, its limit is ${limit}${more > 1 ? ` (this needs ${more} more)` : ''}; ${hint}`);
+  if (used + more > limit)
+    throw new DomainError(
+      'quota_exceeded',
+      `the account has ${used} ${what}, its limit is ${limit}${more > 1 ? ` (this needs ${more} more)` : ''}; ${hint}`,
+    );
 }

@@ -88,7 +88,8 @@ export function buildRouter(operations: readonly Operation[], s: Services, auth:
       const uploadType = op.upload && ctx.is(op.upload.types);
       if (op.upload && uploadType) {
         const length = ctx.request.length;
-        if (length !== undefined && length > op.upload.limitBytes) throw new ApiError('payload_too_large', `upload larger than ${op.upload.limitBytes} bytes`);
+        if (length !== undefined && length > op.upload.limitBytes)
+          throw new ApiError('payload_too_large', `upload larger than ${op.upload.limitBytes} bytes`);
         const upload = { stream: ctx.req, contentType: uploadType, length };
         return respond(ctx, op, await op.handler({ body: undefined, query, params, caller, headers: ctx.headers, upload }));
       }

@@ -56,7 +56,15 @@ import type { EventKind } from '../lib/event-kinds.js';
 import { eventHorizon, listEvents, purgeEvents, recordEvent } from '../lib/events.js';
 import { AssertionKeyStore } from '../lib/identity/assertion-keys.js';
 import { requestSeries, type SeriesPoint } from '../lib/metrics/requests.js';
-import { machineSecondsByApp, recordStorageSample, usageBetween, usageHistory, type Bucket, type MeterTotals, type UsagePeriod } from '../lib/usage.js';
+import {
+  machineSecondsByApp,
+  recordStorageSample,
+  usageBetween,
+  usageHistory,
+  type Bucket,
+  type MeterTotals,
+  type UsagePeriod,
+} from '../lib/usage.js';
 import { WebhookDeliverer } from '../lib/webhooks/deliverer.js';
 import { webhookDispatcher } from '../lib/webhooks/guarded-dispatcher.js';
 import {
@@ -193,12 +201,19 @@ export async function assembleServices(deps: {
   const clock = deps.clock ?? (() => new Date());
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const hostnames = new HostnameStore(db, config.hostnameHoldMs, clock);
-  const apps = new AppRepository(kc, log, { jwksUrl: config.assertion.jwksUrl, issuer: config.assertion.issuer }, { store: hostnames, appsDomain: config.appsDomain });
+  const apps = new AppRepository(
+    kc,
+    log,
+    { jwksUrl: config.assertion.jwksUrl, issuer: config.assertion.issuer },
+    { store: hostnames, appsDomain: config.appsDomain },
+  );
   await apps.start();
   // A deleted App's hostname is held for its account from now on; the hourly pass catches Apps made
   // before the table existed or deleted while no API ran (lib/hostnames.ts).
   apps.onDelete((app) => {
-    hostnames.release(app.metadata.namespace!, app.metadata.name!).catch((err: unknown) => log.warn({ err, app: app.metadata.name }, 'Releasing a hostname failed; the hourly pass retries'));
+    hostnames
+      .release(app.metadata.namespace!, app.metadata.name!)
+      .catch((err: unknown) => log.warn({ err, app: app.metadata.name }, 'Releasing a hostname failed; the hourly pass retries'));
   });
   const syncHostnames = () => {
     hostnames.reconcile(apps.names()).catch((err: unknown) => log.warn({ err }, 'Reconciling app hostnames failed'));
@@ -221,7 +236,13 @@ export async function assembleServices(deps: {
   const deploys = new DeployStore(db, clock);
   // Email invitations go out once the spec listing them is rolled out, and links and sessions of an
   // address the controller no longer reports in force are revoked (queued in the outbox; the leader sends them).
-  const invitations = new Invitations(db, new MailOutbox(db, { clock }), log, (app) => (app.status?.url ? appUrl(config.site, app.metadata.name!) : undefined), clock);
+  const invitations = new Invitations(
+    db,
+    new MailOutbox(db, { clock }),
+    log,
+    (app) => (app.status?.url ? appUrl(config.site, app.metadata.name!) : undefined),
+    clock,
+  );
   const election = new LeaderElection(kc.makeApiClient(k8s.CoordinationV1Api), 'kube-system', deps.recorderLease ?? recorderLease, log);
   // An App the controllers deleted because its expiry passed (by their clock, the wall clock) is
   // recorded as app.expired by the one replica leading the recorder's Lease.
@@ -246,7 +267,10 @@ export async function assembleServices(deps: {
     db,
     log,
     clock,
-    dispatcher: webhookDispatcher({ resolver: resolverFor(config.webhookDnsServers), ...(config.webhookAllowPrivate ? { isAllowed: () => true } : {}) }),
+    dispatcher: webhookDispatcher({
+      resolver: resolverFor(config.webhookDnsServers),
+      ...(config.webhookAllowPrivate ? { isAllowed: () => true } : {}),
+    }),
   });
   eventHub.onEvent(() => webhookDeliverer.wake());
   webhookDeliverer.start();
@@ -278,10 +302,21 @@ export async function assembleServices(deps: {
     db,
     clock,
   });
-  const artifactCollector = new ArtifactCollector({ db, holds, store: artifacts, apps, policy: config.deploys.artifactRetention, log, clock });
+  const artifactCollector = new ArtifactCollector({
+    db,
+    holds,
+    store: artifacts,
+    apps,
+    policy: config.deploys.artifactRetention,
+    log,
+    clock,
+  });
   storage.reclaim = (accountId) => artifactCollector.reclaim(accountId);
   artifactCollector.start();
-  const deployer = new Deployer(artifacts, deploys, apps, log, config.deploys.artifactBaseUrl, config.images, { lock: accountLock, storage });
+  const deployer = new Deployer(artifacts, deploys, apps, log, config.deploys.artifactBaseUrl, config.images, {
+    lock: accountLock,
+    storage,
+  });
   // Builds: their records and events, logs kept and outputs deployed as they end (api/builds/recorder.ts).
   const buildRepo = new BuildRepository(kc, log);
   const buildStore = new BuildStore(db);
@@ -292,7 +327,11 @@ export async function assembleServices(deps: {
     // A Dockerfile's EXPOSE is the port its service listens on (8080 otherwise, as $PORT says).
     const port = (b.status?.plan as BuildPlan | undefined)?.docker?.port ?? undefined;
     const prepared = b.status?.image
-      ? { origin: 'build' as const, spec: { kind: 'container' as const, image: b.status.image, ...(port ? { port } : {}) }, summary: { ...summary, image: b.status.image } }
+      ? {
+          origin: 'build' as const,
+          spec: { kind: 'container' as const, image: b.status.image, ...(port ? { port } : {}) },
+          summary: { ...summary, image: b.status.image },
+        }
       : await deployer.prepareStored(b.status!.artifact!.digest!, 'build', summary, async (staged) => {
           // The output is the account's again if it was released meanwhile (counted and checked).
           if (!(await storage.holdStored(accountId, b.metadata.namespace!, staged.digest, `build ${b.metadata.name}'s output`))) {
@@ -311,7 +350,15 @@ export async function assembleServices(deps: {
   await sandboxRepo.start();
   // Without the artifact key no agent token can be derived: sandboxes answer 503 (the controllers
   // serve none either, and say so in their log).
-  const sandboxes = new SandboxService(sandboxRepo, new RuntimeList(core, config.sandboxes.namespace), db, config.deploys.artifactKey, config.sandboxes, log, accountLock);
+  const sandboxes = new SandboxService(
+    sandboxRepo,
+    new RuntimeList(core, config.sandboxes.namespace),
+    db,
+    config.deploys.artifactKey,
+    config.sandboxes,
+    log,
+    accountLock,
+  );
   const services: Services = {
     config,
     tokens,
@@ -332,7 +379,11 @@ export async function assembleServices(deps: {
       databases,
       quota: {
         lock: accountLock,
-        limits: { apps: config.quotas.appsPerAccount, previewsPerApp: config.quotas.previewsPerApp, databases: config.databases.maxPerAccount },
+        limits: {
+          apps: config.quotas.appsPerAccount,
+          previewsPerApp: config.quotas.previewsPerApp,
+          databases: config.databases.maxPerAccount,
+        },
         storage,
         databaseBytes: (d) => databaseBytes(d, config.databases.defaultBytes),
       },
@@ -341,7 +392,9 @@ export async function assembleServices(deps: {
     events: {
       list: (accountId, opts) => listEvents(db, accountId, opts),
       record: (accountId, type, subject, data) =>
-        recordEvent(db, accountId, type, subject, data).catch((err: unknown) => log.warn({ err, account: accountId, type, subject }, 'Recording an event failed')),
+        recordEvent(db, accountId, type, subject, data).catch((err: unknown) =>
+          log.warn({ err, account: accountId, type, subject }, 'Recording an event failed'),
+        ),
       horizon: (accountId) => eventHorizon(db, accountId),
       purge: (before) => purgeEvents(db, before),
     },
@@ -372,7 +425,15 @@ export async function assembleServices(deps: {
     backups: {
       list: (accountId, database) => listBackups(db, accountId, database),
       get: (accountId, id) => getBackup(db, accountId, id),
-      endpoint: backupEndpoint({ store: artifacts, storage, db, key: config.deploys.artifactKey, limitBytes: config.databases.maxBytesPerAccount, log, clock }),
+      endpoint: backupEndpoint({
+        store: artifacts,
+        storage,
+        db,
+        key: config.deploys.artifactKey,
+        limitBytes: config.databases.maxBytesPerAccount,
+        log,
+        clock,
+      }),
     },
     builds: {
       repo: buildRepo,
@@ -388,14 +449,28 @@ export async function assembleServices(deps: {
         });
         return name;
       },
-      endpoint: buildEndpoint({ store: artifacts, storage, accountOf: (ns) => accountIdOfNamespace(db, ns), builds: buildRepo, key: config.deploys.artifactKey, limitBytes: config.deploys.uploadLimitBytes, registry: config.builds.registry, baseImage: config.builds.builderImage, log, clock }),
+      endpoint: buildEndpoint({
+        store: artifacts,
+        storage,
+        accountOf: (ns) => accountIdOfNamespace(db, ns),
+        builds: buildRepo,
+        key: config.deploys.artifactKey,
+        limitBytes: config.deploys.uploadLimitBytes,
+        registry: config.builds.registry,
+        baseImage: config.builds.builderImage,
+        log,
+        clock,
+      }),
     },
     repositories: new RepositoryStore(db),
     // Set below, once the services it uses exist.
     gitSync: undefined as unknown as GitSync,
     sandboxes,
     requestMetrics: { series: (appUid, start, end, stepMs) => requestSeries(db, appUid, start, end, stepMs) },
-    assertionKeys: new AssertionKeyStore(db, { rotationMs: config.assertion.rotationMs, maxAssertionLifetimeMs: config.assertion.lifetimeSeconds * 1000 }),
+    assertionKeys: new AssertionKeyStore(db, {
+      rotationMs: config.assertion.rotationMs,
+      maxAssertionLifetimeMs: config.assertion.lifetimeSeconds * 1000,
+    }),
     database: { ping: async () => void (await db.raw('select 1')) },
     log,
     clock,

@@ -39,7 +39,11 @@ const hostCommands = { site: 'npm ci --no-audit --no-fund && npm run build', ser
 const machine = createServer();
 const { listenOnMachinePort } = await import('../test/support/api.js');
 const machinePort = await listenOnMachinePort(machine);
-const bench = await benchApi({ SVC_API_MACHINE_PORT: String(machinePort), SVC_BUILD_REGISTRY: images.registry, SVC_IMAGE_BUILDER: images.builder });
+const bench = await benchApi({
+  SVC_API_MACHINE_PORT: String(machinePort),
+  SVC_BUILD_REGISTRY: images.registry,
+  SVC_IMAGE_BUILDER: images.builder,
+});
 const { services, token } = bench;
 const ns = bench.account.namespace;
 // Koa's handler answers its own errors: the promise it returns never rejects.
@@ -51,7 +55,11 @@ await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
 const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api`;
 const auth = { authorization: `Bearer ${token}` };
 async function call<T>(method: string, route: string, body?: unknown): Promise<T> {
-  const res = await fetch(base + route, { method, headers: { ...auth, ...(body ? { 'content-type': 'application/json' } : {}) }, ...(body ? { body: JSON.stringify(body) } : {}) });
+  const res = await fetch(base + route, {
+    method,
+    headers: { ...auth, ...(body ? { 'content-type': 'application/json' } : {}) },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
   const text = await res.text();
   if (!res.ok) throw new Error(`${method} ${route}: ${res.status} ${text}`);
   return (text ? JSON.parse(text) : undefined) as T;
@@ -60,7 +68,11 @@ async function call<T>(method: string, route: string, body?: unknown): Promise<T
 /** POST /builds of `files` for `app` (deploy), until the app serves `mark`: [first log byte ms, push-to-live ms]. */
 async function pushToLive(app: string, files: Record<string, string>, mark: string): Promise<[number, number]> {
   const t0 = performance.now();
-  const res = await fetch(`${base}/builds?app=${app}&deploy=true`, { method: 'POST', headers: { ...auth, 'content-type': 'application/gzip' }, body: await packTree(files) });
+  const res = await fetch(`${base}/builds?app=${app}&deploy=true`, {
+    method: 'POST',
+    headers: { ...auth, 'content-type': 'application/gzip' },
+    body: await packTree(files),
+  });
   if (res.status !== 202) throw new Error(`POST /builds: ${res.status} ${await res.text()}`);
   const { id } = (await res.json()) as { id: string };
   const logs = await fetch(`${base}/builds/${id}/logs?follow=true`, { headers: auth });
@@ -96,7 +108,9 @@ function onHost(kind: keyof typeof trees): number {
 const ms = (x: number) => `${x.toFixed(0)} ms`;
 const rows: Array<[string, number, number, number, number, number]> = [];
 try {
-  console.log('bench/builds: push-to-live through the API (this process) and the running controllers, nodes and registry; baseline: the same commands on the host');
+  console.log(
+    'bench/builds: push-to-live through the API (this process) and the running controllers, nodes and registry; baseline: the same commands on the host',
+  );
   for (const kind of ['site', 'service'] as const) {
     const app = `bench-${kind}-${Date.now().toString(36)}`;
     await call('POST', '/apps', { name: app });
@@ -106,10 +120,15 @@ try {
     await call('DELETE', `/apps/${app}`);
   }
   console.log('  kind      first byte cold / warm   push-to-live cold / warm   the commands on the host');
-  for (const [kind, cb, c, wb, w, host] of rows) console.log(`  ${kind.padEnd(8)}  ${ms(cb).padStart(8)} / ${ms(wb).padEnd(8)}    ${ms(c).padStart(8)} / ${ms(w).padEnd(8)}       ${ms(host)}`);
+  for (const [kind, cb, c, wb, w, host] of rows)
+    console.log(
+      `  ${kind.padEnd(8)}  ${ms(cb).padStart(8)} / ${ms(wb).padEnd(8)}    ${ms(c).padStart(8)} / ${ms(w).padEnd(8)}       ${ms(host)}`,
+    );
   const worstWarm = Math.max(...rows.map((r) => r[4]));
   const worstByte = Math.max(...rows.flatMap((r) => [r[1], r[3]]));
-  console.log(`  goals: warm push-to-live < 20 s: ${worstWarm < 20_000 ? 'met' : 'NOT met'} (${ms(worstWarm)}); first log byte < 2 s: ${worstByte < 2000 ? 'met' : 'NOT met'} (${ms(worstByte)})`);
+  console.log(
+    `  goals: warm push-to-live < 20 s: ${worstWarm < 20_000 ? 'met' : 'NOT met'} (${ms(worstWarm)}); first log byte < 2 s: ${worstByte < 2000 ? 'met' : 'NOT met'} (${ms(worstByte)})`,
+  );
 } finally {
   server.closeAllConnections();
   server.close();

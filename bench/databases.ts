@@ -28,7 +28,11 @@ import { benchApi, percentile } from './support.js';
 const count = Number(process.env.BENCH_DATABASES ?? 10);
 const branchMb = Number(process.env.BENCH_BRANCH_MB ?? 100);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const p50 = (xs: number[]) => `${percentile([...xs].sort((a, b) => a - b), 50).toFixed(0)} ms`;
+const p50 = (xs: number[]) =>
+  `${percentile(
+    [...xs].sort((a, b) => a - b),
+    50,
+  ).toFixed(0)} ms`;
 const max = (xs: number[]) => `${Math.max(...xs).toFixed(0)} ms`;
 
 async function until<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs = 120_000): Promise<T> {
@@ -51,7 +55,11 @@ const server = createServer((req, res) => void apiHandler(req, res));
 await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
 const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api`;
 async function call<T>(method: string, route: string, body?: unknown): Promise<T> {
-  const res = await fetch(base + route, { method, headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) }, ...(body ? { body: JSON.stringify(body) } : {}) });
+  const res = await fetch(base + route, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
   const text = await res.text();
   if (!res.ok) throw new Error(`${method} ${route}: ${res.status} ${text}`);
   return (text ? JSON.parse(text) : undefined) as T;
@@ -72,7 +80,11 @@ try {
   for (let i = 0; i < count; i++) {
     const t0 = performance.now();
     await call('POST', '/databases', { name: `db${i}` });
-    await until(`db${i} Ready`, async () => (await call<{ databases: Array<{ name: string; phase: string }> }>('GET', '/databases')).databases.some((d) => d.name === `db${i}` && d.phase === 'Ready'));
+    await until(`db${i} Ready`, async () =>
+      (await call<{ databases: Array<{ name: string; phase: string }> }>('GET', '/databases')).databases.some(
+        (d) => d.name === `db${i}` && d.phase === 'Ready',
+      ),
+    );
     ready.push(performance.now() - t0);
   }
   console.log(`  create to Ready                 p50 ${p50(ready)}   max ${max(ready)}`);
@@ -98,25 +110,61 @@ try {
   const baseline: number[] = [];
   for (let i = 0; i < count; i++) {
     const name = `base${i}`;
-    const db = { apiVersion: 'svc.dev/v1alpha1', kind: 'Database', metadata: { name, namespace: baseNs, uid: 'none' }, spec: {} } as Database;
+    const db = {
+      apiVersion: 'svc.dev/v1alpha1',
+      kind: 'Database',
+      metadata: { name, namespace: baseNs, uid: 'none' },
+      spec: {},
+    } as Database;
     const settings = { ...services.config.databases, image: images.postgres, platformCidrs: [] };
     const strip = <T extends k8s.KubernetesObject>(o: T): T => ({ ...o, metadata: { ...o.metadata, ownerReferences: undefined } });
     const t0 = performance.now();
-    await core.createNamespacedSecret({ namespace: baseNs, body: { metadata: { name: databaseObjects(name).secret }, stringData: { [credentialKeys.username]: 'app', [credentialKeys.password]: 'bench', [credentialKeys.database]: name } } });
+    await core.createNamespacedSecret({
+      namespace: baseNs,
+      body: {
+        metadata: { name: databaseObjects(name).secret },
+        stringData: { [credentialKeys.username]: 'app', [credentialKeys.password]: 'bench', [credentialKeys.database]: name },
+      },
+    });
     await core.createNamespacedPersistentVolumeClaim({ namespace: baseNs, body: strip(dataClaim(db, settings)) });
     await core.createNamespacedPod({ namespace: baseNs, body: strip(serverPod(db, settings)) });
-    await until(`${name} Ready`, async () => (await core.readNamespacedPod({ namespace: baseNs, name: databaseObjects(name).pod })).status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
+    await until(`${name} Ready`, async () =>
+      (await core.readNamespacedPod({ namespace: baseNs, name: databaseObjects(name).pod })).status?.conditions?.some(
+        (c) => c.type === 'Ready' && c.status === 'True',
+      ),
+    );
     baseline.push(performance.now() - t0);
   }
   console.log(`  baseline: bare server Pod Ready p50 ${p50(baseline)}   max ${max(baseline)}`);
-  const ratio = percentile([...ready].sort((a, b) => a - b), 50) / percentile([...baseline].sort((a, b) => a - b), 50);
-  console.log(`  API create-to-Ready / bare Pod: ${ratio.toFixed(2)}x; goal Ready < 10 s: ${percentile([...ready].sort((a, b) => a - b), 50) < 10_000 ? 'met' : 'NOT met'}`);
+  const ratio =
+    percentile(
+      [...ready].sort((a, b) => a - b),
+      50,
+    ) /
+    percentile(
+      [...baseline].sort((a, b) => a - b),
+      50,
+    );
+  console.log(
+    `  API create-to-Ready / bare Pod: ${ratio.toFixed(2)}x; goal Ready < 10 s: ${
+      percentile(
+        [...ready].sort((a, b) => a - b),
+        50,
+      ) < 10_000
+        ? 'met'
+        : 'NOT met'
+    }`,
+  );
 
   // Branches: the servers above go first (the account's CPU quota), then one database is filled.
   for (let i = 0; i < apps; i++) await call('DELETE', `/apps/app${i}/database`);
   for (let i = 0; i < count; i++) await call('DELETE', `/databases/db${i}`);
   await call('POST', '/databases', { name: 'big', storage_bytes: 4 * 1024 ** 3 });
-  await until('big Ready', async () => (await call<{ databases: Array<{ name: string; phase: string }> }>('GET', '/databases')).databases.some((d) => d.name === 'big' && d.phase === 'Ready'));
+  await until('big Ready', async () =>
+    (await call<{ databases: Array<{ name: string; phase: string }> }>('GET', '/databases')).databases.some(
+      (d) => d.name === 'big' && d.phase === 'Ready',
+    ),
+  );
   await call('PUT', '/apps/app0/database', { name: 'big' });
   await until('app0 querying big', async () => (await getFromApp(ns, 'app0', '/write/b'))?.body === 'b');
   const chunk = 5;
@@ -130,10 +178,22 @@ try {
   for (let i = 0; i < 3; i++) {
     const t0 = performance.now();
     const { preview } = await call<{ preview: { database: string } }>('POST', '/apps/app0/previews', { ref: `b${i}` });
-    await until(`branch ${preview.database} Ready`, async () => (await call<{ databases: Array<{ name: string; phase: string }> }>('GET', '/databases')).databases.some((d) => d.name === preview.database && d.phase === 'Ready'), 300_000);
+    await until(
+      `branch ${preview.database} Ready`,
+      async () =>
+        (await call<{ databases: Array<{ name: string; phase: string }> }>('GET', '/databases')).databases.some(
+          (d) => d.name === preview.database && d.phase === 'Ready',
+        ),
+      300_000,
+    );
     branchTimes.push(performance.now() - t0);
     await call('DELETE', `/apps/app0/previews/b${i}`);
-    await until(`branch ${preview.database} gone`, async () => !(await call<{ databases: Array<{ name: string }> }>('GET', '/databases')).databases.some((d) => d.name === preview.database), 120_000);
+    await until(
+      `branch ${preview.database} gone`,
+      async () =>
+        !(await call<{ databases: Array<{ name: string }> }>('GET', '/databases')).databases.some((d) => d.name === preview.database),
+      120_000,
+    );
   }
   console.log(`  preview to branch Ready (pg_basebackup into a new server)  p50 ${p50(branchTimes)}   max ${max(branchTimes)}`);
   // The alternatives, timed inside the source server (its socket, no network): their copy alone.
@@ -141,18 +201,31 @@ try {
   const inServer = async (script: string) => {
     const t0 = performance.now();
     await new Promise<void>((resolve, reject) => {
-      void exec.exec(ns, databaseObjects('big').pod, 'postgres', ['sh', '-c', script], null, process.stderr, null, false, (status) => (status.status === 'Success' ? resolve() : reject(new Error(`${script}: ${status.message}`))));
+      void exec.exec(ns, databaseObjects('big').pod, 'postgres', ['sh', '-c', script], null, process.stderr, null, false, (status) =>
+        status.status === 'Success' ? resolve() : reject(new Error(`${script}: ${status.message}`)),
+      );
     });
     return performance.now() - t0;
   };
   const template: number[] = [];
   const dump: number[] = [];
   for (let i = 0; i < 3; i++) {
-    template.push(await inServer(`psql -q -h /tmp -d postgres -c 'CREATE DATABASE t${i} TEMPLATE big' && psql -q -h /tmp -d postgres -c 'DROP DATABASE t${i}'`));
-    dump.push(await inServer(`createdb -h /tmp d${i} && pg_dump -h /tmp big | psql -q -h /tmp -d d${i} >/dev/null && dropdb -h /tmp d${i}`));
+    template.push(
+      await inServer(
+        `psql -q -h /tmp -d postgres -c 'CREATE DATABASE t${i} TEMPLATE big' && psql -q -h /tmp -d postgres -c 'DROP DATABASE t${i}'`,
+      ),
+    );
+    dump.push(
+      await inServer(`createdb -h /tmp d${i} && pg_dump -h /tmp big | psql -q -h /tmp -d d${i} >/dev/null && dropdb -h /tmp d${i}`),
+    );
   }
-  console.log(`  on the source server: CREATE DATABASE ... TEMPLATE (and drop) p50 ${p50(template)}   pg_dump | psql (and drop) p50 ${p50(dump)}`);
-  const branchP50 = percentile([...branchTimes].sort((a, b) => a - b), 50);
+  console.log(
+    `  on the source server: CREATE DATABASE ... TEMPLATE (and drop) p50 ${p50(template)}   pg_dump | psql (and drop) p50 ${p50(dump)}`,
+  );
+  const branchP50 = percentile(
+    [...branchTimes].sort((a, b) => a - b),
+    50,
+  );
   console.log(`  goal branch < 5 s: ${branchP50 < 5000 ? 'met' : 'NOT met'}`);
 } finally {
   for (const c of cleanups) await c().catch(() => undefined);

@@ -41,7 +41,14 @@ const port = (server.address() as AddressInfo).port;
 const machineServer = createServer();
 const machinePort = await listenOnMachinePort(machineServer);
 const artifactDir = await mkdtemp(path.join(tmpdir(), 'svc-bench-artifacts-'));
-const config = loadConfig({ ...process.env, SVC_DATABASE_URL: database.url, SVC_API_PORT: String(port), SVC_API_MACHINE_PORT: String(machinePort), SVC_ARTIFACT_DIR: artifactDir, SVC_RUNTIME_IMAGE: images.runtime });
+const config = loadConfig({
+  ...process.env,
+  SVC_DATABASE_URL: database.url,
+  SVC_API_PORT: String(port),
+  SVC_API_MACHINE_PORT: String(machinePort),
+  SVC_ARTIFACT_DIR: artifactDir,
+  SVC_RUNTIME_IMAGE: images.runtime,
+});
 const db = connect(config.databaseUrl);
 await migrateLatest(db);
 const kc = loadKubeConfig(config.kubeconfig);
@@ -77,9 +84,15 @@ async function firstServed(service: string, want: string, timeoutMs = 120_000): 
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     const slices = await discovery.listNamespacedEndpointSlice({ namespace: ns, labelSelector: `kubernetes.io/service-name=${service}` });
-    const addresses = slices.items.flatMap((s) => s.endpoints ?? []).filter((e) => e.conditions?.ready).flatMap((e) => e.addresses);
+    const addresses = slices.items
+      .flatMap((s) => s.endpoints ?? [])
+      .filter((e) => e.conditions?.ready)
+      .flatMap((e) => e.addresses);
     for (const a of addresses) {
-      const body = await fetch(`http://${a}:8080/`, { signal: AbortSignal.timeout(2000) }).then((r) => (r.ok ? r.text() : ''), () => '');
+      const body = await fetch(`http://${a}:8080/`, { signal: AbortSignal.timeout(2000) }).then(
+        (r) => (r.ok ? r.text() : ''),
+        () => '',
+      );
       if (body.includes(want)) return;
     }
     await sleep(20);
@@ -92,7 +105,10 @@ async function podServes(address: () => Promise<string | undefined>, want: strin
   while (Date.now() < deadline) {
     const a = await address();
     if (a) {
-      const body = await fetch(`http://${a}:8080/`, { signal: AbortSignal.timeout(2000) }).then((r) => (r.ok ? r.text() : ''), () => '');
+      const body = await fetch(`http://${a}:8080/`, { signal: AbortSignal.timeout(2000) }).then(
+        (r) => (r.ok ? r.text() : ''),
+        () => '',
+      );
       if (body.includes(want)) return;
     }
     await sleep(20);
@@ -117,7 +133,9 @@ try {
 
   // Baseline: the machine the controller would make, as a bare Pod, for a fresh artifact each time.
   // The machine pod as the controller makes it, from the App as the cluster has it.
-  const app = (await kc.makeApiClient(k8s.CustomObjectsApi).getNamespacedCustomObject({ group, version, namespace: ns, plural: pluralOf('App'), name: 'bench' })) as App;
+  const app = (await kc
+    .makeApiClient(k8s.CustomObjectsApi)
+    .getNamespacedCustomObject({ group, version, namespace: ns, plural: pluralOf('App'), name: 'bench' })) as App;
   const { machinePod, machinePolicy } = await import('../controllers/app/desired.js');
   const { appSettings } = await import('../controllers/app/settings.js');
   const settings = { ...appSettings(config), rolloutDeadlineMs: 120_000 };
@@ -131,7 +149,9 @@ try {
   const baseline: number[] = [];
   for (let i = 0; i < baselineRuns; i++) {
     const marker = `<p>bare ${i} ${randomBytes(4).toString('hex')}</p>`;
-    const prepared = await services.deployer.prepareBody({ files: { 'index.html': marker } }, (staged) => services.storage.admit(account.id, ns, staged, 'the bench tree'));
+    const prepared = await services.deployer.prepareBody({ files: { 'index.html': marker } }, (staged) =>
+      services.storage.admit(account.id, ns, staged, 'the bench tree'),
+    );
     const pod = machinePod({ ...app, spec: { ...app.spec, source: prepared.spec.source!, deployId: `bare-${i}` } }, 0, settings);
     const name = `bare-${i}`;
     pod.metadata = { name, namespace: ns, labels: { [labels.app]: bare } };
@@ -147,7 +167,9 @@ try {
   const p50 = percentile(times, 50);
   const b50 = percentile(baseline, 50);
   console.log(`bench/deploy: ${deploys} deploys of a static site (inline files), POST to first 200 of the new content, same run`);
-  console.log(`  deploy   p50 ${p50.toFixed(0)} ms   p99 ${percentile(times, 99).toFixed(0)} ms   (min ${times[0]!.toFixed(0)}, max ${times.at(-1)!.toFixed(0)})`);
+  console.log(
+    `  deploy   p50 ${p50.toFixed(0)} ms   p99 ${percentile(times, 99).toFixed(0)} ms   (min ${times[0]!.toFixed(0)}, max ${times.at(-1)!.toFixed(0)})`,
+  );
   console.log(`  baseline bare runtime Pod to first 200: p50 ${b50.toFixed(0)} ms over ${baselineRuns}`);
   console.log(`  ratio deploy p50 / bare Pod p50 ${(p50 / b50).toFixed(2)}   goal p50 < 2000 ms: ${p50 < 2000 ? 'met' : 'NOT met'}`);
 } finally {

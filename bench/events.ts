@@ -30,7 +30,9 @@ interface Ready {
 }
 
 async function startServer(mode: 'bare' | 'api') {
-  const child = spawn(process.execPath, [path.join(repoRoot, 'dist/bench/events-server.js'), mode], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [path.join(repoRoot, 'dist/bench/events-server.js'), mode], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const [line] = (await once(createInterface({ input: child.stdout }), 'line')) as [string];
   return {
     ...(JSON.parse(line) as Ready),
@@ -127,14 +129,20 @@ async function webhookRate() {
   });
   await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
   try {
-    await createWebhook(db, s.accountId, { url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`, eventTypes: ['deploy.*'] });
+    await createWebhook(db, s.accountId, {
+      url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`,
+      eventTypes: ['deploy.*'],
+    });
     const started = now();
     for (let i = 0; i < deliveries; i += 100) {
       await db.transaction(async (tx) => {
         for (let j = i; j < Math.min(i + 100, deliveries); j++) await recordEvent(tx, s.accountId, 'deploy.live', 'bench', { n: j });
       });
     }
-    await Promise.race([all, new Promise((_, reject) => setTimeout(() => reject(new Error(`${received} of ${deliveries} deliveries in 120 s`)), 120_000))]);
+    await Promise.race([
+      all,
+      new Promise((_, reject) => setTimeout(() => reject(new Error(`${received} of ${deliveries} deliveries in 120 s`)), 120_000)),
+    ]);
     const seconds = (now() - started) / 1000;
     return { perSecond: deliveries / seconds, seconds };
   } finally {
@@ -156,5 +164,7 @@ for (const n of followerCounts) {
 }
 const rate = await webhookRate();
 console.log(`webhooks: ${deliveries} deliveries to a loopback receiver in ${rate.seconds.toFixed(1)} s: ${rate.perSecond.toFixed(0)}/s`);
-console.log(`goal: api p99 < 100 ms at ${followerCounts.at(-1)} followers: ${worstP99 < 100 ? 'met' : 'NOT met'} (${worstP99.toFixed(1)} ms)`);
+console.log(
+  `goal: api p99 < 100 ms at ${followerCounts.at(-1)} followers: ${worstP99 < 100 ? 'met' : 'NOT met'} (${worstP99.toFixed(1)} ms)`,
+);
 process.exit(0);

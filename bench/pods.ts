@@ -58,9 +58,13 @@ try {
 
   const latencies = [...running.entries()].map(([name, t]) => t - created.get(name)!).sort((a, b) => a - b);
   console.log(`bench/pods: ${count} pods (busybox sleep), ${concurrency} creates in flight, same machine, same run`);
-  console.log(`  apiserver accepted all creates   ${(acceptedMs / 1000).toFixed(2)} s   (${(count / (acceptedMs / 1000)).toFixed(1)} pods/s)`);
+  console.log(
+    `  apiserver accepted all creates   ${(acceptedMs / 1000).toFixed(2)} s   (${(count / (acceptedMs / 1000)).toFixed(1)} pods/s)`,
+  );
   console.log(`  all Running via the kubelets     ${(totalMs / 1000).toFixed(2)} s   (${(count / (totalMs / 1000)).toFixed(1)} pods/s)`);
-  console.log(`  create-to-Running                p50 ${percentile(latencies, 50).toFixed(0)} ms   p99 ${percentile(latencies, 99).toFixed(0)} ms`);
+  console.log(
+    `  create-to-Running                p50 ${percentile(latencies, 50).toFixed(0)} ms   p99 ${percentile(latencies, 99).toFixed(0)} ms`,
+  );
   console.log(`  ratio Running time / accept time ${(totalMs / acceptedMs).toFixed(2)}`);
 } finally {
   await core.deleteNamespace({ name: namespace }).catch(() => undefined);

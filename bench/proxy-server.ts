@@ -52,7 +52,8 @@ async function runWorkers(info: Record<string, string> = {}): Promise<void> {
 }
 const inWorker = cluster.isWorker;
 const listenOptions = (port: number) => ({ port, host: '127.0.0.1', ...(inWorker ? { reusePort: true, exclusive: true } : {}) });
-const ready = (url: string, extra: Record<string, string> = {}) => (inWorker ? process.send!('ready') : console.log(JSON.stringify({ url, ...extra })));
+const ready = (url: string, extra: Record<string, string> = {}) =>
+  inWorker ? process.send!('ready') : console.log(JSON.stringify({ url, ...extra }));
 
 if (mode === 'upstream' && workers > 1 && cluster.isPrimary) {
   await runWorkers();
@@ -106,11 +107,19 @@ if (mode === 'upstream' && workers > 1 && cluster.isPrimary) {
   const log = createLogger('ingress-auth', 'silent');
   const db = connect(databaseUrl);
   await migrateLatest(db);
-  const keys = new AssertionKeyStore(db, { rotationMs: config.assertion.rotationMs, maxAssertionLifetimeMs: config.assertion.lifetimeSeconds * 1000 });
+  const keys = new AssertionKeyStore(db, {
+    rotationMs: config.assertion.rotationMs,
+    maxAssertionLifetimeMs: config.assertion.lifetimeSeconds * 1000,
+  });
   const signer = new AssertionSigner(keys, { issuer: config.assertion.issuer, lifetimeSeconds: config.assertion.lifetimeSeconds });
   const signIn = new SignIn({ db, config, log, signer, assertionLifetimeSeconds: config.assertion.lifetimeSeconds });
   await signIn.start();
-  const authRoutes = new AuthRoutes(signIn, { config, log, mail: undefined, available: { email: false, passkey: false, idp: false, codehost: false } });
+  const authRoutes = new AuthRoutes(signIn, {
+    config,
+    log,
+    mail: undefined,
+    available: { email: false, passkey: false, idp: false, codehost: false },
+  });
   // One session for every worker (the primary makes it; workers find it in PostgreSQL like any other).
   const cookie =
     process.env.BENCH_COOKIE ??
@@ -130,11 +139,23 @@ if (mode === 'upstream' && workers > 1 && cluster.isPrimary) {
     process.env.BENCH_COOKIE = cookie;
     await runWorkers({ cookie });
   } else {
-    const ingress = await startIngress({ config, kc: new k8s.KubeConfig(), log, recorder, routes, host: '127.0.0.1', port: sharedPort ?? 0, reusePort: inWorker, auth: { signIn, routes: authRoutes } });
+    const ingress = await startIngress({
+      config,
+      kc: new k8s.KubeConfig(),
+      log,
+      recorder,
+      routes,
+      host: '127.0.0.1',
+      port: sharedPort ?? 0,
+      reusePort: inWorker,
+      auth: { signIn, routes: authRoutes },
+    });
     ready(ingress.url, { cookie });
   }
 } else {
-  console.error('usage: proxy-server.js upstream [workers] | bare <upstream port> [workers] | ingress <upstream port> <database url> [workers]');
+  console.error(
+    'usage: proxy-server.js upstream [workers] | bare <upstream port> [workers] | ingress <upstream port> <database url> [workers]',
+  );
   process.exit(2);
 }
 

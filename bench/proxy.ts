@@ -27,7 +27,9 @@ const workers = Number(process.env.BENCH_WORKERS ?? availableParallelism());
 const host = 'bench.apps.localhost';
 
 async function server(...args: string[]): Promise<{ url: string; cookie?: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, [path.join(repoRoot, 'dist/bench/proxy-server.js'), ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [path.join(repoRoot, 'dist/bench/proxy-server.js'), ...args], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const [line] = (await once(createInterface({ input: child.stdout }), 'line')) as [string];
   return { ...(JSON.parse(line) as { url: string; cookie?: string }), child };
 }
@@ -65,7 +67,9 @@ http {
 }
 `,
   );
-  const child = spawn(bin, ['-p', dir, '-c', path.join(dir, 'nginx.conf'), '-g', 'daemon off;'], { stdio: ['ignore', 'inherit', 'inherit'] });
+  const child = spawn(bin, ['-p', dir, '-c', path.join(dir, 'nginx.conf'), '-g', 'daemon off;'], {
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
   for (let i = 0; i < 50; i++) {
     const ok = await new Promise<boolean>((resolve) => {
       const s = net.connect(port, '127.0.0.1', () => {
@@ -115,13 +119,16 @@ async function load(url: string, conns: number, seconds: number, headers: Record
 
 // A lone socket error of the load generator (seen against nginx too) is noise; a wrong status is not.
 function checkFailures(url: string, total: number, non2xx: number, errors: number, detail: string): void {
-  if (non2xx > 0 || errors > Math.max(1, total / 10_000)) throw new Error(`${url}: failed requests (non-2xx ${non2xx}, errors ${errors} ${detail})`);
+  if (non2xx > 0 || errors > Math.max(1, total / 10_000))
+    throw new Error(`${url}: failed requests (non-2xx ${non2xx}, errors ${errors} ${detail})`);
 }
 
 async function loadWithAutocannon(url: string, conns: number, seconds: number, headers: Record<string, string>): Promise<Run> {
   const kinds = new Map<string, number>();
   const r = await new Promise<autocannon.Result>((resolve, reject) => {
-    const run = autocannon({ url, connections: conns, duration: seconds, headers: { host, ...headers }, pipelining: 1 }, (err, result) => (err ? reject(err instanceof Error ? err : new Error(String(err))) : resolve(result)));
+    const run = autocannon({ url, connections: conns, duration: seconds, headers: { host, ...headers }, pipelining: 1 }, (err, result) =>
+      err ? reject(err instanceof Error ? err : new Error(String(err))) : resolve(result),
+    );
     run.on('reqError', (err: NodeJS.ErrnoException) => kinds.set(err.code ?? err.message, (kinds.get(err.code ?? err.message) ?? 0) + 1));
   });
   checkFailures(url, r.requests.total, r.non2xx, r.errors + r.timeouts, JSON.stringify(Object.fromEntries(kinds)));
@@ -227,11 +234,18 @@ try {
   for (const { n, pub, signed, bare, ref } of groups) {
     const ratios = (a: Side, b: Side) => a.runs.map((r, i) => r.rps / b.runs[i]!.rps);
     const fmt = (xs: number[]) => `${median(xs).toFixed(2)} (${Math.min(...xs).toFixed(2)}-${Math.max(...xs).toFixed(2)})`;
-    if (ref) console.log(`  x${n}: ingress-auth/nginx   ${fmt(ratios(pub, ref))} public, ${fmt(ratios(signed, ref))} signed in   (goal >= 0.6); bare node proxy/nginx ${fmt(ratios(bare, ref))}`);
-    console.log(`  x${n}: ingress-auth/bare node proxy   ${fmt(ratios(pub, bare))} public, ${fmt(ratios(signed, bare))} signed in   (what the gate costs over node:http alone)`);
+    if (ref)
+      console.log(
+        `  x${n}: ingress-auth/nginx   ${fmt(ratios(pub, ref))} public, ${fmt(ratios(signed, ref))} signed in   (goal >= 0.6); bare node proxy/nginx ${fmt(ratios(bare, ref))}`,
+      );
+    console.log(
+      `  x${n}: ingress-auth/bare node proxy   ${fmt(ratios(pub, bare))} public, ${fmt(ratios(signed, bare))} signed in   (what the gate costs over node:http alone)`,
+    );
     const added = signed.runs.map((r, i) => r.p50At8 - direct.runs[i]!.p50At8);
     const addedNginx = ref ? ref.runs.map((r, i) => r.p50At8 - direct.runs[i]!.p50At8) : undefined;
-    console.log(`  x${n}: added p50 at 8 connections, signed in ${median(added).toFixed(3)} ms (${Math.min(...added).toFixed(3)}-${Math.max(...added).toFixed(3)})${addedNginx ? `; nginx ${median(addedNginx).toFixed(3)} ms` : ''}   (goal < 1 ms)`);
+    console.log(
+      `  x${n}: added p50 at 8 connections, signed in ${median(added).toFixed(3)} ms (${Math.min(...added).toFixed(3)}-${Math.max(...added).toFixed(3)})${addedNginx ? `; nginx ${median(addedNginx).toFixed(3)} ms` : ''}   (goal < 1 ms)`,
+    );
   }
 } finally {
   for (const n of new Set([nginx1, nginxN])) await n?.stop();

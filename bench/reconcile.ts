@@ -17,7 +17,9 @@ const count = Number(process.env.BENCH_APPS ?? 300);
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 20);
 const timeoutMs = Number(process.env.BENCH_TIMEOUT_SECONDS ?? 300) * 1000;
 // Each machine is busybox's httpd from the local registry (BENCH_APP_COMMAND overrides the command).
-const command = process.env.BENCH_APP_COMMAND ? (JSON.parse(process.env.BENCH_APP_COMMAND) as string[]) : ['httpd', '-f', '-p', '8080', '-h', '/tmp'];
+const command = process.env.BENCH_APP_COMMAND
+  ? (JSON.parse(process.env.BENCH_APP_COMMAND) as string[])
+  : ['httpd', '-f', '-p', '8080', '-h', '/tmp'];
 const spec: App['spec'] = { kind: 'container', image: images.busybox, command, machines: 1 };
 
 const kc = loadKubeConfig(process.env.KUBECONFIG);
@@ -30,7 +32,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 // ---- the controllers process' memory: RSS of its pid and all its descendants ----
 
-const controllersPid = Number(readFileSync(path.join(process.env.SVC_STATE_DIR ?? path.join(repoRoot, '.svc'), 'run/controllers.pid'), 'utf8').trim());
+const controllersPid = Number(
+  readFileSync(path.join(process.env.SVC_STATE_DIR ?? path.join(repoRoot, '.svc'), 'run/controllers.pid'), 'utf8').trim(),
+);
 
 function descendants(pid: number): number[] {
   const out = [pid];
@@ -74,7 +78,8 @@ function controllersRssMiB(): number {
       const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
       kib += Number(m?.[1] ?? 0);
     } catch (err) {
-      if (pid === controllersPid) throw new Error(`controllers (pid ${controllersPid} from .svc/run/controllers.pid) is not running: ${String(err)}`, { cause: err });
+      if (pid === controllersPid)
+        throw new Error(`controllers (pid ${controllersPid} from .svc/run/controllers.pid) is not running: ${String(err)}`, { cause: err });
     }
   }
   return kib / 1024;
@@ -87,7 +92,11 @@ interface Listed<T> {
   metadata?: { resourceVersion?: string };
 }
 
-function watchAll<T extends k8s.KubernetesObject>(watchPath: string, list: () => Promise<Listed<T>>, seen: (o: T) => void): { stop(): void; started: Promise<void> } {
+function watchAll<T extends k8s.KubernetesObject>(
+  watchPath: string,
+  list: () => Promise<Listed<T>>,
+  seen: (o: T) => void,
+): { stop(): void; started: Promise<void> } {
   let stopped = false;
   let current: AbortController | undefined;
   const run = async (): Promise<void> => {
@@ -100,7 +109,8 @@ function watchAll<T extends k8s.KubernetesObject>(watchPath: string, list: () =>
         if (type !== 'ERROR' && type !== 'BOOKMARK') seen(o);
       },
       () => {
-        if (!stopped) void sleep(200).then(() => (stopped ? undefined : run().catch((err) => console.error('bench/reconcile: re-watch failed', err))));
+        if (!stopped)
+          void sleep(200).then(() => (stopped ? undefined : run().catch((err) => console.error('bench/reconcile: re-watch failed', err))));
       },
     );
   };
@@ -125,7 +135,10 @@ async function deleteNamespace(ns: string): Promise<void> {
   await core.deleteNamespace({ name: ns }).catch(() => undefined);
   const until = Date.now() + 120_000;
   while (Date.now() < until) {
-    const left = await core.listNamespacedPod({ namespace: ns }).then((l) => l.items.length, () => 0);
+    const left = await core.listNamespacedPod({ namespace: ns }).then(
+      (l) => l.items.length,
+      () => 0,
+    );
     if (!left) break;
     await sleep(500);
   }
@@ -150,10 +163,22 @@ async function createNamespace(ns: string): Promise<void> {
 // ---- capacity: the kubelets take 250 pods each (maxPods, hack/nodes.sh) ----
 
 async function freePodSlots(): Promise<{ free: number; detail: string }> {
-  const nodes = (await core.listNode()).items.filter((n) => !n.spec?.unschedulable && n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
-  const pods = (await core.listPodForAllNamespaces({ fieldSelector: 'status.phase!=Succeeded,status.phase!=Failed' })).items.filter((p) => p.spec?.nodeName);
-  const detail = nodes.map((n) => `${n.metadata!.name}: ${n.status?.allocatable?.pods ?? '?'} pods allocatable, ${pods.filter((p) => p.spec!.nodeName === n.metadata!.name).length} used`).join('; ');
-  const free = nodes.reduce((s, n) => s + Number(n.status?.allocatable?.pods ?? 0) - pods.filter((p) => p.spec!.nodeName === n.metadata!.name).length, 0);
+  const nodes = (await core.listNode()).items.filter(
+    (n) => !n.spec?.unschedulable && n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+  );
+  const pods = (await core.listPodForAllNamespaces({ fieldSelector: 'status.phase!=Succeeded,status.phase!=Failed' })).items.filter(
+    (p) => p.spec?.nodeName,
+  );
+  const detail = nodes
+    .map(
+      (n) =>
+        `${n.metadata!.name}: ${n.status?.allocatable?.pods ?? '?'} pods allocatable, ${pods.filter((p) => p.spec!.nodeName === n.metadata!.name).length} used`,
+    )
+    .join('; ');
+  const free = nodes.reduce(
+    (s, n) => s + Number(n.status?.allocatable?.pods ?? 0) - pods.filter((p) => p.spec!.nodeName === n.metadata!.name).length,
+    0,
+  );
   return { free, detail };
 }
 
@@ -166,11 +191,16 @@ async function diagnose(ns: string): Promise<string> {
     const state = podReady(p) ? 'Ready' : `${p.status?.phase ?? 'unknown'}${p.spec?.nodeName ? '' : ' (unscheduled)'}`;
     byState.set(state, (byState.get(state) ?? 0) + 1);
     if (!podReady(p)) {
-      const why = p.status?.conditions?.find((c) => c.status === 'False' && c.message)?.message ?? p.status?.containerStatuses?.[0]?.state?.waiting?.reason;
+      const why =
+        p.status?.conditions?.find((c) => c.status === 'False' && c.message)?.message ??
+        p.status?.containerStatuses?.[0]?.state?.waiting?.reason;
       if (why) reasons.set(why, (reasons.get(why) ?? 0) + 1);
     }
   }
-  return [`${pods.length} pods: ${[...byState].map(([s, n]) => `${n} ${s}`).join(', ')}`, ...[...reasons].map(([r, n]) => `  ${n} x ${r}`)].join('\n');
+  return [
+    `${pods.length} pods: ${[...byState].map(([s, n]) => `${n} ${s}`).join(', ')}`,
+    ...[...reasons].map(([r, n]) => `  ${n} x ${r}`),
+  ].join('\n');
 }
 
 function until(done: () => boolean, what: () => string, ns: string): Promise<void> {
@@ -198,18 +228,31 @@ interface Result {
   latencies: number[];
 }
 
-const settings: AppSettings = { site: { appsDomain: 'bench.invalid', appsUrlSuffix: '', secure: false }, runtimeImage: 'svc/runtime', artifactBaseUrl: 'http://bench.invalid', rolloutDeadlineMs: timeoutMs, assertionIssuer: 'http://bench.invalid/_svc/auth', jwksUrl: 'http://bench.invalid/_svc/auth/jwks.json' };
+const settings: AppSettings = {
+  site: { appsDomain: 'bench.invalid', appsUrlSuffix: '', secure: false },
+  runtimeImage: 'svc/runtime',
+  artifactBaseUrl: 'http://bench.invalid',
+  rolloutDeadlineMs: timeoutMs,
+  assertionIssuer: 'http://bench.invalid/_svc/auth',
+  jwksUrl: 'http://bench.invalid/_svc/auth/jwks.json',
+};
 const appName = (i: number) => `a${i}`;
 
 /** The machine pod the controller would make for App a<i>, without its owner and under a label the controllers do not watch. */
 function barePod(i: number): k8s.V1Pod {
-  const app: App = { apiVersion, kind: 'App', metadata: { name: appName(i), namespace: podsNs, uid: '00000000-0000-0000-0000-000000000000' }, spec };
+  const app: App = {
+    apiVersion,
+    kind: 'App',
+    metadata: { name: appName(i), namespace: podsNs, uid: '00000000-0000-0000-0000-000000000000' },
+    spec,
+  };
   const pod = machinePod(app, 0, settings);
   const rename = (labels: Record<string, string> | undefined) =>
     labels && Object.fromEntries(Object.entries(labels).map(([k, v]) => [k === labels.app ? 'bench.svc.dev/app' : k, v]));
   delete pod.metadata!.ownerReferences;
   pod.metadata!.labels = rename(pod.metadata!.labels);
-  for (const c of pod.spec!.topologySpreadConstraints ?? []) if (c.labelSelector?.matchLabels) c.labelSelector.matchLabels = rename(c.labelSelector.matchLabels);
+  for (const c of pod.spec!.topologySpreadConstraints ?? [])
+    if (c.labelSelector?.matchLabels) c.labelSelector.matchLabels = rename(c.labelSelector.matchLabels);
   return pod;
 }
 
@@ -217,9 +260,13 @@ async function barePods(): Promise<Result> {
   await createNamespace(podsNs);
   const createdAt = new Map<string, number>();
   const readyAt = new Map<string, number>();
-  const w = watchAll<k8s.V1Pod>(`/api/v1/namespaces/${podsNs}/pods`, () => core.listNamespacedPod({ namespace: podsNs }), (p) => {
-    if (podReady(p) && !readyAt.has(p.metadata!.name!)) readyAt.set(p.metadata!.name!, performance.now());
-  });
+  const w = watchAll<k8s.V1Pod>(
+    `/api/v1/namespaces/${podsNs}/pods`,
+    () => core.listNamespacedPod({ namespace: podsNs }),
+    (p) => {
+      if (podReady(p) && !readyAt.has(p.metadata!.name!)) readyAt.set(p.metadata!.name!, performance.now());
+    },
+  );
   await w.started;
   try {
     const start = performance.now();
@@ -229,7 +276,11 @@ async function barePods(): Promise<Result> {
       createdAt.set(body.metadata!.name!, performance.now());
     });
     const acceptMs = performance.now() - start;
-    await until(() => readyAt.size >= count, () => `bare pods: only ${readyAt.size} of ${count} Ready`, podsNs);
+    await until(
+      () => readyAt.size >= count,
+      () => `bare pods: only ${readyAt.size} of ${count} Ready`,
+      podsNs,
+    );
     const totalMs = Math.max(...readyAt.values()) - start;
     const latencies = [...readyAt].map(([n, t]) => t - createdAt.get(n)!).sort((a, b) => a - b);
     return { acceptMs, totalMs, latencies };
@@ -258,12 +309,16 @@ async function apps(): Promise<AppResult> {
       if (appReady(a) && !readyAt.has(a.metadata.name!)) readyAt.set(a.metadata.name!, performance.now());
     },
   );
-  const wp = watchAll<k8s.V1Pod>(`/api/v1/namespaces/${appsNs}/pods`, () => core.listNamespacedPod({ namespace: appsNs }), (p) => {
-    const app = p.metadata?.labels?.[labels.app];
-    if (!app) return;
-    if (!podSeen.has(app)) podSeen.set(app, performance.now());
-    if (podReady(p) && !podReadyAt.has(app)) podReadyAt.set(app, performance.now());
-  });
+  const wp = watchAll<k8s.V1Pod>(
+    `/api/v1/namespaces/${appsNs}/pods`,
+    () => core.listNamespacedPod({ namespace: appsNs }),
+    (p) => {
+      const app = p.metadata?.labels?.[labels.app];
+      if (!app) return;
+      if (!podSeen.has(app)) podSeen.set(app, performance.now());
+      if (podReady(p) && !podReadyAt.has(app)) podReadyAt.set(app, performance.now());
+    },
+  );
   await Promise.all([wa.started, wp.started]);
   await sleep(1000);
   const before = controllersRssMiB();
@@ -274,11 +329,21 @@ async function apps(): Promise<AppResult> {
     const start = performance.now();
     await inParallel(count, concurrency, async (i) => {
       const name = appName(i);
-      await custom.createNamespacedCustomObject({ group, version, namespace: appsNs, plural: 'apps', body: { apiVersion, kind: 'App', metadata: { name }, spec } });
+      await custom.createNamespacedCustomObject({
+        group,
+        version,
+        namespace: appsNs,
+        plural: 'apps',
+        body: { apiVersion, kind: 'App', metadata: { name }, spec },
+      });
       createdAt.set(name, performance.now());
     });
     const acceptMs = performance.now() - start;
-    await until(() => readyAt.size >= count, () => `Apps: only ${readyAt.size} of ${count} Ready (${podSeen.size} machine pods made, ${podReadyAt.size} Ready)`, appsNs);
+    await until(
+      () => readyAt.size >= count,
+      () => `Apps: only ${readyAt.size} of ${count} Ready (${podSeen.size} machine pods made, ${podReadyAt.size} Ready)`,
+      appsNs,
+    );
     const totalMs = Math.max(...readyAt.values()) - start;
     clearInterval(sampler);
     const afterReady = controllersRssMiB();
@@ -328,14 +393,24 @@ try {
   await sleep(2000);
   const afterCleanup = controllersRssMiB();
 
-  console.log(`bench/reconcile: ${count} machines (registry busybox ${command[0]} listener on 8080, tcp readiness), ${concurrency} creates in flight, same machine, same run`);
-  console.log(`  bare Pods (baseline)   accept ${s(bare.acceptMs)}   all Ready ${s(bare.totalMs)} (${(count / (bare.totalMs / 1000)).toFixed(1)} pods/s)   create-to-Ready ${pq(bare.latencies)}`);
-  console.log(`  Apps via controllers   accept ${s(app.acceptMs)}   all Ready ${s(app.totalMs)} (${(count / (app.totalMs / 1000)).toFixed(1)} apps/s)   create-to-Ready ${pq(app.latencies)}`);
+  console.log(
+    `bench/reconcile: ${count} machines (registry busybox ${command[0]} listener on 8080, tcp readiness), ${concurrency} creates in flight, same machine, same run`,
+  );
+  console.log(
+    `  bare Pods (baseline)   accept ${s(bare.acceptMs)}   all Ready ${s(bare.totalMs)} (${(count / (bare.totalMs / 1000)).toFixed(1)} pods/s)   create-to-Ready ${pq(bare.latencies)}`,
+  );
+  console.log(
+    `  Apps via controllers   accept ${s(app.acceptMs)}   all Ready ${s(app.totalMs)} (${(count / (app.totalMs / 1000)).toFixed(1)} apps/s)   create-to-Ready ${pq(app.latencies)}`,
+  );
   console.log(`    App created -> machine pod made   ${pq(app.stages[0])}`);
   console.log(`    machine pod made -> pod Ready     ${pq(app.stages[1])}`);
   console.log(`    pod Ready -> App Ready            ${pq(app.stages[2])}`);
-  console.log(`  ratio Apps / bare Pods  all Ready ${(app.totalMs / bare.totalMs).toFixed(2)}   p50 ${(percentile(app.latencies, 50) / percentile(bare.latencies, 50)).toFixed(2)}   p99 ${(percentile(app.latencies, 99) / percentile(bare.latencies, 99)).toFixed(2)}`);
-  console.log(`  controllers CPU until all Ready  ${app.cpuSeconds.toFixed(1)} s (${((100 * app.cpuSeconds) / (app.totalMs / 1000)).toFixed(0)}% of one core)`);
+  console.log(
+    `  ratio Apps / bare Pods  all Ready ${(app.totalMs / bare.totalMs).toFixed(2)}   p50 ${(percentile(app.latencies, 50) / percentile(bare.latencies, 50)).toFixed(2)}   p99 ${(percentile(app.latencies, 99) / percentile(bare.latencies, 99)).toFixed(2)}`,
+  );
+  console.log(
+    `  controllers CPU until all Ready  ${app.cpuSeconds.toFixed(1)} s (${((100 * app.cpuSeconds) / (app.totalMs / 1000)).toFixed(0)}% of one core)`,
+  );
   console.log(
     `  controllers RSS (pid ${controllersPid} + children)  before ${app.rss.before.toFixed(0)} MiB   peak ${app.rss.peak.toFixed(0)} MiB   all Ready ${app.rss.afterReady.toFixed(0)} MiB   after cleanup (${s(cleanupMs)}) ${afterCleanup.toFixed(0)} MiB`,
   );

@@ -28,7 +28,13 @@ import { benchApi, inParallel, percentile } from './support.js';
 const count = Number(process.env.BENCH_SANDBOXES ?? 200);
 const stateDir = process.env.SVC_STATE_DIR ?? path.join(repoRoot, '.svc');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const p = (xs: number[], q: number) => (xs.length ? `${percentile([...xs].sort((a, b) => a - b), q).toFixed(0)} ms` : 'n/a');
+const p = (xs: number[], q: number) =>
+  xs.length
+    ? `${percentile(
+        [...xs].sort((a, b) => a - b),
+        q,
+      ).toFixed(0)} ms`
+    : 'n/a';
 
 const bench = await benchApi({
   SVC_SANDBOX_MAX_OPEN: '10000',
@@ -46,7 +52,11 @@ const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api`;
 const baselineNs = `bench-sandboxes-${Date.now().toString(36)}`;
 
 async function call<T>(method: string, route: string, body?: unknown): Promise<T> {
-  const res = await fetch(base + route, { method, headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) }, ...(body ? { body: JSON.stringify(body) } : {}) });
+  const res = await fetch(base + route, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
   const text = await res.text();
   if (!res.ok) throw new Error(`${method} ${route}: ${res.status} ${text}`);
   return JSON.parse(text) as T;
@@ -89,7 +99,9 @@ try {
     return call('GET', '/runtimes');
   });
   const size = await readyMembers();
-  console.log(`bench/sandboxes: ${count} opens, pool of ${size} ready members (SVC_SANDBOX_POOL_SIZE), API in this process, same machine, same run`);
+  console.log(
+    `bench/sandboxes: ${count} opens, pool of ${size} ready members (SVC_SANDBOX_POOL_SIZE), API in this process, same machine, same run`,
+  );
 
   // One open, its first exec and its end; what it took.
   const cycle = async (body: object = {}) => {
@@ -126,7 +138,9 @@ try {
     } else burst.cold.push(c.open);
   });
   const burstS = (performance.now() - t0) / 1000;
-  console.log(`  burst of ${count}, 2 in flight      ${burstS.toFixed(1)} s (${(count / burstS).toFixed(1)} opens/s), ${burst.open.length} served warm, ${burst.cold.length} cold (pool drained)`);
+  console.log(
+    `  burst of ${count}, 2 in flight      ${burstS.toFixed(1)} s (${(count / burstS).toFixed(1)} opens/s), ${burst.open.length} served warm, ${burst.cold.length} cold (pool drained)`,
+  );
   console.log(`  burst warm open                 p50 ${p(burst.open, 50)}   p99 ${p(burst.open, 99)}`);
   console.log(`  burst warm open-to-first-exec   p50 ${p(burst.first, 50)}   p99 ${p(burst.first, 99)}`);
   if (burst.cold.length) console.log(`  burst cold (pool empty)         p50 ${p(burst.cold, 50)}   p99 ${p(burst.cold, 99)}`);
@@ -180,7 +194,15 @@ try {
   for (let i = 0; i < 10; i++) {
     const name = `bare-${i}`;
     const start = performance.now();
-    const body = sandboxPod({ image: images.sandbox, namespace: baselineNs, runtimeClass: services.config.sandboxes.runtimeClass, agentKey: services.config.deploys.artifactKey! }, { name, resources: { ...defaultResources }, network: false, labels: {} });
+    const body = sandboxPod(
+      {
+        image: images.sandbox,
+        namespace: baselineNs,
+        runtimeClass: services.config.sandboxes.runtimeClass,
+        agentKey: services.config.deploys.artifactKey!,
+      },
+      { name, resources: { ...defaultResources }, network: false, labels: {} },
+    );
     await core.createNamespacedPod({ namespace: baselineNs, body });
     for (;;) {
       const pod = await core.readNamespacedPod({ name, namespace: baselineNs });
@@ -192,14 +214,45 @@ try {
   }
   console.log(`  baseline: bare Pod create -> Running -> apiserver exec python print(1), 10   p50 ${p(bare, 50)}   p99 ${p(bare, 99)}`);
   const ok = (v: number, goal: number) => (v < goal ? 'met' : 'MISSED');
-  const w50 = percentile([...burst.open].sort((a, b) => a - b), 50);
-  const w99 = percentile([...burst.open].sort((a, b) => a - b), 99);
-  const q50 = percentile([...paced.open].sort((a, b) => a - b), 50);
-  const q99 = percentile([...paced.open].sort((a, b) => a - b), 99);
-  const e50 = percentile([...evals].sort((a, b) => a - b), 50);
-  const c50 = percentile([...coldOpen].sort((a, b) => a - b), 50);
-  console.log(`  goals: warm open p50 < 50 ms: paced ${ok(q50, 50)}, burst ${ok(w50, 50)}; p99 < 250 ms: paced ${ok(q99, 250)}, burst ${ok(w99, 250)}; eval p50 < 150 ms ${ok(e50, 150)}; cold < 3 s ${ok(c50, 3000)}`);
-  console.log(`  baseline / paced warm open-to-first-exec p50: ${(percentile([...bare].sort((a, b) => a - b), 50) / percentile([...paced.first].sort((a, b) => a - b), 50)).toFixed(1)}x`);
+  const w50 = percentile(
+    [...burst.open].sort((a, b) => a - b),
+    50,
+  );
+  const w99 = percentile(
+    [...burst.open].sort((a, b) => a - b),
+    99,
+  );
+  const q50 = percentile(
+    [...paced.open].sort((a, b) => a - b),
+    50,
+  );
+  const q99 = percentile(
+    [...paced.open].sort((a, b) => a - b),
+    99,
+  );
+  const e50 = percentile(
+    [...evals].sort((a, b) => a - b),
+    50,
+  );
+  const c50 = percentile(
+    [...coldOpen].sort((a, b) => a - b),
+    50,
+  );
+  console.log(
+    `  goals: warm open p50 < 50 ms: paced ${ok(q50, 50)}, burst ${ok(w50, 50)}; p99 < 250 ms: paced ${ok(q99, 250)}, burst ${ok(w99, 250)}; eval p50 < 150 ms ${ok(e50, 150)}; cold < 3 s ${ok(c50, 3000)}`,
+  );
+  console.log(
+    `  baseline / paced warm open-to-first-exec p50: ${(
+      percentile(
+        [...bare].sort((a, b) => a - b),
+        50,
+      ) /
+      percentile(
+        [...paced.first].sort((a, b) => a - b),
+        50,
+      )
+    ).toFixed(1)}x`,
+  );
 } finally {
   server.closeAllConnections();
   server.close();

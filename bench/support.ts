@@ -73,7 +73,14 @@ export async function benchApi(env: Record<string, string> = {}): Promise<{
   const acct = await createAccount(db, core, { email: 'bench@example.test' });
   const { token } = await tokens.issue(acct.id, { name: 'bench' });
   const log = createLogger('api', 'info', pino.destination({ dest: '/dev/null', sync: false }));
-  const { services, stop } = await assembleServices({ config, db, kc: loadKubeConfig(config.kubeconfig), tokens, log, recorderLease: 'svc-deploy-recorder-bench' });
+  const { services, stop } = await assembleServices({
+    config,
+    db,
+    kc: loadKubeConfig(config.kubeconfig),
+    tokens,
+    log,
+    recorderLease: 'svc-deploy-recorder-bench',
+  });
   return {
     services,
     db,

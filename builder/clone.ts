@@ -28,13 +28,23 @@ export async function clone(say: (line: string) => void, fail: (message: string)
   const commit = process.env.SVC_GIT_COMMIT;
   const token = process.env.SVC_GIT_TOKEN;
   // The workspace is the kubelet's (root-owned, the pod's group): git must take it as ours.
-  const config: Array<[string, string]> = [['safe.directory', dir], ...(token ? [['http.extraHeader', `Authorization: Basic ${Buffer.from(`x-access-token:${token}`).toString('base64')}`] as [string, string]] : [])];
+  const config: Array<[string, string]> = [
+    ['safe.directory', dir],
+    ...(token
+      ? [['http.extraHeader', `Authorization: Basic ${Buffer.from(`x-access-token:${token}`).toString('base64')}`] as [string, string]]
+      : []),
+  ];
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,
     HOME: process.env.HOME ?? '/tmp',
     GIT_TERMINAL_PROMPT: '0',
     GIT_CONFIG_COUNT: String(config.length),
-    ...Object.fromEntries(config.flatMap(([k, v], i) => [[`GIT_CONFIG_KEY_${i}`, k], [`GIT_CONFIG_VALUE_${i}`, v]])),
+    ...Object.fromEntries(
+      config.flatMap(([k, v], i) => [
+        [`GIT_CONFIG_KEY_${i}`, k],
+        [`GIT_CONFIG_VALUE_${i}`, v],
+      ]),
+    ),
   };
   const shown = url.replace(/\/\/[^@/]*@/, '//***@');
   say(`fetching ${shown} ${commit ? `at ${commit}` : ref ? `branch or tag ${ref}` : '(default branch)'}`);
@@ -44,7 +54,10 @@ export async function clone(say: (line: string) => void, fail: (message: string)
     if (code !== 0) fail(`${what}: ${err.trim().split('\n').slice(-3).join(' ') || `git exited with code ${code}`}`);
   };
   await step(['init', '--quiet', '.'], 'git init failed');
-  await step(['fetch', '--quiet', '--depth=1', '--no-tags', url, commit ?? ref ?? 'HEAD'], `cannot fetch ${commit ?? ref ?? 'the default branch'} of ${shown}`);
+  await step(
+    ['fetch', '--quiet', '--depth=1', '--no-tags', url, commit ?? ref ?? 'HEAD'],
+    `cannot fetch ${commit ?? ref ?? 'the default branch'} of ${shown}`,
+  );
   await step(['checkout', '--quiet', '--detach', 'FETCH_HEAD'], 'git checkout failed');
   say(`fetched in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 }

@@ -9,7 +9,17 @@
 // Env: SVC_BUILD_WORKSPACE (the source), SVC_BUILD_REPORT_URL (`<listener>/builds/<ns>/<build>`),
 // SVC_BUILD_TOKEN, HOME (the app's build cache).
 import { spawn } from 'node:child_process';
-import { cpSync, createReadStream, createWriteStream, existsSync, mkdirSync, mkdtempSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  createReadStream,
+  createWriteStream,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -58,7 +68,11 @@ const sendDeadlineMs = Number(process.env.SVC_BUILD_SEND_DEADLINE_MS ?? 60_000);
  * output as it answered the first), so a connection that fails or a 5XX/429 is retried with
  * backoff until `sendDeadlineMs`; a 4XX is the platform's final word.
  */
-async function send(what: 'plan' | 'output', body: () => string | Readable, headers: Record<string, string>): Promise<Record<string, unknown>> {
+async function send(
+  what: 'plan' | 'output',
+  body: () => string | Readable,
+  headers: Record<string, string>,
+): Promise<Record<string, unknown>> {
   if (!reportUrl || !token) fail('SVC_BUILD_REPORT_URL and SVC_BUILD_TOKEN are not set: nowhere to send the result');
   const started = Date.now();
   for (let attempt = 1, backoff = 250; ; attempt++, backoff = Math.min(backoff * 2, 4000)) {
@@ -79,21 +93,30 @@ async function send(what: 'plan' | 'output', body: () => string | Readable, head
       if (err instanceof BuildFailure) throw err;
       why = describe(err);
     }
-    if (Date.now() - started + backoff > sendDeadlineMs) fail(`sending the ${what} failed ${attempt} times in ${Math.round((Date.now() - started) / 1000)} s; last: ${why}`);
+    if (Date.now() - started + backoff > sendDeadlineMs)
+      fail(`sending the ${what} failed ${attempt} times in ${Math.round((Date.now() - started) / 1000)} s; last: ${why}`);
     say(`sending the ${what} failed (${why}); retrying in ${(backoff / 1000).toFixed(2)} s`);
     await new Promise((r) => setTimeout(r, backoff));
   }
 }
 
 /** Packs `entries` of `cwd` into a gzipped tarball file (sent from there, so a retry sends it again). */
-async function pack(cwd: string, entries: string[], opts: { prefix?: string; filter?: (p: string) => boolean } = {}): Promise<{ file: string; bytes: number }> {
+async function pack(
+  cwd: string,
+  entries: string[],
+  opts: { prefix?: string; filter?: (p: string) => boolean } = {},
+): Promise<{ file: string; bytes: number }> {
   const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'svc-output-')), 'output.tar.gz');
   await pipeline(tarCreate({ gzip: true, cwd, portable: true, ...opts }, entries), createWriteStream(file));
   return { file, bytes: statSync(file).size };
 }
 
 const output = (packed: { file: string; bytes: number }, kind: 'image' | 'artifact') =>
-  send('output', () => createReadStream(packed.file), { 'content-type': 'application/gzip', 'content-length': String(packed.bytes), 'x-svc-output': kind });
+  send('output', () => createReadStream(packed.file), {
+    'content-type': 'application/gzip',
+    'content-length': String(packed.bytes),
+    'x-svc-output': kind,
+  });
 
 /** Bytes under `dir` (apparent sizes), for the cache line of the log; 0 when there is none. */
 function sizeOf(dir: string): number {
@@ -121,7 +144,14 @@ function run(command: string, opts: { cwd?: string; env?: Record<string, string>
     const child = spawn(file!, args, {
       cwd,
       stdio: ['ignore', 'inherit', 'inherit'],
-      env: { ...process.env, CI: 'true', PATH: `${cwd}/node_modules/.bin:${cwd}/.python/bin:${process.env.PATH ?? ''}`, PYTHONPATH: `${cwd}/.python`, ...opts.env, SVC_BUILD_TOKEN: '' },
+      env: {
+        ...process.env,
+        CI: 'true',
+        PATH: `${cwd}/node_modules/.bin:${cwd}/.python/bin:${process.env.PATH ?? ''}`,
+        PYTHONPATH: `${cwd}/.python`,
+        ...opts.env,
+        SVC_BUILD_TOKEN: '',
+      },
     });
     child.on('error', reject);
     child.on('exit', (code, signal) => {
@@ -147,18 +177,26 @@ async function build(): Promise<void> {
   say(`plan: ${plan.kind} (${plan.why})`);
   process.stdout.write(`${JSON.stringify(plan, null, 2)}\n`);
   await send('plan', () => JSON.stringify(plan), { 'content-type': 'application/json' });
-  if (plan.kind === 'compose') fail(`${plan.compose}: a compose file is deployed as it is (POST /apps/{app}/deploy with compose), not built`, 'Unsupported');
+  if (plan.kind === 'compose')
+    fail(`${plan.compose}: a compose file is deployed as it is (POST /apps/{app}/deploy with compose), not built`, 'Unsupported');
   if (plan.docker) return dockerBuild(plan, started);
 
   const cached = plan.caches.reduce((n, c) => n + sizeOf(path.join(home, c)), 0);
-  say(cached ? `dependency cache: ${(cached / 1048576).toFixed(1)} MiB from earlier builds of this app` : 'dependency cache: empty (the first build of this app, or its cache was cleared)');
+  say(
+    cached
+      ? `dependency cache: ${(cached / 1048576).toFixed(1)} MiB from earlier builds of this app`
+      : 'dependency cache: empty (the first build of this app, or its cache was cleared)',
+  );
   for (const command of [...plan.install, ...plan.build]) await run(command);
 
   const out = path.resolve(workspace, plan.outputDir);
   if (!out.startsWith(path.resolve(workspace))) fail(`the output directory ${plan.outputDir} is outside the source`);
-  if (!existsSync(out) || !statSync(out).isDirectory()) fail(`the build made no ${plan.outputDir}/ directory: is that where it writes its output?`, 'NoOutput');
+  if (!existsSync(out) || !statSync(out).isDirectory())
+    fail(`the build made no ${plan.outputDir}/ directory: is that where it writes its output?`, 'NoOutput');
   // Never the VCS or the platform's marker; node_modules only into an image (a site's output has none).
-  const entries = readdirSync(out).filter((e) => e !== '.git' && !e.startsWith('.svc-') && (plan.produces.type === 'image' || e !== 'node_modules'));
+  const entries = readdirSync(out).filter(
+    (e) => e !== '.git' && !e.startsWith('.svc-') && (plan.produces.type === 'image' || e !== 'node_modules'),
+  );
   if (!entries.length) fail(`${plan.outputDir}/ is empty after the build`, 'NoOutput');
   // An image's layer is the whole tree under app/ (dependencies included); an artifact is the output.
   const image = plan.produces.type === 'image';
@@ -174,7 +212,13 @@ function expandSource(source: string): string[] {
   const clean = source.replace(/^\.\//, '').replace(/\/+$/, '') || '.';
   if (!/[*?]/.test(clean)) return [clean];
   const dir = path.posix.dirname(clean);
-  const pattern = new RegExp(`^${path.posix.basename(clean).replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*').replace(/\?/g, '[^/]')}$`);
+  const pattern = new RegExp(
+    `^${path.posix
+      .basename(clean)
+      .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+      .replace(/\*/g, '[^/]*')
+      .replace(/\?/g, '[^/]')}$`,
+  );
   const names = existsSync(path.join(workspace, dir)) ? readdirSync(path.join(workspace, dir)).filter((n) => pattern.test(n)) : [];
   return names.map((n) => (dir === '.' ? n : `${dir}/${n}`));
 }
@@ -211,14 +255,15 @@ async function dockerBuild(plan: BuildPlan, started: number): Promise<void> {
         // A directory's entries one by one: never the VCS, the platform's own files, or the image's
         // root (inside the source) into itself.
         const kept = (name: string) => name !== '.git' && !name.startsWith('.svc-');
-        if (isDir) for (const name of readdirSync(from).filter(kept)) cpSync(path.join(from, name), path.join(to, name), { recursive: true });
+        if (isDir)
+          for (const name of readdirSync(from).filter(kept)) cpSync(path.join(from, name), path.join(to, name), { recursive: true });
         else cpSync(from, to);
       }
     } else {
       await run(step.shell ?? step.exec!.join(' '), { cwd: inRoot(cwd), env, ...(step.exec ? { argv: step.exec } : {}) });
     }
   }
-  say('packing the image\'s layer');
+  say("packing the image's layer");
   const entries = readdirSync(root);
   if (!entries.length) fail('the Dockerfile made no files', 'NoOutput');
   const result = await output(await pack(root, entries), 'image');
@@ -231,7 +276,10 @@ export async function report(step: () => Promise<void>): Promise<void> {
   try {
     await step();
   } catch (err) {
-    const failure = err instanceof BuildFailure ? err : new BuildFailure('BuilderFailed', `the builder failed: ${err instanceof Error ? err.message : String(err)}`);
+    const failure =
+      err instanceof BuildFailure
+        ? err
+        : new BuildFailure('BuilderFailed', `the builder failed: ${err instanceof Error ? err.message : String(err)}`);
     say(`build failed: ${failure.message}`);
     try {
       writeFileSync('/dev/termination-log', JSON.stringify({ reason: failure.reason, message: failure.message.slice(0, 2000) }));

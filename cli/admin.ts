@@ -14,11 +14,20 @@ export async function createAccountCommand(email: string, name?: string) {
   try {
     await migrateLatest(db);
     const kc = loadKubeConfig(config.kubeconfig);
-    const account = await createAccount(db, kc.makeApiClient(k8s.CoreV1Api), { email, name }, { rbac: kc.makeApiClient(k8s.RbacAuthorizationV1Api), apiServiceAccount: config.api.serviceAccount }).catch((err: unknown) => {
+    const account = await createAccount(
+      db,
+      kc.makeApiClient(k8s.CoreV1Api),
+      { email, name },
+      { rbac: kc.makeApiClient(k8s.RbacAuthorizationV1Api), apiServiceAccount: config.api.serviceAccount },
+    ).catch((err: unknown) => {
       throw err instanceof AccountExistsError ? new UsageError(err.message) : err;
     });
     const { token, record } = await new TokenStore(db).issue(account.id, { name: 'owner' });
-    return { account: { id: account.id, email: account.email, name: account.name, namespace: account.namespace }, token, expires_at: record.expiresAt };
+    return {
+      account: { id: account.id, email: account.email, name: account.name, namespace: account.namespace },
+      token,
+      expires_at: record.expiresAt,
+    };
   } finally {
     await db.destroy();
   }

@@ -16,7 +16,12 @@ export class ApiCallError extends Error {
 }
 
 /** The response of a call, once its status is known to be a success (the body unread). */
-export async function request(t: ApiTarget, method: string, path: string, opts: { json?: unknown; body?: NonNullable<RequestInit['body']>; headers?: Record<string, string> } = {}): Promise<Response> {
+export async function request(
+  t: ApiTarget,
+  method: string,
+  path: string,
+  opts: { json?: unknown; body?: NonNullable<RequestInit['body']>; headers?: Record<string, string> } = {},
+): Promise<Response> {
   const headers: Record<string, string> = { authorization: `Bearer ${t.token}`, ...opts.headers };
   if (opts.json !== undefined) headers['content-type'] = 'application/json';
   const res = await fetch(`${t.apiUrl}${path}`, {

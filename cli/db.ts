@@ -37,7 +37,17 @@ export interface DbOptions {
 }
 
 const databaseTable = (dbs: DatabaseRecord[]) =>
-  table([['NAME', 'PHASE', 'APP', 'SIZE', 'USED', 'ON DELETE'], ...dbs.map((d) => [d.name, d.phase, d.attached_to ?? '-', formatBytes(d.storage_bytes), d.used_bytes === null ? '-' : formatBytes(d.used_bytes), d.deletion_policy])]);
+  table([
+    ['NAME', 'PHASE', 'APP', 'SIZE', 'USED', 'ON DELETE'],
+    ...dbs.map((d) => [
+      d.name,
+      d.phase,
+      d.attached_to ?? '-',
+      formatBytes(d.storage_bytes),
+      d.used_bytes === null ? '-' : formatBytes(d.used_bytes),
+      d.deletion_policy,
+    ]),
+  ]);
 
 export async function dbCommand(t: ApiTarget, command: string | undefined, args: string[], o: DbOptions): Promise<void> {
   const sleep = o.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
@@ -53,7 +63,8 @@ export async function dbCommand(t: ApiTarget, command: string | undefined, args:
     }
     return db;
   };
-  const backupsOf = async (db: string) => (await callJson<{ backups: BackupRecord[] }>(t, 'GET', `/databases/${encodeURIComponent(db)}/backups`)).backups;
+  const backupsOf = async (db: string) =>
+    (await callJson<{ backups: BackupRecord[] }>(t, 'GET', `/databases/${encodeURIComponent(db)}/backups`)).backups;
   switch (command) {
     case 'ls': {
       const { databases } = await callJson<{ databases: DatabaseRecord[] }>(t, 'GET', '/databases');
@@ -63,7 +74,15 @@ export async function dbCommand(t: ApiTarget, command: string | undefined, args:
     }
     case 'create': {
       if (!name) throw new UsageError('name the database: svc db create NAME');
-      print(await waitReady(await callJson<DatabaseRecord>(t, 'POST', '/databases', { name, ...(o.size !== undefined ? { storage_bytes: o.size } : {}), deletion_policy: o.retain ? 'retain' : 'drop' })));
+      print(
+        await waitReady(
+          await callJson<DatabaseRecord>(t, 'POST', '/databases', {
+            name,
+            ...(o.size !== undefined ? { storage_bytes: o.size } : {}),
+            deletion_policy: o.retain ? 'retain' : 'drop',
+          }),
+        ),
+      );
       return;
     }
     case 'backup': {
@@ -75,11 +94,16 @@ export async function dbCommand(t: ApiTarget, command: string | undefined, args:
       for (;;) {
         const made = (await backupsOf(name)).find((b) => !before.has(b.id));
         if (made) {
-          o.out(o.json ? JSON.stringify(made) : `${made.id}  ${made.status}${made.bytes !== null ? `  ${made.bytes} bytes` : ''}${made.error ? `  ${made.error}` : ''}`);
+          o.out(
+            o.json
+              ? JSON.stringify(made)
+              : `${made.id}  ${made.status}${made.bytes !== null ? `  ${made.bytes} bytes` : ''}${made.error ? `  ${made.error}` : ''}`,
+          );
           if (made.status !== 'done') throw new Error(`backup of ${name} failed: ${made.error ?? 'no reason given'}`);
           return;
         }
-        if (Date.now() > deadline) throw new Error(`no backup of ${name} within ${o.timeoutMs / 1000} s (GET /databases/${name}/backups shows it when it lands)`);
+        if (Date.now() > deadline)
+          throw new Error(`no backup of ${name} within ${o.timeoutMs / 1000} s (GET /databases/${name}/backups shows it when it lands)`);
         await sleep(1000);
       }
     }
@@ -87,13 +111,24 @@ export async function dbCommand(t: ApiTarget, command: string | undefined, args:
       if (!name) throw new UsageError('svc db backups NAME');
       const backups = await backupsOf(name);
       if (o.json) return o.out(JSON.stringify(backups));
-      table([['ID', 'STATUS', 'BYTES', 'TAKEN', 'ERROR'], ...backups.map((b) => [b.id, b.status, b.bytes === null ? '-' : String(b.bytes), b.created_at, b.error ?? ''])]).forEach((l) => o.out(l));
+      table([
+        ['ID', 'STATUS', 'BYTES', 'TAKEN', 'ERROR'],
+        ...backups.map((b) => [b.id, b.status, b.bytes === null ? '-' : String(b.bytes), b.created_at, b.error ?? '']),
+      ]).forEach((l) => o.out(l));
       return;
     }
     case 'restore': {
       const [backup, into] = args;
       if (!backup || !into) throw new UsageError('svc db restore BACKUP NEW-NAME (a restore makes a new database)');
-      print(await waitReady(await callJson<DatabaseRecord>(t, 'POST', '/databases', { name: into, restore_from: { backup }, ...(o.size !== undefined ? { storage_bytes: o.size } : {}) })));
+      print(
+        await waitReady(
+          await callJson<DatabaseRecord>(t, 'POST', '/databases', {
+            name: into,
+            restore_from: { backup },
+            ...(o.size !== undefined ? { storage_bytes: o.size } : {}),
+          }),
+        ),
+      );
       return;
     }
     case 'attach': {

@@ -44,7 +44,9 @@ const composeNames = ['compose.yaml', 'compose.yml', 'docker-compose.yaml', 'doc
  * A directory whose compose file runs container services deploys as that file (its services run
  * their images), with the env files it names; the API validates the rest. Undefined: not one.
  */
-async function composeDeploy(dir: string): Promise<{ file: string; services: string[]; body: { compose: string; files?: Record<string, string> } } | undefined> {
+async function composeDeploy(
+  dir: string,
+): Promise<{ file: string; services: string[]; body: { compose: string; files?: Record<string, string> } } | undefined> {
   for (const file of composeNames) {
     const text = await readFile(path.join(dir, file), 'utf8').catch(() => undefined);
     if (text === undefined) continue;
@@ -79,21 +81,36 @@ export async function deployCommand(o: DeployOptions): Promise<DeployRecord> {
   const call = async <T>(method: string, p: string, init: RequestInit = {}): Promise<T> => {
     const res = await fetch(`${o.apiUrl}${p}`, { method, ...init, headers: { ...headers, ...(init.headers as Record<string, string>) } });
     const text = await res.text();
-    if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${(() => { try { return (JSON.parse(text) as { error: string }).error; } catch { return text; } })()}`);
+    if (!res.ok)
+      throw new Error(
+        `${method} ${p}: ${res.status} ${(() => {
+          try {
+            return (JSON.parse(text) as { error: string }).error;
+          } catch {
+            return text;
+          }
+        })()}`,
+      );
     return JSON.parse(text) as T;
   };
   const started = Date.now();
   let deploy: DeployRecord;
   if (o.image) {
     o.out(`Deploying image ${o.image} to ${o.app}`);
-    deploy = await call('POST', `/apps/${o.app}/deploy`, { body: JSON.stringify({ image: o.image }), headers: { 'content-type': 'application/json' } });
+    deploy = await call('POST', `/apps/${o.app}/deploy`, {
+      body: JSON.stringify({ image: o.image }),
+      headers: { 'content-type': 'application/json' },
+    });
   } else {
     const dir = path.resolve(o.dir ?? '.');
     if (!(await stat(dir).catch(() => undefined))?.isDirectory()) throw new UsageError(`${dir} is not a directory`);
     const compose = await composeDeploy(dir);
     if (compose) {
       o.out(`Deploying ${compose.file} to ${o.app}${compose.services.length ? `: services ${compose.services.join(', ')}` : ''}`);
-      deploy = await call('POST', `/apps/${o.app}/deploy`, { body: JSON.stringify(compose.body), headers: { 'content-type': 'application/json' } });
+      deploy = await call('POST', `/apps/${o.app}/deploy`, {
+        body: JSON.stringify(compose.body),
+        headers: { 'content-type': 'application/json' },
+      });
       return follow(o, deploy, call, started);
     }
     const { files, bytes } = await treeSize(dir);
@@ -110,20 +127,32 @@ export async function deployCommand(o: DeployOptions): Promise<DeployRecord> {
 }
 
 /** Prints the deploy's progress until it is live (or failed, or the time is up). */
-async function follow(o: DeployOptions, deploy: DeployRecord, call: <T>(method: string, p: string, init?: RequestInit) => Promise<T>, started: number): Promise<DeployRecord> {
+async function follow(
+  o: DeployOptions,
+  deploy: DeployRecord,
+  call: <T>(method: string, p: string, init?: RequestInit) => Promise<T>,
+  started: number,
+): Promise<DeployRecord> {
   o.out(`Deploy ${deploy.id} accepted: ${deploy.kind}${deploy.digest ? ` ${deploy.digest.slice(0, 19)}…` : ''}`);
   if (!o.wait) return deploy;
   let last = '';
   const deadline = Date.now() + o.timeoutMs;
   while (Date.now() < deadline) {
-    const [d, app] = await Promise.all([call<DeployRecord>('GET', `/deploys/${deploy.id}`), call<{ ready: string; rollout: string | null }>('GET', `/apps/${o.app}`)]);
-    const line = d.status === 'deploying' ? `  ${d.status}: ${app.rollout ?? 'waiting for the controller'}; ${app.ready} machines ready` : `  ${d.status}`;
+    const [d, app] = await Promise.all([
+      call<DeployRecord>('GET', `/deploys/${deploy.id}`),
+      call<{ ready: string; rollout: string | null }>('GET', `/apps/${o.app}`),
+    ]);
+    const line =
+      d.status === 'deploying'
+        ? `  ${d.status}: ${app.rollout ?? 'waiting for the controller'}; ${app.ready} machines ready`
+        : `  ${d.status}`;
     if (line !== last) o.out((last = line));
     if (d.status === 'live') {
       o.out(`Live in ${((Date.now() - started) / 1000).toFixed(1)} s`);
       return d;
     }
-    if (d.status === 'failed') throw new Error(`deploy ${d.id} failed: ${d.reason ?? 'no reason given'} (the previous deploy keeps serving)`);
+    if (d.status === 'failed')
+      throw new Error(`deploy ${d.id} failed: ${d.reason ?? 'no reason given'} (the previous deploy keeps serving)`);
     await new Promise((r) => setTimeout(r, 300));
   }
   throw new Error(`deploy ${deploy.id} not live after ${o.timeoutMs / 1000} s; follow it with GET /deploys/${deploy.id}`);

@@ -47,7 +47,11 @@ export async function eventsCommand(t: ApiTarget, o: EventsOptions): Promise<voi
   };
   if (!o.follow) {
     for (;;) {
-      const page = await callJson<{ events: EventRecord[]; next_after: number | null }>(t, 'GET', `/events?${query(o, { after: String(after), limit: '1000' })}`).catch((err: unknown) => {
+      const page = await callJson<{ events: EventRecord[]; next_after: number | null }>(
+        t,
+        'GET',
+        `/events?${query(o, { after: String(after), limit: '1000' })}`,
+      ).catch((err: unknown) => {
         if (!(err instanceof ApiCallError && err.status === 410)) throw err;
         const from = /after=(\d+)/.exec(err.message)?.[1];
         if (from === undefined) throw err;
@@ -65,7 +69,9 @@ export async function eventsCommand(t: ApiTarget, o: EventsOptions): Promise<voi
     let ended: string | undefined;
     let gone = false;
     try {
-      const res = await request(t, 'GET', `/events?${query(o, { follow: 'true', after: String(after) })}`, { headers: { accept: 'text/event-stream', ...(after ? { 'last-event-id': String(after) } : {}) } });
+      const res = await request(t, 'GET', `/events?${query(o, { follow: 'true', after: String(after) })}`, {
+        headers: { accept: 'text/event-stream', ...(after ? { 'last-event-id': String(after) } : {}) },
+      });
       let buf = '';
       for await (const chunk of Readable.fromWeb(res.body as ReadableStream) as AsyncIterable<Buffer>) {
         buf += chunk.toString('utf8');

@@ -49,7 +49,10 @@ export function exitCodeOf(r: Pick<ExitLine, 'status' | 'exit_code' | 'signal'>)
   return r.exit_code ?? 127;
 }
 
-export async function openSandbox(t: ApiTarget, o: { runtime?: string | undefined; network?: boolean | undefined; idle?: number | undefined; lifetime?: number | undefined }): Promise<SandboxRecord> {
+export async function openSandbox(
+  t: ApiTarget,
+  o: { runtime?: string | undefined; network?: boolean | undefined; idle?: number | undefined; lifetime?: number | undefined },
+): Promise<SandboxRecord> {
   return callJson<SandboxRecord>(t, 'POST', '/sandboxes', {
     ...(o.runtime ? { runtime: o.runtime } : {}),
     ...(o.network ? { network: true } : {}),
@@ -64,7 +67,19 @@ export function describe(s: SandboxRecord): string {
 }
 
 export function sandboxTable(list: SandboxRecord[]): string {
-  return table([['ID', 'STATE', 'REASON', 'RUNTIME', 'NETWORK', 'LAUNCH', 'CREATED', 'EXPIRES'], ...list.map((s) => [s.id, s.state, s.reason ?? '', s.runtime, s.network ? 'on' : 'off', s.launch ?? '', s.created_at ?? '', s.ended_at ? `ended ${s.ended_at}` : (s.expires_at ?? '')])]).join('\n');
+  return table([
+    ['ID', 'STATE', 'REASON', 'RUNTIME', 'NETWORK', 'LAUNCH', 'CREATED', 'EXPIRES'],
+    ...list.map((s) => [
+      s.id,
+      s.state,
+      s.reason ?? '',
+      s.runtime,
+      s.network ? 'on' : 'off',
+      s.launch ?? '',
+      s.created_at ?? '',
+      s.ended_at ? `ended ${s.ended_at}` : (s.expires_at ?? ''),
+    ]),
+  ]).join('\n');
 }
 
 /**
@@ -121,5 +136,8 @@ export async function putFile(t: ApiTarget, id: string, local: string, remote: s
 
 export async function getFile(t: ApiTarget, id: string, remote: string, out: Writable | string): Promise<void> {
   const res = await request(t, 'GET', `/sandboxes/${encodeURIComponent(id)}/files?path=${encodeURIComponent(remote)}`);
-  await pipeline(Readable.fromWeb(res.body as import('node:stream/web').ReadableStream), typeof out === 'string' ? createWriteStream(out) : out);
+  await pipeline(
+    Readable.fromWeb(res.body as import('node:stream/web').ReadableStream),
+    typeof out === 'string' ? createWriteStream(out) : out,
+  );
 }

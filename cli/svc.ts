@@ -97,7 +97,16 @@ async function main(argv: string[]): Promise<void> {
   if (group === 'build') {
     const { values, positionals } = parseArgs({
       args: argv.slice(1),
-      options: { app: { type: 'string' }, deploy: { type: 'boolean' }, git: { type: 'string' }, ref: { type: 'string' }, path: { type: 'string' }, 'no-follow': { type: 'boolean' }, json: { type: 'boolean' }, token: { type: 'string' } },
+      options: {
+        app: { type: 'string' },
+        deploy: { type: 'boolean' },
+        git: { type: 'string' },
+        ref: { type: 'string' },
+        path: { type: 'string' },
+        'no-follow': { type: 'boolean' },
+        json: { type: 'boolean' },
+        token: { type: 'string' },
+      },
       allowPositionals: true,
     });
     if (!values.app) throw new UsageError('--app names the app to build for');
@@ -108,7 +117,9 @@ async function main(argv: string[]): Promise<void> {
     process.exitCode = await buildCommand(apiTarget(values.token), {
       app: values.app,
       ...(dir ? { dir } : {}),
-      ...(values.git ? { git: { url: values.git, ...(values.ref ? { ref: values.ref } : {}), ...(values.path ? { path: values.path } : {}) } } : {}),
+      ...(values.git
+        ? { git: { url: values.git, ...(values.ref ? { ref: values.ref } : {}), ...(values.path ? { path: values.path } : {}) } }
+        : {}),
       deploy: values.deploy === true,
       follow: !values['no-follow'],
       json: values.json === true,
@@ -117,7 +128,18 @@ async function main(argv: string[]): Promise<void> {
     return;
   }
   if (group === 'import') {
-    const { values, positionals } = parseArgs({ args: argv.slice(1), options: { ref: { type: 'string' }, name: { type: 'string' }, path: { type: 'string' }, preview: { type: 'boolean' }, json: { type: 'boolean' }, token: { type: 'string' } }, allowPositionals: true });
+    const { values, positionals } = parseArgs({
+      args: argv.slice(1),
+      options: {
+        ref: { type: 'string' },
+        name: { type: 'string' },
+        path: { type: 'string' },
+        preview: { type: 'boolean' },
+        json: { type: 'boolean' },
+        token: { type: 'string' },
+      },
+      allowPositionals: true,
+    });
     const [repository] = positionals;
     if (!repository) throw new UsageError('name the repository to import (an https URL)');
     const { importCommand } = await import('./builds.js');
@@ -133,9 +155,17 @@ async function main(argv: string[]): Promise<void> {
     return;
   }
   if (group === 'builds') {
-    const { values, positionals } = parseArgs({ args: argv.slice(2), options: { follow: { type: 'boolean', short: 'f' }, json: { type: 'boolean' }, token: { type: 'string' } }, allowPositionals: true });
+    const { values, positionals } = parseArgs({
+      args: argv.slice(2),
+      options: { follow: { type: 'boolean', short: 'f' }, json: { type: 'boolean' }, token: { type: 'string' } },
+      allowPositionals: true,
+    });
     const { buildsCommand } = await import('./builds.js');
-    process.exitCode = await buildsCommand(apiTarget(values.token), command, positionals, { follow: values.follow === true, json: values.json === true, out: (text) => process.stdout.write(text) });
+    process.exitCode = await buildsCommand(apiTarget(values.token), command, positionals, {
+      follow: values.follow === true,
+      json: values.json === true,
+      out: (text) => process.stdout.write(text),
+    });
     return;
   }
   if (group === 'open') {
@@ -150,18 +180,39 @@ async function main(argv: string[]): Promise<void> {
   if (group === 'events') {
     const { values } = parseArgs({
       args: argv.slice(1),
-      options: { follow: { type: 'boolean', short: 'f' }, kind: { type: 'string' }, app: { type: 'string' }, after: { type: 'string' }, json: { type: 'boolean' }, token: { type: 'string' } },
+      options: {
+        follow: { type: 'boolean', short: 'f' },
+        kind: { type: 'string' },
+        app: { type: 'string' },
+        after: { type: 'string' },
+        json: { type: 'boolean' },
+        token: { type: 'string' },
+      },
     });
     const after = values.after === undefined ? undefined : Number(values.after);
     if (after !== undefined && !(Number.isInteger(after) && after >= 0)) throw new UsageError('--after is an event id');
     const { eventsCommand } = await import('./events.js');
-    await eventsCommand(apiTarget(values.token), { follow: values.follow === true, kinds: values.kind, app: values.app, after, json: values.json === true, out: (line) => console.log(line) });
+    await eventsCommand(apiTarget(values.token), {
+      follow: values.follow === true,
+      kinds: values.kind,
+      app: values.app,
+      after,
+      json: values.json === true,
+      out: (line) => console.log(line),
+    });
     return;
   }
   if (group === 'db') {
     const { values, positionals } = parseArgs({
       args: argv.slice(2),
-      options: { json: { type: 'boolean' }, 'no-wait': { type: 'boolean' }, timeout: { type: 'string' }, size: { type: 'string' }, retain: { type: 'boolean' }, token: { type: 'string' } },
+      options: {
+        json: { type: 'boolean' },
+        'no-wait': { type: 'boolean' },
+        timeout: { type: 'string' },
+        size: { type: 'string' },
+        retain: { type: 'boolean' },
+        token: { type: 'string' },
+      },
       allowPositionals: true,
     });
     const size = values.size === undefined ? undefined : Number(values.size);
@@ -178,7 +229,11 @@ async function main(argv: string[]): Promise<void> {
     return;
   }
   if (group === 'volumes') {
-    const { values, positionals } = parseArgs({ args: argv.slice(2), options: { json: { type: 'boolean' }, token: { type: 'string' } }, allowPositionals: true });
+    const { values, positionals } = parseArgs({
+      args: argv.slice(2),
+      options: { json: { type: 'boolean' }, token: { type: 'string' } },
+      allowPositionals: true,
+    });
     const { volumesCommand } = await import('./volumes.js');
     await volumesCommand(apiTarget(values.token), command, positionals, { json: values.json === true, out: (line) => console.log(line) });
     return;
@@ -197,7 +252,10 @@ async function main(argv: string[]): Promise<void> {
   throw new UsageError(group === undefined || group === 'help' || group === '--help' ? '' : `unknown command: ${argv.join(' ')}`);
 }
 
-const apiTarget = (token: string | undefined) => ({ apiUrl: (process.env.SVC_API_URL ?? 'http://127.0.0.1:8080/api').replace(/\/+$/, ''), token: tokenArg(token) });
+const apiTarget = (token: string | undefined) => ({
+  apiUrl: (process.env.SVC_API_URL ?? 'http://127.0.0.1:8080/api').replace(/\/+$/, ''),
+  token: tokenArg(token),
+});
 
 function seconds(value: string | undefined, flag: string): number | undefined {
   if (value === undefined) return undefined;
@@ -213,19 +271,33 @@ async function sandboxCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv.slice(group === 'eval' ? 1 : 2),
     options: {
-      runtime: { type: 'string' }, network: { type: 'boolean' }, idle: { type: 'string' }, lifetime: { type: 'string' }, json: { type: 'boolean' },
-      cwd: { type: 'string' }, timeout: { type: 'string' }, c: { type: 'string', short: 'c' }, all: { type: 'boolean' }, token: { type: 'string' },
+      runtime: { type: 'string' },
+      network: { type: 'boolean' },
+      idle: { type: 'string' },
+      lifetime: { type: 'string' },
+      json: { type: 'boolean' },
+      cwd: { type: 'string' },
+      timeout: { type: 'string' },
+      c: { type: 'string', short: 'c' },
+      all: { type: 'boolean' },
+      token: { type: 'string' },
     },
     allowPositionals: true,
   });
   const t = apiTarget(values.token);
   const timeout = seconds(values.timeout, '--timeout');
-  const run = (path: string, body: Record<string, unknown>) => (values.json ? sbx.jsonExec(t, path, body, io) : sbx.streamExec(t, path, body, io));
+  const run = (path: string, body: Record<string, unknown>) =>
+    values.json ? sbx.jsonExec(t, path, body, io) : sbx.streamExec(t, path, body, io);
   if (group === 'eval') {
     if (!values.runtime) throw new UsageError('--runtime is required (GET /runtimes lists them)');
     if (values.c !== undefined && positionals.length) throw new UsageError('give -c CODE or a file, not both');
     const code = await sbx.codeOf({ code: values.c, file: positionals[0] });
-    return run('/eval', { runtime: values.runtime, code, ...(values.network ? { network: true } : {}), ...(timeout ? { timeout_seconds: timeout } : {}) });
+    return run('/eval', {
+      runtime: values.runtime,
+      code,
+      ...(values.network ? { network: true } : {}),
+      ...(timeout ? { timeout_seconds: timeout } : {}),
+    });
   }
   const id = positionals[0];
   const needId = () => {
@@ -234,7 +306,12 @@ async function sandboxCommand(argv: string[]): Promise<number> {
   };
   switch (command) {
     case 'open': {
-      const s = await sbx.openSandbox(t, { runtime: values.runtime, network: values.network, idle: seconds(values.idle, '--idle'), lifetime: seconds(values.lifetime, '--lifetime') });
+      const s = await sbx.openSandbox(t, {
+        runtime: values.runtime,
+        network: values.network,
+        idle: seconds(values.idle, '--idle'),
+        lifetime: seconds(values.lifetime, '--lifetime'),
+      });
       console.log(values.json ? JSON.stringify(s, null, 2) : s.id);
       if (!values.json) console.error(sbx.describe(s));
       return s.state === 'ready' ? 0 : 1;
@@ -242,8 +319,13 @@ async function sandboxCommand(argv: string[]): Promise<number> {
     case 'exec': {
       const path = `/sandboxes/${needId()}/exec`;
       const argvOf = positionals.slice(1);
-      if ((values.c !== undefined) === argvOf.length > 0) throw new UsageError("give -c 'SHELL COMMAND' or -- PROGRAM ARGS..., one of them");
-      return run(path, { ...(values.c !== undefined ? { command: values.c } : { argv: argvOf }), ...(values.cwd ? { cwd: values.cwd } : {}), ...(timeout ? { timeout_seconds: timeout } : {}) });
+      if ((values.c !== undefined) === argvOf.length > 0)
+        throw new UsageError("give -c 'SHELL COMMAND' or -- PROGRAM ARGS..., one of them");
+      return run(path, {
+        ...(values.c !== undefined ? { command: values.c } : { argv: argvOf }),
+        ...(values.cwd ? { cwd: values.cwd } : {}),
+        ...(timeout ? { timeout_seconds: timeout } : {}),
+      });
     }
     case 'put': {
       const [, local, remote] = positionals;
@@ -266,7 +348,11 @@ async function sandboxCommand(argv: string[]): Promise<number> {
     }
     case 'ls': {
       const { callJson } = await import('./api.js');
-      const { sandboxes } = await callJson<{ sandboxes: import('./sandbox.js').SandboxRecord[] }>(t, 'GET', `/sandboxes${values.all ? '?all=true' : ''}`);
+      const { sandboxes } = await callJson<{ sandboxes: import('./sandbox.js').SandboxRecord[] }>(
+        t,
+        'GET',
+        `/sandboxes${values.all ? '?all=true' : ''}`,
+      );
       console.log(values.json ? JSON.stringify(sandboxes, null, 2) : sbx.sandboxTable(sandboxes));
       return 0;
     }

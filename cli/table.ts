@@ -1,7 +1,12 @@
 // The CLI's tables: a header row and rows, columns padded to their widest cell, two spaces apart.
 export function table(rows: string[][]): string[] {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
-  return rows.map((r) => r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd());
+  return rows.map((r) =>
+    r
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd(),
+  );
 }
 
 /** Bytes as people read them: `512 B`, `8 KiB`, `1.5 MiB`, `64 MiB` (binary units, one decimal below 10). */

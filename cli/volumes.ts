@@ -20,11 +20,24 @@ function volumeTable(volumes: VolumeRecord[]): string[] {
   const owner = (v: VolumeRecord) => (v.kind === 'database' ? `database ${v.database}` : `${v.app} machine ${v.machine}`);
   return table([
     ['REF', 'OF', 'PATH', 'SIZE', 'USED', 'ATTACHED', 'NODE'],
-    ...volumes.map((v) => [v.ref, owner(v), v.path ?? '-', formatBytes(v.size_bytes), v.used_bytes === null ? '-' : formatBytes(v.used_bytes), v.attached ? 'yes' : 'no', v.node ?? '-']),
+    ...volumes.map((v) => [
+      v.ref,
+      owner(v),
+      v.path ?? '-',
+      formatBytes(v.size_bytes),
+      v.used_bytes === null ? '-' : formatBytes(v.used_bytes),
+      v.attached ? 'yes' : 'no',
+      v.node ?? '-',
+    ]),
   ]);
 }
 
-export async function volumesCommand(t: ApiTarget, command: string | undefined, args: string[], o: { json: boolean; out: (line: string) => void }): Promise<void> {
+export async function volumesCommand(
+  t: ApiTarget,
+  command: string | undefined,
+  args: string[],
+  o: { json: boolean; out: (line: string) => void },
+): Promise<void> {
   switch (command) {
     case 'ls': {
       const { volumes } = await callJson<{ volumes: VolumeRecord[] }>(t, 'GET', '/volumes');

@@ -14,11 +14,19 @@ import { sandboxSettings } from './sandbox/settings.js';
 const config = loadConfigOrExit('controllers');
 const log = createLogger('controllers', config.logLevel);
 const kc = loadKubeConfig(config.kubeconfig);
-if (!config.deploys.artifactKey) log.error('No artifact key (SVC_ARTIFACT_KEY or SVC_ARTIFACT_KEY_FILE): machines of static, HTML, Markdown and handler apps cannot fetch their artifact');
+if (!config.deploys.artifactKey)
+  log.error(
+    'No artifact key (SVC_ARTIFACT_KEY or SVC_ARTIFACT_KEY_FILE): machines of static, HTML, Markdown and handler apps cannot fetch their artifact',
+  );
 const election = new LeaderElection(kc.makeApiClient(k8s.CoordinationV1Api), 'kube-system', 'svc-controllers', log);
 const sandboxes = sandboxSettings(config);
-if (!sandboxes) log.error('No artifact key (SVC_ARTIFACT_KEY or SVC_ARTIFACT_KEY_FILE): sandboxes are not served (their agents\' tokens derive from it)');
-const manager = new Manager(kc, appSettings(config), log, { sandboxes, databases: databaseSettings(config), builds: buildSettings(config) });
+if (!sandboxes)
+  log.error("No artifact key (SVC_ARTIFACT_KEY or SVC_ARTIFACT_KEY_FILE): sandboxes are not served (their agents' tokens derive from it)");
+const manager = new Manager(kc, appSettings(config), log, {
+  sandboxes,
+  databases: databaseSettings(config),
+  builds: buildSettings(config),
+});
 await serveMetrics(config.controllersMetrics.host, config.controllersMetrics.port, () => manager.metrics());
 log.info({ address: `http://${config.controllersMetrics.host}:${config.controllersMetrics.port}/metrics` }, 'Serving metrics');
 

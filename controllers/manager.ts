@@ -54,7 +54,12 @@ export class Manager {
   private readonly stopExtra: Array<() => Promise<void>> = [];
   private readonly core: k8s.CoreV1Api;
 
-  constructor(kc: k8s.KubeConfig, settings: AppSettings, private readonly log: Logger, private readonly opts: ManagerOptions = {}) {
+  constructor(
+    kc: k8s.KubeConfig,
+    settings: AppSettings,
+    private readonly log: Logger,
+    private readonly opts: ManagerOptions = {},
+  ) {
     const core = kc.makeApiClient(k8s.CoreV1Api);
     this.core = core;
     const custom = kc.makeApiClient(k8s.CustomObjectsApi);
@@ -79,7 +84,8 @@ export class Manager {
       {
         podsOf: (ns, app) => pods.list(ns).filter((p) => p.metadata?.labels?.[labels.app] === app),
         serviceOf: (ns, app) => services.get(app, ns),
-        servicesOf: (ns, app) => services.list(ns).filter((s) => s.metadata?.labels?.[labels.app] === app && s.metadata.labels[labels.service] !== undefined),
+        servicesOf: (ns, app) =>
+          services.list(ns).filter((s) => s.metadata?.labels?.[labels.app] === app && s.metadata.labels[labels.service] !== undefined),
         claimsOf: (ns, app) => appClaims.list(ns).filter((c) => c.metadata?.labels?.[labels.app] === app),
       },
       settings,
@@ -134,7 +140,8 @@ export class Manager {
       const claims = this.informers.informer(targets.claims(kc, labels.database));
       const cronJobs = this.informers.informer(targets.cronJobs(kc, labels.database));
       const backupJobs = this.informers.informer(targets.jobs(kc, labels.backupOf));
-      const ofDb = <T extends k8s.KubernetesObject>(list: readonly T[], db: Database) => list.filter((o) => o.metadata?.labels?.[labels.database] === db.metadata.name);
+      const ofDb = <T extends k8s.KubernetesObject>(list: readonly T[], db: Database) =>
+        list.filter((o) => o.metadata?.labels?.[labels.database] === db.metadata.name);
       // CloudNativePG Clusters, watched from the first Database that needs them (most installations never do).
       let clusters: k8s.ListWatch<CnpgCluster> | undefined;
       const watchClusters = () => {
@@ -143,7 +150,13 @@ export class Manager {
         const informer = new k8s.ListWatch<CnpgCluster>(
           `/apis/${cnpg.group}/${cnpg.version}/${cnpg.plural}`,
           new k8s.Watch(kc),
-          () => custom.listClusterCustomObject({ group: cnpg.group, version: cnpg.version, plural: cnpg.plural, labelSelector: selector }) as Promise<k8s.KubernetesListObject<CnpgCluster>>,
+          () =>
+            custom.listClusterCustomObject({
+              group: cnpg.group,
+              version: cnpg.version,
+              plural: cnpg.plural,
+              labelSelector: selector,
+            }) as Promise<k8s.KubernetesListObject<CnpgCluster>>,
           false,
           selector,
         );
@@ -200,18 +213,36 @@ export class Manager {
         const db = svc.metadata?.labels?.[labels.database];
         const ns = svc.metadata?.namespace;
         if (!db || !ns) return [];
-        return [`${ns}/${db}`, ...databases.list(ns).filter((d) => d.spec.branchOf === db).map((d) => `${ns}/${d.metadata.name}`)];
+        return [
+          `${ns}/${db}`,
+          ...databases
+            .list(ns)
+            .filter((d) => d.spec.branchOf === db)
+            .map((d) => `${ns}/${d.metadata.name}`),
+        ];
       };
       const backupOf = (job: k8s.V1Job): string[] => {
         const db = job.metadata?.labels?.[labels.backupOf];
         return db && job.metadata?.namespace ? [`${job.metadata.namespace}/${db}`] : [];
       };
-      this.databases.watches(dbPods, dbOf).watches(claims, dbOf).watches(services, withBranches).watches(policies, dbOf).watches(apps, attachedOf).watches(cronJobs, dbOf).watches(backupJobs, backupOf);
+      this.databases
+        .watches(dbPods, dbOf)
+        .watches(claims, dbOf)
+        .watches(services, withBranches)
+        .watches(policies, dbOf)
+        .watches(apps, attachedOf)
+        .watches(cronJobs, dbOf)
+        .watches(backupJobs, backupOf);
       // An App naming a database learns its server's address from the Database's Service.
       this.apps.watches(services, (svc: k8s.V1Service) => {
         const db = svc.metadata?.labels?.[labels.database];
         const ns = svc.metadata?.namespace;
-        return db && ns ? apps.list(ns).filter((a) => a.spec.database === db).map((a) => `${ns}/${a.metadata.name}`) : [];
+        return db && ns
+          ? apps
+              .list(ns)
+              .filter((a) => a.spec.database === db)
+              .map((a) => `${ns}/${a.metadata.name}`)
+          : [];
       });
     } else this.databases = undefined;
 
@@ -279,7 +310,8 @@ export class Manager {
       custom,
       {
         servingOf: (uid) => podsHere().find((p) => p.metadata?.labels?.[labels.sandboxUid] === uid),
-        membersOf: (k) => podsHere().filter((p) => p.metadata?.labels?.[labels.sandboxPool] === k && !p.metadata?.labels?.[labels.sandboxUid]),
+        membersOf: (k) =>
+          podsHere().filter((p) => p.metadata?.labels?.[labels.sandboxPool] === k && !p.metadata?.labels?.[labels.sandboxUid]),
       },
       { pod: sbx.pod, timing: { retentionMs: sbx.retentionMs, startDeadlineMs: sbx.startDeadlineMs }, poolKey: key },
       log,
@@ -304,11 +336,23 @@ export class Manager {
     const poolReconciler = new PoolReconciler(
       core,
       networking,
-      { pods: podsHere, sandboxExists: (uid) => sandboxes.list().some((s) => s.metadata?.uid === uid), reserved: sandboxReconciler.reserved, retiring: sandboxReconciler.retiring },
+      {
+        pods: podsHere,
+        sandboxExists: (uid) => sandboxes.list().some((s) => s.metadata?.uid === uid),
+        reserved: sandboxReconciler.reserved,
+        retiring: sandboxReconciler.retiring,
+      },
       { pod: sbx.pod, key, size: sbx.poolSize, platformCidrs: sbx.platformCidrs, platformNamespace: sbx.platformNamespace },
       log,
     );
-    const poolController = new Controller<k8s.V1Namespace, never>({ kind: 'SandboxPool', primary: sandboxNamespace, reconciler: poolReconciler, log, concurrency: 1, ...(opts.resyncMs !== undefined ? { resyncMs: opts.resyncMs } : {}) });
+    const poolController = new Controller<k8s.V1Namespace, never>({
+      kind: 'SandboxPool',
+      primary: sandboxNamespace,
+      reconciler: poolReconciler,
+      log,
+      concurrency: 1,
+      ...(opts.resyncMs !== undefined ? { resyncMs: opts.resyncMs } : {}),
+    });
     poolController.watches(sandboxPods, () => [sbx.pod.namespace]);
     // A claimed pod whose Sandbox was deleted (kubectl delete) goes with the pool's next pass.
     sandboxes.on('delete', () => poolController.add(sbx.pod.namespace));
@@ -323,11 +367,14 @@ export class Manager {
   /** The sandbox namespace, made on first start: restricted Pod Security, like account namespaces. */
   private async ensureSandboxNamespace(name: string): Promise<void> {
     try {
-      await this.core.createNamespace({ body: { metadata: { name, labels: { ...podSecurityLabels, [labels.managedBy]: managers.controllers } } } });
+      await this.core.createNamespace({
+        body: { metadata: { name, labels: { ...podSecurityLabels, [labels.managedBy]: managers.controllers } } },
+      });
       this.log.info({ namespace: name }, 'Created the sandbox namespace');
     } catch (err) {
       // 409: there already. 403: not ours to make (a chart install makes it: templates/sandboxes.yaml).
-      if (kubeStatus(err) === 403) this.log.info({ namespace: name }, 'Not allowed to create the sandbox namespace; using the one the installation made');
+      if (kubeStatus(err) === 403)
+        this.log.info({ namespace: name }, 'Not allowed to create the sandbox namespace; using the one the installation made');
       else if (kubeStatus(err) !== 409) throw err;
     }
   }
@@ -351,24 +398,75 @@ export class Manager {
     const metric = (name: string, help: string, type: 'gauge' | 'counter', samples: Array<[Record<string, string>, number]>) => {
       lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
       for (const [labels, value] of samples) {
-        const l = Object.entries(labels).map(([k, v]) => `${k}="${v}"`).join(',');
+        const l = Object.entries(labels)
+          .map(([k, v]) => `${k}="${v}"`)
+          .join(',');
         lines.push(`${name}${l ? `{${l}}` : ''} ${value}`);
       }
     };
-    metric('svc_controllers_leading', 'Whether this replica leads (holds the Lease) and reconciles.', 'gauge', [[{}, this.running ? 1 : 0]]);
-    const controllers = [this.apps, this.accounts, ...(this.databases ? [this.databases] : []), ...(this.builds ? [this.builds] : []), ...(this.sandboxes ? [this.sandboxes] : []), ...(this.pool ? [this.pool.controller] : [])];
-    const kinds = ['App', 'Namespace', ...(this.databases ? ['Database'] : []), ...(this.builds ? ['Build'] : []), ...(this.sandboxes ? ['Sandbox'] : []), ...(this.pool ? ['SandboxPool'] : [])];
+    metric('svc_controllers_leading', 'Whether this replica leads (holds the Lease) and reconciles.', 'gauge', [
+      [{}, this.running ? 1 : 0],
+    ]);
+    const controllers = [
+      this.apps,
+      this.accounts,
+      ...(this.databases ? [this.databases] : []),
+      ...(this.builds ? [this.builds] : []),
+      ...(this.sandboxes ? [this.sandboxes] : []),
+      ...(this.pool ? [this.pool.controller] : []),
+    ];
+    const kinds = [
+      'App',
+      'Namespace',
+      ...(this.databases ? ['Database'] : []),
+      ...(this.builds ? ['Build'] : []),
+      ...(this.sandboxes ? ['Sandbox'] : []),
+      ...(this.pool ? ['SandboxPool'] : []),
+    ];
     const stats = controllers.map((c) => c.stats());
-    metric('svc_controller_reconciles_total', 'Reconciles done, by kind.', 'counter', stats.map((st, i) => [{ kind: kinds[i]! }, st.reconciles]));
-    metric('svc_controller_status_writes_total', 'Status writes, by kind.', 'counter', stats.map((st, i) => [{ kind: kinds[i]! }, st.statusWrites]));
-    metric('svc_controller_status_conflicts_total', 'Status writes refused as stale (reconciled again), by kind.', 'counter', stats.map((st, i) => [{ kind: kinds[i]! }, st.conflicts]));
-    metric('svc_controller_queue_waiting', 'Keys waiting in the work queue, by kind.', 'gauge', stats.map((st, i) => [{ kind: kinds[i]! }, st.waiting]));
-    metric('svc_controller_queue_failing', 'Keys whose last reconcile failed (retried with back-off), by kind.', 'gauge', stats.map((st, i) => [{ kind: kinds[i]! }, st.failing]));
+    metric(
+      'svc_controller_reconciles_total',
+      'Reconciles done, by kind.',
+      'counter',
+      stats.map((st, i) => [{ kind: kinds[i]! }, st.reconciles]),
+    );
+    metric(
+      'svc_controller_status_writes_total',
+      'Status writes, by kind.',
+      'counter',
+      stats.map((st, i) => [{ kind: kinds[i]! }, st.statusWrites]),
+    );
+    metric(
+      'svc_controller_status_conflicts_total',
+      'Status writes refused as stale (reconciled again), by kind.',
+      'counter',
+      stats.map((st, i) => [{ kind: kinds[i]! }, st.conflicts]),
+    );
+    metric(
+      'svc_controller_queue_waiting',
+      'Keys waiting in the work queue, by kind.',
+      'gauge',
+      stats.map((st, i) => [{ kind: kinds[i]! }, st.waiting]),
+    );
+    metric(
+      'svc_controller_queue_failing',
+      'Keys whose last reconcile failed (retried with back-off), by kind.',
+      'gauge',
+      stats.map((st, i) => [{ kind: kinds[i]! }, st.failing]),
+    );
     if (this.pool && this.sandboxReconciler) {
       const depth = this.pool.reconciler.depth;
-      metric('svc_sandbox_pool_size', 'Free pool members the controllers keep (SVC_SANDBOX_POOL_SIZE).', 'gauge', [[{}, this.opts.sandboxes!.poolSize]]);
-      metric('svc_sandbox_pool_members', 'Free pool members by state.', 'gauge', [[{ state: 'ready' }, depth.ready], [{ state: 'starting' }, depth.starting]]);
-      metric('svc_sandbox_launches_total', 'Sandboxes served, by launch (warm: a ready pool member).', 'counter', [[{ launch: 'warm' }, this.sandboxReconciler.launches.warm], [{ launch: 'cold' }, this.sandboxReconciler.launches.cold]]);
+      metric('svc_sandbox_pool_size', 'Free pool members the controllers keep (SVC_SANDBOX_POOL_SIZE).', 'gauge', [
+        [{}, this.opts.sandboxes!.poolSize],
+      ]);
+      metric('svc_sandbox_pool_members', 'Free pool members by state.', 'gauge', [
+        [{ state: 'ready' }, depth.ready],
+        [{ state: 'starting' }, depth.starting],
+      ]);
+      metric('svc_sandbox_launches_total', 'Sandboxes served, by launch (warm: a ready pool member).', 'counter', [
+        [{ launch: 'warm' }, this.sandboxReconciler.launches.warm],
+        [{ launch: 'cold' }, this.sandboxReconciler.launches.cold],
+      ]);
     }
     return `${lines.join('\n')}\n`;
   }

@@ -45,7 +45,10 @@ export async function generateResourceTypes(root: string): Promise<string> {
     if (!version) throw new Error(`${file}: no versions`);
     const props = version.schema.openAPIV3Schema.properties;
     const kind = names.kind;
-    for (const [part, schema] of [['Spec', props.spec], ['Status', props.status]] as const) {
+    for (const [part, schema] of [
+      ['Spec', props.spec],
+      ['Status', props.status],
+    ] as const) {
       if (!schema) continue;
       const ts = await compile(clean(schema) as JSONSchema, `${kind}${part}`, {
         bannerComment: '',

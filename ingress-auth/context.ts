@@ -44,7 +44,13 @@ export function forwarded(req: IncomingMessage, requestId: string): Forwarded {
   return { requestId, clientIp: clientAddress(req.socket.remoteAddress), proto: 'http', host: req.headers.host ?? '' };
 }
 
-export function authRequest(ctx: IngressContext, req: IncomingMessage, res: ServerResponse, app: App, requestId: string): Omit<AuthRequest, 'path' | 'query'> {
+export function authRequest(
+  ctx: IngressContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  app: App,
+  requestId: string,
+): Omit<AuthRequest, 'path' | 'query'> {
   return {
     req,
     res,
@@ -60,5 +66,11 @@ export function authRequest(ctx: IngressContext, req: IncomingMessage, res: Serv
 
 /** Counts a request into the app's request metrics. */
 export function record(ctx: IngressContext, app: App, status: number, started: number): void {
-  ctx.recorder?.record({ namespace: app.metadata.namespace!, app: app.metadata.name!, appUid: app.metadata.uid!, status, durationMs: performance.now() - started });
+  ctx.recorder?.record({
+    namespace: app.metadata.namespace!,
+    app: app.metadata.name!,
+    appUid: app.metadata.uid!,
+    status,
+    durationMs: performance.now() - started,
+  });
 }

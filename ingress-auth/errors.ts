@@ -46,7 +46,12 @@ const escape = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)}
 const titles: Record<number, string> = { 404: 'Not found', 502: 'Bad gateway', 503: 'Not available yet', 504: 'Gateway timeout' };
 
 /** The status line's companions: headers and body of the proxy's own error answer. */
-export function errorPage(status: number, message: string, accept: string | undefined, requestId: string): { headers: Record<string, string | number>; body: string } {
+export function errorPage(
+  status: number,
+  message: string,
+  accept: string | undefined,
+  requestId: string,
+): { headers: Record<string, string | number>; body: string } {
   const json = prefersJson(accept);
   const title = titles[status] ?? 'Error';
   const body = json

@@ -6,10 +6,30 @@
 import { appSetCookie, withoutPlatformCookies } from './auth/cookies.js';
 
 /** Hop-by-hop (RFC 9110 7.6.1) and headers the upstream client library sets itself. */
-const hopByHop = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'expect']);
+const hopByHop = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'expect',
+]);
 
 /** Set by us only: a client-supplied value would let it claim another address, scheme or host. */
-const forwarding = new Set(['forwarded', 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-forwarded-port', 'x-forwarded-prefix', 'x-real-ip', 'x-request-id']);
+const forwarding = new Set([
+  'forwarded',
+  'x-forwarded-for',
+  'x-forwarded-proto',
+  'x-forwarded-host',
+  'x-forwarded-port',
+  'x-forwarded-prefix',
+  'x-real-ip',
+  'x-request-id',
+]);
 
 /**
  * The platform's header namespace: `x-svc-...` in any case, with `-` or `_` between the words
@@ -100,7 +120,12 @@ const latin1 = (v: Buffer | string): string => (typeof v === 'string' ? v : v.to
  * `private, no-store`, whatever the app said, so no shared cache keeps one person's page for
  * another. `upgrade` keeps `Upgrade` and `Connection: upgrade` (a 101 answer needs them).
  */
-export function downstreamHeaders(rawHeaders: readonly (Buffer | string)[], requestId: string, personal = false, upgrade = false): string[] {
+export function downstreamHeaders(
+  rawHeaders: readonly (Buffer | string)[],
+  requestId: string,
+  personal = false,
+  upgrade = false,
+): string[] {
   const out: string[] = [];
   let tokens: string[] | undefined;
   for (let i = 0; i < rawHeaders.length; i += 2) {

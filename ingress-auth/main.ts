@@ -26,14 +26,30 @@ const db = connect(config.databaseUrl);
 const recorder = new RequestRecorder(db, { log });
 recorder.start();
 // Public keys of the identity assertions, on every app hostname at /_svc/auth/jwks.json.
-const keys = new AssertionKeyStore(db, { rotationMs: config.assertion.rotationMs, maxAssertionLifetimeMs: config.assertion.lifetimeSeconds * 1000 });
+const keys = new AssertionKeyStore(db, {
+  rotationMs: config.assertion.rotationMs,
+  maxAssertionLifetimeMs: config.assertion.lifetimeSeconds * 1000,
+});
 const signer = new AssertionSigner(keys, { issuer: config.assertion.issuer, lifetimeSeconds: config.assertion.lifetimeSeconds });
 const signIn = new SignIn({ db, config, log, signer, assertionLifetimeSeconds: config.assertion.lifetimeSeconds });
 await signIn.start();
 // The route table first: provider callbacks look Apps up in it, and the server serves from it.
 const routes = new RouteTable(loadKubeConfig(config.kubeconfig), log);
-const providers = signInProviders({ config, log, db, signIn, mail: config.mail.smtpUrl !== undefined, appOfHost: (host) => routes.app(appOfHost(host, config.appsDomain) ?? '') });
-const authRoutes = new AuthRoutes(signIn, { config, log, mail: new MailOutbox(db), providerRoutes: providers.routes, available: providers.available });
+const providers = signInProviders({
+  config,
+  log,
+  db,
+  signIn,
+  mail: config.mail.smtpUrl !== undefined,
+  appOfHost: (host) => routes.app(appOfHost(host, config.appsDomain) ?? ''),
+});
+const authRoutes = new AuthRoutes(signIn, {
+  config,
+  log,
+  mail: new MailOutbox(db),
+  providerRoutes: providers.routes,
+  available: providers.available,
+});
 const ingress = await startIngress({
   config,
   kc: loadKubeConfig(config.kubeconfig),

@@ -14,7 +14,12 @@ export function platformRoute(ctx: IngressContext, req: IncomingMessage, res: Se
     // Which worker answered (workers.ts): how a test, or an operator, tells them apart.
     const worker = workerId();
     const body = worker === undefined ? '{"status":"ok"}' : `{"status":"ok","worker":${worker}}`;
-    res.writeHead(200, { 'content-type': 'application/json', 'content-length': body.length, 'cache-control': 'no-store', 'x-request-id': requestId });
+    res.writeHead(200, {
+      'content-type': 'application/json',
+      'content-length': body.length,
+      'cache-control': 'no-store',
+      'x-request-id': requestId,
+    });
     res.end(req.method === 'HEAD' ? undefined : body);
     return;
   }
@@ -24,7 +29,13 @@ export function platformRoute(ctx: IngressContext, req: IncomingMessage, res: Se
         const body = JSON.stringify(set);
         // Keys are published 15 minutes before they sign (lib/identity/assertion-keys.ts), so 5
         // minutes of caching never hides a key that signs.
-        res.writeHead(200, { 'content-type': 'application/jwk-set+json', 'content-length': Buffer.byteLength(body), 'cache-control': 'public, max-age=300', 'access-control-allow-origin': '*', 'x-request-id': requestId });
+        res.writeHead(200, {
+          'content-type': 'application/jwk-set+json',
+          'content-length': Buffer.byteLength(body),
+          'cache-control': 'public, max-age=300',
+          'access-control-allow-origin': '*',
+          'x-request-id': requestId,
+        });
         res.end(req.method === 'HEAD' ? undefined : body);
       },
       (err: unknown) => {
@@ -39,7 +50,11 @@ export function platformRoute(ctx: IngressContext, req: IncomingMessage, res: Se
     const app = name === undefined ? undefined : ctx.routes.app(name);
     if (!app) return sendError(res, 404, `no app is served at ${req.headers.host ?? 'this address'}`, req.headers.accept, requestId);
     const q = (req.url ?? '').indexOf('?');
-    void ctx.auth.routes.handle({ ...authRequest(ctx, req, res, app, requestId), path, query: new URLSearchParams(q === -1 ? '' : req.url!.slice(q + 1)) });
+    void ctx.auth.routes.handle({
+      ...authRequest(ctx, req, res, app, requestId),
+      path,
+      query: new URLSearchParams(q === -1 ? '' : req.url!.slice(q + 1)),
+    });
     return;
   }
   sendError(res, 404, `no platform route ${path}`, req.headers.accept, requestId);

@@ -71,7 +71,14 @@ export class Proxy {
    * and streams the answer back. Answers 502/504 itself when no machine answers. The promise never
    * rejects; it settles when the exchange is over.
    */
-  forward(req: IncomingMessage, res: ServerResponse, key: string, backends: () => readonly Backend[], fwd: Forwarded, outcome: Outcome = {}): Promise<Outcome> {
+  forward(
+    req: IncomingMessage,
+    res: ServerResponse,
+    key: string,
+    backends: () => readonly Backend[],
+    fwd: Forwarded,
+    outcome: Outcome = {},
+  ): Promise<Outcome> {
     const first = this.pick(key, backends());
     if (!first) {
       sendError(res, 503, 'no machine of this app is ready', req.headers.accept, fwd.requestId);
@@ -88,7 +95,14 @@ export class Proxy {
    * sent after the handshake (a second, pipelined request) never reach the app, so nothing the gate
    * did not check can ride an upgrade that did not happen.
    */
-  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, backend: Backend, fwd: Forwarded, done: (status: number, error?: string) => void): void {
+  upgrade(
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    backend: Backend,
+    fwd: Forwarded,
+    done: (status: number, error?: string) => void,
+  ): void {
     let reported = false;
     const report = (status: number, error?: string) => {
       if (reported) return;
@@ -190,7 +204,9 @@ class Exchange implements ExchangeHandler {
   send(b: Backend): void {
     this.backend = b;
     this.outcome.backend = b.origin;
-    const body = this.withBody ? { stream: this.req, length: this.req.headers['transfer-encoding'] === undefined ? this.req.headers['content-length'] : undefined } : undefined;
+    const body = this.withBody
+      ? { stream: this.req, length: this.req.headers['transfer-encoding'] === undefined ? this.req.headers['content-length'] : undefined }
+      : undefined;
     this.controller = this.proxy.pool(b).request({ method: this.method, path: this.req.url ?? '/', headers: this.headers, body }, this);
   }
 
@@ -219,7 +235,10 @@ class Exchange implements ExchangeHandler {
       const first = this.backend!;
       const again = this.proxy.pick(this.key, this.backends(), first.origin) ?? first;
       outcome.retried = true;
-      this.proxy.opts.log.debug({ reqId: fwd.requestId, err: errorCode(err), from: first.origin, to: again.origin }, 'Retrying on another machine');
+      this.proxy.opts.log.debug(
+        { reqId: fwd.requestId, err: errorCode(err), from: first.origin, to: again.origin },
+        'Retrying on another machine',
+      );
       return this.send(again);
     }
     const code = errorCode(err) ?? String(err);
@@ -243,11 +262,22 @@ class Exchange implements ExchangeHandler {
   }
 }
 
-const reasons: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 502: 'Bad Gateway', 503: 'Service Unavailable' };
+const reasons: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  502: 'Bad Gateway',
+  503: 'Service Unavailable',
+};
 
 /** An HTTP response written on a socket that left the HTTP server (after an Upgrade request). */
 export function writeRaw(socket: Duplex, page: { headers: Record<string, string | number>; body: string }, status: number): void {
   if (!socket.writable) return;
-  const head = [`HTTP/1.1 ${status} ${reasons[status] ?? 'Error'}`, ...Object.entries(page.headers).map(([k, v]) => `${k}: ${v}`), 'connection: close'];
+  const head = [
+    `HTTP/1.1 ${status} ${reasons[status] ?? 'Error'}`,
+    ...Object.entries(page.headers).map(([k, v]) => `${k}: ${v}`),
+    'connection: close',
+  ];
   socket.end(`${head.join('\r\n')}\r\n\r\n${page.body}`);
 }

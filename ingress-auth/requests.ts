@@ -30,7 +30,16 @@ export function requestHandler(ctx: IngressContext): RequestHandler {
    * A path the policy covers: the visitor's session is looked up (from the cache without waiting
    * when it is there, as for most requests), and the gate's verdict carried out.
    */
-  const gated = (auth: SignInParts, req: IncomingMessage, res: ServerResponse, app: App, decisions: readonly Decision[], fwd: Forwarded, key: string, outcome: Outcome): Promise<unknown> | void => {
+  const gated = (
+    auth: SignInParts,
+    req: IncomingMessage,
+    res: ServerResponse,
+    app: App,
+    decisions: readonly Decision[],
+    fwd: Forwarded,
+    key: string,
+    outcome: Outcome,
+  ): Promise<unknown> | void => {
     const r = authRequest(ctx, req, res, app, fwd.requestId);
     const known = auth.routes.knownSession(r);
     if (known !== undefined) return carryOut(auth, r, decisions, known ?? undefined, fwd, key, outcome);
@@ -44,9 +53,23 @@ export function requestHandler(ctx: IngressContext): RequestHandler {
     );
   };
 
-  const carryOut = (auth: SignInParts, r: Omit<AuthRequest, 'path' | 'query'>, decisions: readonly Decision[], current: CurrentSession | undefined, fwd: Forwarded, key: string, outcome: Outcome): Promise<unknown> | void => {
+  const carryOut = (
+    auth: SignInParts,
+    r: Omit<AuthRequest, 'path' | 'query'>,
+    decisions: readonly Decision[],
+    current: CurrentSession | undefined,
+    fwd: Forwarded,
+    key: string,
+    outcome: Outcome,
+  ): Promise<unknown> | void => {
     const { req, app } = r;
-    const verdict = gateAll(decisions, current, { method: req.method ?? 'GET', headers: req.headers, url: req.url ?? '/', namespace: app.metadata.namespace!, upgrade: false });
+    const verdict = gateAll(decisions, current, {
+      method: req.method ?? 'GET',
+      headers: req.headers,
+      url: req.url ?? '/',
+      namespace: app.metadata.namespace!,
+      upgrade: false,
+    });
     switch (verdict.kind) {
       case 'sign-in':
       case 'unauthenticated':
@@ -89,7 +112,19 @@ export function requestHandler(ctx: IngressContext): RequestHandler {
       const status = res.writableFinished || res.headersSent ? res.statusCode : 499;
       record(ctx, app, status, started);
       if (debug()) {
-        log.debug({ reqId: requestId, app: app.metadata.name, ns: app.metadata.namespace, method: req.method, path: url, status, ms: Math.round((performance.now() - started) * 100) / 100, ...outcome }, 'Proxied');
+        log.debug(
+          {
+            reqId: requestId,
+            app: app.metadata.name,
+            ns: app.metadata.namespace,
+            method: req.method,
+            path: url,
+            status,
+            ms: Math.round((performance.now() - started) * 100) / 100,
+            ...outcome,
+          },
+          'Proxied',
+        );
       }
     });
     if (decisions.some((d) => d.mode === 'auth') && !ctx.auth) return sendError(res, 503, noSignIn, req.headers.accept, requestId);
@@ -97,7 +132,10 @@ export function requestHandler(ctx: IngressContext): RequestHandler {
     const proceed = (): void => {
       let sent: Promise<unknown> | void;
       try {
-        sent = decisions.length && ctx.auth ? gated(ctx.auth, req, res, app, decisions, fwd, key, outcome) : proxy.forward(req, res, key, () => routes.backends(app), fwd, outcome);
+        sent =
+          decisions.length && ctx.auth
+            ? gated(ctx.auth, req, res, app, decisions, fwd, key, outcome)
+            : proxy.forward(req, res, key, () => routes.backends(app), fwd, outcome);
       } catch (err) {
         // The gate runs synchronously when the caches answer: a throw must end this request, not the process.
         sent = Promise.reject(err instanceof Error ? err : new Error(String(err)));

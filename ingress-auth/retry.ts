@@ -7,7 +7,15 @@
 const idempotent = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
 
 /** Error codes of node:net and the Upstream (upstream/upstream.ts) that mean "no response started". */
-const beforeResponse = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'UPSTREAM_CLOSED', 'UPSTREAM_CONNECT_TIMEOUT', 'EHOSTUNREACH', 'ENETUNREACH']);
+const beforeResponse = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'UPSTREAM_CLOSED',
+  'UPSTREAM_CONNECT_TIMEOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+]);
 
 export function errorCode(err: unknown): string | undefined {
   const e = err as { code?: unknown; cause?: { code?: unknown } } | undefined;

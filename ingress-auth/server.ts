@@ -47,7 +47,11 @@ export async function startIngress(opts: IngressOptions): Promise<Ingress> {
   const { config, log } = opts;
   const routes = opts.routes ?? new RouteTable(opts.kc, log);
   await routes.start();
-  const proxy = new Proxy({ connectionsPerUpstream: config.proxy.upstreamConnections, headersTimeoutMs: config.proxy.upstreamTimeoutMs, log });
+  const proxy = new Proxy({
+    connectionsPerUpstream: config.proxy.upstreamConnections,
+    headersTimeoutMs: config.proxy.upstreamTimeoutMs,
+    log,
+  });
   const pruneTimer = setInterval(() => proxy.prune(routes.origins()), 30_000);
   pruneTimer.unref();
   const ctx: IngressContext = { config, log, routes, proxy, auth: opts.auth, jwks: opts.jwks, recorder: opts.recorder };

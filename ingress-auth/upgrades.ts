@@ -17,7 +17,10 @@ import type { RequestHandler } from './requests.js';
 import { hasBody } from './retry.js';
 import { canonicalize, platformPath } from './target.js';
 
-export function upgradeHandler(ctx: IngressContext, onRequest: RequestHandler): (req: IncomingMessage, socket: Duplex, head: Buffer) => void {
+export function upgradeHandler(
+  ctx: IngressContext,
+  onRequest: RequestHandler,
+): (req: IncomingMessage, socket: Duplex, head: Buffer) => void {
   const { config, log, routes, proxy } = ctx;
   const debug = () => log.isLevelEnabled('debug');
   return (req, socket, head) => {
@@ -55,7 +58,21 @@ export function upgradeHandler(ctx: IngressContext, onRequest: RequestHandler): 
     const go = () =>
       proxy.upgrade(req, socket, head, backend, fwd, (status, error) => {
         record(ctx, app, status, started);
-        if (debug()) log.debug({ reqId: requestId, app: app.metadata.name, ns: app.metadata.namespace, method: req.method, path: req.url, status, upgrade: true, upstream: backend.origin, error }, 'Upgraded');
+        if (debug())
+          log.debug(
+            {
+              reqId: requestId,
+              app: app.metadata.name,
+              ns: app.metadata.namespace,
+              method: req.method,
+              path: req.url,
+              status,
+              upgrade: true,
+              upstream: backend.origin,
+              error,
+            },
+            'Upgraded',
+          );
       });
     const auth = ctx.auth;
     if (!decisions.length || !auth) return go();
@@ -63,12 +80,32 @@ export function upgradeHandler(ctx: IngressContext, onRequest: RequestHandler): 
     auth.routes
       .currentSession({ req, app, host })
       .then(async (current) => {
-        const verdict = gateAll(decisions, current, { method: 'GET', headers: req.headers, url: req.url ?? '/', namespace: app.metadata.namespace!, upgrade: true });
+        const verdict = gateAll(decisions, current, {
+          method: 'GET',
+          headers: req.headers,
+          url: req.url ?? '/',
+          namespace: app.metadata.namespace!,
+          upgrade: true,
+        });
         if (verdict.kind !== 'forward') {
           const status = verdict.kind === 'forbidden' ? 403 : 401;
           record(ctx, app, status, started);
-          const body = JSON.stringify(status === 403 ? { error: 'forbidden' } : { error: 'authentication_required', login_url: loginUrl(verdict.next) });
-          return writeRaw(socket, { headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'cache-control': 'private, no-store', 'x-request-id': requestId }, body }, status);
+          const body = JSON.stringify(
+            status === 403 ? { error: 'forbidden' } : { error: 'authentication_required', login_url: loginUrl(verdict.next) },
+          );
+          return writeRaw(
+            socket,
+            {
+              headers: {
+                'content-type': 'application/json',
+                'content-length': Buffer.byteLength(body),
+                'cache-control': 'private, no-store',
+                'x-request-id': requestId,
+              },
+              body,
+            },
+            status,
+          );
         }
         if (verdict.identity) fwd.identity = await auth.signIn.identityHeaders(current!.session, host, app);
         go();

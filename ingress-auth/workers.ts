@@ -27,7 +27,10 @@ export async function superviseWorkers(count: number, log: Logger): Promise<neve
       return;
     }
     delay = lived < crashWindowMs ? Math.min(Math.max(delay * 2, 250), maxRestartDelayMs) : 0;
-    log.error({ worker: worker.id, pid: worker.process.pid, code, signal, restartInMs: delay }, 'An ingress-auth worker exited; starting another');
+    log.error(
+      { worker: worker.id, pid: worker.process.pid, code, signal, restartInMs: delay },
+      'An ingress-auth worker exited; starting another',
+    );
     setTimeout(fork, delay).unref();
   });
   for (let i = 0; i < count; i++) fork();

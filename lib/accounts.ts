@@ -90,7 +90,11 @@ export const apiTenantRole = 'svc-api-tenant';
  * the chart, the API holds Secret rights in account namespaces only, one binding each (an admission
  * policy keeps it from binding anywhere else). Idempotent.
  */
-export async function bindApiToNamespace(rbac: k8s.RbacAuthorizationV1Api, namespace: string, sa: { namespace: string; name: string }): Promise<void> {
+export async function bindApiToNamespace(
+  rbac: k8s.RbacAuthorizationV1Api,
+  namespace: string,
+  sa: { namespace: string; name: string },
+): Promise<void> {
   try {
     await rbac.createNamespacedRoleBinding({
       namespace,
@@ -134,7 +138,12 @@ export async function createAccount(
     }
     try {
       await core.createNamespace({
-        body: { metadata: { name: row.namespace, labels: { [accountLabel]: row.id, [labels.managedBy]: managers.platform, ...podSecurityLabels } } },
+        body: {
+          metadata: {
+            name: row.namespace,
+            labels: { [accountLabel]: row.id, [labels.managedBy]: managers.platform, ...podSecurityLabels },
+          },
+        },
       });
     } catch (err) {
       if (kubeStatus(err) !== 409) throw err;

@@ -51,25 +51,22 @@ export function servicesOf(s: App['spec']): ServiceView[] {
     dependsOn: s.dependsOn ?? [],
     aliases: s.aliases ?? [],
   };
-  const others = (s.services ?? []).map(
-    (v): ServiceView => ({
-      name: v.name,
-      public: false,
-      image: v.image,
-      command: v.command,
-      args: v.args,
-      workingDir: v.workingDir,
-      port: v.port ?? v.ports?.[0],
-      ports: v.ports ?? [],
-      env: v.env ?? [],
-      machines: v.machines ?? 1,
-      volumes: v.volumes ?? [],
-      healthcheck: v.healthcheck,
-      restart: v.restart ?? 'always',
-      dependsOn: v.dependsOn ?? [],
-      aliases: v.aliases ?? [],
-    }),
-  );
+  const others = (s.services ?? []).map((v): ServiceView => ({
+    name: v.name,
+    public: false,
+    image: v.image,
+    command: v.command,
+    args: v.args,
+    workingDir: v.workingDir,
+    port: v.port ?? v.ports?.[0],
+    ports: v.ports ?? [],
+    env: v.env ?? [],
+    machines: v.machines ?? 1,
+    volumes: v.volumes ?? [],
+    healthcheck: v.healthcheck,
+    restart: v.restart ?? 'always',
+    dependsOn: v.dependsOn ?? [],
+    aliases: v.aliases ?? [],
+  }));
   return [pub, ...others];
 }
-

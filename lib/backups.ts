@@ -27,7 +27,15 @@ interface Row {
   created_at: Date;
 }
 
-const backupOf = (r: Row): Backup => ({ id: r.id, database: r.database, status: r.status, digest: r.digest, bytes: r.bytes === null ? null : Number(r.bytes), error: r.error, createdAt: new Date(r.created_at) });
+const backupOf = (r: Row): Backup => ({
+  id: r.id,
+  database: r.database,
+  status: r.status,
+  digest: r.digest,
+  bytes: r.bytes === null ? null : Number(r.bytes),
+  error: r.error,
+  createdAt: new Date(r.created_at),
+});
 
 export async function recordBackup(
   db: Knex,
@@ -53,7 +61,11 @@ export async function recordBackup(
     if ('digest' in outcome) {
       await recordEvent(tx, accountId, 'database.backup_done', database, { database, backup: id, bytes: outcome.bytes });
       // The newest `keptBackups` done ones stay listed; failures older than the oldest kept go too.
-      const kept = await tx('database_backups').where({ account_id: accountId, database, status: 'done' }).orderBy('created_at', 'desc').offset(keptBackups - 1).first<{ created_at: Date } | undefined>('created_at');
+      const kept = await tx('database_backups')
+        .where({ account_id: accountId, database, status: 'done' })
+        .orderBy('created_at', 'desc')
+        .offset(keptBackups - 1)
+        .first<{ created_at: Date } | undefined>('created_at');
       if (kept) await tx('database_backups').where({ account_id: accountId, database }).where('created_at', '<', kept.created_at).delete();
     } else {
       await recordEvent(tx, accountId, 'database.backup_failed', database, { database, backup: id, error: outcome.error.slice(0, 500) });

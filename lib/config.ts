@@ -30,7 +30,7 @@ const envSchema = z.object({
   SVC_ADMIN_EMAIL: z.email('must be an email address').default('owner@localhost'),
   SVC_API_SERVICE_ACCOUNT: z
     .string()
-    .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?:[a-z0-9]([-.a-z0-9]*[a-z0-9])?$/, 'must be <namespace>:<name> of the API\'s ServiceAccount')
+    .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?:[a-z0-9]([-.a-z0-9]*[a-z0-9])?$/, "must be <namespace>:<name> of the API's ServiceAccount")
     .optional(),
   // On a cluster: the Secret (<namespace>/<name>, the chart's <release>-owner-token) the first
   // account's token is written to instead of <stateDir>/owner-token.
@@ -38,7 +38,12 @@ const envSchema = z.object({
     .string()
     .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?\/[a-z0-9]([-.a-z0-9]*[a-z0-9])?$/, 'must be <namespace>/<name> of a Secret')
     .optional(),
-  SVC_API_BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(1024 ** 3).default(1024 * 1024),
+  SVC_API_BODY_LIMIT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(1024 ** 3)
+    .default(1024 * 1024),
   SVC_API_RATE_PER_SECOND: z.coerce.number().positive().default(50),
   SVC_API_RATE_BURST: z.coerce.number().int().min(1).default(100),
   SVC_WEBHOOK_ALLOW_PRIVATE: bool.default(false),
@@ -50,7 +55,10 @@ const envSchema = z.object({
     .string()
     .regex(/^([a-z0-9]([-a-z0-9]*[a-z0-9])?\.)*[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a domain name')
     .default('apps.localhost'),
-  SVC_APPS_URL_SUFFIX: z.string().regex(/^(:\d{1,5})?$/, 'must be empty or :<port>').default(':8081'),
+  SVC_APPS_URL_SUFFIX: z
+    .string()
+    .regex(/^(:\d{1,5})?$/, 'must be empty or :<port>')
+    .default(':8081'),
   SVC_NODES: z
     .string()
     .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(,[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/, 'must be comma-separated node names')
@@ -60,7 +68,10 @@ const envSchema = z.object({
     .regex(/^\d{1,3}\.\d{1,3}\.0\.0\/16$/, 'must be a /16, like 10.244.0.0/16')
     .optional(),
   SVC_ARTIFACT_DIR: z.string().min(1).optional(),
-  SVC_ARTIFACT_URL: z.url().regex(/^https?:\/\//, 'must be an http(s) URL').optional(),
+  SVC_ARTIFACT_URL: z
+    .url()
+    .regex(/^https?:\/\//, 'must be an http(s) URL')
+    .optional(),
   // Empty: none (on a cluster whose nodes reach their pods whatever the policy).
   SVC_MACHINE_PLATFORM_CIDRS: z
     .string()
@@ -68,15 +79,19 @@ const envSchema = z.object({
     .optional(),
   // On a cluster: the namespace the platform's pods run in (the chart's release namespace), which
   // tenants' NetworkPolicies admit beside SVC_MACHINE_PLATFORM_CIDRS.
-  SVC_PLATFORM_NAMESPACE: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a namespace name').optional(),
+  SVC_PLATFORM_NAMESPACE: z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a namespace name')
+    .optional(),
   SVC_MACHINE_PLATFORM_PORTS: z
     .string()
     .regex(/^\d{1,5}(-\d{1,5})?(,\d{1,5}(-\d{1,5})?)*$/, 'must be comma-separated ports or port ranges (8079,18000-18099)')
     .refine(
-      (v) => v.split(',').every((p) => {
-        const [first, last = first] = p.split('-').map(Number) as [number, number?];
-        return first >= 1 && last <= 65535 && first <= last;
-      }),
+      (v) =>
+        v.split(',').every((p) => {
+          const [first, last = first] = p.split('-').map(Number) as [number, number?];
+          return first >= 1 && last <= 65535 && first <= last;
+        }),
       'each port must be 1-65535, and a range must not end before it starts',
     )
     .optional(),
@@ -97,18 +112,42 @@ const envSchema = z.object({
     .string()
     .regex(/^(\S+\s+){4}\S+$/, 'must be a cron schedule of five fields (minute hour day-of-month month day-of-week)')
     .default('30 3 * * *'),
-  SVC_STORAGE_MAX_BYTES_PER_ACCOUNT: z.coerce.number().int().min(0).default(20 * 1073741824),
+  SVC_STORAGE_MAX_BYTES_PER_ACCOUNT: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(20 * 1073741824),
   SVC_ARTIFACT_KEY: z.string().min(32, 'must be at least 32 characters (a random secret)').optional(),
   SVC_ARTIFACT_KEY_FILE: z.string().min(1).optional(),
-  SVC_DEPLOY_UPLOAD_LIMIT_BYTES: z.coerce.number().int().min(1024).max(8 * 1024 ** 3).default(256 * 1024 ** 2),
+  SVC_DEPLOY_UPLOAD_LIMIT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(8 * 1024 ** 3)
+    .default(256 * 1024 ** 2),
   // What the artifact collector keeps, and how often it runs (docs/decisions/0024-artifact-retention.md).
   SVC_ARTIFACT_ROLLBACK_DEPLOYS: z.coerce.number().int().min(0).max(1000).default(10),
-  SVC_ARTIFACT_GRACE_MINUTES: z.coerce.number().min(1).max(7 * 24 * 60).default(60),
-  SVC_ARTIFACT_BUILD_GRACE_HOURS: z.coerce.number().min(0).max(90 * 24).default(24),
-  SVC_ARTIFACT_COLLECT_MINUTES: z.coerce.number().min(1).max(24 * 60).default(15),
+  SVC_ARTIFACT_GRACE_MINUTES: z.coerce
+    .number()
+    .min(1)
+    .max(7 * 24 * 60)
+    .default(60),
+  SVC_ARTIFACT_BUILD_GRACE_HOURS: z.coerce
+    .number()
+    .min(0)
+    .max(90 * 24)
+    .default(24),
+  SVC_ARTIFACT_COLLECT_MINUTES: z.coerce
+    .number()
+    .min(1)
+    .max(24 * 60)
+    .default(15),
   SVC_RUNTIME_IMAGE: z.string().min(1).default('svc/runtime:latest'),
   SVC_IMAGE_BUILDER: z.string().min(1).default('svc/builder:latest'),
-  SVC_BUILD_REGISTRY: z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9.-]*(:\d{1,5})?(\/[a-z0-9._-]+)*$/, 'must be a registry host[:port][/path] (127.0.0.1:5000)').optional(),
+  SVC_BUILD_REGISTRY: z
+    .string()
+    .regex(/^[a-zA-Z0-9][a-zA-Z0-9.-]*(:\d{1,5})?(\/[a-z0-9._-]+)*$/, 'must be a registry host[:port][/path] (127.0.0.1:5000)')
+    .optional(),
   // Registries tenants' images may come from; unset or empty: any public registry (lib/images/registry-policy.ts).
   SVC_IMAGE_REGISTRIES: z
     .string()
@@ -123,23 +162,62 @@ const envSchema = z.object({
   SVC_REGISTRY_TOKEN_KEY_FILE: z.string().min(1).optional(),
   SVC_REGISTRY_TOKEN_CERT_FILE: z.string().min(1).optional(),
   SVC_REGISTRY_CLIENTS_FILE: z.string().min(1).optional(),
-  SVC_REGISTRY_SERVICE: z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9._:-]*$/, 'must be a service name (letters, digits, . _ : -)').default('svc-registry'),
-  SVC_REGISTRY_TOKEN_ISSUER: z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9._:-]*$/, 'must be an issuer name (letters, digits, . _ : -)').default('svc-registry-auth'),
+  SVC_REGISTRY_SERVICE: z
+    .string()
+    .regex(/^[a-zA-Z0-9][a-zA-Z0-9._:-]*$/, 'must be a service name (letters, digits, . _ : -)')
+    .default('svc-registry'),
+  SVC_REGISTRY_TOKEN_ISSUER: z
+    .string()
+    .regex(/^[a-zA-Z0-9][a-zA-Z0-9._:-]*$/, 'must be an issuer name (letters, digits, . _ : -)')
+    .default('svc-registry-auth'),
   SVC_REGISTRY_TOKEN_SECONDS: z.coerce.number().int().min(60, 'must be 60-3600 seconds').max(3600, 'must be 60-3600 seconds').default(300),
-  SVC_BUILD_CACHE_BYTES: z.coerce.number().int().min(64 * 1048576).default(2 * 1073741824),
-  SVC_BUILD_CPU: z.string().regex(/^\d+(\.\d+)?m?$/, 'must be a CPU quantity (1, 500m)').default('1'),
-  SVC_BUILD_MEMORY: z.string().regex(/^\d+(Ki|Mi|Gi)?$/, 'must be a memory quantity (2Gi)').default('2Gi'),
-  SVC_BUILD_PRIVATE_CIDRS: z.string().regex(/^[0-9./,]+$/, 'must be comma-separated CIDRs').optional(),
-  SVC_BUILD_LOG_LIMIT_BYTES: z.coerce.number().int().min(4096).max(64 * 1048576).default(4 * 1048576),
+  SVC_BUILD_CACHE_BYTES: z.coerce
+    .number()
+    .int()
+    .min(64 * 1048576)
+    .default(2 * 1073741824),
+  SVC_BUILD_CPU: z
+    .string()
+    .regex(/^\d+(\.\d+)?m?$/, 'must be a CPU quantity (1, 500m)')
+    .default('1'),
+  SVC_BUILD_MEMORY: z
+    .string()
+    .regex(/^\d+(Ki|Mi|Gi)?$/, 'must be a memory quantity (2Gi)')
+    .default('2Gi'),
+  SVC_BUILD_PRIVATE_CIDRS: z
+    .string()
+    .regex(/^[0-9./,]+$/, 'must be comma-separated CIDRs')
+    .optional(),
+  SVC_BUILD_LOG_LIMIT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(4096)
+    .max(64 * 1048576)
+    .default(4 * 1048576),
   SVC_GIT_POLL_SECONDS: z.coerce.number().min(1).max(86_400).default(60),
   SVC_SANDBOX_IMAGE: z.string().min(1).default('svc/sandbox:latest'),
-  SVC_SANDBOX_NAMESPACE: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a namespace name').default('svc-sandboxes'),
-  SVC_SANDBOX_RUNTIME_CLASS: z.string().regex(/^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$/, 'must be a RuntimeClass name, or empty for none').default('svc-sandbox'),
+  SVC_SANDBOX_NAMESPACE: z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a namespace name')
+    .default('svc-sandboxes'),
+  SVC_SANDBOX_RUNTIME_CLASS: z
+    .string()
+    .regex(/^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$/, 'must be a RuntimeClass name, or empty for none')
+    .default('svc-sandbox'),
   SVC_SANDBOX_POOL_SIZE: z.coerce.number().int().min(0).max(1000).default(2),
-  SVC_SANDBOX_RETENTION_HOURS: z.coerce.number().min(0.001).max(24 * 90).default(24),
+  SVC_SANDBOX_RETENTION_HOURS: z.coerce
+    .number()
+    .min(0.001)
+    .max(24 * 90)
+    .default(24),
   SVC_SANDBOX_MAX_OPEN: z.coerce.number().int().min(1).max(10_000).default(10),
   SVC_SANDBOX_EXEC_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(600),
-  SVC_SANDBOX_OUTPUT_LIMIT_BYTES: z.coerce.number().int().min(1024).max(64 * 1024 ** 2).default(1024 ** 2),
+  SVC_SANDBOX_OUTPUT_LIMIT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(64 * 1024 ** 2)
+    .default(1024 ** 2),
   SVC_ROLLOUT_DEADLINE_SECONDS: z.coerce.number().int().min(5).max(3600).default(120),
   SVC_VOLUME_STORAGE_CLASS: z.string().optional(),
   SVC_CONTROLLERS_METRICS_HOST: z.string().min(1).default('127.0.0.1'),
@@ -149,10 +227,21 @@ const envSchema = z.object({
   SVC_PROXY_UPSTREAM_CONNECTIONS: z.coerce.number().int().min(1).max(10_000).default(256),
   SVC_PROXY_UPSTREAM_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(60_000),
   SVC_PROXY_WORKERS: z.coerce.number().int().min(1, 'must be 1-64').max(64, 'must be 1-64').optional(),
-  SVC_ASSERTION_ISSUER: z.url().regex(/^https?:\/\//, 'must be an http(s) URL').optional(),
-  SVC_ASSERTION_JWKS_URL: z.url().regex(/^https?:\/\//, 'must be an http(s) URL').optional(),
+  SVC_ASSERTION_ISSUER: z
+    .url()
+    .regex(/^https?:\/\//, 'must be an http(s) URL')
+    .optional(),
+  SVC_ASSERTION_JWKS_URL: z
+    .url()
+    .regex(/^https?:\/\//, 'must be an http(s) URL')
+    .optional(),
   SVC_ASSERTION_LIFETIME_SECONDS: z.coerce.number().int().min(30, 'must be 30-900 seconds').max(900, 'must be 30-900 seconds').default(300),
-  SVC_ASSERTION_ROTATION_HOURS: z.coerce.number().int().min(1, 'must be 1-8760 hours').max(8760, 'must be 1-8760 hours').default(7 * 24),
+  SVC_ASSERTION_ROTATION_HOURS: z.coerce
+    .number()
+    .int()
+    .min(1, 'must be 1-8760 hours')
+    .max(8760, 'must be 1-8760 hours')
+    .default(7 * 24),
   SVC_AUTH_HOST: z
     .string()
     .regex(/^([a-z0-9]([-a-z0-9]*[a-z0-9])?\.)*[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a host name')
@@ -160,13 +249,25 @@ const envSchema = z.object({
   SVC_AUTH_SECURE_COOKIES: bool.default(false),
   SVC_AUTH_EMAIL_PER_ADDRESS_HOURLY: z.coerce.number().int().min(1).max(1000).default(5),
   SVC_AUTH_EMAIL_PER_SOURCE_HOURLY: z.coerce.number().int().min(1).max(100_000).default(30),
-  SVC_SMTP_URL: z.url().regex(/^smtps?:\/\//, 'must be an smtp:// or smtps:// URL').optional(),
+  SVC_SMTP_URL: z
+    .url()
+    .regex(/^smtps?:\/\//, 'must be an smtp:// or smtps:// URL')
+    .optional(),
   SVC_MAIL_FROM: z.string().min(3).optional(),
-  SVC_IDP_ISSUER: z.url().regex(/^https?:\/\//, 'must be an http(s) URL').optional(),
+  SVC_IDP_ISSUER: z
+    .url()
+    .regex(/^https?:\/\//, 'must be an http(s) URL')
+    .optional(),
   SVC_IDP_CLIENT_ID: z.string().min(1).optional(),
   SVC_IDP_CLIENT_SECRET: z.string().min(1).optional(),
-  SVC_CODEHOST_URL: z.url().regex(/^https?:\/\//, 'must be an http(s) URL').default('https://github.com'),
-  SVC_CODEHOST_API_URL: z.url().regex(/^https?:\/\//, 'must be an http(s) URL').default('https://api.github.com'),
+  SVC_CODEHOST_URL: z
+    .url()
+    .regex(/^https?:\/\//, 'must be an http(s) URL')
+    .default('https://github.com'),
+  SVC_CODEHOST_API_URL: z
+    .url()
+    .regex(/^https?:\/\//, 'must be an http(s) URL')
+    .default('https://api.github.com'),
   SVC_CODEHOST_CLIENT_ID: z.string().min(1).optional(),
   SVC_CODEHOST_CLIENT_SECRET: z.string().min(1).optional(),
 });
@@ -303,7 +404,12 @@ export interface Config {
      * deploys; anything stored or reused within `graceMs`; an ended build's undeployed output for
      * `buildGraceMs`. It runs every `collectEveryMs`, in one API replica at a time.
      */
-    readonly artifactRetention: { readonly rollbackDeploys: number; readonly graceMs: number; readonly buildGraceMs: number; readonly collectEveryMs: number };
+    readonly artifactRetention: {
+      readonly rollbackDeploys: number;
+      readonly graceMs: number;
+      readonly buildGraceMs: number;
+      readonly collectEveryMs: number;
+    };
     /** The image that serves static, HTML and Markdown apps (node-agent maps svc/runtime to runtime/). */
     readonly runtimeImage: string;
     /** A rollout whose new machines are not ready by then fails, and the previous deploy stays. */
@@ -381,7 +487,8 @@ export interface Config {
     /** OpenID Connect provider of `idp` policies; undefined when not configured. */
     readonly idp: { readonly issuer: string; readonly clientId: string; readonly clientSecret: string } | undefined;
     /** OAuth2 code-hosting provider of `codehost` policies (GitHub's API shape); undefined when not configured. */
-    readonly codehost: { readonly url: string; readonly apiUrl: string; readonly clientId: string; readonly clientSecret: string } | undefined;
+    readonly codehost:
+      { readonly url: string; readonly apiUrl: string; readonly clientId: string; readonly clientSecret: string } | undefined;
   };
   /** Outgoing mail (sign-in links): SMTP through nodemailer; undefined smtpUrl keeps mail queued. */
   readonly mail: { readonly smtpUrl: string | undefined; readonly from: string };
@@ -419,16 +526,21 @@ export function loadConfig(
     ['SVC_IDP_ISSUER', e.SVC_IDP_ISSUER, ['SVC_IDP_CLIENT_ID', 'SVC_IDP_CLIENT_SECRET']],
     ['SVC_CODEHOST_CLIENT_ID', e.SVC_CODEHOST_CLIENT_ID, ['SVC_CODEHOST_CLIENT_SECRET']],
   ];
-  const missing = pairs.flatMap(([name, set, needs]) => (set === undefined ? [] : needs.filter((n) => !env[n]).map((n) => `${n}: required when ${name} is set`)));
+  const missing = pairs.flatMap(([name, set, needs]) =>
+    set === undefined ? [] : needs.filter((n) => !env[n]).map((n) => `${n}: required when ${name} is set`),
+  );
   if (missing.length) throw new ConfigError(missing);
   const stateDir = path.resolve(e.SVC_STATE_DIR);
   const localKubeconfig = path.join(stateDir, 'kubeconfig');
   const exists = opts.exists ?? existsSync;
   const podSubnetPrefix = (e.SVC_NODE_POD_SUBNET ?? '10.244.0.0/16').split('.').slice(0, 2).join('.');
   const keyFile = e.SVC_ARTIFACT_KEY_FILE ?? path.join(stateDir, 'artifact-key');
-  if (e.SVC_ARTIFACT_KEY_FILE !== undefined && !exists(keyFile)) throw new ConfigError([`SVC_ARTIFACT_KEY_FILE: ${keyFile} does not exist`]);
-  const artifactKey = e.SVC_ARTIFACT_KEY !== undefined ? Buffer.from(e.SVC_ARTIFACT_KEY) : exists(keyFile) ? readFileSync(keyFile) : undefined;
-  if (artifactKey !== undefined && artifactKey.length < 32) throw new ConfigError([`SVC_ARTIFACT_KEY_FILE: ${keyFile} holds fewer than 32 bytes`]);
+  if (e.SVC_ARTIFACT_KEY_FILE !== undefined && !exists(keyFile))
+    throw new ConfigError([`SVC_ARTIFACT_KEY_FILE: ${keyFile} does not exist`]);
+  const artifactKey =
+    e.SVC_ARTIFACT_KEY !== undefined ? Buffer.from(e.SVC_ARTIFACT_KEY) : exists(keyFile) ? readFileSync(keyFile) : undefined;
+  if (artifactKey !== undefined && artifactKey.length < 32)
+    throw new ConfigError([`SVC_ARTIFACT_KEY_FILE: ${keyFile} holds fewer than 32 bytes`]);
   // Pods reach the host at the first node's bridge gateway, x.y.0.1 (hack/nodes.sh).
   const artifactBaseUrl = (e.SVC_ARTIFACT_URL ?? `http://${podSubnetPrefix}.0.1:${e.SVC_API_MACHINE_PORT}/artifacts`).replace(/\/+$/, '');
   return Object.freeze({
@@ -453,7 +565,11 @@ export function loadConfig(
     }),
     machineNetwork: Object.freeze({
       // Locally the host reaches pods from each node's bridge gateway, x.y.<i>.1 (hack/nodes.sh).
-      platformCidrs: Object.freeze(e.SVC_MACHINE_PLATFORM_CIDRS !== undefined ? e.SVC_MACHINE_PLATFORM_CIDRS.split(',').filter(Boolean) : e.SVC_NODES.split(',').map((_, i) => `${podSubnetPrefix}.${i}.1/32`)),
+      platformCidrs: Object.freeze(
+        e.SVC_MACHINE_PLATFORM_CIDRS !== undefined
+          ? e.SVC_MACHINE_PLATFORM_CIDRS.split(',').filter(Boolean)
+          : e.SVC_NODES.split(',').map((_, i) => `${podSubnetPrefix}.${i}.1/32`),
+      ),
       platformNamespace: e.SVC_PLATFORM_NAMESPACE,
       platformPorts: Object.freeze(
         (e.SVC_MACHINE_PLATFORM_PORTS ?? String(e.SVC_API_MACHINE_PORT)).split(',').map((p) => {
@@ -519,7 +635,9 @@ export function loadConfig(
       memory: e.SVC_BUILD_MEMORY,
       // Every private, shared and link-local range: pods, Services, nodes (their kubelets), the
       // metadata address, whatever the cluster's own ranges are.
-      privateCidrs: Object.freeze(e.SVC_BUILD_PRIVATE_CIDRS?.split(',') ?? ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0/10', '169.254.0.0/16']),
+      privateCidrs: Object.freeze(
+        e.SVC_BUILD_PRIVATE_CIDRS?.split(',') ?? ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0/10', '169.254.0.0/16'],
+      ),
       logLimitBytes: e.SVC_BUILD_LOG_LIMIT_BYTES,
       gitPollMs: e.SVC_GIT_POLL_SECONDS * 1000,
     }),
@@ -556,17 +674,26 @@ export function loadConfig(
     auth: Object.freeze({
       host: e.SVC_AUTH_HOST ?? `login.${e.SVC_APPS_DOMAIN}`,
       secureCookies: e.SVC_AUTH_SECURE_COOKIES,
-      emailRate: Object.freeze({ perAddressHourly: e.SVC_AUTH_EMAIL_PER_ADDRESS_HOURLY, perSourceHourly: e.SVC_AUTH_EMAIL_PER_SOURCE_HOURLY }),
-      idp: e.SVC_IDP_ISSUER ? Object.freeze({ issuer: e.SVC_IDP_ISSUER, clientId: e.SVC_IDP_CLIENT_ID!, clientSecret: e.SVC_IDP_CLIENT_SECRET! }) : undefined,
+      emailRate: Object.freeze({
+        perAddressHourly: e.SVC_AUTH_EMAIL_PER_ADDRESS_HOURLY,
+        perSourceHourly: e.SVC_AUTH_EMAIL_PER_SOURCE_HOURLY,
+      }),
+      idp: e.SVC_IDP_ISSUER
+        ? Object.freeze({ issuer: e.SVC_IDP_ISSUER, clientId: e.SVC_IDP_CLIENT_ID!, clientSecret: e.SVC_IDP_CLIENT_SECRET! })
+        : undefined,
       codehost: e.SVC_CODEHOST_CLIENT_ID
-        ? Object.freeze({ url: e.SVC_CODEHOST_URL.replace(/\/+$/, ''), apiUrl: e.SVC_CODEHOST_API_URL.replace(/\/+$/, ''), clientId: e.SVC_CODEHOST_CLIENT_ID, clientSecret: e.SVC_CODEHOST_CLIENT_SECRET! })
+        ? Object.freeze({
+            url: e.SVC_CODEHOST_URL.replace(/\/+$/, ''),
+            apiUrl: e.SVC_CODEHOST_API_URL.replace(/\/+$/, ''),
+            clientId: e.SVC_CODEHOST_CLIENT_ID,
+            clientSecret: e.SVC_CODEHOST_CLIENT_SECRET!,
+          })
         : undefined,
     }),
     mail: Object.freeze({ smtpUrl: e.SVC_SMTP_URL, from: e.SVC_MAIL_FROM ?? `Sign-in <no-reply@${e.SVC_APPS_DOMAIN}>` }),
     nodes: Object.freeze({ names: Object.freeze(e.SVC_NODES.split(',')), podSubnetPrefix }),
   });
 }
-
 
 type EnvName = keyof z.infer<typeof envSchema>;
 
@@ -580,34 +707,120 @@ const readsOf = {
   logLevel: ['SVC_LOG_LEVEL'],
   databaseUrl: ['SVC_DATABASE_URL'],
   kubeconfig: ['KUBECONFIG', 'SVC_STATE_DIR'],
-  api: ['SVC_API_HOST', 'SVC_API_PORT', 'SVC_API_MACHINE_HOST', 'SVC_API_MACHINE_PORT', 'SVC_ADMIN_EMAIL', 'SVC_API_SERVICE_ACCOUNT', 'SVC_OWNER_TOKEN_SECRET', 'SVC_API_BODY_LIMIT_BYTES', 'SVC_API_RATE_PER_SECOND', 'SVC_API_RATE_BURST'],
+  api: [
+    'SVC_API_HOST',
+    'SVC_API_PORT',
+    'SVC_API_MACHINE_HOST',
+    'SVC_API_MACHINE_PORT',
+    'SVC_ADMIN_EMAIL',
+    'SVC_API_SERVICE_ACCOUNT',
+    'SVC_OWNER_TOKEN_SECRET',
+    'SVC_API_BODY_LIMIT_BYTES',
+    'SVC_API_RATE_PER_SECOND',
+    'SVC_API_RATE_BURST',
+  ],
   appsDomain: ['SVC_APPS_DOMAIN'],
   appsUrlSuffix: ['SVC_APPS_URL_SUFFIX'],
   site: ['SVC_APPS_DOMAIN', 'SVC_APPS_URL_SUFFIX', 'SVC_AUTH_SECURE_COOKIES'],
   hostnameHoldMs: ['SVC_HOSTNAME_HOLD_DAYS'],
   eventsRetentionMs: ['SVC_EVENTS_RETENTION_DAYS'],
-  databases: ['SVC_IMAGE_POSTGRES', 'SVC_DATABASE_STORAGE_CLASS', 'SVC_DATABASE_DEFAULT_BYTES', 'SVC_DATABASE_MAX_PER_ACCOUNT', 'SVC_STORAGE_MAX_BYTES_PER_ACCOUNT', 'SVC_DATABASE_BACKUP_SCHEDULE', 'SVC_DATABASE_PROVIDER', 'SVC_DATABASE_CNPG_IMAGE', 'SVC_DATABASE_CNPG_OPERATOR_NAMESPACE'],
-  builds: ['SVC_IMAGE_BUILDER', 'SVC_BUILD_REGISTRY', 'SVC_BUILD_CACHE_BYTES', 'SVC_BUILD_CPU', 'SVC_BUILD_MEMORY', 'SVC_BUILD_PRIVATE_CIDRS', 'SVC_BUILD_LOG_LIMIT_BYTES', 'SVC_GIT_POLL_SECONDS'],
+  databases: [
+    'SVC_IMAGE_POSTGRES',
+    'SVC_DATABASE_STORAGE_CLASS',
+    'SVC_DATABASE_DEFAULT_BYTES',
+    'SVC_DATABASE_MAX_PER_ACCOUNT',
+    'SVC_STORAGE_MAX_BYTES_PER_ACCOUNT',
+    'SVC_DATABASE_BACKUP_SCHEDULE',
+    'SVC_DATABASE_PROVIDER',
+    'SVC_DATABASE_CNPG_IMAGE',
+    'SVC_DATABASE_CNPG_OPERATOR_NAMESPACE',
+  ],
+  builds: [
+    'SVC_IMAGE_BUILDER',
+    'SVC_BUILD_REGISTRY',
+    'SVC_BUILD_CACHE_BYTES',
+    'SVC_BUILD_CPU',
+    'SVC_BUILD_MEMORY',
+    'SVC_BUILD_PRIVATE_CIDRS',
+    'SVC_BUILD_LOG_LIMIT_BYTES',
+    'SVC_GIT_POLL_SECONDS',
+  ],
   images: ['SVC_IMAGE_REGISTRIES', 'SVC_BUILD_REGISTRY'],
   registryAuth: [
-    'SVC_REGISTRY_AUTH_HOST', 'SVC_REGISTRY_AUTH_PORT', 'SVC_REGISTRY_TOKEN_KEY_FILE', 'SVC_REGISTRY_TOKEN_CERT_FILE', 'SVC_REGISTRY_CLIENTS_FILE',
-    'SVC_REGISTRY_SERVICE', 'SVC_REGISTRY_TOKEN_ISSUER', 'SVC_REGISTRY_TOKEN_SECONDS', 'SVC_STATE_DIR',
+    'SVC_REGISTRY_AUTH_HOST',
+    'SVC_REGISTRY_AUTH_PORT',
+    'SVC_REGISTRY_TOKEN_KEY_FILE',
+    'SVC_REGISTRY_TOKEN_CERT_FILE',
+    'SVC_REGISTRY_CLIENTS_FILE',
+    'SVC_REGISTRY_SERVICE',
+    'SVC_REGISTRY_TOKEN_ISSUER',
+    'SVC_REGISTRY_TOKEN_SECONDS',
+    'SVC_STATE_DIR',
   ],
-  machineNetwork: ['SVC_MACHINE_PLATFORM_CIDRS', 'SVC_PLATFORM_NAMESPACE', 'SVC_MACHINE_PLATFORM_PORTS', 'SVC_NODES', 'SVC_NODE_POD_SUBNET', 'SVC_API_MACHINE_PORT'],
+  machineNetwork: [
+    'SVC_MACHINE_PLATFORM_CIDRS',
+    'SVC_PLATFORM_NAMESPACE',
+    'SVC_MACHINE_PLATFORM_PORTS',
+    'SVC_NODES',
+    'SVC_NODE_POD_SUBNET',
+    'SVC_API_MACHINE_PORT',
+  ],
   webhookAllowPrivate: ['SVC_WEBHOOK_ALLOW_PRIVATE'],
   webhookDnsServers: ['SVC_WEBHOOK_DNS_SERVERS'],
-  deploys: ['SVC_ARTIFACT_DIR', 'SVC_ARTIFACT_URL', 'SVC_ARTIFACT_KEY', 'SVC_ARTIFACT_KEY_FILE', 'SVC_STATE_DIR', 'SVC_NODE_POD_SUBNET', 'SVC_API_MACHINE_PORT', 'SVC_DEPLOY_UPLOAD_LIMIT_BYTES', 'SVC_ARTIFACT_ROLLBACK_DEPLOYS', 'SVC_ARTIFACT_GRACE_MINUTES', 'SVC_ARTIFACT_BUILD_GRACE_HOURS', 'SVC_ARTIFACT_COLLECT_MINUTES', 'SVC_RUNTIME_IMAGE', 'SVC_ROLLOUT_DEADLINE_SECONDS', 'SVC_VOLUME_STORAGE_CLASS'],
+  deploys: [
+    'SVC_ARTIFACT_DIR',
+    'SVC_ARTIFACT_URL',
+    'SVC_ARTIFACT_KEY',
+    'SVC_ARTIFACT_KEY_FILE',
+    'SVC_STATE_DIR',
+    'SVC_NODE_POD_SUBNET',
+    'SVC_API_MACHINE_PORT',
+    'SVC_DEPLOY_UPLOAD_LIMIT_BYTES',
+    'SVC_ARTIFACT_ROLLBACK_DEPLOYS',
+    'SVC_ARTIFACT_GRACE_MINUTES',
+    'SVC_ARTIFACT_BUILD_GRACE_HOURS',
+    'SVC_ARTIFACT_COLLECT_MINUTES',
+    'SVC_RUNTIME_IMAGE',
+    'SVC_ROLLOUT_DEADLINE_SECONDS',
+    'SVC_VOLUME_STORAGE_CLASS',
+  ],
   quotas: ['SVC_ACCOUNT_MAX_APPS', 'SVC_APP_MAX_PREVIEWS', 'SVC_ACCOUNT_MAX_TOKENS', 'SVC_ACCOUNT_MAX_WEBHOOKS'],
   sandboxes: [
-    'SVC_SANDBOX_IMAGE', 'SVC_SANDBOX_NAMESPACE', 'SVC_SANDBOX_RUNTIME_CLASS', 'SVC_SANDBOX_POOL_SIZE', 'SVC_SANDBOX_RETENTION_HOURS',
-    'SVC_SANDBOX_MAX_OPEN', 'SVC_SANDBOX_EXEC_PER_MINUTE', 'SVC_SANDBOX_OUTPUT_LIMIT_BYTES',
+    'SVC_SANDBOX_IMAGE',
+    'SVC_SANDBOX_NAMESPACE',
+    'SVC_SANDBOX_RUNTIME_CLASS',
+    'SVC_SANDBOX_POOL_SIZE',
+    'SVC_SANDBOX_RETENTION_HOURS',
+    'SVC_SANDBOX_MAX_OPEN',
+    'SVC_SANDBOX_EXEC_PER_MINUTE',
+    'SVC_SANDBOX_OUTPUT_LIMIT_BYTES',
   ],
   controllersMetrics: ['SVC_CONTROLLERS_METRICS_HOST', 'SVC_CONTROLLERS_METRICS_PORT'],
   proxy: ['SVC_PROXY_HOST', 'SVC_PROXY_PORT', 'SVC_PROXY_UPSTREAM_CONNECTIONS', 'SVC_PROXY_UPSTREAM_TIMEOUT_MS', 'SVC_PROXY_WORKERS'],
-  assertion: ['SVC_ASSERTION_ISSUER', 'SVC_ASSERTION_JWKS_URL', 'SVC_ASSERTION_LIFETIME_SECONDS', 'SVC_ASSERTION_ROTATION_HOURS', 'SVC_APPS_DOMAIN', 'SVC_APPS_URL_SUFFIX', 'SVC_ARTIFACT_URL', 'SVC_NODE_POD_SUBNET', 'SVC_API_MACHINE_PORT'],
+  assertion: [
+    'SVC_ASSERTION_ISSUER',
+    'SVC_ASSERTION_JWKS_URL',
+    'SVC_ASSERTION_LIFETIME_SECONDS',
+    'SVC_ASSERTION_ROTATION_HOURS',
+    'SVC_APPS_DOMAIN',
+    'SVC_APPS_URL_SUFFIX',
+    'SVC_ARTIFACT_URL',
+    'SVC_NODE_POD_SUBNET',
+    'SVC_API_MACHINE_PORT',
+  ],
   auth: [
-    'SVC_AUTH_HOST', 'SVC_AUTH_SECURE_COOKIES', 'SVC_AUTH_EMAIL_PER_ADDRESS_HOURLY', 'SVC_AUTH_EMAIL_PER_SOURCE_HOURLY', 'SVC_APPS_DOMAIN',
-    'SVC_IDP_ISSUER', 'SVC_IDP_CLIENT_ID', 'SVC_IDP_CLIENT_SECRET', 'SVC_CODEHOST_URL', 'SVC_CODEHOST_API_URL', 'SVC_CODEHOST_CLIENT_ID', 'SVC_CODEHOST_CLIENT_SECRET',
+    'SVC_AUTH_HOST',
+    'SVC_AUTH_SECURE_COOKIES',
+    'SVC_AUTH_EMAIL_PER_ADDRESS_HOURLY',
+    'SVC_AUTH_EMAIL_PER_SOURCE_HOURLY',
+    'SVC_APPS_DOMAIN',
+    'SVC_IDP_ISSUER',
+    'SVC_IDP_CLIENT_ID',
+    'SVC_IDP_CLIENT_SECRET',
+    'SVC_CODEHOST_URL',
+    'SVC_CODEHOST_API_URL',
+    'SVC_CODEHOST_CLIENT_ID',
+    'SVC_CODEHOST_CLIENT_SECRET',
   ],
   mail: ['SVC_SMTP_URL', 'SVC_MAIL_FROM', 'SVC_APPS_DOMAIN'],
   nodes: ['SVC_NODES', 'SVC_NODE_POD_SUBNET'],
@@ -615,8 +828,42 @@ const readsOf = {
 
 /** The parts of the configuration each process reads. */
 export const components = {
-  api: ['stateDir', 'logLevel', 'databaseUrl', 'kubeconfig', 'api', 'appsDomain', 'appsUrlSuffix', 'site', 'hostnameHoldMs', 'eventsRetentionMs', 'webhookAllowPrivate', 'webhookDnsServers', 'deploys', 'quotas', 'sandboxes', 'databases', 'builds', 'images', 'assertion', 'auth', 'mail'],
-  controllers: ['logLevel', 'kubeconfig', 'site', 'deploys', 'sandboxes', 'databases', 'builds', 'images', 'assertion', 'machineNetwork', 'controllersMetrics'],
+  api: [
+    'stateDir',
+    'logLevel',
+    'databaseUrl',
+    'kubeconfig',
+    'api',
+    'appsDomain',
+    'appsUrlSuffix',
+    'site',
+    'hostnameHoldMs',
+    'eventsRetentionMs',
+    'webhookAllowPrivate',
+    'webhookDnsServers',
+    'deploys',
+    'quotas',
+    'sandboxes',
+    'databases',
+    'builds',
+    'images',
+    'assertion',
+    'auth',
+    'mail',
+  ],
+  controllers: [
+    'logLevel',
+    'kubeconfig',
+    'site',
+    'deploys',
+    'sandboxes',
+    'databases',
+    'builds',
+    'images',
+    'assertion',
+    'machineNetwork',
+    'controllersMetrics',
+  ],
   'ingress-auth': ['logLevel', 'databaseUrl', 'kubeconfig', 'appsDomain', 'appsUrlSuffix', 'site', 'proxy', 'assertion', 'auth', 'mail'],
   'policy-agent': ['logLevel', 'kubeconfig'],
   'local-volumes': ['stateDir', 'logLevel', 'kubeconfig', 'nodes'],
@@ -631,7 +878,11 @@ export type ComponentConfig<C extends Component> = Pick<Config, (typeof componen
  * The configuration of one process: only the variables it reads are looked at (and validated);
  * the parts it does not read are not even in the type it gets.
  */
-export function loadComponentConfig<C extends Component>(component: C, env: Record<string, string | undefined> = process.env, opts: { exists?: (file: string) => boolean } = {}): ComponentConfig<C> {
+export function loadComponentConfig<C extends Component>(
+  component: C,
+  env: Record<string, string | undefined> = process.env,
+  opts: { exists?: (file: string) => boolean } = {},
+): ComponentConfig<C> {
   const reads = new Set<string>(components[component].flatMap((part) => readsOf[part]));
   const own = Object.fromEntries(Object.entries(env).filter(([name]) => reads.has(name) || !(name in envSchema.shape)));
   const full = loadConfig(own, opts);

@@ -145,7 +145,8 @@ export class DeployStore {
     const [created] = await this.db.transaction(async (tx) => {
       const rows = await tx('deploys').insert(row).returning<DeployRow[]>('*');
       await recordEvent(tx, d.accountId, 'deploy.created', d.app.name, { deploy: id, origin: d.origin, kind: d.spec.kind });
-      if (d.origin === 'rollback' && d.originDeploy) await recordEvent(tx, d.accountId, 'deploy.rolled_back', d.app.name, { deploy: id, to: d.originDeploy });
+      if (d.origin === 'rollback' && d.originDeploy)
+        await recordEvent(tx, d.accountId, 'deploy.rolled_back', d.app.name, { deploy: id, to: d.originDeploy });
       return rows;
     });
     return fromRow(created!);
@@ -177,7 +178,11 @@ export class DeployStore {
    * Moves a deploy on, only forward (a live or failed deploy stays so), with the time the App
    * controller decided it. Says whether it moved, was already final, or is not (yet) written.
    */
-  async finish(id: string, outcome: { status: 'live' } | { status: 'failed'; reason: string }, at: Date = this.clock()): Promise<'moved' | 'final' | 'missing'> {
+  async finish(
+    id: string,
+    outcome: { status: 'live' } | { status: 'failed'; reason: string },
+    at: Date = this.clock(),
+  ): Promise<'moved' | 'final' | 'missing'> {
     return this.db.transaction(async (tx) => {
       const changed = await tx('deploys')
         .where({ id })
@@ -201,12 +206,18 @@ export class DeployStore {
 
   /** The app's deploys still in flight that are older than `id`, which ended: they never will. */
   async replaceOlder(appUid: string, id: string, at: Date = this.clock()): Promise<number> {
-    return this.failWhere((q) => q.where({ app_uid: appUid }).where('seq', '<', this.db('deploys').select('seq').where({ id })), `replaced by ${id} before it went live`, at);
+    return this.failWhere(
+      (q) => q.where({ app_uid: appUid }).where('seq', '<', this.db('deploys').select('seq').where({ id })),
+      `replaced by ${id} before it went live`,
+      at,
+    );
   }
 
   /** Deploys in flight of any App not in `liveUids` (deleted): they never will go live. */
   async failOrphans(liveUids: ReadonlySet<string>, reason: string): Promise<number> {
-    const uids = (await this.db('deploys').distinct('app_uid').whereIn('status', ['pending', 'building', 'deploying'])) as Array<{ app_uid: string }>;
+    const uids = (await this.db('deploys').distinct('app_uid').whereIn('status', ['pending', 'building', 'deploying'])) as Array<{
+      app_uid: string;
+    }>;
     const gone = uids.map((r) => r.app_uid).filter((u) => !liveUids.has(u));
     return gone.length ? this.failWhere((q) => q.whereIn('app_uid', gone), reason, this.clock()) : 0;
   }

@@ -48,7 +48,13 @@ export async function lockEventLog(tx: Knex.Transaction, accountId: string): Pro
   await tx.raw('select pg_advisory_xact_lock(?, hashtext(?))', [eventLockClass, accountId]);
 }
 
-const toRecord = (r: EventRow): EventRecord => ({ id: Number(r.id), type: r.type, subject: r.subject, data: r.data, createdAt: r.created_at });
+const toRecord = (r: EventRow): EventRecord => ({
+  id: Number(r.id),
+  type: r.type,
+  subject: r.subject,
+  data: r.data,
+  createdAt: r.created_at,
+});
 
 export async function recordEvent(
   db: Knex | Knex.Transaction,

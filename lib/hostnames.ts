@@ -68,7 +68,9 @@ export class HostnameStore {
       claimed += inserted.length;
     }
     const alive = new Set(apps.map(([ns, name]) => `${ns}/${name}`));
-    const rows = await this.db('hostnames').whereIn('namespace', [...ours]).select<Row[]>('name', 'namespace', 'released_at');
+    const rows = await this.db('hostnames')
+      .whereIn('namespace', [...ours])
+      .select<Row[]>('name', 'namespace', 'released_at');
     let released = 0;
     for (const r of rows) {
       const exists = alive.has(`${r.namespace}/${r.name}`);

@@ -19,11 +19,7 @@ export const redactedPaths = [
   'res.headers["set-cookie"]',
 ];
 
-export function createLogger(
-  component: string,
-  level: LevelWithSilent = 'info',
-  destination?: pino.DestinationStream,
-): Logger {
+export function createLogger(component: string, level: LevelWithSilent = 'info', destination?: pino.DestinationStream): Logger {
   const options: pino.LoggerOptions = {
     level,
     base: { component },

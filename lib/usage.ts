@@ -69,7 +69,10 @@ export async function usageHistory(db: Db, accountId: string, now: Date, count: 
  * is gone). Databases sample their volume's size when created and 0 when dropped.
  */
 export async function recordStorageSample(db: Db, accountId: string, subject: string, bytes: number, at: Date): Promise<void> {
-  await db('usage_records').insert({ account_id: accountId, meter: 'stored_bytes', subject, quantity: bytes, started_at: at, ended_at: at }).onConflict(['account_id', 'meter', 'subject', 'started_at']).merge(['quantity']);
+  await db('usage_records')
+    .insert({ account_id: accountId, meter: 'stored_bytes', subject, quantity: bytes, started_at: at, ended_at: at })
+    .onConflict(['account_id', 'meter', 'subject', 'started_at'])
+    .merge(['quantity']);
 }
 
 /** machine_seconds in [start, end) per app (the usage rows' subject is `<app>/<pod>`). */

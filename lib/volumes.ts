@@ -15,7 +15,8 @@ export const reservedVolumePaths = ['/tmp', '/srv/site'];
 
 /** Why `path` cannot be a volume's mount path, if it cannot. */
 export function volumePathProblem(path: string): string | undefined {
-  if (!/^\/[A-Za-z0-9._/-]*[A-Za-z0-9._-]$/.test(path) || path.length > 200) return 'must be an absolute path of letters, digits, . _ - and /, not ending in /';
+  if (!/^\/[A-Za-z0-9._/-]*[A-Za-z0-9._-]$/.test(path) || path.length > 200)
+    return 'must be an absolute path of letters, digits, . _ - and /, not ending in /';
   if (path.split('/').some((p) => p === '..' || p === '.')) return 'must not contain . or .. segments';
   const hit = reservedVolumePaths.find((r) => path === r || path.startsWith(`${r}/`));
   return hit ? `cannot be ${hit} or under it (the machine's ${hit === '/tmp' ? 'scratch space' : 'served site'})` : undefined;

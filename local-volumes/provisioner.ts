@@ -36,9 +36,17 @@ export function volumeFor(pvc: k8s.V1PersistentVolumeClaim, node: string, dir: s
       persistentVolumeReclaimPolicy: 'Delete',
       storageClassName: pvc.spec?.storageClassName,
       volumeMode: 'Filesystem',
-      claimRef: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: pvc.metadata!.namespace, name: pvc.metadata!.name, uid: pvc.metadata!.uid },
+      claimRef: {
+        apiVersion: 'v1',
+        kind: 'PersistentVolumeClaim',
+        namespace: pvc.metadata!.namespace,
+        name: pvc.metadata!.name,
+        uid: pvc.metadata!.uid,
+      },
       local: { path: dir },
-      nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: [node] }] }] } },
+      nodeAffinity: {
+        required: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: [node] }] }] },
+      },
     },
   };
 }
@@ -81,7 +89,10 @@ export class LocalProvisioner {
       const claim = `${pvc.metadata!.namespace}/${pvc.metadata!.name}`;
       const bytes = claimBytes(pvc.spec?.resources?.requests?.storage ?? '1Gi');
       if (bytes === undefined) {
-        this.log.warn({ claim, size: pvc.spec?.resources?.requests?.storage }, 'Not provisioning a claim of a size this provisioner does not read');
+        this.log.warn(
+          { claim, size: pvc.spec?.resources?.requests?.storage },
+          'Not provisioning a claim of a size this provisioner does not read',
+        );
         return;
       }
       this.making.add(uid);
@@ -100,7 +111,12 @@ export class LocalProvisioner {
     claims.on('add', provision);
     claims.on('update', provision);
 
-    const volumes = new k8s.ListWatch<k8s.V1PersistentVolume>('/api/v1/persistentvolumes', new k8s.Watch(this.kc), () => core.listPersistentVolume(), false);
+    const volumes = new k8s.ListWatch<k8s.V1PersistentVolume>(
+      '/api/v1/persistentvolumes',
+      new k8s.Watch(this.kc),
+      () => core.listPersistentVolume(),
+      false,
+    );
     const reclaim = (pv: k8s.V1PersistentVolume) => {
       if (pv.metadata?.annotations?.[provisionedBy] !== provisionerName || pv.status?.phase !== 'Released') return;
       const node = pv.metadata.labels?.[labels.node];
@@ -141,12 +157,25 @@ export class LocalProvisioner {
    * Measures every bound volume of these nodes, one after another (a walk is I/O; the disk is
    * shared with the machines), and writes a changed figure on its claim.
    */
-  private measureLoop(core: k8s.CoreV1Api, claims: k8s.ListWatch<k8s.V1PersistentVolumeClaim>, volumes: k8s.ListWatch<k8s.V1PersistentVolume>): void {
+  private measureLoop(
+    core: k8s.CoreV1Api,
+    claims: k8s.ListWatch<k8s.V1PersistentVolumeClaim>,
+    volumes: k8s.ListWatch<k8s.V1PersistentVolume>,
+  ): void {
     const round = async () => {
       for (const pv of volumes.list()) {
         const ref = pv.spec?.claimRef;
         const node = pv.metadata?.labels?.[labels.node];
-        if (pv.metadata?.annotations?.[provisionedBy] !== provisionerName || pv.status?.phase !== 'Bound' || !ref?.namespace || !ref.name || !node || !this.nodes.includes(node) || !pv.spec?.local?.path) continue;
+        if (
+          pv.metadata?.annotations?.[provisionedBy] !== provisionerName ||
+          pv.status?.phase !== 'Bound' ||
+          !ref?.namespace ||
+          !ref.name ||
+          !node ||
+          !this.nodes.includes(node) ||
+          !pv.spec?.local?.path
+        )
+          continue;
         const claim = claims.get(ref.name, ref.namespace);
         if (!claim || claim.metadata?.uid !== ref.uid) continue;
         try {

@@ -16,7 +16,12 @@ const kc = loadKubeConfig(config.kubeconfig);
 const core = kc.makeApiClient(k8s.CoreV1Api);
 const networking = kc.makeApiClient(k8s.NetworkingV1Api);
 
-const policies = new k8s.ListWatch<k8s.V1NetworkPolicy>('/apis/networking.k8s.io/v1/networkpolicies', new k8s.Watch(kc), () => networking.listNetworkPolicyForAllNamespaces(), false);
+const policies = new k8s.ListWatch<k8s.V1NetworkPolicy>(
+  '/apis/networking.k8s.io/v1/networkpolicies',
+  new k8s.Watch(kc),
+  () => networking.listNetworkPolicyForAllNamespaces(),
+  false,
+);
 const pods = new k8s.ListWatch<k8s.V1Pod>('/api/v1/pods', new k8s.Watch(kc), () => core.listPodForAllNamespaces(), false);
 const namespaces = new k8s.ListWatch<k8s.V1Namespace>('/api/v1/namespaces', new k8s.Watch(kc), () => core.listNamespace(), false);
 
@@ -39,7 +44,16 @@ function sync(): void {
     if (shape === last) return;
     const removed = await applyProgram(program);
     last = shape;
-    log.info({ policies: policies.list().length, sets: program.sets.length, rules: program.rules.length, ...removed, ms: Math.round(performance.now() - t0) }, 'Policies applied');
+    log.info(
+      {
+        policies: policies.list().length,
+        sets: program.sets.length,
+        rules: program.rules.length,
+        ...removed,
+        ms: Math.round(performance.now() - t0),
+      },
+      'Policies applied',
+    );
   })()
     .catch((err: unknown) => {
       last = '';

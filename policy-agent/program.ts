@@ -96,7 +96,9 @@ export function netEntries(cidr: string): string[] {
 
 /** The addresses a rule's peers stand for, as `hash:net` entries. */
 function peerEntries(peers: Peer[], policyNs: string, o: Observed): string[] {
-  const nsLabels = new Map(o.namespaces.map((n) => [n.metadata!.name!, n.metadata?.labels ?? { 'kubernetes.io/metadata.name': n.metadata!.name! }]));
+  const nsLabels = new Map(
+    o.namespaces.map((n) => [n.metadata!.name!, n.metadata?.labels ?? { 'kubernetes.io/metadata.name': n.metadata!.name! }]),
+  );
   const entries = new Set<string>();
   for (const peer of peers) {
     if (peer.ipBlock) {
@@ -123,7 +125,9 @@ function portNumbers(spec: PortSpec, pods: k8s.V1Pod[]): number[] {
   if (/^\d+$/.test(spec.port)) return [Number(spec.port)];
   const protocol = spec.protocol ?? 'TCP';
   const found = new Set<number>();
-  for (const pod of pods) for (const c of pod.spec?.containers ?? []) for (const p of c.ports ?? []) if (p.name === spec.port && (p.protocol ?? 'TCP') === protocol) found.add(p.containerPort);
+  for (const pod of pods)
+    for (const c of pod.spec?.containers ?? [])
+      for (const p of c.ports ?? []) if (p.name === spec.port && (p.protocol ?? 'TCP') === protocol) found.add(p.containerPort);
   return [...found];
 }
 
@@ -158,12 +162,23 @@ interface Direction {
 
 const directions: Direction[] = [
   {
-    type: 'Ingress', suffix: 'IN', letter: 'i', selected: 'dst', peer: 'src', mark: ingressMark,
+    type: 'Ingress',
+    suffix: 'IN',
+    letter: 'i',
+    selected: 'dst',
+    peer: 'src',
+    mark: ingressMark,
     // The model names it `_from`; objects read from the apiserver may carry either.
-    rulesOf: (spec) => (spec?.ingress ?? []).map((r) => ({ peers: ((r as { _from?: Peer[] })._from ?? (r as { from?: Peer[] }).from), ports: r.ports })),
+    rulesOf: (spec) =>
+      (spec?.ingress ?? []).map((r) => ({ peers: (r as { _from?: Peer[] })._from ?? (r as { from?: Peer[] }).from, ports: r.ports })),
   },
   {
-    type: 'Egress', suffix: 'OUT', letter: 'e', selected: 'src', peer: 'dst', mark: egressMark,
+    type: 'Egress',
+    suffix: 'OUT',
+    letter: 'e',
+    selected: 'src',
+    peer: 'dst',
+    mark: egressMark,
     rulesOf: (spec) => (spec?.egress ?? []).map((r) => ({ peers: r.to, ports: r.ports })),
   },
 ];
@@ -175,7 +190,9 @@ export function buildProgram(o: Observed): Program {
   const isolated = { IN: new Set<string>(), OUT: new Set<string>() };
   const jumps: string[] = [];
   const live = livePods(o.pods);
-  const policies = [...o.policies].sort((a, b) => `${a.metadata!.namespace}/${a.metadata!.name}`.localeCompare(`${b.metadata!.namespace}/${b.metadata!.name}`));
+  const policies = [...o.policies].sort((a, b) =>
+    `${a.metadata!.namespace}/${a.metadata!.name}`.localeCompare(`${b.metadata!.namespace}/${b.metadata!.name}`),
+  );
 
   for (const policy of policies) {
     const ns = policy.metadata!.namespace!;
@@ -212,7 +229,10 @@ export function buildProgram(o: Observed): Program {
   const isolatedOut = isolated.OUT;
   sets.push({ name: 'svc-isolated-in', type: 'hash:ip', entries: [...isolatedIn].sort() });
   sets.push({ name: 'svc-isolated-out', type: 'hash:ip', entries: [...isolatedOut].sort() });
-  const reject = (m: string) => [`-A ${rootChain} ${m} -p tcp -j REJECT --reject-with tcp-reset`, `-A ${rootChain} ${m} -j REJECT --reject-with icmp-port-unreachable`];
+  const reject = (m: string) => [
+    `-A ${rootChain} ${m} -p tcp -j REJECT --reject-with tcp-reset`,
+    `-A ${rootChain} ${m} -j REJECT --reject-with icmp-port-unreachable`,
+  ];
   return {
     sets,
     chains,

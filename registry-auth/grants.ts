@@ -74,5 +74,9 @@ export function grant(principal: Principal, requested: readonly Access[]): Acces
     for (const a of actions) set.add(a);
     byName.set(r.name, set);
   }
-  return [...byName].map(([name, actions]) => ({ type: 'repository', name, actions: (['pull', 'push'] as const).filter((a) => actions.has(a)) }));
+  return [...byName].map(([name, actions]) => ({
+    type: 'repository',
+    name,
+    actions: (['pull', 'push'] as const).filter((a) => actions.has(a)),
+  }));
 }

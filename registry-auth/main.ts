@@ -20,7 +20,11 @@ import { TokenSigner } from './token.js';
 const config = loadConfigOrExit('registry-auth');
 const log = createLogger('registry-auth', config.logLevel);
 const r = config.registryAuth;
-const signer = TokenSigner.fromPem(readFileSync(r.keyFile, 'utf8'), readFileSync(r.certFile, 'utf8'), { issuer: r.issuer, service: r.service, ttlSeconds: r.tokenSeconds });
+const signer = TokenSigner.fromPem(readFileSync(r.keyFile, 'utf8'), readFileSync(r.certFile, 'utf8'), {
+  issuer: r.issuer,
+  service: r.service,
+  ttlSeconds: r.tokenSeconds,
+});
 const kc = loadKubeConfig(config.kubeconfig);
 const core = kc.makeApiClient(k8s.CoreV1Api);
 const custom = kc.makeApiClient(k8s.CustomObjectsApi);
@@ -45,7 +49,9 @@ const sources: PrincipalSources = {
     return ns.metadata.annotations?.[pullCredentialAnnotation];
   },
   async build(namespace, name) {
-    const build = (await unlessMissing(custom.getNamespacedCustomObject({ group, version, plural: pluralOf('Build'), namespace, name }))) as Build | undefined;
+    const build = (await unlessMissing(
+      custom.getNamespacedCustomObject({ group, version, plural: pluralOf('Build'), namespace, name }),
+    )) as Build | undefined;
     if (!build?.spec?.app) return undefined;
     return { app: build.spec.app, ended: build.status?.phase !== undefined && terminalPhases.has(build.status.phase) };
   },
@@ -56,7 +62,9 @@ if (!sources.artifactKey) log.warn('No artifact key (SVC_ARTIFACT_KEY or SVC_ART
 
 const server = http.createServer(tokenHandler({ signer, service: r.service, sources, log }));
 server.requestTimeout = 30_000;
-server.listen(r.port, r.host, () => log.info({ host: r.host, port: r.port, service: r.service }, `Registry token service listening on http://${r.host}:${r.port}/token`));
+server.listen(r.port, r.host, () =>
+  log.info({ host: r.host, port: r.port, service: r.service }, `Registry token service listening on http://${r.host}:${r.port}/token`),
+);
 
 const stop = () => {
   server.close(() => process.exit(0));

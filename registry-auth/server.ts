@@ -57,21 +57,24 @@ async function handle(d: TokenServiceDeps, req: http.IncomingMessage, res: http.
   const url = new URL(req.url ?? '/', 'http://registry-auth');
   if (url.pathname === '/health') return answer(res, 200, { ok: true });
   if (url.pathname !== '/token') return answer(res, 404, { error: 'the token service serves /token only' });
-  if (req.method !== 'GET' && req.method !== 'POST') return answer(res, 405, { error: `method ${req.method} not allowed` }, { allow: 'GET, POST' });
+  if (req.method !== 'GET' && req.method !== 'POST')
+    return answer(res, 405, { error: `method ${req.method} not allowed` }, { allow: 'GET, POST' });
 
   let params = url.searchParams;
   let credential = basicCredential(req.headers.authorization);
   if (req.method === 'POST') {
     const form = await readForm(req);
     if (!form) return answer(res, 413, { error: `a token request larger than ${formLimitBytes} bytes is refused` });
-    if (form.get('grant_type') !== 'password') return answer(res, 400, { error: 'unsupported_grant_type', error_description: 'only grant_type=password is served' });
+    if (form.get('grant_type') !== 'password')
+      return answer(res, 400, { error: 'unsupported_grant_type', error_description: 'only grant_type=password is served' });
     params = form;
     const username = form.get('username');
     const password = form.get('password');
     credential = username && password ? { username, password } : credential;
   }
   const service = params.get('service');
-  if (service !== null && service !== d.service) return answer(res, 400, { error: `this token service serves ${d.service}, not ${service}` });
+  if (service !== null && service !== d.service)
+    return answer(res, 400, { error: `this token service serves ${d.service}, not ${service}` });
 
   const challenge = { 'www-authenticate': `Basic realm="${d.service}"` };
   if (!credential) return answer(res, 401, { error: 'a credential is required' }, challenge);

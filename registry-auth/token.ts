@@ -27,13 +27,15 @@ export class TokenSigner {
   /** A signer of the PKCS#8 P-256 key `keyPem`, whose certificate (first in `certPem`) must be of that key. */
   static fromPem(keyPem: string, certPem: string, o: { issuer: string; service: string; ttlSeconds: number }): TokenSigner {
     const key = createPrivateKey(keyPem);
-    if (key.asymmetricKeyType !== 'ec' || key.asymmetricKeyDetails?.namedCurve !== 'prime256v1') throw new Error('the registry token key must be an EC P-256 key (ES256)');
+    if (key.asymmetricKeyType !== 'ec' || key.asymmetricKeyDetails?.namedCurve !== 'prime256v1')
+      throw new Error('the registry token key must be an EC P-256 key (ES256)');
     const chain = pemCertificates(certPem);
     if (!chain.length) throw new Error('the registry token certificate file holds no certificate');
     const cert = new X509Certificate(Buffer.from(chain[0]!, 'base64'));
     // A certificate of another key would make every token one the registry refuses: say so at start.
     const ours = createPublicKey(key).export({ format: 'der', type: 'spki' });
-    if (!cert.publicKey.export({ format: 'der', type: 'spki' }).equals(ours)) throw new Error('the registry token certificate is not of the token key');
+    if (!cert.publicKey.export({ format: 'der', type: 'spki' }).equals(ours))
+      throw new Error('the registry token certificate is not of the token key');
     return new TokenSigner(key, chain, o);
   }
 

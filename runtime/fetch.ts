@@ -68,7 +68,8 @@ export function optionsFromEnv(env: Record<string, string | undefined>): FetchOp
   if (!digestPattern.test(digest)) problems.push('SVC_ARTIFACT_DIGEST must be sha256:<64 lowercase hex>');
   if (!root) problems.push('SVC_SITE_ROOT must name the destination directory');
   const deadlineMs = env.SVC_FETCH_DEADLINE_MS === undefined ? undefined : Number(env.SVC_FETCH_DEADLINE_MS);
-  if (deadlineMs !== undefined && !(Number.isFinite(deadlineMs) && deadlineMs >= 0)) problems.push('SVC_FETCH_DEADLINE_MS must be milliseconds');
+  if (deadlineMs !== undefined && !(Number.isFinite(deadlineMs) && deadlineMs >= 0))
+    problems.push('SVC_FETCH_DEADLINE_MS must be milliseconds');
   if (problems.length) throw new Error(problems.join('; '));
   const token = env.SVC_ARTIFACT_TOKEN || undefined;
   return { url, digest, root, ...(token ? { token } : {}), ...(deadlineMs === undefined ? {} : { deadlineMs }) };
@@ -100,7 +101,11 @@ export async function downloadOnce(
     try {
       // A redirect to another origin drops the Authorization header (fetch does): the credential
       // goes only where the App said to fetch.
-      res = await fetch(url, { signal: abort.signal, redirect: 'follow', ...(opts.token ? { headers: { authorization: `Bearer ${opts.token}` } } : {}) });
+      res = await fetch(url, {
+        signal: abort.signal,
+        redirect: 'follow',
+        ...(opts.token ? { headers: { authorization: `Bearer ${opts.token}` } } : {}),
+      });
     } catch (err) {
       throw new FetchError(`cannot reach ${url}: ${describe(err)}`, true);
     }
@@ -159,7 +164,10 @@ export async function downloadVerified(opts: FetchOptions, file: string): Promis
       });
       const ms = Date.now() - started;
       if (got.digest !== opts.digest) {
-        throw new FetchError(`artifact digest mismatch: expected ${opts.digest}, got ${got.digest} (${got.bytes} bytes from ${opts.url})`, false);
+        throw new FetchError(
+          `artifact digest mismatch: expected ${opts.digest}, got ${got.digest} (${got.bytes} bytes from ${opts.url})`,
+          false,
+        );
       }
       opts.log?.info({ bytes: got.bytes, ms, attempts: attempt }, 'Downloaded and verified artifact');
       return { bytes: got.bytes, ms, attempts: attempt };

@@ -47,7 +47,10 @@ export function identityCheckFromEnv(env: NodeJS.ProcessEnv, log?: Logger): Iden
     log?.warn('SVC_AUTH_JWKS_URL, SVC_AUTH_ISSUER or SVC_AUTH_AUDIENCE is not set: every visitor is anonymous');
     return anonymousOnly;
   }
-  const audiences = audience.split(',').map((a) => a.trim()).filter(Boolean);
+  const audiences = audience
+    .split(',')
+    .map((a) => a.trim())
+    .filter(Boolean);
   return new AssertionCheck({ jwks, issuer, audiences, ...(log ? { log } : {}) });
 }
 
@@ -57,7 +60,10 @@ export class AssertionCheck implements IdentityCheck {
 
   constructor(private readonly opts: IdentityOptions) {
     // jose caches the fetched key set and refetches it (rate-limited) when a new `kid` shows up.
-    this.keys = typeof opts.jwks === 'string' ? createRemoteJWKSet(new URL(opts.jwks), { cacheMaxAge: 10 * 60_000, cooldownDuration: 30_000 }) : opts.jwks;
+    this.keys =
+      typeof opts.jwks === 'string'
+        ? createRemoteJWKSet(new URL(opts.jwks), { cacheMaxAge: 10 * 60_000, cooldownDuration: 30_000 })
+        : opts.jwks;
   }
 
   async apply(req: IncomingMessage): Promise<void> {
@@ -132,7 +138,8 @@ export function stripPlatformHeaders(req: IncomingMessage): Map<string, string> 
   }
   if (found || req.rawHeaders.some((h, i) => i % 2 === 0 && platformHeader.test(h))) {
     const kept: string[] = [];
-    for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) if (!platformHeader.test(req.rawHeaders[i]!)) kept.push(req.rawHeaders[i]!, req.rawHeaders[i + 1]!);
+    for (let i = 0; i + 1 < req.rawHeaders.length; i += 2)
+      if (!platformHeader.test(req.rawHeaders[i]!)) kept.push(req.rawHeaders[i]!, req.rawHeaders[i + 1]!);
     req.rawHeaders.splice(0, req.rawHeaders.length, ...kept);
   }
   return found;

@@ -145,7 +145,13 @@ export function createStaticSite(root: string, options: SiteOptions = {}): SiteH
     if (decoded.includes('\0')) return undefined;
     const target = path.resolve(base, '.' + path.posix.normalize('/' + decoded));
     if (target !== base && !target.startsWith(base + path.sep)) return undefined;
-    if (path.relative(base, target).split(path.sep).some((s) => s.startsWith(reservedPrefix))) return undefined;
+    if (
+      path
+        .relative(base, target)
+        .split(path.sep)
+        .some((s) => s.startsWith(reservedPrefix))
+    )
+      return undefined;
     const indexes = () => indexFiles.map((name) => path.join(target, name));
     if (decoded.endsWith('/')) return firstFile(indexes());
     const exact = await fileAt(target, true);
@@ -218,7 +224,9 @@ export function createStaticSite(root: string, options: SiteOptions = {}): SiteH
     }
     const range = status === 200 ? parseRange(req.headers.range, file.size) : undefined;
     if (range === 'unsatisfiable') {
-      res.writeHead(416, { 'Content-Range': `bytes */${file.size}`, 'Content-Type': 'text/plain; charset=utf-8' }).end('range not satisfiable\n');
+      res
+        .writeHead(416, { 'Content-Range': `bytes */${file.size}`, 'Content-Type': 'text/plain; charset=utf-8' })
+        .end('range not satisfiable\n');
       return;
     }
     if (range) {

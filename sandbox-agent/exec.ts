@@ -110,22 +110,52 @@ export async function runExec(req: AgentExecRequest, env: ExecEnvironment, onEve
  * indistinguishable from a program's own.
  */
 async function unrunnable(program: string, searchPath: string, cwd: string): Promise<string | undefined> {
-  const candidates = program.includes('/') ? [path.resolve(cwd, program)] : searchPath.split(':').filter(Boolean).map((d) => path.join(d, program));
+  const candidates = program.includes('/')
+    ? [path.resolve(cwd, program)]
+    : searchPath
+        .split(':')
+        .filter(Boolean)
+        .map((d) => path.join(d, program));
   let denied = false;
   for (const file of candidates) {
     const s = await stat(file).catch(() => undefined);
     if (!s?.isFile()) continue;
-    if (await access(file, constants.X_OK).then(() => true, () => false)) return undefined;
+    if (
+      await access(file, constants.X_OK).then(
+        () => true,
+        () => false,
+      )
+    )
+      return undefined;
     denied = true;
   }
-  return denied ? `permission denied: ${program} is not executable` : `no such file or directory: ${program}${program.includes('/') ? '' : ' (not found on PATH)'}`;
+  return denied
+    ? `permission denied: ${program} is not executable`
+    : `no such file or directory: ${program}${program.includes('/') ? '' : ' (not found on PATH)'}`;
 }
 
 function failure(started: number, reason: string): ExecResult {
-  return { status: 'failed', exit_code: null, signal: null, reason, stdout: '', stderr: '', truncated: { stdout: false, stderr: false }, bytes: { stdout: 0, stderr: 0 }, duration_ms: Math.round(performance.now() - started) };
+  return {
+    status: 'failed',
+    exit_code: null,
+    signal: null,
+    reason,
+    stdout: '',
+    stderr: '',
+    truncated: { stdout: false, stderr: false },
+    bytes: { stdout: 0, stderr: 0 },
+    duration_ms: Math.round(performance.now() - started),
+  };
 }
 
-async function run(argv: string[], cwd: string, req: AgentExecRequest, env: ExecEnvironment, started: number, onEvent?: (e: ExecEvent) => void): Promise<ExecResult> {
+async function run(
+  argv: string[],
+  cwd: string,
+  req: AgentExecRequest,
+  env: ExecEnvironment,
+  started: number,
+  onEvent?: (e: ExecEvent) => void,
+): Promise<ExecResult> {
   const oomBefore = await env.oomKills?.();
   const out = new Capture(req.maxOutputBytes);
   const err = new Capture(req.maxOutputBytes);
@@ -165,7 +195,7 @@ async function run(argv: string[], cwd: string, req: AgentExecRequest, env: Exec
     const after = await env.oomKills?.();
     return oomBefore !== undefined && after !== undefined && after > oomBefore;
   };
-  const oomReason = 'out of memory: killed by the kernel at the sandbox\'s memory limit';
+  const oomReason = "out of memory: killed by the kernel at the sandbox's memory limit";
   if (ended.error) {
     status = 'failed';
     reason = describeSpawnError(ended.error, argv[0]!, cwd);

@@ -24,7 +24,9 @@ delete process.env.SVC_SANDBOX_TOKEN;
 // /proc/<agent>/environ, its memory, or attach to it (issue 30). The image makes it not so.
 const inPod = await inSandboxPod();
 if (inPod && (await dumpable())) {
-  console.error('sandbox-agent: this process is dumpable, so the code it runs could read and change it; run it on the image\'s execute-only node (hack/images.sh)');
+  console.error(
+    "sandbox-agent: this process is dumpable, so the code it runs could read and change it; run it on the image's execute-only node (hack/images.sh)",
+  );
   process.exit(1);
 }
 /** Processes the agent runs for itself (the runtime probes): never taken for strays. */
@@ -66,10 +68,19 @@ await agent.listen(port);
 // compiling that path and the first spawn (~35 ms), on the open's critical path instead of the pool's.
 await new Promise<void>((resolve) => {
   const body = JSON.stringify({ argv: ['true'], timeoutMs: 10_000, maxOutputBytes: 16 });
-  const req = request({ host: '127.0.0.1', port, method: 'POST', path: '/exec', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-    res.resume();
-    res.once('end', resolve);
-  });
+  const req = request(
+    {
+      host: '127.0.0.1',
+      port,
+      method: 'POST',
+      path: '/exec',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+    },
+    (res) => {
+      res.resume();
+      res.once('end', resolve);
+    },
+  );
   req.once('error', () => resolve());
   req.end(body);
 });

@@ -68,9 +68,13 @@ export class Agent {
     if (!auth.startsWith('Bearer ') || !sameToken(auth.slice(7), this.opts.token)) return send(res, 401, { error: 'unauthorized' });
     const route = `${req.method} ${url.pathname}`;
     switch (route) {
-      case 'GET /info':
-      {
-        const info: AgentInfo = { ...(url.searchParams.get('runtimes') === '1' ? { runtimes: await this.opts.runtimes() } : {}), started_at: this.startedAt.toISOString(), last_activity_at: this.lastActivity.toISOString(), running: this.running };
+      case 'GET /info': {
+        const info: AgentInfo = {
+          ...(url.searchParams.get('runtimes') === '1' ? { runtimes: await this.opts.runtimes() } : {}),
+          started_at: this.startedAt.toISOString(),
+          last_activity_at: this.lastActivity.toISOString(),
+          running: this.running,
+        };
         return send(res, 200, info);
       }
       case 'POST /exec':
@@ -99,7 +103,10 @@ export class Agent {
       return send(res, 400, { error: 'body is not JSON' });
     }
     if (typeof parsed === 'string') return send(res, 400, { error: parsed });
-    if (this.running >= this.opts.maxRunning) return send(res, 429, { error: `${this.running} execs are running in this sandbox already (at most ${this.opts.maxRunning} at once)` });
+    if (this.running >= this.opts.maxRunning)
+      return send(res, 429, {
+        error: `${this.running} execs are running in this sandbox already (at most ${this.opts.maxRunning} at once)`,
+      });
     this.running += 1;
     this.touch();
     // What the last exec left behind is ended before anything of this one starts.
@@ -185,7 +192,13 @@ function writeAll(req: IncomingMessage, file: string): Promise<void> {
 
 function fsStatus(err: unknown): number {
   const code = (err as NodeJS.ErrnoException).code;
-  return code === 'ENOENT' ? 404 : code === 'EACCES' || code === 'EROFS' || code === 'EISDIR' || code === 'ENOTDIR' ? 400 : code === 'ENOSPC' || code === 'EFBIG' ? 507 : 500;
+  return code === 'ENOENT'
+    ? 404
+    : code === 'EACCES' || code === 'EROFS' || code === 'EISDIR' || code === 'ENOTDIR'
+      ? 400
+      : code === 'ENOSPC' || code === 'EFBIG'
+        ? 507
+        : 500;
 }
 
 function fsMessage(err: unknown, file: string): string {
@@ -204,7 +217,10 @@ function fsMessage(err: unknown, file: string): string {
 
 function send(res: ServerResponse, status: number, body: unknown): void {
   const text = typeof body === 'string' ? body : JSON.stringify(body);
-  res.writeHead(status, { 'content-type': typeof body === 'string' ? 'text/plain' : 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.writeHead(status, {
+    'content-type': typeof body === 'string' ? 'text/plain' : 'application/json',
+    'content-length': Buffer.byteLength(text),
+  });
   res.end(text);
 }
 

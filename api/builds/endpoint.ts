@@ -49,7 +49,14 @@ export function buildEndpoint(d: BuildEndpointDeps): Koa.Middleware {
       ctx.body = { error };
     };
     const [namespace, id, what, ...rest] = ctx.path.slice(buildPrefix.length).split('/');
-    if (!namespace || !id || !namespacePattern.test(namespace) || !buildIdPattern.test(id) || (what !== 'plan' && what !== 'output') || rest.length) {
+    if (
+      !namespace ||
+      !id ||
+      !namespacePattern.test(namespace) ||
+      !buildIdPattern.test(id) ||
+      (what !== 'plan' && what !== 'output') ||
+      rest.length
+    ) {
       return fail(404, 'builds send to /builds/<namespace>/<build>/plan and /builds/<namespace>/<build>/output (PUT)');
     }
     if (ctx.method !== 'PUT') {
@@ -65,7 +72,8 @@ export function buildEndpoint(d: BuildEndpointDeps): Koa.Middleware {
     }
     const build = d.builds.get(namespace, id);
     if (!build) return fail(404, `build ${id} is not there`);
-    if (build.status?.phase && terminalPhases.has(build.status.phase)) return fail(409, `build ${id} has ended (${build.status.phase}): it takes nothing more`);
+    if (build.status?.phase && terminalPhases.has(build.status.phase))
+      return fail(409, `build ${id} has ended (${build.status.phase}): it takes nothing more`);
 
     if (what === 'plan') {
       const text = (await readLimited(ctx.req, planLimitBytes))?.toString('utf8');
@@ -77,7 +85,14 @@ export function buildEndpoint(d: BuildEndpointDeps): Koa.Middleware {
         return fail(400, 'the plan is not JSON');
       }
       const plan = planSchema.safeParse(parsed);
-      if (!plan.success) return fail(400, `the plan is not a build plan: ${plan.error.issues.slice(0, 3).map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
+      if (!plan.success)
+        return fail(
+          400,
+          `the plan is not a build plan: ${plan.error.issues
+            .slice(0, 3)
+            .map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`)
+            .join('; ')}`,
+        );
       await d.builds.annotate(namespace, id, { [buildAnnotations.plan]: JSON.stringify(plan.data) });
       ctx.status = 204;
       return;
@@ -87,7 +102,8 @@ export function buildEndpoint(d: BuildEndpointDeps): Koa.Middleware {
     if (kind !== 'artifact' && kind !== 'image') return fail(400, 'say what the output is: X-Svc-Output: artifact or image');
     const plan = planOf(build);
     if (kind === 'image' && !plan) return fail(409, 'send the plan first: an image is made from its start command');
-    if (kind === 'image' && !d.registry) return fail(409, 'this platform has no registry for built images (SVC_BUILD_REGISTRY): services cannot be built here');
+    if (kind === 'image' && !d.registry)
+      return fail(409, 'this platform has no registry for built images (SVC_BUILD_REGISTRY): services cannot be built here');
     const key = `${namespace}/${id}`;
     if (storing.has(key)) return fail(409, `build ${id} is storing its output already: a build sends one output`);
     storing.add(key);
@@ -123,7 +139,8 @@ async function storeOutput(
   const earlier = outputOf(build);
   if (earlier) {
     await staged.discard();
-    if (earlier.digest !== staged.digest) return fail(409, `build ${id} has stored its output (${earlier.digest}) already: a build sends one output`);
+    if (earlier.digest !== staged.digest)
+      return fail(409, `build ${id} has stored its output (${earlier.digest}) already: a build sends one output`);
     ctx.status = 200;
     ctx.body = earlier;
     return;
@@ -163,7 +180,10 @@ async function storeOutput(
   await d.builds.annotate(namespace, id, { [buildAnnotations.output]: JSON.stringify(output) });
   // Read back before the next upload is let in, so that it meets this one.
   await d.builds.until(namespace, id, (b) => outputOf(b) !== undefined, 5000);
-  d.log.info({ namespace, build: id, app: build.spec.app, digest: output.digest, bytes: output.bytes, image: output.image }, 'Build output stored');
+  d.log.info(
+    { namespace, build: id, app: build.spec.app, digest: output.digest, bytes: output.bytes, image: output.image },
+    'Build output stored',
+  );
   ctx.status = 201;
   ctx.body = output;
 }

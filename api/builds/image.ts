@@ -35,7 +35,14 @@ interface Manifest {
 interface ImageConfig {
   architecture?: string;
   os?: string;
-  config?: { Env?: string[]; Entrypoint?: string[] | null; Cmd?: string[] | null; WorkingDir?: string; User?: string; ExposedPorts?: Record<string, object> };
+  config?: {
+    Env?: string[];
+    Entrypoint?: string[] | null;
+    Cmd?: string[] | null;
+    WorkingDir?: string;
+    User?: string;
+    ExposedPorts?: Record<string, object>;
+  };
   rootfs: { type: 'layers'; diff_ids: string[] };
   history?: Array<{ created?: string; created_by?: string; empty_layer?: boolean }>;
 }
@@ -49,7 +56,9 @@ export function parseReference(ref: string): { registry: string; repository: str
   const at = rest.indexOf('@');
   if (at >= 0) return { registry, repository: rest.slice(0, at), reference: rest.slice(at + 1) };
   const colon = rest.lastIndexOf(':');
-  return colon > 0 ? { registry, repository: rest.slice(0, colon), reference: rest.slice(colon + 1) } : { registry, repository: rest, reference: 'latest' };
+  return colon > 0
+    ? { registry, repository: rest.slice(0, colon), reference: rest.slice(colon + 1) }
+    : { registry, repository: rest, reference: 'latest' };
 }
 
 /** Plain HTTP for a registry on loopback (the local platform's), HTTPS elsewhere. */
@@ -66,7 +75,8 @@ async function registryCall(url: string, init: RequestInit & { duplex?: 'half' }
 }
 
 async function expectOk(res: Response, what: string): Promise<Response> {
-  if (!res.ok) throw new DomainError('unavailable', `the image registry refused ${what}: ${res.status} ${(await res.text()).slice(0, 300)}`);
+  if (!res.ok)
+    throw new DomainError('unavailable', `the image registry refused ${what}: ${res.status} ${(await res.text()).slice(0, 300)}`);
   return res;
 }
 
@@ -83,7 +93,7 @@ async function diffIdOf(file: string): Promise<string> {
  * once, before any call, so that no streamed upload is ever sent twice.
  */
 async function authorization(registry: string, scopes: string[], credential: RegistryCredential): Promise<Record<string, string>> {
-  const res = await registryCall(`${base(registry)}/v2/`, {}, 'the registry\'s API');
+  const res = await registryCall(`${base(registry)}/v2/`, {}, "the registry's API");
   await res.arrayBuffer();
   if (res.ok) return {};
   const challenge = res.status === 401 ? parseBearerChallenge(res.headers.get('www-authenticate')) : undefined;
@@ -120,23 +130,44 @@ export async function pushServiceImage(o: {
   const source = base(from.registry);
   // The base image is the platform's, in the same registry (its layers are mounted from there).
   const sameRegistry = from.registry === o.registry;
-  const auth = await authorization(o.registry, [repositoryScope(repository, ['pull', 'push']), ...(sameRegistry ? [repositoryScope(from.repository, ['pull'])] : [])], o.credential);
+  const auth = await authorization(
+    o.registry,
+    [repositoryScope(repository, ['pull', 'push']), ...(sameRegistry ? [repositoryScope(from.repository, ['pull'])] : [])],
+    o.credential,
+  );
   const sourceAuth = sameRegistry ? auth : {};
   const manifest = (await (
     await expectOk(
-      await registryCall(`${source}/v2/${from.repository}/manifests/${from.reference}`, { headers: { ...sourceAuth, accept: manifestTypes.join(', ') } }, 'the base manifest'),
+      await registryCall(
+        `${source}/v2/${from.repository}/manifests/${from.reference}`,
+        { headers: { ...sourceAuth, accept: manifestTypes.join(', ') } },
+        'the base manifest',
+      ),
       `the base image ${o.baseImage}`,
     )
   ).json()) as Manifest;
-  const config = (await (await expectOk(await registryCall(`${source}/v2/${from.repository}/blobs/${manifest.config.digest}`, { headers: sourceAuth }, 'the base config'), 'the base config')).json()) as ImageConfig;
+  const config = (await (
+    await expectOk(
+      await registryCall(`${source}/v2/${from.repository}/blobs/${manifest.config.digest}`, { headers: sourceAuth }, 'the base config'),
+      'the base config',
+    )
+  ).json()) as ImageConfig;
 
   // The base's layers, into the target repository by a mount (the registry links them, no bytes move).
   for (const layer of manifest.layers) {
     const head = await registryCall(`${target}/v2/${repository}/blobs/${layer.digest}`, { method: 'HEAD', headers: auth }, 'a layer');
     if (head.ok) continue;
-    const mount = await registryCall(`${target}/v2/${repository}/blobs/uploads/?mount=${layer.digest}&from=${from.repository}`, { method: 'POST', headers: auth }, 'a layer mount');
+    const mount = await registryCall(
+      `${target}/v2/${repository}/blobs/uploads/?mount=${layer.digest}&from=${from.repository}`,
+      { method: 'POST', headers: auth },
+      'a layer mount',
+    );
     if (mount.status !== 201) {
-      if (from.registry !== o.registry) throw new DomainError('unavailable', `the base image ${o.baseImage} is in another registry than ${o.registry}: its layers cannot be mounted`);
+      if (from.registry !== o.registry)
+        throw new DomainError(
+          'unavailable',
+          `the base image ${o.baseImage} is in another registry than ${o.registry}: its layers cannot be mounted`,
+        );
       await expectOk(mount, `mounting layer ${layer.digest}`);
     }
   }
@@ -144,17 +175,29 @@ export async function pushServiceImage(o: {
   const upload = async (digest: string, body: Buffer | (() => Readable), size: number, what: string) => {
     const head = await registryCall(`${target}/v2/${repository}/blobs/${digest}`, { method: 'HEAD', headers: auth }, what);
     if (head.ok) return;
-    const started = await expectOk(await registryCall(`${target}/v2/${repository}/blobs/uploads/`, { method: 'POST', headers: auth }, what), `an upload of ${what}`);
+    const started = await expectOk(
+      await registryCall(`${target}/v2/${repository}/blobs/uploads/`, { method: 'POST', headers: auth }, what),
+      `an upload of ${what}`,
+    );
     const location = new URL(started.headers.get('location') ?? '', target);
     location.searchParams.set('digest', digest);
     const payload = Buffer.isBuffer(body) ? body : (Readable.toWeb(body()) as ReadableStream);
     await expectOk(
-      await registryCall(location.toString(), { method: 'PUT', headers: { ...auth, 'content-type': 'application/octet-stream', 'content-length': String(size) }, body: payload, duplex: 'half' }, what),
+      await registryCall(
+        location.toString(),
+        {
+          method: 'PUT',
+          headers: { ...auth, 'content-type': 'application/octet-stream', 'content-length': String(size) },
+          body: payload,
+          duplex: 'half',
+        },
+        what,
+      ),
       `the upload of ${what}`,
     );
   };
   const layerSize = (await stat(o.layerFile)).size;
-  await upload(o.layerDigest, () => createReadStream(o.layerFile), layerSize, 'the build\'s layer');
+  await upload(o.layerDigest, () => createReadStream(o.layerFile), layerSize, "the build's layer");
 
   const env = (config.config?.Env ?? []).filter((e) => !/^(PATH|PORT|NODE_ENV|PYTHONPATH)=/.test(e));
   const path = (config.config?.Env ?? []).find((e) => e.startsWith('PATH='))?.slice(5) ?? '/usr/local/bin:/usr/bin:/bin';
@@ -167,13 +210,26 @@ export async function pushServiceImage(o: {
       ...(docker
         ? {
             // The Dockerfile's settings: its ENV over the base's, its WORKDIR, CMD and ENTRYPOINT.
-            Env: [...env, `PATH=${docker.env.PATH ?? path}`, ...Object.entries(docker.env).filter(([k]) => k !== 'PATH' && k !== 'PORT').map(([k, v]) => `${k}=${v}`), `PORT=${port}`],
+            Env: [
+              ...env,
+              `PATH=${docker.env.PATH ?? path}`,
+              ...Object.entries(docker.env)
+                .filter(([k]) => k !== 'PATH' && k !== 'PORT')
+                .map(([k, v]) => `${k}=${v}`),
+              `PORT=${port}`,
+            ],
             Entrypoint: docker.entrypoint,
             Cmd: docker.cmd,
             WorkingDir: docker.workdir,
           }
         : {
-            Env: [...env, `PATH=/app/node_modules/.bin:/app/.python/bin:${path}`, `PORT=${port}`, 'NODE_ENV=production', 'PYTHONPATH=/app/.python'],
+            Env: [
+              ...env,
+              `PATH=/app/node_modules/.bin:/app/.python/bin:${path}`,
+              `PORT=${port}`,
+              'NODE_ENV=production',
+              'PYTHONPATH=/app/.python',
+            ],
             // The plan's start line, through a shell as a Procfile's would be ($PORT expands there).
             Entrypoint: ['/bin/sh', '-c', o.plan.start!],
             Cmd: null,
@@ -198,7 +254,11 @@ export async function pushServiceImage(o: {
   const manifestBytes = Buffer.from(JSON.stringify(out));
   const digest = `sha256:${createHash('sha256').update(manifestBytes).digest('hex')}`;
   await expectOk(
-    await registryCall(`${target}/v2/${repository}/manifests/${o.build}`, { method: 'PUT', headers: { ...auth, 'content-type': manifestTypes[0]! }, body: manifestBytes }, 'the manifest'),
+    await registryCall(
+      `${target}/v2/${repository}/manifests/${o.build}`,
+      { method: 'PUT', headers: { ...auth, 'content-type': manifestTypes[0]! }, body: manifestBytes },
+      'the manifest',
+    ),
     'the image manifest',
   );
   return { reference: `${o.registry}/${repository}@${digest}`, digest };

@@ -36,14 +36,23 @@ export interface ImportPreview {
 
 /** A branch name as a preview's ref (a DNS label, no `--`), or undefined when none fits. */
 export function refOfBranch(app: string, branch: string): string | undefined {
-  const ref = branch.toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/-{2,}/g, '-').replace(/^-+|-+$/g, '');
+  const ref = branch
+    .toLowerCase()
+    .replace(/[^a-z0-9-]+/g, '-')
+    .replace(/-{2,}/g, '-')
+    .replace(/^-+|-+$/g, '');
   const room = 63 - app.length - previewSeparator.length;
   const cut = ref.slice(0, room).replace(/-+$/, '');
   return cut && dnsLabel.test(cut) ? cut : undefined;
 }
 
 /** The plan, compose services and policies of `url` at `ref` (`path` in it), from a shallow copy. */
-export async function previewImport(url: string, ref: string | undefined, sub: string | undefined, o: RemoteOptions): Promise<ImportPreview> {
+export async function previewImport(
+  url: string,
+  ref: string | undefined,
+  sub: string | undefined,
+  o: RemoteOptions,
+): Promise<ImportPreview> {
   const resolved = await resolveRef(url, ref, o);
   const dir = await mkdtemp(path.join(tmpdir(), 'svc-import-'));
   try {
@@ -76,9 +85,9 @@ export async function previewImport(url: string, ref: string | undefined, sub: s
           if (text !== undefined) pages.set(p, Buffer.from(text));
         }
         auth = combine(treeDeclarations(plan.kind as 'static' | 'markdown' | 'handlers', tree.paths, pages)) ?? null;
-        if (auth) authFrom = 'the pages\' svc- meta tags and front matter';
+        if (auth) authFrom = "the pages' svc- meta tags and front matter";
       } else if (plan) {
-        authFrom = 'decided by what the build outputs (its pages\' declarations), at deploy';
+        authFrom = "decided by what the build outputs (its pages' declarations), at deploy";
       }
     } catch (err) {
       if (!(err instanceof PolicyError) && !(err instanceof Error && /compose/.test(err.message))) throw err;
@@ -138,14 +147,23 @@ export class GitSync {
       const preview = await this.s.apps.find(ns, target);
       if (preview?.spec.preview?.parent === repo.app) {
         await this.s.apps.delete(ns, target);
-        await this.s.events.record(repo.accountId, 'preview.deleted', repo.app, { preview: target, ref, reason: `branch ${branch} deleted` });
+        await this.s.events.record(repo.accountId, 'preview.deleted', repo.app, {
+          preview: target,
+          ref,
+          reason: `branch ${branch} deleted`,
+        });
         this.log.info({ app: repo.app, branch, preview: target }, 'Branch deleted: its preview deleted');
       }
       return undefined;
     }
     let app = isDefault ? parent : await this.s.apps.find(ns, target);
     if (!app) {
-      const made = await this.s.actions.createPreview({ accountId: repo.accountId, namespace: ns, createdBy: `git:${repo.hookId}` }, parent, ref!, undefined);
+      const made = await this.s.actions.createPreview(
+        { accountId: repo.accountId, namespace: ns, createdBy: `git:${repo.hookId}` },
+        parent,
+        ref!,
+        undefined,
+      );
       app = made.app;
       await this.s.events.record(repo.accountId, 'preview.created', repo.app, { preview: app.name, ref, branch });
     }
@@ -176,10 +194,14 @@ export class GitSync {
         const account = await this.s.accounts.get(repo.accountId);
         const token = repo.secretName && account ? await this.readToken(account.namespace, repo.secretName) : undefined;
         const heads = await listBranches(repo.url, this.remote(repo, token));
-        for (const [branch, commit] of Object.entries(heads)) if (repo.heads[branch] !== commit) await this.onHead(repo, branch, commit, 'poll');
+        for (const [branch, commit] of Object.entries(heads))
+          if (repo.heads[branch] !== commit) await this.onHead(repo, branch, commit, 'poll');
         for (const branch of Object.keys(repo.heads)) if (!(branch in heads)) await this.onHead(repo, branch, null, 'poll');
       } catch (err) {
-        this.log.warn({ err, app: repo.app, repository: repo.url.replace(/\/\/[^@/]*@/, '//***@') }, 'Polling a repository failed; the next poll retries');
+        this.log.warn(
+          { err, app: repo.app, repository: repo.url.replace(/\/\/[^@/]*@/, '//***@') },
+          'Polling a repository failed; the next poll retries',
+        );
       }
     }
   }
@@ -188,7 +210,13 @@ export class GitSync {
     const next = () => {
       if (this.stopped) return;
       // Each replica looks every few seconds for repositories not polled for pollEveryMs.
-      this.timer = setTimeout(() => void this.pollOnce().catch((err: unknown) => this.log.warn({ err }, 'Polling repositories failed')).finally(next), Math.min(this.pollEveryMs, 5_000));
+      this.timer = setTimeout(
+        () =>
+          void this.pollOnce()
+            .catch((err: unknown) => this.log.warn({ err }, 'Polling repositories failed'))
+            .finally(next),
+        Math.min(this.pollEveryMs, 5_000),
+      );
       this.timer.unref();
     };
     next();

@@ -33,7 +33,8 @@ export function pushHookEndpoint(d: { repositories: RepositoryStore; sync: GitSy
     const repo = await d.repositories.byHook(hookId);
     const given = /^sha256=([0-9a-f]{64})$/.exec(ctx.get('x-hub-signature-256'))?.[1];
     const want = repo ? createHmac('sha256', repo.hookSecret).update(raw).digest() : undefined;
-    if (!repo || !given || !want || !timingSafeEqual(Buffer.from(given, 'hex'), want)) return fail(401, 'the signature (X-Hub-Signature-256) does not match this hook');
+    if (!repo || !given || !want || !timingSafeEqual(Buffer.from(given, 'hex'), want))
+      return fail(401, 'the signature (X-Hub-Signature-256) does not match this hook');
     const event = ctx.get('x-github-event') || ctx.get('x-gitea-event') || 'push';
     const delivery = ctx.get('x-github-delivery') || ctx.get('x-gitea-delivery');
     if (!delivery || delivery.length > 128) return fail(400, 'a delivery id (X-GitHub-Delivery) is required');
@@ -55,7 +56,14 @@ export function pushHookEndpoint(d: { repositories: RepositoryStore; sync: GitSy
     }
     const ref = typeof payload.ref === 'string' ? payload.ref : '';
     // push: refs/heads/<branch>; delete: the branch name with ref_type "branch".
-    const branch = event === 'delete' ? (payload.ref_type === 'branch' ? ref : '') : ref.startsWith('refs/heads/') ? ref.slice('refs/heads/'.length) : '';
+    const branch =
+      event === 'delete'
+        ? payload.ref_type === 'branch'
+          ? ref
+          : ''
+        : ref.startsWith('refs/heads/')
+          ? ref.slice('refs/heads/'.length)
+          : '';
     if (!branch) {
       ctx.status = 202;
       ctx.body = { ignored: 'not a branch' };
@@ -66,7 +74,8 @@ export function pushHookEndpoint(d: { repositories: RepositoryStore; sync: GitSy
       ctx.body = { duplicate: delivery };
       return;
     }
-    const after = typeof payload.after === 'string' && /^[0-9a-f]{40}$/.test(payload.after) && !/^0{40}$/.test(payload.after) ? payload.after : null;
+    const after =
+      typeof payload.after === 'string' && /^[0-9a-f]{40}$/.test(payload.after) && !/^0{40}$/.test(payload.after) ? payload.after : null;
     const gone = event === 'delete' || payload.deleted === true || after === null;
     const build = await d.sync.onHead(repo, branch, gone ? null : after, `push ${delivery}`);
     d.log.info({ app: repo.app, branch, delivery, build, deleted: gone }, 'Push event');

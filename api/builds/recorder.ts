@@ -49,7 +49,12 @@ export class BuildRecorder {
       let next: Build | undefined = b;
       while (next) {
         state.again = undefined;
-        await this.record(next).catch((err: unknown) => this.log.warn({ err, build: next!.metadata.name, namespace: next!.metadata.namespace }, 'Recording a build failed; its next change retries'));
+        await this.record(next).catch((err: unknown) =>
+          this.log.warn(
+            { err, build: next!.metadata.name, namespace: next!.metadata.namespace },
+            'Recording a build failed; its next change retries',
+          ),
+        );
         next = state.again;
       }
       this.running.delete(id);
@@ -64,7 +69,15 @@ export class BuildRecorder {
     // The record never names a token's Secret.
     const { secretName: _secret, ...git } = b.spec.source.git ?? { url: '' };
     const source: BuildSource = b.spec.source.artifact ? { artifact: { digest: b.spec.source.artifact.digest } } : { git };
-    await this.store.create({ id, accountId: account, app: b.spec.app, source, deploy: b.spec.deploy ?? false, createdBy: null, createdAt: new Date(b.metadata.creationTimestamp as unknown as string) });
+    await this.store.create({
+      id,
+      accountId: account,
+      app: b.spec.app,
+      source,
+      deploy: b.spec.deploy ?? false,
+      createdBy: null,
+      createdAt: new Date(b.metadata.creationTimestamp as unknown as string),
+    });
     await this.store.advance(account, b);
     const phase = b.status?.phase;
     if (!phase || !terminalPhases.has(phase)) return;
@@ -74,10 +87,13 @@ export class BuildRecorder {
       await this.store.saveLog(id, cut ? Buffer.from(text).subarray(-this.logLimitBytes).toString('utf8') : text, cut);
     }
     if (phase === 'Succeeded' && b.spec.deploy && (await this.store.claimDeploy(id))) {
-      const outcome = await this.deploy(account, b).catch((err: unknown): DeployOutcome => ({ error: err instanceof Error ? err.message : String(err) }));
+      const outcome = await this.deploy(account, b).catch((err: unknown): DeployOutcome => ({
+        error: err instanceof Error ? err.message : String(err),
+      }));
       await this.store.deployed(id, outcome);
-      if ('error' in outcome) this.log.warn({ build: id, namespace: ns, app: b.spec.app, error: outcome.error }, 'Deploying a build\'s output failed');
-      else this.log.info({ build: id, namespace: ns, app: b.spec.app, deploy: outcome.deployId }, 'Deployed a build\'s output');
+      if ('error' in outcome)
+        this.log.warn({ build: id, namespace: ns, app: b.spec.app, error: outcome.error }, "Deploying a build's output failed");
+      else this.log.info({ build: id, namespace: ns, app: b.spec.app, deploy: outcome.deployId }, "Deployed a build's output");
     }
     this.finished.add(b.metadata.uid!);
   }

@@ -48,7 +48,11 @@ export class BuildRepository {
       this.custom,
       'Build',
       namespace,
-      { name: id, labels: { [labels.managedBy]: managers.api }, ownerReferences: [{ apiVersion, kind: 'App', name: app.name, uid: app.id }] },
+      {
+        name: id,
+        labels: { [labels.managedBy]: managers.api },
+        ownerReferences: [{ apiVersion, kind: 'App', name: app.name, uid: app.id }],
+      },
       spec,
     );
     await untilCached(this.informer, namespace, id, (c) => c !== undefined);
@@ -58,7 +62,10 @@ export class BuildRepository {
   /** Writes annotations on the Build (the builder's plan and output, a cancel); false when it is gone. */
   async annotate(namespace: string, id: string, annotations: Record<string, string>): Promise<boolean> {
     try {
-      await this.custom.patchNamespacedCustomObject({ group, version, namespace, plural, name: id, body: { metadata: { annotations } } }, mergePatch);
+      await this.custom.patchNamespacedCustomObject(
+        { group, version, namespace, plural, name: id, body: { metadata: { annotations } } },
+        mergePatch,
+      );
       return true;
     } catch (err) {
       if (kubeStatus(err) === 404) return false;

@@ -61,7 +61,8 @@ export class AppActions {
     if (deployId) {
       target = await this.d.deploys.get(actor.accountId, deployId);
       if (!target || target.appUid !== app.id) throw new DomainError('not_found', `deploy ${deployId} of app ${name} not found`);
-      if (target.status !== 'live') throw new DomainError('conflict', `deploy ${target.id} never went live (${target.status}); roll back to a deploy that served`);
+      if (target.status !== 'live')
+        throw new DomainError('conflict', `deploy ${target.id} never went live (${target.status}); roll back to a deploy that served`);
     } else {
       const current = app.status?.currentDeploy ?? app.spec.deployId;
       if (!current) throw new DomainError('conflict', `app ${name} has no deploy to roll back from`);
@@ -69,8 +70,19 @@ export class AppActions {
       if (!target) throw new DomainError('conflict', `app ${name} has no live deploy before ${current} to roll back to`);
     }
     // The account holds the tree again (counted against its storage), unless it was collected.
-    if (target.spec.source && !(await this.d.quota.storage.holdStored(actor.accountId, actor.namespace, target.spec.source.digest, `the rollback to deploy ${target.id}`))) {
-      throw new DomainError('conflict', `the artifact of deploy ${target.id} is no longer stored: it was outside app ${name}'s rollback window when artifacts were collected; deploy it again`);
+    if (
+      target.spec.source &&
+      !(await this.d.quota.storage.holdStored(
+        actor.accountId,
+        actor.namespace,
+        target.spec.source.digest,
+        `the rollback to deploy ${target.id}`,
+      ))
+    ) {
+      throw new DomainError(
+        'conflict',
+        `the artifact of deploy ${target.id} is no longer stored: it was outside app ${name}'s rollback window when artifacts were collected; deploy it again`,
+      );
     }
     return this.d.deployer.apply(
       actor.accountId,
@@ -94,7 +106,11 @@ export class AppActions {
     const spec = deploySpecOf(source);
     const originDeploy = source.status?.currentDeploy ?? source.spec.deployId;
     // The fork's volumes are its own: counted against storage before it declares them.
-    const forked: App['spec'] = { ...(source.spec.machines !== undefined ? { machines: source.spec.machines } : {}), ...(source.spec.volumes?.length ? { volumes: source.spec.volumes } : {}), ...(spec?.services ? { services: spec.services } : {}) };
+    const forked: App['spec'] = {
+      ...(source.spec.machines !== undefined ? { machines: source.spec.machines } : {}),
+      ...(source.spec.volumes?.length ? { volumes: source.spec.volumes } : {}),
+      ...(spec?.services ? { services: spec.services } : {}),
+    };
     const more = this.d.quota.storage.newVolumeBytes(actor.namespace, name, forked);
     await this.d.quota.storage.assertFits(actor.accountId, actor.namespace, more, `the fork's volumes need ${more} more bytes`);
     return createServing(
@@ -118,11 +134,21 @@ export class AppActions {
    * A preview of `parent` on `ref`: `prepared`, or else what the parent serves. A parent with a
    * database gives the preview a branch of it (a copy, deleted with the preview): `branch` names it.
    */
-  async createPreview(actor: Actor, parent: AppRecord, ref: string, prepared: Prepared | undefined): Promise<{ app: AppRecord; deploy?: Deploy; branch?: string }> {
+  async createPreview(
+    actor: Actor,
+    parent: AppRecord,
+    ref: string,
+    prepared: Prepared | undefined,
+  ): Promise<{ app: AppRecord; deploy?: Deploy; branch?: string }> {
     return this.d.quota.lock.hold(actor.accountId, () => this.createPreviewHeld(actor, parent, ref, prepared));
   }
 
-  private async createPreviewHeld(actor: Actor, parent: AppRecord, ref: string, prepared: Prepared | undefined): Promise<{ app: AppRecord; deploy?: Deploy; branch?: string }> {
+  private async createPreviewHeld(
+    actor: Actor,
+    parent: AppRecord,
+    ref: string,
+    prepared: Prepared | undefined,
+  ): Promise<{ app: AppRecord; deploy?: Deploy; branch?: string }> {
     if (parent.spec.preview) throw new DomainError('invalid', `app ${parent.name} is itself a preview`);
     const name = previewName(parent.name, ref);
     if (name.length > 63) throw new DomainError('invalid', `invalid body: ref: "${name}" would be longer than 63 characters`);
@@ -132,9 +158,11 @@ export class AppActions {
       originDeploy = parent.status?.currentDeploy ?? parent.spec.deployId;
       if (spec) prepared = { spec, origin: 'preview', summary: { from: parent.name, ...(originDeploy ? { deploy: originDeploy } : {}) } };
     }
-    if (await this.d.apps.find(actor.namespace, name)) throw new DomainError('conflict', `preview ${ref} of app ${parent.name} already exists`);
+    if (await this.d.apps.find(actor.namespace, name))
+      throw new DomainError('conflict', `preview ${ref} of app ${parent.name} already exists`);
     const found = parent.spec.database ? this.d.databases.get(actor.namespace, parent.spec.database) : undefined;
-    if (parent.spec.database && (!found || found.metadata.deletionTimestamp)) throw new DomainError('conflict', `app ${parent.name}'s database ${parent.spec.database} is not there to branch for the preview`);
+    if (parent.spec.database && (!found || found.metadata.deletionTimestamp))
+      throw new DomainError('conflict', `app ${parent.name}'s database ${parent.spec.database} is not there to branch for the preview`);
     // Branches are physical copies between servers of our own: a CloudNativePG-backed database's
     // preview gets none (its `database` is null), as docs/api/data.md says.
     const source = found && (found.spec.provider ?? 'pods') === 'pods' ? found : undefined;
@@ -143,13 +171,31 @@ export class AppActions {
     // branch's database and bytes (as large as its source's), however the preview is asked for.
     this.assertAppFits(actor.namespace);
     const previews = this.d.apps.list(actor.namespace).filter((a) => a.spec.preview?.parent === parent.name).length;
-    within(previews, 1, this.d.quota.limits.previewsPerApp, `previews of app ${parent.name}`, 'delete one first (DELETE /apps/{app}/previews/{ref})');
-    if (source) within(this.d.databases.list(actor.namespace).length, 1, this.d.quota.limits.databases, 'databases (branches included)', 'delete one first');
+    within(
+      previews,
+      1,
+      this.d.quota.limits.previewsPerApp,
+      `previews of app ${parent.name}`,
+      'delete one first (DELETE /apps/{app}/previews/{ref})',
+    );
+    if (source)
+      within(
+        this.d.databases.list(actor.namespace).length,
+        1,
+        this.d.quota.limits.databases,
+        'databases (branches included)',
+        'delete one first',
+      );
     // Its branch (as large as its source) and its own volumes, counted together against storage.
     const branchBytes = source ? this.d.quota.databaseBytes(source) : 0;
     const volumes: App['spec'] = { machines: 1, ...(parent.spec.volumes?.length ? { volumes: parent.spec.volumes } : {}) };
     const volumeBytes = this.d.quota.storage.newVolumeBytes(actor.namespace, name, prepared ? specAfter(volumes, prepared) : volumes);
-    const needs = [source ? `its branch of database ${source.metadata.name} needs ${branchBytes} bytes` : '', volumeBytes ? `its volumes need ${volumeBytes} bytes` : ''].filter(Boolean).join(' and ');
+    const needs = [
+      source ? `its branch of database ${source.metadata.name} needs ${branchBytes} bytes` : '',
+      volumeBytes ? `its volumes need ${volumeBytes} bytes` : '',
+    ]
+      .filter(Boolean)
+      .join(' and ');
     await this.d.quota.storage.assertFits(actor.accountId, actor.namespace, branchBytes + volumeBytes, `the preview: ${needs}`);
     const made = await createServing(
       this.d,
@@ -170,7 +216,12 @@ export class AppActions {
         ...(branch ? { database: branch } : {}),
       },
       prepared,
-      { origin: prepared?.origin ?? 'preview', ...(originDeploy ? { originDeploy } : {}), createdBy: actor.createdBy, env: await this.d.env.read(parent) },
+      {
+        origin: prepared?.origin ?? 'preview',
+        ...(originDeploy ? { originDeploy } : {}),
+        createdBy: actor.createdBy,
+        env: await this.d.env.read(parent),
+      },
     );
     if (!source || !branch) return made;
     try {
@@ -178,7 +229,13 @@ export class AppActions {
     } catch (err) {
       // Nothing half-made: the preview goes (its deploy record says why).
       await this.d.apps.delete(actor.namespace, made.app.name).catch(() => undefined);
-      if (made.deploy) await this.d.deploys.finish(made.deploy.id, { status: 'failed', reason: `the preview's database branch could not be made: ${err instanceof Error ? err.message : String(err)}` }).catch(() => undefined);
+      if (made.deploy)
+        await this.d.deploys
+          .finish(made.deploy.id, {
+            status: 'failed',
+            reason: `the preview's database branch could not be made: ${err instanceof Error ? err.message : String(err)}`,
+          })
+          .catch(() => undefined);
       throw err;
     }
     return { ...made, branch };
@@ -215,7 +272,9 @@ export class AppActions {
     }
     // On the App as written: a placement changed meanwhile is kept, not overwritten.
     await this.d.apps.updateSpec(app.namespace, app.name, (fresh) => ({
-      placement: [...(fresh.spec.placement ?? []).filter((p) => p.ordinal !== ordinal), { ordinal, node: to }].sort((a, b) => a.ordinal - b.ordinal),
+      placement: [...(fresh.spec.placement ?? []).filter((p) => p.ordinal !== ordinal), { ordinal, node: to }].sort(
+        (a, b) => a.ordinal - b.ordinal,
+      ),
     }));
     return { ordinal, from, to };
   }

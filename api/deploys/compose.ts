@@ -79,13 +79,13 @@ const serviceXsvcKeys = [...xsvcKeys, 'public'];
 /** Why some common keys are refused, beyond "not supported". */
 const refusedWhy: Record<string, string> = {
   build: 'deploy a prebuilt image, or build the source with POST /builds',
-  user: 'machines always run as the platform\'s unprivileged user',
+  user: "machines always run as the platform's unprivileged user",
   privileged: 'machines never run privileged',
   cap_add: 'machines run with no capabilities',
-  network_mode: 'the app\'s services share the app\'s network',
-  networks: 'the app\'s services share the app\'s network; each reaches the others by name',
-  links: 'the app\'s services reach each other by name without links',
-  extra_hosts: 'the app\'s services reach each other by name',
+  network_mode: "the app's services share the app's network",
+  networks: "the app's services share the app's network; each reaches the others by name",
+  links: "the app's services reach each other by name without links",
+  extra_hosts: "the app's services reach each other by name",
   secrets: 'set secrets with the env API (PUT /apps/{app}/env)',
   configs: 'send config files with the deploy, or set them with the env API',
 };
@@ -122,7 +122,10 @@ function containerPort(v: unknown, where: string): number {
   if (isMap(v)) target = v.target;
   else if (typeof v === 'string') {
     if (/\/udp$/.test(v)) throw invalid(`compose: ${where} (${v}) is a UDP port; services speak TCP here`);
-    target = v.replace(/\/tcp$/, '').split(':').at(-1);
+    target = v
+      .replace(/\/tcp$/, '')
+      .split(':')
+      .at(-1);
   }
   const n = typeof target === 'number' ? target : typeof target === 'string' && /^\d+$/.test(target) ? Number(target) : NaN;
   if (!Number.isInteger(n) || n < 1 || n > 65535) throw invalid(`compose: ${where} is not a port (${JSON.stringify(v)})`);
@@ -140,7 +143,8 @@ function envPairs(pairs: Array<[string, unknown]>, where: string): Array<{ name:
     if (!envName.test(name)) throw invalid(`compose: ${where}.${name} is not an environment variable name`);
     // A bare name means "take it from the host" in compose; here there is no host environment.
     if (value === null || value === undefined) throw invalid(`compose: ${where}.${name} has no value (set it with the env API instead)`);
-    if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') throw invalid(`compose: ${where}.${name} must be a string, number or boolean`);
+    if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean')
+      throw invalid(`compose: ${where}.${name} must be a string, number or boolean`);
     return { name, value: String(value) };
   });
 }
@@ -206,7 +210,8 @@ function envFiles(v: unknown, where: string, files: ComposeFiles | undefined, re
 
 /** A compose duration (`1m30s`, `10s`, `500ms`) in whole seconds, rounded up. */
 function seconds(v: unknown, where: string): number {
-  if (typeof v !== 'string' || !/^(\d+(\.\d+)?(h|m|s|ms|us|ns))+$/.test(v)) throw invalid(`compose: ${where} must be a duration such as 10s, 1m30s or 500ms`);
+  if (typeof v !== 'string' || !/^(\d+(\.\d+)?(h|m|s|ms|us|ns))+$/.test(v))
+    throw invalid(`compose: ${where} must be a duration such as 10s, 1m30s or 500ms`);
   const unit = { h: 3600, m: 60, s: 1, ms: 1e-3, us: 1e-6, ns: 1e-9 } as const;
   let total = 0;
   for (const m of v.matchAll(/(\d+(?:\.\d+)?)(h|ms|m|s|us|ns)/g)) total += Number(m[1]) * unit[m[2] as keyof typeof unit];
@@ -230,7 +235,8 @@ function healthcheck(v: unknown, where: string): Healthcheck | undefined {
     else throw invalid(`compose: ${where}.test must be ["CMD", ...], ["CMD-SHELL", "command"], ["NONE"] or a string`);
   } else throw invalid(`compose: ${where}.test is required: ["CMD", ...], ["CMD-SHELL", "command"] or a string`);
   const intOf = (x: unknown, at: string, min: number, max: number): number => {
-    if (!Number.isInteger(x) || (x as number) < min || (x as number) > max) throw invalid(`compose: ${at} must be an integer ${min}-${max}`);
+    if (!Number.isInteger(x) || (x as number) < min || (x as number) > max)
+      throw invalid(`compose: ${at} must be an integer ${min}-${max}`);
     return x as number;
   };
   // Compose's defaults, except that the interval and timeout are at least a second (Kubernetes' unit).
@@ -246,12 +252,17 @@ function healthcheck(v: unknown, where: string): Healthcheck | undefined {
 function restart(v: unknown, where: string): Restart {
   if (v === 'always' || v === 'unless-stopped') return 'always';
   if (v === 'on-failure' || v === 'no' || v === false) return v === false ? 'no' : v;
-  if (typeof v === 'string' && /^on-failure:\d+$/.test(v)) throw invalid(`compose: ${where} (${v}): a number of retries is not supported; use on-failure`);
+  if (typeof v === 'string' && /^on-failure:\d+$/.test(v))
+    throw invalid(`compose: ${where} (${v}): a number of retries is not supported; use on-failure`);
   throw invalid(`compose: ${where} must be always, unless-stopped, on-failure or "no"`);
 }
 
 function dependsOn(v: unknown, where: string): Array<{ service: string; condition: DependsCondition }> {
-  const conditions: Record<string, DependsCondition> = { service_started: 'started', service_healthy: 'healthy', service_completed_successfully: 'completed' };
+  const conditions: Record<string, DependsCondition> = {
+    service_started: 'started',
+    service_healthy: 'healthy',
+    service_completed_successfully: 'completed',
+  };
   if (Array.isArray(v)) {
     return v.map((name, i) => {
       if (typeof name !== 'string') throw invalid(`compose: ${where}[${i}] must be a service name`);
@@ -263,8 +274,10 @@ function dependsOn(v: unknown, where: string): Array<{ service: string; conditio
     const at = `${where}.${service}`;
     if (!isMap(spec)) throw invalid(`compose: ${at} must be a map with condition`);
     onlyKeys(spec, ['condition', 'required'], at);
-    if (spec.required !== undefined && spec.required !== true) throw invalid(`compose: ${at}.required: only true (the default) is supported`);
-    const condition = spec.condition === undefined ? 'started' : typeof spec.condition === 'string' ? conditions[spec.condition] : undefined;
+    if (spec.required !== undefined && spec.required !== true)
+      throw invalid(`compose: ${at}.required: only true (the default) is supported`);
+    const condition =
+      spec.condition === undefined ? 'started' : typeof spec.condition === 'string' ? conditions[spec.condition] : undefined;
     if (!condition) throw invalid(`compose: ${at}.condition must be one of ${Object.keys(conditions).join(', ')}`);
     return { service, condition };
   });
@@ -275,7 +288,8 @@ function replicas(v: unknown, where: string): number | undefined {
   if (!isMap(v)) throw invalid(`compose: ${where} must be a map`);
   onlyKeys(v, ['replicas'], where);
   if (v.replicas === undefined) return undefined;
-  if (!Number.isInteger(v.replicas) || (v.replicas as number) < 0 || (v.replicas as number) > 20) throw invalid(`compose: ${where}.replicas must be an integer 0-20`);
+  if (!Number.isInteger(v.replicas) || (v.replicas as number) < 0 || (v.replicas as number) > 20)
+    throw invalid(`compose: ${where}.replicas must be an integer 0-20`);
   return v.replicas as number;
 }
 
@@ -295,16 +309,21 @@ function volumeSettings(v: unknown, where: string): Map<string, VolumeSetting> {
     volumeName(name, at);
     if (setting !== null && !isMap(setting)) throw invalid(`compose: ${at} must be a map with path and/or size`);
     const s = setting ?? {};
-    for (const key of Object.keys(s)) if (key !== 'path' && key !== 'size') throw invalid(`compose: ${at}.${key} is not a volume setting (known: path, size)`);
+    for (const key of Object.keys(s))
+      if (key !== 'path' && key !== 'size') throw invalid(`compose: ${at}.${key} is not a volume setting (known: path, size)`);
     if (s.path !== undefined && typeof s.path !== 'string') throw invalid(`compose: ${at}.path must be a string`);
-    if (s.size !== undefined && (typeof s.size !== 'string' || !/^[1-9][0-9]{0,5}(Mi|Gi|Ti)$/.test(s.size))) throw invalid(`compose: ${at}.size must be a size such as 512Mi, 1Gi or 1Ti`);
+    if (s.size !== undefined && (typeof s.size !== 'string' || !/^[1-9][0-9]{0,5}(Mi|Gi|Ti)$/.test(s.size)))
+      throw invalid(`compose: ${at}.size must be a size such as 512Mi, 1Gi or 1Ti`);
     out.set(name, { ...(s.path !== undefined ? { path: s.path } : {}), ...(s.size !== undefined ? { size: s.size } : {}) });
   }
   return out;
 }
 
 function volumeName(name: string, where: string): void {
-  if (!volumeNamePattern.test(name) || name.length > maxVolumeName) throw invalid(`compose: ${where}: a volume name is 1-${maxVolumeName} lowercase letters, digits and -, starting and ending with a letter or digit`);
+  if (!volumeNamePattern.test(name) || name.length > maxVolumeName)
+    throw invalid(
+      `compose: ${where}: a volume name is 1-${maxVolumeName} lowercase letters, digits and -, starting and ending with a letter or digit`,
+    );
 }
 
 /** A service's `volumes:` entry, `name:/path` or `{type: volume, source, target}`: which named volume, where. */
@@ -313,8 +332,10 @@ function serviceVolume(v: unknown, where: string): { name: string; path: string 
   let target: unknown;
   if (typeof v === 'string') {
     const parts = v.split(':');
-    if (parts.length === 1) throw invalid(`compose: ${where} (${v}) is an anonymous volume: name it (name:${v}) and declare it under the top-level volumes`);
-    if (parts.length > 3 || (parts.length === 3 && parts[2] !== 'rw')) throw invalid(`compose: ${where} (${v}): only name:/path or name:/path:rw is supported`);
+    if (parts.length === 1)
+      throw invalid(`compose: ${where} (${v}) is an anonymous volume: name it (name:${v}) and declare it under the top-level volumes`);
+    if (parts.length > 3 || (parts.length === 3 && parts[2] !== 'rw'))
+      throw invalid(`compose: ${where} (${v}): only name:/path or name:/path:rw is supported`);
     [source, target] = parts;
   } else if (isMap(v)) {
     onlyKeys(v, ['type', 'source', 'target'], where);
@@ -322,7 +343,8 @@ function serviceVolume(v: unknown, where: string): { name: string; path: string 
     source = v.source;
     target = v.target;
   } else throw invalid(`compose: ${where} must be name:/path or a map with type, source and target`);
-  if (typeof source !== 'string' || /^[./~]/.test(source)) throw invalid(`compose: ${where}: ${String(source)} is a path on the host; machines mount named volumes only (name:/path)`);
+  if (typeof source !== 'string' || /^[./~]/.test(source))
+    throw invalid(`compose: ${where}: ${String(source)} is a path on the host; machines mount named volumes only (name:/path)`);
   if (typeof target !== 'string') throw invalid(`compose: ${where}: the mount path is missing`);
   volumeName(source, where);
   return { name: source, path: target };
@@ -334,7 +356,8 @@ function declaredVolumes(root: Fields): Set<string> {
   if (!isMap(declared)) throw invalid('compose: top-level volumes must be a map of volume names');
   for (const [name, v] of Object.entries(declared)) {
     volumeName(name, `volumes.${name}`);
-    if (v !== null && !(isMap(v) && Object.keys(v).length === 0)) throw invalid(`compose: volumes.${name} takes no options here (size it with x-svc.volumes.${name}.size)`);
+    if (v !== null && !(isMap(v) && Object.keys(v).length === 0))
+      throw invalid(`compose: volumes.${name} takes no options here (size it with x-svc.volumes.${name}.size)`);
   }
   return new Set(Object.keys(declared));
 }
@@ -345,7 +368,13 @@ function declaredVolumes(root: Fields): Set<string> {
  * `unmounted` are the file's `x-svc.volumes` with a path no service mounts, which a file of one
  * service gives that service. One list, the whole of it.
  */
-function volumesOf(declared: Set<string>, service: string, svc: Fields, settings: Map<string, VolumeSetting>, unmounted: string[]): VolumeSpec[] {
+function volumesOf(
+  declared: Set<string>,
+  service: string,
+  svc: Fields,
+  settings: Map<string, VolumeSetting>,
+  unmounted: string[],
+): VolumeSpec[] {
   const where = `services.${service}`;
   if (svc.volumes !== undefined && !Array.isArray(svc.volumes)) throw invalid(`compose: ${where}.volumes must be a list`);
   const mounts: unknown[] = svc.volumes ?? [];
@@ -360,9 +389,11 @@ function volumesOf(declared: Set<string>, service: string, svc: Fields, settings
   if (names.length > maxVolumes) throw invalid(`compose: ${where} has ${names.length} volumes; at most ${maxVolumes}`);
   const out = names.map((name) => {
     const s = settings.get(name);
-    if (s?.path !== undefined && paths.has(name) && s.path !== paths.get(name)) throw invalid(`compose: volume ${name} is mounted at ${paths.get(name)} but x-svc.volumes.${name}.path says ${s.path}`);
+    if (s?.path !== undefined && paths.has(name) && s.path !== paths.get(name))
+      throw invalid(`compose: volume ${name} is mounted at ${paths.get(name)} but x-svc.volumes.${name}.path says ${s.path}`);
     const path = paths.get(name) ?? s?.path;
-    if (path === undefined) throw invalid(`compose: volume ${name} has no mount path (mount it in the service's volumes, or set x-svc.volumes.${name}.path)`);
+    if (path === undefined)
+      throw invalid(`compose: volume ${name} has no mount path (mount it in the service's volumes, or set x-svc.volumes.${name}.path)`);
     const problem = volumePathProblem(path);
     if (problem) throw invalid(`compose: volume ${name}: its path ${path} ${problem}`);
     return { name, path, ...(s?.size ? { size: s.size } : {}) };
@@ -374,7 +405,8 @@ function volumesOf(declared: Set<string>, service: string, svc: Fields, settings
 
 /** Volumes are a container service's: a file that configures files refuses them, by name. */
 function noVolumes(root: Fields, xsvc: unknown): void {
-  if (root.volumes !== undefined || (isMap(xsvc) && xsvc.volumes !== undefined)) throw invalid('compose: volumes belong to a container service; this file has none (only x-svc)');
+  if (root.volumes !== undefined || (isMap(xsvc) && xsvc.volumes !== undefined))
+    throw invalid('compose: volumes belong to a container service; this file has none (only x-svc)');
 }
 
 function machinesSetting(v: unknown, where: string): number | undefined {
@@ -399,7 +431,10 @@ function xsvcOf(v: unknown, where: string, known: readonly string[]): Fields | u
 function interpolated(v: unknown, where: string): unknown {
   if (typeof v === 'string') {
     const m = /(?<!\$)(?:\$\$)*\$(\{[^}]*\}?|[A-Za-z_][A-Za-z0-9_]*)/.exec(v);
-    if (m) throw invalid(`compose: ${where || 'the file'}: ${m[0].replace(/^(\$\$)*/, '')} takes a variable from the deploying environment, which a deploy has none of (set it with the env API, or write $$ for a literal $)`);
+    if (m)
+      throw invalid(
+        `compose: ${where || 'the file'}: ${m[0].replace(/^(\$\$)*/, '')} takes a variable from the deploying environment, which a deploy has none of (set it with the env API, or write $$ for a literal $)`,
+      );
     return v.replace(/\$\$/g, '$');
   }
   if (Array.isArray(v)) return v.map((x, i) => interpolated(x, `${where}[${i}]`));
@@ -422,9 +457,13 @@ const withPolicy = (c: Compose, policy: Declaration[]): Compose => (policy.lengt
 function publicService(services: Array<{ name: string; svc: Fields; xsvc: Fields | undefined }>): string {
   const marked = services.filter((s) => s.xsvc?.public === true);
   for (const s of services) {
-    if (s.xsvc?.public !== undefined && typeof s.xsvc.public !== 'boolean') throw invalid(`compose: services.${s.name}.x-svc.public must be true or false`);
+    if (s.xsvc?.public !== undefined && typeof s.xsvc.public !== 'boolean')
+      throw invalid(`compose: services.${s.name}.x-svc.public must be true or false`);
   }
-  if (marked.length > 1) throw invalid(`compose: services ${marked.map((s) => s.name).join(' and ')} are both marked x-svc.public; one service receives the app's hostname`);
+  if (marked.length > 1)
+    throw invalid(
+      `compose: services ${marked.map((s) => s.name).join(' and ')} are both marked x-svc.public; one service receives the app's hostname`,
+    );
   if (marked.length === 1) return marked[0]!.name;
   if (services.length === 1) return services[0]!.name;
   const publishing = services.filter((s) => s.svc.ports !== undefined);
@@ -446,21 +485,25 @@ function checkDependencies(services: ComposeService[], publicName: string): void
       const at = `services.${s.name}.depends_on.${d.service}`;
       if (!dep) throw invalid(`compose: ${at}: the file has no service ${d.service}`);
       if (dep === s) throw invalid(`compose: ${at}: a service cannot depend on itself`);
-      if (d.condition === 'healthy' && !dep.healthcheck) throw invalid(`compose: ${at}: service_healthy needs a healthcheck on ${d.service}`);
-      if (d.condition === 'completed' && (dep.restart ?? 'always') === 'always') throw invalid(`compose: ${at}: service_completed_successfully needs ${d.service} to end (restart: "no" or on-failure)`);
+      if (d.condition === 'healthy' && !dep.healthcheck)
+        throw invalid(`compose: ${at}: service_healthy needs a healthcheck on ${d.service}`);
+      if (d.condition === 'completed' && (dep.restart ?? 'always') === 'always')
+        throw invalid(`compose: ${at}: service_completed_successfully needs ${d.service} to end (restart: "no" or on-failure)`);
     }
   }
   const state = new Map<string, 'visiting' | 'done'>();
   const visit = (name: string, path: string[]): void => {
     if (state.get(name) === 'done') return;
-    if (state.get(name) === 'visiting') throw invalid(`compose: depends_on has a cycle: ${[...path.slice(path.indexOf(name)), name].join(' -> ')}`);
+    if (state.get(name) === 'visiting')
+      throw invalid(`compose: depends_on has a cycle: ${[...path.slice(path.indexOf(name)), name].join(' -> ')}`);
     state.set(name, 'visiting');
     for (const d of byName.get(name)!.dependsOn) visit(d.service, [...path, name]);
     state.set(name, 'done');
   };
   for (const s of services) visit(s.name, []);
   const pub = byName.get(publicName)!;
-  if ((pub.restart ?? 'always') !== 'always') throw invalid(`compose: services.${publicName}.restart: the service receiving the app's hostname always restarts (restart: always)`);
+  if ((pub.restart ?? 'always') !== 'always')
+    throw invalid(`compose: services.${publicName}.restart: the service receiving the app's hostname always restarts (restart: always)`);
 }
 
 function parseComposeFile(text: string, files: ComposeFiles | undefined): Compose {
@@ -469,7 +512,10 @@ function parseComposeFile(text: string, files: ComposeFiles | undefined): Compos
   const root: unknown = interpolated(doc.toJS(), '');
   if (!isMap(root)) throw invalid('compose: the file must be a map with services and/or x-svc');
   for (const key of Object.keys(root)) {
-    if (!topLevelKeys.includes(key)) throw invalid(`compose: top-level ${key} is not supported${refusedWhy[key] ? ` (${refusedWhy[key]})` : ` (supported: ${topLevelKeys.join(', ')})`}`);
+    if (!topLevelKeys.includes(key))
+      throw invalid(
+        `compose: top-level ${key} is not supported${refusedWhy[key] ? ` (${refusedWhy[key]})` : ` (supported: ${topLevelKeys.join(', ')})`}`,
+      );
   }
   const topXsvc = xsvcOf(root['x-svc'], 'x-svc', xsvcKeys);
   const topMachines = machinesSetting(topXsvc?.machines, 'x-svc.machines');
@@ -487,16 +533,25 @@ function parseComposeFile(text: string, files: ComposeFiles | undefined): Compos
     const only = entries[0];
     noVolumes(root, only?.svc['x-svc'] ?? root['x-svc']);
     const machines = machinesSetting(only?.xsvc?.machines, `services.${only?.name}.x-svc.machines`) ?? topMachines;
-    return withPolicy({ services: [], settings: machines !== undefined ? { machines } : {}, envFiles: [] }, composePolicy(root['x-svc'], only ? { name: only.name, xsvc: only.svc['x-svc'] } : undefined));
+    return withPolicy(
+      { services: [], settings: machines !== undefined ? { machines } : {}, envFiles: [] },
+      composePolicy(root['x-svc'], only ? { name: only.name, xsvc: only.svc['x-svc'] } : undefined),
+    );
   }
   if (entries.length > maxServices) throw invalid(`compose: ${entries.length} services; an app has at most ${maxServices}`);
   for (const e of entries) {
     if (!serviceNamePattern.test(e.name) || e.name.length > maxServiceName) {
-      throw invalid(`compose: services.${e.name}: a service name here is 1-${maxServiceName} lowercase letters, digits and -, starting with a letter (the app's machines reach the service by it as a host name)`);
+      throw invalid(
+        `compose: services.${e.name}: a service name here is 1-${maxServiceName} lowercase letters, digits and -, starting with a letter (the app's machines reach the service by it as a host name)`,
+      );
     }
     onlyKeys(e.svc, serviceKeys, `services.${e.name}`);
     if (e.svc.image === undefined) {
-      throw invalid(onlyXsvc(e) ? `compose: services.${e.name} has only x-svc: a file with other services gives each an image` : `compose: services.${e.name}.image is required (build images with POST /builds)`);
+      throw invalid(
+        onlyXsvc(e)
+          ? `compose: services.${e.name} has only x-svc: a file with other services gives each an image`
+          : `compose: services.${e.name}.image is required (build images with POST /builds)`,
+      );
     }
   }
   const publicName = publicService(entries);
@@ -505,27 +560,38 @@ function parseComposeFile(text: string, files: ComposeFiles | undefined): Compos
   const read: string[] = [];
   const parsed = entries.map(({ name, svc, xsvc }) => {
     const where = `services.${name}`;
-    if (typeof svc.image !== 'string' || !/^[a-zA-Z0-9][a-zA-Z0-9._/:@-]{0,511}$/.test(svc.image)) throw invalid(`compose: ${where}.image must be an image reference`);
+    if (typeof svc.image !== 'string' || !/^[a-zA-Z0-9][a-zA-Z0-9._/:@-]{0,511}$/.test(svc.image))
+      throw invalid(`compose: ${where}.image must be an image reference`);
     // Policies belong to the public service: nothing else is reached from outside to be gated.
     if (name !== publicName && xsvc && ('auth' in xsvc || 'identity' in xsvc)) {
-      throw invalid(`compose: ${where}.x-svc.${'auth' in xsvc ? 'auth' : 'identity'}: ${name} does not receive the app's hostname (${publicName} does), so no request to it passes the sign-in gate; declare the policy on ${publicName} or at the top level`);
+      throw invalid(
+        `compose: ${where}.x-svc.${'auth' in xsvc ? 'auth' : 'identity'}: ${name} does not receive the app's hostname (${publicName} does), so no request to it passes the sign-in gate; declare the policy on ${publicName} or at the top level`,
+      );
     }
     const published = portList(svc.ports, `${where}.ports`);
     const exposed = portList(svc.expose, `${where}.expose`);
     const ports = [...new Set([...published, ...exposed])];
     const settings = xsvc?.volumes !== undefined ? volumeSettings(xsvc.volumes, `${where}.x-svc.volumes`) : topVolumes;
     // x-svc.volumes entries with a path and no mount: the service's own when it says them, or the only service's.
-    const unmounted = xsvc?.volumes !== undefined || entries.length === 1 ? [...settings].filter(([, v]) => v.path !== undefined).map(([n]) => n) : [];
+    const unmounted =
+      xsvc?.volumes !== undefined || entries.length === 1 ? [...settings].filter(([, v]) => v.path !== undefined).map(([n]) => n) : [];
     const machines = machinesSetting(xsvc?.machines, `${where}.x-svc.machines`);
     const deployReplicas = svc.deploy !== undefined ? replicas(svc.deploy, `${where}.deploy`) : undefined;
-    if (machines !== undefined && deployReplicas !== undefined && machines !== deployReplicas) throw invalid(`compose: ${where}: x-svc.machines (${machines}) and deploy.replicas (${deployReplicas}) disagree`);
+    if (machines !== undefined && deployReplicas !== undefined && machines !== deployReplicas)
+      throw invalid(`compose: ${where}: x-svc.machines (${machines}) and deploy.replicas (${deployReplicas}) disagree`);
     // x-svc.machines at the top is every service's default.
     const count = machines ?? deployReplicas ?? topMachines;
     const check = svc.healthcheck !== undefined ? healthcheck(svc.healthcheck, `${where}.healthcheck`) : undefined;
-    if (svc.container_name !== undefined && (typeof svc.container_name !== 'string' || !serviceNamePattern.test(svc.container_name) || svc.container_name.length > 63)) {
-      throw invalid(`compose: ${where}.container_name must be a host name (lowercase letters, digits and -, starting with a letter): the app's machines reach the service by it too`);
+    if (
+      svc.container_name !== undefined &&
+      (typeof svc.container_name !== 'string' || !serviceNamePattern.test(svc.container_name) || svc.container_name.length > 63)
+    ) {
+      throw invalid(
+        `compose: ${where}.container_name must be a host name (lowercase letters, digits and -, starting with a letter): the app's machines reach the service by it too`,
+      );
     }
-    if (svc.working_dir !== undefined && (typeof svc.working_dir !== 'string' || !svc.working_dir.startsWith('/'))) throw invalid(`compose: ${where}.working_dir must be an absolute path`);
+    if (svc.working_dir !== undefined && (typeof svc.working_dir !== 'string' || !svc.working_dir.startsWith('/')))
+      throw invalid(`compose: ${where}.working_dir must be an absolute path`);
     const env = [
       ...(svc.env_file !== undefined ? envFiles(svc.env_file, `${where}.env_file`, files, read) : []),
       ...(svc.environment !== undefined ? environment(svc.environment, `${where}.environment`) : []),
@@ -556,14 +622,20 @@ function parseComposeFile(text: string, files: ComposeFiles | undefined): Compos
   for (const s of parsed) {
     for (const v of s.volumes) {
       const other = owner.get(v.name);
-      if (other) throw invalid(`compose: volume ${v.name} is mounted by ${other} and ${s.name}; a volume belongs to one service (each machine has its own copy)`);
+      if (other)
+        throw invalid(
+          `compose: volume ${v.name} is mounted by ${other} and ${s.name}; a volume belongs to one service (each machine has its own copy)`,
+        );
       owner.set(v.name, s.name);
     }
   }
   // Every x-svc.volumes entry sizes or places a volume some service has.
   const settled = [...topVolumes.keys(), ...entries.flatMap((e) => (isMap(e.xsvc?.volumes) ? Object.keys(e.xsvc.volumes) : []))];
   const unowned = [...new Set(settled.filter((n) => !owner.has(n)))];
-  if (unowned.length) throw invalid(`compose: x-svc.volumes ${unowned.join(', ')}: mounted by no service (mount ${unowned.length > 1 ? 'each' : 'it'} in a service's volumes, or give it a path)`);
+  if (unowned.length)
+    throw invalid(
+      `compose: x-svc.volumes ${unowned.join(', ')}: mounted by no service (mount ${unowned.length > 1 ? 'each' : 'it'} in a service's volumes, or give it a path)`,
+    );
   const names = new Map<string, string>();
   for (const s of parsed) {
     for (const n of [s.name, ...s.aliases]) {

@@ -10,7 +10,15 @@ import type { Logger } from '../../lib/logger.js';
 import type { App } from '../../lib/resources/index.js';
 import type { AppRecord } from '../repositories/app-record.js';
 import { planHandlerRoutes } from '../../lib/handlers/routes.js';
-import { combine, isHtmlPage, isMarkdownPage, PolicyError, treeDeclarations, type AuthPolicy, type Declaration } from '../../lib/policy/index.js';
+import {
+  combine,
+  isHtmlPage,
+  isMarkdownPage,
+  PolicyError,
+  treeDeclarations,
+  type AuthPolicy,
+  type Declaration,
+} from '../../lib/policy/index.js';
 import { DomainError } from '../../lib/errors.js';
 import { ApiError, invalid } from '../errors.js';
 import type { AppRepository } from '../repositories/apps.js';
@@ -33,7 +41,11 @@ const fileContent = z.union([z.string(), z.strictObject({ base64: z.base64() })]
 export const deployFields = z.strictObject({
   files: z.record(z.string().min(1).max(1024), fileContent).optional(),
   image: imageRef.optional(),
-  compose: z.string().min(1).max(256 * 1024).optional(),
+  compose: z
+    .string()
+    .min(1)
+    .max(256 * 1024)
+    .optional(),
   port: z.number().int().min(1).max(65535).optional(),
   command: z.array(z.string().max(4096)).max(64).optional(),
   args: z.array(z.string().max(4096)).max(256).optional(),
@@ -42,7 +54,10 @@ export const deployFields = z.strictObject({
 export const deployBody = deployFields
   .refine((b) => [b.files, b.image, b.compose].some((x) => x !== undefined), 'send files, image, compose, or a .tar.gz body')
   .refine((b) => !(b.image && (b.files || b.compose)), 'image deploys take no files or compose')
-  .refine((b) => b.image || (b.port === undefined && b.command === undefined && b.args === undefined), 'port, command and args go with image');
+  .refine(
+    (b) => b.image || (b.port === undefined && b.command === undefined && b.args === undefined),
+    'port, command and args go with image',
+  );
 export type DeployBody = z.infer<typeof deployBody>;
 
 export const tarballTypes = ['application/gzip', 'application/x-gzip', 'application/x-tar+gzip', 'application/x-compressed-tar'];
@@ -117,7 +132,10 @@ export class Deployer {
       const isPage = (p: string) => isHtmlPage(p) || isMarkdownPage(p);
       const pages = await readTarballFiles(staged.file, isPage, policyBatchBytes);
       for (const big of entries.filter((e) => isPage(e.path) && e.size > policyBatchBytes)) {
-        if (big.size > policyMaxBytes) throw invalid(`${big.path}: a page larger than ${policyMaxBytes / 1024 / 1024} MiB cannot be checked for authentication policy declarations`);
+        if (big.size > policyMaxBytes)
+          throw invalid(
+            `${big.path}: a page larger than ${policyMaxBytes / 1024 / 1024} MiB cannot be checked for authentication policy declarations`,
+          );
         for (const [p, body] of await readTarballFiles(staged.file, (x) => x === big.path, policyMaxBytes)) pages.set(p, body);
       }
       const html = new Map([...pages].filter(([p, body]) => isHtml(p) && body.length <= detectBytes));
@@ -146,7 +164,11 @@ export class Deployer {
       const bytes = entries.reduce((n, e) => n + e.size, 0);
       return {
         origin,
-        spec: { kind: detected.kind, source: { digest: staged.digest, url: `${this.artifactBaseUrl}/${staged.digest}` }, ...(auth ? { auth } : {}) },
+        spec: {
+          kind: detected.kind,
+          source: { digest: staged.digest, url: `${this.artifactBaseUrl}/${staged.digest}` },
+          ...(auth ? { auth } : {}),
+        },
         summary: { files: entries.length, bytes, archive_bytes: staged.size, detected: detected.why, ...policySummary(auth) },
       };
     } catch (err) {
@@ -160,23 +182,44 @@ export class Deployer {
       this.checkImages({ kind: 'container', image: body.image });
       return {
         origin: 'image',
-        spec: { kind: 'container', image: body.image, ...(body.port ? { port: body.port } : {}), ...(body.command ? { command: body.command } : {}), ...(body.args ? { args: body.args } : {}) },
+        spec: {
+          kind: 'container',
+          image: body.image,
+          ...(body.port ? { port: body.port } : {}),
+          ...(body.command ? { command: body.command } : {}),
+          ...(body.args ? { args: body.args } : {}),
+        },
         summary: { image: body.image },
       };
     }
-    const sent = body.files ? new Map(Object.entries(body.files).map(([p, c]) => [p.replace(/^\.\//, ''), typeof c === 'string' ? c : Buffer.from(c.base64, 'base64').toString('utf8')])) : undefined;
+    const sent = body.files
+      ? new Map(
+          Object.entries(body.files).map(([p, c]) => [
+            p.replace(/^\.\//, ''),
+            typeof c === 'string' ? c : Buffer.from(c.base64, 'base64').toString('utf8'),
+          ]),
+        )
+      : undefined;
     const compose = body.compose !== undefined ? parseCompose(body.compose, sent ? (p) => sent.get(p) : undefined) : undefined;
     if (compose?.services.length) {
       // Files go with a compose file's services only as the env files they read.
       const extra = [...(sent?.keys() ?? [])].filter((p) => !compose.envFiles.includes(p));
-      if (extra.length) throw invalid(`a compose file's services run their images: files sent with it are its env_file files only (${extra.slice(0, 3).join(', ')} ${extra.length > 1 ? 'are' : 'is'} not one)`);
-      const prepared = composePrepared(compose, policyOrInvalid(() => combine(compose.policy ?? [])));
+      if (extra.length)
+        throw invalid(
+          `a compose file's services run their images: files sent with it are its env_file files only (${extra.slice(0, 3).join(', ')} ${extra.length > 1 ? 'are' : 'is'} not one)`,
+        );
+      const prepared = composePrepared(
+        compose,
+        policyOrInvalid(() => combine(compose.policy ?? [])),
+      );
       this.checkImages(prepared.spec);
       return prepared;
     }
     if (!body.files) throw invalid('this compose file has no container service (only x-svc): send the files it configures with it');
     if (!Object.keys(body.files).length) throw invalid('the deploy has no files');
-    const files = Object.fromEntries(Object.entries(body.files).map(([p, c]) => [p, typeof c === 'string' ? c : Buffer.from(c.base64, 'base64')]));
+    const files = Object.fromEntries(
+      Object.entries(body.files).map(([p, c]) => [p, typeof c === 'string' ? c : Buffer.from(c.base64, 'base64')]),
+    );
     const packed = await packTree(files).catch((err: unknown) => {
       if (err instanceof TreeError) throw invalid(`files: ${err.message}`);
       throw err;
@@ -193,7 +236,11 @@ export class Deployer {
     const opened = await this.artifacts.open(digest);
     if (!opened) throw new DomainError('not_found', `artifact ${digest} is not in the store`);
     opened.stream.destroy();
-    const prepared = await this.prepareTree({ file: this.artifacts.fileOf(digest), digest, size: opened.size, discard: async () => undefined }, origin, keep);
+    const prepared = await this.prepareTree(
+      { file: this.artifacts.fileOf(digest), digest, size: opened.size, discard: async () => undefined },
+      origin,
+      keep,
+    );
     return { ...prepared, summary: { ...prepared.summary, ...summary } };
   }
 
@@ -249,7 +296,10 @@ export class Deployer {
         ...(prepared.volumes !== undefined ? { volumes: prepared.volumes.length ? prepared.volumes : null } : {}),
       });
     } catch (err) {
-      await this.deploys.finish(deploy.id, { status: 'failed', reason: err instanceof DomainError ? err.message : 'the app could not be updated' });
+      await this.deploys.finish(deploy.id, {
+        status: 'failed',
+        reason: err instanceof DomainError ? err.message : 'the app could not be updated',
+      });
       throw err;
     }
     this.log.info({ app: name, deploy: deploy.id, kind: prepared.spec.kind, origin: deploy.origin }, 'Deploy started');
@@ -349,7 +399,12 @@ function composePrepared(compose: Compose, auth: AuthPolicy | undefined): Prepar
       ...(services.length ? { service: pub.name, services, ...(pub.ports.length ? { ports: pub.ports } : {}) } : {}),
       ...(auth ? { auth } : {}),
     },
-    summary: { service: pub.name, image: pub.image, ...(services.length ? { services: [pub.name, ...services.map((s) => s.name)] } : {}), ...policySummary(auth) },
+    summary: {
+      service: pub.name,
+      image: pub.image,
+      ...(services.length ? { services: [pub.name, ...services.map((s) => s.name)] } : {}),
+      ...policySummary(auth),
+    },
     ...(compose.settings.machines !== undefined ? { machines: compose.settings.machines } : {}),
     volumes: pub.volumes,
   };

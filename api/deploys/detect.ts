@@ -20,7 +20,8 @@ export function detectKind(paths: readonly string[], htmlContents: ReadonlyMap<s
   if (!paths.length) throw invalid('the deploy has no files');
   for (const [file, body] of htmlContents) {
     const text = body.toString('utf8');
-    if (htmlAppMarkers.some((m) => m.test(text))) return { kind: 'html', why: `${file} uses platform bindings (data-svc, {{$viewer}} or svc- meta tags)` };
+    if (htmlAppMarkers.some((m) => m.test(text)))
+      return { kind: 'html', why: `${file} uses platform bindings (data-svc, {{$viewer}} or svc- meta tags)` };
   }
   const html = paths.filter(isHtml);
   const handlers = paths.filter(isHandler);
@@ -29,5 +30,8 @@ export function detectKind(paths: readonly string[], htmlContents: ReadonlyMap<s
   }
   const markdown = paths.filter(isMarkdown);
   if (markdown.length && !html.length) return { kind: 'markdown', why: `${markdown.length} Markdown pages and no HTML` };
-  return { kind: 'static', why: html.length ? `${html.length} HTML pages without platform bindings` : `${paths.length} files served as they are` };
+  return {
+    kind: 'static',
+    why: html.length ? `${html.length} HTML pages without platform bindings` : `${paths.length} files served as they are`,
+  };
 }

@@ -129,10 +129,13 @@ export class DeployRecorder {
   private retryLater(uid: string): void {
     const attempt = (this.retries.get(uid)?.attempt ?? 0) + 1;
     clearTimeout(this.retries.get(uid)?.timer);
-    const timer = setTimeout(() => {
-      const app = this.apps.all().find((a) => a.metadata.uid === uid);
-      if (app && this.leading) this.schedule(app);
-    }, Math.min(500 * 2 ** (attempt - 1), 5000));
+    const timer = setTimeout(
+      () => {
+        const app = this.apps.all().find((a) => a.metadata.uid === uid);
+        if (app && this.leading) this.schedule(app);
+      },
+      Math.min(500 * 2 ** (attempt - 1), 5000),
+    );
     timer.unref();
     this.retries.set(uid, { attempt, timer });
   }
@@ -143,13 +146,18 @@ export class DeployRecorder {
     for (const o of outcomes) {
       if (this.recorded.has(o.id)) continue;
       const at = new Date(o.at);
-      const result = await this.deploys.finish(o.id, o.state === 'live' ? { status: 'live' } : { status: 'failed', reason: o.reason ?? 'the rollout failed' }, at);
+      const result = await this.deploys.finish(
+        o.id,
+        o.state === 'live' ? { status: 'live' } : { status: 'failed', reason: o.reason ?? 'the rollout failed' },
+        at,
+      );
       // The App may name a deploy whose row is not written yet (an App created with its first
       // deploy writes the row just after): look again on the App's next change.
       if (result === 'missing') continue;
       const replaced = await this.deploys.replaceOlder(app.metadata.uid!, o.id, at);
       this.recorded.add(o.id);
-      if (result === 'moved') this.log.info({ app: app.metadata.name, deploy: o.id, status: o.state, reason: o.reason, replaced }, `Deploy ${o.state}`);
+      if (result === 'moved')
+        this.log.info({ app: app.metadata.name, deploy: o.id, status: o.state, reason: o.reason, replaced }, `Deploy ${o.state}`);
     }
     await this.afterRecord?.(app);
   }

@@ -112,7 +112,9 @@ export class EventHub {
       const events = await listEvents(this.db, accountId, { after: from, limit: page });
       if (!events.length) return;
       for (const f of a.followers) {
-        const mine = events.filter((e) => e.id > f.after && matchesFilters(e.type, f.kinds) && (f.app === undefined || e.subject === f.app));
+        const mine = events.filter(
+          (e) => e.id > f.after && matchesFilters(e.type, f.kinds) && (f.app === undefined || e.subject === f.app),
+        );
         // The cursor moves over what the filters skip too: a resume starts after it.
         f.after = Math.max(f.after, events[events.length - 1]!.id);
         if (mine.length) f.deliver(mine);

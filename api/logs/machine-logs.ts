@@ -56,7 +56,8 @@ export function parseKubeletLine(raw: string): { key: string; time: string; text
 export type LogFormat = 'text' | 'ndjson';
 
 export function formatLine(l: LogLine, format: LogFormat): string {
-  if (format === 'ndjson') return `${JSON.stringify({ time: l.time, machine: l.machine, ...(l.service !== null ? { service: l.service } : {}), pod: l.pod, line: l.line })}\n`;
+  if (format === 'ndjson')
+    return `${JSON.stringify({ time: l.time, machine: l.machine, ...(l.service !== null ? { service: l.service } : {}), pod: l.pod, line: l.line })}\n`;
   return `${l.time} ${l.machine === null ? l.pod : `${l.service !== null ? `${l.service}/` : ''}m${l.machine}`} ${l.line}\n`;
 }
 
@@ -65,7 +66,10 @@ export function wantsNdjson(accept: string | string[] | undefined): boolean {
   return value
     .split(',')
     .map((part) => part.split(';'))
-    .some(([type, ...params]) => type?.trim().toLowerCase() === 'application/x-ndjson' && !params.some((p) => /^\s*q\s*=\s*0(\.0*)?\s*$/i.test(p)));
+    .some(
+      ([type, ...params]) =>
+        type?.trim().toLowerCase() === 'application/x-ndjson' && !params.some((p) => /^\s*q\s*=\s*0(\.0*)?\s*$/i.test(p)),
+    );
 }
 
 /** Cuts a byte stream into lines (without their newline), never splitting a UTF-8 character. */
@@ -121,7 +125,9 @@ function instanceOf(pod: k8s.V1Pod): string {
 /** The app's machine Pods, by one label-selected list, in machine then name order. */
 /** The app's machines (of one service, when `service` is given), by ordinal. */
 export async function listMachines(s: Pick<Services, 'machines'>, namespace: string, app: string, service?: string): Promise<k8s.V1Pod[]> {
-  const pods = (await s.machines.list(namespace, app)).filter((p) => service === undefined || p.metadata?.labels?.[labels.service] === service);
+  const pods = (await s.machines.list(namespace, app)).filter(
+    (p) => service === undefined || p.metadata?.labels?.[labels.service] === service,
+  );
   return pods.sort((a, b) => (machineOf(a) ?? Infinity) - (machineOf(b) ?? Infinity) || a.metadata!.name!.localeCompare(b.metadata!.name!));
 }
 
@@ -219,7 +225,13 @@ function lineOf(pod: k8s.V1Pod, raw: string, fallbackKey: string): LogLine {
 }
 
 /** Without follow: the last `tail` lines of each machine, merged in time order. */
-export async function recentLines(log: Pick<MachineRepository, 'logs'>, namespace: string, pods: k8s.V1Pod[], sel: Selection, nowKey: string): Promise<LogLine[]> {
+export async function recentLines(
+  log: Pick<MachineRepository, 'logs'>,
+  namespace: string,
+  pods: k8s.V1Pod[],
+  sel: Selection,
+  nowKey: string,
+): Promise<LogLine[]> {
   if (sel.tail === 0) return [];
   const upstreams: Upstream[] = [];
   const perPod = pods.filter(hasLog).map(async (pod) => {
@@ -250,7 +262,7 @@ export async function recentLines(log: Pick<MachineRepository, 'logs'>, namespac
   clearTimeout(timer);
   if (!all) {
     for (const up of upstreams) up.abort();
-    throw new ApiError('unavailable', 'reading the machines\' logs took too long; retry later');
+    throw new ApiError('unavailable', "reading the machines' logs took too long; retry later");
   }
   // Each machine's lines are in order already; a stable sort by time keeps that and interleaves them.
   return all.flat().sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
@@ -405,4 +417,3 @@ export class FollowStream extends Readable {
       });
   }
 }
-

@@ -11,7 +11,12 @@ import type { ApiState } from '../state.js';
 
 function translate(err: unknown): ApiError | undefined {
   if (err instanceof ApiError) return err;
-  if (err instanceof DomainError) return new ApiError(err.kind === 'invalid' ? 'invalid_request' : err.kind, err.message, err.kind === 'unavailable' ? { 'Retry-After': '5' } : {});
+  if (err instanceof DomainError)
+    return new ApiError(
+      err.kind === 'invalid' ? 'invalid_request' : err.kind,
+      err.message,
+      err.kind === 'unavailable' ? { 'Retry-After': '5' } : {},
+    );
   // Nothing was decided: the client may retry as it is (it is told when).
   if (databaseUnavailable(err)) return new ApiError('unavailable', 'the database is unavailable; retry shortly', { 'Retry-After': '5' });
   const e = err as { status?: number; statusCode?: number; type?: string; expose?: boolean };

@@ -85,7 +85,9 @@ export class AppRepository {
         { group, version, namespace, plural, name, body: { ...(resourceVersion ? { metadata: { resourceVersion } } : {}), spec } },
         mergePatch,
       )) as App;
-      await untilCached<App>(this.informer, namespace, name, (c) => isAtLeast(c?.metadata.resourceVersion, written.metadata.resourceVersion));
+      await untilCached<App>(this.informer, namespace, name, (c) =>
+        isAtLeast(c?.metadata.resourceVersion, written.metadata.resourceVersion),
+      );
       return appRecord(written);
     } catch (err) {
       if (kubeStatus(err) === 404) throw new DomainError('not_found', `app ${name} not found`);
@@ -127,7 +129,11 @@ export class AppRepository {
   }
 
   /** Creates an App with its full metadata (previews and forks carry labels and owners). */
-  async createWith(namespace: string, metadata: { name: string; labels?: Record<string, string>; owner?: AppRecord }, spec: App['spec']): Promise<AppRecord> {
+  async createWith(
+    namespace: string,
+    metadata: { name: string; labels?: Record<string, string>; owner?: AppRecord },
+    spec: App['spec'],
+  ): Promise<AppRecord> {
     const claim = await this.claimHostname(namespace, metadata.name);
     try {
       const created = await createCustomObject<App>(
@@ -138,7 +144,20 @@ export class AppRepository {
           name: metadata.name,
           labels: { [labels.managedBy]: managers.api, ...metadata.labels },
           // Owned, not controlled: deleting the owner deletes this App (previews go with their app).
-          ...(metadata.owner ? { ownerReferences: [{ apiVersion, kind: 'App', name: metadata.owner.name, uid: metadata.owner.id, controller: false, blockOwnerDeletion: true }] } : {}),
+          ...(metadata.owner
+            ? {
+                ownerReferences: [
+                  {
+                    apiVersion,
+                    kind: 'App',
+                    name: metadata.owner.name,
+                    uid: metadata.owner.id,
+                    controller: false,
+                    blockOwnerDeletion: true,
+                  },
+                ],
+              }
+            : {}),
         },
         this.identity && !spec.identity ? { ...spec, identity: { ...this.identity } } : spec,
       );
@@ -158,7 +177,10 @@ export class AppRepository {
     const claim = await this.hostnames.store.claim(namespace, name);
     if (claim.ok) return claim;
     if (claim.reason === 'held') {
-      throw new DomainError('conflict', `the hostname ${host} is held until ${claim.until.toISOString()} for the account whose app used it; choose another name`);
+      throw new DomainError(
+        'conflict',
+        `the hostname ${host} is held until ${claim.until.toISOString()} for the account whose app used it; choose another name`,
+      );
     }
     throw new DomainError('conflict', `the hostname ${host} belongs to another account's app; choose another name`);
   }

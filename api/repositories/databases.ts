@@ -20,7 +20,8 @@ const plural = pluralOf('Database');
 const newPassword = () => randomBytes(24).toString('hex');
 
 /** A Secret's value, decoded. */
-const valueOf = (secret: k8s.V1Secret, key: string): string | undefined => (secret.data?.[key] === undefined ? undefined : Buffer.from(secret.data[key], 'base64').toString('utf8'));
+const valueOf = (secret: k8s.V1Secret, key: string): string | undefined =>
+  secret.data?.[key] === undefined ? undefined : Buffer.from(secret.data[key], 'base64').toString('utf8');
 
 export class DatabaseRepository {
   private readonly informer: k8s.ListWatch<Database>;
@@ -39,7 +40,9 @@ export class DatabaseRepository {
     await this.informer.start();
     // Secrets written before servers had a replication role get its password; the server takes it
     // at its next start (until then no branch can copy it). In the background: start does not wait.
-    void this.addReplicationKeys().catch((err: unknown) => this.log.warn({ err }, 'Adding replication passwords to databases\' credentials failed; the next start tries again'));
+    void this.addReplicationKeys().catch((err: unknown) =>
+      this.log.warn({ err }, "Adding replication passwords to databases' credentials failed; the next start tries again"),
+    );
   }
 
   /** Adds a replication password to each Database's credentials Secret that has none. */
@@ -49,7 +52,8 @@ export class DatabaseRepository {
       if ((db.spec.provider ?? 'pods') !== 'pods') continue;
       await this.ensureReplicationKey(namespace, name).catch((err: unknown) => {
         // No Secret (yet), or a namespace that is no account's (the API holds Secrets only there).
-        if (![403, 404].includes(kubeStatus(err) ?? 0)) this.log.warn({ err, namespace, database: name }, 'Could not add a replication password to the database\'s credentials');
+        if (![403, 404].includes(kubeStatus(err) ?? 0))
+          this.log.warn({ err, namespace, database: name }, "Could not add a replication password to the database's credentials");
       });
     }
   }
@@ -61,10 +65,14 @@ export class DatabaseRepository {
     if (secret.data?.[replicationKey] !== undefined) return secret;
     // Guarded by resourceVersion: a Secret changed meanwhile is not overwritten (its next reading adds it).
     const patched = await this.core.patchNamespacedSecret(
-      { namespace, name: secretName, body: { metadata: { resourceVersion: secret.metadata?.resourceVersion }, stringData: { [replicationKey]: newPassword() } } },
+      {
+        namespace,
+        name: secretName,
+        body: { metadata: { resourceVersion: secret.metadata?.resourceVersion }, stringData: { [replicationKey]: newPassword() } },
+      },
       mergePatch,
     );
-    this.log.info({ namespace, database: name }, 'Added a replication password to the database\'s credentials');
+    this.log.info({ namespace, database: name }, "Added a replication password to the database's credentials");
     return patched;
   }
 
@@ -99,16 +107,28 @@ export class DatabaseRepository {
         body: {
           metadata: { name: o.secret, labels: { [labels.database]: name, [labels.managedBy]: managers.api } },
           type: 'Opaque',
-          stringData: { [credentialKeys.username]: 'app', [credentialKeys.password]: newPassword(), [credentialKeys.database]: name, [replicationKey]: newPassword() },
+          stringData: {
+            [credentialKeys.username]: 'app',
+            [credentialKeys.password]: newPassword(),
+            [credentialKeys.database]: name,
+            [replicationKey]: newPassword(),
+          },
         },
       });
       made = true;
     } catch (err) {
-      if (kubeStatus(err) !== 409) throw new DomainError('unavailable', 'cannot store the database credentials right now; retry later', err);
+      if (kubeStatus(err) !== 409)
+        throw new DomainError('unavailable', 'cannot store the database credentials right now; retry later', err);
       this.log.info({ namespace, database: name }, 'Reusing the credentials of a kept volume of the same name');
     }
     try {
-      const created = await createCustomObject<Database>(this.custom, 'Database', namespace, { name, labels: { [labels.managedBy]: managers.api } }, spec);
+      const created = await createCustomObject<Database>(
+        this.custom,
+        'Database',
+        namespace,
+        { name, labels: { [labels.managedBy]: managers.api } },
+        spec,
+      );
       await untilCached<Database>(this.informer, namespace, name, (c) => c?.metadata.uid === created.metadata.uid);
       return created;
     } catch (err) {
@@ -137,18 +157,32 @@ export class DatabaseRepository {
     });
     const username = valueOf(from, credentialKeys.username);
     const database = valueOf(from, credentialKeys.database);
-    if (!username || !database) throw new DomainError('conflict', `database ${source.metadata.name}'s credentials Secret has no ${!username ? credentialKeys.username : credentialKeys.database}: it cannot be branched`);
+    if (!username || !database)
+      throw new DomainError(
+        'conflict',
+        `database ${source.metadata.name}'s credentials Secret has no ${!username ? credentialKeys.username : credentialKeys.database}: it cannot be branched`,
+      );
     try {
       await this.core.createNamespacedSecret({
         namespace,
         body: {
           metadata: { name: o.secret, labels: { [labels.database]: name, [labels.managedBy]: managers.api }, ownerReferences },
           type: 'Opaque',
-          stringData: { [credentialKeys.username]: username, [credentialKeys.password]: newPassword(), [credentialKeys.database]: database, [replicationKey]: newPassword() },
+          stringData: {
+            [credentialKeys.username]: username,
+            [credentialKeys.password]: newPassword(),
+            [credentialKeys.database]: database,
+            [replicationKey]: newPassword(),
+          },
         },
       });
     } catch (err) {
-      if (kubeStatus(err) !== 409) throw new DomainError('unavailable', `cannot make the credentials of a branch of database ${source.metadata.name} right now; retry later`, err);
+      if (kubeStatus(err) !== 409)
+        throw new DomainError(
+          'unavailable',
+          `cannot make the credentials of a branch of database ${source.metadata.name} right now; retry later`,
+          err,
+        );
     }
     try {
       const created = await createCustomObject<Database>(
@@ -180,7 +214,10 @@ export class DatabaseRepository {
    */
   async requestBackup(namespace: string, name: string, token: string): Promise<void> {
     try {
-      await this.custom.patchNamespacedCustomObject({ group, version, plural, namespace, name, body: { metadata: { annotations: { [backupRequestAnnotation]: token } } } }, mergePatch);
+      await this.custom.patchNamespacedCustomObject(
+        { group, version, plural, namespace, name, body: { metadata: { annotations: { [backupRequestAnnotation]: token } } } },
+        mergePatch,
+      );
     } catch (err) {
       if (kubeStatus(err) === 404) throw new DomainError('not_found', `database ${name} not found`);
       throw new DomainError('unavailable', `cannot ask for a backup of ${name} right now; retry later`, err);

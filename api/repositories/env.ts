@@ -14,7 +14,11 @@ const appLabel = labels.app;
 const envLabel = labels.env;
 
 export function envSecretName(app: string, env: Env): string {
-  const canonical = JSON.stringify(Object.keys(env).sort().map((k) => [k, env[k]]));
+  const canonical = JSON.stringify(
+    Object.keys(env)
+      .sort()
+      .map((k) => [k, env[k]]),
+  );
   return `${app}-env-${createHash('sha256').update(canonical).digest('hex').slice(0, 10)}`;
 }
 
@@ -71,15 +75,16 @@ export class EnvRepository {
    * the App names it, so its first machines already have the variables. adopt() then ties it to the
    * App; discard() removes it if the App could not be created.
    */
-  async prepare(namespace: string, appName: string, env: Env): Promise<{ name: string; adopt: (app: AppRecord) => Promise<void>; discard: () => Promise<void> }> {
+  async prepare(
+    namespace: string,
+    appName: string,
+    env: Env,
+  ): Promise<{ name: string; adopt: (app: AppRecord) => Promise<void>; discard: () => Promise<void> }> {
     const { name, created } = await this.createSecret(namespace, appName, env);
     return {
       name,
       adopt: async (app) => {
-        await this.core.patchNamespacedSecret(
-          { namespace, name, body: { metadata: { ownerReferences: [ownerOf(app)] } } },
-          mergePatch,
-        );
+        await this.core.patchNamespacedSecret({ namespace, name, body: { metadata: { ownerReferences: [ownerOf(app)] } } }, mergePatch);
       },
       // Only what this call made: a Secret that existed belongs to someone else.
       discard: async () => {

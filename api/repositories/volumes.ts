@@ -49,7 +49,10 @@ export function claimBytes(claim: k8s.V1PersistentVolumeClaim): number {
 }
 
 interface Summary {
-  pods?: Array<{ podRef?: { name?: string; namespace?: string }; volume?: Array<{ usedBytes?: number; capacityBytes?: number; pvcRef?: { name?: string; namespace?: string } }> }>;
+  pods?: Array<{
+    podRef?: { name?: string; namespace?: string };
+    volume?: Array<{ usedBytes?: number; capacityBytes?: number; pvcRef?: { name?: string; namespace?: string } }>;
+  }>;
 }
 
 export class VolumeRepository {
@@ -129,10 +132,27 @@ export class VolumeRepository {
       const ref = c.metadata!.name!;
       const pod = mounter(ref);
       const node = pod?.spec?.nodeName ?? c.metadata?.annotations?.[selectedNode] ?? null;
-      const base = { ref, size_bytes: claimBytes(c), used_bytes: measuredBytes(c) ?? null, node, created_at: new Date(c.metadata!.creationTimestamp as unknown as string).toISOString() };
+      const base = {
+        ref,
+        size_bytes: claimBytes(c),
+        used_bytes: measuredBytes(c) ?? null,
+        node,
+        created_at: new Date(c.metadata!.creationTimestamp as unknown as string).toISOString(),
+      };
       if (l[labels.database]) {
         const db = databases.find((d) => d.metadata.name === l[labels.database]);
-        return { ...base, kind: 'database', app: null, service: null, machine: null, volume: null, database: l[labels.database]!, path: null, attached: db !== undefined, mounted_by: null };
+        return {
+          ...base,
+          kind: 'database',
+          app: null,
+          service: null,
+          machine: null,
+          volume: null,
+          database: l[labels.database]!,
+          path: null,
+          attached: db !== undefined,
+          mounted_by: null,
+        };
       }
       const ordinal = Number(l[labels.machine]);
       const app = apps.find((a) => a.name === l[labels.app]);

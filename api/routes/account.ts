@@ -49,7 +49,10 @@ const historyQuery = z
     months: z.coerce.number().int().min(1).max(24).optional().describe('How many months (bucket=month; default 6)'),
     days: z.coerce.number().int().min(1).max(93).optional().describe('How many days (bucket=day; default 30)'),
   })
-  .refine((q) => !(q.bucket === 'month' && q.days !== undefined) && !(q.bucket === 'day' && q.months !== undefined), 'months goes with bucket=month, days with bucket=day');
+  .refine(
+    (q) => !(q.bucket === 'month' && q.days !== undefined) && !(q.bucket === 'day' && q.months !== undefined),
+    'months goes with bucket=month, days with bucket=day',
+  );
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
@@ -99,9 +102,15 @@ const attemptSchema = z.object({
 const deliveriesQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(500).default(50),
   status: deliveryStatus.optional(),
-  before: z.coerce.number().int().min(0).optional().describe('Deliveries of events before this event id (a previous page\'s next_before)'),
+  before: z.coerce.number().int().min(0).optional().describe("Deliveries of events before this event id (a previous page's next_before)"),
 });
-const eventSchema = z.object({ id: z.number(), type: z.string(), subject: z.string().nullable(), data: z.record(z.string(), z.unknown()), created_at: z.string() });
+const eventSchema = z.object({
+  id: z.number(),
+  type: z.string(),
+  subject: z.string().nullable(),
+  data: z.record(z.string(), z.unknown()),
+  created_at: z.string(),
+});
 
 const presentWebhook = (w: Webhook) => ({
   id: w.id,
@@ -138,7 +147,13 @@ export function accountOperations(s: Services): Operation[] {
       action: 'read',
       response: accountSchema,
       handler: async ({ caller: { account } }) => ({
-        body: { id: account.id, email: account.email, name: account.name, namespace: account.namespace, created_at: iso(account.createdAt) },
+        body: {
+          id: account.id,
+          email: account.email,
+          name: account.name,
+          namespace: account.namespace,
+          created_at: iso(account.createdAt),
+        },
       }),
     }),
     op({
@@ -215,9 +230,17 @@ export function accountOperations(s: Services): Operation[] {
         const inherited = caller.principal.restrictions;
         // And its lineage: revoking the caller's token (or any it came from) revokes this one.
         const { token, record } = await s.accountLock.hold(caller.account.id, async () => {
-          const live = (await s.tokens.list(caller.account.id)).filter((t) => !t.revoked && (!t.expiresAt || t.expiresAt.getTime() > now)).length;
+          const live = (await s.tokens.list(caller.account.id)).filter(
+            (t) => !t.revoked && (!t.expiresAt || t.expiresAt.getTime() > now),
+          ).length;
           within(live, 1, s.config.quotas.tokensPerAccount, 'live tokens', 'revoke one first (DELETE /tokens/{id})');
-          return s.tokens.issue(caller.account.id, { name: body.name, restrictions, inherited, lineage: caller.principal.lineage, expiresAt });
+          return s.tokens.issue(caller.account.id, {
+            name: body.name,
+            restrictions,
+            inherited,
+            lineage: caller.principal.lineage,
+            expiresAt,
+          });
         });
         return {
           status: 201,
@@ -258,7 +281,10 @@ export function accountOperations(s: Services): Operation[] {
       handler: async ({ caller }) => {
         const now = s.clock();
         const start = monthStart(now);
-        const [totals, byApp] = await Promise.all([s.usage.between(caller.account.id, start, now), s.usage.byApp(caller.account.id, start, now)]);
+        const [totals, byApp] = await Promise.all([
+          s.usage.between(caller.account.id, start, now),
+          s.usage.byApp(caller.account.id, start, now),
+        ]);
         const apps = Object.fromEntries(Object.entries(byApp).map(([app, seconds]) => [app, { machine_seconds: seconds }]));
         return { body: { start: start.toISOString(), end: now.toISOString(), meters: totals, apps } };
       },
@@ -308,14 +334,25 @@ export function accountOperations(s: Services): Operation[] {
       handler: async ({ caller, body }) => {
         const unknownKinds = unknownFiltersMessage(body.events);
         if (unknownKinds) throw invalid(`invalid body: events: ${unknownKinds}`);
-        const problem = await webhookUrlProblemResolved(body.url, { allowPrivate: s.config.webhookAllowPrivate, resolver: resolverFor(s.config.webhookDnsServers) });
-        if (problem) throw invalid(problem);
-        const { webhook, secret } = await s.accountLock.hold(caller.account.id, async () => {
-          within((await s.webhooks.list(caller.account.id)).length, 1, s.config.quotas.webhooksPerAccount, 'webhooks', 'delete one first');
-          return s.webhooks.create(caller.account.id, { url: body.url, eventTypes: body.events, description: body.description });
-        }).catch((err: unknown) => {
-          throw err instanceof WebhookExistsError ? conflict(err.message) : err;
+        const problem = await webhookUrlProblemResolved(body.url, {
+          allowPrivate: s.config.webhookAllowPrivate,
+          resolver: resolverFor(s.config.webhookDnsServers),
         });
+        if (problem) throw invalid(problem);
+        const { webhook, secret } = await s.accountLock
+          .hold(caller.account.id, async () => {
+            within(
+              (await s.webhooks.list(caller.account.id)).length,
+              1,
+              s.config.quotas.webhooksPerAccount,
+              'webhooks',
+              'delete one first',
+            );
+            return s.webhooks.create(caller.account.id, { url: body.url, eventTypes: body.events, description: body.description });
+          })
+          .catch((err: unknown) => {
+            throw err instanceof WebhookExistsError ? conflict(err.message) : err;
+          });
         return { status: 201, body: { ...presentWebhook(webhook), secret } };
       },
     }),
@@ -345,7 +382,13 @@ export function accountOperations(s: Services): Operation[] {
       handler: async ({ caller, params }) => {
         const rotated = await s.webhooks.rotateSecret(caller.account.id, params.webhookID!);
         if (!rotated) throw notFound(`webhook ${params.webhookID}`);
-        return { body: { ...presentWebhook(rotated.webhook), secret: rotated.secret, previous_secret_valid_until: rotated.previousUntil.toISOString() } };
+        return {
+          body: {
+            ...presentWebhook(rotated.webhook),
+            secret: rotated.secret,
+            previous_secret_valid_until: rotated.previousUntil.toISOString(),
+          },
+        };
       },
     }),
     op({
@@ -374,7 +417,11 @@ export function accountOperations(s: Services): Operation[] {
       query: deliveriesQuery,
       response: z.object({ deliveries: z.array(deliverySchema), next_before: z.number().nullable() }),
       handler: async ({ caller, params, query }) => {
-        const deliveries = await s.webhooks.deliveries(caller.account.id, params.webhookID!, { limit: query.limit, status: query.status, beforeEventId: query.before });
+        const deliveries = await s.webhooks.deliveries(caller.account.id, params.webhookID!, {
+          limit: query.limit,
+          status: query.status,
+          beforeEventId: query.before,
+        });
         if (!deliveries) throw notFound(`webhook ${params.webhookID}`);
         const last = deliveries.length === query.limit ? deliveries[deliveries.length - 1] : undefined;
         return { body: { deliveries: deliveries.map(presentDelivery), next_before: last?.eventId ?? null } };

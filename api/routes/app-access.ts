@@ -33,5 +33,9 @@ export async function resolveApp(s: Pick<Services, 'apps'>, caller: Caller, idOr
 export function serviceOrInvalid(app: AppRecord, name: string): string {
   const known = app.spec.services?.length ? servicesOf(app.spec).flatMap((v) => v.name ?? []) : [];
   if (known.includes(name)) return name;
-  throw invalid(known.length ? `service: app ${app.name} has no service ${name} (it has ${known.join(', ')})` : `service: app ${app.name} has one unnamed service; service applies to apps deployed with several`);
+  throw invalid(
+    known.length
+      ? `service: app ${app.name} has no service ${name} (it has ${known.join(', ')})`
+      : `service: app ${app.name} has one unnamed service; service applies to apps deployed with several`,
+  );
 }

@@ -70,7 +70,10 @@ export function appAuthOperations(s: Services): Operation[] {
       handler: async ({ caller, params }) => {
         const app = await resolveApp(s, caller, params.appID!);
         const uid = app.id;
-        const user = action === 'disable' ? await s.auth.users.disable(uid, params.userID!, s.auth.sessions) : await s.auth.users.enable(uid, params.userID!);
+        const user =
+          action === 'disable'
+            ? await s.auth.users.disable(uid, params.userID!, s.auth.sessions)
+            : await s.auth.users.enable(uid, params.userID!);
         if (!user) throw notFound(`app user ${params.userID}`);
         const counts = await s.auth.sessions.activeCount(uid);
         return { body: { user: presentUser(user, counts.get(user.id) ?? 0) } };
@@ -91,7 +94,12 @@ export function appAuthOperations(s: Services): Operation[] {
         const uid = app.id;
         const users = await s.auth.users.list(uid, { limit: query.limit, ...(query.after ? { after: query.after } : {}) });
         const counts = await s.auth.sessions.activeCount(uid);
-        return { body: { users: users.map((u) => presentUser(u, counts.get(u.id) ?? 0)), next_after: users.length === query.limit ? users.at(-1)!.id : null } };
+        return {
+          body: {
+            users: users.map((u) => presentUser(u, counts.get(u.id) ?? 0)),
+            next_after: users.length === query.limit ? users.at(-1)!.id : null,
+          },
+        };
       },
     }),
     userOp('disable'),
@@ -112,7 +120,10 @@ export function appAuthOperations(s: Services): Operation[] {
         const app = await resolveApp(s, caller, params.appID!);
         const uid = app.id;
         if (body?.user_id && !(await s.auth.users.get(uid, body.user_id))) throw notFound(`app user ${body.user_id}`);
-        const revoked = await s.auth.sessions.revoke(uid, { ...(body?.user_id ? { appUserId: body.user_id } : {}), ...(body?.email ? { email: body.email } : {}) });
+        const revoked = await s.auth.sessions.revoke(uid, {
+          ...(body?.user_id ? { appUserId: body.user_id } : {}),
+          ...(body?.email ? { email: body.email } : {}),
+        });
         return { body: { revoked } };
       },
     }),
@@ -144,7 +155,8 @@ export function appAuthOperations(s: Services): Operation[] {
         const app = await resolveApp(s, caller, params.appID!);
         const url = app.status?.url ? appUrl(s.config.site, app.name) : undefined;
         if (!url) throw conflict(`app ${app.name} has no URL yet (deploy it first)`);
-        if (!(app.spec.auth?.rules ?? []).some((r) => r.admit.owner)) throw conflict(`the policy of app ${app.name} does not admit its owner; add \`owner\` to it`);
+        if (!(app.spec.auth?.rules ?? []).some((r) => r.admit.owner))
+          throw conflict(`the policy of app ${app.name} does not admit its owner; add \`owner\` to it`);
         const next = body?.next ?? '/';
         if (next.startsWith('//') || next.includes('\\')) throw invalid('invalid body: next: must be a path of the app');
         const identity: Identity = {
@@ -156,7 +168,10 @@ export function appAuthOperations(s: Services): Operation[] {
         };
         const token = await s.auth.links.handoff(app.id, identity, { next, lifetimeMs: ownerLinkLifetimeMs });
         const expires = new Date(s.clock().getTime() + ownerLinkLifetimeMs);
-        return { status: 201, body: { url: loginUrl(next, { origin: url, fragment: `handoff=${token}` }), expires_at: expires.toISOString() } };
+        return {
+          status: 201,
+          body: { url: loginUrl(next, { origin: url, fragment: `handoff=${token}` }), expires_at: expires.toISOString() },
+        };
       },
     }),
   ];

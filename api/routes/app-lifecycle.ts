@@ -28,7 +28,11 @@ export function lifecycleOperations(s: Services): Operation[] {
         const source = await resolveApp(s, caller, params.appID!);
         requireApp(caller, body.name);
         const { app, deploy } = await s.actions.fork(actorOf(caller), source, body.name);
-        await s.events.record(caller.account.id, 'app.created', app.name, { app: app.name, forked_from: source.name, ...(deploy ? { deploy: deploy.id } : {}) });
+        await s.events.record(caller.account.id, 'app.created', app.name, {
+          app: app.name,
+          forked_from: source.name,
+          ...(deploy ? { deploy: deploy.id } : {}),
+        });
         return { status: 201, body: { app: presentApp(app), deploy: deploy ? presentDeploy(deploy, app) : null } };
       },
     }),

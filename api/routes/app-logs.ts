@@ -22,11 +22,18 @@ const logsQuery = z.strictObject({
   tail: z.coerce.number().int().min(0).max(maxTail).default(defaultTail).describe('Lines per machine from before the request.'),
   since: z
     .string()
-    .refine((v) => parseSince(v, 0) !== undefined, 'must be a duration like 90s, 5m, 2h, 1d or 1h30m, or an RFC3339 time like 2026-11-22T04:40:00Z')
+    .refine(
+      (v) => parseSince(v, 0) !== undefined,
+      'must be a duration like 90s, 5m, 2h, 1d or 1h30m, or an RFC3339 time like 2026-11-22T04:40:00Z',
+    )
     .optional()
     .describe('Leave out older lines: a duration back from now (5m) or an RFC3339 time.'),
   follow: z.enum(['true', 'false']).default('false').describe('true: stream lines as they are written, until the client disconnects.'),
-  service: z.string().max(30).optional().describe("Only this service's machines (an app deployed from a compose file with several services)."),
+  service: z
+    .string()
+    .max(30)
+    .optional()
+    .describe("Only this service's machines (an app deployed from a compose file with several services)."),
 });
 
 export function appLogOperations(s: Services): Operation[] {

@@ -4,7 +4,14 @@
 // through the apiserver's node proxy. docs/api/metrics.md describes the paths.
 import { z } from 'zod';
 import { parseDuration } from '../../lib/duration.js';
-import { defaultRetentionDays, quantile, addTotals, emptyTotals, type RequestTotals, type SeriesPoint } from '../../lib/metrics/requests.js';
+import {
+  defaultRetentionDays,
+  quantile,
+  addTotals,
+  emptyTotals,
+  type RequestTotals,
+  type SeriesPoint,
+} from '../../lib/metrics/requests.js';
 import type { AppRecord } from '../repositories/app-record.js';
 import { ApiError, invalid } from '../errors.js';
 import { op, type Operation } from '../operation.js';
@@ -28,14 +35,19 @@ const nodeDeadlineMs = 10_000;
 const metricsQuery = z.strictObject({
   since: z
     .string()
-    .refine((v) => parseSince(v, 0) !== undefined, 'must be a duration like 30m, 6h, 7d or 1h30m, or an RFC3339 time like 2026-11-22T04:40:00Z')
+    .refine(
+      (v) => parseSince(v, 0) !== undefined,
+      'must be a duration like 30m, 6h, 7d or 1h30m, or an RFC3339 time like 2026-11-22T04:40:00Z',
+    )
     .optional()
     .describe('Start of the window: a duration back from now (default 1h, at most 30d) or an RFC3339 time. requests, latency and summary.'),
   step: z
     .string()
     .refine((v) => parseDuration(v) !== undefined, 'must be a duration like 1m, 5m, 1h or 1d')
     .optional()
-    .describe('Width of each point, whole minutes (default: the smallest of 1m, 5m, 15m, 30m, 1h, 3h, 6h, 12h, 1d giving at most 60 points). requests and latency.'),
+    .describe(
+      'Width of each point, whole minutes (default: the smallest of 1m, 5m, 15m, 30m, 1h, 3h, 6h, 12h, 1d giving at most 60 points). requests and latency.',
+    ),
 });
 type MetricsQuery = z.infer<typeof metricsQuery>;
 
@@ -68,7 +80,12 @@ export function windowOf(query: MetricsQuery, now: number): Window {
 }
 
 const statusSchema = z.object({ '2xx': z.number(), '3xx': z.number(), '4xx': z.number(), '5xx': z.number() });
-const latencySchema = z.object({ p50: z.number().nullable(), p90: z.number().nullable(), p99: z.number().nullable(), mean: z.number().nullable() });
+const latencySchema = z.object({
+  p50: z.number().nullable(),
+  p90: z.number().nullable(),
+  p99: z.number().nullable(),
+  mean: z.number().nullable(),
+});
 const machineSchema = z.object({
   machine: z.number().nullable(),
   service: z.string().nullable().describe('The service the machine runs, in an app with several; null otherwise.'),
@@ -186,7 +203,10 @@ async function machinesOf(s: Pick<Services, 'machines' | 'log'>, app: AppRecord)
       unavailable: null,
     };
   });
-  return machines.sort((a, b) => (a.service ?? '').localeCompare(b.service ?? '') || (a.machine ?? Infinity) - (b.machine ?? Infinity) || a.pod.localeCompare(b.pod));
+  return machines.sort(
+    (a, b) =>
+      (a.service ?? '').localeCompare(b.service ?? '') || (a.machine ?? Infinity) - (b.machine ?? Infinity) || a.pod.localeCompare(b.pod),
+  );
 }
 
 export function appMetricsOperations(s: Services): Operation[] {
@@ -223,7 +243,11 @@ export function appMetricsOperations(s: Services): Operation[] {
         app_id: app.id,
         start: w.start.toISOString(),
         end: w.end.toISOString(),
-        requests: { total: t.requests, per_second: round(t.requests / ((w.end.getTime() - w.start.getTime()) / 1000), 6), status: t.status },
+        requests: {
+          total: t.requests,
+          per_second: round(t.requests / ((w.end.getTime() - w.start.getTime()) / 1000), 6),
+          status: t.status,
+        },
         latency: { unit: 'ms', ...latencyOf(t) },
         machines: await machinesOf(s, app),
       };

@@ -34,7 +34,9 @@ const createAppBody = z.strictObject({
   machines: z.number().int().min(0).max(20).optional(),
 });
 
-const envKey = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,255}$/, 'must be an environment variable name (letters, digits, _; not starting with a digit)');
+const envKey = z
+  .string()
+  .regex(/^[A-Za-z_][A-Za-z0-9_]{0,255}$/, 'must be an environment variable name (letters, digits, _; not starting with a digit)');
 const envValue = z.string().max(32 * 1024);
 const maxEnvVars = 256;
 const replaceEnvBody = z.record(envKey, envValue).refine((e) => Object.keys(e).length <= maxEnvVars, `at most ${maxEnvVars} variables`);
@@ -59,9 +61,20 @@ export const appSchema = z.object({
   current_deploy: z.string().nullable(),
   rollout: z.string().nullable().describe('How the latest change is rolling out, as the controller reports it'),
   services: z
-    .array(z.object({ name: z.string(), public: z.boolean(), image: z.string(), machines: z.number(), ready: z.string(), deploy: z.string().nullable().describe('The deploy its machines were made for') }))
+    .array(
+      z.object({
+        name: z.string(),
+        public: z.boolean(),
+        image: z.string(),
+        machines: z.number(),
+        ready: z.string(),
+        deploy: z.string().nullable().describe('The deploy its machines were made for'),
+      }),
+    )
     .nullable()
-    .describe("An app deployed from a compose file with several services: each one, the public one (which receives the app's hostname) first; null otherwise"),
+    .describe(
+      "An app deployed from a compose file with several services: each one, the public one (which receives the app's hostname) first; null otherwise",
+    ),
   expires_at: z.string().nullable(),
   created_at: z.string().nullable(),
 });
@@ -234,7 +247,13 @@ export function appOperations(s: Services): Operation[] {
       tag: 'apps',
       summary: 'List machines',
       action: 'read',
-      query: z.strictObject({ service: z.string().max(30).optional().describe("Only this service's machines (an app deployed from a compose file with several services).") }),
+      query: z.strictObject({
+        service: z
+          .string()
+          .max(30)
+          .optional()
+          .describe("Only this service's machines (an app deployed from a compose file with several services)."),
+      }),
       response: z.object({
         machines: z.array(
           z.object({

@@ -24,9 +24,23 @@ export const buildSchema = z.object({
   id: z.string(),
   app: z.string(),
   status: z.enum(['queued', 'building', 'succeeded', 'failed', 'canceled']),
-  reason: z.string().nullable().describe('Why it is in its state: Queued, Building, Built, Reused, CommandFailed, NothingToBuild, NoOutput, SourceFailed, DeadlineExceeded, OutOfMemory, Canceled, ...'),
+  reason: z
+    .string()
+    .nullable()
+    .describe(
+      'Why it is in its state: Queued, Building, Built, Reused, CommandFailed, NothingToBuild, NoOutput, SourceFailed, DeadlineExceeded, OutOfMemory, Canceled, ...',
+    ),
   message: z.string().nullable(),
-  source: z.union([z.object({ type: z.literal('upload'), digest: z.string() }), z.object({ type: z.literal('git'), url: z.string(), ref: z.string().nullable(), commit: z.string().nullable(), path: z.string().nullable() })]),
+  source: z.union([
+    z.object({ type: z.literal('upload'), digest: z.string() }),
+    z.object({
+      type: z.literal('git'),
+      url: z.string(),
+      ref: z.string().nullable(),
+      commit: z.string().nullable(),
+      path: z.string().nullable(),
+    }),
+  ]),
   deploy: z.boolean().describe('Whether its output is deployed to the app when it succeeds'),
   plan: z.record(z.string(), z.unknown()).nullable().describe('The build plan (docs/api/builds.md#the-plan), once made'),
   artifact: z.object({ digest: z.string(), bytes: z.number().nullable() }).nullable(),
@@ -48,8 +62,19 @@ const createBody = z.strictObject({
     .strictObject({
       url: z.string().min(1).max(2048).describe('An https URL of a Git repository'),
       ref: z.string().min(1).max(255).optional().describe('A branch or tag; the default branch when unset'),
-      path: z.string().max(1024).regex(/^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/, 'must be a relative directory of the repository').refine((p) => !p.split('/').includes('..'), 'must not leave the repository').optional().describe('A sub-directory to build'),
-      token: z.string().min(1).max(1024).optional().describe('A token that reads the repository (kept in a Secret of the account, sent only to the clone)'),
+      path: z
+        .string()
+        .max(1024)
+        .regex(/^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/, 'must be a relative directory of the repository')
+        .refine((p) => !p.split('/').includes('..'), 'must not leave the repository')
+        .optional()
+        .describe('A sub-directory to build'),
+      token: z
+        .string()
+        .min(1)
+        .max(1024)
+        .optional()
+        .describe('A token that reads the repository (kept in a Secret of the account, sent only to the clone)'),
     })
     .optional()
     .describe('Build from this repository; without it, send the source as a .tar.gz body (with ?app=)'),
@@ -62,7 +87,17 @@ const uploadQuery = z.strictObject({
 });
 
 /** The files whose contents decide a plan (the rest it sees by path). */
-const decisive = new Set(['package.json', '.nvmrc', '.node-version', 'requirements.txt', 'pyproject.toml', 'Pipfile', '.python-version', 'runtime.txt', 'Dockerfile']);
+const decisive = new Set([
+  'package.json',
+  '.nvmrc',
+  '.node-version',
+  'requirements.txt',
+  'pyproject.toml',
+  'Pipfile',
+  '.python-version',
+  'runtime.txt',
+  'Dockerfile',
+]);
 
 async function tarballTree(file: string): Promise<SourceTree> {
   const entries = await listTarball(file);
@@ -80,7 +115,16 @@ export function presentBuild(r: BuildRecord, live: Build | undefined): BuildBody
   const started = st?.startedAt ?? r.startedAt;
   const completed = st?.completedAt ?? r.completedAt;
   const digest = st?.artifact?.digest ?? r.artifactDigest;
-  const source: BuildBody['source'] = 'artifact' in r.source ? { type: 'upload', digest: r.source.artifact.digest } : { type: 'git', url: shownUrl(r.source.git.url), ref: r.source.git.ref ?? null, commit: r.source.git.commit ?? null, path: r.source.git.path ?? null };
+  const source: BuildBody['source'] =
+    'artifact' in r.source
+      ? { type: 'upload', digest: r.source.artifact.digest }
+      : {
+          type: 'git',
+          url: shownUrl(r.source.git.url),
+          ref: r.source.git.ref ?? null,
+          commit: r.source.git.commit ?? null,
+          path: r.source.git.path ?? null,
+        };
   return {
     id: r.id,
     app: r.app,
@@ -132,7 +176,12 @@ export function buildOperations(s: Services): Operation[] {
       status: 202,
       body: createBody,
       query: uploadQuery,
-      upload: { types: tarballTypes, limitBytes: s.config.deploys.uploadLimitBytes, description: 'The source tree as a .tar.gz (with ?app= and optionally ?deploy=true), instead of a JSON body naming a Git repository.' },
+      upload: {
+        types: tarballTypes,
+        limitBytes: s.config.deploys.uploadLimitBytes,
+        description:
+          'The source tree as a .tar.gz (with ?app= and optionally ?deploy=true), instead of a JSON body naming a Git repository.',
+      },
       response: buildSchema,
       handler: async ({ caller, body, query, upload }) => {
         const ns = caller.account.namespace;
@@ -140,7 +189,8 @@ export function buildOperations(s: Services): Operation[] {
         const appName = upload ? query.app : body.app;
         if (!appName) throw invalid('app: name the app to build for (?app= with an upload)');
         const app = await resolveApp(s, caller, appName);
-        if (!s.config.deploys.artifactKey) throw new ApiError('unavailable', 'builds are not served here: the platform has no artifact key (SVC_ARTIFACT_KEY)');
+        if (!s.config.deploys.artifactKey)
+          throw new ApiError('unavailable', 'builds are not served here: the platform has no artifact key (SVC_ARTIFACT_KEY)');
         const deploy = upload ? query.deploy === 'true' : body.deploy;
         let source: StartBuild['source'];
         if (upload) {
@@ -148,7 +198,8 @@ export function buildOperations(s: Services): Operation[] {
           try {
             staged = await s.artifacts.stage(upload.stream, s.config.deploys.uploadLimitBytes);
           } catch (err) {
-            if (err instanceof UploadTooLarge) throw new ApiError('payload_too_large', `upload larger than ${s.config.deploys.uploadLimitBytes} bytes`);
+            if (err instanceof UploadTooLarge)
+              throw new ApiError('payload_too_large', `upload larger than ${s.config.deploys.uploadLimitBytes} bytes`);
             throw err;
           }
           try {
@@ -166,11 +217,21 @@ export function buildOperations(s: Services): Operation[] {
         } else {
           if (!body.git) throw invalid('send the source: a .tar.gz body (with ?app=), or {"git": {"url": ...}}');
           const g = body.git;
-          const resolved = await gitOrApiError(() => resolveRef(g.url, g.ref, { token: g.token, allowPrivate: s.config.webhookAllowPrivate, resolver: s.builds.resolver }));
+          const resolved = await gitOrApiError(() =>
+            resolveRef(g.url, g.ref, { token: g.token, allowPrivate: s.config.webhookAllowPrivate, resolver: s.builds.resolver }),
+          );
           const secretName = g.token ? await s.builds.gitSecret(ns, app.name, g.token) : undefined;
           source = { git: { url: g.url, ref: resolved.ref, commit: resolved.commit, path: g.path, secretName } };
         }
-        const { id, build } = await startBuild(s, { accountId: caller.account.id, namespace: ns, app, source, deploy, createdBy: createdBy(caller), timeoutSeconds: upload ? undefined : body.timeout_seconds });
+        const { id, build } = await startBuild(s, {
+          accountId: caller.account.id,
+          namespace: ns,
+          app,
+          source,
+          deploy,
+          createdBy: createdBy(caller),
+          timeoutSeconds: upload ? undefined : body.timeout_seconds,
+        });
         const record = (await s.builds.store.get(caller.account.id, id))!;
         return { status: 202, body: presentBuild(record, s.builds.repo.get(ns, id) ?? build), headers: { Location: `/api/builds/${id}` } };
       },
@@ -195,14 +256,26 @@ export function buildOperations(s: Services): Operation[] {
       tag: 'builds',
       summary: 'Get build logs',
       action: 'read',
-      query: z.strictObject({ follow: z.enum(['true', 'false']).default('false').describe('true: stream the log as it is written, until the build ends') }),
+      query: z.strictObject({
+        follow: z.enum(['true', 'false']).default('false').describe('true: stream the log as it is written, until the build ends'),
+      }),
       handler: async ({ caller, params, query }) => {
         const record = await find(caller, params.buildID!);
         const follow = query.follow === 'true';
-        const stream = buildLogStream({ core: s.builds.core, machines: s.machines, builds: s.builds.repo, store: s.builds.store }, record, caller.account.namespace, follow);
+        const stream = buildLogStream(
+          { core: s.builds.core, machines: s.machines, builds: s.builds.repo, store: s.builds.store },
+          record,
+          caller.account.namespace,
+          follow,
+        );
         return {
           body: stream,
-          headers: { 'Content-Type': 'text/plain; charset=utf-8', 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff', ...(follow ? { 'X-Accel-Buffering': 'no' } : {}) },
+          headers: {
+            'Content-Type': 'text/plain; charset=utf-8',
+            'Cache-Control': 'no-store',
+            'X-Content-Type-Options': 'nosniff',
+            ...(follow ? { 'X-Accel-Buffering': 'no' } : {}),
+          },
         };
       },
     }),

@@ -36,9 +36,22 @@ const createBody = z.strictObject({
     .string()
     .max(maxDatabaseName, `must be at most ${maxDatabaseName} characters`)
     .regex(dnsLabel, 'must be lower-case letters, digits and dashes, starting and ending with a letter or digit'),
-  storage_bytes: z.number().int().min(128 * 1024 * 1024).max(1099511627776).optional().describe('Size of its volume, at least 128 MiB (an initialized server takes about 46 MiB, and its write-ahead log grows in 16 MiB segments); default 1 GiB'),
+  storage_bytes: z
+    .number()
+    .int()
+    .min(128 * 1024 * 1024)
+    .max(1099511627776)
+    .optional()
+    .describe(
+      'Size of its volume, at least 128 MiB (an initialized server takes about 46 MiB, and its write-ahead log grows in 16 MiB segments); default 1 GiB',
+    ),
   deletion_policy: z.enum(['drop', 'retain']).default('drop').describe('drop: the data goes with the database; retain: its volume is kept'),
-  restore_from: z.strictObject({ backup: z.string().min(1).max(64).describe('A backup of one of the account\'s databases (GET /databases/{name}/backups)') }).optional().describe('Start as that backup: a new database, loaded once'),
+  restore_from: z
+    .strictObject({
+      backup: z.string().min(1).max(64).describe("A backup of one of the account's databases (GET /databases/{name}/backups)"),
+    })
+    .optional()
+    .describe('Start as that backup: a new database, loaded once'),
 });
 
 const backupSchema = z.object({
@@ -50,7 +63,14 @@ const backupSchema = z.object({
   created_at: z.string(),
 });
 
-const presentBackup = (b: Backup): z.infer<typeof backupSchema> => ({ id: b.id, database: b.database, status: b.status, bytes: b.bytes, error: b.error, created_at: b.createdAt.toISOString() });
+const presentBackup = (b: Backup): z.infer<typeof backupSchema> => ({
+  id: b.id,
+  database: b.database,
+  status: b.status,
+  bytes: b.bytes,
+  error: b.error,
+  created_at: b.createdAt.toISOString(),
+});
 
 export function presentDatabase(db: Database, defaultBytes: number): z.infer<typeof databaseSchema> {
   const ready = db.status?.conditions?.find((c) => c.type === 'Ready');
@@ -106,12 +126,20 @@ export function databaseOperations(s: Services): Operation[] {
         // A restore names a backup of this account that holds a dump (a failed one holds none).
         const backup = body.restore_from ? await s.backups.get(caller.account.id, body.restore_from.backup) : undefined;
         if (body.restore_from && !backup) throw notFound(`backup ${body.restore_from.backup}`);
-        if (backup && (backup.status !== 'done' || !backup.digest)) throw conflict(`backup ${backup.id} failed (${backup.error ?? 'no dump'}); restore from one that is done`);
+        if (backup && (backup.status !== 'done' || !backup.digest))
+          throw conflict(`backup ${backup.id} failed (${backup.error ?? 'no dump'}); restore from one that is done`);
         const provider = s.config.databases.provider;
-        if (backup && provider !== 'pods') throw conflict(`restoring a backup into a ${provider} database is not built: CloudNativePG restores from its own backups`);
+        if (backup && provider !== 'pods')
+          throw conflict(`restoring a backup into a ${provider} database is not built: CloudNativePG restores from its own backups`);
         // Counted and made under the account's lock: parallel creates cannot all pass the count.
         const db = await s.accountLock.hold(caller.account.id, async () => {
-          within(s.databases.list(caller.account.namespace).length, 1, limits.maxPerAccount, 'databases (branches included)', 'delete one first');
+          within(
+            s.databases.list(caller.account.namespace).length,
+            1,
+            limits.maxPerAccount,
+            'databases (branches included)',
+            'delete one first',
+          );
           await s.storage.assertFits(caller.account.id, caller.account.namespace, bytes, `database ${body.name} needs ${bytes} bytes`);
           return s.databases.create(caller.account.namespace, body.name, {
             engine: 'postgres',
@@ -120,7 +148,9 @@ export function databaseOperations(s: Services): Operation[] {
             ...(body.storage_bytes !== undefined ? { storageBytes: body.storage_bytes } : {}),
             deletionPolicy: body.deletion_policy === 'retain' ? 'Retain' : 'Drop',
             // This API's store holds the dump and keeps the backups: the Database says where, as an App's source does.
-            ...(backup ? { restoreFrom: { backup: backup.id, digest: backup.digest!, url: `${s.config.deploys.artifactBaseUrl}/${backup.digest}` } } : {}),
+            ...(backup
+              ? { restoreFrom: { backup: backup.id, digest: backup.digest!, url: `${s.config.deploys.artifactBaseUrl}/${backup.digest}` } }
+              : {}),
             backupUrl: backupUrlOf(s),
           });
         });
@@ -148,11 +178,17 @@ export function databaseOperations(s: Services): Operation[] {
         const db = s.databases.get(ns, params.name!);
         if (!db) throw notFound(`database ${params.name}`);
         const holder = holderOf(ns, db.metadata.name!);
-        if (holder) throw conflict(`database ${db.metadata.name} is attached to app ${holder.name}: detach it first (DELETE /apps/${holder.name}/database)`);
+        if (holder)
+          throw conflict(
+            `database ${db.metadata.name} is attached to app ${holder.name}: detach it first (DELETE /apps/${holder.name}/database)`,
+          );
         await s.databases.delete(ns, db);
         // A retained volume is still stored; a dropped one is not.
         if (db.spec.deletionPolicy !== 'Retain') await s.usage.storage(caller.account.id, `database/${db.metadata.name}`, 0);
-        await s.events.record(caller.account.id, 'database.deleted', db.metadata.name!, { database: db.metadata.name, deletion_policy: db.spec.deletionPolicy === 'Retain' ? 'retain' : 'drop' });
+        await s.events.record(caller.account.id, 'database.deleted', db.metadata.name!, {
+          database: db.metadata.name,
+          deletion_policy: db.spec.deletionPolicy === 'Retain' ? 'retain' : 'drop',
+        });
         return { status: 204, body: undefined };
       },
     }),
@@ -185,7 +221,8 @@ export function databaseOperations(s: Services): Operation[] {
       handler: async ({ caller, params }) => {
         const db = s.databases.get(caller.account.namespace, params.name!);
         if (!db || db.metadata.deletionTimestamp) throw notFound(`database ${params.name}`);
-        if (db.status?.phase !== 'Ready') throw conflict(`database ${params.name} is ${db.status?.phase ?? 'Pending'}: a backup needs its server Ready`);
+        if (db.status?.phase !== 'Ready')
+          throw conflict(`database ${params.name} is ${db.status?.phase ?? 'Pending'}: a backup needs its server Ready`);
         const at = s.clock().toISOString();
         await s.databases.requestBackup(caller.account.namespace, params.name!, `${at} ${randomBytes(4).toString('hex')}`);
         return { status: 202, body: { database: params.name!, requested_at: at } };
@@ -208,7 +245,10 @@ export function databaseOperations(s: Services): Operation[] {
         // already there (nothing changes) but not make one, before it learns whether the database exists.
         const apps = caller.principal.authority.apps;
         if (apps && target.spec.database !== body.name) {
-          throw new ApiError('forbidden', `token lacks account-wide access: attaching database ${body.name} to app ${name} hands the app its credentials, and databases are the account's (this token is restricted to apps ${[...apps].join(', ') || '(none)'})`);
+          throw new ApiError(
+            'forbidden',
+            `token lacks account-wide access: attaching database ${body.name} to app ${name} hands the app its credentials, and databases are the account's (this token is restricted to apps ${[...apps].join(', ') || '(none)'})`,
+          );
         }
         const db = s.databases.get(ns, body.name);
         if (!db || db.metadata.deletionTimestamp) throw notFound(`database ${body.name}`);
@@ -216,9 +256,15 @@ export function databaseOperations(s: Services): Operation[] {
         // Decided on the App as written: two attaches at once cannot both win.
         await s.apps.updateSpec(ns, name, (app) => {
           const holder = holderOf(ns, body.name);
-          if (holder && holder.name !== app.name) throw conflict(`database ${body.name} is attached to app ${holder.name}; a database attaches to one app`);
-          if (apps && app.spec.database !== body.name) throw new ApiError('forbidden', `token lacks account-wide access: app ${app.name} no longer has database ${body.name} attached, and attaching one needs authority over the account's databases`);
-          if (app.spec.database && app.spec.database !== body.name) throw conflict(`app ${app.name} has database ${app.spec.database} attached: detach it first`);
+          if (holder && holder.name !== app.name)
+            throw conflict(`database ${body.name} is attached to app ${holder.name}; a database attaches to one app`);
+          if (apps && app.spec.database !== body.name)
+            throw new ApiError(
+              'forbidden',
+              `token lacks account-wide access: app ${app.name} no longer has database ${body.name} attached, and attaching one needs authority over the account's databases`,
+            );
+          if (app.spec.database && app.spec.database !== body.name)
+            throw conflict(`app ${app.name} has database ${app.spec.database} attached: detach it first`);
           attached = app.spec.database !== body.name;
           return attached ? { database: body.name } : undefined;
         });

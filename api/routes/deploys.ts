@@ -76,7 +76,11 @@ export function readDeployInput(s: Services, input: HandlerInput<z.infer<typeof 
 export const createdBy = (caller: Caller) => `token:${caller.principal.nonce}`;
 
 /** Who an action acts for. */
-export const actorOf = (caller: Caller): Actor => ({ accountId: caller.account.id, namespace: caller.account.namespace, createdBy: createdBy(caller) });
+export const actorOf = (caller: Caller): Actor => ({
+  accountId: caller.account.id,
+  namespace: caller.account.namespace,
+  createdBy: createdBy(caller),
+});
 
 export function deployOperations(s: Services): Operation[] {
   const upload = { types: tarballTypes, limitBytes: s.config.deploys.uploadLimitBytes, description: uploadDescription };
@@ -111,7 +115,9 @@ export function deployOperations(s: Services): Operation[] {
       handler: async ({ caller, params, query }) => {
         const app = await resolveApp(s, caller, params.appID!);
         const list = await s.deploys.list(caller.account.id, app.id, query);
-        return { body: { deploys: list.map((d) => presentDeploy(d, app)), next_before: list.length === query.limit ? list.at(-1)!.id : null } };
+        return {
+          body: { deploys: list.map((d) => presentDeploy(d, app)), next_before: list.length === query.limit ? list.at(-1)!.id : null },
+        };
       },
     }),
     op({
@@ -138,7 +144,9 @@ export function deployOperations(s: Services): Operation[] {
       summary: 'Roll back an app',
       action: 'deploy',
       status: 202,
-      body: z.strictObject({ deploy_id: z.string().max(63).optional().describe('The deploy to return to; default the last live one before the current') }),
+      body: z.strictObject({
+        deploy_id: z.string().max(63).optional().describe('The deploy to return to; default the last live one before the current'),
+      }),
       response: deploySchema,
       handler: async ({ caller, params, body }) => {
         const app = await resolveApp(s, caller, params.appID!);

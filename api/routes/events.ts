@@ -11,10 +11,16 @@ import { ApiError, invalid } from '../errors.js';
 import { op, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
 
-const eventSchema = z.object({ id: z.number(), type: z.string(), subject: z.string().nullable(), data: z.record(z.string(), z.unknown()), created_at: z.string() });
+const eventSchema = z.object({
+  id: z.number(),
+  type: z.string(),
+  subject: z.string().nullable(),
+  data: z.record(z.string(), z.unknown()),
+  created_at: z.string(),
+});
 
 const query = z.strictObject({
-  after: z.coerce.number().int().min(0).optional().describe('Events after this id (a previous answer\'s next_after, or the last id seen)'),
+  after: z.coerce.number().int().min(0).optional().describe("Events after this id (a previous answer's next_after, or the last id seen)"),
   kinds: z.string().max(1000).optional().describe('Comma-separated kinds: exact (deploy.live), prefix.* (deploy.*) or *'),
   app: z.string().max(63).optional().describe('Only events of this app'),
   limit: z.coerce.number().int().min(1).max(1000).default(100),
@@ -42,7 +48,10 @@ export function eventOperations(s: Services): Operation[] {
       query,
       response: z.object({ events: z.array(eventSchema), next_after: z.number().nullable() }),
       handler: async ({ caller, query: q, headers }) => {
-        const kinds = q.kinds?.split(',').map((k) => k.trim()).filter(Boolean);
+        const kinds = q.kinds
+          ?.split(',')
+          .map((k) => k.trim())
+          .filter(Boolean);
         const unknown = kinds && unknownFiltersMessage(kinds);
         if (unknown) throw invalid(unknown);
         const accept = String(headers.accept ?? '');
@@ -63,7 +72,11 @@ export function eventOperations(s: Services): Operation[] {
         }
         const ndjson = accept.includes('application/x-ndjson') && !accept.includes('text/event-stream');
         const out = new PassThrough();
-        const streamHeaders: Record<string, string> = { 'Content-Type': ndjson ? 'application/x-ndjson' : 'text/event-stream', 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no' };
+        const streamHeaders: Record<string, string> = {
+          'Content-Type': ndjson ? 'application/x-ndjson' : 'text/event-stream',
+          'Cache-Control': 'no-store',
+          'X-Accel-Buffering': 'no',
+        };
         const write = (text: string) => {
           if (!out.destroyed) out.write(text);
         };

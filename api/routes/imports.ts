@@ -31,14 +31,22 @@ const previewSchema = z.object({
   plan: z.record(z.string(), z.unknown()).nullable(),
   problem: z.string().nullable().describe('Why nothing can be built from it, when nothing can'),
   services: z.array(z.object({ name: z.string(), image: z.string(), port: z.number().nullable() })),
-  auth: z.record(z.string(), z.unknown()).nullable().describe('The authentication policy found (compose x-svc.auth, pages\' declarations)'),
+  auth: z.record(z.string(), z.unknown()).nullable().describe("The authentication policy found (compose x-svc.auth, pages' declarations)"),
   auth_from: z.string(),
 });
 
 /** The app name an import takes by default: the repository's last path segment, as a DNS label. */
 export function nameOfRepository(url: string): string {
   const last = new URL(url).pathname.split('/').filter(Boolean).at(-1) ?? 'app';
-  return last.replace(/\.git$/, '').toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/-{2,}/g, '-').replace(/^-+|-+$/g, '').slice(0, 50) || 'app';
+  return (
+    last
+      .replace(/\.git$/, '')
+      .toLowerCase()
+      .replace(/[^a-z0-9-]+/g, '-')
+      .replace(/-{2,}/g, '-')
+      .replace(/^-+|-+$/g, '')
+      .slice(0, 50) || 'app'
+  );
 }
 
 export function importOperations(s: Services): Operation[] {
@@ -57,7 +65,13 @@ export function importOperations(s: Services): Operation[] {
         // A token for a private repository comes in a header: query strings end up in logs.
         const token = typeof headers['x-svc-git-token'] === 'string' ? headers['x-svc-git-token'] : undefined;
         const preview = await gitOrApiError(() => previewImport(query.repository, query.ref, query.path, remote(token)));
-        return { body: { ...preview, plan: preview.plan as Record<string, unknown> | null, auth: preview.auth as unknown as Record<string, unknown> | null } };
+        return {
+          body: {
+            ...preview,
+            plan: preview.plan as Record<string, unknown> | null,
+            auth: preview.auth as unknown as Record<string, unknown> | null,
+          },
+        };
       },
     }),
     op({
@@ -72,13 +86,24 @@ export function importOperations(s: Services): Operation[] {
         repository,
         ref,
         path: sub,
-        name: appName.optional().describe('The app\'s name; the repository\'s by default'),
-        token: z.string().min(1).max(1024).optional().describe('A token that reads the repository: kept in a Secret of the account, given only to clones'),
+        name: appName.optional().describe("The app's name; the repository's by default"),
+        token: z
+          .string()
+          .min(1)
+          .max(1024)
+          .optional()
+          .describe('A token that reads the repository: kept in a Secret of the account, given only to clones'),
       }),
       response: z.object({
         app: appSchema,
         build: buildSchema,
-        repository: z.object({ url: z.string(), default_branch: z.string(), path: z.string().nullable(), hook_path: z.string().describe('Where the code host sends push events, on the API\'s address'), hook_secret: z.string().describe('What they are signed with (X-Hub-Signature-256); shown once') }),
+        repository: z.object({
+          url: z.string(),
+          default_branch: z.string(),
+          path: z.string().nullable(),
+          hook_path: z.string().describe("Where the code host sends push events, on the API's address"),
+          hook_secret: z.string().describe('What they are signed with (X-Hub-Signature-256); shown once'),
+        }),
       }),
       handler: async ({ caller, body }) => {
         const ns = caller.account.namespace;
@@ -87,7 +112,10 @@ export function importOperations(s: Services): Operation[] {
         // Everything that can be refused is, before anything is made: the ref, and what it holds.
         const preview = await gitOrApiError(() => previewImport(body.repository, body.ref, body.path, remote(body.token)));
         if (!preview.plan) throw invalid(`nothing can be built from ${preview.repository} at ${preview.ref}: ${preview.problem}`);
-        if (preview.plan.kind === 'compose') throw invalid(`${preview.repository} holds ${preview.plan.compose}: deploy a compose file with POST /apps/{app}/deploy; an import builds source`);
+        if (preview.plan.kind === 'compose')
+          throw invalid(
+            `${preview.repository} holds ${preview.plan.compose}: deploy a compose file with POST /apps/{app}/deploy; an import builds source`,
+          );
         const defaultBranch = body.ref ?? (await gitOrApiError(() => resolveRef(body.repository, undefined, remote(body.token)))).ref;
         const app = await s.accountLock.hold(caller.account.id, async () => {
           s.actions.assertAppFits(ns);
@@ -95,7 +123,16 @@ export function importOperations(s: Services): Operation[] {
         });
         await s.events.record(caller.account.id, 'app.created', app.name, { app: app.name, repository: preview.repository });
         const secretName = body.token ? await s.builds.gitSecret(ns, app.name, body.token) : undefined;
-        const repo = await s.repositories.create({ accountId: caller.account.id, app: app.name, url: body.repository, defaultBranch, path: body.path ?? null, secretName: secretName ?? null, commit: preview.commit, now: s.clock() });
+        const repo = await s.repositories.create({
+          accountId: caller.account.id,
+          app: app.name,
+          url: body.repository,
+          defaultBranch,
+          path: body.path ?? null,
+          secretName: secretName ?? null,
+          commit: preview.commit,
+          now: s.clock(),
+        });
         const { id, build } = await startBuild(s, {
           accountId: caller.account.id,
           namespace: ns,
@@ -110,7 +147,13 @@ export function importOperations(s: Services): Operation[] {
           body: {
             app: presentApp(app),
             build: presentBuild(record, build),
-            repository: { url: preview.repository, default_branch: defaultBranch, path: body.path ?? null, hook_path: `/api/hooks/git/${repo.hookId}`, hook_secret: repo.hookSecret },
+            repository: {
+              url: preview.repository,
+              default_branch: defaultBranch,
+              path: body.path ?? null,
+              hook_path: `/api/hooks/git/${repo.hookId}`,
+              hook_secret: repo.hookSecret,
+            },
           },
         };
       },

@@ -12,7 +12,10 @@ import { resolveApp } from './app-access.js';
 import { actorOf, createdBy, deploySchema, keepFor, presentDeploy, readDeployInput, uploadDescription } from './deploys.js';
 import { dnsLabel, previewSeparator } from '../../lib/contract.js';
 
-const ref = z.string().regex(dnsLabel, 'must be a DNS label (lowercase letters, digits, dashes)').refine((r) => !r.includes(previewSeparator), `must not contain "${previewSeparator}"`);
+const ref = z
+  .string()
+  .regex(dnsLabel, 'must be a DNS label (lowercase letters, digits, dashes)')
+  .refine((r) => !r.includes(previewSeparator), `must not contain "${previewSeparator}"`);
 
 const previewSchema = z.object({
   ref: z.string(),
@@ -24,7 +27,6 @@ const previewSchema = z.object({
   database: z.string().nullable().describe("The preview's branch of its app's database (a copy, deleted with the preview)"),
   created_at: z.string().nullable(),
 });
-
 
 function presentPreview(p: AppRecord): z.infer<typeof previewSchema> {
   return {
@@ -77,12 +79,23 @@ export function previewOperations(s: Services): Operation[] {
         let prepared: Prepared | undefined;
         if (Object.values(rest).some((v) => v !== undefined)) {
           const parsed = deployBody.safeParse(rest);
-          if (!parsed.success) throw invalid(`invalid body: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; ')}`);
+          if (!parsed.success)
+            throw invalid(`invalid body: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; ')}`);
           prepared = await s.deployer.prepareBody(parsed.data, keepFor(s, caller, "the preview's tree"));
         }
         const { app, deploy, branch } = await s.actions.createPreview(actorOf(caller), parent, r, prepared);
-        await s.events.record(caller.account.id, 'preview.created', parent.name, { preview: app.name, ref: r, ...(deploy ? { deploy: deploy.id } : {}), ...(branch ? { database: branch } : {}) });
-        if (branch) await s.events.record(caller.account.id, 'database.created', branch, { database: branch, branch_of: parent.spec.database, preview: app.name });
+        await s.events.record(caller.account.id, 'preview.created', parent.name, {
+          preview: app.name,
+          ref: r,
+          ...(deploy ? { deploy: deploy.id } : {}),
+          ...(branch ? { database: branch } : {}),
+        });
+        if (branch)
+          await s.events.record(caller.account.id, 'database.created', branch, {
+            database: branch,
+            branch_of: parent.spec.database,
+            preview: app.name,
+          });
         return { status: 201, body: { preview: presentPreview(app), deploy: deploy ? presentDeploy(deploy, app) : null } };
       },
     }),

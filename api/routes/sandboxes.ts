@@ -13,29 +13,80 @@ import type { Services } from '../services.js';
 const quantity = z.string().regex(/^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi)?$/, 'must be a Kubernetes quantity (500m, 1, 512Mi, 1Gi)');
 
 const execFields = z.object({
-  command: z.string().min(1).max(128 * 1024).optional().describe('A shell command, run with /bin/sh -c'),
-  argv: z.array(z.string().max(128 * 1024)).min(1).max(4096).optional().describe('A program and its arguments, run as they are (no shell)'),
+  command: z
+    .string()
+    .min(1)
+    .max(128 * 1024)
+    .optional()
+    .describe('A shell command, run with /bin/sh -c'),
+  argv: z
+    .array(z.string().max(128 * 1024))
+    .min(1)
+    .max(4096)
+    .optional()
+    .describe('A program and its arguments, run as they are (no shell)'),
   cwd: z.string().min(1).max(4096).optional().describe('Working directory, relative to /home/app (the default)'),
-  env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name').max(256), z.string().max(128 * 1024)).optional(),
+  env: z
+    .record(
+      z
+        .string()
+        .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name')
+        .max(256),
+      z.string().max(128 * 1024),
+    )
+    .optional(),
   stdin: z.string().optional().describe('Text written to the standard input'),
-  stdin_base64: z.string().regex(/^[A-Za-z0-9+/]*={0,2}$/, 'must be base64').optional().describe('Bytes written to the standard input, base64'),
-  timeout_seconds: z.number().positive().max(24 * 3600).optional().describe('Kill the command (status timed_out) after this long; default 60, never beyond the sandbox\'s lifetime'),
-  max_output_bytes: z.number().int().min(0).optional().describe('Bytes kept per stream (stdout, stderr); at most the platform\'s cap (1 MiB by default)'),
+  stdin_base64: z
+    .string()
+    .regex(/^[A-Za-z0-9+/]*={0,2}$/, 'must be base64')
+    .optional()
+    .describe('Bytes written to the standard input, base64'),
+  timeout_seconds: z
+    .number()
+    .positive()
+    .max(24 * 3600)
+    .optional()
+    .describe("Kill the command (status timed_out) after this long; default 60, never beyond the sandbox's lifetime"),
+  max_output_bytes: z
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe("Bytes kept per stream (stdout, stderr); at most the platform's cap (1 MiB by default)"),
   stream: z.boolean().optional().describe('Answer NDJSON lines as output comes (also with Accept: application/x-ndjson)'),
 });
 type ExecFields = z.infer<typeof execFields>;
 
-const oneOfCommand = (b: { command?: string | undefined; argv?: string[] | undefined }) => (b.command !== undefined ? 1 : 0) + (b.argv !== undefined ? 1 : 0) === 1;
+const oneOfCommand = (b: { command?: string | undefined; argv?: string[] | undefined }) =>
+  (b.command !== undefined ? 1 : 0) + (b.argv !== undefined ? 1 : 0) === 1;
 const execBody = execFields.refine(oneOfCommand, 'give exactly one of command and argv');
 
 const openFields = z.object({
-  runtime: z.string().min(1).max(63).optional().describe('A runtime from GET /runtimes (default python); every runtime is installed in every sandbox'),
+  runtime: z
+    .string()
+    .min(1)
+    .max(63)
+    .optional()
+    .describe('A runtime from GET /runtimes (default python); every runtime is installed in every sandbox'),
   network: z.boolean().optional().describe('Allow outbound connections (default false: none at all)'),
-  idle_timeout_seconds: z.number().int().min(5).max(86400).optional().describe('End after this long with no exec or file transfer (default 300)'),
+  idle_timeout_seconds: z
+    .number()
+    .int()
+    .min(5)
+    .max(86400)
+    .optional()
+    .describe('End after this long with no exec or file transfer (default 300)'),
   max_lifetime_seconds: z.number().int().min(5).max(86400).optional().describe('End this long after opening, busy or not (default 3600)'),
   resources: z.object({ cpu: quantity.optional(), memory: quantity.optional(), disk: quantity.optional() }).strict().optional(),
 });
-const openBody = openFields.extend({ wait_seconds: z.number().min(0).max(120).optional().describe('How long to wait for the sandbox to be ready (default 60; 0 answers at once)') });
+const openBody = openFields.extend({
+  wait_seconds: z
+    .number()
+    .min(0)
+    .max(120)
+    .optional()
+    .describe('How long to wait for the sandbox to be ready (default 60; 0 answers at once)'),
+});
 
 const evalBody = z.object({
   runtime: z.string().min(1).max(63).describe('A runtime from GET /runtimes'),
@@ -49,7 +100,9 @@ const evalBody = z.object({
   stream: execFields.shape.stream,
 });
 
-const oneShotBody = execFields.extend({ runtime: openFields.shape.runtime, network: openFields.shape.network, resources: openFields.shape.resources }).refine(oneOfCommand, 'give exactly one of command and argv');
+const oneShotBody = execFields
+  .extend({ runtime: openFields.shape.runtime, network: openFields.shape.network, resources: openFields.shape.resources })
+  .refine(oneOfCommand, 'give exactly one of command and argv');
 
 const sandboxSchema = z.object({
   id: z.string(),
@@ -110,8 +163,17 @@ export function presentSandbox(s: Sandbox): z.infer<typeof sandboxSchema> {
 
 function execInput(b: Omit<ExecFields, 'stream'>): ExecInput {
   if (b.stdin !== undefined && b.stdin_base64 !== undefined) throw invalid('invalid body: give stdin or stdin_base64, not both');
-  const stdin = b.stdin !== undefined ? Buffer.from(b.stdin, 'utf8') : b.stdin_base64 !== undefined ? Buffer.from(b.stdin_base64, 'base64') : undefined;
-  return { command: b.command, argv: b.argv, cwd: b.cwd, env: b.env, stdin, timeoutSeconds: b.timeout_seconds, maxOutputBytes: b.max_output_bytes };
+  const stdin =
+    b.stdin !== undefined ? Buffer.from(b.stdin, 'utf8') : b.stdin_base64 !== undefined ? Buffer.from(b.stdin_base64, 'base64') : undefined;
+  return {
+    command: b.command,
+    argv: b.argv,
+    cwd: b.cwd,
+    env: b.env,
+    stdin,
+    timeoutSeconds: b.timeout_seconds,
+    maxOutputBytes: b.max_output_bytes,
+  };
 }
 
 function wantsStream(input: HandlerInput<{ stream?: boolean | undefined }, unknown>): boolean {
@@ -119,7 +181,10 @@ function wantsStream(input: HandlerInput<{ stream?: boolean | undefined }, unkno
   return input.body.stream === true || (typeof accept === 'string' && accept.includes('application/x-ndjson'));
 }
 
-const ndjson = (body: unknown): HandlerResult => ({ body, headers: { 'Content-Type': 'application/x-ndjson', 'Cache-Control': 'no-store' } });
+const ndjson = (body: unknown): HandlerResult => ({
+  body,
+  headers: { 'Content-Type': 'application/x-ndjson', 'Cache-Control': 'no-store' },
+});
 
 export function sandboxOperations(s: Services): Operation[] {
   const sb = s.sandboxes;
@@ -132,7 +197,18 @@ export function sandboxOperations(s: Services): Operation[] {
       tag: 'sandboxes',
       summary: 'List runtimes',
       action: 'read',
-      response: z.object({ runtimes: z.array(z.object({ name: z.string(), language: z.string(), version: z.string(), extension: z.string(), aliases: z.array(z.string()), eval: z.boolean() })) }),
+      response: z.object({
+        runtimes: z.array(
+          z.object({
+            name: z.string(),
+            language: z.string(),
+            version: z.string(),
+            extension: z.string(),
+            aliases: z.array(z.string()),
+            eval: z.boolean(),
+          }),
+        ),
+      }),
       handler: async () => ({ body: { runtimes: await sb.runtimes.list() } }),
     }),
     op({
@@ -253,7 +329,11 @@ export function sandboxOperations(s: Services): Operation[] {
       action: 'exec',
       accountWide: true,
       query: z.object({ path: z.string().min(1).max(4096).describe('Where, relative to /home/app or absolute under /home/app or /tmp') }),
-      upload: { types: ['application/octet-stream'], limitBytes: 2 * 1024 ** 3, description: 'The file\'s bytes, as the body, with Content-Type application/octet-stream' },
+      upload: {
+        types: ['application/octet-stream'],
+        limitBytes: 2 * 1024 ** 3,
+        description: "The file's bytes, as the body, with Content-Type application/octet-stream",
+      },
       response: z.object({ path: z.string(), size: z.number() }),
       handler: async ({ caller, params, query, upload }) => {
         if (!upload) throw new ApiError('unsupported_media_type', 'send the file as the body with Content-Type: application/octet-stream');
@@ -271,7 +351,13 @@ export function sandboxOperations(s: Services): Operation[] {
       query: z.object({ path: z.string().min(1).max(4096) }),
       handler: async ({ caller, params, query }) => {
         const file = await sb.download(caller.account, idParam(params), query.path);
-        return { body: file.stream, headers: { 'Content-Type': 'application/octet-stream', ...(file.size !== undefined ? { 'Content-Length': String(file.size) } : {}) } };
+        return {
+          body: file.stream,
+          headers: {
+            'Content-Type': 'application/octet-stream',
+            ...(file.size !== undefined ? { 'Content-Length': String(file.size) } : {}),
+          },
+        };
       },
     }),
   ];

@@ -28,7 +28,9 @@ const storageSchema = z
     used_bytes: z.number().describe('What the storage limit counts now: the sum of the three below'),
     limit_bytes: z.number().describe("The account's storage limit (SVC_STORAGE_MAX_BYTES_PER_ACCOUNT)"),
     database_bytes: z.number().describe("Its databases' volumes (branches included), by size"),
-    volume_bytes: z.number().describe("Its apps' volumes by size: the claims that exist, attached or not, and those its apps declare that are not made yet"),
+    volume_bytes: z
+      .number()
+      .describe("Its apps' volumes by size: the claims that exist, attached or not, and those its apps declare that are not made yet"),
     artifact_bytes: z.number().describe('The stored artifacts it holds (deploy uploads, build sources and outputs, backups), each once'),
   })
   .describe("The account's storage as its limit counts it (docs/api/data.md#storage)");
@@ -78,7 +80,9 @@ export function volumeOperations(s: Services): Operation[] {
         const volume = describe(ns).find((v) => v.ref === params.ref);
         if (!volume) throw notFound(`volume ${params.ref}`);
         if (volume.kind === 'database' && volume.attached) {
-          throw conflict(`volume ${volume.ref} holds database ${volume.database}'s data: it goes with the database (DELETE /databases/${volume.database})`);
+          throw conflict(
+            `volume ${volume.ref} holds database ${volume.database}'s data: it goes with the database (DELETE /databases/${volume.database})`,
+          );
         }
         if (volume.kind === 'machine' && volume.attached) {
           const where = volume.mounted_by ? `mounted by ${volume.mounted_by}` : 'declared';
@@ -91,7 +95,11 @@ export function volumeOperations(s: Services): Operation[] {
         // which sees every deletion, the garbage collector's too; a retained database's are here.
         if (volume.kind === 'database') {
           await s.usage.storage(caller.account.id, `database/${volume.database}`, 0);
-          await s.events.record(caller.account.id, 'volume.deleted', volume.ref, { volume: volume.ref, database: volume.database, size_bytes: volume.size_bytes });
+          await s.events.record(caller.account.id, 'volume.deleted', volume.ref, {
+            volume: volume.ref,
+            database: volume.database,
+            size_bytes: volume.size_bytes,
+          });
         }
         return { status: 204, body: undefined };
       },

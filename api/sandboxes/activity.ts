@@ -45,7 +45,9 @@ export class SandboxUse {
   begin(s: Sandbox, deadlineMs: number, exec = true): () => void {
     const t = this.entry(s);
     if (exec && t.execs >= this.maxExecs) {
-      throw new ApiError('rate_limited', `${t.execs} execs are running in sandbox ${t.name} already (at most ${this.maxExecs} at once)`, { 'Retry-After': '1' });
+      throw new ApiError('rate_limited', `${t.execs} execs are running in sandbox ${t.name} already (at most ${this.maxExecs} at once)`, {
+        'Retry-After': '1',
+      });
     }
     const id = ++this.seq;
     if (exec) t.execs += 1;
@@ -77,7 +79,15 @@ export class SandboxUse {
     let t = this.tracked.get(k);
     if (!t) {
       const idleMs = (s.spec.idleTimeoutSeconds ?? 300) * 1000;
-      t = { namespace: s.metadata.namespace!, name: s.metadata.name!, slackMs: Math.min(30_000, Math.max(1000, idleMs / 10)), execs: 0, running: new Map(), lastUsed: this.now(), writing: false };
+      t = {
+        namespace: s.metadata.namespace!,
+        name: s.metadata.name!,
+        slackMs: Math.min(30_000, Math.max(1000, idleMs / 10)),
+        execs: 0,
+        running: new Map(),
+        lastUsed: this.now(),
+        writing: false,
+      };
       this.tracked.set(k, t);
     }
     return t;
@@ -115,14 +125,17 @@ export class SandboxUse {
 
   private async flush(t: Tracked): Promise<void> {
     const want = this.desired(t);
-    const value: SandboxActivity = { at: new Date(want.at), ...(want.busyUntil !== undefined ? { busyUntil: new Date(want.busyUntil) } : {}) };
+    const value: SandboxActivity = {
+      at: new Date(want.at),
+      ...(want.busyUntil !== undefined ? { busyUntil: new Date(want.busyUntil) } : {}),
+    };
     t.writing = true;
     try {
       await this.write(t.namespace, t.name, formatActivity(value));
       t.written = { ...want, when: this.now() };
     } catch (err) {
       // The sandbox may be gone; its controller then ends it as idle at worst.
-      this.log.warn({ err, sandbox: `${t.namespace}/${t.name}` }, 'Recording a sandbox\'s use failed');
+      this.log.warn({ err, sandbox: `${t.namespace}/${t.name}` }, "Recording a sandbox's use failed");
       t.written = { ...want, when: this.now() };
     } finally {
       t.writing = false;

@@ -16,7 +16,13 @@ export interface AgentTarget {
   podName: string;
 }
 
-const byStatus: Record<number, ErrorCode> = { 400: 'invalid_request', 404: 'not_found', 413: 'payload_too_large', 429: 'rate_limited', 507: 'payload_too_large' };
+const byStatus: Record<number, ErrorCode> = {
+  400: 'invalid_request',
+  404: 'not_found',
+  413: 'payload_too_large',
+  429: 'rate_limited',
+  507: 'payload_too_large',
+};
 
 export class AgentClient {
   private readonly pool = new http.Agent({ keepAlive: true, keepAliveMsecs: 10_000, maxSockets: 64, maxFreeSockets: 16, timeout: 60_000 });
@@ -37,7 +43,11 @@ export class AgentClient {
 
   /** Runs an exec and answers its result (JSON). */
   async exec(target: AgentTarget, req: AgentExecRequest): Promise<ExecResult> {
-    const res = await this.request(target, 'POST', '/exec', { body: JSON.stringify(req), type: 'application/json', timeoutMs: req.timeoutMs + this.execGraceMs });
+    const res = await this.request(target, 'POST', '/exec', {
+      body: JSON.stringify(req),
+      type: 'application/json',
+      timeoutMs: req.timeoutMs + this.execGraceMs,
+    });
     const body = await bounded(res, execReplyBytes(req.maxOutputBytes));
     try {
       return checkExecResult(body, req.maxOutputBytes);
@@ -49,7 +59,11 @@ export class AgentClient {
 
   /** Runs an exec and answers its NDJSON stream (output lines, then the exit line) as it comes, re-made within bounds. */
   async execStream(target: AgentTarget, req: AgentExecRequest): Promise<Readable> {
-    const res = await this.request(target, 'POST', '/exec?stream=1', { body: JSON.stringify(req), type: 'application/json', timeoutMs: req.timeoutMs + this.execGraceMs });
+    const res = await this.request(target, 'POST', '/exec?stream=1', {
+      body: JSON.stringify(req),
+      type: 'application/json',
+      timeoutMs: req.timeoutMs + this.execGraceMs,
+    });
     const out = boundedExecStream(req.maxOutputBytes, () => res.destroy());
     // A connection cut mid-stream (at the deadline, or here for breaking its bounds) ends the
     // stream; flushing adds an exit line saying so where the agent sent none.
@@ -63,9 +77,20 @@ export class AgentClient {
 
   /** Streams `body` into the file at `path` in the sandbox. */
   async upload(target: AgentTarget, path: string, body: Readable, length: number | undefined): Promise<{ path: string; size: number }> {
-    const res = await this.request(target, 'PUT', `/files?path=${encodeURIComponent(path)}`, { body, type: 'application/octet-stream', length, timeoutMs: 600_000 });
+    const res = await this.request(target, 'PUT', `/files?path=${encodeURIComponent(path)}`, {
+      body,
+      type: 'application/octet-stream',
+      length,
+      timeoutMs: 600_000,
+    });
     const answer = parse(await bounded(res, smallReplyBytes)) as { path?: unknown; size?: unknown };
-    if (typeof answer.path !== 'string' || answer.path.length > 4096 || typeof answer.size !== 'number' || !Number.isSafeInteger(answer.size) || answer.size < 0) {
+    if (
+      typeof answer.path !== 'string' ||
+      answer.path.length > 4096 ||
+      typeof answer.size !== 'number' ||
+      !Number.isSafeInteger(answer.size) ||
+      answer.size < 0
+    ) {
       throw new ApiError('bad_gateway', 'the sandbox agent answered an upload of the wrong shape');
     }
     return { path: answer.path, size: answer.size };
@@ -84,7 +109,10 @@ export class AgentClient {
     path: string,
     opts: { body?: string | Readable; type?: string; length?: number | undefined; timeoutMs: number },
   ): Promise<http.IncomingMessage> {
-    if (!this.key) return Promise.reject(new ApiError('unavailable', 'sandboxes are not configured on this platform (no artifact key: SVC_ARTIFACT_KEY_FILE)'));
+    if (!this.key)
+      return Promise.reject(
+        new ApiError('unavailable', 'sandboxes are not configured on this platform (no artifact key: SVC_ARTIFACT_KEY_FILE)'),
+      );
     const [host, port] = splitAddress(target.address);
     const headers: http.OutgoingHttpHeaders = { authorization: `Bearer ${agentToken(this.key, target.podName)}` };
     if (opts.type) headers['content-type'] = opts.type;
@@ -103,12 +131,17 @@ export class AgentClient {
         );
       });
       let answered = false;
-      const deadline = setTimeout(() => req.destroy(new Error(`the sandbox agent did not finish within ${Math.round(opts.timeoutMs / 1000)} s`)), opts.timeoutMs);
+      const deadline = setTimeout(
+        () => req.destroy(new Error(`the sandbox agent did not finish within ${Math.round(opts.timeoutMs / 1000)} s`)),
+        opts.timeoutMs,
+      );
       req.once('close', () => {
         if (!answered) clearTimeout(deadline);
       });
       req.once('timeout', () => req.destroy(new Error('the sandbox agent did not answer in time')));
-      req.once('error', (err) => reject(new ApiError('unavailable', `the sandbox did not answer (${err.message}); it may have just ended`, { 'Retry-After': '1' })));
+      req.once('error', (err) =>
+        reject(new ApiError('unavailable', `the sandbox did not answer (${err.message}); it may have just ended`, { 'Retry-After': '1' })),
+      );
       if (opts.body === undefined) req.end();
       else if (typeof opts.body === 'string') req.end(opts.body);
       else {
@@ -121,7 +154,12 @@ export class AgentClient {
 
 function agentError(status: number, message: string | undefined): ApiError {
   const code = byStatus[status];
-  if (code) return new ApiError(code, message ?? `the sandbox refused the request (${status})`, code === 'rate_limited' ? { 'Retry-After': '1' } : {});
+  if (code)
+    return new ApiError(
+      code,
+      message ?? `the sandbox refused the request (${status})`,
+      code === 'rate_limited' ? { 'Retry-After': '1' } : {},
+    );
   return new ApiError('unavailable', `the sandbox failed the request (${status}${message ? `: ${message}` : ''})`, { 'Retry-After': '1' });
 }
 
@@ -138,7 +176,12 @@ async function bounded(res: http.IncomingMessage, limit: number): Promise<Buffer
   try {
     return await readBounded(res, limit);
   } catch (err) {
-    throw new ApiError('bad_gateway', err instanceof AgentReplyError ? err.message : `the sandbox agent's answer broke off (${err instanceof Error ? err.message : String(err)})`);
+    throw new ApiError(
+      'bad_gateway',
+      err instanceof AgentReplyError
+        ? err.message
+        : `the sandbox agent's answer broke off (${err instanceof Error ? err.message : String(err)})`,
+    );
   }
 }
 

@@ -110,7 +110,10 @@ export function checkExecResult(body: Buffer, maxOutputBytes: number): ExecResul
     stderr,
     truncated: { stdout: r.data.truncated.stdout || out.cut, stderr: r.data.truncated.stderr || err.cut },
     // What it says it produced, but never less than what came.
-    bytes: { stdout: Math.max(r.data.bytes.stdout, Buffer.byteLength(r.data.stdout)), stderr: Math.max(r.data.bytes.stderr, Buffer.byteLength(r.data.stderr)) },
+    bytes: {
+      stdout: Math.max(r.data.bytes.stdout, Buffer.byteLength(r.data.stdout)),
+      stderr: Math.max(r.data.bytes.stderr, Buffer.byteLength(r.data.stderr)),
+    },
   };
 }
 

@@ -55,7 +55,14 @@ export class SandboxRecorder {
     const seconds = Math.max(0, (ended.getTime() - started.getTime()) / 1000);
     await this.db.transaction(async (tx) => {
       const inserted = (await tx('usage_records')
-        .insert({ account_id: account, meter: 'sandbox_seconds', subject: s.metadata.uid!, quantity: seconds, started_at: started, ended_at: ended })
+        .insert({
+          account_id: account,
+          meter: 'sandbox_seconds',
+          subject: s.metadata.uid!,
+          quantity: seconds,
+          started_at: started,
+          ended_at: ended,
+        })
         .onConflict(['account_id', 'meter', 'subject', 'started_at'])
         .ignore()
         .returning('id')) as unknown[];

@@ -41,7 +41,11 @@ export class SandboxRepository {
 
   /** The account's sandboxes, newest first. */
   list(namespace: string): Sandbox[] {
-    return [...this.informer.list(namespace)].sort((a, b) => String(b.metadata.creationTimestamp).localeCompare(String(a.metadata.creationTimestamp)) || a.metadata.name!.localeCompare(b.metadata.name!));
+    return [...this.informer.list(namespace)].sort(
+      (a, b) =>
+        String(b.metadata.creationTimestamp).localeCompare(String(a.metadata.creationTimestamp)) ||
+        a.metadata.name!.localeCompare(b.metadata.name!),
+    );
   }
 
   /** By ID (its name) or its uid; only from the cache (a Sandbox just made by this API is in it). */
@@ -51,7 +55,13 @@ export class SandboxRepository {
 
   async create(namespace: string, spec: SandboxSpec, accountId: string): Promise<Sandbox> {
     const name = newSandboxName();
-    return createCustomObject<Sandbox>(this.custom, 'Sandbox', namespace, { name, labels: { [labels.managedBy]: managers.api, [labels.account]: accountId } }, spec);
+    return createCustomObject<Sandbox>(
+      this.custom,
+      'Sandbox',
+      namespace,
+      { name, labels: { [labels.managedBy]: managers.api, [labels.account]: accountId } },
+      spec,
+    );
   }
 
   /**
@@ -67,7 +77,10 @@ export class SandboxRepository {
   /** Ends the sandbox (spec.stopped; the controllers delete its pod, reason Deleted). */
   async stopSandbox(namespace: string, name: string): Promise<void> {
     try {
-      await this.custom.patchNamespacedCustomObject({ group, version, namespace, plural, name, body: { spec: { stopped: true } } }, mergePatch);
+      await this.custom.patchNamespacedCustomObject(
+        { group, version, namespace, plural, name, body: { spec: { stopped: true } } },
+        mergePatch,
+      );
     } catch (err) {
       if (kubeStatus(err) === 404) return; // gone already: nothing left to stop
       throw err;
@@ -77,7 +90,10 @@ export class SandboxRepository {
   /** Writes what the API saw of the sandbox's use (lib/sandbox/activity.ts); nothing when it is gone. */
   async recordActivity(namespace: string, name: string, value: string): Promise<void> {
     try {
-      await this.custom.patchNamespacedCustomObject({ group, version, namespace, plural, name, body: { metadata: { annotations: { [annotations.activity]: value } } } }, mergePatch);
+      await this.custom.patchNamespacedCustomObject(
+        { group, version, namespace, plural, name, body: { metadata: { annotations: { [annotations.activity]: value } } } },
+        mergePatch,
+      );
     } catch (err) {
       if (kubeStatus(err) === 404) return;
       throw err;

@@ -34,7 +34,12 @@ export class RuntimeList {
   /** The list GET /runtimes answers: 503 until the first sandbox pod has reported. */
   async list(): Promise<InstalledRuntime[]> {
     const runtimes = await this.installed();
-    if (!runtimes) throw new ApiError('unavailable', 'the sandbox runtimes are not known yet: no sandbox pod has started (the controllers\' log says why)', { 'Retry-After': '5' });
+    if (!runtimes)
+      throw new ApiError(
+        'unavailable',
+        "the sandbox runtimes are not known yet: no sandbox pod has started (the controllers' log says why)",
+        { 'Retry-After': '5' },
+      );
     return runtimes;
   }
 

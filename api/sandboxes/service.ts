@@ -77,7 +77,12 @@ export class SandboxService {
     this.agents = new AgentClient(agentKey);
     this.use = new SandboxUse((ns, name, value) => repo.recordActivity(ns, name, value), maxExecsPerSandbox, log);
     const perMinute = limits.execPerMinute;
-    this.execRate = new RateLimiter(perMinute / 60, perMinute, () => Date.now(), () => `exec rate exceeded: ${perMinute} execs per minute per account`);
+    this.execRate = new RateLimiter(
+      perMinute / 60,
+      perMinute,
+      () => Date.now(),
+      () => `exec rate exceeded: ${perMinute} execs per minute per account`,
+    );
   }
 
   close(): void {
@@ -114,15 +119,21 @@ export class SandboxService {
       if (open.length >= this.limits.maxOpenPerAccount) {
         const next = Math.min(...open.map((s) => new Date(s.status?.idleExpiresAt ?? s.status?.expiresAt ?? Date.now() + 5000).getTime()));
         const retry = Math.max(1, Math.min(3600, Math.ceil((next - Date.now()) / 1000)));
-        throw new ApiError('rate_limited', `${open.length} sandboxes are open (at most ${this.limits.maxOpenPerAccount} per account): destroy one (DELETE /sandboxes/{id}) or retry when one ends`, { 'Retry-After': String(retry) });
+        throw new ApiError(
+          'rate_limited',
+          `${open.length} sandboxes are open (at most ${this.limits.maxOpenPerAccount} per account): destroy one (DELETE /sandboxes/{id}) or retry when one ends`,
+          { 'Retry-After': String(retry) },
+        );
       }
       const made = await this.repo.create(ns, spec, account.id);
       await this.repo.until(ns, made.metadata.name!, () => true, 10_000);
       return made;
     });
-    await recordEvent(this.db, account.id, 'sandbox.opened', created.metadata.name!, { sandbox: created.metadata.name, runtime, network: spec.network }).catch((err: unknown) =>
-      this.log.warn({ err, sandbox: created.metadata.name }, 'Recording sandbox.opened failed'),
-    );
+    await recordEvent(this.db, account.id, 'sandbox.opened', created.metadata.name!, {
+      sandbox: created.metadata.name,
+      runtime,
+      network: spec.network,
+    }).catch((err: unknown) => this.log.warn({ err, sandbox: created.metadata.name }, 'Recording sandbox.opened failed'));
     const waitMs = input.waitMs ?? defaultOpenWaitMs;
     if (waitMs <= 0) return this.repo.find(ns, created.metadata.name!) ?? created;
     const s = await this.repo.until(ns, created.metadata.name!, (c) => c.status?.phase === 'Ready' || !isOpen(c), waitMs);
@@ -134,7 +145,14 @@ export class SandboxService {
     const s = this.get(account, id);
     if (!isOpen(s) && s.status?.phase !== 'Pending' && s.status?.phase !== 'Ready') return s;
     await this.repo.stopSandbox(account.namespace, s.metadata.name!);
-    return (await this.repo.until(account.namespace, s.metadata.name!, (c) => c.status?.phase === 'Ended' || c.status?.phase === 'Failed', 10_000)) ?? s;
+    return (
+      (await this.repo.until(
+        account.namespace,
+        s.metadata.name!,
+        (c) => c.status?.phase === 'Ended' || c.status?.phase === 'Failed',
+        10_000,
+      )) ?? s
+    );
   }
 
   /** The agent of a sandbox that can run something now, or a 409 saying why not. */
@@ -143,9 +161,15 @@ export class SandboxService {
     if (st?.phase === 'Ready' && st.address && st.podName && !s.spec.stopped) return { address: st.address, podName: st.podName };
     const id = s.metadata.name;
     if (st?.phase === 'Ended' || st?.phase === 'Failed' || s.spec.stopped) {
-      throw conflict(`sandbox ${id} has ended${st?.reason ? ` (${st.reason}${st.message ? `: ${st.message}` : ''})` : ''}${st?.endedAt ? ` at ${st.endedAt}` : ''}; open a new one`);
+      throw conflict(
+        `sandbox ${id} has ended${st?.reason ? ` (${st.reason}${st.message ? `: ${st.message}` : ''})` : ''}${st?.endedAt ? ` at ${st.endedAt}` : ''}; open a new one`,
+      );
     }
-    throw new ApiError('conflict', `sandbox ${id} is not ready yet (${st?.reason ?? 'Pending'}${st?.message ? `: ${st.message}` : ''}); retry shortly`, { 'Retry-After': '1' });
+    throw new ApiError(
+      'conflict',
+      `sandbox ${id} is not ready yet (${st?.reason ?? 'Pending'}${st?.message ? `: ${st.message}` : ''}); retry shortly`,
+      { 'Retry-After': '1' },
+    );
   }
 
   /** The agent request of an exec: the platform's limits applied, the timeout held within the sandbox's lifetime. */
@@ -206,7 +230,13 @@ export class SandboxService {
     }
   }
 
-  async upload(account: Account, id: string, path: string, body: Readable, length: number | undefined): Promise<{ path: string; size: number }> {
+  async upload(
+    account: Account,
+    id: string,
+    path: string,
+    body: Readable,
+    length: number | undefined,
+  ): Promise<{ path: string; size: number }> {
     let end: (() => void) | undefined;
     try {
       const s = this.get(account, id);
@@ -241,12 +271,32 @@ export class SandboxService {
    * `stream`, the NDJSON stream, and the sandbox destroyed when it closes.
    */
   async oneShot(account: Account, open: OpenInput, input: ExecInput, code?: { runtime: string; code: string }): Promise<ExecAnswer>;
-  async oneShot(account: Account, open: OpenInput, input: ExecInput, code: { runtime: string; code: string } | undefined, stream: true): Promise<Readable>;
-  async oneShot(account: Account, open: OpenInput, input: ExecInput, code?: { runtime: string; code: string }, stream?: true): Promise<ExecAnswer | Readable> {
+  async oneShot(
+    account: Account,
+    open: OpenInput,
+    input: ExecInput,
+    code: { runtime: string; code: string } | undefined,
+    stream: true,
+  ): Promise<Readable>;
+  async oneShot(
+    account: Account,
+    open: OpenInput,
+    input: ExecInput,
+    code?: { runtime: string; code: string },
+    stream?: true,
+  ): Promise<ExecAnswer | Readable> {
     this.takeExec(account);
-    const s = await this.open(account, { ...open, maxLifetimeSeconds: Math.max(60, Math.ceil((input.timeoutSeconds ?? defaultExecTimeoutSeconds) + 60)), idleTimeoutSeconds: 60 });
+    const s = await this.open(account, {
+      ...open,
+      maxLifetimeSeconds: Math.max(60, Math.ceil((input.timeoutSeconds ?? defaultExecTimeoutSeconds) + 60)),
+      idleTimeoutSeconds: 60,
+    });
     const done = () => {
-      this.repo.stopSandbox(account.namespace, s.metadata.name!).catch((err: unknown) => this.log.warn({ err, sandbox: s.metadata.name }, 'Ending a one-shot sandbox failed; its idle timeout ends it'));
+      this.repo
+        .stopSandbox(account.namespace, s.metadata.name!)
+        .catch((err: unknown) =>
+          this.log.warn({ err, sandbox: s.metadata.name }, 'Ending a one-shot sandbox failed; its idle timeout ends it'),
+        );
     };
     try {
       if (s.status?.phase !== 'Ready') {

@@ -40,7 +40,8 @@ export function declaredClaims(name: string, spec: App['spec']): Map<string, num
   const claims = new Map<string, number>();
   for (const service of servicesOf(spec)) {
     for (const v of service.volumes) {
-      for (let m = 0; m < service.machines; m++) claims.set(volumeClaimName(name, v.name, m), quantityBytes(v.size ?? defaultVolumeSize) ?? 0);
+      for (let m = 0; m < service.machines; m++)
+        claims.set(volumeClaimName(name, v.name, m), quantityBytes(v.size ?? defaultVolumeSize) ?? 0);
     }
   }
   return claims;
@@ -83,7 +84,13 @@ export class AccountStorage {
     const databaseBytes = this.d.databases.list(namespace).reduce((sum, db) => sum + this.d.databaseBytes(db), 0);
     const volumeBytes = [...this.volumeClaims(namespace).values()].reduce((sum, b) => sum + b, 0);
     const artifactBytes = await this.d.holds.bytes(accountId);
-    return { databaseBytes, volumeBytes, artifactBytes, usedBytes: databaseBytes + volumeBytes + artifactBytes, limitBytes: this.d.limitBytes };
+    return {
+      databaseBytes,
+      volumeBytes,
+      artifactBytes,
+      usedBytes: databaseBytes + volumeBytes + artifactBytes,
+      limitBytes: this.d.limitBytes,
+    };
   }
 
   /**
@@ -95,7 +102,8 @@ export class AccountStorage {
   newVolumeBytes(namespace: string, name: string, spec: App['spec']): number {
     const made = this.d.claims(namespace);
     const declared = new Map<string, number>();
-    for (const app of this.d.apps.list(namespace)) for (const [claim, bytes] of declaredClaims(app.name, app.spec)) declared.set(claim, bytes);
+    for (const app of this.d.apps.list(namespace))
+      for (const [claim, bytes] of declaredClaims(app.name, app.spec)) declared.set(claim, bytes);
     let more = 0;
     for (const [claim, bytes] of declaredClaims(name, spec)) if (!made.has(claim)) more += Math.max(0, bytes - (declared.get(claim) ?? 0));
     return more;
@@ -128,7 +136,8 @@ export class AccountStorage {
   async admit(accountId: string, namespace: string, staged: StagedUpload, what: string): Promise<void> {
     try {
       await this.d.lock.hold(accountId, async () => {
-        if (!(await this.d.holds.has(accountId, staged.digest))) await this.assertFits(accountId, namespace, staged.size, `${what} needs ${staged.size} bytes`);
+        if (!(await this.d.holds.has(accountId, staged.digest)))
+          await this.assertFits(accountId, namespace, staged.size, `${what} needs ${staged.size} bytes`);
         await this.withDigest(staged.digest, async (trx) => {
           await this.d.store.put(staged);
           await this.d.holds.take(accountId, staged.digest, staged.size, this.d.clock(), trx);

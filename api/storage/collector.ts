@@ -113,7 +113,13 @@ export class ArtifactCollector {
       result.staleStaged = await this.d.store.removeStaleStaged(before);
       if (result.adopted.length || result.released.length || result.removed.length || result.staleStaged) {
         this.d.log.info(
-          { adopted: result.adopted.length, released: result.released.length, removed: result.removed.length, freedBytes: result.removed.reduce((n, r) => n + r.bytes, 0), staleStaged: result.staleStaged },
+          {
+            adopted: result.adopted.length,
+            released: result.released.length,
+            removed: result.removed.length,
+            freedBytes: result.removed.reduce((n, r) => n + r.bytes, 0),
+            staleStaged: result.staleStaged,
+          },
           'Collected artifacts',
         );
       }
@@ -125,7 +131,11 @@ export class ArtifactCollector {
   async reclaim(accountId: string): Promise<number> {
     const now = this.d.clock();
     const observed = await this.observe(now, accountId);
-    const released = await this.release(observed, retainedArtifacts(observed, this.d.policy), new Date(now.getTime() - this.d.policy.graceMs));
+    const released = await this.release(
+      observed,
+      retainedArtifacts(observed, this.d.policy),
+      new Date(now.getTime() - this.d.policy.graceMs),
+    );
     await this.sample(released, now);
     return released.reduce((n, r) => n + r.bytes, 0);
   }
@@ -134,7 +144,8 @@ export class ArtifactCollector {
     const released: Collection['released'] = [];
     for (const h of observed.holds) {
       if (kept.get(h.accountId)?.has(h.digest)) continue;
-      if (await this.d.holds.release(h.accountId, h.digest, before)) released.push({ accountId: h.accountId, digest: h.digest, bytes: h.bytes });
+      if (await this.d.holds.release(h.accountId, h.digest, before))
+        released.push({ accountId: h.accountId, digest: h.digest, bytes: h.bytes });
     }
     return released;
   }
@@ -150,7 +161,9 @@ export class ArtifactCollector {
   private async observe(now: Date, accountId?: string): Promise<HeldObserved> {
     const db = this.d.db;
     const scoped = (q: Knex.QueryBuilder) => (accountId ? q.where({ account_id: accountId }) : q);
-    const accounts = await (accountId ? db('accounts').where({ id: accountId }) : db('accounts')).select<Array<{ id: string; namespace: string }>>('id', 'namespace');
+    const accounts = await (accountId ? db('accounts').where({ id: accountId }) : db('accounts')).select<
+      Array<{ id: string; namespace: string }>
+    >('id', 'namespace');
     const accountOf = new Map(accounts.map((a) => [a.namespace, a.id]));
     const apps: ObservedApp[] = [];
     for (const app of this.d.apps.all()) {
@@ -168,7 +181,9 @@ export class ArtifactCollector {
         deploys: [app.status?.currentDeploy, app.spec.deployId, app.status?.live?.deploy].filter((d): d is string => !!d),
       });
     }
-    const deploys = (await scoped(db('deploys').whereNotNull('digest').select('id', 'seq', 'account_id', 'app_uid', 'digest', 'status'))) as Array<{
+    const deploys = (await scoped(
+      db('deploys').whereNotNull('digest').select('id', 'seq', 'account_id', 'app_uid', 'digest', 'status'),
+    )) as Array<{
       id: string;
       seq: string;
       account_id: string;
@@ -176,7 +191,9 @@ export class ArtifactCollector {
       digest: string;
       status: DeployStatus;
     }>;
-    const builds = (await scoped(db('builds').select('id', 'account_id', 'phase', 'source', 'artifact_digest', 'deploy_id', 'completed_at'))) as Array<{
+    const builds = (await scoped(
+      db('builds').select('id', 'account_id', 'phase', 'source', 'artifact_digest', 'deploy_id', 'completed_at'),
+    )) as Array<{
       id: string;
       account_id: string;
       phase: BuildPhase;
@@ -185,11 +202,20 @@ export class ArtifactCollector {
       deploy_id: string | null;
       completed_at: Date | null;
     }>;
-    const backups = (await scoped(db('database_backups').where({ status: 'done' }).whereNotNull('digest').select('account_id', 'database', 'digest'))) as Array<{ account_id: string; database: string; digest: string }>;
+    const backups = (await scoped(
+      db('database_backups').where({ status: 'done' }).whereNotNull('digest').select('account_id', 'database', 'digest'),
+    )) as Array<{ account_id: string; database: string; digest: string }>;
     return {
       now,
       apps,
-      deploys: deploys.map((r) => ({ accountId: r.account_id, id: r.id, appUid: r.app_uid, seq: Number(r.seq), digest: r.digest, status: r.status })),
+      deploys: deploys.map((r) => ({
+        accountId: r.account_id,
+        id: r.id,
+        appUid: r.app_uid,
+        seq: Number(r.seq),
+        digest: r.digest,
+        status: r.status,
+      })),
       builds: builds.map((r) => ({
         accountId: r.account_id,
         id: r.id,

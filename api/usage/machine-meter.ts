@@ -41,19 +41,32 @@ export function runsOf(pod: k8s.V1Pod): MachineRun[] {
   const name = pod.metadata?.name;
   const status = pod.status?.containerStatuses?.find((c) => c.name === containers.machine);
   if (!app || !name || !status) return [];
-  const base = { subject: `${app}/${name}`, app, machine: Number(pod.metadata?.labels?.[labels.machine] ?? 0), pod: name, node: pod.spec?.nodeName };
+  const base = {
+    subject: `${app}/${name}`,
+    app,
+    machine: Number(pod.metadata?.labels?.[labels.machine] ?? 0),
+    pod: name,
+    node: pod.spec?.nodeName,
+  };
   const runs: MachineRun[] = [];
   const ended = (t: k8s.V1ContainerStateTerminated | undefined): MachineRun | undefined =>
-    t?.startedAt && t.finishedAt ? { ...base, startedAt: new Date(t.startedAt), endedAt: new Date(t.finishedAt), exit: { reason: t.reason, exitCode: t.exitCode } } : undefined;
+    t?.startedAt && t.finishedAt
+      ? { ...base, startedAt: new Date(t.startedAt), endedAt: new Date(t.finishedAt), exit: { reason: t.reason, exitCode: t.exitCode } }
+      : undefined;
   const last = ended(status.lastState?.terminated);
   if (last) runs.push(last);
-  const now = status.state?.running?.startedAt ? { ...base, startedAt: new Date(status.state.running.startedAt) } : ended(status.state?.terminated);
+  const now = status.state?.running?.startedAt
+    ? { ...base, startedAt: new Date(status.state.running.startedAt) }
+    : ended(status.state?.terminated);
   if (now) runs.push(now);
   return runs;
 }
 
 /** How a run that ended is told: stopped (deleted, replaced, exited cleanly) or crashed, and why. */
-export function endOf(run: MachineRun, podDeleted: boolean): { type: 'machine.stopped' | 'machine.crashed'; reason: string; exitCode?: number } {
+export function endOf(
+  run: MachineRun,
+  podDeleted: boolean,
+): { type: 'machine.stopped' | 'machine.crashed'; reason: string; exitCode?: number } {
   if (podDeleted) return { type: 'machine.stopped', reason: 'deleted' };
   const code = run.exit?.exitCode;
   if (run.exit?.reason === 'OOMKilled' || (code !== undefined && code !== 0)) {
@@ -92,7 +105,10 @@ export class MachineMeter {
     for (const pod of this.pods.list()) this.observe(pod, false);
     await this.settled();
     await this.closeOrphans();
-    this.timer = setInterval(() => void this.flush().catch((err: unknown) => this.log.warn({ err }, 'Metering machines failed; retrying at the next flush')), this.flushMs);
+    this.timer = setInterval(
+      () => void this.flush().catch((err: unknown) => this.log.warn({ err }, 'Metering machines failed; retrying at the next flush')),
+      this.flushMs,
+    );
     this.timer.unref();
   }
 
@@ -145,11 +161,20 @@ export class MachineMeter {
   private async ensureRow(tx: Knex.Transaction, account: string, run: MachineRun, end: Date): Promise<void> {
     const ended = new Date(Math.max(end.getTime(), run.startedAt.getTime()));
     const inserted = (await tx('usage_records')
-      .insert({ account_id: account, meter, subject: run.subject, quantity: (ended.getTime() - run.startedAt.getTime()) / 1000, started_at: run.startedAt, ended_at: ended, open: true })
+      .insert({
+        account_id: account,
+        meter,
+        subject: run.subject,
+        quantity: (ended.getTime() - run.startedAt.getTime()) / 1000,
+        started_at: run.startedAt,
+        ended_at: ended,
+        open: true,
+      })
       .onConflict(['account_id', 'meter', 'subject', 'started_at'])
       .ignore()
       .returning('id')) as unknown[];
-    if (inserted.length) await recordEvent(tx, account, 'machine.started', run.app, { machine: run.machine, pod: run.pod, node: run.node ?? null });
+    if (inserted.length)
+      await recordEvent(tx, account, 'machine.started', run.app, { machine: run.machine, pod: run.pod, node: run.node ?? null });
   }
 
   private async open(pod: k8s.V1Pod, run: MachineRun): Promise<void> {
@@ -197,20 +222,28 @@ export class MachineMeter {
   /** Open runs of this database's accounts whose Pod is gone: closed at their last flush. */
   private async closeOrphans(): Promise<void> {
     const present = new Set(this.pods.list().flatMap((p) => runsOf(p).map((r) => `${r.subject}@${r.startedAt.getTime()}`)));
-    const open = await this.db('usage_records').where({ meter, open: true }).select<Array<{
-      account_id: string;
-      subject: string;
-      started_at: Date;
-      ended_at: Date;
-    }>>('account_id', 'subject', 'started_at', 'ended_at');
+    const open = await this.db('usage_records').where({ meter, open: true }).select<
+      Array<{
+        account_id: string;
+        subject: string;
+        started_at: Date;
+        ended_at: Date;
+      }>
+    >('account_id', 'subject', 'started_at', 'ended_at');
     for (const r of open) {
       if (present.has(`${r.subject}@${r.started_at.getTime()}`)) continue;
       await this.db.transaction(async (tx) => {
-        const n = await tx('usage_records').where({ account_id: r.account_id, meter, subject: r.subject, started_at: r.started_at, open: true }).update({ open: false });
+        const n = await tx('usage_records')
+          .where({ account_id: r.account_id, meter, subject: r.subject, started_at: r.started_at, open: true })
+          .update({ open: false });
         if (!n) return;
         const [app, pod] = r.subject.split('/') as [string, string];
         const seconds = (r.ended_at.getTime() - r.started_at.getTime()) / 1000;
-        await recordEvent(tx, r.account_id, 'machine.stopped', app, { pod, reason: 'gone while no meter ran', seconds: Math.round(seconds * 10) / 10 });
+        await recordEvent(tx, r.account_id, 'machine.stopped', app, {
+          pod,
+          reason: 'gone while no meter ran',
+          seconds: Math.round(seconds * 10) / 10,
+        });
       });
       this.log.info({ machine: r.subject, endedAt: r.ended_at }, 'Closed the run of a machine that went while no meter ran');
     }

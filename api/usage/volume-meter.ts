@@ -47,7 +47,9 @@ export class VolumeMeter {
     try {
       const account = await this.accounts.of(claim.metadata!.namespace!);
       if (!account) return;
-      const at = deleted ? new Date((claim.metadata!.deletionTimestamp as unknown as string | undefined) ?? this.clock()) : new Date(claim.metadata!.creationTimestamp as unknown as string);
+      const at = deleted
+        ? new Date((claim.metadata!.deletionTimestamp as unknown as string | undefined) ?? this.clock())
+        : new Date(claim.metadata!.creationTimestamp as unknown as string);
       const bytes = deleted ? 0 : claimBytes(claim);
       await this.db.transaction(async (tx) => {
         const inserted = await tx('usage_records')
@@ -58,10 +60,20 @@ export class VolumeMeter {
         if (!inserted.length) return;
         // A branch's creation is the API's to tell (with its preview); its deletion, with the preview, is told here.
         if (branch) {
-          if (deleted) await recordEvent(tx, account, 'database.deleted', l[labels.database]!, { database: l[labels.database], branch_of: l[labels.branchOf], deletion_policy: 'drop' });
+          if (deleted)
+            await recordEvent(tx, account, 'database.deleted', l[labels.database]!, {
+              database: l[labels.database],
+              branch_of: l[labels.branchOf],
+              deletion_policy: 'drop',
+            });
           return;
         }
-        const data = { volume: claim.metadata!.name, app: l[labels.app], machine: Number(l[labels.machine]), size_bytes: claimBytes(claim) };
+        const data = {
+          volume: claim.metadata!.name,
+          app: l[labels.app],
+          machine: Number(l[labels.machine]),
+          size_bytes: claimBytes(claim),
+        };
         await recordEvent(tx, account, deleted ? 'volume.deleted' : 'volume.created', claim.metadata!.name!, data);
       });
     } catch (err) {
@@ -80,11 +92,19 @@ export class VolumeMeter {
       .where('subject', 'like', 'volume/%')
       .orderBy([{ column: 'account_id' }, { column: 'subject' }, { column: 'started_at', order: 'desc' }])
       .select<Array<{ account_id: string; subject: string; quantity: string | number }>>('account_id', 'subject', 'quantity');
-    const present = new Set(this.claims.list().filter((c) => !c.metadata?.deletionTimestamp).map(subjectOf));
+    const present = new Set(
+      this.claims
+        .list()
+        .filter((c) => !c.metadata?.deletionTimestamp)
+        .map(subjectOf),
+    );
     const now = this.clock();
     for (const r of rows) {
       if (Number(r.quantity) === 0 || present.has(r.subject)) continue;
-      await this.db('usage_records').insert({ account_id: r.account_id, meter, subject: r.subject, quantity: 0, started_at: now, ended_at: now }).onConflict(['account_id', 'meter', 'subject', 'started_at']).ignore();
+      await this.db('usage_records')
+        .insert({ account_id: r.account_id, meter, subject: r.subject, quantity: 0, started_at: now, ended_at: now })
+        .onConflict(['account_id', 'meter', 'subject', 'started_at'])
+        .ignore();
     }
   }
 }

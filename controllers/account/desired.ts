@@ -89,7 +89,10 @@ export function pullSecretCurrent(ns: k8s.V1Namespace, secret: k8s.V1Secret | un
   if (!data) return false;
   const credential = credentialOf(Buffer.from(data, 'base64').toString('utf8'), registry);
   const namespace = ns.metadata!.name!;
-  return credential?.username === accountUser(namespace) && matchesHash(credential.password, ns.metadata?.annotations?.[pullCredentialAnnotation]);
+  return (
+    credential?.username === accountUser(namespace) &&
+    matchesHash(credential.password, ns.metadata?.annotations?.[pullCredentialAnnotation])
+  );
 }
 
 /** The labels to add to the namespace (none when it carries them all already). */

@@ -62,7 +62,10 @@ export class AccountReconciler implements Reconciler<k8s.V1Namespace, never> {
       // and the LimitRange is what gives them.
       await this.core.patchNamespacedLimitRange({ ...opts, name: objects.limits.metadata!.name!, body: objects.limits }, serverSideApply);
       await this.core.patchNamespacedResourceQuota({ ...opts, name: objects.quota.metadata!.name!, body: objects.quota }, serverSideApply);
-      await this.networking.patchNamespacedNetworkPolicy({ ...opts, name: objects.denyAll.metadata!.name!, body: objects.denyAll }, serverSideApply);
+      await this.networking.patchNamespacedNetworkPolicy(
+        { ...opts, name: objects.denyAll.metadata!.name!, body: objects.denyAll },
+        serverSideApply,
+      );
       this.applied.set(name, shape);
       this.log.info({ kind: 'Namespace', name }, 'Applied the account namespace guardrails');
     }
@@ -96,11 +99,27 @@ export class AccountReconciler implements Reconciler<k8s.V1Namespace, never> {
     // Only over the namespace this decision was made on: a cache that does not show the hash written
     // a moment ago looks exactly like an operator removing it to rotate, and rotating again would
     // refuse the pulls under way. A newer namespace answers 409, and the next reconcile sees it.
-    await this.core.patchNamespace({ name, body: { metadata: { resourceVersion: ns.metadata?.resourceVersion, annotations: { [pullCredentialAnnotation]: hash } } } }, mergePatch);
+    await this.core.patchNamespace(
+      { name, body: { metadata: { resourceVersion: ns.metadata?.resourceVersion, annotations: { [pullCredentialAnnotation]: hash } } } },
+      mergePatch,
+    );
     // A Secret's type cannot change: one of another type (made by hand) goes first.
-    if (secret && secret.type !== 'kubernetes.io/dockerconfigjson') await this.core.deleteNamespacedSecret({ namespace: name, name: pullSecretName });
-    await this.core.patchNamespacedSecret({ namespace: name, name: pullSecretName, fieldManager: managers.controllers, force: true, body: pullSecret(name, registry, password) }, serverSideApply);
+    if (secret && secret.type !== 'kubernetes.io/dockerconfigjson')
+      await this.core.deleteNamespacedSecret({ namespace: name, name: pullSecretName });
+    await this.core.patchNamespacedSecret(
+      {
+        namespace: name,
+        name: pullSecretName,
+        fieldManager: managers.controllers,
+        force: true,
+        body: pullSecret(name, registry, password),
+      },
+      serverSideApply,
+    );
     this.pullChecked.set(name, { hash, at: this.clock() });
-    this.log.info({ kind: 'Secret', namespace: name, name: pullSecretName, rotated: secret !== undefined }, secret ? 'Rotated the account\'s registry pull credential' : 'Made the account\'s registry pull credential');
+    this.log.info(
+      { kind: 'Secret', namespace: name, name: pullSecretName, rotated: secret !== undefined },
+      secret ? "Rotated the account's registry pull credential" : "Made the account's registry pull credential",
+    );
   }
 }

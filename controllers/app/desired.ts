@@ -40,7 +40,8 @@ export interface AppSettings {
    * and kubelet probes come from and the machine listener is on, and that listener's ports.
    * Undefined: no policy is written (a cluster without a policy agent, some unit tests).
    */
-  platform?: { cidrs: readonly string[]; namespace?: string | undefined; ports: ReadonlyArray<{ port: number; endPort?: number }> } | undefined;
+  platform?:
+    { cidrs: readonly string[]; namespace?: string | undefined; ports: ReadonlyArray<{ port: number; endPort?: number }> } | undefined;
   /**
    * The Database the App names (spec.database) and its server's address as its Service shows it
    * (observed, so set per App by the reconciler); undefined host: not known yet.
@@ -64,7 +65,9 @@ export interface AppSettings {
 /** The Service through which the app's machines reach service `service` by name (a DNS label of at most 63). */
 export function serviceObjectName(app: string, service: string): string {
   const full = `${app}-${service}`;
-  return full.length <= 63 ? full : `${full.slice(0, 52).replace(/-+$/, '')}-${createHash('sha256').update(full).digest('hex').slice(0, 10)}`;
+  return full.length <= 63
+    ? full
+    : `${full.slice(0, 52).replace(/-+$/, '')}-${createHash('sha256').update(full).digest('hex').slice(0, 10)}`;
 }
 
 /** Whether a machine Pod belongs to `view` (the public service's machines made before services had names carry no service label). */
@@ -152,7 +155,10 @@ export const machineEphemeralStorage = { request: '64Mi', limit: '1Gi' } as cons
 function persistentVolumes(app: App, view: ServiceView, ordinal: number): { volumes: k8s.V1Volume[]; mounts: k8s.V1VolumeMount[] } {
   const declared = view.volumes;
   return {
-    volumes: declared.map((v) => ({ name: podVolumeName(v.name), persistentVolumeClaim: { claimName: volumeClaimName(app.metadata.name!, v.name, ordinal) } })),
+    volumes: declared.map((v) => ({
+      name: podVolumeName(v.name),
+      persistentVolumeClaim: { claimName: volumeClaimName(app.metadata.name!, v.name, ordinal) },
+    })),
     mounts: declared.map((v) => ({ name: podVolumeName(v.name), mountPath: v.path })),
   };
 }
@@ -216,16 +222,24 @@ function machineSpec(
     ...(view.command ? { command: view.command } : {}),
     ...(view.args ? { args: view.args } : {}),
     ...(view.workingDir ? { workingDir: view.workingDir } : {}),
-    ...(view.public ? { ports: [{ name: 'http', containerPort: view.port! }] } : view.ports.length ? { ports: view.ports.map((p) => ({ name: `p${p}`, containerPort: p })) } : {}),
+    ...(view.public
+      ? { ports: [{ name: 'http', containerPort: view.port! }] }
+      : view.ports.length
+        ? { ports: view.ports.map((p) => ({ name: `p${p}`, containerPort: p })) }
+        : {}),
     env: envOf(app, view, settings),
     ...(app.spec.envSecretName ? { envFrom: [{ secretRef: { name: app.spec.envSecretName } }] } : {}),
-    resources: { requests: { 'ephemeral-storage': machineEphemeralStorage.request }, limits: { ...limits, 'ephemeral-storage': machineEphemeralStorage.limit } },
+    resources: {
+      requests: { 'ephemeral-storage': machineEphemeralStorage.request },
+      limits: { ...limits, 'ephemeral-storage': machineEphemeralStorage.limit },
+    },
     ...(readiness ? { readinessProbe: readiness } : {}),
     securityContext: machineContainerSecurity,
     volumeMounts: [tmpMount, ...persistent.mounts],
   };
   const source = app.spec.source;
-  if (!view.public || !runtimeKinds.has(app.spec.kind ?? '') || !source) return { ...podLevel, containers: [main], volumes: [tmpVolume, ...persistent.volumes] };
+  if (!view.public || !runtimeKinds.has(app.spec.kind ?? '') || !source)
+    return { ...podLevel, containers: [main], volumes: [tmpVolume, ...persistent.volumes] };
   // The runtime serves the artifact an init container fetched and verified into an emptyDir, so a
   // machine never serves bytes other than the digest the App names.
   const mount = { name: 'site', mountPath: siteRoot };
@@ -241,7 +255,10 @@ function machineSpec(
           { name: 'SVC_ARTIFACT_DIGEST', value: source.digest },
           { name: 'SVC_SITE_ROOT', value: siteRoot },
         ],
-        resources: { requests: { 'ephemeral-storage': machineEphemeralStorage.request }, limits: { 'ephemeral-storage': machineEphemeralStorage.limit } },
+        resources: {
+          requests: { 'ephemeral-storage': machineEphemeralStorage.request },
+          limits: { 'ephemeral-storage': machineEphemeralStorage.limit },
+        },
         securityContext: machineContainerSecurity,
         volumeMounts: [mount, tmpMount],
       },
@@ -291,7 +308,10 @@ function withoutDiskBounds(key: string, value: unknown): unknown {
  */
 export function revisionOf(app: App, settings: AppSettings, ordinal = 0, view: ServiceView = servicesOf(app.spec)[0]!): string {
   const deploy = app.spec.services?.length ? null : (app.spec.deployId ?? null);
-  const shape = JSON.stringify({ m: machineSpec(app, settings, ordinal, view), d: deploy, n: placementOf(app, ordinal, view) ?? null }, withoutDiskBounds);
+  const shape = JSON.stringify(
+    { m: machineSpec(app, settings, ordinal, view), d: deploy, n: placementOf(app, ordinal, view) ?? null },
+    withoutDiskBounds,
+  );
   return createHash('sha256').update(shape).digest('hex').slice(0, 10);
 }
 
@@ -304,7 +324,13 @@ function serviceLabels(view: ServiceView): Record<string, string> {
  * Machine `ordinal` of `view` as a Pod created at `now`. Its init container gets a fresh artifact
  * credential, which is not part of the revision: a machine is not replaced because its credential aged.
  */
-export function machinePod(app: App, ordinal: number, settings: AppSettings, now = new Date(), view: ServiceView = servicesOf(app.spec)[0]!): k8s.V1Pod {
+export function machinePod(
+  app: App,
+  ordinal: number,
+  settings: AppSettings,
+  now = new Date(),
+  view: ServiceView = servicesOf(app.spec)[0]!,
+): k8s.V1Pod {
   const name = app.metadata.name!;
   const revision = revisionOf(app, settings, ordinal, view);
   const node = placementOf(app, ordinal, view);
@@ -312,7 +338,10 @@ export function machinePod(app: App, ordinal: number, settings: AppSettings, now
   const fetch = spec.initContainers?.[0];
   if (fetch && settings.artifactKey && app.spec.source) {
     const expires = new Date(now.getTime() + artifactCredentialTtlSeconds * 1000);
-    fetch.env = [...(fetch.env ?? []), { name: 'SVC_ARTIFACT_TOKEN', value: mintArtifactCredential(settings.artifactKey, app.spec.source.digest, expires) }];
+    fetch.env = [
+      ...(fetch.env ?? []),
+      { name: 'SVC_ARTIFACT_TOKEN', value: mintArtifactCredential(settings.artifactKey, app.spec.source.digest, expires) },
+    ];
   }
   const spread = { [labels.app]: name, ...(view.public ? {} : { [labels.service]: view.name! }) };
   return {
@@ -321,7 +350,13 @@ export function machinePod(app: App, ordinal: number, settings: AppSettings, now
     metadata: {
       name: view.public ? `${name}-m${ordinal}-${revision}` : `${name}-${view.name}-m${ordinal}-${revision}`,
       namespace: app.metadata.namespace,
-      labels: { [labels.app]: name, ...serviceLabels(view), [labels.machine]: String(ordinal), [labels.revision]: revision, [labels.managedBy]: managerName },
+      labels: {
+        [labels.app]: name,
+        ...serviceLabels(view),
+        [labels.machine]: String(ordinal),
+        [labels.revision]: revision,
+        [labels.managedBy]: managerName,
+      },
       annotations: { ...(app.spec.deployId ? { [annotations.deploy]: app.spec.deployId } : {}) },
       ownerReferences: [ownerRef(app)],
     },
@@ -334,7 +369,9 @@ export function machinePod(app: App, ordinal: number, settings: AppSettings, now
       // The account's own pull credential (controllers/account/): its images and the platform's, no other account's.
       ...(settings.images?.platformRegistry ? { imagePullSecrets: [{ name: pullSecretName }] } : {}),
       // Machines of one service prefer different nodes.
-      topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: spread } }],
+      topologySpreadConstraints: [
+        { maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: spread } },
+      ],
       ...(node
         ? {
             affinity: {
@@ -356,7 +393,13 @@ export function machinePod(app: App, ordinal: number, settings: AppSettings, now
  * DELETE /volumes/{ref} (docs/decisions/0018-volumes.md). Its size is fixed when it is made. A
  * volume belongs to one service of the app, so its name and the ordinal say which claim it is.
  */
-export function volumeClaim(app: App, volume: NonNullable<App['spec']['volumes']>[number], ordinal: number, settings: AppSettings, view?: ServiceView): k8s.V1PersistentVolumeClaim {
+export function volumeClaim(
+  app: App,
+  volume: NonNullable<App['spec']['volumes']>[number],
+  ordinal: number,
+  settings: AppSettings,
+  view?: ServiceView,
+): k8s.V1PersistentVolumeClaim {
   const name = app.metadata.name!;
   return {
     apiVersion: 'v1',
@@ -387,7 +430,12 @@ export function appService(app: App): k8s.V1Service {
   return {
     apiVersion: 'v1',
     kind: 'Service',
-    metadata: { name, namespace: app.metadata.namespace, labels: { [labels.app]: name, [labels.managedBy]: managerName }, ownerReferences: [ownerRef(app)] },
+    metadata: {
+      name,
+      namespace: app.metadata.namespace,
+      labels: { [labels.app]: name, [labels.managedBy]: managerName },
+      ownerReferences: [ownerRef(app)],
+    },
     spec: { selector: { [labels.app]: name, [labels.public]: 'true' }, ports: [{ name: 'http', port: 80, targetPort: 'http' }] },
   };
 }
@@ -431,7 +479,12 @@ export function machinePolicy(app: App, settings: AppSettings): k8s.V1NetworkPol
   return {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'NetworkPolicy',
-    metadata: { name: `app-${name}`, namespace: app.metadata.namespace, labels: { [labels.app]: name, [labels.managedBy]: managerName }, ownerReferences: [ownerRef(app)] },
+    metadata: {
+      name: `app-${name}`,
+      namespace: app.metadata.namespace,
+      labels: { [labels.app]: name, [labels.managedBy]: managerName },
+      ownerReferences: [ownerRef(app)],
+    },
     spec: {
       podSelector: own.podSelector,
       policyTypes: ['Ingress', 'Egress'],
@@ -440,8 +493,18 @@ export function machinePolicy(app: App, settings: AppSettings): k8s.V1NetworkPol
       egress: [
         { to: [own] },
         // Out to its attached database's server (whose own policy lets the account's machines in).
-        ...(settings.database ? [{ to: [{ podSelector: { matchLabels: { [labels.database]: settings.database.name } } }], ports: [{ protocol: 'TCP', port: databasePort as unknown as k8s.IntOrString }] }] : []),
-        { to: platform, ports: settings.platform.ports.map((p) => ({ protocol: 'TCP', port: p.port, ...(p.endPort ? { endPort: p.endPort } : {}) })) },
+        ...(settings.database
+          ? [
+              {
+                to: [{ podSelector: { matchLabels: { [labels.database]: settings.database.name } } }],
+                ports: [{ protocol: 'TCP', port: databasePort as unknown as k8s.IntOrString }],
+              },
+            ]
+          : []),
+        {
+          to: platform,
+          ports: settings.platform.ports.map((p) => ({ protocol: 'TCP', port: p.port, ...(p.endPort ? { endPort: p.endPort } : {}) })),
+        },
       ],
     },
   };
@@ -458,8 +521,11 @@ function done(pod: k8s.V1Pod, view: ServiceView): boolean {
 
 function broken(pod: k8s.V1Pod, view: ServiceView): string | undefined {
   if (pod.status?.phase === 'Succeeded' && view.restart !== 'always') return undefined;
-  if (pod.status?.phase === 'Failed' || pod.status?.phase === 'Succeeded') return `machine ${pod.metadata?.name} ended (${pod.status.phase})`;
-  const waiting = statusesOf(pod).find((s) => s.state?.waiting && !['ContainerCreating', 'PodInitializing'].includes(s.state.waiting.reason ?? ''));
+  if (pod.status?.phase === 'Failed' || pod.status?.phase === 'Succeeded')
+    return `machine ${pod.metadata?.name} ended (${pod.status.phase})`;
+  const waiting = statusesOf(pod).find(
+    (s) => s.state?.waiting && !['ContainerCreating', 'PodInitializing'].includes(s.state.waiting.reason ?? ''),
+  );
   return waiting ? `${waiting.name}: ${waiting.state!.waiting!.reason}: ${waiting.state!.waiting!.message ?? ''}`.trim() : undefined;
 }
 
@@ -468,13 +534,20 @@ function hopelessMachine(pod: k8s.V1Pod, view: ServiceView, now: Date, deadlineM
   if (done(pod, view)) return undefined;
   for (const s of statusesOf(pod)) {
     const last = s.lastState?.terminated ?? s.state?.terminated;
-    const ended = last ? ` (last exit ${last.exitCode}${last.reason ? `, ${last.reason}` : ''}${last.message ? `: ${last.message.trim().slice(-300)}` : ''})` : '';
-    if (s.state?.waiting && hopelessWaiting.has(s.state.waiting.reason ?? '')) return `container ${s.name}: ${s.state.waiting.reason}${s.state.waiting.message ? `: ${s.state.waiting.message}` : ''}${ended}`;
+    const ended = last
+      ? ` (last exit ${last.exitCode}${last.reason ? `, ${last.reason}` : ''}${last.message ? `: ${last.message.trim().slice(-300)}` : ''})`
+      : '';
+    if (s.state?.waiting && hopelessWaiting.has(s.state.waiting.reason ?? ''))
+      return `container ${s.name}: ${s.state.waiting.reason}${s.state.waiting.message ? `: ${s.state.waiting.message}` : ''}${ended}`;
     if (s.restartCount >= 2) return `container ${s.name} restarted ${s.restartCount} times${ended}`;
   }
   if (pod.status?.phase === 'Failed') {
-    const exit = statusesOf(pod).map((c) => c.state?.terminated).find((t) => t && t.exitCode !== 0);
-    return exit ? `machine ended with exit code ${exit.exitCode}${exit.reason ? ` (${exit.reason})` : ''}` : `machine ended (${pod.status.reason ?? 'Failed'})`;
+    const exit = statusesOf(pod)
+      .map((c) => c.state?.terminated)
+      .find((t) => t && t.exitCode !== 0);
+    return exit
+      ? `machine ended with exit code ${exit.exitCode}${exit.reason ? ` (${exit.reason})` : ''}`
+      : `machine ended (${pod.status.reason ?? 'Failed'})`;
   }
   const created = pod.metadata?.creationTimestamp ? new Date(pod.metadata.creationTimestamp).getTime() : now.getTime();
   // A healthcheck's start period is time the service said it may need before it is healthy.
@@ -487,7 +560,12 @@ function hopelessMachine(pod: k8s.V1Pod, view: ServiceView, now: Date, deadlineM
  * Whether every machine of service `dep` is as `condition` asks (compose depends_on): started
  * (running), healthy (ready) or completed (ended with exit 0 at its current revision).
  */
-function dependencyMet(dep: ServiceView, pods: readonly k8s.V1Pod[], condition: 'started' | 'healthy' | 'completed', revisionAt: (ordinal: number) => string): boolean {
+function dependencyMet(
+  dep: ServiceView,
+  pods: readonly k8s.V1Pod[],
+  condition: 'started' | 'healthy' | 'completed',
+  revisionAt: (ordinal: number) => string,
+): boolean {
   const mine = pods.filter((p) => podOfService(p, dep));
   for (let o = 0; o < dep.machines; o++) {
     const ps = mine.filter((p) => Number(p.metadata?.labels?.[labels.machine]) === o);
@@ -554,19 +632,29 @@ interface ServicePlan {
  * the services it depends on are as it asks, and, in an App with services, once every service's
  * address is known (each machine is given them all).
  */
-export function plan(app: App, pods: k8s.V1Pod[], settings: AppSettings, now: Date, claims: readonly k8s.V1PersistentVolumeClaim[] = []): Plan {
+export function plan(
+  app: App,
+  pods: k8s.V1Pod[],
+  settings: AppSettings,
+  now: Date,
+  claims: readonly k8s.V1PersistentVolumeClaim[] = [],
+): Plan {
   const expiresAt = app.spec.expiresAt ? new Date(app.spec.expiresAt) : undefined;
   const applied = specRevision(app, settings);
   // An image from a registry tenants may not use fails the spec's rollout at once, before any
   // machine of it is made: the last live revision (if any) keeps serving, as for any failed rollout.
   const refused = settings.images ? refusedImage(tenantImages(app.spec), settings.images) : undefined;
-  const refusedRollout = refused ? nextRollout(app.status?.rollout, applied, app.spec.deployId, { failed: refused, complete: false }, now) : undefined;
+  const refusedRollout = refused
+    ? nextRollout(app.status?.rollout, applied, app.spec.deployId, { failed: refused, complete: false }, now)
+    : undefined;
   const { app: target, halted } = serving(refusedRollout ? { ...app, status: { ...app.status, rollout: refusedRollout } } : app, applied);
   // What would run instead must pass too (a live snapshot from before the rule).
-  const targetRefused = refused && target === app ? refused : settings.images ? refusedImage(tenantImages(target.spec), settings.images) : undefined;
+  const targetRefused =
+    refused && target === app ? refused : settings.images ? refusedImage(tenantImages(target.spec), settings.images) : undefined;
   // Container services run their image; static, HTML, Markdown and handler-tree apps the runtime
   // image, which needs the artifact the App names (the CRD requires one): without it, no machine.
-  const servable = !targetRefused && (target.spec.kind === 'container' || (runtimeKinds.has(target.spec.kind ?? '') && target.spec.source !== undefined));
+  const servable =
+    !targetRefused && (target.spec.kind === 'container' || (runtimeKinds.has(target.spec.kind ?? '') && target.spec.source !== undefined));
   const views = servicesOf(target.spec);
   const withServices = (target.spec.services?.length ?? 0) > 0;
   const hopelessOnes: string[] = [];
@@ -579,12 +667,16 @@ export function plan(app: App, pods: k8s.V1Pod[], settings: AppSettings, now: Da
   // is the operator's, never judged).
   const refusedPod = (p: k8s.V1Pod) =>
     settings.images !== undefined &&
-    [...(p.spec?.initContainers ?? []), ...(p.spec?.containers ?? [])].some((c) => c.image !== undefined && c.image !== settings.runtimeImage && refusedImage([c.image], settings.images!) !== undefined);
+    [...(p.spec?.initContainers ?? []), ...(p.spec?.containers ?? [])].some(
+      (c) => c.image !== undefined && c.image !== settings.runtimeImage && refusedImage([c.image], settings.images!) !== undefined,
+    );
   const del: k8s.V1Pod[] = live.filter((p) => !views.some((v) => podOfService(p, v)) || refusedPod(p));
   const claimNames = new Set(claims.map((c) => c.metadata?.name));
   const missingClaims: k8s.V1PersistentVolumeClaim[] = [];
   const problems: string[] = [];
-  const addressless = withServices ? views.filter((v) => v.name !== undefined && v.ports.length && !settings.serviceAddresses?.get(v.name)).map((v) => v.name!) : [];
+  const addressless = withServices
+    ? views.filter((v) => v.name !== undefined && v.ports.length && !settings.serviceAddresses?.get(v.name)).map((v) => v.name!)
+    : [];
   const planned = views.map((view): ServicePlan => {
     const want = app.spec.suspended || !servable ? 0 : view.machines;
     const mine = live.filter((p) => podOfService(p, view));
@@ -595,7 +687,11 @@ export function plan(app: App, pods: k8s.V1Pod[], settings: AppSettings, now: Da
         return dep !== undefined && !dependencyMet(dep, live, d.condition, (o) => revisionOf(target, settings, o, dep));
       })
       .map((d) => `${d.service} (${d.condition})`);
-    const waits = addressless.length ? `waits for the address of ${addressless.join(', ')}` : unmet.length ? `waits for ${unmet.join(', ')}` : undefined;
+    const waits = addressless.length
+      ? `waits for the address of ${addressless.join(', ')}`
+      : unmet.length
+        ? `waits for ${unmet.join(', ')}`
+        : undefined;
     const out: ServicePlan = { want, ready: 0, current: 0, machines: [], ...(waits ? { waits } : {}) };
     for (const p of mine) {
       const ordinal = Number(p.metadata?.labels?.[labels.machine]);
@@ -657,20 +753,40 @@ export function plan(app: App, pods: k8s.V1Pod[], settings: AppSettings, now: Da
     ? refusedRollout
     : halted || want === 0
       ? app.status?.rollout
-      : nextRollout(app.status?.rollout, applied, app.spec.deployId, { failed: hopelessOnes.length ? hopelessOnes.join('; ') : undefined, complete }, now);
+      : nextRollout(
+          app.status?.rollout,
+          applied,
+          app.spec.deployId,
+          { failed: hopelessOnes.length ? hopelessOnes.join('; ') : undefined, complete },
+          now,
+        );
   const failed = rollout?.revision === applied && rollout.state === 'Failed';
   const isReady = ready === want && want > 0;
   const lastLive = complete && !halted ? nextLive(app.status?.live, app, applied, now) : app.status?.live;
-  const waits = [expiresAt && expiresAt.getTime() > now.getTime() ? expiresAt.getTime() - now.getTime() : undefined, nextDeadline !== undefined && !failed ? Math.max(nextDeadline, 100) : undefined].filter(
-    (w): w is number => w !== undefined,
-  );
-  const servingNote = failed && lastLive?.deploy ? `; deploy ${lastLive.deploy} keeps serving` : failed && lastLive ? '; the last live revision keeps serving' : '';
+  const waits = [
+    expiresAt && expiresAt.getTime() > now.getTime() ? expiresAt.getTime() - now.getTime() : undefined,
+    nextDeadline !== undefined && !failed ? Math.max(nextDeadline, 100) : undefined,
+  ].filter((w): w is number => w !== undefined);
+  const servingNote =
+    failed && lastLive?.deploy
+      ? `; deploy ${lastLive.deploy} keeps serving`
+      : failed && lastLive
+        ? '; the last live revision keeps serving'
+        : '';
   const progressing = current < want || live.length > want;
   const outcomes = liveOutcomes(app.status?.deploys, rollout);
-  const perService = withServices ? ` (${views.map((v, i) => `${v.name} ${planned[i]!.ready}/${planned[i]!.want}${planned[i]!.waits ? ` ${planned[i]!.waits}` : ''}`).join(', ')})` : '';
+  const perService = withServices
+    ? ` (${views.map((v, i) => `${v.name} ${planned[i]!.ready}/${planned[i]!.want}${planned[i]!.waits ? ` ${planned[i]!.waits}` : ''}`).join(', ')})`
+    : '';
   // The addresses the policies in force list, as this status will leave them: one that leaves the
   // list loses its sign-in links and app sessions (the API carries that out), whatever changed the policy.
-  const invited = [...new Set(policiesInForce({ spec: app.spec, status: { ...(rollout ? { rollout } : {}), ...(lastLive ? { live: lastLive } : {}) } }).flatMap((p) => [...policyEmails(p)]))].sort();
+  const invited = [
+    ...new Set(
+      policiesInForce({ spec: app.spec, status: { ...(rollout ? { rollout } : {}), ...(lastLive ? { live: lastLive } : {}) } }).flatMap(
+        (p) => [...policyEmails(p)],
+      ),
+    ),
+  ].sort();
   const services: AppStatusFields['services'] = withServices
     ? views.map((v, i) => {
         const p = planned[i]!;
@@ -699,7 +815,11 @@ export function plan(app: App, pods: k8s.V1Pod[], settings: AppSettings, now: Da
       url: appUrl(settings.site, app.metadata.name!),
       ready: `${ready}/${want}`,
       readyMachines: ready,
-      ...(complete && target.spec.deployId ? { currentDeploy: target.spec.deployId } : app.status?.currentDeploy ? { currentDeploy: app.status.currentDeploy } : {}),
+      ...(complete && target.spec.deployId
+        ? { currentDeploy: target.spec.deployId }
+        : app.status?.currentDeploy
+          ? { currentDeploy: app.status.currentDeploy }
+          : {}),
       ...(lastLive ? { live: lastLive } : {}),
       ...(rollout ? { rollout } : {}),
       ...(outcomes.length ? { deploys: outcomes } : {}),
@@ -713,13 +833,27 @@ export function plan(app: App, pods: k8s.V1Pod[], settings: AppSettings, now: Da
       : targetRefused
         ? { ok: false, reason: 'ImageRefused', message: targetRefused }
         : servable
-        ? { ok: isReady, reason: isReady ? 'MachinesReady' : want === 0 ? 'NoMachines' : 'MachinesNotReady', message: `${ready} of ${want} machines ready${perService}${servingNote}` }
-        : { ok: false, reason: 'NoSource', message: `a ${app.spec.kind} app names no artifact (spec.source) to serve` },
+          ? {
+              ok: isReady,
+              reason: isReady ? 'MachinesReady' : want === 0 ? 'NoMachines' : 'MachinesNotReady',
+              message: `${ready} of ${want} machines ready${perService}${servingNote}`,
+            }
+          : { ok: false, reason: 'NoSource', message: `a ${app.spec.kind} app names no artifact (spec.source) to serve` },
     conditions: [
       failed
         ? { type: 'Progressing', ok: false, reason: 'RolloutFailed', message: `${rollout.reason ?? 'the rollout failed'}${servingNote}` }
-        : { type: 'Progressing', ok: progressing, reason: progressing ? 'RollingOut' : 'UpToDate', message: progressing ? `${current} of ${want} machines current${perService}` : `all ${want} machines current` },
-      { type: 'Degraded', ok: problems.length > 0, reason: problems.length ? 'MachinesFailing' : 'AsExpected', message: problems.join('; ') || 'no machine is failing' },
+        : {
+            type: 'Progressing',
+            ok: progressing,
+            reason: progressing ? 'RollingOut' : 'UpToDate',
+            message: progressing ? `${current} of ${want} machines current${perService}` : `all ${want} machines current`,
+          },
+      {
+        type: 'Degraded',
+        ok: problems.length > 0,
+        reason: problems.length ? 'MachinesFailing' : 'AsExpected',
+        message: problems.join('; ') || 'no machine is failing',
+      },
     ],
   };
 }

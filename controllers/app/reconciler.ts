@@ -21,7 +21,10 @@ function namespaceGone(err: unknown): boolean {
   // The client hands over the apiserver's reply as text.
   const reply = (err as { body?: unknown }).body;
   const body = typeof reply === 'string' ? reply : '';
-  return (kubeStatus(err) === 403 && /because it is being terminated/.test(body)) || (kubeStatus(err) === 404 && /"kind":"namespaces"/.test(body));
+  return (
+    (kubeStatus(err) === 403 && /because it is being terminated/.test(body)) ||
+    (kubeStatus(err) === 404 && /"kind":"namespaces"/.test(body))
+  );
 }
 
 /** What the informers show of an App's children. */
@@ -116,7 +119,10 @@ export class AppReconciler implements Reconciler<App, AppStatusFields> {
     await Promise.all(
       p.relabel.map((pod) =>
         this.core
-          .patchNamespacedPod({ namespace, name: pod.metadata!.name!, body: { metadata: { labels: { [labels.public]: 'true' } } } }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch))
+          .patchNamespacedPod(
+            { namespace, name: pod.metadata!.name!, body: { metadata: { labels: { [labels.public]: 'true' } } } },
+            k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+          )
           .catch(ignoreStatus(404)),
       ),
     );
@@ -157,14 +163,24 @@ export class AppReconciler implements Reconciler<App, AppStatusFields> {
     const seen = this.observed.serviceOf(namespace, name)?.metadata?.resourceVersion;
     // Edited since our apply: the cache shows a later version than the apply returned (the cache
     // may also still be behind it, which is no reason to apply again). Deleted: serviceGone().
-    const edited = seen !== undefined && last?.resourceVersion !== undefined && seen !== last.resourceVersion && isAtLeast(seen, last.resourceVersion);
+    const edited =
+      seen !== undefined && last?.resourceVersion !== undefined && seen !== last.resourceVersion && isAtLeast(seen, last.resourceVersion);
     if (last?.shape === shape && !edited) return undefined;
     const opts = { namespace, fieldManager: managers.controllers, force: true };
-    if (policy) await this.networking.patchNamespacedNetworkPolicy({ ...opts, name: policy.metadata!.name!, body: policy }, serverSideApply);
+    if (policy)
+      await this.networking.patchNamespacedNetworkPolicy({ ...opts, name: policy.metadata!.name!, body: policy }, serverSideApply);
     return async () => {
-      for (const t of taken) this.event(app, 'Warning', 'ServiceNameTaken', `Service ${t.metadata!.name} belongs to another object; service ${t.metadata!.labels?.[labels.service]} is not reachable by name until it goes`);
+      for (const t of taken)
+        this.event(
+          app,
+          'Warning',
+          'ServiceNameTaken',
+          `Service ${t.metadata!.name} belongs to another object; service ${t.metadata!.labels?.[labels.service]} is not reachable by name until it goes`,
+        );
       await Promise.all([
-        ...byName.filter((s) => !taken.includes(s)).map((s) => this.core.patchNamespacedService({ ...opts, name: s.metadata!.name!, body: s }, serverSideApply)),
+        ...byName
+          .filter((s) => !taken.includes(s))
+          .map((s) => this.core.patchNamespacedService({ ...opts, name: s.metadata!.name!, body: s }, serverSideApply)),
         ...stale.map((s) => this.core.deleteNamespacedService({ namespace, name: s.metadata!.name! }).catch(ignoreStatus(404))),
       ]);
       const result = await this.core.patchNamespacedService({ ...opts, name, body: service }, serverSideApply);
@@ -180,7 +196,12 @@ export class AppReconciler implements Reconciler<App, AppStatusFields> {
       p.claims.map(async (claim) => {
         await this.core.createNamespacedPersistentVolumeClaim({ namespace, body: claim }).catch(ignoreStatus(409));
         this.log.info({ kind: 'App', namespace, name, claim: claim.metadata!.name }, 'Created volume claim');
-        this.event(app, 'Normal', 'VolumeCreated', `machine ${claim.metadata!.labels?.[labels.machine]}: created volume ${claim.metadata!.name} (${claim.spec?.resources?.requests?.storage})`);
+        this.event(
+          app,
+          'Normal',
+          'VolumeCreated',
+          `machine ${claim.metadata!.labels?.[labels.machine]}: created volume ${claim.metadata!.name} (${claim.spec?.resources?.requests?.storage})`,
+        );
       }),
     );
     await Promise.all(
@@ -208,7 +229,18 @@ export class AppReconciler implements Reconciler<App, AppStatusFields> {
     const { namespace, name } = app.metadata as { namespace: string; name: string };
     const what = after.deploy ? `deploy ${after.deploy}` : `revision ${after.revision}`;
     if (after.state === 'Failed') {
-      this.log.warn({ kind: 'App', namespace, name, deploy: after.deploy, revision: after.revision, reason: after.reason, serving: p.status.live?.deploy ?? p.status.live?.revision }, 'Rollout failed');
+      this.log.warn(
+        {
+          kind: 'App',
+          namespace,
+          name,
+          deploy: after.deploy,
+          revision: after.revision,
+          reason: after.reason,
+          serving: p.status.live?.deploy ?? p.status.live?.revision,
+        },
+        'Rollout failed',
+      );
       this.event(app, 'Warning', 'RolloutFailed', `${what}: ${after.reason ?? 'failed'}`);
     } else if (after.state === 'Live') {
       this.log.info({ kind: 'App', namespace, name, deploy: after.deploy, revision: after.revision }, 'Rollout live');

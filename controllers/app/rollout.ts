@@ -16,7 +16,25 @@ export type DeployOutcome = NonNullable<AppStatusFields['deploys']>[number];
  * resources, identity, placement), and the policy its pages were deployed with: ingress-auth keeps
  * enforcing that policy while these machines serve (ingress-auth/gate.ts).
  */
-const snapshotFields = ['kind', 'image', 'command', 'args', 'port', 'source', 'env', 'envSecretName', 'deployId', 'auth', 'service', 'ports', 'healthcheck', 'dependsOn', 'aliases', 'workingDir', 'services'] as const;
+const snapshotFields = [
+  'kind',
+  'image',
+  'command',
+  'args',
+  'port',
+  'source',
+  'env',
+  'envSecretName',
+  'deployId',
+  'auth',
+  'service',
+  'ports',
+  'healthcheck',
+  'dependsOn',
+  'aliases',
+  'workingDir',
+  'services',
+] as const;
 type Snapshot = Pick<App['spec'], (typeof snapshotFields)[number]>;
 
 /** How many deploy outcomes status keeps for the API to record (the CRD's maxItems). */
@@ -42,15 +60,32 @@ export function serving(app: App, revision: string): { app: App; halted: boolean
 }
 
 /** The rollout of `revision` after what was observed now. */
-export function nextRollout(previous: Rollout | undefined, revision: string, deploy: string | undefined, observed: { failed?: string | undefined; complete: boolean }, now: Date): Rollout {
+export function nextRollout(
+  previous: Rollout | undefined,
+  revision: string,
+  deploy: string | undefined,
+  observed: { failed?: string | undefined; complete: boolean },
+  now: Date,
+): Rollout {
   const same = previous?.revision === revision;
   // A revision that went live stays so: a machine of it failing later is the app being Degraded
   // (and replaced), not its rollout failing, and must not latch the App onto its last live revision.
   if (same && previous.state === 'Live') return previous;
   const startedAt = same ? previous.startedAt : now.toISOString();
   const base = { revision, ...(deploy ? { deploy } : {}), startedAt };
-  if (observed.failed !== undefined) return { ...base, state: 'Failed', reason: observed.failed, finishedAt: same && previous.state === 'Failed' && previous.finishedAt ? previous.finishedAt : now.toISOString() };
-  if (observed.complete) return { ...base, state: 'Live', finishedAt: same && previous.state === 'Live' && previous.finishedAt ? previous.finishedAt : now.toISOString() };
+  if (observed.failed !== undefined)
+    return {
+      ...base,
+      state: 'Failed',
+      reason: observed.failed,
+      finishedAt: same && previous.state === 'Failed' && previous.finishedAt ? previous.finishedAt : now.toISOString(),
+    };
+  if (observed.complete)
+    return {
+      ...base,
+      state: 'Live',
+      finishedAt: same && previous.state === 'Live' && previous.finishedAt ? previous.finishedAt : now.toISOString(),
+    };
   return { ...base, state: 'Progressing' };
 }
 

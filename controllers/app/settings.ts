@@ -13,6 +13,10 @@ export function appSettings(config: Pick<Config, 'site' | 'deploys' | 'assertion
     rolloutDeadlineMs: config.deploys.rolloutDeadlineSeconds * 1000,
     volumeStorageClass: config.deploys.volumeStorageClass,
     images: config.images,
-    platform: { cidrs: config.machineNetwork.platformCidrs, namespace: config.machineNetwork.platformNamespace, ports: config.machineNetwork.platformPorts },
+    platform: {
+      cidrs: config.machineNetwork.platformCidrs,
+      namespace: config.machineNetwork.platformNamespace,
+      ports: config.machineNetwork.platformPorts,
+    },
   };
 }

@@ -76,7 +76,12 @@ const policyName = 'svc-builds';
 /** How long after its Job succeeded a Build waits for the API to record the output it sent. */
 const outputGraceMs = 60_000;
 
-const securityContext: k8s.V1SecurityContext = { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] }, readOnlyRootFilesystem: true, runAsNonRoot: true };
+const securityContext: k8s.V1SecurityContext = {
+  allowPrivilegeEscalation: false,
+  capabilities: { drop: ['ALL'] },
+  readOnlyRootFilesystem: true,
+  runAsNonRoot: true,
+};
 
 /**
  * The node disk a build may take (docs/decisions/0023-disks.md): its workspace (4Gi) and /tmp (1Gi)
@@ -110,7 +115,10 @@ export function buildJob(b: Build, s: BuildSettings, now: Date): k8s.V1Job {
         env: [
           { name: 'SVC_ARTIFACT_URL', value: artifact.url ?? `${s.artifactBaseUrl}/${artifact.digest}` },
           { name: 'SVC_ARTIFACT_DIGEST', value: artifact.digest },
-          { name: 'SVC_ARTIFACT_TOKEN', value: mintArtifactCredential(s.key, artifact.digest, new Date(now.getTime() + artifactCredentialTtlSeconds * 1000)) },
+          {
+            name: 'SVC_ARTIFACT_TOKEN',
+            value: mintArtifactCredential(s.key, artifact.digest, new Date(now.getTime() + artifactCredentialTtlSeconds * 1000)),
+          },
           { name: 'SVC_SITE_ROOT', value: workspace },
           // Its failures only: the builder says what it found.
           { name: 'SVC_LOG_LEVEL', value: 'warn' },
@@ -160,7 +168,14 @@ export function buildJob(b: Build, s: BuildSettings, now: Date): k8s.V1Job {
           automountServiceAccountToken: false,
           enableServiceLinks: false,
           ...(s.pullSecret ? { imagePullSecrets: [{ name: s.pullSecret }] } : {}),
-          securityContext: { runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000, fsGroup: 1000, fsGroupChangePolicy: 'OnRootMismatch', seccompProfile: { type: 'RuntimeDefault' } },
+          securityContext: {
+            runAsNonRoot: true,
+            runAsUser: 1000,
+            runAsGroup: 1000,
+            fsGroup: 1000,
+            fsGroupChangePolicy: 'OnRootMismatch',
+            seccompProfile: { type: 'RuntimeDefault' },
+          },
           initContainers: [source],
           containers: [
             {
@@ -195,7 +210,11 @@ export function cacheClaim(b: Build, s: BuildSettings): k8s.V1PersistentVolumeCl
   return {
     apiVersion: 'v1',
     kind: 'PersistentVolumeClaim',
-    metadata: { name: buildCacheClaim(app), namespace: b.metadata.namespace, labels: { [labels.buildCache]: app, [labels.managedBy]: managers.controllers } },
+    metadata: {
+      name: buildCacheClaim(app),
+      namespace: b.metadata.namespace,
+      labels: { [labels.buildCache]: app, [labels.managedBy]: managers.controllers },
+    },
     spec: {
       accessModes: ['ReadWriteOnce'],
       resources: { requests: { storage: String(s.cacheBytes) } },
@@ -219,7 +238,10 @@ export function buildPolicy(namespace: string, s: BuildSettings): k8s.V1NetworkP
       policyTypes: ['Ingress', 'Egress'],
       ingress: [],
       egress: [
-        { to: platformPeers(s.platformCidrs, s.platformNamespace), ports: s.platformPorts.map((p) => ({ protocol: 'TCP', port: p.port, ...(p.endPort ? { endPort: p.endPort } : {}) })) },
+        {
+          to: platformPeers(s.platformCidrs, s.platformNamespace),
+          ports: s.platformPorts.map((p) => ({ protocol: 'TCP', port: p.port, ...(p.endPort ? { endPort: p.endPort } : {}) })),
+        },
         { to: [{ ipBlock: { cidr: '0.0.0.0/0', except: [...s.privateCidrs, ...s.platformCidrs] } }] },
       ],
     },
@@ -236,7 +258,13 @@ function statusesOf(pod: k8s.V1Pod | undefined): k8s.V1ContainerStatus[] {
 function hopeless(pod: k8s.V1Pod | undefined): string | undefined {
   for (const s of statusesOf(pod)) {
     const w = s.state?.waiting;
-    if (w && ['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'CreateContainerConfigError', 'CreateContainerError'].includes(w.reason ?? '')) return `${s.name}: ${w.reason}${w.message ? `: ${w.message}` : ''}`;
+    if (
+      w &&
+      ['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'CreateContainerConfigError', 'CreateContainerError'].includes(
+        w.reason ?? '',
+      )
+    )
+      return `${s.name}: ${w.reason}${w.message ? `: ${w.message}` : ''}`;
   }
   return undefined;
 }
@@ -250,7 +278,8 @@ function saidOf(text: string | undefined): { reason?: string; message: string } 
   if (!t) return undefined;
   try {
     const v = JSON.parse(t) as { reason?: unknown; message?: unknown };
-    if (typeof v.message === 'string') return { ...(typeof v.reason === 'string' && /^[A-Z][A-Za-z]+$/.test(v.reason) ? { reason: v.reason } : {}), message: v.message };
+    if (typeof v.message === 'string')
+      return { ...(typeof v.reason === 'string' && /^[A-Z][A-Za-z]+$/.test(v.reason) ? { reason: v.reason } : {}), message: v.message };
   } catch {
     // Plain text: a log's tail.
   }
@@ -266,7 +295,12 @@ export function plan(b: Build, observed: BuildObserved, s: BuildSettings, now = 
   const none = { cacheClaim: undefined, policy, createJob: undefined, deleteJob: undefined };
   const announced = planOf(b);
   const base: BuildStatusFields = { jobName: name, ...(announced ? { plan: announced } : {}) };
-  const result = (phase: BuildPhase, reason: string, message: string, extra: Partial<BuildStatusFields> = {}): Pick<BuildPlanOut, 'status' | 'ready'> => ({
+  const result = (
+    phase: BuildPhase,
+    reason: string,
+    message: string,
+    extra: Partial<BuildStatusFields> = {},
+  ): Pick<BuildPlanOut, 'status' | 'ready'> => ({
     status: { ...base, phase, reason, message, ...extra },
     ready: { ok: phase === 'Succeeded', reason, message },
   });
@@ -275,21 +309,39 @@ export function plan(b: Build, observed: BuildObserved, s: BuildSettings, now = 
   const current = b.status?.phase;
   if (current && terminalPhases.has(current)) {
     const { conditions: _c, observedGeneration: _g, ...kept } = b.status!;
-    return { ...none, status: kept, ready: { ok: current === 'Succeeded', reason: kept.reason ?? current, message: kept.message ?? current } };
+    return {
+      ...none,
+      status: kept,
+      ready: { ok: current === 'Succeeded', reason: kept.reason ?? current, message: kept.message ?? current },
+    };
   }
   const job = observed.job;
   const pod = observed.pod;
   const startedAt = iso(job?.status?.startTime ?? pod?.status?.startTime);
 
   if (b.metadata.annotations?.[buildAnnotations.cancel] !== undefined) {
-    return { ...none, deleteJob: job, ...result('Canceled', 'Canceled', 'canceled before it ended', { ...(startedAt ? { startedAt } : {}), completedAt: now.toISOString() }) };
+    return {
+      ...none,
+      deleteJob: job,
+      ...result('Canceled', 'Canceled', 'canceled before it ended', {
+        ...(startedAt ? { startedAt } : {}),
+        completedAt: now.toISOString(),
+      }),
+    };
   }
 
   // The same source, built before for this app (or its parent): its output, nothing run.
   const key = sourceKey(b);
   const earlier = key
     ? observed.builds
-        .filter((o) => o.metadata.name !== name && cacheAppOf(o) === cacheAppOf(b) && sourceKey(o) === key && o.status?.phase === 'Succeeded' && (o.status.artifact?.digest || o.status.image))
+        .filter(
+          (o) =>
+            o.metadata.name !== name &&
+            cacheAppOf(o) === cacheAppOf(b) &&
+            sourceKey(o) === key &&
+            o.status?.phase === 'Succeeded' &&
+            (o.status.artifact?.digest || o.status.image),
+        )
         .sort((x, y) => String(y.status?.completedAt).localeCompare(String(x.status?.completedAt)))[0]
     : undefined;
   if (earlier && !job) {
@@ -316,12 +368,37 @@ export function plan(b: Build, observed: BuildObserved, s: BuildSettings, now = 
   if (failed) {
     const completedAt = iso(failed.lastTransitionTime) ?? now.toISOString();
     const times = { ...(startedAt ? { startedAt } : {}), completedAt };
-    if (failed.reason === 'DeadlineExceeded') return { ...none, ...result('Failed', 'DeadlineExceeded', `the build ran longer than its limit of ${b.spec.timeoutSeconds ?? 2700} s`, times) };
+    if (failed.reason === 'DeadlineExceeded')
+      return {
+        ...none,
+        ...result('Failed', 'DeadlineExceeded', `the build ran longer than its limit of ${b.spec.timeoutSeconds ?? 2700} s`, times),
+      };
     const ended = statusesOf(pod).find((c) => c.state?.terminated && c.state.terminated.exitCode !== 0);
     const said = saidOf(ended?.state?.terminated?.message);
-    if (ended?.name === 'source') return { ...none, ...result('Failed', 'SourceFailed', `the source could not be fetched${said ? `: ${said.message}` : ` (exit ${ended.state!.terminated!.exitCode})`}`, times) };
-    if (ended?.state?.terminated?.reason === 'OOMKilled') return { ...none, ...result('Failed', 'OutOfMemory', `the build ran out of memory (limit ${s.resources.limits?.memory ?? 'none'})`, times) };
-    return { ...none, ...result('Failed', said?.reason ?? 'BuildFailed', said?.message ?? `the build failed (${failed.reason ?? 'Failed'}${failed.message ? `: ${failed.message}` : ''})`, times) };
+    if (ended?.name === 'source')
+      return {
+        ...none,
+        ...result(
+          'Failed',
+          'SourceFailed',
+          `the source could not be fetched${said ? `: ${said.message}` : ` (exit ${ended.state!.terminated!.exitCode})`}`,
+          times,
+        ),
+      };
+    if (ended?.state?.terminated?.reason === 'OOMKilled')
+      return {
+        ...none,
+        ...result('Failed', 'OutOfMemory', `the build ran out of memory (limit ${s.resources.limits?.memory ?? 'none'})`, times),
+      };
+    return {
+      ...none,
+      ...result(
+        'Failed',
+        said?.reason ?? 'BuildFailed',
+        said?.message ?? `the build failed (${failed.reason ?? 'Failed'}${failed.message ? `: ${failed.message}` : ''})`,
+        times,
+      ),
+    };
   }
 
   const output = outputOf(b);
@@ -340,13 +417,34 @@ export function plan(b: Build, observed: BuildObserved, s: BuildSettings, now = 
   }
   if (succeeded) {
     const ended = new Date(job.status?.completionTime ?? now).getTime();
-    if (now.getTime() - ended > outputGraceMs) return { ...none, ...result('Failed', 'NoOutput', 'the builder ended without its output reaching the platform', { ...(startedAt ? { startedAt } : {}), completedAt: now.toISOString() }) };
+    if (now.getTime() - ended > outputGraceMs)
+      return {
+        ...none,
+        ...result('Failed', 'NoOutput', 'the builder ended without its output reaching the platform', {
+          ...(startedAt ? { startedAt } : {}),
+          completedAt: now.toISOString(),
+        }),
+      };
     return { ...none, ...result('Building', 'Storing', 'storing the output'), requeueMs: 5000 };
   }
   const problem = hopeless(pod);
-  if (problem) return { ...none, deleteJob: job, ...result('Failed', 'BuilderFailed', `the builder cannot start: ${problem}`, { ...(startedAt ? { startedAt } : {}), completedAt: now.toISOString() }) };
+  if (problem)
+    return {
+      ...none,
+      deleteJob: job,
+      ...result('Failed', 'BuilderFailed', `the builder cannot start: ${problem}`, {
+        ...(startedAt ? { startedAt } : {}),
+        completedAt: now.toISOString(),
+      }),
+    };
   const running = statusesOf(pod).some((c) => c.state?.running || c.state?.terminated);
-  if (!running) return { ...none, cacheClaim: claim, ...result('Queued', 'Queued', pod ? 'a builder is starting' : 'waiting for a builder') };
-  const step = statusesOf(pod).find((c) => c.state?.running)?.name === 'source' ? 'fetching the source' : announced ? `building (${announced.kind})` : 'planning';
+  if (!running)
+    return { ...none, cacheClaim: claim, ...result('Queued', 'Queued', pod ? 'a builder is starting' : 'waiting for a builder') };
+  const step =
+    statusesOf(pod).find((c) => c.state?.running)?.name === 'source'
+      ? 'fetching the source'
+      : announced
+        ? `building (${announced.kind})`
+        : 'planning';
   return { ...none, cacheClaim: claim, ...result('Building', 'Building', step, startedAt ? { startedAt } : {}) };
 }

@@ -38,24 +38,43 @@ export class BuildReconciler implements Reconciler<Build, BuildStatusFields> {
     const observed = this.cache.observe(b);
     const p = plan(b, observed, this.settings, now);
     if (p.createJob && (!observed.policy || !this.policies.has(namespace))) {
-      await this.networking.patchNamespacedNetworkPolicy({ namespace, name: p.policy.metadata!.name!, fieldManager: managers.controllers, force: true, body: p.policy }, serverSideApply);
+      await this.networking.patchNamespacedNetworkPolicy(
+        { namespace, name: p.policy.metadata!.name!, fieldManager: managers.controllers, force: true, body: p.policy },
+        serverSideApply,
+      );
       this.policies.add(namespace);
     }
     if (p.cacheClaim) {
       // Owned by the app whose cache it is: it goes with the app (its previews build with it meanwhile).
       const owner = observed.cacheOwner;
-      const claim = owner ? { ...p.cacheClaim, metadata: { ...p.cacheClaim.metadata, ownerReferences: [{ apiVersion, kind: 'App', name: owner.metadata.name!, uid: owner.metadata.uid! }] } } : p.cacheClaim;
+      const claim = owner
+        ? {
+            ...p.cacheClaim,
+            metadata: {
+              ...p.cacheClaim.metadata,
+              ownerReferences: [{ apiVersion, kind: 'App', name: owner.metadata.name!, uid: owner.metadata.uid! }],
+            },
+          }
+        : p.cacheClaim;
       await this.core.createNamespacedPersistentVolumeClaim({ namespace, body: claim }).catch(ignoreStatus(409));
     }
     if (p.createJob) {
       await this.batch.createNamespacedJob({ namespace, body: p.createJob }).catch(ignoreStatus(409));
-      this.log.info({ kind: 'Build', namespace, name, app: b.spec.app, source: b.spec.source.artifact ? 'artifact' : 'git' }, 'Started the build Job');
+      this.log.info(
+        { kind: 'Build', namespace, name, app: b.spec.app, source: b.spec.source.artifact ? 'artifact' : 'git' },
+        'Started the build Job',
+      );
     }
     if (p.deleteJob) {
-      await this.batch.deleteNamespacedJob({ namespace, name: p.deleteJob.metadata!.name!, propagationPolicy: 'Background' }).catch(ignoreStatus(404));
+      await this.batch
+        .deleteNamespacedJob({ namespace, name: p.deleteJob.metadata!.name!, propagationPolicy: 'Background' })
+        .catch(ignoreStatus(404));
     }
     if (b.status?.phase !== p.status.phase) {
-      this.log.info({ kind: 'Build', namespace, name, app: b.spec.app, phase: p.status.phase, reason: p.status.reason, why: p.status.message }, 'Build phase');
+      this.log.info(
+        { kind: 'Build', namespace, name, app: b.spec.app, phase: p.status.phase, reason: p.status.reason, why: p.status.message },
+        'Build phase',
+      );
       const m = b.metadata;
       const ref = { apiVersion, kind: 'Build', name: m.name!, namespace: m.namespace!, uid: m.uid! };
       if (p.status.phase === 'Failed') this.events?.record(ref, 'Warning', p.status.reason ?? 'Failed', p.status.message ?? 'failed');

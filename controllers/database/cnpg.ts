@@ -42,9 +42,15 @@ export function cnpgCluster(db: Database, settings: DatabaseSettings): CnpgClust
     spec: {
       instances: 1,
       ...(settings.cnpg?.image ? { imageName: settings.cnpg.image } : {}),
-      storage: { size: String(databaseBytes(db, settings.defaultBytes)), ...(settings.storageClass ? { storageClass: settings.storageClass } : {}) },
+      storage: {
+        size: String(databaseBytes(db, settings.defaultBytes)),
+        ...(settings.storageClass ? { storageClass: settings.storageClass } : {}),
+      },
       // The node disk its instances may take besides the volume, as for a server of our own.
-      resources: { requests: { 'ephemeral-storage': databaseEphemeralStorage.request }, limits: { 'ephemeral-storage': databaseEphemeralStorage.limit } },
+      resources: {
+        requests: { 'ephemeral-storage': databaseEphemeralStorage.request },
+        limits: { 'ephemeral-storage': databaseEphemeralStorage.limit },
+      },
       // The owner is the Secret's username (the API writes `app`); the database is the Database's name.
       bootstrap: { initdb: { database: name, owner: 'app', secret: { name: o.secret } } },
       // Its pods and volumes carry the Database's label: the Service, the policy and the volume list find them.
@@ -60,7 +66,10 @@ export function cnpgService(db: Database): k8s.V1Service {
     apiVersion: 'v1',
     kind: 'Service',
     metadata: meta(db, o.service),
-    spec: { selector: { 'cnpg.io/cluster': o.service, 'cnpg.io/instanceRole': 'primary' }, ports: [{ name: 'postgres', port: databasePort, targetPort: databasePort }] },
+    spec: {
+      selector: { 'cnpg.io/cluster': o.service, 'cnpg.io/instanceRole': 'primary' },
+      ports: [{ name: 'postgres', port: databasePort, targetPort: databasePort }],
+    },
   };
 }
 
@@ -72,12 +81,26 @@ export function cnpgService(db: Database): k8s.V1Service {
  */
 export function cnpgPolicy(db: Database, settings: DatabaseSettings, attachedApps: App[]): k8s.V1NetworkPolicy {
   const base = serverPolicy(db, settings, { attachedApps, pod: undefined });
-  const operator = { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': settings.cnpg?.operatorNamespace ?? 'cnpg-system' } } };
-  return { ...base, spec: { ...base.spec!, ingress: [...(base.spec!.ingress ?? []), { from: [operator] } as unknown as k8s.V1NetworkPolicyIngressRule], egress: [{}] } };
+  const operator = {
+    namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': settings.cnpg?.operatorNamespace ?? 'cnpg-system' } },
+  };
+  return {
+    ...base,
+    spec: {
+      ...base.spec!,
+      ingress: [...(base.spec!.ingress ?? []), { from: [operator] } as unknown as k8s.V1NetworkPolicyIngressRule],
+      egress: [{}],
+    },
+  };
 }
 
 /** The Database's status from the Cluster's, as the operator wrote it, and the Service's address. */
-export function cnpgStatus(db: Database, cluster: CnpgCluster | undefined, service: k8s.V1Service | undefined, attachedTo: string | undefined): { status: DatabaseStatusFields; ready: Omit<ConditionInput, 'type'> } {
+export function cnpgStatus(
+  db: Database,
+  cluster: CnpgCluster | undefined,
+  service: k8s.V1Service | undefined,
+  attachedTo: string | undefined,
+): { status: DatabaseStatusFields; ready: Omit<ConditionInput, 'type'> } {
   const name = db.metadata.name!;
   const host = service?.spec?.clusterIP;
   const base: DatabaseStatusFields = {
@@ -90,8 +113,19 @@ export function cnpgStatus(db: Database, cluster: CnpgCluster | undefined, servi
   const s = cluster?.status;
   const ready = s?.conditions?.find((c) => c.type === 'Ready');
   if (ready?.status === 'True' && (s?.readyInstances ?? 0) > 0 && host) {
-    return { status: { ...base, phase: 'Ready' }, ready: { ok: true, reason: 'ClusterReady', message: `CloudNativePG: ${s?.phase ?? 'ready'}; PostgreSQL accepts connections at ${host}:${databasePort}` } };
+    return {
+      status: { ...base, phase: 'Ready' },
+      ready: {
+        ok: true,
+        reason: 'ClusterReady',
+        message: `CloudNativePG: ${s?.phase ?? 'ready'}; PostgreSQL accepts connections at ${host}:${databasePort}`,
+      },
+    };
   }
-  const why = !cluster ? 'the Cluster is being created' : s?.phase ? `${s.phase}${s.phaseReason ? `: ${s.phaseReason}` : ''}` : 'waiting for the operator (is CloudNativePG installed and running?)';
+  const why = !cluster
+    ? 'the Cluster is being created'
+    : s?.phase
+      ? `${s.phase}${s.phaseReason ? `: ${s.phaseReason}` : ''}`
+      : 'waiting for the operator (is CloudNativePG installed and running?)';
   return { status: { ...base, phase: 'Pending' }, ready: { ok: false, reason: 'ClusterNotReady', message: `CloudNativePG: ${why}` } };
 }

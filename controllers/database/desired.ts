@@ -9,7 +9,14 @@ import { createHash } from 'node:crypto';
 import type * as k8s from '@kubernetes/client-node';
 import { artifactCredentialTtlSeconds, mintArtifactCredential, mintBackupCredential } from '../../lib/artifacts/credential.js';
 import { apiVersion, labels, managers } from '../../lib/contract.js';
-import { backupRequestAnnotation, credentialKeys, databaseBytes, databaseObjects, databasePort, replicationKey } from '../../lib/databases.js';
+import {
+  backupRequestAnnotation,
+  credentialKeys,
+  databaseBytes,
+  databaseObjects,
+  databasePort,
+  replicationKey,
+} from '../../lib/databases.js';
 import type { App, Database } from '../../lib/resources/index.js';
 import { measuredBytes } from '../../lib/volumes.js';
 import { hopelessWaiting, podReady } from '../frame/pods.js';
@@ -32,13 +39,15 @@ export interface DatabaseSettings {
    * them), the artifact store's base URL (restores fetch a dump there), where backups go, when, and
    * the key their credentials are minted with. Without it, no backups (no CronJob) and no restores.
    */
-  backups?: {
-    platformPorts: ReadonlyArray<{ port: number; endPort?: number }>;
-    artifactBaseUrl: string;
-    backupBaseUrl: string;
-    schedule: string;
-    key: Buffer;
-  } | undefined;
+  backups?:
+    | {
+        platformPorts: ReadonlyArray<{ port: number; endPort?: number }>;
+        artifactBaseUrl: string;
+        backupBaseUrl: string;
+        schedule: string;
+        key: Buffer;
+      }
+    | undefined;
 }
 
 export type DatabaseStatusFields = NonNullable<Database['status']>;
@@ -69,7 +78,6 @@ export interface DatabasePlan {
   backup?: { cronJob: k8s.V1CronJob; policy: k8s.V1NetworkPolicy; requested: k8s.V1Job | undefined } | undefined;
 }
 
-
 function owner(db: Database): k8s.V1OwnerReference {
   return { apiVersion, kind: 'Database', name: db.metadata.name!, uid: db.metadata.uid!, controller: true, blockOwnerDeletion: true };
 }
@@ -82,20 +90,34 @@ export const databaseEphemeralStorage = { request: '64Mi', limit: '256Mi' } as c
 
 export function meta(db: Database, name: string): k8s.V1ObjectMeta {
   const branch: Record<string, string> = db.spec.branchOf ? { [labels.branchOf]: db.spec.branchOf } : {};
-  return { name, namespace: db.metadata.namespace, labels: { [labels.database]: db.metadata.name!, ...branch, [labels.managedBy]: managers.controllers }, ownerReferences: [owner(db)] };
+  return {
+    name,
+    namespace: db.metadata.namespace,
+    labels: { [labels.database]: db.metadata.name!, ...branch, [labels.managedBy]: managers.controllers },
+    ownerReferences: [owner(db)],
+  };
 }
 
 /** The server runs as this uid (not root: account namespaces enforce the restricted profile). */
 const serverUid = 1000;
 const dataPath = '/var/lib/svc-postgres';
 
-const serverContainerSecurity: k8s.V1SecurityContext = { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] }, readOnlyRootFilesystem: true, runAsNonRoot: true };
+const serverContainerSecurity: k8s.V1SecurityContext = {
+  allowPrivilegeEscalation: false,
+  capabilities: { drop: ['ALL'] },
+  readOnlyRootFilesystem: true,
+  runAsNonRoot: true,
+};
 
 /** The tenant role's credentials, from the API's Secret, as libpq's variables. */
 function credentialEnv(db: Database): k8s.V1EnvVar[] {
   const secret = databaseObjects(db.metadata.name!).secret;
   const fromSecret = (name: string, key: string): k8s.V1EnvVar => ({ name, valueFrom: { secretKeyRef: { name: secret, key } } });
-  return [fromSecret('PGUSER', credentialKeys.username), fromSecret('PGPASSWORD', credentialKeys.password), fromSecret('PGDATABASE', credentialKeys.database)];
+  return [
+    fromSecret('PGUSER', credentialKeys.username),
+    fromSecret('PGPASSWORD', credentialKeys.password),
+    fromSecret('PGDATABASE', credentialKeys.database),
+  ];
 }
 
 /**
@@ -105,7 +127,10 @@ function credentialEnv(db: Database): k8s.V1EnvVar[] {
  * starts a server that no branch can copy; a branch whose source's Secret lacks it says so and stops.
  */
 function replicationEnv(db: Database): k8s.V1EnvVar[] {
-  const ref = (name: string, database: string): k8s.V1EnvVar => ({ name, valueFrom: { secretKeyRef: { name: databaseObjects(database).secret, key: replicationKey, optional: true } } });
+  const ref = (name: string, database: string): k8s.V1EnvVar => ({
+    name,
+    valueFrom: { secretKeyRef: { name: databaseObjects(database).secret, key: replicationKey, optional: true } },
+  });
   return [ref('SVC_REPLICATION_PASSWORD', db.metadata.name!), ...(db.spec.branchOf ? [ref('SVC_BRANCH_PASSWORD', db.spec.branchOf)] : [])];
 }
 
@@ -115,7 +140,10 @@ function restoreEnv(db: Database, settings: DatabaseSettings, now: Date): k8s.V1
   if (!from || !settings.backups) return [];
   return [
     { name: 'SVC_RESTORE_URL', value: from.url ?? `${settings.backups.artifactBaseUrl}/${from.digest}` },
-    { name: 'SVC_RESTORE_TOKEN', value: mintArtifactCredential(settings.backups.key, from.digest, new Date(now.getTime() + artifactCredentialTtlSeconds * 1000)) },
+    {
+      name: 'SVC_RESTORE_TOKEN',
+      value: mintArtifactCredential(settings.backups.key, from.digest, new Date(now.getTime() + artifactCredentialTtlSeconds * 1000)),
+    },
   ];
 }
 
@@ -127,7 +155,13 @@ export function serverPod(db: Database, settings: DatabaseSettings, sourceHost?:
   const o = databaseObjects(db.metadata.name!);
   // A branch first copies its source server (the entrypoint does, into the empty volume).
   const branch = db.spec.branchOf && sourceHost ? [{ name: 'SVC_BRANCH_HOST', value: sourceHost }] : [];
-  const env = [...credentialEnv(db), ...replicationEnv(db), { name: 'PGDATA', value: `${dataPath}/data` }, ...branch, ...restoreEnv(db, settings, now)];
+  const env = [
+    ...credentialEnv(db),
+    ...replicationEnv(db),
+    { name: 'PGDATA', value: `${dataPath}/data` },
+    ...branch,
+    ...restoreEnv(db, settings, now),
+  ];
   const mounts = [
     { name: 'data', mountPath: dataPath },
     { name: 'tmp', mountPath: '/tmp' },
@@ -138,7 +172,14 @@ export function serverPod(db: Database, settings: DatabaseSettings, sourceHost?:
     metadata: meta(db, o.pod),
     spec: {
       // The volume is made the server's group only when its root is not already (not on every start).
-      securityContext: { runAsNonRoot: true, runAsUser: serverUid, runAsGroup: serverUid, fsGroup: serverUid, fsGroupChangePolicy: 'OnRootMismatch', seccompProfile: { type: 'RuntimeDefault' } },
+      securityContext: {
+        runAsNonRoot: true,
+        runAsUser: serverUid,
+        runAsGroup: serverUid,
+        fsGroup: serverUid,
+        fsGroupChangePolicy: 'OnRootMismatch',
+        seccompProfile: { type: 'RuntimeDefault' },
+      },
       automountServiceAccountToken: false,
       enableServiceLinks: false,
       restartPolicy: 'Always',
@@ -197,7 +238,11 @@ export function serverService(db: Database): k8s.V1Service {
  * needs (a branch's copy of its source, a restore's dump from the machine listener) until the server
  * is ready; then that goes too.
  */
-export function serverPolicy(db: Database, settings: DatabaseSettings, observed: Pick<DatabaseObserved, 'attachedApps' | 'pod'>): k8s.V1NetworkPolicy {
+export function serverPolicy(
+  db: Database,
+  settings: DatabaseSettings,
+  observed: Pick<DatabaseObserved, 'attachedApps' | 'pod'>,
+): k8s.V1NetworkPolicy {
   const name = db.metadata.name!;
   const attached = [...new Set(observed.attachedApps.map((a) => a.metadata.name!))].sort();
   const starting = !observed.pod || !podReady(observed.pod);
@@ -221,7 +266,14 @@ export function serverPolicy(db: Database, settings: DatabaseSettings, observed:
         } as unknown as k8s.V1NetworkPolicyIngressRule,
       ],
       egress: [
-        ...(db.spec.branchOf && starting ? [{ to: [{ podSelector: { matchLabels: { [labels.database]: db.spec.branchOf } } }], ports: [{ protocol: 'TCP', port: databasePort as unknown as k8s.IntOrString }] }] : []),
+        ...(db.spec.branchOf && starting
+          ? [
+              {
+                to: [{ podSelector: { matchLabels: { [labels.database]: db.spec.branchOf } } }],
+                ports: [{ protocol: 'TCP', port: databasePort as unknown as k8s.IntOrString }],
+              },
+            ]
+          : []),
         // A restore fetches its dump from the machine listener.
         ...(db.spec.restoreFrom && settings.backups && starting ? [toPlatform(settings, settings.backups)] : []),
       ],
@@ -243,7 +295,13 @@ export function backupCredentialExpiry(now: Date): Date {
 }
 
 /** A backup Job's spec: one dump of the server at `host` to the platform, an hour at most. */
-function backupJobSpec(db: Database, settings: DatabaseSettings, backups: NonNullable<DatabaseSettings['backups']>, host: string, now: Date): k8s.V1JobSpec {
+function backupJobSpec(
+  db: Database,
+  settings: DatabaseSettings,
+  backups: NonNullable<DatabaseSettings['backups']>,
+  host: string,
+  now: Date,
+): k8s.V1JobSpec {
   const { name, namespace } = db.metadata as { name: string; namespace: string };
   const token = mintBackupCredential(backups.key, namespace, name, backupCredentialExpiry(now));
   return {
@@ -282,7 +340,6 @@ function backupJobSpec(db: Database, settings: DatabaseSettings, backups: NonNul
   };
 }
 
-
 function backupPlan(db: Database, observed: DatabaseObserved, settings: DatabaseSettings, now: Date): DatabasePlan['backup'] {
   const backups = settings.backups;
   const host = observed.service?.spec?.clusterIP;
@@ -310,14 +367,26 @@ function backupPlan(db: Database, observed: DatabaseObserved, settings: Database
       podSelector: { matchLabels: { [labels.backupOf]: name } },
       policyTypes: ['Ingress', 'Egress'],
       ingress: [],
-      egress: [{ to: [{ podSelector: { matchLabels: { [labels.database]: name } } }], ports: [{ protocol: 'TCP', port: databasePort }] }, toPlatform(settings, backups)],
+      egress: [
+        { to: [{ podSelector: { matchLabels: { [labels.database]: name } } }], ports: [{ protocol: 'TCP', port: databasePort }] },
+        toPlatform(settings, backups),
+      ],
     },
   };
   const request = db.metadata.annotations?.[backupRequestAnnotation];
   const jobName = request ? `db-${name}-backup-${createHash('sha256').update(request).digest('hex').slice(0, 8)}` : undefined;
   const requested: k8s.V1Job | undefined =
     jobName && !observed.backupJobs?.some((j) => j.metadata?.name === jobName)
-      ? { apiVersion: 'batch/v1', kind: 'Job', metadata: { ...meta(db, jobName), labels: { [labels.backupOf]: name, [labels.managedBy]: managers.controllers }, annotations: { [backupRequestAnnotation]: request! } }, spec }
+      ? {
+          apiVersion: 'batch/v1',
+          kind: 'Job',
+          metadata: {
+            ...meta(db, jobName),
+            labels: { [labels.backupOf]: name, [labels.managedBy]: managers.controllers },
+            annotations: { [backupRequestAnnotation]: request! },
+          },
+          spec,
+        }
       : undefined;
   return { cronJob, policy, requested };
 }
@@ -337,9 +406,15 @@ function serverProblem(pod: k8s.V1Pod): string | undefined {
 export function plan(db: Database, observed: DatabaseObserved, settings: DatabaseSettings, now = new Date()): DatabasePlan {
   const name = db.metadata.name!;
   const o = databaseObjects(name);
-  const ended = observed.pod && (observed.pod.status?.phase === 'Failed' || observed.pod.status?.phase === 'Succeeded') ? observed.pod : undefined;
+  const ended =
+    observed.pod && (observed.pod.status?.phase === 'Failed' || observed.pod.status?.phase === 'Succeeded') ? observed.pod : undefined;
   // A server on another image than the platform's is replaced (an upgrade restarts it once).
-  const outdated = observed.pod && !observed.pod.metadata?.deletionTimestamp && observed.pod.spec?.containers.find((c) => c.name === 'postgres')?.image !== settings.image ? observed.pod : undefined;
+  const outdated =
+    observed.pod &&
+    !observed.pod.metadata?.deletionTimestamp &&
+    observed.pod.spec?.containers.find((c) => c.name === 'postgres')?.image !== settings.image
+      ? observed.pod
+      : undefined;
   const attachedTo = observed.attachedApps.map((a) => a.metadata.name!).sort()[0];
   const host = observed.service?.spec?.clusterIP;
   const used = observed.claim && measuredBytes(observed.claim);
@@ -357,17 +432,30 @@ export function plan(db: Database, observed: DatabaseObserved, settings: Databas
     service: serverService(db),
     policy: serverPolicy(db, settings, observed),
     // A branch's server waits for its source's address to copy it from.
-    createPod: (!observed.pod || ended || outdated) && (!db.spec.branchOf || observed.sourceHost) ? serverPod(db, settings, observed.sourceHost, now) : undefined,
+    createPod:
+      (!observed.pod || ended || outdated) && (!db.spec.branchOf || observed.sourceHost)
+        ? serverPod(db, settings, observed.sourceHost, now)
+        : undefined,
     deletePod: ended ?? outdated,
     backup: backupPlan(db, observed, settings, now),
   };
   if (observed.pod && podReady(observed.pod) && host) {
-    return { ...plan, status: { ...base, phase: 'Ready' }, ready: { ok: true, reason: 'ServerReady', message: `PostgreSQL accepts connections at ${host}:${databasePort}` } };
+    return {
+      ...plan,
+      status: { ...base, phase: 'Ready' },
+      ready: { ok: true, reason: 'ServerReady', message: `PostgreSQL accepts connections at ${host}:${databasePort}` },
+    };
   }
   const problem = observed.pod && serverProblem(observed.pod);
   if (problem) {
-    const secretHint = /CreateContainerConfigError/.test(problem) ? `; is the Secret ${o.secret} there, with keys ${Object.values(credentialKeys).join(', ')}?` : '';
-    return { ...plan, status: { ...base, phase: 'Failed' }, ready: { ok: false, reason: 'ServerFailed', message: `the server cannot start: ${problem}${secretHint}` } };
+    const secretHint = /CreateContainerConfigError/.test(problem)
+      ? `; is the Secret ${o.secret} there, with keys ${Object.values(credentialKeys).join(', ')}?`
+      : '';
+    return {
+      ...plan,
+      status: { ...base, phase: 'Failed' },
+      ready: { ok: false, reason: 'ServerFailed', message: `the server cannot start: ${problem}${secretHint}` },
+    };
   }
   const waiting =
     db.spec.branchOf && !observed.sourceHost && !observed.pod

@@ -55,7 +55,16 @@ export class DatabaseReconciler implements Reconciler<Database, DatabaseStatusFi
     }
     if (!db.metadata.finalizers?.includes(databaseFinalizer)) {
       await this.custom.patchNamespacedCustomObject(
-        { group, version, plural: pluralOf('Database'), namespace, name, body: { metadata: { resourceVersion: db.metadata.resourceVersion, finalizers: [...(db.metadata.finalizers ?? []), databaseFinalizer] } } },
+        {
+          group,
+          version,
+          plural: pluralOf('Database'),
+          namespace,
+          name,
+          body: {
+            metadata: { resourceVersion: db.metadata.resourceVersion, finalizers: [...(db.metadata.finalizers ?? []), databaseFinalizer] },
+          },
+        },
         mergePatch,
       );
     }
@@ -64,7 +73,12 @@ export class DatabaseReconciler implements Reconciler<Database, DatabaseStatusFi
     const p = plan(db, observed, this.settings, now);
     if (!observed.claim) {
       await this.core.createNamespacedPersistentVolumeClaim({ namespace, body: p.claim }).catch(ignoreStatus(409));
-      this.event(db, 'Normal', 'VolumeClaimed', `volume ${p.claim.metadata!.name} of ${p.claim.spec!.resources!.requests!.storage} bytes claimed`);
+      this.event(
+        db,
+        'Normal',
+        'VolumeClaimed',
+        `volume ${p.claim.metadata!.name} of ${p.claim.spec!.resources!.requests!.storage} bytes claimed`,
+      );
     }
     // Applied when missing, or once per process when its shape is not the one last applied.
     const uid = db.metadata.uid!;
@@ -73,8 +87,14 @@ export class DatabaseReconciler implements Reconciler<Database, DatabaseStatusFi
       await this.networking.patchNamespacedNetworkPolicy({ ...apply, name: p.policy.metadata!.name!, body: p.policy }, serverSideApply);
       await this.core.patchNamespacedService({ ...apply, name: p.service.metadata!.name!, body: p.service }, serverSideApply);
       if (p.backup) {
-        await this.networking.patchNamespacedNetworkPolicy({ ...apply, name: p.backup.policy.metadata!.name!, body: p.backup.policy }, serverSideApply);
-        await this.batch.patchNamespacedCronJob({ ...apply, name: p.backup.cronJob.metadata!.name!, body: p.backup.cronJob }, serverSideApply);
+        await this.networking.patchNamespacedNetworkPolicy(
+          { ...apply, name: p.backup.policy.metadata!.name!, body: p.backup.policy },
+          serverSideApply,
+        );
+        await this.batch.patchNamespacedCronJob(
+          { ...apply, name: p.backup.cronJob.metadata!.name!, body: p.backup.cronJob },
+          serverSideApply,
+        );
       }
       this.applied.set(uid, shape);
     }
@@ -86,7 +106,10 @@ export class DatabaseReconciler implements Reconciler<Database, DatabaseStatusFi
     if (p.deletePod) {
       await this.core.deleteNamespacedPod({ namespace, name: p.deletePod.metadata!.name! }).catch(ignoreStatus(404));
       const image = p.deletePod.spec?.containers.find((c) => c.name === 'postgres')?.image;
-      this.log.info({ kind: 'Database', namespace, name, phase: p.deletePod.status?.phase, image }, 'Replacing the server Pod (ended, or on another image than the platform\'s)');
+      this.log.info(
+        { kind: 'Database', namespace, name, phase: p.deletePod.status?.phase, image },
+        "Replacing the server Pod (ended, or on another image than the platform's)",
+      );
     } else if (p.createPod) {
       try {
         await this.core.createNamespacedPod({ namespace, body: p.createPod });
@@ -100,7 +123,11 @@ export class DatabaseReconciler implements Reconciler<Database, DatabaseStatusFi
           if (kubeStatus(err) !== 409) throw err;
         } else {
           if (db.status?.phase !== 'Failed') this.event(db, 'Warning', 'QuotaExceeded', refused);
-          return { status: { ...p.status, phase: 'Failed' }, ready: { ok: false, reason: 'QuotaExceeded', message: `the server cannot start: the account's ${refused}` }, requeueMs: 10_000 };
+          return {
+            status: { ...p.status, phase: 'Failed' },
+            ready: { ok: false, reason: 'QuotaExceeded', message: `the server cannot start: the account's ${refused}` },
+            requeueMs: 10_000,
+          };
         }
       }
     }
@@ -113,7 +140,11 @@ export class DatabaseReconciler implements Reconciler<Database, DatabaseStatusFi
   }
 
   /** The CloudNativePG provider: the Cluster, the Service and the policy applied; the status mapped from the Cluster's. */
-  private async reconcileCluster(db: Database, observed: ReturnType<DatabaseCache['observe']>, apply: { namespace: string; fieldManager: string; force: boolean }): Promise<Outcome<DatabaseStatusFields>> {
+  private async reconcileCluster(
+    db: Database,
+    observed: ReturnType<DatabaseCache['observe']>,
+    apply: { namespace: string; fieldManager: string; force: boolean },
+  ): Promise<Outcome<DatabaseStatusFields>> {
     this.cache.clusters();
     const cluster = cnpgCluster(db, this.settings);
     const service = cnpgService(db);
@@ -121,11 +152,18 @@ export class DatabaseReconciler implements Reconciler<Database, DatabaseStatusFi
     const shape = JSON.stringify([cluster, service, policy]);
     if (!observed.cluster || !observed.service || !observed.policy || this.applied.get(db.metadata.uid!) !== shape) {
       try {
-        await this.custom.patchNamespacedCustomObject({ ...apply, group: cnpg.group, version: cnpg.version, plural: cnpg.plural, name: cluster.metadata!.name!, body: cluster }, serverSideApply);
+        await this.custom.patchNamespacedCustomObject(
+          { ...apply, group: cnpg.group, version: cnpg.version, plural: cnpg.plural, name: cluster.metadata!.name!, body: cluster },
+          serverSideApply,
+        );
       } catch (err) {
         if (kubeStatus(err) !== 404) throw err;
         const message = `CloudNativePG is not installed: the cluster has no ${cnpg.plural}.${cnpg.group} resource`;
-        return { status: { secretName: databaseObjects(db.metadata.name!).secret, phase: 'Failed' }, ready: { ok: false, reason: 'ProviderMissing', message }, requeueMs: 30_000 };
+        return {
+          status: { secretName: databaseObjects(db.metadata.name!).secret, phase: 'Failed' },
+          ready: { ok: false, reason: 'ProviderMissing', message },
+          requeueMs: 30_000,
+        };
       }
       await this.networking.patchNamespacedNetworkPolicy({ ...apply, name: policy.metadata!.name!, body: policy }, serverSideApply);
       await this.core.patchNamespacedService({ ...apply, name: service.metadata!.name!, body: service }, serverSideApply);
@@ -133,13 +171,29 @@ export class DatabaseReconciler implements Reconciler<Database, DatabaseStatusFi
     }
     const attachedTo = observed.attachedApps.map((a) => a.metadata.name!).sort()[0];
     const { status, ready } = cnpgStatus(db, observed.cluster, observed.service, attachedTo);
-    if (db.status?.phase !== status.phase) this.log.info({ kind: 'Database', namespace: apply.namespace, name: db.metadata.name, provider: 'cloudnative-pg', phase: status.phase, why: ready.message }, 'Database phase');
+    if (db.status?.phase !== status.phase)
+      this.log.info(
+        {
+          kind: 'Database',
+          namespace: apply.namespace,
+          name: db.metadata.name,
+          provider: 'cloudnative-pg',
+          phase: status.phase,
+          why: ready.message,
+        },
+        'Database phase',
+      );
     return { status, ready, ...(status.phase === 'Pending' ? { requeueMs: 5000 } : {}) };
   }
 
   private event(db: Database, type: 'Normal' | 'Warning', reason: string, message: string): void {
     const m = db.metadata;
-    this.events?.record({ apiVersion: `${group}/${version}`, kind: 'Database', name: m.name!, namespace: m.namespace!, uid: m.uid! }, type, reason, message);
+    this.events?.record(
+      { apiVersion: `${group}/${version}`, kind: 'Database', name: m.name!, namespace: m.namespace!, uid: m.uid! },
+      type,
+      reason,
+      message,
+    );
   }
 
   private async finalize(db: Database, claims: k8s.V1PersistentVolumeClaim[]): Promise<void> {
@@ -150,7 +204,10 @@ export class DatabaseReconciler implements Reconciler<Database, DatabaseStatusFi
     if (policy === 'Retain') {
       // Not owned any more (by the Database, or by its CloudNativePG Cluster): the garbage collector leaves them.
       for (const c of claims.filter((c) => c.metadata?.ownerReferences?.length)) {
-        await this.core.patchNamespacedPersistentVolumeClaim({ namespace, name: c.metadata!.name!, body: { metadata: { ownerReferences: null } } }, mergePatch);
+        await this.core.patchNamespacedPersistentVolumeClaim(
+          { namespace, name: c.metadata!.name!, body: { metadata: { ownerReferences: null } } },
+          mergePatch,
+        );
       }
     } else {
       // A Cluster's volumes go with the Cluster (its owner), which goes with the Database.
@@ -163,10 +220,18 @@ export class DatabaseReconciler implements Reconciler<Database, DatabaseStatusFi
         plural: pluralOf('Database'),
         namespace,
         name,
-        body: { metadata: { resourceVersion: db.metadata.resourceVersion, finalizers: db.metadata.finalizers.filter((f) => f !== databaseFinalizer) } },
+        body: {
+          metadata: {
+            resourceVersion: db.metadata.resourceVersion,
+            finalizers: db.metadata.finalizers.filter((f) => f !== databaseFinalizer),
+          },
+        },
       },
       mergePatch,
     );
-    this.log.info({ kind: 'Database', namespace, name, deletionPolicy: policy, volume: claimName }, policy === 'Retain' ? 'Database deleted; its volume is kept' : 'Database deleted with its volume');
+    this.log.info(
+      { kind: 'Database', namespace, name, deletionPolicy: policy, volume: claimName },
+      policy === 'Retain' ? 'Database deleted; its volume is kept' : 'Database deleted with its volume',
+    );
   }
 }

@@ -37,10 +37,23 @@ export interface Reconciler<T, S> {
 export type StatusWriter<T> = (obj: T, patch: unknown) => Promise<void>;
 
 /** What the status subresource's merge patch for a custom resource of `plural` needs. */
-export function customStatusWriter<T extends k8s.KubernetesObject>(custom: k8s.CustomObjectsApi, group: string, version: string, plural: string, options: k8s.ConfigurationOptions): StatusWriter<T> {
+export function customStatusWriter<T extends k8s.KubernetesObject>(
+  custom: k8s.CustomObjectsApi,
+  group: string,
+  version: string,
+  plural: string,
+  options: k8s.ConfigurationOptions,
+): StatusWriter<T> {
   return async (obj, status) => {
     await custom.patchNamespacedCustomObjectStatus(
-      { group, version, plural, namespace: obj.metadata!.namespace!, name: obj.metadata!.name!, body: { metadata: { resourceVersion: obj.metadata!.resourceVersion }, status } },
+      {
+        group,
+        version,
+        plural,
+        namespace: obj.metadata!.namespace!,
+        name: obj.metadata!.name!,
+        body: { metadata: { resourceVersion: obj.metadata!.resourceVersion }, status },
+      },
       options,
     );
   };
@@ -158,7 +171,13 @@ export class Controller<T extends WithStatus, S extends object> {
   }
 
   stats(): QueueStats & { reconciles: number; statusWrites: number; conflicts: number; resyncRepairs: number } {
-    return { ...this.queue.stats(), reconciles: this.reconciles, statusWrites: this.statusWrites, conflicts: this.conflicts, resyncRepairs: this.resyncRepairs };
+    return {
+      ...this.queue.stats(),
+      reconciles: this.reconciles,
+      statusWrites: this.statusWrites,
+      conflicts: this.conflicts,
+      resyncRepairs: this.resyncRepairs,
+    };
   }
 
   private async process(key: string): Promise<{ requeueMs?: number }> {

@@ -31,7 +31,13 @@ export class InformerFactory {
     let informer = this.informers.get(key) as k8s.ListWatch<T> | undefined;
     if (!informer) {
       if (this.started) throw new Error(`informer for ${target.what} asked for after start()`);
-      informer = new k8s.ListWatch<T>(target.path, new k8s.Watch(this.kc), () => target.list(target.labelSelector), false, target.labelSelector);
+      informer = new k8s.ListWatch<T>(
+        target.path,
+        new k8s.Watch(this.kc),
+        () => target.list(target.labelSelector),
+        false,
+        target.labelSelector,
+      );
       keepWatching(informer, target.what, this.log);
       this.informers.set(key, informer);
     }
@@ -53,7 +59,12 @@ export class InformerFactory {
 export const targets = {
   pods: (kc: k8s.KubeConfig, labelSelector: string): WatchTarget<k8s.V1Pod> => {
     const core = kc.makeApiClient(k8s.CoreV1Api);
-    return { what: `pods (${labelSelector})`, path: '/api/v1/pods', labelSelector, list: (s) => core.listPodForAllNamespaces(s ? { labelSelector: s } : {}) };
+    return {
+      what: `pods (${labelSelector})`,
+      path: '/api/v1/pods',
+      labelSelector,
+      list: (s) => core.listPodForAllNamespaces(s ? { labelSelector: s } : {}),
+    };
   },
   claims: (kc: k8s.KubeConfig, labelSelector: string): WatchTarget<k8s.V1PersistentVolumeClaim> => {
     const core = kc.makeApiClient(k8s.CoreV1Api);
@@ -66,11 +77,21 @@ export const targets = {
   },
   services: (kc: k8s.KubeConfig, labelSelector: string): WatchTarget<k8s.V1Service> => {
     const core = kc.makeApiClient(k8s.CoreV1Api);
-    return { what: `services (${labelSelector})`, path: '/api/v1/services', labelSelector, list: (s) => core.listServiceForAllNamespaces(s ? { labelSelector: s } : {}) };
+    return {
+      what: `services (${labelSelector})`,
+      path: '/api/v1/services',
+      labelSelector,
+      list: (s) => core.listServiceForAllNamespaces(s ? { labelSelector: s } : {}),
+    };
   },
   namespaces: (kc: k8s.KubeConfig, labelSelector: string): WatchTarget<k8s.V1Namespace> => {
     const core = kc.makeApiClient(k8s.CoreV1Api);
-    return { what: `namespaces (${labelSelector})`, path: '/api/v1/namespaces', labelSelector, list: (s) => core.listNamespace(s ? { labelSelector: s } : {}) };
+    return {
+      what: `namespaces (${labelSelector})`,
+      path: '/api/v1/namespaces',
+      labelSelector,
+      list: (s) => core.listNamespace(s ? { labelSelector: s } : {}),
+    };
   },
   networkPolicies: (kc: k8s.KubeConfig, labelSelector: string): WatchTarget<k8s.V1NetworkPolicy> => {
     const net = kc.makeApiClient(k8s.NetworkingV1Api);
@@ -83,18 +104,31 @@ export const targets = {
   },
   cronJobs: (kc: k8s.KubeConfig, labelSelector: string): WatchTarget<k8s.V1CronJob> => {
     const batch = kc.makeApiClient(k8s.BatchV1Api);
-    return { what: `cron jobs (${labelSelector})`, path: '/apis/batch/v1/cronjobs', labelSelector, list: (s) => batch.listCronJobForAllNamespaces(s ? { labelSelector: s } : {}) };
+    return {
+      what: `cron jobs (${labelSelector})`,
+      path: '/apis/batch/v1/cronjobs',
+      labelSelector,
+      list: (s) => batch.listCronJobForAllNamespaces(s ? { labelSelector: s } : {}),
+    };
   },
   jobs: (kc: k8s.KubeConfig, labelSelector: string): WatchTarget<k8s.V1Job> => {
     const batch = kc.makeApiClient(k8s.BatchV1Api);
-    return { what: `jobs (${labelSelector})`, path: '/apis/batch/v1/jobs', labelSelector, list: (s) => batch.listJobForAllNamespaces(s ? { labelSelector: s } : {}) };
+    return {
+      what: `jobs (${labelSelector})`,
+      path: '/apis/batch/v1/jobs',
+      labelSelector,
+      list: (s) => batch.listJobForAllNamespaces(s ? { labelSelector: s } : {}),
+    };
   },
   custom: <T extends k8s.KubernetesObject>(kc: k8s.KubeConfig, group: string, version: string, plural: string): WatchTarget<T> => {
     const custom = kc.makeApiClient(k8s.CustomObjectsApi);
     return {
       what: plural,
       path: `/apis/${group}/${version}/${plural}`,
-      list: (s) => custom.listClusterCustomObject({ group, version, plural, ...(s ? { labelSelector: s } : {}) }) as Promise<k8s.KubernetesListObject<T>>,
+      list: (s) =>
+        custom.listClusterCustomObject({ group, version, plural, ...(s ? { labelSelector: s } : {}) }) as Promise<
+          k8s.KubernetesListObject<T>
+        >,
     };
   },
 };

@@ -3,7 +3,13 @@
 import type * as k8s from '@kubernetes/client-node';
 
 /** Container waiting reasons that do not get better by waiting. */
-export const hopelessWaiting: ReadonlySet<string> = new Set(['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'CreateContainerConfigError', 'CrashLoopBackOff']);
+export const hopelessWaiting: ReadonlySet<string> = new Set([
+  'ErrImagePull',
+  'ImagePullBackOff',
+  'InvalidImageName',
+  'CreateContainerConfigError',
+  'CrashLoopBackOff',
+]);
 
 /** Ready, and not on its way out. */
 export function podReady(pod: k8s.V1Pod): boolean {

@@ -63,10 +63,13 @@ export class WorkQueue {
     const pending = this.timers.get(key);
     if (pending && pending.at <= at) return;
     if (pending) clearTimeout(pending.timer);
-    const timer = setTimeout(() => {
-      this.timers.delete(key);
-      this.add(key);
-    }, Math.min(ms, 2 ** 31 - 1));
+    const timer = setTimeout(
+      () => {
+        this.timers.delete(key);
+        this.add(key);
+      },
+      Math.min(ms, 2 ** 31 - 1),
+    );
     timer.unref();
     this.timers.set(key, { at, timer });
   }

@@ -52,7 +52,8 @@ const ms = (s: string | undefined) => (s ? new Date(s).getTime() : undefined);
 /** Why a sandbox cannot be served by a pool member (then it is launched cold), or undefined. */
 export function coldReason(sandbox: Sandbox): string | undefined {
   if (sandbox.spec.network) return 'network access needs a pod of its own';
-  if (!sameResources(resourcesOf(sandbox.spec.resources), defaultResources)) return 'resources other than the defaults need a pod of their own';
+  if (!sameResources(resourcesOf(sandbox.spec.resources), defaultResources))
+    return 'resources other than the defaults need a pod of their own';
   return undefined;
 }
 
@@ -77,7 +78,10 @@ export function planSandbox(o: SandboxObserved, t: SandboxTiming): SandboxPlan {
     ...(prev.lastActivityAt ? { lastActivityAt: prev.lastActivityAt } : {}),
     expiresAt: iso(new Date(expiresAt)),
   };
-  const deletePod: SandboxAction | undefined = pod && !pod.metadata?.deletionTimestamp ? { kind: 'deletePod', name: pod.metadata!.name!, namespace: pod.metadata!.namespace! } : undefined;
+  const deletePod: SandboxAction | undefined =
+    pod && !pod.metadata?.deletionTimestamp
+      ? { kind: 'deletePod', name: pod.metadata!.name!, namespace: pod.metadata!.namespace! }
+      : undefined;
 
   if (ended(s)) {
     const endedAt = ms(prev.endedAt) ?? now.getTime();
@@ -96,8 +100,19 @@ export function planSandbox(o: SandboxObserved, t: SandboxTiming): SandboxPlan {
   if (!pod) {
     if (prev.podName) return end('Failed', 'PodGone', `its pod ${prev.podName} was deleted`);
     const why = coldReason(s);
-    const pending = (launchReason: string | undefined): SandboxStatus => ({ ...kept, phase: 'Pending', reason: 'Starting', message: 'claiming a pod', launch: 'cold', ...(launchReason ? { launchReason } : {}) });
-    if (!why && o.free.ready[0]) return { action: { kind: 'claim', pod: o.free.ready[0], launch: 'warm', launchReason: undefined }, status: { ...kept, phase: 'Pending', reason: 'Starting', message: 'claiming a pod' } };
+    const pending = (launchReason: string | undefined): SandboxStatus => ({
+      ...kept,
+      phase: 'Pending',
+      reason: 'Starting',
+      message: 'claiming a pod',
+      launch: 'cold',
+      ...(launchReason ? { launchReason } : {}),
+    });
+    if (!why && o.free.ready[0])
+      return {
+        action: { kind: 'claim', pod: o.free.ready[0], launch: 'warm', launchReason: undefined },
+        status: { ...kept, phase: 'Pending', reason: 'Starting', message: 'claiming a pod' },
+      };
     if (!why && o.free.starting[0]) {
       const reason = 'the pool had no ready pod: claimed one still starting';
       return { action: { kind: 'claim', pod: o.free.starting[0], launch: 'cold', launchReason: reason }, status: pending(reason) };
@@ -110,16 +125,29 @@ export function planSandbox(o: SandboxObserved, t: SandboxTiming): SandboxPlan {
     launch: pod.metadata?.annotations?.[annotations.launch] === 'warm' ? 'warm' : 'cold',
     ...(pod.metadata?.annotations?.[annotations.launchReason] ? { launchReason: pod.metadata.annotations[annotations.launchReason] } : {}),
   };
-  const placed: SandboxStatus = { ...kept, ...launch, podName: pod.metadata!.name!, podNamespace: pod.metadata!.namespace!, ...(pod.spec?.nodeName ? { node: pod.spec.nodeName } : {}) };
+  const placed: SandboxStatus = {
+    ...kept,
+    ...launch,
+    podName: pod.metadata!.name!,
+    podNamespace: pod.metadata!.namespace!,
+    ...(pod.spec?.nodeName ? { node: pod.spec.nodeName } : {}),
+  };
   const broken = podBroken(pod);
   if (broken) return end('Failed', 'PodFailed', broken);
   if (!podReady(pod) || !pod.status?.podIP) {
     const deadline = created + t.startDeadlineMs;
     if (now.getTime() >= deadline) {
       const waiting = pod.status?.containerStatuses?.[0]?.state?.waiting;
-      return end('Failed', 'StartTimeout', `its pod was not ready within ${Math.round(t.startDeadlineMs / 1000)} s${waiting?.reason ? ` (${waiting.reason}${waiting.message ? `: ${waiting.message}` : ''})` : ''}`);
+      return end(
+        'Failed',
+        'StartTimeout',
+        `its pod was not ready within ${Math.round(t.startDeadlineMs / 1000)} s${waiting?.reason ? ` (${waiting.reason}${waiting.message ? `: ${waiting.message}` : ''})` : ''}`,
+      );
     }
-    return { status: { ...placed, phase: 'Pending', reason: 'Starting', message: `pod ${pod.metadata!.name} is starting` }, requeueMs: deadline - now.getTime() };
+    return {
+      status: { ...placed, phase: 'Pending', reason: 'Starting', message: `pod ${pod.metadata!.name} is starting` },
+      requeueMs: deadline - now.getTime(),
+    };
   }
   // Idle by what the platform saw (the API's record of execs and transfers), never by what the
   // agent in the sandbox says: that is the tenant's to forge. While an exec may still run (its
@@ -146,7 +174,11 @@ export function planSandbox(o: SandboxObserved, t: SandboxTiming): SandboxPlan {
 }
 
 /** The labels and annotations that claim a pod for a sandbox (and take it out of its pool). */
-export function claimMetadata(sandbox: Sandbox, launch: 'warm' | 'cold', launchReason: string | undefined): { labels: Record<string, string | null>; annotations: Record<string, string | null> } {
+export function claimMetadata(
+  sandbox: Sandbox,
+  launch: 'warm' | 'cold',
+  launchReason: string | undefined,
+): { labels: Record<string, string | null>; annotations: Record<string, string | null> } {
   return {
     labels: {
       [labels.sandboxPool]: null,

@@ -30,14 +30,26 @@ export const sandboxEphemeralStorage = { request: '16Mi', limit: '128Mi' } as co
 
 /** The hash of everything that shapes a pool member: a member of another template is replaced. */
 export function poolKey(settings: SandboxPodSettings, resources: SandboxResources): string {
-  return createHash('sha256').update(JSON.stringify([settings.image, settings.runtimeClass ?? '', resources, agentPort, 3])).digest('hex').slice(0, 16);
+  return createHash('sha256')
+    .update(JSON.stringify([settings.image, settings.runtimeClass ?? '', resources, agentPort, 3]))
+    .digest('hex')
+    .slice(0, 16);
 }
 
 export function newPodName(): string {
   return `sbx-${randomBytes(6).toString('hex')}`;
 }
 
-export function sandboxPod(settings: SandboxPodSettings, opts: { name: string; resources: SandboxResources; network: boolean; labels: Record<string, string>; annotations?: Record<string, string> }): k8s.V1Pod {
+export function sandboxPod(
+  settings: SandboxPodSettings,
+  opts: {
+    name: string;
+    resources: SandboxResources;
+    network: boolean;
+    labels: Record<string, string>;
+    annotations?: Record<string, string>;
+  },
+): k8s.V1Pod {
   const { resources } = opts;
   return {
     apiVersion: 'v1',
@@ -45,7 +57,12 @@ export function sandboxPod(settings: SandboxPodSettings, opts: { name: string; r
     metadata: {
       name: opts.name,
       namespace: settings.namespace,
-      labels: { [labels.sandboxPod]: 'true', [labels.network]: opts.network ? 'on' : 'off', [labels.managedBy]: managers.controllers, ...opts.labels },
+      labels: {
+        [labels.sandboxPod]: 'true',
+        [labels.network]: opts.network ? 'on' : 'off',
+        [labels.managedBy]: managers.controllers,
+        ...opts.labels,
+      },
       ...(opts.annotations ? { annotations: opts.annotations } : {}),
     },
     spec: {
@@ -55,19 +72,35 @@ export function sandboxPod(settings: SandboxPodSettings, opts: { name: string; r
       shareProcessNamespace: true,
       restartPolicy: 'Never',
       terminationGracePeriodSeconds: 1,
-      securityContext: { runAsNonRoot: true, runAsUser: sandboxUid, runAsGroup: sandboxUid, fsGroup: sandboxUid, seccompProfile: { type: 'RuntimeDefault' } },
+      securityContext: {
+        runAsNonRoot: true,
+        runAsUser: sandboxUid,
+        runAsGroup: sandboxUid,
+        fsGroup: sandboxUid,
+        seccompProfile: { type: 'RuntimeDefault' },
+      },
       containers: [
         {
           name: containers.sandbox,
           image: settings.image,
           env: [{ name: 'SVC_SANDBOX_TOKEN', value: agentToken(settings.agentKey, opts.name) }],
           ports: [{ name: 'agent', containerPort: agentPort }],
-          readinessProbe: { httpGet: { path: '/healthz', port: agentPort as unknown as k8s.IntOrString }, periodSeconds: 1, timeoutSeconds: 1, failureThreshold: 3 },
+          readinessProbe: {
+            httpGet: { path: '/healthz', port: agentPort as unknown as k8s.IntOrString },
+            periodSeconds: 1,
+            timeoutSeconds: 1,
+            failureThreshold: 3,
+          },
           resources: {
             requests: { ...requests, 'ephemeral-storage': sandboxEphemeralStorage.request },
             limits: { cpu: resources.cpu, memory: resources.memory, 'ephemeral-storage': sandboxEphemeralStorage.limit },
           },
-          securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] }, readOnlyRootFilesystem: true, runAsNonRoot: true },
+          securityContext: {
+            allowPrivilegeEscalation: false,
+            capabilities: { drop: ['ALL'] },
+            readOnlyRootFilesystem: true,
+            runAsNonRoot: true,
+          },
           volumeMounts: [
             { name: 'home', mountPath: sandboxHome },
             { name: 'tmp', mountPath: '/tmp' },
@@ -83,7 +116,11 @@ export function sandboxPod(settings: SandboxPodSettings, opts: { name: string; r
 }
 
 export function podReady(pod: k8s.V1Pod): boolean {
-  return !pod.metadata?.deletionTimestamp && pod.status?.phase === 'Running' && pod.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+  return (
+    !pod.metadata?.deletionTimestamp &&
+    pod.status?.phase === 'Running' &&
+    pod.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true
+  );
 }
 
 /** Why a sandbox pod will never serve (it ended, or its container cannot start), if it will not. */
@@ -92,11 +129,23 @@ export function podBroken(pod: k8s.V1Pod): string | undefined {
   const status = pod.status?.containerStatuses?.[0];
   const term = status?.state?.terminated ?? status?.lastState?.terminated;
   if (pod.status?.phase === 'Failed' || pod.status?.phase === 'Succeeded' || term) {
-    const why = term ? `${term.reason ?? 'exited'}${term.exitCode !== undefined ? ` (exit ${term.exitCode})` : ''}${term.message ? `: ${term.message.trim().slice(-200)}` : ''}` : (pod.status?.reason ?? pod.status?.phase ?? 'ended');
+    const why = term
+      ? `${term.reason ?? 'exited'}${term.exitCode !== undefined ? ` (exit ${term.exitCode})` : ''}${term.message ? `: ${term.message.trim().slice(-200)}` : ''}`
+      : (pod.status?.reason ?? pod.status?.phase ?? 'ended');
     return `its pod ended: ${why}${pod.status?.message ? ` ${pod.status.message}` : ''}`.trim();
   }
   const waiting = status?.state?.waiting;
-  if (waiting && ['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'CreateContainerConfigError', 'CreateContainerError', 'RunContainerError'].includes(waiting.reason ?? '')) {
+  if (
+    waiting &&
+    [
+      'ErrImagePull',
+      'ImagePullBackOff',
+      'InvalidImageName',
+      'CreateContainerConfigError',
+      'CreateContainerError',
+      'RunContainerError',
+    ].includes(waiting.reason ?? '')
+  ) {
     return `its container cannot start: ${waiting.reason}${waiting.message ? `: ${waiting.message}` : ''}`;
   }
   return undefined;

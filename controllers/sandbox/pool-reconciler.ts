@@ -57,8 +57,15 @@ export class PoolReconciler implements Reconciler<k8s.V1Namespace, never> {
     if (ns.metadata?.deletionTimestamp) return {};
     const namespace = this.settings.pod.namespace;
     if (!this.policiesApplied) {
-      for (const policy of sandboxPolicies(namespace, platformPeers(this.settings.platformCidrs, this.settings.platformNamespace), this.settings.platformCidrs)) {
-        await this.networking.patchNamespacedNetworkPolicy({ name: policy.metadata!.name!, namespace, body: policy, fieldManager: managers.controllers, force: true }, serverSideApply);
+      for (const policy of sandboxPolicies(
+        namespace,
+        platformPeers(this.settings.platformCidrs, this.settings.platformNamespace),
+        this.settings.platformCidrs,
+      )) {
+        await this.networking.patchNamespacedNetworkPolicy(
+          { name: policy.metadata!.name!, namespace, body: policy, fieldManager: managers.controllers, force: true },
+          serverSideApply,
+        );
       }
       this.policiesApplied = true;
     }
@@ -86,21 +93,36 @@ export class PoolReconciler implements Reconciler<k8s.V1Namespace, never> {
       // Only the version planned from: a pod claimed meanwhile by another process (an old leader)
       // has changed, and the delete is refused (409) rather than taking a sandbox's pod.
       const resourceVersion = byName.get(d.name)?.metadata?.resourceVersion;
-      await this.core.deleteNamespacedPod({ name: d.name, namespace, gracePeriodSeconds: 0, ...(resourceVersion ? { body: { preconditions: { resourceVersion } } } : {}) }).catch((err: unknown) => {
-        if (kubeStatus(err) === 409) this.observed.retiring.delete(d.name);
-        else if (kubeStatus(err) !== 404) throw err;
-      });
+      await this.core
+        .deleteNamespacedPod({
+          name: d.name,
+          namespace,
+          gracePeriodSeconds: 0,
+          ...(resourceVersion ? { body: { preconditions: { resourceVersion } } } : {}),
+        })
+        .catch((err: unknown) => {
+          if (kubeStatus(err) === 409) this.observed.retiring.delete(d.name);
+          else if (kubeStatus(err) !== 404) throw err;
+        });
     }
     for (let i = 0; i < plan.create; i++) {
       const name = newPodName();
       this.creating.set(name, Date.now());
-      await this.core.createNamespacedPod({
-        namespace,
-        body: sandboxPod(this.settings.pod, { name, resources: { ...defaultResources }, network: false, labels: { [labels.sandboxPool]: this.settings.key }, annotations: { [annotations.launch]: 'pool' } }),
-      }).catch((err: unknown) => {
-        this.creating.delete(name);
-        throw err;
-      });
+      await this.core
+        .createNamespacedPod({
+          namespace,
+          body: sandboxPod(this.settings.pod, {
+            name,
+            resources: { ...defaultResources },
+            network: false,
+            labels: { [labels.sandboxPool]: this.settings.key },
+            annotations: { [annotations.launch]: 'pool' },
+          }),
+        })
+        .catch((err: unknown) => {
+          this.creating.delete(name);
+          throw err;
+        });
     }
     const depth = JSON.stringify({ ...plan.depth, creating: plan.create });
     if (depth !== this.lastDepth) {
@@ -130,7 +152,12 @@ export class PoolReconciler implements Reconciler<k8s.V1Namespace, never> {
         namespace,
         fieldManager: managers.controllers,
         force: true,
-        body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: runtimesConfigMap, namespace, labels: { [labels.managedBy]: managers.controllers } }, data: { image, [runtimesKey]: JSON.stringify(runtimes) } },
+        body: {
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: { name: runtimesConfigMap, namespace, labels: { [labels.managedBy]: managers.controllers } },
+          data: { image, [runtimesKey]: JSON.stringify(runtimes) },
+        },
       },
       serverSideApply,
     );

@@ -55,7 +55,14 @@ export function planPool(o: PoolObserved): PoolPlan {
   // More members than the pool holds (its size was lowered): the starting ones go first.
   if (surplus > 0) {
     const extra = o.pods
-      .filter((p) => p.metadata?.labels?.[labels.sandboxPool] === o.key && !p.metadata?.deletionTimestamp && !o.reserved.has(p.metadata.name!) && !o.retiring?.has(p.metadata.name!) && !podBroken(p))
+      .filter(
+        (p) =>
+          p.metadata?.labels?.[labels.sandboxPool] === o.key &&
+          !p.metadata?.deletionTimestamp &&
+          !o.reserved.has(p.metadata.name!) &&
+          !o.retiring?.has(p.metadata.name!) &&
+          !podBroken(p),
+      )
       .sort((a, b) => Number(podReady(a)) - Number(podReady(b)))
       .slice(0, surplus);
     for (const p of extra) remove.push({ name: p.metadata!.name!, why: 'the pool is smaller now' });
@@ -69,7 +76,11 @@ export function planPool(o: PoolObserved): PoolPlan {
  * connection except to the cloud metadata address and the platform's node addresses (the host's
  * ports; locally also the apiserver, which pods reach at the first node's address).
  */
-export function sandboxPolicies(namespace: string, platform: readonly k8s.V1NetworkPolicyPeer[], platformCidrs: readonly string[]): k8s.V1NetworkPolicy[] {
+export function sandboxPolicies(
+  namespace: string,
+  platform: readonly k8s.V1NetworkPolicyPeer[],
+  platformCidrs: readonly string[],
+): k8s.V1NetworkPolicy[] {
   const metadata = (name: string) => ({ name, namespace, labels: { [labels.managedBy]: managers.controllers } });
   return [
     {
@@ -80,7 +91,12 @@ export function sandboxPolicies(namespace: string, platform: readonly k8s.V1Netw
         podSelector: {},
         policyTypes: ['Ingress', 'Egress'],
         // `from` on the wire: apply patches are sent as written, not renamed like the model's `_from`.
-        ingress: [{ from: platform, ports: [{ protocol: 'TCP', port: agentPort as unknown as k8s.IntOrString }] } as unknown as k8s.V1NetworkPolicyIngressRule],
+        ingress: [
+          {
+            from: platform,
+            ports: [{ protocol: 'TCP', port: agentPort as unknown as k8s.IntOrString }],
+          } as unknown as k8s.V1NetworkPolicyIngressRule,
+        ],
         egress: [],
       },
     },

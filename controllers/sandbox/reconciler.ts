@@ -79,7 +79,9 @@ export class SandboxReconciler implements Reconciler<Sandbox, SandboxStatus> {
   }
 
   private free(): { ready: k8s.V1Pod[]; starting: k8s.V1Pod[] } {
-    const members = this.pods.membersOf(this.settings.poolKey).filter((p) => !this.reserved.has(p.metadata!.name!) && !this.retiring.has(p.metadata!.name!) && !p.metadata?.deletionTimestamp);
+    const members = this.pods
+      .membersOf(this.settings.poolKey)
+      .filter((p) => !this.reserved.has(p.metadata!.name!) && !this.retiring.has(p.metadata!.name!) && !p.metadata?.deletionTimestamp);
     return { ready: members.filter(podReady), starting: members.filter((p) => !podReady(p)) };
   }
 
@@ -99,8 +101,16 @@ export class SandboxReconciler implements Reconciler<Sandbox, SandboxStatus> {
   private outcome(s: Sandbox, plan: SandboxPlan): Outcome<SandboxStatus> {
     const st = plan.status;
     if (st.phase !== s.status?.phase && (st.phase === 'Ended' || st.phase === 'Failed')) {
-      this.log.info({ kind: 'Sandbox', sandbox: `${s.metadata.namespace}/${s.metadata.name}`, phase: st.phase, reason: st.reason, message: st.message }, `Sandbox ${st.phase.toLowerCase()}`);
-      this.events?.record({ apiVersion, kind: 'Sandbox', name: s.metadata.name!, namespace: s.metadata.namespace!, uid: s.metadata.uid! }, st.phase === 'Failed' ? 'Warning' : 'Normal', st.reason ?? st.phase, st.message ?? '');
+      this.log.info(
+        { kind: 'Sandbox', sandbox: `${s.metadata.namespace}/${s.metadata.name}`, phase: st.phase, reason: st.reason, message: st.message },
+        `Sandbox ${st.phase.toLowerCase()}`,
+      );
+      this.events?.record(
+        { apiVersion, kind: 'Sandbox', name: s.metadata.name!, namespace: s.metadata.namespace!, uid: s.metadata.uid! },
+        st.phase === 'Failed' ? 'Warning' : 'Normal',
+        st.reason ?? st.phase,
+        st.message ?? '',
+      );
     }
     return {
       status: st,
@@ -120,7 +130,15 @@ export class SandboxReconciler implements Reconciler<Sandbox, SandboxStatus> {
         await this.core.deleteNamespacedPod({ name: a.name, namespace: a.namespace, gracePeriodSeconds: 0 }).catch(ignore(404));
         return 'done';
       case 'deleteSandbox':
-        await this.custom.deleteNamespacedCustomObject({ group, version, plural: pluralOf('Sandbox'), namespace: s.metadata.namespace!, name: s.metadata.name! }).catch(ignore(404));
+        await this.custom
+          .deleteNamespacedCustomObject({
+            group,
+            version,
+            plural: pluralOf('Sandbox'),
+            namespace: s.metadata.namespace!,
+            name: s.metadata.name!,
+          })
+          .catch(ignore(404));
         return 'done';
     }
   }
@@ -132,13 +150,25 @@ export class SandboxReconciler implements Reconciler<Sandbox, SandboxStatus> {
     return Math.max(1, Math.ceil((expires - started) / 1000) + 60);
   }
 
-  private async claim(s: Sandbox, member: k8s.V1Pod, launch: 'warm' | 'cold', launchReason: string | undefined, now: Date): Promise<k8s.V1Pod | undefined> {
+  private async claim(
+    s: Sandbox,
+    member: k8s.V1Pod,
+    launch: 'warm' | 'cold',
+    launchReason: string | undefined,
+    now: Date,
+  ): Promise<k8s.V1Pod | undefined> {
     const name = member.metadata!.name!;
     this.reserved.add(name);
     const meta = claimMetadata(s, launch, launchReason);
     const ops: object[] = [{ op: 'test', path: `/metadata/labels/${pointer(labels.sandboxPool)}`, value: this.settings.poolKey }];
-    for (const [k, v] of Object.entries(meta.labels)) ops.push(v === null ? { op: 'remove', path: `/metadata/labels/${pointer(k)}` } : { op: 'add', path: `/metadata/labels/${pointer(k)}`, value: v });
-    for (const [k, v] of Object.entries(meta.annotations)) if (v !== null) ops.push({ op: 'add', path: `/metadata/annotations/${pointer(k)}`, value: v });
+    for (const [k, v] of Object.entries(meta.labels))
+      ops.push(
+        v === null
+          ? { op: 'remove', path: `/metadata/labels/${pointer(k)}` }
+          : { op: 'add', path: `/metadata/labels/${pointer(k)}`, value: v },
+      );
+    for (const [k, v] of Object.entries(meta.annotations))
+      if (v !== null) ops.push({ op: 'add', path: `/metadata/annotations/${pointer(k)}`, value: v });
     ops.push({ op: 'add', path: '/spec/activeDeadlineSeconds', value: this.deadlineSeconds(s, member, now) });
     try {
       const pod = await this.core.patchNamespacedPod({ name, namespace: member.metadata!.namespace!, body: ops }, jsonPatch);

@@ -18,7 +18,12 @@ export function sandboxSettings(config: Pick<Config, 'sandboxes' | 'deploys' | '
   const key = config.deploys.artifactKey;
   if (!key) return undefined;
   return {
-    pod: { image: config.sandboxes.image, namespace: config.sandboxes.namespace, runtimeClass: config.sandboxes.runtimeClass, agentKey: key },
+    pod: {
+      image: config.sandboxes.image,
+      namespace: config.sandboxes.namespace,
+      runtimeClass: config.sandboxes.runtimeClass,
+      agentKey: key,
+    },
     poolSize: config.sandboxes.poolSize,
     retentionMs: config.sandboxes.retentionMs,
     startDeadlineMs: 120_000,

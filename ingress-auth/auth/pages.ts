@@ -76,7 +76,9 @@ export function loginPage(v: LoginView): RenderedPage {
           '</section>',
       );
     } else if (m.provider === 'passkey') {
-      sections.push(`<section id="passkey"><h2>${labels.passkey}</h2><button type="button" id="passkey-sign-in">Sign in with a passkey</button></section>`);
+      sections.push(
+        `<section id="passkey"><h2>${labels.passkey}</h2><button type="button" id="passkey-sign-in">Sign in with a passkey</button></section>`,
+      );
     } else if (m.provider === 'owner') {
       sections.push(
         `<section id="owner"><h2>${labels.owner}</h2><p class="note">The owner signs in through the platform: run <code>svc open ${escapeHtml(v.app)}</code> ` +
@@ -85,7 +87,9 @@ export function loginPage(v: LoginView): RenderedPage {
     } else {
       sections.push(
         `<section id="${m.provider}"><h2>${labels[m.provider]}</h2>${off}` +
-          (m.available ? `<a class="button" href="/_svc/auth/${m.provider}/start?next=${nextQ}">Continue with ${labels[m.provider].toLowerCase()}</a>` : '') +
+          (m.available
+            ? `<a class="button" href="/_svc/auth/${m.provider}/start?next=${nextQ}">Continue with ${labels[m.provider].toLowerCase()}</a>`
+            : '') +
           '</section>',
       );
     }
@@ -138,9 +142,15 @@ export function deniedPage(app: string, who: Identity, next: string): RenderedPa
 }
 
 export function logoutPage(app: string): RenderedPage {
-  return shell('Sign out', `<h1>Sign out of ${escapeHtml(app)}?</h1><form method="post" action="/_svc/auth/logout"><button type="submit">Sign out</button></form>`);
+  return shell(
+    'Sign out',
+    `<h1>Sign out of ${escapeHtml(app)}?</h1><form method="post" action="/_svc/auth/logout"><button type="submit">Sign out</button></form>`,
+  );
 }
 
 export function signedOutPage(app: string): RenderedPage {
-  return shell('Signed out', `<h1>Signed out</h1><p id="signed-out">You are signed out of ${escapeHtml(app)}.</p><p><a href="/">Back to the app</a></p>`);
+  return shell(
+    'Signed out',
+    `<h1>Signed out</h1><p id="signed-out">You are signed out of ${escapeHtml(app)}.</p><p><a href="/">Back to the app</a></p>`,
+  );
 }

@@ -7,12 +7,21 @@ import { readLimited } from '../../lib/http/body.js';
 export const privateNoStore = 'private, no-store';
 
 function common(requestId: string): Record<string, string> {
-  return { 'cache-control': privateNoStore, 'x-request-id': requestId, 'x-content-type-options': 'nosniff', 'referrer-policy': 'same-origin' };
+  return {
+    'cache-control': privateNoStore,
+    'x-request-id': requestId,
+    'x-content-type-options': 'nosniff',
+    'referrer-policy': 'same-origin',
+  };
 }
 
 export function sendJson(res: ServerResponse, status: number, body: unknown, requestId: string): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { ...common(requestId), 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
+  res.writeHead(status, {
+    ...common(requestId),
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+  });
   res.end(res.req?.method === 'HEAD' ? undefined : text);
 }
 

@@ -45,7 +45,6 @@ export interface CurrentSession {
 /** A provider's route; `session` looks up the request's current session when the route needs it. */
 export type ProviderRoute = (r: AuthRequest, signIn: SignIn, session: () => Promise<CurrentSession | undefined>) => Promise<void>;
 
-
 export interface AuthRoutesOptions {
   config: Config;
   log: Logger;
@@ -121,8 +120,10 @@ export class AuthRoutes {
     if (admit.some((a) => a.owner)) out.push({ provider: 'owner', available: true });
     // A provider's verified address can also prove an app user's (rule 3): offered when set up.
     const appUsers = admitsAppUsers(app.spec.auth);
-    if (admit.some((a) => a.idp) || (appUsers && this.opts.available.idp)) out.push({ provider: 'idp', available: this.opts.available.idp });
-    if (admit.some((a) => a.codehost) || (appUsers && this.opts.available.codehost)) out.push({ provider: 'codehost', available: this.opts.available.codehost });
+    if (admit.some((a) => a.idp) || (appUsers && this.opts.available.idp))
+      out.push({ provider: 'idp', available: this.opts.available.idp });
+    if (admit.some((a) => a.codehost) || (appUsers && this.opts.available.codehost))
+      out.push({ provider: 'codehost', available: this.opts.available.codehost });
     return out;
   }
 
@@ -159,17 +160,37 @@ export class AuthRoutes {
     const email = typeof form.email === 'string' ? form.email.trim().toLowerCase() : '';
     const next = safeNext(typeof form.next === 'string' ? form.next : null);
     if (!emailShape.test(email) || email.length > 254) {
-      return this.answer(r, 400, { error: 'enter an email address' }, () => loginPage({ app: r.app.metadata.name!, next, methods: this.methods(r.app), signedIn: undefined, canAddPasskey: false, notice: 'Enter an email address.' }));
+      return this.answer(r, 400, { error: 'enter an email address' }, () =>
+        loginPage({
+          app: r.app.metadata.name!,
+          next,
+          methods: this.methods(r.app),
+          signedIn: undefined,
+          canAddPasskey: false,
+          notice: 'Enter an email address.',
+        }),
+      );
     }
     const { perSourceHourly, perAddressHourly } = this.opts.config.auth.emailRate;
     if (!(await this.signIn.rate.take(`source:${r.clientIp}`, perSourceHourly, 3600_000))) {
       r.res.setHeader('retry-after', '3600');
       return this.answer(r, 429, { error: 'too many sign-in link requests from this address; try again later' }, () =>
-        loginPage({ app: r.app.metadata.name!, next, methods: this.methods(r.app), signedIn: undefined, canAddPasskey: false, notice: 'Too many requests; try again later.' }),
+        loginPage({
+          app: r.app.metadata.name!,
+          next,
+          methods: this.methods(r.app),
+          signedIn: undefined,
+          canAddPasskey: false,
+          notice: 'Too many requests; try again later.',
+        }),
       );
     }
-    this.answer(r, 202, { status: 'sent_if_allowed', message: `if ${email} may sign in, a sign-in link is on its way` }, () => linkSentPage(r.app.metadata.name!, email, next));
-    void this.sendLink(r, email, next, perAddressHourly).catch((err: unknown) => this.opts.log.error({ err, reqId: r.requestId }, 'Sending a sign-in link failed'));
+    this.answer(r, 202, { status: 'sent_if_allowed', message: `if ${email} may sign in, a sign-in link is on its way` }, () =>
+      linkSentPage(r.app.metadata.name!, email, next),
+    );
+    void this.sendLink(r, email, next, perAddressHourly).catch((err: unknown) =>
+      this.opts.log.error({ err, reqId: r.requestId }, 'Sending a sign-in link failed'),
+    );
   }
 
   private async sendLink(r: AuthRequest, email: string, next: string, perAddressHourly: number): Promise<void> {
@@ -191,16 +212,19 @@ export class AuthRoutes {
   /** A secret from the sign-in page's fragment, posted same-origin by its script. */
   private async redeem(r: AuthRequest): Promise<void> {
     if (!sameOrigin(r)) return sendJson(r.res, 403, { error: 'sign-in links are redeemed by the app’s own sign-in page' }, r.requestId);
-    if (!(r.req.headers['content-type'] ?? '').toLowerCase().startsWith('application/json')) return sendJson(r.res, 415, { error: 'send application/json' }, r.requestId);
+    if (!(r.req.headers['content-type'] ?? '').toLowerCase().startsWith('application/json'))
+      return sendJson(r.res, 415, { error: 'send application/json' }, r.requestId);
     const form = await readForm(r.req);
     const token = form.token;
     if (!isSecretShape(token)) return sendJson(r.res, 400, { error: 'token: not a sign-in token' }, r.requestId);
     const flow = readCookie(r.req.headers.cookie, this.signIn.cookies.flow);
     const found = await this.signIn.links.redeem(token, r.app.metadata.uid!, flow && isSecretShape(flow) ? hashSecret(flow) : undefined);
-    if (!found) return sendJson(r.res, 403, { error: 'this sign-in link is not valid (used, expired, revoked or for another app)' }, r.requestId);
+    if (!found)
+      return sendJson(r.res, 403, { error: 'this sign-in link is not valid (used, expired, revoked or for another app)' }, r.requestId);
     let established;
     if (found.kind === 'email') {
-      if (!becomesAppUser(r.app.spec.auth, found.email)) return sendJson(r.res, 403, { error: 'this address may no longer sign in to this app' }, r.requestId);
+      if (!becomesAppUser(r.app.spec.auth, found.email))
+        return sendJson(r.res, 403, { error: 'this address may no longer sign in to this app' }, r.requestId);
       established = await this.signIn.establish(r.res, r.app, r.host, { provider: 'email', subject: '', email: found.email });
     } else {
       established = await this.signIn.establish(r.res, r.app, r.host, found.identity);
@@ -224,7 +248,8 @@ export class AuthRoutes {
 
   /** An HTML page for a person (form posts, navigations), JSON for scripts. */
   private answer(r: AuthRequest, status: number, json: unknown, page: () => ReturnType<typeof loginPage>): void {
-    const wantsPage = isNavigation('GET', r.req.headers) || (r.req.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded');
+    const wantsPage =
+      isNavigation('GET', r.req.headers) || (r.req.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded');
     if (wantsPage) sendPage(r.res, status === 202 ? 200 : status, page(), r.requestId);
     else sendJson(r.res, status, json, r.requestId);
   }
@@ -232,7 +257,16 @@ export class AuthRoutes {
   /** The denied answer for a signed-in visitor the path does not admit. */
   denied(r: Omit<AuthRequest, 'path' | 'query'>, session: Session, navigation: boolean, next: string): void {
     if (navigation) return sendPage(r.res, 403, deniedPage(r.app.metadata.name!, session.identity, next), r.requestId);
-    sendJson(r.res, 403, { error: 'forbidden', message: `signed in as ${session.identity.email || session.identity.subject}, which this path does not admit`, login_url: loginUrl(next) }, r.requestId);
+    sendJson(
+      r.res,
+      403,
+      {
+        error: 'forbidden',
+        message: `signed in as ${session.identity.email || session.identity.subject}, which this path does not admit`,
+        login_url: loginUrl(next),
+      },
+      r.requestId,
+    );
   }
 
   /** The unauthenticated answer: 303 to the login page for a person, 401 for a script. */

@@ -41,6 +41,11 @@ export function signInProviders(deps: {
   return {
     routes,
     callbacks,
-    available: { email: deps.mail, passkey: true, idp: deps.config.auth.idp !== undefined, codehost: deps.config.auth.codehost !== undefined },
+    available: {
+      email: deps.mail,
+      passkey: true,
+      idp: deps.config.auth.idp !== undefined,
+      codehost: deps.config.auth.codehost !== undefined,
+    },
   };
 }

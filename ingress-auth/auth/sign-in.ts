@@ -116,7 +116,9 @@ export class SignIn {
     if (!hit || hit.appUid !== app.metadata.uid || hit.host !== host || Date.now() - hit.checkedAt >= cacheMs) return undefined;
     if (!hit.session) return null;
     const at = this.clock();
-    return this.sessions.alive(hit.session, at) && at.getTime() - hit.session.lastSeenAt.getTime() <= touchEveryMs ? hit.session : undefined;
+    return this.sessions.alive(hit.session, at) && at.getTime() - hit.session.lastSeenAt.getTime() <= touchEveryMs
+      ? hit.session
+      : undefined;
   }
 
   /** The live session of a cookie value on this app and hostname. */
@@ -158,8 +160,20 @@ export class SignIn {
     const now = Date.now();
     // The owner flag is signed too: an app that verifies the assertion can trust all it grants.
     const owner = id.provider === 'svc' && id.facts?.namespace === app.metadata.namespace;
-    const assertion = await this.opts.signer.sign({ sub: id.subject, email: id.email, provider: id.provider, name: id.name, ...(owner ? { owner: true } : {}) }, host);
-    const headers = [identityHeaders.subject, id.subject, identityHeaders.email, id.email, identityHeaders.provider, id.provider, identityHeaders.assertion, assertion];
+    const assertion = await this.opts.signer.sign(
+      { sub: id.subject, email: id.email, provider: id.provider, name: id.name, ...(owner ? { owner: true } : {}) },
+      host,
+    );
+    const headers = [
+      identityHeaders.subject,
+      id.subject,
+      identityHeaders.email,
+      id.email,
+      identityHeaders.provider,
+      id.provider,
+      identityHeaders.assertion,
+      assertion,
+    ];
     if (id.name) headers.push(identityHeaders.name, encodeURIComponent(id.name));
     if (id.email) headers.push(identityHeaders.verified, 'true');
     if (owner) headers.push(identityHeaders.owner, 'true');
@@ -179,7 +193,12 @@ export class SignIn {
     // host listing the same verified email included).
     if (who.email && (await this.users.byEmail(app.metadata.uid!, who.email))?.disabledAt) return 'disabled';
     if (!who.appUserId && who.email && becomesAppUser(app.spec.auth, who.email)) {
-      const user = await this.users.signIn({ uid: app.metadata.uid!, namespace: app.metadata.namespace!, name: app.metadata.name! }, who.email, who.provider, who.name);
+      const user = await this.users.signIn(
+        { uid: app.metadata.uid!, namespace: app.metadata.namespace!, name: app.metadata.name! },
+        who.email,
+        who.provider,
+        who.name,
+      );
       // Disabled between the check above and now.
       if (!user) return 'disabled';
       else {
@@ -189,7 +208,10 @@ export class SignIn {
     const { token, session } = await this.sessions.create(app.metadata.uid!, host, who);
     const maxAge = sessionLimits[session.kind].absoluteMs / 1000;
     appendSetCookie(res, setCookie(this.cookies.session, token, { secure: this.secure, maxAgeSeconds: maxAge }));
-    this.opts.log.info({ app: app.metadata.name, ns: app.metadata.namespace, provider: who.provider, subject: who.subject, kind: session.kind }, 'Signed in');
+    this.opts.log.info(
+      { app: app.metadata.name, ns: app.metadata.namespace, provider: who.provider, subject: who.subject, kind: session.kind },
+      'Signed in',
+    );
     return session;
   }
 

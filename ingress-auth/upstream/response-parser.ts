@@ -230,7 +230,8 @@ export class ResponseParser {
           if (name.toLowerCase() === 'transfer-encoding') {
             // Only `chunked`, once: another coding would reach the client without its name
             // (Transfer-Encoding is hop-by-hop), and a repeat is how smuggling begins.
-            if (transferEncoding || value.toLowerCase() !== 'chunked') throw new BadResponse(`unsupported Transfer-Encoding ${JSON.stringify(value)}`);
+            if (transferEncoding || value.toLowerCase() !== 'chunked')
+              throw new BadResponse(`unsupported Transfer-Encoding ${JSON.stringify(value)}`);
             transferEncoding = chunked = true;
           }
           break;

@@ -163,7 +163,8 @@ export class Upstream {
       if (!ex) {
         if (now - c.idleSince >= this.keepAliveMs) c.destroy();
       } else if (c.socket.connecting) {
-        if (now - ex.sentAt >= this.connectTimeoutMs) c.fail(new UpstreamError('connecting to the machine timed out', 'UPSTREAM_CONNECT_TIMEOUT'));
+        if (now - ex.sentAt >= this.connectTimeoutMs)
+          c.fail(new UpstreamError('connecting to the machine timed out', 'UPSTREAM_CONNECT_TIMEOUT'));
       } else if (!ex.answered && now - ex.sentAt >= this.opts.headersTimeoutMs) {
         c.fail(new UpstreamError('the machine did not answer in time', 'UPSTREAM_HEADERS_TIMEOUT'));
       }
@@ -355,7 +356,8 @@ class Connection implements ResponseSink {
       leftover = this.parser.feed(chunk);
     } catch (err) {
       // A handler that threw ends its exchange, never the process (every connection of it would go).
-      if (!(err instanceof BadResponse)) return this.fail(new UpstreamError(`handling the answer failed: ${(err as Error).message}`, 'UPSTREAM_HANDLER_FAILED'));
+      if (!(err instanceof BadResponse))
+        return this.fail(new UpstreamError(`handling the answer failed: ${(err as Error).message}`, 'UPSTREAM_HANDLER_FAILED'));
       return this.fail(new UpstreamError(`the machine's answer is not valid HTTP/1.1: ${err.message}`, err.code));
     }
     const reusable = this.completed;

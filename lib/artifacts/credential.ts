@@ -27,14 +27,20 @@ function mint(purpose: Purpose, key: Buffer, subject: string, expiresAt: Date): 
 export type CredentialCheck = { ok: true } | { ok: false; status: 401 | 403; error: string };
 
 function check(purpose: Purpose, key: Buffer, subject: string, credential: string | undefined, now: Date, what: string): CredentialCheck {
-  if (!credential) return { ok: false, status: 401, error: `${/^[aeiou]/.test(what) ? 'an' : 'a'} ${what} credential is required (Authorization: Bearer v1.<expiry>.<mac>)` };
+  if (!credential)
+    return {
+      ok: false,
+      status: 401,
+      error: `${/^[aeiou]/.test(what) ? 'an' : 'a'} ${what} credential is required (Authorization: Bearer v1.<expiry>.<mac>)`,
+    };
   const m = shape.exec(credential);
   if (!m) return { ok: false, status: 401, error: `the ${what} credential is malformed` };
   const expiry = Number(m[1]);
   const given = Buffer.from(m[2]!, 'base64url');
   const want = mac(purpose, key, subject, expiry);
   // Constant time, and the MAC before the expiry: an answer never says which part was wrong first.
-  if (given.length !== want.length || !timingSafeEqual(given, want)) return { ok: false, status: 403, error: `the ${what} credential does not open this ${what}` };
+  if (given.length !== want.length || !timingSafeEqual(given, want))
+    return { ok: false, status: 403, error: `the ${what} credential does not open this ${what}` };
   if (expiry * 1000 <= now.getTime()) return { ok: false, status: 403, error: `the ${what} credential has expired` };
   return { ok: true };
 }
@@ -54,7 +60,13 @@ export function mintBackupCredential(key: Buffer, namespace: string, database: s
   return mint('backup', key, `${namespace}/${database}`, expiresAt);
 }
 
-export function checkBackupCredential(key: Buffer, namespace: string, database: string, credential: string | undefined, now: Date): CredentialCheck {
+export function checkBackupCredential(
+  key: Buffer,
+  namespace: string,
+  database: string,
+  credential: string | undefined,
+  now: Date,
+): CredentialCheck {
   return check('backup', key, `${namespace}/${database}`, credential, now, 'backup');
 }
 
@@ -63,7 +75,13 @@ export function mintBuildCredential(key: Buffer, namespace: string, build: strin
   return mint('build', key, `${namespace}/${build}`, expiresAt);
 }
 
-export function checkBuildCredential(key: Buffer, namespace: string, build: string, credential: string | undefined, now: Date): CredentialCheck {
+export function checkBuildCredential(
+  key: Buffer,
+  namespace: string,
+  build: string,
+  credential: string | undefined,
+  now: Date,
+): CredentialCheck {
   return check('build', key, `${namespace}/${build}`, credential, now, 'build');
 }
 

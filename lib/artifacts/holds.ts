@@ -27,7 +27,8 @@ export class ArtifactHolds {
 
   /** The bytes of every artifact the account holds, each once. */
   async bytes(accountId: string): Promise<number> {
-    const row = (await this.db('artifact_holds').where({ account_id: accountId }).sum({ total: 'bytes' }).first()) as { total: string | number | null } | undefined;
+    const row = (await this.db('artifact_holds').where({ account_id: accountId }).sum({ total: 'bytes' }).first()) as
+      { total: string | number | null } | undefined;
     return Number(row?.total ?? 0);
   }
 
@@ -42,7 +43,10 @@ export class ArtifactHolds {
 
   /** Takes a hold of `digest` for the account, or marks the one it has as used now. */
   async take(accountId: string, digest: string, bytes: number, now: Date, trx: Knex = this.db): Promise<void> {
-    await trx('artifact_holds').insert({ account_id: accountId, digest, bytes, held_at: now, used_at: now }).onConflict(['account_id', 'digest']).merge({ used_at: now });
+    await trx('artifact_holds')
+      .insert({ account_id: accountId, digest, bytes, held_at: now, used_at: now })
+      .onConflict(['account_id', 'digest'])
+      .merge({ used_at: now });
   }
 
   /** Every hold, of every account or of one. */

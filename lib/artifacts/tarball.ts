@@ -45,7 +45,8 @@ const gzipAsync = promisify(gzip);
  */
 function normalizePath(raw: string, limits: TreeLimits, dir = false): string {
   const shown = JSON.stringify(raw.length > 200 ? raw.slice(0, 200) + '…' : raw);
-  if (raw.length > limits.maxPathLength * 4) throw new TreeError(`path ${shown} in archive is longer than ${limits.maxPathLength} characters`);
+  if (raw.length > limits.maxPathLength * 4)
+    throw new TreeError(`path ${shown} in archive is longer than ${limits.maxPathLength} characters`);
   // Control characters and backslashes have no business in a web tree and confuse other tools.
   if (/[\u0000-\u001f\u007f\\]/.test(raw)) throw new TreeError(`unsafe path ${shown} in archive`);
   if (raw.startsWith('/') || /^[a-zA-Z]:/.test(raw)) throw new TreeError(`absolute path ${shown} in archive`);
@@ -141,7 +142,10 @@ function entryHeaders(name: string, type: '0' | '5', size: number, mode: number)
   let length = Buffer.byteLength(body) + 2;
   while (Buffer.byteLength(`${length} ${body}`) !== length) length = Buffer.byteLength(`${length} ${body}`);
   const record = Buffer.from(`${length} ${body}`, 'utf8');
-  const fallback = Buffer.from(name, 'utf8').subarray(0, 100).toString('utf8').replace(/\uFFFD+$/, '');
+  const fallback = Buffer.from(name, 'utf8')
+    .subarray(0, 100)
+    .toString('utf8')
+    .replace(/\uFFFD+$/, '');
   return [header('PaxHeader', 'x', record.length, 0o644), record, padding(record.length), header(fallback, type, size, mode)];
 }
 
@@ -154,7 +158,8 @@ export async function packTree(files: Record<string, string | Uint8Array>): Prom
   const contents = new Map<string, Buffer>();
   for (const [raw, content] of Object.entries(files)) {
     const rel = normalizePath(raw, defaultTreeLimits);
-    const bytes = typeof content === 'string' ? Buffer.from(content, 'utf8') : Buffer.from(content.buffer, content.byteOffset, content.byteLength);
+    const bytes =
+      typeof content === 'string' ? Buffer.from(content, 'utf8') : Buffer.from(content.buffer, content.byteOffset, content.byteLength);
     check.file(rel, bytes.length);
     contents.set(rel, bytes);
   }
@@ -259,11 +264,15 @@ async function scan(file: string, limits: TreeLimits, onFile?: OnFile, onDir?: O
           }
         } else {
           const what =
-            kind === 'SymbolicLink' ? 'symlink'
-            : kind === 'Link' ? 'hard link'
-            : kind === 'CharacterDevice' || kind === 'BlockDevice' ? 'device'
-            : kind === 'FIFO' ? 'FIFO'
-            : `${kind} entry`;
+            kind === 'SymbolicLink'
+              ? 'symlink'
+              : kind === 'Link'
+                ? 'hard link'
+                : kind === 'CharacterDevice' || kind === 'BlockDevice'
+                  ? 'device'
+                  : kind === 'FIFO'
+                    ? 'FIFO'
+                    : `${kind} entry`;
           throw new TreeError(`${what} ${JSON.stringify(entry.path)} in archive is not allowed (only files and directories)`);
         }
       } catch (err) {

@@ -107,12 +107,15 @@ export class AppUserStore {
   async list(appUid: string, opts: { limit: number; after?: string }): Promise<AppUser[]> {
     let q = this.db('app_users').where({ app_uid: appUid });
     if (opts.after) {
-      const cursor = await this.db('app_users').where({ app_uid: appUid, id: opts.after }).first<{ created_at: Date } | undefined>('created_at');
-      if (cursor) q = q.where((w) => {
-        w.where('created_at', '>', cursor.created_at).orWhere((x) => {
-          x.where('created_at', cursor.created_at).andWhere('id', '>', opts.after!);
+      const cursor = await this.db('app_users')
+        .where({ app_uid: appUid, id: opts.after })
+        .first<{ created_at: Date } | undefined>('created_at');
+      if (cursor)
+        q = q.where((w) => {
+          w.where('created_at', '>', cursor.created_at).orWhere((x) => {
+            x.where('created_at', cursor.created_at).andWhere('id', '>', opts.after!);
+          });
         });
-      });
     }
     const rows = (await q.orderBy([{ column: 'created_at' }, { column: 'id' }]).limit(opts.limit)) as AppUserRow[];
     return rows.map(toUser);
@@ -124,7 +127,11 @@ export class AppUserStore {
     if (!existing) return undefined;
     if (!existing.disabledAt) {
       await this.db.transaction(async (tx) => {
-        const [row] = (await tx('app_users').where({ app_uid: appUid, id }).whereNull('disabled_at').update({ disabled_at: this.clock() }).returning('*')) as AppUserRow[];
+        const [row] = (await tx('app_users')
+          .where({ app_uid: appUid, id })
+          .whereNull('disabled_at')
+          .update({ disabled_at: this.clock() })
+          .returning('*')) as AppUserRow[];
         if (row) await this.recordFor(tx, row, 'app_user.disabled');
       });
     }
@@ -139,7 +146,11 @@ export class AppUserStore {
     if (!existing) return undefined;
     if (existing.disabledAt) {
       await this.db.transaction(async (tx) => {
-        const [row] = (await tx('app_users').where({ app_uid: appUid, id }).whereNotNull('disabled_at').update({ disabled_at: null }).returning('*')) as AppUserRow[];
+        const [row] = (await tx('app_users')
+          .where({ app_uid: appUid, id })
+          .whereNotNull('disabled_at')
+          .update({ disabled_at: null })
+          .returning('*')) as AppUserRow[];
         if (row) await this.recordFor(tx, row, 'app_user.enabled');
       });
     }

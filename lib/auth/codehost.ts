@@ -84,9 +84,14 @@ export function codehostCallback(callbackUrl: URL, expectedState: string): strin
   const q = callbackUrl.searchParams;
   const state = Buffer.from(q.get('state') ?? '');
   const expected = Buffer.from(expectedState);
-  if (!expectedState || state.length !== expected.length || !timingSafeEqual(state, expected)) throw new CodehostError('invalid', 'code host callback: state does not match this sign-in');
+  if (!expectedState || state.length !== expected.length || !timingSafeEqual(state, expected))
+    throw new CodehostError('invalid', 'code host callback: state does not match this sign-in');
   const error = q.get('error');
-  if (error) throw new CodehostError('denied', `code host callback: ${error}${q.get('error_description') ? ` (${q.get('error_description')})` : ''}`);
+  if (error)
+    throw new CodehostError(
+      'denied',
+      `code host callback: ${error}${q.get('error_description') ? ` (${q.get('error_description')})` : ''}`,
+    );
   const code = q.get('code');
   if (!code) throw new CodehostError('invalid', 'code host callback: no code');
   return code;
@@ -107,7 +112,12 @@ export class GitHubCodehost implements CodehostClient {
   start({ redirectUri }: { redirectUri: string }): { url: URL; state: string } {
     const state = randomBytes(32).toString('base64url');
     const url = new URL(`${this.settings.url}/login/oauth/authorize`);
-    url.search = new URLSearchParams({ client_id: this.settings.clientId, redirect_uri: redirectUri, state, scope: codehostScope }).toString();
+    url.search = new URLSearchParams({
+      client_id: this.settings.clientId,
+      redirect_uri: redirectUri,
+      state,
+      scope: codehostScope,
+    }).toString();
     return { url, state };
   }
 
@@ -115,12 +125,21 @@ export class GitHubCodehost implements CodehostClient {
     const exchanged = await this.request('token exchange', `${this.settings.url}/login/oauth/access_token`, {
       method: 'POST',
       headers: { accept: 'application/json', 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ client_id: this.settings.clientId, client_secret: this.settings.clientSecret, code, redirect_uri: redirectUri }).toString(),
+      body: new URLSearchParams({
+        client_id: this.settings.clientId,
+        client_secret: this.settings.clientSecret,
+        code,
+        redirect_uri: redirectUri,
+      }).toString(),
     });
     if (exchanged.status !== 200) throw this.statusError('token exchange', exchanged);
     // GitHub answers a refused exchange with 200 and an `error` member.
     const answer = parse('token exchange', tokenAnswer, exchanged.body);
-    if ('error' in answer) throw new CodehostError('invalid', `code host token exchange: refused: ${answer.error}${answer.error_description ? ` (${answer.error_description})` : ''}`);
+    if ('error' in answer)
+      throw new CodehostError(
+        'invalid',
+        `code host token exchange: refused: ${answer.error}${answer.error_description ? ` (${answer.error_description})` : ''}`,
+      );
     const token = answer.access_token;
 
     const userRes = await this.api('user', '/user', token);
@@ -158,7 +177,10 @@ export class GitHubCodehost implements CodehostClient {
       return m.state === 'active' && m.organization.login.toLowerCase() === org;
     }
     if (res.status === 403 && !rateLimited(res)) {
-      this.options.log?.info({ org }, 'code host organization has not granted this OAuth app access (or the person is not a member): membership not verified');
+      this.options.log?.info(
+        { org },
+        'code host organization has not granted this OAuth app access (or the person is not a member): membership not verified',
+      );
       return false;
     }
     if (res.status === 404 || (res.status >= 300 && res.status < 400)) return false;
@@ -171,7 +193,11 @@ export class GitHubCodehost implements CodehostClient {
     });
   }
 
-  private async request(what: string, url: string, init: { method?: string; headers: Record<string, string>; body?: string }): Promise<Answer> {
+  private async request(
+    what: string,
+    url: string,
+    init: { method?: string; headers: Record<string, string>; body?: string },
+  ): Promise<Answer> {
     try {
       const res = await fetch(url, {
         ...init,
@@ -203,7 +229,10 @@ interface Answer {
 
 /** GitHub's primary (403/429 with no requests remaining) and secondary (retry-after) rate limits. */
 function rateLimited(res: Answer): boolean {
-  return (res.status === 403 || res.status === 429) && (res.headers.get('x-ratelimit-remaining') === '0' || res.headers.has('retry-after') || res.status === 429);
+  return (
+    (res.status === 403 || res.status === 429) &&
+    (res.headers.get('x-ratelimit-remaining') === '0' || res.headers.has('retry-after') || res.status === 429)
+  );
 }
 
 function parse<T>(what: string, shape: z.ZodType<T>, body: string): T {
@@ -214,7 +243,11 @@ function parse<T>(what: string, shape: z.ZodType<T>, body: string): T {
     throw new CodehostError('unavailable', `code host ${what}: the answer is not JSON`);
   }
   const r = shape.safeParse(json);
-  if (!r.success) throw new CodehostError('unavailable', `code host ${what}: unexpected answer: ${r.error.issues[0]?.path.join('.') ?? ''} ${r.error.issues[0]?.message ?? ''}`.trimEnd());
+  if (!r.success)
+    throw new CodehostError(
+      'unavailable',
+      `code host ${what}: unexpected answer: ${r.error.issues[0]?.path.join('.') ?? ''} ${r.error.issues[0]?.message ?? ''}`.trimEnd(),
+    );
   return r.data;
 }
 

@@ -82,8 +82,10 @@ export class AuthHousekeeping {
       const uid = app.metadata.uid;
       if (!uid) return;
       forgetApps(this.db, [uid]).then(
-        (n) => n && this.log.info({ app: app.metadata.name, ns: app.metadata.namespace, rows: n }, 'Deleted the sign-in data of a deleted app'),
-        (err: unknown) => this.log.warn({ err, app: app.metadata.name }, 'Deleting the sign-in data of a deleted app failed; the hourly sweep retries'),
+        (n) =>
+          n && this.log.info({ app: app.metadata.name, ns: app.metadata.namespace, rows: n }, 'Deleted the sign-in data of a deleted app'),
+        (err: unknown) =>
+          this.log.warn({ err, app: app.metadata.name }, 'Deleting the sign-in data of a deleted app failed; the hourly sweep retries'),
       );
     });
     // The first sweep soon after start (Apps deleted while no API ran), then hourly.
@@ -103,7 +105,8 @@ export class AuthHousekeeping {
     const orphanUids = await orphanedApps(this.db, this.apps.liveUids(), now);
     const orphans = await forgetApps(this.db, orphanUids);
     const ended = await sweepEnded(this.db, now);
-    if (orphans || Object.values(ended).some(Boolean)) this.log.info({ orphanApps: orphanUids.length, orphanRows: orphans, ended }, 'Swept sign-in data');
+    if (orphans || Object.values(ended).some(Boolean))
+      this.log.info({ orphanApps: orphanUids.length, orphanRows: orphans, ended }, 'Swept sign-in data');
     return { orphans, ended };
   }
 

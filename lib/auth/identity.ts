@@ -34,7 +34,11 @@ export interface UserRecord {
  * `email_verified` says so). The identity headers keep sending an empty email in that case.
  */
 export function userRecord(id: Identity): UserRecord {
-  const local = (id.facts?.login ?? id.subject).toLowerCase().replace(/[^a-z0-9._-]+/g, '-').replace(/^[-.]+|[-.]+$/g, '') || 'user';
+  const local =
+    (id.facts?.login ?? id.subject)
+      .toLowerCase()
+      .replace(/[^a-z0-9._-]+/g, '-')
+      .replace(/^[-.]+|[-.]+$/g, '') || 'user';
   return {
     id: id.subject,
     name: id.name?.trim() || id.facts?.login || id.email || id.subject,

@@ -60,13 +60,19 @@ export class Invitations {
     const key = JSON.stringify([inForce, [...wanted]]);
     if (this.seen.get(appUid) === key) return { invited: [], removed: [] };
     const keep = new Set(inForce);
-    const had = new Set((await this.db('auth_recipients').where({ app_uid: appUid }).select<Array<{ email: string }>>('email')).map((r) => r.email));
+    const had = new Set(
+      (await this.db('auth_recipients').where({ app_uid: appUid }).select<Array<{ email: string }>>('email')).map((r) => r.email),
+    );
     const invited: string[] = [];
     const removed: string[] = [];
     for (const email of wanted) {
       if (had.has(email) || !keep.has(email)) continue;
       const sent = await this.db.transaction(async (trx) => {
-        const rows = (await trx('auth_recipients').insert({ app_uid: appUid, email, invited_at: this.clock() }).onConflict(['app_uid', 'email']).ignore().returning('email')) as unknown[];
+        const rows = (await trx('auth_recipients')
+          .insert({ app_uid: appUid, email, invited_at: this.clock() })
+          .onConflict(['app_uid', 'email'])
+          .ignore()
+          .returning('email')) as unknown[];
         if (!rows.length) return false;
         const token = await this.links.emailLink(appUid, email, '/', trx);
         await this.mail.enqueue(invitationMail(app.metadata.name!, url!, email, token), trx);
@@ -84,7 +90,11 @@ export class Invitations {
       removed.push(email);
     }
     this.seen.set(appUid, key);
-    if (invited.length || removed.length) this.log.info({ app: app.metadata.name, ns: app.metadata.namespace, invited: invited.length, removed: removed.length }, 'Invitations updated');
+    if (invited.length || removed.length)
+      this.log.info(
+        { app: app.metadata.name, ns: app.metadata.namespace, invited: invited.length, removed: removed.length },
+        'Invitations updated',
+      );
     return { invited, removed };
   }
 

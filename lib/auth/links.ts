@@ -16,9 +16,7 @@ export const handoffLifetimeMs = 2 * 60_000;
 export const ownerLinkLifetimeMs = 5 * 60_000;
 export const flowLifetimeMs = 10 * 60_000;
 
-export type Redeemed =
-  | { kind: 'email'; email: string; next: string | null }
-  | { kind: 'handoff'; identity: Identity; next: string | null };
+export type Redeemed = { kind: 'email'; email: string; next: string | null } | { kind: 'handoff'; identity: Identity; next: string | null };
 
 interface LinkRow {
   id: string;
@@ -54,7 +52,14 @@ export class LinkStore {
   /** A new reusable sign-in link for an address; returns the secret for the URL fragment. */
   async emailLink(appUid: string, email: string, next: string | null, trx: Knex = this.db): Promise<string> {
     const token = newSecret();
-    await trx('auth_links').insert({ id: hashSecret(token), app_uid: appUid, kind: 'email', email: email.toLowerCase(), next, created_at: this.clock() });
+    await trx('auth_links').insert({
+      id: hashSecret(token),
+      app_uid: appUid,
+      kind: 'email',
+      email: email.toLowerCase(),
+      next,
+      created_at: this.clock(),
+    });
     return token;
   }
 
@@ -95,7 +100,10 @@ export class LinkStore {
 
   /** Revokes every email link of an address on an app (it left the policy). */
   async revokeEmail(appUid: string, email: string, trx: Knex = this.db): Promise<number> {
-    return trx('auth_links').where({ app_uid: appUid, kind: 'email', email: email.toLowerCase() }).whereNull('revoked_at').update({ revoked_at: this.clock() });
+    return trx('auth_links')
+      .where({ app_uid: appUid, kind: 'email', email: email.toLowerCase() })
+      .whereNull('revoked_at')
+      .update({ revoked_at: this.clock() });
   }
 
   /** Records a provider sign-in under `state`, the provider's state parameter (a fresh secret). */
@@ -116,7 +124,11 @@ export class LinkStore {
 
   /** The flow a provider's callback `state` belongs to; used up by reading it. */
   async finishFlow(state: string, provider: string): Promise<Flow | undefined> {
-    const [row] = (await this.db('auth_flows').where({ id: hashSecret(state), provider }).where('expires_at', '>', this.clock()).delete().returning('*')) as Array<{
+    const [row] = (await this.db('auth_flows')
+      .where({ id: hashSecret(state), provider })
+      .where('expires_at', '>', this.clock())
+      .delete()
+      .returning('*')) as Array<{
       id: string;
       app_uid: string;
       host: string;
@@ -125,6 +137,16 @@ export class LinkStore {
       binding: string;
       next: string;
     }>;
-    return row && { id: row.id, appUid: row.app_uid, host: row.host, provider: row.provider, secrets: row.secrets, binding: row.binding, next: row.next };
+    return (
+      row && {
+        id: row.id,
+        appUid: row.app_uid,
+        host: row.host,
+        provider: row.provider,
+        secrets: row.secrets,
+        binding: row.binding,
+        next: row.next,
+      }
+    );
   }
 }

@@ -131,7 +131,11 @@ export class OidcClient {
       throw this.failure('sign-in', err);
     }
     const idToken = claimsShape.safeParse(tokens.claims());
-    if (!idToken.success) throw new OidcError('invalid', `OpenID provider ${this.settings.issuer}: ID token claims: ${idToken.error.issues[0]?.message ?? 'malformed'}`);
+    if (!idToken.success)
+      throw new OidcError(
+        'invalid',
+        `OpenID provider ${this.settings.issuer}: ID token claims: ${idToken.error.issues[0]?.message ?? 'malformed'}`,
+      );
     let { email, email_verified: verified, name } = idToken.data;
     if (email === undefined) {
       try {
@@ -164,7 +168,9 @@ export class OidcClient {
       })
       .catch((err: unknown) => {
         this.discovered = undefined;
-        const failure = new OidcError('unavailable', `OpenID provider ${this.settings.issuer}: discovery failed: ${describe(err)}`, { cause: err });
+        const failure = new OidcError('unavailable', `OpenID provider ${this.settings.issuer}: discovery failed: ${describe(err)}`, {
+          cause: err,
+        });
         this.options.log?.warn({ issuer: this.settings.issuer, err: failure.message }, 'OpenID provider discovery failed');
         throw failure;
       });
@@ -174,10 +180,18 @@ export class OidcClient {
   private failure(step: string, err: unknown): OidcError {
     const where = `OpenID provider ${this.settings.issuer}: ${step}`;
     if (err instanceof client.AuthorizationResponseError) {
-      return new OidcError('denied', `${where}: the provider answered ${err.error}${err.error_description ? ` (${err.error_description})` : ''}`, { cause: err });
+      return new OidcError(
+        'denied',
+        `${where}: the provider answered ${err.error}${err.error_description ? ` (${err.error_description})` : ''}`,
+        { cause: err },
+      );
     }
     if (err instanceof client.ResponseBodyError) {
-      return new OidcError(err.status >= 500 ? 'unavailable' : 'invalid', `${where}: the provider refused with ${err.status} ${err.error}${err.error_description ? ` (${err.error_description})` : ''}`, { cause: err });
+      return new OidcError(
+        err.status >= 500 ? 'unavailable' : 'invalid',
+        `${where}: the provider refused with ${err.status} ${err.error}${err.error_description ? ` (${err.error_description})` : ''}`,
+        { cause: err },
+      );
     }
     if (err instanceof client.ClientError && err.code?.startsWith('OAUTH_')) {
       // Otherwise a response that arrived but failed a check: state, nonce, issuer, signature, claims.
@@ -203,7 +217,10 @@ function describe(err: unknown): string {
  * the address's suffix (anyone can own a mailbox at a domain they do not administer, and a
  * provider verifies addresses at domains it does not host).
  */
-export function idpAdmits(values: readonly string[] | 'any', identity: Pick<OidcIdentity, 'email' | 'emailVerified' | 'hostedDomain'>): boolean {
+export function idpAdmits(
+  values: readonly string[] | 'any',
+  identity: Pick<OidcIdentity, 'email' | 'emailVerified' | 'hostedDomain'>,
+): boolean {
   if (values === 'any') return true;
   const email = identity.emailVerified ? identity.email?.toLowerCase() : undefined;
   const hd = identity.hostedDomain?.toLowerCase();

@@ -67,7 +67,12 @@ export interface RelyingParty {
 // bytes; attestation is 'none', so an attestation object is authenticator data plus a few bytes. A
 // signature is at most 4627 bytes: on Node 24 @simplewebauthn offers the post-quantum ML-DSA
 // algorithms (WebCrypto supports them), whose signatures are kilobytes, and Chromium picks them.
-const base64url = (max: number) => z.string().min(1).max(max).regex(/^[A-Za-z0-9_-]+$/, 'not base64url');
+const base64url = (max: number) =>
+  z
+    .string()
+    .min(1)
+    .max(max)
+    .regex(/^[A-Za-z0-9_-]+$/, 'not base64url');
 const credentialId = base64url(1400);
 const common = {
   id: credentialId,
@@ -131,7 +136,13 @@ interface CredentialRow {
   last_used_at: Date | null;
 }
 
-const toPasskey = (r: CredentialRow): Passkey => ({ id: r.id, rpId: r.rp_id, transports: r.transports, createdAt: r.created_at, lastUsedAt: r.last_used_at });
+const toPasskey = (r: CredentialRow): Passkey => ({
+  id: r.id,
+  rpId: r.rp_id,
+  transports: r.transports,
+  createdAt: r.created_at,
+  lastUsedAt: r.last_used_at,
+});
 
 export class PasskeyService {
   constructor(
@@ -140,7 +151,9 @@ export class PasskeyService {
   ) {}
 
   /** Options for navigator.credentials.create(), for a signed-in app user adding a passkey. */
-  async registrationOptions(opts: RelyingParty & { rpName: string; user: { id: string; email: string } }): Promise<{ challengeId: string; options: PublicKeyCredentialCreationOptionsJSON }> {
+  async registrationOptions(
+    opts: RelyingParty & { rpName: string; user: { id: string; email: string } },
+  ): Promise<{ challengeId: string; options: PublicKeyCredentialCreationOptionsJSON }> {
     const existing = await this.credentials(opts.appUid, opts.user.id).where({ rp_id: opts.rpId });
     const options = await generateRegistrationOptions({
       rpName: opts.rpName,
@@ -159,9 +172,15 @@ export class PasskeyService {
   }
 
   /** Checks a new passkey of `userId` and stores it; returns its credential id. */
-  async verifyRegistration(opts: RelyingParty & { challengeId: string; userId: string; origin: string; response: unknown }): Promise<string> {
+  async verifyRegistration(
+    opts: RelyingParty & { challengeId: string; userId: string; origin: string; response: unknown },
+  ): Promise<string> {
     assertSameHost(opts.origin, opts.rpId);
-    const response: RegistrationResponseJSON = { ...parse(registrationShape, opts.response), clientExtensionResults: {}, authenticatorAttachment: undefined };
+    const response: RegistrationResponseJSON = {
+      ...parse(registrationShape, opts.response),
+      clientExtensionResults: {},
+      authenticatorAttachment: undefined,
+    };
     const challenge = await this.redeem(opts, opts.challengeId, 'register');
     if (challenge.app_user_id !== opts.userId) throw new PasskeyError('challenge', 'the challenge was issued to another user');
     let verified: VerifiedRegistrationResponse;
@@ -199,13 +218,20 @@ export class PasskeyService {
 
   /** Options for navigator.credentials.get(): discoverable credentials, so nobody is named yet. */
   async authenticationOptions(opts: RelyingParty): Promise<{ challengeId: string; options: PublicKeyCredentialRequestOptionsJSON }> {
-    const options = await generateAuthenticationOptions({ rpID: opts.rpId, allowCredentials: [], userVerification: 'preferred', timeout: challengeLifetimeMs });
+    const options = await generateAuthenticationOptions({
+      rpID: opts.rpId,
+      allowCredentials: [],
+      userVerification: 'preferred',
+      timeout: challengeLifetimeMs,
+    });
     const challengeId = await this.issue(opts, 'authenticate', options.challenge, null);
     return { challengeId, options };
   }
 
   /** Checks a passkey sign-in; returns the app user it belongs to and advances its counter. */
-  async verifyAuthentication(opts: RelyingParty & { challengeId: string; origin: string; response: unknown }): Promise<{ appUserId: string; credentialId: string }> {
+  async verifyAuthentication(
+    opts: RelyingParty & { challengeId: string; origin: string; response: unknown },
+  ): Promise<{ appUserId: string; credentialId: string }> {
     assertSameHost(opts.origin, opts.rpId);
     const parsed = parse(authenticationShape, opts.response);
     const response: AuthenticationResponseJSON = {
@@ -220,7 +246,10 @@ export class PasskeyService {
       .where({ 'c.id': response.id, 'c.app_uid': opts.appUid, 'c.rp_id': opts.rpId })
       .first<(CredentialRow & { disabled_at: Date | null }) | undefined>('c.*', 'u.disabled_at');
     if (!row) throw new PasskeyError('unknown-credential', 'no such passkey on this app');
-    if (response.response.userHandle !== undefined && response.response.userHandle !== userHandleOf(row.app_user_id).toString('base64url')) {
+    if (
+      response.response.userHandle !== undefined &&
+      response.response.userHandle !== userHandleOf(row.app_user_id).toString('base64url')
+    ) {
       throw new PasskeyError('invalid', 'the passkey answered for another user');
     }
     let verified: VerifiedAuthenticationResponse;
@@ -268,7 +297,9 @@ export class PasskeyService {
   }
 
   private credentials(appUid: string, userId: string): Knex.QueryBuilder<CredentialRow, CredentialRow[]> {
-    return this.db<CredentialRow>('passkey_credentials').where({ app_uid: appUid, app_user_id: userId }).orderBy([{ column: 'created_at' }, { column: 'id' }]);
+    return this.db<CredentialRow>('passkey_credentials')
+      .where({ app_uid: appUid, app_user_id: userId })
+      .orderBy([{ column: 'created_at' }, { column: 'id' }]);
   }
 
   private async issue(party: RelyingParty, purpose: ChallengeRow['purpose'], challenge: string, appUserId: string | null): Promise<string> {
@@ -289,7 +320,10 @@ export class PasskeyService {
 
   /** Deletes and returns a challenge of this app, hostname and purpose, if it has not expired. */
   private async redeem(party: RelyingParty, challengeId: string, purpose: ChallengeRow['purpose']): Promise<ChallengeRow> {
-    const [row] = (await this.db('passkey_challenges').where({ id: challengeId, app_uid: party.appUid, purpose }).del().returning('*')) as ChallengeRow[];
+    const [row] = (await this.db('passkey_challenges')
+      .where({ id: challengeId, app_uid: party.appUid, purpose })
+      .del()
+      .returning('*')) as ChallengeRow[];
     if (!row) throw new PasskeyError('challenge', 'unknown or used challenge');
     if (row.expires_at.getTime() <= this.clock().getTime()) throw new PasskeyError('challenge', 'the challenge expired');
     if (row.rp_id !== party.rpId) throw new PasskeyError('challenge', 'the challenge was issued on another hostname');

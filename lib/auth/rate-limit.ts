@@ -17,7 +17,10 @@ export class RateLimiter {
       .onConflict(['key', 'window_start'])
       .merge({ count: this.db.raw('auth_rate.count + 1') })
       .returning<Array<{ count: number }>>('count');
-    if (Math.random() < 0.01) await this.db('auth_rate').where('window_start', '<', new Date(now - 2 * windowMs)).delete();
+    if (Math.random() < 0.01)
+      await this.db('auth_rate')
+        .where('window_start', '<', new Date(now - 2 * windowMs))
+        .delete();
     return (row?.count ?? 0) <= limit;
   }
 }

@@ -132,7 +132,11 @@ export class SessionStore {
 
   /** Signs one session out (the cookie's). */
   async revokeToken(token: string): Promise<void> {
-    const [row] = await this.db('app_sessions').where({ id: hashSecret(token) }).whereNull('revoked_at').update({ revoked_at: this.clock() }).returning<Array<{ app_uid: string }>>('app_uid');
+    const [row] = await this.db('app_sessions')
+      .where({ id: hashSecret(token) })
+      .whereNull('revoked_at')
+      .update({ revoked_at: this.clock() })
+      .returning<Array<{ app_uid: string }>>('app_uid');
     if (row) await this.announce(row.app_uid);
   }
 
@@ -156,7 +160,12 @@ export class SessionStore {
       .whereNull('revoked_at')
       .where('expires_at', '>', now)
       .whereNotNull('app_user_id')
-      .select<Array<Pick<SessionRow, 'app_user_id' | 'kind' | 'last_seen_at' | 'expires_at'>>>('app_user_id', 'kind', 'last_seen_at', 'expires_at');
+      .select<Array<Pick<SessionRow, 'app_user_id' | 'kind' | 'last_seen_at' | 'expires_at'>>>(
+        'app_user_id',
+        'kind',
+        'last_seen_at',
+        'expires_at',
+      );
     const out = new Map<string, number>();
     for (const r of rows) if (this.alive(r, now)) out.set(r.app_user_id!, (out.get(r.app_user_id!) ?? 0) + 1);
     return out;

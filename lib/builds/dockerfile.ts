@@ -87,7 +87,10 @@ export function parseDockerfile(text: string, file = 'Dockerfile'): DockerImage 
         if (from) throw new DockerfileError(`${where}: a second FROM (a multi-stage build) is not supported: build in one stage`);
         const image = expand(rest.split(/\s+/)[0] ?? '', vars);
         if (rest.includes('--platform')) throw new DockerfileError(`${where}: --platform is not supported`);
-        if (!bases.test(image)) throw new DockerfileError(`${where}: ${image} is not a base this platform has: use node, python, debian or ubuntu (they stand for the platform's base, with Node.js and Python)`);
+        if (!bases.test(image))
+          throw new DockerfileError(
+            `${where}: ${image} is not a base this platform has: use node, python, debian or ubuntu (they stand for the platform's base, with Node.js and Python)`,
+          );
         from = image;
         break;
       }
@@ -99,7 +102,9 @@ export function parseDockerfile(text: string, file = 'Dockerfile'): DockerImage 
       }
       case 'ENV': {
         const pairs = /^[A-Za-z_][A-Za-z0-9_]*=/.test(rest)
-          ? [...rest.matchAll(/([A-Za-z_][A-Za-z0-9_]*)=("([^"]*)"|'([^']*)'|(\S*))/g)].map((x) => [x[1]!, x[3] ?? x[4] ?? x[5] ?? ''] as const)
+          ? [...rest.matchAll(/([A-Za-z_][A-Za-z0-9_]*)=("([^"]*)"|'([^']*)'|(\S*))/g)].map(
+              (x) => [x[1]!, x[3] ?? x[4] ?? x[5] ?? ''] as const,
+            )
           : [[rest.split(/\s+/)[0]!, rest.slice(rest.split(/\s+/)[0]!.length).trim()] as const];
         for (const [name, value] of pairs) {
           env[name] = expand(value, vars);
@@ -115,12 +120,21 @@ export function parseDockerfile(text: string, file = 'Dockerfile'): DockerImage 
       case 'COPY':
       case 'ADD': {
         const words = (execForm(rest) ?? rest.split(/\s+/)).filter((w) => !/^--chown=|^--chmod=|^--link$/.test(w));
-        if (words.some((w) => w.startsWith('--'))) throw new DockerfileError(`${where}: ${words.find((w) => w.startsWith('--'))} is not supported (COPY --from needs a multi-stage build)`);
+        if (words.some((w) => w.startsWith('--')))
+          throw new DockerfileError(
+            `${where}: ${words.find((w) => w.startsWith('--'))} is not supported (COPY --from needs a multi-stage build)`,
+          );
         if (words.length < 2) throw new DockerfileError(`${where}: needs a source and a destination`);
         const sources = words.slice(0, -1).map((w) => expand(w, vars));
-        if (op === 'ADD' && sources.some((w) => /^[a-z]+:\/\//.test(w) || /\.(tar|tgz|tar\.gz|tar\.xz|tar\.bz2)$/.test(w))) throw new DockerfileError(`${where}: ADD of a URL or an archive is not supported: use COPY of files in the source`);
-        if (sources.some((w) => posix.normalize(w).startsWith('..') || w.startsWith('/'))) throw new DockerfileError(`${where}: sources must be inside the source tree`);
-        steps.push({ op: 'copy', sources, dest: posix.resolve(workdir, expand(words.at(-1)!, vars)) + (words.at(-1)!.endsWith('/') ? '/' : '') });
+        if (op === 'ADD' && sources.some((w) => /^[a-z]+:\/\//.test(w) || /\.(tar|tgz|tar\.gz|tar\.xz|tar\.bz2)$/.test(w)))
+          throw new DockerfileError(`${where}: ADD of a URL or an archive is not supported: use COPY of files in the source`);
+        if (sources.some((w) => posix.normalize(w).startsWith('..') || w.startsWith('/')))
+          throw new DockerfileError(`${where}: sources must be inside the source tree`);
+        steps.push({
+          op: 'copy',
+          sources,
+          dest: posix.resolve(workdir, expand(words.at(-1)!, vars)) + (words.at(-1)!.endsWith('/') ? '/' : ''),
+        });
         break;
       }
       case 'RUN': {
@@ -144,12 +158,15 @@ export function parseDockerfile(text: string, file = 'Dockerfile'): DockerImage 
       }
       case 'USER': {
         const user = rest.split(':')[0]!;
-        if (user === 'root' || user === '0') throw new DockerfileError(`${where}: builds and machines never run as root: leave USER out, or name a non-root user`);
+        if (user === 'root' || user === '0')
+          throw new DockerfileError(`${where}: builds and machines never run as root: leave USER out, or name a non-root user`);
         break;
       }
       default:
         if (ignored.has(op)) break;
-        throw new DockerfileError(`${where}: is not supported by the platform's builder (${['HEALTHCHECK', 'VOLUME', 'ONBUILD'].includes(op) ? 'declare it in x-svc or the app instead' : 'not a Dockerfile instruction it knows'})`);
+        throw new DockerfileError(
+          `${where}: is not supported by the platform's builder (${['HEALTHCHECK', 'VOLUME', 'ONBUILD'].includes(op) ? 'declare it in x-svc or the app instead' : 'not a Dockerfile instruction it knows'})`,
+        );
     }
   }
   if (!from) throw new DockerfileError(`${file}: has no FROM`);

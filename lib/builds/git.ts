@@ -58,35 +58,68 @@ async function guarded(url: string, o: RemoteOptions): Promise<{ config: string[
   try {
     [address] = (await publicAddressesOf(host, o.resolver, o.allowPrivate ? () => true : isPublicAddress)) as [string];
   } catch (err) {
-    if (err instanceof WebhookAddressError) throw new GitError(err.kind === 'unresolved' ? 'unreachable' : 'invalid', `repository: ${err.message}`);
+    if (err instanceof WebhookAddressError)
+      throw new GitError(err.kind === 'unresolved' ? 'unreachable' : 'invalid', `repository: ${err.message}`);
     throw new GitError('unreachable', `repository: ${host} cannot be resolved (${(err as Error).message})`);
   }
   const pinned = isIP(host) ? [] : ['-c', `http.curloptResolve=${host}:${port}:${isIP(address) === 6 ? `[${address}]` : address}`];
-  const config = ['-c', 'protocol.allow=never', '-c', 'protocol.https.allow=always', '-c', `protocol.http.allow=${o.allowPrivate ? 'always' : 'never'}`, '-c', 'http.followRedirects=false', ...pinned];
+  const config = [
+    '-c',
+    'protocol.allow=never',
+    '-c',
+    'protocol.https.allow=always',
+    '-c',
+    `protocol.http.allow=${o.allowPrivate ? 'always' : 'never'}`,
+    '-c',
+    'http.followRedirects=false',
+    ...pinned,
+  ];
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,
     HOME: '/nonexistent',
     GIT_TERMINAL_PROMPT: '0',
     GIT_CONFIG_NOSYSTEM: '1',
     GIT_CONFIG_GLOBAL: '/dev/null',
-    ...(o.token ? { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'http.extraHeader', GIT_CONFIG_VALUE_0: `Authorization: Basic ${Buffer.from(`x-access-token:${o.token}`).toString('base64')}` } : {}),
+    ...(o.token
+      ? {
+          GIT_CONFIG_COUNT: '1',
+          GIT_CONFIG_KEY_0: 'http.extraHeader',
+          GIT_CONFIG_VALUE_0: `Authorization: Basic ${Buffer.from(`x-access-token:${o.token}`).toString('base64')}`,
+        }
+      : {}),
   };
   return { config, env };
 }
 
 function failure(url: string, err: string, code: number): GitError {
-  const said = err.trim().split('\n').filter(Boolean).slice(-2).join(' ').replace(/\/\/[^@/\s]*@/g, '//***@');
+  const said = err
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .slice(-2)
+    .join(' ')
+    .replace(/\/\/[^@/\s]*@/g, '//***@');
   if (code === 124) return new GitError('unreachable', `${shownUrl(url)} did not answer in time`);
-  if (/Authentication failed|could not read Username|403|401/i.test(said)) return new GitError('denied', `${shownUrl(url)} refused access${said ? ` (${said})` : ''}: is the token right, and does it read this repository?`);
-  if (/not found|404|does not appear to be a git repository/i.test(said)) return new GitError('not_found', `${shownUrl(url)} is not a Git repository this platform can read${said ? ` (${said})` : ''}`);
+  if (/Authentication failed|could not read Username|403|401/i.test(said))
+    return new GitError(
+      'denied',
+      `${shownUrl(url)} refused access${said ? ` (${said})` : ''}: is the token right, and does it read this repository?`,
+    );
+  if (/not found|404|does not appear to be a git repository/i.test(said))
+    return new GitError('not_found', `${shownUrl(url)} is not a Git repository this platform can read${said ? ` (${said})` : ''}`);
   return new GitError('unreachable', `${shownUrl(url)} cannot be read${said ? `: ${said}` : ''}`);
 }
 
 /** The commit `ref` (a branch or tag; the default branch when unset) points at, and the ref's name. */
 export async function resolveRef(url: string, ref: string | undefined, o: RemoteOptions): Promise<{ ref: string; commit: string }> {
-  if (ref !== undefined && (!refPattern.test(ref) || ref.includes('..') || ref.startsWith('-'))) throw new GitError('invalid', 'ref: must be a branch or tag name');
+  if (ref !== undefined && (!refPattern.test(ref) || ref.includes('..') || ref.startsWith('-')))
+    throw new GitError('invalid', 'ref: must be a branch or tag name');
   const { config, env } = await guarded(url, o);
-  const { code, out, err } = await run([...config, 'ls-remote', '--symref', '--', url, ...(ref ? [`refs/heads/${ref}`, `refs/tags/${ref}`, `refs/tags/${ref}^{}`] : ['HEAD'])], env, o.timeoutMs ?? 20_000);
+  const { code, out, err } = await run(
+    [...config, 'ls-remote', '--symref', '--', url, ...(ref ? [`refs/heads/${ref}`, `refs/tags/${ref}`, `refs/tags/${ref}^{}`] : ['HEAD'])],
+    env,
+    o.timeoutMs ?? 20_000,
+  );
   if (code !== 0) throw failure(url, err, code);
   const lines = out.split('\n').filter(Boolean);
   if (!ref) {

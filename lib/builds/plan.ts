@@ -48,13 +48,22 @@ const line = z.string().max(4096);
 export const planSchema: z.ZodType<BuildPlan> = z.strictObject({
   kind: z.enum(['static', 'html', 'markdown', 'handlers', 'container', 'compose']),
   why: line,
-  language: z.strictObject({ name: z.enum(['node', 'python']), version: z.string().max(64).nullable(), versionFrom: z.string().max(256).nullable() }).optional(),
+  language: z
+    .strictObject({ name: z.enum(['node', 'python']), version: z.string().max(64).nullable(), versionFrom: z.string().max(256).nullable() })
+    .optional(),
   install: z.array(line).max(16),
   build: z.array(line).max(16),
   start: line.nullable(),
-  outputDir: z.string().max(1024).regex(/^(\.|[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*)$/, 'must be a relative path inside the tree').refine((d) => !d.split('/').includes('..'), 'must not leave the tree'),
+  outputDir: z
+    .string()
+    .max(1024)
+    .regex(/^(\.|[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*)$/, 'must be a relative path inside the tree')
+    .refine((d) => !d.split('/').includes('..'), 'must not leave the tree'),
   caches: z.array(z.string().max(256)).max(16),
-  produces: z.union([z.strictObject({ type: z.literal('artifact') }), z.strictObject({ type: z.literal('image'), dockerfile: z.string().max(1024).nullable() })]),
+  produces: z.union([
+    z.strictObject({ type: z.literal('artifact') }),
+    z.strictObject({ type: z.literal('image'), dockerfile: z.string().max(1024).nullable() }),
+  ]),
   compose: z.string().max(1024).optional(),
   docker: z
     .strictObject({
@@ -83,10 +92,26 @@ const isHtml = (p: string) => /\.html?$/i.test(p);
 const isMarkdown = (p: string) => /\.(md|markdown)$/i.test(p);
 const isHandler = (p: string) => /^(api|handlers)\/.+\.(js|mjs|cjs|ts|mts|cts|py|rb|go|sh)$/i.test(p);
 /** Files every repository may have that say nothing about what it is. */
-const incidental = /^(readme|license|licence|changelog|contributing|code_of_conduct|security)(\.[a-z]+)?$|^\.(git|github|gitignore|gitattributes|editorconfig|dockerignore|nvmrc|node-version|python-version)(\/|$)/i;
+const incidental =
+  /^(readme|license|licence|changelog|contributing|code_of_conduct|security)(\.[a-z]+)?$|^\.(git|github|gitignore|gitattributes|editorconfig|dockerignore|nvmrc|node-version|python-version)(\/|$)/i;
 
 /** Web frameworks whose presence in a package's dependencies makes it a service. */
-const nodeServers = ['express', 'fastify', 'koa', 'hono', '@hono/node-server', '@nestjs/core', 'next', 'nuxt', '@remix-run/serve', 'restify', 'hapi', '@hapi/hapi', 'polka', 'socket.io'];
+const nodeServers = [
+  'express',
+  'fastify',
+  'koa',
+  'hono',
+  '@hono/node-server',
+  '@nestjs/core',
+  'next',
+  'nuxt',
+  '@remix-run/serve',
+  'restify',
+  'hapi',
+  '@hapi/hapi',
+  'polka',
+  'socket.io',
+];
 /** Static-site tools and the directory each builds into. */
 const staticTools: Array<[string, string]> = [
   ['vite', 'dist'],
@@ -134,9 +159,17 @@ function nodePlan(tree: SourceTree, pkg: PackageJson): BuildPlan {
         : [null, null];
   const language = { name: 'node' as const, version, versionFrom };
   // Locked installs where there is a lock file: what was tested is what is built.
-  const install = has('package-lock.json') || has('npm-shrinkwrap.json') ? ['npm ci'] : has('yarn.lock') ? ['corepack yarn install --frozen-lockfile'] : has('pnpm-lock.yaml') ? ['corepack pnpm install --frozen-lockfile'] : ['npm install'];
+  const install =
+    has('package-lock.json') || has('npm-shrinkwrap.json')
+      ? ['npm ci']
+      : has('yarn.lock')
+        ? ['corepack yarn install --frozen-lockfile']
+        : has('pnpm-lock.yaml')
+          ? ['corepack pnpm install --frozen-lockfile']
+          : ['npm install'];
   const npmCaches = ['.npm', '.cache/yarn', '.local/share/pnpm/store'];
-  const run = (script: string) => (has('yarn.lock') ? `corepack yarn run ${script}` : has('pnpm-lock.yaml') ? `corepack pnpm run ${script}` : `npm run ${script}`);
+  const run = (script: string) =>
+    has('yarn.lock') ? `corepack yarn run ${script}` : has('pnpm-lock.yaml') ? `corepack pnpm run ${script}` : `npm run ${script}`;
   const server = nodeServers.find((d) => d in deps);
   const tool = staticTools.find(([d]) => d in deps);
   // A service depends on a web framework, or says how it starts and no static-site tool builds it
@@ -156,7 +189,8 @@ function nodePlan(tree: SourceTree, pkg: PackageJson): BuildPlan {
     };
   }
   if (scripts.build) {
-    const outputDir = tool?.[1] ?? ['dist', 'build', 'public', 'out', '_site'].find((d) => tree.paths.some((p) => p.startsWith(`${d}/`))) ?? 'dist';
+    const outputDir =
+      tool?.[1] ?? ['dist', 'build', 'public', 'out', '_site'].find((d) => tree.paths.some((p) => p.startsWith(`${d}/`))) ?? 'dist';
     return {
       kind: 'static',
       why: `package.json has a build script${tool ? ` (${tool[0]}, into ${tool[1]}/)` : ''} and no start script: a site built into ${outputDir}/`,
@@ -169,7 +203,9 @@ function nodePlan(tree: SourceTree, pkg: PackageJson): BuildPlan {
       produces: { type: 'artifact' },
     };
   }
-  throw new PlanError('package.json has neither a build script (a site to build) nor a start script or web framework dependency (a service to run)');
+  throw new PlanError(
+    'package.json has neither a build script (a site to build) nor a start script or web framework dependency (a service to run)',
+  );
 }
 
 /** Python web services: a requirements file or pyproject, and an entry module. */
@@ -181,16 +217,24 @@ function pythonPlan(tree: SourceTree): BuildPlan | undefined {
   const versionFile = ['.python-version', 'runtime.txt'].find(has);
   const version = versionFile ? (versionLine(tree.read(versionFile))?.replace(/^python-/, '') ?? null) : null;
   const language = { name: 'python' as const, version, versionFrom: versionFile ?? null };
-  const install = manifest === 'requirements.txt' ? ['python3 -m pip install --target .python -r requirements.txt'] : ['python3 -m pip install --target .python .'];
+  const install =
+    manifest === 'requirements.txt'
+      ? ['python3 -m pip install --target .python -r requirements.txt']
+      : ['python3 -m pip install --target .python .'];
   const entry = ['main.py', 'app.py', 'wsgi.py', 'server.py'].find(has);
   const module = entry?.replace(/\.py$/, '');
   let start: string | undefined;
   const djangoWsgi = tree.paths.find((p) => /^[A-Za-z_][A-Za-z0-9_]*\/wsgi\.py$/.test(p));
-  if (has('manage.py') && /\bdjango\b/.test(reqs)) start = djangoWsgi && /\bgunicorn\b/.test(reqs) ? `python3 -m gunicorn --bind 0.0.0.0:$PORT ${posix.dirname(djangoWsgi)}.wsgi` : 'python3 manage.py runserver 0.0.0.0:$PORT';
+  if (has('manage.py') && /\bdjango\b/.test(reqs))
+    start =
+      djangoWsgi && /\bgunicorn\b/.test(reqs)
+        ? `python3 -m gunicorn --bind 0.0.0.0:$PORT ${posix.dirname(djangoWsgi)}.wsgi`
+        : 'python3 manage.py runserver 0.0.0.0:$PORT';
   else if (module && /\buvicorn\b/.test(reqs)) start = `python3 -m uvicorn ${module}:app --host 0.0.0.0 --port $PORT`;
   else if (module && /\bgunicorn\b/.test(reqs)) start = `python3 -m gunicorn --bind 0.0.0.0:$PORT ${module}:app`;
   else if (entry) start = `python3 ${entry}`;
-  if (!start) throw new PlanError(`${manifest} found, but no entry to start (main.py, app.py, wsgi.py, server.py, or manage.py with Django)`);
+  if (!start)
+    throw new PlanError(`${manifest} found, but no entry to start (main.py, app.py, wsgi.py, server.py, or manage.py with Django)`);
   return {
     kind: 'container',
     why: `${manifest} and ${entry ?? 'manage.py'}: a Python service`,
@@ -204,7 +248,16 @@ function pythonPlan(tree: SourceTree): BuildPlan | undefined {
   };
 }
 
-const filesOnly = (kind: 'static' | 'html' | 'markdown' | 'handlers', why: string): BuildPlan => ({ kind, why, install: [], build: [], start: null, outputDir: '.', caches: [], produces: { type: 'artifact' } });
+const filesOnly = (kind: 'static' | 'html' | 'markdown' | 'handlers', why: string): BuildPlan => ({
+  kind,
+  why,
+  install: [],
+  build: [],
+  start: null,
+  outputDir: '.',
+  caches: [],
+  produces: { type: 'artifact' },
+});
 
 /** The plan of a tree, or a PlanError saying why nothing in it can be built. */
 export function planBuild(tree: SourceTree): BuildPlan {
@@ -212,7 +265,17 @@ export function planBuild(tree: SourceTree): BuildPlan {
   const has = (p: string) => paths.includes(p);
   const compose = composeFiles.find(has);
   if (compose) {
-    return { kind: 'compose', why: `${compose} describes the services`, install: [], build: [], start: null, outputDir: '.', caches: [], produces: { type: 'artifact' }, compose };
+    return {
+      kind: 'compose',
+      why: `${compose} describes the services`,
+      install: [],
+      build: [],
+      start: null,
+      outputDir: '.',
+      caches: [],
+      produces: { type: 'artifact' },
+      compose,
+    };
   }
   if (has('Dockerfile')) {
     let docker: DockerImage;
@@ -222,7 +285,17 @@ export function planBuild(tree: SourceTree): BuildPlan {
       if (err instanceof DockerfileError) throw new PlanError(err.message);
       throw err;
     }
-    return { kind: 'container', why: `a Dockerfile at the root (on ${docker.from}, ${docker.steps.length} steps)`, install: [], build: [], start: null, outputDir: '.', caches: ['.npm', '.cache/pip'], produces: { type: 'image', dockerfile: 'Dockerfile' }, docker };
+    return {
+      kind: 'container',
+      why: `a Dockerfile at the root (on ${docker.from}, ${docker.steps.length} steps)`,
+      install: [],
+      build: [],
+      start: null,
+      outputDir: '.',
+      caches: ['.npm', '.cache/pip'],
+      produces: { type: 'image', dockerfile: 'Dockerfile' },
+      docker,
+    };
   }
   if (has('package.json')) {
     const pkg = parseJson<PackageJson>(tree.read('package.json') ?? '{}', 'package.json');
@@ -230,7 +303,12 @@ export function planBuild(tree: SourceTree): BuildPlan {
     const handlers = paths.filter(isHandler);
     if (handlers.length && !pkg.scripts?.build && !pkg.scripts?.start) {
       const p = filesOnly('handlers', `${handlers.length} handler modules under api/ or handlers/, with package.json dependencies`);
-      return { ...p, language: { name: 'node', version: pkg.engines?.node ?? null, versionFrom: pkg.engines?.node ? 'package.json engines.node' : null }, install: has('package-lock.json') ? ['npm ci --omit=dev'] : ['npm install --omit=dev'], caches: ['.npm'] };
+      return {
+        ...p,
+        language: { name: 'node', version: pkg.engines?.node ?? null, versionFrom: pkg.engines?.node ? 'package.json engines.node' : null },
+        install: has('package-lock.json') ? ['npm ci --omit=dev'] : ['npm install --omit=dev'],
+        caches: ['.npm'],
+      };
     }
     return nodePlan(tree, pkg);
   }
@@ -238,9 +316,11 @@ export function planBuild(tree: SourceTree): BuildPlan {
   if (python) return python;
   const handlers = paths.filter(isHandler);
   const html = paths.filter(isHtml);
-  if (handlers.length && !html.some((p) => /(^|\/)index\.html?$/i.test(p))) return filesOnly('handlers', `${handlers.length} handler modules under api/ or handlers/ (${handlers.slice(0, 3).join(', ')})`);
+  if (handlers.length && !html.some((p) => /(^|\/)index\.html?$/i.test(p)))
+    return filesOnly('handlers', `${handlers.length} handler modules under api/ or handlers/ (${handlers.slice(0, 3).join(', ')})`);
   // Whether pages are an HTML app (platform bindings) is the deploy's to tell from their contents.
-  if (html.length) return filesOnly('static', `${html.length} HTML pages, served as they are (or as an HTML app, if they use platform bindings)`);
+  if (html.length)
+    return filesOnly('static', `${html.length} HTML pages, served as they are (or as an HTML app, if they use platform bindings)`);
   const markdown = paths.filter((p) => isMarkdown(p) && !incidental.test(posix.basename(p)));
   if (markdown.length) return filesOnly('markdown', `${markdown.length} Markdown pages and no HTML`);
   const meaningful = paths.filter((p) => !incidental.test(p) && !incidental.test(posix.basename(p)));

@@ -48,7 +48,16 @@ const recordOf = (r: Row): ImportedRepository => ({
 export class RepositoryStore {
   constructor(private readonly db: Knex) {}
 
-  async create(r: { accountId: string; app: string; url: string; defaultBranch: string; path: string | null; secretName: string | null; commit: string; now: Date }): Promise<ImportedRepository> {
+  async create(r: {
+    accountId: string;
+    app: string;
+    url: string;
+    defaultBranch: string;
+    path: string | null;
+    secretName: string | null;
+    commit: string;
+    now: Date;
+  }): Promise<ImportedRepository> {
     const [row] = (await this.db('app_repositories')
       .insert({
         account_id: r.accountId,
@@ -88,14 +97,21 @@ export class RepositoryStore {
     const rows = (await this.db('app_repositories')
       .where({ account_id: accountId, app })
       .whereRaw('heads->>? is distinct from ?', [branch, commit])
-      .update({ heads: commit === null ? this.db.raw('heads - ?', [branch]) : this.db.raw('heads || ?::jsonb', [JSON.stringify({ [branch]: commit })]) })
+      .update({
+        heads:
+          commit === null ? this.db.raw('heads - ?', [branch]) : this.db.raw('heads || ?::jsonb', [JSON.stringify({ [branch]: commit })]),
+      })
       .returning('app')) as unknown[];
     return rows.length > 0;
   }
 
   /** Whether this push delivery is new (a redelivery of one seen is not acted on again). */
   async firstDelivery(hookId: string, deliveryId: string, now: Date): Promise<boolean> {
-    const rows = (await this.db('git_deliveries').insert({ hook_id: hookId, delivery_id: deliveryId, received_at: now }).onConflict(['hook_id', 'delivery_id']).ignore().returning('delivery_id')) as unknown[];
+    const rows = (await this.db('git_deliveries')
+      .insert({ hook_id: hookId, delivery_id: deliveryId, received_at: now })
+      .onConflict(['hook_id', 'delivery_id'])
+      .ignore()
+      .returning('delivery_id')) as unknown[];
     return rows.length > 0;
   }
 
@@ -107,7 +123,13 @@ export class RepositoryStore {
     const rows = (await this.db('app_repositories')
       .whereIn(
         ['account_id', 'app'],
-        this.db('app_repositories').select('account_id', 'app').where('polled_at', '<', new Date(now.getTime() - everyMs)).orWhereNull('polled_at').limit(limit).forUpdate().skipLocked(),
+        this.db('app_repositories')
+          .select('account_id', 'app')
+          .where('polled_at', '<', new Date(now.getTime() - everyMs))
+          .orWhereNull('polled_at')
+          .limit(limit)
+          .forUpdate()
+          .skipLocked(),
       )
       .update({ polled_at: now })
       .returning('*')) as Row[];

@@ -59,7 +59,28 @@ interface Row {
   log_truncated: boolean;
 }
 
-const columns = ['id', 'account_id', 'app', 'source', 'deploy', 'phase', 'reason', 'message', 'plan', 'artifact_digest', 'artifact_bytes', 'image', 'reused_from', 'deploy_id', 'deploy_error', 'created_by', 'created_at', 'started_at', 'completed_at', 'log_truncated'];
+const columns = [
+  'id',
+  'account_id',
+  'app',
+  'source',
+  'deploy',
+  'phase',
+  'reason',
+  'message',
+  'plan',
+  'artifact_digest',
+  'artifact_bytes',
+  'image',
+  'reused_from',
+  'deploy_id',
+  'deploy_error',
+  'created_by',
+  'created_at',
+  'started_at',
+  'completed_at',
+  'log_truncated',
+];
 
 const recordOf = (r: Row): BuildRecord => ({
   id: r.id,
@@ -86,7 +107,12 @@ const recordOf = (r: Row): BuildRecord => ({
 });
 
 const rank: Record<BuildPhase, number> = { Queued: 0, Building: 1, Succeeded: 2, Failed: 2, Canceled: 2 };
-const eventOf: Partial<Record<BuildPhase, EventKind>> = { Building: 'build.started', Succeeded: 'build.succeeded', Failed: 'build.failed', Canceled: 'build.canceled' };
+const eventOf: Partial<Record<BuildPhase, EventKind>> = {
+  Building: 'build.started',
+  Succeeded: 'build.succeeded',
+  Failed: 'build.failed',
+  Canceled: 'build.canceled',
+};
 /** deploy_id while the replica that claimed the deploy makes it. */
 const claimed = '-';
 
@@ -98,14 +124,37 @@ export class BuildStore {
   }
 
   /** Records a new build (and its build.queued event); nothing when it is recorded already. */
-  async create(b: { id: string; accountId: string; app: string; source: BuildSource; deploy: boolean; createdBy: string | null; createdAt: Date }): Promise<void> {
+  async create(b: {
+    id: string;
+    accountId: string;
+    app: string;
+    source: BuildSource;
+    deploy: boolean;
+    createdBy: string | null;
+    createdAt: Date;
+  }): Promise<void> {
     await this.db.transaction(async (tx) => {
       const inserted = (await tx('builds')
-        .insert({ id: b.id, account_id: b.accountId, app: b.app, source: JSON.stringify(b.source), deploy: b.deploy, phase: 'Queued', created_by: b.createdBy, created_at: b.createdAt })
+        .insert({
+          id: b.id,
+          account_id: b.accountId,
+          app: b.app,
+          source: JSON.stringify(b.source),
+          deploy: b.deploy,
+          phase: 'Queued',
+          created_by: b.createdBy,
+          created_at: b.createdAt,
+        })
         .onConflict('id')
         .ignore()
         .returning('id')) as unknown[];
-      if (inserted.length) await recordEvent(tx, b.accountId, 'build.queued', b.id, { build: b.id, app: b.app, source: 'artifact' in b.source ? 'upload' : 'git', deploy: b.deploy });
+      if (inserted.length)
+        await recordEvent(tx, b.accountId, 'build.queued', b.id, {
+          build: b.id,
+          app: b.app,
+          source: 'artifact' in b.source ? 'upload' : 'git',
+          deploy: b.deploy,
+        });
     });
   }
 
@@ -116,7 +165,9 @@ export class BuildStore {
 
   /** The app's builds, newest first. */
   async list(accountId: string, app: string, limit = 20): Promise<BuildRecord[]> {
-    const rows = (await this.select(this.db('builds').where({ account_id: accountId, app })).orderBy('created_at', 'desc').limit(limit)) as Row[];
+    const rows = (await this.select(this.db('builds').where({ account_id: accountId, app }))
+      .orderBy('created_at', 'desc')
+      .limit(limit)) as Row[];
     return rows.map(recordOf);
   }
 
@@ -129,7 +180,10 @@ export class BuildStore {
     const phase = st?.phase;
     if (!phase) return false;
     return this.db.transaction(async (tx) => {
-      const row = await tx('builds').where({ id: b.metadata.name! }).forUpdate().first<{ phase: BuildPhase; app: string } | undefined>('phase', 'app');
+      const row = await tx('builds')
+        .where({ id: b.metadata.name! })
+        .forUpdate()
+        .first<{ phase: BuildPhase; app: string } | undefined>('phase', 'app');
       if (!row || rank[phase] <= rank[row.phase]) return false;
       const fields = {
         phase,
@@ -151,7 +205,9 @@ export class BuildStore {
           build,
           app: row.app,
           ...(rank[phase] === 2 ? { reason: st.reason ?? null, message: st.message?.slice(0, 500) ?? null } : {}),
-          ...(phase === 'Succeeded' ? { artifact: st.artifact?.digest ?? null, image: st.image ?? null, reused_from: st.reusedFrom ?? null } : {}),
+          ...(phase === 'Succeeded'
+            ? { artifact: st.artifact?.digest ?? null, image: st.image ?? null, reused_from: st.reusedFrom ?? null }
+            : {}),
         });
       }
       // The seconds its Job ran (a reused build ran none).
@@ -160,7 +216,14 @@ export class BuildStore {
         const ended = new Date(st.completedAt);
         if (ended > started) {
           await tx('usage_records')
-            .insert({ account_id: accountId, meter: 'build_seconds', subject: build, quantity: (ended.getTime() - started.getTime()) / 1000, started_at: started, ended_at: ended })
+            .insert({
+              account_id: accountId,
+              meter: 'build_seconds',
+              subject: build,
+              quantity: (ended.getTime() - started.getTime()) / 1000,
+              started_at: started,
+              ended_at: ended,
+            })
             .onConflict(['account_id', 'meter', 'subject', 'started_at'])
             .ignore();
         }
@@ -170,7 +233,10 @@ export class BuildStore {
   }
 
   async log(accountId: string, id: string): Promise<{ text: string; truncated: boolean } | undefined> {
-    const row = await this.db('builds').where({ account_id: accountId, id }).whereNotNull('log').first<{ log: string; log_truncated: boolean } | undefined>('log', 'log_truncated');
+    const row = await this.db('builds')
+      .where({ account_id: accountId, id })
+      .whereNotNull('log')
+      .first<{ log: string; log_truncated: boolean } | undefined>('log', 'log_truncated');
     return row && { text: row.log, truncated: row.log_truncated };
   }
 
@@ -187,7 +253,9 @@ export class BuildStore {
 
   /** The deploy the build made, or why it could not make one. */
   async deployed(id: string, outcome: { deployId: string } | { error: string }): Promise<void> {
-    await this.db('builds').where({ id }).update('deployId' in outcome ? { deploy_id: outcome.deployId } : { deploy_error: outcome.error.slice(0, 2000) });
+    await this.db('builds')
+      .where({ id })
+      .update('deployId' in outcome ? { deploy_id: outcome.deployId } : { deploy_error: outcome.error.slice(0, 2000) });
   }
 
   /** Record ids of the account whose logs are not kept yet among `ids` (ended builds to copy a log of). */

@@ -26,7 +26,21 @@ export function connect(databaseUrl: string, opts: { poolMax?: number; acquireTi
 }
 
 /** PostgreSQL error classes and socket errors that mean "not reachable now", not "the query is wrong". */
-const unreachableCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', '57P01', '57P02', '57P03', '53300', '08000', '08001', '08003', '08006']);
+const unreachableCodes = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  '57P01',
+  '57P02',
+  '57P03',
+  '53300',
+  '08000',
+  '08001',
+  '08003',
+  '08006',
+]);
 
 /** Whether `err` says the database cannot be reached right now (a retry later may succeed). */
 export function databaseUnavailable(err: unknown): boolean {
@@ -34,5 +48,7 @@ export function databaseUnavailable(err: unknown): boolean {
   if (!e || typeof e !== 'object') return false;
   if (typeof e.code === 'string' && unreachableCodes.has(e.code)) return true;
   if (e.name === 'KnexTimeoutError') return true;
-  return typeof e.message === 'string' && /Connection terminated|connection is closed|Client has encountered a connection error/i.test(e.message);
+  return (
+    typeof e.message === 'string' && /Connection terminated|connection is closed|Client has encountered a connection error/i.test(e.message)
+  );
 }

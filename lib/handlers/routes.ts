@@ -78,7 +78,8 @@ export function planHandlerRoutes(paths: readonly string[]): RoutePlan {
       problems.push(bad);
       continue;
     }
-    const pattern = '/' + segments.map((s) => (s.kind === 'static' ? s.value : s.kind === 'param' ? `[${s.name}]` : `[...${s.name}]`)).join('/');
+    const pattern =
+      '/' + segments.map((s) => (s.kind === 'static' ? s.value : s.kind === 'param' ? `[${s.name}]` : `[...${s.name}]`)).join('/');
     const key = segments.map((s) => (s.kind === 'static' ? `=${s.value}` : s.kind === 'param' ? '[]' : '[...]')).join('/');
     const taken = byKey.get(key);
     if (taken) {
@@ -94,12 +95,18 @@ export function planHandlerRoutes(paths: readonly string[]): RoutePlan {
     );
   }
   const routes = [...byKey.values()].sort(compareRoutes);
-  if (!routes.length && !problems.length) problems.push(`no handler routes: put modules under ${handlerDirs.map((d) => `${d}/`).join(' or ')} (names starting with _ are not routes)`);
+  if (!routes.length && !problems.length)
+    problems.push(
+      `no handler routes: put modules under ${handlerDirs.map((d) => `${d}/`).join(' or ')} (names starting with _ are not routes)`,
+    );
   return { routes, problems };
 }
 
 /** The route serving decoded path segments, and its params. */
-export function matchRoute(routes: readonly HandlerRoute[], parts: readonly string[]): { route: HandlerRoute; params: Record<string, string> } | undefined {
+export function matchRoute(
+  routes: readonly HandlerRoute[],
+  parts: readonly string[],
+): { route: HandlerRoute; params: Record<string, string> } | undefined {
   next: for (const route of routes) {
     const params: Record<string, string> = {};
     const last = route.segments.at(-1);
@@ -114,4 +121,3 @@ export function matchRoute(routes: readonly HandlerRoute[], parts: readonly stri
   }
   return undefined;
 }
-

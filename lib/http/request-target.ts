@@ -75,7 +75,10 @@ export function fullReading(raw: string): RequestTarget {
   let authority: string | undefined;
   if (!rest.startsWith('/')) {
     const m = absoluteForm.exec(rest);
-    if (!m) throw new BadRequestTarget(rest === '*' ? 'the asterisk-form request target is not served here' : 'the request target must be a path starting with /');
+    if (!m)
+      throw new BadRequestTarget(
+        rest === '*' ? 'the asterisk-form request target is not served here' : 'the request target must be a path starting with /',
+      );
     authority = m[1]!.toLowerCase();
     if (!authority || authority.includes('@')) throw new BadRequestTarget('the request target names no usable host');
     rest = m[2] || '/';
@@ -86,7 +89,9 @@ export function fullReading(raw: string): RequestTarget {
   const query = q === -1 ? '' : rest.slice(q);
   // Browsers send a `\` in a query as it is; it cannot change what the path means.
   if (!plainAscii(rawPath) || !plainAscii(query.replace(/\\/g, '/'))) {
-    throw new BadRequestTarget('the request target has a character that must be percent-encoded (space, control, non-ASCII, # or \\ in the path)');
+    throw new BadRequestTarget(
+      'the request target has a character that must be percent-encoded (space, control, non-ASCII, # or \\ in the path)',
+    );
   }
   let decoded: string;
   try {

@@ -63,7 +63,8 @@ export class AssertionKeyStore {
     private readonly db: Db,
     opts: AssertionKeyOptions,
   ) {
-    if (!(opts.rotationMs > 0) || !(opts.maxAssertionLifetimeMs > 0)) throw new Error('rotationMs and maxAssertionLifetimeMs must be positive');
+    if (!(opts.rotationMs > 0) || !(opts.maxAssertionLifetimeMs > 0))
+      throw new Error('rotationMs and maxAssertionLifetimeMs must be positive');
     this.rotationMs = opts.rotationMs;
     this.lifetimeMs = opts.maxAssertionLifetimeMs;
     this.leadMs = Math.min(opts.publishLeadMs ?? 15 * 60_000, Math.floor(opts.rotationMs / 2));

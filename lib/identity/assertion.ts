@@ -108,14 +108,30 @@ export async function verifyAssertion(
       ...(opts.now ? { currentDate: opts.now } : {}),
     });
     const { iss, aud, sub, iat, exp, email, provider, name, owner } = payload;
-    if (typeof email !== 'string' || typeof provider !== 'string' || typeof aud !== 'string' || (name !== undefined && typeof name !== 'string') || (owner !== undefined && owner !== true)) {
+    if (
+      typeof email !== 'string' ||
+      typeof provider !== 'string' ||
+      typeof aud !== 'string' ||
+      (name !== undefined && typeof name !== 'string') ||
+      (owner !== undefined && owner !== true)
+    ) {
       throw new AssertionInvalid('assertion claims have the wrong types', 'ERR_JWT_CLAIM_VALIDATION_FAILED');
     }
     const nowSeconds = Math.floor((opts.now ?? new Date()).getTime() / 1000);
     if (iat! > nowSeconds + (opts.clockToleranceSeconds ?? 30)) {
       throw new AssertionInvalid('assertion issued in the future', 'ERR_JWT_CLAIM_VALIDATION_FAILED');
     }
-    return { iss: iss!, aud, sub: sub!, iat: iat!, exp: exp!, email, provider, ...(name === undefined ? {} : { name }), ...(owner ? { owner } : {}) };
+    return {
+      iss: iss!,
+      aud,
+      sub: sub!,
+      iat: iat!,
+      exp: exp!,
+      email,
+      provider,
+      ...(name === undefined ? {} : { name }),
+      ...(owner ? { owner } : {}),
+    };
   } catch (err) {
     if (err instanceof AssertionInvalid) throw err;
     const code = (err as { code?: string }).code ?? 'ERR_JOSE_GENERIC';

@@ -46,7 +46,10 @@ export function parseImageReference(ref: string): ImageReference {
   // A digest alone (`sha256:<hex>`) reads as Docker Hub's `library/sha256` at a tag, but the node's
   // containerd takes it as an image ID and starts whatever image it has cached under that ID,
   // another account's included, without pulling: a reference must name its repository.
-  if (digestPattern.test(ref)) throw new ImageReferenceError('is not an image reference (a digest alone names an image ID; name its repository, like repo@sha256:<hex>)');
+  if (digestPattern.test(ref))
+    throw new ImageReferenceError(
+      'is not an image reference (a digest alone names an image ID; name its repository, like repo@sha256:<hex>)',
+    );
   let rest = ref;
   let digest: string | undefined;
   const at = rest.indexOf('@');
@@ -54,11 +57,13 @@ export function parseImageReference(ref: string): ImageReference {
     digest = rest.slice(at + 1);
     rest = rest.slice(0, at);
     // Not userinfo: in an image reference `@` only introduces a digest (sha256:<hex>).
-    if (!digestPattern.test(digest)) throw new ImageReferenceError('is not an image reference (an @ may only introduce a digest, like @sha256:<64 hex digits>)');
+    if (!digestPattern.test(digest))
+      throw new ImageReferenceError('is not an image reference (an @ may only introduce a digest, like @sha256:<64 hex digits>)');
   }
   const slash = rest.indexOf('/');
   const first = slash < 0 ? undefined : rest.slice(0, slash);
-  const isDomain = first !== undefined && (/[.:]/.test(first) || first === 'localhost' || first !== first.toLowerCase() || first.startsWith('['));
+  const isDomain =
+    first !== undefined && (/[.:]/.test(first) || first === 'localhost' || first !== first.toLowerCase() || first.startsWith('['));
   let registry = 'docker.io';
   let host = 'docker.io';
   let port: number | undefined;
@@ -67,7 +72,10 @@ export function parseImageReference(ref: string): ImageReference {
     remainder = rest.slice(slash + 1);
     const m = /^(\[[^\]]*\]|[^:]*)(?::(\d{1,5}))?$/.exec(first);
     if (!m) throw new ImageReferenceError(`is not an image reference (${first} is not a registry host[:port])`);
-    host = m[1]!.replace(/^\[|\]$/g, '').toLowerCase().replace(/\.+$/, '');
+    host = m[1]!
+      .replace(/^\[|\]$/g, '')
+      .toLowerCase()
+      .replace(/\.+$/, '');
     if (m[2] !== undefined) {
       port = Number(m[2]);
       if (port < 1 || port > 65535) throw new ImageReferenceError(`is not an image reference (${first} has no valid port)`);
@@ -148,7 +156,11 @@ function classify6(address: string): { rule: HostRule; what: string } | undefine
   if (zeroUntil(7) && g[7] === 1) return { rule: 'loopback', what: 'a loopback address' };
   // IPv4 inside IPv6 (mapped, compatible, translated, NAT64, 6to4, Teredo): judged as the IPv4 it carries.
   const embedded = (hi: number, lo: number) => `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
-  if ((zeroUntil(5) && (g[5] === 0xffff || g[5] === 0)) || (zeroUntil(4) && g[4] === 0xffff && g[5] === 0) || (g[0] === 0x64 && g[1] === 0xff9b)) {
+  if (
+    (zeroUntil(5) && (g[5] === 0xffff || g[5] === 0)) ||
+    (zeroUntil(4) && g[4] === 0xffff && g[5] === 0) ||
+    (g[0] === 0x64 && g[1] === 0xff9b)
+  ) {
     const inner = classify4(embedded(g[6]!, g[7]!));
     return inner ?? { rule: 'non-public', what: 'an IPv4-embedding address' };
   }
@@ -185,10 +197,10 @@ function ipv4Of(host: string): string | undefined {
 /** Names that never leave the node or the site, whatever DNS says (RFC 6761, 6762, 8375; cloud metadata names). */
 function localName(host: string): string | undefined {
   if (host === 'localhost' || host.endsWith('.localhost')) return 'a loopback name';
-  if (host.endsWith('.internal')) return 'an internal name (metadata.google.internal and the cloud\'s private names live there)';
+  if (host.endsWith('.internal')) return "an internal name (metadata.google.internal and the cloud's private names live there)";
   if (host.endsWith('.local')) return 'a link-local (mDNS) name';
   if (host === 'home.arpa' || host.endsWith('.home.arpa')) return 'a home-network name';
-  if (!host.includes('.')) return 'a single-label name (the node\'s search domains would complete it)';
+  if (!host.includes('.')) return "a single-label name (the node's search domains would complete it)";
   return undefined;
 }
 
@@ -210,7 +222,8 @@ export function judgeHost(host: string): HostJudgement {
   if (v4 !== undefined) return { address: v4, problem: classify4(v4) };
   const local = localName(host);
   if (local) return { address: undefined, problem: { rule: 'local-name', what: local } };
-  if (!host.split('.').every((c) => domainComponent.test(c))) return { address: undefined, problem: { rule: 'non-public', what: 'not a host name' } };
+  if (!host.split('.').every((c) => domainComponent.test(c)))
+    return { address: undefined, problem: { rule: 'non-public', what: 'not a host name' } };
   return { address: undefined, problem: undefined };
 }
 
@@ -230,7 +243,7 @@ export type ImageVerdict =
   | { readonly ok: true; readonly reference: ImageReference }
   | { readonly ok: false; readonly rule: HostRule | 'invalid-reference' | 'not-allowed'; readonly message: string };
 
-const hint = 'images come from public registries or the platform\'s own (SVC_IMAGE_REGISTRIES)';
+const hint = "images come from public registries or the platform's own (SVC_IMAGE_REGISTRIES)";
 
 /** Normalises an allow-list entry or a configured registry as references are (lowercase, no trailing dot, Docker Hub's names as docker.io). */
 export function normaliseRegistry(entry: string): string {
@@ -266,19 +279,29 @@ export function judgeImage(ref: string, config: RegistryPolicyConfig): ImageVerd
     if (err instanceof ImageReferenceError) return { ok: false, rule: 'invalid-reference', message: `image ${ref}: ${err.message}` };
     throw err;
   }
-  if (config.platformRegistry !== undefined && normaliseRegistry(config.platformRegistry) === reference.registry) return { ok: true, reference };
+  if (config.platformRegistry !== undefined && normaliseRegistry(config.platformRegistry) === reference.registry)
+    return { ok: true, reference };
   const allowed = (config.allowed ?? []).map(normaliseRegistry).filter(Boolean);
   const list = allowed.length ? allowed : ['*'];
   const { problem } = judgeHost(reference.host);
   const exact = list.filter((e) => e !== '*' && !e.startsWith('*.'));
   if (exact.some((e) => matches(e, reference, false))) return { ok: true, reference };
-  if (problem) return { ok: false, rule: problem.rule, message: `image ${ref}: registry ${reference.registry} is ${problem.what}; ${hint}` };
+  if (problem)
+    return { ok: false, rule: problem.rule, message: `image ${ref}: registry ${reference.registry} is ${problem.what}; ${hint}` };
   if (list.some((e) => matches(e, reference, true))) return { ok: true, reference };
-  return { ok: false, rule: 'not-allowed', message: `image ${ref}: registry ${reference.registry} is not in the allowed registries (${list.join(', ')}); ${hint}` };
+  return {
+    ok: false,
+    rule: 'not-allowed',
+    message: `image ${ref}: registry ${reference.registry} is not in the allowed registries (${list.join(', ')}); ${hint}`,
+  };
 }
 
 /** The images an App's spec runs that a tenant chose (the public service's and every other service's). */
-export function tenantImages(spec: { kind?: string | undefined; image?: string | undefined; services?: ReadonlyArray<{ image?: string | undefined }> | undefined }): string[] {
+export function tenantImages(spec: {
+  kind?: string | undefined;
+  image?: string | undefined;
+  services?: ReadonlyArray<{ image?: string | undefined }> | undefined;
+}): string[] {
   if (spec.kind !== 'container') return [];
   return [spec.image, ...(spec.services ?? []).map((s) => s.image)].filter((i): i is string => typeof i === 'string' && i.length > 0);
 }

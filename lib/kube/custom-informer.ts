@@ -8,7 +8,11 @@ import { kubeStatus, rejectionMessage } from './client.js';
 import type { Logger } from '../logger.js';
 import { keepWatching } from './keep-watching.js';
 
-export function customInformer<T extends k8s.KubernetesObject>(kc: k8s.KubeConfig, plural: string, log: Logger): { informer: k8s.ListWatch<T>; custom: k8s.CustomObjectsApi } {
+export function customInformer<T extends k8s.KubernetesObject>(
+  kc: k8s.KubeConfig,
+  plural: string,
+  log: Logger,
+): { informer: k8s.ListWatch<T>; custom: k8s.CustomObjectsApi } {
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
   const informer = new k8s.ListWatch<T>(
     `/apis/${group}/${version}/${plural}`,
@@ -25,9 +29,21 @@ export function customInformer<T extends k8s.KubernetesObject>(kc: k8s.KubeConfi
  * or validation rules refused it) is the caller's input refused: a DomainError('invalid') naming the
  * field; anything else (a 409 among them, whose wording is the caller's) is thrown as it came.
  */
-export async function createCustomObject<T extends k8s.KubernetesObject>(custom: k8s.CustomObjectsApi, kind: Kind, namespace: string, metadata: k8s.V1ObjectMeta, spec: unknown): Promise<T> {
+export async function createCustomObject<T extends k8s.KubernetesObject>(
+  custom: k8s.CustomObjectsApi,
+  kind: Kind,
+  namespace: string,
+  metadata: k8s.V1ObjectMeta,
+  spec: unknown,
+): Promise<T> {
   try {
-    return (await custom.createNamespacedCustomObject({ group, version, namespace, plural: pluralOf(kind), body: { apiVersion, kind, metadata, spec } })) as T;
+    return (await custom.createNamespacedCustomObject({
+      group,
+      version,
+      namespace,
+      plural: pluralOf(kind),
+      body: { apiVersion, kind, metadata, spec },
+    })) as T;
   } catch (err) {
     if (kubeStatus(err) === 422) throw new DomainError('invalid', `invalid ${kind.toLowerCase()}: ${rejectionMessage(err, kind)}`);
     throw err;

@@ -31,7 +31,13 @@ export class EventRecorder {
         namespace: subject.namespace,
         body: {
           metadata: { generateName: `${subject.name}.`, namespace: subject.namespace },
-          involvedObject: { apiVersion: subject.apiVersion, kind: subject.kind, name: subject.name, namespace: subject.namespace, uid: subject.uid },
+          involvedObject: {
+            apiVersion: subject.apiVersion,
+            kind: subject.kind,
+            name: subject.name,
+            namespace: subject.namespace,
+            uid: subject.uid,
+          },
           type,
           reason,
           message: message.slice(0, 1024),
@@ -43,6 +49,8 @@ export class EventRecorder {
           count: 1,
         },
       })
-      .catch((err: unknown) => this.log.debug({ err, object: `${subject.kind} ${subject.namespace}/${subject.name}`, reason }, 'Event not recorded'));
+      .catch((err: unknown) =>
+        this.log.debug({ err, object: `${subject.kind} ${subject.namespace}/${subject.name}`, reason }, 'Event not recorded'),
+      );
   }
 }

@@ -127,13 +127,18 @@ export class LeaderElection {
       if (kubeStatus(err) !== 404) throw err;
       await this.api.createNamespacedLease({
         namespace: this.namespace,
-        body: { metadata: { name: this.name }, spec: { holderIdentity: this.identity, leaseDurationSeconds: this.timing.durationSeconds, acquireTime: now, renewTime: now } },
+        body: {
+          metadata: { name: this.name },
+          spec: { holderIdentity: this.identity, leaseDurationSeconds: this.timing.durationSeconds, acquireTime: now, renewTime: now },
+        },
       });
       this.renewedAt = started;
       return true;
     }
     const spec = lease.spec ?? {};
-    const expired = !spec.renewTime || new Date(spec.renewTime).getTime() + (spec.leaseDurationSeconds ?? this.timing.durationSeconds) * 1000 < Date.now();
+    const expired =
+      !spec.renewTime ||
+      new Date(spec.renewTime).getTime() + (spec.leaseDurationSeconds ?? this.timing.durationSeconds) * 1000 < Date.now();
     if (spec.holderIdentity && spec.holderIdentity !== this.identity && !expired) return false;
     const taking = spec.holderIdentity !== this.identity;
     lease.spec = {

@@ -6,7 +6,13 @@ import { keepWatching } from './keep-watching.js';
 
 export function podInformer(kc: k8s.KubeConfig, labelSelector: string, log: Logger): k8s.ListWatch<k8s.V1Pod> {
   const core = kc.makeApiClient(k8s.CoreV1Api);
-  const informer = new k8s.ListWatch<k8s.V1Pod>('/api/v1/pods', new k8s.Watch(kc), () => core.listPodForAllNamespaces({ labelSelector }), false, labelSelector);
+  const informer = new k8s.ListWatch<k8s.V1Pod>(
+    '/api/v1/pods',
+    new k8s.Watch(kc),
+    () => core.listPodForAllNamespaces({ labelSelector }),
+    false,
+    labelSelector,
+  );
   keepWatching(informer, `pods (${labelSelector})`, log);
   return informer;
 }

@@ -17,7 +17,13 @@ const verbs = ['add', 'update', 'delete'] as const;
  * Resolves true once `done(cached object)` holds for namespace/name, false after `timeoutMs`
  * (the write stands either way; only a following read may be stale then).
  */
-export function untilCached<T extends KubernetesObject>(cache: ObjectCache<T>, namespace: string, name: string, done: (cached: T | undefined) => boolean, timeoutMs = 3000): Promise<boolean> {
+export function untilCached<T extends KubernetesObject>(
+  cache: ObjectCache<T>,
+  namespace: string,
+  name: string,
+  done: (cached: T | undefined) => boolean,
+  timeoutMs = 3000,
+): Promise<boolean> {
   if (done(cache.get(name, namespace))) return Promise.resolve(true);
   return new Promise((resolve) => {
     const finish = (ok: boolean) => {

@@ -11,11 +11,18 @@ import { errorLine } from '../errors.js';
 export const wakeChannel = 'svc_mail_outbox';
 
 // One plain address: a display name, comma or line break could add recipients or headers.
-const address = z.string().max(254).regex(/^[^\s@<>(),;:"]+@[^\s@<>(),;:"]+$/, 'must be one plain address');
+const address = z
+  .string()
+  .max(254)
+  .regex(/^[^\s@<>(),;:"]+@[^\s@<>(),;:"]+$/, 'must be one plain address');
 
 const outgoingMail = z.object({
   to: address,
-  subject: z.string().min(1).max(998).regex(/^[^\r\n]*$/, 'must be one line'),
+  subject: z
+    .string()
+    .min(1)
+    .max(998)
+    .regex(/^[^\r\n]*$/, 'must be one line'),
   text: z.string(),
   html: z.string().optional(),
   /** What the message is for, for logs and operators (`sign-in-link`, `invitation`). */
@@ -108,7 +115,15 @@ export class MailOutbox {
     const q = trx ?? this.db;
     const now = this.clock();
     const [row] = await q('mail_outbox')
-      .insert({ to: m.to, subject: m.subject, text: m.text, html: m.html ?? null, purpose: m.purpose, created_at: now, next_attempt_at: now })
+      .insert({
+        to: m.to,
+        subject: m.subject,
+        text: m.text,
+        html: m.html ?? null,
+        purpose: m.purpose,
+        created_at: now,
+        next_attempt_at: now,
+      })
       .returning<Array<{ id: string | number }>>('id');
     // NOTIFY inside a transaction is delivered at its commit, and not at all on rollback.
     await q.raw('SELECT pg_notify(?, ?)', [wakeChannel, '']);
@@ -149,7 +164,10 @@ export class MailOutbox {
   private async attempt(trx: Knex.Transaction, transport: MailTransport, row: DueRow, now: Date): Promise<DeliveryOutcome> {
     const attempts = row.attempts + 1;
     const base = { id: String(row.id), purpose: row.purpose, attempts };
-    const update = (fields: Record<string, unknown>) => trx('mail_outbox').where({ id: row.id }).update({ attempts, ...fields });
+    const update = (fields: Record<string, unknown>) =>
+      trx('mail_outbox')
+        .where({ id: row.id })
+        .update({ attempts, ...fields });
     try {
       await transport.send({ to: row.to, subject: row.subject, text: row.text ?? '', html: row.html ?? undefined });
     } catch (err) {

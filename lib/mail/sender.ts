@@ -152,7 +152,8 @@ export class MailSender {
     // The id and purpose only: recipient and body stay in mail_outbox (docs/mail.md).
     const fields = { mail: o.id, purpose: o.purpose, attempts: o.attempts };
     if (o.result === 'sent') this.log.info(fields, 'Sent mail');
-    else if (o.result === 'retry') this.log.warn({ ...fields, error: o.error, nextAttemptAt: o.nextAttemptAt }, 'Mail server did not take a message; retrying later');
+    else if (o.result === 'retry')
+      this.log.warn({ ...fields, error: o.error, nextAttemptAt: o.nextAttemptAt }, 'Mail server did not take a message; retrying later');
     else this.log.error({ ...fields, error: o.error }, 'Gave up sending a message');
   }
 

@@ -40,7 +40,12 @@ export interface RequestTotals {
 }
 
 export function emptyTotals(): RequestTotals {
-  return { requests: 0, status: { '2xx': 0, '3xx': 0, '4xx': 0, '5xx': 0 }, durationMsSum: 0, latency: new Array<number>(bucketCount).fill(0) };
+  return {
+    requests: 0,
+    status: { '2xx': 0, '3xx': 0, '4xx': 0, '5xx': 0 },
+    durationMsSum: 0,
+    latency: new Array<number>(bucketCount).fill(0),
+  };
 }
 
 /** The class of a status, or undefined for 1xx and anything out of range (counted only in requests). */

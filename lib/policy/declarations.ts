@@ -19,7 +19,8 @@ export function structured(value: unknown, ctx: { file: string; field: string; m
   let paths = ctx.defaultPaths;
   let except: string[] = [];
   if (value === false) throw new PolicyError(file, field, '`false` is not a policy (leave it out for a public app)');
-  if (value === true) throw new PolicyError(file, field, `write a provider word (${providerWords.join(', ')}) or a map of fields, not true`);
+  if (value === true)
+    throw new PolicyError(file, field, `write a provider word (${providerWords.join(', ')}) or a map of fields, not true`);
   if (value === null || value === undefined) throw new PolicyError(file, field, 'is empty');
   if (typeof value === 'string') {
     b.word(value, file, field);
@@ -33,11 +34,20 @@ export function structured(value: unknown, ctx: { file: string; field: string; m
       else if (key === 'idp' || key === 'codehost') provider(v, key, b, file, at);
       else if (mode === 'auth' && key === 'paths') paths = patterns(v, file, at);
       else if (mode === 'auth' && key === 'except') except = patterns(v, file, at);
-      else if (key === 'paths' || key === 'except') throw new PolicyError(file, at, 'identity takes no paths or except: it resolves the identity wherever it applies and gates nothing');
+      else if (key === 'paths' || key === 'except')
+        throw new PolicyError(
+          file,
+          at,
+          'identity takes no paths or except: it resolves the identity wherever it applies and gates nothing',
+        );
       else throw new PolicyError(file, at, `is not a policy field (known: ${known.join(', ')})`);
     }
   } else {
-    throw new PolicyError(file, field, `must be a provider word (${providerWords.join(', ')}) or a map of fields, not ${JSON.stringify(value)}`);
+    throw new PolicyError(
+      file,
+      field,
+      `must be a provider word (${providerWords.join(', ')}) or a map of fields, not ${JSON.stringify(value)}`,
+    );
   }
   if (b.empty) throw new PolicyError(file, field, `admits nobody: an empty policy (name at least one of ${identityFields.join(', ')})`);
   return { mode, file, field, admit: b.admit(), paths, except };
@@ -49,7 +59,8 @@ export function composeDeclarations(xsvc: unknown, file: string, where: string):
   const out: Declaration[] = [];
   // Compose auth covers every path unless it says otherwise; identity covers every path.
   if ('auth' in xsvc) out.push(structured(xsvc.auth, { file, field: `${where}.auth`, mode: 'auth', defaultPaths: ['/**'] }));
-  if ('identity' in xsvc) out.push(structured(xsvc.identity, { file, field: `${where}.identity`, mode: 'identity', defaultPaths: ['/**'] }));
+  if ('identity' in xsvc)
+    out.push(structured(xsvc.identity, { file, field: `${where}.identity`, mode: 'identity', defaultPaths: ['/**'] }));
   return out;
 }
 
@@ -66,7 +77,17 @@ export function composePolicy(top: unknown, service: { name: string; xsvc: unkno
 
 // ---- HTML meta tags ----
 
-const metaNames = ['svc-auth', 'svc-identity', 'svc-auth-owner', 'svc-auth-app-users', 'svc-auth-emails', 'svc-auth-codehost', 'svc-auth-idp', 'svc-auth-paths', 'svc-auth-except'];
+const metaNames = [
+  'svc-auth',
+  'svc-identity',
+  'svc-auth-owner',
+  'svc-auth-app-users',
+  'svc-auth-emails',
+  'svc-auth-codehost',
+  'svc-auth-idp',
+  'svc-auth-paths',
+  'svc-auth-except',
+];
 
 interface HtmlNode {
   nodeName: string;
@@ -85,7 +106,10 @@ export function policyMetaTags(html: string): Array<{ name: string; content: str
   const found: Array<{ name: string; content: string | undefined }> = [];
   const walk = (node: HtmlNode) => {
     if (node.nodeName === 'meta' && node.attrs) {
-      const name = node.attrs.find((a) => a.name === 'name')?.value.trim().toLowerCase();
+      const name = node.attrs
+        .find((a) => a.name === 'name')
+        ?.value.trim()
+        .toLowerCase();
       if (name && /^svc-(auth|identity)/.test(name)) found.push({ name, content: node.attrs.find((a) => a.name === 'content')?.value });
     }
     for (const child of node.childNodes ?? []) walk(child);
@@ -114,7 +138,12 @@ export function htmlDeclaration(file: string, html: string, routes: string[]): D
   const get = (name: string) => tags.find((t) => t.name === name)?.content;
   const mode: Mode = seen.has('svc-identity') ? 'identity' : 'auth';
   if (mode === 'identity') {
-    if (seen.has('svc-auth')) throw new PolicyError(file, 'meta svc-identity', 'a page is either gated (svc-auth) or public with an optional identity (svc-identity), not both');
+    if (seen.has('svc-auth'))
+      throw new PolicyError(
+        file,
+        'meta svc-identity',
+        'a page is either gated (svc-auth) or public with an optional identity (svc-identity), not both',
+      );
     for (const name of ['svc-auth-paths', 'svc-auth-except']) {
       if (seen.has(name)) throw new PolicyError(file, `meta ${name}`, 'svc-identity takes no paths or except');
     }
@@ -123,14 +152,20 @@ export function htmlDeclaration(file: string, html: string, routes: string[]): D
   const word = get(mode === 'identity' ? 'svc-identity' : 'svc-auth');
   // `true` marks the page gated (or identity-resolving) and leaves who to the svc-auth-* properties,
   // so a page can admit exactly a list of emails (a provider word would add that provider).
-  if (word !== undefined && word.trim().toLowerCase() !== 'true') b.word(word, file, `meta ${mode === 'identity' ? 'svc-identity' : 'svc-auth'}`);
+  if (word !== undefined && word.trim().toLowerCase() !== 'true')
+    b.word(word, file, `meta ${mode === 'identity' ? 'svc-identity' : 'svc-auth'}`);
   if (seen.has('svc-auth-owner')) b.owner = flag(get('svc-auth-owner'), file, 'meta svc-auth-owner');
   if (seen.has('svc-auth-app-users')) b.appUsers = flag(get('svc-auth-app-users'), file, 'meta svc-auth-app-users');
   if (seen.has('svc-auth-emails')) emails(get('svc-auth-emails'), b, file, 'meta svc-auth-emails');
   if (seen.has('svc-auth-idp')) provider(get('svc-auth-idp'), 'idp', b, file, 'meta svc-auth-idp');
   if (seen.has('svc-auth-codehost')) provider(get('svc-auth-codehost'), 'codehost', b, file, 'meta svc-auth-codehost');
   const field = `meta ${tags[0]!.name}`;
-  if (b.empty) throw new PolicyError(file, field, 'admits nobody: an empty policy (add svc-auth with a provider, or svc-auth-owner, -emails, -idp or -codehost)');
+  if (b.empty)
+    throw new PolicyError(
+      file,
+      field,
+      'admits nobody: an empty policy (add svc-auth with a provider, or svc-auth-owner, -emails, -idp or -codehost)',
+    );
   return {
     mode,
     file,
@@ -159,7 +194,8 @@ export function markdownDeclarations(file: string, source: string, routes: strin
   const doc = parseDocument(m[1]!, { uniqueKeys: true });
   if (doc.errors.length) {
     // The runtime drops malformed front matter; a policy in it must not be dropped silently.
-    if (declaresPolicy.test(m[1]!)) throw new PolicyError(file, 'front matter', `is not valid YAML and declares a policy (${doc.errors[0]!.message.split('\n')[0]})`);
+    if (declaresPolicy.test(m[1]!))
+      throw new PolicyError(file, 'front matter', `is not valid YAML and declares a policy (${doc.errors[0]!.message.split('\n')[0]})`);
     return [];
   }
   const data: unknown = doc.toJS();
@@ -168,13 +204,19 @@ export function markdownDeclarations(file: string, source: string, routes: strin
   if (xsvc !== undefined) {
     if (!isMap(xsvc)) throw new PolicyError(file, 'front matter x-svc', 'must be a map with auth and/or identity');
     for (const key of Object.keys(xsvc)) {
-      if (key !== 'auth' && key !== 'identity') throw new PolicyError(file, `front matter x-svc.${key}`, 'is not a page setting (a page declares auth and identity)');
+      if (key !== 'auth' && key !== 'identity')
+        throw new PolicyError(file, `front matter x-svc.${key}`, 'is not a page setting (a page declares auth and identity)');
       if (key in data) throw new PolicyError(file, `front matter x-svc.${key}`, `is declared twice (also as front matter ${key})`);
     }
   }
   const out: Declaration[] = [];
   for (const mode of ['auth', 'identity'] as const) {
-    const [value, field] = mode in data ? [data[mode], `front matter ${mode}`] : isMap(xsvc) && mode in xsvc ? [xsvc[mode], `front matter x-svc.${mode}`] : [undefined, ''];
+    const [value, field] =
+      mode in data
+        ? [data[mode], `front matter ${mode}`]
+        : isMap(xsvc) && mode in xsvc
+          ? [xsvc[mode], `front matter x-svc.${mode}`]
+          : [undefined, ''];
     if (field) out.push(structured(value, { file, field, mode, defaultPaths: routes }));
   }
   return out;

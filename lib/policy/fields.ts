@@ -100,7 +100,8 @@ export function items(v: unknown, file: string, field: string, max: number): Arr
   if (Array.isArray(v)) {
     out = v.map((item, i) => {
       const at = `${field}[${i}]`;
-      if (typeof item !== 'string' && typeof item !== 'number') throw new PolicyError(file, at, `must be a string, not ${JSON.stringify(item)}`);
+      if (typeof item !== 'string' && typeof item !== 'number')
+        throw new PolicyError(file, at, `must be a string, not ${JSON.stringify(item)}`);
       const value = String(item).trim();
       if (!value) throw new PolicyError(file, at, 'is empty');
       return { value, field: at };
@@ -126,7 +127,12 @@ const localPattern = /^[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}
 const loginPattern = /^[a-z0-9](?:[a-z0-9._-]{0,98}[a-z0-9])?$/;
 
 function domain(value: string, file: string, field: string): string {
-  if (value.startsWith('*')) throw new PolicyError(file, field, `${JSON.stringify(value)}: wildcards are not accepted; an email suffix is not sufficient to admit (name the hosted domain the provider signs)`);
+  if (value.startsWith('*'))
+    throw new PolicyError(
+      file,
+      field,
+      `${JSON.stringify(value)}: wildcards are not accepted; an email suffix is not sufficient to admit (name the hosted domain the provider signs)`,
+    );
   if (value.length > 253 || !domainPattern.test(value)) throw new PolicyError(file, field, `${JSON.stringify(value)} is not a domain`);
   return value;
 }
@@ -135,12 +141,19 @@ function domain(value: string, file: string, field: string): string {
 export function mailbox(raw: string, file: string, field: string): string {
   const value = raw.toLowerCase();
   const at = value.lastIndexOf('@');
-  if (at === 0) throw new PolicyError(file, field, `${JSON.stringify(raw)} is a domain, not an address: emails admits exact mailboxes (a hosted domain goes in idp)`);
-  if (value.startsWith('*')) throw new PolicyError(file, field, `${JSON.stringify(raw)}: wildcards are not accepted; an email suffix is not sufficient to admit`);
+  if (at === 0)
+    throw new PolicyError(
+      file,
+      field,
+      `${JSON.stringify(raw)} is a domain, not an address: emails admits exact mailboxes (a hosted domain goes in idp)`,
+    );
+  if (value.startsWith('*'))
+    throw new PolicyError(file, field, `${JSON.stringify(raw)}: wildcards are not accepted; an email suffix is not sufficient to admit`);
   if (at < 0 || value.length > limits.emailLength || !localPattern.test(value.slice(0, at)) || value.slice(0, at).length > 64) {
     throw new PolicyError(file, field, `${JSON.stringify(raw)} is not an email address`);
   }
-  if (!domainPattern.test(value.slice(at + 1))) throw new PolicyError(file, field, `${JSON.stringify(raw)} is not an email address (its domain is not valid)`);
+  if (!domainPattern.test(value.slice(at + 1)))
+    throw new PolicyError(file, field, `${JSON.stringify(raw)} is not an email address (its domain is not valid)`);
   return value;
 }
 
@@ -156,8 +169,10 @@ export function idpValue(raw: string, file: string, field: string): string {
 export function codehostValue(raw: string, file: string, field: string): string {
   const value = raw.toLowerCase();
   if (value.startsWith('@')) throw new PolicyError(file, field, `${JSON.stringify(raw)}: write the login or organization without the @`);
-  if (value.includes('/')) throw new PolicyError(file, field, `${JSON.stringify(raw)}: teams and repositories are not accepted, only a login or an organization`);
-  if (value.length > limits.loginLength || !loginPattern.test(value)) throw new PolicyError(file, field, `${JSON.stringify(raw)} is not a login or organization name`);
+  if (value.includes('/'))
+    throw new PolicyError(file, field, `${JSON.stringify(raw)}: teams and repositories are not accepted, only a login or an organization`);
+  if (value.length > limits.loginLength || !loginPattern.test(value))
+    throw new PolicyError(file, field, `${JSON.stringify(raw)} is not a login or organization name`);
   return value;
 }
 
@@ -173,7 +188,8 @@ export function pathPattern(raw: string, file: string, field: string): string {
   const bad = (why: string) => new PolicyError(file, field, `${JSON.stringify(raw)} ${why}`);
   if (!value.startsWith('/')) throw bad('must start with /');
   if (value.length > limits.pathLength) throw bad(`is longer than ${limits.pathLength} characters`);
-  if (/[\s\u0000-\u001f\u007f?#%\\]/.test(value)) throw bad('is not a path pattern (no spaces, ?, #, % or \\: write the path decoded, without a query)');
+  if (/[\s\u0000-\u001f\u007f?#%\\]/.test(value))
+    throw bad('is not a path pattern (no spaces, ?, #, % or \\: write the path decoded, without a query)');
   const segments = value.slice(1).split('/');
   segments.forEach((seg, i) => {
     const last = i === segments.length - 1;
@@ -195,7 +211,9 @@ export function pathPattern(raw: string, file: string, field: string): string {
 /** Trimmed, validated and deduplicated patterns, in the order declared. */
 export function patterns(v: unknown, file: string, field: string): string[] {
   // In the string (meta-tag) form, paths may be separated by whitespace as well as commas.
-  const list = items(v, file, field, limits.paths).flatMap((i) => (typeof v === 'string' ? i.value.split(/\s+/).map((value) => ({ value, field: i.field })) : [i]));
+  const list = items(v, file, field, limits.paths).flatMap((i) =>
+    typeof v === 'string' ? i.value.split(/\s+/).map((value) => ({ value, field: i.field })) : [i],
+  );
   if (list.length > limits.paths) throw new PolicyError(file, field, `has ${list.length} paths (at most ${limits.paths})`);
   return [...new Set(list.map((i) => pathPattern(i.value, file, i.field)))];
 }
@@ -212,7 +230,8 @@ export function provider(v: unknown, which: 'idp' | 'codehost', b: AdmitBuilder,
     if (which === 'idp') b.idp.add(idpValue(item.value, file, item.field));
     else b.codehost.add(codehostValue(item.value, file, item.field));
   }
-  if ((which === 'idp' ? b.idp : b.codehost).size > limits.values) throw new PolicyError(file, field, `has more than ${limits.values} values`);
+  if ((which === 'idp' ? b.idp : b.codehost).size > limits.values)
+    throw new PolicyError(file, field, `has more than ${limits.values} values`);
 }
 
 export function emails(v: unknown, b: AdmitBuilder, file: string, field: string): void {
@@ -223,7 +242,15 @@ export function emails(v: unknown, b: AdmitBuilder, file: string, field: string)
 
 /** Admits in a canonical form, so two declarations compare by what they admit. */
 export function admitKey(a: Admit): string {
-  return JSON.stringify([a.appUsers ?? false, a.owner ?? false, [...(a.emails ?? [])].sort(), a.idp?.any ?? false, [...(a.idp?.values ?? [])].sort(), a.codehost?.any ?? false, [...(a.codehost?.values ?? [])].sort()]);
+  return JSON.stringify([
+    a.appUsers ?? false,
+    a.owner ?? false,
+    [...(a.emails ?? [])].sort(),
+    a.idp?.any ?? false,
+    [...(a.idp?.values ?? [])].sort(),
+    a.codehost?.any ?? false,
+    [...(a.codehost?.values ?? [])].sort(),
+  ]);
 }
 
 /** What an admit lets in, for people: "owner; emails a@x.com; idp any". */

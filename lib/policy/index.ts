@@ -48,7 +48,11 @@ export function combine(declarations: readonly Declaration[]): AuthPolicy | unde
   }
   if (declarations.length > limits.rules) {
     const extra = declarations[limits.rules]!;
-    throw new PolicyError(extra.file, extra.field, `is declaration ${declarations.length} of the app; at most ${limits.rules} (declare paths in one compose x-svc.auth instead)`);
+    throw new PolicyError(
+      extra.file,
+      extra.field,
+      `is declaration ${declarations.length} of the app; at most ${limits.rules} (declare paths in one compose x-svc.auth instead)`,
+    );
   }
   return {
     rules: declarations.map((d) => ({

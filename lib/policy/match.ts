@@ -90,7 +90,9 @@ export function decide(policy: AuthPolicy | undefined, rawPath: string): Decisio
   // A path that cannot be decoded is gated by every gate: no exception can be shown to apply.
   const gating = paths === undefined ? auth : auth.filter((r) => paths.some((p) => gates(r, p)));
   if (gating.length) return { mode: 'auth', rules: gating, admits: gating.map((r) => r.admit) };
-  const identity = rules.filter((r) => r.mode === 'identity' && (paths ?? []).some((p) => r.paths.some((pat) => matchesPattern(pat, p, { caseInsensitive: true }))));
+  const identity = rules.filter(
+    (r) => r.mode === 'identity' && (paths ?? []).some((p) => r.paths.some((pat) => matchesPattern(pat, p, { caseInsensitive: true }))),
+  );
   if (identity.length) return { mode: 'identity', rules: identity, admits: identity.map((r) => r.admit) };
   return undefined;
 }

@@ -27,8 +27,7 @@ export function pageRoutes(file: string, kind: TreeKind, files: ReadonlySet<stri
   if (clean) routes.push(own.replace(/\.(html|md)$/, ''));
   // Index files, in the runtime's order: index.html; on a Markdown site index.md, README.md, index.html.
   const sibling = (name: string) => files.has(dir === '.' ? name : `${dir}/${name}`);
-  const index =
-    base === 'index.html' || (markdownSite && (base === 'index.md' || (base === 'README.md' && !sibling('index.md'))));
+  const index = base === 'index.html' || (markdownSite && (base === 'index.md' || (base === 'README.md' && !sibling('index.md'))));
   if (index) routes.push(...dirRoutes);
   return [...new Set(routes)];
 }

@@ -15,7 +15,8 @@ export function parseBearerChallenge(header: string | null | undefined): BearerC
   const m = /^\s*Bearer\s+(.*)$/i.exec(header ?? '');
   if (!m) return undefined;
   const params = new Map<string, string>();
-  for (const p of m[1]!.matchAll(/([a-zA-Z_]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]*))/g)) params.set(p[1]!.toLowerCase(), p[2] !== undefined ? p[2].replace(/\\(.)/g, '$1') : p[3]!);
+  for (const p of m[1]!.matchAll(/([a-zA-Z_]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]*))/g))
+    params.set(p[1]!.toLowerCase(), p[2] !== undefined ? p[2].replace(/\\(.)/g, '$1') : p[3]!);
   const realm = params.get('realm');
   if (!realm || !/^https?:\/\//.test(realm)) return undefined;
   return { realm, service: params.get('service') };
@@ -34,7 +35,12 @@ export interface RegistryCredential {
 }
 
 /** A token for `scopes` from the token service `challenge` names, asked with `credential` (HTTP Basic, as docker and skopeo ask). */
-export async function fetchRegistryToken(challenge: BearerChallenge, scopes: readonly string[], credential: RegistryCredential, timeoutMs = 10_000): Promise<string> {
+export async function fetchRegistryToken(
+  challenge: BearerChallenge,
+  scopes: readonly string[],
+  credential: RegistryCredential,
+  timeoutMs = 10_000,
+): Promise<string> {
   const url = new URL(challenge.realm);
   if (challenge.service) url.searchParams.set('service', challenge.service);
   for (const scope of scopes) url.searchParams.append('scope', scope);
@@ -48,15 +54,19 @@ export async function fetchRegistryToken(challenge: BearerChallenge, scopes: rea
     throw new DomainError('unavailable', `the registry's token service cannot be reached: ${(err as Error).message}`, err);
   }
   const text = (await res.text()).slice(0, 64 * 1024);
-  if (!res.ok) throw new DomainError('unavailable', `the registry's token service refused ${credential.username}: ${res.status} ${text.slice(0, 300)}`);
+  if (!res.ok)
+    throw new DomainError(
+      'unavailable',
+      `the registry's token service refused ${credential.username}: ${res.status} ${text.slice(0, 300)}`,
+    );
   let body: unknown;
   try {
     body = JSON.parse(text);
   } catch {
-    throw new DomainError('unavailable', 'the registry\'s token service answered no JSON');
+    throw new DomainError('unavailable', "the registry's token service answered no JSON");
   }
   const parsed = tokenAnswer.safeParse(body);
   const token = parsed.success ? (parsed.data.token ?? parsed.data.access_token) : undefined;
-  if (!token) throw new DomainError('unavailable', 'the registry\'s token service answered no token');
+  if (!token) throw new DomainError('unavailable', "the registry's token service answered no token");
   return token;
 }

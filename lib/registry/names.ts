@@ -22,7 +22,12 @@ export function isTenantRepository(repository: string): boolean {
  * the node is never started without this account's credential being asked.
  */
 export function isTenantImage(image: string | undefined, registry: string | undefined): boolean {
-  return image !== undefined && registry !== undefined && image.startsWith(`${registry}/`) && isTenantRepository(image.slice(registry.length + 1));
+  return (
+    image !== undefined &&
+    registry !== undefined &&
+    image.startsWith(`${registry}/`) &&
+    isTenantRepository(image.slice(registry.length + 1))
+  );
 }
 
 /** The Secret (kubernetes.io/dockerconfigjson) in each account namespace that its pods pull with. */
@@ -50,10 +55,7 @@ const accountUserPattern = new RegExp(`^accounts/(${dnsLabel})$`);
 const buildUserPattern = new RegExp(`^builds/(${dnsLabel})/(${dnsLabel})$`);
 
 export type RegistryUser =
-  | { kind: 'operator' }
-  | { kind: 'node' }
-  | { kind: 'account'; namespace: string }
-  | { kind: 'build'; namespace: string; build: string };
+  { kind: 'operator' } | { kind: 'node' } | { kind: 'account'; namespace: string } | { kind: 'build'; namespace: string; build: string };
 
 /** Who a user name claims to be (before its password is checked); undefined for no one. */
 export function parseRegistryUser(name: string): RegistryUser | undefined {

@@ -33,7 +33,11 @@ export function parseAgentExecRequest(x: unknown): AgentExecRequest | string {
   const r = x as Record<string, unknown>;
   const str = (v: unknown, max: number) => typeof v === 'string' && v.length <= max;
   const int = (v: unknown, min: number, max: number) => typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max;
-  if (r.argv !== undefined && !(Array.isArray(r.argv) && r.argv.length >= 1 && r.argv.length <= 4096 && r.argv.every((a) => str(a, 128 * 1024)))) return 'argv: 1 to 4096 strings';
+  if (
+    r.argv !== undefined &&
+    !(Array.isArray(r.argv) && r.argv.length >= 1 && r.argv.length <= 4096 && r.argv.every((a) => str(a, 128 * 1024)))
+  )
+    return 'argv: 1 to 4096 strings';
   if (r.code !== undefined && !str(r.code, 4 * 1024 * 1024)) return 'code: a string up to 4 MiB';
   if (r.runtime !== undefined && !str(r.runtime, 63)) return 'runtime: a name';
   if ((r.argv === undefined) === (r.code === undefined)) return 'body: exactly one of argv and code';
@@ -41,7 +45,8 @@ export function parseAgentExecRequest(x: unknown): AgentExecRequest | string {
   if (r.cwd !== undefined && !(str(r.cwd, 4096) && (r.cwd as string).length > 0)) return 'cwd: a path';
   if (r.env !== undefined) {
     if (typeof r.env !== 'object' || r.env === null || Array.isArray(r.env)) return 'env: an object of strings';
-    for (const [k, v] of Object.entries(r.env)) if (!envName.test(k) || k.length > 256 || !str(v, 128 * 1024)) return `env.${k}: a variable name and a string value`;
+    for (const [k, v] of Object.entries(r.env))
+      if (!envName.test(k) || k.length > 256 || !str(v, 128 * 1024)) return `env.${k}: a variable name and a string value`;
   }
   if (r.stdin !== undefined && !str(r.stdin, 48 * 1024 * 1024)) return 'stdin: base64 up to 48 MiB';
   if (!int(r.timeoutMs, 1, 24 * 3600_000)) return 'timeoutMs: an integer of milliseconds';
@@ -71,9 +76,7 @@ export interface ExecResult {
 }
 
 /** One line of a streamed exec (NDJSON): output as it comes, then the result without the output. */
-export type ExecEvent =
-  | { type: 'stdout' | 'stderr'; data: string }
-  | ({ type: 'exit' } & Omit<ExecResult, 'stdout' | 'stderr'>);
+export type ExecEvent = { type: 'stdout' | 'stderr'; data: string } | ({ type: 'exit' } & Omit<ExecResult, 'stdout' | 'stderr'>);
 
 /**
  * The bearer token of one sandbox pod's agent: derived from the platform's key and the pod's name,

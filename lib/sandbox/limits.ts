@@ -25,7 +25,11 @@ export function quantity(q: string): number {
 
 /** A sandbox's resources with the defaults filled in. */
 export function resourcesOf(spec: Partial<SandboxResources> | undefined): SandboxResources {
-  return { cpu: spec?.cpu ?? defaultResources.cpu, memory: spec?.memory ?? defaultResources.memory, disk: spec?.disk ?? defaultResources.disk };
+  return {
+    cpu: spec?.cpu ?? defaultResources.cpu,
+    memory: spec?.memory ?? defaultResources.memory,
+    disk: spec?.disk ?? defaultResources.disk,
+  };
 }
 
 export function sameResources(a: SandboxResources, b: SandboxResources): boolean {

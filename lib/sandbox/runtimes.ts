@@ -18,10 +18,31 @@ export interface RuntimeDefinition {
 }
 
 export const runtimeCatalogue: readonly RuntimeDefinition[] = [
-  { name: 'python', language: 'Python', extension: '.py', aliases: ['python3', 'py'], run: ['python3', '-u'], version: ['python3', '--version'] },
-  { name: 'node', language: 'JavaScript', extension: '.mjs', aliases: ['javascript', 'js', 'nodejs'], run: ['node'], version: ['node', '--version'] },
+  {
+    name: 'python',
+    language: 'Python',
+    extension: '.py',
+    aliases: ['python3', 'py'],
+    run: ['python3', '-u'],
+    version: ['python3', '--version'],
+  },
+  {
+    name: 'node',
+    language: 'JavaScript',
+    extension: '.mjs',
+    aliases: ['javascript', 'js', 'nodejs'],
+    run: ['node'],
+    version: ['node', '--version'],
+  },
   // Node's own type stripping runs TypeScript with erasable syntax, with no compiler in the image.
-  { name: 'typescript', language: 'TypeScript', extension: '.ts', aliases: ['ts'], run: ['node', '--disable-warning=ExperimentalWarning'], version: ['node', '--version'] },
+  {
+    name: 'typescript',
+    language: 'TypeScript',
+    extension: '.ts',
+    aliases: ['ts'],
+    run: ['node', '--disable-warning=ExperimentalWarning'],
+    version: ['node', '--version'],
+  },
   { name: 'bash', language: 'Bash', extension: '.sh', aliases: ['sh', 'shell'], run: ['bash'], version: ['bash', '--version'] },
   { name: 'perl', language: 'Perl', extension: '.pl', aliases: [], run: ['perl'], version: ['perl', '-e', 'print $^V'] },
   { name: 'ruby', language: 'Ruby', extension: '.rb', aliases: ['rb'], run: ['ruby'], version: ['ruby', '--version'] },

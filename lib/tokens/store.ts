@@ -112,7 +112,13 @@ export class TokenStore {
    */
   async issue(
     accountId: string,
-    opts: { name?: string | undefined; restrictions?: Restriction[]; inherited?: Restriction[]; lineage?: string[]; expiresAt?: Date | undefined },
+    opts: {
+      name?: string | undefined;
+      restrictions?: Restriction[];
+      inherited?: Restriction[];
+      lineage?: string[];
+      expiresAt?: Date | undefined;
+    },
   ): Promise<{ token: string; record: TokenRecord }> {
     const { id, secret } = await this.signingKey();
     const now = this.clock();
@@ -139,7 +145,15 @@ export class TokenStore {
     this.remember(nonce, accountId, ancestors);
     return {
       token,
-      record: { nonce, name: opts.name ?? null, restrictions: caveats, createdAt: now, expiresAt: effective, lastUsedAt: null, revoked: false },
+      record: {
+        nonce,
+        name: opts.name ?? null,
+        restrictions: caveats,
+        createdAt: now,
+        expiresAt: effective,
+        lastUsedAt: null,
+        revoked: false,
+      },
     };
   }
 
@@ -259,7 +273,9 @@ export class TokenStore {
   private async owner(nonce: string): Promise<{ accountId: string; ancestors: string[] } | undefined> {
     const cached = this.tokens.get(nonce);
     if (cached) return cached;
-    const row = await this.db('api_tokens').where({ nonce }).first<{ account_id: string; ancestors: string[] } | undefined>('account_id', 'ancestors');
+    const row = await this.db('api_tokens')
+      .where({ nonce })
+      .first<{ account_id: string; ancestors: string[] } | undefined>('account_id', 'ancestors');
     if (!row) return undefined;
     return this.remember(nonce, row.account_id, row.ancestors);
   }

@@ -17,10 +17,7 @@ export const maxRestrictions = 64;
 export const actions = ['read', 'write', 'deploy', 'exec', 'admin'] as const;
 export type Action = (typeof actions)[number];
 
-export type Restriction =
-  | { kind: 'apps'; apps: string[] }
-  | { kind: 'actions'; actions: Action[] }
-  | { kind: 'expires'; at: Date };
+export type Restriction = { kind: 'apps'; apps: string[] } | { kind: 'actions'; actions: Action[] } | { kind: 'expires'; at: Date };
 
 export interface DecodedToken {
   /** Which server key signs the chain (for key rotation). */

@@ -114,7 +114,9 @@ export class WebhookDeliverer {
       for (const row of rows) {
         this.inFlight++;
         const attempt = this.attempt(row)
-          .catch((err: unknown) => this.opts.log.warn({ err, delivery: row.id }, 'Recording a webhook attempt failed; the claim runs out and it is tried again'))
+          .catch((err: unknown) =>
+            this.opts.log.warn({ err, delivery: row.id }, 'Recording a webhook attempt failed; the claim runs out and it is tried again'),
+          )
           .finally(() => {
             this.inFlight--;
             this.attempts.delete(attempt);
@@ -145,7 +147,10 @@ export class WebhookDeliverer {
 
   /** One POST of the delivery's stored body, signed with the endpoint's secrets. */
   private async send(row: ClaimedRow, now: Date): Promise<AttemptResult> {
-    const secrets = [row.secret, ...(row.previous_secret && row.previous_secret_until && row.previous_secret_until > now ? [row.previous_secret] : [])];
+    const secrets = [
+      row.secret,
+      ...(row.previous_secret && row.previous_secret_until && row.previous_secret_until > now ? [row.previous_secret] : []),
+    ];
     const timestamp = Math.floor(Date.now() / 1000);
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
@@ -153,7 +158,11 @@ export class WebhookDeliverer {
       const res = await request(row.url, {
         method: 'POST',
         body: row.payload,
-        headers: { 'content-type': 'application/json', 'user-agent': 'svc-webhooks/1', ...signedHeaders(secrets, row.id, timestamp, row.payload) },
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'svc-webhooks/1',
+          ...signedHeaders(secrets, row.id, timestamp, row.payload),
+        },
         dispatcher: this.opts.dispatcher,
         signal: AbortSignal.timeout(this.timeoutMs),
         headersTimeout: this.timeoutMs,
@@ -161,7 +170,13 @@ export class WebhookDeliverer {
       });
       const excerpt = await readExcerpt(res.body);
       const retryAfter = res.headers['retry-after'];
-      return { status: res.statusCode, error: undefined, excerpt, durationMs: elapsed(), retryAfterMs: parseRetryAfter(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter, now) };
+      return {
+        status: res.statusCode,
+        error: undefined,
+        excerpt,
+        durationMs: elapsed(),
+        retryAfterMs: parseRetryAfter(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter, now),
+      };
     } catch (err) {
       return { status: undefined, error: describe(err), excerpt: undefined, durationMs: elapsed(), retryAfterMs: undefined };
     }
@@ -192,7 +207,11 @@ export class WebhookDeliverer {
           last_status: r.status ?? null,
           last_error: r.error ?? null,
           locked_until: null,
-          ...(ok ? { status: 'succeeded' } : wait === undefined ? { status: 'failed' } : { next_attempt_at: new Date(now.getTime() + wait) }),
+          ...(ok
+            ? { status: 'succeeded' }
+            : wait === undefined
+              ? { status: 'failed' }
+              : { next_attempt_at: new Date(now.getTime() + wait) }),
         });
       // Redelivered meanwhile, or claimed by another process after this claim ran out: the attempt
       // stays recorded, and the outcome is the newer series'.
@@ -203,7 +222,10 @@ export class WebhookDeliverer {
         return;
       }
       if (r.status === 410) return this.disable(tx, row, now, 'the endpoint answered 410 Gone');
-      this.opts.log.warn({ ...log, error: r.error, retryInMs: wait }, wait === undefined ? 'Webhook delivery failed for good' : 'Webhook delivery failed; retrying');
+      this.opts.log.warn(
+        { ...log, error: r.error, retryInMs: wait },
+        wait === undefined ? 'Webhook delivery failed for good' : 'Webhook delivery failed; retrying',
+      );
       const [endpoint] = await tx('webhooks')
         .where({ id: row.webhook_id })
         .update({ failing_since: tx.raw('coalesce(failing_since, ?)', [now]) })
@@ -219,9 +241,14 @@ export class WebhookDeliverer {
     // First the account's event lock: a delivery being enqueued now is committed before the
     // cancel below sees the pending ones, or sees this endpoint disabled (outbox.ts).
     await lockEventLog(tx, row.account_id);
-    const n = await tx('webhooks').where({ id: row.webhook_id }).whereNull('disabled_at').update({ disabled_at: now, disabled_reason: reason });
+    const n = await tx('webhooks')
+      .where({ id: row.webhook_id })
+      .whereNull('disabled_at')
+      .update({ disabled_at: now, disabled_reason: reason });
     if (!n) return;
-    await tx('webhook_deliveries').where({ webhook_id: row.webhook_id, status: 'pending' }).update({ status: 'canceled', locked_until: null });
+    await tx('webhook_deliveries')
+      .where({ webhook_id: row.webhook_id, status: 'pending' })
+      .update({ status: 'canceled', locked_until: null });
     await recordEvent(tx, row.account_id, 'webhook.disabled', row.webhook_id, { url: row.url, reason });
     this.opts.log.warn({ webhook: row.webhook_id, reason }, 'Webhook endpoint disabled');
   }
@@ -248,6 +275,7 @@ async function readExcerpt(body: AsyncIterable<Buffer> & { destroy(): unknown })
 /** The attempt's error as one line; a timeout said plainly whichever of undici's timers fired. */
 function describe(err: unknown): string {
   const e = err as { name?: string; code?: string };
-  if (e.name === 'TimeoutError' || e.code === 'UND_ERR_HEADERS_TIMEOUT' || e.code === 'UND_ERR_BODY_TIMEOUT') return 'no answer within the timeout';
+  if (e.name === 'TimeoutError' || e.code === 'UND_ERR_HEADERS_TIMEOUT' || e.code === 'UND_ERR_BODY_TIMEOUT')
+    return 'no answer within the timeout';
   return errorLine(err, { withCause: true });
 }

@@ -46,10 +46,12 @@ export const newDeliveryId = (): string => `msg_${randomBytes(12).toString('base
 export async function enqueueDeliveries(tx: Knex.Transaction, accountId: string, event: EventJson): Promise<number> {
   // Under the account's event lock (recordEvent holds it), which disabling an endpoint takes too
   // (deliverer.ts): an endpoint is either disabled before this reads it, or cancels this delivery.
-  const endpoints = await tx('webhooks').where({ account_id: accountId }).whereNull('disabled_at').select<Array<{
-    id: string;
-    event_types: string[];
-  }>>('id', 'event_types');
+  const endpoints = await tx('webhooks').where({ account_id: accountId }).whereNull('disabled_at').select<
+    Array<{
+      id: string;
+      event_types: string[];
+    }>
+  >('id', 'event_types');
   const matching = endpoints.filter((w) => matchesFilters(event.type, w.event_types));
   if (!matching.length) return 0;
   const payload = deliveryBody(event);

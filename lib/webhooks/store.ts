@@ -90,7 +90,12 @@ export async function deleteWebhook(db: Db, accountId: string, id: string): Prom
 export const rotationOverlapMs = 24 * 3600_000;
 
 /** A new secret for the endpoint; the old one signs too until the overlap ends. Undefined: no such webhook. */
-export async function rotateSecret(db: Db, accountId: string, id: string, now: Date): Promise<{ webhook: Webhook; secret: string; previousUntil: Date } | undefined> {
+export async function rotateSecret(
+  db: Db,
+  accountId: string,
+  id: string,
+  now: Date,
+): Promise<{ webhook: Webhook; secret: string; previousUntil: Date } | undefined> {
   const secret = newSecret();
   const previousUntil = new Date(now.getTime() + rotationOverlapMs);
   const [row] = (await db('webhooks')
@@ -102,7 +107,10 @@ export async function rotateSecret(db: Db, accountId: string, id: string, now: D
 
 /** Enables a disabled endpoint again (its failure streak forgotten). Undefined: no such webhook. */
 export async function enableWebhook(db: Db, accountId: string, id: string): Promise<Webhook | undefined> {
-  const [row] = (await db('webhooks').where({ account_id: accountId, id }).update({ disabled_at: null, disabled_reason: null, failing_since: null }).returning('*')) as WebhookRow[];
+  const [row] = (await db('webhooks')
+    .where({ account_id: accountId, id })
+    .update({ disabled_at: null, disabled_reason: null, failing_since: null })
+    .returning('*')) as WebhookRow[];
   return row && toWebhook(row);
 }
 
@@ -172,8 +180,14 @@ export async function listDeliveries(
 }
 
 /** One delivery with its body and every attempt. Undefined: not the account's, or no such delivery. */
-export async function getDelivery(db: Db, accountId: string, webhookId: string, id: string): Promise<{ delivery: Delivery; payload: string; attempts: Attempt[] } | undefined> {
-  const row = (await db('webhook_deliveries').where({ account_id: accountId, webhook_id: webhookId, id }).first()) as DeliveryRow | undefined;
+export async function getDelivery(
+  db: Db,
+  accountId: string,
+  webhookId: string,
+  id: string,
+): Promise<{ delivery: Delivery; payload: string; attempts: Attempt[] } | undefined> {
+  const row = (await db('webhook_deliveries').where({ account_id: accountId, webhook_id: webhookId, id }).first()) as
+    DeliveryRow | undefined;
   if (!row) return undefined;
   const attempts = (await db('webhook_attempts').where({ delivery_id: id }).orderBy('id', 'asc')) as Array<{
     attempt: number;
@@ -186,7 +200,14 @@ export async function getDelivery(db: Db, accountId: string, webhookId: string, 
   return {
     delivery: toDelivery(row),
     payload: row.payload,
-    attempts: attempts.map((a) => ({ attempt: a.attempt, attemptedAt: a.attempted_at, durationMs: a.duration_ms, status: a.status, error: a.error, responseExcerpt: a.response_excerpt })),
+    attempts: attempts.map((a) => ({
+      attempt: a.attempt,
+      attemptedAt: a.attempted_at,
+      durationMs: a.duration_ms,
+      status: a.status,
+      error: a.error,
+      responseExcerpt: a.response_excerpt,
+    })),
   };
 }
 
@@ -203,7 +224,9 @@ export class WebhookDisabledError extends Error {
  */
 export async function redeliver(db: Db, accountId: string, webhookId: string, id: string, now: Date): Promise<Delivery | undefined> {
   return db.transaction(async (trx) => {
-    const endpoint = await trx('webhooks').where({ account_id: accountId, id: webhookId }).first<{ disabled_at: Date | null; disabled_reason: string | null } | undefined>('disabled_at', 'disabled_reason');
+    const endpoint = await trx('webhooks')
+      .where({ account_id: accountId, id: webhookId })
+      .first<{ disabled_at: Date | null; disabled_reason: string | null } | undefined>('disabled_at', 'disabled_reason');
     if (!endpoint) return undefined;
     const [row] = (await trx('webhook_deliveries')
       .where({ account_id: accountId, webhook_id: webhookId, id })

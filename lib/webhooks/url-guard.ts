@@ -60,7 +60,11 @@ export function isPublicAddress(address: string): boolean {
 
 /** Names that never leave the machine or the site, whatever a resolver says. */
 function isLocalName(host: string): boolean {
-  return host === 'localhost' || /\.(localhost|local|internal|intranet|lan|localdomain|home\.arpa|corp|private)$/.test(host) || !host.includes('.');
+  return (
+    host === 'localhost' ||
+    /\.(localhost|local|internal|intranet|lan|localdomain|home\.arpa|corp|private)$/.test(host) ||
+    !host.includes('.')
+  );
 }
 
 /** Returns why the URL is refused, or undefined when its form is acceptable (no DNS asked). */
@@ -75,8 +79,12 @@ export function webhookUrlProblem(raw: string, opts: { allowPrivate: boolean }):
   if (url.username || url.password) return 'url must not carry credentials';
   if (opts.allowPrivate) return undefined;
   // The WHATWG parser has already turned 2130706433, 0x7f.1 and 0177.0.0.1 into 127.0.0.1.
-  const host = url.hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '').toLowerCase();
-  if (isIP(host)) return isPublicAddress(host) ? undefined : `url must not point at a loopback, private, link-local or reserved address (${host})`;
+  const host = url.hostname
+    .replace(/^\[|\]$/g, '')
+    .replace(/\.$/, '')
+    .toLowerCase();
+  if (isIP(host))
+    return isPublicAddress(host) ? undefined : `url must not point at a loopback, private, link-local or reserved address (${host})`;
   if (isLocalName(host)) return `url must name a public host (${host} is local)`;
   return undefined;
 }
@@ -101,12 +109,17 @@ export function resolverFor(servers: readonly string[] | undefined): HostResolve
  * Every address `host` resolves to (A and AAAA), refusing the lot when any one is not public: a
  * name must not be able to point at a private service even as one of several answers.
  */
-export async function publicAddressesOf(host: string, resolver: HostResolver = systemResolver, isAllowed: (address: string) => boolean = isPublicAddress): Promise<string[]> {
+export async function publicAddressesOf(
+  host: string,
+  resolver: HostResolver = systemResolver,
+  isAllowed: (address: string) => boolean = isPublicAddress,
+): Promise<string[]> {
   if (isIP(host)) {
     if (!isAllowed(host)) throw new WebhookAddressError(`${host} is not a public address`, 'private');
     return [host];
   }
-  const settle = (p: Promise<string[]>) => p.catch((err: NodeJS.ErrnoException) => (err.code === 'ENODATA' || err.code === 'ENOTFOUND' ? [] : Promise.reject(err)));
+  const settle = (p: Promise<string[]>) =>
+    p.catch((err: NodeJS.ErrnoException) => (err.code === 'ENODATA' || err.code === 'ENOTFOUND' ? [] : Promise.reject(err)));
   const [v4, v6] = await Promise.all([settle(resolver.resolve4(host)), settle(resolver.resolve6(host))]);
   const all = [...v4, ...v6];
   if (!all.length) throw new WebhookAddressError(`${host} does not resolve`, 'unresolved');
@@ -131,10 +144,16 @@ export class WebhookAddressError extends Error {
  * that does not resolve yet (or a resolver that does not answer) is accepted: every delivery checks
  * again at connect time, which is the defence; this only turns a certain refusal into an early one.
  */
-export async function webhookUrlProblemResolved(raw: string, opts: { allowPrivate: boolean; resolver?: HostResolver }): Promise<string | undefined> {
+export async function webhookUrlProblemResolved(
+  raw: string,
+  opts: { allowPrivate: boolean; resolver?: HostResolver },
+): Promise<string | undefined> {
   const problem = webhookUrlProblem(raw, opts);
   if (problem || opts.allowPrivate) return problem;
-  const host = new URL(raw).hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '').toLowerCase();
+  const host = new URL(raw).hostname
+    .replace(/^\[|\]$/g, '')
+    .replace(/\.$/, '')
+    .toLowerCase();
   if (isIP(host)) return undefined;
   try {
     await publicAddressesOf(host, opts.resolver);

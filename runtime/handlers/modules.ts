@@ -33,7 +33,9 @@ export function toRequest(req: IncomingMessage, signal: AbortSignal): Request {
   const proto = firstHeader(req.headers['x-forwarded-proto'])?.split(',')[0]?.trim() === 'https' ? 'https' : 'http';
   const target = req.url?.startsWith('/') ? req.url : '/';
   // Only a host name (and port) as the authority: a Host like `a/b` would otherwise shift the path.
-  const host = /^[A-Za-z0-9.-]+(?::\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](?::\d{1,5})?$/.test(req.headers.host ?? '') ? req.headers.host! : 'localhost';
+  const host = /^[A-Za-z0-9.-]+(?::\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](?::\d{1,5})?$/.test(req.headers.host ?? '')
+    ? req.headers.host!
+    : 'localhost';
   const url = new URL(`${proto}://${host}${target}`);
   const headers = new Headers();
   for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i]!, req.rawHeaders[i + 1]!);
@@ -91,7 +93,8 @@ function entriesOf(mod: Record<string, unknown>): LoadedModule {
         : def && typeof def === 'object' && typeof def.handler === 'function'
           ? (def.handler as Entry)
           : undefined;
-  if (!byMethod.size && !fallback) throw new TypeError('the module exports no handler: export default function handler(req), or GET, POST, ...');
+  if (!byMethod.size && !fallback)
+    throw new TypeError('the module exports no handler: export default function handler(req), or GET, POST, ...');
   return { byMethod, fallback };
 }
 
@@ -107,13 +110,20 @@ function pick(mod: LoadedModule, method: string): Entry | { allow: string } {
 
 /** The CGI environment of a request (RFC 3875), plus the viewer and route params. */
 
-export function loadModule(copy: RunnableCopy, loaded: Map<string, Promise<LoadedModule>>, route: HandlerRoute, log: Logger): Promise<LoadedModule> {
+export function loadModule(
+  copy: RunnableCopy,
+  loaded: Map<string, Promise<LoadedModule>>,
+  route: HandlerRoute,
+  log: Logger,
+): Promise<LoadedModule> {
   let p = loaded.get(route.file);
   if (!p) {
     const failed = copy.broken.get(route.file);
     p = failed
       ? Promise.reject(failed)
-      : import(pathToFileURL(path.join(copy.cacheDir, runnablePath(route.file))).href).then((mod: Record<string, unknown>) => entriesOf(mod));
+      : import(pathToFileURL(path.join(copy.cacheDir, runnablePath(route.file))).href).then((mod: Record<string, unknown>) =>
+          entriesOf(mod),
+        );
     // Node keeps a module that failed to evaluate failed; so do we, logging it once.
     p.catch((err: unknown) => log.error({ err, route: route.pattern, file: route.file }, 'Handler module failed to load'));
     loaded.set(route.file, p);

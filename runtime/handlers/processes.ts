@@ -19,7 +19,12 @@ export interface ProcessContext {
   log: Logger;
 }
 
-export function cgiEnv(req: IncomingMessage, route: HandlerRoute, params: Record<string, string>, base: NodeJS.ProcessEnv = process.env): Record<string, string> {
+export function cgiEnv(
+  req: IncomingMessage,
+  route: HandlerRoute,
+  params: Record<string, string>,
+  base: NodeJS.ProcessEnv = process.env,
+): Record<string, string> {
   const env: Record<string, string> = {};
   // The app's own environment (its env vars and secrets), without anything a request could claim.
   for (const [k, v] of Object.entries(base)) if (v !== undefined && !/^(HTTP_|SVC_AUTH_|SVC_PARAM_)/.test(k)) env[k] = v;
@@ -95,7 +100,13 @@ function headEnd(buf: Buffer): { head: number; body: number } | undefined {
 }
 
 /** A per-request process once a slot is free; 503 when even the queue is full. */
-export async function runBoundedProcess(ctx: ProcessContext, route: HandlerRoute, params: Record<string, string>, req: IncomingMessage, res: ServerResponse): Promise<void> {
+export async function runBoundedProcess(
+  ctx: ProcessContext,
+  route: HandlerRoute,
+  params: Record<string, string>,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
   const { slots, log } = ctx;
   const gone = new AbortController();
   const leave = () => gone.abort();
@@ -116,13 +127,24 @@ export async function runBoundedProcess(ctx: ProcessContext, route: HandlerRoute
   }
 }
 
-function runProcess(ctx: ProcessContext, route: HandlerRoute, params: Record<string, string>, req: IncomingMessage, res: ServerResponse): Promise<void> {
+function runProcess(
+  ctx: ProcessContext,
+  route: HandlerRoute,
+  params: Record<string, string>,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
   const { base, timeoutMs, log } = ctx;
   const file = path.join(base, route.file);
   const interpreter = processInterpreters[path.extname(file).toLowerCase()]!;
   return new Promise<void>((resolve) => {
     // Its own process group, so a timeout or a client gone ends what the script started too.
-    const child = spawn(interpreter, [file], { cwd: path.dirname(file), env: cgiEnv(req, route, params), stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    const child = spawn(interpreter, [file], {
+      cwd: path.dirname(file),
+      env: cgiEnv(req, route, params),
+      stdio: ['pipe', 'pipe', 'pipe'],
+      detached: true,
+    });
     let killed = false;
     const kill = () => {
       killed = true;
@@ -137,7 +159,8 @@ function runProcess(ctx: ProcessContext, route: HandlerRoute, params: Record<str
     let finished = false;
     const finish = (status?: number, body?: string, err?: unknown) => {
       if (status && !res.headersSent) {
-        if (err) log.error({ err, route: route.pattern, file: route.file, url: req.url, stderr: stderr || undefined }, 'Handler process failed');
+        if (err)
+          log.error({ err, route: route.pattern, file: route.file, url: req.url, stderr: stderr || undefined }, 'Handler process failed');
         plainText(res, status, body ?? '');
       }
       if (!finished) {
@@ -218,7 +241,8 @@ function runProcess(ctx: ProcessContext, route: HandlerRoute, params: Record<str
       if (!res.headersSent) {
         finish(500, 'internal server error\n', new Error(`the process exited (${signal ?? `code ${code}`}) before its response head`));
       } else {
-        if (code !== 0 && !killed) log.error({ route: route.pattern, file: route.file, code, signal, stderr: stderr || undefined }, 'Handler process failed');
+        if (code !== 0 && !killed)
+          log.error({ route: route.pattern, file: route.file, code, signal, stderr: stderr || undefined }, 'Handler process failed');
         else if (stderr) log.info({ route: route.pattern, file: route.file, stderr }, 'Handler process wrote to stderr');
         if (!res.writableEnded) res.end();
         finish();

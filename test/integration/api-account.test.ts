@@ -52,7 +52,10 @@ describe('API account endpoints', () => {
     assert.equal(usage.end, '2026-03-15T12:00:00.000Z');
     assert.deepEqual(usage.meters, { machine_seconds: 3600 + 1800 + 3600, build_seconds: 90, sandbox_seconds: 0, stored_bytes: 5300 });
     const history = await get<{ history: Array<{ start: string; meters: Record<string, number> }> }>('/api/account/usage/history?months=3');
-    assert.deepEqual(history.history.map((h) => h.start), ['2026-03-01T00:00:00.000Z', '2026-02-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z']);
+    assert.deepEqual(
+      history.history.map((h) => h.start),
+      ['2026-03-01T00:00:00.000Z', '2026-02-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z'],
+    );
     assert.deepEqual(history.history[1]?.meters, { machine_seconds: 3600, build_seconds: 0, sandbox_seconds: 42, stored_bytes: 0 });
     const bad = await api.request('GET', '/api/account/usage/history?months=99');
     assert.equal(bad.status, 400);
@@ -69,7 +72,10 @@ describe('API account endpoints', () => {
     assert.match(created.secret, /^whsec_[A-Za-z0-9+/]{43}=$/);
     assert.deepEqual(created.events, ['deploy.live', 'sandbox.*']);
     const list = await get<{ webhooks: Array<{ id: string; url: string }> }>('/api/account/webhooks');
-    assert.deepEqual(list.webhooks.map((w) => w.url), ['https://hooks.example.com/svc']);
+    assert.deepEqual(
+      list.webhooks.map((w) => w.url),
+      ['https://hooks.example.com/svc'],
+    );
     assert.ok(!JSON.stringify(list).includes(created.secret));
     assert.equal((await api.request('DELETE', `/api/account/webhooks/${created.id}`)).status, 204);
     assert.deepEqual((await get<{ webhooks: unknown[] }>('/api/account/webhooks')).webhooks, []);
@@ -79,7 +85,10 @@ describe('API account endpoints', () => {
     for (const events of [['app.deployed'], ['deploy.*', 'nothing.*'], ['deploy.launched']]) {
       const res = await api.request('POST', '/api/account/webhooks', { body: { url: 'https://hooks.example.com/kinds', events } });
       assert.equal(res.status, 400, events.join());
-      assert.match(((await res.json()) as { error: string }).error, /unknown event kind .*; known: account\.created, .*deploy\.live.*, or prefix\.\* of /);
+      assert.match(
+        ((await res.json()) as { error: string }).error,
+        /unknown event kind .*; known: account\.created, .*deploy\.live.*, or prefix\.\* of /,
+      );
     }
     assert.deepEqual((await get<{ webhooks: unknown[] }>('/api/account/webhooks')).webhooks, []);
   });

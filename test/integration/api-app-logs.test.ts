@@ -100,7 +100,10 @@ describe('API app logs', () => {
 
   const setMachines = async (name: string, machines: number) => {
     // A merge patch: a get-then-replace races the controllers' own writes to the App (409).
-    await custom.patchNamespacedCustomObject({ group, version, namespace: ns, plural: 'apps', name, body: { spec: { machines } } }, mergePatch);
+    await custom.patchNamespacedCustomObject(
+      { group, version, namespace: ns, plural: 'apps', name, body: { spec: { machines } } },
+      mergePatch,
+    );
   };
 
   /** Lines of the not-followed log, once every one of `machines` has printed `atLeast` lines. */
@@ -204,10 +207,12 @@ describe('API app logs', () => {
     // Then lines printed after the request began, by each machine: their printed clock and their
     // kubelet timestamp are both later than the request.
     for (const m of [0, 1]) {
-      const fresh = parseTick(await reader.waitFor(`a line machine ${m} printed after the request`, (l) => {
-        const t = parseTick(l);
-        return t.machine === m && t.printed > started + 500;
-      }));
+      const fresh = parseTick(
+        await reader.waitFor(`a line machine ${m} printed after the request`, (l) => {
+          const t = parseTick(l);
+          return t.machine === m && t.printed > started + 500;
+        }),
+      );
       assert.ok(fresh.time > started, 'stamped after the request began');
     }
     // tail=1: one line from before the request per machine; then every line, in order, never repeated.
@@ -256,17 +261,21 @@ describe('API app logs', () => {
 
   it('ends a followed log when the app is deleted', async () => {
     await api.services.apps.create(ns, 'shortlived', { kind: 'container', image: images.python, command: talkerCommand });
-    const res = await eventually('a line of shortlived', async () => {
-      const r = await get('/api/apps/shortlived/logs?follow=true&tail=1');
-      const reader = new StreamReader(r);
-      try {
-        await reader.waitFor('a line', () => true, 3_000);
-        return reader;
-      } catch {
-        await r.body?.cancel().catch(() => undefined);
-        return undefined;
-      }
-    }, { timeoutMs: 60_000 });
+    const res = await eventually(
+      'a line of shortlived',
+      async () => {
+        const r = await get('/api/apps/shortlived/logs?follow=true&tail=1');
+        const reader = new StreamReader(r);
+        try {
+          await reader.waitFor('a line', () => true, 3_000);
+          return reader;
+        } catch {
+          await r.body?.cancel().catch(() => undefined);
+          return undefined;
+        }
+      },
+      { timeoutMs: 60_000 },
+    );
     await api.services.apps.delete(ns, 'shortlived');
     await eventually('the stream to end', () => res.ended, { timeoutMs: 30_000 });
   });

@@ -60,7 +60,12 @@ describe('API app metrics', () => {
 
   before(async () => {
     api = await startTestApi();
-    app = await api.services.apps.create(api.account.namespace, 'hog', { kind: 'container', image: images.node, command: ['node', '-e', hogScript], machines: 1 });
+    app = await api.services.apps.create(api.account.namespace, 'hog', {
+      kind: 'container',
+      image: images.node,
+      command: ['node', '-e', hogScript],
+      machines: 1,
+    });
     recorder = new RequestRecorder(api.db, { flushIntervalMs: 60_000 });
   });
   after(async () => {
@@ -78,7 +83,14 @@ describe('API app metrics', () => {
     // An earlier app of the same name (another uid) is not this app.
     sample(200, 10, '00000000-0000-4000-8000-000000000000');
     // Ten minutes ago: in the window, in another step.
-    recorder.record({ namespace: api.account.namespace, app: 'hog', appUid: app.id, status: 302, durationMs: 1, at: new Date(at.getTime() - 10 * 60_000) });
+    recorder.record({
+      namespace: api.account.namespace,
+      app: 'hog',
+      appUid: app.id,
+      status: 302,
+      durationMs: 1,
+      at: new Date(at.getTime() - 10 * 60_000),
+    });
     await recorder.flush();
     assert.equal(recorder.pendingMinutes, 0);
     // A second flush adds to the stored minute rather than replacing it.
@@ -94,9 +106,13 @@ describe('API app metrics', () => {
     assert.deepEqual(body.total, { requests: 8, status: { '2xx': 4, '3xx': 1, '4xx': 1, '5xx': 2 } });
     const last = body.points.at(-1)!;
     assert.deepEqual({ requests: last.requests, status: last.status }, { requests: 7, status: { '2xx': 4, '3xx': 0, '4xx': 1, '5xx': 2 } });
-    assert.equal(body.points.reduce((n, p) => n + p.requests, 0), 8);
+    assert.equal(
+      body.points.reduce((n, p) => n + p.requests, 0),
+      8,
+    );
     assert.equal(Date.parse(body.end) - Date.parse(body.start), 30 * 60_000);
-    for (let i = 1; i < body.points.length; i++) assert.equal(Date.parse(body.points[i]!.time) - Date.parse(body.points[i - 1]!.time), 300_000);
+    for (let i = 1; i < body.points.length; i++)
+      assert.equal(Date.parse(body.points[i]!.time) - Date.parse(body.points[i - 1]!.time), 300_000);
 
     // By ID as well as by name; the default window is the last hour in minutes.
     const byId = await get<RequestsBody>(`/api/apps/${app.id}/metrics/requests`);
@@ -140,7 +156,9 @@ describe('API app metrics', () => {
     assert.ok(m.memory_usage_bytes! >= m.memory_bytes!);
     assert.ok(Math.abs(Date.parse(m.sampled_at!) - Date.now()) < 60_000);
 
-    const summary = await get<{ requests: { total: number; per_second: number }; latency: { p50: number | null }; machines: Machine[] }>('/api/apps/hog/metrics/summary?since=15m');
+    const summary = await get<{ requests: { total: number; per_second: number }; latency: { p50: number | null }; machines: Machine[] }>(
+      '/api/apps/hog/metrics/summary?since=15m',
+    );
     assert.equal(summary.requests.total, 8);
     assert.ok(summary.requests.per_second > 0);
     assert.ok(summary.latency.p50 !== null);

@@ -42,18 +42,26 @@ describe('API apps', () => {
       return body.apps.find((a) => a.name === 'shop');
     });
     assert.equal(listed.id, created.id);
-    const withUrl = await eventually('the controller to report its URL', async () => {
-      const a = await json<AppBody>(await api.request('GET', '/api/apps/shop'), 200);
-      return a.url ? a : undefined;
-    }, { timeoutMs: 30_000 });
+    const withUrl = await eventually(
+      'the controller to report its URL',
+      async () => {
+        const a = await json<AppBody>(await api.request('GET', '/api/apps/shop'), 200);
+        return a.url ? a : undefined;
+      },
+      { timeoutMs: 30_000 },
+    );
     assert.equal(withUrl.url, 'http://shop.apps.localhost:8081');
-    const { machines } = await eventually('a machine in the list', async () => {
-      const body = await json<{ machines: Array<{ ordinal: number; node: string | null; state: string; address: string | null }> }>(
-        await api.request('GET', '/api/apps/shop/machines'),
-        200,
-      );
-      return body.machines.length && body.machines[0]!.node && body.machines[0]!.address ? body : undefined;
-    }, { timeoutMs: 30_000 });
+    const { machines } = await eventually(
+      'a machine in the list',
+      async () => {
+        const body = await json<{ machines: Array<{ ordinal: number; node: string | null; state: string; address: string | null }> }>(
+          await api.request('GET', '/api/apps/shop/machines'),
+          200,
+        );
+        return body.machines.length && body.machines[0]!.node && body.machines[0]!.address ? body : undefined;
+      },
+      { timeoutMs: 30_000 },
+    );
     assert.equal(machines[0]!.ordinal, 0);
     assert.match(machines[0]!.node!, /^local-[ab]$/);
     assert.match(machines[0]!.address ?? '', /^10\.244\./);
@@ -62,10 +70,14 @@ describe('API apps', () => {
   it('creates an app without an image as not deployed yet', async () => {
     const created = await json<AppBody>(await api.request('POST', '/api/apps', { body: { name: 'blog' } }), 201);
     assert.equal(created.kind, null);
-    const app = await eventually('the NotDeployed status', async () => {
-      const a = await json<AppBody>(await api.request('GET', '/api/apps/blog'), 200);
-      return a.status === 'NotDeployed' ? a : undefined;
-    }, { timeoutMs: 30_000 });
+    const app = await eventually(
+      'the NotDeployed status',
+      async () => {
+        const a = await json<AppBody>(await api.request('GET', '/api/apps/blog'), 200);
+        return a.status === 'NotDeployed' ? a : undefined;
+      },
+      { timeoutMs: 30_000 },
+    );
     assert.equal(app.ready, '0/0');
   });
 
@@ -91,16 +103,37 @@ describe('API apps', () => {
   it('keeps a token restricted to apps to those apps, by name and by ID', async () => {
     const blogOnly = attenuate(api.token, [{ kind: 'apps', apps: ['blog'] }]);
     const shop = await json<AppBody>(await api.request('GET', '/api/apps/shop'), 200);
-    assert.match((await json<{ error: string }>(await api.request('GET', `/api/apps/${shop.id}`, { token: blogOnly }), 403)).error, /token lacks app "shop"/);
-    assert.match((await json<{ error: string }>(await api.request('POST', '/api/apps', { token: blogOnly, body: { name: 'other' } }), 403)).error, /token lacks app "other"/);
+    assert.match(
+      (await json<{ error: string }>(await api.request('GET', `/api/apps/${shop.id}`, { token: blogOnly }), 403)).error,
+      /token lacks app "shop"/,
+    );
+    assert.match(
+      (await json<{ error: string }>(await api.request('POST', '/api/apps', { token: blogOnly, body: { name: 'other' } }), 403)).error,
+      /token lacks app "other"/,
+    );
     const visible = await json<{ apps: AppBody[] }>(await api.request('GET', '/api/apps', { token: blogOnly }), 200);
-    assert.deepEqual(visible.apps.map((a) => a.name), ['blog']);
+    assert.deepEqual(
+      visible.apps.map((a) => a.name),
+      ['blog'],
+    );
     // Operations not built yet resolve the app the same way: by name or ID, within the restriction.
     const blog = visible.apps[0]!;
-    assert.equal((await json<{ error: string }>(await api.request('GET', `/api/apps/${blog.id}/domains`, { token: blogOnly }), 501)).error, 'not_implemented');
-    assert.equal((await json<{ error: string }>(await api.request('GET', '/api/apps/blog/domains', { token: blogOnly }), 501)).error, 'not_implemented');
-    assert.match((await json<{ error: string }>(await api.request('GET', `/api/apps/${shop.id}/domains`, { token: blogOnly }), 403)).error, /token lacks app "shop"/);
-    assert.match((await json<{ error: string }>(await api.request('GET', '/api/apps/shop/domains', { token: blogOnly }), 403)).error, /token lacks app "shop"/);
+    assert.equal(
+      (await json<{ error: string }>(await api.request('GET', `/api/apps/${blog.id}/domains`, { token: blogOnly }), 501)).error,
+      'not_implemented',
+    );
+    assert.equal(
+      (await json<{ error: string }>(await api.request('GET', '/api/apps/blog/domains', { token: blogOnly }), 501)).error,
+      'not_implemented',
+    );
+    assert.match(
+      (await json<{ error: string }>(await api.request('GET', `/api/apps/${shop.id}/domains`, { token: blogOnly }), 403)).error,
+      /token lacks app "shop"/,
+    );
+    assert.match(
+      (await json<{ error: string }>(await api.request('GET', '/api/apps/shop/domains', { token: blogOnly }), 403)).error,
+      /token lacks app "shop"/,
+    );
     assert.match((await json<{ error: string }>(await api.request('POST', '/api/apps/nowhere/domains'), 404)).error, /app nowhere/);
   });
 
@@ -108,8 +141,14 @@ describe('API apps', () => {
     await json(await api.request('POST', '/api/apps', { body: { name: 'envy', image: 'busybox' } }), 201);
     const env = async () => (await json<{ env: Record<string, string> }>(await api.request('GET', '/api/apps/envy/env'), 200)).env;
     assert.deepEqual(await env(), {});
-    assert.deepEqual((await json<{ env: object }>(await api.request('PUT', '/api/apps/envy/env', { body: { A: '1', B: '2' } }), 200)).env, { A: '1', B: '2' });
-    assert.deepEqual((await json<{ env: object }>(await api.request('PATCH', '/api/apps/envy/env', { body: { B: null, C: '3' } }), 200)).env, { A: '1', C: '3' });
+    assert.deepEqual((await json<{ env: object }>(await api.request('PUT', '/api/apps/envy/env', { body: { A: '1', B: '2' } }), 200)).env, {
+      A: '1',
+      B: '2',
+    });
+    assert.deepEqual(
+      (await json<{ env: object }>(await api.request('PATCH', '/api/apps/envy/env', { body: { B: null, C: '3' } }), 200)).env,
+      { A: '1', C: '3' },
+    );
     assert.equal((await api.request('DELETE', '/api/apps/envy/env/A')).status, 204);
     assert.deepEqual(await env(), { C: '3' });
     await json(await api.request('DELETE', '/api/apps/envy/env/A'), 404);
@@ -122,19 +161,32 @@ describe('API apps', () => {
     const ns = api.account.namespace;
     const app = (await api.services.apps.find(ns, 'envy'))!;
     const current = app.spec.envSecretName!;
-    await eventually('a machine on the current env', async () => {
-      const pods = (await core.listNamespacedPod({ namespace: ns, labelSelector: 'svc.dev/app=envy' })).items.filter((p) => !p.metadata?.deletionTimestamp);
-      return pods.some((p) => p.spec?.containers[0]?.envFrom?.[0]?.secretRef?.name === current);
-    }, { timeoutMs: 30_000 });
+    await eventually(
+      'a machine on the current env',
+      async () => {
+        const pods = (await core.listNamespacedPod({ namespace: ns, labelSelector: 'svc.dev/app=envy' })).items.filter(
+          (p) => !p.metadata?.deletionTimestamp,
+        );
+        return pods.some((p) => p.spec?.containers[0]?.envFrom?.[0]?.secretRef?.name === current);
+      },
+      { timeoutMs: 30_000 },
+    );
     const secrets = await core.listNamespacedSecret({ namespace: ns, labelSelector: 'svc.dev/app=envy,svc.dev/env=true' });
-    assert.deepEqual(secrets.items.map((x) => x.metadata?.name), [current]);
+    assert.deepEqual(
+      secrets.items.map((x) => x.metadata?.name),
+      [current],
+    );
   });
 
   it('deletes an app with what it owns; the name can be reused', async () => {
     const res = await api.request('DELETE', '/api/apps/shop');
     assert.equal(res.status, 204);
     await eventually('the app to be gone', async () => (await api.request('GET', '/api/apps/shop')).status === 404);
-    await eventually('the name to be free again', async () => (await api.request('POST', '/api/apps', { body: { name: 'shop' } })).status === 201, { timeoutMs: 30_000 });
+    await eventually(
+      'the name to be free again',
+      async () => (await api.request('POST', '/api/apps', { body: { name: 'shop' } })).status === 201,
+      { timeoutMs: 30_000 },
+    );
     await json(await api.request('DELETE', '/api/apps/nope'), 404);
   });
 });

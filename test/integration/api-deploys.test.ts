@@ -43,10 +43,14 @@ describe('API deploys', () => {
   };
   const deployFiles = (app: string, files: Record<string, string>) => api.request('POST', `/api/apps/${app}/deploy`, { body: { files } });
   const settled = (id: string, timeoutMs = 60_000) =>
-    eventually(`deploy ${id} to settle`, async () => {
-      const d = await json<DeployBody>(await api.request('GET', `/api/deploys/${id}`), 200);
-      return d.status === 'live' || d.status === 'failed' ? d : undefined;
-    }, { timeoutMs, intervalMs: 100 });
+    eventually(
+      `deploy ${id} to settle`,
+      async () => {
+        const d = await json<DeployBody>(await api.request('GET', `/api/deploys/${id}`), 200);
+        return d.status === 'live' || d.status === 'failed' ? d : undefined;
+      },
+      { timeoutMs, intervalMs: 100 },
+    );
   /** Settled, and live: a failure names its reason. */
   const live = async (id: string) => {
     const d = await settled(id);
@@ -56,11 +60,15 @@ describe('API deploys', () => {
   const served = async (app: string, want: string, pathName = '/') => {
     let last = 'no ready endpoint';
     try {
-      return await eventually(`${app} to serve ${JSON.stringify(want)}`, async () => {
-        const r = await getFromApp(ns, app, pathName);
-        if (r) last = `${r.status} ${r.body.slice(0, 200)}`;
-        return r && r.status === 200 && r.body.includes(want) ? r : undefined;
-      }, { timeoutMs: 60_000, intervalMs: 100 });
+      return await eventually(
+        `${app} to serve ${JSON.stringify(want)}`,
+        async () => {
+          const r = await getFromApp(ns, app, pathName);
+          if (r) last = `${r.status} ${r.body.slice(0, 200)}`;
+          return r && r.status === 200 && r.body.includes(want) ? r : undefined;
+        },
+        { timeoutMs: 60_000, intervalMs: 100 },
+      );
     } catch (err) {
       throw new Error(`${(err as Error).message}; last answer: ${last}`, { cause: err });
     }
@@ -84,11 +92,18 @@ describe('API deploys', () => {
     // The artifact is served by digest, to a machine's credential, and is the bytes that hash to it.
     const { mintArtifactCredential } = await import('../../lib/artifacts/credential.js');
     const key = api.services.config.deploys.artifactKey!;
-    const credential = (digest: string) => ({ authorization: `Bearer ${mintArtifactCredential(key, digest, new Date(api.clock.now.getTime() + 60_000))}` });
+    const credential = (digest: string) => ({
+      authorization: `Bearer ${mintArtifactCredential(key, digest, new Date(api.clock.now.getTime() + 60_000))}`,
+    });
     const artifact = await fetch(`${api.url}/artifacts/${d.digest}`, { headers: credential(d.digest!) });
     assert.equal(artifact.status, 200);
     const { createHash } = await import('node:crypto');
-    assert.equal(`sha256:${createHash('sha256').update(Buffer.from(await artifact.arrayBuffer())).digest('hex')}`, d.digest);
+    assert.equal(
+      `sha256:${createHash('sha256')
+        .update(Buffer.from(await artifact.arrayBuffer()))
+        .digest('hex')}`,
+      d.digest,
+    );
     const missing = `sha256:${'0'.repeat(64)}`;
     assert.equal((await fetch(`${api.url}/artifacts/${missing}`, { headers: credential(missing) })).status, 404);
   });
@@ -112,13 +127,19 @@ describe('API deploys', () => {
     assert.ok(samples.length > 20, `polled continuously (${samples.length} requests)`);
     const list = await json<{ deploys: DeployBody[] }>(await api.request('GET', '/api/apps/site/deploys'), 200);
     assert.deepEqual(list.deploys.map((d) => d.id).slice(0, 2), [back.id, v2.id], 'newest first');
-    assert.deepEqual(list.deploys.filter((d) => d.current).map((d) => d.id), [back.id]);
+    assert.deepEqual(
+      list.deploys.filter((d) => d.current).map((d) => d.id),
+      [back.id],
+    );
     // Rolling back to a named deploy.
     const named = await json<DeployBody>(await api.request('POST', '/api/apps/site/rollback', { body: { deploy_id: v2.id } }), 202);
     await live(named.id);
     await served('site', '<h1>v2</h1>');
     // Each rollback is in the event log, naming the deploy it returned to.
-    const rolled = await json<{ events: Array<{ data: { deploy: string; to: string } }> }>(await api.request('GET', '/api/events?kinds=deploy.rolled_back&app=site'), 200);
+    const rolled = await json<{ events: Array<{ data: { deploy: string; to: string } }> }>(
+      await api.request('GET', '/api/events?kinds=deploy.rolled_back&app=site'),
+      200,
+    );
     assert.deepEqual(
       rolled.events.map((e) => [e.data.deploy, e.data.to]),
       [
@@ -132,7 +153,10 @@ describe('API deploys', () => {
     const poller = new Poller(ns, 'site');
     try {
       const before = await json<{ current_deploy: string }>(await api.request('GET', '/api/apps/site'), 200);
-      const bad = await json<DeployBody>(await api.request('POST', '/api/apps/site/deploy', { body: { image: 'registry.example/not-runnable:1' } }), 202);
+      const bad = await json<DeployBody>(
+        await api.request('POST', '/api/apps/site/deploy', { body: { image: 'registry.example/not-runnable:1' } }),
+        202,
+      );
       const failed = await settled(bad.id);
       assert.equal(failed.status, 'failed');
       assert.match(failed.reason ?? '', /ErrImagePull|ImagePullBackOff/);
@@ -170,7 +194,11 @@ describe('API deploys', () => {
       writeFileSync(path.join(dir, 'tree/guide/start.md'), '# Start\n\nStep *one*.\n');
       execFileSync('tar', ['-czf', path.join(dir, 'site.tgz'), '-C', path.join(dir, 'tree'), '.']);
       const body = readFileSync(path.join(dir, 'site.tgz'));
-      const res = await fetch(`${api.url}/api/apps/docs/deploy`, { method: 'POST', headers: { authorization: `Bearer ${api.token}`, 'content-type': 'application/gzip' }, body });
+      const res = await fetch(`${api.url}/api/apps/docs/deploy`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${api.token}`, 'content-type': 'application/gzip' },
+        body,
+      });
       const d = await json<DeployBody>(res, 202);
       assert.equal(d.kind, 'markdown');
       assert.equal(d.origin, 'tarball');
@@ -186,12 +214,17 @@ describe('API deploys', () => {
 
   it('forks an app with its deploy and env, and serves previews on their own hostnames', async () => {
     await json(await api.request('PUT', '/api/apps/site/env', { body: { GREETING: 'hi' } }), 200);
-    const fork = await json<{ app: { name: string }; deploy: DeployBody }>(await api.request('POST', '/api/apps/site/fork', { body: { name: 'site-copy' } }), 201);
+    const fork = await json<{ app: { name: string }; deploy: DeployBody }>(
+      await api.request('POST', '/api/apps/site/fork', { body: { name: 'site-copy' } }),
+      201,
+    );
     assert.equal(fork.app.name, 'site-copy');
     assert.equal(fork.deploy.origin, 'fork');
     await live(fork.deploy.id);
     await served('site-copy', '<h1>v2</h1>');
-    assert.deepEqual((await json<{ env: Record<string, string> }>(await api.request('GET', '/api/apps/site-copy/env'), 200)).env, { GREETING: 'hi' });
+    assert.deepEqual((await json<{ env: Record<string, string> }>(await api.request('GET', '/api/apps/site-copy/env'), 200)).env, {
+      GREETING: 'hi',
+    });
     const copy = await api.services.apps.find(ns, 'site-copy');
     assert.equal(copy?.generation, 1, 'created whole in one write: its first machines already have the env');
     const secret = await api.kube.core.readNamespacedSecret({ namespace: ns, name: copy.spec.envSecretName! });
@@ -206,13 +239,22 @@ describe('API deploys', () => {
     await live(created.deploy.id);
     await served('site--pr-7', 'preview of pr-7');
     const listed = await eventually('the preview in the list', async () => {
-      const l = await json<{ previews: Array<{ ref: string; url: string | null }> }>(await api.request('GET', '/api/apps/site/previews'), 200);
+      const l = await json<{ previews: Array<{ ref: string; url: string | null }> }>(
+        await api.request('GET', '/api/apps/site/previews'),
+        200,
+      );
       return l.previews[0]?.url ? l : undefined;
     });
-    assert.deepEqual(listed.previews.map((p) => [p.ref, p.url]), [['pr-7', 'http://site--pr-7.apps.localhost:8081']]);
+    assert.deepEqual(
+      listed.previews.map((p) => [p.ref, p.url]),
+      [['pr-7', 'http://site--pr-7.apps.localhost:8081']],
+    );
     const apps = await json<{ apps: Array<{ name: string }> }>(await api.request('GET', '/api/apps'), 200);
     assert.ok(!apps.apps.some((a) => a.name === 'site--pr-7'), 'previews are listed under their app, not as apps');
-    const redeploy = await json<DeployBody>(await api.request('POST', '/api/apps/site/previews/pr-7/deploy', { body: { files: { 'index.html': 'pr-7 again' } } }), 202);
+    const redeploy = await json<DeployBody>(
+      await api.request('POST', '/api/apps/site/previews/pr-7/deploy', { body: { files: { 'index.html': 'pr-7 again' } } }),
+      202,
+    );
     await live(redeploy.id);
     await served('site--pr-7', 'pr-7 again');
     await served('site', '<h1>v2</h1>');
@@ -229,16 +271,30 @@ describe('API deploys', () => {
     assert.equal((await json<{ expires_at: string | null }>(await api.request('GET', '/api/apps/brief'), 200)).expires_at, null);
     // Read-your-writes: a GET right after each write shows it (reads come from the informer cache).
     for (let i = 0; i < 10; i++) {
-      const put = await json<{ expires_at: string }>(await api.request('PUT', '/api/apps/brief/expiry', { body: { ttl: `${i + 2}h` } }), 200);
-      assert.equal((await json<{ expires_at: string | null }>(await api.request('GET', '/api/apps/brief'), 200)).expires_at, put.expires_at);
+      const put = await json<{ expires_at: string }>(
+        await api.request('PUT', '/api/apps/brief/expiry', { body: { ttl: `${i + 2}h` } }),
+        200,
+      );
+      assert.equal(
+        (await json<{ expires_at: string | null }>(await api.request('GET', '/api/apps/brief'), 200)).expires_at,
+        put.expires_at,
+      );
       assert.equal((await api.request('DELETE', '/api/apps/brief/expiry')).status, 204);
       assert.equal((await json<{ expires_at: string | null }>(await api.request('GET', '/api/apps/brief'), 200)).expires_at, null);
     }
-    await json(await api.request('PUT', '/api/apps/brief/expiry', { body: { expires_at: new Date(Date.now() + 2000).toISOString() } }), 200);
-    await eventually('the expired app to be deleted', async () => (await api.request('GET', '/api/apps/brief')).status === 404, { timeoutMs: 30_000 });
+    await json(
+      await api.request('PUT', '/api/apps/brief/expiry', { body: { expires_at: new Date(Date.now() + 2000).toISOString() } }),
+      200,
+    );
+    await eventually('the expired app to be deleted', async () => (await api.request('GET', '/api/apps/brief')).status === 404, {
+      timeoutMs: 30_000,
+    });
     // A deploy whose app is deleted before it goes live ends, rather than staying in flight.
     await json(await api.request('POST', '/api/apps', { body: { name: 'gone' } }), 201);
-    const orphan = await json<DeployBody>(await api.request('POST', '/api/apps/gone/deploy', { body: { image: images.node, command: ['sleep', '600'] } }), 202);
+    const orphan = await json<DeployBody>(
+      await api.request('POST', '/api/apps/gone/deploy', { body: { image: images.node, command: ['sleep', '600'] } }),
+      202,
+    );
     assert.equal((await api.request('DELETE', '/api/apps/gone')).status, 204);
     const ended = await settled(orphan.id, 30_000);
     assert.equal(ended.status, 'failed');
@@ -259,25 +315,44 @@ describe('API deploys', () => {
     await refuse(await api.request('POST', '/api/apps/nope/deploy', { body: { files: { 'index.html': 'x' } } }), 404, /app nope not found/);
     await refuse(await api.request('GET', '/api/deploys/dep-nope'), 404, /deploy dep-nope not found/);
     await refuse(await api.request('POST', '/api/apps/site/deploy', { body: { compose: 'services: [oops' } }), 400, /compose/);
-    await refuse(await api.request('POST', '/api/apps/site/deploy', { body: { compose: 'services:\n  web:\n    build: .\n' } }), 400, /services\.web\.build is not supported/);
-    await refuse(await api.request('POST', '/api/apps/site/deploy', { body: { compose: 'services:\n  a:\n    image: x\n  b:\n    image: y\n' } }), 400, /none of the services a, b publishes a port/);
+    await refuse(
+      await api.request('POST', '/api/apps/site/deploy', { body: { compose: 'services:\n  web:\n    build: .\n' } }),
+      400,
+      /services\.web\.build is not supported/,
+    );
+    await refuse(
+      await api.request('POST', '/api/apps/site/deploy', { body: { compose: 'services:\n  a:\n    image: x\n  b:\n    image: y\n' } }),
+      400,
+      /none of the services a, b publishes a port/,
+    );
     await refuse(await api.request('POST', '/api/apps/site/deploy', { body: { files: { '../etc/passwd': 'x' } } }), 400, /files/);
     await refuse(await api.request('POST', '/api/apps/site/deploy', { body: { files: {} } }), 400, /no files/);
     await refuse(await api.request('POST', '/api/apps/site/deploy', { body: {} }), 400, /send files, image, compose/);
     const big = Buffer.alloc(uploadLimit + 1024, 7);
     await refuse(
-      await fetch(`${api.url}/api/apps/site/deploy`, { method: 'POST', headers: { authorization: `Bearer ${api.token}`, 'content-type': 'application/gzip' }, body: big }),
+      await fetch(`${api.url}/api/apps/site/deploy`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${api.token}`, 'content-type': 'application/gzip' },
+        body: big,
+      }),
       413,
       /larger than/,
     );
     await refuse(
-      await fetch(`${api.url}/api/apps/site/deploy`, { method: 'POST', headers: { authorization: `Bearer ${api.token}`, 'content-type': 'application/gzip' }, body: Buffer.from('not a tarball') }),
+      await fetch(`${api.url}/api/apps/site/deploy`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${api.token}`, 'content-type': 'application/gzip' },
+        body: Buffer.from('not a tarball'),
+      }),
       400,
       /archive/,
     );
     const deploysAfter = (await json<{ deploys: DeployBody[] }>(await api.request('GET', '/api/apps/site/deploys'), 200)).deploys.length;
     assert.equal(deploysAfter, deploysBefore, 'no deploy recorded');
-    assert.equal((await json<{ current_deploy: string }>(await api.request('GET', '/api/apps/site'), 200)).current_deploy, appBefore.current_deploy);
+    assert.equal(
+      (await json<{ current_deploy: string }>(await api.request('GET', '/api/apps/site'), 200)).current_deploy,
+      appBefore.current_deploy,
+    );
     const { readdirSync } = await import('node:fs');
     assert.deepEqual(readdirSync(path.join(api.services.config.deploys.artifactDir, 'tmp')), [], 'no staged upload left');
   });
@@ -308,17 +383,28 @@ describe('API deploys', () => {
       return m.machines[0]?.state === 'running' && m.machines[0].node ? m.machines[0] : undefined;
     });
     const poller = new Poller(ns, 'site');
-    const moved = await json<{ ordinal: number; from: string; to: string }>(await api.request('POST', '/api/apps/site/machines/0/migrate', { body: {} }), 202);
+    const moved = await json<{ ordinal: number; from: string; to: string }>(
+      await api.request('POST', '/api/apps/site/machines/0/migrate', { body: {} }),
+      202,
+    );
     assert.equal(moved.from, before.node);
     assert.notEqual(moved.to, before.node);
-    await eventually('machine 0 running on the other node', async () => {
-      const m = await json<Machines>(await api.request('GET', '/api/apps/site/machines'), 200);
-      return m.machines.length === 1 && m.machines[0]!.node === moved.to && m.machines[0]!.state === 'running';
-    }, { timeoutMs: 60_000 });
-    await eventually('only the new machine left', async () => {
-      const pods = await api.kube.core.listNamespacedPod({ namespace: ns, labelSelector: 'svc.dev/app=site' });
-      return pods.items.length === 1 && pods.items[0]!.spec?.nodeName === moved.to;
-    }, { timeoutMs: 30_000 });
+    await eventually(
+      'machine 0 running on the other node',
+      async () => {
+        const m = await json<Machines>(await api.request('GET', '/api/apps/site/machines'), 200);
+        return m.machines.length === 1 && m.machines[0]!.node === moved.to && m.machines[0]!.state === 'running';
+      },
+      { timeoutMs: 60_000 },
+    );
+    await eventually(
+      'only the new machine left',
+      async () => {
+        const pods = await api.kube.core.listNamespacedPod({ namespace: ns, labelSelector: 'svc.dev/app=site' });
+        return pods.items.length === 1 && pods.items[0]!.spec?.nodeName === moved.to;
+      },
+      { timeoutMs: 30_000 },
+    );
     await poller.more(20);
     await poller.stop();
     assert.deepEqual(poller.failures(), [], 'no failed request during the move');
@@ -330,12 +416,16 @@ describe('API deploys', () => {
 
   it('deploys a handler tree: routes answered by its modules, the rest static, handler source never served', async () => {
     await json(await api.request('POST', '/api/apps', { body: { name: 'fns' } }), 201);
-    const refused = await json<{ error: string }>(await deployFiles('fns', { 'api/hello.rb': 'puts 1', 'api/ok.js': 'export default () => 1' }), 400);
+    const refused = await json<{ error: string }>(
+      await deployFiles('fns', { 'api/hello.rb': 'puts 1', 'api/ok.js': 'export default () => 1' }),
+      400,
+    );
     assert.match(refused.error, /api\/hello\.rb/, 'names what the runtime cannot run');
     const d = await json<DeployBody>(
       await deployFiles('fns', {
         'api/hello.js': "export default (req) => 'hello from a handler at ' + new URL(req.url).pathname;\n",
-        'api/users/[id].ts': 'export default (req: Request, { params }: { params: { id: string } }) => ({ user: params.id, who: req.headers.get(\'x-svc-auth-subject\') });\n',
+        'api/users/[id].ts':
+          "export default (req: Request, { params }: { params: { id: string } }) => ({ user: params.id, who: req.headers.get('x-svc-auth-subject') });\n",
         'handlers/time.mjs': "export const GET = () => new Response('tick', { headers: { 'x-handler': 'time' } });\n",
         'about.html': '<h1>about the functions</h1>',
       }),
@@ -382,7 +472,10 @@ describe('API deploys', () => {
         (err: { code: number; stderr: string }) => err,
       );
       assert.equal(failed?.code, 1);
-      assert.match(failed?.stderr ?? '', /failed: machine 0: container app: (ErrImagePull|ImagePullBackOff).*the previous deploy keeps serving/);
+      assert.match(
+        failed?.stderr ?? '',
+        /failed: machine 0: container app: (ErrImagePull|ImagePullBackOff).*the previous deploy keeps serving/,
+      );
       await served('from-cli', '<h1>from the CLI</h1>');
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -394,13 +487,18 @@ describe('API deploys', () => {
     const authOf = async (name: string) => ((await api.services.apps.find(ns, name))?.spec as { auth?: Auth } | undefined)?.auth;
     await json(await api.request('POST', '/api/apps', { body: { name: 'guarded' } }), 201);
     const admit = { owner: true, emails: ['ada@example.com'] };
-    const compose = 'x-svc:\n  auth:\n    owner: true\n    emails: [" Ada@Example.com"]\n    paths: [/admin/**]\n    except: [/admin/help]\n';
+    const compose =
+      'x-svc:\n  auth:\n    owner: true\n    emails: [" Ada@Example.com"]\n    paths: [/admin/**]\n    except: [/admin/help]\n';
     const files = {
       'index.html': '<h1>guarded</h1>',
-      'members.html': '<head><meta name="svc-auth" content="owner"><meta name="svc-auth-emails" content="ada@example.com"></head><p>members</p>',
+      'members.html':
+        '<head><meta name="svc-auth" content="owner"><meta name="svc-auth-emails" content="ada@example.com"></head><p>members</p>',
       'notes.md': '---\nidentity: {owner: true, emails: [ada@example.com]}\n---\n# notes\n',
     };
-    const d = await json<DeployBody & { summary: { auth?: { rules: number } } }>(await api.request('POST', '/api/apps/guarded/deploy', { body: { compose, files } }), 202);
+    const d = await json<DeployBody & { summary: { auth?: { rules: number } } }>(
+      await api.request('POST', '/api/apps/guarded/deploy', { body: { compose, files } }),
+      202,
+    );
     assert.equal(d.origin, 'compose');
     assert.equal(d.summary.auth?.rules, 3);
     const expected = [
@@ -408,15 +506,28 @@ describe('API deploys', () => {
       { mode: 'auth', source: 'members.html', paths: ['/members.html', '/members'], admit },
       { mode: 'identity', source: 'notes.md', paths: ['/notes.md'], admit },
     ];
-    assert.deepEqual(await eventually('the App to carry the policy', async () => ((await authOf('guarded'))?.rules.length === 3 ? authOf('guarded') : undefined)), { rules: expected });
+    assert.deepEqual(
+      await eventually('the App to carry the policy', async () =>
+        (await authOf('guarded'))?.rules.length === 3 ? authOf('guarded') : undefined,
+      ),
+      { rules: expected },
+    );
     await live(d.id);
     // A deploy that declares nothing is public; rolling back restores the policy of the deploy it returns to.
     const open = await json<DeployBody>(await deployFiles('guarded', { 'index.html': '<h1>open</h1>' }), 202);
-    assert.equal(await eventually('the policy to be removed', async () => ((await authOf('guarded')) === undefined ? 'gone' : undefined)), 'gone');
+    assert.equal(
+      await eventually('the policy to be removed', async () => ((await authOf('guarded')) === undefined ? 'gone' : undefined)),
+      'gone',
+    );
     await live(open.id);
     const back = await json<DeployBody>(await api.request('POST', '/api/apps/guarded/rollback', { body: {} }), 202);
     assert.equal(back.origin_deploy, d.id);
-    assert.deepEqual(await eventually('the policy to be restored', async () => ((await authOf('guarded'))?.rules.length === 3 ? authOf('guarded') : undefined)), { rules: expected });
+    assert.deepEqual(
+      await eventually('the policy to be restored', async () =>
+        (await authOf('guarded'))?.rules.length === 3 ? authOf('guarded') : undefined,
+      ),
+      { rules: expected },
+    );
     // A fork keeps it.
     await json(await api.request('POST', '/api/apps/guarded/fork', { body: { name: 'guarded-fork' } }), 201);
     assert.deepEqual(await authOf('guarded-fork'), { rules: expected });
@@ -425,18 +536,35 @@ describe('API deploys', () => {
   it('refuses an invalid authentication policy with 400 naming the file and the field, storing nothing', async () => {
     await json(await api.request('POST', '/api/apps', { body: { name: 'unsure' } }), 201);
     const d = await json<DeployBody>(await deployFiles('unsure', { 'index.html': '<h1>public</h1>' }), 202);
-    const refuse = async (body: unknown, pattern: RegExp) => assert.match((await json<{ error: string }>(await api.request('POST', '/api/apps/unsure/deploy', { body }), 400)).error, pattern);
-    await refuse({ compose: 'x-svc:\n  auth: {emails: [bob]}\n', files: { 'index.html': 'x' } }, /compose: x-svc\.auth\.emails\[0\]: "bob" is not an email address/);
-    await refuse({ compose: 'services:\n  web:\n    image: node:20\n    x-svc: {auth: {owner: false}}\n' }, /compose: services\.web\.x-svc\.auth\.owner: /);
-    await refuse({ files: { 'index.html': '<meta name="svc-auth" content="everyone">' } }, /index\.html: meta svc-auth: "everyone" is not a provider/);
-    await refuse({ files: { 'a.html': '<meta name="svc-auth-paths" content="/x/*"><meta name="svc-auth" content="owner">' } }, /a\.html: meta svc-auth-paths: /);
+    const refuse = async (body: unknown, pattern: RegExp) =>
+      assert.match((await json<{ error: string }>(await api.request('POST', '/api/apps/unsure/deploy', { body }), 400)).error, pattern);
+    await refuse(
+      { compose: 'x-svc:\n  auth: {emails: [bob]}\n', files: { 'index.html': 'x' } },
+      /compose: x-svc\.auth\.emails\[0\]: "bob" is not an email address/,
+    );
+    await refuse(
+      { compose: 'services:\n  web:\n    image: node:20\n    x-svc: {auth: {owner: false}}\n' },
+      /compose: services\.web\.x-svc\.auth\.owner: /,
+    );
+    await refuse(
+      { files: { 'index.html': '<meta name="svc-auth" content="everyone">' } },
+      /index\.html: meta svc-auth: "everyone" is not a provider/,
+    );
+    await refuse(
+      { files: { 'a.html': '<meta name="svc-auth-paths" content="/x/*"><meta name="svc-auth" content="owner">' } },
+      /a\.html: meta svc-auth-paths: /,
+    );
     await refuse({ files: { 'index.md': '---\nauth: {}\n---\n# x\n' } }, /index\.md: front matter auth: admits nobody/);
     await refuse(
       { compose: 'x-svc: {auth: owner}\n', files: { 'index.html': '<meta name="svc-auth" content="idp">' } },
       /index\.html: meta svc-auth: admits idp any, but compose \(x-svc\.auth\) admits owner/,
     );
     const deploys = (await json<{ deploys: DeployBody[] }>(await api.request('GET', '/api/apps/unsure/deploys'), 200)).deploys;
-    assert.deepEqual(deploys.map((x) => x.id), [d.id], 'no deploy recorded');
+    assert.deepEqual(
+      deploys.map((x) => x.id),
+      [d.id],
+      'no deploy recorded',
+    );
     assert.equal((await api.services.apps.find(ns, 'unsure'))?.spec.deployId, d.id, 'the App is unchanged');
     const { readdirSync } = await import('node:fs');
     assert.deepEqual(readdirSync(path.join(api.services.config.deploys.artifactDir, 'tmp')), [], 'no staged upload left');

@@ -110,7 +110,11 @@ describe('API errors', () => {
   });
 
   it('413 for a body over the limit, before reading it', async () => {
-    await expectError(await api.request('POST', '/api/account/tokens', { body: { name: 'x'.repeat(4096) } }), 413, /larger than 2048 bytes/);
+    await expectError(
+      await api.request('POST', '/api/account/tokens', { body: { name: 'x'.repeat(4096) } }),
+      413,
+      /larger than 2048 bytes/,
+    );
   });
 
   it('415 for a JSON write without Content-Type: application/json', async () => {
@@ -136,7 +140,10 @@ describe('API errors', () => {
         } else await res.body?.cancel();
       }
       assert.deepEqual(statuses.slice(0, 5), [200, 200, 200, 200, 200]);
-      assert.ok(statuses.slice(5).every((s) => s === 429), statuses.join(','));
+      assert.ok(
+        statuses.slice(5).every((s) => s === 429),
+        statuses.join(','),
+      );
       assert.match(retryAfter ?? '', /^[1-9]\d*$/);
       // A narrowed copy shares its root's budget.
       const copy = attenuate(limited.token, [{ kind: 'actions', actions: ['read'] }]);

@@ -48,7 +48,9 @@ describe('API process', () => {
     return child;
   }
   async function healthy(): Promise<void> {
-    await eventually('the API to answer /api/health', async () => (await fetch(`http://127.0.0.1:${port}/api/health`)).ok, { timeoutMs: 30_000 });
+    await eventually('the API to answer /api/health', async () => (await fetch(`http://127.0.0.1:${port}/api/health`)).ok, {
+      timeoutMs: 30_000,
+    });
   }
   async function stop(child: ChildProcess): Promise<number | null> {
     // Exited already (it failed to start): its code, rather than waiting for an exit that came.
@@ -65,7 +67,10 @@ describe('API process', () => {
     machinePort = await freePort();
   });
   after(async () => {
-    const ns = (await fresh.db('accounts').select('namespace').catch(() => [])) as Array<{ namespace: string }>;
+    const ns = (await fresh
+      .db('accounts')
+      .select('namespace')
+      .catch(() => [])) as Array<{ namespace: string }>;
     for (const { namespace } of ns) await core.deleteNamespace({ name: namespace }).catch(() => undefined);
     await fresh?.dispose();
     await rm(stateDir, { recursive: true, force: true });

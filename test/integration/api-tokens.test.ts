@@ -44,7 +44,9 @@ describe('API tokens', () => {
     const days = (Date.parse(t.expires_at) - api.clock.now.getTime()) / 86400e3;
     assert.ok(days > 89.99 && days <= 90, `expires in ${days} days`);
     assert.equal(decode(t.token).nonce, t.nonce);
-    const list = (await (await api.request('GET', '/api/account/tokens')).json()) as { tokens: Array<{ nonce: string; name: string; revoked: boolean; restrictions: string[] }> };
+    const list = (await (await api.request('GET', '/api/account/tokens')).json()) as {
+      tokens: Array<{ nonce: string; name: string; revoked: boolean; restrictions: string[] }>;
+    };
     const listed = list.tokens.find((x) => x.nonce === t.nonce);
     assert.equal(listed?.name, 'ci');
     assert.equal(listed?.revoked, false);
@@ -57,7 +59,12 @@ describe('API tokens', () => {
     assert.equal(Date.parse(inHour.expires_at), Math.floor((api.clock.now.getTime() + 3600e3) / 1000) * 1000);
     const at = new Date(api.clock.now.getTime() + 7 * 86400e3).toISOString().replace(/\.\d+Z$/, 'Z');
     assert.equal((await create({ expires_at: at })).expires_at, at.replace('Z', '.000Z'));
-    for (const body of [{ expires_in: '5 minutes' }, { expires_at: '2001-01-01T00:00:00Z' }, { expires_in: '400d' }, { expires_in: '1h', expires_at: at }]) {
+    for (const body of [
+      { expires_in: '5 minutes' },
+      { expires_at: '2001-01-01T00:00:00Z' },
+      { expires_in: '400d' },
+      { expires_in: '1h', expires_at: at },
+    ]) {
       const res = await api.request('POST', '/api/account/tokens', { body });
       assert.equal(res.status, 400, JSON.stringify(body));
       await res.body?.cancel();
@@ -117,7 +124,10 @@ describe('API tokens', () => {
     assert.equal(await viaReplica(), 200);
     const started = Date.now();
     assert.equal((await api.request('DELETE', `/api/account/tokens/${t.nonce}`)).status, 204);
-    await eventually('the replica to refuse the revoked token', async () => (await viaReplica()) === 401, { timeoutMs: 1000, intervalMs: 20 });
+    await eventually('the replica to refuse the revoked token', async () => (await viaReplica()) === 401, {
+      timeoutMs: 1000,
+      intervalMs: 20,
+    });
     assert.ok(Date.now() - started < 1000);
   });
 

@@ -14,7 +14,12 @@ import { eventually } from '../support/wait.js';
 import { images } from '../support/images.js';
 import { listenOnMachinePort } from '../support/api.js';
 
-const server = { kind: 'container', image: images.python, command: ['python3', '-m', 'http.server', '$(PORT)', '--bind', '0.0.0.0'], port: 8000 };
+const server = {
+  kind: 'container',
+  image: images.python,
+  command: ['python3', '-m', 'http.server', '$(PORT)', '--bind', '0.0.0.0'],
+  port: 8000,
+};
 
 describe('App controller', () => {
   let core: k8s.CoreV1Api;
@@ -35,34 +40,57 @@ describe('App controller', () => {
 
   const target = (name: string) => ({ group, version, namespace: ns.name, plural: 'apps', name });
   const create = (name: string, spec: Record<string, unknown>) =>
-    custom.createNamespacedCustomObject({ group, version, namespace: ns.name, plural: 'apps', body: { apiVersion, kind: 'App', metadata: { name }, spec } });
+    custom.createNamespacedCustomObject({
+      group,
+      version,
+      namespace: ns.name,
+      plural: 'apps',
+      body: { apiVersion, kind: 'App', metadata: { name }, spec },
+    });
   const get = async (name: string) => (await custom.getNamespacedCustomObject(target(name))) as App;
   const condition = (app: App, type: string) => app.status?.conditions?.find((c) => c.type === type);
-  const machines = async (name: string) => (await core.listNamespacedPod({ namespace: ns.name, labelSelector: `svc.dev/app=${name}` })).items.filter((p) => !p.metadata?.deletionTimestamp);
+  const machines = async (name: string) =>
+    (await core.listNamespacedPod({ namespace: ns.name, labelSelector: `svc.dev/app=${name}` })).items.filter(
+      (p) => !p.metadata?.deletionTimestamp,
+    );
   const readyEndpoints = async (name: string) => {
     const slices = await discovery.listNamespacedEndpointSlice({ namespace: ns.name, labelSelector: `kubernetes.io/service-name=${name}` });
-    return slices.items.flatMap((s) => s.endpoints ?? []).filter((e) => e.conditions?.ready).flatMap((e) => e.addresses);
+    return slices.items
+      .flatMap((s) => s.endpoints ?? [])
+      .filter((e) => e.conditions?.ready)
+      .flatMap((e) => e.addresses);
   };
 
   it('serves an App applied as kubectl would: machines on both nodes, a Service with ready endpoints, status', async () => {
     await create('web', { ...server, machines: 2 });
-    const app = await eventually('the App to be Ready', async () => {
-      const a = await get('web');
-      return condition(a, 'Ready')?.status === 'True' ? a : undefined;
-    }, { timeoutMs: 60_000 });
+    const app = await eventually(
+      'the App to be Ready',
+      async () => {
+        const a = await get('web');
+        return condition(a, 'Ready')?.status === 'True' ? a : undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
     assert.equal(app.status?.ready, '2/2');
     assert.equal(app.status?.url, 'http://web.apps.localhost:8081');
     assert.equal(app.status?.observedGeneration, app.metadata.generation);
     assert.equal(condition(app, 'Progressing')?.status, 'False');
     assert.equal(condition(app, 'Degraded')?.status, 'False');
-    assert.deepEqual(app.status?.machines?.map((m) => m.ordinal), [0, 1]);
+    assert.deepEqual(
+      app.status?.machines?.map((m) => m.ordinal),
+      [0, 1],
+    );
     assert.deepEqual([...new Set(app.status?.machines?.map((m) => m.node))].sort(), ['local-a', 'local-b']);
     const pods = await machines('web');
     assert.ok(pods.every((p) => p.metadata?.ownerReferences?.[0]?.kind === 'App' && p.metadata.ownerReferences[0].controller));
-    const addresses = await eventually('two ready endpoints', async () => {
-      const a = await readyEndpoints('web');
-      return a.length === 2 ? a : undefined;
-    }, { timeoutMs: 30_000 });
+    const addresses = await eventually(
+      'two ready endpoints',
+      async () => {
+        const a = await readyEndpoints('web');
+        return a.length === 2 ? a : undefined;
+      },
+      { timeoutMs: 30_000 },
+    );
     for (const ip of addresses) assert.equal((await fetch(`http://${ip}:8000/`)).status, 200);
   });
 
@@ -75,14 +103,26 @@ describe('App controller', () => {
       k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
     );
     const samples: number[] = [];
-    await eventually('the new machine to replace the old one', async () => {
-      samples.push((await readyEndpoints('rolling')).length);
-      const names = (await machines('rolling')).map((p) => p.metadata!.name);
-      const app = await get('rolling');
-      return names.length === 1 && !before.includes(names[0]) && condition(app, 'Ready')?.status === 'True' && condition(app, 'Progressing')?.status === 'False';
-    }, { timeoutMs: 60_000, intervalMs: 100 });
+    await eventually(
+      'the new machine to replace the old one',
+      async () => {
+        samples.push((await readyEndpoints('rolling')).length);
+        const names = (await machines('rolling')).map((p) => p.metadata!.name);
+        const app = await get('rolling');
+        return (
+          names.length === 1 &&
+          !before.includes(names[0]) &&
+          condition(app, 'Ready')?.status === 'True' &&
+          condition(app, 'Progressing')?.status === 'False'
+        );
+      },
+      { timeoutMs: 60_000, intervalMs: 100 },
+    );
     assert.ok(samples.length > 5, 'sampled during the rollout');
-    assert.ok(samples.every((n) => n >= 1), `a ready endpoint at every sample: ${samples.join(',')}`);
+    assert.ok(
+      samples.every((n) => n >= 1),
+      `a ready endpoint at every sample: ${samples.join(',')}`,
+    );
   });
 
   it('reports a machine that cannot run as Degraded, naming the reason', async () => {
@@ -98,27 +138,39 @@ describe('App controller', () => {
 
   it('keeps serving an applied App whose new spec fails, and leaves the spec exactly as applied', async () => {
     await create('gitops', { ...server, machines: 1 });
-    const live = await eventually('gitops to be Ready', async () => {
-      const a = await get('gitops');
-      return condition(a, 'Ready')?.status === 'True' && a.status?.rollout?.state === 'Live' ? a : undefined;
-    }, { timeoutMs: 60_000 });
+    const live = await eventually(
+      'gitops to be Ready',
+      async () => {
+        const a = await get('gitops');
+        return condition(a, 'Ready')?.status === 'True' && a.status?.rollout?.state === 'Live' ? a : undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
     const [address] = await readyEndpoints('gitops');
     const servingPod = (await machines('gitops'))[0]!.metadata!.name;
     // As a GitOps tool applies a commit: a new image that cannot start (no deploy id, no API).
     const applied = { ...server, image: 'registry.invalid/gone:1', machines: 1 };
     await custom.replaceNamespacedCustomObject({ ...target('gitops'), body: { ...live, spec: applied } });
-    const failed = await eventually('the rollout to fail', async () => {
-      const a = await get('gitops');
-      return a.status?.rollout?.state === 'Failed' ? a : undefined;
-    }, { timeoutMs: 60_000 });
+    const failed = await eventually(
+      'the rollout to fail',
+      async () => {
+        const a = await get('gitops');
+        return a.status?.rollout?.state === 'Failed' ? a : undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
     assert.match(failed.status!.rollout!.reason ?? '', /ErrImagePull|ImagePullBackOff|InvalidImageName/);
     assert.equal(condition(failed, 'Progressing')?.reason, 'RolloutFailed');
     assert.match(condition(failed, 'Progressing')!.message, /last live revision keeps serving/);
     // The failed machine goes; the one that served stays and is the only one.
-    const pods = await eventually('only the serving machine left', async () => {
-      const p = await machines('gitops');
-      return p.length === 1 && p[0]!.metadata!.name === servingPod ? p : undefined;
-    }, { timeoutMs: 30_000 });
+    const pods = await eventually(
+      'only the serving machine left',
+      async () => {
+        const p = await machines('gitops');
+        return p.length === 1 && p[0]!.metadata!.name === servingPod ? p : undefined;
+      },
+      { timeoutMs: 30_000 },
+    );
     assert.equal(pods[0]!.spec!.containers[0]!.image, server.image);
     assert.equal((await fetch(`http://${address}:8000/`)).status, 200, 'still serving');
     const after = await get('gitops');
@@ -127,11 +179,18 @@ describe('App controller', () => {
     assert.equal(condition(after, 'Ready')?.status, 'True');
     assert.equal(after.status?.observedGeneration, after.metadata.generation);
     // A fixed commit rolls out again.
-    await custom.patchNamespacedCustomObject({ ...target('gitops'), body: { spec: { image: images.python, env: [{ name: 'FIXED', value: '1' }] } } }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch));
-    await eventually('the fixed spec to go live', async () => {
-      const a = await get('gitops');
-      return a.status?.rollout?.state === 'Live' && a.status.observedGeneration === a.metadata.generation ? a : undefined;
-    }, { timeoutMs: 60_000 });
+    await custom.patchNamespacedCustomObject(
+      { ...target('gitops'), body: { spec: { image: images.python, env: [{ name: 'FIXED', value: '1' }] } } },
+      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+    );
+    await eventually(
+      'the fixed spec to go live',
+      async () => {
+        const a = await get('gitops');
+        return a.status?.rollout?.state === 'Live' && a.status.observedGeneration === a.metadata.generation ? a : undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
   });
 
   it('serves a static App applied with a digest and URL only, and refuses bytes that do not match the digest', async () => {
@@ -142,7 +201,8 @@ describe('App controller', () => {
     const store = createServer((req, res) => {
       credentials.push(req.headers.authorization);
       if (req.url === `/artifacts/${digest}`) res.end(tree);
-      else if (req.url === `/artifacts/sha256:${'c'.repeat(64)}`) res.end(tree); // wrong bytes for that digest
+      else if (req.url === `/artifacts/sha256:${'c'.repeat(64)}`)
+        res.end(tree); // wrong bytes for that digest
       else res.writeHead(404).end();
     });
     // On a port of the range pods may reach on the host (the nodes' firewall refuses the rest).
@@ -150,10 +210,14 @@ describe('App controller', () => {
     const base = loadConfig({ SVC_API_MACHINE_PORT: String(port) }, { exists: () => false }).deploys.artifactBaseUrl;
     try {
       await create('gitops-site', { kind: 'static', source: { digest, url: `${base}/${digest}` } });
-      const [address] = await eventually('a ready endpoint', async () => {
-        const a = await readyEndpoints('gitops-site');
-        return a.length ? a : undefined;
-      }, { timeoutMs: 60_000 });
+      const [address] = await eventually(
+        'a ready endpoint',
+        async () => {
+          const a = await readyEndpoints('gitops-site');
+          return a.length ? a : undefined;
+        },
+        { timeoutMs: 60_000 },
+      );
       assert.equal(await (await fetch(`http://${address}:8080/`)).text(), '<h1>from git</h1>');
       const ready = await eventually('Ready', async () => {
         const a = await get('gitops-site');
@@ -167,10 +231,14 @@ describe('App controller', () => {
 
       const forged = `sha256:${'c'.repeat(64)}`;
       await create('forged-site', { kind: 'static', source: { digest: forged, url: `${base}/${forged}` } });
-      const failing = await eventually('the rollout to fail', async () => {
-        const a = await get('forged-site');
-        return condition(a, 'Progressing')?.reason === 'RolloutFailed' ? a : undefined;
-      }, { timeoutMs: 60_000 });
+      const failing = await eventually(
+        'the rollout to fail',
+        async () => {
+          const a = await get('forged-site');
+          return condition(a, 'Progressing')?.reason === 'RolloutFailed' ? a : undefined;
+        },
+        { timeoutMs: 60_000 },
+      );
       assert.match(condition(failing, 'Progressing')!.message, /container fetch/);
       assert.equal(condition(failing, 'Ready')?.status, 'False');
       assert.deepEqual(await readyEndpoints('forged-site'), []);
@@ -178,7 +246,9 @@ describe('App controller', () => {
       // The init container restarts: its current run may not have logged yet, the one before has.
       const log = await eventually('the fetch container to log the mismatch', async () => {
         for (const previous of [false, true]) {
-          const text = await core.readNamespacedPodLog({ namespace: ns.name, name: pod!.metadata!.name!, container: 'fetch', previous }).catch(() => '');
+          const text = await core
+            .readNamespacedPodLog({ namespace: ns.name, name: pod!.metadata!.name!, container: 'fetch', previous })
+            .catch(() => '');
           if (/digest mismatch/.test(text)) return text;
         }
         return undefined;
@@ -186,7 +256,10 @@ describe('App controller', () => {
       assert.match(log, /digest mismatch/);
       // Kubernetes Events on the App, as `kubectl describe app` shows them.
       const events = await eventually('RolloutFailed and MachineCreated Events', async () => {
-        const list = await core.listNamespacedEvent({ namespace: ns.name, fieldSelector: 'involvedObject.kind=App,involvedObject.name=forged-site' });
+        const list = await core.listNamespacedEvent({
+          namespace: ns.name,
+          fieldSelector: 'involvedObject.kind=App,involvedObject.name=forged-site',
+        });
         const reasons = list.items.map((e) => `${e.type}/${e.reason}`);
         return reasons.includes('Warning/RolloutFailed') && reasons.includes('Normal/MachineCreated') ? list.items : undefined;
       });
@@ -197,19 +270,33 @@ describe('App controller', () => {
   });
 
   it('deletes an App when its expiry passes', async () => {
-    await create('shortlived', { kind: 'container', image: images.busybox, command: ['sleep', '300'], expiresAt: new Date(Date.now() + 3000).toISOString() });
-    await eventually('the expired App to be deleted', async () => {
-      try {
-        await get('shortlived');
-        return false;
-      } catch (err) {
-        return statusOf(err) === 404;
-      }
-    }, { timeoutMs: 30_000 });
+    await create('shortlived', {
+      kind: 'container',
+      image: images.busybox,
+      command: ['sleep', '300'],
+      expiresAt: new Date(Date.now() + 3000).toISOString(),
+    });
+    await eventually(
+      'the expired App to be deleted',
+      async () => {
+        try {
+          await get('shortlived');
+          return false;
+        } catch (err) {
+          return statusOf(err) === 404;
+        }
+      },
+      { timeoutMs: 30_000 },
+    );
   });
 
   it('puts back a Service deleted or edited by hand', async () => {
-    await eventually('the web Service', () => core.readNamespacedService({ namespace: ns.name, name: 'web' }).then(() => true, () => false));
+    await eventually('the web Service', () =>
+      core.readNamespacedService({ namespace: ns.name, name: 'web' }).then(
+        () => true,
+        () => false,
+      ),
+    );
     const first = await core.readNamespacedService({ namespace: ns.name, name: 'web' });
     await core.deleteNamespacedService({ namespace: ns.name, name: 'web' });
     const again = await eventually('the Service to be recreated', async () => {
@@ -222,21 +309,33 @@ describe('App controller', () => {
       { namespace: ns.name, name: 'web', body: { spec: { selector: { 'svc.dev/app': 'someone-else' } } } },
       k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
     );
-    await eventually('the selector to be restored', async () => (await core.readNamespacedService({ namespace: ns.name, name: 'web' })).spec!.selector?.['svc.dev/app'] === 'web');
+    await eventually(
+      'the selector to be restored',
+      async () => (await core.readNamespacedService({ namespace: ns.name, name: 'web' })).spec!.selector?.['svc.dev/app'] === 'web',
+    );
     await eventually('two ready endpoints again', async () => (await readyEndpoints('web')).length === 2);
   });
 
   it('garbage-collects machines and the Service with the App', async () => {
     await eventually('web machines', async () => (await machines('web')).length === 2);
     await custom.deleteNamespacedCustomObject(target('web'));
-    await eventually('machines and Service to go', async () => {
-      const svc = await core.readNamespacedService({ namespace: ns.name, name: 'web' }).then(() => true, () => false);
-      return !svc && (await machines('web')).length === 0;
-    }, { timeoutMs: 60_000 });
+    await eventually(
+      'machines and Service to go',
+      async () => {
+        const svc = await core.readNamespacedService({ namespace: ns.name, name: 'web' }).then(
+          () => true,
+          () => false,
+        );
+        return !svc && (await machines('web')).length === 0;
+      },
+      { timeoutMs: 60_000 },
+    );
   });
 
   it('works while holding the leader Lease', async () => {
-    const lease = await kubeConfig().makeApiClient(k8s.CoordinationV1Api).readNamespacedLease({ name: 'svc-controllers', namespace: 'kube-system' });
+    const lease = await kubeConfig()
+      .makeApiClient(k8s.CoordinationV1Api)
+      .readNamespacedLease({ name: 'svc-controllers', namespace: 'kube-system' });
     assert.ok(lease.spec?.holderIdentity, 'a holder');
     assert.ok(Date.now() - new Date(lease.spec.renewTime!).getTime() < 15_000, 'renewed recently');
   });

@@ -16,7 +16,14 @@ describe('assertion keys in PostgreSQL: rotation and replicas', () => {
   let now = new Date('2030-01-01T00:00:00Z').getTime();
   const clock = () => new Date(now);
   // Rotation every 24 h, published 15 min ahead, assertions live 5 min, 1 min of skew.
-  const opts: AssertionKeyOptions = { rotationMs: 24 * hour, maxAssertionLifetimeMs: 5 * min, publishLeadMs: 15 * min, refreshMs: 30_000, skewMs: min, clock };
+  const opts: AssertionKeyOptions = {
+    rotationMs: 24 * hour,
+    maxAssertionLifetimeMs: 5 * min,
+    publishLeadMs: 15 * min,
+    refreshMs: 30_000,
+    skewMs: min,
+    clock,
+  };
   const kids = (set: { keys: Array<{ kid?: string }> }) => set.keys.map((k) => k.kid!);
 
   before(async () => {
@@ -32,7 +39,14 @@ describe('assertion keys in PostgreSQL: rotation and replicas', () => {
     const b = new AssertionKeyStore(fresh.db, opts);
     const [ka, kb] = await Promise.all([a.signingKey(), b.signingKey()]);
     assert.equal(ka.kid, kb.kid);
-    assert.equal(await fresh.db('assertion_keys').count({ n: '*' }).first().then((r) => Number(r?.n)), 1);
+    assert.equal(
+      await fresh
+        .db('assertion_keys')
+        .count({ n: '*' })
+        .first()
+        .then((r) => Number(r?.n)),
+      1,
+    );
     assert.deepEqual(kids(await a.jwks()), [ka.kid]);
     // Only public material is published.
     const [jwk] = (await b.jwks()).keys;

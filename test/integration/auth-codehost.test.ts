@@ -6,7 +6,14 @@
 import assert from 'node:assert/strict';
 import { createServer, type Server, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { CodehostError, codehostAdmits, codehostCallback, codehostCandidates, GitHubCodehost, type CodehostFailure } from '../../lib/auth/codehost.js';
+import {
+  CodehostError,
+  codehostAdmits,
+  codehostCallback,
+  codehostCandidates,
+  GitHubCodehost,
+  type CodehostFailure,
+} from '../../lib/auth/codehost.js';
 import { startTestCodehost, type TestCodehost } from '../support/codehost.js';
 
 const redirectUri = 'http://login.apps.localhost:8081/_svc/auth/codehost/callback';
@@ -44,7 +51,11 @@ describe('code-host sign-in against the GitHub-shaped double', () => {
       ],
       orgs: { 'Acme-Corp': 'active', 'Invited-Org': 'pending', 'Locked-Org': 'active' },
     });
-    gh.addUser({ login: 'newbie', emails: [{ email: 'newbie@octo.example', verified: false, primary: true }], publicEmail: 'newbie@octo.example' });
+    gh.addUser({
+      login: 'newbie',
+      emails: [{ email: 'newbie@octo.example', verified: false, primary: true }],
+      publicEmail: 'newbie@octo.example',
+    });
     gh.setOrgAccess('Locked-Org', false);
   });
   after(() => gh.close());
@@ -52,7 +63,10 @@ describe('code-host sign-in against the GitHub-shaped double', () => {
   it('signs in: token, login, id, name and the verified primary address', async () => {
     const who = await signIn('octocat');
     assert.match(who.token, /^gho_/);
-    assert.deepEqual({ ...who, token: '' }, { token: '', login: 'OctoCat', id: octocatId, name: 'The Octocat', email: 'octocat@octo.example' });
+    assert.deepEqual(
+      { ...who, token: '' },
+      { token: '', login: 'OctoCat', id: octocatId, name: 'The Octocat', email: 'octocat@octo.example' },
+    );
   });
 
   it('gives no address when the primary one is unverified, not even the public profile address', async () => {
@@ -68,7 +82,10 @@ describe('code-host sign-in against the GitHub-shaped double', () => {
     const orgs = ['Acme-Corp', 'invited-org', 'locked-org', 'stranger-org', 'ACME-CORP'];
     assert.deepEqual([...(await client.activeMemberships(who.token, orgs))], ['acme-corp']);
     const asked = gh.requests.slice(before);
-    assert.deepEqual([...asked].sort(), ['acme-corp', 'invited-org', 'locked-org', 'stranger-org'].map((o) => `GET /api/v3/user/memberships/orgs/${o}`));
+    assert.deepEqual(
+      [...asked].sort(),
+      ['acme-corp', 'invited-org', 'locked-org', 'stranger-org'].map((o) => `GET /api/v3/user/memberships/orgs/${o}`),
+    );
     assert.ok(!gh.requests.some((r) => r.includes('/users/')), 'no public listing is consulted');
   });
 
@@ -85,7 +102,12 @@ describe('code-host sign-in against the GitHub-shaped double', () => {
     assert.deepEqual(mine, { login: true, orgs: [] });
     assert.equal(codehostAdmits(['octocat', 'acme-corp'], who.login, new Set()), true);
 
-    for (const [policy, admitted] of [[['acme-corp'], true], [['invited-org'], false], [['locked-org'], false], [['stranger-org', 'hubot'], false]] as const) {
+    for (const [policy, admitted] of [
+      [['acme-corp'], true],
+      [['invited-org'], false],
+      [['locked-org'], false],
+      [['stranger-org', 'hubot'], false],
+    ] as const) {
       const c = codehostCandidates(policy, who.login);
       const active = await client.activeMemberships(who.token, c.orgs);
       assert.equal(codehostAdmits(policy, who.login, active), admitted, policy.join(','));
@@ -112,11 +134,18 @@ describe('code-host sign-in against the GitHub-shaped double', () => {
   it('reports a declined authorization as denied', async () => {
     const { url, state } = client.start({ redirectUri });
     const back = await gh.signIn(url, 'octocat', { decline: true });
-    assert.throws(() => codehostCallback(back, state), (err: unknown) => err instanceof CodehostError && err.reason === 'denied' && /access_denied/.test(err.message));
+    assert.throws(
+      () => codehostCallback(back, state),
+      (err: unknown) => err instanceof CodehostError && err.reason === 'denied' && /access_denied/.test(err.message),
+    );
   });
 
   it('refuses a token the provider does not know', async () => {
-    await refused(client.activeMemberships('gho_revoked', ['acme-corp']), 'invalid', /401 \(Bad credentials\): the access token is not valid/);
+    await refused(
+      client.activeMemberships('gho_revoked', ['acme-corp']),
+      'invalid',
+      /401 \(Bad credentials\): the access token is not valid/,
+    );
   });
 
   it('reports rate limiting as unavailable rather than as not a member', async () => {
@@ -146,7 +175,10 @@ describe('code-host provider unreachable', () => {
   });
 
   it('gives up on a silent provider after the timeout', async () => {
-    const c = new GitHubCodehost({ url: `http://127.0.0.1:${port}`, apiUrl: `http://127.0.0.1:${port}/api/v3`, clientId: 'x', clientSecret: 'y' }, { timeoutMs: 300 });
+    const c = new GitHubCodehost(
+      { url: `http://127.0.0.1:${port}`, apiUrl: `http://127.0.0.1:${port}/api/v3`, clientId: 'x', clientSecret: 'y' },
+      { timeoutMs: 300 },
+    );
     const t0 = Date.now();
     await refused(c.finish('code', redirectUri), 'unavailable', /code host token exchange: no answer within 300 ms/);
     assert.ok(Date.now() - t0 < 3000);

@@ -30,13 +30,33 @@ describe('sign-in housekeeping (real PostgreSQL)', () => {
   async function populate(uid: string): Promise<void> {
     const db = fresh.db;
     const user = (await new AppUserStore(db, clock.read).signIn({ uid, namespace: 'ns', name: uid }, 'ada@example.test', 'email'))!;
-    await new SessionStore(db, clock.read).create(uid, `${uid}.apps.test`, { provider: 'email', subject: user.id, email: 'ada@example.test', appUserId: user.id });
+    await new SessionStore(db, clock.read).create(uid, `${uid}.apps.test`, {
+      provider: 'email',
+      subject: user.id,
+      email: 'ada@example.test',
+      appUserId: user.id,
+    });
     const links = new LinkStore(db, clock.read);
     await links.emailLink(uid, 'ada@example.test', null);
     await links.startFlow(`state-${uid}`, { appUid: uid, host: `${uid}.apps.test`, provider: 'idp', secrets: {}, binding: 'b', next: '/' });
     await db('auth_recipients').insert({ app_uid: uid, email: 'ada@example.test', invited_at: clock.read() });
-    await db('passkey_credentials').insert({ id: `cred-${uid}`, app_uid: uid, app_user_id: user.id, rp_id: `${uid}.apps.test`, public_key: Buffer.from('k'), created_at: clock.read() });
-    await db('passkey_challenges').insert({ id: `ch-${uid}`, app_uid: uid, app_user_id: user.id, rp_id: `${uid}.apps.test`, challenge: 'c', purpose: 'register', expires_at: new Date(clock.now.getTime() + 600_000) });
+    await db('passkey_credentials').insert({
+      id: `cred-${uid}`,
+      app_uid: uid,
+      app_user_id: user.id,
+      rp_id: `${uid}.apps.test`,
+      public_key: Buffer.from('k'),
+      created_at: clock.read(),
+    });
+    await db('passkey_challenges').insert({
+      id: `ch-${uid}`,
+      app_uid: uid,
+      app_user_id: user.id,
+      rp_id: `${uid}.apps.test`,
+      challenge: 'c',
+      purpose: 'register',
+      expires_at: new Date(clock.now.getTime() + 600_000),
+    });
   }
   const rowsOf = async (uid: string): Promise<Record<string, number>> => {
     const out: Record<string, number> = {};
@@ -97,7 +117,11 @@ describe('sign-in housekeeping (real PostgreSQL)', () => {
     clock.advance(keepEndedMs);
     swept = await hk.sweep();
     assert.equal(swept.ended.app_sessions, 3, 'aging, kept and brand-new ended a month ago');
-    assert.deepEqual(await rowsOf('aging'), { ...none, app_users: 1, auth_recipients: 1, passkey_credentials: 1 }, 'users, invitations and passkeys stay while the app does');
+    assert.deepEqual(
+      await rowsOf('aging'),
+      { ...none, app_users: 1, auth_recipients: 1, passkey_credentials: 1 },
+      'users, invitations and passkeys stay while the app does',
+    );
   });
 });
 
@@ -114,13 +138,26 @@ describe('sign-in data of an app deleted through the API (real apiserver)', () =
     const res = await api.request('POST', '/api/apps', { body: { name: 'short-lived' } });
     assert.equal(res.status, 201);
     const { id } = (await res.json()) as { id: string };
-    const user = (await api.services.auth.users.signIn({ uid: id, namespace: api.account.namespace, name: 'short-lived' }, 'ada@example.test', 'email'))!;
-    await api.services.auth.sessions.create(id, 'short-lived.apps.test', { provider: 'email', subject: user.id, email: 'ada@example.test', appUserId: user.id });
+    const user = (await api.services.auth.users.signIn(
+      { uid: id, namespace: api.account.namespace, name: 'short-lived' },
+      'ada@example.test',
+      'email',
+    ))!;
+    await api.services.auth.sessions.create(id, 'short-lived.apps.test', {
+      provider: 'email',
+      subject: user.id,
+      email: 'ada@example.test',
+      appUserId: user.id,
+    });
     assert.equal((await api.request('DELETE', '/api/apps/short-lived')).status, 204);
     await eventually('its app users and sessions to go', async () => {
-      const left = await api.db('app_users').where('app_uid', id).union((q) => {
-        q.select('app_uid').from('app_sessions').where('app_uid', id);
-      }).select('app_uid');
+      const left = await api
+        .db('app_users')
+        .where('app_uid', id)
+        .union((q) => {
+          q.select('app_uid').from('app_sessions').where('app_uid', id);
+        })
+        .select('app_uid');
       return left.length === 0;
     });
   });

@@ -69,7 +69,13 @@ describe('OpenID Connect sign-in against oidc-provider', () => {
     const { callback, saved } = await authorize('alice');
     assert.equal(`${callback.origin}${callback.pathname}`, redirectUri);
     const who = await client.finish(callback, saved, redirectUri);
-    assert.deepEqual(who, { subject: 'alice', email: 'Alice@Corp.example', emailVerified: true, hostedDomain: 'corp.example', name: 'Alice Liddell' });
+    assert.deepEqual(who, {
+      subject: 'alice',
+      email: 'Alice@Corp.example',
+      emailVerified: true,
+      hostedDomain: 'corp.example',
+      name: 'Alice Liddell',
+    });
     assert.equal(idpAdmits(['corp.example'], who), true);
     assert.equal(idpAdmits(['alice@corp.example'], who), true);
     assert.equal(idpAdmits(['other.example', 'bob@mail.example'], who), false);
@@ -138,7 +144,13 @@ describe('OpenID Connect sign-in against oidc-provider', () => {
       const c = new OidcClient({ issuer: thin.issuer, clientId: thin.clientId, clientSecret: thin.clientSecret });
       const { url, state } = await c.start({ redirectUri });
       const who = await c.finish(await thin.signIn(url, 'alice'), state, redirectUri);
-      assert.deepEqual(who, { subject: 'alice', email: 'Alice@Corp.example', emailVerified: true, hostedDomain: 'corp.example', name: 'Alice Liddell' });
+      assert.deepEqual(who, {
+        subject: 'alice',
+        email: 'Alice@Corp.example',
+        emailVerified: true,
+        hostedDomain: 'corp.example',
+        name: 'Alice Liddell',
+      });
     } finally {
       await thin.close();
     }
@@ -150,7 +162,13 @@ describe('OpenID provider discovery', () => {
     const port = await freePort();
     const c = new OidcClient({ issuer: `http://127.0.0.1:${port}`, clientId: 'svc-platform', clientSecret: 's3cret' }, { timeoutMs: 2000 });
     await refused(c.start({ redirectUri }), 'unavailable', new RegExp(`OpenID provider http://127\\.0\\.0\\.1:${port}: discovery failed`));
-    const op = await startTestOidcProvider({ redirectUris: [redirectUri], accounts, port, clientId: 'svc-platform', clientSecret: 's3cret' });
+    const op = await startTestOidcProvider({
+      redirectUris: [redirectUri],
+      accounts,
+      port,
+      clientId: 'svc-platform',
+      clientSecret: 's3cret',
+    });
     try {
       const { url, state } = await c.start({ redirectUri });
       assert.equal((await c.finish(await op.signIn(url, 'carol'), state, redirectUri)).subject, 'carol');
@@ -165,8 +183,10 @@ describe('OpenID provider discovery', () => {
   });
 
   it('counts only loopback hosts as loopback', () => {
-    for (const u of ['http://127.0.0.1:5556', 'http://127.9.8.7', 'http://localhost:3000/x', 'http://[::1]:80']) assert.equal(isLoopbackIssuer(new URL(u)), true, u);
-    for (const u of ['http://idp.example.test', 'http://127.0.0.1.example.test', 'http://10.0.0.1', 'http://localhost.example.test']) assert.equal(isLoopbackIssuer(new URL(u)), false, u);
+    for (const u of ['http://127.0.0.1:5556', 'http://127.9.8.7', 'http://localhost:3000/x', 'http://[::1]:80'])
+      assert.equal(isLoopbackIssuer(new URL(u)), true, u);
+    for (const u of ['http://idp.example.test', 'http://127.0.0.1.example.test', 'http://10.0.0.1', 'http://localhost.example.test'])
+      assert.equal(isLoopbackIssuer(new URL(u)), false, u);
   });
 });
 

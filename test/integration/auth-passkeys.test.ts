@@ -8,8 +8,16 @@ import { freshDatabase } from '../support/db.js';
 import { SoftwareAuthenticator } from '../support/webauthn-authenticator.js';
 
 // Two apps, each its own relying party: the RP ID is the hostname, the origin carries the port.
-const appA = { ref: { uid: 'uid-hello', namespace: 'acct-1', name: 'hello' }, rpId: 'hello.apps.localhost', origin: 'http://hello.apps.localhost:8081' };
-const appB = { ref: { uid: 'uid-shop', namespace: 'acct-1', name: 'shop' }, rpId: 'shop.apps.localhost', origin: 'http://shop.apps.localhost:8081' };
+const appA = {
+  ref: { uid: 'uid-hello', namespace: 'acct-1', name: 'hello' },
+  rpId: 'hello.apps.localhost',
+  origin: 'http://hello.apps.localhost:8081',
+};
+const appB = {
+  ref: { uid: 'uid-shop', namespace: 'acct-1', name: 'shop' },
+  rpId: 'shop.apps.localhost',
+  origin: 'http://shop.apps.localhost:8081',
+};
 type TestApp = typeof appA;
 
 const refusedFor = (reason: PasskeyFailure) => (err: unknown) => {
@@ -47,7 +55,12 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
 
   /** The register ceremony as ingress-auth runs it for a signed-in app user. */
   async function register(app: TestApp, user: AppUser, authenticator: SoftwareAuthenticator): Promise<string> {
-    const { challengeId, options } = await passkeys.registrationOptions({ appUid: app.ref.uid, rpId: app.rpId, rpName: app.ref.name, user: { id: user.id, email: user.email } });
+    const { challengeId, options } = await passkeys.registrationOptions({
+      appUid: app.ref.uid,
+      rpId: app.rpId,
+      rpName: app.ref.name,
+      user: { id: user.id, email: user.email },
+    });
     const response = authenticator.create(options, app.origin);
     return passkeys.verifyRegistration({ appUid: app.ref.uid, challengeId, userId: user.id, origin: app.origin, rpId: app.rpId, response });
   }
@@ -58,7 +71,13 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
 
   async function signIn(app: TestApp, authenticator: SoftwareAuthenticator) {
     const { challengeId, options } = await signInOptions(app);
-    return passkeys.verifyAuthentication({ appUid: app.ref.uid, challengeId, origin: app.origin, rpId: app.rpId, response: authenticator.get(options, app.origin) });
+    return passkeys.verifyAuthentication({
+      appUid: app.ref.uid,
+      challengeId,
+      origin: app.origin,
+      rpId: app.rpId,
+      response: authenticator.get(options, app.origin),
+    });
   }
 
   it('registers a passkey, then signs in with it as the same app user and advances the counter', async () => {
@@ -67,13 +86,29 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
     const authenticator = new SoftwareAuthenticator();
     await register(appA, other, new SoftwareAuthenticator());
 
-    const { challengeId, options } = await passkeys.registrationOptions({ appUid: appA.ref.uid, rpId: appA.rpId, rpName: 'hello', user: { id: user.id, email: user.email } });
+    const { challengeId, options } = await passkeys.registrationOptions({
+      appUid: appA.ref.uid,
+      rpId: appA.rpId,
+      rpName: 'hello',
+      user: { id: user.id, email: user.email },
+    });
     assert.equal(options.rp.id, appA.rpId);
     assert.equal(options.user.name, user.email);
     assert.equal(options.attestation, 'none');
-    assert.deepEqual(options.authenticatorSelection, { residentKey: 'preferred', userVerification: 'preferred', requireResidentKey: false });
+    assert.deepEqual(options.authenticatorSelection, {
+      residentKey: 'preferred',
+      userVerification: 'preferred',
+      requireResidentKey: false,
+    });
     assert.deepEqual(options.excludeCredentials, []);
-    const credentialId = await passkeys.verifyRegistration({ appUid: appA.ref.uid, challengeId, userId: user.id, origin: appA.origin, rpId: appA.rpId, response: authenticator.create(options, appA.origin) });
+    const credentialId = await passkeys.verifyRegistration({
+      appUid: appA.ref.uid,
+      challengeId,
+      userId: user.id,
+      origin: appA.origin,
+      rpId: appA.rpId,
+      response: authenticator.create(options, appA.origin),
+    });
 
     const [stored] = await passkeys.list(appA.ref.uid, user.id);
     assert.deepEqual(stored, { id: credentialId, rpId: appA.rpId, transports: ['internal'], createdAt: new Date(now), lastUsedAt: null });
@@ -83,11 +118,20 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
     assert.equal(login.options.rpId, appA.rpId);
     assert.deepEqual(login.options.allowCredentials, [], 'discoverable credentials: nobody is named before the passkey answers');
     assert.deepEqual(
-      await passkeys.verifyAuthentication({ appUid: appA.ref.uid, challengeId: login.challengeId, origin: appA.origin, rpId: appA.rpId, response: authenticator.get(login.options, appA.origin) }),
+      await passkeys.verifyAuthentication({
+        appUid: appA.ref.uid,
+        challengeId: login.challengeId,
+        origin: appA.origin,
+        rpId: appA.rpId,
+        response: authenticator.get(login.options, appA.origin),
+      }),
       { appUserId: user.id, credentialId },
     );
     assert.equal((await passkeys.list(appA.ref.uid, user.id))[0]?.lastUsedAt?.getTime(), now);
-    const row = await fresh.db('passkey_credentials').where({ id: credentialId }).first<{ counter: string; app_uid: string }>('counter', 'app_uid');
+    const row = await fresh
+      .db('passkey_credentials')
+      .where({ id: credentialId })
+      .first<{ counter: string; app_uid: string }>('counter', 'app_uid');
     assert.deepEqual(row, { counter: '1', app_uid: appA.ref.uid });
     assert.deepEqual(await signIn(appA, authenticator), { appUserId: user.id, credentialId });
   });
@@ -95,9 +139,21 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
   it('refuses a response made on another origin, for registration and for sign-in', async () => {
     const user = await newUser();
     const authenticator = new SoftwareAuthenticator();
-    const reg = await passkeys.registrationOptions({ appUid: appA.ref.uid, rpId: appA.rpId, rpName: 'hello', user: { id: user.id, email: user.email } });
+    const reg = await passkeys.registrationOptions({
+      appUid: appA.ref.uid,
+      rpId: appA.rpId,
+      rpName: 'hello',
+      user: { id: user.id, email: user.email },
+    });
     await assert.rejects(
-      passkeys.verifyRegistration({ appUid: appA.ref.uid, challengeId: reg.challengeId, userId: user.id, origin: appA.origin, rpId: appA.rpId, response: authenticator.create(reg.options, 'http://evil.apps.localhost:8081') }),
+      passkeys.verifyRegistration({
+        appUid: appA.ref.uid,
+        challengeId: reg.challengeId,
+        userId: user.id,
+        origin: appA.origin,
+        rpId: appA.rpId,
+        response: authenticator.create(reg.options, 'http://evil.apps.localhost:8081'),
+      }),
       refusedFor('invalid'),
     );
     const good = new SoftwareAuthenticator();
@@ -105,7 +161,13 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
     // Same hostname, another scheme and port: another origin too.
     const login = await signInOptions(appA);
     await assert.rejects(
-      passkeys.verifyAuthentication({ appUid: appA.ref.uid, challengeId: login.challengeId, origin: appA.origin, rpId: appA.rpId, response: good.get(login.options, 'https://hello.apps.localhost') }),
+      passkeys.verifyAuthentication({
+        appUid: appA.ref.uid,
+        challengeId: login.challengeId,
+        origin: appA.origin,
+        rpId: appA.rpId,
+        response: good.get(login.options, 'https://hello.apps.localhost'),
+      }),
       refusedFor('invalid'),
     );
     assert.equal((await passkeys.list(appA.ref.uid, user.id)).length, 1, 'only the passkey made on the right origin is stored');
@@ -114,26 +176,58 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
   it("refuses a response signed for another app's RP ID", async () => {
     const user = await newUser();
     const authenticator = new SoftwareAuthenticator();
-    const reg = await passkeys.registrationOptions({ appUid: appA.ref.uid, rpId: appA.rpId, rpName: 'hello', user: { id: user.id, email: user.email } });
+    const reg = await passkeys.registrationOptions({
+      appUid: appA.ref.uid,
+      rpId: appA.rpId,
+      rpName: 'hello',
+      user: { id: user.id, email: user.email },
+    });
     await assert.rejects(
-      passkeys.verifyRegistration({ appUid: appA.ref.uid, challengeId: reg.challengeId, userId: user.id, origin: appA.origin, rpId: appA.rpId, response: authenticator.create(reg.options, appA.origin, { rpId: appB.rpId }) }),
+      passkeys.verifyRegistration({
+        appUid: appA.ref.uid,
+        challengeId: reg.challengeId,
+        userId: user.id,
+        origin: appA.origin,
+        rpId: appA.rpId,
+        response: authenticator.create(reg.options, appA.origin, { rpId: appB.rpId }),
+      }),
       refusedFor('invalid'),
     );
     const credentialId = await register(appA, user, authenticator);
     const login = await signInOptions(appA);
     await assert.rejects(
-      passkeys.verifyAuthentication({ appUid: appA.ref.uid, challengeId: login.challengeId, origin: appA.origin, rpId: appA.rpId, response: authenticator.get(login.options, appA.origin, { rpId: appB.rpId, credentialId }) }),
+      passkeys.verifyAuthentication({
+        appUid: appA.ref.uid,
+        challengeId: login.challengeId,
+        origin: appA.origin,
+        rpId: appA.rpId,
+        response: authenticator.get(login.options, appA.origin, { rpId: appB.rpId, credentialId }),
+      }),
       refusedFor('invalid'),
     );
     // A challenge issued on one app is nothing on another, even from the same ingress-auth.
     const onA = await signInOptions(appA);
     await assert.rejects(
-      passkeys.verifyAuthentication({ appUid: appB.ref.uid, challengeId: onA.challengeId, origin: appB.origin, rpId: appB.rpId, response: authenticator.get(onA.options, appB.origin, { rpId: appB.rpId, credentialId }) }),
+      passkeys.verifyAuthentication({
+        appUid: appB.ref.uid,
+        challengeId: onA.challengeId,
+        origin: appB.origin,
+        rpId: appB.rpId,
+        response: authenticator.get(onA.options, appB.origin, { rpId: appB.rpId, credentialId }),
+      }),
       refusedFor('challenge'),
     );
     // ... and it was not used up by the attempt: it still works on its own app.
     assert.equal(
-      (await passkeys.verifyAuthentication({ appUid: appA.ref.uid, challengeId: onA.challengeId, origin: appA.origin, rpId: appA.rpId, response: authenticator.get(onA.options, appA.origin) })).credentialId,
+      (
+        await passkeys.verifyAuthentication({
+          appUid: appA.ref.uid,
+          challengeId: onA.challengeId,
+          origin: appA.origin,
+          rpId: appA.rpId,
+          response: authenticator.get(onA.options, appA.origin),
+        })
+      ).credentialId,
       credentialId,
     );
   });
@@ -147,7 +241,13 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
     assert.throws(() => authenticator.get(onB.options, appB.origin), /NotAllowedError/);
     // A forged client presenting A's credential on B, signing for B's RP ID, finds no passkey.
     await assert.rejects(
-      passkeys.verifyAuthentication({ appUid: appB.ref.uid, challengeId: onB.challengeId, origin: appB.origin, rpId: appB.rpId, response: authenticator.get(onB.options, appB.origin, { rpId: appB.rpId, credentialId }) }),
+      passkeys.verifyAuthentication({
+        appUid: appB.ref.uid,
+        challengeId: onB.challengeId,
+        origin: appB.origin,
+        rpId: appB.rpId,
+        response: authenticator.get(onB.options, appB.origin, { rpId: appB.rpId, credentialId }),
+      }),
       refusedFor('unknown-credential'),
     );
     // The same person registering on B gets a separate passkey for B.
@@ -162,17 +262,37 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
   it('uses a challenge once: a replayed assertion, a second response and a retried registration are refused', async () => {
     const user = await newUser();
     const authenticator = new SoftwareAuthenticator();
-    const reg = await passkeys.registrationOptions({ appUid: appA.ref.uid, rpId: appA.rpId, rpName: 'hello', user: { id: user.id, email: user.email } });
+    const reg = await passkeys.registrationOptions({
+      appUid: appA.ref.uid,
+      rpId: appA.rpId,
+      rpName: 'hello',
+      user: { id: user.id, email: user.email },
+    });
     const created = authenticator.create(reg.options, appA.origin);
-    const credentialId = await passkeys.verifyRegistration({ appUid: appA.ref.uid, challengeId: reg.challengeId, userId: user.id, origin: appA.origin, rpId: appA.rpId, response: created });
+    const credentialId = await passkeys.verifyRegistration({
+      appUid: appA.ref.uid,
+      challengeId: reg.challengeId,
+      userId: user.id,
+      origin: appA.origin,
+      rpId: appA.rpId,
+      response: created,
+    });
     await assert.rejects(
-      passkeys.verifyRegistration({ appUid: appA.ref.uid, challengeId: reg.challengeId, userId: user.id, origin: appA.origin, rpId: appA.rpId, response: created }),
+      passkeys.verifyRegistration({
+        appUid: appA.ref.uid,
+        challengeId: reg.challengeId,
+        userId: user.id,
+        origin: appA.origin,
+        rpId: appA.rpId,
+        response: created,
+      }),
       refusedFor('challenge'),
     );
 
     const login = await signInOptions(appA);
     const assertion = authenticator.get(login.options, appA.origin);
-    const verify = (response: unknown, challengeId = login.challengeId) => passkeys.verifyAuthentication({ appUid: appA.ref.uid, challengeId, origin: appA.origin, rpId: appA.rpId, response });
+    const verify = (response: unknown, challengeId = login.challengeId) =>
+      passkeys.verifyAuthentication({ appUid: appA.ref.uid, challengeId, origin: appA.origin, rpId: appA.rpId, response });
     assert.equal((await verify(assertion)).credentialId, credentialId);
     await assert.rejects(verify(assertion), refusedFor('challenge'));
     await assert.rejects(verify(authenticator.get(login.options, appA.origin)), refusedFor('challenge'));
@@ -183,13 +303,25 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
     await assert.rejects(verify(authenticator.get(again.options, appA.origin), again.challengeId), refusedFor('challenge'));
   });
 
-  it("refuses an expired challenge and a registration challenge issued to someone else; sweeps expired ones", async () => {
+  it('refuses an expired challenge and a registration challenge issued to someone else; sweeps expired ones', async () => {
     const user = await newUser();
     const intruder = await newUser();
     const authenticator = new SoftwareAuthenticator();
-    const reg = await passkeys.registrationOptions({ appUid: appA.ref.uid, rpId: appA.rpId, rpName: 'hello', user: { id: user.id, email: user.email } });
+    const reg = await passkeys.registrationOptions({
+      appUid: appA.ref.uid,
+      rpId: appA.rpId,
+      rpName: 'hello',
+      user: { id: user.id, email: user.email },
+    });
     await assert.rejects(
-      passkeys.verifyRegistration({ appUid: appA.ref.uid, challengeId: reg.challengeId, userId: intruder.id, origin: appA.origin, rpId: appA.rpId, response: authenticator.create(reg.options, appA.origin) }),
+      passkeys.verifyRegistration({
+        appUid: appA.ref.uid,
+        challengeId: reg.challengeId,
+        userId: intruder.id,
+        origin: appA.origin,
+        rpId: appA.rpId,
+        response: authenticator.create(reg.options, appA.origin),
+      }),
       refusedFor('challenge'),
     );
     await register(appA, user, authenticator);
@@ -197,10 +329,27 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
     const late = await signInOptions(appA);
     const inTime = await signInOptions(appA);
     now += challengeLifetimeMs - 1;
-    assert.equal((await passkeys.verifyAuthentication({ appUid: appA.ref.uid, challengeId: inTime.challengeId, origin: appA.origin, rpId: appA.rpId, response: authenticator.get(inTime.options, appA.origin) })).appUserId, user.id);
+    assert.equal(
+      (
+        await passkeys.verifyAuthentication({
+          appUid: appA.ref.uid,
+          challengeId: inTime.challengeId,
+          origin: appA.origin,
+          rpId: appA.rpId,
+          response: authenticator.get(inTime.options, appA.origin),
+        })
+      ).appUserId,
+      user.id,
+    );
     now += 1;
     await assert.rejects(
-      passkeys.verifyAuthentication({ appUid: appA.ref.uid, challengeId: late.challengeId, origin: appA.origin, rpId: appA.rpId, response: authenticator.get(late.options, appA.origin) }),
+      passkeys.verifyAuthentication({
+        appUid: appA.ref.uid,
+        challengeId: late.challengeId,
+        origin: appA.origin,
+        rpId: appA.rpId,
+        response: authenticator.get(late.options, appA.origin),
+      }),
       refusedFor('challenge'),
     );
 
@@ -245,7 +394,12 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
     const b = await register(appA, user, second);
     await register(appA, neighbour, new SoftwareAuthenticator());
 
-    const { options, challengeId } = await passkeys.registrationOptions({ appUid: appA.ref.uid, rpId: appA.rpId, rpName: 'hello', user: { id: user.id, email: user.email } });
+    const { options, challengeId } = await passkeys.registrationOptions({
+      appUid: appA.ref.uid,
+      rpId: appA.rpId,
+      rpName: 'hello',
+      user: { id: user.id, email: user.email },
+    });
     assert.deepEqual(options.excludeCredentials, [
       { id: a, type: 'public-key', transports: ['internal'] },
       { id: b, type: 'public-key', transports: ['internal'] },
@@ -253,10 +407,20 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
     assert.throws(() => first.create(options, appA.origin), /InvalidStateError/);
     // Should a client ignore the list and present a registered credential again, it is not stored twice.
     await assert.rejects(
-      passkeys.verifyRegistration({ appUid: appA.ref.uid, challengeId, userId: user.id, origin: appA.origin, rpId: appA.rpId, response: first.create(options, appA.origin, { credentialId: a }) }),
+      passkeys.verifyRegistration({
+        appUid: appA.ref.uid,
+        challengeId,
+        userId: user.id,
+        origin: appA.origin,
+        rpId: appA.rpId,
+        response: first.create(options, appA.origin, { credentialId: a }),
+      }),
       refusedFor('exists'),
     );
-    assert.deepEqual((await passkeys.list(appA.ref.uid, user.id)).map((p) => p.id), [a, b]);
+    assert.deepEqual(
+      (await passkeys.list(appA.ref.uid, user.id)).map((p) => p.id),
+      [a, b],
+    );
   });
 
   it('refuses an assertion whose user handle names another app user than the passkey belongs to', async () => {
@@ -266,7 +430,16 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
     await register(appA, user, authenticator);
     const login = await signInOptions(appA);
     const response = authenticator.get(login.options, appA.origin, { userHandle: Buffer.from(other.id).toString('base64url') });
-    await assert.rejects(passkeys.verifyAuthentication({ appUid: appA.ref.uid, challengeId: login.challengeId, origin: appA.origin, rpId: appA.rpId, response }), refusedFor('invalid'));
+    await assert.rejects(
+      passkeys.verifyAuthentication({
+        appUid: appA.ref.uid,
+        challengeId: login.challengeId,
+        origin: appA.origin,
+        rpId: appA.rpId,
+        response,
+      }),
+      refusedFor('invalid'),
+    );
     // The handle a browser returns by default is the owner's id, which the first test signs in with.
     assert.equal((await signIn(appA, authenticator)).appUserId, user.id);
   });
@@ -277,8 +450,23 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
     await register(appA, user, authenticator);
     const login = await signInOptions(appA);
     const good = authenticator.get(login.options, appA.origin);
-    const verify = (response: unknown) => passkeys.verifyAuthentication({ appUid: appA.ref.uid, challengeId: login.challengeId, origin: appA.origin, rpId: appA.rpId, response });
-    for (const bad of [null, 'x', {}, { ...good, type: 'password' }, { ...good, rawId: 'AAAA' }, { ...good, response: { ...good.response, signature: 'not base64url!' } }, { ...good, id: 'A'.repeat(5000), rawId: 'A'.repeat(5000) }]) {
+    const verify = (response: unknown) =>
+      passkeys.verifyAuthentication({
+        appUid: appA.ref.uid,
+        challengeId: login.challengeId,
+        origin: appA.origin,
+        rpId: appA.rpId,
+        response,
+      });
+    for (const bad of [
+      null,
+      'x',
+      {},
+      { ...good, type: 'password' },
+      { ...good, rawId: 'AAAA' },
+      { ...good, response: { ...good.response, signature: 'not base64url!' } },
+      { ...good, id: 'A'.repeat(5000), rawId: 'A'.repeat(5000) },
+    ]) {
       await assert.rejects(verify(bad), refusedFor('malformed'));
     }
     assert.equal((await verify(good)).appUserId, user.id);
@@ -301,6 +489,9 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
     const other = await newUser();
     await register(appA, other, new SoftwareAuthenticator());
     await fresh.db('app_users').where({ id: other.id }).del();
-    assert.equal(Number((await fresh.db('passkey_credentials').where({ app_user_id: other.id }).count<Array<{ n: string }>>({ n: '*' }))[0]?.n), 0);
+    assert.equal(
+      Number((await fresh.db('passkey_credentials').where({ app_user_id: other.id }).count<Array<{ n: string }>>({ n: '*' }))[0]?.n),
+      0,
+    );
   });
 });

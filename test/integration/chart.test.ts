@@ -31,7 +31,8 @@ import { eventually } from '../support/wait.js';
 const chart = chartDir;
 
 type Obj = k8s.KubernetesObject & Record<string, unknown>;
-const render = async (...args: string[]): Promise<Obj[]> => (k8s.loadAllYaml(await renderChart('svc', 'default', ...args)) as Obj[]).filter(Boolean);
+const render = async (...args: string[]): Promise<Obj[]> =>
+  (k8s.loadAllYaml(await renderChart('svc', 'default', ...args)) as Obj[]).filter(Boolean);
 const ofKind = (objs: Obj[], kind: string) => objs.filter((o) => o.kind === kind);
 
 /** The registry and tag of the platform's images in the local registry (hack/images.sh). */
@@ -49,7 +50,8 @@ describe('chart: lint, schema and what it renders', () => {
   });
 
   it('refuses bad values with a message naming them', async () => {
-    const refused = async (why: RegExp, ...args: string[]) => assert.rejects(render(...args), (err: Error) => why.test(err.message), args.join(' '));
+    const refused = async (why: RegExp, ...args: string[]) =>
+      assert.rejects(render(...args), (err: Error) => why.test(err.message), args.join(' '));
     await refused(/appsDomain/, '--set', 'database.url=postgres://x/y');
     await refused(/database/, '--set', 'appsDomain=apps.example.com');
     await refused(/additional properties 'replica' not allowed|replica/, '-f', localValues, '--set', 'api.replica=3');
@@ -62,32 +64,55 @@ describe('chart: lint, schema and what it renders', () => {
   it('renders two replicas of each component, probes, budgets, spread and no root', async () => {
     const objs = await render('-f', localValues, '--set', `image.registry=${registry}`, '--set', `image.tag=${tag}`);
     const deployments = ofKind(objs, 'Deployment') as unknown as k8s.V1Deployment[];
-    assert.deepEqual(deployments.map((d) => [d.metadata!.name, d.spec!.replicas]).sort(), [['svc-api', 2], ['svc-controllers', 2], ['svc-ingress-auth', 2]]);
+    assert.deepEqual(deployments.map((d) => [d.metadata!.name, d.spec!.replicas]).sort(), [
+      ['svc-api', 2],
+      ['svc-controllers', 2],
+      ['svc-ingress-auth', 2],
+    ]);
     for (const d of deployments) {
       const pod = d.spec!.template.spec!;
       const c = pod.containers[0]!;
       assert.ok(c.readinessProbe && c.livenessProbe, `${d.metadata!.name}: probes`);
       assert.ok(c.resources?.requests && c.resources.limits, `${d.metadata!.name}: requests and limits`);
       assert.equal(pod.securityContext?.runAsNonRoot, true);
-      assert.deepEqual([c.securityContext?.readOnlyRootFilesystem, c.securityContext?.allowPrivilegeEscalation, c.securityContext?.capabilities?.drop], [true, false, ['ALL']]);
+      assert.deepEqual(
+        [c.securityContext?.readOnlyRootFilesystem, c.securityContext?.allowPrivilegeEscalation, c.securityContext?.capabilities?.drop],
+        [true, false, ['ALL']],
+      );
       assert.equal(pod.topologySpreadConstraints?.[0]?.whenUnsatisfiable, 'ScheduleAnyway');
       assert.match(c.image!, new RegExp(`^${registry}/svc/[a-z-]+:${tag}$`));
       assert.ok(c.env?.some((e) => e.name === 'SVC_DATABASE_URL' && e.valueFrom?.secretKeyRef?.name === 'svc-database'));
     }
     const budgets = ofKind(objs, 'PodDisruptionBudget') as unknown as k8s.V1PodDisruptionBudget[];
-    assert.deepEqual(budgets.map((b) => [b.metadata!.name, b.spec!.maxUnavailable]).sort(), [['svc-api', 1], ['svc-controllers', 1], ['svc-ingress-auth', 1]]);
+    assert.deepEqual(budgets.map((b) => [b.metadata!.name, b.spec!.maxUnavailable]).sort(), [
+      ['svc-api', 1],
+      ['svc-controllers', 1],
+      ['svc-ingress-auth', 1],
+    ]);
     assert.equal(ofKind(objs, 'NetworkPolicy').length, 1);
     const keys = ofKind(objs, 'Secret').find((s) => s.metadata!.name === 'svc-keys') as unknown as k8s.V1Secret;
     assert.equal(Buffer.from(keys.data!['artifact-key']!, 'base64').length, 48);
     assert.equal(ofKind(objs, 'RuntimeClass').length, 0, 'the local platform has its own');
     const owner = ofKind(objs, 'Secret').find((s) => s.metadata!.name === 'svc-owner-token')!;
     assert.equal(owner.metadata!.annotations?.['helm.sh/resource-policy'], 'keep', 'the first token outlives the release');
-    const envOf = (name: string) => new Map(deployments.find((d) => d.metadata!.name === name)!.spec!.template.spec!.containers[0]!.env!.map((e) => [e.name, e.value ?? e.valueFrom]));
+    const envOf = (name: string) =>
+      new Map(
+        deployments
+          .find((d) => d.metadata!.name === name)!
+          .spec!.template.spec!.containers[0]!.env!.map((e) => [e.name, e.value ?? e.valueFrom]),
+      );
     assert.equal(envOf('svc-api').get('SVC_OWNER_TOKEN_SECRET'), 'default/svc-owner-token');
-    assert.equal((envOf('svc-controllers').get('SVC_PLATFORM_NAMESPACE') as k8s.V1EnvVarSource).fieldRef?.fieldPath, 'metadata.namespace', 'tenants\' policies admit the release namespace');
+    assert.equal(
+      (envOf('svc-controllers').get('SVC_PLATFORM_NAMESPACE') as k8s.V1EnvVarSource).fieldRef?.fieldPath,
+      'metadata.namespace',
+      "tenants' policies admit the release namespace",
+    );
     assert.equal(envOf('svc-controllers').get('SVC_MACHINE_PLATFORM_CIDRS'), '10.244.0.1/32,10.244.1.1/32');
     const full = await render('-f', path.join(chart, 'examples/production.yaml'));
-    assert.deepEqual(ofKind(full, 'HorizontalPodAutoscaler').map((h) => h.metadata!.name), ['svc-ingress-auth']);
+    assert.deepEqual(
+      ofKind(full, 'HorizontalPodAutoscaler').map((h) => h.metadata!.name),
+      ['svc-ingress-auth'],
+    );
     assert.ok(!ofKind(full, 'Secret').some((s) => s.metadata!.name === 'svc-database'), 'an existing Secret is used, none made');
   });
 });
@@ -122,7 +147,12 @@ class Traffic {
 }
 
 /** One HTTP/1.1 request on a connection of its own, with any Host header (fetch sends the URL's). */
-function send(method: string, url: string, headers: Record<string, string>, body?: string): Promise<{ status: number; body: string; cookies: string[] }> {
+function send(
+  method: string,
+  url: string,
+  headers: Record<string, string>,
+  body?: string,
+): Promise<{ status: number; body: string; cookies: string[] }> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(url, { method, agent: false, headers, timeout: 10_000 }, (res) => {
       let text = '';
@@ -141,12 +171,21 @@ const get = (url: string, headers: Record<string, string>) => send('GET', url, h
 /** Gives the manifest of `repository:from` in the local registry a second tag, as a release would. */
 async function tagImage(repository: string, from: string, to: string): Promise<void> {
   const base = `http://${images.registry}/v2/${repository}/manifests`;
-  const accept = ['application/vnd.oci.image.index.v1+json', 'application/vnd.oci.image.manifest.v1+json', 'application/vnd.docker.distribution.manifest.v2+json', 'application/vnd.docker.distribution.manifest.list.v2+json'];
+  const accept = [
+    'application/vnd.oci.image.index.v1+json',
+    'application/vnd.oci.image.manifest.v1+json',
+    'application/vnd.docker.distribution.manifest.v2+json',
+    'application/vnd.docker.distribution.manifest.list.v2+json',
+  ];
   // As the operator, who alone pushes the platform's images (docs/decisions/0025-registry-auth.md).
   const authorization = `Bearer ${await registryToken([`repository:${repository}:pull,push`])}`;
   const got = await fetch(`${base}/${from}`, { headers: { authorization, accept: accept.join(', ') } });
   assert.equal(got.status, 200, `${repository}:${from} in the registry`);
-  const put = await fetch(`${base}/${to}`, { method: 'PUT', headers: { authorization, 'content-type': got.headers.get('content-type')! }, body: Buffer.from(await got.arrayBuffer()) });
+  const put = await fetch(`${base}/${to}`, {
+    method: 'PUT',
+    headers: { authorization, 'content-type': got.headers.get('content-type')! },
+    body: Buffer.from(await got.arrayBuffer()),
+  });
   assert.equal(put.status, 201, `${repository}:${to} tagged`);
 }
 
@@ -160,7 +199,11 @@ function hostControllers(verb: 'stop' | 'up'): Promise<void> {
   // The host's controllers log as make test started them (the test runner's silence would hide the
   // line dev.sh waits for).
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'SVC_LOG_LEVEL'));
-  return new Promise((resolve, reject) => execFile(devScript, [verb, 'controllers'], { env }, (err, _out, stderr) => (err ? reject(new Error(`dev.sh ${verb} controllers: ${stderr}`)) : resolve())));
+  return new Promise((resolve, reject) =>
+    execFile(devScript, [verb, 'controllers'], { env }, (err, _out, stderr) =>
+      err ? reject(new Error(`dev.sh ${verb} controllers: ${stderr}`)) : resolve(),
+    ),
+  );
 }
 
 describe('chart: the platform installed on the local cluster', { timeout: 15 * 60_000 }, () => {
@@ -188,16 +231,31 @@ describe('chart: the platform installed on the local cluster', { timeout: 15 * 6
   let hostControllersStopped = false;
   const timings: string[] = [];
   const values = () => [
-    '-f', localValues,
-    '--set', `image.registry=${registry}`,
-    '--set', `images.runtime=${images.runtime}`, '--set', `images.postgres=${images.postgres}`,
-    '--set', `images.builder=${images.builder}`, '--set', `images.sandbox=${images.sandbox}`,
-    '--set', 'api.artifacts.existingClaim=artifacts',
-    '--set', `ingressAuth.service.port=${proxyPort}`,
+    '-f',
+    localValues,
+    '--set',
+    `image.registry=${registry}`,
+    '--set',
+    `images.runtime=${images.runtime}`,
+    '--set',
+    `images.postgres=${images.postgres}`,
+    '--set',
+    `images.builder=${images.builder}`,
+    '--set',
+    `images.sandbox=${images.sandbox}`,
+    '--set',
+    'api.artifacts.existingClaim=artifacts',
+    '--set',
+    `ingressAuth.service.port=${proxyPort}`,
   ];
 
   const api = async (method: string, p: string, body?: unknown) => {
-    const res = await fetch(`${apiUrl}${p}`, { method, headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) }, ...(body ? { body: JSON.stringify(body) } : {}), signal: AbortSignal.timeout(15_000) });
+    const res = await fetch(`${apiUrl}${p}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+      ...(body ? { body: JSON.stringify(body) } : {}),
+      signal: AbortSignal.timeout(15_000),
+    });
     const text = await res.text();
     return { status: res.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
   };
@@ -206,13 +264,22 @@ describe('chart: the platform installed on the local cluster', { timeout: 15 * 6
     assert.equal(d.status, 202, JSON.stringify(d.body));
     return d.body.id as string;
   };
-  const live = (id: string) => eventually(`deploy ${id} live`, async () => (await api('GET', `/deploys/${id}`)).body.status === 'live', { timeoutMs: 120_000, intervalMs: 250 });
+  const live = (id: string) =>
+    eventually(`deploy ${id} live`, async () => (await api('GET', `/deploys/${id}`)).body.status === 'live', {
+      timeoutMs: 120_000,
+      intervalMs: 250,
+    });
   const page = () => get(`${ingressUrl}/`, { host, cookie });
   const ready = async (component: string) => {
     const d = await apps.readNamespacedDeployment({ name: `${release}-${component}`, namespace: ns.name });
-    return d.status?.readyReplicas === d.spec!.replicas && d.status?.updatedReplicas === d.spec!.replicas && (d.status?.replicas ?? 0) === d.spec!.replicas;
+    return (
+      d.status?.readyReplicas === d.spec!.replicas &&
+      d.status?.updatedReplicas === d.spec!.replicas &&
+      (d.status?.replicas ?? 0) === d.spec!.replicas
+    );
   };
-  const leader = async () => (await leases.readNamespacedLease({ name: 'svc-controllers', namespace: 'kube-system' })).spec?.holderIdentity?.split('_')[0];
+  const leader = async () =>
+    (await leases.readNamespacedLease({ name: 'svc-controllers', namespace: 'kube-system' })).spec?.holderIdentity?.split('_')[0];
   const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
   before(async () => {
@@ -224,21 +291,46 @@ describe('chart: the platform installed on the local cluster', { timeout: 15 * 6
       body: {
         metadata: { name: 'postgres', labels: { 'svc.dev/test': 'postgres' } },
         spec: {
-          securityContext: { runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000, fsGroup: 1000, seccompProfile: { type: 'RuntimeDefault' } },
-          containers: [{
-            name: 'postgres',
-            image: images.postgres,
-            env: [{ name: 'PGUSER', value: 'svc' }, { name: 'PGPASSWORD', value: 'svc-chart' }, { name: 'PGDATABASE', value: 'svc' }, { name: 'PGDATA', value: '/var/lib/svc-postgres/data' }],
-            ports: [{ containerPort: 5432 }],
-            readinessProbe: { tcpSocket: { port: 5432 as unknown as k8s.IntOrString }, periodSeconds: 1 },
-            securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
-            volumeMounts: [{ name: 'data', mountPath: '/var/lib/svc-postgres' }, { name: 'tmp', mountPath: '/tmp' }],
-          }],
-          volumes: [{ name: 'data', emptyDir: {} }, { name: 'tmp', emptyDir: {} }],
+          securityContext: {
+            runAsNonRoot: true,
+            runAsUser: 1000,
+            runAsGroup: 1000,
+            fsGroup: 1000,
+            seccompProfile: { type: 'RuntimeDefault' },
+          },
+          containers: [
+            {
+              name: 'postgres',
+              image: images.postgres,
+              env: [
+                { name: 'PGUSER', value: 'svc' },
+                { name: 'PGPASSWORD', value: 'svc-chart' },
+                { name: 'PGDATABASE', value: 'svc' },
+                { name: 'PGDATA', value: '/var/lib/svc-postgres/data' },
+              ],
+              ports: [{ containerPort: 5432 }],
+              readinessProbe: { tcpSocket: { port: 5432 as unknown as k8s.IntOrString }, periodSeconds: 1 },
+              securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+              volumeMounts: [
+                { name: 'data', mountPath: '/var/lib/svc-postgres' },
+                { name: 'tmp', mountPath: '/tmp' },
+              ],
+            },
+          ],
+          volumes: [
+            { name: 'data', emptyDir: {} },
+            { name: 'tmp', emptyDir: {} },
+          ],
         },
       },
     });
-    await core.createNamespacedService({ namespace: ns.name, body: { metadata: { name: 'postgres' }, spec: { clusterIP: postgresIp, selector: { 'svc.dev/test': 'postgres' }, ports: [{ port: 5432 }] } } });
+    await core.createNamespacedService({
+      namespace: ns.name,
+      body: {
+        metadata: { name: 'postgres' },
+        spec: { clusterIP: postgresIp, selector: { 'svc.dev/test': 'postgres' }, ports: [{ port: 5432 }] },
+      },
+    });
     // The artifacts every API replica shares: a ReadWriteMany volume (an NFS export on a cluster; a
     // directory of this host, which both local nodes are, here).
     artifacts = await mkdtemp(path.join(tmpdir(), 'svc-chart-artifacts-'));
@@ -246,10 +338,28 @@ describe('chart: the platform installed on the local cluster', { timeout: 15 * 6
     await core.createPersistentVolume({
       body: {
         metadata: { name: `${ns.name}-artifacts` },
-        spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteMany'], persistentVolumeReclaimPolicy: 'Retain', storageClassName: '', hostPath: { path: artifacts, type: 'Directory' }, claimRef: { namespace: ns.name, name: 'artifacts' } },
+        spec: {
+          capacity: { storage: '1Gi' },
+          accessModes: ['ReadWriteMany'],
+          persistentVolumeReclaimPolicy: 'Retain',
+          storageClassName: '',
+          hostPath: { path: artifacts, type: 'Directory' },
+          claimRef: { namespace: ns.name, name: 'artifacts' },
+        },
       },
     });
-    await core.createNamespacedPersistentVolumeClaim({ namespace: ns.name, body: { metadata: { name: 'artifacts' }, spec: { accessModes: ['ReadWriteMany'], storageClassName: '', volumeName: `${ns.name}-artifacts`, resources: { requests: { storage: '1Gi' } } } } });
+    await core.createNamespacedPersistentVolumeClaim({
+      namespace: ns.name,
+      body: {
+        metadata: { name: 'artifacts' },
+        spec: {
+          accessModes: ['ReadWriteMany'],
+          storageClassName: '',
+          volumeName: `${ns.name}-artifacts`,
+          resources: { requests: { storage: '1Gi' } },
+        },
+      },
+    });
     // The "new release" the upgrade goes to: the same images under another tag.
     for (const repository of ['svc/api', 'svc/controllers', 'svc/ingress-auth']) await tagImage(repository, tag, nextTag);
     await hostControllers('stop');
@@ -268,10 +378,16 @@ describe('chart: the platform installed on the local cluster', { timeout: 15 * 6
   it('accepts every rendered object (server-side dry run)', async () => {
     const manifest = await renderChart(release, ns.name, ...values(), '--set', `image.tag=${tag}`);
     const out = await new Promise<string>((resolve, reject) => {
-      const child = execFile(path.join(process.env.SVC_K8S_BIN!, 'kubectl'), ['apply', '--dry-run=server', '-f', '-'], { env: process.env }, (err, stdout, stderr) => (err ? reject(new Error(stderr)) : resolve(stdout)));
+      const child = execFile(
+        path.join(process.env.SVC_K8S_BIN!, 'kubectl'),
+        ['apply', '--dry-run=server', '-f', '-'],
+        { env: process.env },
+        (err, stdout, stderr) => (err ? reject(new Error(stderr)) : resolve(stdout)),
+      );
       child.stdin!.end(manifest);
     });
-    for (const kind of ['deployment.apps', 'service', 'poddisruptionbudget.policy', 'networkpolicy.networking.k8s.io', 'secret']) assert.match(out, new RegExp(`^${kind}/`, 'm'), out);
+    for (const kind of ['deployment.apps', 'service', 'poddisruptionbudget.policy', 'networkpolicy.networking.k8s.io', 'secret'])
+      assert.match(out, new RegExp(`^${kind}/`, 'm'), out);
   });
 
   it('installs: two ready replicas of each component, one controllers leader, the first token in its Secret', async () => {
@@ -281,8 +397,13 @@ describe('chart: the platform installed on the local cluster', { timeout: 15 * 6
     for (const component of ['api', 'controllers', 'ingress-auth']) assert.ok(await ready(component), `${component}: 2 of 2 ready`);
     const pods = (await core.listNamespacedPod({ namespace: ns.name, labelSelector: `app.kubernetes.io/instance=${release}` })).items;
     assert.equal(new Set(pods.map((p) => p.spec!.nodeName)).size, 2, 'replicas spread over both nodes');
-    const controllers = pods.filter((p) => p.metadata!.labels!['app.kubernetes.io/component'] === 'controllers').map((p) => p.metadata!.name!);
-    assert.ok(controllers.includes((await eventually('a controllers leader', leader, { timeoutMs: 30_000 }))), 'one of the release\'s controllers leads');
+    const controllers = pods
+      .filter((p) => p.metadata!.labels!['app.kubernetes.io/component'] === 'controllers')
+      .map((p) => p.metadata!.name!);
+    assert.ok(
+      controllers.includes(await eventually('a controllers leader', leader, { timeoutMs: 30_000 })),
+      "one of the release's controllers leads",
+    );
     token = await eventually('the first token in its Secret', async () => {
       const data = (await core.readNamespacedSecret({ name: `${release}-owner-token`, namespace: ns.name })).data;
       return data?.token ? Buffer.from(data.token, 'base64').toString() : undefined;
@@ -323,15 +444,22 @@ describe('chart: the platform installed on the local cluster', { timeout: 15 * 6
     const id = await deploy('<h1>second</h1>');
     const started = Date.now();
     await core.deleteNamespacedPod({ name: old, namespace: ns.name });
-    const next = await eventually('another controllers leader', async () => {
-      const now = await leader();
-      return now && now !== old ? now : undefined;
-    }, { timeoutMs: 60_000, intervalMs: 100 });
+    const next = await eventually(
+      'another controllers leader',
+      async () => {
+        const now = await leader();
+        return now && now !== old ? now : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 100 },
+    );
     timings.push(`leader handover ${seconds(Date.now() - started)}`);
     await live(id);
     timings.push(`deploy live after its leader was deleted ${seconds(Date.now() - started)}`);
     assert.notEqual(next, old);
-    assert.match((await eventually('the second version served', async () => ((await page()).body.includes('second') ? page() : undefined))).body, /second/);
+    assert.match(
+      (await eventually('the second version served', async () => ((await page()).body.includes('second') ? page() : undefined))).body,
+      /second/,
+    );
   });
 
   it('keeps serving while an ingress-auth pod is deleted under load: no request fails', async () => {
@@ -342,13 +470,27 @@ describe('chart: the platform installed on the local cluster', { timeout: 15 * 6
       return r.status === 200 && r.body.includes('second') ? undefined : `status ${r.status}`;
     });
     await new Promise((r) => setTimeout(r, 1_000));
-    const [victim] = (await core.listNamespacedPod({ namespace: ns.name, labelSelector: `app.kubernetes.io/instance=${release},app.kubernetes.io/component=ingress-auth` })).items;
+    const [victim] = (
+      await core.listNamespacedPod({
+        namespace: ns.name,
+        labelSelector: `app.kubernetes.io/instance=${release},app.kubernetes.io/component=ingress-auth`,
+      })
+    ).items;
     const started = Date.now();
     await core.deleteNamespacedPod({ name: victim!.metadata!.name!, namespace: ns.name });
-    await eventually('the deleted pod gone and two ready again', async () => {
-      const names = (await core.listNamespacedPod({ namespace: ns.name, labelSelector: `app.kubernetes.io/instance=${release},app.kubernetes.io/component=ingress-auth` })).items.map((p) => p.metadata!.name);
-      return !names.includes(victim!.metadata!.name) && (await ready('ingress-auth'));
-    }, { timeoutMs: 90_000, intervalMs: 250 });
+    await eventually(
+      'the deleted pod gone and two ready again',
+      async () => {
+        const names = (
+          await core.listNamespacedPod({
+            namespace: ns.name,
+            labelSelector: `app.kubernetes.io/instance=${release},app.kubernetes.io/component=ingress-auth`,
+          })
+        ).items.map((p) => p.metadata!.name);
+        return !names.includes(victim!.metadata!.name) && (await ready('ingress-auth'));
+      },
+      { timeoutMs: 90_000, intervalMs: 250 },
+    );
     timings.push(`ingress-auth pod replaced ${seconds(Date.now() - started)}`);
     await new Promise((r) => setTimeout(r, 1_000));
     const { count, failures } = await traffic.stop();
@@ -387,14 +529,28 @@ describe('chart: the platform installed on the local cluster', { timeout: 15 * 6
   it('uninstalls: the workloads go; the CRDs, the custom resources and the kept Secrets stay', async () => {
     const started = Date.now();
     await helm('uninstall', release, '-n', ns.name, '--wait');
-    await eventually('the workloads to be gone', async () => (await core.listNamespacedPod({ namespace: ns.name, labelSelector: `app.kubernetes.io/instance=${release}` })).items.length === 0, { timeoutMs: 90_000 });
+    await eventually(
+      'the workloads to be gone',
+      async () =>
+        (await core.listNamespacedPod({ namespace: ns.name, labelSelector: `app.kubernetes.io/instance=${release}` })).items.length === 0,
+      { timeoutMs: 90_000 },
+    );
     timings.push(`uninstall ${seconds(Date.now() - started)}`);
     assert.equal((await apps.listNamespacedDeployment({ namespace: ns.name })).items.length, 0);
-    for (const name of [`${release}-api`, `${release}-ingress-auth`]) await assert.rejects(core.readNamespacedService({ name, namespace: ns.name }), (err: unknown) => statusOf(err) === 404);
-    for (const name of [`${release}-keys`, `${release}-owner-token`]) assert.ok((await core.readNamespacedSecret({ name, namespace: ns.name })).data, `${name} kept`);
+    for (const name of [`${release}-api`, `${release}-ingress-auth`])
+      await assert.rejects(core.readNamespacedService({ name, namespace: ns.name }), (err: unknown) => statusOf(err) === 404);
+    for (const name of [`${release}-keys`, `${release}-owner-token`])
+      assert.ok((await core.readNamespacedSecret({ name, namespace: ns.name })).data, `${name} kept`);
     const crds = await kubectl('get', 'crd', '-o', 'name');
-    for (const kind of ['apps', 'builds', 'sandboxes', 'databases']) assert.match(crds, new RegExp(`${kind}\\.${group.replace('.', '\\.')}`));
-    const kept = (await custom.getNamespacedCustomObject({ group, version, namespace: accountNamespace!, plural: pluralOf('App'), name: app })) as k8s.KubernetesObject;
-    assert.equal(kept.metadata!.name, app, 'the tenant\'s App outlives the release');
+    for (const kind of ['apps', 'builds', 'sandboxes', 'databases'])
+      assert.match(crds, new RegExp(`${kind}\\.${group.replace('.', '\\.')}`));
+    const kept = (await custom.getNamespacedCustomObject({
+      group,
+      version,
+      namespace: accountNamespace!,
+      plural: pluralOf('App'),
+      name: app,
+    })) as k8s.KubernetesObject;
+    assert.equal(kept.metadata!.name, app, "the tenant's App outlives the release");
   });
 });

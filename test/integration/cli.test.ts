@@ -23,7 +23,11 @@ describe('svc CLI', () => {
   const root = mint(key, 'k1', 'cli-test-nonce-0001', [{ kind: 'expires', at: new Date(Date.now() + 7 * 86400e3) }]);
 
   it('npx svc token attenuate prints a narrower token that npx svc token inspect reads', async () => {
-    const { stdout: narrowed } = await exec('npx', ['--no-install', 'svc', 'token', 'attenuate', '--token', root, '--apps', 'shop', '--actions', 'read,deploy', '--expires-in', '1h'], { cwd: repoRoot });
+    const { stdout: narrowed } = await exec(
+      'npx',
+      ['--no-install', 'svc', 'token', 'attenuate', '--token', root, '--apps', 'shop', '--actions', 'read,deploy', '--expires-in', '1h'],
+      { cwd: repoRoot },
+    );
     const token = narrowed.trim();
     assert.ok(verifySignature(key, decode(token)), 'the narrowed token still verifies');
     const { stdout: text } = await exec('npx', ['--no-install', 'svc', 'token', 'inspect', token], { cwd: repoRoot });
@@ -32,7 +36,11 @@ describe('svc CLI', () => {
     assert.match(text, /actions:\s+read, deploy/);
     assert.match(text, /expires:\s+\S+ \(in 59 minutes\)/);
     const { stdout: json } = await svc(['token', 'inspect', '--json', token]);
-    const info = JSON.parse(json) as { verified: boolean; effective: { apps: string[]; actions: string[]; expires_at: string; expired: boolean }; restrictions: string[] };
+    const info = JSON.parse(json) as {
+      verified: boolean;
+      effective: { apps: string[]; actions: string[]; expires_at: string; expired: boolean };
+      restrictions: string[];
+    };
     assert.equal(info.verified, false);
     assert.deepEqual(info.effective.apps, ['shop']);
     assert.deepEqual(info.effective.actions, ['read', 'deploy']);

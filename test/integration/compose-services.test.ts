@@ -106,15 +106,27 @@ describe('Compose files with several services', () => {
   const json = expectJson;
   const deploy = async (app: string, compose: string, extra: Record<string, unknown> = {}) => {
     const d = await json<{ id: string }>(await api.request('POST', `/api/apps/${app}/deploy`, { body: { compose, ...extra } }), 202);
-    return eventually(`deploy ${d.id} ended`, async () => {
-      const got = await json<{ status: string; reason: string | null }>(await api.request('GET', `/api/deploys/${d.id}`), 200);
-      return got.status === 'live' || got.status === 'failed' ? { id: d.id, ...got } : undefined;
-    }, { timeoutMs: 150_000 });
+    return eventually(
+      `deploy ${d.id} ended`,
+      async () => {
+        const got = await json<{ status: string; reason: string | null }>(await api.request('GET', `/api/deploys/${d.id}`), 200);
+        return got.status === 'live' || got.status === 'failed' ? { id: d.id, ...got } : undefined;
+      },
+      { timeoutMs: 150_000 },
+    );
   };
-  const pods = async (app: string) => (await api.kube.core.listNamespacedPod({ namespace: ns, labelSelector: `${labels.app}=${app}` })).items.filter((p) => !p.metadata?.deletionTimestamp);
-  const podNames = async (app: string, service: string) => (await pods(app)).filter((p) => p.metadata?.labels?.[labels.service] === service).map((p) => p.metadata!.name!).sort();
+  const pods = async (app: string) =>
+    (await api.kube.core.listNamespacedPod({ namespace: ns, labelSelector: `${labels.app}=${app}` })).items.filter(
+      (p) => !p.metadata?.deletionTimestamp,
+    );
+  const podNames = async (app: string, service: string) =>
+    (await pods(app))
+      .filter((p) => p.metadata?.labels?.[labels.service] === service)
+      .map((p) => p.metadata!.name!)
+      .sort();
   const custom = () => api.kube.kc.makeApiClient(k8s.CustomObjectsApi);
-  const through = async (path: string, accept = 'text/html') => new Browser(ingress.url).request(`stack.${appsDomain}`, path, { headers: [['Accept', accept]] });
+  const through = async (path: string, accept = 'text/html') =>
+    new Browser(ingress.url).request(`stack.${appsDomain}`, path, { headers: [['Accept', accept]] });
 
   before(async () => {
     api = await startTestApi();
@@ -130,7 +142,10 @@ describe('Compose files with several services', () => {
   it('deploys web, worker and cache as one app: web serves through ingress-auth, reaches the cache by name, and started after the cache was healthy', async () => {
     const d = await deploy('stack', stack('one'));
     assert.equal(d.status, 'live', d.reason ?? '');
-    const app = await json<{ ready: string; services: Array<{ name: string; public: boolean; ready: string }> }>(await api.request('GET', '/api/apps/stack'), 200);
+    const app = await json<{ ready: string; services: Array<{ name: string; public: boolean; ready: string }> }>(
+      await api.request('GET', '/api/apps/stack'),
+      200,
+    );
     assert.deepEqual(app.services, [
       { name: 'web', public: true, image: images.python, machines: 1, ready: '1/1', deploy: d.id },
       { name: 'worker', public: false, image: images.busybox, machines: 1, ready: '1/1', deploy: d.id },
@@ -141,11 +156,15 @@ describe('Compose files with several services', () => {
     // Through ingress-auth: the excepted path is public and counts in the cache; the rest is gated
     // by the file's top-level policy (owner), which is the web service's.
     let last = '';
-    const first = await eventually('web serves through ingress-auth', async () => {
-      const a = await through('/public/hit');
-      last = `${a.status} ${a.body.slice(0, 300)}`;
-      return a.status === 200 ? a.body : undefined;
-    }, { timeoutMs: 30_000 }).catch((err: Error) => {
+    const first = await eventually(
+      'web serves through ingress-auth',
+      async () => {
+        const a = await through('/public/hit');
+        last = `${a.status} ${a.body.slice(0, 300)}`;
+        return a.status === 200 ? a.body : undefined;
+      },
+      { timeoutMs: 30_000 },
+    ).catch((err: Error) => {
       throw new Error(`${err.message}; the last answer: ${last}`);
     });
     assert.match(first, /^hits \d+$/);
@@ -161,71 +180,118 @@ describe('Compose files with several services', () => {
     const web = all.find((p) => p.metadata?.labels?.[labels.public] === 'true')!;
     const cacheReady = cache.status?.conditions?.find((c) => c.type === 'Ready')?.lastTransitionTime;
     assert.ok(cacheReady && web.metadata?.creationTimestamp, 'both have times');
-    assert.ok(new Date(web.metadata.creationTimestamp).getTime() >= new Date(cacheReady).getTime() - 1000, `web made at ${web.metadata.creationTimestamp.toISOString()}, cache ready at ${cacheReady.toISOString()}`);
+    assert.ok(
+      new Date(web.metadata.creationTimestamp).getTime() >= new Date(cacheReady).getTime() - 1000,
+      `web made at ${web.metadata.creationTimestamp.toISOString()}, cache ready at ${cacheReady.toISOString()}`,
+    );
 
     // kubectl sees the same: the App's status per service, and a Service per service with ports.
     const cr = (await custom().getNamespacedCustomObject({ group, version, namespace: ns, plural: pluralOf('App'), name: 'stack' })) as App;
-    assert.deepEqual(cr.status?.services?.map((s) => [s.name, s.public, s.ready]), [
-      ['web', true, '1/1'],
-      ['worker', false, '1/1'],
-      ['cache', false, '1/1'],
-    ]);
-    const services = (await api.kube.core.listNamespacedService({ namespace: ns, labelSelector: `${labels.app}=stack` })).items.map((s) => s.metadata!.name!).sort();
+    assert.deepEqual(
+      cr.status?.services?.map((s) => [s.name, s.public, s.ready]),
+      [
+        ['web', true, '1/1'],
+        ['worker', false, '1/1'],
+        ['cache', false, '1/1'],
+      ],
+    );
+    const services = (await api.kube.core.listNamespacedService({ namespace: ns, labelSelector: `${labels.app}=stack` })).items
+      .map((s) => s.metadata!.name!)
+      .sort();
     assert.deepEqual(services, ['stack', 'stack-cache', 'stack-web']);
 
     // The cache's volume is its machine's, listed with its service, and kept while declared.
-    const volume = (await json<{ volumes: Array<Record<string, unknown>> }>(await api.request('GET', '/api/volumes'), 200)).volumes.find((v) => v.ref === 'stack-cachedata-m0');
+    const volume = (await json<{ volumes: Array<Record<string, unknown>> }>(await api.request('GET', '/api/volumes'), 200)).volumes.find(
+      (v) => v.ref === 'stack-cachedata-m0',
+    );
     assert.deepEqual([volume?.app, volume?.service, volume?.machine, volume?.path, volume?.attached], ['stack', 'cache', 0, '/data', true]);
     assert.match((await json<{ error: string }>(await api.request('DELETE', '/api/volumes/stack-cachedata-m0'), 409)).error, /attached/);
   });
 
-  it('the cache is reached by the app\'s machines only, never by another app', async () => {
+  it("the cache is reached by the app's machines only, never by another app", async () => {
     const address = (await api.kube.core.readNamespacedService({ namespace: ns, name: 'stack-cache' })).spec!.clusterIP!;
     await json(await api.request('POST', '/api/apps', { body: { name: 'outsider' } }), 201);
     const probe = `while true; do if nc -z -w 2 ${address} 6379; then echo reach-open; else echo reach-closed; fi; sleep 1; done`;
-    await json(await api.request('POST', '/api/apps/outsider/deploy', { body: { compose: `services:\n  probe:\n    image: ${images.busybox}\n    command: ["sh", "-c", "${probe}"]\n    ports: ["8080"]\n` } }), 202);
-    const lines = await eventually('the outsider tried twice', async () => {
-      const text = await (await api.request('GET', '/api/apps/outsider/logs?tail=20')).text();
-      return (text.match(/reach-/g) ?? []).length >= 2 ? text : undefined;
-    }, { timeoutMs: 90_000 });
+    await json(
+      await api.request('POST', '/api/apps/outsider/deploy', {
+        body: {
+          compose: `services:\n  probe:\n    image: ${images.busybox}\n    command: ["sh", "-c", "${probe}"]\n    ports: ["8080"]\n`,
+        },
+      }),
+      202,
+    );
+    const lines = await eventually(
+      'the outsider tried twice',
+      async () => {
+        const text = await (await api.request('GET', '/api/apps/outsider/logs?tail=20')).text();
+        return (text.match(/reach-/g) ?? []).length >= 2 ? text : undefined;
+      },
+      { timeoutMs: 90_000 },
+    );
     assert.doesNotMatch(lines, /reach-open/);
     assert.match(lines, /reach-closed/);
     await api.request('DELETE', '/api/apps/outsider');
   });
 
-  it('reads the worker\'s logs and machines by service, and refuses a service the app does not have', async () => {
-    const text = await eventually('worker lines', async () => {
-      const t = await (await api.request('GET', '/api/apps/stack/logs?service=worker&tail=5')).text();
-      return /worker tick one/.test(t) ? t : undefined;
-    }, { timeoutMs: 30_000 });
-    for (const line of text.trim().split('\n')) assert.match(line, / worker\/m0 worker tick one$/, 'only the worker\'s lines, named by service');
-    const ndjson = await (await api.request('GET', '/api/apps/stack/logs?service=worker&tail=1', { headers: { accept: 'application/x-ndjson' } })).text();
+  it("reads the worker's logs and machines by service, and refuses a service the app does not have", async () => {
+    const text = await eventually(
+      'worker lines',
+      async () => {
+        const t = await (await api.request('GET', '/api/apps/stack/logs?service=worker&tail=5')).text();
+        return /worker tick one/.test(t) ? t : undefined;
+      },
+      { timeoutMs: 30_000 },
+    );
+    for (const line of text.trim().split('\n'))
+      assert.match(line, / worker\/m0 worker tick one$/, "only the worker's lines, named by service");
+    const ndjson = await (
+      await api.request('GET', '/api/apps/stack/logs?service=worker&tail=1', { headers: { accept: 'application/x-ndjson' } })
+    ).text();
     assert.equal((JSON.parse(ndjson.trim().split('\n')[0]!) as { service: string }).service, 'worker');
     const machines = await json<{ machines: Machine[] }>(await api.request('GET', '/api/apps/stack/machines?service=worker'), 200);
-    assert.deepEqual(machines.machines.map((m) => [m.service, m.public, m.ordinal, m.state]), [['worker', false, 0, 'running']]);
+    assert.deepEqual(
+      machines.machines.map((m) => [m.service, m.public, m.ordinal, m.state]),
+      [['worker', false, 0, 'running']],
+    );
     const everything = await json<{ machines: Machine[] }>(await api.request('GET', '/api/apps/stack/machines'), 200);
-    assert.deepEqual(everything.machines.map((m) => m.service), ['web', 'worker', 'cache']);
-    const metrics = await json<{ machines: Array<{ service: string | null }> }>(await api.request('GET', '/api/apps/stack/metrics/machines'), 200);
+    assert.deepEqual(
+      everything.machines.map((m) => m.service),
+      ['web', 'worker', 'cache'],
+    );
+    const metrics = await json<{ machines: Array<{ service: string | null }> }>(
+      await api.request('GET', '/api/apps/stack/metrics/machines'),
+      200,
+    );
     assert.deepEqual(metrics.machines.map((m) => m.service).sort(), ['cache', 'web', 'worker']);
     const refused = await json<{ error: string }>(await api.request('GET', '/api/apps/stack/logs?service=db'), 400);
     assert.match(refused.error, /app stack has no service db \(it has web, worker, cache\)/);
   });
 
-  it('a change to the worker alone replaces only the worker\'s machine', async () => {
+  it("a change to the worker alone replaces only the worker's machine", async () => {
     const webBefore = await podNames('stack', 'web');
     const cacheBefore = await podNames('stack', 'cache');
     const workerBefore = await podNames('stack', 'worker');
     const count = Number((await through('/public/hit')).body.split(' ')[1]);
     const d = await deploy('stack', stack('two'));
     assert.equal(d.status, 'live', d.reason ?? '');
-    await eventually('the old worker gone', async () => ((await podNames('stack', 'worker')).some((n) => workerBefore.includes(n)) ? undefined : true), { timeoutMs: 30_000 });
+    await eventually(
+      'the old worker gone',
+      async () => ((await podNames('stack', 'worker')).some((n) => workerBefore.includes(n)) ? undefined : true),
+      { timeoutMs: 30_000 },
+    );
     assert.deepEqual(await podNames('stack', 'web'), webBefore, 'web kept its machine');
-    const services = (await json<{ services: Array<{ name: string; deploy: string }> }>(await api.request('GET', '/api/apps/stack'), 200)).services;
+    const services = (await json<{ services: Array<{ name: string; deploy: string }> }>(await api.request('GET', '/api/apps/stack'), 200))
+      .services;
     assert.equal(services.find((v) => v.name === 'worker')?.deploy, d.id, "the worker's machine is the new deploy's");
     assert.notEqual(services.find((v) => v.name === 'web')?.deploy, d.id, "web's is still the earlier deploy's");
     assert.deepEqual(await podNames('stack', 'cache'), cacheBefore, 'cache kept its machine');
     assert.equal((await through('/public/hit')).body, `hits ${count + 1}`, 'and its data');
-    await eventually('the new worker\'s lines', async () => /worker tick two/.test(await (await api.request('GET', '/api/apps/stack/logs?service=worker&tail=3')).text()) || undefined, { timeoutMs: 30_000 });
+    await eventually(
+      "the new worker's lines",
+      async () =>
+        /worker tick two/.test(await (await api.request('GET', '/api/apps/stack/logs?service=worker&tail=3')).text()) || undefined,
+      { timeoutMs: 30_000 },
+    );
   });
 
   it('a service-level policy replaces the top-level one for the public service (rule 3)', async () => {
@@ -247,7 +313,10 @@ describe('Compose files with several services', () => {
     const before = await json<{ deploys: unknown[] }>(await api.request('GET', '/api/apps/stack/deploys'), 200);
     const twoPublic = `services:\n  web:\n    image: ${images.python}\n    ports: ["8000"]\n  admin:\n    image: ${images.python}\n    ports: ["9000"]\n`;
     const a = await json<{ error: string }>(await api.request('POST', '/api/apps/stack/deploy', { body: { compose: twoPublic } }), 400);
-    assert.match(a.error, /services web, admin all publish a port; one service receives the app's hostname: mark it with x-svc\.public: true/);
+    assert.match(
+      a.error,
+      /services web, admin all publish a port; one service receives the app's hostname: mark it with x-svc\.public: true/,
+    );
     const privatePolicy = `services:\n  web:\n    image: ${images.python}\n    ports: ["8000"]\n  worker:\n    image: ${images.busybox}\n    x-svc: {auth: owner}\n`;
     const b = await json<{ error: string }>(await api.request('POST', '/api/apps/stack/deploy', { body: { compose: privatePolicy } }), 400);
     assert.match(b.error, /services\.worker\.x-svc\.auth: worker does not receive the app's hostname \(web does\)/);
@@ -258,16 +327,41 @@ describe('Compose files with several services', () => {
   it('the example repository (docs/examples/compose-stack) deploys as written with svc deploy', async () => {
     await json(await api.request('POST', '/api/apps', { body: { name: 'example' } }), 201);
     const lines: string[] = [];
-    const d = await deployCommand({ app: 'example', dir: path.join(repoRoot, 'docs/examples/compose-stack'), apiUrl: `${api.url}/api`, token: api.token, wait: true, timeoutMs: 150_000, out: (l) => lines.push(l) });
+    const d = await deployCommand({
+      app: 'example',
+      dir: path.join(repoRoot, 'docs/examples/compose-stack'),
+      apiUrl: `${api.url}/api`,
+      token: api.token,
+      wait: true,
+      timeoutMs: 150_000,
+      out: (l) => lines.push(l),
+    });
     assert.equal(d.status, 'live');
     assert.match(lines[0]!, /^Deploying compose\.yaml to example: services web, worker, cache$/);
     const app = await json<{ services: Array<{ name: string; ready: string }> }>(await api.request('GET', '/api/apps/example'), 200);
-    assert.deepEqual(app.services.map((v) => [v.name, v.ready]), [['web', '2/2'], ['worker', '1/1'], ['cache', '1/1']]);
+    assert.deepEqual(
+      app.services.map((v) => [v.name, v.ready]),
+      [
+        ['web', '2/2'],
+        ['worker', '1/1'],
+        ['cache', '1/1'],
+      ],
+    );
     const hits = await new Browser(ingress.url).request(`example.${appsDomain}`, '/hits');
     assert.equal(hits.status, 200, hits.body);
     assert.match(hits.body, /^Hello from the stack: \d+ hits$/, 'web.env came with it, and web reached the cache');
-    assert.equal((await new Browser(ingress.url).request(`example.${appsDomain}`, '/', { headers: [['Accept', 'application/json']] })).status, 401, 'the rest is the owner\'s');
-    await eventually('the worker reads the cache', async () => /worker: \d+ hits so far/.test(await (await api.request('GET', '/api/apps/example/logs?service=worker&tail=5')).text()) || undefined, { timeoutMs: 30_000 });
+    assert.equal(
+      (await new Browser(ingress.url).request(`example.${appsDomain}`, '/', { headers: [['Accept', 'application/json']] })).status,
+      401,
+      "the rest is the owner's",
+    );
+    await eventually(
+      'the worker reads the cache',
+      async () =>
+        /worker: \d+ hits so far/.test(await (await api.request('GET', '/api/apps/example/logs?service=worker&tail=5')).text()) ||
+        undefined,
+      { timeoutMs: 30_000 },
+    );
     await api.request('DELETE', '/api/apps/example');
   });
 
@@ -275,12 +369,24 @@ describe('Compose files with several services', () => {
     const withoutCache = `services:\n  web:\n    image: ${images.busybox}\n    command: ["httpd", "-f", "-p", "8000"]\n    ports: ["8000"]\n  worker:\n    image: ${images.busybox}\n    command: ["sleep", "3600"]\n`;
     const d = await deploy('stack', withoutCache);
     assert.equal(d.status, 'live', d.reason ?? '');
-    await eventually('the cache gone', async () => ((await podNames('stack', 'cache')).length === 0 ? true : undefined), { timeoutMs: 30_000 });
-    await eventually('its Service gone', async () => {
-      const names = (await api.kube.core.listNamespacedService({ namespace: ns, labelSelector: `${labels.app}=stack` })).items.map((s) => s.metadata!.name!);
-      return names.includes('stack-cache') ? undefined : true;
-    }, { timeoutMs: 30_000 });
-    const volume = await eventually('its volume detached', async () => (await json<{ volumes: Array<Record<string, unknown>> }>(await api.request('GET', '/api/volumes'), 200)).volumes.find((v) => v.ref === 'stack-cachedata-m0' && v.attached === false));
+    await eventually('the cache gone', async () => ((await podNames('stack', 'cache')).length === 0 ? true : undefined), {
+      timeoutMs: 30_000,
+    });
+    await eventually(
+      'its Service gone',
+      async () => {
+        const names = (await api.kube.core.listNamespacedService({ namespace: ns, labelSelector: `${labels.app}=stack` })).items.map(
+          (s) => s.metadata!.name!,
+        );
+        return names.includes('stack-cache') ? undefined : true;
+      },
+      { timeoutMs: 30_000 },
+    );
+    const volume = await eventually('its volume detached', async () =>
+      (await json<{ volumes: Array<Record<string, unknown>> }>(await api.request('GET', '/api/volumes'), 200)).volumes.find(
+        (v) => v.ref === 'stack-cachedata-m0' && v.attached === false,
+      ),
+    );
     assert.equal(volume.service, 'cache', 'kept, detached, until deleted');
     assert.equal((await api.request('DELETE', '/api/volumes/stack-cachedata-m0')).status, 204);
   });

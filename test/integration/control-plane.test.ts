@@ -136,7 +136,9 @@ describe('local control plane', () => {
 
     await doomed.dispose();
     await waitNamespaceGone(core, doomed.name);
-    const leftovers = await custom.listClusterCustomObject({ group, version, plural: 'apps' }) as { items: Array<{ metadata: { namespace: string } }> };
+    const leftovers = (await custom.listClusterCustomObject({ group, version, plural: 'apps' })) as {
+      items: Array<{ metadata: { namespace: string } }>;
+    };
     assert.equal(leftovers.items.filter((a) => a.metadata.namespace === doomed.name).length, 0);
     await assert.rejects(core.readNamespacedConfigMap({ namespace: doomed.name, name: 'cfg' }), (err: unknown) => statusOf(err) === 404);
   });

@@ -33,16 +33,42 @@ const invalid: Array<[Kind, string, Record<string, unknown>, RegExp]> = [
     { kind: 'container', image: 'nginx', auth: { rules: [{ mode: 'auth', paths: ['/**'], admit: {} }] } },
     /spec\.auth\.rules\[0\]\.admit: Invalid value: a rule must admit at least one identity/,
   ],
-  ['App', 'services without the public one named', { kind: 'container', image: 'nginx', services: [{ name: 'worker', image: 'w' }] }, /spec\.service names the service the top-level fields describe/],
-  ['App', 'a private service named like the public one', { kind: 'container', image: 'nginx', service: 'web', services: [{ name: 'web', image: 'w' }] }, /a service in spec\.services has the name of spec\.service/],
+  [
+    'App',
+    'services without the public one named',
+    { kind: 'container', image: 'nginx', services: [{ name: 'worker', image: 'w' }] },
+    /spec\.service names the service the top-level fields describe/,
+  ],
+  [
+    'App',
+    'a private service named like the public one',
+    { kind: 'container', image: 'nginx', service: 'web', services: [{ name: 'web', image: 'w' }] },
+    /a service in spec\.services has the name of spec\.service/,
+  ],
   [
     'App',
     'a volume mounted by two services',
-    { kind: 'container', image: 'nginx', service: 'web', volumes: [{ name: 'data', path: '/d' }], services: [{ name: 'worker', image: 'w', volumes: [{ name: 'data', path: '/e' }] }] },
+    {
+      kind: 'container',
+      image: 'nginx',
+      service: 'web',
+      volumes: [{ name: 'data', path: '/d' }],
+      services: [{ name: 'worker', image: 'w', volumes: [{ name: 'data', path: '/e' }] }],
+    },
     /two services mount the same volume/,
   ],
-  ['App', 'a bad restart policy', { kind: 'container', image: 'nginx', service: 'web', services: [{ name: 'w', image: 'w', restart: 'sometimes' }] }, /spec\.services\[0\]\.restart: Unsupported value/],
-  ['App', 'a service name that is no host name', { kind: 'container', image: 'nginx', service: 'web', services: [{ name: 'Worker_1', image: 'w' }] }, /spec\.services\[0\]\.name/],
+  [
+    'App',
+    'a bad restart policy',
+    { kind: 'container', image: 'nginx', service: 'web', services: [{ name: 'w', image: 'w', restart: 'sometimes' }] },
+    /spec\.services\[0\]\.restart: Unsupported value/,
+  ],
+  [
+    'App',
+    'a service name that is no host name',
+    { kind: 'container', image: 'nginx', service: 'web', services: [{ name: 'Worker_1', image: 'w' }] },
+    /spec\.services\[0\]\.name/,
+  ],
   ['Build', 'missing app', { source: { artifact: { digest } } }, /spec\.app: Required value/],
   [
     'Build',
@@ -51,7 +77,12 @@ const invalid: Array<[Kind, string, Record<string, unknown>, RegExp]> = [
     /spec\.source: Invalid value: exactly one of spec\.source\.artifact and spec\.source\.git/,
   ],
   ['Build', 'a timeout over two hours', { app: 'shop', source: { artifact: { digest } }, timeoutSeconds: 9000 }, /spec\.timeoutSeconds/],
-  ['Build', 'a git path leaving the repository', { app: 'shop', source: { git: { url: 'https://x.test/r.git', path: '../etc' } } }, /spec\.source\.git\.path/],
+  [
+    'Build',
+    'a git path leaving the repository',
+    { app: 'shop', source: { git: { url: 'https://x.test/r.git', path: '../etc' } } },
+    /spec\.source\.git\.path/,
+  ],
   ['Sandbox', 'missing runtime', {}, /spec\.runtime: Required value/],
   ['Sandbox', 'timeout too short', { runtime: 'python', idleTimeoutSeconds: 1 }, /spec\.idleTimeoutSeconds/],
   ['Sandbox', 'lifetime too long', { runtime: 'python', maxLifetimeSeconds: 86401 }, /spec\.maxLifetimeSeconds/],
@@ -181,12 +212,16 @@ describe('custom resources (real apiserver)', () => {
       deployId: 'dep-1',
     });
     // The App controller fills the status; the columns must show exactly it.
-    const app = await eventually('the App status', async () => {
-      const a = (await custom.getNamespacedCustomObject({ group, version, namespace: ns.name, plural: 'apps', name: 'columns' })) as {
-        status?: { url?: string; ready?: string; currentDeploy?: string };
-      };
-      return a.status?.currentDeploy ? a : undefined;
-    }, { timeoutMs: 60_000 });
+    const app = await eventually(
+      'the App status',
+      async () => {
+        const a = (await custom.getNamespacedCustomObject({ group, version, namespace: ns.name, plural: 'apps', name: 'columns' })) as {
+          status?: { url?: string; ready?: string; currentDeploy?: string };
+        };
+        return a.status?.currentDeploy ? a : undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
     const table = await kubectl('get', 'apps.svc.dev', '-n', ns.name, 'columns');
     const [header, row] = table.trim().split('\n');
     assert.match(header ?? '', /^NAME\s+KIND\s+URL\s+READY\s+DEPLOY\s+ROLLOUT\s+AGE$/);
@@ -196,7 +231,12 @@ describe('custom resources (real apiserver)', () => {
 
   it('lists every kind together through the svc-all category and short names', async () => {
     const all = await kubectl('get', 'svc-all', '-n', ns.name, '-o', 'name');
-    for (const expected of ['app.svc.dev/valid-app', 'build.svc.dev/valid-build', 'sandbox.svc.dev/valid-sandbox', 'database.svc.dev/valid-database']) {
+    for (const expected of [
+      'app.svc.dev/valid-app',
+      'build.svc.dev/valid-build',
+      'sandbox.svc.dev/valid-sandbox',
+      'database.svc.dev/valid-database',
+    ]) {
       assert.ok(all.includes(expected), `kubectl get svc-all lists ${expected}:\n${all}`);
     }
     for (const short of ['svcapp', 'svcbuild', 'sbx', 'svcdb']) {

@@ -34,9 +34,13 @@ describe('Databases', () => {
   let api: TestApi;
   let ns: string;
   const json = expectJson;
-  const list = async (token?: string) => (await json<{ databases: DatabaseBody[] }>(await api.request('GET', '/api/databases', token ? { token } : {}), 200)).databases;
+  const list = async (token?: string) =>
+    (await json<{ databases: DatabaseBody[] }>(await api.request('GET', '/api/databases', token ? { token } : {}), 200)).databases;
   const ready = (name: string) =>
-    eventually(`database ${name} Ready`, async () => (await list()).find((d) => d.name === name && d.phase === 'Ready'), { timeoutMs: 90_000, intervalMs: 200 });
+    eventually(`database ${name} Ready`, async () => (await list()).find((d) => d.name === name && d.phase === 'Ready'), {
+      timeoutMs: 90_000,
+      intervalMs: 200,
+    });
   /** GET `path` of app `name`'s machines: the body of a 200, else undefined. */
   const on = (name: string) => async (path: string) => {
     const r = await getFromApp(ns, name, path);
@@ -51,8 +55,15 @@ describe('Databases', () => {
     await ready(database);
     await json(await api.request('POST', '/api/apps', { body: { name: appName } }), 201);
     await json(await api.request('PUT', `/api/apps/${appName}/database`, { body: { name: database } }), 200);
-    const d = await json<{ id: string }>(await api.request('POST', `/api/apps/${appName}/deploy`, { body: { image: images.runtime, command: ['node', '-e', dbAppScript] } }), 202);
-    await eventually('the app live', async () => ((await json<{ status: string }>(await api.request('GET', `/api/deploys/${d.id}`), 200)).status === 'live'), { timeoutMs: 90_000 });
+    const d = await json<{ id: string }>(
+      await api.request('POST', `/api/apps/${appName}/deploy`, { body: { image: images.runtime, command: ['node', '-e', dbAppScript] } }),
+      202,
+    );
+    await eventually(
+      'the app live',
+      async () => (await json<{ status: string }>(await api.request('GET', `/api/deploys/${d.id}`), 200)).status === 'live',
+      { timeoutMs: 90_000 },
+    );
     return on(appName);
   };
 
@@ -71,35 +82,77 @@ describe('Databases', () => {
     const up = await ready('notes-db');
     console.log(`# database Ready ${Date.now() - started} ms after create`);
     const readyEvents = await eventually('database.ready recorded', async () => {
-      const e = (await json<{ events: Array<{ subject: string; data: { host?: string } }> }>(await api.request('GET', '/api/events?kinds=database.ready'), 200)).events.filter((x) => x.subject === 'notes-db');
+      const e = (
+        await json<{ events: Array<{ subject: string; data: { host?: string } }> }>(
+          await api.request('GET', '/api/events?kinds=database.ready'),
+          200,
+        )
+      ).events.filter((x) => x.subject === 'notes-db');
       return e.length ? e : undefined;
     });
-    assert.deepEqual(readyEvents.map((e) => e.data.host), [up.host], 'once, with its address');
+    assert.deepEqual(
+      readyEvents.map((e) => e.data.host),
+      [up.host],
+      'once, with its address',
+    );
     assert.match(up.host ?? '', /^\d+\.\d+\.\d+\.\d+$/);
     // What its data takes, measured on its volume: an initialised cluster is tens of megabytes.
-    const measured = await eventually('the size used measured', async () => (await list()).find((x) => x.name === 'notes-db' && (x.used_bytes ?? 0) > 8 * 1024 ** 2), { timeoutMs: 30_000 });
+    const measured = await eventually(
+      'the size used measured',
+      async () => (await list()).find((x) => x.name === 'notes-db' && (x.used_bytes ?? 0) > 8 * 1024 ** 2),
+      { timeoutMs: 30_000 },
+    );
     assert.ok(measured.used_bytes! < measured.storage_bytes, `used_bytes ${measured.used_bytes}`);
     assert.equal(up.port, 5432);
     await json(await api.request('POST', '/api/databases', { body: { name: 'notes-db' } }), 409);
     await json(await api.request('POST', '/api/databases', { body: { name: 'Bad_Name' } }), 400);
-    assert.match((await json<{ error: string }>(await api.request('POST', '/api/databases', { body: { name: 'x'.repeat(41) } }), 400)).error, /name: must be at most 40 characters/);
-    assert.match((await json<{ error: string }>(await api.request('POST', '/api/databases', { body: { name: 'tiny', storage_bytes: 5 } }), 400)).error, /storage_bytes/);
-    assert.match((await json<{ error: string }>(await api.request('POST', '/api/databases', { body: { name: 'odd', deletion_policy: 'keep' } }), 400)).error, /deletion_policy/);
-    assert.match((await json<{ error: string }>(await api.request('POST', '/api/databases', { body: { name: 'extra', engine: 'mysql' } }), 400)).error, /engine/);
+    assert.match(
+      (await json<{ error: string }>(await api.request('POST', '/api/databases', { body: { name: 'x'.repeat(41) } }), 400)).error,
+      /name: must be at most 40 characters/,
+    );
+    assert.match(
+      (await json<{ error: string }>(await api.request('POST', '/api/databases', { body: { name: 'tiny', storage_bytes: 5 } }), 400)).error,
+      /storage_bytes/,
+    );
+    assert.match(
+      (await json<{ error: string }>(await api.request('POST', '/api/databases', { body: { name: 'odd', deletion_policy: 'keep' } }), 400))
+        .error,
+      /deletion_policy/,
+    );
+    assert.match(
+      (await json<{ error: string }>(await api.request('POST', '/api/databases', { body: { name: 'extra', engine: 'mysql' } }), 400)).error,
+      /engine/,
+    );
     assert.ok(!(await list()).some((d) => ['tiny', 'odd', 'extra'].includes(d.name)), 'nothing half-made');
 
     await json(await api.request('POST', '/api/apps', { body: { name: 'dbapp' } }), 201);
-    const d = await json<{ id: string }>(await api.request('POST', '/api/apps/dbapp/deploy', { body: { image: images.runtime, command: ['node', '-e', dbAppScript] } }), 202);
-    await eventually('the app live', async () => ((await json<{ status: string }>(await api.request('GET', `/api/deploys/${d.id}`), 200)).status === 'live'), { timeoutMs: 90_000 });
-    assert.deepEqual(JSON.parse((await eventually('the app', () => app('/env')))), { url: null, host: null });
+    const d = await json<{ id: string }>(
+      await api.request('POST', '/api/apps/dbapp/deploy', { body: { image: images.runtime, command: ['node', '-e', dbAppScript] } }),
+      202,
+    );
+    await eventually(
+      'the app live',
+      async () => (await json<{ status: string }>(await api.request('GET', `/api/deploys/${d.id}`), 200)).status === 'live',
+      { timeoutMs: 90_000 },
+    );
+    assert.deepEqual(JSON.parse(await eventually('the app', () => app('/env'))), { url: null, host: null });
 
-    const attached = await json<{ app: string; database: DatabaseBody }>(await api.request('PUT', '/api/apps/dbapp/database', { body: { name: 'notes-db' } }), 200);
+    const attached = await json<{ app: string; database: DatabaseBody }>(
+      await api.request('PUT', '/api/apps/dbapp/database', { body: { name: 'notes-db' } }),
+      200,
+    );
     assert.equal(attached.app, 'dbapp');
     await json(await api.request('PUT', '/api/apps/dbapp/database', { body: { name: 'notes-db' } }), 200); // idempotent
-    const env = JSON.parse(await eventually('every machine to have DATABASE_URL', async () => {
-      const e = await onEvery('dbapp')('/env');
-      return e?.includes('postgres://') ? e : undefined;
-    }, { timeoutMs: 90_000 })) as { url: string; host: string };
+    const env = JSON.parse(
+      await eventually(
+        'every machine to have DATABASE_URL',
+        async () => {
+          const e = await onEvery('dbapp')('/env');
+          return e?.includes('postgres://') ? e : undefined;
+        },
+        { timeoutMs: 90_000 },
+      ),
+    ) as { url: string; host: string };
     assert.equal(env.url, `postgres://app:***@${up.host}:5432/notes-db`);
     assert.equal(await eventually('a row written', () => app('/write/a'), { timeoutMs: 30_000 }), 'a');
     assert.equal(await app('/write/b'), 'a,b');
@@ -114,18 +167,31 @@ describe('Databases', () => {
     await json(await api.request('PUT', '/api/apps/other/database', { body: { name: 'nosuch' } }), 404);
 
     // A redeploy (new variables roll the machines) keeps the data.
-    const machines = async () => (await api.kube.core.listNamespacedPod({ namespace: ns, labelSelector: 'svc.dev/app=dbapp' })).items.filter((p) => !p.metadata!.deletionTimestamp).map((p) => p.metadata!.name!);
+    const machines = async () =>
+      (await api.kube.core.listNamespacedPod({ namespace: ns, labelSelector: 'svc.dev/app=dbapp' })).items
+        .filter((p) => !p.metadata!.deletionTimestamp)
+        .map((p) => p.metadata!.name!);
     const [before] = await machines();
     await json(await api.request('PATCH', '/api/apps/dbapp/env', { body: { COLOR: 'blue' } }), 200);
-    await eventually('a new machine serving the rows', async () => {
-      const now = await machines();
-      return now.length === 1 && now[0] !== before && (await app('/')) === 'a,b';
-    }, { timeoutMs: 90_000 });
+    await eventually(
+      'a new machine serving the rows',
+      async () => {
+        const now = await machines();
+        return now.length === 1 && now[0] !== before && (await app('/')) === 'a,b';
+      },
+      { timeoutMs: 90_000 },
+    );
 
     await json(await api.request('DELETE', '/api/apps/dbapp/database'), 204);
-    await eventually('the variables gone from every machine', async () => (await onEvery('dbapp')('/env')) === JSON.stringify({ url: null, host: null }), { timeoutMs: 90_000 });
+    await eventually(
+      'the variables gone from every machine',
+      async () => (await onEvery('dbapp')('/env')) === JSON.stringify({ url: null, host: null }),
+      { timeoutMs: 90_000 },
+    );
     await json(await api.request('DELETE', '/api/apps/dbapp/database'), 400);
-    const kinds = ((await json<{ events: Array<{ type: string }> }>(await api.request('GET', '/api/events?kinds=database.*'), 200)).events).map((e) => e.type);
+    const kinds = (
+      await json<{ events: Array<{ type: string }> }>(await api.request('GET', '/api/events?kinds=database.*'), 200)
+    ).events.map((e) => e.type);
     assert.deepEqual(kinds, ['database.created', 'database.ready', 'database.attached', 'database.detached']);
   });
 
@@ -145,14 +211,22 @@ describe('Databases', () => {
   it('deletes with Drop: server, volume and credentials go; with Retain the volume stays and a database of its name takes it up again', async () => {
     const o = databaseObjects('notes-db');
     await json(await api.request('DELETE', '/api/databases/notes-db'), 204);
-    await eventually('the server, volume and credentials gone', async () => {
-      const [pods, claims, secrets] = await Promise.all([
-        api.kube.core.listNamespacedPod({ namespace: ns, labelSelector: 'svc.dev/database=notes-db' }),
-        api.kube.core.listNamespacedPersistentVolumeClaim({ namespace: ns }),
-        api.kube.core.listNamespacedSecret({ namespace: ns }),
-      ]);
-      return pods.items.length === 0 && !claims.items.some((c) => c.metadata!.name === o.claim) && !secrets.items.some((s) => s.metadata!.name === o.secret);
-    }, { timeoutMs: 60_000 });
+    await eventually(
+      'the server, volume and credentials gone',
+      async () => {
+        const [pods, claims, secrets] = await Promise.all([
+          api.kube.core.listNamespacedPod({ namespace: ns, labelSelector: 'svc.dev/database=notes-db' }),
+          api.kube.core.listNamespacedPersistentVolumeClaim({ namespace: ns }),
+          api.kube.core.listNamespacedSecret({ namespace: ns }),
+        ]);
+        return (
+          pods.items.length === 0 &&
+          !claims.items.some((c) => c.metadata!.name === o.claim) &&
+          !secrets.items.some((s) => s.metadata!.name === o.secret)
+        );
+      },
+      { timeoutMs: 60_000 },
+    );
     assert.ok(!(await list()).some((d) => d.name === 'notes-db'));
 
     const k = databaseObjects('kept');
@@ -172,29 +246,50 @@ describe('Databases', () => {
     assert.equal(again.metadata!.uid, claim.metadata!.uid);
     await json(await api.request('DELETE', '/api/databases/kept'), 204);
   });
-  it('gives a preview of an app with a database a branch: the parent\'s rows, its own writes, gone with the preview', async () => {
+  it("gives a preview of an app with a database a branch: the parent's rows, its own writes, gone with the preview", async () => {
     const parent = await dbWithApp('trunk', 'brapp');
     assert.equal(await eventually('a row in the parent', () => parent('/write/a'), { timeoutMs: 60_000 }), 'a');
     assert.equal(await parent('/write/b'), 'a,b');
 
     const started = Date.now();
-    const created = await json<{ preview: { app: string; database: string } }>(await api.request('POST', '/api/apps/brapp/previews', { body: { ref: 'feat' } }), 201);
+    const created = await json<{ preview: { app: string; database: string } }>(
+      await api.request('POST', '/api/apps/brapp/previews', { body: { ref: 'feat' } }),
+      201,
+    );
     assert.match(created.preview.database, /^trunk-[0-9a-f]{6}$/);
     const preview = on(created.preview.app);
-    const branch = await eventually('the branch Ready', async () => (await list()).find((x) => x.name === created.preview.database && x.phase === 'Ready'), { timeoutMs: 90_000, intervalMs: 200 });
+    const branch = await eventually(
+      'the branch Ready',
+      async () => (await list()).find((x) => x.name === created.preview.database && x.phase === 'Ready'),
+      { timeoutMs: 90_000, intervalMs: 200 },
+    );
     console.log(`# preview branch Ready ${Date.now() - started} ms after the preview was created`);
     assert.equal(branch.attached_to, created.preview.app);
     assert.notEqual(branch.host, (await list()).find((x) => x.name === 'trunk')!.host, 'a server of its own');
-    assert.equal(await eventually('the preview reads the parent\'s rows', () => preview('/'), { timeoutMs: 90_000 }), 'a,b');
+    assert.equal(await eventually("the preview reads the parent's rows", () => preview('/'), { timeoutMs: 90_000 }), 'a,b');
     assert.equal(await preview('/write/c'), 'a,b,c');
-    assert.equal(await parent('/write/d'), 'a,b,d', 'the preview\'s write did not reach the parent');
-    assert.equal(await preview('/'), 'a,b,c', 'nor the parent\'s the preview');
+    assert.equal(await parent('/write/d'), 'a,b,d', "the preview's write did not reach the parent");
+    assert.equal(await preview('/'), 'a,b,c', "nor the parent's the preview");
 
     await json(await api.request('DELETE', `/api/apps/brapp/previews/feat`), 204);
-    await eventually('the branch gone with its preview', async () => !(await list()).some((x) => x.name === branch.name), { timeoutMs: 60_000 });
-    await eventually('its volume gone', async () => !(await api.kube.core.listNamespacedPersistentVolumeClaim({ namespace: ns })).items.some((c) => c.metadata?.name === databaseObjects(branch.name).claim), { timeoutMs: 60_000 });
-    const branchEvents = async () => (await json<{ events: Array<{ type: string; subject: string }> }>(await api.request('GET', '/api/events?kinds=database.*'), 200)).events.filter((e) => e.subject === branch.name).map((e) => e.type);
-    await eventually('the branch\'s deletion told', async () => (await branchEvents()).includes('database.deleted'));
+    await eventually('the branch gone with its preview', async () => !(await list()).some((x) => x.name === branch.name), {
+      timeoutMs: 60_000,
+    });
+    await eventually(
+      'its volume gone',
+      async () =>
+        !(await api.kube.core.listNamespacedPersistentVolumeClaim({ namespace: ns })).items.some(
+          (c) => c.metadata?.name === databaseObjects(branch.name).claim,
+        ),
+      { timeoutMs: 60_000 },
+    );
+    const branchEvents = async () =>
+      (
+        await json<{ events: Array<{ type: string; subject: string }> }>(await api.request('GET', '/api/events?kinds=database.*'), 200)
+      ).events
+        .filter((e) => e.subject === branch.name)
+        .map((e) => e.type);
+    await eventually("the branch's deletion told", async () => (await branchEvents()).includes('database.deleted'));
     assert.deepEqual(await branchEvents(), ['database.created', 'database.ready', 'database.deleted']);
     assert.equal(await parent('/'), 'a,b,d', 'the parent keeps its rows');
     await json(await api.request('DELETE', '/api/apps/brapp/database'), 204);
@@ -206,7 +301,12 @@ describe('Databases', () => {
     assert.equal(await eventually('a row', () => bk('/write/x'), { timeoutMs: 60_000 }), 'x');
     assert.equal(await bk('/write/y'), 'x,y');
 
-    const cron = await eventually('the nightly CronJob', () => api.kube.kc.makeApiClient(k8s.BatchV1Api).readNamespacedCronJob({ namespace: ns, name: 'db-src-bk-backup' }).catch(() => undefined));
+    const cron = await eventually('the nightly CronJob', () =>
+      api.kube.kc
+        .makeApiClient(k8s.BatchV1Api)
+        .readNamespacedCronJob({ namespace: ns, name: 'db-src-bk-backup' })
+        .catch(() => undefined),
+    );
     assert.equal(cron.spec?.schedule, '30 3 * * *');
     assert.equal(cron.spec?.concurrencyPolicy, 'Forbid');
 
@@ -214,30 +314,74 @@ describe('Databases', () => {
     const { execFile } = await import('node:child_process');
     const env = { ...process.env, SVC_API_URL: `${api.url}/api`, SVC_TOKEN: api.token };
     const run = (...args: string[]) =>
-      new Promise<string>((resolve, reject) => execFile(process.execPath, [path.join(repoRoot, 'bin/svc.js'), ...args], { env }, (err, out, errOut) => (err ? reject(new Error(`${err.message}${errOut}`)) : resolve(out))));
+      new Promise<string>((resolve, reject) =>
+        execFile(process.execPath, [path.join(repoRoot, 'bin/svc.js'), ...args], { env }, (err, out, errOut) =>
+          err ? reject(new Error(`${err.message}${errOut}`)) : resolve(out),
+        ),
+      );
     const made = JSON.parse(await run('db', 'backup', 'src-bk', '--json')) as { id: string; status: string; bytes: number };
     assert.equal(made.status, 'done');
     assert.ok(made.bytes > 0);
-    assert.match(await run('db', 'backups', 'src-bk'), new RegExp(`^ID\\s+STATUS\\s+BYTES\\s+TAKEN\\s+ERROR\\n${made.id}\\s+done\\s+${made.bytes}\\s`, 'm'));
-    const events = (await json<{ events: Array<{ type: string; subject: string; data: { backup?: string } }> }>(await api.request('GET', '/api/events?kinds=database.backup_done'), 200)).events;
-    assert.ok(events.some((e) => e.subject === 'src-bk' && e.data.backup === made.id), 'database.backup_done recorded');
+    assert.match(
+      await run('db', 'backups', 'src-bk'),
+      new RegExp(`^ID\\s+STATUS\\s+BYTES\\s+TAKEN\\s+ERROR\\n${made.id}\\s+done\\s+${made.bytes}\\s`, 'm'),
+    );
+    const events = (
+      await json<{ events: Array<{ type: string; subject: string; data: { backup?: string } }> }>(
+        await api.request('GET', '/api/events?kinds=database.backup_done'),
+        200,
+      )
+    ).events;
+    assert.ok(
+      events.some((e) => e.subject === 'src-bk' && e.data.backup === made.id),
+      'database.backup_done recorded',
+    );
 
     // A failure, as a backup Job reports one (its credential opens this database's backups only).
     const key = api.services.config.deploys.artifactKey!;
     const soon = new Date(Date.now() + 60_000);
-    const report = (db: string, token: string) => fetch(`${api.url}/backups/${ns}/src-bk/failed`, { method: 'POST', headers: { authorization: `Bearer ${mintBackupCredential(key, ns, db, soon)}`, 'content-type': 'text/plain' }, body: token });
+    const report = (db: string, token: string) =>
+      fetch(`${api.url}/backups/${ns}/src-bk/failed`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${mintBackupCredential(key, ns, db, soon)}`, 'content-type': 'text/plain' },
+        body: token,
+      });
     assert.equal((await report('other-db', 'x')).status, 403, 'a credential of another database adds nothing here');
     assert.equal((await fetch(`${api.url}/backups/${ns}/src-bk`, { method: 'PUT', body: 'x' })).status, 401);
     for (const odd of [`/backups/..%2f${ns}/src-bk`, `/backups/${ns}/src-bk/extra`, `/backups/${ns}/Src_Bk`, `/backups/${ns}`]) {
       assert.equal((await fetch(`${api.url}${odd}`, { method: 'PUT', body: 'x' })).status, 404, odd);
     }
-    assert.equal((await fetch(`${api.url}/backups/${ns}/src-bk`, { method: 'GET' })).status, 405, 'backups are only added, never read back here');
-    assert.equal((await report('src-bk', 'x'.repeat(5000))).status, 413, 'a report longer than the Job ever sends is refused, nothing recorded');
+    assert.equal(
+      (await fetch(`${api.url}/backups/${ns}/src-bk`, { method: 'GET' })).status,
+      405,
+      'backups are only added, never read back here',
+    );
+    assert.equal(
+      (await report('src-bk', 'x'.repeat(5000))).status,
+      413,
+      'a report longer than the Job ever sends is refused, nothing recorded',
+    );
     assert.equal((await report('src-bk', 'pg_dump: error: boom')).status, 201);
-    const failed = (await json<{ backups: Array<{ id: string; status: string; error: string | null }> }>(await api.request('GET', '/api/databases/src-bk/backups'), 200)).backups[0]!;
+    const failed = (
+      await json<{ backups: Array<{ id: string; status: string; error: string | null }> }>(
+        await api.request('GET', '/api/databases/src-bk/backups'),
+        200,
+      )
+    ).backups[0]!;
     assert.deepEqual([failed.status, failed.error], ['failed', 'pg_dump: error: boom']);
-    assert.match((await json<{ error: string }>(await api.request('POST', '/api/databases', { body: { name: 'from-failed', restore_from: { backup: failed.id } } }), 409)).error, /failed \(pg_dump: error: boom\)/);
-    await json(await api.request('POST', '/api/databases', { body: { name: 'from-nothing', restore_from: { backup: 'bk-0000000000000000' } } }), 404);
+    assert.match(
+      (
+        await json<{ error: string }>(
+          await api.request('POST', '/api/databases', { body: { name: 'from-failed', restore_from: { backup: failed.id } } }),
+          409,
+        )
+      ).error,
+      /failed \(pg_dump: error: boom\)/,
+    );
+    await json(
+      await api.request('POST', '/api/databases', { body: { name: 'from-nothing', restore_from: { backup: 'bk-0000000000000000' } } }),
+      404,
+    );
     await json(await api.request('GET', '/api/databases/no-such/backups'), 404);
 
     // Restored into a new database: the rows are there, and the source goes on by itself.
@@ -247,11 +391,23 @@ describe('Databases', () => {
     await json(await api.request('DELETE', '/api/apps/bkapp/database'), 204);
     await json(await api.request('PUT', '/api/apps/bkapp/database', { body: { name: 'restored' } }), 200);
     const every = onEvery('bkapp');
-    assert.equal(await eventually('the app on the restored database', async () => ((await every('/env'))?.includes(restored.host!) ? every('/') : undefined), { timeoutMs: 90_000 }), 'x,y', 'the rows as they were when backed up');
+    assert.equal(
+      await eventually(
+        'the app on the restored database',
+        async () => ((await every('/env'))?.includes(restored.host!) ? every('/') : undefined),
+        { timeoutMs: 90_000 },
+      ),
+      'x,y',
+      'the rows as they were when backed up',
+    );
     await json(await api.request('DELETE', '/api/apps/bkapp/database'), 204);
     for (const name of ['restored', 'src-bk']) await json(await api.request('DELETE', `/api/databases/${name}`), 204);
     // A deleted database's backups stay listed, and restorable.
-    assert.ok((await json<{ backups: Array<{ id: string }> }>(await api.request('GET', '/api/databases/src-bk/backups'), 200)).backups.some((b) => b.id === made.id));
+    assert.ok(
+      (await json<{ backups: Array<{ id: string }> }>(await api.request('GET', '/api/databases/src-bk/backups'), 200)).backups.some(
+        (b) => b.id === made.id,
+      ),
+    );
   });
 
   it('svc db creates (waiting until Ready), lists, attaches, detaches and removes', async () => {
@@ -259,11 +415,18 @@ describe('Databases', () => {
     const svc = path.join(repoRoot, 'bin/svc.js');
     const env = { ...process.env, SVC_API_URL: `${api.url}/api`, SVC_TOKEN: api.token };
     const run = (...args: string[]) =>
-      new Promise<string>((resolve, reject) => execFile(process.execPath, [svc, ...args], { env }, (err, out, errOut) => (err ? reject(new Error(`${err.message}${errOut}`)) : resolve(out))));
+      new Promise<string>((resolve, reject) =>
+        execFile(process.execPath, [svc, ...args], { env }, (err, out, errOut) =>
+          err ? reject(new Error(`${err.message}${errOut}`)) : resolve(out),
+        ),
+      );
     // 128 MiB: a volume is a filesystem of its size (decision 0023), and an initialised cluster takes about 46 MiB.
     const created = JSON.parse(await run('db', 'create', 'cli-db', '--size', String(128 << 20), '--json')) as DatabaseBody;
     assert.equal(created.phase, 'Ready');
-    assert.match(await run('db', 'ls'), /^NAME\s+PHASE\s+APP\s+SIZE\s+USED\s+ON DELETE\ncli-db\s+Ready\s+-\s+128 MiB\s+(-|\d+(\.\d)? (B|KiB|MiB|GiB))\s+drop/m);
+    assert.match(
+      await run('db', 'ls'),
+      /^NAME\s+PHASE\s+APP\s+SIZE\s+USED\s+ON DELETE\ncli-db\s+Ready\s+-\s+128 MiB\s+(-|\d+(\.\d)? (B|KiB|MiB|GiB))\s+drop/m,
+    );
     await json(await api.request('POST', '/api/apps', { body: { name: 'cli-app' } }), 201);
     assert.match(await run('db', 'attach', 'cli-db', 'cli-app'), /cli-db attached to cli-app/);
     await assert.rejects(run('db', 'rm', 'cli-db'), /409 database cli-db is attached to app cli-app/);
@@ -271,20 +434,24 @@ describe('Databases', () => {
     assert.match(await run('db', 'rm', 'cli-db'), /cli-db deleted/);
   });
 
-  it('refuses a database beyond the account\'s count or storage limit, naming it', async () => {
+  it("refuses a database beyond the account's count or storage limit, naming it", async () => {
     const limited = await startTestApi({ env: { SVC_DATABASE_MAX_PER_ACCOUNT: '1', SVC_STORAGE_MAX_BYTES_PER_ACCOUNT: String(3 << 26) } });
     try {
       const post = (body: unknown) => limited.request('POST', '/api/databases', { body });
       const big = await json<{ error: string }>(await post({ name: 'big', storage_bytes: 4 << 26 }), 403);
       assert.match(big.error, /over its limit of 201326592 bytes \(0 in use\)/);
       await json(await post({ name: 'small', storage_bytes: 2 << 26 }), 201);
-      const stored = async () => (await json<{ meters: { stored_bytes: number } }>(await limited.request('GET', '/api/account/usage'), 200)).meters.stored_bytes;
+      const stored = async () =>
+        (await json<{ meters: { stored_bytes: number } }>(await limited.request('GET', '/api/account/usage'), 200)).meters.stored_bytes;
       limited.clock.advance(1000); // usage is of [start of month, now): a sample counts from its instant on
       assert.equal(await stored(), 2 << 26, 'its volume counts as stored');
       const more = await json<{ error: string }>(await post({ name: 'another', storage_bytes: 2 << 26 }), 403);
       assert.match(more.error, /the account has 1 databases \(branches included\), its limit is 1; delete one first/);
       // Databases are the account's: a token restricted to apps cannot list them.
-      const { token } = await limited.services.tokens.issue(limited.account.id, { name: 'narrow', restrictions: [{ kind: 'apps', apps: ['x'] }] });
+      const { token } = await limited.services.tokens.issue(limited.account.id, {
+        name: 'narrow',
+        restrictions: [{ kind: 'apps', apps: ['x'] }],
+      });
       await json(await limited.request('GET', '/api/databases', { token }), 403);
       limited.clock.advance(1000);
       await json(await limited.request('DELETE', '/api/databases/small'), 204);
@@ -294,12 +461,19 @@ describe('Databases', () => {
       await limited.close();
     }
   });
-  it('says when the account\'s quota keeps its server from starting, and starts it once there is room', async () => {
+  it("says when the account's quota keeps its server from starting, and starts it once there is room", async () => {
     // A second quota in the namespace, as full as can be: every quota of a namespace applies.
-    await api.kube.core.createNamespacedResourceQuota({ namespace: ns, body: { metadata: { name: 'tiny' }, spec: { hard: { 'limits.cpu': '100m' } } } });
+    await api.kube.core.createNamespacedResourceQuota({
+      namespace: ns,
+      body: { metadata: { name: 'tiny' }, spec: { hard: { 'limits.cpu': '100m' } } },
+    });
     try {
       await json(await api.request('POST', '/api/databases', { body: { name: 'squeezed' } }), 201);
-      const failed = await eventually('the quota said', async () => (await list()).find((d) => d.name === 'squeezed' && d.phase === 'Failed'), { timeoutMs: 30_000 });
+      const failed = await eventually(
+        'the quota said',
+        async () => (await list()).find((d) => d.name === 'squeezed' && d.phase === 'Failed'),
+        { timeoutMs: 30_000 },
+      );
       assert.match(failed.message ?? '', /the server cannot start: the account's exceeded quota: tiny/);
     } finally {
       await api.kube.core.deleteNamespacedResourceQuota({ namespace: ns, name: 'tiny' });

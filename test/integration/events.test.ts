@@ -70,7 +70,10 @@ function follow(api: TestApi, opts: { token?: string; headers?: Record<string, s
     }
     return check();
   };
-  const events = () => frames.filter((f) => f.id !== undefined || (f.data && !f.retry && f.event !== 'error')).map((f) => JSON.parse(f.data!) as { id: number; type: string; subject: string | null });
+  const events = () =>
+    frames
+      .filter((f) => f.id !== undefined || (f.data && !f.retry && f.event !== 'error'))
+      .map((f) => JSON.parse(f.data!) as { id: number; type: string; subject: string | null });
   return { frames, events, until, close: () => controller.abort(), done, ended: () => ended };
 }
 
@@ -93,13 +96,26 @@ describe('GET /events', () => {
     await recordEvent(api.db, api.account.id, 'deploy.created', 'shop', { deploy: 'd1' });
     await recordEvent(api.db, api.account.id, 'deploy.live', 'shop', { deploy: 'd1' });
     await recordEvent(api.db, api.account.id, 'deploy.live', 'blog', { deploy: 'd2' });
-    const all = (await (await api.request('GET', '/api/events?limit=1000')).json()) as { events: Array<{ id: number; type: string; subject: string }>; next_after: number | null };
+    const all = (await (await api.request('GET', '/api/events?limit=1000')).json()) as {
+      events: Array<{ id: number; type: string; subject: string }>;
+      next_after: number | null;
+    };
     assert.equal(all.events[0]!.type, 'account.created');
     assert.ok(all.events.every((e, i) => i === 0 || e.id > all.events[i - 1]!.id));
-    const deploys = (await (await api.request('GET', '/api/events?kinds=deploy.*&app=shop')).json()) as { events: Array<{ type: string; subject: string }> };
-    assert.deepEqual(deploys.events.map((e) => [e.type, e.subject]), [['deploy.created', 'shop'], ['deploy.live', 'shop']]);
+    const deploys = (await (await api.request('GET', '/api/events?kinds=deploy.*&app=shop')).json()) as {
+      events: Array<{ type: string; subject: string }>;
+    };
+    assert.deepEqual(
+      deploys.events.map((e) => [e.type, e.subject]),
+      [
+        ['deploy.created', 'shop'],
+        ['deploy.live', 'shop'],
+      ],
+    );
     const page = (await (await api.request('GET', '/api/events?limit=2')).json()) as { events: Array<{ id: number }>; next_after: number };
-    const next = (await (await api.request('GET', `/api/events?after=${page.next_after}&limit=1`)).json()) as { events: Array<{ id: number }> };
+    const next = (await (await api.request('GET', `/api/events?after=${page.next_after}&limit=1`)).json()) as {
+      events: Array<{ id: number }>;
+    };
     assert.ok(next.events[0]!.id > page.next_after);
     const bad = await api.request('GET', '/api/events?kinds=app.deployed');
     assert.equal(bad.status, 400);
@@ -133,7 +149,9 @@ describe('GET /events', () => {
     await first.done;
     // Published while nobody follows.
     for (const n of ['b', 'c', 'd']) await newToken(n);
-    const missed = ((await (await api.request('GET', `/api/events?after=${lastId}&limit=1000`)).json()) as { events: Array<{ id: number }> }).events.map((e) => e.id);
+    const missed = (
+      (await (await api.request('GET', `/api/events?after=${lastId}&limit=1000`)).json()) as { events: Array<{ id: number }> }
+    ).events.map((e) => e.id);
     assert.equal(missed.length, 3);
     const resumed = follow(api, { headers: { 'last-event-id': String(lastId) } });
     await resumed.until(() => resumed.events().length >= 3);
@@ -189,14 +207,22 @@ describe('GET /events', () => {
       client.pipe(upstream).pipe(client);
     });
     await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
-    const env = { ...process.env, SVC_API_URL: `http://127.0.0.1:${(proxy.address() as import('node:net').AddressInfo).port}/api`, SVC_TOKEN: api.token };
+    const env = {
+      ...process.env,
+      SVC_API_URL: `http://127.0.0.1:${(proxy.address() as import('node:net').AddressInfo).port}/api`,
+      SVC_TOKEN: api.token,
+    };
     try {
       const { stdout: listed } = await promisify(execFile)(process.execPath, [svc, 'events', '--kind', 'account.*'], { env });
       assert.match(listed, /^\d+ {2}\S+ {2}account\.created {2}acct_/);
       const child = spawn(process.execPath, [svc, 'events', '--follow', '--json', '--kind', 'token.*'], { env });
       let out = '';
       child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-      const lines = () => out.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { id: number; subject: string });
+      const lines = () =>
+        out
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => JSON.parse(l) as { id: number; subject: string });
       const waitFor = async (check: () => boolean, ms = 10_000) => {
         const deadline = Date.now() + ms;
         while (!check() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
@@ -210,8 +236,14 @@ describe('GET /events', () => {
         // Back after the server's retry (3 s), from the last event printed.
         assert.ok(await waitFor(() => during.every((d) => lines().some((l) => l.subject === d.nonce))), out);
         const ids = lines().map((l) => l.id);
-        assert.deepEqual(ids, [...new Set(ids)].sort((a, b) => a - b), 'in order, none twice');
-        const all = ((await (await api.request('GET', `/api/events?kinds=token.*&limit=1000`)).json()) as { events: Array<{ id: number }> }).events.map((e) => e.id);
+        assert.deepEqual(
+          ids,
+          [...new Set(ids)].sort((a, b) => a - b),
+          'in order, none twice',
+        );
+        const all = (
+          (await (await api.request('GET', `/api/events?kinds=token.*&limit=1000`)).json()) as { events: Array<{ id: number }> }
+        ).events.map((e) => e.id);
         assert.deepEqual(ids, all, 'none missed');
       } finally {
         child.kill();
@@ -236,7 +268,10 @@ describe('GET /events', () => {
     );
     assert.ok(await f.until(() => f.events().length >= 50), `got ${f.events().length}`);
     const ids = f.events().map((e) => e.id);
-    assert.deepEqual(ids, [...ids].sort((a, b) => a - b));
+    assert.deepEqual(
+      ids,
+      [...ids].sort((a, b) => a - b),
+    );
     assert.equal(new Set(f.events().map((e) => e.subject)).size, 50);
     f.close();
     await f.done;
@@ -259,7 +294,9 @@ describe('GET /events', () => {
     await api.services.auth.users.disable(app.id, user!.id, api.services.auth.sessions); // idempotent: told once
     await api.services.auth.users.enable(app.id, user!.id);
     await ok(await api.request('DELETE', '/api/apps/evt'), 204);
-    const { events } = (await (await api.request('GET', '/api/events?app=evt')).json()) as { events: Array<{ type: string; data: Record<string, unknown> }> };
+    const { events } = (await (await api.request('GET', '/api/events?app=evt')).json()) as {
+      events: Array<{ type: string; data: Record<string, unknown> }>;
+    };
     assert.deepEqual(
       events.map((e) => [e.type, e.data]),
       [
@@ -293,10 +330,16 @@ describe('GET /events', () => {
     const horizon = before.at(-1)!.id;
     const listed = await api.request('GET', `/api/events?after=${oldest}`);
     assert.equal(listed.status, 410);
-    assert.match(((await listed.json()) as { error: string }).error, new RegExp(`events after ${oldest} are no longer kept \\(the log keeps 30 days\\): list again from after=${horizon}`));
+    assert.match(
+      ((await listed.json()) as { error: string }).error,
+      new RegExp(`events after ${oldest} are no longer kept \\(the log keeps 30 days\\): list again from after=${horizon}`),
+    );
     // From the horizon on, or with no cursor: what is kept.
     const kept = (await (await api.request('GET', `/api/events?after=${horizon}`)).json()) as { events: Array<{ subject: string }> };
-    assert.deepEqual(kept.events.map((e) => e.subject), ['kept']);
+    assert.deepEqual(
+      kept.events.map((e) => e.subject),
+      ['kept'],
+    );
     assert.equal(((await (await api.request('GET', '/api/events')).json()) as { events: unknown[] }).events.length, 1);
     // Following: one explicit gone event, then the stream ends.
     const f = follow(api, { headers: { 'last-event-id': String(oldest) } });
@@ -306,12 +349,22 @@ describe('GET /events', () => {
     assert.equal((JSON.parse(gone.data!) as { after: number }).after, horizon);
     const n = follow(api, { headers: { accept: 'application/x-ndjson' }, query: `&after=${oldest}` });
     await n.done;
-    assert.deepEqual(JSON.parse(n.frames[0]!.data!), { error: (JSON.parse(gone.data!) as { error: string }).error, gone: true, after: horizon });
+    assert.deepEqual(JSON.parse(n.frames[0]!.data!), {
+      error: (JSON.parse(gone.data!) as { error: string }).error,
+      gone: true,
+      after: horizon,
+    });
     // The CLI says so and lists from the oldest kept.
     const out: string[] = [];
     const warnings: string[] = [];
-    await eventsCommand({ apiUrl: `${api.url}/api`, token: api.token }, { follow: false, after: oldest, json: true, out: (l) => out.push(l), warn: (l) => warnings.push(l) });
+    await eventsCommand(
+      { apiUrl: `${api.url}/api`, token: api.token },
+      { follow: false, after: oldest, json: true, out: (l) => out.push(l), warn: (l) => warnings.push(l) },
+    );
     assert.match(warnings[0]!, /no longer kept/);
-    assert.deepEqual(out.map((l) => (JSON.parse(l) as { subject: string }).subject), ['kept']);
+    assert.deepEqual(
+      out.map((l) => (JSON.parse(l) as { subject: string }).subject),
+      ['kept'],
+    );
   });
 });

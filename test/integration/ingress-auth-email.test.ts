@@ -39,12 +39,20 @@ describe('ingress-auth email sign-in (Chromium, SMTP)', () => {
     return JSON.parse(text) as T;
   };
   const deployLive = async (emails: string[]) => {
-    const { id } = await json<{ id: string }>(await api.request('POST', `/api/apps/${team}/deploy`, { body: { compose: policy(emails), files } }), 202);
-    await eventually(`deploy ${id} live`, async () => (await json<{ status: string }>(await api.request('GET', `/api/deploys/${id}`), 200)).status === 'live', { timeoutMs: 90_000 });
+    const { id } = await json<{ id: string }>(
+      await api.request('POST', `/api/apps/${team}/deploy`, { body: { compose: policy(emails), files } }),
+      202,
+    );
+    await eventually(
+      `deploy ${id} live`,
+      async () => (await json<{ status: string }>(await api.request('GET', `/api/deploys/${id}`), 200)).status === 'live',
+      { timeoutMs: 90_000 },
+    );
   };
   const mailsTo = (address: string) => smtp.received.filter((m) => m.to.includes(address));
   /** Mail queued to `address` in the outbox, sent or not. */
-  const queuedTo = async (address: string) => Number((await api.db('mail_outbox').where({ to: address }).count<Array<{ n: string }>>({ n: '*' }))[0]!.n);
+  const queuedTo = async (address: string) =>
+    Number((await api.db('mail_outbox').where({ to: address }).count<Array<{ n: string }>>({ n: '*' }))[0]!.n);
   const nth = async (address: string, n: number): Promise<ReceivedMail> => {
     await eventually(`mail #${n} to ${address}`, () => mailsTo(address).length >= n, { timeoutMs: 20_000, intervalMs: 50 });
     return mailsTo(address)[n - 1]!;
@@ -67,7 +75,11 @@ describe('ingress-auth email sign-in (Chromium, SMTP)', () => {
       pollMs: 500,
     });
     sender.start();
-    ia = await startTestIngress(api, { port, mail: new MailOutbox(api.db), env: { ...env, SVC_AUTH_EMAIL_PER_ADDRESS_HOURLY: '3', SVC_AUTH_EMAIL_PER_SOURCE_HOURLY: '12' } });
+    ia = await startTestIngress(api, {
+      port,
+      mail: new MailOutbox(api.db),
+      env: { ...env, SVC_AUTH_EMAIL_PER_ADDRESS_HOURLY: '3', SVC_AUTH_EMAIL_PER_SOURCE_HOURLY: '12' },
+    });
     chromium = await launchChromium();
     await json(await api.request('POST', '/api/apps', { body: { name: team } }), 201);
   });
@@ -148,10 +160,19 @@ describe('ingress-auth email sign-in (Chromium, SMTP)', () => {
     await page.goto(`${origin()}/_svc/auth/me`);
     assert.deepEqual(JSON.parse((await page.textContent('body'))!), { user: null });
     // Another site's page cannot post it either (CORS keeps JSON out; the Origin check refuses the rest).
-    const status = await page.evaluate(async ([url, t]) => {
-      const r = await fetch(url!, { method: 'POST', mode: 'no-cors', credentials: 'include', headers: { 'content-type': 'text/plain' }, body: JSON.stringify({ token: t }) });
-      return r.type;
-    }, [`${origin()}/_svc/auth/redeem`, token]);
+    const status = await page.evaluate(
+      async ([url, t]) => {
+        const r = await fetch(url!, {
+          method: 'POST',
+          mode: 'no-cors',
+          credentials: 'include',
+          headers: { 'content-type': 'text/plain' },
+          body: JSON.stringify({ token: t }),
+        });
+        return r.type;
+      },
+      [`${origin()}/_svc/auth/redeem`, token],
+    );
     assert.ok(status === 'opaque' || status === 'basic');
     await page.goto(`${origin()}/_svc/auth/me`);
     assert.deepEqual(JSON.parse((await page.textContent('body'))!), { user: null });
@@ -161,13 +182,25 @@ describe('ingress-auth email sign-in (Chromium, SMTP)', () => {
   it('limits link requests per address (silently) and per source (429 for any address)', async () => {
     const b = new Browser(ia.url);
     const ask = (email: string) =>
-      b.request(host(), '/_svc/auth/email', { method: 'POST', headers: [['Origin', origin()], ['Content-Type', 'application/json'], ['Accept', 'application/json']], body: JSON.stringify({ email }) });
+      b.request(host(), '/_svc/auth/email', {
+        method: 'POST',
+        headers: [
+          ['Origin', origin()],
+          ['Content-Type', 'application/json'],
+          ['Accept', 'application/json'],
+        ],
+        body: JSON.stringify({ email }),
+      });
     const before = mailsTo('bob@example.test').length;
     const queuedBefore = await queuedTo('bob@example.test');
     for (let i = 0; i < 4; i++) assert.equal((await ask('bob@example.test')).status, 202);
     await nth('bob@example.test', before + 3);
     // A link is queued before the request is answered, so the queue already says all there is.
-    assert.equal(await queuedTo('bob@example.test'), queuedBefore + 3, 'the fourth request in the hour queued nothing (limit 3 per address)');
+    assert.equal(
+      await queuedTo('bob@example.test'),
+      queuedBefore + 3,
+      'the fourth request in the hour queued nothing (limit 3 per address)',
+    );
     assert.equal(mailsTo('bob@example.test').length, before + 3);
     let status = 202;
     for (let i = 0; i < 12 && status === 202; i++) status = (await ask(`someone${i}@example.test`)).status;
@@ -212,7 +245,14 @@ describe('ingress-auth email sign-in (Chromium, SMTP)', () => {
     const cdp = await ctx.newCDPSession(page);
     await cdp.send('WebAuthn.enable');
     await cdp.send('WebAuthn.addVirtualAuthenticator', {
-      options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
+      options: {
+        protocol: 'ctap2',
+        transport: 'internal',
+        hasResidentKey: true,
+        hasUserVerification: true,
+        isUserVerified: true,
+        automaticPresenceSimulation: true,
+      },
     });
     await page.goto(signInLink(mailsTo('bob@example.test')[0]!.raw));
     await page.waitForURL(`${origin()}/`);
@@ -231,26 +271,44 @@ describe('ingress-auth email sign-in (Chromium, SMTP)', () => {
     assert.match((await page.textContent('#who'))!, /^bob@example\.test via passkey$/);
     await page.goto(`${origin()}/_svc/auth/me`);
     const passkeyUser = (JSON.parse((await page.textContent('body'))!) as { user: Record<string, unknown> }).user;
-    assert.deepEqual([passkeyUser.name, passkeyUser.email, passkeyUser.email_verified, passkeyUser.provider], ['bob@example.test', 'bob@example.test', true, 'passkey'], 'a user without a name is named by the address');
+    assert.deepEqual(
+      [passkeyUser.name, passkeyUser.email, passkeyUser.email_verified, passkeyUser.provider],
+      ['bob@example.test', 'bob@example.test', true, 'passkey'],
+      'a user without a name is named by the address',
+    );
     assert.match(String(passkeyUser.id), /^au_/);
     await ctx.close();
   });
 
   it('lists app users, disables one (its sessions end at once), and removing an address from the policy revokes its links and sessions (rule 5)', async () => {
-    const users = await json<{ users: Array<{ id: string; email: string; active_sessions: number }> }>(await api.request('GET', `/api/apps/${team}/auth/users`), 200);
+    const users = await json<{ users: Array<{ id: string; email: string; active_sessions: number }> }>(
+      await api.request('GET', `/api/apps/${team}/auth/users`),
+      200,
+    );
     assert.deepEqual(users.users.map((u) => u.email).sort(), ['ada@example.test', 'bob@example.test']);
     const bob = users.users.find((u) => u.email === 'bob@example.test')!;
     const b = new Browser(ia.url);
     const redeemed = await b.redeem(host(), fragmentSecret(signInLink(mailsTo('bob@example.test')[0]!.raw)));
     assert.equal(redeemed.status, 200);
     const emailUser = (JSON.parse(redeemed.body) as { user: Record<string, unknown> }).user;
-    assert.deepEqual({ ...emailUser, id: typeof emailUser.id }, { id: 'string', name: 'bob@example.test', email: 'bob@example.test', email_verified: true, provider: 'email' }, 'the email provider\'s record, every field a string');
+    assert.deepEqual(
+      { ...emailUser, id: typeof emailUser.id },
+      { id: 'string', name: 'bob@example.test', email: 'bob@example.test', email_verified: true, provider: 'email' },
+      "the email provider's record, every field a string",
+    );
     assert.deepEqual(JSON.parse((await b.request(host(), '/_svc/auth/me')).body), { user: emailUser });
     assert.equal((await b.request(host(), '/private/', { headers: [['Accept', 'application/json']] })).status, 200);
-    const disabled = await json<{ user: { disabled: boolean } }>(await api.request('POST', `/api/apps/${team}/auth/users/${bob.id}/disable`), 200);
+    const disabled = await json<{ user: { disabled: boolean } }>(
+      await api.request('POST', `/api/apps/${team}/auth/users/${bob.id}/disable`),
+      200,
+    );
     assert.equal(disabled.user.disabled, true);
     assert.equal((await b.request(host(), '/private/', { headers: [['Accept', 'application/json']] })).status, 401, 'at once');
-    assert.equal((await b.redeem(host(), fragmentSecret(signInLink(mailsTo('bob@example.test')[0]!.raw)))).status, 403, 'a disabled user’s link signs nobody in');
+    assert.equal(
+      (await b.redeem(host(), fragmentSecret(signInLink(mailsTo('bob@example.test')[0]!.raw)))).status,
+      403,
+      'a disabled user’s link signs nobody in',
+    );
     await json(await api.request('POST', `/api/apps/${team}/auth/users/${bob.id}/enable`), 200);
     assert.equal((await b.redeem(host(), fragmentSecret(signInLink(mailsTo('bob@example.test')[0]!.raw)))).status, 200, 'enabled again');
     await json(await api.request('POST', `/api/apps/${team}/auth/users/au_nobody/disable`), 404);
@@ -259,7 +317,11 @@ describe('ingress-auth email sign-in (Chromium, SMTP)', () => {
     const adaLink = fragmentSecret(signInLink(mailsTo('ada@example.test')[0]!.raw));
     assert.equal((await ada.redeem(host(), adaLink)).status, 200);
     await deployLive(['bob@example.test']);
-    await eventually('ada’s session revoked', async () => (await ada.request(host(), '/private/', { headers: [['Accept', 'application/json']] })).status === 401, { timeoutMs: 10_000 });
+    await eventually(
+      'ada’s session revoked',
+      async () => (await ada.request(host(), '/private/', { headers: [['Accept', 'application/json']] })).status === 401,
+      { timeoutMs: 10_000 },
+    );
     assert.equal((await new Browser(ia.url).redeem(host(), adaLink)).status, 403, 'her links are revoked');
     assert.equal((await b.request(host(), '/private/', { headers: [['Accept', 'application/json']] })).status, 200, 'bob stays');
     // Added back later: a new invitation, and the old link stays revoked.
@@ -274,9 +336,19 @@ describe('ingress-auth email sign-in (Chromium, SMTP)', () => {
     const custom = kubeConfig().makeApiClient(k8s.CustomObjectsApi);
     const target = { group, version, plural: pluralOf('App'), namespace: api.account.namespace, name: team };
     const cr = (await custom.getNamespacedCustomObject(target)) as App;
-    const rules = cr.spec.auth!.rules.map((r) => ({ ...r, admit: { ...r.admit, emails: r.admit.emails!.filter((e) => e !== 'bob@example.test') } }));
-    await custom.patchNamespacedCustomObject({ ...target, body: { spec: { auth: { rules } } } }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch));
-    await eventually('bob’s session revoked after the edit', async () => (await b.request(host(), '/private/', { headers: [['Accept', 'application/json']] })).status === 401, { timeoutMs: 10_000 });
+    const rules = cr.spec.auth!.rules.map((r) => ({
+      ...r,
+      admit: { ...r.admit, emails: r.admit.emails!.filter((e) => e !== 'bob@example.test') },
+    }));
+    await custom.patchNamespacedCustomObject(
+      { ...target, body: { spec: { auth: { rules } } } },
+      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+    );
+    await eventually(
+      'bob’s session revoked after the edit',
+      async () => (await b.request(host(), '/private/', { headers: [['Accept', 'application/json']] })).status === 401,
+      { timeoutMs: 10_000 },
+    );
     assert.equal((await new Browser(ia.url).redeem(host(), bobLink)).status, 403, 'his links are revoked');
   });
 });

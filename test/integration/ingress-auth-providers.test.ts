@@ -38,7 +38,8 @@ describe('ingress-auth sign-in providers', () => {
     return JSON.parse(text) as T;
   };
   const fetchJson = (b: Browser, app: string, path: string) => platform.fetchJson(b, app, path);
-  const providerSignIn = (b: Browser, app: string, provider: 'idp' | 'codehost', who: string) => platform.providerSignIn(b, app, provider, who);
+  const providerSignIn = (b: Browser, app: string, provider: 'idp' | 'codehost', who: string) =>
+    platform.providerSignIn(b, app, provider, who);
   const loginHost = () => `login.${appsDomain}:${platform.port}`;
   const location = (r: Answer) => {
     assert.equal(r.status, 303, r.body);
@@ -104,7 +105,12 @@ describe('ingress-auth sign-in providers', () => {
     const seen = JSON.parse((await fetchJson(octo, apps.chAny, '/api/echo')).body) as Record<string, string>;
     assert.equal(seen['x-svc-auth-provider'], 'codehost');
     assert.equal(seen['x-svc-auth-email'], 'octo@users.test');
-    const expected: Array<[string, number]> = [['octo', 200], ['member', 200], ['pending', 403], ['stranger', 403]];
+    const expected: Array<[string, number]> = [
+      ['octo', 200],
+      ['member', 200],
+      ['pending', 403],
+      ['stranger', 403],
+    ];
     for (const [login, status] of expected) {
       const b = new Browser(ia.url);
       assert.equal((await providerSignIn(b, apps.chList, 'codehost', login)).status, 200);
@@ -122,13 +128,26 @@ describe('ingress-auth sign-in providers', () => {
   });
 
   it('answers /_svc/auth/me with id, name, email and provider as strings for provider identities, whatever the provider gave', async () => {
-    const me = async (b: Browser, app: string) => (JSON.parse((await b.request(host(app), '/_svc/auth/me')).body) as { user: Record<string, unknown> }).user;
+    const me = async (b: Browser, app: string) =>
+      (JSON.parse((await b.request(host(app), '/_svc/auth/me')).body) as { user: Record<string, unknown> }).user;
     const ada = new Browser(ia.url);
     await providerSignIn(ada, apps.idpAny, 'idp', 'ada');
-    assert.deepEqual(await me(ada, apps.idpAny), { id: 'idp:ada', name: 'Ada', email: 'ada@other.test', email_verified: true, provider: 'idp' });
+    assert.deepEqual(await me(ada, apps.idpAny), {
+      id: 'idp:ada',
+      name: 'Ada',
+      email: 'ada@other.test',
+      email_verified: true,
+      provider: 'idp',
+    });
     const unverified = new Browser(ia.url);
     await providerSignIn(unverified, apps.idpAny, 'idp', 'ada-unverified');
-    assert.deepEqual(await me(unverified, apps.idpAny), { id: 'idp:ada-unverified', name: 'idp:ada-unverified', email: 'idp-ada-unverified@idp.invalid', email_verified: false, provider: 'idp' });
+    assert.deepEqual(await me(unverified, apps.idpAny), {
+      id: 'idp:ada-unverified',
+      name: 'idp:ada-unverified',
+      email: 'idp-ada-unverified@idp.invalid',
+      email_verified: false,
+      provider: 'idp',
+    });
     const member = new Browser(ia.url);
     await providerSignIn(member, apps.chAny, 'codehost', 'member');
     const user = await me(member, apps.chAny);
@@ -142,7 +161,11 @@ describe('ingress-auth sign-in providers', () => {
     const callback = await platform.op.signIn(location(start), 'eve');
     const back = location(await new Browser(ia.url).request(loginHost(), callback.pathname + callback.search));
     const victim = new Browser(ia.url);
-    assert.equal((await victim.redeem(host(apps.idpAny), fragmentSecret(back))).status, 403, 'someone else opening the callback link is not signed in');
+    assert.equal(
+      (await victim.redeem(host(apps.idpAny), fragmentSecret(back))).status,
+      403,
+      'someone else opening the callback link is not signed in',
+    );
     assert.equal((await b.redeem(host(apps.idpAny), fragmentSecret(back))).status, 200, 'the browser that started it is');
     const replay = await new Browser(ia.url).request(loginHost(), callback.pathname + callback.search);
     assert.equal(replay.status, 400, 'a callback works once');
@@ -153,8 +176,14 @@ describe('ingress-auth sign-in providers', () => {
     await providerSignIn(b, apps.listed, 'idp', 'ada');
     const seen = JSON.parse((await fetchJson(b, apps.listed, '/api/echo')).body) as Record<string, string>;
     assert.equal(seen['x-svc-auth-provider'], 'idp');
-    const users = await json<{ users: Array<{ email: string; last_provider: string }> }>(await api.request('GET', `/api/apps/${apps.listed}/auth/users`), 200);
-    assert.deepEqual(users.users.map((u) => [u.email, u.last_provider]), [['ada@other.test', 'idp']]);
+    const users = await json<{ users: Array<{ email: string; last_provider: string }> }>(
+      await api.request('GET', `/api/apps/${apps.listed}/auth/users`),
+      200,
+    );
+    assert.deepEqual(
+      users.users.map((u) => [u.email, u.last_provider]),
+      [['ada@other.test', 'idp']],
+    );
     const bob = new Browser(ia.url);
     await providerSignIn(bob, apps.listed, 'idp', 'bob');
     assert.equal((await fetchJson(bob, apps.listed, '/api/echo')).status, 403);
@@ -170,13 +199,23 @@ describe('ingress-auth sign-in providers', () => {
     const unverified = new Browser(ia.url);
     await providerSignIn(unverified, apps.required, 'idp', 'ada-unverified');
     assert.equal((await fetchJson(unverified, apps.required, '/api/echo')).status, 403);
-    const users = await json<{ users: Array<{ id: string; email: string }> }>(await api.request('GET', `/api/apps/${apps.required}/auth/users`), 200);
-    assert.deepEqual(users.users.map((u) => u.email), ['bob@corp.test']);
+    const users = await json<{ users: Array<{ id: string; email: string }> }>(
+      await api.request('GET', `/api/apps/${apps.required}/auth/users`),
+      200,
+    );
+    assert.deepEqual(
+      users.users.map((u) => u.email),
+      ['bob@corp.test'],
+    );
     await json(await api.request('POST', `/api/apps/${apps.required}/auth/users/${users.users[0]!.id}/disable`), 200);
     assert.equal((await fetchJson(bob, apps.required, '/api/echo')).status, 401);
     const again = new Browser(ia.url);
     await providerSignIn(again, apps.required, 'idp', 'bob');
-    assert.equal((await fetchJson(again, apps.required, '/api/echo')).status, 401, 'a disabled user cannot sign in again, through any provider');
+    assert.equal(
+      (await fetchJson(again, apps.required, '/api/echo')).status,
+      401,
+      'a disabled user cannot sign in again, through any provider',
+    );
   });
 
   it('lets an app user add a passkey and sign in with it on that hostname only; disabling the user stops it', async () => {
@@ -185,16 +224,33 @@ describe('ingress-auth sign-in providers', () => {
     await providerSignIn(b, apps.listed, 'idp', 'ada');
     const origin = `http://${host(apps.listed)}`;
     const post = (br: Browser, path: string, body: unknown, o = origin) =>
-      br.request(host(apps.listed), path, { method: 'POST', headers: [['Origin', o], ['Content-Type', 'application/json']], body: JSON.stringify(body) });
+      br.request(host(apps.listed), path, {
+        method: 'POST',
+        headers: [
+          ['Origin', o],
+          ['Content-Type', 'application/json'],
+        ],
+        body: JSON.stringify(body),
+      });
     const key = new SoftwareAuthenticator();
     const ro = JSON.parse((await post(b, '/_svc/auth/passkey/register/options', {})).body) as { challengeId: string; options: never };
-    const reg = await post(b, '/_svc/auth/passkey/register/verify', { challengeId: ro.challengeId, response: key.create(ro.options, origin) });
+    const reg = await post(b, '/_svc/auth/passkey/register/verify', {
+      challengeId: ro.challengeId,
+      response: key.create(ro.options, origin),
+    });
     assert.equal(reg.status, 200, reg.body);
-    assert.equal((await post(new Browser(ia.url), '/_svc/auth/passkey/register/options', {})).status, 400, 'only a signed-in app user adds one');
+    assert.equal(
+      (await post(new Browser(ia.url), '/_svc/auth/passkey/register/options', {})).status,
+      400,
+      'only a signed-in app user adds one',
+    );
 
     const fresh = new Browser(ia.url);
     const lo = JSON.parse((await post(fresh, '/_svc/auth/passkey/login/options', {})).body) as { challengeId: string; options: never };
-    const signedIn = await post(fresh, '/_svc/auth/passkey/login/verify', { challengeId: lo.challengeId, response: key.get(lo.options, origin) });
+    const signedIn = await post(fresh, '/_svc/auth/passkey/login/verify', {
+      challengeId: lo.challengeId,
+      response: key.get(lo.options, origin),
+    });
     assert.equal(signedIn.status, 200, signedIn.body);
     assert.match(String(signedIn.headers['set-cookie']), /Max-Age=2592000/, 'an app-user session: 30 days');
     const seen = JSON.parse((await fetchJson(fresh, apps.listed, '/api/echo')).body) as Record<string, string>;
@@ -203,15 +259,34 @@ describe('ingress-auth sign-in providers', () => {
 
     const other = `http://${host(apps.idpAny)}`;
     const lo2 = JSON.parse((await post(fresh, '/_svc/auth/passkey/login/options', {})).body) as { challengeId: string; options: never };
-    assert.equal((await post(fresh, '/_svc/auth/passkey/login/verify', { challengeId: lo2.challengeId, response: key.get(lo2.options, origin) }, other)).status, 403, 'cross-origin');
+    assert.equal(
+      (
+        await post(
+          fresh,
+          '/_svc/auth/passkey/login/verify',
+          { challengeId: lo2.challengeId, response: key.get(lo2.options, origin) },
+          other,
+        )
+      ).status,
+      403,
+      'cross-origin',
+    );
 
     const users = await json<{ users: Array<{ id: string }> }>(await api.request('GET', `/api/apps/${apps.listed}/auth/users`), 200);
     await json(await api.request('POST', `/api/apps/${apps.listed}/auth/users/${users.users[0]!.id}/disable`), 200);
     // At once: as soon as ingress-auth hears the revocation (NOTIFY, delivered apart from the API's
     // answer), not when its 10 s session cache would have expired.
-    await eventually('disabling to end the passkey session', async () => (await fetchJson(fresh, apps.listed, '/api/echo')).status === 401, { timeoutMs: 1_000, intervalMs: 20 });
+    await eventually(
+      'disabling to end the passkey session',
+      async () => (await fetchJson(fresh, apps.listed, '/api/echo')).status === 401,
+      { timeoutMs: 1_000, intervalMs: 20 },
+    );
     const lo3 = JSON.parse((await post(fresh, '/_svc/auth/passkey/login/options', {})).body) as { challengeId: string; options: never };
-    assert.equal((await post(fresh, '/_svc/auth/passkey/login/verify', { challengeId: lo3.challengeId, response: key.get(lo3.options, origin) })).status, 403);
+    assert.equal(
+      (await post(fresh, '/_svc/auth/passkey/login/verify', { challengeId: lo3.challengeId, response: key.get(lo3.options, origin) }))
+        .status,
+      403,
+    );
     await json(await api.request('POST', `/api/apps/${apps.listed}/auth/users/${users.users[0]!.id}/enable`), 200);
   });
 });

@@ -43,23 +43,47 @@ describe('ingress-auth sign-in', () => {
     return JSON.parse(text) as T;
   };
   const deploy = async (app: string, compose: string) => {
-    const files = { 'handlers/index.js': `export default () => new Response('<h1>${app} home</h1>', { headers: { 'content-type': 'text/html' } })\n`, 'api/echo.js': echoHandler, 'api/public.js': echoHandler, 'api/cookies.js': cookieHandler, 'api/env.sh': envHandler };
+    const files = {
+      'handlers/index.js': `export default () => new Response('<h1>${app} home</h1>', { headers: { 'content-type': 'text/html' } })\n`,
+      'api/echo.js': echoHandler,
+      'api/public.js': echoHandler,
+      'api/cookies.js': cookieHandler,
+      'api/env.sh': envHandler,
+    };
     return (await json<{ id: string }>(await api.request('POST', `/api/apps/${app}/deploy`, { body: { compose, files } }), 202)).id;
   };
   const live = (app: string, id: string) =>
-    eventually(`${app} deploy ${id} live`, async () => {
-      const d = await json<{ status: string }>(await api.request('GET', `/api/deploys/${id}`), 200);
-      return d.status === 'live' ? d : d.status === 'failed' ? Promise.reject(new Error(`deploy failed: ${JSON.stringify(d)}`)) : undefined;
-    }, { timeoutMs: 90_000, intervalMs: 250 });
-  const ownerLink = async (app: string, next = '/') => (await json<{ url: string }>(await api.request('POST', `/api/apps/${app}/auth/owner-link`, { body: { next } }), 201)).url;
+    eventually(
+      `${app} deploy ${id} live`,
+      async () => {
+        const d = await json<{ status: string }>(await api.request('GET', `/api/deploys/${id}`), 200);
+        return d.status === 'live'
+          ? d
+          : d.status === 'failed'
+            ? Promise.reject(new Error(`deploy failed: ${JSON.stringify(d)}`))
+            : undefined;
+      },
+      { timeoutMs: 90_000, intervalMs: 250 },
+    );
+  const ownerLink = async (app: string, next = '/') =>
+    (await json<{ url: string }>(await api.request('POST', `/api/apps/${app}/auth/owner-link`, { body: { next } }), 201)).url;
   const signInAsOwner = async (b: Browser, app: string) => {
     const r = await b.redeem(host(app), fragmentSecret(await ownerLink(app)));
     assert.equal(r.status, 200, r.body);
     return r;
   };
-  const navigate = (b: Browser, app: string, path: string) => b.request(host(app), path, { headers: [['Sec-Fetch-Mode', 'navigate'], ['Sec-Fetch-Dest', 'document'], ['Accept', 'text/html']] });
+  const navigate = (b: Browser, app: string, path: string) =>
+    b.request(host(app), path, {
+      headers: [
+        ['Sec-Fetch-Mode', 'navigate'],
+        ['Sec-Fetch-Dest', 'document'],
+        ['Accept', 'text/html'],
+      ],
+    });
   const fetchJson = (b: Browser, app: string, path: string, headers: Array<[string, string]> = []) =>
-    b.request(host(app), path, { headers: [['Sec-Fetch-Mode', 'cors'], ['Sec-Fetch-Dest', 'empty'], ['Accept', 'application/json'], ...headers] });
+    b.request(host(app), path, {
+      headers: [['Sec-Fetch-Mode', 'cors'], ['Sec-Fetch-Dest', 'empty'], ['Accept', 'application/json'], ...headers],
+    });
   const seen = (r: Answer) => {
     assert.equal(r.status, 200, r.body);
     return JSON.parse(r.body) as Record<string, string>;
@@ -76,11 +100,15 @@ describe('ingress-auth sign-in', () => {
     // The ingress's caches see the App and its endpoints a moment after the deploy is live.
     for (const app of [guard, other]) {
       let last = '';
-      await eventually(`${app} served through ingress-auth`, async () => {
-        const r = await new Browser(ia.url).request(host(app), '/');
-        last = `${r.status} ${r.body.slice(0, 300)}`;
-        return r.status === 200;
-      }, { timeoutMs: 30_000 }).catch((err: Error) => Promise.reject(new Error(`${err.message}; last answer ${last}`)));
+      await eventually(
+        `${app} served through ingress-auth`,
+        async () => {
+          const r = await new Browser(ia.url).request(host(app), '/');
+          last = `${r.status} ${r.body.slice(0, 300)}`;
+          return r.status === 200;
+        },
+        { timeoutMs: 30_000 },
+      ).catch((err: Error) => Promise.reject(new Error(`${err.message}; last answer ${last}`)));
     }
   });
   after(async () => {
@@ -107,24 +135,61 @@ describe('ingress-auth sign-in', () => {
     assert.deepEqual(JSON.parse(f.body), { error: 'authentication_required', login_url: '/_svc/auth/login?next=%2Fapi%2Fecho' });
     assert.equal(f.headers['cache-control'], 'private, no-store');
     // Case, dot segments and encodings of a gated path are gated too.
-    for (const p of ['/API/echo', '/x/../api/echo', '/api/%65cho', '/api//echo']) assert.equal((await fetchJson(b, guard, p)).status, 401, p);
+    for (const p of ['/API/echo', '/x/../api/echo', '/api/%65cho', '/api//echo'])
+      assert.equal((await fetchJson(b, guard, p)).status, 401, p);
   });
 
   it('decides navigation by Sec-Fetch-Mode, then Sec-Fetch-Dest, then Accept (the documented table)', async () => {
     const b = new Browser(ia.url);
     const cases: Array<[string, Array<[string, string]>, number]> = [
-      ['navigate mode, even accepting JSON', [['Sec-Fetch-Mode', 'navigate'], ['Accept', 'application/json']], 303],
-      ['cors mode, even accepting HTML', [['Sec-Fetch-Mode', 'cors'], ['Accept', 'text/html']], 401],
-      ['no-cors mode (an <img>)', [['Sec-Fetch-Mode', 'no-cors'], ['Sec-Fetch-Dest', 'image']], 401],
+      [
+        'navigate mode, even accepting JSON',
+        [
+          ['Sec-Fetch-Mode', 'navigate'],
+          ['Accept', 'application/json'],
+        ],
+        303,
+      ],
+      [
+        'cors mode, even accepting HTML',
+        [
+          ['Sec-Fetch-Mode', 'cors'],
+          ['Accept', 'text/html'],
+        ],
+        401,
+      ],
+      [
+        'no-cors mode (an <img>)',
+        [
+          ['Sec-Fetch-Mode', 'no-cors'],
+          ['Sec-Fetch-Dest', 'image'],
+        ],
+        401,
+      ],
       ['iframe destination without a mode', [['Sec-Fetch-Dest', 'iframe']], 303],
-      ['empty destination without a mode', [['Sec-Fetch-Dest', 'empty'], ['Accept', 'text/html']], 401],
+      [
+        'empty destination without a mode',
+        [
+          ['Sec-Fetch-Dest', 'empty'],
+          ['Accept', 'text/html'],
+        ],
+        401,
+      ],
       ['a browser without Sec-Fetch-*', [['Accept', 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8']], 303],
       ['axios without Sec-Fetch-*', [['Accept', 'application/json, text/plain, */*']], 401],
       ['curl', [['Accept', '*/*']], 401],
       ['no Accept at all', [], 401],
     ];
-    for (const [what, headers, status] of cases) assert.equal((await b.request(host(guard), '/api/echo', { headers })).status, status, what);
-    const post = await b.request(host(guard), '/api/echo', { method: 'POST', headers: [['Sec-Fetch-Mode', 'navigate'], ['Content-Type', 'application/x-www-form-urlencoded']], body: 'a=1' });
+    for (const [what, headers, status] of cases)
+      assert.equal((await b.request(host(guard), '/api/echo', { headers })).status, status, what);
+    const post = await b.request(host(guard), '/api/echo', {
+      method: 'POST',
+      headers: [
+        ['Sec-Fetch-Mode', 'navigate'],
+        ['Content-Type', 'application/x-www-form-urlencoded'],
+      ],
+      body: 'a=1',
+    });
     assert.equal(post.status, 401, 'a form POST is never redirected (the body would be lost)');
   });
 
@@ -137,7 +202,11 @@ describe('ingress-auth sign-in', () => {
     assert.equal((JSON.parse(first.body) as { next: string }).next, '/api/echo?from=link');
     assert.equal(first.headers['cache-control'], 'private, no-store');
     const cookie = String(first.headers['set-cookie']);
-    assert.match(cookie, /^svc-session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Lax; Max-Age=28800$/, 'host-only (no Domain), 8 hours for the owner');
+    assert.match(
+      cookie,
+      /^svc-session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Lax; Max-Age=28800$/,
+      'host-only (no Domain), 8 hours for the owner',
+    );
     assert.equal((await new Browser(ia.url).redeem(host(guard), fragmentSecret(url))).status, 403, 'a handoff works once');
 
     const r = await fetchJson(b, guard, '/api/echo');
@@ -153,19 +222,34 @@ describe('ingress-auth sign-in', () => {
     assert.equal(claims.provider, 'svc');
     assert.ok(claims.exp - claims.iat <= 900 && claims.exp > claims.iat);
     const [head, payload, sig] = h['x-svc-auth-assertion']!.split('.');
-    const forged = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload!, 'base64url').toString()), sub: 'someone-else' })).toString('base64url');
-    await assert.rejects(verifyAssertion(`${head}.${forged}.${sig}`, jwks, { audience: host(guard), issuer: ia.config.assertion.issuer }), /signature/);
-    await assert.rejects(verifyAssertion(h['x-svc-auth-assertion']!, jwks, { audience: host(other), issuer: ia.config.assertion.issuer }), /aud/);
+    const forged = Buffer.from(
+      JSON.stringify({ ...JSON.parse(Buffer.from(payload!, 'base64url').toString()), sub: 'someone-else' }),
+    ).toString('base64url');
+    await assert.rejects(
+      verifyAssertion(`${head}.${forged}.${sig}`, jwks, { audience: host(guard), issuer: ia.config.assertion.issuer }),
+      /signature/,
+    );
+    await assert.rejects(
+      verifyAssertion(h['x-svc-auth-assertion']!, jwks, { audience: host(other), issuer: ia.config.assertion.issuer }),
+      /aud/,
+    );
 
     // Handlers in other languages get the same identity as SVC_AUTH_* (and the header as HTTP_X_SVC_AUTH_*).
-    const env = await b.request(host(guard), '/api/env', { headers: [['Accept', '*/*'], ['X-Svc-Auth-Email', 'forged@evil.test']] });
+    const env = await b.request(host(guard), '/api/env', {
+      headers: [
+        ['Accept', '*/*'],
+        ['X-Svc-Auth-Email', 'forged@evil.test'],
+      ],
+    });
     assert.equal(env.status, 200, env.body);
     const [subject, email, provider, jwsHeader, headerEmail] = env.body.split('|');
     assert.deepEqual([subject, email, provider, headerEmail], [api.account.id, api.account.email, 'svc', api.account.email]);
     assert.equal((JSON.parse(Buffer.from(jwsHeader!, 'base64url').toString()) as { alg: string }).alg, 'EdDSA');
 
     const me = await b.request(host(guard), '/_svc/auth/me');
-    assert.deepEqual(JSON.parse(me.body), { user: { id: api.account.id, name: api.account.name, email: api.account.email, email_verified: true, provider: 'svc' } });
+    assert.deepEqual(JSON.parse(me.body), {
+      user: { id: api.account.id, name: api.account.name, email: api.account.email, email_verified: true, provider: 'svc' },
+    });
     assert.equal(me.headers['cache-control'], 'private, no-store');
     assert.deepEqual(JSON.parse((await new Browser(ia.url).request(host(guard), '/_svc/auth/me')).body), { user: null });
   });
@@ -186,7 +270,12 @@ describe('ingress-auth sign-in', () => {
     const h = seen(
       await b.request(host(guard), '/api/echo', {
         cookies: false,
-        headers: [...spoof, ['Accept', 'application/json'], ['Cookie', `theme=dark; svc-session=${session}; SVC_flow=1; __Host-svc-session=zzz`], ['Cookie', 'Svc-Other=2; lang=en']],
+        headers: [
+          ...spoof,
+          ['Accept', 'application/json'],
+          ['Cookie', `theme=dark; svc-session=${session}; SVC_flow=1; __Host-svc-session=zzz`],
+          ['Cookie', 'Svc-Other=2; lang=en'],
+        ],
       }),
     );
     assert.equal(h['x-svc-auth-subject'], api.account.id, 'only the real identity, once');
@@ -198,7 +287,11 @@ describe('ingress-auth sign-in', () => {
     assert.ok(!JSON.stringify(h).includes(session), 'the session secret never reaches the app');
 
     const anon = seen(await fetchJson(new Browser(ia.url), guard, '/api/public', spoof));
-    assert.deepEqual(Object.keys(anon).filter((k) => /^x[-_]svc/i.test(k)), [], 'no identity on a public path, spoofed or not');
+    assert.deepEqual(
+      Object.keys(anon).filter((k) => /^x[-_]svc/i.test(k)),
+      [],
+      'no identity on a public path, spoofed or not',
+    );
 
     const c = await b.request(host(guard), '/api/public/../cookies', { headers: [['Accept', '*/*']] });
     const set = ([] as string[]).concat(c.headers['set-cookie'] ?? []);
@@ -222,25 +315,49 @@ describe('ingress-auth sign-in', () => {
     const url = await ownerLink(guard);
     const token = fragmentSecret(url);
     const b = new Browser(ia.url);
-    const get = await b.request(host(guard), `/_svc/auth/login?next=%2F&token=${token}&handoff=${token}`, { headers: [['Accept', 'text/html']] });
+    const get = await b.request(host(guard), `/_svc/auth/login?next=%2F&token=${token}&handoff=${token}`, {
+      headers: [['Accept', 'text/html']],
+    });
     assert.equal(get.status, 200);
     assert.equal(b.cookie(host(guard), 'svc-session'), undefined, 'a fragment-free GET signs nobody in');
     assert.equal((await b.request(host(guard), '/_svc/auth/redeem', { headers: [['Accept', 'application/json']] })).status, 404);
     const cross = await b.request(host(guard), '/_svc/auth/redeem', {
       method: 'POST',
-      headers: [['Origin', 'http://evil.test'], ['Content-Type', 'application/json']],
+      headers: [
+        ['Origin', 'http://evil.test'],
+        ['Content-Type', 'application/json'],
+      ],
       body: JSON.stringify({ token }),
     });
     assert.equal(cross.status, 403);
-    const form = await b.request(host(guard), '/_svc/auth/redeem', { method: 'POST', headers: [['Content-Type', 'application/x-www-form-urlencoded']], body: `token=${token}` });
+    const form = await b.request(host(guard), '/_svc/auth/redeem', {
+      method: 'POST',
+      headers: [['Content-Type', 'application/x-www-form-urlencoded']],
+      body: `token=${token}`,
+    });
     assert.equal(form.status, 415, 'a cross-site form cannot post JSON');
     assert.equal((await b.redeem(host(guard), token)).status, 200, 'the link still works after refused attempts');
 
-    for (const next of ['//evil.test/x', 'https://evil.test/', '/\\evil.test', 'javascript:alert(1)', `http://${host(other)}/`, '/_svc/auth/logout', '/.//evil.test', '/..//evil.test', '/%2f%2fevil.test', '/%5cevil.test']) {
-      const page = await b.request(host(guard), `/_svc/auth/login?next=${encodeURIComponent(next)}`, { headers: [['Accept', 'text/html']] });
+    for (const next of [
+      '//evil.test/x',
+      'https://evil.test/',
+      '/\\evil.test',
+      'javascript:alert(1)',
+      `http://${host(other)}/`,
+      '/_svc/auth/logout',
+      '/.//evil.test',
+      '/..//evil.test',
+      '/%2f%2fevil.test',
+      '/%5cevil.test',
+    ]) {
+      const page = await b.request(host(guard), `/_svc/auth/login?next=${encodeURIComponent(next)}`, {
+        headers: [['Accept', 'text/html']],
+      });
       assert.match(page.body, /var next="\/";/, `next=${next}`);
     }
-    const ok = await b.request(host(guard), `/_svc/auth/login?next=${encodeURIComponent('/api/echo?a=1')}`, { headers: [['Accept', 'text/html']] });
+    const ok = await b.request(host(guard), `/_svc/auth/login?next=${encodeURIComponent('/api/echo?a=1')}`, {
+      headers: [['Accept', 'text/html']],
+    });
     assert.match(ok.body, /var next="\/api\/echo\?a=1";/);
     assert.equal(ok.headers['cache-control'], 'private, no-store');
     assert.match(String(ok.headers['content-security-policy']), /script-src 'nonce-/);
@@ -259,7 +376,13 @@ describe('ingress-auth sign-in', () => {
     const cross = await b.request(host(guard), '/_svc/auth/logout', { method: 'POST', headers: [['Origin', 'http://evil.test']] });
     assert.equal(cross.status, 403);
     const session = b.cookie(host(guard), 'svc-session')!;
-    const out = await b.request(host(guard), '/_svc/auth/logout', { method: 'POST', headers: [['Origin', `http://${host(guard)}:${ia.port}`], ['Accept', 'application/json']] });
+    const out = await b.request(host(guard), '/_svc/auth/logout', {
+      method: 'POST',
+      headers: [
+        ['Origin', `http://${host(guard)}:${ia.port}`],
+        ['Accept', 'application/json'],
+      ],
+    });
     assert.equal(out.status, 200);
     assert.equal(b.cookie(host(guard), 'svc-session'), undefined, 'cookie cleared');
     b.setCookie(host(guard), 'svc-session', session);
@@ -295,7 +418,8 @@ describe('ingress-auth sign-in', () => {
     const page = uniqueName('page');
     await json(await api.request('POST', '/api/apps', { body: { name: page } }), 201);
     const files = {
-      'index.html': '<html><head><meta name="svc-identity" content="owner"></head><body><p id="hello">Hello [{{$viewer.name}}] owner=[{{$viewer.owner}}] via [{{$viewer.provider}}]</p></body></html>',
+      'index.html':
+        '<html><head><meta name="svc-identity" content="owner"></head><body><p id="hello">Hello [{{$viewer.name}}] owner=[{{$viewer.owner}}] via [{{$viewer.provider}}]</p></body></html>',
       'admin.html': '<html><head><meta name="svc-auth" content="owner"></head><body><p>admin of {{$viewer.email}}</p></body></html>',
     };
     const id = (await json<{ id: string }>(await api.request('POST', `/api/apps/${page}/deploy`, { body: { files } }), 202)).id;
@@ -342,14 +466,24 @@ describe('ingress-auth sign-in', () => {
       // Both replicas now hold the session in their caches.
       assert.equal((await fetchJson(b, guard, '/api/echo')).status, 200);
       assert.equal((await fetchJson(c, guard, '/api/echo')).status, 200);
-      const { revoked } = await json<{ revoked: number }>(await api.request('POST', `/api/apps/${guard}/auth/sessions/revoke`, { body: {} }), 200);
+      const { revoked } = await json<{ revoked: number }>(
+        await api.request('POST', `/api/apps/${guard}/auth/sessions/revoke`, { body: {} }),
+        200,
+      );
       assert.ok(revoked >= 1);
-      await eventually('the revocation on both replicas', async () => (await fetchJson(b, guard, '/api/echo')).status === 401 && (await fetchJson(c, guard, '/api/echo')).status === 401, {
-        timeoutMs: 2_000,
-        intervalMs: 50,
-      });
+      await eventually(
+        'the revocation on both replicas',
+        async () => (await fetchJson(b, guard, '/api/echo')).status === 401 && (await fetchJson(c, guard, '/api/echo')).status === 401,
+        {
+          timeoutMs: 2_000,
+          intervalMs: 50,
+        },
+      );
       await json(await api.request('POST', `/api/apps/${guard}/auth/sessions/revoke`, { body: { user_id: 'au_0000000000000000' } }), 404);
-      await json(await api.request('POST', `/api/apps/${guard}/auth/sessions/revoke`, { body: { user_id: 'au_1', email: 'a@b.test' } }), 400);
+      await json(
+        await api.request('POST', `/api/apps/${guard}/auth/sessions/revoke`, { body: { user_id: 'au_1', email: 'a@b.test' } }),
+        400,
+      );
     } finally {
       await replica.close();
     }
@@ -383,7 +517,10 @@ describe('ingress-auth sign-in', () => {
   });
 
   it('lists the providers of an app’s policy with whether this platform has them set up', async () => {
-    const body = await json<{ providers: Array<{ name: string; in_policy: boolean; configured: boolean }> }>(await api.request('GET', `/api/apps/${guard}/auth/providers`), 200);
+    const body = await json<{ providers: Array<{ name: string; in_policy: boolean; configured: boolean }> }>(
+      await api.request('GET', `/api/apps/${guard}/auth/providers`),
+      200,
+    );
     const byName = Object.fromEntries(body.providers.map((p) => [p.name, p]));
     assert.equal(byName.svc?.in_policy, true);
     assert.equal(byName.email?.in_policy, true);

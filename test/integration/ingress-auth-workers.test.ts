@@ -23,17 +23,21 @@ describe('ingress-auth workers', () => {
   /** One request on `agent`'s one keep-alive connection, so it goes to that connection's worker. */
   const request = (agent: Agent, p: string, opts: { method?: string; headers?: Record<string, string>; body?: string } = {}) =>
     new Promise<Answer>((resolve, reject) => {
-      const req = httpRequest({ host: '127.0.0.1', port, path: p, method: opts.method ?? 'GET', agent, headers: { host: host(), ...opts.headers } }, (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (body += c));
-        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body }));
-      });
+      const req = httpRequest(
+        { host: '127.0.0.1', port, path: p, method: opts.method ?? 'GET', agent, headers: { host: host(), ...opts.headers } },
+        (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => (body += c));
+          res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body }));
+        },
+      );
       req.on('error', reject);
       req.end(opts.body);
     });
   const workerOf = async (agent: Agent) => (JSON.parse((await request(agent, '/_svc/health')).body) as { worker?: number }).worker;
-  const fetchWith = (agent: Agent, cookie: string) => request(agent, '/', { headers: { accept: 'application/json', 'sec-fetch-mode': 'cors', cookie } });
+  const fetchWith = (agent: Agent, cookie: string) =>
+    request(agent, '/', { headers: { accept: 'application/json', 'sec-fetch-mode': 'cors', cookie } });
 
   /** A keep-alive connection to each of the two workers (the kernel spreads new connections over the listening ones). */
   const reachBoth = async (): Promise<Map<number, Agent> | undefined> => {
@@ -72,18 +76,31 @@ describe('ingress-auth workers', () => {
       },
       stdio: ['ignore', 'inherit', 'inherit'],
     });
-    await eventually('ingress-auth workers listening', async () => {
-      const a = new Agent({ keepAlive: false });
-      const ok = await request(a, '/_svc/health').then(
-        (r) => r.status === 200,
-        () => false,
-      );
-      a.destroy();
-      return ok || undefined;
-    }, { timeoutMs: 30_000, intervalMs: 100 });
+    await eventually(
+      'ingress-auth workers listening',
+      async () => {
+        const a = new Agent({ keepAlive: false });
+        const ok = await request(a, '/_svc/health').then(
+          (r) => r.status === 200,
+          () => false,
+        );
+        a.destroy();
+        return ok || undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 100 },
+    );
     await json(await api.request('POST', '/api/apps', { body: { name: app } }), 201);
-    const d = await json<{ id: string }>(await api.request('POST', `/api/apps/${app}/deploy`, { body: { compose: 'x-svc:\n  auth: owner\n', files: { 'index.html': '<h1>behind the gate</h1>' } } }), 202);
-    await eventually(`deploy ${d.id} live`, async () => (await json<{ status: string }>(await api.request('GET', `/api/deploys/${d.id}`), 200)).status === 'live', { timeoutMs: 90_000 });
+    const d = await json<{ id: string }>(
+      await api.request('POST', `/api/apps/${app}/deploy`, {
+        body: { compose: 'x-svc:\n  auth: owner\n', files: { 'index.html': '<h1>behind the gate</h1>' } },
+      }),
+      202,
+    );
+    await eventually(
+      `deploy ${d.id} live`,
+      async () => (await json<{ status: string }>(await api.request('GET', `/api/deploys/${d.id}`), 200)).status === 'live',
+      { timeoutMs: 90_000 },
+    );
   });
   after(async () => {
     if (child && child.exitCode === null) {
@@ -96,14 +113,23 @@ describe('ingress-auth workers', () => {
   it('a sign-in on one worker is honoured by the other; a revoked session is refused by both within a second', async () => {
     const [[first, a], [second, b]] = [...(await connections())] as [[number, Agent], [number, Agent]];
     assert.notEqual(first, second);
-    const link = (await json<{ url: string }>(await api.request('POST', `/api/apps/${app}/auth/owner-link`, { body: { next: '/' } }), 201)).url;
+    const link = (await json<{ url: string }>(await api.request('POST', `/api/apps/${app}/auth/owner-link`, { body: { next: '/' } }), 201))
+      .url;
     const redeemed = await request(a, '/_svc/auth/redeem', {
       method: 'POST',
-      headers: { origin: `http://${host()}`, 'content-type': 'application/json', 'sec-fetch-site': 'same-origin', 'sec-fetch-mode': 'cors' },
+      headers: {
+        origin: `http://${host()}`,
+        'content-type': 'application/json',
+        'sec-fetch-site': 'same-origin',
+        'sec-fetch-mode': 'cors',
+      },
       body: JSON.stringify({ token: fragmentSecret(link) }),
     });
     assert.equal(redeemed.status, 200, redeemed.body);
-    const cookie = ([] as string[]).concat(redeemed.headers['set-cookie'] ?? []).map((c) => c.split(';')[0]!).find((c) => c.startsWith('svc-session='))!;
+    const cookie = ([] as string[])
+      .concat(redeemed.headers['set-cookie'] ?? [])
+      .map((c) => c.split(';')[0]!)
+      .find((c) => c.startsWith('svc-session='))!;
     assert.ok(cookie, 'a session cookie');
     // Both workers now hold the session in their caches.
     for (const agent of [a, b]) {
@@ -114,7 +140,10 @@ describe('ingress-auth workers', () => {
     const started = Date.now();
     await json(await api.request('POST', `/api/apps/${app}/auth/sessions/revoke`, { body: {} }), 200);
     for (const [w, agent] of [[first, a] as const, [second, b] as const]) {
-      await eventually(`worker ${w} to refuse the revoked session`, async () => (await fetchWith(agent, cookie)).status === 401, { timeoutMs: 1_000, intervalMs: 20 });
+      await eventually(`worker ${w} to refuse the revoked session`, async () => (await fetchWith(agent, cookie)).status === 401, {
+        timeoutMs: 1_000,
+        intervalMs: 20,
+      });
     }
     assert.ok(Date.now() - started < 1_500, `refused by both after ${Date.now() - started} ms`);
     a.destroy();
@@ -122,7 +151,11 @@ describe('ingress-auth workers', () => {
   });
 
   it('starts a worker that died again, while the other keeps serving', async () => {
-    const workerPids = () => execFileSync('pgrep', ['-P', String(child.pid)], { encoding: 'utf8' }).trim().split('\n').map(Number);
+    const workerPids = () =>
+      execFileSync('pgrep', ['-P', String(child.pid)], { encoding: 'utf8' })
+        .trim()
+        .split('\n')
+        .map(Number);
     const before = workerPids();
     assert.equal(before.length, 2, 'two worker processes');
     process.kill(before[0]!, 'SIGKILL');
@@ -133,10 +166,14 @@ describe('ingress-auth workers', () => {
       assert.equal((await request(agent, '/_svc/health')).status, 200);
       agent.destroy();
     }
-    await eventually('a replacement worker', () => {
-      const now = workerPids();
-      return (now.length === 2 && !now.includes(before[0]!)) || undefined;
-    }, { timeoutMs: 10_000, intervalMs: 100 });
+    await eventually(
+      'a replacement worker',
+      () => {
+        const now = workerPids();
+        return (now.length === 2 && !now.includes(before[0]!)) || undefined;
+      },
+      { timeoutMs: 10_000, intervalMs: 100 },
+    );
     // Once it listens, new connections reach it too.
     const byWorker = await eventually('connections reaching the replacement', () => reachBoth(), { timeoutMs: 15_000, intervalMs: 200 });
     for (const agent of byWorker.values()) agent.destroy();

@@ -47,15 +47,20 @@ describe('ingress-auth routing', () => {
     assert.equal(res.status, status, text);
     return JSON.parse(text) as T;
   };
-  const deploy = async (app: string, files: Record<string, string>) => (await json<{ id: string }>(await api.request('POST', `/api/apps/${app}/deploy`, { body: { files } }), 202)).id;
+  const deploy = async (app: string, files: Record<string, string>) =>
+    (await json<{ id: string }>(await api.request('POST', `/api/apps/${app}/deploy`, { body: { files } }), 202)).id;
   const serves = async (app: string, want: string, path = '/') => {
     let last = '';
     try {
-      return await eventually(`${app} to serve ${JSON.stringify(want)} through ingress-auth`, async () => {
-        const r = await via(`${app}.${domain}`, path);
-        last = `${r.status} ${r.body.slice(0, 200)}`;
-        return r.status === 200 && r.body.includes(want) ? r : undefined;
-      }, { timeoutMs: 60_000, intervalMs: 100 });
+      return await eventually(
+        `${app} to serve ${JSON.stringify(want)} through ingress-auth`,
+        async () => {
+          const r = await via(`${app}.${domain}`, path);
+          last = `${r.status} ${r.body.slice(0, 200)}`;
+          return r.status === 200 && r.body.includes(want) ? r : undefined;
+        },
+        { timeoutMs: 60_000, intervalMs: 100 },
+      );
     } catch (err) {
       throw new Error(`${(err as Error).message}; last answer: ${last}`, { cause: err });
     }
@@ -65,7 +70,14 @@ describe('ingress-auth routing', () => {
     api = await startTestApi({ env: { SVC_ROLLOUT_DEADLINE_SECONDS: '30' } });
     recorder = new RequestRecorder(api.db, { flushIntervalMs: 60_000 });
     const config = loadConfig({ SVC_LOG_LEVEL: 'silent', SVC_APPS_DOMAIN: domain }, { exists: () => false });
-    ingress = await startIngress({ config, kc: kubeConfig(), log: createLogger('ingress-auth', 'silent'), recorder, host: '127.0.0.1', port: 0 });
+    ingress = await startIngress({
+      config,
+      kc: kubeConfig(),
+      log: createLogger('ingress-auth', 'silent'),
+      recorder,
+      host: '127.0.0.1',
+      port: 0,
+    });
     await json(await api.request('POST', '/api/apps', { body: { name: site } }), 201);
     await json(await api.request('POST', '/api/apps', { body: { name: echo } }), 201);
   });
@@ -86,11 +98,15 @@ describe('ingress-auth routing', () => {
     assert.equal(head.body, '');
   });
 
-  it('answers an app\'s first request as soon as its deploy is reported live (its endpoints may still be on their way)', async () => {
+  it("answers an app's first request as soon as its deploy is reported live (its endpoints may still be on their way)", async () => {
     const fresh = uniqueName('fresh');
     await json(await api.request('POST', '/api/apps', { body: { name: fresh } }), 201);
     const id = await deploy(fresh, { 'index.html': '<h1>fresh</h1>' });
-    await eventually(`deploy ${id} live`, async () => (await json<{ status: string }>(await api.request('GET', `/api/deploys/${id}`), 200)).status === 'live', { timeoutMs: 90_000, intervalMs: 20 });
+    await eventually(
+      `deploy ${id} live`,
+      async () => (await json<{ status: string }>(await api.request('GET', `/api/deploys/${id}`), 200)).status === 'live',
+      { timeoutMs: 90_000, intervalMs: 20 },
+    );
     const first = await via(`${fresh}.${domain}`, '/');
     assert.equal(first.status, 200, first.body);
     assert.match(first.body, /fresh/);
@@ -149,7 +165,11 @@ describe('ingress-auth routing', () => {
     assert.equal(r.status, 503);
     assert.deepEqual(JSON.parse(r.body), { error: 'the app is not deployed yet' });
     const broken = uniqueName('broken');
-    await api.services.apps.create(api.account.namespace, broken, { kind: 'container', image: 'registry.example/not-runnable:1', machines: 1 });
+    await api.services.apps.create(api.account.namespace, broken, {
+      kind: 'container',
+      image: 'registry.example/not-runnable:1',
+      machines: 1,
+    });
     const b = await eventually('the broken app in the cache', async () => {
       const a = await via(`${broken}.${domain}`, '/');
       return a.status === 404 ? undefined : a;
@@ -160,11 +180,17 @@ describe('ingress-auth routing', () => {
     assert.equal(b.headers['cache-control'], 'no-store');
   });
 
-  it('never proxies a path the app\'s policy gates while sign-in is not there (fails closed)', async () => {
+  it("never proxies a path the app's policy gates while sign-in is not there (fails closed)", async () => {
     const guarded = uniqueName('guarded');
-    await api.services.apps.create(api.account.namespace, guarded, { kind: 'container', image: 'registry.example/not-runnable:1', machines: 1 });
+    await api.services.apps.create(api.account.namespace, guarded, {
+      kind: 'container',
+      image: 'registry.example/not-runnable:1',
+      machines: 1,
+    });
     await eventually('the app in the cache', async () => (await via(`${guarded}.${domain}`)).status !== 404);
-    await api.services.apps.patchSpec(api.account.namespace, guarded, { auth: { rules: [{ mode: 'auth', paths: ['/private/**'], admit: { owner: true } }] } });
+    await api.services.apps.patchSpec(api.account.namespace, guarded, {
+      auth: { rules: [{ mode: 'auth', paths: ['/private/**'], admit: { owner: true } }] },
+    });
     const r = await eventually('the policy in the cache', async () => {
       const a = await via(`${guarded}.${domain}`, '/PRIVATE/%2e/x', { headers: [['Accept', 'application/json']] });
       return /sign-in/.test(a.body) ? a : undefined;
@@ -186,9 +212,21 @@ describe('ingress-auth routing', () => {
     assert.equal(now.s4 - before.s4, 1);
 
     async function totals(appUid: string) {
-      const rows = await api.db('app_request_metrics').where({ app_uid: appUid }).select<Array<{ requests: number; status_2xx: number; status_4xx: number; namespace: string; app_name: string }>>('requests', 'status_2xx', 'status_4xx', 'namespace', 'app_name');
+      const rows = await api
+        .db('app_request_metrics')
+        .where({ app_uid: appUid })
+        .select<Array<{ requests: number; status_2xx: number; status_4xx: number; namespace: string; app_name: string }>>(
+          'requests',
+          'status_2xx',
+          'status_4xx',
+          'namespace',
+          'app_name',
+        );
       for (const r of rows) assert.deepEqual([r.namespace, r.app_name], [api.account.namespace, site]);
-      return rows.reduce((t, r) => ({ requests: t.requests + Number(r.requests), s2: t.s2 + Number(r.status_2xx), s4: t.s4 + Number(r.status_4xx) }), { requests: 0, s2: 0, s4: 0 });
+      return rows.reduce(
+        (t, r) => ({ requests: t.requests + Number(r.requests), s2: t.s2 + Number(r.status_2xx), s4: t.s4 + Number(r.status_4xx) }),
+        { requests: 0, s2: 0, s4: 0 },
+      );
     }
   });
 
@@ -200,7 +238,11 @@ describe('ingress-auth routing', () => {
       while (polling && Date.now() < until) {
         try {
           const r = await via(`${site}.${domain}`, '/');
-          samples.push({ ok: r.status === 200, body: r.body, ...(r.status === 200 ? {} : { error: `${r.status} ${r.body.slice(0, 200)}` }) });
+          samples.push({
+            ok: r.status === 200,
+            body: r.body,
+            ...(r.status === 200 ? {} : { error: `${r.status} ${r.body.slice(0, 200)}` }),
+          });
         } catch (err) {
           samples.push({ ok: false, body: '', error: String(err) });
         }
@@ -212,17 +254,28 @@ describe('ingress-auth routing', () => {
     await deploy(site, { 'index.html': '<h1>v3</h1>' });
     await serves(site, '<h1>v3</h1>');
     // The old machine drains after the switch: keep polling through its end (its Pod gone), then a few more.
-    await eventually('the old machines gone', async () => {
-      const pods = await api.kube.core.listNamespacedPod({ namespace: api.account.namespace, labelSelector: `${labels.app}=${site}` });
-      return pods.items.length === 1;
-    }, { timeoutMs: 60_000 });
+    await eventually(
+      'the old machines gone',
+      async () => {
+        const pods = await api.kube.core.listNamespacedPod({ namespace: api.account.namespace, labelSelector: `${labels.app}=${site}` });
+        return pods.items.length === 1;
+      },
+      { timeoutMs: 60_000 },
+    );
     const after = samples.length;
     await eventually('more requests after it', () => samples.length >= after + 20, { timeoutMs: 30_000, intervalMs: 20 });
     polling = false;
     await poller;
-    assert.deepEqual(samples.filter((s) => !s.ok), [], 'no failed request');
+    assert.deepEqual(
+      samples.filter((s) => !s.ok),
+      [],
+      'no failed request',
+    );
     const seen = [...new Set(samples.map((s) => /v\d/.exec(s.body)?.[0]))];
-    assert.deepEqual(seen, ['v1', 'v2', 'v3'].filter((v) => seen.includes(v)));
+    assert.deepEqual(
+      seen,
+      ['v1', 'v2', 'v3'].filter((v) => seen.includes(v)),
+    );
     assert.ok(seen.includes('v2') && seen.at(-1) === 'v3', `saw ${seen.join(',')}`);
     assert.ok(samples.length > 30, `polled continuously (${samples.length} requests)`);
   });

@@ -58,9 +58,18 @@ describe('mail outbox and its leader-elected sender (real PostgreSQL, SMTP serve
 
   it('delivers an enqueued message with its To, Subject and From, then erases its body', async () => {
     const outbox = new MailOutbox(fresh.db);
-    const { id } = await outbox.enqueue({ to: 'ada@example.test', subject: 'Sign in to shop', text: 'Open https://shop.apps.test/#token=secret1', html: '<a href="https://shop.apps.test/#token=secret1">Sign in</a>', purpose: 'sign-in-link' });
+    const { id } = await outbox.enqueue({
+      to: 'ada@example.test',
+      subject: 'Sign in to shop',
+      text: 'Open https://shop.apps.test/#token=secret1',
+      html: '<a href="https://shop.apps.test/#token=secret1">Sign in</a>',
+      purpose: 'sign-in-link',
+    });
     const report = await outbox.deliverDue(transport);
-    assert.deepEqual(report.outcomes.map((o) => [o.id, o.result, o.attempts]), [[id, 'sent', 1]]);
+    assert.deepEqual(
+      report.outcomes.map((o) => [o.id, o.result, o.attempts]),
+      [[id, 'sent', 1]],
+    );
 
     const mail = await smtp.waitFor(withSubject('Sign in to shop'));
     assert.deepEqual(mail.to, ['ada@example.test']);
@@ -91,7 +100,15 @@ describe('mail outbox and its leader-elected sender (real PostgreSQL, SMTP serve
     assert.equal(report.claimed, 1);
     await smtp.waitFor(withSubject('Committed'));
     assert.deepEqual(subjectsReceived('Rolled back'), []);
-    assert.equal(await fresh.db('mail_outbox').where({ subject: 'Rolled back' }).count({ n: '*' }).first().then((r) => Number(r?.n)), 0);
+    assert.equal(
+      await fresh
+        .db('mail_outbox')
+        .where({ subject: 'Rolled back' })
+        .count({ n: '*' })
+        .first()
+        .then((r) => Number(r?.n)),
+      0,
+    );
   });
 
   it('retries with a doubling delay while the server refuses, and delivers once it accepts', async () => {
@@ -101,20 +118,29 @@ describe('mail outbox and its leader-elected sender (real PostgreSQL, SMTP serve
     const { id } = await outbox.enqueue({ to: 'cy@example.test', subject: 'Retried', text: 'hello', purpose: 'sign-in-link' });
 
     const first = await outbox.deliverDue(transport);
-    assert.deepEqual(first.outcomes.map((o) => [o.result, o.attempts]), [['retry', 1]]);
+    assert.deepEqual(
+      first.outcomes.map((o) => [o.result, o.attempts]),
+      [['retry', 1]],
+    );
     assert.equal((await row(id)).next_attempt_at.getTime(), now + 10 * sec);
     assert.match((await row(id)).last_error ?? '', /451/);
 
     now += 9 * sec;
     assert.equal((await outbox.deliverDue(transport)).claimed, 0, 'not due before its delay');
     now += 1 * sec;
-    assert.deepEqual((await outbox.deliverDue(transport)).outcomes.map((o) => [o.result, o.attempts]), [['retry', 2]]);
+    assert.deepEqual(
+      (await outbox.deliverDue(transport)).outcomes.map((o) => [o.result, o.attempts]),
+      [['retry', 2]],
+    );
     assert.equal((await row(id)).next_attempt_at.getTime(), now + 20 * sec);
     assert.equal(smtp.refusals, 2);
 
     smtp.accept();
     now += 20 * sec;
-    assert.deepEqual((await outbox.deliverDue(transport)).outcomes.map((o) => [o.result, o.attempts]), [['sent', 3]]);
+    assert.deepEqual(
+      (await outbox.deliverDue(transport)).outcomes.map((o) => [o.result, o.attempts]),
+      [['sent', 3]],
+    );
     await smtp.waitFor(withSubject('Retried'));
     const stored = await row(id);
     assert.equal(stored.attempts, 3);
@@ -143,7 +169,10 @@ describe('mail outbox and its leader-elected sender (real PostgreSQL, SMTP serve
 
       smtp.refuse(550);
       const bounced = await outbox.enqueue({ to: 'nobody@example.test', subject: 'No such mailbox', text: 'token', purpose: 'invitation' });
-      assert.deepEqual((await outbox.deliverDue(transport)).outcomes.map((o) => [o.result, o.attempts]), [['failed', 1]]);
+      assert.deepEqual(
+        (await outbox.deliverDue(transport)).outcomes.map((o) => [o.result, o.attempts]),
+        [['failed', 1]],
+      );
       assert.match((await row(bounced.id)).last_error ?? '', /550/);
     } finally {
       smtp.accept();
@@ -161,7 +190,8 @@ describe('mail outbox and its leader-elected sender (real PostgreSQL, SMTP serve
     });
     const a = new MailOutbox(fresh.db, { batchSize: 2 });
     const b = new MailOutbox(fresh.db, { batchSize: 2 });
-    for (let i = 0; i < 12; i++) await a.enqueue({ to: `p${i}@example.test`, subject: `Concurrent ${i}`, text: 'x', purpose: 'sign-in-link' });
+    for (let i = 0; i < 12; i++)
+      await a.enqueue({ to: `p${i}@example.test`, subject: `Concurrent ${i}`, text: 'x', purpose: 'sign-in-link' });
     const drain = async (outbox: MailOutbox, t: MailTransport) => {
       while ((await outbox.deliverDue(t)).claimed > 0);
     };
@@ -190,7 +220,9 @@ describe('mail outbox and its leader-elected sender (real PostgreSQL, SMTP serve
     const holder = async () => (await leases.readNamespacedLease({ namespace: ns.name, name: 'svc-mailer' })).spec?.holderIdentity;
     // The leader's LISTEN session: once it is there, mail enqueued afterwards reaches it by NOTIFY.
     const listening = async () => {
-      const r = await fresh.db.raw<{ rows: Array<{ n: number }> }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN svc_mail_outbox'");
+      const r = await fresh.db.raw<{ rows: Array<{ n: number }> }>(
+        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN svc_mail_outbox'",
+      );
       return r.rows[0]!.n === 1;
     };
 
@@ -213,13 +245,18 @@ describe('mail outbox and its leader-elected sender (real PostgreSQL, SMTP serve
     await eventually('the follower to lead', () => follower.isLeader, { timeoutMs: 10_000 });
     assert.equal(await holder(), follower.identity);
     await eventually('the new leader to listen', listening);
-    for (let i = 0; i < 5; i++) await outbox.enqueue({ to: `r${i}@example.test`, subject: `Takeover ${i}`, text: 'x', purpose: 'sign-in-link' });
+    for (let i = 0; i < 5; i++)
+      await outbox.enqueue({ to: `r${i}@example.test`, subject: `Takeover ${i}`, text: 'x', purpose: 'sign-in-link' });
     await eventually('5 more messages', () => subjectsReceived('Takeover ').length >= 5, { timeoutMs: 10_000 });
     assert.deepEqual(senderOf('Takeover '), new Set([`${follower === a ? 'a' : 'b'}@mailer.test`]));
 
     const expected = [...Array.from({ length: 10 }, (_, i) => `Fleet ${i}`), ...Array.from({ length: 5 }, (_, i) => `Takeover ${i}`)];
     assert.deepEqual([...subjectsReceived('Fleet '), ...subjectsReceived('Takeover ')].sort(), expected.sort());
-    const rows = await fresh.db('mail_outbox').where('subject', 'like', 'Fleet %').orWhere('subject', 'like', 'Takeover %').select<OutboxRow[]>('attempts', 'sent_at');
+    const rows = await fresh
+      .db('mail_outbox')
+      .where('subject', 'like', 'Fleet %')
+      .orWhere('subject', 'like', 'Takeover %')
+      .select<OutboxRow[]>('attempts', 'sent_at');
     assert.equal(rows.length, 15);
     assert.ok(rows.every((r) => r.sent_at && r.attempts === 1));
     await follower.stop();
@@ -228,11 +265,23 @@ describe('mail outbox and its leader-elected sender (real PostgreSQL, SMTP serve
   it('without an SMTP URL logs once, does not campaign, and keeps mail queued', async () => {
     const lines: string[] = [];
     const log = createLogger('mail-test', 'info', { write: (line: string) => void lines.push(line) });
-    const sender = new MailSender({ db: fresh.db, databaseUrl: fresh.url, kc, mail: { smtpUrl: undefined, from }, log, lease: { namespace: ns.name, name: 'svc-mailer-off' } });
+    const sender = new MailSender({
+      db: fresh.db,
+      databaseUrl: fresh.url,
+      kc,
+      mail: { smtpUrl: undefined, from },
+      log,
+      lease: { namespace: ns.name, name: 'svc-mailer-off' },
+    });
     senders.push(sender);
     sender.start();
     sender.start();
-    const { id } = await new MailOutbox(fresh.db).enqueue({ to: 'eve@example.test', subject: 'Queued', text: 'x', purpose: 'sign-in-link' });
+    const { id } = await new MailOutbox(fresh.db).enqueue({
+      to: 'eve@example.test',
+      subject: 'Queued',
+      text: 'x',
+      purpose: 'sign-in-link',
+    });
     assert.equal(lines.filter((l) => l.includes('SVC_SMTP_URL is not set')).length, 1);
     assert.equal(sender.isLeader, false);
     await assert.rejects(leases.readNamespacedLease({ namespace: ns.name, name: 'svc-mailer-off' }), (err) => statusOf(err) === 404);

@@ -24,7 +24,36 @@ describe('database migrations (real PostgreSQL)', () => {
 
   it('apply every migration on an empty database, then nothing on a second run', async () => {
     assert.deepEqual(await migrateLatest(fresh.db), migrationNames);
-    assert.deepEqual(await tables(fresh.db), ['accounts', 'api_tokens', 'app_repositories', 'app_request_metrics', 'app_sessions', 'app_users', 'artifact_holds', 'assertion_keys', 'auth_flows', 'auth_links', 'auth_rate', 'auth_recipients', 'builds', 'database_backups', 'deploys', 'event_horizons', 'events', 'git_deliveries', 'hostnames', 'mail_outbox', 'passkey_challenges', 'passkey_credentials', 'token_keys', 'token_revocations', 'usage_records', 'webhook_attempts', 'webhook_deliveries', 'webhooks']);
+    assert.deepEqual(await tables(fresh.db), [
+      'accounts',
+      'api_tokens',
+      'app_repositories',
+      'app_request_metrics',
+      'app_sessions',
+      'app_users',
+      'artifact_holds',
+      'assertion_keys',
+      'auth_flows',
+      'auth_links',
+      'auth_rate',
+      'auth_recipients',
+      'builds',
+      'database_backups',
+      'deploys',
+      'event_horizons',
+      'events',
+      'git_deliveries',
+      'hostnames',
+      'mail_outbox',
+      'passkey_challenges',
+      'passkey_credentials',
+      'token_keys',
+      'token_revocations',
+      'usage_records',
+      'webhook_attempts',
+      'webhook_deliveries',
+      'webhooks',
+    ]);
     assert.deepEqual(await migrateLatest(fresh.db), []);
   });
 
@@ -37,16 +66,42 @@ describe('database migrations (real PostgreSQL)', () => {
     }
     assert.ok(ids[1]! > ids[0]!);
     await assert.rejects(fresh.db('events').insert({ account_id: 'nobody', type: 'x' }), /foreign key/);
-    await assert.rejects(
-      fresh.db('accounts').insert({ id: 'acct_2', email: 'a@example.test', name: 'B', namespace: 'acct-2' }),
-      /unique/,
-    );
+    await assert.rejects(fresh.db('accounts').insert({ id: 'acct_2', email: 'a@example.test', name: 'B', namespace: 'acct-2' }), /unique/);
   });
 
   it('revert cleanly down to an empty schema and apply again', async () => {
     assert.deepEqual(await migrateDownAll(fresh.db), [...migrationNames].reverse());
     assert.deepEqual(await tables(fresh.db), []);
     assert.deepEqual(await migrateLatest(fresh.db), migrationNames);
-    assert.deepEqual(await tables(fresh.db), ['accounts', 'api_tokens', 'app_repositories', 'app_request_metrics', 'app_sessions', 'app_users', 'artifact_holds', 'assertion_keys', 'auth_flows', 'auth_links', 'auth_rate', 'auth_recipients', 'builds', 'database_backups', 'deploys', 'event_horizons', 'events', 'git_deliveries', 'hostnames', 'mail_outbox', 'passkey_challenges', 'passkey_credentials', 'token_keys', 'token_revocations', 'usage_records', 'webhook_attempts', 'webhook_deliveries', 'webhooks']);
+    assert.deepEqual(await tables(fresh.db), [
+      'accounts',
+      'api_tokens',
+      'app_repositories',
+      'app_request_metrics',
+      'app_sessions',
+      'app_users',
+      'artifact_holds',
+      'assertion_keys',
+      'auth_flows',
+      'auth_links',
+      'auth_rate',
+      'auth_recipients',
+      'builds',
+      'database_backups',
+      'deploys',
+      'event_horizons',
+      'events',
+      'git_deliveries',
+      'hostnames',
+      'mail_outbox',
+      'passkey_challenges',
+      'passkey_credentials',
+      'token_keys',
+      'token_revocations',
+      'usage_records',
+      'webhook_attempts',
+      'webhook_deliveries',
+      'webhooks',
+    ]);
   });
 });

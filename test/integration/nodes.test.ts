@@ -38,7 +38,10 @@ describe('nodes: kubelet + containerd', () => {
     batch = kc.makeApiClient(k8s.BatchV1Api);
     apps = kc.makeApiClient(k8s.AppsV1Api);
     ns = await testNamespace(core, 'nodes');
-    await eventually('the default ServiceAccount', async () => (await core.listNamespacedServiceAccount({ namespace: ns.name })).items.length > 0);
+    await eventually(
+      'the default ServiceAccount',
+      async () => (await core.listNamespacedServiceAccount({ namespace: ns.name })).items.length > 0,
+    );
   });
   after(async () => {
     await ns?.dispose();
@@ -78,7 +81,13 @@ describe('nodes: kubelet + containerd', () => {
       namespace: ns.name,
       body: pod('streamer', {
         restartPolicy: 'Never',
-        containers: [{ name: 'main', image: images.busybox, command: ['sh', '-c', 'echo first; while [ ! -e /tmp/go ]; do sleep 0.1; done; echo after-stream-started; sleep 30'] }],
+        containers: [
+          {
+            name: 'main',
+            image: images.busybox,
+            command: ['sh', '-c', 'echo first; while [ ! -e /tmp/go ]; do sleep 0.1; done; echo after-stream-started; sleep 30'],
+          },
+        ],
       }),
     });
     const p = await running('streamer');
@@ -105,7 +114,10 @@ describe('nodes: kubelet + containerd', () => {
 
   it('resolves env from values, secrets, config maps, field refs and envFrom', async () => {
     await core.createNamespacedSecret({ namespace: ns.name, body: { metadata: { name: 'creds' }, stringData: { password: 's3cret' } } });
-    await core.createNamespacedConfigMap({ namespace: ns.name, body: { metadata: { name: 'settings' }, data: { MODE: 'fast', LEVEL: '3' } } });
+    await core.createNamespacedConfigMap({
+      namespace: ns.name,
+      body: { metadata: { name: 'settings' }, data: { MODE: 'fast', LEVEL: '3' } },
+    });
     await core.createNamespacedPod({
       namespace: ns.name,
       body: pod('envy', {
@@ -129,7 +141,9 @@ describe('nodes: kubelet + containerd', () => {
         ],
       }),
     });
-    const done = await eventually('pod envy to succeed', async () => ((await read('envy')).status?.phase === 'Succeeded' ? read('envy') : undefined));
+    const done = await eventually('pod envy to succeed', async () =>
+      (await read('envy')).status?.phase === 'Succeeded' ? read('envy') : undefined,
+    );
     const ip = done.status!.podIP!;
     assert.equal((await logs('envy')).trim(), `s3cret|fast|fast|3|envy|${ns.name}|${ip}|hi envy`);
   });
@@ -137,15 +151,24 @@ describe('nodes: kubelet + containerd', () => {
   it('completes a Job, and fails a failing Job with the container’s exit code', async () => {
     const job = (name: string, script: string): k8s.V1Job => ({
       metadata: { name },
-      spec: { backoffLimit: 0, template: { spec: { restartPolicy: 'Never', containers: [{ name: 'main', image: images.busybox, command: ['sh', '-c', script] }] } } },
+      spec: {
+        backoffLimit: 0,
+        template: {
+          spec: { restartPolicy: 'Never', containers: [{ name: 'main', image: images.busybox, command: ['sh', '-c', script] }] },
+        },
+      },
     });
     await batch.createNamespacedJob({ namespace: ns.name, body: job('ok', 'echo done') });
     await batch.createNamespacedJob({ namespace: ns.name, body: job('broken', 'echo failing >&2; exit 3') });
     const condition = (name: string, type: string) =>
-      eventually(`job ${name} ${type}`, async () => {
-        const j = await batch.readNamespacedJob({ name, namespace: ns.name });
-        return j.status?.conditions?.some((c) => c.type === type && c.status === 'True') ? j : undefined;
-      }, { timeoutMs: 60_000 });
+      eventually(
+        `job ${name} ${type}`,
+        async () => {
+          const j = await batch.readNamespacedJob({ name, namespace: ns.name });
+          return j.status?.conditions?.some((c) => c.type === type && c.status === 'True') ? j : undefined;
+        },
+        { timeoutMs: 60_000 },
+      );
     const ok = await condition('ok', 'Complete');
     assert.equal(ok.status?.succeeded, 1);
     await condition('broken', 'Failed');
@@ -169,18 +192,29 @@ describe('nodes: kubelet + containerd', () => {
             metadata: { labels },
             spec: {
               terminationGracePeriodSeconds: 2,
-              topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'DoNotSchedule', labelSelector: { matchLabels: labels } }],
+              topologySpreadConstraints: [
+                {
+                  maxSkew: 1,
+                  topologyKey: 'kubernetes.io/hostname',
+                  whenUnsatisfiable: 'DoNotSchedule',
+                  labelSelector: { matchLabels: labels },
+                },
+              ],
               containers: [{ name: 'main', image: images.busybox, command: ['sh', '-c', 'sleep 300'] }],
             },
           },
         },
       },
     });
-    const pods = await eventually('3 running replicas', async () => {
-      const list = await core.listNamespacedPod({ namespace: ns.name, labelSelector: 'app=spread' });
-      const run = list.items.filter((p) => p.status?.phase === 'Running');
-      return run.length === 3 ? run : undefined;
-    }, { timeoutMs: 60_000 });
+    const pods = await eventually(
+      '3 running replicas',
+      async () => {
+        const list = await core.listNamespacedPod({ namespace: ns.name, labelSelector: 'app=spread' });
+        const run = list.items.filter((p) => p.status?.phase === 'Running');
+        return run.length === 3 ? run : undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
     assert.deepEqual([...new Set(pods.map((p) => p.spec!.nodeName))].sort(), ['local-a', 'local-b']);
     assert.equal(new Set(pods.map((p) => p.status!.podIP)).size, 3, 'each pod has its own address');
   });
@@ -189,19 +223,29 @@ describe('nodes: kubelet + containerd', () => {
     const marker = uniqueName('restart-me');
     await core.createNamespacedPod({
       namespace: ns.name,
-      body: pod('restarter', { restartPolicy: 'Always', containers: [{ name: 'main', image: images.busybox, command: ['sh', '-c', `echo ${marker}; while :; do sleep 1; done`] }] }),
+      body: pod('restarter', {
+        restartPolicy: 'Always',
+        containers: [{ name: 'main', image: images.busybox, command: ['sh', '-c', `echo ${marker}; while :; do sleep 1; done`] }],
+      }),
     });
     await running('restarter');
     // The container's own shell, a process of the host as every container's is.
-    const shells = () => processesWith(`echo ${marker}`).filter((pid) => execFileSync('ps', ['-o', 'comm=', '-p', String(pid)], { encoding: 'utf8' }).trim() === 'sh');
+    const shells = () =>
+      processesWith(`echo ${marker}`).filter(
+        (pid) => execFileSync('ps', ['-o', 'comm=', '-p', String(pid)], { encoding: 'utf8' }).trim() === 'sh',
+      );
     const [pid] = shells();
     assert.ok(pid, 'the container process runs on the host');
     process.kill(pid, 'SIGKILL');
-    const p = await eventually('the restart', async () => {
-      const p = await read('restarter');
-      const s = p.status?.containerStatuses?.[0];
-      return s?.restartCount === 1 && s.state?.running ? p : undefined;
-    }, { timeoutMs: 30_000 });
+    const p = await eventually(
+      'the restart',
+      async () => {
+        const p = await read('restarter');
+        const s = p.status?.containerStatuses?.[0];
+        return s?.restartCount === 1 && s.state?.running ? p : undefined;
+      },
+      { timeoutMs: 30_000 },
+    );
     const last = p.status!.containerStatuses![0]!.lastState?.terminated;
     assert.equal(last?.exitCode, 137);
     await eventually('one container shell again', () => shells().length === 1);
@@ -216,14 +260,23 @@ describe('nodes: kubelet + containerd', () => {
       body: pod('stubborn', {
         terminationGracePeriodSeconds: 2,
         // Ignores SIGTERM and has children: only the SIGKILL after the grace period ends it.
-        containers: [{ name: 'main', image: images.busybox, command: ['sh', '-c', `trap '' TERM; sleep 301 & sleep 302 & echo ${marker}; wait; wait`] }],
+        containers: [
+          {
+            name: 'main',
+            image: images.busybox,
+            command: ['sh', '-c', `trap '' TERM; sleep 301 & sleep 302 & echo ${marker}; wait; wait`],
+          },
+        ],
       }),
     });
     await running('stubborn');
     await eventually('three processes in the tree', () => processesWith(marker).length + processesWith('sleep 30[12]').length >= 3);
     const started = Date.now();
     await core.deleteNamespacedPod({ name: 'stubborn', namespace: ns.name });
-    await eventually('the process tree to end', () => processesWith(marker).length === 0 && processesWith('sleep 30[12]').length === 0, { timeoutMs: 10_000, intervalMs: 100 });
+    await eventually('the process tree to end', () => processesWith(marker).length === 0 && processesWith('sleep 30[12]').length === 0, {
+      timeoutMs: 10_000,
+      intervalMs: 100,
+    });
     const took = Date.now() - started;
     assert.ok(took >= 1500 && took < 4500, `ended after ${took} ms (grace 2 s, SIGTERM ignored)`);
     await eventually('the pod object to go', async () => {
@@ -273,7 +326,11 @@ describe('nodes: kubelet + containerd', () => {
               command: ['python3', '-m', 'http.server', '8000', '--bind', '0.0.0.0'],
               workingDir: '/tmp',
               ports: [{ name: 'http', containerPort: 8000 }],
-              readinessProbe: { httpGet: { path: '/ready', port: 'http' as unknown as k8s.IntOrString }, periodSeconds: 1, failureThreshold: 1 },
+              readinessProbe: {
+                httpGet: { path: '/ready', port: 'http' as unknown as k8s.IntOrString },
+                periodSeconds: 1,
+                failureThreshold: 1,
+              },
             },
           ],
         },
@@ -281,7 +338,10 @@ describe('nodes: kubelet + containerd', () => {
     });
     const discovery = kc.makeApiClient(k8s.DiscoveryV1Api);
     const endpoints = async () => {
-      const slices = await discovery.listNamespacedEndpointSlice({ namespace: ns.name, labelSelector: 'kubernetes.io/service-name=probed' });
+      const slices = await discovery.listNamespacedEndpointSlice({
+        namespace: ns.name,
+        labelSelector: 'kubernetes.io/service-name=probed',
+      });
       return slices.items.flatMap((s) => s.endpoints ?? []);
     };
     const p = await running('probed');
@@ -289,15 +349,23 @@ describe('nodes: kubelet + containerd', () => {
     // Serving, but /ready is 404: running and not ready.
     await eventually('the server to answer', async () => (await fetch(`http://${ip}:8000/`).catch(() => undefined))?.ok);
     // The kubelet's own word that the probe ran against the serving container and failed.
-    await eventually('a failed readiness probe reported', async () => {
-      const events = await core.listNamespacedEvent({ namespace: ns.name, fieldSelector: 'involvedObject.name=probed,reason=Unhealthy' });
-      return events.items.some((e) => /Readiness probe failed/.test(e.message ?? ''));
-    }, { timeoutMs: 30_000 });
+    await eventually(
+      'a failed readiness probe reported',
+      async () => {
+        const events = await core.listNamespacedEvent({ namespace: ns.name, fieldSelector: 'involvedObject.name=probed,reason=Unhealthy' });
+        return events.items.some((e) => /Readiness probe failed/.test(e.message ?? ''));
+      },
+      { timeoutMs: 30_000 },
+    );
     assert.equal((await read('probed')).status?.conditions?.find((c) => c.type === 'Ready')?.status, 'False');
     assert.ok(!(await endpoints()).some((e) => e.addresses.includes(ip) && e.conditions?.ready), 'not a ready endpoint');
     // The probe's file appears in the container's working directory: ready, and a ready endpoint.
     execFileSync(kubectlBin(), ['exec', '-n', ns.name, 'probed', '--', 'sh', '-c', 'echo ok > /tmp/ready'], { env: process.env });
-    await eventually('a ready endpoint at the pod address', async () => (await endpoints()).some((e) => e.addresses.includes(ip) && e.conditions?.ready), { timeoutMs: 20_000 });
+    await eventually(
+      'a ready endpoint at the pod address',
+      async () => (await endpoints()).some((e) => e.addresses.includes(ip) && e.conditions?.ready),
+      { timeoutMs: 20_000 },
+    );
     assert.equal((await read('probed')).status?.conditions?.find((c) => c.type === 'Ready')?.status, 'True');
   });
 
@@ -317,18 +385,28 @@ describe('nodes: kubelet + containerd', () => {
         ],
       }),
     });
-    const p = await eventually('a liveness restart', async () => {
-      const p = await read('unlively');
-      return (p.status?.containerStatuses?.[0]?.restartCount ?? 0) >= 1 ? p : undefined;
-    }, { timeoutMs: 30_000 });
+    const p = await eventually(
+      'a liveness restart',
+      async () => {
+        const p = await read('unlively');
+        return (p.status?.containerStatuses?.[0]?.restartCount ?? 0) >= 1 ? p : undefined;
+      },
+      { timeoutMs: 30_000 },
+    );
     // SIGKILL after the 1 s grace: the shell is the container's PID 1, which SIGTERM does not end
     // without a handler.
     assert.equal(p.status!.containerStatuses![0]!.lastState?.terminated?.exitCode, 137);
   });
 
   it('shows volumes at their mountPath: secret, config map items, downward API, emptyDir shared with an init container, the service-account token', async () => {
-    await core.createNamespacedSecret({ namespace: ns.name, body: { metadata: { name: 'mounted' }, stringData: { password: 'mounted-s3cret' } } });
-    await core.createNamespacedConfigMap({ namespace: ns.name, body: { metadata: { name: 'files' }, data: { 'app.conf': 'mode=fast', ignored: 'x' } } });
+    await core.createNamespacedSecret({
+      namespace: ns.name,
+      body: { metadata: { name: 'mounted' }, stringData: { password: 'mounted-s3cret' } },
+    });
+    await core.createNamespacedConfigMap({
+      namespace: ns.name,
+      body: { metadata: { name: 'files' }, data: { 'app.conf': 'mode=fast', ignored: 'x' } },
+    });
     await core.createNamespacedPod({
       namespace: ns.name,
       body: {
@@ -341,7 +419,14 @@ describe('nodes: kubelet + containerd', () => {
             { name: 'meta', downwardAPI: { items: [{ path: 'labels', fieldRef: { fieldPath: 'metadata.labels' } }] } },
             { name: 'shared', emptyDir: {} },
           ],
-          initContainers: [{ name: 'prepare', image: images.busybox, command: ['sh', '-c', 'echo prepared > /work-shared/state'], volumeMounts: [{ name: 'shared', mountPath: '/work-shared' }] }],
+          initContainers: [
+            {
+              name: 'prepare',
+              image: images.busybox,
+              command: ['sh', '-c', 'echo prepared > /work-shared/state'],
+              volumeMounts: [{ name: 'shared', mountPath: '/work-shared' }],
+            },
+          ],
           containers: [
             {
               name: 'main',
@@ -366,15 +451,23 @@ describe('nodes: kubelet + containerd', () => {
     await eventually('pod volumes to succeed', async () => (await read('volumes')).status?.phase === 'Succeeded', { timeoutMs: 30_000 });
     assert.equal(await logs('volumes'), 'mounted-s3cret\nmode=fast\napp.conf\ntier="web"\nprepared\ntoken-ok\nread-only-ok\n');
     for (const hostPath of ['/etc/creds', '/config', '/meta', '/work-shared']) {
-      assert.equal(execFileSync('sh', ['-c', `test -e ${hostPath} && echo present || echo absent`], { encoding: 'utf8' }).trim(), 'absent', `${hostPath} is not created on the host`);
+      assert.equal(
+        execFileSync('sh', ['-c', `test -e ${hostPath} && echo present || echo absent`], { encoding: 'utf8' }).trim(),
+        'absent',
+        `${hostPath} is not created on the host`,
+      );
     }
   });
 
   it('runs a pod of the svc-sandbox RuntimeClass from its stricter base: read-only root, no capabilities, limits (files 2 GiB: the largest sandbox disk)', async () => {
     // The same pod twice, asking for nothing in particular: only the RuntimeClass differs.
-    const script = 'id -u; (touch /tmp/probe 2>/dev/null && echo "root: writable") || echo "root: read-only"; ' +
+    const script =
+      'id -u; (touch /tmp/probe 2>/dev/null && echo "root: writable") || echo "root: read-only"; ' +
       'grep -E "^(NoNewPrivs|Seccomp|CapEff):" /proc/self/status | tr -s "\\t " " "; echo "files $(ulimit -n) core $(ulimit -c) fsize $(ulimit -f)"';
-    for (const [name, runtimeClassName] of [['ordinary', undefined], ['sandboxed', 'svc-sandbox']] as const) {
+    for (const [name, runtimeClassName] of [
+      ['ordinary', undefined],
+      ['sandboxed', 'svc-sandbox'],
+    ] as const) {
       await core.createNamespacedPod({
         namespace: ns.name,
         body: pod(name, {
@@ -386,10 +479,14 @@ describe('nodes: kubelet + containerd', () => {
         }),
       });
     }
-    for (const name of ['ordinary', 'sandboxed']) await eventually(`pod ${name} to finish`, async () => (await read(name)).status?.phase === 'Succeeded', { timeoutMs: 30_000 });
+    for (const name of ['ordinary', 'sandboxed'])
+      await eventually(`pod ${name} to finish`, async () => (await read(name)).status?.phase === 'Succeeded', { timeoutMs: 30_000 });
     // No new privileges is the pod's to say (CRI sets it from allowPrivilegeEscalation, over the base;
     // PSA restricted makes account pods say it): this pod does not.
-    assert.equal(await logs('sandboxed'), '1000\nroot: read-only\nCapEff: 0000000000000000\nNoNewPrivs: 0\nSeccomp: 2\nfiles 256 core 0 fsize 4194304\n');
+    assert.equal(
+      await logs('sandboxed'),
+      '1000\nroot: read-only\nCapEff: 0000000000000000\nNoNewPrivs: 0\nSeccomp: 2\nfiles 256 core 0 fsize 4194304\n',
+    );
     assert.match(await logs('ordinary'), /^1000\nroot: writable\n/, 'the default runtime leaves the root as the pod asks');
     assert.doesNotMatch(await logs('ordinary'), /files 256 /);
   });
@@ -399,17 +496,34 @@ describe('nodes: kubelet + containerd', () => {
       namespace: ns.name,
       body: pod('interactive', {
         containers: [
-          { name: 'main', image: images.python, stdin: true, command: ['sh', '-c', 'python3 -m http.server 8000 --bind 0.0.0.0 --directory /etc >/dev/null 2>&1 & while read line; do echo "got: $line"; done'] },
+          {
+            name: 'main',
+            image: images.python,
+            stdin: true,
+            command: [
+              'sh',
+              '-c',
+              'python3 -m http.server 8000 --bind 0.0.0.0 --directory /etc >/dev/null 2>&1 & while read line; do echo "got: $line"; done',
+            ],
+          },
         ],
       }),
     });
     await running('interactive');
-    assert.equal(execFileSync(kubectlBin(), ['exec', '-n', ns.name, 'interactive', '--', 'cat', '/etc/debian_version'], { env: process.env, encoding: 'utf8' }).trim().length > 0, true);
+    assert.equal(
+      execFileSync(kubectlBin(), ['exec', '-n', ns.name, 'interactive', '--', 'cat', '/etc/debian_version'], {
+        env: process.env,
+        encoding: 'utf8',
+      }).trim().length > 0,
+      true,
+    );
     // attach: a line on the container's stdin comes back on its stdout.
     const attach = spawn(kubectlBin(), ['attach', '-i', '-n', ns.name, 'interactive'], { env: process.env });
     try {
       attach.stdin.write('hello attach\n');
-      await eventually('the attached container to echo', async () => (await logs('interactive')).includes('got: hello attach'), { timeoutMs: 20_000 });
+      await eventually('the attached container to echo', async () => (await logs('interactive')).includes('got: hello attach'), {
+        timeoutMs: 20_000,
+      });
     } finally {
       attach.kill();
     }
@@ -418,10 +532,14 @@ describe('nodes: kubelet + containerd', () => {
       let out = '';
       forward.stdout.on('data', (d: Buffer) => (out += d.toString()));
       const port = await eventually('the forwarded port', () => /127\.0\.0\.1:(\d+) ->/.exec(out)?.[1]);
-      const body = await eventually('a page through the forward', async () => {
-        const r = await fetch(`http://127.0.0.1:${port}/debian_version`).catch(() => undefined);
-        return r?.ok ? r.text() : undefined;
-      }, { timeoutMs: 90_000 });
+      const body = await eventually(
+        'a page through the forward',
+        async () => {
+          const r = await fetch(`http://127.0.0.1:${port}/debian_version`).catch(() => undefined);
+          return r?.ok ? r.text() : undefined;
+        },
+        { timeoutMs: 90_000 },
+      );
       assert.match(body, /^\d+/);
     } finally {
       forward.kill();
@@ -430,14 +548,33 @@ describe('nodes: kubelet + containerd', () => {
 
   it('serves a ClusterIP Service to pods through kube-proxy, on both nodes', async () => {
     const labels = { app: 'echo-svc' };
-    await core.createNamespacedService({ namespace: ns.name, body: { metadata: { name: 'echo-svc' }, spec: { selector: labels, ports: [{ port: 80, targetPort: 8000 }] } } });
+    await core.createNamespacedService({
+      namespace: ns.name,
+      body: { metadata: { name: 'echo-svc' }, spec: { selector: labels, ports: [{ port: 80, targetPort: 8000 }] } },
+    });
     await core.createNamespacedPod({
       namespace: ns.name,
-      body: { metadata: { name: 'echo-server', labels }, spec: { nodeName: 'local-a', containers: [{ name: 'main', image: images.python, workingDir: '/etc', command: ['python3', '-m', 'http.server', '8000'] , readinessProbe: { tcpSocket: { port: 8000 as unknown as k8s.IntOrString }, periodSeconds: 1 } }] } },
+      body: {
+        metadata: { name: 'echo-server', labels },
+        spec: {
+          nodeName: 'local-a',
+          containers: [
+            {
+              name: 'main',
+              image: images.python,
+              workingDir: '/etc',
+              command: ['python3', '-m', 'http.server', '8000'],
+              readinessProbe: { tcpSocket: { port: 8000 as unknown as k8s.IntOrString }, periodSeconds: 1 },
+            },
+          ],
+        },
+      },
     });
     const svc = await core.readNamespacedService({ name: 'echo-svc', namespace: ns.name });
     const ip = svc.spec!.clusterIP!;
-    await eventually('the server ready', async () => (await read('echo-server')).status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
+    await eventually('the server ready', async () =>
+      (await read('echo-server')).status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+    );
     for (const node of ['local-a', 'local-b']) {
       const name = `client-${node}`;
       await core.createNamespacedPod({
@@ -460,10 +597,14 @@ describe('nodes: kubelet + containerd', () => {
           ],
         }),
       });
-      const phase = await eventually(`${name} to finish`, async () => {
-        const p = (await read(name)).status?.phase;
-        return p === 'Succeeded' || p === 'Failed' ? p : undefined;
-      }, { timeoutMs: 90_000 });
+      const phase = await eventually(
+        `${name} to finish`,
+        async () => {
+          const p = (await read(name)).status?.phase;
+          return p === 'Succeeded' || p === 'Failed' ? p : undefined;
+        },
+        { timeoutMs: 90_000 },
+      );
       assert.equal(phase, 'Succeeded', `from ${node}: ${await logs(name)}`);
       assert.equal(await logs(name), '200\n', `from ${node}`);
     }
@@ -487,9 +628,20 @@ describe('nodes: kubelet + containerd', () => {
     const p = await running('hungry');
     const uid = p.metadata!.uid!;
     // The kubelet's cgroup of the pod, under its node's own cgroup root (v1: cpu hierarchy; v2: one tree).
-    const quota = execFileSync('sh', ['-c', `for f in $(find /sys/fs/cgroup/cpu/svc-${p.spec!.nodeName}/ /sys/fs/cgroup/svc-${p.spec!.nodeName}/ -path "*pod${uid}/*" \\( -name cpu.cfs_quota_us -o -name cpu.max \\) 2>/dev/null); do cat $f; done; true`], { encoding: 'utf8' }).trim();
+    const quota = execFileSync(
+      'sh',
+      [
+        '-c',
+        `for f in $(find /sys/fs/cgroup/cpu/svc-${p.spec!.nodeName}/ /sys/fs/cgroup/svc-${p.spec!.nodeName}/ -path "*pod${uid}/*" \\( -name cpu.cfs_quota_us -o -name cpu.max \\) 2>/dev/null); do cat $f; done; true`,
+      ],
+      { encoding: 'utf8' },
+    ).trim();
     assert.match(quota, /(^|\n)(25000|25000 100000)(\n|$)/, `a quarter of a CPU (found ${JSON.stringify(quota)})`);
-    const done = await eventually('the pod to fail', async () => ((await read('hungry')).status?.phase === 'Failed' ? read('hungry') : undefined), { timeoutMs: 30_000 });
+    const done = await eventually(
+      'the pod to fail',
+      async () => ((await read('hungry')).status?.phase === 'Failed' ? read('hungry') : undefined),
+      { timeoutMs: 30_000 },
+    );
     const terminated = done.status!.containerStatuses![0]!.state!.terminated!;
     assert.equal(terminated.reason, 'OOMKilled');
     assert.equal(terminated.exitCode, 137);
@@ -507,10 +659,20 @@ describe('nodes: kubelet + containerd', () => {
         body: pod(name, {
           restartPolicy: 'Never',
           volumes: [{ name: 'data', persistentVolumeClaim: { claimName: 'data' } }],
-          containers: [{ name: 'main', image: images.busybox, command: ['sh', '-c', script], volumeMounts: [{ name: 'data', mountPath: '/var/lib/data' }] }],
+          containers: [
+            {
+              name: 'main',
+              image: images.busybox,
+              command: ['sh', '-c', script],
+              volumeMounts: [{ name: 'data', mountPath: '/var/lib/data' }],
+            },
+          ],
         }),
       });
-    const succeeded = (name: string) => eventually(`pod ${name} to succeed`, async () => ((await read(name)).status?.phase === 'Succeeded' ? read(name) : undefined), { timeoutMs: 60_000 });
+    const succeeded = (name: string) =>
+      eventually(`pod ${name} to succeed`, async () => ((await read(name)).status?.phase === 'Succeeded' ? read(name) : undefined), {
+        timeoutMs: 60_000,
+      });
     await usePod('writer', 'echo kept > /var/lib/data/file');
     const writer = await succeeded('writer');
     const claim = await core.readNamespacedPersistentVolumeClaim({ namespace: ns.name, name: 'data' });
@@ -525,14 +687,27 @@ describe('nodes: kubelet + containerd', () => {
     await core.deleteNamespacedPod({ namespace: ns.name, name: 'writer' });
     await core.deleteNamespacedPod({ namespace: ns.name, name: 'reader' });
     await core.deleteNamespacedPersistentVolumeClaim({ namespace: ns.name, name: 'data' });
-    await eventually('the volume and its directory to go', async () => {
-      const gone = await core.readPersistentVolume({ name: pv.metadata!.name! }).then(() => false, () => true);
-      return gone && !execFileSync('sh', ['-c', `test -e ${pv.spec!.local!.path} && echo yes || echo no`], { encoding: 'utf8' }).includes('yes');
-    }, { timeoutMs: 60_000 });
+    await eventually(
+      'the volume and its directory to go',
+      async () => {
+        const gone = await core.readPersistentVolume({ name: pv.metadata!.name! }).then(
+          () => false,
+          () => true,
+        );
+        return (
+          gone &&
+          !execFileSync('sh', ['-c', `test -e ${pv.spec!.local!.path} && echo yes || echo no`], { encoding: 'utf8' }).includes('yes')
+        );
+      },
+      { timeoutMs: 60_000 },
+    );
   });
 
   it('runs the platform’s runtime image from this repository, serving a site at the pod address', async () => {
-    await core.createNamespacedConfigMap({ namespace: ns.name, body: { metadata: { name: 'site' }, data: { 'index.html': '<h1>from the runtime</h1>' } } });
+    await core.createNamespacedConfigMap({
+      namespace: ns.name,
+      body: { metadata: { name: 'site' }, data: { 'index.html': '<h1>from the runtime</h1>' } },
+    });
     await core.createNamespacedPod({
       namespace: ns.name,
       body: pod('runtime', {
@@ -549,10 +724,14 @@ describe('nodes: kubelet + containerd', () => {
         ],
       }),
     });
-    const p = await eventually('the runtime pod to be ready', async () => {
-      const p = await read('runtime');
-      return p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ? p : undefined;
-    }, { timeoutMs: 30_000 });
+    const p = await eventually(
+      'the runtime pod to be ready',
+      async () => {
+        const p = await read('runtime');
+        return p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ? p : undefined;
+      },
+      { timeoutMs: 30_000 },
+    );
     const res = await fetch(`http://${p.status!.podIP}:8080/`);
     assert.equal(res.status, 200);
     assert.equal(await res.text(), '<h1>from the runtime</h1>');
@@ -562,18 +741,30 @@ describe('nodes: kubelet + containerd', () => {
     // A setting each component refuses at start: its configuration is read after every module it
     // imports has loaded, so this message proves the image holds the whole component (a missing
     // module fails earlier, with ERR_MODULE_NOT_FOUND).
-    const components = [['api', images.api], ['controllers', images.controllers], ['ingress-auth', images.ingressAuth]] as const;
+    const components = [
+      ['api', images.api],
+      ['controllers', images.controllers],
+      ['ingress-auth', images.ingressAuth],
+    ] as const;
     for (const [component, image] of components) {
       await core.createNamespacedPod({
         namespace: ns.name,
-        body: pod(`smoke-${component}`, { restartPolicy: 'Never', automountServiceAccountToken: false, containers: [{ name: 'main', image, env: [{ name: 'SVC_LOG_LEVEL', value: 'loud' }] }] }),
+        body: pod(`smoke-${component}`, {
+          restartPolicy: 'Never',
+          automountServiceAccountToken: false,
+          containers: [{ name: 'main', image, env: [{ name: 'SVC_LOG_LEVEL', value: 'loud' }] }],
+        }),
       });
     }
     for (const [component, image] of components) {
-      const done = await eventually(`smoke-${component} to end`, async () => {
-        const p = await read(`smoke-${component}`);
-        return p.status?.phase === 'Failed' || p.status?.phase === 'Succeeded' ? p : undefined;
-      }, { timeoutMs: 60_000 });
+      const done = await eventually(
+        `smoke-${component} to end`,
+        async () => {
+          const p = await read(`smoke-${component}`);
+          return p.status?.phase === 'Failed' || p.status?.phase === 'Succeeded' ? p : undefined;
+        },
+        { timeoutMs: 60_000 },
+      );
       const text = await logs(`smoke-${component}`);
       assert.match(text, new RegExp(`^${component}: invalid configuration:\\n  SVC_LOG_LEVEL: `), `${image}: ${text}`);
       assert.equal(done.status?.containerStatuses?.[0]?.state?.terminated?.exitCode, 1);

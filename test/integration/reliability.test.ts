@@ -18,7 +18,8 @@ import { eventually } from '../support/wait.js';
 
 const appCount = Number(process.env.SVC_CONVERGENCE_APPS ?? 300);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const ready = (a: App) => a.status?.observedGeneration === a.metadata.generation && a.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
+const ready = (a: App) =>
+  a.status?.observedGeneration === a.metadata.generation && a.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
 
 describe('reliability', { timeout: 30 * 60_000 }, () => {
   const kc = kubeConfig();
@@ -38,7 +39,12 @@ describe('reliability', { timeout: 30 * 60_000 }, () => {
     const started = Date.now();
     const what = disruptions.map((d) => d.what).join(', ');
     try {
-      const spec: App['spec'] = { kind: 'container', image: images.busybox, command: ['httpd', '-f', '-p', '8080', '-h', '/tmp'], machines: 1 };
+      const spec: App['spec'] = {
+        kind: 'container',
+        image: images.busybox,
+        command: ['httpd', '-f', '-p', '8080', '-h', '/tmp'],
+        machines: 1,
+      };
       let created = 0;
       const share = 1 / disruptions.length;
       const at = disruptions.map((_, i) => Math.floor(appCount * share * (i + 0.2 + 0.6 * Math.random())));
@@ -47,7 +53,13 @@ describe('reliability', { timeout: 30 * 60_000 }, () => {
       const create = async (i: number) => {
         for (let attempt = 0; ; attempt++) {
           try {
-            await custom.createNamespacedCustomObject({ group, version, namespace: ns.name, plural: pluralOf('App'), body: { apiVersion, kind: 'App', metadata: { name: `c${i}` }, spec } });
+            await custom.createNamespacedCustomObject({
+              group,
+              version,
+              namespace: ns.name,
+              plural: pluralOf('App'),
+              body: { apiVersion, kind: 'App', metadata: { name: `c${i}` }, spec },
+            });
             break;
           } catch (err) {
             if ((err as { code?: number }).code === 409) break;
@@ -70,13 +82,20 @@ describe('reliability', { timeout: 30 * 60_000 }, () => {
       await eventually(
         `all ${appCount} Apps Ready (${what})`,
         async () => {
-          last = ((await custom.listNamespacedCustomObject({ group, version, namespace: ns.name, plural: pluralOf('App') })) as { items: App[] }).items;
+          last = (
+            (await custom.listNamespacedCustomObject({ group, version, namespace: ns.name, plural: pluralOf('App') })) as { items: App[] }
+          ).items;
           return last.length === appCount && last.every(ready);
         },
         { timeoutMs: 420_000, intervalMs: 1000 },
       ).catch((err: unknown) => {
         const stragglers = last.filter((a) => !ready(a));
-        const sample = stragglers.slice(0, 5).map((a) => `${a.metadata.name}: gen ${a.metadata.generation} observed ${a.status?.observedGeneration} ${JSON.stringify(a.status?.conditions?.map((c) => [c.type, c.status, c.reason]))}`);
+        const sample = stragglers
+          .slice(0, 5)
+          .map(
+            (a) =>
+              `${a.metadata.name}: gen ${a.metadata.generation} observed ${a.status?.observedGeneration} ${JSON.stringify(a.status?.conditions?.map((c) => [c.type, c.status, c.reason]))}`,
+          );
         throw new Error(`${(err as Error).message}; ${stragglers.length} not Ready:\n${sample.join('\n')}`);
       });
       return Date.now() - started;
@@ -110,10 +129,25 @@ describe('reliability', { timeout: 30 * 60_000 }, () => {
     ]);
     assert.ok(killedAt > 0, 'the controllers were killed during the run');
     assert.ok(restarted, 'the apiserver was restarted during the run');
-    console.log(`# ${appCount} Apps Ready in ${(ms / 1000).toFixed(1)} s with the controllers killed once and the apiserver restarted once`);
+    console.log(
+      `# ${appCount} Apps Ready in ${(ms / 1000).toFixed(1)} s with the controllers killed once and the apiserver restarted once`,
+    );
     // Every part of the platform that talks to the apiserver rode it out (none exited meanwhile).
-    const parts = ['controllers', 'kube-controller-manager', 'kube-scheduler', 'kube-proxy', 'policy-agent', 'local-volumes', 'kubelet-local-a', 'kubelet-local-b'];
-    assert.deepEqual(parts.filter((p) => !alive(pidOf(p))), [], 'platform parts that died with the apiserver restart');
+    const parts = [
+      'controllers',
+      'kube-controller-manager',
+      'kube-scheduler',
+      'kube-proxy',
+      'policy-agent',
+      'local-volumes',
+      'kubelet-local-a',
+      'kubelet-local-b',
+    ];
+    assert.deepEqual(
+      parts.filter((p) => !alive(pidOf(p))),
+      [],
+      'platform parts that died with the apiserver restart',
+    );
   });
 
   describe('deploys', () => {
@@ -130,10 +164,14 @@ describe('reliability', { timeout: 30 * 60_000 }, () => {
       return ((await res.json()) as { id: string }).id;
     };
     const recorded = (id: string, status: string, timeoutMs = 120_000) =>
-      eventually(`deploy ${id} recorded ${status}`, async () => {
-        const d = await api.services.deploys.get(api.account.id, id);
-        return d?.status === status ? d : undefined;
-      }, { timeoutMs, intervalMs: 250 });
+      eventually(
+        `deploy ${id} recorded ${status}`,
+        async () => {
+          const d = await api.services.deploys.get(api.account.id, id);
+          return d?.status === status ? d : undefined;
+        },
+        { timeoutMs, intervalMs: 250 },
+      );
 
     it('a deploy whose controllers die between its App write and its rollout still ends live', async () => {
       assert.equal((await api.request('POST', '/api/apps', { body: { name: 'orphan' } })).status, 201);
@@ -171,16 +209,23 @@ describe('reliability', { timeout: 30 * 60_000 }, () => {
         const after = await api.services.apps.find(api.account.namespace, 'steady');
         assert.equal(after?.spec.deployId, before?.spec.deployId, 'a deploy refused with 503 did not touch the App');
         // Meanwhile the controller takes v2 live: it needs no database.
-        await eventually('v2 live in the App status', async () => {
-          const a = await api.services.apps.find(api.account.namespace, 'steady');
-          return a?.status?.deploys?.some((d) => d.id === v2 && d.state === 'live');
-        }, { timeoutMs: 60_000 });
+        await eventually(
+          'v2 live in the App status',
+          async () => {
+            const a = await api.services.apps.find(api.account.namespace, 'steady');
+            return a?.status?.deploys?.some((d) => d.id === v2 && d.state === 'live');
+          },
+          { timeoutMs: 60_000 },
+        );
         await sleep(Math.max(0, 10_000 - (Date.now() - downAt)));
       } finally {
         await restart('postgres.sh', 'up');
       }
       // Back by itself: no restart of the API, and the outcome decided meanwhile is written.
-      await eventually('the API to answer again', async () => (await api.request('GET', '/api/apps/steady/deploys')).status === 200, { timeoutMs: 30_000, intervalMs: 250 });
+      await eventually('the API to answer again', async () => (await api.request('GET', '/api/apps/steady/deploys')).status === 200, {
+        timeoutMs: 30_000,
+        intervalMs: 250,
+      });
       const row = await recorded(v2, 'live', 60_000).catch((err: unknown) => {
         // What the recorder said meanwhile: the reason a record is missing.
         const said = api.logLines.filter((l) => /Record|Deploy|Lease|leader/i.test(String(l.msg))).slice(-20);
@@ -191,8 +236,14 @@ describe('reliability', { timeout: 30 * 60_000 }, () => {
         throw new Error(`${(err as Error).message}\n${said.map(line).join('\n')}`);
       });
       assert.ok(row.liveAt);
-      const list = (await (await api.request('GET', '/api/apps/steady/deploys')).json()) as { deploys: Array<{ id: string; status: string }> };
-      assert.deepEqual(list.deploys.map((d) => d.status), ['live', 'live'], 'both deploys recorded, none lost or stuck');
+      const list = (await (await api.request('GET', '/api/apps/steady/deploys')).json()) as {
+        deploys: Array<{ id: string; status: string }>;
+      };
+      assert.deepEqual(
+        list.deploys.map((d) => d.status),
+        ['live', 'live'],
+        'both deploys recorded, none lost or stuck',
+      );
     });
   });
 });

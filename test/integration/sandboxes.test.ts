@@ -35,7 +35,10 @@ describe('sandboxes', { timeout: 600_000 }, () => {
   before(async () => {
     api = await startTestApi({ env: { SVC_SANDBOX_MAX_OPEN: '8', SVC_SANDBOX_IMAGE: images.sandbox } });
     // The controllers record the runtimes once a pool member is ready (a fresh cluster: its first pull).
-    await eventually('the sandbox runtimes to be recorded', async () => (await api.request('GET', '/api/runtimes')).status === 200, { timeoutMs: 180_000, intervalMs: 500 });
+    await eventually('the sandbox runtimes to be recorded', async () => (await api.request('GET', '/api/runtimes')).status === 200, {
+      timeoutMs: 180_000,
+      intervalMs: 500,
+    });
   });
   after(async () => {
     for (const id of opened) await api.request('DELETE', `/api/sandboxes/${id}`).catch(() => undefined);
@@ -52,13 +55,17 @@ describe('sandboxes', { timeout: 600_000 }, () => {
     opened.push(s.id);
     return s;
   };
-  const exec = async (id: string, body: Record<string, unknown>) => json<ExecBody>(await api.request('POST', `/api/sandboxes/${id}/exec`, { body }), 200);
+  const exec = async (id: string, body: Record<string, unknown>) =>
+    json<ExecBody>(await api.request('POST', `/api/sandboxes/${id}/exec`, { body }), 200);
   const get = async (id: string) => json<SandboxBody>(await api.request('GET', `/api/sandboxes/${id}`), 200);
 
   it('lists the runtimes really installed, with versions and what eval supports', async () => {
-    const { runtimes } = await json<{ runtimes: Array<{ name: string; version: string; language: string; extension: string; eval: boolean }> }>(await api.request('GET', '/api/runtimes'), 200);
+    const { runtimes } = await json<{
+      runtimes: Array<{ name: string; version: string; language: string; extension: string; eval: boolean }>;
+    }>(await api.request('GET', '/api/runtimes'), 200);
     const names = runtimes.map((r) => r.name);
-    for (const n of ['python', 'node', 'typescript', 'bash', 'perl', 'ruby', 'php']) assert.ok(names.includes(n), `${n} in ${names.join(', ')}`);
+    for (const n of ['python', 'node', 'typescript', 'bash', 'perl', 'ruby', 'php'])
+      assert.ok(names.includes(n), `${n} in ${names.join(', ')}`);
     const python = runtimes.find((r) => r.name === 'python')!;
     assert.match(python.version, /^3\.\d+/);
     assert.equal(python.extension, '.py');
@@ -76,12 +83,18 @@ describe('sandboxes', { timeout: 600_000 }, () => {
     assert.deepEqual([shell.status, shell.exit_code, shell.stdout, shell.stderr], ['ok', 7, 'HELLO', 'ex\n']);
 
     const blob = randomBytes(5 * 1024 * 1024 + 3);
-    const put = await fetch(`${api.url}/api/sandboxes/${s.id}/files?path=data/blob.bin`, { method: 'PUT', headers: { authorization: `Bearer ${api.token}`, 'content-type': 'application/octet-stream' }, body: blob });
+    const put = await fetch(`${api.url}/api/sandboxes/${s.id}/files?path=data/blob.bin`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${api.token}`, 'content-type': 'application/octet-stream' },
+      body: blob,
+    });
     assert.deepEqual(await json(put, 200), { path: '/home/app/data/blob.bin', size: blob.length });
     const sum = await exec(s.id, { command: 'sha256sum data/blob.bin | cut -d" " -f1' });
     const { createHash } = await import('node:crypto');
     assert.equal(sum.stdout.trim(), createHash('sha256').update(blob).digest('hex'));
-    const back = await fetch(`${api.url}/api/sandboxes/${s.id}/files?path=/home/app/data/blob.bin`, { headers: { authorization: `Bearer ${api.token}` } });
+    const back = await fetch(`${api.url}/api/sandboxes/${s.id}/files?path=/home/app/data/blob.bin`, {
+      headers: { authorization: `Bearer ${api.token}` },
+    });
     assert.equal(back.status, 200);
     assert.ok(Buffer.from(await back.arrayBuffer()).equals(blob), 'binary-safe both ways');
     assert.equal((await api.request('GET', `/api/sandboxes/${s.id}/files?path=missing`)).status, 404);
@@ -90,40 +103,68 @@ describe('sandboxes', { timeout: 600_000 }, () => {
     assert.ok(listed.sandboxes.some((x) => x.id === s.id));
     const gone = await json<SandboxBody>(await api.request('DELETE', `/api/sandboxes/${s.id}`), 200);
     assert.deepEqual([gone.state, gone.reason], ['ended', 'Deleted']);
-    assert.deepEqual(await json(await api.request('DELETE', `/api/sandboxes/${s.id}`), 200).then((b) => (b as SandboxBody).state), 'ended', 'destroying twice is no error');
+    assert.deepEqual(
+      await json(await api.request('DELETE', `/api/sandboxes/${s.id}`), 200).then((b) => (b as SandboxBody).state),
+      'ended',
+      'destroying twice is no error',
+    );
     const read = await get(s.id);
     assert.deepEqual([read.state, read.reason], ['ended', 'Deleted'], 'an ended sandbox reads as ended, never 404');
     const refused = await api.request('POST', `/api/sandboxes/${s.id}/exec`, { body: { argv: ['true'] } });
     assert.equal(refused.status, 409);
     assert.match(((await refused.json()) as { error: string }).error, /has ended \(Deleted: destroyed on request\)/);
-    assert.ok(!(await json<{ sandboxes: SandboxBody[] }>(await api.request('GET', '/api/sandboxes'), 200)).sandboxes.some((x) => x.id === s.id), 'not listed as open');
-    assert.ok((await json<{ sandboxes: SandboxBody[] }>(await api.request('GET', '/api/sandboxes?all=true'), 200)).sandboxes.some((x) => x.id === s.id));
+    assert.ok(
+      !(await json<{ sandboxes: SandboxBody[] }>(await api.request('GET', '/api/sandboxes'), 200)).sandboxes.some((x) => x.id === s.id),
+      'not listed as open',
+    );
+    assert.ok(
+      (await json<{ sandboxes: SandboxBody[] }>(await api.request('GET', '/api/sandboxes?all=true'), 200)).sandboxes.some(
+        (x) => x.id === s.id,
+      ),
+    );
 
     // Its events and its seconds, once.
     await eventually('sandbox.destroyed and its usage', async () => {
       const rows = await api.db('events').where({ account_id: api.account.id, subject: s.id }).select<Array<{ type: string }>>('type');
       return rows.some((r) => r.type === 'sandbox.destroyed') ? rows : undefined;
     });
-    const types = (await api.db('events').where({ account_id: api.account.id, subject: s.id }).orderBy('id').select<Array<{ type: string }>>('type')).map((r) => r.type);
+    const types = (
+      await api.db('events').where({ account_id: api.account.id, subject: s.id }).orderBy('id').select<Array<{ type: string }>>('type')
+    ).map((r) => r.type);
     assert.deepEqual(types, ['sandbox.opened', 'sandbox.destroyed']);
     // The API reads usage up to its clock's now (the test's clock, set when the API started).
     api.clock.advance(120_000);
-    const usage = await json<{ usage?: Record<string, number>; meters?: Record<string, number> } & Record<string, unknown>>(await api.request('GET', '/api/account/usage'), 200);
-    assert.match(JSON.stringify(usage), /"sandbox_seconds":[1-9]|"sandbox_seconds":0\.[0-9]*[1-9]/, `sandbox_seconds counted: ${JSON.stringify(usage)}`);
+    const usage = await json<{ usage?: Record<string, number>; meters?: Record<string, number> } & Record<string, unknown>>(
+      await api.request('GET', '/api/account/usage'),
+      200,
+    );
+    assert.match(
+      JSON.stringify(usage),
+      /"sandbox_seconds":[1-9]|"sandbox_seconds":0\.[0-9]*[1-9]/,
+      `sandbox_seconds counted: ${JSON.stringify(usage)}`,
+    );
   });
 
   it('moves files larger than any small ceiling, and says when the sandbox disk is full, leaving nothing half-written', async () => {
     const s = await open();
     const big = randomBytes(80 * 1024 * 1024);
-    const put = await fetch(`${api.url}/api/sandboxes/${s.id}/files?path=big.bin`, { method: 'PUT', headers: { authorization: `Bearer ${api.token}`, 'content-type': 'application/octet-stream' }, body: big });
+    const put = await fetch(`${api.url}/api/sandboxes/${s.id}/files?path=big.bin`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${api.token}`, 'content-type': 'application/octet-stream' },
+      body: big,
+    });
     assert.deepEqual(await json(put, 200), { path: '/home/app/big.bin', size: big.length });
     const back = await fetch(`${api.url}/api/sandboxes/${s.id}/files?path=big.bin`, { headers: { authorization: `Bearer ${api.token}` } });
     assert.equal(back.headers.get('content-length'), String(big.length));
     assert.ok(Buffer.from(await back.arrayBuffer()).equals(big));
     const small = await open({ resources: { disk: '16Mi' } });
-    assert.equal(small.launch, 'cold', 'other resources than the pool\'s need a pod of their own');
+    assert.equal(small.launch, 'cold', "other resources than the pool's need a pod of their own");
     assert.match(small.launch_reason!, /resources/);
-    const full = await fetch(`${api.url}/api/sandboxes/${small.id}/files?path=too-big.bin`, { method: 'PUT', headers: { authorization: `Bearer ${api.token}`, 'content-type': 'application/octet-stream' }, body: randomBytes(24 * 1024 * 1024) });
+    const full = await fetch(`${api.url}/api/sandboxes/${small.id}/files?path=too-big.bin`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${api.token}`, 'content-type': 'application/octet-stream' },
+      body: randomBytes(24 * 1024 * 1024),
+    });
     assert.equal(full.status, 413);
     assert.match(((await full.json()) as { error: string }).error, /no space left: the sandbox disk is full/);
     const left = await exec(small.id, { command: 'ls -A /home/app; df -k /home/app | tail -1' });
@@ -141,11 +182,22 @@ describe('sandboxes', { timeout: 600_000 }, () => {
       ['ruby', 'puts [3, 1, 2].sort.inspect', '[1, 2, 3]'],
       ['php', '<?php echo strtoupper("php"), "\\n";', 'PHP'],
     ];
-    const results = await Promise.all(cases.map(async ([runtime, code]) => json<ExecBody & { runtime: string }>(await api.request('POST', '/api/eval', { body: { runtime, code } }), 200)));
+    const results = await Promise.all(
+      cases.map(async ([runtime, code]) =>
+        json<ExecBody & { runtime: string }>(await api.request('POST', '/api/eval', { body: { runtime, code } }), 200),
+      ),
+    );
     results.forEach((r, i) => {
-      assert.deepEqual([r.runtime, r.status, r.exit_code, r.stdout.trim()], [cases[i]![0], 'ok', 0, cases[i]![2]], `${cases[i]![0]}: ${r.stderr}`);
+      assert.deepEqual(
+        [r.runtime, r.status, r.exit_code, r.stdout.trim()],
+        [cases[i]![0], 'ok', 0, cases[i]![2]],
+        `${cases[i]![0]}: ${r.stderr}`,
+      );
     });
-    const err = await json<ExecBody>(await api.request('POST', '/api/eval', { body: { runtime: 'python3', code: 'raise SystemExit(5)' } }), 200);
+    const err = await json<ExecBody>(
+      await api.request('POST', '/api/eval', { body: { runtime: 'python3', code: 'raise SystemExit(5)' } }),
+      200,
+    );
     assert.equal(err.exit_code, 5, 'aliases name runtimes');
     const unknown = await api.request('POST', '/api/eval', { body: { runtime: 'cobol', code: 'x' } });
     assert.equal(unknown.status, 400);
@@ -165,18 +217,39 @@ describe('sandboxes', { timeout: 600_000 }, () => {
     try {
       await core.createNamespacedPod({
         namespace: ns.name,
-        body: { metadata: { name: 'web' }, spec: { terminationGracePeriodSeconds: 1, containers: [{ name: 'web', image: images.busybox, command: ['sh', '-c', 'mkdir -p /tmp/w && echo reached > /tmp/w/index.html && exec httpd -f -p 8080 -h /tmp/w'] }] } },
+        body: {
+          metadata: { name: 'web' },
+          spec: {
+            terminationGracePeriodSeconds: 1,
+            containers: [
+              {
+                name: 'web',
+                image: images.busybox,
+                command: ['sh', '-c', 'mkdir -p /tmp/w && echo reached > /tmp/w/index.html && exec httpd -f -p 8080 -h /tmp/w'],
+              },
+            ],
+          },
+        },
       });
-      const ip = await eventually('the server pod', async () => {
-        const p = await core.readNamespacedPod({ name: 'web', namespace: ns.name });
-        return p.status?.phase === 'Running' ? p.status.podIP : undefined;
-      }, { timeoutMs: 60_000 });
+      const ip = await eventually(
+        'the server pod',
+        async () => {
+          const p = await core.readNamespacedPod({ name: 'web', namespace: ns.name });
+          return p.status?.phase === 'Running' ? p.status.podIP : undefined;
+        },
+        { timeoutMs: 60_000 },
+      );
       const probe = `import urllib.request\ntry:\n  print(urllib.request.urlopen("http://${ip}:8080/", timeout=3).read().decode().strip())\nexcept Exception as e:\n  print("refused", type(e).__name__)`;
       const off = await json<ExecBody>(await api.request('POST', '/api/eval', { body: { runtime: 'python', code: probe } }), 200);
       assert.match(off.stdout, /^refused/, `no network by default: ${off.stdout}`);
       // The API's machine listener: on every host address, at a port the nodes let app machines reach.
       const machinePort = new URL(api.machineUrl).port;
-      const host = await json<ExecBody>(await api.request('POST', '/api/eval', { body: { runtime: 'python', code: probe.replace(`${ip}:8080`, `10.244.0.1:${machinePort}`) } }), 200);
+      const host = await json<ExecBody>(
+        await api.request('POST', '/api/eval', {
+          body: { runtime: 'python', code: probe.replace(`${ip}:8080`, `10.244.0.1:${machinePort}`) },
+        }),
+        200,
+      );
       assert.match(host.stdout, /^refused/, `nor to the host: ${host.stdout}`);
       const s = await open({ network: true });
       assert.deepEqual([s.state, s.launch, s.network], ['ready', 'cold', true]);
@@ -207,21 +280,33 @@ except Exception as e:
         await r.text();
       }
     })();
-    const idleEnd = await eventually('the idle sandbox to end', async () => {
-      const s = await get(idle.id);
-      return s.state === 'ended' ? s : undefined;
-    }, { timeoutMs: 30_000, intervalMs: 250 });
+    const idleEnd = await eventually(
+      'the idle sandbox to end',
+      async () => {
+        const s = await get(idle.id);
+        return s.state === 'ended' ? s : undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 250 },
+    );
     assert.equal(idleEnd.reason, 'IdleTimeout');
     assert.match(idleEnd.message!, /no exec for 5 s/);
-    const busyEnd = await eventually('the busy sandbox to expire', async () => {
-      const s = await get(busy.id);
-      return s.state === 'ended' ? s : undefined;
-    }, { timeoutMs: 30_000, intervalMs: 250 });
+    const busyEnd = await eventually(
+      'the busy sandbox to expire',
+      async () => {
+        const s = await get(busy.id);
+        return s.state === 'ended' ? s : undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 250 },
+    );
     await keepBusy;
     assert.equal(busyEnd.reason, 'Expired', `kept busy, it ends at its lifetime, not idle: ${busyEnd.message}`);
     assert.ok(new Date(busyEnd.ended_at!).getTime() - new Date(busyEnd.expires_at!).getTime() < 3000);
     const ends = await eventually('the expiry events', async () => {
-      const rows = await api.db('events').whereIn('subject', [idle.id, busy.id]).where({ type: 'sandbox.expired' }).select<Array<{ subject: string; data: { reason: string } }>>('subject', 'data');
+      const rows = await api
+        .db('events')
+        .whereIn('subject', [idle.id, busy.id])
+        .where({ type: 'sandbox.expired' })
+        .select<Array<{ subject: string; data: { reason: string } }>>('subject', 'data');
       return rows.length === 2 ? rows : undefined;
     });
     assert.deepEqual(Object.fromEntries(ends.map((e) => [e.subject, e.data.reason])), { [idle.id]: 'IdleTimeout', [busy.id]: 'Expired' });
@@ -243,7 +328,11 @@ except Exception as e:
       ].join('; '),
     });
     const lines = probe.stdout.trim().split('\n');
-    assert.deepEqual(lines.slice(0, 4).map((l) => l.trim()), ['no-token', 'read-only', 'no-host', '/pause'], probe.stdout + probe.stderr);
+    assert.deepEqual(
+      lines.slice(0, 4).map((l) => l.trim()),
+      ['no-token', 'read-only', 'no-host', '/pause'],
+      probe.stdout + probe.stderr,
+    );
     assert.equal(lines[4]?.trim(), '1000', 'every process of the sandbox, the agent and PID 1 included, runs as its one unprivileged user');
   });
 
@@ -254,7 +343,10 @@ except Exception as e:
     const after1 = await exec(s.id, { command: 'echo alive; ls -d /proc/[0-9]* | wc -l' });
     assert.equal(after1.stdout.split('\n')[0], 'alive', 'the sandbox answers after a fork bomb');
     assert.ok(Number(after1.stdout.split('\n')[1]) < 20, `its processes were killed: ${after1.stdout}`);
-    const mem = await exec(s.id, { argv: ['python3', '-c', 'b = []\nwhile True: b.append(bytearray(64 * 1024 * 1024))'], timeout_seconds: 30 });
+    const mem = await exec(s.id, {
+      argv: ['python3', '-c', 'b = []\nwhile True: b.append(bytearray(64 * 1024 * 1024))'],
+      timeout_seconds: 30,
+    });
     assert.equal(mem.status, 'failed', JSON.stringify(mem));
     assert.match(mem.reason!, /out of memory/);
     const flood = await exec(s.id, { command: 'yes flood', timeout_seconds: 2, max_output_bytes: 4096 });
@@ -267,7 +359,7 @@ except Exception as e:
     assert.equal((await get(s.id)).state, 'ready');
   });
 
-  it('never shows one account another\'s sandbox, and refuses tokens restricted to apps', async () => {
+  it("never shows one account another's sandbox, and refuses tokens restricted to apps", async () => {
     const s = await open();
     const other = await createAccount(api.db, api.kube.core, { email: `other-${Date.now()}@example.test` });
     try {
@@ -280,14 +372,21 @@ except Exception as e:
       ] as const) {
         assert.equal((await api.request(method, path, { token, ...(body ? { body } : {}) })).status, 404, `${method} ${path}`);
       }
-      assert.deepEqual((await json<{ sandboxes: unknown[] }>(await api.request('GET', '/api/sandboxes?all=true', { token }), 200)).sandboxes, []);
+      assert.deepEqual(
+        (await json<{ sandboxes: unknown[] }>(await api.request('GET', '/api/sandboxes?all=true', { token }), 200)).sandboxes,
+        [],
+      );
       assert.equal((await get(s.id)).state, 'ready', 'untouched');
       const appsOnly = attenuate(api.token, [{ kind: 'apps', apps: ['blog'] }]);
       const refused = await api.request('POST', '/api/sandboxes', { token: appsOnly, body: {} });
       assert.equal(refused.status, 403);
       assert.equal((await api.request('POST', '/api/eval', { token: appsOnly, body: { runtime: 'python', code: '1' } })).status, 403);
       const readOnly = attenuate(api.token, [{ kind: 'actions', actions: ['read'] }]);
-      assert.equal((await api.request('POST', `/api/sandboxes/${s.id}/exec`, { token: readOnly, body: { argv: ['true'] } })).status, 403, 'exec needs the exec action');
+      assert.equal(
+        (await api.request('POST', `/api/sandboxes/${s.id}/exec`, { token: readOnly, body: { argv: ['true'] } })).status,
+        403,
+        'exec needs the exec action',
+      );
     } finally {
       await api.kube.core.deleteNamespace({ name: other.namespace }).catch(() => undefined);
     }
@@ -319,7 +418,7 @@ except Exception as e:
     opened.push((await json<SandboxBody>(await api.request('POST', '/api/sandboxes', { body: { wait_seconds: 0 } }), 201)).id);
   });
 
-  it('works from the CLI: svc eval and svc sandbox open|exec|put|get|ls|rm, with exit codes that mirror the command\'s', async () => {
+  it("works from the CLI: svc eval and svc sandbox open|exec|put|get|ls|rm, with exit codes that mirror the command's", async () => {
     const { execFile } = await import('node:child_process');
     const { mkdtemp, readFile, rm, writeFile } = await import('node:fs/promises');
     const os = await import('node:os');
@@ -328,9 +427,14 @@ except Exception as e:
     const dir = await mkdtemp(path.join(os.tmpdir(), 'svc-cli-'));
     const svc = (...args: string[]) =>
       new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-        execFile(process.execPath, [path.join(repoRoot, 'bin/svc.js'), ...args], { env: { ...process.env, SVC_API_URL: `${api.url}/api`, SVC_TOKEN: api.token } }, (err, stdout, stderr) => {
-          resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
-        });
+        execFile(
+          process.execPath,
+          [path.join(repoRoot, 'bin/svc.js'), ...args],
+          { env: { ...process.env, SVC_API_URL: `${api.url}/api`, SVC_TOKEN: api.token } },
+          (err, stdout, stderr) => {
+            resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
+          },
+        );
       });
     try {
       const ev = await svc('eval', '--runtime', 'python', '-c', 'import sys\nprint("hi")\nsys.exit(3)');
@@ -374,11 +478,16 @@ except Exception as e:
     }
   });
 
-  it('counts launches and shows the pool\'s depth on the controllers\' /metrics', async () => {
+  it("counts launches and shows the pool's depth on the controllers' /metrics", async () => {
     const metrics = async () => {
       const text = await (await fetch('http://127.0.0.1:8082/metrics')).text();
       const value = (name: string) => Number(new RegExp(`^${name.replace(/[{}]/g, '\\$&')} (\\d+)$`, 'm').exec(text)?.[1] ?? NaN);
-      return { text, launched: value('svc_sandbox_launches_total{launch="warm"}') + value('svc_sandbox_launches_total{launch="cold"}'), size: value('svc_sandbox_pool_size'), ready: value('svc_sandbox_pool_members{state="ready"}') };
+      return {
+        text,
+        launched: value('svc_sandbox_launches_total{launch="warm"}') + value('svc_sandbox_launches_total{launch="cold"}'),
+        size: value('svc_sandbox_pool_size'),
+        ready: value('svc_sandbox_pool_members{state="ready"}'),
+      };
     };
     const before = await metrics();
     assert.match(before.text, /^svc_controllers_leading 1$/m);
@@ -394,9 +503,17 @@ except Exception as e:
     const custom = api.kube.kc.makeApiClient(k8s.CustomObjectsApi);
     type Item = { metadata: { name: string }; status?: { phase?: string; reason?: string; launch?: string } };
     const items = await eventually('every Sandbox to report a phase', async () => {
-      const list = (await custom.listNamespacedCustomObject({ group: 'svc.dev', version: 'v1alpha1', plural: 'sandboxes', namespace: api.account.namespace })) as { items: Item[] };
+      const list = (await custom.listNamespacedCustomObject({
+        group: 'svc.dev',
+        version: 'v1alpha1',
+        plural: 'sandboxes',
+        namespace: api.account.namespace,
+      })) as { items: Item[] };
       return list.items.length > 0 && list.items.every((i) => i.status?.phase && i.status.reason) ? list.items : undefined;
     });
-    assert.ok(items.some((i) => i.status?.launch === 'warm') && items.some((i) => i.status?.launch === 'cold'), 'both launches were exercised');
+    assert.ok(
+      items.some((i) => i.status?.launch === 'warm') && items.some((i) => i.status?.launch === 'cold'),
+      'both launches were exercised',
+    );
   });
 });

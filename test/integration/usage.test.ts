@@ -23,7 +23,11 @@ describe('Usage', () => {
   let api: TestApi;
   const usage = async () => (await (await api.request('GET', '/api/account/usage')).json()) as Usage;
   const events = async (kinds: string) =>
-    ((await (await api.request('GET', `/api/events?kinds=${kinds}`)).json()) as { events: Array<{ type: string; subject: string; data: Record<string, unknown> }> }).events;
+    (
+      (await (await api.request('GET', `/api/events?kinds=${kinds}`)).json()) as {
+        events: Array<{ type: string; subject: string; data: Record<string, unknown> }>;
+      }
+    ).events;
   const close = (a: number, b: number) => Math.abs(a - b) < 0.01;
 
   before(async () => {
@@ -35,8 +39,14 @@ describe('Usage', () => {
 
   it('meters a running machine per app, goes on across a meter restart, and closes a run that ended while no meter ran', async () => {
     assert.equal((await api.request('POST', '/api/apps', { body: { name: 'metered' } })).status, 201);
-    const deploy = (await (await api.request('POST', '/api/apps/metered/deploy', { body: { files: { 'index.html': 'metered' } } })).json()) as { id: string };
-    await eventually('the deploy live', async () => ((await (await api.request('GET', `/api/deploys/${deploy.id}`)).json()) as { status: string }).status === 'live', { timeoutMs: 60_000 });
+    const deploy = (await (
+      await api.request('POST', '/api/apps/metered/deploy', { body: { files: { 'index.html': 'metered' } } })
+    ).json()) as { id: string };
+    await eventually(
+      'the deploy live',
+      async () => ((await (await api.request('GET', `/api/deploys/${deploy.id}`)).json()) as { status: string }).status === 'live',
+      { timeoutMs: 60_000 },
+    );
     const [started] = await eventually('machine.started', async () => {
       const e = await events('machine.started');
       return e.length ? e : undefined;
@@ -70,7 +80,10 @@ describe('Usage', () => {
     await meter.flush();
     const s3 = (await usage()).meters.machine_seconds!;
     assert.ok(close(s3 - s2, 60), `a minute more after the restart, got ${s3 - s2}`);
-    const rows = await api.db('usage_records').where({ account_id: api.account.id, meter: 'machine_seconds' }).select<Array<{ open: boolean }>>('open');
+    const rows = await api
+      .db('usage_records')
+      .where({ account_id: api.account.id, meter: 'machine_seconds' })
+      .select<Array<{ open: boolean }>>('open');
     assert.deepEqual(
       rows.map((r) => r.open),
       [true],
@@ -80,7 +93,13 @@ describe('Usage', () => {
     await meter.stop();
     await informer.stop();
     assert.equal((await api.request('DELETE', '/api/apps/metered')).status, 204);
-    await eventually('the machine gone', async () => (await api.kube.core.listNamespacedPod({ namespace: api.account.namespace, labelSelector: `${labels.app}=metered` })).items.length === 0, { timeoutMs: 60_000 });
+    await eventually(
+      'the machine gone',
+      async () =>
+        (await api.kube.core.listNamespacedPod({ namespace: api.account.namespace, labelSelector: `${labels.app}=metered` })).items
+          .length === 0,
+      { timeoutMs: 60_000 },
+    );
     api.clock.advance(3600_000);
     informer = podInformer(api.kube.kc, labels.app, log);
     await informer.start();
@@ -109,7 +128,14 @@ describe('Usage', () => {
     await meter.start();
     try {
       assert.equal((await api.request('POST', '/api/apps', { body: { name: 'crashy', image: images.busybox } })).status, 201);
-      assert.equal((await api.request('POST', '/api/apps/crashy/deploy', { body: { image: images.busybox, command: ['sh', '-c', 'sleep 1; exit 3'] } })).status, 202);
+      assert.equal(
+        (
+          await api.request('POST', '/api/apps/crashy/deploy', {
+            body: { image: images.busybox, command: ['sh', '-c', 'sleep 1; exit 3'] },
+          })
+        ).status,
+        202,
+      );
       const [crash] = await eventually(
         'machine.crashed',
         async () => {

@@ -26,7 +26,9 @@ const compose = (mark: string, opts: { volumes?: boolean; size?: string } = {}) 
     `    command: ["sh", "-c", "echo start-$$MARK >> ${withVolumes ? '/data' : '/tmp'}/log; exec httpd -f -p 8080 -h ${withVolumes ? '/data' : '/tmp'}"]`,
     `    environment: {MARK: ${mark}}`,
     '    ports: ["8080"]',
-    ...(withVolumes ? ['    volumes: ["data:/data"]', 'volumes:', '  data: {}', 'x-svc:', '  volumes:', '    data:', `      size: ${opts.size ?? '64Mi'}`] : []),
+    ...(withVolumes
+      ? ['    volumes: ["data:/data"]', 'volumes:', '  data: {}', 'x-svc:', '  volumes:', '    data:', `      size: ${opts.size ?? '64Mi'}`]
+      : []),
   ].join('\n');
 };
 
@@ -34,10 +36,15 @@ describe('Volumes', () => {
   let api: TestApi;
   let ns: string;
   const json = expectJson;
-  const volumes = async (token?: string) => (await json<{ volumes: Volume[] }>(await api.request('GET', '/api/volumes', token ? { token } : {}), 200)).volumes;
+  const volumes = async (token?: string) =>
+    (await json<{ volumes: Volume[] }>(await api.request('GET', '/api/volumes', token ? { token } : {}), 200)).volumes;
   const deploy = async (app: string, body: Record<string, unknown>) => {
     const d = await json<{ id: string }>(await api.request('POST', `/api/apps/${app}/deploy`, { body }), 202);
-    await eventually(`deploy ${d.id} live`, async () => (await json<{ status: string }>(await api.request('GET', `/api/deploys/${d.id}`), 200)).status === 'live', { timeoutMs: 120_000 });
+    await eventually(
+      `deploy ${d.id} live`,
+      async () => (await json<{ status: string }>(await api.request('GET', `/api/deploys/${d.id}`), 200)).status === 'live',
+      { timeoutMs: 120_000 },
+    );
   };
   const log = async (app: string) => {
     const r = await getFromApp(ns, app, '/log');
@@ -58,21 +65,42 @@ describe('Volumes', () => {
     await deploy('vol-keep', { compose: compose('one') });
     assert.equal(await eventually('the first start logged', () => log('vol-keep')), 'start-one\n');
     await deploy('vol-keep', { compose: compose('two') });
-    assert.equal(await eventually('the second start logged', async () => ((await log('vol-keep'))?.includes('two') ? log('vol-keep') : undefined)), 'start-one\nstart-two\n', 'the file survived the deploy');
+    assert.equal(
+      await eventually('the second start logged', async () => ((await log('vol-keep'))?.includes('two') ? log('vol-keep') : undefined)),
+      'start-one\nstart-two\n',
+      'the file survived the deploy',
+    );
     // A restart: the machine's Pod deleted, the controller makes it again on the same claim.
     const pod = (await volumes()).find((v) => v.ref === 'vol-keep-data-m0')?.mounted_by;
     assert.ok(pod, 'the volume is mounted by the machine');
     await api.kube.core.deleteNamespacedPod({ namespace: ns, name: pod, gracePeriodSeconds: 0 });
     assert.equal(
-      await eventually('the restart logged', async () => ((await log('vol-keep'))?.split('\n').length === 4 ? log('vol-keep') : undefined), { timeoutMs: 90_000 }),
+      await eventually(
+        'the restart logged',
+        async () => ((await log('vol-keep'))?.split('\n').length === 4 ? log('vol-keep') : undefined),
+        { timeoutMs: 90_000 },
+      ),
       'start-one\nstart-two\nstart-two\n',
       'the file survived the restart',
     );
 
     // Its files measured by the provisioner (the statfs of the volume's own filesystem, decision 0023).
-    const v = await eventually('the volume measured', async () => (await volumes()).find((x) => x.ref === 'vol-keep-data-m0' && x.used_bytes !== null), { timeoutMs: 30_000 });
+    const v = await eventually(
+      'the volume measured',
+      async () => (await volumes()).find((x) => x.ref === 'vol-keep-data-m0' && x.used_bytes !== null),
+      { timeoutMs: 30_000 },
+    );
     assert.deepEqual(
-      { kind: v.kind, app: v.app, machine: v.machine, volume: v.volume, path: v.path, size: v.size_bytes, attached: v.attached, database: v.database },
+      {
+        kind: v.kind,
+        app: v.app,
+        machine: v.machine,
+        volume: v.volume,
+        path: v.path,
+        size: v.size_bytes,
+        attached: v.attached,
+        database: v.database,
+      },
       { kind: 'machine', app: 'vol-keep', machine: 0, volume: 'data', path: '/data', size: 64 * 1024 ** 2, attached: true, database: null },
     );
     assert.match(v.node ?? '', /^local-[ab]$/);
@@ -95,17 +123,31 @@ describe('Volumes', () => {
     const { execFile } = await import('node:child_process');
     const env = { ...process.env, SVC_API_URL: `${api.url}/api`, SVC_TOKEN: api.token };
     const svc = (...args: string[]) =>
-      new Promise<string>((resolve, reject) => execFile(process.execPath, [path.join(repoRoot, 'bin/svc.js'), ...args], { env }, (err, out, errOut) => (err ? reject(new Error(`${err.message}${errOut}`)) : resolve(out))));
+      new Promise<string>((resolve, reject) =>
+        execFile(process.execPath, [path.join(repoRoot, 'bin/svc.js'), ...args], { env }, (err, out, errOut) =>
+          err ? reject(new Error(`${err.message}${errOut}`)) : resolve(out),
+        ),
+      );
     await assert.rejects(svc('volumes', 'rm', 'vol-keep-data-m0'), /409 volume vol-keep-data-m0 is attached to machine 0 of app vol-keep/);
     await deploy('vol-keep', { compose: compose('three', { volumes: false }) });
-    const detached = await eventually('the volume detached', async () => (await volumes()).find((x) => x.ref === 'vol-keep-data-m0' && !x.attached && !x.mounted_by));
+    const detached = await eventually('the volume detached', async () =>
+      (await volumes()).find((x) => x.ref === 'vol-keep-data-m0' && !x.attached && !x.mounted_by),
+    );
     assert.equal(detached.path, null);
-    assert.match(await svc('volumes', 'ls'), /^REF\s+OF\s+PATH\s+SIZE\s+USED\s+ATTACHED\s+NODE\nvol-keep-data-m0\s+vol-keep machine 0\s+-\s+64 MiB\s+\d+(\.\d)? (B|KiB)\s+no\s+local-[ab]$/m);
+    assert.match(
+      await svc('volumes', 'ls'),
+      /^REF\s+OF\s+PATH\s+SIZE\s+USED\s+ATTACHED\s+NODE\nvol-keep-data-m0\s+vol-keep machine 0\s+-\s+64 MiB\s+\d+(\.\d)? (B|KiB)\s+no\s+local-[ab]$/m,
+    );
     assert.match(await svc('volumes', 'rm', 'vol-keep-data-m0'), /vol-keep-data-m0 deleted/);
     await eventually('the volume gone', async () => !(await volumes()).some((x) => x.ref === 'vol-keep-data-m0'));
     await json(await api.request('DELETE', '/api/volumes/vol-keep-data-m0'), 404);
     const events = await eventually('volume events recorded', async () => {
-      const list = (await json<{ events: Array<{ type: string; subject: string; data: Record<string, unknown> }> }>(await api.request('GET', '/api/events?kinds=volume.*'), 200)).events;
+      const list = (
+        await json<{ events: Array<{ type: string; subject: string; data: Record<string, unknown> }> }>(
+          await api.request('GET', '/api/events?kinds=volume.*'),
+          200,
+        )
+      ).events;
       return list.length >= 2 ? list : undefined;
     });
     assert.deepEqual(
@@ -116,7 +158,10 @@ describe('Volumes', () => {
       ],
     );
     assert.equal(events[0]!.data.size_bytes, 64 * 1024 ** 2);
-    const rows = await api.db('usage_records').where({ account_id: api.account.id, meter: 'stored_bytes', subject: 'volume/vol-keep-data-m0' }).orderBy('started_at');
+    const rows = await api
+      .db('usage_records')
+      .where({ account_id: api.account.id, meter: 'stored_bytes', subject: 'volume/vol-keep-data-m0' })
+      .orderBy('started_at');
     assert.deepEqual(
       rows.map((r: { quantity: string | number }) => Number(r.quantity)),
       [64 * 1024 ** 2, 0],
@@ -127,7 +172,10 @@ describe('Volumes', () => {
     await json(await api.request('POST', '/api/databases', { body: { name: 'vol-db', storage_bytes: 128 * 1024 ** 2 } }), 201);
     const dbVolume = await eventually('the database volume listed', async () => (await volumes()).find((x) => x.ref === 'db-vol-db-data'));
     assert.deepEqual([dbVolume.kind, dbVolume.database, dbVolume.attached, dbVolume.app], ['database', 'vol-db', true, null]);
-    assert.match((await json<{ error: string }>(await api.request('DELETE', '/api/volumes/db-vol-db-data'), 409)).error, /holds database vol-db's data: it goes with the database/);
+    assert.match(
+      (await json<{ error: string }>(await api.request('DELETE', '/api/volumes/db-vol-db-data'), 409)).error,
+      /holds database vol-db's data: it goes with the database/,
+    );
 
     const other = await createAccount(api.db, api.kube.core, { email: `other-vol-${Date.now()}@example.test` });
     try {
@@ -143,7 +191,10 @@ describe('Volumes', () => {
 
     // 2 GiB in all: the database's 64 MiB and three machines' 1 GiB each do not fit; nothing is written.
     await json(await api.request('POST', '/api/apps', { body: { name: 'vol-big' } }), 201);
-    const over = await json<{ error: string }>(await api.request('POST', '/api/apps/vol-big/deploy', { body: { compose: `${compose('x', { size: '1Gi' })}\n  machines: 3` } }), 403);
+    const over = await json<{ error: string }>(
+      await api.request('POST', '/api/apps/vol-big/deploy', { body: { compose: `${compose('x', { size: '1Gi' })}\n  machines: 3` } }),
+      403,
+    );
     assert.match(over.error, /volumes need 3221225472 more bytes.*over its limit of 2147483648 bytes/);
     const big = await json<{ kind: string | null }>(await api.request('GET', '/api/apps/vol-big'), 200);
     assert.equal(big.kind, null, 'the refused deploy changed nothing');

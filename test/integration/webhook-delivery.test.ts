@@ -49,27 +49,50 @@ async function receiver(respond: (n: number, req: IncomingMessage, res: ServerRe
 describe('Webhook delivery', () => {
   let api: TestApi;
   const verify = (secret: string, r: Received) =>
-    new Verifier(secret).verify(r.body, { 'webhook-id': String(r.headers['webhook-id']), 'webhook-timestamp': String(r.headers['webhook-timestamp']), 'webhook-signature': String(r.headers['webhook-signature']) }) as {
+    new Verifier(secret).verify(r.body, {
+      'webhook-id': String(r.headers['webhook-id']),
+      'webhook-timestamp': String(r.headers['webhook-timestamp']),
+      'webhook-signature': String(r.headers['webhook-signature']),
+    }) as {
       type: string;
       timestamp: string;
       data: { id: number; type: string; subject: string };
     };
 
-  async function endpoint(url: string, events: string[] = ['deploy.*']): Promise<{ id: string; secret: string; remove: () => Promise<void> }> {
+  async function endpoint(
+    url: string,
+    events: string[] = ['deploy.*'],
+  ): Promise<{ id: string; secret: string; remove: () => Promise<void> }> {
     const res = await api.request('POST', '/api/account/webhooks', { body: { url, events } });
     assert.equal(res.status, 201, await res.clone().text());
     const { id, secret } = (await res.json()) as { id: string; secret: string };
     return { id, secret, remove: async () => void (await api.request('DELETE', `/api/account/webhooks/${id}`)) };
   }
   const deliveries = async (id: string) =>
-    ((await (await api.request('GET', `/api/account/webhooks/${id}/deliveries`)).json()) as {
-      deliveries: Array<{ id: string; status: string; attempts: number; next_attempt_at: string | null; last_status: number | null; last_error: string | null; event_type: string }>;
-    }).deliveries;
+    (
+      (await (await api.request('GET', `/api/account/webhooks/${id}/deliveries`)).json()) as {
+        deliveries: Array<{
+          id: string;
+          status: string;
+          attempts: number;
+          next_attempt_at: string | null;
+          last_status: number | null;
+          last_error: string | null;
+          event_type: string;
+        }>;
+      }
+    ).deliveries;
   const delivery = async (hook: string, id: string) =>
     (await (await api.request('GET', `/api/account/webhooks/${hook}/deliveries/${id}`)).json()) as {
       status: string;
       payload: string;
-      attempt_log: Array<{ attempt: number; status: number | null; error: string | null; duration_ms: number; response_excerpt: string | null }>;
+      attempt_log: Array<{
+        attempt: number;
+        status: number | null;
+        error: string | null;
+        duration_ms: number;
+        response_excerpt: string | null;
+      }>;
     };
   const publish = (type = 'deploy.live', app = 'shop') => recordEvent(api.db, api.account.id, type, app, { deploy: `dep_${Date.now()}` });
   /** Moves the injected clock and has the deliverer look at once. */
@@ -111,7 +134,9 @@ describe('Webhook delivery', () => {
       assert.equal(full.attempt_log[0]!.response_excerpt, 'ok');
       assert.ok(full.attempt_log[0]!.duration_ms >= 0);
       // A tampered body fails the same verifier.
-      assert.throws(() => verify(hook.secret, { ...rx.received[0]!, body: rx.received[0]!.body.replace('token.created', 'token.revoked') }));
+      assert.throws(() =>
+        verify(hook.secret, { ...rx.received[0]!, body: rx.received[0]!.body.replace('token.created', 'token.revoked') }),
+      );
       assert.equal(rx.received.length, 1);
     } finally {
       await hook.remove();
@@ -155,7 +180,11 @@ describe('Webhook delivery', () => {
       assert.equal(new Set(rx.received.map((r) => r.headers['webhook-id'])).size, 1);
       for (const r of rx.received) verify(hook.secret, r);
       // The endpoint is no longer failing.
-      const [w] = ((await (await api.request('GET', '/api/account/webhooks')).json()) as { webhooks: Array<{ id: string; failing_since: string | null }> }).webhooks.filter((x) => x.id === hook.id);
+      const [w] = (
+        (await (await api.request('GET', '/api/account/webhooks')).json()) as {
+          webhooks: Array<{ id: string; failing_since: string | null }>;
+        }
+      ).webhooks.filter((x) => x.id === hook.id);
       assert.equal(w!.failing_since, null);
     } finally {
       await hook.remove();
@@ -220,10 +249,18 @@ describe('Webhook delivery', () => {
     try {
       await publish();
       await eventually('the endpoint disabled', async () => {
-        const list = ((await (await api.request('GET', '/api/account/webhooks')).json()) as { webhooks: Array<{ id: string; disabled_at: string | null; disabled_reason: string | null }> }).webhooks;
+        const list = (
+          (await (await api.request('GET', '/api/account/webhooks')).json()) as {
+            webhooks: Array<{ id: string; disabled_at: string | null; disabled_reason: string | null }>;
+          }
+        ).webhooks;
         return list.find((w) => w.id === hook.id)?.disabled_reason === 'the endpoint answered 410 Gone';
       });
-      const events = ((await (await api.request('GET', '/api/events?kinds=webhook.disabled')).json()) as { events: Array<{ subject: string; data: { reason: string } }> }).events;
+      const events = (
+        (await (await api.request('GET', '/api/events?kinds=webhook.disabled')).json()) as {
+          events: Array<{ subject: string; data: { reason: string } }>;
+        }
+      ).events;
       assert.ok(events.some((e) => e.subject === hook.id && e.data.reason === 'the endpoint answered 410 Gone'));
       await publish();
       await publish();
@@ -258,18 +295,32 @@ describe('Webhook delivery', () => {
       await eventually('the first failure', async () => (await deliveries(hook.id))[0]?.attempts === 1);
       advance(5 * 86_400_000 - 60_000);
       await publish();
-      await eventually('a failure just before five days', async () => (await deliveries(hook.id)).filter((d) => d.attempts > 0).length === 2 && rx.received.length >= 2);
-      const before = ((await (await api.request('GET', '/api/account/webhooks')).json()) as { webhooks: Array<{ id: string; disabled_at: string | null; failing_since: string | null }> }).webhooks.find((w) => w.id === hook.id)!;
+      await eventually(
+        'a failure just before five days',
+        async () => (await deliveries(hook.id)).filter((d) => d.attempts > 0).length === 2 && rx.received.length >= 2,
+      );
+      const before = (
+        (await (await api.request('GET', '/api/account/webhooks')).json()) as {
+          webhooks: Array<{ id: string; disabled_at: string | null; failing_since: string | null }>;
+        }
+      ).webhooks.find((w) => w.id === hook.id)!;
       assert.equal(before.disabled_at, null);
       assert.ok(before.failing_since);
       advance(120_000);
       await publish();
       await eventually('disabled after five days of failures', async () => {
-        const w = ((await (await api.request('GET', '/api/account/webhooks')).json()) as { webhooks: Array<{ id: string; disabled_reason: string | null }> }).webhooks.find((x) => x.id === hook.id)!;
+        const w = (
+          (await (await api.request('GET', '/api/account/webhooks')).json()) as {
+            webhooks: Array<{ id: string; disabled_reason: string | null }>;
+          }
+        ).webhooks.find((x) => x.id === hook.id)!;
         return /every attempt has failed since/.test(w.disabled_reason ?? '');
       });
       const list = await deliveries(hook.id);
-      assert.ok(list.every((d) => d.status !== 'pending'), 'its pending deliveries are canceled');
+      assert.ok(
+        list.every((d) => d.status !== 'pending'),
+        'its pending deliveries are canceled',
+      );
     } finally {
       await hook.remove();
       await rx.close();
@@ -321,7 +372,14 @@ describe('Webhook delivery', () => {
     const hook = await endpoint(rx.url);
     await api.services.webhookDeliverer.stop();
     const clock = new TestClock(api.clock.now);
-    const quick = new WebhookDeliverer({ db: api.db, log: createLogger('webhooks', 'silent'), clock: clock.read, dispatcher: webhookDispatcher({ isAllowed: () => true }), timeoutMs: 300, pollMs: 50 });
+    const quick = new WebhookDeliverer({
+      db: api.db,
+      log: createLogger('webhooks', 'silent'),
+      clock: clock.read,
+      dispatcher: webhookDispatcher({ isAllowed: () => true }),
+      timeoutMs: 300,
+      pollMs: 50,
+    });
     try {
       await publish();
       quick.start();
@@ -352,7 +410,11 @@ describe('Webhook delivery', () => {
       } else res.end('ok');
     });
     const hook = await endpoint(rx.url);
-    const child = spawn(process.execPath, [path.join(repoRoot, 'dist/test/support/webhook-deliverer-process.js'), api.services.config.databaseUrl], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(
+      process.execPath,
+      [path.join(repoRoot, 'dist/test/support/webhook-deliverer-process.js'), api.services.config.databaseUrl],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
     try {
       await publish();
       // The child's clock is the wall clock: its retry comes after 5 s, and hangs.
@@ -364,7 +426,13 @@ describe('Webhook delivery', () => {
       assert.equal(d!.attempts, 1, 'the killed attempt wrote no outcome');
       // Another process, once the dead one's claim runs out (30 s on its clock), tries it again.
       const clock = new TestClock(new Date());
-      const survivor = new WebhookDeliverer({ db: api.db, log: createLogger('webhooks', 'silent'), clock: clock.read, dispatcher: webhookDispatcher({ isAllowed: () => true }), pollMs: 50 });
+      const survivor = new WebhookDeliverer({
+        db: api.db,
+        log: createLogger('webhooks', 'silent'),
+        clock: clock.read,
+        dispatcher: webhookDispatcher({ isAllowed: () => true }),
+        pollMs: 50,
+      });
       survivor.start();
       try {
         await new Promise((r) => setTimeout(r, 300));
@@ -378,7 +446,10 @@ describe('Webhook delivery', () => {
       assert.equal(new Set(rx.received.map((r) => r.headers['webhook-id'])).size, 1);
       for (const r of rx.received) verify(hook.secret, r);
       const full = await delivery(hook.id, d!.id);
-      assert.deepEqual(full.attempt_log.map((a) => a.status), [500, 200]);
+      assert.deepEqual(
+        full.attempt_log.map((a) => a.status),
+        [500, 200],
+      );
     } finally {
       child.kill('SIGKILL');
       await hook.remove();
@@ -390,7 +461,13 @@ describe('Webhook delivery', () => {
     await api.services.webhookDeliverer.stop();
     const rx = await receiver();
     const hook = await endpoint(rx.url);
-    const guarded = new WebhookDeliverer({ db: api.db, log: createLogger('webhooks', 'silent'), clock: api.clock.read, dispatcher: webhookDispatcher(), pollMs: 50 });
+    const guarded = new WebhookDeliverer({
+      db: api.db,
+      log: createLogger('webhooks', 'silent'),
+      clock: api.clock.read,
+      dispatcher: webhookDispatcher(),
+      pollMs: 50,
+    });
     try {
       await publish();
       guarded.start();

@@ -35,15 +35,21 @@ interface Storage {
 }
 
 /** A site whose archive is about `bytes` long (random bytes do not compress). */
-const site = (bytes: number, mark = randomBytes(4).toString('hex')) => packTree({ 'index.html': `<p>${mark}</p>`, 'blob.bin': randomBytes(bytes) });
+const site = (bytes: number, mark = randomBytes(4).toString('hex')) =>
+  packTree({ 'index.html': `<p>${mark}</p>`, 'blob.bin': randomBytes(bytes) });
 const digestOf = (buf: Buffer) => `sha256:${createHash('sha256').update(buf).digest('hex')}`;
 
 const storageOf = async (api: TestApi) => (await expectJson<{ storage: Storage }>(await api.request('GET', '/api/volumes'), 200)).storage;
 const upload = (api: TestApi, app: string, body: Buffer) =>
-  fetch(`${api.url}/api/apps/${app}/deploy`, { method: 'POST', headers: { authorization: `Bearer ${api.token}`, 'content-type': 'application/gzip' }, body });
-const stagedLeft = async (api: TestApi) => (await readdir(path.join(api.services.config.deploys.artifactDir, 'tmp')).catch(() => [])).length;
+  fetch(`${api.url}/api/apps/${app}/deploy`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${api.token}`, 'content-type': 'application/gzip' },
+    body,
+  });
+const stagedLeft = async (api: TestApi) =>
+  (await readdir(path.join(api.services.config.deploys.artifactDir, 'tmp')).catch(() => [])).length;
 
-describe('security: stored artifacts count against the account\'s storage', { timeout: 120_000 }, () => {
+describe("security: stored artifacts count against the account's storage", { timeout: 120_000 }, () => {
   let api: TestApi;
   const limit = 1_000_000;
 
@@ -58,7 +64,10 @@ describe('security: stored artifacts count against the account\'s storage', { ti
     await expectJson(await upload(api, 'up', a), 202);
     await expectJson(await upload(api, 'up', b), 202);
     const refused = await expectJson<{ error: string }>(await upload(api, 'up', c), 403);
-    assert.match(refused.error, /the deploy's tree needs \d+ bytes, which would bring the account's storage to \d+, over its limit of 1000000 bytes/);
+    assert.match(
+      refused.error,
+      /the deploy's tree needs \d+ bytes, which would bring the account's storage to \d+, over its limit of 1000000 bytes/,
+    );
     assert.match(refused.error, /in stored artifacts; delete a database, a detached volume .*or an app or preview/);
     // Nothing half-written: no file, no staged file, no deploy record, not counted.
     assert.equal(await api.services.artifacts.has(digestOf(c)), false);
@@ -81,7 +90,11 @@ describe('security: stored artifacts count against the account\'s storage', { ti
     assert.ok(key, 'an artifact key (SVC_ARTIFACT_KEY_FILE) to mint the backup credential with');
     const dump = randomBytes(400_000);
     const credential = mintBackupCredential(key, api.account.namespace, 'orders', new Date(api.clock.now.getTime() + 600_000));
-    const res = await fetch(`${api.machineUrl}/backups/${api.account.namespace}/orders`, { method: 'PUT', headers: { authorization: `Bearer ${credential}` }, body: dump });
+    const res = await fetch(`${api.machineUrl}/backups/${api.account.namespace}/orders`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${credential}` },
+      body: dump,
+    });
     const body = (await res.json()) as { error: string };
     assert.equal(res.status, 403, JSON.stringify(body));
     assert.match(body.error, /a backup of database orders needs 400000 bytes.*over its limit of 1000000 bytes/);
@@ -99,11 +112,15 @@ describe('security: stored artifacts count against the account\'s storage', { ti
     const answers = await Promise.all(trees.map(async (tree) => ({ tree, res: await upload(api, 'race', tree) })));
     const made = answers.filter((x) => x.res.status === 202);
     const refused = answers.filter((x) => x.res.status !== 202);
-    for (const r of refused) assert.match(((await r.res.json()) as { error: string }).error, /over its limit of 1000000 bytes/, `status ${r.res.status}`);
+    for (const r of refused)
+      assert.match(((await r.res.json()) as { error: string }).error, /over its limit of 1000000 bytes/, `status ${r.res.status}`);
     // Whatever the order, at least as many fit as the largest tree fits into the room, and not all ten.
     const room = limit - before.used_bytes;
     const largest = Math.max(...trees.map((tree) => tree.length));
-    assert.ok(made.length >= Math.floor(room / largest) && refused.length > 0, `${made.length} made, ${refused.length} refused with ${room} bytes of room`);
+    assert.ok(
+      made.length >= Math.floor(room / largest) && refused.length > 0,
+      `${made.length} made, ${refused.length} refused with ${room} bytes of room`,
+    );
     const after = await storageOf(api);
     assert.ok(after.used_bytes <= limit, `the account holds ${after.used_bytes} bytes against a limit of ${limit}`);
     assert.equal(after.artifact_bytes, before.artifact_bytes + made.reduce((n, x) => n + x.tree.length, 0));
@@ -120,7 +137,12 @@ describe('security: unreferenced artifacts are collected, what rollbacks and pre
   after(async () => api?.close());
 
   const deployFiles = async (app: string, text: string) => {
-    const d = await expectJson<{ id: string; digest: string }>(await api.request('POST', `/api/apps/${app}/deploy`, { body: { files: { 'index.html': `<p>${text} ${randomBytes(8).toString('hex')}</p>` } } }), 202);
+    const d = await expectJson<{ id: string; digest: string }>(
+      await api.request('POST', `/api/apps/${app}/deploy`, {
+        body: { files: { 'index.html': `<p>${text} ${randomBytes(8).toString('hex')}</p>` } },
+      }),
+      202,
+    );
     return d;
   };
   const stored = (digest: string) => api.services.artifacts.has(digest);
@@ -135,8 +157,19 @@ describe('security: unreferenced artifacts are collected, what rollbacks and pre
       await services.deploys.finish(d.id, { status: 'live' });
       deploys.push(d);
     }
-    const [d1, d2, d3, d4, d5] = deploys as [(typeof deploys)[number], (typeof deploys)[number], (typeof deploys)[number], (typeof deploys)[number], (typeof deploys)[number]];
-    const preview = await expectJson<{ deploy: { digest: string } }>(await api.request('POST', '/api/apps/gc/previews', { body: { ref: 'pr-1', files: { 'index.html': `<p>preview ${randomBytes(8).toString('hex')}</p>` } } }), 201);
+    const [d1, d2, d3, d4, d5] = deploys as [
+      (typeof deploys)[number],
+      (typeof deploys)[number],
+      (typeof deploys)[number],
+      (typeof deploys)[number],
+      (typeof deploys)[number],
+    ];
+    const preview = await expectJson<{ deploy: { digest: string } }>(
+      await api.request('POST', '/api/apps/gc/previews', {
+        body: { ref: 'pr-1', files: { 'index.html': `<p>preview ${randomBytes(8).toString('hex')}</p>` } },
+      }),
+      201,
+    );
     // A backup's dump, stored as the endpoint stores it, and its record.
     const dump = await services.artifacts.stageBytes(randomBytes(2048));
     await services.storage.admit(account.id, account.namespace, dump, 'a backup');
@@ -147,10 +180,14 @@ describe('security: unreferenced artifacts are collected, what rollbacks and pre
     await expectJson(await api.request('DELETE', '/api/apps/gone'), 204);
 
     // What the app serves is kept whatever its deploy: wait until that is d5, so the case is exact.
-    await eventually('gc serving d5', async () => {
-      const app = await services.apps.find(account.namespace, 'gc');
-      return app?.status?.currentDeploy === d5.id && app.status.live?.deploy === d5.id;
-    }, { timeoutMs: 90_000 });
+    await eventually(
+      'gc serving d5',
+      async () => {
+        const app = await services.apps.find(account.namespace, 'gc');
+        return app?.status?.currentDeploy === d5.id && app.status.live?.deploy === d5.id;
+      },
+      { timeoutMs: 90_000 },
+    );
 
     api.clock.advance(2 * 3600_000);
     // Stored just now, its record not written yet (an upload racing its deploy).
@@ -171,14 +208,24 @@ describe('security: unreferenced artifacts are collected, what rollbacks and pre
     assert.deepEqual(run.removed.map((r) => r.digest).sort(), [d1.digest, d2.digest, gone.digest].sort());
     assert.deepEqual(run.released.map((r) => r.digest).sort(), [d1.digest, d2.digest, gone.digest].sort());
     for (const d of [d1, d2, gone]) assert.equal(await stored(d.digest), false, `${d.digest} deleted`);
-    for (const [what, digest] of [['current', d5.digest], ['window', d4.digest], ['window', d3.digest], ['preview', preview.deploy.digest], ['backup', dump.digest], ['fresh', fresh.digest]] as const) {
+    for (const [what, digest] of [
+      ['current', d5.digest],
+      ['window', d4.digest],
+      ['window', d3.digest],
+      ['preview', preview.deploy.digest],
+      ['backup', dump.digest],
+      ['fresh', fresh.digest],
+    ] as const) {
       assert.equal(await stored(digest), true, `the ${what} artifact kept`);
     }
     const after = await storageOf(api);
     assert.equal(after.artifact_bytes, before.artifact_bytes - run.released.reduce((n, r) => n + r.bytes, 0));
 
     // A rollback to a collected deploy says so; one in the window goes ahead.
-    const refused = await expectJson<{ error: string }>(await api.request('POST', '/api/apps/gc/rollback', { body: { deploy_id: d1.id } }), 409);
+    const refused = await expectJson<{ error: string }>(
+      await api.request('POST', '/api/apps/gc/rollback', { body: { deploy_id: d1.id } }),
+      409,
+    );
     assert.match(refused.error, new RegExp(`the artifact of deploy ${d1.id} is no longer stored`));
     await expectJson(await api.request('POST', '/api/apps/gc/rollback', { body: { deploy_id: d3.id } }), 202);
     // Nothing else goes on the next run.
@@ -219,7 +266,11 @@ describe('security: parallel deploys adding volumes cannot pass the storage limi
     );
     const refusals = answers.filter((a) => a.status !== 202).map((a) => `${a.status} ${a.body.error}`);
     assert.equal(answers.filter((a) => a.status === 202).length, 4, refusals.join('\n'));
-    for (const r of refusals) assert.match(r, /^403 the app's volumes need 16777216 more bytes, which would bring the account's storage to \d+, over its limit of 67108864 bytes/);
+    for (const r of refusals)
+      assert.match(
+        r,
+        /^403 the app's volumes need 16777216 more bytes, which would bring the account's storage to \d+, over its limit of 67108864 bytes/,
+      );
     const storage = await storageOf(api);
     assert.equal(storage.volume_bytes, 64 * MiB);
     assert.ok(storage.used_bytes <= 64 * MiB);

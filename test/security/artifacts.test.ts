@@ -55,9 +55,19 @@ describe('security: the artifact endpoint', () => {
     ['an empty bearer', () => '', 401, /credential is required/],
     ['a malformed credential', () => 'v1.abc.def', 401, /malformed/],
     ['the platform token format', () => 'svc_abcdef', 401, /malformed/],
-    ['a credential for another digest', () => mintArtifactCredential(key, other, new Date(api.clock.now.getTime() + hour)), 403, /does not open/],
+    [
+      'a credential for another digest',
+      () => mintArtifactCredential(key, other, new Date(api.clock.now.getTime() + hour)),
+      403,
+      /does not open/,
+    ],
     ['an expired credential', () => mintArtifactCredential(key, digest, new Date(api.clock.now.getTime() - 1000)), 403, /expired/],
-    ['a credential made with another key', () => mintArtifactCredential(Buffer.alloc(32, 7), digest, new Date(api.clock.now.getTime() + hour)), 403, /does not open/],
+    [
+      'a credential made with another key',
+      () => mintArtifactCredential(Buffer.alloc(32, 7), digest, new Date(api.clock.now.getTime() + hour)),
+      403,
+      /does not open/,
+    ],
     [
       'a credential whose expiry was pushed back',
       () => {
@@ -99,7 +109,11 @@ describe('security: the artifact endpoint', () => {
   }
 
   it('allows only GET and HEAD', async () => {
-    const res = await download(`/artifacts/${digest}`, mintArtifactCredential(key, digest, new Date(api.clock.now.getTime() + hour)), 'DELETE');
+    const res = await download(
+      `/artifacts/${digest}`,
+      mintArtifactCredential(key, digest, new Date(api.clock.now.getTime() + hour)),
+      'DELETE',
+    );
     assert.equal(res.status, 405);
     assert.equal(res.headers.get('allow'), 'GET, HEAD');
   });

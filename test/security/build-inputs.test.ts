@@ -25,15 +25,25 @@ describe('security: what builders and code hosts send is checked before it is ta
   const other = `bld-${randomBytes(8).toString('hex')}`;
   const plan = planBuild({ paths: ['index.html'], read: (p) => (p === 'index.html' ? '<h1>hi</h1>' : undefined) });
   let key: Buffer;
-  const credential = (namespace: string, build: string, expiresAt = new Date(Date.now() + 600_000)) => mintBuildCredential(key, namespace, build, expiresAt);
+  const credential = (namespace: string, build: string, expiresAt = new Date(Date.now() + 600_000)) =>
+    mintBuildCredential(key, namespace, build, expiresAt);
   const putPlan = (body: string, opts: { namespace?: string; build?: string; bearer?: string | null } = {}) =>
     fetch(`${api.machineUrl}/builds/${opts.namespace ?? ns.name}/${opts.build ?? id}/plan`, {
       method: 'PUT',
-      headers: { 'content-type': 'application/json', ...(opts.bearer === null ? {} : { authorization: `Bearer ${opts.bearer ?? credential(ns.name, id)}` }) },
+      headers: {
+        'content-type': 'application/json',
+        ...(opts.bearer === null ? {} : { authorization: `Bearer ${opts.bearer ?? credential(ns.name, id)}` }),
+      },
       body,
     });
   const planAnnotation = async () => {
-    const b = (await custom.getNamespacedCustomObject({ group, version, namespace: ns.name, plural: pluralOf('Build'), name: id })) as k8s.KubernetesObject;
+    const b = (await custom.getNamespacedCustomObject({
+      group,
+      version,
+      namespace: ns.name,
+      plural: pluralOf('Build'),
+      name: id,
+    })) as k8s.KubernetesObject;
     return b.metadata?.annotations?.[buildAnnotations.plan];
   };
 
@@ -44,16 +54,29 @@ describe('security: what builders and code hosts send is checked before it is ta
     const core = kubeConfig().makeApiClient(k8s.CoreV1Api);
     ns = await testNamespace(core, 'build-inputs');
     // An account's namespace, as builds' are: what a build stores counts against its account's storage.
-    await api.db('accounts').insert({ id: `acc-${randomBytes(6).toString('hex')}`, email: `${ns.name}@example.test`, name: 'build inputs', namespace: ns.name });
+    await api
+      .db('accounts')
+      .insert({ id: `acc-${randomBytes(6).toString('hex')}`, email: `${ns.name}@example.test`, name: 'build inputs', namespace: ns.name });
     // No pod may run here: the Build stays Queued (never ended) while the tests send for it.
-    await core.createNamespacedResourceQuota({ namespace: ns.name, body: { metadata: { name: 'no-pods' }, spec: { hard: { pods: '0' } } } });
+    await core.createNamespacedResourceQuota({
+      namespace: ns.name,
+      body: { metadata: { name: 'no-pods' }, spec: { hard: { pods: '0' } } },
+    });
     // A Build whose source does not exist: its builder never gets far enough to send anything.
     await custom.createNamespacedCustomObject({
-      group, version, namespace: ns.name, plural: pluralOf('Build'),
-      body: { apiVersion, kind: 'Build', metadata: { name: id }, spec: { app: 'site', source: { artifact: { digest: `sha256:${'0'.repeat(64)}` } } } },
+      group,
+      version,
+      namespace: ns.name,
+      plural: pluralOf('Build'),
+      body: {
+        apiVersion,
+        kind: 'Build',
+        metadata: { name: id },
+        spec: { app: 'site', source: { artifact: { digest: `sha256:${'0'.repeat(64)}` } } },
+      },
     });
     // Until the API's informer holds it, the endpoint answers 404.
-    await eventually('the Build in the API\'s cache', async () => (await putPlan('not json')).status === 400, { timeoutMs: 20_000 });
+    await eventually("the Build in the API's cache", async () => (await putPlan('not json')).status === 400, { timeoutMs: 20_000 });
   });
   after(async () => {
     await ns?.dispose();
@@ -68,7 +91,7 @@ describe('security: what builders and code hosts send is checked before it is ta
     };
     await refused('no credential', 401, { bearer: null });
     await refused('a made-up credential', 401, { bearer: 'x'.repeat(40) });
-    await refused('another build\'s credential', 403, { bearer: credential(ns.name, other) });
+    await refused("another build's credential", 403, { bearer: credential(ns.name, other) });
     await refused('the same build name in another namespace', 403, { bearer: credential('svc-acct-other', id) });
     // Expired by the API's clock (a test clock, fixed when the API started).
     await refused('an expired credential', 403, { bearer: credential(ns.name, id, new Date(api.clock.now.getTime() - 1000)) });
@@ -101,12 +124,16 @@ describe('security: what builders and code hosts send is checked before it is ta
     // The same endpoint takes the real plan, whole: the refusals above are not a door that is shut.
     const taken = await putPlan(JSON.stringify(plan));
     assert.equal(taken.status, 204, await taken.text());
-    assert.deepEqual(JSON.parse((await eventually('the plan on the Build', planAnnotation))), plan);
+    assert.deepEqual(JSON.parse(await eventually('the plan on the Build', planAnnotation)), plan);
   });
 
   it('takes one output per build: the same bytes again answer as the first time, other bytes are refused', async () => {
     const putOutput = (body: Buffer) =>
-      fetch(`${api.machineUrl}/builds/${ns.name}/${id}/output`, { method: 'PUT', headers: { 'content-type': 'application/gzip', 'x-svc-output': 'artifact', authorization: `Bearer ${credential(ns.name, id)}` }, body });
+      fetch(`${api.machineUrl}/builds/${ns.name}/${id}/output`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/gzip', 'x-svc-output': 'artifact', authorization: `Bearer ${credential(ns.name, id)}` },
+        body,
+      });
     const first = randomBytes(4096);
     const stored = await putOutput(first);
     assert.equal(stored.status, 201, await stored.clone().text());
@@ -122,18 +149,41 @@ describe('security: what builders and code hosts send is checked before it is ta
       assert.equal(other.status, 409);
       assert.match(((await other.json()) as { error: string }).error, /has stored its output .* already: a build sends one output/);
     }
-    const b = (await custom.getNamespacedCustomObject({ group, version, namespace: ns.name, plural: pluralOf('Build'), name: id })) as k8s.KubernetesObject;
+    const b = (await custom.getNamespacedCustomObject({
+      group,
+      version,
+      namespace: ns.name,
+      plural: pluralOf('Build'),
+      name: id,
+    })) as k8s.KubernetesObject;
     assert.deepEqual(JSON.parse(b.metadata!.annotations![buildAnnotations.output]!), output);
   });
 
   it('refuses a push event over 1 MiB with a 413 (not a reset connection), then answers the next requests: unsigned, forged', async () => {
     const hook = `${api.url}/api/hooks/git/hook_${randomBytes(12).toString('hex')}`;
-    const big = await fetch(hook, { method: 'POST', headers: { 'content-type': 'application/json', 'x-github-event': 'push', 'x-github-delivery': 'd1' }, body: Buffer.alloc(2 * 1024 * 1024, 0x20) });
+    const big = await fetch(hook, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-github-event': 'push', 'x-github-delivery': 'd1' },
+      body: Buffer.alloc(2 * 1024 * 1024, 0x20),
+    });
     assert.equal(big.status, 413);
     assert.match(((await big.json()) as { error: string }).error, /larger than 1048576 bytes/);
-    const unsigned = await fetch(hook, { method: 'POST', headers: { 'content-type': 'application/json', 'x-github-event': 'push', 'x-github-delivery': 'd2' }, body: '{"ref":"refs/heads/main"}' });
+    const unsigned = await fetch(hook, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-github-event': 'push', 'x-github-delivery': 'd2' },
+      body: '{"ref":"refs/heads/main"}',
+    });
     assert.equal(unsigned.status, 401);
-    const forged = await fetch(hook, { method: 'POST', headers: { 'content-type': 'application/json', 'x-github-event': 'push', 'x-github-delivery': 'd3', 'x-hub-signature-256': `sha256=${'0'.repeat(64)}` }, body: '{"ref":"refs/heads/main"}' });
+    const forged = await fetch(hook, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-github-event': 'push',
+        'x-github-delivery': 'd3',
+        'x-hub-signature-256': `sha256=${'0'.repeat(64)}`,
+      },
+      body: '{"ref":"refs/heads/main"}',
+    });
     assert.equal(forged.status, 401);
   });
 });

@@ -163,7 +163,10 @@ const refused: Record<string, Access[]> = {
     ['patch', '', 'secrets', undefined, platform, 'svc-database'],
     ['create', '', 'secrets', undefined, platform],
     // Not the control plane's leader leases.
-    ...platformLeases.flatMap((name): Access[] => [['update', 'coordination.k8s.io', 'leases', undefined, 'kube-system', name], ['delete', 'coordination.k8s.io', 'leases', undefined, 'kube-system', name]]),
+    ...platformLeases.flatMap((name): Access[] => [
+      ['update', 'coordination.k8s.io', 'leases', undefined, 'kube-system', name],
+      ['delete', 'coordination.k8s.io', 'leases', undefined, 'kube-system', name],
+    ]),
     ['update', 'coordination.k8s.io', 'leases', undefined, 'kube-system', 'svc-controllers-x'],
     // No binding of anything but svc-api-tenant, no cluster-wide binding.
     ['bind', 'rbac.authorization.k8s.io', 'clusterroles', undefined, undefined, 'cluster-admin'],
@@ -180,7 +183,11 @@ const refused: Record<string, Access[]> = {
     ['create', 'svc.dev', 'apps', undefined, tenant],
     ...platformLeases.map((name): Access => ['update', 'coordination.k8s.io', 'leases', undefined, 'kube-system', name]),
   ],
-  'svc-ingress-auth': [['get', '', 'secrets', undefined, tenant], ['patch', 'svc.dev', 'apps', undefined, tenant], ['update', 'coordination.k8s.io', 'leases', undefined, 'kube-system']],
+  'svc-ingress-auth': [
+    ['get', '', 'secrets', undefined, tenant],
+    ['patch', 'svc.dev', 'apps', undefined, tenant],
+    ['update', 'coordination.k8s.io', 'leases', undefined, 'kube-system'],
+  ],
 };
 
 describe('chart RBAC (real apiserver)', () => {
@@ -222,18 +229,32 @@ describe('chart RBAC (real apiserver)', () => {
         spec: {
           user: `system:serviceaccount:${ns.name}:${account}`,
           groups: ['system:serviceaccounts', `system:serviceaccounts:${ns.name}`, 'system:authenticated'],
-          resourceAttributes: { verb, group, resource, ...(subresource ? { subresource } : {}), ...(namespace ? { namespace } : {}), ...(name ? { name } : {}) },
+          resourceAttributes: {
+            verb,
+            group,
+            resource,
+            ...(subresource ? { subresource } : {}),
+            ...(namespace ? { namespace } : {}),
+            ...(name ? { name } : {}),
+          },
         },
       },
     });
     return review.status?.allowed === true;
   };
-  const show = (a: Access) => `${a[0]} ${a[1] || 'core'}/${a[2]}${a[3] ? `/${a[3]}` : ''}${a[5] ? ` ${a[5]}` : ''}${a[4] ? ` in ${a[4]}` : ''}`;
+  const show = (a: Access) =>
+    `${a[0]} ${a[1] || 'core'}/${a[2]}${a[3] ? `/${a[3]}` : ''}${a[5] ? ` ${a[5]}` : ''}${a[4] ? ` in ${a[4]}` : ''}`;
 
   /** A kubeconfig that authenticates as the ServiceAccount, with a token from the TokenRequest API. */
   const asAccount = async (account: string): Promise<k8s.KubeConfig> => {
     const admin = kubeConfig();
-    const { status } = await admin.makeApiClient(k8s.CoreV1Api).createNamespacedServiceAccountToken({ name: account, namespace: ns.name, body: { spec: { audiences: [], expirationSeconds: 600 } } });
+    const { status } = await admin
+      .makeApiClient(k8s.CoreV1Api)
+      .createNamespacedServiceAccountToken({
+        name: account,
+        namespace: ns.name,
+        body: { spec: { audiences: [], expirationSeconds: 600 } },
+      });
     const kc = new k8s.KubeConfig();
     kc.loadFromOptions({
       clusters: [admin.getCurrentCluster()!],
@@ -259,25 +280,56 @@ describe('chart RBAC (real apiserver)', () => {
     const api = await asAccount('svc-api');
     const core = api.makeApiClient(k8s.CoreV1Api);
     const rbac = api.makeApiClient(k8s.RbacAuthorizationV1Api);
-    const refusedBy = (text: RegExp) => (err: { code?: number; body?: unknown }) => (err.code === 403 || err.code === 422) && text.test(JSON.stringify(err.body ?? ''));
+    const refusedBy = (text: RegExp) => (err: { code?: number; body?: unknown }) =>
+      (err.code === 403 || err.code === 422) && text.test(JSON.stringify(err.body ?? ''));
     // The policy takes a moment to be in force after it is created: asked with dry runs (admission
     // runs, nothing is stored), so a try before that leaves no namespace behind.
-    await eventually('the admission policy in force', () =>
-      core.createNamespace({ body: { metadata: { name: `evil-${Date.now().toString(36)}` } }, dryRun: 'All' }).then(
-        () => false,
-        (err: Error & { code?: number }) => (err.code === 403 || err.code === 422 ? true : Promise.reject(err)),
-      ),
-    { timeoutMs: 20_000 });
-    await assert.rejects(core.createNamespace({ body: { metadata: { name: `svc-acct-x${Date.now().toString(36)}` } } }), refusedBy(/account namespaces only/), 'the right prefix but no account label');
-    await assert.rejects(core.createNamespace({ body: { metadata: { name: `other-${Date.now().toString(36)}`, labels: { [accountLabel]: 'acct_x' } } } }), refusedBy(/account namespaces only/), 'the label but another name');
-    await assert.rejects(core.deleteNamespace({ name: decoy }), refusedBy(/account namespaces only/), 'no deleting a namespace that is no account\'s');
+    await eventually(
+      'the admission policy in force',
+      () =>
+        core.createNamespace({ body: { metadata: { name: `evil-${Date.now().toString(36)}` } }, dryRun: 'All' }).then(
+          () => false,
+          (err: Error & { code?: number }) => (err.code === 403 || err.code === 422 ? true : Promise.reject(err)),
+        ),
+      { timeoutMs: 20_000 },
+    );
+    await assert.rejects(
+      core.createNamespace({ body: { metadata: { name: `svc-acct-x${Date.now().toString(36)}` } } }),
+      refusedBy(/account namespaces only/),
+      'the right prefix but no account label',
+    );
+    await assert.rejects(
+      core.createNamespace({ body: { metadata: { name: `other-${Date.now().toString(36)}`, labels: { [accountLabel]: 'acct_x' } } } }),
+      refusedBy(/account namespaces only/),
+      'the label but another name',
+    );
+    await assert.rejects(
+      core.deleteNamespace({ name: decoy }),
+      refusedBy(/account namespaces only/),
+      "no deleting a namespace that is no account's",
+    );
     const binding = (namespace: string, role: string) => ({
       namespace,
-      body: { metadata: { name: `svc-test-${role}` }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role }, subjects: [{ kind: 'ServiceAccount', name: 'svc-api', namespace: ns.name }] },
+      body: {
+        metadata: { name: `svc-test-${role}` },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+        subjects: [{ kind: 'ServiceAccount', name: 'svc-api', namespace: ns.name }],
+      },
     });
-    await assert.rejects(rbac.createNamespacedRoleBinding(binding(decoy, 'svc-api-tenant')), refusedBy(/only in account namespaces/), 'no Secret rights bound outside account namespaces');
-    await assert.rejects(rbac.createNamespacedRoleBinding(binding('kube-system', 'svc-api-tenant')), refusedBy(/only in account namespaces/));
-    await assert.rejects(rbac.createNamespacedRoleBinding(binding(tenant, 'cluster-admin')), (err: { code?: number }) => err.code === 403 || err.code === 422, 'no other role bound, even in an account namespace');
+    await assert.rejects(
+      rbac.createNamespacedRoleBinding(binding(decoy, 'svc-api-tenant')),
+      refusedBy(/only in account namespaces/),
+      'no Secret rights bound outside account namespaces',
+    );
+    await assert.rejects(
+      rbac.createNamespacedRoleBinding(binding('kube-system', 'svc-api-tenant')),
+      refusedBy(/only in account namespaces/),
+    );
+    await assert.rejects(
+      rbac.createNamespacedRoleBinding(binding(tenant, 'cluster-admin')),
+      (err: { code?: number }) => err.code === 403 || err.code === 422,
+      'no other role bound, even in an account namespace',
+    );
     await assert.rejects(core.listNamespacedSecret({ namespace: 'kube-system' }), (err: { code?: number }) => err.code === 403);
     // What createAccount does works with the token: a labelled account namespace, its binding, its Secrets.
     const mine = `svc-acct-y${Date.now().toString(36)}`;

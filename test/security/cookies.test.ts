@@ -30,7 +30,30 @@ function browserReads(setCookie: string): { name: string; value: string; attribu
 /** What the browser sends back for it in a Cookie header. */
 const sentBack = (c: { name: string; value: string }) => (c.name ? `${c.name}=${c.value}` : c.value);
 
-const pieces = ['svc-session', 'SVC_flow', '__Host-', '__Secure-', 'svc', '-', '_', '=', ';', ',', ' ', '\t', 'Domain', 'domain', '=.apps.localhost', 'Path=/', 'theme', 'dark', 'x', '"', 'HttpOnly', '\n'];
+const pieces = [
+  'svc-session',
+  'SVC_flow',
+  '__Host-',
+  '__Secure-',
+  'svc',
+  '-',
+  '_',
+  '=',
+  ';',
+  ',',
+  ' ',
+  '\t',
+  'Domain',
+  'domain',
+  '=.apps.localhost',
+  'Path=/',
+  'theme',
+  'dark',
+  'x',
+  '"',
+  'HttpOnly',
+  '\n',
+];
 const cookieText = fc.array(fc.constantFrom(...pieces), { maxLength: 12 }).map((p) => p.join(''));
 
 describe('security: cookie filters, fuzzed against a browser reading', () => {
@@ -44,7 +67,8 @@ describe('security: cookie filters, fuzzed against a browser reading', () => {
         assert.ok(c.name, `nameless cookie let through: ${JSON.stringify(raw)}`);
         assert.ok(!isPlatformCookie(c.name), `platform cookie let through: ${JSON.stringify(raw)}`);
         assert.ok(!c.attributes.some(([k]) => k === 'domain'), `Domain let through: ${JSON.stringify(raw)}`);
-        for (const n of ['svc-session', 'svc-flow', '__Host-svc-session', '__Host-svc-flow']) assert.equal(readCookie(sentBack(c), n), undefined, `${n} readable from ${JSON.stringify(raw)}`);
+        for (const n of ['svc-session', 'svc-flow', '__Host-svc-session', '__Host-svc-flow'])
+          assert.equal(readCookie(sentBack(c), n), undefined, `${n} readable from ${JSON.stringify(raw)}`);
       }),
       { numRuns: 20_000, seed: 7 },
     );
@@ -53,7 +77,15 @@ describe('security: cookie filters, fuzzed against a browser reading', () => {
   it('keeps ordinary cookies, only without Domain', () => {
     assert.equal(appSetCookie('theme=dark; Path=/; Domain=.apps.localhost; Secure'), 'theme=dark; Path=/; Secure');
     assert.equal(appSetCookie('a=b'), 'a=b');
-    for (const bad of ['=svc-session=x; Domain=apps.localhost', 'svc-session', ' SVC-Session =x', '__Host-svc-flow=x', 'a=b, svc-session=x', '=x']) assert.equal(appSetCookie(bad), undefined, bad);
+    for (const bad of [
+      '=svc-session=x; Domain=apps.localhost',
+      'svc-session',
+      ' SVC-Session =x',
+      '__Host-svc-flow=x',
+      'a=b, svc-session=x',
+      '=x',
+    ])
+      assert.equal(appSetCookie(bad), undefined, bad);
   });
 
   it('no platform cookie in a Cookie header reaches the app, in any position or spelling', () => {

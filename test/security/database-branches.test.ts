@@ -74,30 +74,56 @@ psql -qAt -h /tmp -v ON_ERROR_STOP=1 -c "create table notes (v text)" -c "insert
 
 type Answer = { rows?: Array<Record<string, unknown>>; error?: string };
 
-describe('a preview\'s branch is another database (issue 30 finding 2)', { timeout: 600_000 }, () => {
+describe("a preview's branch is another database (issue 30 finding 2)", { timeout: 600_000 }, () => {
   let api: TestApi;
   let ns: string;
   let git: GitServer;
   let hook: { path: string; secret: string };
   const json = expectJson;
-  const databases = async () => (await json<{ databases: Array<{ name: string; phase: string; host: string | null; attached_to: string | null }> }>(await api.request('GET', '/api/databases'), 200)).databases;
-  const ready = (name: string) => eventually(`database ${name} Ready`, async () => (await databases()).find((d) => d.name === name && d.phase === 'Ready'), { timeoutMs: 120_000, intervalMs: 250 });
+  const databases = async () =>
+    (
+      await json<{ databases: Array<{ name: string; phase: string; host: string | null; attached_to: string | null }> }>(
+        await api.request('GET', '/api/databases'),
+        200,
+      )
+    ).databases;
+  const ready = (name: string) =>
+    eventually(`database ${name} Ready`, async () => (await databases()).find((d) => d.name === name && d.phase === 'Ready'), {
+      timeoutMs: 120_000,
+      intervalMs: 250,
+    });
   /** GET `path` on a machine of `app`, parsed. */
   const ask = async <T>(app: string, path: string): Promise<T> => {
-    const r = await eventually(`${app} answering ${path}`, async () => {
-      const a = await getFromApp(ns, app, path).catch(() => undefined);
-      return a?.status === 200 ? a : undefined;
-    }, { timeoutMs: 60_000 });
+    const r = await eventually(
+      `${app} answering ${path}`,
+      async () => {
+        const a = await getFromApp(ns, app, path).catch(() => undefined);
+        return a?.status === 200 ? a : undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
     return JSON.parse(r.body) as T;
   };
-  const sql = (app: string, q: string, url?: string) => ask<Answer>(app, `/api/sql?q=${encodeURIComponent(q)}${url ? `&url=${encodeURIComponent(url)}` : ''}`);
+  const sql = (app: string, q: string, url?: string) =>
+    ask<Answer>(app, `/api/sql?q=${encodeURIComponent(q)}${url ? `&url=${encodeURIComponent(url)}` : ''}`);
   const secret = async (database: string) => {
     const s = await api.kube.core.readNamespacedSecret({ namespace: ns, name: databaseObjects(database).secret });
     return Object.fromEntries(Object.entries(s.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]));
   };
   /** Runs `script` in a database's server container (what only an operator can do), its output and exit code. */
   const inServer = async (database: string, script: string) => {
-    const out = await kubectl('exec', '-n', ns, databaseObjects(database).pod, '-c', 'postgres', '--', 'sh', '-c', `${script}; echo "rc=$?"`);
+    const out = await kubectl(
+      'exec',
+      '-n',
+      ns,
+      databaseObjects(database).pod,
+      '-c',
+      'postgres',
+      '--',
+      'sh',
+      '-c',
+      `${script}; echo "rc=$?"`,
+    );
     const rc = Number(/rc=(\d+)\s*$/.exec(out)?.[1]);
     return { out: out.replace(/rc=\d+\s*$/, '').trim(), rc };
   };
@@ -105,7 +131,12 @@ describe('a preview\'s branch is another database (issue 30 finding 2)', { timeo
     const raw = JSON.stringify(body);
     return fetch(`${api.url}${hook.path}`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-github-event': 'push', 'x-github-delivery': randomUUID(), 'x-hub-signature-256': `sha256=${createHmac('sha256', hook.secret).update(raw).digest('hex')}` },
+      headers: {
+        'content-type': 'application/json',
+        'x-github-event': 'push',
+        'x-github-delivery': randomUUID(),
+        'x-hub-signature-256': `sha256=${createHmac('sha256', hook.secret).update(raw).digest('hex')}`,
+      },
       body: raw,
     });
   };
@@ -115,50 +146,87 @@ describe('a preview\'s branch is another database (issue 30 finding 2)', { timeo
   let pushed: { app: string; build: string };
 
   before(async () => {
-    api = await startTestApi({ env: { SVC_BUILD_REGISTRY: images.registry, SVC_IMAGE_BUILDER: images.builder, SVC_WEBHOOK_ALLOW_PRIVATE: 'true' } });
+    api = await startTestApi({
+      env: { SVC_BUILD_REGISTRY: images.registry, SVC_IMAGE_BUILDER: images.builder, SVC_WEBHOOK_ALLOW_PRIVATE: 'true' },
+    });
     ns = api.account.namespace;
     git = await startGitServer(new URL(api.services.config.deploys.artifactBaseUrl).hostname);
     // The parent: an app imported from Git (so that a push makes a preview), with its database.
     git.commit('shop', 'main', tree);
     await json(await api.request('POST', '/api/databases', { body: { name: 'prod', storage_bytes: 128 << 20 } }), 201);
-    const imported = await json<{ build: { id: string }; repository: { hook_path: string; hook_secret: string } }>(await api.request('POST', '/api/apps/imports', { body: { repository: `${git.base}/shop.git` } }), 202);
+    const imported = await json<{ build: { id: string }; repository: { hook_path: string; hook_secret: string } }>(
+      await api.request('POST', '/api/apps/imports', { body: { repository: `${git.base}/shop.git` } }),
+      202,
+    );
     hook = { path: imported.repository.hook_path, secret: imported.repository.hook_secret };
-    await eventually('the import built', async () => {
-      const b = await json<{ status: string; message: string | null }>(await api.request('GET', `/api/builds/${imported.build.id}`), 200);
-      if (b.status === 'failed' || b.status === 'canceled') throw new Error(`the import's build ${b.status}: ${b.message}`);
-      return b.status === 'succeeded';
-    }, { timeoutMs: 180_000, intervalMs: 500 });
+    await eventually(
+      'the import built',
+      async () => {
+        const b = await json<{ status: string; message: string | null }>(await api.request('GET', `/api/builds/${imported.build.id}`), 200);
+        if (b.status === 'failed' || b.status === 'canceled') throw new Error(`the import's build ${b.status}: ${b.message}`);
+        return b.status === 'succeeded';
+      },
+      { timeoutMs: 180_000, intervalMs: 500 },
+    );
     parentHost = (await ready('prod')).host!;
     await json(await api.request('PUT', '/api/apps/shop/database', { body: { name: 'prod' } }), 200);
-    await eventually('every machine of shop on prod', async () => (await getFromEveryMachine(ns, 'shop', '/api/env'))?.includes(parentHost), { timeoutMs: 120_000 });
+    await eventually(
+      'every machine of shop on prod',
+      async () => (await getFromEveryMachine(ns, 'shop', '/api/env'))?.includes(parentHost),
+      { timeoutMs: 120_000 },
+    );
     assert.deepEqual(await sql('shop', 'create table notes (v text)'), { rows: [] });
     assert.deepEqual(await sql('shop', "insert into notes values ('production')"), { rows: [] });
 
     // The attacker holds a token restricted to the app, and makes a preview with it...
-    ({ token: appToken } = await api.services.tokens.issue(api.account.id, { name: 'shop-only', restrictions: [{ kind: 'apps', apps: ['shop'] }] }));
-    preview = (await json<{ preview: { app: string; database: string } }>(await api.request('POST', '/api/apps/shop/previews', { token: appToken, body: { ref: 'feat' } }), 201)).preview;
+    ({ token: appToken } = await api.services.tokens.issue(api.account.id, {
+      name: 'shop-only',
+      restrictions: [{ kind: 'apps', apps: ['shop'] }],
+    }));
+    preview = (
+      await json<{ preview: { app: string; database: string } }>(
+        await api.request('POST', '/api/apps/shop/previews', { token: appToken, body: { ref: 'feat' } }),
+        201,
+      )
+    ).preview;
     // ...or pushes a branch: its preview is built meanwhile.
     const commit = git.commit('shop', 'attack', { ...tree, 'README.md': 'a branch' });
     const told = await json<{ build: string }>(await push({ ref: 'refs/heads/attack', after: commit }), 202);
     pushed = { app: 'shop--attack', build: told.build };
     await ready(preview.database);
-    await eventually(`${preview.app} on its branch`, async () => (await getFromEveryMachine(ns, preview.app, '/api/env'))?.includes('"url":true'), { timeoutMs: 120_000 });
+    await eventually(
+      `${preview.app} on its branch`,
+      async () => (await getFromEveryMachine(ns, preview.app, '/api/env'))?.includes('"url":true'),
+      { timeoutMs: 120_000 },
+    );
     // Ready in its status is its pod's readiness; its Service routes a moment later (kube-proxy, and
     // the policies of a machine and a server both new): the attacks start once the preview's
     // machine really reaches its branch.
-    await eventually(`${preview.app} answered by its branch`, async () => (await sql(preview.app, 'select 1')).error === undefined, { timeoutMs: 90_000, intervalMs: 500 });
+    await eventually(`${preview.app} answered by its branch`, async () => (await sql(preview.app, 'select 1')).error === undefined, {
+      timeoutMs: 90_000,
+      intervalMs: 500,
+    });
   });
   after(async () => {
     await git?.close();
     await api?.close();
   });
 
-  it('gives the preview\'s code a role that is no superuser: no programs, no server files, no untrusted extensions; trusted ones work', async () => {
-    const me = await sql(preview.app, 'select rolsuper, rolcreaterole, rolreplication, rolbypassrls from pg_roles where rolname = current_user');
+  it("gives the preview's code a role that is no superuser: no programs, no server files, no untrusted extensions; trusted ones work", async () => {
+    const me = await sql(
+      preview.app,
+      'select rolsuper, rolcreaterole, rolreplication, rolbypassrls from pg_roles where rolname = current_user',
+    );
     assert.deepEqual(me.rows, [{ rolsuper: false, rolcreaterole: false, rolreplication: false, rolbypassrls: false }]);
     // The reported attack: a program run by the server (here a harmless one), then psql to the parent.
-    assert.match((await sql(preview.app, "COPY (SELECT 1) TO PROGRAM 'id'")).error ?? '', /must be superuser or have privileges of the pg_execute_server_program role/);
-    assert.match((await sql(preview.app, `COPY (SELECT 1) TO PROGRAM 'psql -h ${parentHost} -c ''create table pwned ()'''`)).error ?? '', /pg_execute_server_program/);
+    assert.match(
+      (await sql(preview.app, "COPY (SELECT 1) TO PROGRAM 'id'")).error ?? '',
+      /must be superuser or have privileges of the pg_execute_server_program role/,
+    );
+    assert.match(
+      (await sql(preview.app, `COPY (SELECT 1) TO PROGRAM 'psql -h ${parentHost} -c ''create table pwned ()'''`)).error ?? '',
+      /pg_execute_server_program/,
+    );
     assert.match((await sql(preview.app, "COPY notes FROM '/etc/passwd'")).error ?? '', /pg_read_server_files/);
     assert.match((await sql(preview.app, "select pg_read_file('/etc/passwd')")).error ?? '', /permission denied for function pg_read_file/);
     assert.match((await sql(preview.app, "select pg_read_binary_file('postgresql.auto.conf')")).error ?? '', /permission denied/);
@@ -170,73 +238,139 @@ describe('a preview\'s branch is another database (issue 30 finding 2)', { timeo
     assert.match((await sql(preview.app, "alter system set archive_command = 'id'")).error ?? '', /permission denied/);
     // Untrusted extensions (they reach the network, the files, or the server's memory) are refused...
     for (const ext of ['dblink', 'postgres_fdw', 'file_fdw', 'adminpack', 'pageinspect']) {
-      assert.match((await sql(preview.app, `create extension ${ext}`)).error ?? '', new RegExp(`permission denied to create extension "${ext}"`), ext);
+      assert.match(
+        (await sql(preview.app, `create extension ${ext}`)).error ?? '',
+        new RegExp(`permission denied to create extension "${ext}"`),
+        ext,
+      );
     }
     assert.match((await sql(preview.app, 'create language plpython3u')).error ?? '', /not available|permission denied|must be superuser/);
     // ...trusted ones are the allow-list, and work.
     assert.deepEqual(await sql(preview.app, 'create extension pgcrypto'), { rows: [] });
-    assert.deepEqual((await sql(preview.app, "select encode(digest('x', 'sha256'), 'hex') as h")).rows, [{ h: '2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881' }]);
+    assert.deepEqual((await sql(preview.app, "select encode(digest('x', 'sha256'), 'hex') as h")).rows, [
+      { h: '2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881' },
+    ]);
   });
 
-  it('gives the branch passwords of its own, and no way from the preview or the branch to the parent\'s server', async () => {
+  it("gives the branch passwords of its own, and no way from the preview or the branch to the parent's server", async () => {
     const [parent, branch] = [await secret('prod'), await secret(preview.database)];
     assert.equal(branch.username, parent.username, 'the copied data holds the role');
     assert.notEqual(branch.password, parent.password);
     assert.ok(parent[replicationKey] && branch[replicationKey] && branch[replicationKey] !== parent[replicationKey]);
-    assert.equal((await ask<{ has: boolean }>(preview.app, `/api/has?v=${parent.password}`)).has, false, 'the parent\'s password is nowhere in the preview');
-    assert.equal((await ask<{ has: boolean }>(preview.app, `/api/has?v=${branch[replicationKey]}`)).has, false, 'machines never get a replication password');
+    assert.equal(
+      (await ask<{ has: boolean }>(preview.app, `/api/has?v=${parent.password}`)).has,
+      false,
+      "the parent's password is nowhere in the preview",
+    );
+    assert.equal(
+      (await ask<{ has: boolean }>(preview.app, `/api/has?v=${branch[replicationKey]}`)).has,
+      false,
+      'machines never get a replication password',
+    );
     // The parent's password does not open the branch, nor the branch's the parent.
     const host = (await databases()).find((d) => d.name === preview.database)!.host!;
-    assert.match((await sql(preview.app, 'select 1', `postgres://${parent.username}:${parent.password}@${host}:5432/${parent.database}`)).error ?? '', /password authentication failed/);
+    assert.match(
+      (await sql(preview.app, 'select 1', `postgres://${parent.username}:${parent.password}@${host}:5432/${parent.database}`)).error ?? '',
+      /password authentication failed/,
+    );
     // The preview's machine reaches its branch only: not the parent's server, by its address.
     assert.notEqual((await ask<{ connect: string }>(preview.app, `/api/connect?host=${parentHost}&port=5432`)).connect, 'connected');
-    assert.match((await sql(preview.app, 'select 1', `postgres://${branch.username}:${branch.password}@${parentHost}:5432/${parent.database}`)).error ?? '', /timeout|ECONNREFUSED|terminated|EHOSTUNREACH/);
+    assert.match(
+      (await sql(preview.app, 'select 1', `postgres://${branch.username}:${branch.password}@${parentHost}:5432/${parent.database}`))
+        .error ?? '',
+      /timeout|ECONNREFUSED|terminated|EHOSTUNREACH/,
+    );
     // The branch's server: its copy done, it is let out nowhere; the parent lets in its own app's
     // machines, its branches and its backups, not the preview's machines.
     const net = api.kube.kc.makeApiClient(k8s.NetworkingV1Api);
-    await eventually('the branch\'s way out to its source closed', async () => ((await net.readNamespacedNetworkPolicy({ namespace: ns, name: databaseObjects(preview.database).policy })).spec?.egress ?? []).length === 0, { timeoutMs: 30_000 });
+    await eventually(
+      "the branch's way out to its source closed",
+      async () =>
+        ((await net.readNamespacedNetworkPolicy({ namespace: ns, name: databaseObjects(preview.database).policy })).spec?.egress ?? [])
+          .length === 0,
+      { timeoutMs: 30_000 },
+    );
     const parentPolicy = await net.readNamespacedNetworkPolicy({ namespace: ns, name: databaseObjects('prod').policy });
     const from = JSON.stringify(parentPolicy.spec?.ingress);
     assert.ok(from.includes('"values":["shop"]') && !from.includes(preview.app), from);
     // From inside the branch's server (as an operator's exec: the tenant has no way to run anything
     // there): the parent does not answer, and its passwords are not in the server's environment.
-    await eventually('the parent unreachable from the branch\'s server', async () => (await inServer(preview.database, `pg_isready -h ${parentHost} -p 5432 -t 3`)).rc === 2, { timeoutMs: 30_000 });
+    await eventually(
+      "the parent unreachable from the branch's server",
+      async () => (await inServer(preview.database, `pg_isready -h ${parentHost} -p 5432 -t 3`)).rc === 2,
+      { timeoutMs: 30_000 },
+    );
     const environ = (await inServer(preview.database, "tr '\\0' '\\n' </proc/1/environ")).out;
-    for (const [what, value] of [['the parent\'s password', parent.password], ['the parent\'s replication password', parent[replicationKey]], ['its own password', branch.password]] as const) {
+    for (const [what, value] of [
+      ["the parent's password", parent.password],
+      ["the parent's replication password", parent[replicationKey]],
+      ['its own password', branch.password],
+    ] as const) {
       assert.ok(!environ.includes(value!), `the server's environment holds ${what}`);
     }
   });
 
-  it('leaves the parent\'s data untouched by what the preview writes', async () => {
+  it("leaves the parent's data untouched by what the preview writes", async () => {
     assert.deepEqual(await sql(preview.app, "insert into notes values ('preview')"), { rows: [] });
     assert.deepEqual((await sql(preview.app, 'select v from notes order by v')).rows, [{ v: 'preview' }, { v: 'production' }]);
     assert.deepEqual((await sql('shop', 'select v from notes order by v')).rows, [{ v: 'production' }]);
-    assert.deepEqual((await sql('shop', "select tablename from pg_tables where schemaname = 'public' order by 1")).rows, [{ tablename: 'notes' }], 'no table made from elsewhere');
+    assert.deepEqual(
+      (await sql('shop', "select tablename from pg_tables where schemaname = 'public' order by 1")).rows,
+      [{ tablename: 'notes' }],
+      'no table made from elsewhere',
+    );
     assert.deepEqual((await sql('shop', "select extname from pg_extension where extname <> 'plpgsql'")).rows, [], 'nor an extension');
   });
 
   it('holds the same for a preview made by pushing a branch of the imported repository', async () => {
-    await eventually('the pushed branch built', async () => {
-      const b = await json<{ status: string; message: string | null }>(await api.request('GET', `/api/builds/${pushed.build}`), 200);
-      if (b.status === 'failed' || b.status === 'canceled') throw new Error(`the push's build ${b.status}: ${b.message}`);
-      return b.status === 'succeeded';
-    }, { timeoutMs: 180_000, intervalMs: 500 });
-    const branchName = (await json<{ previews: Array<{ app: string; database: string | null }> }>(await api.request('GET', '/api/apps/shop/previews'), 200)).previews.find((p) => p.app === pushed.app)?.database;
+    await eventually(
+      'the pushed branch built',
+      async () => {
+        const b = await json<{ status: string; message: string | null }>(await api.request('GET', `/api/builds/${pushed.build}`), 200);
+        if (b.status === 'failed' || b.status === 'canceled') throw new Error(`the push's build ${b.status}: ${b.message}`);
+        return b.status === 'succeeded';
+      },
+      { timeoutMs: 180_000, intervalMs: 500 },
+    );
+    const branchName = (
+      await json<{ previews: Array<{ app: string; database: string | null }> }>(await api.request('GET', '/api/apps/shop/previews'), 200)
+    ).previews.find((p) => p.app === pushed.app)?.database;
     assert.match(branchName ?? '', /^prod-[0-9a-f]{6}$/);
     await ready(branchName!);
-    await eventually(`${pushed.app} on its branch`, async () => (await getFromEveryMachine(ns, pushed.app, '/api/env'))?.includes('"url":true'), { timeoutMs: 120_000 });
+    await eventually(
+      `${pushed.app} on its branch`,
+      async () => (await getFromEveryMachine(ns, pushed.app, '/api/env'))?.includes('"url":true'),
+      { timeoutMs: 120_000 },
+    );
     assert.deepEqual((await sql(pushed.app, 'select rolsuper from pg_roles where rolname = current_user')).rows, [{ rolsuper: false }]);
-    assert.match((await sql(pushed.app, `COPY (SELECT 1) TO PROGRAM 'psql -h ${parentHost} -c ''create table pwned ()'''`)).error ?? '', /pg_execute_server_program/);
+    assert.match(
+      (await sql(pushed.app, `COPY (SELECT 1) TO PROGRAM 'psql -h ${parentHost} -c ''create table pwned ()'''`)).error ?? '',
+      /pg_execute_server_program/,
+    );
     assert.match((await sql(pushed.app, 'create extension dblink')).error ?? '', /permission denied to create extension "dblink"/);
     assert.notEqual((await secret(branchName!)).password, (await secret('prod')).password);
     assert.notEqual((await ask<{ connect: string }>(pushed.app, `/api/connect?host=${parentHost}&port=5432`)).connect, 'connected');
-    assert.deepEqual((await sql('shop', "select tablename from pg_tables where schemaname = 'public' order by 1")).rows, [{ tablename: 'notes' }]);
+    assert.deepEqual((await sql('shop', "select tablename from pg_tables where schemaname = 'public' order by 1")).rows, [
+      { tablename: 'notes' },
+    ]);
   });
 
   it('restores a backup as the tenant (no superuser either), and gives a Secret written before replication passwords one', async () => {
     await json(await api.request('POST', '/api/databases/prod/backups'), 202);
-    const backup = await eventually('the backup done', async () => (await json<{ backups: Array<{ id: string; status: string }> }>(await api.request('GET', '/api/databases/prod/backups'), 200)).backups.find((b) => b.status === 'done'), { timeoutMs: 120_000, intervalMs: 500 });
-    await json(await api.request('POST', '/api/databases', { body: { name: 'restored', storage_bytes: 128 << 20, restore_from: { backup: backup.id } } }), 201);
+    const backup = await eventually(
+      'the backup done',
+      async () =>
+        (
+          await json<{ backups: Array<{ id: string; status: string }> }>(await api.request('GET', '/api/databases/prod/backups'), 200)
+        ).backups.find((b) => b.status === 'done'),
+      { timeoutMs: 120_000, intervalMs: 500 },
+    );
+    await json(
+      await api.request('POST', '/api/databases', {
+        body: { name: 'restored', storage_bytes: 128 << 20, restore_from: { backup: backup.id } },
+      }),
+      201,
+    );
     await ready('restored');
     const server = await api.kube.core.readNamespacedPod({ namespace: ns, name: databaseObjects('restored').pod });
     assert.equal(server.status?.containerStatuses?.[0]?.restartCount, 0, 'restored at the first try');
@@ -244,10 +378,13 @@ describe('a preview\'s branch is another database (issue 30 finding 2)', { timeo
     const psql = (q: string) => inServer('restored', `psql -h /tmp -Atc "${q}" 2>&1`);
     assert.equal((await psql('select rolsuper from pg_roles where rolname = current_user')).out, 'f');
     assert.equal((await psql('select v from notes')).out, 'production');
-    assert.equal((await psql('select tableowner = current_user from pg_tables where tablename = \'notes\'')).out, 't', 'owned by the tenant');
+    assert.equal((await psql("select tableowner = current_user from pg_tables where tablename = 'notes'")).out, 't', 'owned by the tenant');
     assert.match((await psql("COPY (SELECT 1) TO PROGRAM 'id'")).out, /pg_execute_server_program/);
     // A Secret written before replication passwords (as an older API did) gets one when an API starts.
-    await api.kube.core.patchNamespacedSecret({ namespace: ns, name: databaseObjects('restored').secret, body: { data: { [replicationKey]: null } } }, mergePatch);
+    await api.kube.core.patchNamespacedSecret(
+      { namespace: ns, name: databaseObjects('restored').secret, body: { data: { [replicationKey]: null } } },
+      mergePatch,
+    );
     assert.equal((await secret('restored'))[replicationKey], undefined);
     const starting = new DatabaseRepository(api.kube.kc, createLogger('test', 'silent'));
     await starting.start();
@@ -261,24 +398,57 @@ describe('a preview\'s branch is another database (issue 30 finding 2)', { timeo
 
   it('converts a server made before (its tenant the bootstrap superuser) on its first start on the new image: its rows kept, its role no superuser', async () => {
     // Its volume and credentials as the entrypoint of then left them.
-    const db = { apiVersion: 'svc.dev/v1alpha1', kind: 'Database', metadata: { name: 'legacy', namespace: ns, uid: 'none' }, spec: { storageBytes: 128 << 20 } } as Database;
+    const db = {
+      apiVersion: 'svc.dev/v1alpha1',
+      kind: 'Database',
+      metadata: { name: 'legacy', namespace: ns, uid: 'none' },
+      spec: { storageBytes: 128 << 20 },
+    } as Database;
     const settings = { image: images.postgres, storageClass: undefined, defaultBytes: 128 << 20, platformCidrs: [] };
     const o = databaseObjects('legacy');
-    await api.kube.core.createNamespacedSecret({ namespace: ns, body: { metadata: { name: o.secret }, stringData: { [credentialKeys.username]: 'app', [credentialKeys.password]: randomUUID().replaceAll('-', ''), [credentialKeys.database]: 'legacy' } } });
+    await api.kube.core.createNamespacedSecret({
+      namespace: ns,
+      body: {
+        metadata: { name: o.secret },
+        stringData: {
+          [credentialKeys.username]: 'app',
+          [credentialKeys.password]: randomUUID().replaceAll('-', ''),
+          [credentialKeys.database]: 'legacy',
+        },
+      },
+    });
     const claim = dataClaim(db, settings);
-    await api.kube.core.createNamespacedPersistentVolumeClaim({ namespace: ns, body: { ...claim, metadata: { ...claim.metadata, ownerReferences: undefined } } });
+    await api.kube.core.createNamespacedPersistentVolumeClaim({
+      namespace: ns,
+      body: { ...claim, metadata: { ...claim.metadata, ownerReferences: undefined } },
+    });
     const server = serverPod(db, settings);
     const maker: k8s.V1Pod = {
       ...server,
       metadata: { name: 'legacy-maker', namespace: ns },
-      spec: { ...server.spec!, restartPolicy: 'Never', containers: server.spec!.containers.map((c) => ({ ...c, name: 'maker', command: ['bash', '-c', legacyServer], args: [], readinessProbe: undefined, ports: undefined })) },
+      spec: {
+        ...server.spec!,
+        restartPolicy: 'Never',
+        containers: server.spec!.containers.map((c) => ({
+          ...c,
+          name: 'maker',
+          command: ['bash', '-c', legacyServer],
+          args: [],
+          readinessProbe: undefined,
+          ports: undefined,
+        })),
+      },
     };
     await api.kube.core.createNamespacedPod({ namespace: ns, body: maker });
-    await eventually('the server of then made', async () => {
-      const phase = (await api.kube.core.readNamespacedPod({ namespace: ns, name: 'legacy-maker' })).status?.phase;
-      if (phase === 'Failed') throw new Error(await kubectl('logs', '-n', ns, 'legacy-maker'));
-      return phase === 'Succeeded';
-    }, { timeoutMs: 120_000, intervalMs: 500 });
+    await eventually(
+      'the server of then made',
+      async () => {
+        const phase = (await api.kube.core.readNamespacedPod({ namespace: ns, name: 'legacy-maker' })).status?.phase;
+        if (phase === 'Failed') throw new Error(await kubectl('logs', '-n', ns, 'legacy-maker'));
+        return phase === 'Succeeded';
+      },
+      { timeoutMs: 120_000, intervalMs: 500 },
+    );
     assert.equal((await kubectl('logs', '-n', ns, 'legacy-maker')).trim(), 't', 'its tenant was the superuser');
     await api.kube.core.deleteNamespacedPod({ namespace: ns, name: 'legacy-maker', gracePeriodSeconds: 0 });
 

@@ -23,8 +23,10 @@ describe('security: disabled means out, through every provider', () => {
   });
   after(async () => p?.close());
 
-  const users = async () => ((await (await p.api.request('GET', `/api/apps/${app}/auth/users`)).json()) as { users: Array<{ id: string; email: string }> }).users;
-  const setUser = async (id: string, action: 'disable' | 'enable') => assert.equal((await p.api.request('POST', `/api/apps/${app}/auth/users/${id}/${action}`)).status, 200);
+  const users = async () =>
+    ((await (await p.api.request('GET', `/api/apps/${app}/auth/users`)).json()) as { users: Array<{ id: string; email: string }> }).users;
+  const setUser = async (id: string, action: 'disable' | 'enable') =>
+    assert.equal((await p.api.request('POST', `/api/apps/${app}/auth/users/${id}/${action}`)).status, 200);
 
   it('ends the sessions of every provider and refuses each provider until enabled again', async () => {
     const byIdp = new Browser(p.ia.url);
@@ -35,11 +37,18 @@ describe('security: disabled means out, through every provider', () => {
     const ada = (await users()).find((u) => u.email === 'ada@other.test')!;
     await setUser(ada.id, 'disable');
     // Every ingress-auth replica drops its cached copies when PostgreSQL notifies the revocation (ms).
-    await eventually('every session of the address to end', async () => {
-      for (const b of [byIdp, byCodehost]) if ((await p.fetchJson(b, app, '/api/echo')).status !== 401) return false;
-      return true;
-    }, { timeoutMs: 2_000, intervalMs: 50 });
-    for (const [provider, who] of [['idp', 'ada'], ['codehost', 'ada-gh']] as const) {
+    await eventually(
+      'every session of the address to end',
+      async () => {
+        for (const b of [byIdp, byCodehost]) if ((await p.fetchJson(b, app, '/api/echo')).status !== 401) return false;
+        return true;
+      },
+      { timeoutMs: 2_000, intervalMs: 50 },
+    );
+    for (const [provider, who] of [
+      ['idp', 'ada'],
+      ['codehost', 'ada-gh'],
+    ] as const) {
       const again = new Browser(p.ia.url);
       const r = await p.providerSignIn(again, app, provider, who);
       assert.equal(r.status, 403, `${provider}: ${r.body}`);

@@ -30,7 +30,7 @@ const filler = [
   '      size: 16Mi',
 ].join('\n');
 
-describe('security: one account cannot fill the host\'s disk', () => {
+describe("security: one account cannot fill the host's disk", () => {
   let api: TestApi;
   let ns: string;
   const volumes = async () => (await expectJson<{ volumes: Volume[] }>(await api.request('GET', '/api/volumes'), 200)).volumes;
@@ -44,7 +44,11 @@ describe('security: one account cannot fill the host\'s disk', () => {
   it('a 16 MiB volume holds 16 MiB: writing 64 MiB fails with ENOSPC inside, df shows the volume, the host holds its size', async () => {
     await expectJson(await api.request('POST', '/api/apps', { body: { name: 'disk-fill' } }), 201);
     const d = await expectJson<{ id: string }>(await api.request('POST', '/api/apps/disk-fill/deploy', { body: { compose: filler } }), 202);
-    await eventually(`deploy ${d.id} live`, async () => (await expectJson<{ status: string }>(await api.request('GET', `/api/deploys/${d.id}`), 200)).status === 'live', { timeoutMs: 120_000 });
+    await eventually(
+      `deploy ${d.id} live`,
+      async () => (await expectJson<{ status: string }>(await api.request('GET', `/api/deploys/${d.id}`), 200)).status === 'live',
+      { timeoutMs: 120_000 },
+    );
 
     const dd = await eventually('dd finished', async () => {
       const r = await getFromApp(ns, 'disk-fill', '/dd');
@@ -57,7 +61,11 @@ describe('security: one account cannot fill the host\'s disk', () => {
     assert.ok(kib * 1024 <= 16 * MiB && kib * 1024 >= 12 * MiB, `df inside shows the volume, not the host's disk: ${df}`);
 
     // What the API reports, from the volume's own filesystem, once measured after the fill.
-    const v = await eventually('the filled volume measured', async () => (await volumes()).find((x) => x.ref === 'disk-fill-data-m0' && (x.used_bytes ?? 0) > 8 * MiB), { timeoutMs: 60_000 });
+    const v = await eventually(
+      'the filled volume measured',
+      async () => (await volumes()).find((x) => x.ref === 'disk-fill-data-m0' && (x.used_bytes ?? 0) > 8 * MiB),
+      { timeoutMs: 60_000 },
+    );
     assert.equal(v.size_bytes, 16 * MiB);
     assert.ok(v.used_bytes! <= v.size_bytes, `used_bytes ${v.used_bytes} within size_bytes ${v.size_bytes}`);
 
@@ -68,9 +76,13 @@ describe('security: one account cannot fill the host\'s disk', () => {
     assert.ok(image.blocks * 512 <= 16 * MiB, `the host holds ${image.blocks * 512} bytes for the volume`);
   });
 
-  it('bounds a machine\'s node disk: machines carry an ephemeral-storage limit, and the kubelet evicts a pod past its own', async () => {
-    const machine = await eventually('the machine', async () => (await api.kube.core.listNamespacedPod({ namespace: ns, labelSelector: 'svc.dev/app=disk-fill' })).items[0]);
-    for (const c of [...(machine.spec!.initContainers ?? []), ...machine.spec!.containers]) assert.ok(c.resources?.limits?.['ephemeral-storage'], `${c.name}: an ephemeral-storage limit`);
+  it("bounds a machine's node disk: machines carry an ephemeral-storage limit, and the kubelet evicts a pod past its own", async () => {
+    const machine = await eventually(
+      'the machine',
+      async () => (await api.kube.core.listNamespacedPod({ namespace: ns, labelSelector: 'svc.dev/app=disk-fill' })).items[0],
+    );
+    for (const c of [...(machine.spec!.initContainers ?? []), ...machine.spec!.containers])
+      assert.ok(c.resources?.limits?.['ephemeral-storage'], `${c.name}: an ephemeral-storage limit`);
 
     // A pod of the account's that writes 64 MiB into an emptyDir without a size of its own, under a
     // 32 MiB limit: only the kubelet's measure of the pod's local storage stops it.

@@ -49,7 +49,8 @@ async function exchange(port: number, raw: string | string[], ms = 1_500): Promi
   return got;
 }
 
-const get = (target: string, headers = '') => `GET ${target} HTTP/1.1\r\nHost: ${host}\r\nAccept: application/json\r\n${headers}Connection: close\r\n\r\n`;
+const get = (target: string, headers = '') =>
+  `GET ${target} HTTP/1.1\r\nHost: ${host}\r\nAccept: application/json\r\n${headers}Connection: close\r\n\r\n`;
 const statusOf = (answer: string) => Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1] ?? 0);
 const responsesIn = (answer: string) => answer.match(/HTTP\/1\.1 \d{3}/g)?.length ?? 0;
 
@@ -111,17 +112,37 @@ describe('security: the gate in front of a real runtime', () => {
     const other = await generateKeyPair('EdDSA', { crv: 'Ed25519' });
     foreignKey = { kid: 'k1', privateKey: other.privateKey as unknown as SigningKey['privateKey'] };
     const jwk: JWK = { ...(await exportJWK(pair.publicKey)), kid: 'k1', alg: 'EdDSA', use: 'sig' };
-    jwksServer = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [jwk] })));
+    jwksServer = createServer((_req, res) =>
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [jwk] })),
+    );
     jwksServer.listen(0, '127.0.0.1');
     await once(jwksServer, 'listening');
     const jwksUrl = `http://127.0.0.1:${(jwksServer.address() as AddressInfo).port}/_svc/auth/jwks.json`;
 
     const startRuntime = async (kind: string): Promise<number> => {
       const p = await freePort();
-      const env = { PATH: process.env.PATH, SVC_SITE_ROOT: root, SVC_APP_KIND: kind, HOST: '127.0.0.1', PORT: String(p), SVC_LOG_LEVEL: 'silent' };
-      runtimes.push(spawn(process.execPath, [path.join(repoRoot, 'dist/runtime/main.js')], { env: { ...env, SVC_AUTH_JWKS_URL: jwksUrl, SVC_AUTH_ISSUER: issuer, SVC_AUTH_AUDIENCE: host }, stdio: 'ignore' }));
+      const env = {
+        PATH: process.env.PATH,
+        SVC_SITE_ROOT: root,
+        SVC_APP_KIND: kind,
+        HOST: '127.0.0.1',
+        PORT: String(p),
+        SVC_LOG_LEVEL: 'silent',
+      };
+      runtimes.push(
+        spawn(process.execPath, [path.join(repoRoot, 'dist/runtime/main.js')], {
+          env: { ...env, SVC_AUTH_JWKS_URL: jwksUrl, SVC_AUTH_ISSUER: issuer, SVC_AUTH_AUDIENCE: host },
+          stdio: 'ignore',
+        }),
+      );
       for (let i = 0; i < 100; i++) {
-        if (await fetch(`http://127.0.0.1:${p}/`).then((r) => r.ok, () => false)) break;
+        if (
+          await fetch(`http://127.0.0.1:${p}/`).then(
+            (r) => r.ok,
+            () => false,
+          )
+        )
+          break;
         await sleep(50);
       }
       return p;
@@ -139,7 +160,14 @@ describe('security: the gate in front of a real runtime', () => {
     };
     const config = loadConfig({ SVC_APPS_DOMAIN: domain, SVC_LOG_LEVEL: 'silent' }, { exists: () => false });
     // No sign-in: a gated path fails closed (503), so any 200 from one is a walk-around.
-    ingress = await startIngress({ config, kc: undefined as never, log: createLogger('ingress-auth', 'silent'), routes, host: '127.0.0.1', port: 0 });
+    ingress = await startIngress({
+      config,
+      kc: undefined as never,
+      log: createLogger('ingress-auth', 'silent'),
+      routes,
+      host: '127.0.0.1',
+      port: 0,
+    });
     port = Number(new URL(ingress.url).port);
   });
 
@@ -161,12 +189,49 @@ describe('security: the gate in front of a real runtime', () => {
 
   describe('item 2: every request-target spelling of a gated path is gated or refused (RFC 9112 3.2)', () => {
     const spellings = [
-      '/admin/', '/admin', '//admin/', '///admin/', '//x/admin/', '//x/admin/index.html', '/./admin/', '/x/../admin/', '/%2e/admin/',
-      '/%2e%2e/admin/', '/x/%2E%2E/admin/', '/%61dmin/', '/ADMIN/', '/admin/index.html', '/admin/.', '/admin;x=1/', '/admin%2findex.html',
-      '/\\x/admin/', '/%5cx/admin/', '/%5Cadmin/', '\\admin/', 'http://x/admin/', 'http://x//admin/', `http://${host}/admin/`,
-      `HTTP://${host.toUpperCase()}//admin/index.html`, 'https://evil.example/admin/', 'http://x/api/secret.js', '/api/secret', '//x/api/secret',
-      '/api//secret', '/api/./secret', '/api/x/../secret', '/API/Secret', '/api/secret/', '/api%2fsecret', '/api/secret?x=1',
-      '/api/secret.js', '/api/secret%2ejs', '/admin%00/', '/admin%', '*', 'admin/', `${host}:80`,
+      '/admin/',
+      '/admin',
+      '//admin/',
+      '///admin/',
+      '//x/admin/',
+      '//x/admin/index.html',
+      '/./admin/',
+      '/x/../admin/',
+      '/%2e/admin/',
+      '/%2e%2e/admin/',
+      '/x/%2E%2E/admin/',
+      '/%61dmin/',
+      '/ADMIN/',
+      '/admin/index.html',
+      '/admin/.',
+      '/admin;x=1/',
+      '/admin%2findex.html',
+      '/\\x/admin/',
+      '/%5cx/admin/',
+      '/%5Cadmin/',
+      '\\admin/',
+      'http://x/admin/',
+      'http://x//admin/',
+      `http://${host}/admin/`,
+      `HTTP://${host.toUpperCase()}//admin/index.html`,
+      'https://evil.example/admin/',
+      'http://x/api/secret.js',
+      '/api/secret',
+      '//x/api/secret',
+      '/api//secret',
+      '/api/./secret',
+      '/api/x/../secret',
+      '/API/Secret',
+      '/api/secret/',
+      '/api%2fsecret',
+      '/api/secret?x=1',
+      '/api/secret.js',
+      '/api/secret%2ejs',
+      '/admin%00/',
+      '/admin%',
+      '*',
+      'admin/',
+      `${host}:80`,
     ];
     for (const target of spellings) {
       it(`GET ${target}`, async () => {
@@ -238,15 +303,26 @@ describe('security: the gate in front of a real runtime', () => {
 
   describe('item 3: the runtime believes identity headers only with a valid assertion', () => {
     const alice: AssertedIdentity = { sub: 'u-alice', email: 'alice@example.com', provider: 'email', name: 'Alice' };
-    const headersOf = async (id: AssertedIdentity, assertion: string, extra: Record<string, string> = {}): Promise<Record<string, string>> => {
-      const h: Record<string, string> = { 'X-Svc-Auth-Subject': id.sub, 'X-Svc-Auth-Email': id.email, 'X-Svc-Auth-Provider': id.provider, ...extra };
+    const headersOf = async (
+      id: AssertedIdentity,
+      assertion: string,
+      extra: Record<string, string> = {},
+    ): Promise<Record<string, string>> => {
+      const h: Record<string, string> = {
+        'X-Svc-Auth-Subject': id.sub,
+        'X-Svc-Auth-Email': id.email,
+        'X-Svc-Auth-Provider': id.provider,
+        ...extra,
+      };
       if (assertion) h['X-Svc-Auth-Assertion'] = assertion;
       if (id.name) h['X-Svc-Auth-Name'] = encodeURIComponent(id.name);
       return h;
     };
     /** What the handler saw, straight to the runtime (as a neighbour on the pod network would send it). */
     const seen = async (headers: Record<string, string>, target = '/api/whoami') =>
-      (await fetch(`http://127.0.0.1:${target.endsWith('.html') ? htmlPort : runtimePort}${target}`, { headers: { ...headers, host } })).text();
+      (
+        await fetch(`http://127.0.0.1:${target.endsWith('.html') ? htmlPort : runtimePort}${target}`, { headers: { ...headers, host } })
+      ).text();
     const sign = (k: SigningKey, id: AssertedIdentity, aud = host, opts: { now?: Date; issuer?: string } = {}) =>
       signAssertion(k, id, aud, { issuer: opts.issuer ?? issuer, ...(opts.now ? { now: opts.now } : {}) });
 
@@ -268,11 +344,21 @@ describe('security: the gate in front of a real runtime', () => {
       ['made out to another app', async () => headersOf(alice, await sign(key, alice, `other.${domain}`))],
       ['from another issuer', async () => headersOf(alice, await sign(key, alice, host, { issuer: 'http://evil.example/_svc/auth' }))],
       ['expired', async () => headersOf(alice, await sign(key, alice, host, { now: new Date(Date.now() - 3_600_000) }))],
-      ['headers for mallory with alice\'s assertion', async () => headersOf({ ...alice, sub: 'u-mallory', email: 'mallory@example.com' }, await sign(key, alice))],
+      [
+        "headers for mallory with alice's assertion",
+        async () => headersOf({ ...alice, sub: 'u-mallory', email: 'mallory@example.com' }, await sign(key, alice)),
+      ],
       ['another email with the right subject', async () => headersOf({ ...alice, email: 'boss@example.com' }, await sign(key, alice))],
       ['another provider', async () => headersOf({ ...alice, provider: 'svc' }, await sign(key, alice))],
       ['another name', async () => headersOf({ ...alice, name: 'Admin' }, await sign(key, alice))],
-      ['alg none', async () => headersOf(alice, `${Buffer.from('{"alg":"none","typ":"JWT"}').toString('base64url')}.${Buffer.from(JSON.stringify({ sub: alice.sub, email: alice.email, provider: 'email', iss: issuer, aud: host, iat: Math.floor(Date.now() / 1000), exp: Math.floor(Date.now() / 1000) + 300 })).toString('base64url')}.`)],
+      [
+        'alg none',
+        async () =>
+          headersOf(
+            alice,
+            `${Buffer.from('{"alg":"none","typ":"JWT"}').toString('base64url')}.${Buffer.from(JSON.stringify({ sub: alice.sub, email: alice.email, provider: 'email', iss: issuer, aud: host, iat: Math.floor(Date.now() / 1000), exp: Math.floor(Date.now() / 1000) + 300 })).toString('base64url')}.`,
+          ),
+      ],
     ];
     for (const [what, make] of forgeries) {
       it(`${what}: no identity anywhere`, async () => {
@@ -284,12 +370,19 @@ describe('security: the gate in front of a real runtime', () => {
     }
 
     it('owner and verified flags come from the assertion, not from headers; look-alike spellings are dropped', async () => {
-      const h = await headersOf(alice, await sign(key, alice), { 'X-Svc-Auth-Owner': 'true', X_Svc_Auth_Email: 'boss@example.com', 'x-svc-auth-admin': 'true' });
+      const h = await headersOf(alice, await sign(key, alice), {
+        'X-Svc-Auth-Owner': 'true',
+        X_Svc_Auth_Email: 'boss@example.com',
+        'x-svc-auth-admin': 'true',
+      });
       const who = JSON.parse(await seen(h)) as Record<string, string>;
       assert.equal(who['x-svc-auth-owner'], undefined, 'an owner header without an owner claim');
       assert.equal(who['x-svc-auth-email'], 'alice@example.com');
       assert.equal(who['x-svc-auth-admin'], undefined);
-      assert.equal(Object.keys(who).some((k) => k.startsWith('x_svc')), false);
+      assert.equal(
+        Object.keys(who).some((k) => k.startsWith('x_svc')),
+        false,
+      );
       assert.doesNotMatch(await seen(h, '/api/env'), /boss@example.com|HTTP_X_SVC_AUTH_ADMIN/);
       const owner = { ...alice, provider: 'svc', owner: true as const };
       const asOwner = JSON.parse(await seen(await headersOf(owner, await sign(key, owner)))) as Record<string, string>;

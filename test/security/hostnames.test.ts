@@ -46,13 +46,15 @@ describe('security: app hostnames are held across accounts', () => {
   // Before any test moves the API's clock: the controller expires apps on the real one.
   it('an app deleted by its expiry starts the hold too', async () => {
     assert.equal((await create(n('brief'))).status, 201);
-    const ttl = await api.request('PUT', `/api/apps/${n('brief')}/expiry`, { body: { expires_at: new Date(Date.now() + 2000).toISOString() } });
+    const ttl = await api.request('PUT', `/api/apps/${n('brief')}/expiry`, {
+      body: { expires_at: new Date(Date.now() + 2000).toISOString() },
+    });
     assert.ok(ttl.status < 300, await ttl.clone().text());
     await eventually('the controller to delete the expired app and the hold to start', () => held(n('brief')), { timeoutMs: 30_000 });
     assert.equal((await create(n('brief'), malloryToken)).status, 409);
   });
 
-  it('a deleted app\'s hostname is held for its account only, until the hold ends', async () => {
+  it("a deleted app's hostname is held for its account only, until the hold ends", async () => {
     assert.equal((await create(n('gone'))).status, 201);
     assert.equal((await api.request('DELETE', `/api/apps/${n('gone')}`)).status, 204);
     await eventually('the hold to start', () => held(n('gone')));
@@ -67,7 +69,7 @@ describe('security: app hostnames are held across accounts', () => {
     assert.equal((await create(n('gone'), malloryToken)).status, 409, 'still held on day 29');
     api.clock.advance(2 * 86_400_000);
     assert.equal((await create(n('gone'), malloryToken)).status, 201, 'free after the 30-day hold');
-    assert.equal((await create(n('gone'))).status, 409, 'and then it is the other account\'s');
+    assert.equal((await create(n('gone'))).status, 409, "and then it is the other account's");
   });
 
   it('fork and preview cannot reach a held name either', async () => {
@@ -79,7 +81,10 @@ describe('security: app hostnames are held across accounts', () => {
     // A preview is an App named <app>--<ref>: the owner's preview holds its hostname too.
     const preview = await api.request('POST', `/api/apps/${n('target')}/previews`, { body: { ref: 'one' } });
     assert.ok(preview.status < 300, await preview.clone().text());
-    const row = (await api.db('hostnames').where({ name: `${n('target')}--one` }).first()) as { namespace: string } | undefined;
+    const row = (await api
+      .db('hostnames')
+      .where({ name: `${n('target')}--one` })
+      .first()) as { namespace: string } | undefined;
     assert.equal(row?.namespace, api.account.namespace);
   });
 
@@ -105,7 +110,10 @@ describe('security: app hostnames are held across accounts', () => {
     assert.ok(result.claimed >= 1);
     assert.equal((await create(n('gitops'), malloryToken)).status, 409);
     // Other platforms' apps on the same cluster (other tests' databases) are not claimed here.
-    const foreign = await api.db('hostnames').whereNotIn('namespace', [api.account.namespace, mallory.namespace]).count<Array<{ c: string }>>({ c: '*' });
+    const foreign = await api
+      .db('hostnames')
+      .whereNotIn('namespace', [api.account.namespace, mallory.namespace])
+      .count<Array<{ c: string }>>({ c: '*' });
     assert.equal(Number(foreign[0]!.c), 0);
   });
 });

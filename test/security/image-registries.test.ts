@@ -40,8 +40,10 @@ describe('images only from allowed registries (issue 30 finding 6)', () => {
   let api: TestApi;
   let custom: k8s.CustomObjectsApi;
   const json = expectJson;
-  const deploysOf = async (app: string) => (await json<{ deploys: unknown[] }>(await api.request('GET', `/api/apps/${app}/deploys`), 200)).deploys;
-  const podsOf = async (app: string) => (await api.kube.core.listNamespacedPod({ namespace: api.account.namespace, labelSelector: `svc.dev/app=${app}` })).items;
+  const deploysOf = async (app: string) =>
+    (await json<{ deploys: unknown[] }>(await api.request('GET', `/api/apps/${app}/deploys`), 200)).deploys;
+  const podsOf = async (app: string) =>
+    (await api.kube.core.listNamespacedPod({ namespace: api.account.namespace, labelSelector: `svc.dev/app=${app}` })).items;
 
   before(async () => {
     // As make dev runs it: the platform's registry (SVC_BUILD_REGISTRY) and no allow-list.
@@ -68,10 +70,19 @@ describe('images only from allowed registries (issue 30 finding 6)', () => {
     // cached under it, another account's included, without pulling.
     const id = `sha256:${'5e'.repeat(32)}`;
     const refused = await json<{ error: string }>(await api.request('POST', '/api/apps/victim/deploy', { body: { image: id } }), 400);
-    assert.equal(refused.error, `image ${id}: is not an image reference (a digest alone names an image ID; name its repository, like repo@sha256:<hex>)`);
+    assert.equal(
+      refused.error,
+      `image ${id}: is not an image reference (a digest alone names an image ID; name its repository, like repo@sha256:<hex>)`,
+    );
     // The issue's own reference, word for word.
-    const { error } = await json<{ error: string }>(await api.request('POST', '/api/apps/victim/deploy', { body: { image: '127.0.0.1:8082/rt/x:latest' } }), 400);
-    assert.equal(error, "image 127.0.0.1:8082/rt/x:latest: registry 127.0.0.1:8082 is a loopback address; images come from public registries or the platform's own (SVC_IMAGE_REGISTRIES)");
+    const { error } = await json<{ error: string }>(
+      await api.request('POST', '/api/apps/victim/deploy', { body: { image: '127.0.0.1:8082/rt/x:latest' } }),
+      400,
+    );
+    assert.equal(
+      error,
+      "image 127.0.0.1:8082/rt/x:latest: registry 127.0.0.1:8082 is a loopback address; images come from public registries or the platform's own (SVC_IMAGE_REGISTRIES)",
+    );
     assert.deepEqual(await deploysOf('victim'), [], 'no deploy recorded');
     const app = await api.services.apps.find(api.account.namespace, 'victim');
     assert.equal(app?.spec.image, undefined, 'the App unchanged');
@@ -80,7 +91,17 @@ describe('images only from allowed registries (issue 30 finding 6)', () => {
   });
 
   it('refuses one hostile service in a compose file, the others fine, and writes nothing', async () => {
-    const compose = ['services:', '  web:', `    image: ${images.busybox}`, '    ports: ["8080"]', '  cache:', '    image: redis:7', '  spy:', '    image: 169.254.169.254/latest:v1', ''].join('\n');
+    const compose = [
+      'services:',
+      '  web:',
+      `    image: ${images.busybox}`,
+      '    ports: ["8080"]',
+      '  cache:',
+      '    image: redis:7',
+      '  spy:',
+      '    image: 169.254.169.254/latest:v1',
+      '',
+    ].join('\n');
     assert.match('169.254.169.254/latest:v1', oldCheck);
     const { error } = await json<{ error: string }>(await api.request('POST', '/api/apps/victim/deploy', { body: { compose } }), 400);
     assert.match(error, /^image 169\.254\.169\.254\/latest:v1: registry 169\.254\.169\.254 is a link-local address/);
@@ -89,16 +110,25 @@ describe('images only from allowed registries (issue 30 finding 6)', () => {
   });
 
   it('refuses it when an app is created with it, and in a preview, leaving neither app behind', async () => {
-    const made = await json<{ error: string }>(await api.request('POST', '/api/apps', { body: { name: 'spy', image: '127.0.0.1:8082/rt/x:latest' } }), 400);
+    const made = await json<{ error: string }>(
+      await api.request('POST', '/api/apps', { body: { name: 'spy', image: '127.0.0.1:8082/rt/x:latest' } }),
+      400,
+    );
     assert.match(made.error, /registry 127\.0\.0\.1:8082 is a loopback address/);
     await json(await api.request('GET', '/api/apps/spy'), 404);
-    const preview = await json<{ error: string }>(await api.request('POST', '/api/apps/victim/previews', { body: { ref: 'pr-1', image: '10.0.0.1:5000/x' } }), 400);
+    const preview = await json<{ error: string }>(
+      await api.request('POST', '/api/apps/victim/previews', { body: { ref: 'pr-1', image: '10.0.0.1:5000/x' } }),
+      400,
+    );
     assert.match(preview.error, /registry 10\.0\.0\.1:5000 is a private address/);
     await json(await api.request('GET', '/api/apps/victim--pr-1'), 404);
   });
 
-  it('still deploys from the platform\'s registry and from public ones', async () => {
-    const ok = await json<{ status: string }>(await api.request('POST', '/api/apps/victim/deploy', { body: { image: images.busybox, command: ['sleep', '600'] } }), 202);
+  it("still deploys from the platform's registry and from public ones", async () => {
+    const ok = await json<{ status: string }>(
+      await api.request('POST', '/api/apps/victim/deploy', { body: { image: images.busybox, command: ['sleep', '600'] } }),
+      202,
+    );
     assert.equal(ok.status, 'deploying');
     // Checked before anything is made, so a public name needs no pull to pass: the App is left to fail pulling.
     await json(await api.request('POST', '/api/apps', { body: { name: 'hub', image: 'nginx:1.27', machines: 0 } }), 201);
@@ -106,14 +136,35 @@ describe('images only from allowed registries (issue 30 finding 6)', () => {
 
   it('has the App controller refuse an App applied with kubectl: no machine, and its status says why', async () => {
     const ns = api.account.namespace;
-    const apply = (name: string, spec: Record<string, unknown>) => custom.createNamespacedCustomObject({ group, version, namespace: ns, plural: 'apps', body: { apiVersion, kind: 'App', metadata: { name }, spec } });
+    const apply = (name: string, spec: Record<string, unknown>) =>
+      custom.createNamespacedCustomObject({
+        group,
+        version,
+        namespace: ns,
+        plural: 'apps',
+        body: { apiVersion, kind: 'App', metadata: { name }, spec },
+      });
     await apply('gitops-spy', { kind: 'container', image: '127.0.0.1:8082/rt/x:latest', port: 8080 });
-    await apply('gitops-svc', { kind: 'container', image: images.busybox, command: ['sleep', '600'], port: 8080, service: 'web', services: [{ name: 'spy', image: '169.254.169.254/latest:v1' }] });
-    for (const [name, rule] of [['gitops-spy', /^image 127\.0\.0\.1:8082\/rt\/x:latest: registry 127\.0\.0\.1:8082 is a loopback address/], ['gitops-svc', /^image 169\.254\.169\.254\/latest:v1: registry 169\.254\.169\.254 is a link-local address/]] as const) {
-      const app = await eventually(`${name} refused by the controller`, async () => {
-        const a = (await custom.getNamespacedCustomObject({ group, version, namespace: ns, plural: 'apps', name })) as App;
-        return a.status?.conditions?.find((c) => c.type === 'Ready')?.reason === 'ImageRefused' ? a : undefined;
-      }, { timeoutMs: 20_000 });
+    await apply('gitops-svc', {
+      kind: 'container',
+      image: images.busybox,
+      command: ['sleep', '600'],
+      port: 8080,
+      service: 'web',
+      services: [{ name: 'spy', image: '169.254.169.254/latest:v1' }],
+    });
+    for (const [name, rule] of [
+      ['gitops-spy', /^image 127\.0\.0\.1:8082\/rt\/x:latest: registry 127\.0\.0\.1:8082 is a loopback address/],
+      ['gitops-svc', /^image 169\.254\.169\.254\/latest:v1: registry 169\.254\.169\.254 is a link-local address/],
+    ] as const) {
+      const app = await eventually(
+        `${name} refused by the controller`,
+        async () => {
+          const a = (await custom.getNamespacedCustomObject({ group, version, namespace: ns, plural: 'apps', name })) as App;
+          return a.status?.conditions?.find((c) => c.type === 'Ready')?.reason === 'ImageRefused' ? a : undefined;
+        },
+        { timeoutMs: 20_000 },
+      );
       const ready = app.status!.conditions!.find((c) => c.type === 'Ready')!;
       assert.equal(ready.status, 'False');
       assert.match(ready.message, rule);

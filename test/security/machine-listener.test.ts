@@ -7,7 +7,8 @@ import { after, before, describe, it } from 'node:test';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { rawRequest } from '../support/raw-request.js';
 
-const raw = (base: string, target: string, method = 'GET', headers: Record<string, string> = {}) => rawRequest(base, target, { method, headers });
+const raw = (base: string, target: string, method = 'GET', headers: Record<string, string> = {}) =>
+  rawRequest(base, target, { method, headers });
 
 describe('security: the machine listener serves machines only what they need', () => {
   let api: TestApi;

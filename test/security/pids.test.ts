@@ -17,7 +17,7 @@ interface KubeletConfig {
   evictionHard?: Record<string, string>;
 }
 
-describe('security: one account cannot exhaust the host\'s process IDs', () => {
+describe("security: one account cannot exhaust the host's process IDs", () => {
   let api: TestApi;
   before(async () => {
     api = await startTestApi();
@@ -28,7 +28,11 @@ describe('security: one account cannot exhaust the host\'s process IDs', () => {
     const pidMax = Number((await readFile('/proc/sys/kernel/pid_max', 'utf8')).trim());
     const core = kubeConfig().makeApiClient(k8s.CoreV1Api);
     // The account controller makes the quota a moment after the account.
-    const quota = await eventually('the account\'s quota', () => core.readNamespacedResourceQuota({ name: 'svc-account', namespace: api.account.namespace }).catch(() => undefined), { timeoutMs: 60_000 });
+    const quota = await eventually(
+      "the account's quota",
+      () => core.readNamespacedResourceQuota({ name: 'svc-account', namespace: api.account.namespace }).catch(() => undefined),
+      { timeoutMs: 60_000 },
+    );
     const pods = Number(quota.spec?.hard?.pods);
     assert.ok(pods > 0 && pods <= 100, `the account's quota holds its pods (${pods})`);
     const sandboxes = api.services.config.sandboxes.maxOpenPerAccount;
@@ -41,7 +45,10 @@ describe('security: one account cannot exhaust the host\'s process IDs', () => {
       assert.ok(perPod > 0 && perPod <= 4096, `${node}: every pod has a PID limit (${perPod})`);
       const worst = pods * perPod + sandboxes * 128;
       assert.ok(worst < pidMax * 0.05, `${node}: an account at its limits holds ${worst} of ${pidMax} PIDs`);
-      assert.ok(config.kubeletconfig.evictionHard?.['pid.available'], `${node}: evicts on PID pressure (${JSON.stringify(config.kubeletconfig.evictionHard)})`);
+      assert.ok(
+        config.kubeletconfig.evictionHard?.['pid.available'],
+        `${node}: evicts on PID pressure (${JSON.stringify(config.kubeletconfig.evictionHard)})`,
+      );
     }
   });
 });

@@ -11,7 +11,7 @@ import { images } from '../support/images.js';
 
 const gib = 1024 ** 3;
 
-describe('security: parallel creates at an account\'s limit leave exactly the limit', { timeout: 300_000 }, () => {
+describe("security: parallel creates at an account's limit leave exactly the limit", { timeout: 300_000 }, () => {
   let api: TestApi;
   const databases: string[] = [];
   const sandboxes: string[] = [];
@@ -39,10 +39,12 @@ describe('security: parallel creates at an account\'s limit leave exactly the li
 
   /** Sends `n` requests at once; answers the statuses, counted, and the bodies of the 201s. */
   const race = async (n: number, send: (i: number) => Promise<Response>) => {
-    const answers = await Promise.all(Array.from({ length: n }, async (_, i) => {
-      const res = await send(i);
-      return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-    }));
+    const answers = await Promise.all(
+      Array.from({ length: n }, async (_, i) => {
+        const res = await send(i);
+        return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+      }),
+    );
     const count = (status: number) => answers.filter((a) => a.status === status).length;
     const refusals = answers.filter((a) => a.status >= 400).map((a) => String(a.body.error));
     return { made: answers.filter((a) => a.status === 201).map((a) => a.body), count, refusals };

@@ -42,33 +42,59 @@ async function pushBuiltImage(repository: string, tag: string): Promise<string> 
   // A registry that asks for nothing (the platform before this defence) is written to without a token.
   const open = (await registryCall('')).status === 200;
   const token = open ? undefined : await registryToken([`repository:${repository}:pull,push`, `repository:${source}:pull`]);
-  const manifest = (await (await registryCall(`${source}/manifests/${sourceTag}`, { token, headers: { accept: manifestType } })).json()) as Manifest;
-  const baseConfig = (await (await registryCall(`${source}/blobs/${manifest.config.digest}`, { token })).json()) as { config?: Record<string, unknown> };
+  const manifest = (await (
+    await registryCall(`${source}/manifests/${sourceTag}`, { token, headers: { accept: manifestType } })
+  ).json()) as Manifest;
+  const baseConfig = (await (await registryCall(`${source}/blobs/${manifest.config.digest}`, { token })).json()) as {
+    config?: Record<string, unknown>;
+  };
   for (const layer of manifest.layers) {
     const mounted = await registryCall(`${repository}/blobs/uploads/?mount=${layer.digest}&from=${source}`, { method: 'POST', token });
     assert.equal(mounted.status, 201, `layer ${layer.digest} mounted`);
   }
-  const config = Buffer.from(JSON.stringify({ ...baseConfig, config: { ...baseConfig.config, Cmd: ['sleep', '3600'], User: '1000:1000' } }));
+  const config = Buffer.from(
+    JSON.stringify({ ...baseConfig, config: { ...baseConfig.config, Cmd: ['sleep', '3600'], User: '1000:1000' } }),
+  );
   const configDigest = `sha256:${createHash('sha256').update(config).digest('hex')}`;
   const started = await registryCall(`${repository}/blobs/uploads/`, { method: 'POST', token });
   assert.equal(started.status, 202);
   const location = new URL(started.headers.get('location')!, `http://${images.registry}`);
   location.searchParams.set('digest', configDigest);
-  const put = await fetch(location, { method: 'PUT', headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), 'content-type': 'application/octet-stream' }, body: config });
+  const put = await fetch(location, {
+    method: 'PUT',
+    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), 'content-type': 'application/octet-stream' },
+    body: config,
+  });
   assert.equal(put.status, 201, 'config uploaded');
-  const body = JSON.stringify({ schemaVersion: 2, mediaType: manifestType, config: { ...manifest.config, digest: configDigest, size: config.length }, layers: manifest.layers });
-  const pushed = await registryCall(`${repository}/manifests/${tag}`, { method: 'PUT', token, headers: { 'content-type': manifestType }, body });
+  const body = JSON.stringify({
+    schemaVersion: 2,
+    mediaType: manifestType,
+    config: { ...manifest.config, digest: configDigest, size: config.length },
+    layers: manifest.layers,
+  });
+  const pushed = await registryCall(`${repository}/manifests/${tag}`, {
+    method: 'PUT',
+    token,
+    headers: { 'content-type': manifestType },
+    body,
+  });
   assert.equal(pushed.status, 201, 'manifest pushed');
   return `${images.registry}/${repository}:${tag}`;
 }
 
 /** An account's pull credential, as the kubelet reads it from the account's pull Secret. */
 async function pullCredentialOf(api: TestApi): Promise<{ username: string; password: string }> {
-  return eventually(`the pull Secret of ${api.account.namespace}`, async () => {
-    const secret = await api.kube.core.readNamespacedSecret({ namespace: api.account.namespace, name: pullSecretName }).catch(() => undefined);
-    const data = secret?.data?.['.dockerconfigjson'];
-    return data ? credentialOf(Buffer.from(data, 'base64').toString('utf8'), images.registry) : undefined;
-  }, { timeoutMs: 30_000 });
+  return eventually(
+    `the pull Secret of ${api.account.namespace}`,
+    async () => {
+      const secret = await api.kube.core
+        .readNamespacedSecret({ namespace: api.account.namespace, name: pullSecretName })
+        .catch(() => undefined);
+      const data = secret?.data?.['.dockerconfigjson'];
+      return data ? credentialOf(Buffer.from(data, 'base64').toString('utf8'), images.registry) : undefined;
+    },
+    { timeoutMs: 30_000 },
+  );
 }
 
 describe('the registry with token authentication (issue 30 finding 6)', { timeout: 180_000 }, () => {
@@ -80,7 +106,10 @@ describe('the registry with token authentication (issue 30 finding 6)', { timeou
 
   before(async () => {
     // As make dev runs it: the platform's registry (SVC_BUILD_REGISTRY) for built images.
-    [a, b] = await Promise.all([startTestApi({ env: { SVC_BUILD_REGISTRY: images.registry } }), startTestApi({ env: { SVC_BUILD_REGISTRY: images.registry } })]);
+    [a, b] = await Promise.all([
+      startTestApi({ env: { SVC_BUILD_REGISTRY: images.registry } }),
+      startTestApi({ env: { SVC_BUILD_REGISTRY: images.registry } }),
+    ]);
     custom = a.kube.kc.makeApiClient(k8s.CustomObjectsApi);
     builtRepo = `builds/${a.account.namespace}/victim`;
     built = await pushBuiltImage(builtRepo, 'bld-0000000000000001');
@@ -100,85 +129,142 @@ describe('the registry with token authentication (issue 30 finding 6)', { timeou
     assert.equal(((await anonymous.json()) as { token?: string }).token, undefined);
   });
 
-  it('refuses account B\'s pull credential, and the nodes\' own, on account A\'s repository; A\'s opens it', async () => {
+  it("refuses account B's pull credential, and the nodes' own, on account A's repository; A's opens it", async () => {
     const credB = await pullCredentialOf(b);
     assert.equal(credB.username, accountUser(b.account.namespace));
     const node = { username: 'platform/node', password: readFileSync(path.join(stateDir, 'registry-auth', 'node'), 'utf8').trim() };
-    for (const [who, cred] of [['account B', credB], ['the nodes', node]] as const) {
+    for (const [who, cred] of [
+      ['account B', credB],
+      ['the nodes', node],
+    ] as const) {
       const token = await registryToken([`repository:${builtRepo}:pull`], cred);
       const res = await registryCall(`${builtRepo}/manifests/bld-0000000000000001`, { token, headers: { accept: manifestType } });
       assert.equal(res.status, 401, `${who}: ${await res.text()}`);
       // B still pulls the platform's images: it is only A's that are closed to it.
       const platform = images.busybox.slice(images.registry.length + 1).split(':')[0]!;
-      const own = await registryCall(`${platform}/manifests/${images.busybox.split(':').pop()}`, { token: await registryToken([`repository:${platform}:pull`], cred), headers: { accept: manifestType } });
+      const own = await registryCall(`${platform}/manifests/${images.busybox.split(':').pop()}`, {
+        token: await registryToken([`repository:${platform}:pull`], cred),
+        headers: { accept: manifestType },
+      });
       assert.equal(own.status, 200, `${who} pulls the platform's busybox`);
     }
     const credA = await pullCredentialOf(a);
-    const ok = await registryCall(`${builtRepo}/manifests/bld-0000000000000001`, { token: await registryToken([`repository:${builtRepo}:pull`], credA), headers: { accept: manifestType } });
+    const ok = await registryCall(`${builtRepo}/manifests/bld-0000000000000001`, {
+      token: await registryToken([`repository:${builtRepo}:pull`], credA),
+      headers: { accept: manifestType },
+    });
     assert.equal(ok.status, 200, 'account A pulls its own built image');
     // A pull credential pushes nothing, not even to its own account's repositories.
-    const push = await registryCall(`${builtRepo}/blobs/uploads/`, { method: 'POST', token: await registryToken([`repository:${builtRepo}:pull,push`], credA) });
+    const push = await registryCall(`${builtRepo}/blobs/uploads/`, {
+      method: 'POST',
+      token: await registryToken([`repository:${builtRepo}:pull,push`], credA),
+    });
     assert.equal(push.status, 401);
   });
 
-  it('an App of account B naming account A\'s built image never runs: ErrImagePull, and the App says why; A\'s runs it', async () => {
+  it("an App of account B naming account A's built image never runs: ErrImagePull, and the App says why; A's runs it", async () => {
     await json(await a.request('POST', '/api/apps', { body: { name: 'victim', image: built, port: 8080 } }), 201);
     // A's machine pulls and starts it: the image is on a node now.
-    const aPod = await eventually('account A\'s machine running its image', async () => {
-      const pods = (await a.kube.core.listNamespacedPod({ namespace: a.account.namespace, labelSelector: 'svc.dev/app=victim' })).items;
-      return pods.find((p) => p.status?.containerStatuses?.[0]?.state?.running);
-    }, { timeoutMs: 90_000 });
+    const aPod = await eventually(
+      "account A's machine running its image",
+      async () => {
+        const pods = (await a.kube.core.listNamespacedPod({ namespace: a.account.namespace, labelSelector: 'svc.dev/app=victim' })).items;
+        return pods.find((p) => p.status?.containerStatuses?.[0]?.state?.running);
+      },
+      { timeoutMs: 90_000 },
+    );
 
     // Two machines, spread over both nodes: one of them lands where A's copy of the image is.
     await json(await b.request('POST', '/api/apps', { body: { name: 'thief', image: built, port: 8080, machines: 2 } }), 201);
-    const refused = await eventually('account B\'s machines refused the image', async () => {
-      const pods = (await b.kube.core.listNamespacedPod({ namespace: b.account.namespace, labelSelector: 'svc.dev/app=thief' })).items;
-      const waiting = pods.map((p) => p.status?.containerStatuses?.[0]?.state?.waiting).filter((w) => w && ['ErrImagePull', 'ImagePullBackOff'].includes(w.reason ?? ''));
-      return pods.length && waiting.length === pods.length ? { pods, waiting } : undefined;
-    }, { timeoutMs: 60_000 });
+    const refused = await eventually(
+      "account B's machines refused the image",
+      async () => {
+        const pods = (await b.kube.core.listNamespacedPod({ namespace: b.account.namespace, labelSelector: 'svc.dev/app=thief' })).items;
+        const waiting = pods
+          .map((p) => p.status?.containerStatuses?.[0]?.state?.waiting)
+          .filter((w) => w && ['ErrImagePull', 'ImagePullBackOff'].includes(w.reason ?? ''));
+        return pods.length && waiting.length === pods.length ? { pods, waiting } : undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
     for (const p of refused.pods) {
-      assert.equal(p.spec?.imagePullSecrets?.[0]?.name, pullSecretName, 'B\'s machine pulls with B\'s credential');
+      assert.equal(p.spec?.imagePullSecrets?.[0]?.name, pullSecretName, "B's machine pulls with B's credential");
       assert.equal(p.spec?.containers[0]?.imagePullPolicy, 'Always', 'and asks the registry even where the image is cached');
       assert.equal(p.status?.containerStatuses?.[0]?.state?.running, undefined, 'never running');
     }
     const nodes = new Set(refused.pods.map((p) => p.spec?.nodeName));
-    if (!nodes.has(aPod.spec?.nodeName)) console.log(`# note: no machine of B landed on ${aPod.spec?.nodeName}, where A's copy is; the pull policy above covers that case`);
+    if (!nodes.has(aPod.spec?.nodeName))
+      console.log(`# note: no machine of B landed on ${aPod.spec?.nodeName}, where A's copy is; the pull policy above covers that case`);
     // Its rollout fails and it is Degraded, each saying the machine cannot pull; it is never Ready.
-    const why = await eventually('the App says why', async () => {
-      const got = (await custom.getNamespacedCustomObject({ group, version, plural: 'apps', namespace: b.account.namespace, name: 'thief' })) as App;
-      const conditions = got.status?.conditions ?? [];
-      const saying = conditions.filter((c) => /ErrImagePull|ImagePullBackOff/.test(c.message ?? ''));
-      return saying.some((c) => c.type === 'Degraded' && c.status === 'True') ? conditions : undefined;
-    }, { timeoutMs: 60_000 });
+    const why = await eventually(
+      'the App says why',
+      async () => {
+        const got = (await custom.getNamespacedCustomObject({
+          group,
+          version,
+          plural: 'apps',
+          namespace: b.account.namespace,
+          name: 'thief',
+        })) as App;
+        const conditions = got.status?.conditions ?? [];
+        const saying = conditions.filter((c) => /ErrImagePull|ImagePullBackOff/.test(c.message ?? ''));
+        return saying.some((c) => c.type === 'Degraded' && c.status === 'True') ? conditions : undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
     assert.equal(why.find((c) => c.type === 'Ready')?.status, 'False');
     // The registry's own words: B's token does not reach A's repository.
-    assert.match(why.find((c) => c.type === 'Degraded')?.message ?? '', /: (ErrImagePull|ImagePullBackOff): .*(insufficient_scope|authorization failed)/);
+    assert.match(
+      why.find((c) => c.type === 'Degraded')?.message ?? '',
+      /: (ErrImagePull|ImagePullBackOff): .*(insufficient_scope|authorization failed)/,
+    );
   });
 
-  it('a build credential pushes to its own app\'s repository only', async () => {
+  it("a build credential pushes to its own app's repository only", async () => {
     const key = readFileSync(path.join(stateDir, 'artifact-key'));
     const buildName = `bld-${randomUUID().replace(/-/g, '').slice(0, 16)}`;
     // A Build of A's app `victim`, running (its credential opens nothing once it has ended).
     await custom.createNamespacedCustomObject({
-      group, version, plural: 'builds', namespace: a.account.namespace,
-      body: { apiVersion, kind: 'Build', metadata: { name: buildName }, spec: { app: 'victim', source: { artifact: { digest: `sha256:${'0'.repeat(64)}` } }, deploy: false } },
+      group,
+      version,
+      plural: 'builds',
+      namespace: a.account.namespace,
+      body: {
+        apiVersion,
+        kind: 'Build',
+        metadata: { name: buildName },
+        spec: { app: 'victim', source: { artifact: { digest: `sha256:${'0'.repeat(64)}` } }, deploy: false },
+      },
     });
     try {
-      const cred = { username: buildUser(a.account.namespace, buildName), password: mintBuildCredential(key, a.account.namespace, buildName, new Date(Date.now() + 600_000)) };
+      const cred = {
+        username: buildUser(a.account.namespace, buildName),
+        password: mintBuildCredential(key, a.account.namespace, buildName, new Date(Date.now() + 600_000)),
+      };
       const own = `builds/${a.account.namespace}/victim`;
-      const ownPush = await registryCall(`${own}/blobs/uploads/`, { method: 'POST', token: await registryToken([`repository:${own}:pull,push`], cred) });
-      assert.equal(ownPush.status, 202, 'its own app\'s repository');
+      const ownPush = await registryCall(`${own}/blobs/uploads/`, {
+        method: 'POST',
+        token: await registryToken([`repository:${own}:pull,push`], cred),
+      });
+      assert.equal(ownPush.status, 202, "its own app's repository");
       for (const other of [`builds/${a.account.namespace}/other`, `builds/${b.account.namespace}/victim`, 'svc/runtime']) {
-        const res = await registryCall(`${other}/blobs/uploads/`, { method: 'POST', token: await registryToken([`repository:${other}:pull,push`], cred) });
+        const res = await registryCall(`${other}/blobs/uploads/`, {
+          method: 'POST',
+          token: await registryToken([`repository:${other}:pull,push`], cred),
+        });
         assert.equal(res.status, 401, `${other}: ${await res.text()}`);
       }
       // Its credential under another build's name opens nothing at all.
       const forged = await fetch(`${registryAuth.realm}?service=${registryAuth.service}&scope=repository:${own}:push`, {
-        headers: { authorization: `Basic ${Buffer.from(`${buildUser(a.account.namespace, 'bld-ffffffffffffffff')}:${cred.password}`).toString('base64')}` },
+        headers: {
+          authorization: `Basic ${Buffer.from(`${buildUser(a.account.namespace, 'bld-ffffffffffffffff')}:${cred.password}`).toString('base64')}`,
+        },
       });
       assert.equal(forged.status, 401);
     } finally {
-      await custom.deleteNamespacedCustomObject({ group, version, plural: 'builds', namespace: a.account.namespace, name: buildName }).catch(() => undefined);
+      await custom
+        .deleteNamespacedCustomObject({ group, version, plural: 'builds', namespace: a.account.namespace, name: buildName })
+        .catch(() => undefined);
     }
   });
 
@@ -188,7 +274,9 @@ describe('the registry with token authentication (issue 30 finding 6)', { timeou
     const x5c = (pem: string) => [pem.replace(/-----[A-Z ]+-----|\s/g, '')];
     const access = [{ type: 'repository', name: builtRepo, actions: ['pull'] }];
     const now = Math.floor(Date.now() / 1000);
-    const sign = async (o: { key?: Parameters<SignJWT['sign']>[0]; cert?: string; iss?: string; aud?: string; iat?: number; exp?: number } = {}) =>
+    const sign = async (
+      o: { key?: Parameters<SignJWT['sign']>[0]; cert?: string; iss?: string; aud?: string; iat?: number; exp?: number } = {},
+    ) =>
       new SignJWT({ access })
         .setProtectedHeader({ alg: 'ES256', typ: 'JWT', x5c: x5c(o.cert ?? certPem) })
         .setIssuer(o.iss ?? registryAuth.issuer)
@@ -205,8 +293,21 @@ describe('the registry with token authentication (issue 30 finding 6)', { timeou
     const forged: Array<[string, string]> = [
       ['expired (signed by the real key)', await sign({ iat: now - 1200, exp: now - 600 })],
       ['another key, the real certificate in x5c', await sign({ key: other.privateKey })],
-      ['another key, no certificate the registry trusts', await new SignJWT({ access }).setProtectedHeader({ alg: 'ES256', typ: 'JWT' }).setIssuer(registryAuth.issuer).setAudience(registryAuth.service).setIssuedAt(now).setNotBefore(now).setExpirationTime(now + 300).sign(other.privateKey)],
-      ['alg none', `${b64({ alg: 'none', typ: 'JWT', x5c: x5c(certPem) })}.${b64({ iss: registryAuth.issuer, sub: 'attacker', aud: registryAuth.service, exp: now + 300, nbf: now, iat: now, jti: 'x', access })}.`],
+      [
+        'another key, no certificate the registry trusts',
+        await new SignJWT({ access })
+          .setProtectedHeader({ alg: 'ES256', typ: 'JWT' })
+          .setIssuer(registryAuth.issuer)
+          .setAudience(registryAuth.service)
+          .setIssuedAt(now)
+          .setNotBefore(now)
+          .setExpirationTime(now + 300)
+          .sign(other.privateKey),
+      ],
+      [
+        'alg none',
+        `${b64({ alg: 'none', typ: 'JWT', x5c: x5c(certPem) })}.${b64({ iss: registryAuth.issuer, sub: 'attacker', aud: registryAuth.service, exp: now + 300, nbf: now, iat: now, jti: 'x', access })}.`,
+      ],
       ['another issuer', await sign({ iss: 'attacker' })],
       ['another audience', await sign({ aud: 'elsewhere' })],
     ];
@@ -215,7 +316,10 @@ describe('the registry with token authentication (issue 30 finding 6)', { timeou
       assert.equal(res.status, 401, what);
     }
     // The same token, signed as the token service signs it, opens the image: what was refused above is each forgery.
-    const genuine = await registryCall(`${builtRepo}/manifests/bld-0000000000000001`, { token: await sign(), headers: { accept: manifestType } });
+    const genuine = await registryCall(`${builtRepo}/manifests/bld-0000000000000001`, {
+      token: await sign(),
+      headers: { accept: manifestType },
+    });
     assert.equal(genuine.status, 200);
   });
 });

@@ -80,16 +80,29 @@ describe('security: the request target the gate decides on is the one the app re
   ];
   for (const [raw, why] of refused) {
     it(`refuses ${JSON.stringify(raw)}`, () => {
-      assert.throws(() => canonicalTarget(raw), (err: unknown) => err instanceof BadRequestTarget && why.test(err.message));
+      assert.throws(
+        () => canonicalTarget(raw),
+        (err: unknown) => err instanceof BadRequestTarget && why.test(err.message),
+      );
     });
   }
 
   it('a route gated exactly is gated through the page file behind it too (clean URLs, index pages)', () => {
     const policy = { rules: [{ mode: 'auth' as const, paths: ['/private', '/team/'] as [string, ...string[]], admit: { owner: true } }] };
-    for (const raw of ['/private', '/private.html', '/PRIVATE.HTM', '/private/index.html', '/private/README.md', '/private.md', '/team/index.html', '/team.html']) {
+    for (const raw of [
+      '/private',
+      '/private.html',
+      '/PRIVATE.HTM',
+      '/private/index.html',
+      '/private/README.md',
+      '/private.md',
+      '/team/index.html',
+      '/team.html',
+    ]) {
       assert.equal(decide(policy, canonicalTarget(raw).target)?.mode, 'auth', raw);
     }
-    for (const raw of ['/privateer.html', '/public.html', '/private-notes']) assert.equal(decide(policy, canonicalTarget(raw).target), undefined, raw);
+    for (const raw of ['/privateer.html', '/public.html', '/private-notes'])
+      assert.equal(decide(policy, canonicalTarget(raw).target), undefined, raw);
   });
 
   it('reports the authority of an absolute-form target, so it can be checked against Host', () => {
@@ -99,7 +112,17 @@ describe('security: the request target the gate decides on is the one the app re
 
   it('a gated path stays gated in every spelling the canonicalizer accepts', () => {
     const policy = { rules: [{ mode: 'auth' as const, paths: ['/admin/**'] as [string], admit: { owner: true } }] };
-    for (const raw of ['/admin', '//admin/', '/x/../admin/x', '/%61dmin', '/%2e/admin', 'http://shop/admin', '/admin/.', '/ADMIN', '/admin;x']) {
+    for (const raw of [
+      '/admin',
+      '//admin/',
+      '/x/../admin/x',
+      '/%61dmin',
+      '/%2e/admin',
+      'http://shop/admin',
+      '/admin/.',
+      '/ADMIN',
+      '/admin;x',
+    ]) {
       assert.equal(decide(policy, canonicalTarget(raw).target)?.mode, 'auth', raw);
     }
   });
@@ -108,7 +131,33 @@ describe('security: the request target the gate decides on is the one the app re
 describe('security: request-target fuzzing against the runtime parser', () => {
   // Targets built from the characters that matter: separators, dots, escapes of them, backslash,
   // percent, query marks and ordinary letters.
-  const pieces = ['/', '//', '.', '..', '%2e', '%2E', '%2f', '%2F', '%5c', '\\', '%', '%25', '?', '#', 'a', 'B', ';', '@', ':', '%00', '%c3%a9', '%ff', ' ', 'http:', '\t'];
+  const pieces = [
+    '/',
+    '//',
+    '.',
+    '..',
+    '%2e',
+    '%2E',
+    '%2f',
+    '%2F',
+    '%5c',
+    '\\',
+    '%',
+    '%25',
+    '?',
+    '#',
+    'a',
+    'B',
+    ';',
+    '@',
+    ':',
+    '%00',
+    '%c3%a9',
+    '%ff',
+    ' ',
+    'http:',
+    '\t',
+  ];
   const targets = fc.array(fc.constantFrom(...pieces), { minLength: 1, maxLength: 12 }).map((xs) => xs.join(''));
   const absolute = fc.tuple(fc.constantFrom('http://shop', 'HTTP://shop:80', 'https://x'), targets).map(([a, t]) => a + t);
 
@@ -138,7 +187,12 @@ describe('security: request-target fuzzing against the runtime parser', () => {
 
   it('the shortcut for targets already canonical reads each exactly as the full reading does', () => {
     // The pieces above, and the characters the shortcut lets through (pchars that need no escape).
-    const canonicalish = fc.array(fc.constantFrom(...pieces, '-', '_', '~', '!', '*', "'", '(', ')', '$', '&', '+', ',', '=', 'z9', '.a', 'a.', '...'), { minLength: 1, maxLength: 12 }).map((xs) => xs.join(''));
+    const canonicalish = fc
+      .array(fc.constantFrom(...pieces, '-', '_', '~', '!', '*', "'", '(', ')', '$', '&', '+', ',', '=', 'z9', '.a', 'a.', '...'), {
+        minLength: 1,
+        maxLength: 12,
+      })
+      .map((xs) => xs.join(''));
     const read = (f: (raw: string) => unknown, raw: string) => {
       try {
         return f(raw);
@@ -148,12 +202,33 @@ describe('security: request-target fuzzing against the runtime parser', () => {
       }
     };
     fc.assert(
-      fc.property(fc.oneof(targets, canonicalish, canonicalish.map((t) => `/${t}`), absolute), (raw) => {
-        assert.deepEqual(read(canonicalTarget, raw), read(fullReading, raw), raw);
-      }),
+      fc.property(
+        fc.oneof(
+          targets,
+          canonicalish,
+          canonicalish.map((t) => `/${t}`),
+          absolute,
+        ),
+        (raw) => {
+          assert.deepEqual(read(canonicalTarget, raw), read(fullReading, raw), raw);
+        },
+      ),
       { numRuns: 50_000, seed: 19 },
     );
-    for (const raw of ['/', '/a/', '/a/b.c', '/a/.b', '/a/..b/', '/a?x=1&y=%2F', '/a?x=\\', '/a/.', '/a/..', '/a//b', '/(x)*', '/a;b=c:d@e']) {
+    for (const raw of [
+      '/',
+      '/a/',
+      '/a/b.c',
+      '/a/.b',
+      '/a/..b/',
+      '/a?x=1&y=%2F',
+      '/a?x=\\',
+      '/a/.',
+      '/a/..',
+      '/a//b',
+      '/(x)*',
+      '/a;b=c:d@e',
+    ]) {
       assert.deepEqual(read(canonicalTarget, raw), read(fullReading, raw), raw);
     }
   });

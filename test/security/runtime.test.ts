@@ -33,7 +33,10 @@ function hasNovember2025Fixes(version: string): boolean {
 async function runningContainerdConfigs(): Promise<string[]> {
   const configs: string[] = [];
   for (const pid of (await readdir('/proc')).filter((d) => /^\d+$/.test(d))) {
-    const argv = await readFile(`/proc/${pid}/cmdline`, 'utf8').then((s) => s.split('\0'), (): string[] => []);
+    const argv = await readFile(`/proc/${pid}/cmdline`, 'utf8').then(
+      (s) => s.split('\0'),
+      (): string[] => [],
+    );
     if (!argv[0]?.endsWith('containerd')) continue;
     const i = argv.indexOf('--config');
     if (i > 0 && argv[i + 1]) configs.push(argv[i + 1]!);
@@ -41,7 +44,7 @@ async function runningContainerdConfigs(): Promise<string[]> {
   return configs;
 }
 
-describe('security: the nodes\' runc has the November 2025 fixes', () => {
+describe("security: the nodes' runc has the November 2025 fixes", () => {
   it('knows which versions are fixed', () => {
     for (const v of ['1.1.5', '1.1.15', '1.2.7', '1.3.2', '1.2.0-rc.1', 'unknown']) assert.equal(hasNovember2025Fixes(v), false, v);
     for (const v of ['1.2.8', '1.3.3', '1.4.0', '1.5.2', '1.6.0-rc.1']) assert.equal(hasNovember2025Fixes(v), true, v);

@@ -19,7 +19,7 @@ import type { AgentExecRequest } from '../../lib/sandbox/exec.js';
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
-describe('security: what a sandbox agent answers is bounded and held to the API\'s limits', () => {
+describe("security: what a sandbox agent answers is bounded and held to the API's limits", () => {
   let server: Server;
   let target: AgentTarget;
   let handler: Handler = (_req, res) => res.end();
@@ -39,7 +39,16 @@ describe('security: what a sandbox agent answers is bounded and held to the API\
 
   const request = (maxOutputBytes: number, timeoutMs = 5000): AgentExecRequest => ({ argv: ['true'], timeoutMs, maxOutputBytes });
   const result = (over: Record<string, unknown> = {}) => ({
-    status: 'ok', exit_code: 0, signal: null, reason: null, stdout: '', stderr: '', truncated: { stdout: false, stderr: false }, bytes: { stdout: 0, stderr: 0 }, duration_ms: 3, ...over,
+    status: 'ok',
+    exit_code: 0,
+    signal: null,
+    reason: null,
+    stdout: '',
+    stderr: '',
+    truncated: { stdout: false, stderr: false },
+    bytes: { stdout: 0, stderr: 0 },
+    duration_ms: 3,
+    ...over,
   });
   /** Writes `total` bytes of `chunk` as fast as the socket takes them, counting what went out. */
   const flood = (res: ServerResponse, head: string, chunk: Buffer, total: number, tail = '') => {
@@ -66,7 +75,8 @@ describe('security: what a sandbox agent answers is bounded and held to the API\
   };
 
   it('cuts output past the cap the API asked for, whatever the agent kept (4 MiB answered for 1 KiB)', async () => {
-    handler = (_req, res) => res.end(JSON.stringify(result({ stdout: 'x'.repeat(4 << 20), stderr: 'é'.repeat(2000), bytes: { stdout: 1, stderr: 1 } })));
+    handler = (_req, res) =>
+      res.end(JSON.stringify(result({ stdout: 'x'.repeat(4 << 20), stderr: 'é'.repeat(2000), bytes: { stdout: 1, stderr: 1 } })));
     // The whole of it is over the reply limit for a cap of 1 KiB: refused before it is parsed.
     await refusedWith(client.exec(target, request(1024)), 'bad_gateway', /more than \d+ bytes|answered \d+ bytes \(at most/);
     // Within the reply limit (a cap of 1 MiB asked, 4 MiB kept by the agent): cut to the cap.
@@ -80,7 +90,7 @@ describe('security: what a sandbox agent answers is bounded and held to the API\
     assert.equal(cutUtf8('aé', 2), 'a');
   });
 
-  it('reads a 64 MiB reply no further than its limit, and the API\'s memory does not grow with it', async () => {
+  it("reads a 64 MiB reply no further than its limit, and the API's memory does not grow with it", async () => {
     handler = (_req, res) => flood(res, '{"status":"ok","stdout":"', Buffer.alloc(64 * 1024, 0x61), 64 << 20, '"}');
     const rss = process.memoryUsage().rss;
     await refusedWith(client.exec(target, request(1024)), 'bad_gateway', /more than \d+ bytes/);
@@ -102,7 +112,12 @@ describe('security: what a sandbox agent answers is bounded and held to the API\
   });
 
   it('refuses answers of the wrong shape and forged uploads', async () => {
-    for (const body of ['not json', JSON.stringify({ status: 'pwned' }), JSON.stringify(result({ exit_code: 'zero' })), JSON.stringify([1, 2])]) {
+    for (const body of [
+      'not json',
+      JSON.stringify({ status: 'pwned' }),
+      JSON.stringify(result({ exit_code: 'zero' })),
+      JSON.stringify([1, 2]),
+    ]) {
       handler = (_req, res) => res.end(body);
       await refusedWith(client.exec(target, request(1024)), 'bad_gateway', /not JSON|wrong shape/);
     }
@@ -118,7 +133,10 @@ describe('security: what a sandbox agent answers is bounded and held to the API\
     const read = async (stream: NodeJS.ReadableStream) => {
       let text = '';
       for await (const c of stream) text += String(c);
-      return text.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+      return text
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
     };
     handler = (_req, res) => {
       res.writeHead(200, { 'content-type': 'application/x-ndjson' });
@@ -127,7 +145,10 @@ describe('security: what a sandbox agent answers is bounded and held to the API\
       res.end(`${JSON.stringify({ type: 'stdout', data: 'after the end' })}\n`);
     };
     let lines = await read(await client.execStream(target, request(1024)));
-    const out = lines.filter((l) => l.type === 'stdout').map((l) => l.data as string).join('');
+    const out = lines
+      .filter((l) => l.type === 'stdout')
+      .map((l) => l.data as string)
+      .join('');
     assert.equal(out.length, 1024, 'held to the cap');
     const exit = lines.at(-1)!;
     assert.equal(exit.type, 'exit');
@@ -139,7 +160,10 @@ describe('security: what a sandbox agent answers is bounded and held to the API\
       res.end(`${JSON.stringify({ type: 'stdout', data: 'ok' })}\n{"type":"shell","cmd":"rm -rf /"}\n`);
     };
     lines = await read(await client.execStream(target, request(1024)));
-    assert.deepEqual(lines.map((l) => l.type), ['stdout', 'exit']);
+    assert.deepEqual(
+      lines.map((l) => l.type),
+      ['stdout', 'exit'],
+    );
     assert.equal(lines[1]!.status, 'failed');
     assert.match(lines[1]!.reason as string, /broke its bounds: a line of the wrong shape/);
 
@@ -164,13 +188,21 @@ describe('security: what a sandbox agent answers is bounded and held to the API\
     assert.ok(Date.now() - started < 3000, `cut at its deadline (${Date.now() - started} ms)`);
   });
 
-  it('holds the limit of execs at once in the API (the agent\'s own is the tenant\'s to lift), and records use for the idle timeout', async () => {
+  it("holds the limit of execs at once in the API (the agent's own is the tenant's to lift), and records use for the idle timeout", async () => {
     const writes: string[] = [];
     let clock = 1_000_000;
-    const use = new SandboxUse(async (_ns, _name, value) => void writes.push(value), 16, createLogger('test', 'silent'), () => clock);
+    const use = new SandboxUse(
+      async (_ns, _name, value) => void writes.push(value),
+      16,
+      createLogger('test', 'silent'),
+      () => clock,
+    );
     const s = { metadata: { name: 'sb-1', namespace: 'acct' }, spec: { runtime: 'python', idleTimeoutSeconds: 60 } } as Sandbox;
     const ends = Array.from({ length: 16 }, () => use.begin(s, 30_000));
-    assert.throws(() => use.begin(s, 30_000), (err: unknown) => err instanceof ApiError && err.code === 'rate_limited' && /16 execs are running in sandbox sb-1/.test(err.message));
+    assert.throws(
+      () => use.begin(s, 30_000),
+      (err: unknown) => err instanceof ApiError && err.code === 'rate_limited' && /16 execs are running in sandbox sb-1/.test(err.message),
+    );
     use.begin(s, 30_000, false)(); // a file transfer is not an exec: not refused
     await new Promise((r) => setImmediate(r));
     const busy = parseActivity(writes.at(-1));

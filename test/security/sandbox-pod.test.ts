@@ -14,13 +14,16 @@ import { startTestApi, type TestApi } from '../support/api.js';
 import { images } from '../support/images.js';
 import { eventually } from '../support/wait.js';
 
-describe('security: tenant code cannot read, trace or inspect its sandbox\'s agent, nor outlive its exec', { timeout: 300_000 }, () => {
+describe("security: tenant code cannot read, trace or inspect its sandbox's agent, nor outlive its exec", { timeout: 300_000 }, () => {
   let api: TestApi;
   let id: string;
 
   before(async () => {
     api = await startTestApi({ env: { SVC_SANDBOX_IMAGE: images.sandbox } });
-    await eventually('the sandbox runtimes to be recorded', async () => (await api.request('GET', '/api/runtimes')).status === 200, { timeoutMs: 180_000, intervalMs: 500 });
+    await eventually('the sandbox runtimes to be recorded', async () => (await api.request('GET', '/api/runtimes')).status === 200, {
+      timeoutMs: 180_000,
+      intervalMs: 500,
+    });
     const res = await api.request('POST', '/api/sandboxes', { body: { runtime: 'python' } });
     const text = await res.text();
     assert.equal(res.status, 201, text);
@@ -38,9 +41,11 @@ describe('security: tenant code cannot read, trace or inspect its sandbox\'s age
     return JSON.parse(text) as ExecResult;
   };
 
-  it('runs the agent as the sandbox\'s user, yet its environment, memory and ptrace are closed to that user', async () => {
+  it("runs the agent as the sandbox's user, yet its environment, memory and ptrace are closed to that user", async () => {
     // The agent: the process whose command line starts with its node (not this shell, which names it too).
-    const found = await exec('for p in /proc/[0-9]*; do tr "\\0" " " <$p/cmdline 2>/dev/null | grep -q "^/usr/local/lib/svc/agent-node .*sandbox-agent/main.js" && echo ${p#/proc/}; done');
+    const found = await exec(
+      'for p in /proc/[0-9]*; do tr "\\0" " " <$p/cmdline 2>/dev/null | grep -q "^/usr/local/lib/svc/agent-node .*sandbox-agent/main.js" && echo ${p#/proc/}; done',
+    );
     const agent = found.stdout.trim().split('\n')[0];
     assert.match(agent ?? '', /^\d+$/, `the agent's pid (${found.stdout} ${found.stderr})`);
     const uid = await exec(`grep ^Uid: /proc/${agent}/status; id -u`);
@@ -50,7 +55,7 @@ describe('security: tenant code cannot read, trace or inspect its sandbox\'s age
     assert.match(environ.stderr, /Permission denied/);
     assert.doesNotMatch(environ.stdout, /SVC_SANDBOX_TOKEN/);
     const owner = await exec(`stat -c %u /proc/${agent}/environ /proc/${agent}/mem`);
-    assert.deepEqual(owner.stdout.trim().split('\n'), ['0', '0'], 'a non-dumpable process\'s /proc files are root\'s');
+    assert.deepEqual(owner.stdout.trim().split('\n'), ['0', '0'], "a non-dumpable process's /proc files are root's");
     const mem = await exec(`python3 -c "open('/proc/${agent}/mem','rb').read(1)"`);
     assert.notEqual(mem.exit_code, 0);
     assert.match(mem.stderr, /PermissionError|Permission denied/);
@@ -70,7 +75,9 @@ print(r, ctypes.get_errno())"`);
   it('ends what an exec left running in a session of its own before the next exec starts', async () => {
     const left = await exec('(setsid sh -c "sleep 900" >/dev/null 2>&1 &); (nohup sleep 901 >/dev/null 2>&1 &); sleep 0.2; echo started');
     assert.equal(left.stdout, 'started\n');
-    const after = await exec('for p in /proc/[0-9]*; do tr "\\0" " " <$p/cmdline 2>/dev/null; echo; done | grep -c "^sleep 90[01]" || true');
+    const after = await exec(
+      'for p in /proc/[0-9]*; do tr "\\0" " " <$p/cmdline 2>/dev/null; echo; done | grep -c "^sleep 90[01]" || true',
+    );
     assert.equal(after.stdout.trim(), '0', 'nothing the last exec started runs on');
   });
 

@@ -18,10 +18,34 @@ const destination = (next: string) => new URL(next, `${origin}/_svc/auth/login`)
 
 describe('security: item 9, `next` never leaves the app', () => {
   const spellings = [
-    '/.//evil.example', '/..//evil.example', '/./..//evil.example/x', '//evil.example', '///evil.example', '/\\evil.example', '/\\/evil.example',
-    '\\\\evil.example', '/%2f%2fevil.example', '/%2F/evil.example', '/%5cevil.example', '/%5C%5Cevil.example', '\t//evil.example', '/\t/evil.example',
-    '/\n/evil.example', ' //evil.example', 'https://evil.example', 'https:evil.example', 'http:/evil.example', '//evil.example/%2e%2e', 'javascript:alert(1)',
-    'data:text/html,x', '/x/../..//evil.example', '/%2e%2e//evil.example', '/%2e/%2fevil.example', '/_svc/auth/logout', '/_SVC/auth/login', '//@evil.example',
+    '/.//evil.example',
+    '/..//evil.example',
+    '/./..//evil.example/x',
+    '//evil.example',
+    '///evil.example',
+    '/\\evil.example',
+    '/\\/evil.example',
+    '\\\\evil.example',
+    '/%2f%2fevil.example',
+    '/%2F/evil.example',
+    '/%5cevil.example',
+    '/%5C%5Cevil.example',
+    '\t//evil.example',
+    '/\t/evil.example',
+    '/\n/evil.example',
+    ' //evil.example',
+    'https://evil.example',
+    'https:evil.example',
+    'http:/evil.example',
+    '//evil.example/%2e%2e',
+    'javascript:alert(1)',
+    'data:text/html,x',
+    '/x/../..//evil.example',
+    '/%2e%2e//evil.example',
+    '/%2e/%2fevil.example',
+    '/_svc/auth/logout',
+    '/_SVC/auth/login',
+    '//@evil.example',
   ];
   for (const next of spellings) {
     it(`${JSON.stringify(next)} stays on the app`, () => {
@@ -39,11 +63,17 @@ describe('security: item 9, `next` never leaves the app', () => {
   it('fuzz: whatever comes in, the browser stays on the app', () => {
     const pieces = ['/', '//', '\\', '.', '..', '%2e', '%2f', '%5c', '\t', '\n', ' ', 'evil.example', ':', '@', '?', '#', 'http:', 'a'];
     fc.assert(
-      fc.property(fc.oneof(fc.array(fc.constantFrom(...pieces), { maxLength: 10 }).map((x) => x.join('')), fc.string()), (raw) => {
-        const got = safeNext(raw);
-        assert.equal(destination(got).origin, origin, `${JSON.stringify(raw)} -> ${got}`);
-        assert.ok(!destination(got).pathname.startsWith('//'));
-      }),
+      fc.property(
+        fc.oneof(
+          fc.array(fc.constantFrom(...pieces), { maxLength: 10 }).map((x) => x.join('')),
+          fc.string(),
+        ),
+        (raw) => {
+          const got = safeNext(raw);
+          assert.equal(destination(got).origin, origin, `${JSON.stringify(raw)} -> ${got}`);
+          assert.ok(!destination(got).pathname.startsWith('//'));
+        },
+      ),
       { numRuns: 10_000, seed: 9 },
     );
   });
@@ -61,8 +91,13 @@ describe('security: item 9 and 10 through ingress-auth', () => {
     ia = await startTestIngress(api, { mail: { enqueue: async (m: MailMessage) => void sent.push(m) } });
     assert.equal((await api.request('POST', '/api/apps', { body: { name: app } })).status, 201);
     // The policy as a deploy would write it (the gate needs no running machine for its own pages).
-    await api.services.apps.patchSpec(api.account.namespace, app, { auth: { rules: [{ mode: 'auth', paths: ['/**'], admit: { emails: ['ada@example.com'] } }] } });
-    await eventually('the app in the ingress', async () => (await new Browser(ia.url).request(`${app}.${appsDomain}`, '/_svc/auth/login')).status === 200);
+    await api.services.apps.patchSpec(api.account.namespace, app, {
+      auth: { rules: [{ mode: 'auth', paths: ['/**'], admit: { emails: ['ada@example.com'] } }] },
+    });
+    await eventually(
+      'the app in the ingress',
+      async () => (await new Browser(ia.url).request(`${app}.${appsDomain}`, '/_svc/auth/login')).status === 200,
+    );
   });
   after(async () => {
     await ia?.close();
@@ -71,19 +106,31 @@ describe('security: item 9 and 10 through ingress-auth', () => {
 
   it('the login page never hands its script a `next` that leaves the app', async () => {
     for (const next of ['/.//evil.example', '/..//evil.example', '/%2f%2fevil.example', '//evil.example', '/\\evil.example']) {
-      const page = await new Browser(ia.url).request(`${app}.${appsDomain}`, `/_svc/auth/login?next=${encodeURIComponent(next)}`, { headers: [['Accept', 'text/html']] });
+      const page = await new Browser(ia.url).request(`${app}.${appsDomain}`, `/_svc/auth/login?next=${encodeURIComponent(next)}`, {
+        headers: [['Accept', 'text/html']],
+      });
       assert.match(page.body, /var next="\/";/, next);
     }
   });
 
   // Item 10: the link in the mail is the configured app URL, whatever Host the request named.
-  const hosts = (port: number) => [`${app}.${appsDomain}:${port}`, `${app.toUpperCase()}.APPS.LOCALHOST:${port}`, `${app}.${appsDomain}.:${port}`, `${app}.${appsDomain}:6666`, `${app}.${appsDomain}`];
+  const hosts = (port: number) => [
+    `${app}.${appsDomain}:${port}`,
+    `${app.toUpperCase()}.APPS.LOCALHOST:${port}`,
+    `${app}.${appsDomain}.:${port}`,
+    `${app}.${appsDomain}:6666`,
+    `${app}.${appsDomain}`,
+  ];
   it('builds sign-in links from the configured app URL, never from the Host header', async () => {
     for (const host of hosts(ia.port)) {
       sent.length = 0;
       const res = await new Browser(ia.url).request(host, '/_svc/auth/email', {
         method: 'POST',
-        headers: [['Origin', configured()], ['Content-Type', 'application/json'], ['Accept', 'application/json']],
+        headers: [
+          ['Origin', configured()],
+          ['Content-Type', 'application/json'],
+          ['Accept', 'application/json'],
+        ],
         body: JSON.stringify({ email: 'ada@example.com', next: '/' }),
       });
       assert.equal(res.status, 202, `${host}: ${res.body}`);
@@ -97,7 +144,11 @@ describe('security: item 9 and 10 through ingress-auth', () => {
   it('refuses a sign-in request whose Origin is the Host it named rather than the app', async () => {
     const res = await new Browser(ia.url).request(`${app}.${appsDomain}:6666`, '/_svc/auth/email', {
       method: 'POST',
-      headers: [['Origin', `http://${app}.${appsDomain}:6666`], ['Content-Type', 'application/json'], ['Accept', 'application/json']],
+      headers: [
+        ['Origin', `http://${app}.${appsDomain}:6666`],
+        ['Content-Type', 'application/json'],
+        ['Accept', 'application/json'],
+      ],
       body: JSON.stringify({ email: 'ada@example.com', next: '/' }),
     });
     assert.equal(res.status, 403);

@@ -77,12 +77,17 @@ describe('security: tenant isolation on the real nodes', () => {
     return JSON.parse(text) as T;
   };
   /** A request through ingress-auth, as a visitor of the app sends it. */
-  const via = (app: string, target: string) => rawRequest(ingress.url, target, { headers: { host: `${app}.${domain}` }, timeoutMs: 30_000 });
+  const via = (app: string, target: string) =>
+    rawRequest(ingress.url, target, { headers: { host: `${app}.${domain}` }, timeoutMs: 30_000 });
   const serving = (app: string, target = '/') =>
-    eventually(`${app} to answer 200 through ingress-auth`, async () => {
-      const r = await via(app, target);
-      return r.status === 200 ? r : undefined;
-    }, { timeoutMs: 90_000, intervalMs: 250 });
+    eventually(
+      `${app} to answer 200 through ingress-auth`,
+      async () => {
+        const r = await via(app, target);
+        return r.status === 200 ? r : undefined;
+      },
+      { timeoutMs: 90_000, intervalMs: 250 },
+    );
   const probe = async (q: { connect?: Array<[string, number]>; read?: string[] }): Promise<ProbeAnswer> => {
     const params = new URLSearchParams({ connect: JSON.stringify(q.connect ?? []), read: JSON.stringify(q.read ?? []) });
     const r = await via(probeApp, `/api/probe?${params.toString()}`);
@@ -97,12 +102,30 @@ describe('security: tenant isolation on the real nodes', () => {
     ingress = await startIngress({ config, kc: kubeConfig(), log: createLogger('ingress-auth', 'silent'), host: '127.0.0.1', port: 0 });
     await json(await attacker.request('POST', '/api/apps', { body: { name: probeApp } }), 201);
     await json(await attacker.request('PUT', `/api/apps/${probeApp}/env`, { body: { PROBE_MARK: 'own-env-visible' } }), 200);
-    await json(await attacker.request('POST', `/api/apps/${probeApp}/deploy`, { body: { files: { 'api/probe.js': probeHandler, 'api/id.sh': '#!/bin/sh\nprintf "Content-Type: text/plain\\n\\n"\nid\n', 'readme.txt': 'mine' } } }), 202);
+    await json(
+      await attacker.request('POST', `/api/apps/${probeApp}/deploy`, {
+        body: {
+          files: {
+            'api/probe.js': probeHandler,
+            'api/id.sh': '#!/bin/sh\nprintf "Content-Type: text/plain\\n\\n"\nid\n',
+            'readme.txt': 'mine',
+          },
+        },
+      }),
+      202,
+    );
     await json(await victim.request('POST', '/api/apps', { body: { name: victimApp } }), 201);
-    await json(await victim.request('POST', `/api/apps/${victimApp}/deploy`, { body: { files: { 'index.html': 'VICTIM', 'api/whoami.js': 'export default (req) => Object.fromEntries(req.headers)\n' } } }), 202);
+    await json(
+      await victim.request('POST', `/api/apps/${victimApp}/deploy`, {
+        body: { files: { 'index.html': 'VICTIM', 'api/whoami.js': 'export default (req) => Object.fromEntries(req.headers)\n' } },
+      }),
+      202,
+    );
     await serving(victimApp);
     await serving(probeApp, '/api/probe');
-    const pods = await kubeConfig().makeApiClient(k8s.CoreV1Api).listNamespacedPod({ namespace: victim.account.namespace, labelSelector: `svc.dev/app=${victimApp}` });
+    const pods = await kubeConfig()
+      .makeApiClient(k8s.CoreV1Api)
+      .listNamespacedPod({ namespace: victim.account.namespace, labelSelector: `svc.dev/app=${victimApp}` });
     victimIP = pods.items.find((p) => p.status?.podIP)!.status!.podIP!;
   });
   after(async () => {
@@ -123,7 +146,14 @@ describe('security: tenant isolation on the real nodes', () => {
 
   it('reads nothing of the host: the owner token, the CA key, the PostgreSQL socket, the state directory', async () => {
     const state = path.join(repoRoot, '.svc');
-    const targets = [path.join(state, 'owner-token'), path.join(state, 'pki/ca.key'), path.join(state, 'artifact-key'), '/var/run/postgresql/.s.PGSQL.5432', '/etc/shadow', '/var/run/secrets/kubernetes.io/serviceaccount/token'];
+    const targets = [
+      path.join(state, 'owner-token'),
+      path.join(state, 'pki/ca.key'),
+      path.join(state, 'artifact-key'),
+      '/var/run/postgresql/.s.PGSQL.5432',
+      '/etc/shadow',
+      '/var/run/secrets/kubernetes.io/serviceaccount/token',
+    ];
     const a = await probe({ read: targets });
     for (const t of targets) assert.notEqual(a.reads[t], 'read', `${t} must not be readable (got ${a.reads[t]})`);
     assert.equal(a.reads[path.join(state, 'owner-token')], 'ENOENT');
@@ -185,13 +215,21 @@ describe('security: tenant isolation on the real nodes', () => {
                 image: images.busybox,
                 // The apiserver is reachable as on any cluster, through the `kubernetes` Service (the
                 // chart's components are such pods), and only so: its port on the host stays closed.
-                command: ['sh', '-c', `for p in 6443 8080 10250 55432 5000; do if echo | nc -w 2 ${gateway} $p >/dev/null 2>&1; then echo "$p open"; else echo "$p closed"; fi; done; if echo | nc -w 2 10.96.0.1 443 >/dev/null 2>&1; then echo "kubernetes open"; else echo "kubernetes closed"; fi`],
+                command: [
+                  'sh',
+                  '-c',
+                  `for p in 6443 8080 10250 55432 5000; do if echo | nc -w 2 ${gateway} $p >/dev/null 2>&1; then echo "$p open"; else echo "$p closed"; fi; done; if echo | nc -w 2 10.96.0.1 443 >/dev/null 2>&1; then echo "kubernetes open"; else echo "kubernetes closed"; fi`,
+                ],
               },
             ],
           },
         },
       });
-      await eventually('the pod to finish', async () => (await core.readNamespacedPod({ name: 'loose', namespace: ns.name })).status?.phase === 'Succeeded', { timeoutMs: 60_000 });
+      await eventually(
+        'the pod to finish',
+        async () => (await core.readNamespacedPod({ name: 'loose', namespace: ns.name })).status?.phase === 'Succeeded',
+        { timeoutMs: 60_000 },
+      );
       const log = await core.readNamespacedPodLog({ name: 'loose', namespace: ns.name });
       assert.equal(log, '6443 closed\n8080 closed\n10250 closed\n55432 closed\n5000 closed\nkubernetes open\n');
     } finally {
@@ -203,15 +241,30 @@ describe('security: tenant isolation on the real nodes', () => {
     const core = kubeConfig().makeApiClient(k8s.CoreV1Api);
     for (const [what, spec] of [
       ['root', { securityContext: { runAsUser: 0 }, containers: [{ name: 'c', image: images.busybox }] }],
-      ['hostPath', { volumes: [{ name: 'h', hostPath: { path: '/' } }], containers: [{ name: 'c', image: images.busybox, volumeMounts: [{ name: 'h', mountPath: '/host' }] }] }],
+      [
+        'hostPath',
+        {
+          volumes: [{ name: 'h', hostPath: { path: '/' } }],
+          containers: [{ name: 'c', image: images.busybox, volumeMounts: [{ name: 'h', mountPath: '/host' }] }],
+        },
+      ],
       ['hostNetwork', { hostNetwork: true, containers: [{ name: 'c', image: images.busybox }] }],
       ['privileged', { containers: [{ name: 'c', image: images.busybox, securityContext: { privileged: true } }] }],
     ] as Array<[string, k8s.V1PodSpec]>) {
-      await assert.rejects(core.createNamespacedPod({ namespace: attacker.account.namespace, body: { metadata: { name: `evil-${what.toLowerCase()}` }, spec } }), (err: unknown) => {
-        assert.equal((err as { code?: number }).code, 403, `${what}: ${String(err)}`);
-        assert.match((JSON.parse(String((err as { body?: unknown }).body)) as { message: string }).message, /violates PodSecurity "restricted:latest"/);
-        return true;
-      });
+      await assert.rejects(
+        core.createNamespacedPod({
+          namespace: attacker.account.namespace,
+          body: { metadata: { name: `evil-${what.toLowerCase()}` }, spec },
+        }),
+        (err: unknown) => {
+          assert.equal((err as { code?: number }).code, 403, `${what}: ${String(err)}`);
+          assert.match(
+            (JSON.parse(String((err as { body?: unknown }).body)) as { message: string }).message,
+            /violates PodSecurity "restricted:latest"/,
+          );
+          return true;
+        },
+      );
     }
   });
 
@@ -224,11 +277,26 @@ describe('security: tenant isolation on the real nodes', () => {
       // The local registry stands for a registry the tenant may push to: with the operator's
       // credential, the only one that pushes outside builds' repositories here.
       const skopeoEnv = { ...process.env, REGISTRY_AUTH_FILE: operatorAuthFile };
-      execFileSync('skopeo', ['copy', '--quiet', '--src-tls-verify=false', `docker://${images.node}`, `oci:${layout}:hello`], { env: skopeoEnv });
-      mkdirLayer(path.join(work, 'layer'), 'srv/server.js', "require('http').createServer((q, s) => s.end('hello from my own image')).listen(Number(process.env.PORT));\n");
+      execFileSync('skopeo', ['copy', '--quiet', '--src-tls-verify=false', `docker://${images.node}`, `oci:${layout}:hello`], {
+        env: skopeoEnv,
+      });
+      mkdirLayer(
+        path.join(work, 'layer'),
+        'srv/server.js',
+        "require('http').createServer((q, s) => s.end('hello from my own image')).listen(Number(process.env.PORT));\n",
+      );
       execFileSync('tar', ['-C', path.join(work, 'layer'), '-cf', path.join(work, 'layer.tar'), '.']);
       execFileSync('umoci', ['raw', 'add-layer', '--image', `${layout}:hello`, path.join(work, 'layer.tar')]);
-      execFileSync('umoci', ['config', '--image', `${layout}:hello`, '--clear=config.cmd', '--config.cmd', 'node', '--config.cmd', '/srv/server.js']);
+      execFileSync('umoci', [
+        'config',
+        '--image',
+        `${layout}:hello`,
+        '--clear=config.cmd',
+        '--config.cmd',
+        'node',
+        '--config.cmd',
+        '/srv/server.js',
+      ]);
       execFileSync('skopeo', ['copy', '--quiet', '--dest-tls-verify=false', `oci:${layout}:hello`, `docker://${ref}`], { env: skopeoEnv });
     } finally {
       rmSync(work, { recursive: true, force: true });
@@ -239,7 +307,9 @@ describe('security: tenant isolation on the real nodes', () => {
     const r = await serving(app);
     assert.equal(r.body, 'hello from my own image');
     // kubectl exec into the machine works, and shows the same isolation.
-    const pod = (await kubectl('get', 'pods', '-n', attacker.account.namespace, '-l', `svc.dev/app=${app}`, '-o', 'jsonpath={.items[0].metadata.name}')).trim();
+    const pod = (
+      await kubectl('get', 'pods', '-n', attacker.account.namespace, '-l', `svc.dev/app=${app}`, '-o', 'jsonpath={.items[0].metadata.name}')
+    ).trim();
     assert.equal((await kubectl('exec', '-n', attacker.account.namespace, pod, '--', 'id', '-u')).trim(), '1000');
   });
 });

@@ -63,9 +63,14 @@ describe('security: token authority', () => {
         const key = `${op.method} ${op.path}`;
         if (need[key]) assert.equal(op.action, need[key], key);
         // Anything but a read of non-secret state needs more than read.
-        if (op.method !== 'GET' && op.action !== null) assert.notEqual(op.action, 'read', `${key} changes something but asks only for read`);
+        if (op.method !== 'GET' && op.action !== null)
+          assert.notEqual(op.action, 'read', `${key} changes something but asks only for read`);
       }
-      for (const key of Object.keys(need)) assert.ok(ops.some((o) => `${o.method} ${o.path}` === key), `${key} is in the table`);
+      for (const key of Object.keys(need))
+        assert.ok(
+          ops.some((o) => `${o.method} ${o.path}` === key),
+          `${key} is in the table`,
+        );
     });
   });
 
@@ -82,7 +87,8 @@ describe('security: token authority', () => {
     }
     const nonceOf = (token: string) => decode(token).nonce;
     const expectAlive = async (tokens: Record<string, string>, want: Record<string, boolean>) => {
-      for (const [name, t] of Object.entries(tokens)) assert.equal(await alive(t), want[name], `${name} ${want[name] ? 'survives' : 'is revoked'}`);
+      for (const [name, t] of Object.entries(tokens))
+        assert.equal(await alive(t), want[name], `${name} ${want[name] ? 'survives' : 'is revoked'}`);
     };
 
     it('revoking A ends B and C (and every narrowing of them)', async () => {
@@ -103,7 +109,7 @@ describe('security: token authority', () => {
       await expectAlive(t, { a: true, a1: true, b: true, b1: true, c: false, c1: false });
     });
 
-    it('a token minted by an offline narrowing dies with that narrowing, and the narrowing\'s parent lives', async () => {
+    it("a token minted by an offline narrowing dies with that narrowing, and the narrowing's parent lives", async () => {
       const a = await mint({ name: 'A', actions: ['read', 'admin'] });
       // Narrowed offline (anyone holding A can), then used to mint through the API.
       const a1 = attenuate(a, [{ kind: 'expires', at: new Date(api.clock.now.getTime() + 7200e3) }]);
@@ -111,8 +117,14 @@ describe('security: token authority', () => {
       const e = await mint({ name: 'E' }, d);
       await revoke(tokenId(a1));
       await expectAlive({ a, a1, d, e }, { a: true, a1: false, d: false, e: false });
-      const listed = ((await (await api.request('GET', '/api/account/tokens')).json()) as { tokens: Array<{ name: string; revoked: boolean }> }).tokens;
-      assert.deepEqual(listed.filter((x) => ['D', 'E'].includes(x.name)).map((x) => x.revoked), [true, true], 'the list shows descendants as revoked');
+      const listed = (
+        (await (await api.request('GET', '/api/account/tokens')).json()) as { tokens: Array<{ name: string; revoked: boolean }> }
+      ).tokens;
+      assert.deepEqual(
+        listed.filter((x) => ['D', 'E'].includes(x.name)).map((x) => x.revoked),
+        [true, true],
+        'the list shows descendants as revoked',
+      );
     });
 
     it('a revoked token can mint nothing, and what it minted before goes with it', async () => {
@@ -126,7 +138,10 @@ describe('security: token authority', () => {
 
     it('a minted token holds no more than its maker: actions and expiry (an app-restricted token mints nothing)', async () => {
       const maker = await mint({ actions: ['read', 'admin'], expires_in: '1h' });
-      const res = await api.request('POST', '/api/account/tokens', { token: maker, body: { actions: ['write', 'deploy'], expires_in: '300d' } });
+      const res = await api.request('POST', '/api/account/tokens', {
+        token: maker,
+        body: { actions: ['write', 'deploy'], expires_in: '300d' },
+      });
       assert.equal(res.status, 201);
       const child = (await res.json()) as { token: string; expires_at: string };
       assert.ok(Date.parse(child.expires_at) <= api.clock.now.getTime() + 3600e3, "not beyond the maker's expiry");
@@ -134,7 +149,11 @@ describe('security: token authority', () => {
       assert.equal(await statusOf(child.token, 'POST', '/api/apps/shop/deploy', { files: { 'a.html': 'x' } }), 403, 'no deploy');
       assert.equal(await statusOf(child.token, 'POST', '/api/apps', { name: 'blog' }), 403, 'cannot create apps');
       const narrow = attenuate(api.token, [{ kind: 'apps', apps: ['shop'] }]);
-      assert.equal(await statusOf(narrow, 'POST', '/api/account/tokens', { name: 'wider' }), 403, 'an app-restricted token cannot mint an account-wide one');
+      assert.equal(
+        await statusOf(narrow, 'POST', '/api/account/tokens', { name: 'wider' }),
+        403,
+        'an app-restricted token cannot mint an account-wide one',
+      );
     });
   });
 });

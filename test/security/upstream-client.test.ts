@@ -70,7 +70,8 @@ async function machine(onRequest: (head: string, socket: Socket, n: number) => v
   return { port: (s.address() as AddressInfo).port, connections: () => connections };
 }
 
-const upstream = (port: number, opts: Partial<ConstructorParameters<typeof Upstream>[2]> = {}) => new Upstream('127.0.0.1', port, { connections: 4, headersTimeoutMs: 5_000, ...opts });
+const upstream = (port: number, opts: Partial<ConstructorParameters<typeof Upstream>[2]> = {}) =>
+  new Upstream('127.0.0.1', port, { connections: 4, headersTimeoutMs: 5_000, ...opts });
 
 describe('security: the upstream client against a hostile machine', () => {
   it('an answer smuggled after the first is never taken for the next request', async () => {
@@ -93,7 +94,9 @@ describe('security: the upstream client against a hostile machine', () => {
     });
     const proxy = new Proxy({ connectionsPerUpstream: 1, headersTimeoutMs: 5_000, log: createLogger('test', 'silent') });
     const backend = { address: '127.0.0.1', port: m.port, origin: `http://127.0.0.1:${m.port}` };
-    const front = createHttpServer((req, res) => void proxy.forward(req, res, 'k', () => [backend], { requestId: 'r', clientIp: '127.0.0.1', proto: 'http', host: 'x' }));
+    const front = createHttpServer(
+      (req, res) => void proxy.forward(req, res, 'k', () => [backend], { requestId: 'r', clientIp: '127.0.0.1', proto: 'http', host: 'x' }),
+    );
     front.listen(0, '127.0.0.1');
     await once(front, 'listening');
     servers.push(front);
@@ -129,7 +132,9 @@ describe('security: the upstream client against a hostile machine', () => {
       socket.write('HTTP/1.1 204 No Content\r\n\r\n');
     });
     const up = upstream(m.port);
-    await assert.rejects(send(up, { headers: ['x-svc-auth-name', 'Eve\r\nX-Svc-Auth-Email: admin@corp'] }), { code: 'UPSTREAM_BAD_REQUEST' });
+    await assert.rejects(send(up, { headers: ['x-svc-auth-name', 'Eve\r\nX-Svc-Auth-Email: admin@corp'] }), {
+      code: 'UPSTREAM_BAD_REQUEST',
+    });
     await assert.rejects(send(up, { headers: ['x-a', 'a\nb'] }), { code: 'UPSTREAM_BAD_REQUEST' });
     await assert.rejects(send(up, { path: '/a HTTP/1.1\r\nHost: evil\r\n\r\nGET /b' }), { code: 'UPSTREAM_BAD_REQUEST' });
     assert.equal((await send(up, { headers: ['x-a', 'caf\xe9\tok'] })).status, 204);
@@ -141,14 +146,17 @@ describe('security: the upstream client against a hostile machine', () => {
     const m = await machine((_head, socket) => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok'));
     const up = upstream(m.port);
     const err = await new Promise<UpstreamError>((resolve) => {
-      up.request({ method: 'GET', path: '/', headers: [] }, {
-        onHead: () => {
-          throw new Error('boom');
+      up.request(
+        { method: 'GET', path: '/', headers: [] },
+        {
+          onHead: () => {
+            throw new Error('boom');
+          },
+          onBody: () => undefined,
+          onEnd: () => undefined,
+          onError: resolve,
         },
-        onBody: () => undefined,
-        onEnd: () => undefined,
-        onError: resolve,
-      });
+      );
     });
     assert.equal(err.code, 'UPSTREAM_HANDLER_FAILED');
     assert.equal((await send(up)).body.toString(), 'ok', 'the next exchange is served');
@@ -183,7 +191,12 @@ describe('upstream client: keep-alive, limits and bodies', () => {
         length += c.length;
       });
       req.on('end', () => {
-        const body = JSON.stringify({ length, sha: hash.digest('hex'), te: req.headers['transfer-encoding'] ?? null, cl: req.headers['content-length'] ?? null });
+        const body = JSON.stringify({
+          length,
+          sha: hash.digest('hex'),
+          te: req.headers['transfer-encoding'] ?? null,
+          cl: req.headers['content-length'] ?? null,
+        });
         setTimeout(() => res.end(body), req.url === '/slow' ? 30 : 0);
       });
     });
@@ -212,12 +225,25 @@ describe('upstream client: keep-alive, limits and bodies', () => {
     const up = upstream(m.port);
     const data = Buffer.alloc(8 << 20, 'abcdefghij');
     const sha = createHash('sha256').update(data).digest('hex');
-    const pieces = () => Readable.from((function* () {
-      for (let i = 0; i < data.length; i += 65_536) yield data.subarray(i, i + 65_536);
-    })());
-    const known: unknown = JSON.parse((await send(up, { method: 'POST', headers: ['content-length', String(data.length)], body: { stream: pieces(), length: String(data.length) } })).body.toString());
+    const pieces = () =>
+      Readable.from(
+        (function* () {
+          for (let i = 0; i < data.length; i += 65_536) yield data.subarray(i, i + 65_536);
+        })(),
+      );
+    const known: unknown = JSON.parse(
+      (
+        await send(up, {
+          method: 'POST',
+          headers: ['content-length', String(data.length)],
+          body: { stream: pieces(), length: String(data.length) },
+        })
+      ).body.toString(),
+    );
     assert.deepEqual(known, { length: data.length, sha, te: null, cl: String(data.length) });
-    const chunked: unknown = JSON.parse((await send(up, { method: 'POST', body: { stream: pieces(), length: undefined } })).body.toString());
+    const chunked: unknown = JSON.parse(
+      (await send(up, { method: 'POST', body: { stream: pieces(), length: undefined } })).body.toString(),
+    );
     assert.deepEqual(chunked, { length: data.length, sha, te: 'chunked', cl: null });
     await up.close();
   });

@@ -12,31 +12,81 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
 import { webhookDispatcher } from '../../lib/webhooks/guarded-dispatcher.js';
-import { isPublicAddress, publicAddressesOf, resolverFor, webhookUrlProblem, webhookUrlProblemResolved } from '../../lib/webhooks/url-guard.js';
+import {
+  isPublicAddress,
+  publicAddressesOf,
+  resolverFor,
+  webhookUrlProblem,
+  webhookUrlProblemResolved,
+} from '../../lib/webhooks/url-guard.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { startTestDns, type TestDns } from '../support/dns.js';
 
 describe('security: webhook URLs', () => {
   const refused = [
-    'https://127.0.0.1/x', 'https://127.1/x', 'https://2130706433/x', 'https://0x7f000001/x', 'https://0177.0.0.1/x', 'https://0x7f.1/x', 'https://0/x',
-    'https://10.1.2.3/x', 'https://172.16.0.1/x', 'https://192.168.1.1/x', 'https://100.64.0.1/x', 'https://169.254.169.254/latest', 'https://192.0.0.8/x',
-    'https://198.18.0.1/x', 'https://192.0.2.1/x', 'https://224.0.0.1/x', 'https://255.255.255.255/x', 'https://[::1]/x', 'https://[::]/x',
-    'https://[::127.0.0.1]/x', 'https://[::ffff:127.0.0.1]/x', 'https://[::ffff:a00:1]/x', 'https://[::ffff:0:a00:1]/x', 'https://[64:ff9b::a00:1]/x',
-    'https://[64:ff9b::7f00:1]/x', 'https://[64:ff9b:1::1]/x', 'https://[2002:a00:1::1]/x', 'https://[2002:7f00:1::]/x', 'https://[2001::1]/x',
-    'https://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/x', 'https://[fec0::1]/x', 'https://[fd00::1]/x', 'https://[fe80::1]/x', 'https://[ff02::1]/x',
-    'https://[2001:db8::1]/x', 'https://[100::1]/x', 'https://localhost/x', 'https://localhost./x', 'https://app.localhost/x', 'https://svc.internal/x',
-    'https://printer.local/x', 'https://router.home.arpa/x', 'https://intranet/x', 'http://hooks.example.com/x', 'https://user:pw@hooks.example.com/x',
-    'ftp://hooks.example.com/x', 'not a url',
+    'https://127.0.0.1/x',
+    'https://127.1/x',
+    'https://2130706433/x',
+    'https://0x7f000001/x',
+    'https://0177.0.0.1/x',
+    'https://0x7f.1/x',
+    'https://0/x',
+    'https://10.1.2.3/x',
+    'https://172.16.0.1/x',
+    'https://192.168.1.1/x',
+    'https://100.64.0.1/x',
+    'https://169.254.169.254/latest',
+    'https://192.0.0.8/x',
+    'https://198.18.0.1/x',
+    'https://192.0.2.1/x',
+    'https://224.0.0.1/x',
+    'https://255.255.255.255/x',
+    'https://[::1]/x',
+    'https://[::]/x',
+    'https://[::127.0.0.1]/x',
+    'https://[::ffff:127.0.0.1]/x',
+    'https://[::ffff:a00:1]/x',
+    'https://[::ffff:0:a00:1]/x',
+    'https://[64:ff9b::a00:1]/x',
+    'https://[64:ff9b::7f00:1]/x',
+    'https://[64:ff9b:1::1]/x',
+    'https://[2002:a00:1::1]/x',
+    'https://[2002:7f00:1::]/x',
+    'https://[2001::1]/x',
+    'https://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/x',
+    'https://[fec0::1]/x',
+    'https://[fd00::1]/x',
+    'https://[fe80::1]/x',
+    'https://[ff02::1]/x',
+    'https://[2001:db8::1]/x',
+    'https://[100::1]/x',
+    'https://localhost/x',
+    'https://localhost./x',
+    'https://app.localhost/x',
+    'https://svc.internal/x',
+    'https://printer.local/x',
+    'https://router.home.arpa/x',
+    'https://intranet/x',
+    'http://hooks.example.com/x',
+    'https://user:pw@hooks.example.com/x',
+    'ftp://hooks.example.com/x',
+    'not a url',
   ];
   for (const url of refused) {
     it(`refuses ${url}`, () => assert.match(webhookUrlProblem(url, { allowPrivate: false }) ?? 'accepted', /url must/));
   }
-  for (const url of ['https://93.184.216.34/x', 'https://[2606:4700:4700::1111]/x', 'https://hooks.example.com/x', 'https://8.8.8.8:8443/x']) {
+  for (const url of [
+    'https://93.184.216.34/x',
+    'https://[2606:4700:4700::1111]/x',
+    'https://hooks.example.com/x',
+    'https://8.8.8.8:8443/x',
+  ]) {
     it(`accepts ${url}`, () => assert.equal(webhookUrlProblem(url, { allowPrivate: false }), undefined));
   }
 
   it('isPublicAddress: embedded IPv4 in every IPv6 form is judged as not public', () => {
-    for (const a of ['::a00:1', '::ffff:8.8.8.8', '64:ff9b::808:808', '2002:808:808::1', '2001:0:808:808::1', 'fe80::1%eth0']) assert.equal(isPublicAddress(a), false, a);
+    for (const a of ['::a00:1', '::ffff:8.8.8.8', '64:ff9b::808:808', '2002:808:808::1', '2001:0:808:808::1', 'fe80::1%eth0'])
+      assert.equal(isPublicAddress(a), false, a);
     for (const a of ['8.8.8.8', '2606:4700:4700::1111', '1.1.1.1']) assert.equal(isPublicAddress(a), true, a);
   });
 
@@ -76,7 +126,10 @@ describe('security: webhook URLs', () => {
       for (const host of ['private', 'mixed', 'v6', 'nat64', 'meta']) {
         const res = await api.request('POST', '/api/account/webhooks', { body: { url: `https://${host}.hooks.test/x` } });
         assert.equal(res.status, 400, host);
-        assert.match(((await res.json()) as { error: string }).error, /url must name a public host: .* resolves to an address that is not public/);
+        assert.match(
+          ((await res.json()) as { error: string }).error,
+          /url must name a public host: .* resolves to an address that is not public/,
+        );
       }
       assert.deepEqual(((await (await api.request('GET', '/api/account/webhooks')).json()) as { webhooks: unknown[] }).webhooks, []);
       dns.set('good.hooks.test', ['93.184.216.34']);
@@ -98,7 +151,10 @@ describe('security: webhook URLs', () => {
 
     it('connects to the checked address when it is allowed, and follows no redirect to an inside one', async () => {
       const inside = await listen('127.0.0.1');
-      const outside = await listen('127.0.0.2', (_req, res) => void res.writeHead(302, { location: `http://127.0.0.1:${inside.port}/` }).end());
+      const outside = await listen(
+        '127.0.0.2',
+        (_req, res) => void res.writeHead(302, { location: `http://127.0.0.1:${inside.port}/` }).end(),
+      );
       dns.set('hook.hooks.test', ['127.0.0.2']);
       const dispatcher = webhookDispatcher({ resolver: resolverFor([dns.server]), isAllowed });
       const res = await request(`http://hook.hooks.test:${outside.port}/deliver`, { method: 'POST', body: '{}', dispatcher });
@@ -123,8 +179,15 @@ describe('security: webhook URLs', () => {
     });
 
     it('unresolvable names are accepted at creation (deliveries check again), resolvable private ones are not', async () => {
-      assert.equal(await webhookUrlProblemResolved('https://nowhere.hooks.test/x', { allowPrivate: false, resolver: resolverFor([dns.server]) }), undefined);
-      assert.match((await webhookUrlProblemResolved('https://private.hooks.test/x', { allowPrivate: false, resolver: resolverFor([dns.server]) })) ?? '', /not (a )?public/);
+      assert.equal(
+        await webhookUrlProblemResolved('https://nowhere.hooks.test/x', { allowPrivate: false, resolver: resolverFor([dns.server]) }),
+        undefined,
+      );
+      assert.match(
+        (await webhookUrlProblemResolved('https://private.hooks.test/x', { allowPrivate: false, resolver: resolverFor([dns.server]) })) ??
+          '',
+        /not (a )?public/,
+      );
     });
   });
 });

@@ -47,7 +47,11 @@ export interface TestApi {
   /** The API's database, for tests that look behind the API. */
   db: Db;
   token: string;
-  request(method: string, path: string, opts?: { token?: string | null; body?: unknown; headers?: Record<string, string> }): Promise<Response>;
+  request(
+    method: string,
+    path: string,
+    opts?: { token?: string | null; body?: unknown; headers?: Record<string, string> },
+  ): Promise<Response>;
   /** Another API replica on the same database, with its own caches. */
   replica(): Promise<{ url: string; close: () => Promise<void> }>;
   close(): Promise<void>;
@@ -124,14 +128,25 @@ function platformRegistry(): { SVC_BUILD_REGISTRY?: string } {
   return line ? { SVC_BUILD_REGISTRY: line[1]! } : {};
 }
 
-export async function startTestApi(opts: { env?: Record<string, string>; operations?: (s: Services) => Operation[] } = {}): Promise<TestApi> {
+export async function startTestApi(
+  opts: { env?: Record<string, string>; operations?: (s: Services) => Operation[] } = {},
+): Promise<TestApi> {
   const fresh = await freshDatabase();
   await migrateLatest(fresh.db);
   const listener = await listen();
   const machineListener = await listenForMachines();
   const artifactDir = await mkdtemp(path.join(tmpdir(), 'svc-artifacts-'));
   const config = loadConfig(
-    { SVC_DATABASE_URL: fresh.url, SVC_LOG_LEVEL: 'info', SVC_API_PORT: String(listener.port), SVC_API_MACHINE_PORT: String(machineListener.port), SVC_ARTIFACT_DIR: artifactDir, ...platformArtifactKey(), ...platformRegistry(), ...opts.env },
+    {
+      SVC_DATABASE_URL: fresh.url,
+      SVC_LOG_LEVEL: 'info',
+      SVC_API_PORT: String(listener.port),
+      SVC_API_MACHINE_PORT: String(machineListener.port),
+      SVC_ARTIFACT_DIR: artifactDir,
+      ...platformArtifactKey(),
+      ...platformRegistry(),
+      ...opts.env,
+    },
     { exists: () => false },
   );
   const logLines: Array<Record<string, unknown>> = [];
@@ -202,7 +217,10 @@ export async function startTestApi(opts: { env?: Record<string, string>; operati
       }
       await core.deleteNamespace({ name: account.namespace }).catch(() => undefined);
       // Its recorder's Lease goes with it (one per test API would pile up in kube-system).
-      await kc.makeApiClient(k8s.CoordinationV1Api).deleteNamespacedLease({ namespace: 'kube-system', name: recorderLease }).catch(() => undefined);
+      await kc
+        .makeApiClient(k8s.CoordinationV1Api)
+        .deleteNamespacedLease({ namespace: 'kube-system', name: recorderLease })
+        .catch(() => undefined);
       await fresh.dispose();
       await rm(artifactDir, { recursive: true, force: true });
     },

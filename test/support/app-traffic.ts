@@ -15,7 +15,12 @@ export async function readyAddresses(namespace: string, service: string, api = d
 }
 
 /** GET path on one ready endpoint of the app (port 8080), or undefined when none is ready. */
-export async function getFromApp(namespace: string, app: string, path = '/', api = discovery()): Promise<{ status: number; body: string; address: string } | undefined> {
+export async function getFromApp(
+  namespace: string,
+  app: string,
+  path = '/',
+  api = discovery(),
+): Promise<{ status: number; body: string; address: string } | undefined> {
   const addresses = await readyAddresses(namespace, app, api);
   const address = addresses[Math.floor(Math.random() * addresses.length)];
   if (!address) return undefined;
@@ -65,7 +70,11 @@ export class Poller {
           if (!r) this.samples.push({ at, ok: false, error: 'no ready endpoint' });
           else this.samples.push({ at, ok: r.status === 200, body: r.body, ...(r.status === 200 ? {} : { error: `status ${r.status}` }) });
         } catch (err) {
-          this.samples.push({ at, ok: false, error: err instanceof Error ? `${err.message} ${err.cause instanceof Error ? String(err.cause) : ''}` : String(err) });
+          this.samples.push({
+            at,
+            ok: false,
+            error: err instanceof Error ? `${err.message} ${err.cause instanceof Error ? String(err.cause) : ''}` : String(err),
+          });
         }
         await new Promise((r) => setTimeout(r, intervalMs));
       }

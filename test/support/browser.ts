@@ -6,7 +6,8 @@ import { chromium, type Browser } from 'playwright-core';
 export const chromiumPath = process.env.SVC_CHROMIUM ?? '/usr/bin/chromium';
 
 export async function launchChromium(): Promise<Browser> {
-  if (!existsSync(chromiumPath)) throw new Error(`Chromium is not at ${chromiumPath}: make test installs Debian's chromium (hack/install-deps.sh), or set SVC_CHROMIUM`);
+  if (!existsSync(chromiumPath))
+    throw new Error(`Chromium is not at ${chromiumPath}: make test installs Debian's chromium (hack/install-deps.sh), or set SVC_CHROMIUM`);
   // No sandbox: CI runs as root, where Chromium's sandbox refuses to start.
   return chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
 }

@@ -56,7 +56,9 @@ interface Code {
 const docs = 'https://docs.github.com/rest';
 const codeLifetimeMs = 10 * 60_000;
 
-export async function startTestCodehost(opts: { clientId?: string; clientSecret?: string; callbackUrl?: string } = {}): Promise<TestCodehost> {
+export async function startTestCodehost(
+  opts: { clientId?: string; clientSecret?: string; callbackUrl?: string } = {},
+): Promise<TestCodehost> {
   const clientId = opts.clientId ?? `Iv1.${randomBytes(8).toString('hex')}`;
   const clientSecret = opts.clientSecret ?? randomBytes(20).toString('hex');
   const users = new Map<string, Required<Pick<TestCodehostUser, 'login' | 'id'>> & TestCodehostUser>();
@@ -82,7 +84,11 @@ export async function startTestCodehost(opts: { clientId?: string; clientSecret?
       const registered = new URL(opts.callbackUrl);
       if (back.origin !== registered.origin || !back.pathname.startsWith(registered.pathname)) {
         const err = new URL(registered);
-        err.search = new URLSearchParams({ error: 'redirect_uri_mismatch', error_description: 'The redirect_uri MUST match the registered callback URL for this application.', state: q.get('state') ?? '' }).toString();
+        err.search = new URLSearchParams({
+          error: 'redirect_uri_mismatch',
+          error_description: 'The redirect_uri MUST match the registered callback URL for this application.',
+          state: q.get('state') ?? '',
+        }).toString();
         return void res.writeHead(302, { location: err.toString() }).end();
       }
     }
@@ -91,10 +97,20 @@ export async function startTestCodehost(opts: { clientId?: string; clientSecret?
     if (!user) return void res.writeHead(200, { 'content-type': 'text/html' }).end('<h1>Sign in to GitHub</h1>');
     const state = q.get('state');
     if (q.get('test_decline')) {
-      back.search = new URLSearchParams({ error: 'access_denied', error_description: 'The user has denied your application access.', ...(state ? { state } : {}) }).toString();
+      back.search = new URLSearchParams({
+        error: 'access_denied',
+        error_description: 'The user has denied your application access.',
+        ...(state ? { state } : {}),
+      }).toString();
     } else {
       const code = randomBytes(10).toString('hex');
-      codes.set(code, { login: user.login.toLowerCase(), clientId, redirectUri, scope: q.get('scope') ?? '', expires: Date.now() + codeLifetimeMs });
+      codes.set(code, {
+        login: user.login.toLowerCase(),
+        clientId,
+        redirectUri,
+        scope: q.get('scope') ?? '',
+        expires: Date.now() + codeLifetimeMs,
+      });
       back.searchParams.set('code', code);
       if (state) back.searchParams.set('state', state);
     }
@@ -108,23 +124,42 @@ export async function startTestCodehost(opts: { clientId?: string; clientSecret?
       : new URLSearchParams(raw);
     const answer = (body: Record<string, string>) => {
       if ((req.headers.accept ?? '').includes('application/json')) json(res, 200, body);
-      else res.writeHead(200, { 'content-type': 'application/x-www-form-urlencoded; charset=utf-8' }).end(new URLSearchParams(body).toString());
+      else
+        res
+          .writeHead(200, { 'content-type': 'application/x-www-form-urlencoded; charset=utf-8' })
+          .end(new URLSearchParams(body).toString());
     };
-    const refuse = (error: string, error_description: string) => answer({ error, error_description, error_uri: `${docs}/apps/troubleshooting-authorization-request-errors` });
-    if (form.get('client_id') !== clientId || form.get('client_secret') !== clientSecret) return refuse('incorrect_client_credentials', 'The client_id and/or client_secret passed are incorrect.');
+    const refuse = (error: string, error_description: string) =>
+      answer({ error, error_description, error_uri: `${docs}/apps/troubleshooting-authorization-request-errors` });
+    if (form.get('client_id') !== clientId || form.get('client_secret') !== clientSecret)
+      return refuse('incorrect_client_credentials', 'The client_id and/or client_secret passed are incorrect.');
     const code = codes.get(form.get('code') ?? '');
     // A code is spent by any exchange attempt with it, as GitHub does.
     if (code) codes.delete(form.get('code') ?? '');
-    if (!code || code.clientId !== clientId || code.expires < Date.now()) return refuse('bad_verification_code', 'The code passed is incorrect or expired.');
-    if (form.has('redirect_uri') && form.get('redirect_uri') !== code.redirectUri) return refuse('redirect_uri_mismatch', 'The redirect_uri MUST match the registered callback URL for this application.');
+    if (!code || code.clientId !== clientId || code.expires < Date.now())
+      return refuse('bad_verification_code', 'The code passed is incorrect or expired.');
+    if (form.has('redirect_uri') && form.get('redirect_uri') !== code.redirectUri)
+      return refuse('redirect_uri_mismatch', 'The redirect_uri MUST match the registered callback URL for this application.');
     const token = `gho_${randomBytes(18).toString('base64url')}`;
     tokens.set(token, { login: code.login, scope: code.scope });
-    answer({ access_token: token, token_type: 'bearer', scope: code.scope.split(/[\s,]+/).filter(Boolean).join(',') });
+    answer({
+      access_token: token,
+      token_type: 'bearer',
+      scope: code.scope
+        .split(/[\s,]+/)
+        .filter(Boolean)
+        .join(','),
+    });
   };
 
   const api = (req: IncomingMessage, res: ServerResponse, path: string) => {
     if (rateLimited) {
-      return json(res, 403, { message: 'API rate limit exceeded for user ID 1.', documentation_url: `${docs}/overview/rate-limits-for-the-rest-api` }, { 'x-ratelimit-limit': '5000', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(Math.ceil(Date.now() / 1000) + 3600) });
+      return json(
+        res,
+        403,
+        { message: 'API rate limit exceeded for user ID 1.', documentation_url: `${docs}/overview/rate-limits-for-the-rest-api` },
+        { 'x-ratelimit-limit': '5000', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(Math.ceil(Date.now() / 1000) + 3600) },
+      );
     }
     const auth = /^(?:bearer|token)\s+(\S+)$/i.exec(req.headers.authorization ?? '')?.[1];
     const grant = auth ? tokens.get(auth) : undefined;
@@ -132,11 +167,22 @@ export async function startTestCodehost(opts: { clientId?: string; clientSecret?
     if (!grant || !user) return json(res, 401, { message: 'Bad credentials', documentation_url: docs, status: '401' });
     if (req.method !== 'GET') return notFound(res);
     if (path === '/user') {
-      return json(res, 200, { login: user.login, id: user.id, node_id: `U_${user.id}`, type: 'User', name: user.name ?? null, email: user.publicEmail ?? null });
+      return json(res, 200, {
+        login: user.login,
+        id: user.id,
+        node_id: `U_${user.id}`,
+        type: 'User',
+        name: user.name ?? null,
+        email: user.publicEmail ?? null,
+      });
     }
     if (path === '/user/emails') {
       if (!grant.scope.split(/[\s,]+/).includes('user:email')) return notFound(res);
-      return json(res, 200, (user.emails ?? []).map((e) => ({ ...e, visibility: e.primary ? 'private' : null })));
+      return json(
+        res,
+        200,
+        (user.emails ?? []).map((e) => ({ ...e, visibility: e.primary ? 'private' : null })),
+      );
     }
     const m = /^\/user\/memberships\/orgs\/([^/]+)$/.exec(path);
     if (m) {

@@ -52,7 +52,12 @@ export async function startTestDns(): Promise<TestDns> {
     const n = counts.get(key) ?? 0;
     counts.set(key, n + 1);
     const entry = table.get(name);
-    const turn: string[] = entry === undefined ? [] : Array.isArray(entry[0]) ? ((entry as string[][])[Math.min(n, entry.length - 1)] ?? []) : (entry as string[]);
+    const turn: string[] =
+      entry === undefined
+        ? []
+        : Array.isArray(entry[0])
+          ? ((entry as string[][])[Math.min(n, entry.length - 1)] ?? [])
+          : (entry as string[]);
     const wanted = turn.filter((a) => isIP(a) === (qtype === 28 ? 6 : qtype === 1 ? 4 : -1));
     const header = Buffer.alloc(12);
     msg.copy(header, 0, 0, 2);

@@ -43,18 +43,35 @@ export async function startTestIngress(
   // this ingress really listens, as an operator would.
   const port = opts.port ?? (await freePort());
   const config = loadConfig(
-    { SVC_LOG_LEVEL: 'silent', SVC_APPS_DOMAIN: appsDomain, SVC_DATABASE_URL: api.services.config.databaseUrl, SVC_APPS_URL_SUFFIX: `:${port}`, SVC_ASSERTION_ISSUER: api.services.config.assertion.issuer, ...opts.env },
+    {
+      SVC_LOG_LEVEL: 'silent',
+      SVC_APPS_DOMAIN: appsDomain,
+      SVC_DATABASE_URL: api.services.config.databaseUrl,
+      SVC_APPS_URL_SUFFIX: `:${port}`,
+      SVC_ASSERTION_ISSUER: api.services.config.assertion.issuer,
+      ...opts.env,
+    },
     { exists: () => false },
   );
   const log = createLogger('ingress-auth', (process.env.SVC_TEST_INGRESS_LOG as 'debug' | undefined) ?? 'silent');
   const clock = new TestClock();
   const db = api.db;
-  const keys = new AssertionKeyStore(db, { rotationMs: config.assertion.rotationMs, maxAssertionLifetimeMs: config.assertion.lifetimeSeconds * 1000 });
+  const keys = new AssertionKeyStore(db, {
+    rotationMs: config.assertion.rotationMs,
+    maxAssertionLifetimeMs: config.assertion.lifetimeSeconds * 1000,
+  });
   const signer = new AssertionSigner(keys, { issuer: config.assertion.issuer, lifetimeSeconds: config.assertion.lifetimeSeconds });
   const signIn = new SignIn({ db, config, log, signer, assertionLifetimeSeconds: config.assertion.lifetimeSeconds, clock: clock.read });
   await signIn.start();
   const table = new RouteTable(kubeConfig(), log);
-  const providers = signInProviders({ config, log, db, signIn, mail: opts.mail !== undefined, appOfHost: (h) => table.app(appOfHost(h, config.appsDomain) ?? '') });
+  const providers = signInProviders({
+    config,
+    log,
+    db,
+    signIn,
+    mail: opts.mail !== undefined,
+    appOfHost: (h) => table.app(appOfHost(h, config.appsDomain) ?? ''),
+  });
   const routes = new AuthRoutes(signIn, { config, log, mail: opts.mail, providerRoutes: providers.routes, available: providers.available });
   const ingress: Ingress = await startIngress({
     config,
@@ -106,7 +123,11 @@ export class Browser {
     this.cookies.get(h)!.set(name, value);
   }
 
-  request(host: string, path: string, opts: { method?: string; headers?: Array<[string, string]>; body?: string; cookies?: boolean } = {}): Promise<Answer> {
+  request(
+    host: string,
+    path: string,
+    opts: { method?: string; headers?: Array<[string, string]>; body?: string; cookies?: boolean } = {},
+  ): Promise<Answer> {
     const u = new URL(this.ingressUrl);
     const headers: string[] = ['Host', host];
     for (const [k, v] of opts.headers ?? []) headers.push(k, v);

@@ -49,7 +49,10 @@ export interface TestOidcProvider {
 // The part of oidc-provider's API used here (the package ships no types).
 interface InteractionDetails {
   uid: string;
-  prompt: { name: string; details: { missingOIDCScope?: string[]; missingOIDCClaims?: string[]; missingResourceScopes?: Record<string, string[]> } };
+  prompt: {
+    name: string;
+    details: { missingOIDCScope?: string[]; missingOIDCClaims?: string[]; missingResourceScopes?: Record<string, string[]> };
+  };
   params: { client_id?: unknown };
   session?: { accountId?: string };
   grantId?: string;
@@ -63,7 +66,12 @@ interface Grant {
 interface Provider {
   callback(): (req: IncomingMessage, res: ServerResponse) => void;
   interactionDetails(req: IncomingMessage, res: ServerResponse): Promise<InteractionDetails>;
-  interactionFinished(req: IncomingMessage, res: ServerResponse, result: object, opts?: { mergeWithLastSubmission?: boolean }): Promise<void>;
+  interactionFinished(
+    req: IncomingMessage,
+    res: ServerResponse,
+    result: object,
+    opts?: { mergeWithLastSubmission?: boolean },
+  ): Promise<void>;
   Grant: { new (init: { accountId: string; clientId: string }): Grant; find(id: string): Promise<Grant | undefined> };
   on(event: 'server_error', listener: (ctx: unknown, err: Error) => void): void;
 }
@@ -109,9 +117,23 @@ export async function startTestOidcProvider(opts: TestOidcProviderOptions): Prom
   });
   const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
-  const signingKey = { ...generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'jwk' }), kid: 'test-1', use: 'sig', alg: 'RS256' };
+  const signingKey = {
+    ...generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'jwk' }),
+    kid: 'test-1',
+    use: 'sig',
+    alg: 'RS256',
+  };
   provider = new Provider(issuer, {
-    clients: [{ client_id: clientId, client_secret: clientSecret, redirect_uris: opts.redirectUris, response_types: ['code'], grant_types: ['authorization_code'], token_endpoint_auth_method: 'client_secret_basic' }],
+    clients: [
+      {
+        client_id: clientId,
+        client_secret: clientSecret,
+        redirect_uris: opts.redirectUris,
+        response_types: ['code'],
+        grant_types: ['authorization_code'],
+        token_endpoint_auth_method: 'client_secret_basic',
+      },
+    ],
     jwks: { keys: [signingKey] },
     cookies: { keys: [randomBytes(32).toString('base64url')] },
     pkce: { required: () => true },
@@ -146,20 +168,30 @@ export async function startTestOidcProvider(opts: TestOidcProviderOptions): Prom
   async function interaction(p: Provider, req: IncomingMessage, res: ServerResponse): Promise<void> {
     const q = new URL(req.url ?? '/', issuer).searchParams;
     const details = await p.interactionDetails(req, res);
-    if (q.get('decline')) return p.interactionFinished(req, res, { error: 'access_denied', error_description: 'the person declined' }, { mergeWithLastSubmission: false });
+    if (q.get('decline'))
+      return p.interactionFinished(
+        req,
+        res,
+        { error: 'access_denied', error_description: 'the person declined' },
+        { mergeWithLastSubmission: false },
+      );
     if (details.prompt.name === 'login') {
       const sub = q.get('account') ?? '';
-      if (!accounts.has(sub)) return void res.writeHead(400, { 'content-type': 'text/plain' }).end(`no test account ${JSON.stringify(sub)}`);
+      if (!accounts.has(sub))
+        return void res.writeHead(400, { 'content-type': 'text/plain' }).end(`no test account ${JSON.stringify(sub)}`);
       return p.interactionFinished(req, res, { login: { accountId: sub } }, { mergeWithLastSubmission: false });
     }
     if (details.prompt.name === 'consent') {
       const accountId = details.session?.accountId;
       if (!accountId || typeof details.params.client_id !== 'string') throw new Error('consent prompt without a session or client');
-      const grant = (details.grantId ? await p.Grant.find(details.grantId) : undefined) ?? new p.Grant({ accountId, clientId: details.params.client_id });
+      const grant =
+        (details.grantId ? await p.Grant.find(details.grantId) : undefined) ??
+        new p.Grant({ accountId, clientId: details.params.client_id });
       const missing = details.prompt.details;
       if (missing.missingOIDCScope?.length) grant.addOIDCScope(missing.missingOIDCScope.join(' '));
       if (missing.missingOIDCClaims?.length) grant.addOIDCClaims(missing.missingOIDCClaims);
-      for (const [resource, scopes] of Object.entries(missing.missingResourceScopes ?? {})) grant.addResourceScope(resource, scopes.join(' '));
+      for (const [resource, scopes] of Object.entries(missing.missingResourceScopes ?? {}))
+        grant.addResourceScope(resource, scopes.join(' '));
       return p.interactionFinished(req, res, { consent: { grantId: await grant.save() } }, { mergeWithLastSubmission: true });
     }
     throw new Error(`unexpected interaction prompt ${details.prompt.name}`);
@@ -170,7 +202,10 @@ export async function startTestOidcProvider(opts: TestOidcProviderOptions): Prom
     let url = new URL(authorizationUrl);
     for (let hop = 0; hop < 10; hop++) {
       if (url.pathname.startsWith('/interaction/')) url.search = decline ? '?decline=1' : `?account=${encodeURIComponent(accountId)}`;
-      const res = await fetch(url, { redirect: 'manual', headers: jar.size ? { cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; ') } : {} });
+      const res = await fetch(url, {
+        redirect: 'manual',
+        headers: jar.size ? { cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; ') } : {},
+      });
       for (const c of res.headers.getSetCookie()) {
         const [pair = ''] = c.split(';');
         const eq = pair.indexOf('=');
@@ -182,7 +217,9 @@ export async function startTestOidcProvider(opts: TestOidcProviderOptions): Prom
       const location = res.headers.get('location');
       const body = await res.text();
       if (res.status < 300 || res.status >= 400 || !location) {
-        throw new Error(`test OpenID provider: ${url.pathname} answered ${res.status}: ${body.slice(0, 300)}${lastServerError ? ` (server error: ${lastServerError.message})` : ''}`);
+        throw new Error(
+          `test OpenID provider: ${url.pathname} answered ${res.status}: ${body.slice(0, 300)}${lastServerError ? ` (server error: ${lastServerError.message})` : ''}`,
+        );
       }
       url = new URL(location, url);
       if (url.origin !== issuer) return url;

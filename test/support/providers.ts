@@ -51,13 +51,21 @@ export async function startProviderPlatform(opts: {
       SVC_CODEHOST_CLIENT_SECRET: gh.clientSecret,
     },
   });
-  const fetchJson = (b: Browser, app: string, path: string) => b.request(host(app), path, { headers: [['Sec-Fetch-Mode', 'cors'], ['Accept', 'application/json']] });
+  const fetchJson = (b: Browser, app: string, path: string) =>
+    b.request(host(app), path, {
+      headers: [
+        ['Sec-Fetch-Mode', 'cors'],
+        ['Accept', 'application/json'],
+      ],
+    });
   const location = (r: Answer) => {
     assert.equal(r.status, 303, r.body);
     return String(r.headers.location);
   };
   const providerSignIn = async (b: Browser, app: string, provider: 'idp' | 'codehost', who: string): Promise<Answer> => {
-    const start = await b.request(host(app), '/_svc/auth/' + provider + '/start?next=%2Fapi%2Fecho', { headers: [['Sec-Fetch-Mode', 'navigate']] });
+    const start = await b.request(host(app), '/_svc/auth/' + provider + '/start?next=%2Fapi%2Fecho', {
+      headers: [['Sec-Fetch-Mode', 'navigate']],
+    });
     const authorize = location(start);
     assert.ok(b.cookie(host(app), 'svc-flow'), 'the flow is bound to this browser');
     const callback = provider === 'idp' ? await op.signIn(authorize, who) : await gh.signIn(authorize, who);
@@ -77,8 +85,14 @@ export async function startProviderPlatform(opts: {
     ids.push([app, ((await res.json()) as { id: string }).id]);
   }
   for (const [app, id] of ids) {
-    await eventually(`${app} live`, async () => ((await (await api.request('GET', `/api/deploys/${id}`)).json()) as { status: string }).status === 'live', { timeoutMs: 90_000 });
-    await eventually(`${app} in the ingress`, async () => (await fetchJson(new Browser(ia.url), app, '/api/echo')).status === 401, { timeoutMs: 30_000 });
+    await eventually(
+      `${app} live`,
+      async () => ((await (await api.request('GET', `/api/deploys/${id}`)).json()) as { status: string }).status === 'live',
+      { timeoutMs: 90_000 },
+    );
+    await eventually(`${app} in the ingress`, async () => (await fetchJson(new Browser(ia.url), app, '/api/echo')).status === 401, {
+      timeoutMs: 30_000,
+    });
   }
   return {
     api,

@@ -9,12 +9,22 @@ export function rawRequest(
 ): Promise<{ status: number; body: string }> {
   const u = new URL(base);
   return new Promise((resolve, reject) => {
-    const req = request({ host: u.hostname, port: u.port, path: target, method: opts.method ?? 'GET', headers: opts.headers ?? {}, ...(opts.timeoutMs ? { timeout: opts.timeoutMs } : {}) }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode!, body }));
-    });
+    const req = request(
+      {
+        host: u.hostname,
+        port: u.port,
+        path: target,
+        method: opts.method ?? 'GET',
+        headers: opts.headers ?? {},
+        ...(opts.timeoutMs ? { timeout: opts.timeoutMs } : {}),
+      },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (body += c));
+        res.on('end', () => resolve({ status: res.statusCode!, body }));
+      },
+    );
     req.on('error', reject);
     req.end();
   });

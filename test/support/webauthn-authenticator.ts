@@ -65,7 +65,8 @@ export class SoftwareAuthenticator {
     const again = tamper.credentialId === undefined ? undefined : this.credentials.get(tamper.credentialId);
     if (tamper.credentialId !== undefined && !again) throw new Error(`no credential ${tamper.credentialId}`);
     for (const excluded of again ? [] : (options.excludeCredentials ?? [])) {
-      if (this.credentials.get(excluded.id)?.rpId === rpId) throw new Error('InvalidStateError: this authenticator already holds a credential of the exclude list');
+      if (this.credentials.get(excluded.id)?.rpId === rpId)
+        throw new Error('InvalidStateError: this authenticator already holds a credential of the exclude list');
     }
     const privateKey = again?.privateKey ?? generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey;
     const jwk = createPublicKey(privateKey).export({ format: 'jwk' });
@@ -90,17 +91,23 @@ export class SoftwareAuthenticator {
       isoCBOR.encode(coseKey),
     ]);
     const clientDataJSON = JSON.stringify({ type: 'webauthn.create', challenge: options.challenge, origin, crossOrigin: false });
-    const attestationObject = isoCBOR.encode(new Map<string | number, Cbor>([
-      ['fmt', 'none'],
-      ['attStmt', new Map()],
-      ['authData', authData],
-    ]));
+    const attestationObject = isoCBOR.encode(
+      new Map<string | number, Cbor>([
+        ['fmt', 'none'],
+        ['attStmt', new Map()],
+        ['authData', authData],
+      ]),
+    );
     this.credentials.set(b64url(id), credential);
     return {
       id: b64url(id),
       rawId: b64url(id),
       type: 'public-key',
-      response: { clientDataJSON: b64url(Buffer.from(clientDataJSON)), attestationObject: b64url(attestationObject), transports: ['internal'] },
+      response: {
+        clientDataJSON: b64url(Buffer.from(clientDataJSON)),
+        attestationObject: b64url(attestationObject),
+        transports: ['internal'],
+      },
       authenticatorAttachment: 'platform',
       clientExtensionResults: {},
     };
@@ -118,7 +125,12 @@ export class SoftwareAuthenticator {
       id: b64url(credential.id),
       rawId: b64url(credential.id),
       type: 'public-key',
-      response: { clientDataJSON: b64url(clientDataJSON), authenticatorData: b64url(authData), signature: b64url(signature), userHandle: tamper.userHandle ?? credential.userHandle },
+      response: {
+        clientDataJSON: b64url(clientDataJSON),
+        authenticatorData: b64url(authData),
+        signature: b64url(signature),
+        userHandle: tamper.userHandle ?? credential.userHandle,
+      },
       authenticatorAttachment: 'platform',
       clientExtensionResults: {},
     };

@@ -6,6 +6,11 @@ import { WebhookDeliverer } from '../../lib/webhooks/deliverer.js';
 import { webhookDispatcher } from '../../lib/webhooks/guarded-dispatcher.js';
 
 const db = connect(process.argv[2]!);
-const deliverer = new WebhookDeliverer({ db, log: createLogger('webhooks', 'info'), dispatcher: webhookDispatcher({ isAllowed: () => true }), pollMs: 100 });
+const deliverer = new WebhookDeliverer({
+  db,
+  log: createLogger('webhooks', 'info'),
+  dispatcher: webhookDispatcher({ isAllowed: () => true }),
+  pollMs: 100,
+});
 deliverer.start();
 process.stdout.write('ready\n');

@@ -21,7 +21,9 @@ describe('API documentation', () => {
   it('lists exactly the operations that answer not_implemented', async () => {
     const doc = await read('docs/api/not-implemented.md');
     const listed = [...doc.matchAll(/^\| (GET|POST|PUT|PATCH|DELETE) \| `([^`]+)` \|/gm)].map((m) => `${m[1]} ${m[2]}`).sort();
-    const pending = pendingOperations().map((o) => `${o.method} ${o.path}`).sort();
+    const pending = pendingOperations()
+      .map((o) => `${o.method} ${o.path}`)
+      .sort();
     assert.deepEqual(listed, pending);
   });
 });

@@ -4,7 +4,16 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { windowOf } from '../../api/routes/app-metrics.js';
 import { ApiError } from '../../api/errors.js';
-import { addSample, addTotals, bucketCount, bucketOf, emptyTotals, latencyBoundsMs, quantile, statusClass } from '../../lib/metrics/requests.js';
+import {
+  addSample,
+  addTotals,
+  bucketCount,
+  bucketOf,
+  emptyTotals,
+  latencyBoundsMs,
+  quantile,
+  statusClass,
+} from '../../lib/metrics/requests.js';
 
 describe('request metrics aggregation', () => {
   it('counts status classes, leaving 1xx and nonsense out of the classes but in the total', () => {
@@ -61,14 +70,24 @@ describe('request metrics aggregation', () => {
     const a = emptyTotals();
     const b = emptyTotals();
     const both = emptyTotals();
-    const samples: Array<[number, number]> = [[200, 3], [500, 250], [404, 12], [200, 3], [301, 0.5], [200, 40_000]];
+    const samples: Array<[number, number]> = [
+      [200, 3],
+      [500, 250],
+      [404, 12],
+      [200, 3],
+      [301, 0.5],
+      [200, 40_000],
+    ];
     samples.forEach(([s, ms], i) => {
       addSample(i % 2 ? a : b, s, ms);
       addSample(both, s, ms);
     });
     addTotals(a, b);
     assert.deepEqual(a, both);
-    assert.equal(a.latency.reduce((n, c) => n + c, 0), a.requests);
+    assert.equal(
+      a.latency.reduce((n, c) => n + c, 0),
+      a.requests,
+    );
   });
 });
 
@@ -90,7 +109,10 @@ describe('metrics window', () => {
 
   it('refuses steps that are not whole minutes, too many points, and windows past retention or in the future', () => {
     const bad = (q: Record<string, string>, re: RegExp) =>
-      assert.throws(() => windowOf(q, now), (e: unknown) => e instanceof ApiError && e.code === 'invalid_request' && re.test(e.message));
+      assert.throws(
+        () => windowOf(q, now),
+        (e: unknown) => e instanceof ApiError && e.code === 'invalid_request' && re.test(e.message),
+      );
     bad({ step: '90s' }, /whole minutes/);
     bad({ since: '30d', step: '1m' }, /at most 1440/);
     bad({ since: '31d' }, /at most 30d/);

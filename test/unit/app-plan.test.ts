@@ -7,7 +7,14 @@ import { machinePod, machinePolicy, plan, revisionOf } from '../../controllers/a
 import { accountObjects, missingLabels } from '../../controllers/account/desired.js';
 import type { App } from '../../lib/resources/index.js';
 
-const settings = { site: { appsDomain: 'apps.localhost', appsUrlSuffix: ':8081', secure: false }, runtimeImage: 'svc/runtime:latest', artifactBaseUrl: 'http://10.244.0.1:8080/artifacts', rolloutDeadlineMs: 60_000, assertionIssuer: 'http://apps.localhost:8081/_svc/auth', jwksUrl: 'http://10.244.0.1:8080/_svc/auth/jwks.json' };
+const settings = {
+  site: { appsDomain: 'apps.localhost', appsUrlSuffix: ':8081', secure: false },
+  runtimeImage: 'svc/runtime:latest',
+  artifactBaseUrl: 'http://10.244.0.1:8080/artifacts',
+  rolloutDeadlineMs: 60_000,
+  assertionIssuer: 'http://apps.localhost:8081/_svc/auth',
+  jwksUrl: 'http://10.244.0.1:8080/_svc/auth/jwks.json',
+};
 const now = new Date('2026-01-01T00:00:00Z');
 const app = (spec: Partial<App['spec']> = {}): App => ({
   apiVersion: 'svc.dev/v1alpha1',
@@ -24,13 +31,27 @@ describe('App plan', () => {
   it('creates one machine per ordinal, owned by the App, and reports the status shape', () => {
     const a = app({ machines: 2 });
     const p = plan(a, [], settings, now);
-    assert.deepEqual(p.create.map((x) => x.metadata?.name), [`shop-m0-${revisionOf(a, settings)}`, `shop-m1-${revisionOf(a, settings)}`]);
+    assert.deepEqual(
+      p.create.map((x) => x.metadata?.name),
+      [`shop-m0-${revisionOf(a, settings)}`, `shop-m1-${revisionOf(a, settings)}`],
+    );
     assert.equal(p.create[0]?.metadata?.ownerReferences?.[0]?.uid, 'u1');
     assert.equal(p.status.ready, '0/2');
     assert.equal(p.status.url, 'http://shop.apps.localhost:8081');
     const secure = { ...settings, site: { ...settings.site, secure: true } };
-    assert.equal(plan(a, [], secure, now).status.url, 'https://shop.apps.localhost:8081', 'https where app hostnames are served over it, as the API\'s links say');
-    assert.deepEqual([['Ready', p.ready.ok], ...p.conditions.map((c) => [c.type, c.ok])], [['Ready', false], ['Progressing', true], ['Degraded', false]]);
+    assert.equal(
+      plan(a, [], secure, now).status.url,
+      'https://shop.apps.localhost:8081',
+      "https where app hostnames are served over it, as the API's links say",
+    );
+    assert.deepEqual(
+      [['Ready', p.ready.ok], ...p.conditions.map((c) => [c.type, c.ok])],
+      [
+        ['Ready', false],
+        ['Progressing', true],
+        ['Degraded', false],
+      ],
+    );
   });
 
   it("gives every machine what it needs to verify identity assertions: the App's own settings, else the controllers'", () => {
@@ -39,7 +60,9 @@ describe('App plan', () => {
     assert.equal(plain.SVC_AUTH_JWKS_URL, settings.jwksUrl);
     assert.equal(plain.SVC_AUTH_ISSUER, settings.assertionIssuer);
     assert.equal(plain.SVC_AUTH_AUDIENCE, 'shop.apps.localhost');
-    const own = envOf(app({ identity: { jwksUrl: 'http://10.244.0.1:9999/_svc/auth/jwks.json', issuer: 'http://apps.localhost:9999/_svc/auth' } }));
+    const own = envOf(
+      app({ identity: { jwksUrl: 'http://10.244.0.1:9999/_svc/auth/jwks.json', issuer: 'http://apps.localhost:9999/_svc/auth' } }),
+    );
     assert.equal(own.SVC_AUTH_JWKS_URL, 'http://10.244.0.1:9999/_svc/auth/jwks.json');
     assert.equal(own.SVC_AUTH_ISSUER, 'http://apps.localhost:9999/_svc/auth');
     // An app's own variable of the same name does not replace the platform's.
@@ -49,19 +72,38 @@ describe('App plan', () => {
   it('runs every container of a machine non-root, unprivileged, capability-less, read-only, seccomp-confined, tokenless', () => {
     for (const a of [app(), app({ kind: 'static', source: { digest: `sha256:${'a'.repeat(64)}` } })]) {
       const pod = machinePod(a, 0, settings);
-      assert.deepEqual(pod.spec?.securityContext, { runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000, fsGroup: 1000, seccompProfile: { type: 'RuntimeDefault' } });
+      assert.deepEqual(pod.spec?.securityContext, {
+        runAsNonRoot: true,
+        runAsUser: 1000,
+        runAsGroup: 1000,
+        fsGroup: 1000,
+        seccompProfile: { type: 'RuntimeDefault' },
+      });
       assert.equal(pod.spec?.automountServiceAccountToken, false);
       for (const c of [...(pod.spec?.initContainers ?? []), ...pod.spec.containers]) {
-        assert.deepEqual(c.securityContext, { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] }, readOnlyRootFilesystem: true, runAsNonRoot: true }, c.name);
-        assert.ok(c.volumeMounts?.some((m) => m.mountPath === '/tmp' && m.name === 'tmp'), `${c.name}: a writable /tmp`);
+        assert.deepEqual(
+          c.securityContext,
+          { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] }, readOnlyRootFilesystem: true, runAsNonRoot: true },
+          c.name,
+        );
+        assert.ok(
+          c.volumeMounts?.some((m) => m.mountPath === '/tmp' && m.name === 'tmp'),
+          `${c.name}: a writable /tmp`,
+        );
       }
-      assert.deepEqual(pod.spec?.volumes?.find((v) => v.name === 'tmp'), { name: 'tmp', emptyDir: { sizeLimit: '256Mi' } });
+      assert.deepEqual(
+        pod.spec?.volumes?.find((v) => v.name === 'tmp'),
+        { name: 'tmp', emptyDir: { sizeLimit: '256Mi' } },
+      );
     }
   });
 
-  it("writes each App a NetworkPolicy: in from the platform and its own machines, out to its own machines and the machine ports only", () => {
+  it('writes each App a NetworkPolicy: in from the platform and its own machines, out to its own machines and the machine ports only', () => {
     assert.equal(machinePolicy(app(), settings), undefined, 'none without the platform’s addresses');
-    const policy = machinePolicy(app(), { ...settings, platform: { cidrs: ['10.244.0.1/32', '10.244.1.1/32'], ports: [{ port: 8079 }, { port: 18000, endPort: 18099 }] } })!;
+    const policy = machinePolicy(app(), {
+      ...settings,
+      platform: { cidrs: ['10.244.0.1/32', '10.244.1.1/32'], ports: [{ port: 8079 }, { port: 18000, endPort: 18099 }] },
+    })!;
     assert.equal(policy.metadata?.name, 'app-shop');
     assert.equal(policy.metadata?.ownerReferences?.[0]?.uid, 'u1');
     const own = { podSelector: { matchLabels: { 'svc.dev/app': 'shop' } } };
@@ -71,7 +113,13 @@ describe('App plan', () => {
       ingress: [{ from: [{ ipBlock: { cidr: '10.244.0.1/32' } }, { ipBlock: { cidr: '10.244.1.1/32' } }, own] }],
       egress: [
         { to: [own] },
-        { to: [{ ipBlock: { cidr: '10.244.0.1/32' } }, { ipBlock: { cidr: '10.244.1.1/32' } }], ports: [{ protocol: 'TCP', port: 8079 }, { protocol: 'TCP', port: 18000, endPort: 18099 }] },
+        {
+          to: [{ ipBlock: { cidr: '10.244.0.1/32' } }, { ipBlock: { cidr: '10.244.1.1/32' } }],
+          ports: [
+            { protocol: 'TCP', port: 8079 },
+            { protocol: 'TCP', port: 18000, endPort: 18099 },
+          ],
+        },
       ],
     });
     // On a cluster (the chart), ingress-auth and the API are pods of the platform's namespace.
@@ -92,7 +140,11 @@ describe('App plan', () => {
     assert.deepEqual(o.denyAll.spec, { podSelector: {}, policyTypes: ['Ingress', 'Egress'] });
     assert.equal(o.quota.spec?.hard?.['services.nodeports'], '0');
     assert.equal(o.quota.spec?.hard?.pods, '50');
-    assert.deepEqual((o.limits.spec?.limits[0] as unknown as { default: Record<string, string> }).default, { cpu: '1', memory: '512Mi', 'ephemeral-storage': '1Gi' });
+    assert.deepEqual((o.limits.spec?.limits[0] as unknown as { default: Record<string, string> }).default, {
+      cpu: '1',
+      memory: '512Mi',
+      'ephemeral-storage': '1Gi',
+    });
     for (const x of [o.quota, o.limits, o.denyAll]) assert.equal(x.metadata?.namespace, 'svc-acct-1');
   });
 
@@ -108,7 +160,10 @@ describe('App plan', () => {
     const fresh = withStatus(machinePod(after, 0, settings), false);
     assert.equal(plan(after, [old, fresh], settings, now).delete.length, 0);
     const done = plan(after, [old, withStatus(fresh, true)], settings, now);
-    assert.deepEqual(done.delete.map((x) => x.metadata?.name), [old.metadata?.name]);
+    assert.deepEqual(
+      done.delete.map((x) => x.metadata?.name),
+      [old.metadata?.name],
+    );
     assert.equal(done.create.length, 0);
   });
 
@@ -116,7 +171,10 @@ describe('App plan', () => {
     const a = app({ machines: 1 });
     const extra = withStatus(machinePod(a, 1, settings), true);
     const first = withStatus(machinePod(a, 0, settings), true);
-    assert.deepEqual(plan(a, [first, extra], settings, now).delete.map((x) => x.metadata?.name), [extra.metadata?.name]);
+    assert.deepEqual(
+      plan(a, [first, extra], settings, now).delete.map((x) => x.metadata?.name),
+      [extra.metadata?.name],
+    );
     const suspended = app({ suspended: true });
     assert.equal(plan(suspended, [first], settings, now).delete.length, 1);
   });
@@ -142,7 +200,10 @@ describe('App plan', () => {
     assert.deepEqual(main.args, ['serve']);
     assert.ok(main.env?.some((e) => e.name === 'SVC_APP_KIND' && e.value === 'markdown'));
     const withUrl = app({ kind: 'static', image: undefined, source: { digest, url: 'http://store.example/x' } });
-    assert.equal(plan(withUrl, [], settings, now).create[0]!.spec!.initContainers![0]!.env!.find((e) => e.name === 'SVC_ARTIFACT_URL')!.value, 'http://store.example/x');
+    assert.equal(
+      plan(withUrl, [], settings, now).create[0]!.spec!.initContainers![0]!.env!.find((e) => e.name === 'SVC_ARTIFACT_URL')!.value,
+      'http://store.example/x',
+    );
     const handlers = plan(app({ kind: 'handlers', image: undefined, source: { digest } }), [], settings, now);
     assert.equal(handlers.create.length, 1, 'a handler tree runs on the runtime image too');
     assert.deepEqual(handlers.create[0]!.spec!.containers[0]!.args, ['serve']);
@@ -154,7 +215,11 @@ describe('App plan', () => {
 
   it('bounds the node disk of every container of a machine (ephemeral-storage, issue 30)', () => {
     const volumes = [{ name: 'data', path: '/data', size: '16Mi' }];
-    for (const a of [app(), app({ kind: 'static', source: { digest: `sha256:${'a'.repeat(64)}` } }), app({ volumes, resources: { cpu: '1', memory: '256Mi' } })]) {
+    for (const a of [
+      app(),
+      app({ kind: 'static', source: { digest: `sha256:${'a'.repeat(64)}` } }),
+      app({ volumes, resources: { cpu: '1', memory: '256Mi' } }),
+    ]) {
       const pod = machinePod(a, 0, settings);
       const all = [...(pod.spec?.initContainers ?? []), ...pod.spec!.containers];
       assert.ok(all.length >= 1);
@@ -164,7 +229,11 @@ describe('App plan', () => {
       }
     }
     // The app's own limits stay, next to the disk's.
-    assert.deepEqual(machinePod(app({ resources: { cpu: '1', memory: '256Mi' } }), 0, settings).spec!.containers[0]!.resources!.limits, { cpu: '1', memory: '256Mi', 'ephemeral-storage': '1Gi' });
+    assert.deepEqual(machinePod(app({ resources: { cpu: '1', memory: '256Mi' } }), 0, settings).spec!.containers[0]!.resources!.limits, {
+      cpu: '1',
+      memory: '256Mi',
+      'ephemeral-storage': '1Gi',
+    });
   });
 
   it('gives each machine its own claim per volume, made before it and kept when the volume or the machine goes', () => {
@@ -172,7 +241,13 @@ describe('App plan', () => {
     const withVolumes = app({ machines: 2, volumes: [{ name: 'data', path: '/var/data', size: '5Gi' }] });
     const p = plan(withVolumes, [], settings, now);
     assert.deepEqual(
-      p.claims.map((c) => [c.metadata?.name, c.spec?.resources?.requests?.storage, c.metadata?.labels?.['svc.dev/machine'], c.metadata?.labels?.['svc.dev/volume'], c.spec?.accessModes]),
+      p.claims.map((c) => [
+        c.metadata?.name,
+        c.spec?.resources?.requests?.storage,
+        c.metadata?.labels?.['svc.dev/machine'],
+        c.metadata?.labels?.['svc.dev/volume'],
+        c.spec?.accessModes,
+      ]),
       [
         ['shop-data-m0', '5Gi', '0', 'data', ['ReadWriteOnce']],
         ['shop-data-m1', '5Gi', '1', 'data', ['ReadWriteOnce']],
@@ -181,11 +256,21 @@ describe('App plan', () => {
     assert.equal(p.claims[0]?.metadata?.ownerReferences?.[0]?.uid, 'u1', 'deleted with its App');
     assert.equal(plan(withVolumes, [], { ...settings, volumeStorageClass: 'fast' }, now).claims[0]?.spec?.storageClassName, 'fast');
     const pod = p.create[1]!;
-    assert.deepEqual(pod.spec?.volumes?.find((v) => v.name === 'vol-data'), { name: 'vol-data', persistentVolumeClaim: { claimName: 'shop-data-m1' } });
-    assert.deepEqual(pod.spec?.containers[0]?.volumeMounts?.find((m) => m.name === 'vol-data'), { name: 'vol-data', mountPath: '/var/data' });
+    assert.deepEqual(
+      pod.spec?.volumes?.find((v) => v.name === 'vol-data'),
+      { name: 'vol-data', persistentVolumeClaim: { claimName: 'shop-data-m1' } },
+    );
+    assert.deepEqual(
+      pod.spec?.containers[0]?.volumeMounts?.find((m) => m.name === 'vol-data'),
+      { name: 'vol-data', mountPath: '/var/data' },
+    );
     // Claims already there are not made again; none is ever deleted by the plan (the Plan has no such field).
     assert.deepEqual(plan(withVolumes, [], settings, now, p.claims).claims, []);
-    assert.deepEqual(plan(app({ machines: 1, volumes: withVolumes.spec.volumes }), [], settings, now, p.claims).claims, [], 'scaling down keeps machine 1\'s claim');
+    assert.deepEqual(
+      plan(app({ machines: 1, volumes: withVolumes.spec.volumes }), [], settings, now, p.claims).claims,
+      [],
+      "scaling down keeps machine 1's claim",
+    );
     // Apps without volumes keep their revision: upgrading the controllers replaces no machine.
     assert.equal(revisionOf(plain, settings, 1), 'e36c8074e6', 'the revision the controllers before volumes gave it');
     assert.notEqual(revisionOf(withVolumes, settings, 0), revisionOf(plain, settings, 0), 'declaring a volume replaces the machines');
@@ -211,7 +296,19 @@ describe('App plan', () => {
     const stuck: k8s.V1Pod = {
       ...pod,
       metadata: { ...pod.metadata, creationTimestamp: now },
-      status: { phase: 'Pending', containerStatuses: [{ name: 'app', image: 'x', imageID: '', ready: false, restartCount: 0, state: { waiting: { reason: 'ErrImagePull', message: 'failed to pull and unpack image x' } } }] },
+      status: {
+        phase: 'Pending',
+        containerStatuses: [
+          {
+            name: 'app',
+            image: 'x',
+            imageID: '',
+            ready: false,
+            restartCount: 0,
+            state: { waiting: { reason: 'ErrImagePull', message: 'failed to pull and unpack image x' } },
+          },
+        ],
+      },
     };
     const failed = plan(a, [stuck], settings, now).conditions.find((c) => c.type === 'Progressing')!;
     assert.equal(failed.ok, false);
@@ -231,12 +328,25 @@ describe('App plan', () => {
     const crashing = (pod: k8s.V1Pod): k8s.V1Pod => ({
       ...pod,
       metadata: { ...pod.metadata, creationTimestamp: now },
-      status: { phase: 'Running', containerStatuses: [{ name: 'app', image: 'x', imageID: '', ready: false, restartCount: 3, state: { waiting: { reason: 'CrashLoopBackOff' } }, lastState: { terminated: { exitCode: 1 } } }] },
+      status: {
+        phase: 'Running',
+        containerStatuses: [
+          {
+            name: 'app',
+            image: 'x',
+            imageID: '',
+            ready: false,
+            restartCount: 3,
+            state: { waiting: { reason: 'CrashLoopBackOff' } },
+            lastState: { terminated: { exitCode: 1 } },
+          },
+        ],
+      },
     });
     /** The App with the status the frame would have written from plan `p`. */
     const written = (a: App, p: ReturnType<typeof plan>): App => ({ ...a, status: { ...p.status } });
 
-    it('a rollout whose machines all serve is Live, recorded once as the deploy\'s outcome, and becomes what a failure falls back to', () => {
+    it("a rollout whose machines all serve is Live, recorded once as the deploy's outcome, and becomes what a failure falls back to", () => {
       const a = app({ deployId: 'dep-1' });
       const first = plan(a, [], settings, now);
       assert.equal(first.status.rollout?.state, 'Progressing');
@@ -268,7 +378,11 @@ describe('App plan', () => {
       assert.equal(failing.status.deploys?.[0]?.state, 'failed');
       assert.equal(failing.status.currentDeploy, 'dep-1');
       const halted = plan(written(v2, failing), [m1, m2], settings, now);
-      assert.deepEqual(halted.delete.map((p) => p.metadata?.name), [m2.metadata?.name], 'the failed machine goes, the live one serves');
+      assert.deepEqual(
+        halted.delete.map((p) => p.metadata?.name),
+        [m2.metadata?.name],
+        'the failed machine goes, the live one serves',
+      );
       assert.equal(halted.create.length, 0, 'no retry of the failed spec');
       assert.equal(halted.ready.ok, true);
       assert.match(halted.ready.message, /deploy dep-1 keeps serving/);
@@ -298,7 +412,11 @@ describe('App plan', () => {
       assert.equal(crashed.status.rollout?.state, 'Live');
       assert.equal(crashed.conditions.find((c) => c.type === 'Progressing')?.reason, 'RollingOut');
       assert.equal(crashed.conditions.find((c) => c.type === 'Degraded')?.ok, true);
-      assert.deepEqual(crashed.status.deploys?.map((d) => d.state), ['live'], 'the deploy stays live');
+      assert.deepEqual(
+        crashed.status.deploys?.map((d) => d.state),
+        ['live'],
+        'the deploy stays live',
+      );
       const recovered = plan(written(live, crashed), [m], settings, now);
       assert.equal(recovered.status.rollout?.state, 'Live');
       assert.equal(recovered.ready.ok, true);
@@ -312,7 +430,10 @@ describe('App plan', () => {
         a = written(a, plan(written(a, p), [ready(p.create[0]!)], settings, now));
       }
       assert.equal(a.status?.deploys?.length, 10);
-      assert.deepEqual(a.status?.deploys?.slice(0, 2).map((d) => d.id), ['dep-11', 'dep-10']);
+      assert.deepEqual(
+        a.status?.deploys?.slice(0, 2).map((d) => d.id),
+        ['dep-11', 'dep-10'],
+      );
     });
   });
 });

@@ -5,7 +5,15 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type * as k8s from '@kubernetes/client-node';
 import { servicesOf } from '../../lib/app-services.js';
-import { appService, machinePod, plan, revisionOf, serviceObjectName, serviceServices, type AppSettings } from '../../controllers/app/desired.js';
+import {
+  appService,
+  machinePod,
+  plan,
+  revisionOf,
+  serviceObjectName,
+  serviceServices,
+  type AppSettings,
+} from '../../controllers/app/desired.js';
 import { labels } from '../../lib/contract.js';
 import type { App } from '../../lib/resources/index.js';
 
@@ -36,29 +44,53 @@ const app = (spec: Partial<App['spec']> = {}): App => ({
     deployId: 'd1',
     services: [
       { name: 'worker', image: 'worker:1', args: ['work'], dependsOn: [{ service: 'cache', condition: 'healthy' }] },
-      { name: 'cache', image: 'cache:1', port: 6379, ports: [6379], healthcheck: { command: ['check'], intervalSeconds: 1, timeoutSeconds: 1, retries: 2, startPeriodSeconds: 0 }, aliases: ['redis'], volumes: [{ name: 'data', path: '/data' }] },
+      {
+        name: 'cache',
+        image: 'cache:1',
+        port: 6379,
+        ports: [6379],
+        healthcheck: { command: ['check'], intervalSeconds: 1, timeoutSeconds: 1, retries: 2, startPeriodSeconds: 0 },
+        aliases: ['redis'],
+        volumes: [{ name: 'data', path: '/data' }],
+      },
       { name: 'migrate', image: 'web:1', args: ['migrate'], restart: 'no' },
     ],
     ...spec,
   },
 });
-const running = (pod: k8s.V1Pod, ready = true): k8s.V1Pod => ({ ...pod, status: { phase: 'Running', conditions: [{ type: 'Ready', status: ready ? 'True' : 'False' }] } });
+const running = (pod: k8s.V1Pod, ready = true): k8s.V1Pod => ({
+  ...pod,
+  status: { phase: 'Running', conditions: [{ type: 'Ready', status: ready ? 'True' : 'False' }] },
+});
 const ended = (pod: k8s.V1Pod, exitCode: number): k8s.V1Pod => ({
   ...pod,
-  status: { phase: exitCode === 0 ? 'Succeeded' : 'Failed', containerStatuses: [{ name: 'app', ready: false, restartCount: 0, image: 'x', imageID: 'x', state: { terminated: { exitCode, reason: exitCode ? 'Error' : 'Completed' } } }] },
+  status: {
+    phase: exitCode === 0 ? 'Succeeded' : 'Failed',
+    containerStatuses: [
+      {
+        name: 'app',
+        ready: false,
+        restartCount: 0,
+        image: 'x',
+        imageID: 'x',
+        state: { terminated: { exitCode, reason: exitCode ? 'Error' : 'Completed' } },
+      },
+    ],
+  },
 });
 const view = (a: App, name: string) => servicesOf(a.spec).find((v) => v.name === name)!;
-const podsOf = (a: App, name: string, n: number, make = running) => Array.from({ length: n }, (_, o) => make(machinePod(a, o, settings, now, view(a, name))));
+const podsOf = (a: App, name: string, n: number, make = running) =>
+  Array.from({ length: n }, (_, o) => make(machinePod(a, o, settings, now, view(a, name))));
 const names = (pods: k8s.V1Pod[]) => pods.map((p) => p.metadata!.name!).sort();
 
 describe('App plan with services', () => {
-  it('waits for the services\' addresses before making any machine (each machine is given them all)', () => {
+  it("waits for the services' addresses before making any machine (each machine is given them all)", () => {
     const p = plan(app(), [], base, now);
     assert.deepEqual(p.create, []);
     assert.match(p.ready.message, /waits for the address of web, cache/);
   });
 
-  it('makes each service\'s machines with its own labels, names and settings; start order follows depends_on', () => {
+  it("makes each service's machines with its own labels, names and settings; start order follows depends_on", () => {
     const a = app();
     const p = plan(a, [], settings, now);
     // The worker waits for the cache to be healthy; web (started), cache and migrate have nothing to wait for.
@@ -79,20 +111,30 @@ describe('App plan with services', () => {
       { ip: '10.96.0.10', hostnames: ['web'] },
       { ip: '10.96.0.11', hostnames: ['cache', 'redis'] },
     ]);
-    assert.deepEqual(p.claims.map((x) => [x.metadata!.name, x.metadata!.labels![labels.service]]), [['shop-data-m0', 'cache']]);
+    assert.deepEqual(
+      p.claims.map((x) => [x.metadata!.name, x.metadata!.labels![labels.service]]),
+      [['shop-data-m0', 'cache']],
+    );
     const migrate = p.create.find((x) => x.metadata!.labels![labels.service] === 'migrate')!;
     assert.equal(migrate.spec!.restartPolicy, 'Never');
     assert.equal(migrate.spec!.containers[0]!.readinessProbe, undefined, 'no port and no healthcheck: ready once it runs');
-    assert.equal(migrate.spec!.containers[0]!.env?.find((e) => e.name === 'PORT'), undefined);
+    assert.equal(
+      migrate.spec!.containers[0]!.env?.find((e) => e.name === 'PORT'),
+      undefined,
+    );
 
     const cacheUp = podsOf(a, 'cache', 1);
     const next = plan(a, [...podsOf(a, 'web', 2), ...cacheUp, ...podsOf(a, 'migrate', 1, (x) => ended(x, 0))], settings, now);
-    assert.deepEqual(next.create.map((x) => x.metadata!.labels![labels.service]), ['worker'], 'the cache is healthy: the worker starts');
+    assert.deepEqual(
+      next.create.map((x) => x.metadata!.labels![labels.service]),
+      ['worker'],
+      'the cache is healthy: the worker starts',
+    );
     assert.equal(next.status.services?.find((s) => s.name === 'migrate')?.machines?.[0]?.state, 'exited');
     assert.deepEqual(next.delete, [], 'a finished one-shot service is left ended');
   });
 
-  it('the public Service selects only the public service\'s machines; the others are reached by name on their own ports', () => {
+  it("the public Service selects only the public service's machines; the others are reached by name on their own ports", () => {
     assert.deepEqual(appService(app()).spec?.selector, { [labels.app]: 'shop', [labels.public]: 'true' });
     assert.deepEqual(
       serviceServices(app()).map((s) => [s.metadata!.name, s.spec!.selector, s.spec!.ports!.map((p) => [p.name, p.port])]),
@@ -107,7 +149,12 @@ describe('App plan with services', () => {
 
   it('is live once every service is; status per service, ready n/m', () => {
     const a = app();
-    const pods = [...podsOf(a, 'web', 2), ...podsOf(a, 'cache', 1), ...podsOf(a, 'worker', 1), ...podsOf(a, 'migrate', 1, (x) => ended(x, 0))];
+    const pods = [
+      ...podsOf(a, 'web', 2),
+      ...podsOf(a, 'cache', 1),
+      ...podsOf(a, 'worker', 1),
+      ...podsOf(a, 'migrate', 1, (x) => ended(x, 0)),
+    ];
     const p = plan(a, pods, settings, now);
     assert.deepEqual([p.create, p.delete], [[], []]);
     assert.equal(p.status.ready, '5/5');
@@ -123,15 +170,27 @@ describe('App plan with services', () => {
         ['migrate', false, '1/1', undefined],
       ],
     );
-    assert.deepEqual(p.status.machines?.map((m) => m.ordinal), [0, 1], 'status.machines stays the public service\'s');
+    assert.deepEqual(
+      p.status.machines?.map((m) => m.ordinal),
+      [0, 1],
+      "status.machines stays the public service's",
+    );
   });
 
-  it('a redeploy changing only the worker replaces only the worker\'s machines', () => {
+  it("a redeploy changing only the worker replaces only the worker's machines", () => {
     const a = app();
-    const pods = [...podsOf(a, 'web', 2), ...podsOf(a, 'cache', 1), ...podsOf(a, 'worker', 1), ...podsOf(a, 'migrate', 1, (x) => ended(x, 0))];
+    const pods = [
+      ...podsOf(a, 'web', 2),
+      ...podsOf(a, 'cache', 1),
+      ...podsOf(a, 'worker', 1),
+      ...podsOf(a, 'migrate', 1, (x) => ended(x, 0)),
+    ];
     const changed = app({ deployId: 'd2', services: a.spec.services!.map((s) => (s.name === 'worker' ? { ...s, image: 'worker:2' } : s)) });
     const p = plan(changed, pods, settings, now);
-    assert.deepEqual(p.create.map((x) => x.metadata!.labels![labels.service]), ['worker']);
+    assert.deepEqual(
+      p.create.map((x) => x.metadata!.labels![labels.service]),
+      ['worker'],
+    );
     assert.deepEqual(p.delete, [], 'the old worker goes once the new one is ready');
     const withNew = [...pods, running(p.create[0]!)];
     const after = plan(changed, withNew, settings, now);
@@ -151,12 +210,20 @@ describe('App plan with services', () => {
 
   it('a service dropped from the spec loses its machines; a one-shot service that failed fails the rollout with its exit code', () => {
     const a = app();
-    const pods = [...podsOf(a, 'web', 2), ...podsOf(a, 'cache', 1), ...podsOf(a, 'worker', 1), ...podsOf(a, 'migrate', 1, (x) => ended(x, 3))];
+    const pods = [
+      ...podsOf(a, 'web', 2),
+      ...podsOf(a, 'cache', 1),
+      ...podsOf(a, 'worker', 1),
+      ...podsOf(a, 'migrate', 1, (x) => ended(x, 3)),
+    ];
     const p = plan(a, pods, settings, now);
     assert.equal(p.status.rollout?.state, 'Failed');
     assert.match(p.status.rollout?.reason ?? '', /migrate machine 0: machine ended with exit code 3/);
     const without = app({ services: a.spec.services!.filter((s) => s.name !== 'worker') });
-    assert.deepEqual(names(plan(without, pods, settings, now).delete), names(pods.filter((x) => x.metadata!.labels![labels.service] === 'worker')));
+    assert.deepEqual(
+      names(plan(without, pods, settings, now).delete),
+      names(pods.filter((x) => x.metadata!.labels![labels.service] === 'worker')),
+    );
   });
 
   it('labels the public machines made before services had names, instead of replacing them', () => {
@@ -164,7 +231,10 @@ describe('App plan with services', () => {
     const old = running(machinePod(one, 0, base, now));
     delete old.metadata!.labels![labels.public];
     const p = plan(one, [old], base, now);
-    assert.deepEqual(p.relabel.map((x) => x.metadata!.name), [old.metadata!.name]);
+    assert.deepEqual(
+      p.relabel.map((x) => x.metadata!.name),
+      [old.metadata!.name],
+    );
     assert.deepEqual([p.create, p.delete], [[], []]);
   });
 });

@@ -12,10 +12,23 @@ const hoursAgo = (h: number) => new Date(now.getTime() - h * 3600_000);
 const dg = (n: string) => `sha256:${n.padStart(64, '0')}`;
 
 const empty: Observed = { now, apps: [], deploys: [], builds: [], backups: [], holds: [] };
-const keptOf = (o: Partial<Observed>, p: RetentionPolicy = policy, account = 'acc1') => [...(retainedArtifacts({ ...empty, ...o }, p).get(account)?.keys() ?? [])].sort();
+const keptOf = (o: Partial<Observed>, p: RetentionPolicy = policy, account = 'acc1') =>
+  [
+    ...(retainedArtifacts({ ...empty, ...o }, p)
+      .get(account)
+      ?.keys() ?? []),
+  ].sort();
 /** The digests kept, in any order. */
 const same = (actual: string[], expected: string[]) => assert.deepEqual(actual, [...expected].sort());
-const deploy = (seq: number, over: Partial<ObservedDeploy> = {}): ObservedDeploy => ({ accountId: 'acc1', id: `dep-${seq}`, appUid: 'u-shop', seq, digest: dg(String(seq)), status: 'live', ...over });
+const deploy = (seq: number, over: Partial<ObservedDeploy> = {}): ObservedDeploy => ({
+  accountId: 'acc1',
+  id: `dep-${seq}`,
+  appUid: 'u-shop',
+  seq,
+  digest: dg(String(seq)),
+  status: 'live',
+  ...over,
+});
 const shop = { accountId: 'acc1', uid: 'u-shop', name: 'shop', preview: false, digests: [dg('10')], deploys: ['dep-10'] };
 
 describe('artifact retention', () => {
@@ -25,7 +38,15 @@ describe('artifact retention', () => {
   });
 
   it('counts only live deploys in the rollback window (a failed one is never a rollback target) and keeps in-flight ones', () => {
-    const deploys = [deploy(1), deploy(2), deploy(3, { status: 'failed' }), deploy(4, { status: 'failed' }), deploy(5), deploy(6, { status: 'deploying' }), deploy(7)];
+    const deploys = [
+      deploy(1),
+      deploy(2),
+      deploy(3, { status: 'failed' }),
+      deploy(4, { status: 'failed' }),
+      deploy(5),
+      deploy(6, { status: 'deploying' }),
+      deploy(7),
+    ];
     const app = { ...shop, digests: [dg('7')], deploys: ['dep-7'] };
     // current 7; in flight 6; live 5, 2, 1 in the window of 3; the failed 3 and 4 released.
     same(keptOf({ apps: [app], deploys }), [dg('1'), dg('2'), dg('5'), dg('6'), dg('7')]);

@@ -145,9 +145,15 @@ describe('artifact tarballs', () => {
     const random = randomBytes(300_000);
     const zipped = gzipSync(Buffer.concat([rawHeader('a.md', '0', random.length), random, Buffer.alloc(1024)]));
     const cut = fileOf(zipped.subarray(0, zipped.length >> 1));
-    await assert.rejects(readTarballFiles(cut, () => true), /not a valid gzip stream/);
+    await assert.rejects(
+      readTarballFiles(cut, () => true),
+      /not a valid gzip stream/,
+    );
     // A header promising more bytes than follow.
-    await refused(fileOf(gzipSync(Buffer.concat([rawHeader('a.txt', '0', 4096), Buffer.alloc(512)]))), /not a valid tar archive|truncated/i);
+    await refused(
+      fileOf(gzipSync(Buffer.concat([rawHeader('a.txt', '0', 4096), Buffer.alloc(512)]))),
+      /not a valid tar archive|truncated/i,
+    );
   });
 
   it('refuses absolute paths and paths that climb out', async () => {
@@ -197,7 +203,9 @@ describe('artifact tarballs', () => {
     await refused(fileOf(await packTree({ [`${'x'.repeat(15)}/${'y'.repeat(10)}`]: '1' })), /longer than 20 characters/, small);
     await assert.rejects(packTree({ [`${'x'.repeat(defaultTreeLimits.maxPathLength)}.txt`]: '1' }), /longer than 1024 characters/);
     // A gzip bomb: a few kilobytes that unpack to far more than the limit.
-    const bomb = fileOf(gzipSync(Buffer.concat([rawHeader('zeros', '0', 10 * 1024 * 1024), Buffer.alloc(10 * 1024 * 1024), Buffer.alloc(1024)])));
+    const bomb = fileOf(
+      gzipSync(Buffer.concat([rawHeader('zeros', '0', 10 * 1024 * 1024), Buffer.alloc(10 * 1024 * 1024), Buffer.alloc(1024)])),
+    );
     await refused(bomb, /more than 100 bytes/, small);
   });
 

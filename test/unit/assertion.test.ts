@@ -5,7 +5,14 @@ import * as k8s from '@kubernetes/client-node';
 import { calculateJwkThumbprint, decodeProtectedHeader, type JSONWebKeySet, type JWK } from 'jose';
 import { startIngress } from '../../ingress-auth/server.js';
 import { loadConfig } from '../../lib/config.js';
-import { audienceOf, AssertionInvalid, AssertionSigner, signAssertion, verifyAssertion, type SigningKey } from '../../lib/identity/assertion.js';
+import {
+  audienceOf,
+  AssertionInvalid,
+  AssertionSigner,
+  signAssertion,
+  verifyAssertion,
+  type SigningKey,
+} from '../../lib/identity/assertion.js';
 import { createLogger } from '../../lib/logger.js';
 
 async function newKey(): Promise<{ key: SigningKey; jwk: JWK }> {
@@ -64,12 +71,18 @@ describe('identity assertions (Ed25519 JWS)', () => {
     // A byte of the payload flipped, anywhere.
     const payloadLength = Buffer.from(token.split('.')[1]!, 'base64url').length;
     for (const i of [0, 10, Math.floor(payloadLength / 2), payloadLength - 1]) {
-      await rejected(verifyAssertion(flip(token, 1, i), jwks, opts), /ERR_JWS_SIGNATURE_VERIFICATION_FAILED|ERR_JWT_INVALID|ERR_JWS_INVALID/);
+      await rejected(
+        verifyAssertion(flip(token, 1, i), jwks, opts),
+        /ERR_JWS_SIGNATURE_VERIFICATION_FAILED|ERR_JWT_INVALID|ERR_JWS_INVALID/,
+      );
     }
     // The email changed to someone else's, re-encoded cleanly.
     const [h, p, s] = token.split('.') as [string, string, string];
     const forged = { ...(JSON.parse(Buffer.from(p, 'base64url').toString()) as Record<string, unknown>), email: 'eve@example.test' };
-    await rejected(verifyAssertion(`${h}.${Buffer.from(JSON.stringify(forged)).toString('base64url')}.${s}`, jwks, opts), /ERR_JWS_SIGNATURE_VERIFICATION_FAILED/);
+    await rejected(
+      verifyAssertion(`${h}.${Buffer.from(JSON.stringify(forged)).toString('base64url')}.${s}`, jwks, opts),
+      /ERR_JWS_SIGNATURE_VERIFICATION_FAILED/,
+    );
     // The header's kid pointing at another published key, or at no key.
     for (const kid of [other.key.kid, 'nope']) {
       const header = Buffer.from(JSON.stringify({ alg: 'EdDSA', kid, typ: 'JWT' })).toString('base64url');
@@ -86,15 +99,24 @@ describe('identity assertions (Ed25519 JWS)', () => {
     await rejected(verifyAssertion(`${h}.${p}.${another.split('.')[2]}`, jwks, opts), /ERR_JWS_SIGNATURE_VERIFICATION_FAILED/);
     // Signed by a key that is not published.
     const stranger = await newKey();
-    const strangers = await signAssertion({ kid: key.kid, privateKey: stranger.key.privateKey }, identity, 'myapp.apps.localhost', { issuer, now: t0 });
+    const strangers = await signAssertion({ kid: key.kid, privateKey: stranger.key.privateKey }, identity, 'myapp.apps.localhost', {
+      issuer,
+      now: t0,
+    });
     await rejected(verifyAssertion(strangers, jwks, opts), /ERR_JWS_SIGNATURE_VERIFICATION_FAILED/);
   });
 
   it('fail for another audience or issuer', async () => {
     const { key, jwk } = await newKey();
     const token = await signAssertion(key, identity, 'myapp.apps.localhost', { issuer, now: t0 });
-    await rejected(verifyAssertion(token, { keys: [jwk] }, { audience: 'other.apps.localhost', issuer, now: t0 }), /ERR_JWT_CLAIM_VALIDATION_FAILED/);
-    await rejected(verifyAssertion(token, { keys: [jwk] }, { audience: 'myapp.apps.localhost', issuer: 'https://evil.test/_svc/auth', now: t0 }), /ERR_JWT_CLAIM_VALIDATION_FAILED/);
+    await rejected(
+      verifyAssertion(token, { keys: [jwk] }, { audience: 'other.apps.localhost', issuer, now: t0 }),
+      /ERR_JWT_CLAIM_VALIDATION_FAILED/,
+    );
+    await rejected(
+      verifyAssertion(token, { keys: [jwk] }, { audience: 'myapp.apps.localhost', issuer: 'https://evil.test/_svc/auth', now: t0 }),
+      /ERR_JWT_CLAIM_VALIDATION_FAILED/,
+    );
   });
 
   it('expire after the lifetime (an injected clock), with the tolerance only', async () => {
@@ -117,16 +139,34 @@ describe('identity assertions (Ed25519 JWS)', () => {
 
   it('config: issuer defaults to the apps domain, the JWKS to the API as machines reach it, lifetime and rotation are bounded', () => {
     const c = loadConfig({}, { exists: () => false });
-    assert.deepEqual(c.assertion, { issuer: 'http://apps.localhost:8081/_svc/auth', jwksUrl: 'http://10.244.0.1:8079/_svc/auth/jwks.json', lifetimeSeconds: 300, rotationMs: 7 * 24 * 3600_000 });
-    assert.equal(loadConfig({ SVC_ARTIFACT_URL: 'http://api.svc:9000/artifacts' }, { exists: () => false }).assertion.jwksUrl, 'http://api.svc:9000/_svc/auth/jwks.json');
-    assert.equal(loadConfig({ SVC_ASSERTION_ISSUER: 'https://apps.example.com/_svc/auth/' }, { exists: () => false }).assertion.issuer, 'https://apps.example.com/_svc/auth');
+    assert.deepEqual(c.assertion, {
+      issuer: 'http://apps.localhost:8081/_svc/auth',
+      jwksUrl: 'http://10.244.0.1:8079/_svc/auth/jwks.json',
+      lifetimeSeconds: 300,
+      rotationMs: 7 * 24 * 3600_000,
+    });
+    assert.equal(
+      loadConfig({ SVC_ARTIFACT_URL: 'http://api.svc:9000/artifacts' }, { exists: () => false }).assertion.jwksUrl,
+      'http://api.svc:9000/_svc/auth/jwks.json',
+    );
+    assert.equal(
+      loadConfig({ SVC_ASSERTION_ISSUER: 'https://apps.example.com/_svc/auth/' }, { exists: () => false }).assertion.issuer,
+      'https://apps.example.com/_svc/auth',
+    );
     assert.throws(() => loadConfig({ SVC_ASSERTION_LIFETIME_SECONDS: '3600' }, { exists: () => false }), /SVC_ASSERTION_LIFETIME_SECONDS/);
     assert.throws(() => loadConfig({ SVC_ASSERTION_ROTATION_HOURS: '0' }, { exists: () => false }), /SVC_ASSERTION_ROTATION_HOURS/);
   });
 
   it('ingress-auth serves the JWKS at /_svc/auth/jwks.json', async () => {
     const { jwk } = await newKey();
-    const routes = { start: async () => {}, stop: async () => {}, app: () => undefined, backends: () => [], whenBackends: async () => [], origins: () => new Set<string>() };
+    const routes = {
+      start: async () => {},
+      stop: async () => {},
+      app: () => undefined,
+      backends: () => [],
+      whenBackends: async () => [],
+      origins: () => new Set<string>(),
+    };
     const ingress = await startIngress({
       config: loadConfig({}, { exists: () => false }),
       kc: new k8s.KubeConfig(),

@@ -2,7 +2,15 @@
 // check, and the policy helpers (which values need a membership check, and what admits).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { CodehostError, codehostAdmits, codehostCallback, codehostCandidates, codehostScope, GitHubCodehost, type CodehostFailure } from '../../lib/auth/codehost.js';
+import {
+  CodehostError,
+  codehostAdmits,
+  codehostCallback,
+  codehostCandidates,
+  codehostScope,
+  GitHubCodehost,
+  type CodehostFailure,
+} from '../../lib/auth/codehost.js';
 
 const redirectUri = 'http://login.apps.localhost:8081/_svc/auth/codehost/callback';
 
@@ -15,12 +23,22 @@ const refused = (fn: () => unknown, reason: CodehostFailure, message: RegExp) =>
   });
 
 describe('GitHubCodehost.start', () => {
-  const gh = new GitHubCodehost({ url: 'https://github.com', apiUrl: 'https://api.github.com', clientId: 'Iv1.abc', clientSecret: 'not-sent' });
+  const gh = new GitHubCodehost({
+    url: 'https://github.com',
+    apiUrl: 'https://api.github.com',
+    clientId: 'Iv1.abc',
+    clientSecret: 'not-sent',
+  });
 
   it('sends the browser to the authorize endpoint with client, callback, state and scopes', () => {
     const { url, state } = gh.start({ redirectUri });
     assert.equal(`${url.origin}${url.pathname}`, 'https://github.com/login/oauth/authorize');
-    assert.deepEqual(Object.fromEntries(url.searchParams), { client_id: 'Iv1.abc', redirect_uri: redirectUri, state, scope: 'read:user user:email read:org' });
+    assert.deepEqual(Object.fromEntries(url.searchParams), {
+      client_id: 'Iv1.abc',
+      redirect_uri: redirectUri,
+      state,
+      scope: 'read:user user:email read:org',
+    });
     assert.equal(codehostScope, 'read:user user:email read:org');
     assert.match(state, /^[A-Za-z0-9_-]{43}$/);
     assert.doesNotMatch(url.toString(), /not-sent/);
@@ -44,7 +62,15 @@ describe('codehostCallback', () => {
     refused(() => codehostCallback(at({ code: 'c0de', state: '' }), ''), 'invalid', /state does not match/);
   });
   it('reports a declined authorization as denied, after checking the state', () => {
-    refused(() => codehostCallback(at({ error: 'access_denied', error_description: 'The user has denied your application access.', state: 'st4te' }), 'st4te'), 'denied', /access_denied \(The user has denied/);
+    refused(
+      () =>
+        codehostCallback(
+          at({ error: 'access_denied', error_description: 'The user has denied your application access.', state: 'st4te' }),
+          'st4te',
+        ),
+      'denied',
+      /access_denied \(The user has denied/,
+    );
     refused(() => codehostCallback(at({ error: 'access_denied', state: 'forged' }), 'st4te'), 'invalid', /state/);
   });
   it('refuses a callback without a code', () => {
@@ -57,7 +83,10 @@ describe('codehostCandidates', () => {
     assert.deepEqual(codehostCandidates(['acme', 'octocat'], 'OctoCat'), { login: true, orgs: [] });
   });
   it('checks every listed value, lowercased and once, for anyone else', () => {
-    assert.deepEqual(codehostCandidates(['Acme', 'acme', 'hubot', 'ops-team'], 'octocat'), { login: false, orgs: ['acme', 'hubot', 'ops-team'] });
+    assert.deepEqual(codehostCandidates(['Acme', 'acme', 'hubot', 'ops-team'], 'octocat'), {
+      login: false,
+      orgs: ['acme', 'hubot', 'ops-team'],
+    });
   });
   it('checks nothing for an empty list', () => {
     assert.deepEqual(codehostCandidates([], 'octocat'), { login: false, orgs: [] });

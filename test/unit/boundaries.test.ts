@@ -6,7 +6,18 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { repoRoot } from '../../lib/paths.js';
 
-const processes = ['api', 'controllers', 'ingress-auth', 'runtime', 'policy-agent', 'local-volumes', 'registry-auth', 'sandbox-agent', 'builder', 'cli'];
+const processes = [
+  'api',
+  'controllers',
+  'ingress-auth',
+  'runtime',
+  'policy-agent',
+  'local-volumes',
+  'registry-auth',
+  'sandbox-agent',
+  'builder',
+  'cli',
+];
 
 function sources(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
@@ -16,7 +27,7 @@ function sources(dir: string): string[] {
 }
 
 describe('process boundaries', () => {
-  it('no process imports from another process\'s folder', () => {
+  it("no process imports from another process's folder", () => {
     const crossings: string[] = [];
     for (const own of processes) {
       for (const file of sources(path.join(repoRoot, own))) {

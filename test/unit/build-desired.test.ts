@@ -30,15 +30,25 @@ const build = (over: Partial<Build> = {}, name = 'bld-0000000000000001'): Build 
   spec: { app: 'site', source: { artifact: { digest } }, deploy: true, ...over.spec },
   ...(over.status ? { status: over.status } : {}),
 });
-const observed = (o: Partial<BuildObserved> = {}): BuildObserved => ({ job: undefined, pod: undefined, cacheClaim: undefined, policy: undefined, builds: [], ...o });
+const observed = (o: Partial<BuildObserved> = {}): BuildObserved => ({
+  job: undefined,
+  pod: undefined,
+  cacheClaim: undefined,
+  policy: undefined,
+  builds: [],
+  ...o,
+});
 const job = (status: k8s.V1JobStatus): k8s.V1Job => ({ metadata: { name: 'bld-0000000000000001' }, status });
 const pod = (init: k8s.V1ContainerState, main?: k8s.V1ContainerState): k8s.V1Pod => ({
   metadata: { name: 'bld-0000000000000001-x' },
-  status: { initContainerStatuses: [{ name: 'source', state: init, image: '', imageID: '', ready: false, restartCount: 0 }], containerStatuses: main ? [{ name: 'build', state: main, image: '', imageID: '', ready: false, restartCount: 0 }] : [] },
+  status: {
+    initContainerStatuses: [{ name: 'source', state: init, image: '', imageID: '', ready: false, restartCount: 0 }],
+    containerStatuses: main ? [{ name: 'build', state: main, image: '', imageID: '', ready: false, restartCount: 0 }] : [],
+  },
 });
 
 describe('build desired state', () => {
-  it('queues a new build: its Job (non-root, limits, deadline, a credential for this build only) and its app\'s cache claim', () => {
+  it("queues a new build: its Job (non-root, limits, deadline, a credential for this build only) and its app's cache claim", () => {
     const p = plan(build(), observed(), settings, now);
     assert.deepEqual([p.status.phase, p.status.reason], ['Queued', 'Queued']);
     const spec = p.createJob!.spec!;
@@ -53,8 +63,15 @@ describe('build desired state', () => {
     const env = Object.fromEntries(builder.env!.map((e) => [e.name, e.value]));
     assert.equal(env.SVC_BUILD_REPORT_URL, 'http://10.244.0.1:8079/builds/acct/bld-0000000000000001');
     assert.deepEqual(checkBuildCredential(key, 'acct', 'bld-0000000000000001', env.SVC_BUILD_TOKEN, now), { ok: true });
-    assert.equal(checkBuildCredential(key, 'acct', 'bld-0000000000000002', env.SVC_BUILD_TOKEN, now).ok, false, 'it sends no other build\'s results');
-    assert.equal(pod.initContainers![0]!.env!.find((e) => e.name === 'SVC_ARTIFACT_URL')?.value, `http://10.244.0.1:8079/artifacts/${digest}`);
+    assert.equal(
+      checkBuildCredential(key, 'acct', 'bld-0000000000000002', env.SVC_BUILD_TOKEN, now).ok,
+      false,
+      "it sends no other build's results",
+    );
+    assert.equal(
+      pod.initContainers![0]!.env!.find((e) => e.name === 'SVC_ARTIFACT_URL')?.value,
+      `http://10.244.0.1:8079/artifacts/${digest}`,
+    );
     assert.equal(p.cacheClaim?.metadata?.name, 'build-cache-site');
   });
 
@@ -66,12 +83,21 @@ describe('build desired state', () => {
         assert.equal(c.resources?.requests?.['ephemeral-storage'], '1Gi', c.name);
         assert.equal(c.resources?.limits?.['ephemeral-storage'], '6Gi', c.name);
       }
-      assert.deepEqual(pod.volumes!.filter((v) => v.emptyDir).map((v) => v.emptyDir!.sizeLimit), ['4Gi', '1Gi']);
+      assert.deepEqual(
+        pod.volumes!.filter((v) => v.emptyDir).map((v) => v.emptyDir!.sizeLimit),
+        ['4Gi', '1Gi'],
+      );
     }
   });
 
-  it('builds a preview with its parent\'s cache, and sends results where the Build says', () => {
-    const b = build({ spec: { app: 'site--feat', source: { artifact: { digest, url: 'http://10.244.0.1:18001/artifacts/x' } }, resultsUrl: 'http://10.244.0.1:18001/builds' } });
+  it("builds a preview with its parent's cache, and sends results where the Build says", () => {
+    const b = build({
+      spec: {
+        app: 'site--feat',
+        source: { artifact: { digest, url: 'http://10.244.0.1:18001/artifacts/x' } },
+        resultsUrl: 'http://10.244.0.1:18001/builds',
+      },
+    });
     assert.equal(cacheAppOf(b), 'site');
     const p = plan(b, observed(), settings, now);
     const vols = p.createJob!.spec!.template.spec!.volumes!;
@@ -80,19 +106,31 @@ describe('build desired state', () => {
     assert.match(env.SVC_BUILD_REPORT_URL!, /^http:\/\/10\.244\.0\.1:18001\/builds\/acct\//);
   });
 
-  it('gives a Git build\'s token to the clone alone', () => {
-    const b = build({ spec: { app: 'site', source: { git: { url: 'https://git.example.com/r.git', ref: 'main', commit: 'c'.repeat(40), secretName: 'build-git-site' } } } });
+  it("gives a Git build's token to the clone alone", () => {
+    const b = build({
+      spec: {
+        app: 'site',
+        source: { git: { url: 'https://git.example.com/r.git', ref: 'main', commit: 'c'.repeat(40), secretName: 'build-git-site' } },
+      },
+    });
     const spec = plan(b, observed(), settings, now).createJob!.spec!.template.spec!;
     assert.equal(spec.initContainers![0]!.env!.find((e) => e.name === 'SVC_GIT_TOKEN')?.valueFrom?.secretKeyRef?.name, 'build-git-site');
     assert.ok(!JSON.stringify(spec.containers).includes('SVC_GIT_TOKEN'));
   });
 
   it('is Building once a container runs, and Succeeded when the Job did and its output was stored', () => {
-    assert.equal(plan(build(), observed({ job: job({}), pod: pod({ waiting: { reason: 'PodInitializing' } }) }), settings, now).status.phase, 'Queued');
+    assert.equal(
+      plan(build(), observed({ job: job({}), pod: pod({ waiting: { reason: 'PodInitializing' } }) }), settings, now).status.phase,
+      'Queued',
+    );
     const fetching = plan(build(), observed({ job: job({ startTime: now }), pod: pod({ running: {} }) }), settings, now);
     assert.deepEqual([fetching.status.phase, fetching.status.message], ['Building', 'fetching the source']);
     const withPlan = build({ metadata: { annotations: { 'svc.dev/build-plan': JSON.stringify({ kind: 'static' }) } } });
-    assert.equal(plan(withPlan, observed({ job: job({ startTime: now }), pod: pod({ terminated: { exitCode: 0 } }, { running: {} }) }), settings, now).status.message, 'building (static)');
+    assert.equal(
+      plan(withPlan, observed({ job: job({ startTime: now }), pod: pod({ terminated: { exitCode: 0 } }, { running: {} }) }), settings, now)
+        .status.message,
+      'building (static)',
+    );
     const stored = build({ metadata: { annotations: { 'svc.dev/build-output': JSON.stringify({ digest, bytes: 10 }) } } });
     const done = plan(stored, observed({ job: job({ startTime: now, succeeded: 1, completionTime: now }) }), settings, now);
     assert.deepEqual([done.status.phase, done.status.reason, done.status.artifact], ['Succeeded', 'Built', { digest, sizeBytes: 10 }]);
@@ -102,23 +140,63 @@ describe('build desired state', () => {
     assert.deepEqual([lost.status.phase, lost.status.reason], ['Failed', 'NoOutput']);
   });
 
-  it('fails saying why: the builder\'s reason, the source, the deadline, memory, an image that cannot start', () => {
-    const failedJob = (reason = 'BackoffLimitExceeded') => job({ startTime: now, conditions: [{ type: 'Failed', status: 'True', reason, lastTransitionTime: now }] });
+  it("fails saying why: the builder's reason, the source, the deadline, memory, an image that cannot start", () => {
+    const failedJob = (reason = 'BackoffLimitExceeded') =>
+      job({ startTime: now, conditions: [{ type: 'Failed', status: 'True', reason, lastTransitionTime: now }] });
     const said = JSON.stringify({ reason: 'CommandFailed', message: '`npm run build` exited with code 1' });
-    const cmd = plan(build(), observed({ job: failedJob(), pod: pod({ terminated: { exitCode: 0 } }, { terminated: { exitCode: 1, message: said } }) }), settings, now);
-    assert.deepEqual([cmd.status.phase, cmd.status.reason, cmd.status.message], ['Failed', 'CommandFailed', '`npm run build` exited with code 1']);
-    const src = plan(build(), observed({ job: failedJob(), pod: pod({ terminated: { exitCode: 1, message: 'answered 404 Not Found' } }) }), settings, now);
+    const cmd = plan(
+      build(),
+      observed({ job: failedJob(), pod: pod({ terminated: { exitCode: 0 } }, { terminated: { exitCode: 1, message: said } }) }),
+      settings,
+      now,
+    );
+    assert.deepEqual(
+      [cmd.status.phase, cmd.status.reason, cmd.status.message],
+      ['Failed', 'CommandFailed', '`npm run build` exited with code 1'],
+    );
+    const src = plan(
+      build(),
+      observed({ job: failedJob(), pod: pod({ terminated: { exitCode: 1, message: 'answered 404 Not Found' } }) }),
+      settings,
+      now,
+    );
     assert.deepEqual([src.status.reason, src.status.message], ['SourceFailed', 'the source could not be fetched: answered 404 Not Found']);
     assert.equal(plan(build(), observed({ job: failedJob('DeadlineExceeded') }), settings, now).status.reason, 'DeadlineExceeded');
-    assert.equal(plan(build(), observed({ job: failedJob(), pod: pod({ terminated: { exitCode: 0 } }, { terminated: { exitCode: 137, reason: 'OOMKilled' } }) }), settings, now).status.reason, 'OutOfMemory');
-    const pull = plan(build(), observed({ job: job({}), pod: pod({ waiting: { reason: 'ImagePullBackOff', message: 'not found' } }) }), settings, now);
+    assert.equal(
+      plan(
+        build(),
+        observed({ job: failedJob(), pod: pod({ terminated: { exitCode: 0 } }, { terminated: { exitCode: 137, reason: 'OOMKilled' } }) }),
+        settings,
+        now,
+      ).status.reason,
+      'OutOfMemory',
+    );
+    const pull = plan(
+      build(),
+      observed({ job: job({}), pod: pod({ waiting: { reason: 'ImagePullBackOff', message: 'not found' } }) }),
+      settings,
+      now,
+    );
     assert.deepEqual([pull.status.reason, Boolean(pull.deleteJob)], ['BuilderFailed', true]);
   });
 
   it('reuses an earlier build of the same source for the app (or its parent), runs nothing, and keeps an ended status whatever happens to its Job', () => {
-    const earlier = build({ status: { phase: 'Succeeded', artifact: { digest: `sha256:${'b'.repeat(64)}`, sizeBytes: 5 }, completedAt: '2026-11-26T11:00:00Z' } }, 'bld-0000000000000000');
-    const p = plan(build({ spec: { app: 'site--feat', source: { artifact: { digest } } } }), observed({ builds: [earlier] }), settings, now);
-    assert.deepEqual([p.status.phase, p.status.reason, p.status.reusedFrom, p.createJob], ['Succeeded', 'Reused', 'bld-0000000000000000', undefined]);
+    const earlier = build(
+      {
+        status: { phase: 'Succeeded', artifact: { digest: `sha256:${'b'.repeat(64)}`, sizeBytes: 5 }, completedAt: '2026-11-26T11:00:00Z' },
+      },
+      'bld-0000000000000000',
+    );
+    const p = plan(
+      build({ spec: { app: 'site--feat', source: { artifact: { digest } } } }),
+      observed({ builds: [earlier] }),
+      settings,
+      now,
+    );
+    assert.deepEqual(
+      [p.status.phase, p.status.reason, p.status.reusedFrom, p.createJob],
+      ['Succeeded', 'Reused', 'bld-0000000000000000', undefined],
+    );
     const ended = build({ status: { phase: 'Failed', reason: 'CommandFailed', message: 'x' } });
     const kept = plan(ended, observed({ job: undefined }), settings, now);
     assert.deepEqual([kept.status.phase, kept.status.reason, kept.createJob], ['Failed', 'CommandFailed', undefined]);

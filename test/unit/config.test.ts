@@ -36,10 +36,17 @@ describe('loadConfig', () => {
 
   it('derives where machines see the platform, and refuses bad ports and addresses for it', () => {
     const c = loadConfig({}, none);
-    assert.deepEqual(c.machineNetwork, { platformCidrs: ['10.244.0.1/32', '10.244.1.1/32'], platformNamespace: undefined, platformPorts: [{ port: 8079 }] });
+    assert.deepEqual(c.machineNetwork, {
+      platformCidrs: ['10.244.0.1/32', '10.244.1.1/32'],
+      platformNamespace: undefined,
+      platformPorts: [{ port: 8079 }],
+    });
     assert.equal(c.deploys.artifactBaseUrl, 'http://10.244.0.1:8079/artifacts');
     assert.equal(c.api.host, '127.0.0.1', 'the API itself on loopback');
-    assert.deepEqual(loadConfig({ SVC_MACHINE_PLATFORM_PORTS: '8079,18000-18099' }, none).machineNetwork.platformPorts, [{ port: 8079 }, { port: 18000, endPort: 18099 }]);
+    assert.deepEqual(loadConfig({ SVC_MACHINE_PLATFORM_PORTS: '8079,18000-18099' }, none).machineNetwork.platformPorts, [
+      { port: 8079 },
+      { port: 18000, endPort: 18099 },
+    ]);
     for (const bad of ['0', '70000', '9000-8000', '8079,', 'http', '8079-99999']) {
       assert.throws(() => loadConfig({ SVC_MACHINE_PLATFORM_PORTS: bad }, none), /SVC_MACHINE_PLATFORM_PORTS/, bad);
     }
@@ -52,10 +59,14 @@ describe('loadConfig', () => {
     assert.throws(() => loadConfig({ SVC_PLATFORM_NAMESPACE: 'Not_A_Namespace' }, none), /SVC_PLATFORM_NAMESPACE/);
   });
 
-  it('writes the first token to the chart\'s Secret when told one, and refuses a malformed name', () => {
+  it("writes the first token to the chart's Secret when told one, and refuses a malformed name", () => {
     assert.equal(loadConfig({}, none).api.ownerTokenSecret, undefined);
-    assert.deepEqual(loadConfig({ SVC_OWNER_TOKEN_SECRET: 'svc-system/svc-owner-token' }, none).api.ownerTokenSecret, { namespace: 'svc-system', name: 'svc-owner-token' });
-    for (const bad of ['svc-owner-token', 'a/b/c', 'A/b']) assert.throws(() => loadConfig({ SVC_OWNER_TOKEN_SECRET: bad }, none), /SVC_OWNER_TOKEN_SECRET/, bad);
+    assert.deepEqual(loadConfig({ SVC_OWNER_TOKEN_SECRET: 'svc-system/svc-owner-token' }, none).api.ownerTokenSecret, {
+      namespace: 'svc-system',
+      name: 'svc-owner-token',
+    });
+    for (const bad of ['svc-owner-token', 'a/b/c', 'A/b'])
+      assert.throws(() => loadConfig({ SVC_OWNER_TOKEN_SECRET: bad }, none), /SVC_OWNER_TOKEN_SECRET/, bad);
   });
 });
 
@@ -66,8 +77,17 @@ describe('loadComponentConfig (each process validates only what it reads)', () =
     assert.equal(controllers.deploys.rolloutDeadlineSeconds, 30);
     assert.deepEqual(Object.keys(controllers).sort(), [...components.controllers].sort());
     assert.equal((controllers as Record<string, unknown>).databaseUrl, undefined, 'the controllers get no database URL at all');
-    assert.throws(() => loadComponentConfig('ingress-auth', env, none), (err: unknown) => err instanceof ConfigError && err.problems.some((p) => p.startsWith('SVC_PROXY_PORT')) && err.problems.some((p) => p.startsWith('SVC_DATABASE_URL')));
-    assert.throws(() => loadComponentConfig('api', env, none), (err: unknown) => err instanceof ConfigError && err.problems.length === 1 && err.problems[0]!.startsWith('SVC_DATABASE_URL'));
+    assert.throws(
+      () => loadComponentConfig('ingress-auth', env, none),
+      (err: unknown) =>
+        err instanceof ConfigError &&
+        err.problems.some((p) => p.startsWith('SVC_PROXY_PORT')) &&
+        err.problems.some((p) => p.startsWith('SVC_DATABASE_URL')),
+    );
+    assert.throws(
+      () => loadComponentConfig('api', env, none),
+      (err: unknown) => err instanceof ConfigError && err.problems.length === 1 && err.problems[0]!.startsWith('SVC_DATABASE_URL'),
+    );
   });
 
   it('derived settings follow the variables the process reads (the artifact URL from the machine port)', () => {
@@ -76,4 +96,3 @@ describe('loadComponentConfig (each process validates only what it reads)', () =
     assert.equal(c.assertion.jwksUrl, 'http://10.244.0.1:18001/_svc/auth/jwks.json');
   });
 });
-

@@ -50,12 +50,18 @@ x-svc:
 
   it('creates no container service from a file with only x-svc', () => {
     assert.deepEqual(parseCompose('x-svc:\n  machines: 3\n'), { services: [], settings: { machines: 3 }, envFiles: [] });
-    assert.deepEqual(parseCompose('services:\n  site:\n    x-svc: {machines: 1}\n'), { services: [], settings: { machines: 1 }, envFiles: [] });
+    assert.deepEqual(parseCompose('services:\n  site:\n    x-svc: {machines: 1}\n'), {
+      services: [],
+      settings: { machines: 1 },
+      envFiles: [],
+    });
   });
 
-  it('top-level x-svc.machines is every service\'s default; a service\'s own x-svc.machines or deploy.replicas wins', () => {
+  it("top-level x-svc.machines is every service's default; a service's own x-svc.machines or deploy.replicas wins", () => {
     assert.deepEqual(parseCompose('x-svc: {machines: 3}\nservices:\n  w:\n    image: x\n    x-svc: {}\n').settings, { machines: 3 });
-    assert.deepEqual(parseCompose('x-svc: {machines: 3}\nservices:\n  w:\n    image: x\n    x-svc: {machines: 1}\n').settings, { machines: 1 });
+    assert.deepEqual(parseCompose('x-svc: {machines: 3}\nservices:\n  w:\n    image: x\n    x-svc: {machines: 1}\n').settings, {
+      machines: 1,
+    });
     assert.deepEqual(parseCompose('services:\n  w:\n    image: x\n    deploy: {replicas: 2}\n').settings, { machines: 2 });
   });
 
@@ -64,7 +70,10 @@ x-svc:
     refused(() => parseCompose('- a\n- b\n'), /must be a map/);
     refused(() => parseCompose('networks: {}\nservices: {}\n'), /top-level networks is not supported/);
     refused(() => parseCompose('services:\n  w:\n    build: .\n'), /services\.w\.build is not supported/);
-    refused(() => parseCompose('services:\n  w: {image: x, user: root}\n'), /services\.w\.user is not supported \(machines always run as the platform's unprivileged user\)/);
+    refused(
+      () => parseCompose('services:\n  w: {image: x, user: root}\n'),
+      /services\.w\.user is not supported \(machines always run as the platform's unprivileged user\)/,
+    );
     refused(() => parseCompose('services:\n  w: {image: x, ports: ["http"]}\n'), /not a port/);
     refused(() => parseCompose('services:\n  w: {image: x, environment: [NOEQUALS]}\n'), /NAME=value/);
     refused(() => parseCompose('services:\n  w: {image: x, environment: {FROM_HOST: null}}\n'), /has no value/);
@@ -75,7 +84,7 @@ x-svc:
     refused(() => parseCompose('services:\n  w: {image: x}\n  w: {image: y}\n'), /^compose: /);
   });
 
-  it('reads volumes: the service\'s mounts of declared volumes and x-svc.volumes with their sizes, the whole list', () => {
+  it("reads volumes: the service's mounts of declared volumes and x-svc.volumes with their sizes, the whole list", () => {
     const c = parseCompose(`
 services:
   web:
@@ -97,8 +106,13 @@ x-svc:
       { name: 'uploads', path: '/srv/uploads', size: '512Mi' },
     ]);
     // A service-level x-svc.volumes replaces the top-level one; what it leaves out is refused, not ignored.
-    assert.deepEqual(parseCompose('services:\n  w:\n    image: x\n    x-svc: {volumes: {b: {path: /b}}}\n').services[0]?.volumes, [{ name: 'b', path: '/b' }]);
-    refused(() => parseCompose('x-svc: {volumes: {a: {path: /a}}}\nservices:\n  w:\n    image: x\n    x-svc: {volumes: {b: {path: /b}}}\n'), /x-svc\.volumes a: mounted by no service/);
+    assert.deepEqual(parseCompose('services:\n  w:\n    image: x\n    x-svc: {volumes: {b: {path: /b}}}\n').services[0]?.volumes, [
+      { name: 'b', path: '/b' },
+    ]);
+    refused(
+      () => parseCompose('x-svc: {volumes: {a: {path: /a}}}\nservices:\n  w:\n    image: x\n    x-svc: {volumes: {b: {path: /b}}}\n'),
+      /x-svc\.volumes a: mounted by no service/,
+    );
   });
 
   it('refuses volumes it cannot honour, naming them', () => {
@@ -113,10 +127,19 @@ x-svc:
     refused(() => svc('["data:/d"]', 'volumes: {data: {driver: nfs}}\n'), /volumes\.data takes no options here/);
     refused(() => svc('["Data:/d"]', 'volumes: {Data: {}}\n'), /a volume name is 1-20 lowercase letters/);
     refused(() => svc('["data:/d"]', 'volumes: {data: {}}\nx-svc: {volumes: {data: {size: 5GB}}}\n'), /size must be a size such as 512Mi/);
-    refused(() => svc('["data:/d"]', 'volumes: {data: {}}\nx-svc: {volumes: {data: {path: /e}}}\n'), /mounted at \/d but x-svc\.volumes\.data\.path says \/e/);
-    refused(() => svc('[]', 'x-svc: {volumes: {data: {size: 1Gi}}}\n'), /x-svc\.volumes data: mounted by no service \(mount it in a service's volumes, or give it a path\)/);
+    refused(
+      () => svc('["data:/d"]', 'volumes: {data: {}}\nx-svc: {volumes: {data: {path: /e}}}\n'),
+      /mounted at \/d but x-svc\.volumes\.data\.path says \/e/,
+    );
+    refused(
+      () => svc('[]', 'x-svc: {volumes: {data: {size: 1Gi}}}\n'),
+      /x-svc\.volumes data: mounted by no service \(mount it in a service's volumes, or give it a path\)/,
+    );
     refused(() => svc('[]', 'x-svc: {volumes: {data: {path: /d, owner: me}}}\n'), /x-svc\.volumes\.data\.owner is not a volume setting/);
-    refused(() => svc('[]', 'x-svc: {volumes: {a: {path: /a}, b: {path: /b}, c: {path: /c}, d: {path: /d}, e: {path: /e}}}\n'), /has 5 volumes; at most 4/);
+    refused(
+      () => svc('[]', 'x-svc: {volumes: {a: {path: /a}, b: {path: /b}, c: {path: /c}, d: {path: /d}, e: {path: /e}}}\n'),
+      /has 5 volumes; at most 4/,
+    );
     refused(() => parseCompose('x-svc: {volumes: {data: {path: /d}}}\n'), /volumes belong to a container service/);
   });
 
@@ -128,14 +151,25 @@ x-svc:
       [['auth', 'x-svc.auth', ['/**'], ['/health'], { emails: ['ada@x.io'] }]],
     );
     const replaced = parseCompose('x-svc: {auth: owner}\nservices:\n  w:\n    image: x\n    x-svc: {identity: idp}\n');
-    assert.deepEqual(replaced.policy?.map((d) => [d.mode, d.field]), [['identity', 'services.w.x-svc.identity']]);
-    assert.deepEqual(parseCompose('x-svc: {identity: owner}\n'), { services: [], settings: {}, envFiles: [], policy: parseCompose('x-svc: {identity: owner}\n').policy });
+    assert.deepEqual(
+      replaced.policy?.map((d) => [d.mode, d.field]),
+      [['identity', 'services.w.x-svc.identity']],
+    );
+    assert.deepEqual(parseCompose('x-svc: {identity: owner}\n'), {
+      services: [],
+      settings: {},
+      envFiles: [],
+      policy: parseCompose('x-svc: {identity: owner}\n').policy,
+    });
     assert.equal(parseCompose('x-svc: {machines: 1}\n').policy, undefined);
   });
 
   it('refuses an invalid policy with a 400 naming the file and the field', () => {
     refused(() => parseCompose('x-svc:\n  auth: {emails: [bob]}\n'), /^compose: x-svc\.auth\.emails\[0\]: "bob" is not an email address/);
-    refused(() => parseCompose('services:\n  w:\n    image: x\n    x-svc: {auth: {owner: false}}\n'), /^compose: services\.w\.x-svc\.auth\.owner: /);
+    refused(
+      () => parseCompose('services:\n  w:\n    image: x\n    x-svc: {auth: {owner: false}}\n'),
+      /^compose: services\.w\.x-svc\.auth\.owner: /,
+    );
     refused(() => parseCompose('x-svc:\n  auth: {}\n'), /^compose: x-svc\.auth: admits nobody/);
   });
 });
@@ -208,51 +242,112 @@ volumes:
       { service: 'migrate', condition: 'completed' },
     ]);
     assert.equal(worker?.port, undefined);
-    assert.deepEqual([cache?.port, cache?.ports, cache?.aliases, cache?.volumes], [6379, [6379], ['redis'], [{ name: 'data', path: '/data' }]]);
+    assert.deepEqual(
+      [cache?.port, cache?.ports, cache?.aliases, cache?.volumes],
+      [6379, [6379], ['redis'], [{ name: 'data', path: '/data' }]],
+    );
     assert.deepEqual(cache?.healthcheck?.command, ['/bin/sh', '-c', 'nc -z localhost 6379']);
     assert.equal(migrate?.restart, 'no');
     assert.deepEqual(c.settings, { machines: 2 });
     assert.deepEqual(c.envFiles, ['worker.env']);
     // The top-level policy is the public service's.
-    assert.deepEqual(c.policy?.map((d) => [d.field, d.admit]), [['x-svc.auth', { owner: true }]]);
+    assert.deepEqual(
+      c.policy?.map((d) => [d.field, d.admit]),
+      [['x-svc.auth', { owner: true }]],
+    );
   });
 
   it('x-svc.public chooses the public service; a service-level policy replaces the top-level one (rule 3)', () => {
-    const c = parseCompose('x-svc: {auth: owner}\nservices:\n  api: {image: a, ports: ["80"]}\n  site:\n    image: b\n    ports: ["81"]\n    x-svc: {public: true, auth: {emails: [ada@x.io]}}\n');
+    const c = parseCompose(
+      'x-svc: {auth: owner}\nservices:\n  api: {image: a, ports: ["80"]}\n  site:\n    image: b\n    ports: ["81"]\n    x-svc: {public: true, auth: {emails: [ada@x.io]}}\n',
+    );
     assert.deepEqual(
       c.services.map((s) => s.name),
       ['site', 'api'],
     );
-    assert.deepEqual(c.policy?.map((d) => [d.field, d.admit]), [['services.site.x-svc.auth', { emails: ['ada@x.io'] }]]);
+    assert.deepEqual(
+      c.policy?.map((d) => [d.field, d.admit]),
+      [['services.site.x-svc.auth', { emails: ['ada@x.io'] }]],
+    );
   });
 
   it('refuses ambiguous or impossible files, naming the services', () => {
-    refused(() => parseCompose('services:\n  web: {image: a, ports: ["80"]}\n  admin: {image: b, ports: ["81"]}\n'), /services web, admin all publish a port; .*mark it with x-svc\.public: true/);
+    refused(
+      () => parseCompose('services:\n  web: {image: a, ports: ["80"]}\n  admin: {image: b, ports: ["81"]}\n'),
+      /services web, admin all publish a port; .*mark it with x-svc\.public: true/,
+    );
     refused(() => parseCompose('services:\n  a: {image: a}\n  b: {image: b}\n'), /none of the services a, b publishes a port/);
-    refused(() => parseCompose('services:\n  a: {image: a, x-svc: {public: true}}\n  b: {image: b, x-svc: {public: true}}\n'), /services a and b are both marked x-svc\.public/);
-    refused(() => parseCompose('services:\n  web: {image: a, ports: ["80"]}\n  w: {image: b, x-svc: {auth: owner}}\n'), /services\.w\.x-svc\.auth: w does not receive the app's hostname \(web does\)/);
-    refused(() => parseCompose('services:\n  web: {image: a, ports: ["80"], depends_on: [db]}\n'), /depends_on\.db: the file has no service db/);
-    refused(() => parseCompose('services:\n  web: {image: a, ports: ["80"], depends_on: [w]}\n  w: {image: b, depends_on: [web]}\n'), /depends_on has a cycle: web -> w -> web/);
-    refused(() => parseCompose('services:\n  web: {image: a, ports: ["80"], depends_on: {w: {condition: service_healthy}}}\n  w: {image: b}\n'), /service_healthy needs a healthcheck on w/);
-    refused(() => parseCompose('services:\n  web: {image: a, ports: ["80"], depends_on: {w: {condition: service_completed_successfully}}}\n  w: {image: b}\n'), /needs w to end/);
-    refused(() => parseCompose('services:\n  web: {image: a, ports: ["80"], restart: "no"}\n  w: {image: b}\n'), /the service receiving the app's hostname always restarts/);
-    refused(() => parseCompose('services:\n  web: {image: a, ports: ["80"], volumes: [d:/d]}\n  w: {image: b, volumes: [d:/d]}\nvolumes: {d: {}}\n'), /volume d is mounted by web and w/);
+    refused(
+      () => parseCompose('services:\n  a: {image: a, x-svc: {public: true}}\n  b: {image: b, x-svc: {public: true}}\n'),
+      /services a and b are both marked x-svc\.public/,
+    );
+    refused(
+      () => parseCompose('services:\n  web: {image: a, ports: ["80"]}\n  w: {image: b, x-svc: {auth: owner}}\n'),
+      /services\.w\.x-svc\.auth: w does not receive the app's hostname \(web does\)/,
+    );
+    refused(
+      () => parseCompose('services:\n  web: {image: a, ports: ["80"], depends_on: [db]}\n'),
+      /depends_on\.db: the file has no service db/,
+    );
+    refused(
+      () => parseCompose('services:\n  web: {image: a, ports: ["80"], depends_on: [w]}\n  w: {image: b, depends_on: [web]}\n'),
+      /depends_on has a cycle: web -> w -> web/,
+    );
+    refused(
+      () => parseCompose('services:\n  web: {image: a, ports: ["80"], depends_on: {w: {condition: service_healthy}}}\n  w: {image: b}\n'),
+      /service_healthy needs a healthcheck on w/,
+    );
+    refused(
+      () =>
+        parseCompose(
+          'services:\n  web: {image: a, ports: ["80"], depends_on: {w: {condition: service_completed_successfully}}}\n  w: {image: b}\n',
+        ),
+      /needs w to end/,
+    );
+    refused(
+      () => parseCompose('services:\n  web: {image: a, ports: ["80"], restart: "no"}\n  w: {image: b}\n'),
+      /the service receiving the app's hostname always restarts/,
+    );
+    refused(
+      () =>
+        parseCompose('services:\n  web: {image: a, ports: ["80"], volumes: [d:/d]}\n  w: {image: b, volumes: [d:/d]}\nvolumes: {d: {}}\n'),
+      /volume d is mounted by web and w/,
+    );
     refused(() => parseCompose('services:\n  Web_1: {image: a}\n'), /services\.Web_1: a service name here is/);
-    refused(() => parseCompose('services:\n  web: {image: a, ports: ["80"]}\n  w: {image: b, container_name: web}\n'), /services web and w both answer to web/);
+    refused(
+      () => parseCompose('services:\n  web: {image: a, ports: ["80"]}\n  w: {image: b, container_name: web}\n'),
+      /services web and w both answer to web/,
+    );
     refused(() => parseCompose('services:\n  w: {image: a, env_file: missing.env}\n'), /missing\.env was not sent with the deploy/);
     refused(() => parseCompose('services:\n  w: {image: a, restart: "on-failure:3"}\n'), /a number of retries is not supported/);
     refused(() => parseCompose('services:\n  w: {image: a, deploy: {resources: {}}}\n'), /services\.w\.deploy\.resources is not supported/);
-    refused(() => parseCompose('services:\n  w: {image: a, healthcheck: {test: [CMD], start_interval: 1s}}\n'), /healthcheck\.start_interval is not supported/);
+    refused(
+      () => parseCompose('services:\n  w: {image: a, healthcheck: {test: [CMD], start_interval: 1s}}\n'),
+      /healthcheck\.start_interval is not supported/,
+    );
     refused(() => parseCompose('services:\n  w: {image: a, healthcheck: {test: [CMD]}}\n'), /test must be/);
     refused(() => parseCompose('services:\n  w: {image: a, ports: ["53:53/udp"]}\n'), /UDP port/);
-    refused(() => parseCompose('services:\n  w: {image: a, networks: [x]}\n'), /services\.w\.networks is not supported \(the app's services share the app's network/);
+    refused(
+      () => parseCompose('services:\n  w: {image: a, networks: [x]}\n'),
+      /services\.w\.networks is not supported \(the app's services share the app's network/,
+    );
     assert.equal(parseCompose('services:\n  w: {image: a, env_file: [{path: gone.env, required: false}]}\n').services[0]?.env.length, 0);
   });
 
   it('reads $$ as a literal $ and refuses variables from the deploying environment', () => {
-    assert.deepEqual(parseCompose('services:\n  w: {image: a, command: ["sh", "-c", "echo $$HOME costs $$$$5"]}\n').services[0]?.args, ['sh', '-c', 'echo $HOME costs $$5']);
-    refused(() => parseCompose('services:\n  w: {image: "a:${TAG}"}\n'), /services\.w\.image: \$\{TAG\} takes a variable from the deploying environment/);
-    refused(() => parseCompose('services:\n  w: {image: a, environment: {X: "$$$HOME"}}\n'), /services\.w\.environment\.X: \$HOME takes a variable/);
+    assert.deepEqual(parseCompose('services:\n  w: {image: a, command: ["sh", "-c", "echo $$HOME costs $$$$5"]}\n').services[0]?.args, [
+      'sh',
+      '-c',
+      'echo $HOME costs $$5',
+    ]);
+    refused(
+      () => parseCompose('services:\n  w: {image: "a:${TAG}"}\n'),
+      /services\.w\.image: \$\{TAG\} takes a variable from the deploying environment/,
+    );
+    refused(
+      () => parseCompose('services:\n  w: {image: a, environment: {X: "$$$HOME"}}\n'),
+      /services\.w\.environment\.X: \$HOME takes a variable/,
+    );
   });
 });
 

@@ -36,7 +36,13 @@ class Feed implements AppFeed {
 }
 
 type Outcomes = NonNullable<NonNullable<App['status']>['deploys']>;
-const app = (uid: string, deploys: Outcomes): App => ({ apiVersion: 'svc.dev/v1alpha1', kind: 'App', metadata: { name: `app-${uid}`, namespace: 'ns', uid }, spec: {}, status: { deploys } });
+const app = (uid: string, deploys: Outcomes): App => ({
+  apiVersion: 'svc.dev/v1alpha1',
+  kind: 'App',
+  metadata: { name: `app-${uid}`, namespace: 'ns', uid },
+  spec: {},
+  status: { deploys },
+});
 
 /** The deploys table, in memory: rows move only forward, as DeployStore's do. */
 class Store implements Pick<DeployStore, 'finish' | 'replaceOlder' | 'failOrphans'> {
@@ -46,7 +52,11 @@ class Store implements Pick<DeployStore, 'finish' | 'replaceOlder' | 'failOrphan
   add(id: string, app: string, seq: number): void {
     this.rows.set(id, { app, seq, status: 'deploying' });
   }
-  async finish(id: string, outcome: { status: 'live' } | { status: 'failed'; reason: string }, at?: Date): Promise<'moved' | 'final' | 'missing'> {
+  async finish(
+    id: string,
+    outcome: { status: 'live' } | { status: 'failed'; reason: string },
+    at?: Date,
+  ): Promise<'moved' | 'final' | 'missing'> {
     if (this.down) throw Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
     this.calls.push(`finish ${id} ${outcome.status}`);
     const row = this.rows.get(id);
@@ -58,20 +68,22 @@ class Store implements Pick<DeployStore, 'finish' | 'replaceOlder' | 'failOrphan
   async replaceOlder(appUid: string, id: string): Promise<number> {
     const seq = this.rows.get(id)!.seq;
     let n = 0;
-    for (const r of this.rows.values()) if (r.app === appUid && r.seq < seq && r.status === 'deploying') {
-      r.status = 'failed';
-      r.reason = `replaced by ${id} before it went live`;
-      n++;
-    }
+    for (const r of this.rows.values())
+      if (r.app === appUid && r.seq < seq && r.status === 'deploying') {
+        r.status = 'failed';
+        r.reason = `replaced by ${id} before it went live`;
+        n++;
+      }
     return n;
   }
   async failOrphans(live: ReadonlySet<string>, reason: string): Promise<number> {
     let n = 0;
-    for (const r of this.rows.values()) if (!live.has(r.app) && r.status === 'deploying') {
-      r.status = 'failed';
-      r.reason = reason;
-      n++;
-    }
+    for (const r of this.rows.values())
+      if (!live.has(r.app) && r.status === 'deploying') {
+        r.status = 'failed';
+        r.reason = reason;
+        n++;
+      }
     return n;
   }
 }
@@ -99,7 +111,7 @@ function leading() {
 }
 
 describe('DeployRecorder', () => {
-  it('writes nothing before it leads, then catches up on every App, oldest outcome first, with the controller\'s time', async () => {
+  it("writes nothing before it leads, then catches up on every App, oldest outcome first, with the controller's time", async () => {
     const feed = new Feed();
     const store = new Store();
     const e = election();
@@ -109,7 +121,12 @@ describe('DeployRecorder', () => {
     store.add('d1', 'u1', 1);
     store.add('d2', 'u1', 2);
     store.add('d3', 'u1', 3);
-    feed.put(app('u1', [{ id: 'd3', state: 'live', at: '2026-01-01T00:03:00Z' }, { id: 'd2', state: 'failed', reason: 'CrashLoopBackOff', at: '2026-01-01T00:02:00Z' }]));
+    feed.put(
+      app('u1', [
+        { id: 'd3', state: 'live', at: '2026-01-01T00:03:00Z' },
+        { id: 'd2', state: 'failed', reason: 'CrashLoopBackOff', at: '2026-01-01T00:02:00Z' },
+      ]),
+    );
     await new Promise((res) => setImmediate(res));
     assert.deepEqual(store.calls, [], 'a follower writes nothing');
     e.lead();
@@ -126,7 +143,7 @@ describe('DeployRecorder', () => {
     await r.stop();
   });
 
-  it('an outcome whose row is not written yet is written on the App\'s next change', async () => {
+  it("an outcome whose row is not written yet is written on the App's next change", async () => {
     const { feed, store, r } = leading();
     feed.put(app('u2', [{ id: 'd9', state: 'live', at: '2026-01-01T00:00:00Z' }]));
     await eventually('the first try', () => store.calls.length === 1, { timeoutMs: 2000, intervalMs: 5 });
@@ -146,7 +163,10 @@ describe('DeployRecorder', () => {
     feed.put(app('u3', [{ id: 'd5', state: 'live', at: '2026-01-01T00:00:00Z' }]));
     await new Promise((res) => setTimeout(res, 1000));
     store.down = false;
-    await eventually('written after the store came back', () => store.rows.get('d5')!.status === 'live', { timeoutMs: 8000, intervalMs: 20 });
+    await eventually('written after the store came back', () => store.rows.get('d5')!.status === 'live', {
+      timeoutMs: 8000,
+      intervalMs: 20,
+    });
     await r.stop();
   });
 

@@ -11,7 +11,14 @@ import type { App } from '../../lib/resources/index.js';
 
 const ownerOnly: AuthPolicy = { rules: [{ mode: 'auth', paths: ['/private/**'], admit: { owner: true } }] };
 const decisionOf = (policy: AuthPolicy, path: string) => decide(policy, path)!;
-const request = (over: Partial<GateRequest> = {}): GateRequest => ({ method: 'GET', headers: { accept: 'text/html', 'sec-fetch-mode': 'navigate' }, url: '/private/x', namespace: 'acct', upgrade: false, ...over });
+const request = (over: Partial<GateRequest> = {}): GateRequest => ({
+  method: 'GET',
+  headers: { accept: 'text/html', 'sec-fetch-mode': 'navigate' },
+  url: '/private/x',
+  namespace: 'acct',
+  upgrade: false,
+  ...over,
+});
 const sessionOf = (namespace: string): CurrentSession => ({
   token: 't',
   session: { identity: { provider: 'svc', subject: 'u1', email: 'o@example.test', facts: { namespace } } } as unknown as Session,
@@ -26,7 +33,10 @@ describe('gate', () => {
 
   it('sends a person without a session to sign in, and answers a script 401', () => {
     assert.deepEqual(gate(d, undefined, request()), { kind: 'sign-in', next: '/private/x' });
-    assert.deepEqual(gate(d, undefined, request({ headers: { accept: 'application/json' } })), { kind: 'unauthenticated', next: '/private/x' });
+    assert.deepEqual(gate(d, undefined, request({ headers: { accept: 'application/json' } })), {
+      kind: 'unauthenticated',
+      next: '/private/x',
+    });
   });
 
   it('never redirects an upgrade, whatever its headers say', () => {
@@ -59,16 +69,32 @@ describe('the policies in force', () => {
   const live = { revision: 'r1', since: '2026-01-01T00:00:00Z', spec: { kind: 'static', auth: ownerOnly } };
 
   it('a deploy that drops the policy does not expose the pages still served while its rollout runs or after it failed', () => {
-    const failed = app({ deployId: 'dep-2' }, { live, rollout: { revision: 'r2', state: 'Failed', startedAt: '2026-01-01T00:01:00Z', reason: 'ErrImagePull' } });
+    const failed = app(
+      { deployId: 'dep-2' },
+      { live, rollout: { revision: 'r2', state: 'Failed', startedAt: '2026-01-01T00:01:00Z', reason: 'ErrImagePull' } },
+    );
     assert.equal(decisionsFor(failed, '/private/x')[0]?.mode, 'auth');
-    const rolling = app({ deployId: 'dep-2' }, { live, rollout: { revision: 'r2', state: 'Progressing', startedAt: '2026-01-01T00:01:00Z' } });
+    const rolling = app(
+      { deployId: 'dep-2' },
+      { live, rollout: { revision: 'r2', state: 'Progressing', startedAt: '2026-01-01T00:01:00Z' } },
+    );
     assert.equal(decisionsFor(rolling, '/private/x')[0]?.mode, 'auth');
     assert.equal(gateAll(decisionsFor(failed, '/private/x'), undefined, request()).kind, 'sign-in');
   });
 
   it('once the new revision serves, only its own policy is in force', () => {
-    const settled = app({ deployId: 'dep-2' }, { live: { ...live, revision: 'r2', spec: { kind: 'static' } }, rollout: { revision: 'r2', state: 'Live', startedAt: '2026-01-01T00:01:00Z' } });
+    const settled = app(
+      { deployId: 'dep-2' },
+      {
+        live: { ...live, revision: 'r2', spec: { kind: 'static' } },
+        rollout: { revision: 'r2', state: 'Live', startedAt: '2026-01-01T00:01:00Z' },
+      },
+    );
     assert.deepEqual(decisionsFor(settled, '/private/x'), []);
-    assert.equal(decisionsFor(app({ auth: ownerOnly }), '/private/x')[0]?.mode, 'auth', 'an App no controller has reported on yet: its spec');
+    assert.equal(
+      decisionsFor(app({ auth: ownerOnly }), '/private/x')[0]?.mode,
+      'auth',
+      'an App no controller has reported on yet: its spec',
+    );
   });
 });

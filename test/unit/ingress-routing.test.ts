@@ -26,7 +26,10 @@ const fwd = { requestId: 'rid-1', clientIp: '10.0.0.9', proto: 'http' as const, 
 describe('ingress-auth: configuration', () => {
   it('listens on 0.0.0.0:8081 by default; settings are validated', () => {
     const c = loadConfig({}, { exists: () => false });
-    assert.deepEqual({ ...c.proxy }, { host: '0.0.0.0', port: 8081, upstreamConnections: 256, upstreamTimeoutMs: 60_000, workers: availableParallelism() });
+    assert.deepEqual(
+      { ...c.proxy },
+      { host: '0.0.0.0', port: 8081, upstreamConnections: 256, upstreamTimeoutMs: 60_000, workers: availableParallelism() },
+    );
     assert.equal(loadConfig({ SVC_PROXY_WORKERS: '3' }, { exists: () => false }).proxy.workers, 3);
     assert.throws(() => loadConfig({ SVC_PROXY_WORKERS: '0' }, { exists: () => false }), /SVC_PROXY_WORKERS: must be 1-64/);
     assert.equal(loadConfig({ SVC_PROXY_PORT: '9000', SVC_PROXY_HOST: '127.0.0.1' }, { exists: () => false }).proxy.port, 9000);
@@ -45,7 +48,21 @@ describe('ingress-auth: host parsing', () => {
     assert.equal(appOfHost('shop--pr-7.apps.localhost', d), 'shop--pr-7', 'previews route like apps');
   });
   it('refuses anything else', () => {
-    for (const h of [undefined, '', 'apps.localhost', '.apps.localhost', 'a.b.apps.localhost', 'shop.apps.localhost.evil', 'shopapps.localhost', '127.0.0.1:8081', '[::1]:8081', 'shop.apps.localhost:x', '-shop.apps.localhost', 'sh_op.apps.localhost', `${'a'.repeat(64)}.apps.localhost`]) {
+    for (const h of [
+      undefined,
+      '',
+      'apps.localhost',
+      '.apps.localhost',
+      'a.b.apps.localhost',
+      'shop.apps.localhost.evil',
+      'shopapps.localhost',
+      '127.0.0.1:8081',
+      '[::1]:8081',
+      'shop.apps.localhost:x',
+      '-shop.apps.localhost',
+      'sh_op.apps.localhost',
+      `${'a'.repeat(64)}.apps.localhost`,
+    ]) {
       assert.equal(appOfHost(h, d), undefined, String(h));
     }
   });
@@ -53,35 +70,64 @@ describe('ingress-auth: host parsing', () => {
 
 describe('ingress-auth: headers', () => {
   it('recognises the platform namespace in every spelling', () => {
-    for (const n of ['X-Svc-Auth-Subject', 'x-svc-auth-email', 'X_SVC_AUTH_EMAIL', 'x_svc_auth_subject', 'x-Svc_auth-Provider', 'X-SVC', 'x_svc', 'x-svc-']) assert.ok(isPlatformHeader(n), n);
+    for (const n of [
+      'X-Svc-Auth-Subject',
+      'x-svc-auth-email',
+      'X_SVC_AUTH_EMAIL',
+      'x_svc_auth_subject',
+      'x-Svc_auth-Provider',
+      'X-SVC',
+      'x_svc',
+      'x-svc-',
+    ])
+      assert.ok(isPlatformHeader(n), n);
     for (const n of ['x-svcx', 'svc-auth', 'x-service', 'accept']) assert.ok(!isPlatformHeader(n), n);
   });
 
   it('removes spoofed x-svc headers (duplicates too), hop-by-hop and forwarding headers; sets ours', () => {
     const raw = [
-      'Host', 'shop.apps.localhost:8081',
-      'X-Svc-Auth-Subject', 'admin',
-      'x-svc-auth-subject', 'admin2',
-      'X_SVC_AUTH_EMAIL', 'a@b.c',
-      'x_Svc-auth-provider', 'idp',
-      'X-Forwarded-For', '1.2.3.4',
-      'x-forwarded-for', '5.6.7.8',
-      'X-Forwarded-Proto', 'https',
-      'X-Forwarded-Host', 'evil.example',
-      'Forwarded', 'for=1.2.3.4',
-      'X-Request-Id', 'client-chosen',
-      'Connection', 'keep-alive, X-Custom-Hop',
-      'X-Custom-Hop', 'x',
-      'Keep-Alive', 'timeout=5',
-      'Transfer-Encoding', 'chunked',
-      'Accept', 'text/html',
-      'Cookie', 'a=1',
-      'Cookie', 'b=2',
+      'Host',
+      'shop.apps.localhost:8081',
+      'X-Svc-Auth-Subject',
+      'admin',
+      'x-svc-auth-subject',
+      'admin2',
+      'X_SVC_AUTH_EMAIL',
+      'a@b.c',
+      'x_Svc-auth-provider',
+      'idp',
+      'X-Forwarded-For',
+      '1.2.3.4',
+      'x-forwarded-for',
+      '5.6.7.8',
+      'X-Forwarded-Proto',
+      'https',
+      'X-Forwarded-Host',
+      'evil.example',
+      'Forwarded',
+      'for=1.2.3.4',
+      'X-Request-Id',
+      'client-chosen',
+      'Connection',
+      'keep-alive, X-Custom-Hop',
+      'X-Custom-Hop',
+      'x',
+      'Keep-Alive',
+      'timeout=5',
+      'Transfer-Encoding',
+      'chunked',
+      'Accept',
+      'text/html',
+      'Cookie',
+      'a=1',
+      'Cookie',
+      'b=2',
     ];
     const out = upstreamHeaders(raw, fwd);
     const names = out.filter((_, i) => i % 2 === 0).map((n) => n.toLowerCase());
     assert.ok(!names.some((n) => n.replace(/_/g, '-').startsWith('x-svc')), names.join());
-    for (const gone of ['connection', 'keep-alive', 'transfer-encoding', 'x-custom-hop', 'forwarded']) assert.ok(!names.includes(gone), gone);
+    for (const gone of ['connection', 'keep-alive', 'transfer-encoding', 'x-custom-hop', 'forwarded'])
+      assert.ok(!names.includes(gone), gone);
     const values = (name: string) => out.filter((_, i) => i % 2 === 1 && out[i - 1]!.toLowerCase() === name);
     assert.deepEqual(values('x-forwarded-for'), ['10.0.0.9'], 'replaced, not appended');
     assert.deepEqual(values('x-forwarded-proto'), ['http']);
@@ -99,9 +145,42 @@ describe('ingress-auth: headers', () => {
   });
 
   it('drops hop-by-hop response headers and adds the request id', () => {
-    const raw = ['Connection', 'keep-alive, X-Hop', 'X-Hop', '1', 'Keep-Alive', 'timeout=5', 'Transfer-Encoding', 'chunked', 'Set-Cookie', 'a=1', 'set-cookie', 'svc-session=planted', 'Set-Cookie', 'b=2', 'Content-Type', 'text/plain', 'X-Request-Id', 'app-chosen'].map((v) => Buffer.from(v, 'latin1'));
-    assert.deepEqual(downstreamHeaders(raw, 'rid'), ['Set-Cookie', 'a=1', 'Set-Cookie', 'b=2', 'Content-Type', 'text/plain', 'x-request-id', 'rid']);
-    assert.deepEqual(downstreamHeaders([Buffer.from('Cache-Control'), Buffer.from('public, max-age=60')], 'rid', true), ['x-request-id', 'rid', 'cache-control', 'private, no-store']);
+    const raw = [
+      'Connection',
+      'keep-alive, X-Hop',
+      'X-Hop',
+      '1',
+      'Keep-Alive',
+      'timeout=5',
+      'Transfer-Encoding',
+      'chunked',
+      'Set-Cookie',
+      'a=1',
+      'set-cookie',
+      'svc-session=planted',
+      'Set-Cookie',
+      'b=2',
+      'Content-Type',
+      'text/plain',
+      'X-Request-Id',
+      'app-chosen',
+    ].map((v) => Buffer.from(v, 'latin1'));
+    assert.deepEqual(downstreamHeaders(raw, 'rid'), [
+      'Set-Cookie',
+      'a=1',
+      'Set-Cookie',
+      'b=2',
+      'Content-Type',
+      'text/plain',
+      'x-request-id',
+      'rid',
+    ]);
+    assert.deepEqual(downstreamHeaders([Buffer.from('Cache-Control'), Buffer.from('public, max-age=60')], 'rid', true), [
+      'x-request-id',
+      'rid',
+      'cache-control',
+      'private, no-store',
+    ]);
   });
 });
 
@@ -159,13 +238,24 @@ describe('ingress-auth: retry rule', () => {
 
 describe('ingress-auth: platform paths', () => {
   it('reserves /_svc however it is spelled', () => {
-    for (const p of ['/_svc', '/_svc/health', '/_SVC/auth/login?next=/', '/%5Fsvc/health', '//_svc/x', '/%5fSvc/']) assert.ok(platformPath(p), p);
+    for (const p of ['/_svc', '/_svc/health', '/_SVC/auth/login?next=/', '/%5Fsvc/health', '//_svc/x', '/%5fSvc/'])
+      assert.ok(platformPath(p), p);
     for (const p of ['/', '/_svcx', '/a/_svc/', '/_sv', '/?/_svc/']) assert.equal(platformPath(p), undefined, p);
   });
 });
 
-const app = (ns: string, name: string, uid: string, created: string, deleting = false): App =>
-  ({ apiVersion: 'svc.dev/v1alpha1', kind: 'App', metadata: { namespace: ns, name, uid, creationTimestamp: created as unknown as Date, ...(deleting ? { deletionTimestamp: new Date() } : {}) }, spec: {} });
+const app = (ns: string, name: string, uid: string, created: string, deleting = false): App => ({
+  apiVersion: 'svc.dev/v1alpha1',
+  kind: 'App',
+  metadata: {
+    namespace: ns,
+    name,
+    uid,
+    creationTimestamp: created as unknown as Date,
+    ...(deleting ? { deletionTimestamp: new Date() } : {}),
+  },
+  spec: {},
+});
 
 describe('ingress-auth: route indexes', () => {
   it('gives a hostname to the oldest App of its name; the next takes over when it goes', () => {
@@ -188,7 +278,12 @@ describe('ingress-auth: route indexes', () => {
     assert.equal(idx.holder('shop'), undefined);
   });
 
-  const slice = (name: string, endpoints: k8s.V1Endpoint[], ports: k8s.DiscoveryV1EndpointPort[] = [{ name: 'http', port: 8080 }], service = 'shop'): k8s.V1EndpointSlice => ({
+  const slice = (
+    name: string,
+    endpoints: k8s.V1Endpoint[],
+    ports: k8s.DiscoveryV1EndpointPort[] = [{ name: 'http', port: 8080 }],
+    service = 'shop',
+  ): k8s.V1EndpointSlice => ({
     addressType: 'IPv4',
     metadata: { name, namespace: 'acct-a', labels: { 'kubernetes.io/service-name': service } },
     endpoints,
@@ -203,22 +298,39 @@ describe('ingress-auth: route indexes', () => {
       { addresses: ['10.244.0.5'], conditions: { ready: false, serving: false } },
     ]);
     const b = backendsOfSlice(s);
-    assert.deepEqual(b.ready.map((x) => x.origin), ['http://10.244.0.2:8080', 'http://10.244.0.3:8080']);
-    assert.deepEqual(b.draining.map((x) => x.origin), ['http://10.244.0.4:8080']);
-    assert.deepEqual(backendsOfSlice(slice('x', [{ addresses: ['10.244.0.2'] }], [{ name: 'metrics', port: 9090 }])).ready, [], 'no http port');
+    assert.deepEqual(
+      b.ready.map((x) => x.origin),
+      ['http://10.244.0.2:8080', 'http://10.244.0.3:8080'],
+    );
+    assert.deepEqual(
+      b.draining.map((x) => x.origin),
+      ['http://10.244.0.4:8080'],
+    );
+    assert.deepEqual(
+      backendsOfSlice(slice('x', [{ addresses: ['10.244.0.2'] }], [{ name: 'metrics', port: 9090 }])).ready,
+      [],
+      'no http port',
+    );
 
     const idx = new EndpointIndex();
     idx.upsert(s);
     idx.upsert(slice('shop-2', [{ addresses: ['10.244.1.9'], conditions: { ready: true } }]));
-    assert.deepEqual(idx.backends('acct-a', 'shop').map((x) => x.address), ['10.244.0.2', '10.244.0.3', '10.244.1.9']);
+    assert.deepEqual(
+      idx.backends('acct-a', 'shop').map((x) => x.address),
+      ['10.244.0.2', '10.244.0.3', '10.244.1.9'],
+    );
     idx.upsert(slice('shop-1', [{ addresses: ['10.244.0.4'], conditions: { ready: false, serving: true, terminating: true } }]));
     idx.remove(slice('shop-2', []));
-    assert.deepEqual(idx.backends('acct-a', 'shop').map((x) => x.address), ['10.244.0.4'], 'a draining machine still answers');
+    assert.deepEqual(
+      idx.backends('acct-a', 'shop').map((x) => x.address),
+      ['10.244.0.4'],
+      'a draining machine still answers',
+    );
     assert.deepEqual([...idx.origins()], ['http://10.244.0.4:8080']);
     assert.deepEqual(idx.backends('acct-a', 'other'), []);
   });
 
-  it('lets a request wait for an app\'s first ready endpoint: woken by the slice that brings one, not by one that brings none', async () => {
+  it("lets a request wait for an app's first ready endpoint: woken by the slice that brings one, not by one that brings none", async () => {
     const idx = new EndpointIndex();
     const started = Date.now();
     const waiting = idx.whenBackends('acct-a', 'shop', 5_000);
@@ -226,9 +338,16 @@ describe('ingress-auth: route indexes', () => {
     idx.upsert(slice('other-1', [{ addresses: ['10.244.0.7'], conditions: { ready: true } }], undefined, 'other'));
     idx.upsert(slice('shop-1', [{ addresses: ['10.244.0.8'], conditions: { ready: false } }]));
     setTimeout(() => idx.upsert(slice('shop-1', [{ addresses: ['10.244.0.8'], conditions: { ready: true } }])), 50);
-    assert.deepEqual((await waiting).map((b) => b.address), ['10.244.0.8']);
+    assert.deepEqual(
+      (await waiting).map((b) => b.address),
+      ['10.244.0.8'],
+    );
     assert.ok(Date.now() - started < 1_000, 'woken by the slice, not the deadline');
-    assert.deepEqual((await idx.whenBackends('acct-a', 'shop', 5_000)).map((b) => b.address), ['10.244.0.8'], 'at once when there are some');
+    assert.deepEqual(
+      (await idx.whenBackends('acct-a', 'shop', 5_000)).map((b) => b.address),
+      ['10.244.0.8'],
+      'at once when there are some',
+    );
     const t = Date.now();
     assert.deepEqual(await idx.whenBackends('acct-a', 'none', 100), [], 'none by the deadline');
     assert.ok(Date.now() - t >= 90);
@@ -258,8 +377,16 @@ describe('ingress-auth: proxy against local upstreams', () => {
     });
     s.on('upgrade', (req, socket) => {
       // The head in two writes (the proxy must collect it), with cookies the app may and may not set.
-      socket.write(`HTTP/1.1 101 Switching Protocols\r\nupgrade: ${req.headers.upgrade}\r\nconnection: upgrade\r\nSet-Cookie: svc-session=planted; Path=/\r\n`);
-      setTimeout(() => socket.write(`set-cookie: theme=dark\r\nSET-COOKIE: __Host-svc_flow=x\r\nx-saw-subject: ${String(req.headers['x-svc-auth-subject'] ?? 'none')}\r\n\r\n`), 20);
+      socket.write(
+        `HTTP/1.1 101 Switching Protocols\r\nupgrade: ${req.headers.upgrade}\r\nconnection: upgrade\r\nSet-Cookie: svc-session=planted; Path=/\r\n`,
+      );
+      setTimeout(
+        () =>
+          socket.write(
+            `set-cookie: theme=dark\r\nSET-COOKIE: __Host-svc_flow=x\r\nx-saw-subject: ${String(req.headers['x-svc-auth-subject'] ?? 'none')}\r\n\r\n`,
+          ),
+        20,
+      );
       socket.on('data', (d: Buffer) => socket.write(`${who} echo ${d.toString()}`));
       socket.on('end', () => socket.end());
     });
@@ -280,7 +407,9 @@ describe('ingress-auth: proxy against local upstreams', () => {
     await new Promise((r) => tmp.close(r));
     refused = { address: '127.0.0.1', port, origin: `http://127.0.0.1:${port}` };
     front = createServer((req, res) => void proxy.forward(req, res, 'k', () => backends, { ...fwd, host: req.headers.host ?? '' }));
-    front.on('upgrade', (req, socket, head) => proxy.upgrade(req, socket, head, backends[0]!, { ...fwd, host: req.headers.host ?? '' }, () => undefined));
+    front.on('upgrade', (req, socket, head) =>
+      proxy.upgrade(req, socket, head, backends[0]!, { ...fwd, host: req.headers.host ?? '' }, () => undefined),
+    );
     front.listen(0, '127.0.0.1');
     await once(front, 'listening');
     frontUrl = `http://127.0.0.1:${(front.address() as AddressInfo).port}`;

@@ -9,7 +9,11 @@ describe('keepWatching', () => {
   it('restarts a failed informer with growing back-off, and says when it is back', (t) => {
     t.mock.timers.enable({ apis: ['setTimeout', 'Date'] });
     const lines: Array<{ msg: string; level: number; retryInMs?: number }> = [];
-    const log = createLogger('test', 'info', new Writable({ write: (c: Buffer, _e, done) => (lines.push(JSON.parse(c.toString()) as (typeof lines)[number]), done()) }));
+    const log = createLogger(
+      'test',
+      'info',
+      new Writable({ write: (c: Buffer, _e, done) => (lines.push(JSON.parse(c.toString()) as (typeof lines)[number]), done()) }),
+    );
     const emitter = new EventEmitter();
     let starts = 0;
     const informer = {
@@ -29,7 +33,10 @@ describe('keepWatching', () => {
     assert.equal(starts, 1);
     t.mock.timers.tick(1);
     assert.equal(starts, 2);
-    assert.deepEqual(lines.map((l) => l.retryInMs), [1000, 2000]);
+    assert.deepEqual(
+      lines.map((l) => l.retryInMs),
+      [1000, 2000],
+    );
     emitter.emit('connect');
     assert.equal(lines.at(-1)?.msg, 'Watch resumed');
     emitter.emit('error', new Error('later'));

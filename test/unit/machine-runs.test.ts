@@ -10,7 +10,14 @@ const pod = (statuses: k8s.V1ContainerStatus[]): k8s.V1Pod => ({
   spec: { nodeName: 'node-1', containers: [] },
   status: { containerStatuses: statuses },
 });
-const status = (s: Partial<k8s.V1ContainerStatus>): k8s.V1ContainerStatus => ({ name: 'app', image: 'x', imageID: '', ready: true, restartCount: 0, ...s });
+const status = (s: Partial<k8s.V1ContainerStatus>): k8s.V1ContainerStatus => ({
+  name: 'app',
+  image: 'x',
+  imageID: '',
+  ready: true,
+  restartCount: 0,
+  ...s,
+});
 
 describe('machine runs', () => {
   it('reads the running run and the one before the last restart, per app and machine', () => {
@@ -18,7 +25,14 @@ describe('machine runs', () => {
       pod([
         status({
           state: { running: { startedAt: new Date('2026-11-25T10:05:00Z') } },
-          lastState: { terminated: { exitCode: 137, reason: 'OOMKilled', startedAt: new Date('2026-11-25T10:00:00Z'), finishedAt: new Date('2026-11-25T10:04:59Z') } },
+          lastState: {
+            terminated: {
+              exitCode: 137,
+              reason: 'OOMKilled',
+              startedAt: new Date('2026-11-25T10:00:00Z'),
+              finishedAt: new Date('2026-11-25T10:04:59Z'),
+            },
+          },
         }),
       ]),
     );
@@ -40,7 +54,16 @@ describe('machine runs', () => {
   });
 
   it('tells a crash (non-zero exit, OOM) from a stop, and any end of a deleted pod as deleted', () => {
-    const run = (exitCode: number, reason: string) => ({ subject: 's', app: 'shop', machine: 0, pod: 'p', node: undefined, startedAt: new Date(), endedAt: new Date(), exit: { reason, exitCode } });
+    const run = (exitCode: number, reason: string) => ({
+      subject: 's',
+      app: 'shop',
+      machine: 0,
+      pod: 'p',
+      node: undefined,
+      startedAt: new Date(),
+      endedAt: new Date(),
+      exit: { reason, exitCode },
+    });
     assert.deepEqual(endOf(run(3, 'Error'), false), { type: 'machine.crashed', reason: 'Error', exitCode: 3 });
     assert.deepEqual(endOf(run(137, 'OOMKilled'), false), { type: 'machine.crashed', reason: 'OOMKilled', exitCode: 137 });
     assert.deepEqual(endOf(run(0, 'Completed'), false), { type: 'machine.stopped', reason: 'Completed' });

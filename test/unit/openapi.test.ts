@@ -73,23 +73,37 @@ describe('OpenAPI document', () => {
         assert.deepEqual(o.security, isPublic ? [] : [{ bearer: [] }], where);
         if (!isPublic) assert.match(String(o['x-svc-action']), /^(read|write|deploy|exec|admin)$/, where);
         const params = [...p.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]);
-        const declared = ((o.parameters as Array<{ name: string; in: string }> | undefined) ?? []).filter((x) => x.in === 'path').map((x) => x.name);
+        const declared = ((o.parameters as Array<{ name: string; in: string }> | undefined) ?? [])
+          .filter((x) => x.in === 'path')
+          .map((x) => x.name);
         assert.deepEqual(declared, params, `${where}: path parameters`);
       }
     }
   });
 
   it('describes the request body of every operation whose fields the spec states, required when it has required fields', () => {
-    type Body = { required: boolean; content: Record<string, { schema: { properties?: Record<string, { type?: string }>; required?: string[] } }> };
+    type Body = {
+      required: boolean;
+      content: Record<string, { schema: { properties?: Record<string, { type?: string }>; required?: string[] } }>;
+    };
     const body = (p: string, m: string) => doc.paths[p]?.[m]?.requestBody as Body | undefined;
     const evalBody = body('/eval', 'post')!;
     assert.equal(evalBody.required, true);
     const evalSchema = evalBody.content['application/json']!.schema;
-    assert.deepEqual([evalSchema.properties?.runtime?.type, evalSchema.properties?.code?.type, evalSchema.properties?.network?.type], ['string', 'string', 'boolean']);
+    assert.deepEqual(
+      [evalSchema.properties?.runtime?.type, evalSchema.properties?.code?.type, evalSchema.properties?.network?.type],
+      ['string', 'string', 'boolean'],
+    );
     assert.deepEqual(evalSchema.required, ['runtime', 'code']);
     const createApp = body('/apps', 'post')!;
     assert.equal(createApp.required, true);
-    assert.deepEqual([createApp.content['application/json']!.schema.properties?.name?.type, createApp.content['application/json']!.schema.properties?.image?.type], ['string', 'string']);
+    assert.deepEqual(
+      [
+        createApp.content['application/json']!.schema.properties?.name?.type,
+        createApp.content['application/json']!.schema.properties?.image?.type,
+      ],
+      ['string', 'string'],
+    );
     // A body of only optional fields may be left out.
     assert.equal(body('/apps/{appID}/deploy', 'post')?.required, true, 'a deploy sends JSON or an upload');
     for (const [p, methods] of Object.entries(doc.paths)) {
@@ -105,6 +119,10 @@ describe('OpenAPI document', () => {
   it('documents the error schema and bearer security', () => {
     const c = (doc as unknown as { components: { schemas: { Error: unknown }; securitySchemes: { bearer: unknown } } }).components;
     assert.deepEqual((c.schemas.Error as { required: string[] }).required, ['error']);
-    assert.deepEqual(c.securitySchemes.bearer, { type: 'http', scheme: 'bearer', description: (c.securitySchemes.bearer as { description: string }).description });
+    assert.deepEqual(c.securitySchemes.bearer, {
+      type: 'http',
+      scheme: 'bearer',
+      description: (c.securitySchemes.bearer as { description: string }).description,
+    });
   });
 });

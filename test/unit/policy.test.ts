@@ -23,13 +23,15 @@ import { parse as parseYaml } from 'yaml';
 /** The policy of a compose file's top-level x-svc, written as YAML. */
 const compose = (yaml: string): AuthPolicy | undefined => combine(composePolicy(parseYaml(yaml), undefined));
 const admitOf = (yaml: string): Admit => compose(`auth:\n${yaml.replace(/^/gm, '  ')}`)!.rules[0]!.admit;
-const page = (metas: string, file = 'docs/page.html') => htmlDeclaration(file, `<!doctype html><html><head>${metas}</head><body>hi</body></html>`, [`/${file}`]);
+const page = (metas: string, file = 'docs/page.html') =>
+  htmlDeclaration(file, `<!doctype html><html><head>${metas}</head><body>hi</body></html>`, [`/${file}`]);
 const refused = (fn: () => unknown, pattern: RegExp, where?: { file?: string; field?: string | RegExp }) =>
   assert.throws(fn, (err: unknown) => {
     assert.ok(err instanceof PolicyError, `not a PolicyError: ${String(err)}`);
     assert.match(err.message, pattern);
     if (where?.file) assert.equal(err.file, where.file);
-    if (where?.field) assert.match(err.field, typeof where.field === 'string' ? new RegExp(`^${where.field.replace(/[.[\]]/g, '\\$&')}$`) : where.field);
+    if (where?.field)
+      assert.match(err.field, typeof where.field === 'string' ? new RegExp(`^${where.field.replace(/[.[\]]/g, '\\$&')}$`) : where.field);
     return true;
   });
 
@@ -43,7 +45,9 @@ describe('policy table: fields and the identities they admit', () => {
   });
 
   it('`emails`: exact mailboxes, trimmed, lowercased, deduplicated', () => {
-    assert.deepEqual(admitOf('emails: [" Ada@Example.com ", ada@example.com, bob+x@sub.example.org]'), { emails: ['ada@example.com', 'bob+x@sub.example.org'] });
+    assert.deepEqual(admitOf('emails: [" Ada@Example.com ", ada@example.com, bob+x@sub.example.org]'), {
+      emails: ['ada@example.com', 'bob+x@sub.example.org'],
+    });
     assert.deepEqual(admitOf('emails: "a@x.io, B@x.io"'), { emails: ['a@x.io', 'b@x.io'] });
     refused(() => admitOf('emails: [ada]'), /"ada" is not an email address/, { field: 'x-svc.auth.emails[0]' });
     refused(() => admitOf('emails: [a@x.io, "@example.com"]'), /domain, not an address/, { field: 'x-svc.auth.emails[1]' });
@@ -73,7 +77,9 @@ describe('policy table: fields and the identities they admit', () => {
   });
 
   it('`idp: [<domain>]`: a hosted domain; the legacy `@domain` is the same domain', () => {
-    assert.deepEqual(admitOf('idp: [Corp.Example, "@corp.example", "@other.example"]'), { idp: { values: ['corp.example', 'other.example'] } });
+    assert.deepEqual(admitOf('idp: [Corp.Example, "@corp.example", "@other.example"]'), {
+      idp: { values: ['corp.example', 'other.example'] },
+    });
     refused(() => admitOf('idp: [localhost]'), /"localhost" is not a domain/);
     refused(() => admitOf('idp: ["corp_example.com"]'), /not a domain/);
   });
@@ -119,25 +125,55 @@ describe('policy rules (declaring)', () => {
         ['identity', ['/**']],
       ],
     );
-    refused(() => compose('auth: {owner: true, paths: [/admin/**]}\nidentity: idp\n'), /admits idp any, but compose \(x-svc\.auth\) admits owner: all declarations in one app must admit the same identities/, {
-      file: 'compose',
-      field: 'x-svc.identity',
-    });
-    const tree = treeDeclarations('html', ['index.html', 'admin.html'], new Map([['admin.html', Buffer.from('<meta name="svc-auth" content="idp">')]]));
-    refused(() => combine([...composePolicy(parseYaml('auth: owner'), undefined), ...tree]), /all declarations in one app must admit the same identities/, {
-      file: 'admin.html',
-      field: 'meta svc-auth',
-    });
+    refused(
+      () => compose('auth: {owner: true, paths: [/admin/**]}\nidentity: idp\n'),
+      /admits idp any, but compose \(x-svc\.auth\) admits owner: all declarations in one app must admit the same identities/,
+      {
+        file: 'compose',
+        field: 'x-svc.identity',
+      },
+    );
+    const tree = treeDeclarations(
+      'html',
+      ['index.html', 'admin.html'],
+      new Map([['admin.html', Buffer.from('<meta name="svc-auth" content="idp">')]]),
+    );
+    refused(
+      () => combine([...composePolicy(parseYaml('auth: owner'), undefined), ...tree]),
+      /all declarations in one app must admit the same identities/,
+      {
+        file: 'admin.html',
+        field: 'meta svc-auth',
+      },
+    );
   });
 
   it('5. compose covers every path by default, a page its own route; explicit paths are exact, parameterized, /** or /prefix/**, with exceptions', () => {
     assert.deepEqual(compose('auth: owner\n')!.rules[0]!.paths, ['/**']);
     assert.deepEqual(page('<meta name="svc-auth" content="owner">')!.paths, ['/docs/page.html']);
-    const p = compose('auth:\n  owner: true\n  paths: [/admin, "/posts/[id]", "/files/[...path]", /admin/**, /admin/**, /]\n  except: [/admin/login]\n')!;
+    const p = compose(
+      'auth:\n  owner: true\n  paths: [/admin, "/posts/[id]", "/files/[...path]", /admin/**, /admin/**, /]\n  except: [/admin/login]\n',
+    )!;
     assert.deepEqual(p.rules[0]!.paths, ['/admin', '/posts/[id]', '/files/[...path]', '/admin/**', '/']);
     assert.deepEqual(p.rules[0]!.except, ['/admin/login']);
-    for (const bad of ['admin', '/a/**/b', '/a*', '/*', '/a//b', '/a/../b', '/a?x=1', '/a#x', '/%61', '/a b', '/[id', '/[...rest]/x', '/[1x]']) {
-      refused(() => compose(`auth:\n  owner: true\n  paths: [${JSON.stringify(bad)}]\n`), /x-svc\.auth\.paths\[0\]: /, { field: 'x-svc.auth.paths[0]' });
+    for (const bad of [
+      'admin',
+      '/a/**/b',
+      '/a*',
+      '/*',
+      '/a//b',
+      '/a/../b',
+      '/a?x=1',
+      '/a#x',
+      '/%61',
+      '/a b',
+      '/[id',
+      '/[...rest]/x',
+      '/[1x]',
+    ]) {
+      refused(() => compose(`auth:\n  owner: true\n  paths: [${JSON.stringify(bad)}]\n`), /x-svc\.auth\.paths\[0\]: /, {
+        field: 'x-svc.auth.paths[0]',
+      });
     }
     refused(() => compose('auth:\n  owner: true\n  except: ["/public/*"]\n'), /wildcard/, { field: 'x-svc.auth.except[0]' });
     refused(() => compose('auth:\n  owner: true\n  paths: []\n'), /is empty/, { field: 'x-svc.auth.paths' });
@@ -168,17 +204,26 @@ describe('HTML meta tags', () => {
   it('svc-auth: gates only this page; content is a provider name', () => {
     const d = page('<meta name="svc-auth" content=" IDP ">')!;
     assert.deepEqual([d.mode, d.paths, d.admit], ['auth', ['/docs/page.html'], { idp: { any: true } }]);
-    refused(() => page('<meta name="svc-auth" content="google">'), /"google" is not a provider/, { file: 'docs/page.html', field: 'meta svc-auth' });
+    refused(() => page('<meta name="svc-auth" content="google">'), /"google" is not a provider/, {
+      file: 'docs/page.html',
+      field: 'meta svc-auth',
+    });
     // `true`: gated, and the properties say who.
-    assert.deepEqual(page('<meta name="svc-auth" content="true"><meta name="svc-auth-emails" content="a@x.io">')!.admit, { emails: ['a@x.io'] });
+    assert.deepEqual(page('<meta name="svc-auth" content="true"><meta name="svc-auth-emails" content="a@x.io">')!.admit, {
+      emails: ['a@x.io'],
+    });
     refused(() => page('<meta name="svc-auth" content="true">'), /admits nobody/);
   });
 
   it('svc-identity: leaves the page public and resolves the optional identity', () => {
     const d = page('<meta name="svc-identity" content="codehost"><meta name="svc-auth-codehost" content="acme">')!;
     assert.deepEqual([d.mode, d.admit], ['identity', { codehost: { any: true } }]);
-    refused(() => page('<meta name="svc-identity" content="owner"><meta name="svc-auth" content="owner">'), /not both/, { field: 'meta svc-identity' });
-    assert.deepEqual(page('<meta name="svc-identity" content="true"><meta name="svc-auth-emails" content="a@x.io">')!.admit, { emails: ['a@x.io'] });
+    refused(() => page('<meta name="svc-identity" content="owner"><meta name="svc-auth" content="owner">'), /not both/, {
+      field: 'meta svc-identity',
+    });
+    assert.deepEqual(page('<meta name="svc-identity" content="true"><meta name="svc-auth-emails" content="a@x.io">')!.admit, {
+      emails: ['a@x.io'],
+    });
   });
 
   it('svc-auth-owner: content true', () => {
@@ -188,7 +233,9 @@ describe('HTML meta tags', () => {
   });
 
   it('svc-auth-emails: comma-separated addresses', () => {
-    assert.deepEqual(page('<meta name="svc-auth-emails" content="Ada@X.io, bob@x.io ,ada@x.io">')!.admit, { emails: ['ada@x.io', 'bob@x.io'] });
+    assert.deepEqual(page('<meta name="svc-auth-emails" content="Ada@X.io, bob@x.io ,ada@x.io">')!.admit, {
+      emails: ['ada@x.io', 'bob@x.io'],
+    });
     refused(() => page('<meta name="svc-auth-emails" content="ada@x.io,,bob@x.io">'), /empty item/, { field: 'meta svc-auth-emails' });
     refused(() => page('<meta name="svc-auth-emails" content="ada">'), /not an email address/);
   });
@@ -200,7 +247,9 @@ describe('HTML meta tags', () => {
   });
 
   it('svc-auth-idp: comma-separated accounts or domains, or true', () => {
-    assert.deepEqual(page('<meta name="svc-auth-idp" content="@Corp.example, ada@corp.example">')!.admit, { idp: { values: ['ada@corp.example', 'corp.example'] } });
+    assert.deepEqual(page('<meta name="svc-auth-idp" content="@Corp.example, ada@corp.example">')!.admit, {
+      idp: { values: ['ada@corp.example', 'corp.example'] },
+    });
     assert.deepEqual(page('<meta name="svc-auth-idp" content="true">')!.admit, { idp: { any: true } });
     refused(() => page('<meta name="svc-auth-idp" content="false">'), /false.*not accepted/, { field: 'meta svc-auth-idp' });
   });
@@ -208,19 +257,29 @@ describe('HTML meta tags', () => {
   it('svc-auth-paths: the paths to gate instead of the page', () => {
     const d = page('<meta name="svc-auth" content="owner"><meta name="svc-auth-paths" content="/admin/**, /reports /posts/[id]">')!;
     assert.deepEqual(d.paths, ['/admin/**', '/reports', '/posts/[id]']);
-    refused(() => page('<meta name="svc-auth" content="owner"><meta name="svc-auth-paths" content="/admin/*">'), /wildcard/, { field: 'meta svc-auth-paths' });
+    refused(() => page('<meta name="svc-auth" content="owner"><meta name="svc-auth-paths" content="/admin/*">'), /wildcard/, {
+      field: 'meta svc-auth-paths',
+    });
   });
 
   it('svc-auth-except: paths excepted', () => {
-    const d = page('<meta name="svc-auth" content="owner"><meta name="svc-auth-paths" content="/**"><meta name="svc-auth-except" content="/public/**">')!;
+    const d = page(
+      '<meta name="svc-auth" content="owner"><meta name="svc-auth-paths" content="/**"><meta name="svc-auth-except" content="/public/**">',
+    )!;
     assert.deepEqual(d.except, ['/public/**']);
-    refused(() => page('<meta name="svc-auth" content="owner"><meta name="svc-auth-except" content="public">'), /must start with \//, { field: 'meta svc-auth-except' });
+    refused(() => page('<meta name="svc-auth" content="owner"><meta name="svc-auth-except" content="public">'), /must start with \//, {
+      field: 'meta svc-auth-except',
+    });
   });
 
   it('rule 1: provider lists are trimmed, lowercased and deduplicated; true admits any identity of the provider', () => {
-    assert.deepEqual(page('<meta name="svc-auth-idp" content=" A@Corp.Example ,a@corp.example">')!.admit, { idp: { values: ['a@corp.example'] } });
+    assert.deepEqual(page('<meta name="svc-auth-idp" content=" A@Corp.Example ,a@corp.example">')!.admit, {
+      idp: { values: ['a@corp.example'] },
+    });
     // `true` admits any: listed values then add nothing.
-    assert.deepEqual(page('<meta name="svc-auth" content="idp"><meta name="svc-auth-idp" content="corp.example">')!.admit, { idp: { any: true } });
+    assert.deepEqual(page('<meta name="svc-auth" content="idp"><meta name="svc-auth-idp" content="corp.example">')!.admit, {
+      idp: { any: true },
+    });
     refused(() => page('<meta name="svc-auth-idp" content="corp.example,">'), /empty item/);
   });
 
@@ -235,28 +294,55 @@ describe('HTML meta tags', () => {
   });
 
   it('rule 3: identity takes the same identity properties but not paths or except', () => {
-    assert.deepEqual(page('<meta name="svc-identity" content="owner"><meta name="svc-auth-emails" content="a@x.io">')!.admit, { owner: true, emails: ['a@x.io'] });
-    refused(() => page('<meta name="svc-identity" content="owner"><meta name="svc-auth-paths" content="/**">'), /svc-identity takes no paths/, { field: 'meta svc-auth-paths' });
-    refused(() => page('<meta name="svc-identity" content="owner"><meta name="svc-auth-except" content="/x">'), /svc-identity takes no paths/, { field: 'meta svc-auth-except' });
+    assert.deepEqual(page('<meta name="svc-identity" content="owner"><meta name="svc-auth-emails" content="a@x.io">')!.admit, {
+      owner: true,
+      emails: ['a@x.io'],
+    });
+    refused(
+      () => page('<meta name="svc-identity" content="owner"><meta name="svc-auth-paths" content="/**">'),
+      /svc-identity takes no paths/,
+      { field: 'meta svc-auth-paths' },
+    );
+    refused(
+      () => page('<meta name="svc-identity" content="owner"><meta name="svc-auth-except" content="/x">'),
+      /svc-identity takes no paths/,
+      { field: 'meta svc-auth-except' },
+    );
   });
 
   it('reads tags as a browser parses the page: anywhere in the document, attributes in any order and quoting, entities decoded; not in comments', () => {
-    assert.deepEqual(htmlDeclaration('a.html', `<body><p>x</p><META content='a&#64;x.io' NAME=svc-auth-emails></body>`, ['/a.html'])!.admit, { emails: ['a@x.io'] });
-    assert.deepEqual(htmlDeclaration('a.html', `<head><noscript><meta name="svc-auth" content="owner"></noscript></head>`, ['/a.html'])!.admit, { owner: true });
-    assert.equal(htmlDeclaration('a.html', `<!-- <meta name="svc-auth" content="owner"> --><script>const s = '<meta name="svc-auth" content="owner">'</script>`, ['/a.html']), undefined);
+    assert.deepEqual(
+      htmlDeclaration('a.html', `<body><p>x</p><META content='a&#64;x.io' NAME=svc-auth-emails></body>`, ['/a.html'])!.admit,
+      { emails: ['a@x.io'] },
+    );
+    assert.deepEqual(
+      htmlDeclaration('a.html', `<head><noscript><meta name="svc-auth" content="owner"></noscript></head>`, ['/a.html'])!.admit,
+      { owner: true },
+    );
+    assert.equal(
+      htmlDeclaration(
+        'a.html',
+        `<!-- <meta name="svc-auth" content="owner"> --><script>const s = '<meta name="svc-auth" content="owner">'</script>`,
+        ['/a.html'],
+      ),
+      undefined,
+    );
   });
 });
 
 describe('compose configuration', () => {
   it('1. auth is a provider word, owner, or a structured object', () => {
     assert.deepEqual(compose('auth: Owner\n')!.rules[0]!.admit, { owner: true });
-    assert.deepEqual(compose('auth: {paths: [/a], except: [/a/b], owner: true, emails: [a@x.io], idp: [x.io], codehost: true}\n')!.rules[0], {
-      mode: 'auth',
-      source: 'compose',
-      paths: ['/a'],
-      except: ['/a/b'],
-      admit: { owner: true, emails: ['a@x.io'], idp: { values: ['x.io'] }, codehost: { any: true } },
-    });
+    assert.deepEqual(
+      compose('auth: {paths: [/a], except: [/a/b], owner: true, emails: [a@x.io], idp: [x.io], codehost: true}\n')!.rules[0],
+      {
+        mode: 'auth',
+        source: 'compose',
+        paths: ['/a'],
+        except: ['/a/b'],
+        admit: { owner: true, emails: ['a@x.io'], idp: { values: ['x.io'] }, codehost: { any: true } },
+      },
+    );
     refused(() => compose('auth: 3\n'), /must be a provider word/);
   });
 
@@ -274,9 +360,13 @@ describe('compose configuration', () => {
     assert.deepEqual(combine(composePolicy(top, { name: 'web', xsvc: { machines: 2 } }))!.rules[0]!.admit, { owner: true });
     const replaced = combine(composePolicy(top, { name: 'web', xsvc: { auth: 'idp' } }))!;
     assert.deepEqual(replaced.rules, [{ mode: 'auth', source: 'compose', paths: ['/**'], admit: { idp: { any: true } } }]);
-    refused(() => composePolicy(top, { name: 'web', xsvc: { auth: { owner: false } } }), /false/, { field: 'services.web.x-svc.auth.owner' });
+    refused(() => composePolicy(top, { name: 'web', xsvc: { auth: { owner: false } } }), /false/, {
+      field: 'services.web.x-svc.auth.owner',
+    });
     // The replaced top-level policy is still checked.
-    refused(() => composePolicy(parseYaml('auth: nobody'), { name: 'web', xsvc: { auth: 'idp' } }), /not a provider/, { field: 'x-svc.auth' });
+    refused(() => composePolicy(parseYaml('auth: nobody'), { name: 'web', xsvc: { auth: 'idp' } }), /not a provider/, {
+      field: 'x-svc.auth',
+    });
   });
 
   it('4. x-svc.identity resolves identity without a gate (and takes no paths)', () => {
@@ -287,7 +377,8 @@ describe('compose configuration', () => {
   });
 
   it('5 and 6: a Markdown page uses the same structure; without paths it covers its own route', () => {
-    const md = (front: string) => markdownDeclarations('guide/setup.md', `---\ntitle: Setup\n${front}---\n# Setup\n`, ['/guide/setup.md', '/guide/setup']);
+    const md = (front: string) =>
+      markdownDeclarations('guide/setup.md', `---\ntitle: Setup\n${front}---\n# Setup\n`, ['/guide/setup.md', '/guide/setup']);
     const [own] = md('auth:\n  emails: [A@x.io]\n');
     assert.deepEqual([own!.mode, own!.paths, own!.admit], ['auth', ['/guide/setup.md', '/guide/setup'], { emails: ['a@x.io'] }]);
     assert.deepEqual(md('auth: {owner: true, paths: [/guide/**]}\n')[0]!.paths, ['/guide/**']);
@@ -303,7 +394,13 @@ describe('compose configuration', () => {
   });
 
   it('reads front matter exactly where the runtime does', () => {
-    for (const source of ['---\nauth: owner\n---\n# x', '\uFEFF---\r\nauth: owner\r\n...\r\nbody', '--- \nauth: owner\n---', 'text\n---\nauth: owner\n---\n', '---\nauth: owner\n']) {
+    for (const source of [
+      '---\nauth: owner\n---\n# x',
+      '\uFEFF---\r\nauth: owner\r\n...\r\nbody',
+      '--- \nauth: owner\n---',
+      'text\n---\nauth: owner\n---\n',
+      '---\nauth: owner\n',
+    ]) {
       const runtimeSees = 'auth' in splitFrontMatter(source).frontMatter;
       assert.equal(markdownDeclarations('p.md', source, ['/p']).length > 0, runtimeSees, JSON.stringify(source));
     }
@@ -311,7 +408,17 @@ describe('compose configuration', () => {
 });
 
 describe('a tree: page routes and one policy for the app', () => {
-  const files = new Set(['index.html', 'about.html', 'old.htm', 'docs/index.html', 'notes.md', 'guide/README.md', 'guide/a.md', 'blog/index.md', 'blog/README.md']);
+  const files = new Set([
+    'index.html',
+    'about.html',
+    'old.htm',
+    'docs/index.html',
+    'notes.md',
+    'guide/README.md',
+    'guide/a.md',
+    'blog/index.md',
+    'blog/README.md',
+  ]);
 
   it('a page covers every URL the runtime serves it at', () => {
     assert.deepEqual(pageRoutes('index.html', 'html', files), ['/index.html', '/index', '/']);
@@ -332,7 +439,10 @@ describe('a tree: page routes and one policy for the app', () => {
       ['index.html', Buffer.from('<h1>public</h1>')],
       ['notes.md', Buffer.from('---\nauth: owner\n---\n')],
     ]);
-    const policy = combine([...composePolicy(parseYaml('auth: {owner: true, paths: [/admin/**]}'), undefined), ...treeDeclarations('html', [...files], pages)])!;
+    const policy = combine([
+      ...composePolicy(parseYaml('auth: {owner: true, paths: [/admin/**]}'), undefined),
+      ...treeDeclarations('html', [...files], pages),
+    ])!;
     assert.deepEqual(
       policy.rules.map((r) => [r.source, r.mode, r.paths]),
       [
@@ -345,25 +455,42 @@ describe('a tree: page routes and one policy for the app', () => {
   });
 
   it('refuses more declarations than an App holds', () => {
-    const many = new Map(Array.from({ length: 257 }, (_, i) => [`p${i}.html`, Buffer.from('<meta name="svc-auth" content="owner">')] as const));
+    const many = new Map(
+      Array.from({ length: 257 }, (_, i) => [`p${i}.html`, Buffer.from('<meta name="svc-auth" content="owner">')] as const),
+    );
     refused(() => combine(treeDeclarations('html', [...many.keys()], many)), /at most 256/);
   });
 });
 
 describe('matching request paths', () => {
-  const policy = compose('auth:\n  owner: true\n  paths: [/admin/**, /reports, "/posts/[id]/edit", "/files/[...path]"]\n  except: [/admin/login]\nidentity: owner\n')!;
+  const policy = compose(
+    'auth:\n  owner: true\n  paths: [/admin/**, /reports, "/posts/[id]/edit", "/files/[...path]"]\n  except: [/admin/login]\nidentity: owner\n',
+  )!;
   const gated = (p: string) => decide(policy, p)?.mode === 'auth';
 
   it('exact paths (with or without a trailing slash), parameters, /prefix/** including the prefix, and exceptions', () => {
-    for (const p of ['/admin', '/admin/', '/admin/users/1', '/reports', '/reports/', '/posts/42/edit', '/files/a', '/files/a/b']) assert.ok(gated(p), p);
-    for (const p of ['/administrator', '/reports/2024', '/posts/42', '/posts//edit', '/files', '/admin/login', '/']) assert.ok(!gated(p), p);
+    for (const p of ['/admin', '/admin/', '/admin/users/1', '/reports', '/reports/', '/posts/42/edit', '/files/a', '/files/a/b'])
+      assert.ok(gated(p), p);
+    for (const p of ['/administrator', '/reports/2024', '/posts/42', '/posts//edit', '/files', '/admin/login', '/'])
+      assert.ok(!gated(p), p);
     assert.equal(decide(policy, '/')?.mode, 'identity');
     assert.equal(decide(compose('identity: owner\n'), '/admin')?.mode, 'identity');
     assert.equal(decide(undefined, '/x'), undefined);
   });
 
   it('fails closed: encodings, dot segments, case and lenient readings reach the gate; an exception matches only exactly', () => {
-    for (const p of ['/%61dmin', '/ADMIN/x', '/public/../admin', '//admin', '/admin;jsessionid=1', '/x\\..\\admin', '/Admin/Login', '/admin/login/../users', '/%E0%A4%A']) assert.ok(gated(p), p);
+    for (const p of [
+      '/%61dmin',
+      '/ADMIN/x',
+      '/public/../admin',
+      '//admin',
+      '/admin;jsessionid=1',
+      '/x\\..\\admin',
+      '/Admin/Login',
+      '/admin/login/../users',
+      '/%E0%A4%A',
+    ])
+      assert.ok(gated(p), p);
     assert.ok(!gated('/admin/login?next=/x'));
     assert.equal(normalizeRequestPath('/a/./b/../c//d?q'), '/a/c/d');
     assert.equal(normalizeRequestPath('/%zz'), undefined);

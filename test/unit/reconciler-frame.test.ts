@@ -9,7 +9,8 @@ import { condition, mergePatchBetween, sameJson } from '../../controllers/frame/
 import { createLogger } from '../../lib/logger.js';
 import { eventually } from '../support/wait.js';
 
-const until = <T>(what: string, check: () => Promise<T | undefined>, timeoutMs: number) => eventually(what, check, { timeoutMs, intervalMs: 5 });
+const until = <T>(what: string, check: () => Promise<T | undefined>, timeoutMs: number) =>
+  eventually(what, check, { timeoutMs, intervalMs: 5 });
 
 const log = createLogger('test', 'silent');
 const tick = () => new Promise((r) => setImmediate(r));
@@ -115,14 +116,23 @@ describe('WorkQueue', () => {
     assert.ok(attempts[3]! - attempts[2]! >= 70, 'the third retry waited its delay');
     assert.equal(q.stats().failing, 0);
     assert.equal(q.retryDelay(30), 1000, 'capped');
-    const jittered = new WorkQueue(async () => ({}), () => undefined, 1, { baseMs: 100, maxMs: 1000 }, () => 0);
+    const jittered = new WorkQueue(
+      async () => ({}),
+      () => undefined,
+      1,
+      { baseMs: 100, maxMs: 1000 },
+      () => 0,
+    );
     assert.equal(jittered.retryDelay(1), 80, 'jitter takes up to a fifth off');
     q.stop();
   });
 
   it('a requeue asked for sooner wins over a later one', async () => {
     const runs: number[] = [];
-    const q = new WorkQueue(async () => (runs.push(Date.now()), {}), () => undefined);
+    const q = new WorkQueue(
+      async () => (runs.push(Date.now()), {}),
+      () => undefined,
+    );
     const start = Date.now();
     q.addAfter('k', 5000);
     q.addAfter('k', 30);
@@ -134,7 +144,11 @@ describe('WorkQueue', () => {
 });
 
 describe('Controller', () => {
-  const make = (opts: { reconcile: (t: Thing) => Promise<Outcome<{ phase: string }>>; write?: (t: Thing, patch: unknown) => Promise<void>; resyncMs?: number }) => {
+  const make = (opts: {
+    reconcile: (t: Thing) => Promise<Outcome<{ phase: string }>>;
+    write?: (t: Thing, patch: unknown) => Promise<void>;
+    resyncMs?: number;
+  }) => {
     const informer = new FakeInformer<Thing>();
     const writes: Array<{ name: string; patch: unknown }> = [];
     const controller = new Controller<Thing, { phase: string }>({
@@ -156,23 +170,33 @@ describe('Controller', () => {
   };
 
   it('writes status with observedGeneration and the Ready condition, and nothing when it did not change', async () => {
-    const { informer, controller, writes } = make({ reconcile: async () => ({ status: { phase: 'Up' }, ready: { ok: true, reason: 'Up', message: 'all good' } }) });
+    const { informer, controller, writes } = make({
+      reconcile: async () => ({ status: { phase: 'Up' }, ready: { ok: true, reason: 'Up', message: 'all good' } }),
+    });
     controller.start();
     informer.put(thing('a', 4));
     await until('the status write', async () => (writes.length ? true : undefined), 2000);
     const patch = writes[0]!.patch as Thing['status'];
     assert.equal(patch?.phase, 'Up');
     assert.equal(patch?.observedGeneration, 4);
-    assert.deepEqual(patch?.conditions?.map((c) => [c.type, c.status, c.reason, c.observedGeneration]), [['Ready', 'True', 'Up', 4]]);
+    assert.deepEqual(
+      patch?.conditions?.map((c) => [c.type, c.status, c.reason, c.observedGeneration]),
+      [['Ready', 'True', 'Up', 4]],
+    );
     // The cache now shows what was written (in the apiserver's key order): no second write.
-    informer.put({ ...thing('a', 4), status: JSON.parse(JSON.stringify({ conditions: patch.conditions, observedGeneration: 4, phase: 'Up' })) as Thing['status'] });
+    informer.put({
+      ...thing('a', 4),
+      status: JSON.parse(JSON.stringify({ conditions: patch.conditions, observedGeneration: 4, phase: 'Up' })) as Thing['status'],
+    });
     await controller.queue.idle();
     assert.equal(writes.length, 1);
     controller.stop();
   });
 
   it('removes status fields the reconciler no longer reports (null in the merge patch)', async () => {
-    const { informer, controller, writes } = make({ reconcile: async () => ({ status: { phase: 'Up' }, ready: { ok: true, reason: 'Up', message: 'ok' } }) });
+    const { informer, controller, writes } = make({
+      reconcile: async () => ({ status: { phase: 'Up' }, ready: { ok: true, reason: 'Up', message: 'ok' } }),
+    });
     controller.start();
     informer.put(thing('a', 1, { phase: 'Down', extra: 'stale' }));
     await until('the status write', async () => (writes.length ? true : undefined), 2000);
@@ -234,7 +258,7 @@ describe('Controller', () => {
 });
 
 describe('status helpers', () => {
-  it('keeps a condition\'s transition time while its status holds', () => {
+  it("keeps a condition's transition time while its status holds", () => {
     const t0 = new Date('2026-01-01T00:00:00Z');
     const first = condition([], { type: 'Ready', ok: false, reason: 'A', message: 'a' }, 1, t0);
     const same = condition([first], { type: 'Ready', ok: false, reason: 'B', message: 'b' }, 2, new Date('2026-01-02T00:00:00Z'));
@@ -246,6 +270,9 @@ describe('status helpers', () => {
   it('compares JSON whatever the key order, and patches nested removals with null', () => {
     assert.ok(sameJson({ a: 1, b: { c: 2, d: 3 } }, { b: { d: 3, c: 2 }, a: 1 }));
     assert.ok(!sameJson({ a: [1, 2] }, { a: [2, 1] }));
-    assert.deepEqual(mergePatchBetween({ a: 1, live: { deploy: 'x', since: 't' }, list: [1] }, { a: 1, live: { since: 't' }, list: [2] }), { live: { deploy: null }, list: [2] });
+    assert.deepEqual(mergePatchBetween({ a: 1, live: { deploy: 'x', since: 't' }, list: [1] }, { a: 1, live: { since: 't' }, list: [2] }), {
+      live: { deploy: null },
+      list: [2],
+    });
   });
 });

@@ -17,7 +17,14 @@ import { mintBuildCredential } from '../../lib/artifacts/credential.js';
 import { loadComponentConfig, loadConfig } from '../../lib/config.js';
 import { createLogger } from '../../lib/logger.js';
 import { parseBearerChallenge, repositoryScope } from '../../lib/registry/bearer.js';
-import { accountUser, buildUser, isTenantImage, parseRegistryUser, pullCredentialAnnotation, pullSecretName } from '../../lib/registry/names.js';
+import {
+  accountUser,
+  buildUser,
+  isTenantImage,
+  parseRegistryUser,
+  pullCredentialAnnotation,
+  pullSecretName,
+} from '../../lib/registry/names.js';
 import { credentialHash, credentialOf, dockerConfigJson, matchesHash, newPullPassword } from '../../lib/registry/pull-credential.js';
 import type { App, Build } from '../../lib/resources/index.js';
 import { allowedActions, grant, parseScopes, type Principal } from '../../registry-auth/grants.js';
@@ -41,7 +48,17 @@ describe('registry scopes and grants', () => {
       { type: 'repository', name: 'svc/builder', actions: ['pull'] },
       { type: 'repository', name: 'python', actions: ['pull'] },
     ]);
-    for (const bad of ['registry:catalog:*', 'repository:x:delete', 'repository:x:*', 'repository:Upper/x:pull', 'repository:../x:pull', 'repository:x', 'repository::pull', 'repository(plugin):x:pull', `repository:${'a'.repeat(256)}:pull`]) {
+    for (const bad of [
+      'registry:catalog:*',
+      'repository:x:delete',
+      'repository:x:*',
+      'repository:Upper/x:pull',
+      'repository:../x:pull',
+      'repository:x',
+      'repository::pull',
+      'repository(plugin):x:pull',
+      `repository:${'a'.repeat(256)}:pull`,
+    ]) {
       assert.deepEqual(parseScopes([bad]), [], bad);
     }
   });
@@ -67,7 +84,12 @@ describe('registry scopes and grants', () => {
   });
 
   it('cuts what is asked to what is allowed, merging repeats, and answers nothing for what is refused', () => {
-    const asked = parseScopes(['repository:builds/acct-a/blog:pull,push', 'repository:builds/acct-a/shop:push', 'repository:builds/acct-a/shop:pull', 'repository:svc/builder:pull,push']);
+    const asked = parseScopes([
+      'repository:builds/acct-a/blog:pull,push',
+      'repository:builds/acct-a/shop:push',
+      'repository:builds/acct-a/shop:pull',
+      'repository:svc/builder:pull,push',
+    ]);
     assert.deepEqual(grant(buildA, asked), [
       { type: 'repository', name: 'builds/acct-a/shop', actions: ['pull', 'push'] },
       { type: 'repository', name: 'svc/builder', actions: ['pull'] },
@@ -75,12 +97,23 @@ describe('registry scopes and grants', () => {
     assert.deepEqual(grant(acctA, parseScopes(['repository:builds/acct-b/shop:pull'])), []);
   });
 
-  it('knows user names apart, and tenants\' images in the platform registry', () => {
+  it("knows user names apart, and tenants' images in the platform registry", () => {
     assert.deepEqual(parseRegistryUser('platform/operator'), { kind: 'operator' });
     assert.deepEqual(parseRegistryUser('platform/node'), { kind: 'node' });
     assert.deepEqual(parseRegistryUser(accountUser('acct-a')), { kind: 'account', namespace: 'acct-a' });
     assert.deepEqual(parseRegistryUser(buildUser('acct-a', 'bld-1')), { kind: 'build', namespace: 'acct-a', build: 'bld-1' });
-    for (const bad of ['', 'operator', 'accounts/', 'accounts/A', 'accounts/a/b', 'builds/a', 'builds/a/b/c', 'platform/other', 'accounts/-a']) assert.equal(parseRegistryUser(bad), undefined, bad);
+    for (const bad of [
+      '',
+      'operator',
+      'accounts/',
+      'accounts/A',
+      'accounts/a/b',
+      'builds/a',
+      'builds/a/b/c',
+      'platform/other',
+      'accounts/-a',
+    ])
+      assert.equal(parseRegistryUser(bad), undefined, bad);
     assert.equal(isTenantImage('127.0.0.1:5000/builds/acct-a/shop@sha256:00', '127.0.0.1:5000'), true);
     assert.equal(isTenantImage('127.0.0.1:5000/svc/runtime:1', '127.0.0.1:5000'), false);
     assert.equal(isTenantImage('ghcr.io/builds/x/y', '127.0.0.1:5000'), false);
@@ -102,14 +135,19 @@ describe('pull credentials', () => {
   it('go into a dockerconfigjson for one registry, read back only for that registry', () => {
     const json = dockerConfigJson('127.0.0.1:5000', 'accounts/acct-a', 'pw');
     assert.deepEqual(credentialOf(json, '127.0.0.1:5000'), { username: 'accounts/acct-a', password: 'pw' });
-    assert.equal((JSON.parse(json) as { auths: Record<string, { auth: string }> }).auths['127.0.0.1:5000']!.auth, Buffer.from('accounts/acct-a:pw').toString('base64'));
+    assert.equal(
+      (JSON.parse(json) as { auths: Record<string, { auth: string }> }).auths['127.0.0.1:5000']!.auth,
+      Buffer.from('accounts/acct-a:pw').toString('base64'),
+    );
     assert.equal(credentialOf(json, 'ghcr.io'), undefined);
     assert.equal(credentialOf('{', '127.0.0.1:5000'), undefined);
   });
 
-  it('the account controller\'s Secret is current only with the account\'s name and the namespace\'s hash', () => {
+  it("the account controller's Secret is current only with the account's name and the namespace's hash", () => {
     const password = newPullPassword();
-    const ns = (hash?: string): k8s.V1Namespace => ({ metadata: { name: 'acct-a', ...(hash ? { annotations: { [pullCredentialAnnotation]: hash } } : {}) } });
+    const ns = (hash?: string): k8s.V1Namespace => ({
+      metadata: { name: 'acct-a', ...(hash ? { annotations: { [pullCredentialAnnotation]: hash } } : {}) },
+    });
     const secret = pullSecret('acct-a', '127.0.0.1:5000', password);
     assert.equal(secret.metadata?.name, pullSecretName);
     assert.equal(secret.type, 'kubernetes.io/dockerconfigjson');
@@ -117,7 +155,11 @@ describe('pull credentials', () => {
     assert.equal(pullSecretCurrent(ns(), secret, '127.0.0.1:5000'), false, 'the hash removed: rotate');
     assert.equal(pullSecretCurrent(ns(credentialHash('other')), secret, '127.0.0.1:5000'), false, 'edited');
     assert.equal(pullSecretCurrent(ns(credentialHash(password)), secret, '127.0.0.1:5001'), false, 'another registry');
-    assert.equal(pullSecretCurrent(ns(credentialHash(password)), pullSecret('acct-b', '127.0.0.1:5000', password), '127.0.0.1:5000'), false, 'another account\'s user name');
+    assert.equal(
+      pullSecretCurrent(ns(credentialHash(password)), pullSecret('acct-b', '127.0.0.1:5000', password), '127.0.0.1:5000'),
+      false,
+      "another account's user name",
+    );
     assert.equal(pullSecretCurrent(ns(credentialHash(password)), undefined, '127.0.0.1:5000'), false, 'missing');
   });
 });
@@ -127,9 +169,15 @@ describe('credentials at the token service', () => {
   const now = new Date('2026-11-27T10:00:00Z');
   const accountPassword = newPullPassword();
   const sources = (over: Partial<PrincipalSources> = {}): PrincipalSources => ({
-    platformHash: (user) => (user === 'platform/operator' ? credentialHash('op-secret') : user === 'platform/node' ? credentialHash('node-secret') : undefined),
+    platformHash: (user) =>
+      user === 'platform/operator' ? credentialHash('op-secret') : user === 'platform/node' ? credentialHash('node-secret') : undefined,
     accountHash: async (ns) => (ns === 'acct-a' ? credentialHash(accountPassword) : undefined),
-    build: async (ns, b) => (ns === 'acct-a' && b === 'bld-0000000000000001' ? { app: 'shop', ended: false } : ns === 'acct-a' && b === 'bld-0000000000000002' ? { app: 'shop', ended: true } : undefined),
+    build: async (ns, b) =>
+      ns === 'acct-a' && b === 'bld-0000000000000001'
+        ? { app: 'shop', ended: false }
+        : ns === 'acct-a' && b === 'bld-0000000000000002'
+          ? { app: 'shop', ended: true }
+          : undefined,
     artifactKey: key,
     clock: () => now,
     ...over,
@@ -141,7 +189,12 @@ describe('credentials at the token service', () => {
     assert.deepEqual(await identify(sources(), 'platform/node', 'node-secret'), { kind: 'node' });
     assert.deepEqual(await identify(sources(), 'accounts/acct-a', accountPassword), { kind: 'account', namespace: 'acct-a' });
     const cred = mintBuildCredential(key, 'acct-a', 'bld-0000000000000001', later);
-    assert.deepEqual(await identify(sources(), 'builds/acct-a/bld-0000000000000001', cred), { kind: 'build', namespace: 'acct-a', build: 'bld-0000000000000001', app: 'shop' });
+    assert.deepEqual(await identify(sources(), 'builds/acct-a/bld-0000000000000001', cred), {
+      kind: 'build',
+      namespace: 'acct-a',
+      build: 'bld-0000000000000001',
+      app: 'shop',
+    });
   });
 
   it('knows no one else', async () => {
@@ -164,7 +217,8 @@ describe('credentials at the token service', () => {
       ['builds/acct-a/bld-0000000000000001', cred, { artifactKey: undefined }],
       ['builds/acct-a/bld-0000000000000001', mintBuildCredential(Buffer.alloc(32, 8), 'acct-a', 'bld-0000000000000001', later)],
     ];
-    for (const [user, password, over] of cases) assert.equal(await identify(sources(over), user, password), undefined, `${user} with ${password.slice(0, 12)}`);
+    for (const [user, password, over] of cases)
+      assert.equal(await identify(sources(over), user, password), undefined, `${user} with ${password.slice(0, 12)}`);
   });
 
   it('reads the clients file again when it changes (a rotated operator or node credential)', () => {
@@ -188,7 +242,9 @@ function keyPair(dir: string, name: string): { key: string; cert: string } {
   const key = path.join(dir, `${name}.key`);
   const cert = path.join(dir, `${name}.crt`);
   execFileSync('openssl', ['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', key], { stdio: 'ignore' });
-  execFileSync('openssl', ['req', '-x509', '-new', '-key', key, '-subj', '/CN=svc-registry-auth', '-days', '1', '-out', cert], { stdio: 'ignore' });
+  execFileSync('openssl', ['req', '-x509', '-new', '-key', key, '-subj', '/CN=svc-registry-auth', '-days', '1', '-out', cert], {
+    stdio: 'ignore',
+  });
   return { key: readFileSync(key, 'utf8'), cert: readFileSync(cert, 'utf8') };
 }
 
@@ -226,7 +282,11 @@ describe('registry tokens and the realm', () => {
     const header = decodeProtectedHeader(token);
     assert.equal(header.alg, 'ES256');
     assert.deepEqual(header.x5c, [pair.cert.replace(/-----[A-Z ]+-----|\s/g, '')]);
-    const { payload } = await jwtVerify(token, await importX509(pair.cert, 'ES256'), { currentDate: now, issuer: 'svc-registry-auth', audience: 'svc-registry' });
+    const { payload } = await jwtVerify(token, await importX509(pair.cert, 'ES256'), {
+      currentDate: now,
+      issuer: 'svc-registry-auth',
+      audience: 'svc-registry',
+    });
     assert.equal(payload.aud, 'svc-registry', 'a single string: distribution 2.8 reads no list');
     assert.equal(payload.sub, 'accounts/acct-a');
     assert.equal(payload.exp! - payload.iat!, 300);
@@ -244,7 +304,12 @@ describe('registry tokens and the realm', () => {
   const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
 
   it('answers a request without a credential, or with a wrong one, with a 401 and no token', async () => {
-    for (const headers of [{}, { authorization: basic('accounts/acct-a', 'wrong') }, { authorization: basic('accounts/acct-b', 'pull-a') }, { authorization: 'Bearer x' }]) {
+    for (const headers of [
+      {},
+      { authorization: basic('accounts/acct-a', 'wrong') },
+      { authorization: basic('accounts/acct-b', 'pull-a') },
+      { authorization: 'Bearer x' },
+    ]) {
       const res = await fetch(`${realm}?service=svc-registry&scope=repository:python:pull`, { headers });
       const body = (await res.json()) as Record<string, unknown>;
       assert.equal(res.status, 401, JSON.stringify(headers));
@@ -254,20 +319,35 @@ describe('registry tokens and the realm', () => {
   });
 
   it('grants what the credential may, by GET with Basic (skopeo, docker) and by POST with a password grant (containerd)', async () => {
-    const get = await fetch(`${realm}?service=svc-registry&scope=repository:builds/acct-a/shop:pull,push&scope=repository:builds/acct-b/shop:pull`, { headers: { authorization: basic('accounts/acct-a', 'pull-a') } });
+    const get = await fetch(
+      `${realm}?service=svc-registry&scope=repository:builds/acct-a/shop:pull,push&scope=repository:builds/acct-b/shop:pull`,
+      { headers: { authorization: basic('accounts/acct-a', 'pull-a') } },
+    );
     assert.equal(get.status, 200);
     const token = ((await get.json()) as { token: string }).token;
     const { payload } = await jwtVerify(token, await importX509(pair.cert, 'ES256'));
     assert.deepEqual(payload.access, [{ type: 'repository', name: 'builds/acct-a/shop', actions: ['pull'] }]);
 
-    const form = new URLSearchParams({ grant_type: 'password', username: 'platform/operator', password: 'op', service: 'svc-registry', scope: 'repository:svc/runtime:pull,push', client_id: 'containerd-client' });
+    const form = new URLSearchParams({
+      grant_type: 'password',
+      username: 'platform/operator',
+      password: 'op',
+      service: 'svc-registry',
+      scope: 'repository:svc/runtime:pull,push',
+      client_id: 'containerd-client',
+    });
     const post = await fetch(realm, { method: 'POST', body: form });
     assert.equal(post.status, 200);
     const answer = (await post.json()) as { access_token: string; expires_in: number };
     assert.equal(answer.expires_in, 300);
-    assert.deepEqual((await jwtVerify(answer.access_token, await importX509(pair.cert, 'ES256'))).payload.access, [{ type: 'repository', name: 'svc/runtime', actions: ['pull', 'push'] }]);
+    assert.deepEqual((await jwtVerify(answer.access_token, await importX509(pair.cert, 'ES256'))).payload.access, [
+      { type: 'repository', name: 'svc/runtime', actions: ['pull', 'push'] },
+    ]);
 
-    const refresh = await fetch(realm, { method: 'POST', body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: 'x', service: 'svc-registry' }) });
+    const refresh = await fetch(realm, {
+      method: 'POST',
+      body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: 'x', service: 'svc-registry' }),
+    });
     assert.equal(refresh.status, 400);
     const otherService = await fetch(`${realm}?service=elsewhere`, { headers: { authorization: basic('platform/operator', 'op') } });
     assert.equal(otherService.status, 400);
@@ -279,8 +359,11 @@ describe('registry tokens and the realm', () => {
     assert.equal(basicCredential(`Basic ${Buffer.from('nocolon').toString('base64')}`), undefined);
   });
 
-  it('the client half reads the registry\'s challenge', () => {
-    assert.deepEqual(parseBearerChallenge('Bearer realm="http://127.0.0.1:5001/token",service="svc-registry",scope="repository:x:pull"'), { realm: 'http://127.0.0.1:5001/token', service: 'svc-registry' });
+  it("the client half reads the registry's challenge", () => {
+    assert.deepEqual(parseBearerChallenge('Bearer realm="http://127.0.0.1:5001/token",service="svc-registry",scope="repository:x:pull"'), {
+      realm: 'http://127.0.0.1:5001/token',
+      service: 'svc-registry',
+    });
     assert.equal(parseBearerChallenge('Basic realm="x"'), undefined);
     assert.equal(parseBearerChallenge('Bearer realm="file:///etc/passwd"'), undefined);
     assert.equal(repositoryScope('builds/a/b', ['pull', 'push']), 'repository:builds/a/b:pull,push');
@@ -290,13 +373,18 @@ describe('registry tokens and the realm', () => {
 describe('the account controller keeps the pull credential', () => {
   /** An apiserver of one namespace and its Secrets, recording the writes. */
   function fakeCluster() {
-    const ns: k8s.V1Namespace = { metadata: { name: 'acct-a', labels: { 'svc.dev/account': 'a1' }, annotations: {}, resourceVersion: '1' } };
+    const ns: k8s.V1Namespace = {
+      metadata: { name: 'acct-a', labels: { 'svc.dev/account': 'a1' }, annotations: {}, resourceVersion: '1' },
+    };
     const secrets = new Map<string, k8s.V1Secret>();
     const writes: string[] = [];
     const core = {
-      patchNamespace: async (o: { body: { metadata?: { resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string> } } }) => {
+      patchNamespace: async (o: {
+        body: { metadata?: { resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string> } };
+      }) => {
         const precondition = o.body.metadata?.resourceVersion;
-        if (precondition !== undefined && precondition !== ns.metadata!.resourceVersion) throw new ApiException(409, 'the object has been modified', {}, {});
+        if (precondition !== undefined && precondition !== ns.metadata!.resourceVersion)
+          throw new ApiException(409, 'the object has been modified', {}, {});
         ns.metadata!.resourceVersion = String(Number(ns.metadata!.resourceVersion) + 1);
         writes.push('namespace');
         ns.metadata!.labels = { ...ns.metadata!.labels, ...o.body.metadata?.labels };
@@ -320,7 +408,8 @@ describe('the account controller keeps the pull credential', () => {
     const networking = { patchNamespacedNetworkPolicy: async () => ({}) };
     return { ns, secrets, writes, core: core as unknown as k8s.CoreV1Api, networking: networking as unknown as k8s.NetworkingV1Api };
   }
-  const passwordIn = (s: k8s.V1Secret | undefined) => credentialOf(Buffer.from(s!.data!['.dockerconfigjson']!, 'base64').toString('utf8'), '127.0.0.1:5000')!.password;
+  const passwordIn = (s: k8s.V1Secret | undefined) =>
+    credentialOf(Buffer.from(s!.data!['.dockerconfigjson']!, 'base64').toString('utf8'), '127.0.0.1:5000')!.password;
 
   it('never rotates on a namespace older than its own write (a cache behind looks like a removed hash)', async () => {
     const c = fakeCluster();
@@ -379,7 +468,7 @@ describe('the account controller keeps the pull credential', () => {
   });
 });
 
-describe('pods the controllers make pull with the account\'s credential', () => {
+describe("pods the controllers make pull with the account's credential", () => {
   const registry = '127.0.0.1:5000';
   const settings = {
     site: { appsDomain: 'apps.localhost', appsUrlSuffix: ':8081', secure: false },
@@ -397,17 +486,25 @@ describe('pods the controllers make pull with the account\'s credential', () => 
     spec: { kind: 'container', image, port: 8080, machines: 1 },
   });
 
-  it('a machine names the pull Secret, and pulls a tenant\'s image of the platform registry every time', () => {
+  it("a machine names the pull Secret, and pulls a tenant's image of the platform registry every time", () => {
     const built = machinePod(app(`${registry}/builds/acct-a/shop@sha256:${'a'.repeat(64)}`), 0, settings);
     assert.deepEqual(built.spec?.imagePullSecrets, [{ name: pullSecretName }]);
     assert.equal(built.spec?.containers[0]?.imagePullPolicy, 'Always');
     const platform = machinePod(app(`${registry}/python:3`), 0, settings);
     assert.deepEqual(platform.spec?.imagePullSecrets, [{ name: pullSecretName }]);
-    assert.equal(platform.spec?.containers[0]?.imagePullPolicy, undefined, 'the platform\'s images are every account\'s: a cached copy is no one\'s secret');
-    assert.equal(machinePod(app('nginx'), 0, { ...settings, images: { allowed: undefined, platformRegistry: undefined } }).spec?.imagePullSecrets, undefined, 'no registry of its own: no Secret');
+    assert.equal(
+      platform.spec?.containers[0]?.imagePullPolicy,
+      undefined,
+      "the platform's images are every account's: a cached copy is no one's secret",
+    );
+    assert.equal(
+      machinePod(app('nginx'), 0, { ...settings, images: { allowed: undefined, platformRegistry: undefined } }).spec?.imagePullSecrets,
+      undefined,
+      'no registry of its own: no Secret',
+    );
   });
 
-  it('a build\'s pod names the pull Secret', () => {
+  it("a build's pod names the pull Secret", () => {
     const s: BuildSettings = {
       builderImage: `${registry}/svc/builder:1`,
       runtimeImage: `${registry}/svc/runtime:1`,
@@ -428,7 +525,12 @@ describe('pods the controllers make pull with the account\'s credential', () => 
       metadata: { name: 'bld-0000000000000001', namespace: 'acct-a', uid: 'u', creationTimestamp: new Date('2026-11-27T10:00:00Z') },
       spec: { app: 'shop', source: { artifact: { digest: `sha256:${'b'.repeat(64)}` } }, deploy: true },
     };
-    const p = buildPlan(b, { job: undefined, pod: undefined, cacheClaim: undefined, policy: undefined, builds: [] }, s, new Date('2026-11-27T10:00:00Z'));
+    const p = buildPlan(
+      b,
+      { job: undefined, pod: undefined, cacheClaim: undefined, policy: undefined, builds: [] },
+      s,
+      new Date('2026-11-27T10:00:00Z'),
+    );
     assert.deepEqual(p.createJob?.spec?.template.spec?.imagePullSecrets, [{ name: pullSecretName }]);
   });
 });

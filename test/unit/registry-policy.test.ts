@@ -2,7 +2,13 @@
 // table of spellings parsed as containerd parses them, each judged with the rule it breaks.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { judgeImage, parseImageReference, refusedImage, tenantImages, type RegistryPolicyConfig } from '../../lib/images/registry-policy.js';
+import {
+  judgeImage,
+  parseImageReference,
+  refusedImage,
+  tenantImages,
+  type RegistryPolicyConfig,
+} from '../../lib/images/registry-policy.js';
 import { loadConfig } from '../../lib/config.js';
 import { machinePod, plan, specRevision } from '../../controllers/app/desired.js';
 import type { App } from '../../lib/resources/index.js';
@@ -45,7 +51,20 @@ describe('parseImageReference', () => {
   it('keeps a digest, and refuses an @ that introduces anything else', () => {
     assert.equal(parseImageReference(`ghcr.io/a/b@${sha}`).digest, sha);
     assert.equal(parseImageReference(`ghcr.io/a/b:v1@${sha}`).tag, 'v1');
-    for (const bad of ['a@b/x', 'evil.com@127.0.0.1:8082/x:latest', 'user:pw@ghcr.io/x', 'x@sha256:short', '', 'UPPER/Case', 'a b', 'x/', '/x', 'ghcr.io/a//b', 'ghcr.io:99999/x', 'ghcr.io/x:bad/tag']) {
+    for (const bad of [
+      'a@b/x',
+      'evil.com@127.0.0.1:8082/x:latest',
+      'user:pw@ghcr.io/x',
+      'x@sha256:short',
+      '',
+      'UPPER/Case',
+      'a b',
+      'x/',
+      '/x',
+      'ghcr.io/a//b',
+      'ghcr.io:99999/x',
+      'ghcr.io/x:bad/tag',
+    ]) {
       assert.throws(() => parseImageReference(bad), /is not an image reference/, bad);
     }
   });
@@ -105,32 +124,71 @@ describe('judgeImage', () => {
       if (v.ok) return;
       assert.equal(v.rule, rule);
       assert.ok(v.message.startsWith(`image ${ref}: `), v.message);
-      if (rule !== 'invalid-reference') assert.match(v.message, /; images come from public registries or the platform's own \(SVC_IMAGE_REGISTRIES\)$/);
+      if (rule !== 'invalid-reference')
+        assert.match(v.message, /; images come from public registries or the platform's own \(SVC_IMAGE_REGISTRIES\)$/);
     });
   }
   it('names the rule in words', () => {
     const v = judgeImage('127.0.0.1:8082/rt/x:latest', platform);
-    assert.equal(!v.ok && v.message, "image 127.0.0.1:8082/rt/x:latest: registry 127.0.0.1:8082 is a loopback address; images come from public registries or the platform's own (SVC_IMAGE_REGISTRIES)");
-    assert.match((judgeImage('169.254.169.254/x', platform) as { message: string }).message, /registry 169\.254\.169\.254 is a link-local address/);
+    assert.equal(
+      !v.ok && v.message,
+      "image 127.0.0.1:8082/rt/x:latest: registry 127.0.0.1:8082 is a loopback address; images come from public registries or the platform's own (SVC_IMAGE_REGISTRIES)",
+    );
+    assert.match(
+      (judgeImage('169.254.169.254/x', platform) as { message: string }).message,
+      /registry 169\.254\.169\.254 is a link-local address/,
+    );
     assert.match((judgeImage('10.0.0.1/x', platform) as { message: string }).message, /registry 10\.0\.0\.1 is a private address/);
   });
 
-  for (const ref of ['nginx', 'nginx:1.27', 'bitnami/redis:7', 'ghcr.io/a/b:v1', `quay.io/x/y@${sha}`, 'registry.invalid/gone:1', 'public.ecr.aws/x/y', '8.8.8.8/x', '[2606:4700::1111]/x', '127.0.0.1:5000/busybox:abc', '127.0.0.1:8082']) {
+  for (const ref of [
+    'nginx',
+    'nginx:1.27',
+    'bitnami/redis:7',
+    'ghcr.io/a/b:v1',
+    `quay.io/x/y@${sha}`,
+    'registry.invalid/gone:1',
+    'public.ecr.aws/x/y',
+    '8.8.8.8/x',
+    '[2606:4700::1111]/x',
+    '127.0.0.1:5000/busybox:abc',
+    '127.0.0.1:8082',
+  ]) {
     it(`allows ${ref}`, () => assert.equal(judgeImage(ref, platform).ok, true));
   }
 
-  it('allows the platform\'s own registry only as configured: not another port or spelling of it', () => {
+  it("allows the platform's own registry only as configured: not another port or spelling of it", () => {
     assert.equal(judgeImage('127.0.0.1:5000/builds/acct/app:b1', platform).ok, true);
-    for (const other of ['127.0.0.1:5001/x', 'localhost:5000/x', '127.1:5000/x', '[::1]:5000/x']) assert.equal(judgeImage(other, platform).ok, false, other);
+    for (const other of ['127.0.0.1:5001/x', 'localhost:5000/x', '127.1:5000/x', '[::1]:5000/x'])
+      assert.equal(judgeImage(other, platform).ok, false, other);
     // Without one configured, the local registry is loopback like any other.
     assert.equal(judgeImage('127.0.0.1:5000/x', { allowed: undefined, platformRegistry: undefined }).ok, false);
     // SVC_BUILD_REGISTRY may name a path under the registry.
-    assert.equal(judgeImage('127.0.0.1:5000/x', { allowed: undefined, platformRegistry: loadConfig({ SVC_BUILD_REGISTRY: '127.0.0.1:5000/builds' }, { exists: () => false }).images.platformRegistry }).ok, true);
+    assert.equal(
+      judgeImage('127.0.0.1:5000/x', {
+        allowed: undefined,
+        platformRegistry: loadConfig({ SVC_BUILD_REGISTRY: '127.0.0.1:5000/builds' }, { exists: () => false }).images.platformRegistry,
+      }).ok,
+      true,
+    );
   });
 
   it('holds to an allow-list: exact hosts, wildcards of public names, * for any public registry', () => {
-    const list: RegistryPolicyConfig = { allowed: ['ghcr.io', '*.example.com', 'docker.io', '10.1.2.3:5000'], platformRegistry: '127.0.0.1:5000' };
-    for (const ok of ['ghcr.io/a/b', 'ghcr.io:443/a', 'r.example.com/x', 'a.b.example.com/x', 'nginx', 'index.docker.io/library/nginx', '10.1.2.3:5000/x', '127.0.0.1:5000/x']) assert.equal(judgeImage(ok, list).ok, true, ok);
+    const list: RegistryPolicyConfig = {
+      allowed: ['ghcr.io', '*.example.com', 'docker.io', '10.1.2.3:5000'],
+      platformRegistry: '127.0.0.1:5000',
+    };
+    for (const ok of [
+      'ghcr.io/a/b',
+      'ghcr.io:443/a',
+      'r.example.com/x',
+      'a.b.example.com/x',
+      'nginx',
+      'index.docker.io/library/nginx',
+      '10.1.2.3:5000/x',
+      '127.0.0.1:5000/x',
+    ])
+      assert.equal(judgeImage(ok, list).ok, true, ok);
     for (const [bad, rule] of [
       ['quay.io/x', 'not-allowed'],
       ['example.com/x', 'not-allowed'],
@@ -144,7 +202,10 @@ describe('judgeImage', () => {
       const v = judgeImage(bad, list);
       assert.equal(v.ok ? 'ok' : v.rule, rule, bad);
     }
-    assert.match((judgeImage('quay.io/x', list) as { message: string }).message, /^image quay\.io\/x: registry quay\.io is not in the allowed registries \(ghcr\.io, \*\.example\.com, docker\.io, 10\.1\.2\.3:5000\)/);
+    assert.match(
+      (judgeImage('quay.io/x', list) as { message: string }).message,
+      /^image quay\.io\/x: registry quay\.io is not in the allowed registries \(ghcr\.io, \*\.example\.com, docker\.io, 10\.1\.2\.3:5000\)/,
+    );
     // A wildcard never matches an address or a local name.
     assert.equal(judgeImage('127.0.0.1/x', { allowed: ['*'], platformRegistry: undefined }).ok, false);
     assert.equal(judgeImage('x.internal/x', { allowed: ['*.internal'], platformRegistry: undefined }).ok, false);
@@ -153,7 +214,10 @@ describe('judgeImage', () => {
   it('judges every image of an App spec, services included, and none of a runtime app', () => {
     const spec = { kind: 'container', image: 'nginx', services: [{ image: 'redis' }, { image: '127.0.0.1:8082/x' }] };
     assert.deepEqual(tenantImages(spec), ['nginx', 'redis', '127.0.0.1:8082/x']);
-    assert.match(refusedImage(tenantImages(spec), platform) ?? '', /^image 127\.0\.0\.1:8082\/x: registry 127\.0\.0\.1:8082 is a loopback address/);
+    assert.match(
+      refusedImage(tenantImages(spec), platform) ?? '',
+      /^image 127\.0\.0\.1:8082\/x: registry 127\.0\.0\.1:8082 is a loopback address/,
+    );
     assert.deepEqual(tenantImages({ kind: 'static', image: '127.0.0.1:8082/x' }), []);
   });
 });
@@ -161,10 +225,14 @@ describe('judgeImage', () => {
 describe('SVC_IMAGE_REGISTRIES', () => {
   it('is a comma-separated list, empty meaning any public registry', () => {
     const none = { exists: () => false };
-    assert.deepEqual(loadConfig({ SVC_IMAGE_REGISTRIES: 'ghcr.io, *.example.com,registry.local:5000,[fd00::1]:5000,*' }, none).images.allowed, ['ghcr.io', '*.example.com', 'registry.local:5000', '[fd00::1]:5000', '*']);
+    assert.deepEqual(
+      loadConfig({ SVC_IMAGE_REGISTRIES: 'ghcr.io, *.example.com,registry.local:5000,[fd00::1]:5000,*' }, none).images.allowed,
+      ['ghcr.io', '*.example.com', 'registry.local:5000', '[fd00::1]:5000', '*'],
+    );
     assert.equal(loadConfig({ SVC_IMAGE_REGISTRIES: '' }, none).images.allowed, undefined);
     assert.equal(loadConfig({}, none).images.allowed, undefined);
-    for (const bad of ['ghcr.io/path', 'a,,b', 'http://ghcr.io', '*example.com']) assert.throws(() => loadConfig({ SVC_IMAGE_REGISTRIES: bad }, none), /SVC_IMAGE_REGISTRIES: must be comma-separated registries/, bad);
+    for (const bad of ['ghcr.io/path', 'a,,b', 'http://ghcr.io', '*example.com'])
+      assert.throws(() => loadConfig({ SVC_IMAGE_REGISTRIES: bad }, none), /SVC_IMAGE_REGISTRIES: must be comma-separated registries/, bad);
   });
 });
 
@@ -188,12 +256,18 @@ describe('the App controller and a refused image (an App applied with kubectl)',
   });
 
   it('makes no machine, fails the rollout and says why in Ready', () => {
-    for (const spec of [{ image: '127.0.0.1:8082/rt/x:latest' }, { service: 'web', services: [{ name: 'cache', image: '169.254.169.254/x' }] }]) {
+    for (const spec of [
+      { image: '127.0.0.1:8082/rt/x:latest' },
+      { service: 'web', services: [{ name: 'cache', image: '169.254.169.254/x' }] },
+    ]) {
       const p = plan(app(spec), [], settings, now);
       assert.deepEqual(p.create, [], 'no machine');
       assert.equal(p.ready.ok, false);
       assert.equal(p.ready.reason, 'ImageRefused');
-      assert.match(p.ready.message, /^image (127\.0\.0\.1:8082\/rt\/x:latest: registry 127\.0\.0\.1:8082 is a loopback address|169\.254\.169\.254\/x: registry 169\.254\.169\.254 is a link-local address)/);
+      assert.match(
+        p.ready.message,
+        /^image (127\.0\.0\.1:8082\/rt\/x:latest: registry 127\.0\.0\.1:8082 is a loopback address|169\.254\.169\.254\/x: registry 169\.254\.169\.254 is a link-local address)/,
+      );
       assert.equal(p.status.rollout?.state, 'Failed');
       assert.equal(p.conditions.find((c) => c.type === 'Progressing')?.reason, 'RolloutFailed');
     }
@@ -208,7 +282,14 @@ describe('the App controller and a refused image (an App applied with kubectl)',
     const bad = app({ image: '10.0.0.1/x' }, { live });
     const p = plan(bad, [machinePod(bad, 0, settings)], settings, now);
     assert.equal(p.delete.length, 1, 'the refused machine goes');
-    assert.deepEqual(p.create.map((x) => x.spec?.containers[0]?.image), ['nginx'], 'the live revision is what runs');
-    assert.match(p.conditions.find((c) => c.type === 'Progressing')?.message ?? '', /registry 10\.0\.0\.1 is a private address.*the last live revision keeps serving/);
+    assert.deepEqual(
+      p.create.map((x) => x.spec?.containers[0]?.image),
+      ['nginx'],
+      'the live revision is what runs',
+    );
+    assert.match(
+      p.conditions.find((c) => c.type === 'Progressing')?.message ?? '',
+      /registry 10\.0\.0\.1 is a private address.*the last live revision keeps serving/,
+    );
   });
 });

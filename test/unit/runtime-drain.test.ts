@@ -37,7 +37,10 @@ describe('runtime drain', () => {
     try {
       let ready = false;
       for (let i = 0; i < 100 && !ready; i++) {
-        ready = await fetch(url).then((r) => r.ok, () => false);
+        ready = await fetch(url).then(
+          (r) => r.ok,
+          () => false,
+        );
         if (!ready) await sleep(50);
       }
       assert.ok(ready, 'the runtime came up');

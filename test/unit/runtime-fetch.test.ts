@@ -96,7 +96,10 @@ describe('runtime fetch', () => {
     const root = fresh();
     assert.equal(await fetchArtifact({ url: `${base}/flaky`, digest, root, ...fast }), 'fetched');
     assert.equal(hits.get('/flaky'), 3);
-    await assert.rejects(downloadVerified({ url: `${base}/cut`, digest, root, ...fast, deadlineMs: 200 }, path.join(work, 'cut')), /broke off|gave up/);
+    await assert.rejects(
+      downloadVerified({ url: `${base}/cut`, digest, root, ...fast, deadlineMs: 200 }, path.join(work, 'cut')),
+      /broke off|gave up/,
+    );
     assert.ok((hits.get('/cut') ?? 0) >= 2, 'retried');
   });
 
@@ -112,17 +115,26 @@ describe('runtime fetch', () => {
     );
     assert.ok(Date.now() - started >= 150, 'backed off and retried');
     hits.delete('/always-500');
-    await assert.rejects(fetchArtifact({ url: `${base}/always-500`, digest, root: fresh(), ...fast, deadlineMs: 300 }), /answered 500.*gave up/);
+    await assert.rejects(
+      fetchArtifact({ url: `${base}/always-500`, digest, root: fresh(), ...fast, deadlineMs: 300 }),
+      /answered 500.*gave up/,
+    );
     assert.ok(hits.get('/always-500')! >= 3);
   });
 
   it('reads and checks its environment', () => {
-    assert.deepEqual(optionsFromEnv({ SVC_ARTIFACT_URL: 'http://10.244.0.1:8080/a', SVC_ARTIFACT_DIGEST: digest, SVC_SITE_ROOT: '/site' }), {
-      url: 'http://10.244.0.1:8080/a',
-      digest,
-      root: '/site',
-    });
-    assert.throws(() => optionsFromEnv({ SVC_ARTIFACT_URL: 'file:///etc/passwd', SVC_ARTIFACT_DIGEST: 'md5:x' }), /SVC_ARTIFACT_URL.*SVC_ARTIFACT_DIGEST.*SVC_SITE_ROOT/);
+    assert.deepEqual(
+      optionsFromEnv({ SVC_ARTIFACT_URL: 'http://10.244.0.1:8080/a', SVC_ARTIFACT_DIGEST: digest, SVC_SITE_ROOT: '/site' }),
+      {
+        url: 'http://10.244.0.1:8080/a',
+        digest,
+        root: '/site',
+      },
+    );
+    assert.throws(
+      () => optionsFromEnv({ SVC_ARTIFACT_URL: 'file:///etc/passwd', SVC_ARTIFACT_DIGEST: 'md5:x' }),
+      /SVC_ARTIFACT_URL.*SVC_ARTIFACT_DIGEST.*SVC_SITE_ROOT/,
+    );
   });
 
   const run = (env: Record<string, string>, argv = [path.join(repoRoot, 'dist/runtime/fetch.js')]) =>

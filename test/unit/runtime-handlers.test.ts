@@ -48,19 +48,16 @@ describe('handler routes', () => {
       'lib/util.js',
     ]);
     assert.deepEqual(problems, []);
-    assert.deepEqual(
-      Object.fromEntries(routes.map((r) => [r.pattern, r.file])),
-      {
-        '/': 'handlers/index.js',
-        '/api': 'api/index.ts',
-        '/api/hello': 'api/hello.js',
-        '/api/users/me': 'api/users/me.js',
-        '/api/users/[id]': 'api/users/[id].js',
-        '/api/files/[...path]': 'api/files/[...path].mjs',
-        '/run': 'handlers/run.py',
-        '/x': 'handlers/x.js',
-      },
-    );
+    assert.deepEqual(Object.fromEntries(routes.map((r) => [r.pattern, r.file])), {
+      '/': 'handlers/index.js',
+      '/api': 'api/index.ts',
+      '/api/hello': 'api/hello.js',
+      '/api/users/me': 'api/users/me.js',
+      '/api/users/[id]': 'api/users/[id].js',
+      '/api/files/[...path]': 'api/files/[...path].mjs',
+      '/run': 'handlers/run.py',
+      '/x': 'handlers/x.js',
+    });
     assert.equal(routes.find((r) => r.file === 'handlers/run.py')?.runner, 'process');
     const at = (p: string) => {
       const m = matchRoute(routes, p.split('/').filter(Boolean));
@@ -87,10 +84,17 @@ describe('handler routes', () => {
   });
 
   it('parses CGI response heads: Status, a status line, Location, a default content type', () => {
-    assert.deepEqual(parseCgiHead('Status: 404 Not Found\r\nContent-Type: text/html'), { status: 404, statusText: 'Not Found', headers: [['Content-Type', 'text/html']] });
+    assert.deepEqual(parseCgiHead('Status: 404 Not Found\r\nContent-Type: text/html'), {
+      status: 404,
+      statusText: 'Not Found',
+      headers: [['Content-Type', 'text/html']],
+    });
     assert.equal(parseCgiHead('HTTP/1.1 201 Created\nX-A: 1').status, 201);
     assert.equal(parseCgiHead('Location: /there').status, 302);
-    assert.deepEqual(parseCgiHead('X-A: 1').headers, [['X-A', '1'], ['Content-Type', 'text/plain; charset=utf-8']]);
+    assert.deepEqual(parseCgiHead('X-A: 1').headers, [
+      ['X-A', '1'],
+      ['Content-Type', 'text/plain; charset=utf-8'],
+    ]);
     assert.throws(() => parseCgiHead('hello world'), /not a response header line/);
     assert.throws(() => parseCgiHead('Status: 100'), /not a final response status/);
   });
@@ -114,19 +118,22 @@ describe('runtime handler tree', () => {
     put('style.css', 'h1 { color: red }');
     put('404.html', '<h1>lost</h1>');
     put('api/hello.js', "export default async function handler(req) { return 'hello from ' + new URL(req.url).pathname; }\n");
-    put('api/index.js', "export default () => ({ api: true, list: [1, 2] });\n");
+    put('api/index.js', 'export default () => ({ api: true, list: [1, 2] });\n');
     put('api/users/[id].js', 'export function handler(req, { params }) { return { id: params.id }; }\n');
     put('api/files/[...path].js', 'export default (req, ctx) => ctx.params;\n');
     put(
       'api/created.js',
       "export default () => { const h = new Headers({ 'content-type': 'application/json', 'x-extra': 'yes' }); h.append('set-cookie', 'a=1'); h.append('set-cookie', 'b=2'); " +
-        "return new Response(JSON.stringify({ made: true }), { status: 201, headers: h }); };\n",
+        'return new Response(JSON.stringify({ made: true }), { status: 201, headers: h }); };\n',
     );
     put(
       'api/items.js',
       "export const GET = () => ({ items: ['a'] });\nexport async function POST(req) { const body = await req.json(); return new Response(JSON.stringify({ got: body }), { status: 201 }); }\n",
     );
-    put('api/echo.js', "export default (req) => new Response(req.body, { headers: { 'content-type': req.headers.get('content-type') ?? 'application/octet-stream' } });\n");
+    put(
+      'api/echo.js',
+      "export default (req) => new Response(req.body, { headers: { 'content-type': req.headers.get('content-type') ?? 'application/octet-stream' } });\n",
+    );
     put(
       'api/stream.js',
       'export default () => {\n' +
@@ -149,11 +156,17 @@ describe('runtime handler tree', () => {
     );
     put('api/bytes.js', 'export default () => new Uint8Array([1, 2, 3]);\n');
     put('api/empty.js', 'export default () => undefined;\n');
-    put('api/data.js', "import { readFile } from 'node:fs/promises';\nexport default async () => JSON.parse(await readFile(new URL('./_data.json', import.meta.url), 'utf8'));\n");
+    put(
+      'api/data.js',
+      "import { readFile } from 'node:fs/promises';\nexport default async () => JSON.parse(await readFile(new URL('./_data.json', import.meta.url), 'utf8'));\n",
+    );
     put('api/_data.json', '{"from":"a data file"}');
     put('api/legacy.cjs', "module.exports = async () => 'from commonjs';\n");
     put('api/_lib/plain.js', "export const shout = (s) => s.toUpperCase() + '!';\n");
-    put('api/_lib/format.ts', 'export interface Greeting { name: string }\nexport function format(g: Greeting): string { return `hi ${g.name}`; }\n');
+    put(
+      'api/_lib/format.ts',
+      'export interface Greeting { name: string }\nexport function format(g: Greeting): string { return `hi ${g.name}`; }\n',
+    );
     put(
       'api/typed.ts',
       "import { format, type Greeting } from './_lib/format.ts';\nimport { shout } from './_lib/plain.js';\n" +
@@ -171,7 +184,10 @@ describe('runtime handler tree', () => {
     put('api/cgi-slow.sh', 'sleep 10\n');
     put('api/cgi-bad.sh', 'echo no head here\n');
     put('api/cgi-fails.sh', 'echo oops >&2\nexit 3\n');
-    put('api/py.py', 'import os, sys\nsys.stdout.write("Content-Type: application/json\\n\\n")\nsys.stdout.write(\'{"provider": "%s", "path": "%s"}\' % (os.environ.get("SVC_AUTH_PROVIDER", ""), os.environ["SCRIPT_NAME"]))\n');
+    put(
+      'api/py.py',
+      'import os, sys\nsys.stdout.write("Content-Type: application/json\\n\\n")\nsys.stdout.write(\'{"provider": "%s", "path": "%s"}\' % (os.environ.get("SVC_AUTH_PROVIDER", ""), os.environ["SCRIPT_NAME"]))\n',
+    );
     put('.svc-artifact', 'sha256:abc\n');
     const log = createLogger('runtime', 'debug', { write: (line: string) => void logLines.push(line) });
     tree = createHandlerTree(root, { log, timeoutMs: 1000 });
@@ -202,13 +218,21 @@ describe('runtime handler tree', () => {
     assert.deepEqual(await (await get('/api/users/a%20b')).json(), { id: 'a b' }, 'params are decoded');
     assert.deepEqual(await (await get('/api/files/a/b/c.txt')).json(), { path: 'a/b/c.txt' });
     const page = await get('/page');
-    assert.equal(page.headers.get('content-type'), 'text/html; charset=utf-8', 'handlers/page.js serves /page; a string starting with < is HTML');
+    assert.equal(
+      page.headers.get('content-type'),
+      'text/html; charset=utf-8',
+      'handlers/page.js serves /page; a string starting with < is HTML',
+    );
     assert.equal(await page.text(), '<h1>a page</h1>');
     const bytes = await get('/api/bytes');
     assert.equal(bytes.headers.get('content-type'), 'application/octet-stream');
     assert.deepEqual([...new Uint8Array(await bytes.arrayBuffer())], [1, 2, 3]);
     assert.equal((await get('/api/empty')).status, 204);
-    assert.deepEqual(await (await get('/api/data')).json(), { from: 'a data file' }, 'files next to a module are readable from import.meta.url');
+    assert.deepEqual(
+      await (await get('/api/data')).json(),
+      { from: 'a data file' },
+      'files next to a module are readable from import.meta.url',
+    );
     assert.equal(await (await get('/api/legacy')).text(), 'from commonjs');
   });
 
@@ -225,7 +249,11 @@ describe('runtime handler tree', () => {
     const head = await get('/api/items', { method: 'HEAD' });
     assert.equal(head.status, 200);
     assert.equal(await head.text(), '');
-    const post = await get('/api/items', { method: 'POST', body: JSON.stringify({ n: 1 }), headers: { 'content-type': 'application/json' } });
+    const post = await get('/api/items', {
+      method: 'POST',
+      body: JSON.stringify({ n: 1 }),
+      headers: { 'content-type': 'application/json' },
+    });
     assert.equal(post.status, 201);
     assert.deepEqual(await post.json(), { got: { n: 1 } });
     const del = await get('/api/items', { method: 'DELETE' });
@@ -284,12 +312,32 @@ describe('runtime handler tree', () => {
 
   it('gives handlers the identity headers of the auth proxy, never the shared environment', async () => {
     const res = await get('/api/whoami', { headers: ada });
-    assert.deepEqual(await res.json(), { subject: 'usr_ada', email: 'ada@example.com', provider: 'email', assertion: ada['x-svc-auth-assertion'], envSubject: null });
-    assert.deepEqual(await (await get('/api/whoami')).json(), { subject: null, email: null, provider: null, assertion: null, envSubject: null }, 'anonymous');
+    assert.deepEqual(await res.json(), {
+      subject: 'usr_ada',
+      email: 'ada@example.com',
+      provider: 'email',
+      assertion: ada['x-svc-auth-assertion'],
+      envSubject: null,
+    });
+    assert.deepEqual(
+      await (await get('/api/whoami')).json(),
+      { subject: null, email: null, provider: null, assertion: null, envSubject: null },
+      'anonymous',
+    );
   });
 
   it('never serves handler source, route or not, however the path is spelled; serves the rest as a static site', async () => {
-    for (const p of ['/api/hello.js', '/api/typed.ts', '/api/_lib/plain.js', '/api/_data.json', '/handlers/page.js', '/%61pi/hello.js', '/API/hello.js', '/x/..%2Fapi/hello.js', '/api/cgi-bad.sh']) {
+    for (const p of [
+      '/api/hello.js',
+      '/api/typed.ts',
+      '/api/_lib/plain.js',
+      '/api/_data.json',
+      '/handlers/page.js',
+      '/%61pi/hello.js',
+      '/API/hello.js',
+      '/x/..%2Fapi/hello.js',
+      '/api/cgi-bad.sh',
+    ]) {
       const res = await get(p);
       const text = await res.text();
       assert.equal(res.status, 404, p);
@@ -324,7 +372,11 @@ describe('runtime handler tree', () => {
     assert.equal(await bad.text(), 'internal server error\n');
     const fails = await get('/api/cgi-fails');
     assert.equal(fails.status, 500);
-    assert.ok(logged().some((l) => l.msg === 'Handler process failed' && l.route === '/api/cgi-fails' && /oops/.test((l as { stderr?: string }).stderr ?? '')));
+    assert.ok(
+      logged().some(
+        (l) => l.msg === 'Handler process failed' && l.route === '/api/cgi-fails' && /oops/.test((l as { stderr?: string }).stderr ?? ''),
+      ),
+    );
     const slow = await get('/api/cgi-slow');
     assert.equal(slow.status, 504);
   });

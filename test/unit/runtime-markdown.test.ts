@@ -33,7 +33,11 @@ describe('runtime Markdown site', () => {
   before(async () => {
     const root = mkdtempSync(path.join(tmpdir(), 'svc-md-'));
     put(root, 'index.md', '---\ntitle: Home & Away\nauth: owner\n---\n# Welcome\n\nHello **world**. See [docs](/docs/).\n');
-    put(root, 'guide.md', '# The *Guide*\n\nText <script>alert(1)</script> and <b>bold?</b>\n\n<div onclick="x">block</div>\n\n[click](javascript:alert(1)) ![pic](logo.png)\n');
+    put(
+      root,
+      'guide.md',
+      '# The *Guide*\n\nText <script>alert(1)</script> and <b>bold?</b>\n\n<div onclick="x">block</div>\n\n[click](javascript:alert(1)) ![pic](logo.png)\n',
+    );
     put(root, 'members.md', '# Members\n\nWelcome.\n:account\n\n```\n:account\n```\n');
     put(root, 'docs/README.md', 'No heading here.\n');
     put(root, 'docs/page.md', '---\ntitle: [not, a, string]\n---\n## Only h2\n');

@@ -79,7 +79,16 @@ describe('handler processes under a burst (real HTTP, real processes)', () => {
 
   it('runs one, queues one and refuses the third with 503 and Retry-After; the queued one still answers', async () => {
     const started = Date.now();
-    const answers = await Promise.all([0, 1, 2].map(() => fetch(`${base}/api/work`).then(async (r) => ({ status: r.status, retry: r.headers.get('retry-after'), body: await r.text(), ms: Date.now() - started }))));
+    const answers = await Promise.all(
+      [0, 1, 2].map(() =>
+        fetch(`${base}/api/work`).then(async (r) => ({
+          status: r.status,
+          retry: r.headers.get('retry-after'),
+          body: await r.text(),
+          ms: Date.now() - started,
+        })),
+      ),
+    );
     const ok = answers.filter((a) => a.status === 200);
     const refused = answers.filter((a) => a.status === 503);
     assert.equal(ok.length, 2, JSON.stringify(answers));

@@ -34,7 +34,12 @@ describe('runtime static site', () => {
   const get = (p: string, headers: Record<string, string> = {}, method = 'GET') => fetch(base + p, { headers, method, redirect: 'manual' });
 
   it('serves index files and clean URLs with content types', async () => {
-    for (const [p, body] of [['/', '<h1>home</h1>'], ['/about', '<h1>about</h1>'], ['/about.html', '<h1>about</h1>'], ['/docs/', '<h1>docs</h1>']]) {
+    for (const [p, body] of [
+      ['/', '<h1>home</h1>'],
+      ['/about', '<h1>about</h1>'],
+      ['/about.html', '<h1>about</h1>'],
+      ['/docs/', '<h1>docs</h1>'],
+    ]) {
       const res = await get(p!);
       assert.equal(res.status, 200, p);
       assert.equal(res.headers.get('content-type'), 'text/html; charset=utf-8');
@@ -115,7 +120,10 @@ describe('runtime process', () => {
     try {
       let text = '';
       for (let i = 0; i < 100 && !text; i++) {
-        text = await fetch(`http://127.0.0.1:${port}/`).then((r) => r.text(), () => '');
+        text = await fetch(`http://127.0.0.1:${port}/`).then(
+          (r) => r.text(),
+          () => '',
+        );
         if (!text) await new Promise((r) => setTimeout(r, 50));
       }
       assert.equal(text, 'served by the runtime');

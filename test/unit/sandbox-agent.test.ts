@@ -43,25 +43,50 @@ describe('sandbox agent', () => {
 
   const auth = { authorization: `Bearer ${token}` };
   const exec = async (body: Record<string, unknown>) => {
-    const res = await fetch(`${base}/exec`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ timeoutMs: 10_000, maxOutputBytes: 1 << 20, ...body }) });
+    const res = await fetch(`${base}/exec`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ timeoutMs: 10_000, maxOutputBytes: 1 << 20, ...body }),
+    });
     assert.equal(res.status, 200, await res.clone().text());
-    return (await res.json()) as { status: string; exit_code: number | null; signal: string | null; reason: string | null; stdout: string; stderr: string; truncated: { stdout: boolean; stderr: boolean }; bytes: { stdout: number; stderr: number }; duration_ms: number };
+    return (await res.json()) as {
+      status: string;
+      exit_code: number | null;
+      signal: string | null;
+      reason: string | null;
+      stdout: string;
+      stderr: string;
+      truncated: { stdout: boolean; stderr: boolean };
+      bytes: { stdout: number; stderr: number };
+      duration_ms: number;
+    };
   };
 
   it('answers its probe without a token and nothing else without the right one', async () => {
     assert.equal((await fetch(`${base}/healthz`)).status, 200);
     assert.equal((await fetch(`${base}/info`)).status, 401);
     assert.equal((await fetch(`${base}/info`, { headers: { authorization: 'Bearer test-token-0123456788' } })).status, 401);
-    assert.equal((await fetch(`${base}/exec`, { method: 'POST', body: '{"argv":["id"],"timeoutMs":1000,"maxOutputBytes":10}' })).status, 401);
+    assert.equal(
+      (await fetch(`${base}/exec`, { method: 'POST', body: '{"argv":["id"],"timeoutMs":1000,"maxOutputBytes":10}' })).status,
+      401,
+    );
     const info = (await (await fetch(`${base}/info`, { headers: auth })).json()) as { runtimes?: Array<{ name: string }>; running: number };
     assert.equal(info.running, 0);
     assert.equal(info.runtimes, undefined, 'runtimes only when asked: probing them costs every pod start');
     const asked = (await (await fetch(`${base}/info?runtimes=1`, { headers: auth })).json()) as { runtimes: Array<{ name: string }> };
-    assert.deepEqual(asked.runtimes.map((r) => r.name), ['python']);
+    assert.deepEqual(
+      asked.runtimes.map((r) => r.name),
+      ['python'],
+    );
   });
 
   it('runs argv with stdin, env and cwd, and reports the exit code of a program that fails as ok', async () => {
-    const r = await exec({ argv: ['/bin/sh', '-c', 'cat; echo "$GREETING from $(pwd)"; echo oops >&2; exit 3'], stdin: Buffer.from('in\n').toString('base64'), env: { GREETING: 'hi' }, cwd: '.' });
+    const r = await exec({
+      argv: ['/bin/sh', '-c', 'cat; echo "$GREETING from $(pwd)"; echo oops >&2; exit 3'],
+      stdin: Buffer.from('in\n').toString('base64'),
+      env: { GREETING: 'hi' },
+      cwd: '.',
+    });
     assert.equal(r.status, 'ok');
     assert.equal(r.exit_code, 3);
     assert.equal(r.stdout, `in\nhi from ${home}\n`);
@@ -71,7 +96,11 @@ describe('sandbox agent', () => {
 
   it('refuses malformed requests with what is wrong', async () => {
     const post = async (body: unknown) => {
-      const res = await fetch(`${base}/exec`, { method: 'POST', headers: auth, body: typeof body === 'string' ? body : JSON.stringify(body) });
+      const res = await fetch(`${base}/exec`, {
+        method: 'POST',
+        headers: auth,
+        body: typeof body === 'string' ? body : JSON.stringify(body),
+      });
       return [res.status, ((await res.json()) as { error: string }).error] as const;
     };
     const ok = { timeoutMs: 1000, maxOutputBytes: 10 };
@@ -97,7 +126,10 @@ describe('sandbox agent', () => {
   it('kills a command at its timeout with everything it started, even what left its output', async () => {
     const pidFile = path.join(home, 'bg.pid');
     const started = Date.now();
-    const r = await exec({ argv: ['/bin/sh', '-c', `sleep 60 </dev/null >/dev/null 2>&1 & echo $! > ${pidFile}; sleep 60`], timeoutMs: 300 });
+    const r = await exec({
+      argv: ['/bin/sh', '-c', `sleep 60 </dev/null >/dev/null 2>&1 & echo $! > ${pidFile}; sleep 60`],
+      timeoutMs: 300,
+    });
     assert.equal(r.status, 'timed_out');
     assert.equal(r.signal, 'SIGKILL');
     assert.match(r.reason!, /timeout of 0.3 s/);
@@ -105,12 +137,18 @@ describe('sandbox agent', () => {
     const { readFile } = await import('node:fs/promises');
     const bg = Number(await readFile(pidFile, 'utf8'));
     // Gone, or a zombie left for PID 1 to reap (the pause container in a sandbox pod).
-    const state = await readFile(`/proc/${bg}/stat`, 'utf8').then((st) => st.slice(st.lastIndexOf(')') + 2, st.lastIndexOf(')') + 3), () => 'gone');
+    const state = await readFile(`/proc/${bg}/stat`, 'utf8').then(
+      (st) => st.slice(st.lastIndexOf(')') + 2, st.lastIndexOf(')') + 3),
+      () => 'gone',
+    );
     assert.ok(state === 'gone' || state === 'Z', `the background process is gone too (state ${state})`);
   });
 
   it('keeps output up to its cap per stream, counts the rest, and never blocks on a flood', async () => {
-    const r = await exec({ argv: ['/bin/sh', '-c', 'head -c 5000000 /dev/zero | tr "\\0" a; head -c 10 /dev/zero >&2'], maxOutputBytes: 1000 });
+    const r = await exec({
+      argv: ['/bin/sh', '-c', 'head -c 5000000 /dev/zero | tr "\\0" a; head -c 10 /dev/zero >&2'],
+      maxOutputBytes: 1000,
+    });
     assert.equal(r.status, 'ok');
     assert.equal(r.stdout.length, 1000);
     assert.deepEqual(r.truncated, { stdout: true, stderr: false });
@@ -118,14 +156,21 @@ describe('sandbox agent', () => {
   });
 
   it('streams output as NDJSON as it comes, then the exit line', async () => {
-    const res = await fetch(`${base}/exec?stream=1`, { method: 'POST', headers: auth, body: JSON.stringify({ argv: ['/bin/sh', '-c', 'echo one; sleep 0.3; echo two >&2; exit 4'], timeoutMs: 5000, maxOutputBytes: 100 }) });
+    const res = await fetch(`${base}/exec?stream=1`, {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify({ argv: ['/bin/sh', '-c', 'echo one; sleep 0.3; echo two >&2; exit 4'], timeoutMs: 5000, maxOutputBytes: 100 }),
+    });
     assert.equal(res.headers.get('content-type'), 'application/x-ndjson');
     const reader = res.body!.getReader();
     const first = await reader.read();
     assert.match(Buffer.from(first.value).toString(), /"type":"stdout","data":"one\\n"/, 'the first line comes before the command ends');
     let rest = '';
     for (let c = await reader.read(); !c.done; c = await reader.read()) rest += Buffer.from(c.value).toString();
-    const lines = rest.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const lines = rest
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     assert.deepEqual(lines[0], { type: 'stderr', data: 'two\n' });
     assert.equal(lines.at(-1)!.type, 'exit');
     assert.equal(lines.at(-1)!.exit_code, 4);
@@ -133,9 +178,17 @@ describe('sandbox agent', () => {
   });
 
   it('refuses more execs at once than its limit with 429', async () => {
-    const slow = () => fetch(`${base}/exec`, { method: 'POST', headers: auth, body: JSON.stringify({ argv: ['sleep', '0.5'], timeoutMs: 5000, maxOutputBytes: 10 }) });
+    const slow = () =>
+      fetch(`${base}/exec`, {
+        method: 'POST',
+        headers: auth,
+        body: JSON.stringify({ argv: ['sleep', '0.5'], timeoutMs: 5000, maxOutputBytes: 10 }),
+      });
     const answers = await Promise.all([slow(), slow(), new Promise((r) => setTimeout(r, 100)).then(slow)]);
-    assert.deepEqual(answers.map((a) => a.status), [200, 200, 429]);
+    assert.deepEqual(
+      answers.map((a) => a.status),
+      [200, 200, 429],
+    );
   });
 
   it('writes and reads files byte for byte, streamed, and says what is missing', async () => {
@@ -154,7 +207,7 @@ describe('sandbox agent', () => {
 });
 
 describe('what an exec leaves behind', () => {
-  it('is every process of the sandbox\'s user but PID 1, the agent and the agent\'s own helpers', () => {
+  it("is every process of the sandbox's user but PID 1, the agent and the agent's own helpers", () => {
     const procs = [
       { pid: 1, uid: 1000 }, // pause
       { pid: 7, uid: 1000 }, // the agent

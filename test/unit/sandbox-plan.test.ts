@@ -25,18 +25,42 @@ const sandbox = (spec: Partial<Sandbox['spec']> = {}, status?: Sandbox['status']
   spec: { runtime: 'python', idleTimeoutSeconds: 300, maxLifetimeSeconds: 3600, ...spec },
   ...(status ? { status } : {}),
 });
-const member = (name: string, ready: boolean, extra: { labels?: Record<string, string>; annotations?: Record<string, string> } = {}): k8s.V1Pod => ({
-  ...sandboxPod(settings, { name, resources: { ...defaultResources }, network: false, labels: { [labels.sandboxPool]: key, ...extra.labels }, annotations: extra.annotations ?? {} }),
+const member = (
+  name: string,
+  ready: boolean,
+  extra: { labels?: Record<string, string>; annotations?: Record<string, string> } = {},
+): k8s.V1Pod => ({
+  ...sandboxPod(settings, {
+    name,
+    resources: { ...defaultResources },
+    network: false,
+    labels: { [labels.sandboxPool]: key, ...extra.labels },
+    annotations: extra.annotations ?? {},
+  }),
   status: ready ? { phase: 'Running', podIP: '10.244.1.7', conditions: [{ type: 'Ready', status: 'True' }] } : { phase: 'Pending' },
 });
-const claimed = (ready = true, launch: 'warm' | 'cold' = 'warm') => member('sbx-a', ready, { labels: { [labels.sandboxUid]: 'uid-1' }, annotations: { [annotations.launch]: launch } });
-const observe = (o: Partial<SandboxObserved> & { sandbox: Sandbox; now: Date }): SandboxObserved => ({ pod: undefined, free: { ready: [], starting: [] }, ...o });
+const claimed = (ready = true, launch: 'warm' | 'cold' = 'warm') =>
+  member('sbx-a', ready, { labels: { [labels.sandboxUid]: 'uid-1' }, annotations: { [annotations.launch]: launch } });
+const observe = (o: Partial<SandboxObserved> & { sandbox: Sandbox; now: Date }): SandboxObserved => ({
+  pod: undefined,
+  free: { ready: [], starting: [] },
+  ...o,
+});
 
 describe('Sandbox plan', () => {
   it('claims a ready pool member warm, else one still starting (cold, saying so), else starts a pod of its own', () => {
-    const warm = planSandbox(observe({ sandbox: sandbox(), now: at(0), free: { ready: [member('sbx-r', true)], starting: [member('sbx-s', false)] } }), timing);
-    assert.deepEqual(warm.action && { kind: warm.action.kind, launch: (warm.action as { launch?: string }).launch }, { kind: 'claim', launch: 'warm' });
-    const starting = planSandbox(observe({ sandbox: sandbox(), now: at(0), free: { ready: [], starting: [member('sbx-s', false)] } }), timing);
+    const warm = planSandbox(
+      observe({ sandbox: sandbox(), now: at(0), free: { ready: [member('sbx-r', true)], starting: [member('sbx-s', false)] } }),
+      timing,
+    );
+    assert.deepEqual(warm.action && { kind: warm.action.kind, launch: (warm.action as { launch?: string }).launch }, {
+      kind: 'claim',
+      launch: 'warm',
+    });
+    const starting = planSandbox(
+      observe({ sandbox: sandbox(), now: at(0), free: { ready: [], starting: [member('sbx-s', false)] } }),
+      timing,
+    );
     assert.equal(starting.action?.kind, 'claim');
     assert.match((starting.action as { launchReason: string }).launchReason, /no ready pod/);
     const empty = planSandbox(observe({ sandbox: sandbox(), now: at(0) }), timing);
@@ -51,7 +75,11 @@ describe('Sandbox plan', () => {
     const big = planSandbox(observe({ sandbox: sandbox({ resources: { memory: '1Gi' } }), now: at(0), free }), timing);
     assert.equal(big.action?.kind, 'create');
     assert.match(coldReason(sandbox({ resources: { memory: '1Gi' } }))!, /resources/);
-    assert.equal(coldReason(sandbox({ resources: { memory: '512Mi', cpu: '1000m' } })), undefined, 'the defaults written another way are the defaults');
+    assert.equal(
+      coldReason(sandbox({ resources: { memory: '512Mi', cpu: '1000m' } })),
+      undefined,
+      'the defaults written another way are the defaults',
+    );
   });
 
   it('is Ready on a ready pod with its address, launch, and both deadlines; requeues at the nearer one', () => {
@@ -85,7 +113,7 @@ describe('Sandbox plan', () => {
     const running = planSandbox(observe({ sandbox: used({ at: at(0), busyUntil: at(400) }), pod: claimed(), now: at(301) }), timing);
     assert.equal(running.status.phase, 'Ready', 'an exec that may still run is use');
     assert.equal(running.status.lastActivityAt, at(301).toISOString(), 'never in the future');
-    assert.equal(running.status.idleExpiresAt, at(700).toISOString(), 'idle counts from the exec\'s deadline');
+    assert.equal(running.status.idleExpiresAt, at(700).toISOString(), "idle counts from the exec's deadline");
     const crashed = planSandbox(observe({ sandbox: used({ at: at(0), busyUntil: at(100) }), pod: claimed(), now: at(401) }), timing);
     assert.equal(crashed.status.reason, 'IdleTimeout', 'an exec whose end was never recorded counts until its deadline only');
     const garbage = sandbox({}, { phase: 'Ready', readyAt: at(0).toISOString() });
@@ -99,10 +127,25 @@ describe('Sandbox plan', () => {
     assert.match(expired.status.message!, /maximum lifetime of 60 s/);
     const deleted = planSandbox(observe({ sandbox: sandbox({ stopped: true }), pod: claimed(), now: at(5) }), timing);
     assert.deepEqual([deleted.status.phase, deleted.status.reason, deleted.action?.kind], ['Ended', 'Deleted', 'deletePod']);
-    const gone = planSandbox(observe({ sandbox: sandbox({}, { phase: 'Ready', podName: 'sbx-a', podNamespace: 'svc-sandboxes' }), now: at(5) }), timing);
+    const gone = planSandbox(
+      observe({ sandbox: sandbox({}, { phase: 'Ready', podName: 'sbx-a', podNamespace: 'svc-sandboxes' }), now: at(5) }),
+      timing,
+    );
     assert.deepEqual([gone.status.phase, gone.status.reason], ['Failed', 'PodGone']);
     const oom = claimed();
-    oom.status = { phase: 'Failed', containerStatuses: [{ name: 'sandbox', image: '', imageID: '', ready: false, restartCount: 0, state: { terminated: { exitCode: 137, reason: 'OOMKilled' } } }] };
+    oom.status = {
+      phase: 'Failed',
+      containerStatuses: [
+        {
+          name: 'sandbox',
+          image: '',
+          imageID: '',
+          ready: false,
+          restartCount: 0,
+          state: { terminated: { exitCode: 137, reason: 'OOMKilled' } },
+        },
+      ],
+    };
     const failed = planSandbox(observe({ sandbox: sandbox(), pod: oom, now: at(5) }), timing);
     assert.deepEqual([failed.status.phase, failed.status.reason], ['Failed', 'PodFailed']);
     assert.match(failed.status.message!, /OOMKilled \(exit 137\)/);
@@ -110,7 +153,12 @@ describe('Sandbox plan', () => {
 
   it('fails a sandbox whose pod is not ready by the start deadline, naming what its container waits on', () => {
     const stuck = claimed(false);
-    stuck.status = { phase: 'Pending', containerStatuses: [{ name: 'sandbox', image: '', imageID: '', ready: false, restartCount: 0, state: { waiting: { reason: 'ContainerCreating' } } }] };
+    stuck.status = {
+      phase: 'Pending',
+      containerStatuses: [
+        { name: 'sandbox', image: '', imageID: '', ready: false, restartCount: 0, state: { waiting: { reason: 'ContainerCreating' } } },
+      ],
+    };
     assert.equal(planSandbox(observe({ sandbox: sandbox(), pod: stuck, now: at(60) }), timing).status.phase, 'Pending');
     const late = planSandbox(observe({ sandbox: sandbox(), pod: stuck, now: at(120) }), timing);
     assert.deepEqual([late.status.phase, late.status.reason], ['Failed', 'StartTimeout']);
@@ -135,7 +183,7 @@ describe('Sandbox plan', () => {
 });
 
 describe('sandbox pod', () => {
-  it('bounds a sandbox\'s node disk (ephemeral-storage: its logs; home and /tmp are memory)', () => {
+  it("bounds a sandbox's node disk (ephemeral-storage: its logs; home and /tmp are memory)", () => {
     const pod = sandboxPod(settings, { name: 'sbx-x', resources: { ...defaultResources }, network: true, labels: {} });
     for (const c of pod.spec!.containers) {
       assert.equal(c.resources?.requests?.['ephemeral-storage'], '16Mi');
@@ -145,13 +193,23 @@ describe('sandbox pod', () => {
   });
 
   it('runs with no token, the restricted profile, limits, the sandbox RuntimeClass and a read-only root', () => {
-    const pod = sandboxPod(settings, { name: 'sbx-x', resources: { cpu: '1', memory: '512Mi', disk: '256Mi' }, network: false, labels: {} });
+    const pod = sandboxPod(settings, {
+      name: 'sbx-x',
+      resources: { cpu: '1', memory: '512Mi', disk: '256Mi' },
+      network: false,
+      labels: {},
+    });
     const c = pod.spec!.containers[0]!;
     assert.equal(pod.spec!.automountServiceAccountToken, false);
     assert.equal(pod.spec!.runtimeClassName, 'svc-sandbox');
     assert.equal(pod.spec!.securityContext!.runAsNonRoot, true);
     assert.equal(pod.spec!.securityContext!.seccompProfile!.type, 'RuntimeDefault');
-    assert.deepEqual(c.securityContext, { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] }, readOnlyRootFilesystem: true, runAsNonRoot: true });
+    assert.deepEqual(c.securityContext, {
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ['ALL'] },
+      readOnlyRootFilesystem: true,
+      runAsNonRoot: true,
+    });
     assert.deepEqual(c.resources!.limits, { cpu: '1', memory: '512Mi', 'ephemeral-storage': '128Mi' });
     assert.equal(pod.metadata!.labels![labels.network], 'off');
     assert.ok(c.env!.some((e) => e.name === 'SVC_SANDBOX_TOKEN' && e.value && e.value.length > 20));
@@ -166,7 +224,11 @@ describe('Sandbox pool plan', () => {
   const base = { key, size: 2, sandboxExists: () => true, reserved: new Set<string>() };
   it('fills up to its size counting members still starting', () => {
     assert.equal(planPool({ ...base, pods: [] }).create, 2);
-    assert.deepEqual(planPool({ ...base, pods: [member('a', true), member('b', false)] }), { create: 0, delete: [], depth: { ready: 1, starting: 1 } });
+    assert.deepEqual(planPool({ ...base, pods: [member('a', true), member('b', false)] }), {
+      create: 0,
+      delete: [],
+      depth: { ready: 1, starting: 1 },
+    });
   });
 
   it('deletes members of an older template, broken members, and claimed pods whose Sandbox is gone', () => {
@@ -201,7 +263,11 @@ describe('Sandbox pool plan', () => {
     assert.deepEqual(isolation!.spec!.egress, []);
     assert.deepEqual((isolation!.spec!.ingress![0] as unknown as { from: unknown }).from, [{ ipBlock: { cidr: '10.244.0.1/32' } }]);
     assert.deepEqual(network!.spec!.podSelector, { matchLabels: { [labels.network]: 'on' } });
-    assert.deepEqual(network!.spec!.egress![0]!.to![0]!.ipBlock!.except, ['169.254.169.254/32', '10.244.0.1/32'], 'not the metadata address, nor the platform\'s nodes');
+    assert.deepEqual(
+      network!.spec!.egress![0]!.to![0]!.ipBlock!.except,
+      ['169.254.169.254/32', '10.244.0.1/32'],
+      "not the metadata address, nor the platform's nodes",
+    );
     // On a cluster the API runs as pods of the platform's namespace: admitted by namespace.
     const [onCluster] = sandboxPolicies('svc-sandboxes', platformPeers(['10.0.0.0/24'], 'svc-system'), ['10.0.0.0/24']);
     assert.deepEqual((onCluster!.spec!.ingress![0] as unknown as { from: unknown }).from, [

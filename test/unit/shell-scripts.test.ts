@@ -8,8 +8,12 @@ import { describe, it } from 'node:test';
 import { repoRoot } from '../../lib/paths.js';
 
 const scripts = [
-  ...readdirSync(path.join(repoRoot, 'hack')).filter((f) => f.endsWith('.sh')).map((f) => `hack/${f}`),
-  ...readdirSync(path.join(repoRoot, 'hack/images')).filter((f) => f.endsWith('.sh')).map((f) => `hack/images/${f}`),
+  ...readdirSync(path.join(repoRoot, 'hack'))
+    .filter((f) => f.endsWith('.sh'))
+    .map((f) => `hack/${f}`),
+  ...readdirSync(path.join(repoRoot, 'hack/images'))
+    .filter((f) => f.endsWith('.sh'))
+    .map((f) => `hack/images/${f}`),
   '.ci/run',
 ];
 

@@ -15,26 +15,86 @@ describe('admission: the policy table', () => {
   const rows: Array<[string, Admit, Identity, boolean]> = [
     ['required admits an active app user', { appUsers: true }, who({ appUserId: 'au_1', email: 'a@x.test' }), true],
     ['required refuses a workforce identity that is no app user', { appUsers: true }, who({ provider: 'idp', email: 'a@x.test' }), false],
-    ['emails admits the exact verified mailbox', { emails: ['ada@example.test'] }, who({ email: 'ada@example.test', appUserId: 'au_1' }), true],
-    ['emails admits the same verified address from a provider', { emails: ['ada@example.test'] }, who({ provider: 'idp', email: 'Ada@Example.test' }), true],
+    [
+      'emails admits the exact verified mailbox',
+      { emails: ['ada@example.test'] },
+      who({ email: 'ada@example.test', appUserId: 'au_1' }),
+      true,
+    ],
+    [
+      'emails admits the same verified address from a provider',
+      { emails: ['ada@example.test'] },
+      who({ provider: 'idp', email: 'Ada@Example.test' }),
+      true,
+    ],
     ['emails refuses another mailbox of the domain', { emails: ['ada@example.test'] }, who({ email: 'bob@example.test' }), false],
-    ['emails refuses an identity without a verified address', { emails: ['ada@example.test'] }, who({ provider: 'codehost', email: '' }), false],
+    [
+      'emails refuses an identity without a verified address',
+      { emails: ['ada@example.test'] },
+      who({ provider: 'codehost', email: '' }),
+      false,
+    ],
     ['owner admits the owning account', { owner: true }, who({ provider: 'svc', facts: { namespace: 'svc-acct-1' } }), true],
     ['owner refuses another account', { owner: true }, who({ provider: 'svc', facts: { namespace: 'svc-acct-2' } }), false],
     ['owner refuses an app user', { owner: true }, who({ appUserId: 'au_1', email: 'owner@x.test' }), false],
     ['idp: true admits any idp identity', { idp: { any: true } }, who({ provider: 'idp', email: 'x@y.test' }), true],
     ['idp: true refuses a code-host identity', { idp: { any: true } }, who({ provider: 'codehost' }), false],
-    ['idp mailbox admits that verified account', { idp: { values: ['ada@corp.test'] } }, who({ provider: 'idp', email: 'ada@corp.test' }), true],
-    ['idp mailbox refuses another account', { idp: { values: ['ada@corp.test'] } }, who({ provider: 'idp', email: 'bob@corp.test' }), false],
-    ['idp mailbox refuses the same address from email links', { idp: { values: ['ada@corp.test'] } }, who({ provider: 'email', email: 'ada@corp.test' }), false],
-    ['idp domain admits the signed hd claim', { idp: { values: ['corp.test'] } }, who({ provider: 'idp', email: 'bob@corp.test', facts: { hd: 'corp.test' } }), true],
-    ['idp legacy @domain admits the hd claim', { idp: { values: ['@corp.test'] } }, who({ provider: 'idp', email: 'bob@corp.test', facts: { hd: 'corp.test' } }), true],
-    ['idp domain refuses an email suffix without hd (rule 6)', { idp: { values: ['corp.test'] } }, who({ provider: 'idp', email: 'bob@corp.test' }), false],
-    ['codehost: true admits any code-host identity', { codehost: { any: true } }, who({ provider: 'codehost', facts: { login: 'octo' } }), true],
+    [
+      'idp mailbox admits that verified account',
+      { idp: { values: ['ada@corp.test'] } },
+      who({ provider: 'idp', email: 'ada@corp.test' }),
+      true,
+    ],
+    [
+      'idp mailbox refuses another account',
+      { idp: { values: ['ada@corp.test'] } },
+      who({ provider: 'idp', email: 'bob@corp.test' }),
+      false,
+    ],
+    [
+      'idp mailbox refuses the same address from email links',
+      { idp: { values: ['ada@corp.test'] } },
+      who({ provider: 'email', email: 'ada@corp.test' }),
+      false,
+    ],
+    [
+      'idp domain admits the signed hd claim',
+      { idp: { values: ['corp.test'] } },
+      who({ provider: 'idp', email: 'bob@corp.test', facts: { hd: 'corp.test' } }),
+      true,
+    ],
+    [
+      'idp legacy @domain admits the hd claim',
+      { idp: { values: ['@corp.test'] } },
+      who({ provider: 'idp', email: 'bob@corp.test', facts: { hd: 'corp.test' } }),
+      true,
+    ],
+    [
+      'idp domain refuses an email suffix without hd (rule 6)',
+      { idp: { values: ['corp.test'] } },
+      who({ provider: 'idp', email: 'bob@corp.test' }),
+      false,
+    ],
+    [
+      'codehost: true admits any code-host identity',
+      { codehost: { any: true } },
+      who({ provider: 'codehost', facts: { login: 'octo' } }),
+      true,
+    ],
     ['codehost: true refuses an idp identity', { codehost: { any: true } }, who({ provider: 'idp' }), false],
     ['codehost login admits that login', { codehost: { values: ['octo'] } }, who({ provider: 'codehost', facts: { login: 'Octo' } }), true],
-    ['codehost org admits an active member', { codehost: { values: ['acme'] } }, who({ provider: 'codehost', facts: { login: 'octo', orgs: ['acme'] } }), true],
-    ['codehost org refuses a non-member (or unverified membership)', { codehost: { values: ['acme'] } }, who({ provider: 'codehost', facts: { login: 'octo', orgs: [] } }), false],
+    [
+      'codehost org admits an active member',
+      { codehost: { values: ['acme'] } },
+      who({ provider: 'codehost', facts: { login: 'octo', orgs: ['acme'] } }),
+      true,
+    ],
+    [
+      'codehost org refuses a non-member (or unverified membership)',
+      { codehost: { values: ['acme'] } },
+      who({ provider: 'codehost', facts: { login: 'octo', orgs: [] } }),
+      false,
+    ],
     ['members are ORed (rule 1)', { owner: true, emails: ['ada@example.test'] }, who({ email: 'ada@example.test' }), true],
   ];
   for (const [name, admit, identity, expected] of rows) it(name, () => assert.equal(admits(admit, identity, ctx), expected));
@@ -44,7 +104,11 @@ describe('admission: the policy table', () => {
     assert.equal(becomesAppUser(listed, 'ADA@example.test'), true);
     assert.equal(becomesAppUser(listed, 'bob@example.test'), false);
     assert.equal(becomesAppUser({ rules: [{ admit: { appUsers: true } }] }, 'bob@example.test'), true);
-    assert.equal(becomesAppUser({ rules: [{ admit: { idp: { any: true } } }] }, 'bob@example.test'), false, 'workforce identities create no app user');
+    assert.equal(
+      becomesAppUser({ rules: [{ admit: { idp: { any: true } } }] }, 'bob@example.test'),
+      false,
+      'workforce identities create no app user',
+    );
     assert.equal(sessionKindOf('email'), 'app');
     assert.equal(sessionKindOf('passkey'), 'app');
     for (const p of ['idp', 'codehost', 'svc'] as const) assert.equal(sessionKindOf(p), 'workforce');
@@ -53,11 +117,31 @@ describe('admission: the policy table', () => {
 
 describe('/_svc/auth/me: every field a string, for every provider', () => {
   const cases: Array<[string, Identity, ReturnType<typeof userRecord>]> = [
-    ['passkey with a name', { provider: 'passkey', subject: 'au_1', email: 'ada@x.io', name: 'Ada', appUserId: 'au_1' }, { id: 'au_1', name: 'Ada', email: 'ada@x.io', email_verified: true, provider: 'passkey' }],
-    ['email link, no name', { provider: 'email', subject: 'au_2', email: 'bob@x.io', appUserId: 'au_2' }, { id: 'au_2', name: 'bob@x.io', email: 'bob@x.io', email_verified: true, provider: 'email' }],
-    ['owner', { provider: 'svc', subject: 'acct-1', email: 'owner@x.io' }, { id: 'acct-1', name: 'owner@x.io', email: 'owner@x.io', email_verified: true, provider: 'svc' }],
-    ['idp, a name and no verified address', { provider: 'idp', subject: 'idp:123', email: '', name: '  Cy  ' }, { id: 'idp:123', name: 'Cy', email: 'idp-123@idp.invalid', email_verified: false, provider: 'idp' }],
-    ['codehost, no name and no public address', { provider: 'codehost', subject: 'codehost:42', email: '', facts: { login: 'octo-cat', orgs: [] } }, { id: 'codehost:42', name: 'octo-cat', email: 'octo-cat@codehost.invalid', email_verified: false, provider: 'codehost' }],
+    [
+      'passkey with a name',
+      { provider: 'passkey', subject: 'au_1', email: 'ada@x.io', name: 'Ada', appUserId: 'au_1' },
+      { id: 'au_1', name: 'Ada', email: 'ada@x.io', email_verified: true, provider: 'passkey' },
+    ],
+    [
+      'email link, no name',
+      { provider: 'email', subject: 'au_2', email: 'bob@x.io', appUserId: 'au_2' },
+      { id: 'au_2', name: 'bob@x.io', email: 'bob@x.io', email_verified: true, provider: 'email' },
+    ],
+    [
+      'owner',
+      { provider: 'svc', subject: 'acct-1', email: 'owner@x.io' },
+      { id: 'acct-1', name: 'owner@x.io', email: 'owner@x.io', email_verified: true, provider: 'svc' },
+    ],
+    [
+      'idp, a name and no verified address',
+      { provider: 'idp', subject: 'idp:123', email: '', name: '  Cy  ' },
+      { id: 'idp:123', name: 'Cy', email: 'idp-123@idp.invalid', email_verified: false, provider: 'idp' },
+    ],
+    [
+      'codehost, no name and no public address',
+      { provider: 'codehost', subject: 'codehost:42', email: '', facts: { login: 'octo-cat', orgs: [] } },
+      { id: 'codehost:42', name: 'octo-cat', email: 'octo-cat@codehost.invalid', email_verified: false, provider: 'codehost' },
+    ],
   ];
   for (const [what, identity, expected] of cases) {
     it(what, () => {
@@ -92,7 +176,17 @@ describe('next', () => {
   it('keeps paths of the same app and turns everything else into /', () => {
     assert.equal(safeNext('/a/b?c=1&d=%2F'), '/a/b?c=1&d=%2F');
     assert.equal(safeNext(undefined), '/');
-    for (const bad of ['//evil.test', 'https://evil.test/x', '/\\evil.test', 'javascript:alert(1)', 'evil', '/a\nb', '/_svc/auth/login', '/_SVC/auth/me', '/%2e%2e/_svc/auth/login'])
+    for (const bad of [
+      '//evil.test',
+      'https://evil.test/x',
+      '/\\evil.test',
+      'javascript:alert(1)',
+      'evil',
+      '/a\nb',
+      '/_svc/auth/login',
+      '/_SVC/auth/me',
+      '/%2e%2e/_svc/auth/login',
+    ])
       assert.equal(safeNext(bad), '/', bad);
     assert.equal(safeNext('/' + 'a'.repeat(3000)), '/');
   });
@@ -100,7 +194,8 @@ describe('next', () => {
 
 describe('platform cookies', () => {
   it('are recognised in every spelling, removed from requests and from app responses', () => {
-    for (const n of ['svc-session', 'SVC-Session', 'svc_flow', '__Host-svc-session', '__secure-svc-x']) assert.equal(isPlatformCookie(n), true, n);
+    for (const n of ['svc-session', 'SVC-Session', 'svc_flow', '__Host-svc-session', '__secure-svc-x'])
+      assert.equal(isPlatformCookie(n), true, n);
     for (const n of ['session', 'mysvc-x', 'svcx', 'theme']) assert.equal(isPlatformCookie(n), false, n);
     assert.equal(withoutPlatformCookies('a=1; svc-session=x; SVC_flow=y; b=2'), 'a=1; b=2');
     assert.equal(withoutPlatformCookies('svc-session=x'), undefined);

@@ -10,10 +10,13 @@ import type { App } from '../../lib/resources/index.js';
 const MiB = 1024 ** 2;
 
 describe('storage count of declared volumes', () => {
-  it('declares a claim per machine and volume of every service, by the controller\'s names and the declared sizes', () => {
+  it("declares a claim per machine and volume of every service, by the controller's names and the declared sizes", () => {
     const claims = declaredClaims('shop', {
       machines: 2,
-      volumes: [{ name: 'data', path: '/data', size: '16Mi' }, { name: 'cache', path: '/cache' }],
+      volumes: [
+        { name: 'data', path: '/data', size: '16Mi' },
+        { name: 'cache', path: '/cache' },
+      ],
       services: [{ name: 'db', image: 'postgres', machines: 1, volumes: [{ name: 'pg', path: '/pg', size: '2Gi' }] }],
     });
     assert.deepEqual(Object.fromEntries(claims), {
@@ -27,7 +30,11 @@ describe('storage count of declared volumes', () => {
   });
 
   it("counts what a deploy leaves: its machines, its volumes, its services replacing the app's", () => {
-    const app = { machines: 1, volumes: [{ name: 'data', path: '/data', size: '16Mi' }], services: [{ name: 'old', image: 'x', volumes: [{ name: 'o', path: '/o' }] }] };
+    const app = {
+      machines: 1,
+      volumes: [{ name: 'data', path: '/data', size: '16Mi' }],
+      services: [{ name: 'old', image: 'x', volumes: [{ name: 'o', path: '/o' }] }],
+    };
     const after = specAfter(app, { spec: { kind: 'container', image: 'web' }, machines: 3 });
     assert.deepEqual([...declaredClaims('shop', after).keys()], ['shop-data-m0', 'shop-data-m1', 'shop-data-m2']);
     const emptied = specAfter(app, { spec: { kind: 'container', image: 'web' }, volumes: [] });

@@ -15,7 +15,11 @@ function testFiles(dir: string): string[] {
   });
 }
 
-const runsAlone = (text: string) => text.split('\n').slice(0, 20).some((line) => /^\/\/ test-runs-alone: \S/.test(line));
+const runsAlone = (text: string) =>
+  text
+    .split('\n')
+    .slice(0, 20)
+    .some((line) => /^\/\/ test-runs-alone: \S/.test(line));
 
 describe('test files', () => {
   it('every file that stops a shared part of the platform runs alone, and says why', () => {

@@ -7,7 +7,7 @@ async function* events(list: Array<{ type: string; data?: object }>) {
 }
 
 describe('the per-file timings reporter', () => {
-  it('sums each file\'s top-level tests, marks a file with a failure, and lists the slowest first', async () => {
+  it("sums each file's top-level tests, marks a file with a failure, and lists the slowest first", async () => {
     const out: string[] = [];
     for await (const chunk of timings(
       events([
@@ -27,7 +27,8 @@ describe('the per-file timings reporter', () => {
 
   it('prints nothing for a single file (the spec output already says its time)', async () => {
     const out: string[] = [];
-    for await (const chunk of timings(events([{ type: 'test:pass', data: { nesting: 0, file: 'x', details: { duration_ms: 1 } } }]))) out.push(chunk);
+    for await (const chunk of timings(events([{ type: 'test:pass', data: { nesting: 0, file: 'x', details: { duration_ms: 1 } } }])))
+      out.push(chunk);
     assert.deepEqual(out, []);
   });
 });

@@ -39,7 +39,10 @@ describe('tokens: minting and offline attenuation', () => {
   });
 
   it('anyone can append restrictions offline, and the result still verifies', () => {
-    const narrowed = attenuate(root, [{ kind: 'apps', apps: ['shop'] }, { kind: 'actions', actions: ['read', 'deploy'] }]);
+    const narrowed = attenuate(root, [
+      { kind: 'apps', apps: ['shop'] },
+      { kind: 'actions', actions: ['read', 'deploy'] },
+    ]);
     assert.ok(verifies(narrowed));
     const a = effectiveAuthority(decode(narrowed).restrictions);
     assert.deepEqual([...a.apps!], ['shop']);
@@ -50,8 +53,14 @@ describe('tokens: minting and offline attenuation', () => {
   });
 
   it('a wider restriction appended after a narrower one does not widen the token', () => {
-    const narrow = attenuate(root, [{ kind: 'apps', apps: ['shop'] }, { kind: 'actions', actions: ['read'] }]);
-    const widened = attenuate(narrow, [{ kind: 'apps', apps: ['shop', 'blog'] }, { kind: 'actions', actions: ['read', 'deploy', 'admin'] }]);
+    const narrow = attenuate(root, [
+      { kind: 'apps', apps: ['shop'] },
+      { kind: 'actions', actions: ['read'] },
+    ]);
+    const widened = attenuate(narrow, [
+      { kind: 'apps', apps: ['shop', 'blog'] },
+      { kind: 'actions', actions: ['read', 'deploy', 'admin'] },
+    ]);
     assert.ok(verifies(widened));
     const a = effectiveAuthority(decode(widened).restrictions);
     assert.deepEqual([...a.apps!], ['shop']);
@@ -77,7 +86,10 @@ describe('tokens: minting and offline attenuation', () => {
 });
 
 describe('tokens: tampering is detected', () => {
-  const narrowed = attenuate(root, [{ kind: 'apps', apps: ['shop'] }, { kind: 'actions', actions: ['read'] }]);
+  const narrowed = attenuate(root, [
+    { kind: 'apps', apps: ['shop'] },
+    { kind: 'actions', actions: ['read'] },
+  ]);
   const p = payloadOf(narrowed);
   const caveats = p.r as string[];
 

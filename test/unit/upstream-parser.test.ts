@@ -35,12 +35,25 @@ function read(parts: readonly (string | Buffer)[], opts: { head?: boolean; end?:
   return out;
 }
 
-const refused = (parts: readonly string[], why: RegExp, opts: { head?: boolean } = {}) => assert.throws(() => read(parts, opts), (err: unknown) => err instanceof BadResponse && why.test(err.message), parts.join(''));
+const refused = (parts: readonly string[], why: RegExp, opts: { head?: boolean } = {}) =>
+  assert.throws(
+    () => read(parts, opts),
+    (err: unknown) => err instanceof BadResponse && why.test(err.message),
+    parts.join(''),
+  );
 
 describe('upstream answers: what is read', () => {
   it('a Content-Length body, the headers as sent (spelling, order, repeats), reusable', () => {
     const r = read(['HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nSet-Cookie: a=1\r\nset-cookie: b=2\r\nContent-Length: 5\r\n\r\nhello']);
-    assert.deepEqual(r, { status: 200, reason: 'OK', headers: ['Content-Type', 'text/plain', 'Set-Cookie', 'a=1', 'set-cookie', 'b=2', 'Content-Length', '5'], body: 'hello', complete: true, reusable: true, leftover: '' });
+    assert.deepEqual(r, {
+      status: 200,
+      reason: 'OK',
+      headers: ['Content-Type', 'text/plain', 'Set-Cookie', 'a=1', 'set-cookie', 'b=2', 'Content-Length', '5'],
+      body: 'hello',
+      complete: true,
+      reusable: true,
+      leftover: '',
+    });
   });
 
   it('trims optional whitespace around values and keeps the inner one; a status line without a reason', () => {
@@ -51,7 +64,9 @@ describe('upstream answers: what is read', () => {
   });
 
   it('a chunked body, extensions and trailers read and dropped', () => {
-    const r = read(['HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;name=v\r\nhello\r\n6 ; x\r\n world\r\n0\r\nX-Trailer: t\r\n\r\n']);
+    const r = read([
+      'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;name=v\r\nhello\r\n6 ; x\r\n world\r\n0\r\nX-Trailer: t\r\n\r\n',
+    ]);
     assert.equal(r.body, 'hello world');
     assert.equal(r.reusable, true);
   });
@@ -120,13 +135,15 @@ describe('upstream answers: what is refused (a machine may be hostile)', () => {
     refused(['HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n'], /Transfer-Encoding with Content-Length/);
     refused(['HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n'], /conflicting Content-Length/);
     refused(['HTTP/1.1 200 OK\r\nContent-Length: 5, 6\r\n\r\n'], /conflicting Content-Length/);
-    for (const te of ['gzip, chunked', 'chunked, gzip', 'identity', 'chunked;q=1', ' chunked x']) refused([`HTTP/1.1 200 OK\r\nTransfer-Encoding: ${te}\r\n\r\n`], /unsupported Transfer-Encoding/);
+    for (const te of ['gzip, chunked', 'chunked, gzip', 'identity', 'chunked;q=1', ' chunked x'])
+      refused([`HTTP/1.1 200 OK\r\nTransfer-Encoding: ${te}\r\n\r\n`], /unsupported Transfer-Encoding/);
     refused(['HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n'], /unsupported Transfer-Encoding/);
     refused(['HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n'], /HTTP\/1.0/);
   });
 
   it('malformed lengths', () => {
-    for (const cl of ['-1', '+5', '0x10', '5 5', '', '1e3', '9999999999999999']) refused([`HTTP/1.1 200 OK\r\nContent-Length: ${cl}\r\n\r\n`], /malformed Content-Length/);
+    for (const cl of ['-1', '+5', '0x10', '5 5', '', '1e3', '9999999999999999'])
+      refused([`HTTP/1.1 200 OK\r\nContent-Length: ${cl}\r\n\r\n`], /malformed Content-Length/);
   });
 
   it('malformed heads: bare LF or CR, folded lines, whitespace before the colon, controls, bad status lines', () => {
@@ -139,7 +156,16 @@ describe('upstream answers: what is refused (a machine may be hostile)', () => {
     refused(['HTTP/1.1 200 OK\r\nX-A: a\x1bb\r\n\r\n'], /malformed header line/);
     refused(['HTTP/1.1 200 OK\r\nX A: a\r\n\r\n'], /malformed header line/);
     refused(['HTTP/1.1 200 OK\r\n: a\r\n\r\n'], /malformed header line/);
-    for (const line of ['HTTP/1.1 600 Nope', 'HTTP/1.1 99 Low', 'HTTP/2 200 OK', 'HTTP/1.1  200 OK', 'http/1.1 200 OK', 'HTTP/1.1 2000 OK', 'ICY 200 OK']) refused([`${line}\r\n\r\n`], /malformed status line/);
+    for (const line of [
+      'HTTP/1.1 600 Nope',
+      'HTTP/1.1 99 Low',
+      'HTTP/2 200 OK',
+      'HTTP/1.1  200 OK',
+      'http/1.1 200 OK',
+      'HTTP/1.1 2000 OK',
+      'ICY 200 OK',
+    ])
+      refused([`${line}\r\n\r\n`], /malformed status line/);
   });
 
   it('a head over the limit, whole or arriving in pieces', () => {
@@ -149,7 +175,8 @@ describe('upstream answers: what is refused (a machine may be hostile)', () => {
 
   it('malformed chunks: sizes, missing CRLF after the data, bare LF, oversized trailers', () => {
     const te = 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n';
-    for (const size of ['-1', '0x5', '+5', 'g', '', '12345678901234', '5\x00']) refused([`${te}${size}\r\nhello\r\n0\r\n\r\n`], /malformed chunk size/);
+    for (const size of ['-1', '0x5', '+5', 'g', '', '12345678901234', '5\x00'])
+      refused([`${te}${size}\r\nhello\r\n0\r\n\r\n`], /malformed chunk size/);
     refused([`${te}5\r\nhelloX\r\n0\r\n\r\n`], /not followed by CRLF/);
     refused([`${te}5\r\nhello\r`, 'X0\r\n\r\n'], /not followed by CRLF/);
     refused([`${te}5\nhello\r\n0\r\n\r\n`], /bare LF/);

@@ -22,23 +22,27 @@ describe('local volume filesystems', () => {
     assert.equal(claimBytes('lots'), undefined);
   });
 
-  it('makes a filesystem of the size, full past it, measured within it, and removes it', { skip: process.getuid?.() !== 0 && 'mounting needs root' }, async () => {
-    const root = await mkdtemp(path.join(os.tmpdir(), 'svc-volume-'));
-    const dir = path.join(root, 'pvc-test');
-    try {
-      await makeFilesystem(dir, 16 * MiB);
-      assert.ok(await isMounted(dir));
-      assert.deepEqual(await readdir(dir), [], 'a new volume is empty (no lost+found)');
-      await makeFilesystem(dir, 16 * MiB); // again: nothing changes
-      await assert.rejects(writeFile(path.join(dir, 'fill'), Buffer.alloc(20 * MiB)), { code: 'ENOSPC' });
-      const used = await usedBytes(dir);
-      assert.ok(used > 12 * MiB && used <= 16 * MiB, `used ${used}`);
-      assert.ok((await stat(imageOf(dir))).blocks * 512 <= 16 * MiB, 'the host holds at most the size');
-      await removeFilesystem(dir);
-      assert.equal(existsSync(dir) || existsSync(imageOf(dir)), false);
-    } finally {
-      if (await isMounted(dir)) await removeFilesystem(dir);
-      await rm(root, { recursive: true, force: true });
-    }
-  });
+  it(
+    'makes a filesystem of the size, full past it, measured within it, and removes it',
+    { skip: process.getuid?.() !== 0 && 'mounting needs root' },
+    async () => {
+      const root = await mkdtemp(path.join(os.tmpdir(), 'svc-volume-'));
+      const dir = path.join(root, 'pvc-test');
+      try {
+        await makeFilesystem(dir, 16 * MiB);
+        assert.ok(await isMounted(dir));
+        assert.deepEqual(await readdir(dir), [], 'a new volume is empty (no lost+found)');
+        await makeFilesystem(dir, 16 * MiB); // again: nothing changes
+        await assert.rejects(writeFile(path.join(dir, 'fill'), Buffer.alloc(20 * MiB)), { code: 'ENOSPC' });
+        const used = await usedBytes(dir);
+        assert.ok(used > 12 * MiB && used <= 16 * MiB, `used ${used}`);
+        assert.ok((await stat(imageOf(dir))).blocks * 512 <= 16 * MiB, 'the host holds at most the size');
+        await removeFilesystem(dir);
+        assert.equal(existsSync(dir) || existsSync(imageOf(dir)), false);
+      } finally {
+        if (await isMounted(dir)) await removeFilesystem(dir);
+        await rm(root, { recursive: true, force: true });
+      }
+    },
+  );
 });

@@ -12,9 +12,19 @@ describe('webhook schedule', () => {
     const hours = (h: number) => h * 3600_000;
     assert.deepEqual(retryDelaysMs, [5000, 300_000, 1_800_000, hours(2), hours(5), hours(10), hours(14), hours(20), hours(24)]);
     assert.equal(maxAttempts, 10);
-    assert.equal(retryDelayMs(1, undefined, () => 0), 5000);
-    assert.equal(retryDelayMs(1, undefined, () => 0.999999), 5500);
-    assert.equal(retryDelayMs(9, undefined, () => 1), hours(24), 'never beyond a day');
+    assert.equal(
+      retryDelayMs(1, undefined, () => 0),
+      5000,
+    );
+    assert.equal(
+      retryDelayMs(1, undefined, () => 0.999999),
+      5500,
+    );
+    assert.equal(
+      retryDelayMs(9, undefined, () => 1),
+      hours(24),
+      'never beyond a day',
+    );
     assert.equal(retryDelayMs(10), undefined);
     const total = retryDelaysMs.reduce((a, b) => a + b, 0);
     assert.ok(total > hours(72) && total < hours(80), 'about three days in all');
@@ -22,9 +32,19 @@ describe('webhook schedule', () => {
 
   it('honours a Retry-After longer than the wait, up to a day, and reads both of its forms', () => {
     const now = new Date('2026-11-25T10:00:00Z');
-    assert.equal(retryDelayMs(1, 120_000, () => 0), 120_000);
-    assert.equal(retryDelayMs(2, 1000, () => 0), 300_000, 'a shorter one does not hasten the schedule');
-    assert.equal(retryDelayMs(1, 10 * 86_400_000, () => 0), 86_400_000);
+    assert.equal(
+      retryDelayMs(1, 120_000, () => 0),
+      120_000,
+    );
+    assert.equal(
+      retryDelayMs(2, 1000, () => 0),
+      300_000,
+      'a shorter one does not hasten the schedule',
+    );
+    assert.equal(
+      retryDelayMs(1, 10 * 86_400_000, () => 0),
+      86_400_000,
+    );
     assert.equal(parseRetryAfter('120', now), 120_000);
     assert.equal(parseRetryAfter('Wed, 25 Nov 2026 10:01:00 GMT', now), 60_000);
     assert.equal(parseRetryAfter('soon', now), undefined);

@@ -13,7 +13,10 @@ function policyValues(app: App): string[] {
   return [...out];
 }
 
-export function codehostProvider(deps: ProviderDeps, client: CodehostClient = new GitHubCodehost(deps.config.auth.codehost!, { log: deps.log })): { routes: Map<string, ProviderRoute>; callbacks: Map<string, CallbackRoute> } {
+export function codehostProvider(
+  deps: ProviderDeps,
+  client: CodehostClient = new GitHubCodehost(deps.config.auth.codehost!, { log: deps.log }),
+): { routes: Map<string, ProviderRoute>; callbacks: Map<string, CallbackRoute> } {
   const redirectUri = callbackUrl(deps.config, 'codehost');
   const start: ProviderRoute = (r, signIn) =>
     startFlow(r, signIn, 'codehost', async () => {

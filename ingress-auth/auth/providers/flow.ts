@@ -41,7 +41,12 @@ export function callbackUrl(config: Config, provider: string): string {
  * Starts a provider sign-in from the app's hostname: a flow cookie (host-only, ten minutes) ties
  * the eventual handoff to this browser, and the flow is stored under the provider's `state`.
  */
-export async function startFlow(r: AuthRequest, signIn: SignIn, provider: 'idp' | 'codehost', begin: () => Promise<{ url: URL; state: string; secrets: Record<string, string> }>): Promise<void> {
+export async function startFlow(
+  r: AuthRequest,
+  signIn: SignIn,
+  provider: 'idp' | 'codehost',
+  begin: () => Promise<{ url: URL; state: string; secrets: Record<string, string> }>,
+): Promise<void> {
   // Only providers whose identities this app can admit: named by the policy, or (for app users)
   // a provider's verified address may match `emails` or make an app user (rule 3).
   if (!(r.app.spec.auth?.rules ?? []).some((rule) => rule.admit[provider]) && !admitsAppUsers(r.app.spec.auth)) {
@@ -89,8 +94,10 @@ export async function finishFlow(
     const failure = isFailure(err);
     if (!failure) throw err;
     deps.log.info({ provider, failure, err: (err as Error).message, reqId: requestId }, 'Provider sign-in did not complete');
-    if (failure === 'denied') return redirect(res, `${back}&error=${encodeURIComponent('Sign-in was cancelled at the provider.')}`, requestId);
-    if (failure === 'unavailable') return failurePage(res, 503, 'The sign-in provider is not answering right now. Try again in a minute.', requestId, back);
+    if (failure === 'denied')
+      return redirect(res, `${back}&error=${encodeURIComponent('Sign-in was cancelled at the provider.')}`, requestId);
+    if (failure === 'unavailable')
+      return failurePage(res, 503, 'The sign-in provider is not answering right now. Try again in a minute.', requestId, back);
     return failurePage(res, 400, 'The sign-in provider’s answer could not be verified. Start again.', requestId, back);
   }
   const token = await deps.signIn.links.handoff(flow.appUid, identity, { next: flow.next, binding: flow.binding });

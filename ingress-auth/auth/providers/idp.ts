@@ -5,7 +5,10 @@ import { OidcClient, OidcError, type OidcSaved } from '../../../lib/auth/oidc.js
 import type { ProviderRoute } from '../routes.js';
 import { callbackUrl, finishFlow, startFlow, type CallbackRoute, type ProviderDeps } from './flow.js';
 
-export function idpProvider(deps: ProviderDeps, client = new OidcClient(deps.config.auth.idp!, { log: deps.log })): { routes: Map<string, ProviderRoute>; callbacks: Map<string, CallbackRoute> } {
+export function idpProvider(
+  deps: ProviderDeps,
+  client = new OidcClient(deps.config.auth.idp!, { log: deps.log }),
+): { routes: Map<string, ProviderRoute>; callbacks: Map<string, CallbackRoute> } {
   const redirectUri = callbackUrl(deps.config, 'idp');
   const start: ProviderRoute = (r, signIn) =>
     startFlow(r, signIn, 'idp', async () => {

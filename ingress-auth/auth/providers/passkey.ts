@@ -11,7 +11,15 @@ import { sameOrigin, type AuthRequest, type CurrentSession, type ProviderRoute }
 type SessionOf = () => Promise<CurrentSession | undefined>;
 import type { SignIn } from '../sign-in.js';
 
-const statusOf: Record<string, number> = { malformed: 400, challenge: 400, invalid: 400, exists: 409, 'unknown-credential': 403, cloned: 403, disabled: 403 };
+const statusOf: Record<string, number> = {
+  malformed: 400,
+  challenge: 400,
+  invalid: 400,
+  exists: 409,
+  'unknown-credential': 403,
+  cloned: 403,
+  disabled: 403,
+};
 
 export function passkeyProvider(db: Knex, clock: () => Date): { routes: Map<string, ProviderRoute> } {
   const passkeys = new PasskeyService(db, clock);
@@ -21,7 +29,8 @@ export function passkeyProvider(db: Knex, clock: () => Date): { routes: Map<stri
     (fn: (r: AuthRequest, signIn: SignIn, body: Record<string, unknown>, session: SessionOf) => Promise<unknown>): ProviderRoute =>
     async (r, signIn, session) => {
       if (!sameOrigin(r)) return sendJson(r.res, 403, { error: 'passkey requests come from the app’s own sign-in page' }, r.requestId);
-      if (!(r.req.headers['content-type'] ?? '').toLowerCase().startsWith('application/json')) return sendJson(r.res, 415, { error: 'send application/json' }, r.requestId);
+      if (!(r.req.headers['content-type'] ?? '').toLowerCase().startsWith('application/json'))
+        return sendJson(r.res, 415, { error: 'send application/json' }, r.requestId);
       try {
         const out = await fn(r, signIn, await readForm(r.req), session);
         if (!r.res.headersSent) sendJson(r.res, 200, out, r.requestId);
@@ -43,7 +52,12 @@ export function passkeyProvider(db: Knex, clock: () => Date): { routes: Map<stri
       step(async (r, _s, _body, session) => {
         const who = await appUserOf(session);
         if (!who) throw new PasskeyError('invalid', 'sign in as an app user (with an email link) before adding a passkey');
-        return passkeys.registrationOptions({ appUid: r.app.metadata.uid!, rpId: r.host, rpName: r.app.metadata.name!, user: { id: who.appUserId!, email: who.email } });
+        return passkeys.registrationOptions({
+          appUid: r.app.metadata.uid!,
+          rpId: r.host,
+          rpName: r.app.metadata.name!,
+          user: { id: who.appUserId!, email: who.email },
+        });
       }),
     ],
     [
@@ -51,7 +65,14 @@ export function passkeyProvider(db: Knex, clock: () => Date): { routes: Map<stri
       step(async (r, _s, body, session) => {
         const who = await appUserOf(session);
         if (!who) throw new PasskeyError('invalid', 'sign in as an app user before adding a passkey');
-        const id = await passkeys.verifyRegistration({ appUid: r.app.metadata.uid!, rpId: r.host, challengeId: challengeIdOf(body), userId: who.appUserId!, origin: r.origin, response: body.response });
+        const id = await passkeys.verifyRegistration({
+          appUid: r.app.metadata.uid!,
+          rpId: r.host,
+          challengeId: challengeIdOf(body),
+          userId: who.appUserId!,
+          origin: r.origin,
+          response: body.response,
+        });
         return { credential_id: id };
       }),
     ],
@@ -59,13 +80,30 @@ export function passkeyProvider(db: Knex, clock: () => Date): { routes: Map<stri
     [
       'POST passkey/login/verify',
       step(async (r, signIn, body) => {
-        const { appUserId } = await passkeys.verifyAuthentication({ appUid: r.app.metadata.uid!, rpId: r.host, challengeId: challengeIdOf(body), origin: r.origin, response: body.response });
+        const { appUserId } = await passkeys.verifyAuthentication({
+          appUid: r.app.metadata.uid!,
+          rpId: r.host,
+          challengeId: challengeIdOf(body),
+          origin: r.origin,
+          response: body.response,
+        });
         const user = await signIn.users.get(r.app.metadata.uid!, appUserId);
         if (!user || user.disabledAt) throw new PasskeyError('disabled', 'this user is disabled on this app');
-        if (!becomesAppUser(r.app.spec.auth, user.email)) throw new PasskeyError('disabled', 'this address may no longer sign in to this app');
-        const session = await signIn.establish(r.res, r.app, r.host, { provider: 'passkey', subject: user.id, email: user.email, appUserId: user.id, ...(user.name ? { name: user.name } : {}) });
+        if (!becomesAppUser(r.app.spec.auth, user.email))
+          throw new PasskeyError('disabled', 'this address may no longer sign in to this app');
+        const session = await signIn.establish(r.res, r.app, r.host, {
+          provider: 'passkey',
+          subject: user.id,
+          email: user.email,
+          appUserId: user.id,
+          ...(user.name ? { name: user.name } : {}),
+        });
         if (session === 'disabled') throw new PasskeyError('disabled', 'this user is disabled on this app');
-        await signIn.users.signIn({ uid: r.app.metadata.uid!, namespace: r.app.metadata.namespace!, name: r.app.metadata.name! }, user.email, 'passkey');
+        await signIn.users.signIn(
+          { uid: r.app.metadata.uid!, namespace: r.app.metadata.namespace!, name: r.app.metadata.name! },
+          user.email,
+          'passkey',
+        );
         return { user: userRecord(session.identity) };
       }),
     ],

@@ -26,8 +26,12 @@ export async function up(db: Knex): Promise<void> {
     t.timestamp('live_at', { useTz: true });
     t.index(['app_uid', 'seq']);
   });
-  await db.raw("ALTER TABLE deploys ADD CONSTRAINT deploys_status CHECK (status IN ('pending', 'building', 'deploying', 'live', 'failed'))");
-  await db.raw("ALTER TABLE deploys ADD CONSTRAINT deploys_origin CHECK (origin IN ('files', 'tarball', 'image', 'compose', 'rollback', 'fork', 'preview'))");
+  await db.raw(
+    "ALTER TABLE deploys ADD CONSTRAINT deploys_status CHECK (status IN ('pending', 'building', 'deploying', 'live', 'failed'))",
+  );
+  await db.raw(
+    "ALTER TABLE deploys ADD CONSTRAINT deploys_origin CHECK (origin IN ('files', 'tarball', 'image', 'compose', 'rollback', 'fork', 'preview'))",
+  );
 }
 
 export async function down(db: Knex): Promise<void> {

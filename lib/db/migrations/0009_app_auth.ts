@@ -81,5 +81,6 @@ export async function up(db: Knex): Promise<void> {
 }
 
 export async function down(db: Knex): Promise<void> {
-  for (const table of ['auth_rate', 'auth_recipients', 'auth_flows', 'auth_links', 'app_sessions', 'app_users']) await db.schema.dropTableIfExists(table);
+  for (const table of ['auth_rate', 'auth_recipients', 'auth_flows', 'auth_links', 'app_sessions', 'app_users'])
+    await db.schema.dropTableIfExists(table);
 }

@@ -24,7 +24,9 @@ export async function up(db: Knex): Promise<void> {
     t.unique(['webhook_id', 'event_id']);
     t.index(['webhook_id', 'created_at']);
   });
-  await db.raw("ALTER TABLE webhook_deliveries ADD CONSTRAINT webhook_deliveries_status CHECK (status IN ('pending', 'succeeded', 'failed', 'canceled'))");
+  await db.raw(
+    "ALTER TABLE webhook_deliveries ADD CONSTRAINT webhook_deliveries_status CHECK (status IN ('pending', 'succeeded', 'failed', 'canceled'))",
+  );
   // The deliverers' query: pending deliveries by due time; finished ones stay out of the index.
   await db.raw("CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE status = 'pending'");
   await db.schema.createTable('webhook_attempts', (t) => {

@@ -30,11 +30,15 @@ export async function up(db: Knex): Promise<void> {
   });
   // A deploy may now come from a build.
   await db.raw('ALTER TABLE deploys DROP CONSTRAINT deploys_origin');
-  await db.raw("ALTER TABLE deploys ADD CONSTRAINT deploys_origin CHECK (origin IN ('files', 'tarball', 'image', 'compose', 'rollback', 'fork', 'preview', 'build'))");
+  await db.raw(
+    "ALTER TABLE deploys ADD CONSTRAINT deploys_origin CHECK (origin IN ('files', 'tarball', 'image', 'compose', 'rollback', 'fork', 'preview', 'build'))",
+  );
 }
 
 export async function down(db: Knex): Promise<void> {
   await db.raw('ALTER TABLE deploys DROP CONSTRAINT deploys_origin');
-  await db.raw("ALTER TABLE deploys ADD CONSTRAINT deploys_origin CHECK (origin IN ('files', 'tarball', 'image', 'compose', 'rollback', 'fork', 'preview'))");
+  await db.raw(
+    "ALTER TABLE deploys ADD CONSTRAINT deploys_origin CHECK (origin IN ('files', 'tarball', 'image', 'compose', 'rollback', 'fork', 'preview'))",
+  );
   await db.schema.dropTable('builds');
 }
