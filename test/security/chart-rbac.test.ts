@@ -248,13 +248,11 @@ describe('chart RBAC (real apiserver)', () => {
   /** A kubeconfig that authenticates as the ServiceAccount, with a token from the TokenRequest API. */
   const asAccount = async (account: string): Promise<k8s.KubeConfig> => {
     const admin = kubeConfig();
-    const { status } = await admin
-      .makeApiClient(k8s.CoreV1Api)
-      .createNamespacedServiceAccountToken({
-        name: account,
-        namespace: ns.name,
-        body: { spec: { audiences: [], expirationSeconds: 600 } },
-      });
+    const { status } = await admin.makeApiClient(k8s.CoreV1Api).createNamespacedServiceAccountToken({
+      name: account,
+      namespace: ns.name,
+      body: { spec: { audiences: [], expirationSeconds: 600 } },
+    });
     const kc = new k8s.KubeConfig();
     kc.loadFromOptions({
       clusters: [admin.getCurrentCluster()!],
