@@ -8,6 +8,7 @@ import { RateLimiter } from './middleware/rate-limit.js';
 import { requestContext } from './middleware/request-context.js';
 import { buildRouter, unmatched } from './router.js';
 import { accountOperations } from './routes/account.js';
+import { webhookOperations } from './routes/webhooks.js';
 import { appLogOperations } from './routes/app-logs.js';
 import { appMetricsOperations } from './routes/app-metrics.js';
 import { machineEndpoints } from './machine.js';
@@ -33,6 +34,7 @@ export function allOperations(s: Services): Operation[] {
   const operations: Operation[] = [
     ...systemOperations(s, () => (document ??= buildOpenApi(operations))),
     ...accountOperations(s),
+    ...webhookOperations(s),
     ...appOperations(s),
     ...appLogOperations(s),
     ...appMetricsOperations(s),
