@@ -10,6 +10,32 @@ export function pluralOf(kind: Kind): (typeof kinds)[Kind]['plural'] {
   return kinds[kind].plural;
 }
 
+/**
+ * The App spec fields a deploy owns, listed once: a deploy writes every one of them (removing those
+ * it does not set, api/deploys/deployer.ts), forks and previews copy them from what an App serves,
+ * and the App controller keeps them as the live revision's snapshot (controllers/app/rollout.ts).
+ * The rest of an App's spec (machines, resources, volumes, placement) belongs to the App.
+ * `DeploySpec` (lib/deploys.ts) has exactly these keys; a unit test fails otherwise.
+ */
+export const deployOwnedFields = [
+  'kind',
+  'image',
+  'command',
+  'args',
+  'port',
+  'source',
+  'env',
+  'auth',
+  'service',
+  'ports',
+  'healthcheck',
+  'dependsOn',
+  'aliases',
+  'workingDir',
+  'services',
+] as const;
+export type DeployOwnedField = (typeof deployOwnedFields)[number];
+
 /** Labels the platform puts on what it makes, and selects by. */
 export const labels = {
   /** On an App's machines, Service, NetworkPolicy and env Secrets: the App's name. */

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { listTarball, packTree, readTarballFiles, TreeError } from '../../lib/artifacts/tarball.js';
 import { UploadTooLarge, type ArtifactStore, type StagedUpload } from '../../lib/artifacts/store.js';
 import { newDeployId, type Deploy, type DeployOrigin, type DeploySpec, type DeployStore, type ServiceSpec } from '../../lib/deploys.js';
+import { deployOwnedFields, type DeployOwnedField } from '../../lib/contract.js';
 import type { Logger } from '../../lib/logger.js';
 import type { App } from '../../lib/resources/index.js';
 import type { AppRecord } from '../repositories/app-record.js';
@@ -411,27 +412,14 @@ function composePrepared(compose: Compose, auth: AuthPolicy | undefined): Prepar
 }
 
 /** The merge patch that makes an App's deploy-owned fields exactly `spec` (absent ones removed). */
-export function specPatch(spec: DeploySpec): Record<string, unknown> {
-  return {
-    kind: spec.kind,
-    image: spec.image ?? null,
-    command: spec.command ?? null,
-    args: spec.args ?? null,
-    port: spec.port ?? null,
-    // Nested objects merge: every field of source is named so an old url cannot survive.
-    source: spec.source ? { digest: spec.source.digest, url: spec.source.url ?? null } : null,
-    env: spec.env ?? null,
-    // The deploy's declarations are the app's whole policy: a deploy that declares none is public.
-    auth: spec.auth ? { rules: spec.auth.rules } : null,
-    service: spec.service ?? null,
-    ports: spec.ports ?? null,
-    // Compose fills every field of a healthcheck, so merging it replaces the old one whole.
-    healthcheck: spec.healthcheck ?? null,
-    dependsOn: spec.dependsOn ?? null,
-    aliases: spec.aliases ?? null,
-    workingDir: spec.workingDir ?? null,
-    services: spec.services ?? null,
-  };
+export function specPatch(spec: DeploySpec): Record<DeployOwnedField, unknown> {
+  const patch = Object.fromEntries(deployOwnedFields.map((f) => [f, spec[f] ?? null])) as Record<DeployOwnedField, unknown>;
+  // Nested objects merge: every field of source is named so an old url cannot survive.
+  patch.source = spec.source ? { digest: spec.source.digest, url: spec.source.url ?? null } : null;
+  // The deploy's declarations are the app's whole policy: a deploy that declares none is public.
+  patch.auth = spec.auth ? { rules: spec.auth.rules } : null;
+  // Compose fills every field of a healthcheck, so merging it replaces the old one whole.
+  return patch;
 }
 
 /** What a deploy's policy is, for people reading the deploy. */
@@ -450,21 +438,18 @@ export function deploySpecOf(app: AppRecord): DeploySpec | undefined {
   // The snapshot carries the policy those pages were deployed with.
   const s: Partial<App['spec']> = live?.kind ? live : app.spec;
   if (!s.kind) return undefined;
-  return {
-    kind: s.kind,
-    ...(s.image ? { image: s.image } : {}),
-    ...(s.command ? { command: s.command } : {}),
-    ...(s.args ? { args: s.args } : {}),
-    ...(s.port && s.port !== 8080 ? { port: s.port } : {}),
-    ...(s.source ? { source: { digest: s.source.digest, ...(s.source.url ? { url: s.source.url } : {}) } } : {}),
-    ...(s.env?.length ? { env: s.env.map((e) => ({ name: e.name, ...(e.value !== undefined ? { value: e.value } : {}) })) } : {}),
-    ...(s.auth?.rules.length ? { auth: s.auth } : {}),
-    ...(s.service ? { service: s.service } : {}),
-    ...(s.ports?.length ? { ports: s.ports } : {}),
-    ...(s.healthcheck ? { healthcheck: s.healthcheck } : {}),
-    ...(s.dependsOn?.length ? { dependsOn: s.dependsOn } : {}),
-    ...(s.aliases?.length ? { aliases: s.aliases } : {}),
-    ...(s.workingDir ? { workingDir: s.workingDir } : {}),
-    ...(s.services?.length ? { services: s.services } : {}),
-  };
+  const spec: Partial<Record<DeployOwnedField, unknown>> = {};
+  for (const f of deployOwnedFields) {
+    const v = s[f];
+    // Unset, empty and empty lists are what a deploy that never set the field leaves (command and
+    // args excepted: an empty list there is a deliberate override of the image's own).
+    if (!v || (Array.isArray(v) && !v.length && f !== 'command' && f !== 'args')) continue;
+    spec[f] = v;
+  }
+  // 8080 is every App's port unless a deploy says otherwise.
+  if (s.port === 8080) delete spec.port;
+  if (s.source) spec.source = { digest: s.source.digest, ...(s.source.url ? { url: s.source.url } : {}) };
+  if (s.env?.length) spec.env = s.env.map((e) => ({ name: e.name, ...(e.value !== undefined ? { value: e.value } : {}) }));
+  if (!s.auth?.rules.length) delete spec.auth;
+  return spec as DeploySpec;
 }

@@ -4,6 +4,7 @@
 // until the spec changes, and the machines go back to what last served (`status.live`, a snapshot
 // of the spec fields that made them): the spec stays exactly as it was applied, so a GitOps tool
 // sees no drift it did not cause. docs/decisions/0015-controllers-own-the-lifecycle.md.
+import { deployOwnedFields } from '../../lib/contract.js';
 import type { App } from '../../lib/resources/index.js';
 
 export type AppStatusFields = Omit<NonNullable<App['status']>, 'conditions' | 'observedGeneration'>;
@@ -14,27 +15,10 @@ export type DeployOutcome = NonNullable<AppStatusFields['deploys']>[number];
 /**
  * The spec fields that make a machine what it is (besides the App-wide settings: machines,
  * resources, identity, placement), and the policy its pages were deployed with: ingress-auth keeps
- * enforcing that policy while these machines serve (ingress-auth/gate.ts).
+ * enforcing that policy while these machines serve (ingress-auth/gate.ts). Besides what a deploy
+ * owns, the env Secret it was deployed with and the deploy's id.
  */
-const snapshotFields = [
-  'kind',
-  'image',
-  'command',
-  'args',
-  'port',
-  'source',
-  'env',
-  'envSecretName',
-  'deployId',
-  'auth',
-  'service',
-  'ports',
-  'healthcheck',
-  'dependsOn',
-  'aliases',
-  'workingDir',
-  'services',
-] as const;
+const snapshotFields = [...deployOwnedFields, 'envSecretName', 'deployId'] as const;
 type Snapshot = Pick<App['spec'], (typeof snapshotFields)[number]>;
 
 /** How many deploy outcomes status keeps for the API to record (the CRD's maxItems). */
