@@ -86,7 +86,7 @@ ${indent(cacheServer, 8)}
     healthcheck:
       test: ["CMD", "python3", "-c", "import socket; socket.create_connection(('127.0.0.1', 6379), 1)"]
       interval: 1s
-      timeout: 1s
+      timeout: 5s
       retries: 3
 volumes:
   cachedata:
