@@ -1,3 +1,5 @@
+// test-runs-alone: its machines' healthchecks start python for each probe, and its hit counter goes
+// through three services: other files loading the node starved them past their deadlines.
 // A compose file with several services on the real apiserver, nodes and ingress-auth: a web
 // service, a worker and a cache-like service deploy as one app; web serves through ingress-auth
 // (its policy the file's top-level one, rule 3), reaches the cache by name, and starts only once
