@@ -13,6 +13,7 @@ import { policyEmails } from './identity.js';
 import { LinkStore } from './links.js';
 import { SessionStore } from './sessions.js';
 import { loginUrl } from '../contract.js';
+import { accountIdOfNamespace } from '../accounts.js';
 
 export interface MailMessage {
   to: string;
@@ -59,6 +60,10 @@ export class Invitations {
     const wanted = rolledOut && url ? policyEmails(app.spec.auth) : new Set<string>();
     const key = JSON.stringify([inForce, [...wanted]]);
     if (this.seen.get(appUid) === key) return { invited: [], removed: [] };
+    // Only an account's Apps: one in a namespace that is no account's in this database (made with
+    // kubectl outside the platform, or another installation's on a shared cluster) is not this
+    // platform's to mail about. Not remembered as seen: its account may yet be recorded.
+    if (!(await accountIdOfNamespace(this.db, app.metadata.namespace!))) return { invited: [], removed: [] };
     const keep = new Set(inForce);
     const had = new Set(
       (await this.db('auth_recipients').where({ app_uid: appUid }).select<Array<{ email: string }>>('email')).map((r) => r.email),
