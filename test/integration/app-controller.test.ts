@@ -116,7 +116,7 @@ describe('App controller', () => {
           condition(app, 'Progressing')?.status === 'False'
         );
       },
-      { timeoutMs: 60_000, intervalMs: 100 },
+      { timeoutMs: 120_000, intervalMs: 100 },
     );
     assert.ok(samples.length > 5, 'sampled during the rollout');
     assert.ok(
