@@ -96,7 +96,9 @@ describe('App controller', () => {
 
   it('replaces machines on a spec change, keeping a ready endpoint all the way', async () => {
     await create('rolling', { ...server, machines: 1 });
-    await eventually('rolling to be Ready', async () => condition(await get('rolling'), 'Ready')?.status === 'True', { timeoutMs: 60_000 });
+    await eventually('rolling to be Ready', async () => condition(await get('rolling'), 'Ready')?.status === 'True', {
+      timeoutMs: 120_000,
+    });
     const before = (await machines('rolling')).map((p) => p.metadata!.name);
     await custom.patchNamespacedCustomObject(
       { ...target('rolling'), body: { spec: { env: [{ name: 'VERSION', value: '2' }] } } },
