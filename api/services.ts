@@ -131,10 +131,6 @@ export interface Services {
     delivery: (accountId: string, id: string, deliveryId: string) => ReturnType<typeof getDelivery>;
     redeliver: (accountId: string, id: string, deliveryId: string) => ReturnType<typeof redeliver>;
   };
-  /** Meters app machines' running time (api/usage/machine-meter.ts). */
-  machineMeter: MachineMeter;
-  /** Sends the webhook outbox from this process (lib/webhooks/deliverer.ts). */
-  webhookDeliverer: WebhookDeliverer;
   /** Databases and their credentials (api/repositories/databases.ts). */
   databases: DatabaseRepository;
   /**
@@ -142,8 +138,6 @@ export interface Services {
    * artifacts), checked and taken under its lock (api/storage/account-storage.ts).
    */
   storage: AccountStorage;
-  /** Releases artifacts nothing needs and deletes their files, on a schedule (api/storage/collector.ts). */
-  artifactCollector: ArtifactCollector;
   /** The account's lock, under which every limit is checked and taken (api/quotas.ts). */
   accountLock: AccountLock;
   /** Apps' and databases' volumes (api/repositories/volumes.ts). */
@@ -165,9 +159,9 @@ export interface Services {
     gitSecret: (namespace: string, app: string, token: string) => Promise<string>;
     endpoint: Koa.Middleware;
   };
-  /** Apps imported from Git (lib/builds/repositories.ts) and the sync that builds their pushes (api/builds/imports.ts). */
+  /** Apps imported from Git (lib/builds/repositories.ts) and what builds a pushed branch (api/builds/imports.ts). */
   repositories: RepositoryStore;
-  gitSync: GitSync;
+  gitSync: Pick<GitSync, 'onHead'>;
   /** Sandboxes, eval and runtimes (api/sandboxes/). */
   sandboxes: SandboxService;
   /** Proxied requests per app, as ingress-auth records them. */
@@ -178,6 +172,21 @@ export interface Services {
   database: { ping: () => Promise<void> };
   log: Logger;
   clock: () => Date;
+}
+
+/**
+ * What runs in the background, apart from request handling: started by assembleServices and
+ * stopped by its stop(); tests reach them to run a pass now or to stop one.
+ */
+export interface Workers {
+  /** Meters app machines' running time (api/usage/machine-meter.ts). */
+  machineMeter: MachineMeter;
+  /** Sends the webhook outbox from this process (lib/webhooks/deliverer.ts). */
+  webhookDeliverer: WebhookDeliverer;
+  /** Releases artifacts nothing needs and deletes their files, on a schedule (api/storage/collector.ts). */
+  artifactCollector: ArtifactCollector;
+  /** Polls imported repositories and builds their new commits (api/builds/imports.ts). */
+  gitSync: GitSync;
 }
 
 /** The Lease of the API replica that records deploy outcomes (api/deploys/recorder.ts). */
@@ -196,7 +205,13 @@ export async function assembleServices(deps: {
   clock?: () => Date;
   /** The deploy recorder's Lease in kube-system: one per database (tests give each of theirs one). */
   recorderLease?: string;
-}): Promise<{ services: Services; kube: { kc: k8s.KubeConfig; core: k8s.CoreV1Api }; db: Db; stop: () => Promise<void> }> {
+}): Promise<{
+  services: Services;
+  workers: Workers;
+  kube: { kc: k8s.KubeConfig; core: k8s.CoreV1Api };
+  db: Db;
+  stop: () => Promise<void>;
+}> {
   const { config, db, kc, tokens, log } = deps;
   const clock = deps.clock ?? (() => new Date());
   const core = kc.makeApiClient(k8s.CoreV1Api);
@@ -359,45 +374,88 @@ export async function assembleServices(deps: {
     log,
     accountLock,
   );
+  const actions = new AppActions({
+    apps,
+    env,
+    deploys,
+    deployer,
+    machines,
+    volumes,
+    databases,
+    quota: {
+      lock: accountLock,
+      limits: {
+        apps: config.quotas.appsPerAccount,
+        previewsPerApp: config.quotas.previewsPerApp,
+        databases: config.databases.maxPerAccount,
+      },
+      storage,
+      databaseBytes: (d) => databaseBytes(d, config.databases.defaultBytes),
+    },
+  });
+  const events: Services['events'] = {
+    list: (accountId, opts) => listEvents(db, accountId, opts),
+    record: (accountId, type, subject, data) =>
+      recordEvent(db, accountId, type, subject, data).catch((err: unknown) =>
+        log.warn({ err, account: accountId, type, subject }, 'Recording an event failed'),
+      ),
+    horizon: (accountId) => eventHorizon(db, accountId),
+    purge: (before) => purgeEvents(db, before),
+  };
+  const builds: Services['builds'] = {
+    repo: buildRepo,
+    store: buildStore,
+    core,
+    resolver: config.webhookDnsServers ? resolverFor(config.webhookDnsServers) : undefined,
+    gitSecret: async (namespace, app, token) => {
+      const name = `build-git-${app}`.slice(0, 63);
+      const body = { metadata: { name, namespace, labels: { [labels.managedBy]: managers.api } }, stringData: { token } };
+      await core.patchNamespacedSecret({ namespace, name, body }, mergePatch).catch(async (err: unknown) => {
+        if (kubeStatus(err) !== 404) throw err;
+        await core.createNamespacedSecret({ namespace, body });
+      });
+      return name;
+    },
+    endpoint: buildEndpoint({
+      store: artifacts,
+      storage,
+      accountOf: (ns) => accountIdOfNamespace(db, ns),
+      builds: buildRepo,
+      key: config.deploys.artifactKey,
+      limitBytes: config.deploys.uploadLimitBytes,
+      registry: config.builds.registry,
+      baseImage: config.builds.builderImage,
+      log,
+      clock,
+    }),
+  };
+  const accounts: Services['accounts'] = { get: (id) => getAccount(db, id) };
+  const repositories = new RepositoryStore(db);
+  // Imported repositories are polled (every API replica takes its share of the due ones).
+  const gitSync = new GitSync(
+    { apps, builds, actions, events, config, clock, repositories, accounts },
+    async (namespace, name) => {
+      const secret = await core.readNamespacedSecret({ namespace, name }).catch(() => undefined);
+      const value = secret?.data?.token;
+      return value ? Buffer.from(value, 'base64').toString('utf8') : undefined;
+    },
+    log,
+    config.builds.gitPollMs,
+  );
+  gitSync.start();
   const services: Services = {
     config,
     tokens,
-    accounts: { get: (id) => getAccount(db, id) },
+    accounts,
     apps,
     machines,
     env,
     artifacts,
     deploys,
     deployer,
-    actions: new AppActions({
-      apps,
-      env,
-      deploys,
-      deployer,
-      machines,
-      volumes,
-      databases,
-      quota: {
-        lock: accountLock,
-        limits: {
-          apps: config.quotas.appsPerAccount,
-          previewsPerApp: config.quotas.previewsPerApp,
-          databases: config.databases.maxPerAccount,
-        },
-        storage,
-        databaseBytes: (d) => databaseBytes(d, config.databases.defaultBytes),
-      },
-    }),
+    actions,
     auth: { users: new AppUserStore(db, clock), sessions: new SessionStore(db, clock), links: new LinkStore(db, clock) },
-    events: {
-      list: (accountId, opts) => listEvents(db, accountId, opts),
-      record: (accountId, type, subject, data) =>
-        recordEvent(db, accountId, type, subject, data).catch((err: unknown) =>
-          log.warn({ err, account: accountId, type, subject }, 'Recording an event failed'),
-        ),
-      horizon: (accountId) => eventHorizon(db, accountId),
-      purge: (before) => purgeEvents(db, before),
-    },
+    events,
     eventHub,
     usage: {
       between: (accountId, start, end) => usageBetween(db, accountId, start, end),
@@ -415,11 +473,8 @@ export async function assembleServices(deps: {
       delivery: (accountId, id, deliveryId) => getDelivery(db, accountId, id, deliveryId),
       redeliver: (accountId, id, deliveryId) => redeliver(db, accountId, id, deliveryId, clock()),
     },
-    webhookDeliverer,
-    machineMeter,
     databases,
     storage,
-    artifactCollector,
     accountLock,
     volumes,
     backups: {
@@ -435,36 +490,9 @@ export async function assembleServices(deps: {
         clock,
       }),
     },
-    builds: {
-      repo: buildRepo,
-      store: buildStore,
-      core,
-      resolver: config.webhookDnsServers ? resolverFor(config.webhookDnsServers) : undefined,
-      gitSecret: async (namespace, app, token) => {
-        const name = `build-git-${app}`.slice(0, 63);
-        const body = { metadata: { name, namespace, labels: { [labels.managedBy]: managers.api } }, stringData: { token } };
-        await core.patchNamespacedSecret({ namespace, name, body }, mergePatch).catch(async (err: unknown) => {
-          if (kubeStatus(err) !== 404) throw err;
-          await core.createNamespacedSecret({ namespace, body });
-        });
-        return name;
-      },
-      endpoint: buildEndpoint({
-        store: artifacts,
-        storage,
-        accountOf: (ns) => accountIdOfNamespace(db, ns),
-        builds: buildRepo,
-        key: config.deploys.artifactKey,
-        limitBytes: config.deploys.uploadLimitBytes,
-        registry: config.builds.registry,
-        baseImage: config.builds.builderImage,
-        log,
-        clock,
-      }),
-    },
-    repositories: new RepositoryStore(db),
-    // Set below, once the services it uses exist.
-    gitSync: undefined as unknown as GitSync,
+    builds,
+    repositories,
+    gitSync,
     sandboxes,
     requestMetrics: { series: (appUid, start, end, stepMs) => requestSeries(db, appUid, start, end, stepMs) },
     assertionKeys: new AssertionKeyStore(db, {
@@ -475,18 +503,6 @@ export async function assembleServices(deps: {
     log,
     clock,
   };
-  // Imported repositories are polled (every API replica takes its share of the due ones).
-  services.gitSync = new GitSync(
-    services,
-    async (namespace, name) => {
-      const secret = await core.readNamespacedSecret({ namespace, name }).catch(() => undefined);
-      const value = secret?.data?.token;
-      return value ? Buffer.from(value, 'base64').toString('utf8') : undefined;
-    },
-    log,
-    config.builds.gitPollMs,
-  );
-  services.gitSync.start();
   // Sign-in data of deleted apps and ended sessions leave the database (lib/auth/housekeeping.ts).
   // On the wall clock, not the injectable one: a test that moves its clock months ahead must not
   // have a background sweep delete what it still reads.
@@ -494,13 +510,14 @@ export async function assembleServices(deps: {
   housekeeping.start();
   return {
     services,
+    workers: { machineMeter, webhookDeliverer, artifactCollector, gitSync },
     // For set-up (the first account) and tests; handlers work through the repositories above.
     kube: { kc, core },
     db,
     stop: async () => {
       clearInterval(hostnameTimer);
       await artifactCollector.stop();
-      services.gitSync.stop();
+      gitSync.stop();
       await recorder.stop();
       await housekeeping.stop();
       await apps.stop();

@@ -15,7 +15,12 @@ import type { GitSync } from './imports.js';
 export const hookPrefix = '/api/hooks/git/';
 const bodyLimit = 1024 * 1024;
 
-export function pushHookEndpoint(d: { repositories: RepositoryStore; sync: GitSync; log: Logger; clock: () => Date }): Koa.Middleware {
+export function pushHookEndpoint(d: {
+  repositories: RepositoryStore;
+  sync: Pick<GitSync, 'onHead'>;
+  log: Logger;
+  clock: () => Date;
+}): Koa.Middleware {
   return async (ctx, next) => {
     if (!ctx.path.startsWith(hookPrefix)) return next() as Promise<void>;
     const fail = (status: number, error: string) => {

@@ -55,7 +55,7 @@ describe('Usage', () => {
     assert.equal(started!.data.machine, 0);
 
     api.clock.advance(120_000);
-    await api.services.machineMeter.flush();
+    await api.workers.machineMeter.flush();
     const u1 = await usage();
     const s1 = u1.meters.machine_seconds!;
     assert.ok(s1 > 60 && s1 <= 120, `about two minutes less the start's lag, got ${s1}`);
@@ -65,12 +65,12 @@ describe('Usage', () => {
     await kill9('controllers');
     await restart('dev.sh', 'up', 'controllers');
     api.clock.advance(60_000);
-    await api.services.machineMeter.flush();
+    await api.workers.machineMeter.flush();
     const s2 = (await usage()).meters.machine_seconds!;
     assert.ok(close(s2 - s1, 60), `a minute more, got ${s2 - s1}`);
 
     // A new meter (an API restarted) goes on with the same run: one open row, no double count.
-    await api.services.machineMeter.stop();
+    await api.workers.machineMeter.stop();
     const log = createLogger('api', 'silent');
     let informer = podInformer(api.kube.kc, labels.app, log);
     await informer.start();

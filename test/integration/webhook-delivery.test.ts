@@ -98,7 +98,7 @@ describe('Webhook delivery', () => {
   /** Moves the injected clock and has the deliverer look at once. */
   const advance = (ms: number) => {
     api.clock.advance(ms);
-    api.services.webhookDeliverer.wake();
+    api.workers.webhookDeliverer.wake();
   };
 
   before(async () => {
@@ -370,7 +370,7 @@ describe('Webhook delivery', () => {
   it('gives up an attempt with no answer within the timeout, recorded as such', async () => {
     const rx = await receiver(() => undefined); // never answers
     const hook = await endpoint(rx.url);
-    await api.services.webhookDeliverer.stop();
+    await api.workers.webhookDeliverer.stop();
     const clock = new TestClock(api.clock.now);
     const quick = new WebhookDeliverer({
       db: api.db,
@@ -398,7 +398,7 @@ describe('Webhook delivery', () => {
 
   it('loses nothing when the delivering process is killed mid-retry', async () => {
     // Only the child process delivers (stopping twice is harmless).
-    await api.services.webhookDeliverer.stop();
+    await api.workers.webhookDeliverer.stop();
     let hold = false;
     const rx = await receiver((n, _q, res) => {
       if (n === 1) {
@@ -458,7 +458,7 @@ describe('Webhook delivery', () => {
   });
   it('checks the address at connect time: an endpoint that now points at a private address gets nothing', async () => {
     // Accepted when this API allowed private addresses; the production deliverer refuses to connect.
-    await api.services.webhookDeliverer.stop();
+    await api.workers.webhookDeliverer.stop();
     const rx = await receiver();
     const hook = await endpoint(rx.url);
     const guarded = new WebhookDeliverer({

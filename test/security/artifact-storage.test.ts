@@ -148,7 +148,7 @@ describe('security: unreferenced artifacts are collected, what rollbacks and pre
   const stored = (digest: string) => api.services.artifacts.has(digest);
 
   it('deletes an old unreferenced artifact and keeps the current deploy, the rollback window, a preview, a backup and a fresh upload', async () => {
-    const { services, account } = api;
+    const { services, workers, account } = api;
     await expectJson(await api.request('POST', '/api/apps', { body: { name: 'gc' } }), 201);
     const deploys = [];
     for (let i = 1; i <= 5; i++) {
@@ -197,13 +197,13 @@ describe('security: unreferenced artifacts are collected, what rollbacks and pre
     // While another replica collects, this one does nothing.
     const other = await api.db.transaction(async (trx) => {
       await trx.raw('select pg_advisory_xact_lock(30002, 0)');
-      return services.artifactCollector.collect();
+      return workers.artifactCollector.collect();
     });
     assert.equal(other.skipped, true);
     assert.equal(await stored(d1.digest), true);
 
     const before = await storageOf(api);
-    const run = await services.artifactCollector.collect();
+    const run = await workers.artifactCollector.collect();
     assert.equal(run.skipped, false);
     assert.deepEqual(run.removed.map((r) => r.digest).sort(), [d1.digest, d2.digest, gone.digest].sort());
     assert.deepEqual(run.released.map((r) => r.digest).sort(), [d1.digest, d2.digest, gone.digest].sort());
@@ -229,7 +229,7 @@ describe('security: unreferenced artifacts are collected, what rollbacks and pre
     assert.match(refused.error, new RegExp(`the artifact of deploy ${d1.id} is no longer stored`));
     await expectJson(await api.request('POST', '/api/apps/gc/rollback', { body: { deploy_id: d3.id } }), 202);
     // Nothing else goes on the next run.
-    assert.deepEqual((await services.artifactCollector.collect()).removed, []);
+    assert.deepEqual((await workers.artifactCollector.collect()).removed, []);
   });
 });
 

@@ -14,7 +14,7 @@ import { createMachineApi } from '../../api/machine.js';
 import { createApi } from '../../api/server.js';
 import type { ApiState } from '../../api/state.js';
 import type { Operation } from '../../api/operation.js';
-import { assembleServices, type Services } from '../../api/services.js';
+import { assembleServices, type Services, type Workers } from '../../api/services.js';
 import { createAccount, type Account } from '../../lib/accounts.js';
 import { loadConfig } from '../../lib/config.js';
 import { migrateLatest } from '../../lib/db/migrate.js';
@@ -38,6 +38,8 @@ export interface TestApi {
   /** The machine listener (api/machine.ts), as machines reach it. */
   machineUrl: string;
   services: Services;
+  /** The background workers, to run a pass now or stop one. */
+  workers: Workers;
   clock: TestClock;
   logLines: Array<Record<string, unknown>>;
   /** An account with a full-authority token. */
@@ -164,7 +166,15 @@ export async function startTestApi(
   const log = createLogger('api', 'info', sink);
   // A recorder of deploy outcomes per database: this API's Lease is its own.
   const recorderLease = `svc-deploy-recorder-${randomBytes(4).toString('hex')}`;
-  const { services, kube, stop } = await assembleServices({ config, db: fresh.db, kc, tokens, log, clock: clock.read, recorderLease });
+  const { services, workers, kube, stop } = await assembleServices({
+    config,
+    db: fresh.db,
+    kc,
+    tokens,
+    log,
+    clock: clock.read,
+    recorderLease,
+  });
   listener.serve(createApi(services, opts.operations?.(services)));
   machineListener.serve(createMachineApi(services));
   const { server, url } = listener;
@@ -188,6 +198,7 @@ export async function startTestApi(
     url,
     machineUrl: machineListener.url,
     services,
+    workers,
     clock,
     logLines,
     account,
