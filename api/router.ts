@@ -12,7 +12,7 @@ import type { RateLimiter } from './middleware/rate-limit.js';
 import type { HandlerResult, Operation } from './operation.js';
 import type { Services } from './services.js';
 import type { ApiState } from './state.js';
-import { resolveApp } from './routes/app-access.js';
+import { resolveApp } from './app-access.js';
 
 export const apiPrefix = '/api';
 

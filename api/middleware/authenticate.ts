@@ -34,7 +34,7 @@ export class Authenticator {
     const { actions, apps } = principal.authority;
     if (actions && !actions.has(op.action)) throw new ApiError('forbidden', `token lacks action "${op.action}"`);
     // An apps restriction on an app's operations is checked where the app is resolved, by name or
-    // ID (routes/app-access.ts resolveApp), for every operation alike.
+    // ID (api/app-access.ts resolveApp), for every operation alike.
     if (apps && op.accountWide) {
       throw new ApiError('forbidden', `token lacks account-wide access (it is restricted to apps ${[...apps].join(', ') || '(none)'})`);
     }

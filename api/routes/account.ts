@@ -6,6 +6,7 @@ import { monthStart, meters } from '../../lib/usage.js';
 import { invalid, notFound } from '../errors.js';
 import { within } from '../quotas.js';
 import { op, type Operation } from '../operation.js';
+import { eventSchema } from '../presenters/events.js';
 import type { Services } from '../services.js';
 import { dnsLabel } from '../../lib/contract.js';
 
@@ -56,13 +57,6 @@ const tokenSchema = z.object({
 });
 const meterSchema = z.object(Object.fromEntries(meters.map((m) => [m, z.number()])));
 const periodSchema = z.object({ start: z.string(), end: z.string(), meters: meterSchema });
-const eventSchema = z.object({
-  id: z.number(),
-  type: z.string(),
-  subject: z.string().nullable(),
-  data: z.record(z.string(), z.unknown()),
-  created_at: z.string(),
-});
 
 export function accountOperations(s: Services): Operation[] {
   return [

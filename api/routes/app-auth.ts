@@ -10,7 +10,7 @@ import type { AppRecord } from '../repositories/app-record.js';
 import { conflict, invalid, notFound } from '../errors.js';
 import { op, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
-import { resolveApp } from './app-access.js';
+import { resolveApp } from '../app-access.js';
 import { appUrl, loginUrl } from '../../lib/contract.js';
 
 const userSchema = z.object({

@@ -5,9 +5,11 @@ import { parseDuration } from '../../lib/duration.js';
 import { invalid } from '../errors.js';
 import { op, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
-import { appName, presentApp, appSchema } from './apps.js';
-import { requireApp, resolveApp } from './app-access.js';
-import { actorOf, deploySchema, presentDeploy } from './deploys.js';
+import { actorOf } from '../actor.js';
+import { requireApp, resolveApp } from '../app-access.js';
+import { appName } from '../app-name.js';
+import { appSchema, presentApp } from '../presenters/apps.js';
+import { deploySchema, presentDeploy } from '../presenters/deploys.js';
 
 /** Expiry further than this is a mistake more often than a plan. */
 const maxExpiryMs = 366 * 86400e3;

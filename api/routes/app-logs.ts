@@ -16,7 +16,7 @@ import {
 import { parseSince } from '../../lib/duration.js';
 import { op, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
-import { resolveApp, serviceOrInvalid } from './app-access.js';
+import { resolveApp, serviceOrInvalid } from '../app-access.js';
 
 const logsQuery = z.strictObject({
   tail: z.coerce.number().int().min(0).max(maxTail).default(defaultTail).describe('Lines per machine from before the request.'),

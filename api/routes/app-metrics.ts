@@ -16,7 +16,7 @@ import type { AppRecord } from '../repositories/app-record.js';
 import { ApiError, invalid } from '../errors.js';
 import { op, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
-import { resolveApp } from './app-access.js';
+import { resolveApp } from '../app-access.js';
 import { parseSince } from '../../lib/duration.js';
 import { labels } from '../../lib/contract.js';
 

@@ -7,53 +7,18 @@ import { z } from 'zod';
 import { listTarball, readTarballFiles, TreeError } from '../../lib/artifacts/tarball.js';
 import { UploadTooLarge } from '../../lib/artifacts/store.js';
 import { buildIdPattern, terminalPhases } from '../../lib/builds/index.js';
-import { GitError, resolveRef, shownUrl } from '../../lib/builds/git.js';
-import { planBuild, PlanError, type BuildPlan, type SourceTree } from '../../lib/builds/plan.js';
-import type { BuildRecord } from '../../lib/builds/store.js';
-import type { Build } from '../../lib/resources/index.js';
+import { resolveRef } from '../../lib/builds/git.js';
+import { planBuild, PlanError, type SourceTree } from '../../lib/builds/plan.js';
+import { createdBy } from '../actor.js';
+import { resolveApp } from '../app-access.js';
+import { gitOrApiError } from '../builds/git-error.js';
 import { startBuild, type StartBuild } from '../builds/start.js';
 import { buildLogStream } from '../builds/logs.js';
 import { tarballTypes } from '../deploys/deployer.js';
 import { ApiError, conflict, invalid, notFound } from '../errors.js';
 import { op, type Caller, type Operation } from '../operation.js';
+import { buildSchema, presentBuild } from '../presenters/builds.js';
 import type { Services } from '../services.js';
-import { resolveApp } from './app-access.js';
-import { createdBy } from './deploys.js';
-
-export const buildSchema = z.object({
-  id: z.string(),
-  app: z.string(),
-  status: z.enum(['queued', 'building', 'succeeded', 'failed', 'canceled']),
-  reason: z
-    .string()
-    .nullable()
-    .describe(
-      'Why it is in its state: Queued, Building, Built, Reused, CommandFailed, NothingToBuild, NoOutput, SourceFailed, DeadlineExceeded, OutOfMemory, Canceled, ...',
-    ),
-  message: z.string().nullable(),
-  source: z.union([
-    z.object({ type: z.literal('upload'), digest: z.string() }),
-    z.object({
-      type: z.literal('git'),
-      url: z.string(),
-      ref: z.string().nullable(),
-      commit: z.string().nullable(),
-      path: z.string().nullable(),
-    }),
-  ]),
-  deploy: z.boolean().describe('Whether its output is deployed to the app when it succeeds'),
-  plan: z.record(z.string(), z.unknown()).nullable().describe('The build plan (docs/api/builds.md#the-plan), once made'),
-  artifact: z.object({ digest: z.string(), bytes: z.number().nullable() }).nullable(),
-  image: z.string().nullable(),
-  reused_from: z.string().nullable().describe('The earlier build of the same source whose output this is (nothing was run)'),
-  deploy_id: z.string().nullable(),
-  deploy_error: z.string().nullable(),
-  created_at: z.string(),
-  started_at: z.string().nullable(),
-  completed_at: z.string().nullable(),
-  duration_seconds: z.number().nullable(),
-});
-export type BuildBody = z.infer<typeof buildSchema>;
 
 const createBody = z.strictObject({
   app: z.string().min(1).max(63).describe('The app to build for'),
@@ -103,57 +68,6 @@ async function tarballTree(file: string): Promise<SourceTree> {
   const entries = await listTarball(file);
   const contents = await readTarballFiles(file, (p) => decisive.has(p), 1024 * 1024);
   return { paths: entries.map((e) => e.path), read: (p) => contents.get(p)?.toString('utf8') };
-}
-
-const lower = (phase: string) => phase.toLowerCase() as BuildBody['status'];
-const iso = (d: Date | string | null | undefined) => (d ? new Date(d).toISOString() : null);
-
-/** The record, with what the Build's status says now when it is fresher. */
-export function presentBuild(r: BuildRecord, live: Build | undefined): BuildBody {
-  const st = live?.status;
-  const phase = st?.phase ?? r.phase;
-  const started = st?.startedAt ?? r.startedAt;
-  const completed = st?.completedAt ?? r.completedAt;
-  const digest = st?.artifact?.digest ?? r.artifactDigest;
-  const source: BuildBody['source'] =
-    'artifact' in r.source
-      ? { type: 'upload', digest: r.source.artifact.digest }
-      : {
-          type: 'git',
-          url: shownUrl(r.source.git.url),
-          ref: r.source.git.ref ?? null,
-          commit: r.source.git.commit ?? null,
-          path: r.source.git.path ?? null,
-        };
-  return {
-    id: r.id,
-    app: r.app,
-    status: lower(phase),
-    reason: st?.reason ?? r.reason,
-    message: st?.message ?? r.message,
-    source,
-    deploy: r.deploy,
-    plan: ((st?.plan as BuildPlan | undefined) ?? r.plan ?? null) as Record<string, unknown> | null,
-    artifact: digest ? { digest, bytes: st?.artifact?.sizeBytes ?? r.artifactBytes } : null,
-    image: st?.image ?? r.image,
-    reused_from: st?.reusedFrom ?? r.reusedFrom,
-    deploy_id: r.deployId,
-    deploy_error: r.deployError,
-    created_at: r.createdAt.toISOString(),
-    started_at: iso(started),
-    completed_at: iso(completed),
-    duration_seconds: started && completed ? Math.round((new Date(completed).getTime() - new Date(started).getTime()) / 100) / 10 : null,
-  };
-}
-
-/** Runs a Git call, its refusal turned into the request's error (400, or 503 when unreachable). */
-export async function gitOrApiError<T>(fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (err) {
-    if (err instanceof GitError) throw err.kind === 'unreachable' ? new ApiError('unavailable', err.message) : invalid(err.message);
-    throw err;
-  }
 }
 
 export function buildOperations(s: Services): Operation[] {

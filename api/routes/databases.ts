@@ -14,7 +14,7 @@ import { ApiError, conflict, invalid, notFound } from '../errors.js';
 import { within } from '../quotas.js';
 import { op, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
-import { resolveApp } from './app-access.js';
+import { resolveApp } from '../app-access.js';
 
 const databaseSchema = z.object({
   name: z.string(),

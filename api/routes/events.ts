@@ -9,15 +9,8 @@ import { unknownFiltersMessage } from '../../lib/event-kinds.js';
 import { eventJson } from '../../lib/events.js';
 import { ApiError, invalid } from '../errors.js';
 import { op, type Operation } from '../operation.js';
+import { eventSchema } from '../presenters/events.js';
 import type { Services } from '../services.js';
-
-const eventSchema = z.object({
-  id: z.number(),
-  type: z.string(),
-  subject: z.string().nullable(),
-  data: z.record(z.string(), z.unknown()),
-  created_at: z.string(),
-});
 
 const query = z.strictObject({
   after: z.coerce.number().int().min(0).optional().describe("Events after this id (a previous answer's next_after, or the last id seen)"),

@@ -8,10 +8,12 @@ import { startBuild } from '../builds/start.js';
 import { invalid } from '../errors.js';
 import { op, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
-import { requireApp } from './app-access.js';
-import { appName, appSchema, presentApp } from './apps.js';
-import { buildSchema, gitOrApiError, presentBuild } from './builds.js';
-import { createdBy } from './deploys.js';
+import { createdBy } from '../actor.js';
+import { requireApp } from '../app-access.js';
+import { appName } from '../app-name.js';
+import { gitOrApiError } from '../builds/git-error.js';
+import { appSchema, presentApp } from '../presenters/apps.js';
+import { buildSchema, presentBuild } from '../presenters/builds.js';
 
 const repository = z.string().min(1).max(2048).describe('An https URL of a Git repository');
 const ref = z.string().min(1).max(255).optional().describe('A branch or tag; the default branch when unset');

@@ -8,8 +8,10 @@ import { deployBody, deployFields, tarballTypes, type Prepared } from '../deploy
 import { invalid, notFound } from '../errors.js';
 import { op, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
-import { resolveApp } from './app-access.js';
-import { actorOf, createdBy, deploySchema, keepFor, presentDeploy, readDeployInput, uploadDescription } from './deploys.js';
+import { actorOf, createdBy } from '../actor.js';
+import { resolveApp } from '../app-access.js';
+import { keepFor, readDeployInput, uploadDescription } from '../deploys/input.js';
+import { deploySchema, presentDeploy } from '../presenters/deploys.js';
 import { dnsLabel, previewSeparator } from '../../lib/contract.js';
 
 const ref = z
