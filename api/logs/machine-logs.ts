@@ -9,7 +9,7 @@ import type { Services } from '../services.js';
 import { containers, labels } from '../../lib/contract.js';
 import type { MachineRepository } from '../repositories/machines.js';
 
-/** The machine container, as controllers/app/desired.ts names it. */
+/** The machine container, as controllers/app/machine-spec.ts names it. */
 const containerName = containers.machine;
 export const defaultTail = 100;
 export const maxTail = 10_000;

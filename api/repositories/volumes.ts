@@ -1,5 +1,5 @@
 // An account's volumes as the API reads and deletes them: the volume claims the controllers made
-// for apps' machines (one per machine and volume, controllers/app/desired.ts) and for databases'
+// for apps' machines (one per machine and volume, controllers/app/volume-claims.ts) and for databases'
 // servers, from a cluster-wide informer; bytes used from the kubelets' stats of the nodes they are
 // on. Which are attached is decided from the Apps and the machines' Pods (docs/api/data.md).
 import * as k8s from '@kubernetes/client-node';

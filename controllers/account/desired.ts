@@ -1,7 +1,7 @@
 // The account-namespace reconciler's pure half: what every account namespace holds besides the
 // tenant's own objects. Pod Security Admission `restricted` (enforced), a ResourceQuota and a
 // LimitRange, and a NetworkPolicy that denies all traffic to and from its pods; each App then opens
-// what its machines need (controllers/app/desired.ts, machinePolicy). And the account's registry
+// what its machines need (controllers/app/network-policy.ts, machinePolicy). And the account's registry
 // pull Secret, whose credential pulls the account's images and the platform's, no one else's. No I/O here.
 import type * as k8s from '@kubernetes/client-node';
 import { accountLabel, podSecurityLabels } from '../../lib/accounts.js';

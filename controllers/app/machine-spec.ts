@@ -1,0 +1,213 @@
+// A machine's Pod spec as the App describes it: containers, security context, volumes, env, probes, restart, and its node.
+import type * as k8s from '@kubernetes/client-node';
+import { servicesOf, type Restart, type ServiceView } from '../../lib/app-services.js';
+import { appHost, containers } from '../../lib/contract.js';
+import { credentialKeys, databaseObjects, databasePort } from '../../lib/databases.js';
+import type { App } from '../../lib/resources/index.js';
+import { podVolumeName, volumeClaimName } from '../../lib/volumes.js';
+import { isTenantImage } from '../../lib/registry/names.js';
+import type { AppSettings } from './desired.js';
+
+/**
+ * An attached database's variables, Heroku's and libpq's: the address as observed, the credentials
+ * from the API's Secret through the kubelet (the controllers never read it), and DATABASE_URL
+ * composed by Kubernetes' $(VAR) expansion of the variables before it. After the app's own: an
+ * attachment wins over a variable of the same name.
+ */
+function databaseEnv(db: NonNullable<AppSettings['database']>): k8s.V1EnvVar[] {
+  if (!db.host) return [];
+  const secret = databaseObjects(db.name).secret;
+  const key = (name: string, k: string): k8s.V1EnvVar => ({ name, valueFrom: { secretKeyRef: { name: secret, key: k } } });
+  return [
+    { name: 'PGHOST', value: db.host },
+    { name: 'PGPORT', value: String(databasePort) },
+    key('PGUSER', credentialKeys.username),
+    key('PGPASSWORD', credentialKeys.password),
+    key('PGDATABASE', credentialKeys.database),
+    { name: 'DATABASE_URL', value: 'postgres://$(PGUSER):$(PGPASSWORD)@$(PGHOST):$(PGPORT)/$(PGDATABASE)' },
+  ];
+}
+
+/** Kinds the platform's runtime image serves from a fetched artifact. */
+export const runtimeKinds = new Set(['static', 'html', 'markdown', 'handlers']);
+const siteRoot = '/srv/site';
+
+/**
+ * The app's environment: PORT, the app's own variables, then what a machine needs to verify identity
+ * assertions (the runtime does; a container service may, docs/api/identity-assertion.md). Those come
+ * last so they win over an app variable of the same name (Kubernetes keeps the last duplicate).
+ */
+function envOf(app: App, view: ServiceView, settings: AppSettings): k8s.V1EnvVar[] {
+  return [
+    ...(view.port !== undefined ? [{ name: 'PORT', value: String(view.port) }] : []),
+    ...view.env.filter((e) => !e.name.startsWith('SVC_AUTH_')).map((e) => ({ name: e.name, value: e.value ?? '' })),
+    ...(settings.database ? databaseEnv(settings.database) : []),
+    { name: 'SVC_AUTH_JWKS_URL', value: app.spec.identity?.jwksUrl ?? settings.jwksUrl },
+    { name: 'SVC_AUTH_ISSUER', value: app.spec.identity?.issuer ?? settings.assertionIssuer },
+    { name: 'SVC_AUTH_AUDIENCE', value: appHost(settings.site, app.metadata.name!) },
+  ];
+}
+
+/**
+ * Every machine runs as this uid and gid (the `app` user of the platform's images), never as root,
+ * whatever user the image names: tenant code is hostile (docs/security.md, tenant isolation).
+ */
+export const machineUid = 1000;
+/** Pod Security Admission's `restricted` profile, which account namespaces enforce, and more. */
+const machinePodSecurity: k8s.V1PodSecurityContext = {
+  runAsNonRoot: true,
+  runAsUser: machineUid,
+  runAsGroup: machineUid,
+  fsGroup: machineUid,
+  seccompProfile: { type: 'RuntimeDefault' },
+};
+const machineContainerSecurity: k8s.V1SecurityContext = {
+  allowPrivilegeEscalation: false,
+  capabilities: { drop: ['ALL'] },
+  readOnlyRootFilesystem: true,
+  runAsNonRoot: true,
+};
+/** The root filesystem is read-only: /tmp is the one writable place a machine has (bounded). */
+const tmpVolume: k8s.V1Volume = { name: 'tmp', emptyDir: { sizeLimit: '256Mi' } };
+const tmpMount: k8s.V1VolumeMount = { name: 'tmp', mountPath: '/tmp' };
+/**
+ * The node disk a machine may take besides its volumes (docs/decisions/0023-disks.md): /tmp (256Mi),
+ * the served site (an artifact is at most 256 MiB packed) and its logs, which the kubelet counts
+ * together and evicts the machine past. Named on every container, not left to the account's
+ * LimitRange, so a machine is bounded in any namespace.
+ */
+export const machineEphemeralStorage = { request: '64Mi', limit: '1Gi' } as const;
+
+/** Machine `ordinal`'s persistent volumes (each its own claim) and where they are mounted. */
+function persistentVolumes(app: App, view: ServiceView, ordinal: number): { volumes: k8s.V1Volume[]; mounts: k8s.V1VolumeMount[] } {
+  const declared = view.volumes;
+  return {
+    volumes: declared.map((v) => ({
+      name: podVolumeName(v.name),
+      persistentVolumeClaim: { claimName: volumeClaimName(app.metadata.name!, v.name, ordinal) },
+    })),
+    mounts: declared.map((v) => ({ name: podVolumeName(v.name), mountPath: v.path })),
+  };
+}
+
+/** How a machine of `view` is known ready: its healthcheck, else its port accepting connections, else running. */
+function readinessOf(view: ServiceView): k8s.V1Probe | undefined {
+  const h = view.healthcheck;
+  if (h) {
+    return {
+      exec: { command: h.command },
+      periodSeconds: h.intervalSeconds ?? 30,
+      timeoutSeconds: h.timeoutSeconds ?? 30,
+      failureThreshold: h.retries ?? 3,
+    };
+  }
+  if (view.port === undefined) return undefined;
+  return { tcpSocket: { port: view.port as unknown as k8s.IntOrString }, periodSeconds: 1, failureThreshold: 2 };
+}
+
+const restartPolicies: Record<Restart, string> = { always: 'Always', 'on-failure': 'OnFailure', no: 'Never' };
+
+/**
+ * The names the app's machines reach its services by (and their addresses), for every machine of an
+ * App with services: the platform runs no cluster DNS it could rely on, and a Service's ClusterIP
+ * lasts as long as the Service.
+ */
+function hostAliasesOf(app: App, settings: AppSettings): k8s.V1HostAlias[] | undefined {
+  if (!app.spec.services?.length) return undefined;
+  const aliases: k8s.V1HostAlias[] = [];
+  for (const view of servicesOf(app.spec)) {
+    const ip = view.name !== undefined && view.ports.length ? settings.serviceAddresses?.get(view.name) : undefined;
+    if (ip) aliases.push({ ip, hostnames: [view.name!, ...view.aliases] });
+  }
+  return aliases.length ? aliases : undefined;
+}
+
+/** The machine's containers and volumes, as the App describes them. */
+export function machineSpec(
+  app: App,
+  settings: AppSettings,
+  ordinal = 0,
+  view: ServiceView = servicesOf(app.spec)[0]!,
+): Pick<k8s.V1PodSpec, 'containers' | 'initContainers' | 'volumes' | 'securityContext' | 'hostAliases' | 'restartPolicy'> {
+  const persistent = persistentVolumes(app, view, ordinal);
+  const limits = Object.fromEntries(Object.entries(app.spec.resources ?? {}).filter(([, v]) => v !== undefined)) as Record<string, string>;
+  const readiness = readinessOf(view);
+  const hostAliases = hostAliasesOf(app, settings);
+  const podLevel = {
+    securityContext: machinePodSecurity,
+    ...(hostAliases ? { hostAliases } : {}),
+    // Always is what a machine had before services could say otherwise; named only when it differs.
+    ...(view.restart !== 'always' ? { restartPolicy: restartPolicies[view.restart] } : {}),
+  };
+  const main: k8s.V1Container = {
+    name: containers.machine,
+    image: view.image,
+    // A tenant's image in the platform's registry is asked for every time the machine starts: a
+    // copy another account's machine left on the node is never run without this account's
+    // credential being checked (docs/decisions/0025-registry-auth.md).
+    ...(isTenantImage(view.image, settings.images?.platformRegistry) ? { imagePullPolicy: 'Always' } : {}),
+    ...(view.command ? { command: view.command } : {}),
+    ...(view.args ? { args: view.args } : {}),
+    ...(view.workingDir ? { workingDir: view.workingDir } : {}),
+    ...(view.public
+      ? { ports: [{ name: 'http', containerPort: view.port! }] }
+      : view.ports.length
+        ? { ports: view.ports.map((p) => ({ name: `p${p}`, containerPort: p })) }
+        : {}),
+    env: envOf(app, view, settings),
+    ...(app.spec.envSecretName ? { envFrom: [{ secretRef: { name: app.spec.envSecretName } }] } : {}),
+    resources: {
+      requests: { 'ephemeral-storage': machineEphemeralStorage.request },
+      limits: { ...limits, 'ephemeral-storage': machineEphemeralStorage.limit },
+    },
+    ...(readiness ? { readinessProbe: readiness } : {}),
+    securityContext: machineContainerSecurity,
+    volumeMounts: [tmpMount, ...persistent.mounts],
+  };
+  const source = app.spec.source;
+  if (!view.public || !runtimeKinds.has(app.spec.kind ?? '') || !source)
+    return { ...podLevel, containers: [main], volumes: [tmpVolume, ...persistent.volumes] };
+  // The runtime serves the artifact an init container fetched and verified into an emptyDir, so a
+  // machine never serves bytes other than the digest the App names.
+  const mount = { name: 'site', mountPath: siteRoot };
+  return {
+    ...podLevel,
+    initContainers: [
+      {
+        name: containers.fetch,
+        image: settings.runtimeImage,
+        args: ['fetch'],
+        env: [
+          { name: 'SVC_ARTIFACT_URL', value: source.url ?? `${settings.artifactBaseUrl}/${source.digest}` },
+          { name: 'SVC_ARTIFACT_DIGEST', value: source.digest },
+          { name: 'SVC_SITE_ROOT', value: siteRoot },
+        ],
+        resources: {
+          requests: { 'ephemeral-storage': machineEphemeralStorage.request },
+          limits: { 'ephemeral-storage': machineEphemeralStorage.limit },
+        },
+        securityContext: machineContainerSecurity,
+        volumeMounts: [mount, tmpMount],
+      },
+    ],
+    containers: [
+      {
+        ...main,
+        image: settings.runtimeImage,
+        command: undefined,
+        args: ['serve'],
+        workingDir: undefined,
+        env: [...envOf(app, view, settings), { name: 'SVC_APP_KIND', value: app.spec.kind! }, { name: 'SVC_SITE_ROOT', value: siteRoot }],
+        volumeMounts: [{ ...mount, readOnly: true }, tmpMount, ...persistent.mounts],
+      },
+    ],
+    volumes: [{ name: 'site', emptyDir: {} }, tmpVolume, ...persistent.volumes],
+  };
+}
+
+/** The node machine `ordinal` is pinned to (spec.placement, machine migration), if any. */
+export function placementOf(app: App, ordinal: number, view?: ServiceView): string | undefined {
+  // Placement (machine migration) pins the public service's machines.
+  if (view && !view.public) return undefined;
+  return (app.spec.placement ?? []).find((p) => p.ordinal === ordinal)?.node;
+}

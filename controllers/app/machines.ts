@@ -1,0 +1,167 @@
+// Which machines each service of the App should have: which to make, which go, and how they stand.
+import type * as k8s from '@kubernetes/client-node';
+import type { ServiceView } from '../../lib/app-services.js';
+import { annotations, labels } from '../../lib/contract.js';
+import type { App } from '../../lib/resources/index.js';
+import { refusedImage } from '../../lib/images/registry-policy.js';
+import type { AppSettings, Choice } from './desired.js';
+import { machinePod } from './machine-pod.js';
+import { broken, dependencyMet, done, hopelessMachine, machineState, podOfService } from './machine-state.js';
+import { revisionOf } from './revision.js';
+import type { AppStatusFields } from './rollout.js';
+import { volumeClaim } from './volume-claims.js';
+
+/** One service's part of the plan. */
+export interface ServicePlan {
+  want: number;
+  ready: number;
+  current: number;
+  machines: NonNullable<AppStatusFields['machines']>;
+  /** Why its machines are not made yet (dependencies, addresses). */
+  waits?: string;
+  /** Its machines to make, and the volume claims its wanted machines miss. */
+  create: k8s.V1Pod[];
+  claims: k8s.V1PersistentVolumeClaim[];
+  /** Its machines that go (one may be named twice). */
+  delete: k8s.V1Pod[];
+  /** Why machines of the current revision will not become ready (or finish). */
+  hopeless: string[];
+  /** Its machines of the current revision that are failing, and why. */
+  problems: string[];
+  /** Ms until the first of its machines still starting is past its deadline. */
+  nextDeadline?: number;
+}
+
+/** What every service's part of the plan is made from. */
+interface Machines {
+  app: App;
+  choice: Choice;
+  live: readonly k8s.V1Pod[];
+  settings: AppSettings;
+  now: Date;
+  claimNames: ReadonlySet<string | undefined>;
+  addressless: readonly string[];
+}
+
+/** The machines that go whatever their service plans: those of a service the App no longer has, and those running a refused image. */
+export function strayMachines(live: readonly k8s.V1Pod[], views: readonly ServiceView[], settings: AppSettings): k8s.V1Pod[] {
+  // Machines of a service the App no longer has go.
+  // And a machine running an image tenants may not use goes at once, not after its replacement is
+  // ready: its node's containerd would keep pulling from that registry (the platform's runtime image
+  // is the operator's, never judged).
+  const refusedPod = (p: k8s.V1Pod) =>
+    settings.images !== undefined &&
+    [...(p.spec?.initContainers ?? []), ...(p.spec?.containers ?? [])].some(
+      (c) => c.image !== undefined && c.image !== settings.runtimeImage && refusedImage([c.image], settings.images!) !== undefined,
+    );
+  return live.filter((p) => !views.some((v) => podOfService(p, v)) || refusedPod(p));
+}
+
+/**
+ * Each service's part of the plan, in the order of the chosen App's services. A service's machines
+ * are made once the services it depends on are as it asks, and, in an App with services, once every
+ * service's address is known (each machine is given them all).
+ */
+export function planServices(
+  app: App,
+  choice: Choice,
+  live: readonly k8s.V1Pod[],
+  settings: AppSettings,
+  now: Date,
+  claims: readonly k8s.V1PersistentVolumeClaim[],
+): ServicePlan[] {
+  const { views, withServices } = choice;
+  const claimNames = new Set(claims.map((c) => c.metadata?.name));
+  const addressless = withServices
+    ? views.filter((v) => v.name !== undefined && v.ports.length && !settings.serviceAddresses?.get(v.name)).map((v) => v.name!)
+    : [];
+  return views.map((view) => planService(view, { app, choice, live, settings, now, claimNames, addressless }));
+}
+
+/** Service `view`'s part of the plan: how many machines it wants, what it waits for, and each ordinal's machine. */
+function planService(view: ServiceView, m: Machines): ServicePlan {
+  const { app, live, settings } = m;
+  const { target, servable, views } = m.choice;
+  const want = app.spec.suspended || !servable ? 0 : view.machines;
+  const mine = live.filter((p) => podOfService(p, view));
+  const unmet = view.dependsOn
+    .filter((d) => {
+      const dep = views.find((v) => v.name === d.service);
+      return dep !== undefined && !dependencyMet(dep, live, d.condition, (o) => revisionOf(target, settings, o, dep));
+    })
+    .map((d) => `${d.service} (${d.condition})`);
+  const waits = m.addressless.length
+    ? `waits for the address of ${m.addressless.join(', ')}`
+    : unmet.length
+      ? `waits for ${unmet.join(', ')}`
+      : undefined;
+  const out: ServicePlan = {
+    want,
+    ready: 0,
+    current: 0,
+    machines: [],
+    ...(waits ? { waits } : {}),
+    create: [],
+    claims: [],
+    delete: [],
+    hopeless: [],
+    problems: [],
+  };
+  for (const p of mine) {
+    const ordinal = Number(p.metadata?.labels?.[labels.machine]);
+    if (!Number.isInteger(ordinal) || ordinal >= want) out.delete.push(p);
+  }
+  for (let ordinal = 0; ordinal < want; ordinal++) planMachine(view, ordinal, mine, out, m);
+  return out;
+}
+
+/**
+ * Machine `ordinal` of `view`: a machine of the current revision is started next to an older one,
+ * which goes only once the new one is Ready (or, in a service that does not restart, done).
+ */
+function planMachine(view: ServiceView, ordinal: number, mine: readonly k8s.V1Pod[], out: ServicePlan, m: Machines): void {
+  const { settings, now } = m;
+  const { target, withServices } = m.choice;
+  const { create, claims: missingClaims, delete: del, hopeless: hopelessOnes, problems } = out;
+  const who = withServices ? `${view.name} machine ${ordinal}` : `machine ${ordinal}`;
+  const revision = revisionOf(target, settings, ordinal, view);
+  const forOrdinal = mine.filter((p) => Number(p.metadata?.labels?.[labels.machine]) === ordinal);
+  const fresh = forOrdinal.find((p) => p.metadata?.labels?.[labels.revision] === revision);
+  const old = forOrdinal.filter((p) => p !== fresh);
+  for (const v of view.volumes) {
+    const claim = volumeClaim(target, v, ordinal, settings, view);
+    if (!m.claimNames.has(claim.metadata!.name)) missingClaims.push(claim);
+  }
+  if (!fresh && !out.waits) create.push(machinePod(target, ordinal, settings, now, view));
+  else if (fresh && done(fresh, view)) del.push(...old);
+  if (fresh) {
+    const why = hopelessMachine(fresh, view, now, settings.rolloutDeadlineMs);
+    if (why) hopelessOnes.push(`${who}: ${why}`);
+    else if (!done(fresh, view)) {
+      const created = fresh.metadata?.creationTimestamp ? new Date(fresh.metadata.creationTimestamp).getTime() : now.getTime();
+      const left = created + settings.rolloutDeadlineMs + (view.healthcheck?.startPeriodSeconds ?? 0) * 1000 - now.getTime();
+      out.nextDeadline = Math.min(out.nextDeadline ?? left, left);
+    }
+  }
+  // A failed machine of the current revision is replaced, unless its service says not to restart.
+  if (fresh && view.restart === 'always' && (fresh.status?.phase === 'Failed' || fresh.status?.phase === 'Succeeded')) {
+    del.push(fresh);
+  }
+  const serving = [fresh, ...old].find((p) => p && done(p, view));
+  if (serving) out.ready += 1;
+  if (fresh && done(fresh, view)) out.current += 1;
+  const problem = fresh && broken(fresh, view);
+  if (problem) problems.push(`${who}: ${problem}`);
+  const shown = serving ?? fresh;
+  if (shown) {
+    out.machines.push({
+      ordinal,
+      pod: shown.metadata!.name!,
+      ...(shown.spec?.nodeName ? { node: shown.spec.nodeName } : {}),
+      ...(shown.status?.podIP ? { address: shown.status.podIP } : {}),
+      state: machineState(shown),
+      ...(shown.metadata?.annotations?.[annotations.deploy] ? { deploy: shown.metadata.annotations[annotations.deploy] } : {}),
+      ...(shown.status?.startTime ? { startedAt: new Date(shown.status.startTime).toISOString() } : {}),
+    });
+  }
+}
