@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { components, ConfigError, loadComponentConfig, loadConfig } from '../../lib/config.js';
+import { components, ConfigError, envSchema, loadComponentConfig, loadConfig, parts, readsOf } from '../../lib/config.js';
 
 const none = { exists: () => false };
 
@@ -94,5 +94,88 @@ describe('loadComponentConfig (each process validates only what it reads)', () =
     const c = loadComponentConfig('controllers', { SVC_API_MACHINE_PORT: '18001' }, none);
     assert.equal(c.deploys.artifactBaseUrl, 'http://10.244.0.1:18001/artifacts');
     assert.equal(c.assertion.jwksUrl, 'http://10.244.0.1:18001/_svc/auth/jwks.json');
+  });
+});
+
+describe('the parts of the configuration (each variable declared once)', () => {
+  type Reader = (e: unknown, ctx: { exists: (file: string) => boolean }) => unknown;
+  const partList = Object.entries(parts) as Array<[keyof typeof parts, (typeof parts)[keyof typeof parts]]>;
+
+  it('each variable belongs to one part, and a part uses only variables other parts own', () => {
+    const owners = new Map<string, string[]>();
+    for (const [name, p] of partList) for (const v of Object.keys(p.env)) owners.set(v, [...(owners.get(v) ?? []), name]);
+    assert.deepEqual(
+      [...owners].filter(([, o]) => o.length > 1),
+      [],
+      'declared by more than one part',
+    );
+    assert.deepEqual([...owners.keys()].sort(), Object.keys(envSchema.shape).sort());
+    for (const [name, p] of partList)
+      for (const [v, owner] of Object.entries(p.uses as Record<string, { env: object }>)) {
+        assert.ok(Object.values(parts).includes(owner as never), `${name} uses ${v} of a part not in parts`);
+        assert.ok(v in owner.env, `${name} uses ${v}, which the part it names does not own`);
+        assert.ok(!(v in p.env), `${name} both owns and uses ${v}`);
+      }
+  });
+
+  it('every variable is read by at least one component', () => {
+    const read = new Set<string>(Object.values(components).flatMap((names) => names.flatMap((name) => readsOf[name])));
+    assert.deepEqual(
+      Object.keys(envSchema.shape).filter((v) => !read.has(v)),
+      [],
+    );
+  });
+
+  it('readsOf lists exactly the variables each part reads', () => {
+    // Defaults, and the optional providers configured (the variables read only when they are).
+    const envs = [
+      {},
+      {
+        SVC_IDP_ISSUER: 'https://idp.example.com',
+        SVC_IDP_CLIENT_ID: 'id',
+        SVC_IDP_CLIENT_SECRET: 'secret',
+        SVC_CODEHOST_CLIENT_ID: 'id',
+        SVC_CODEHOST_CLIENT_SECRET: 'secret',
+      },
+    ];
+    for (const [name, p] of partList) {
+      const touched = new Set<string>();
+      for (const env of envs) {
+        const e = envSchema.parse(env) as Record<string, unknown>;
+        const own = Object.fromEntries(readsOf[name].map((v) => [v, e[v]]));
+        const watched = new Proxy(own, {
+          get: (target, key) => (touched.add(String(key)), target[key as string]),
+          has: (target, key) => (touched.add(String(key)), key in target),
+        });
+        (p.read as Reader)(watched, none);
+      }
+      assert.deepEqual([...touched].sort(), [...readsOf[name]].sort(), name);
+    }
+  });
+
+  it('a provider set without its credentials is refused, by the processes that read it', () => {
+    const env = { SVC_IDP_ISSUER: 'https://idp.example.com', SVC_CODEHOST_CLIENT_ID: 'id' };
+    assert.throws(
+      () => loadConfig(env, none),
+      (err: unknown) => {
+        assert.ok(err instanceof ConfigError);
+        assert.deepEqual(err.problems, [
+          'SVC_IDP_CLIENT_ID: required when SVC_IDP_ISSUER is set',
+          'SVC_IDP_CLIENT_SECRET: required when SVC_IDP_ISSUER is set',
+          'SVC_CODEHOST_CLIENT_SECRET: required when SVC_CODEHOST_CLIENT_ID is set',
+        ]);
+        return true;
+      },
+    );
+    assert.equal(loadComponentConfig('controllers', env, none).deploys.artifactKey, undefined);
+  });
+
+  it('a process that does not read the deploys part does not look for the artifact key', () => {
+    const env = { SVC_STATE_DIR: '/nonexistent-svc-state' };
+    assert.deepEqual(loadComponentConfig('policy-agent', env, { exists: () => true }), {
+      logLevel: 'info',
+      kubeconfig: '/nonexistent-svc-state/kubeconfig',
+    });
+    assert.throws(() => loadComponentConfig('registry-auth', env, { exists: () => true }), /ENOENT.*artifact-key/);
   });
 });
