@@ -14,6 +14,8 @@ import type { Logger } from '../lib/logger.js';
 import { MailOutbox } from '../lib/mail/outbox.js';
 import type { TokenStore } from '../lib/tokens/store.js';
 import { AppActions } from './deploys/actions.js';
+import { DatabaseActions } from './databases/actions.js';
+import { VolumeActions } from './volumes/actions.js';
 import { AccountLock } from './quotas.js';
 import { ArtifactHolds } from '../lib/artifacts/holds.js';
 import { AccountStorage } from './storage/account-storage.js';
@@ -133,6 +135,8 @@ export interface Services {
   };
   /** Databases and their credentials (api/repositories/databases.ts). */
   databases: DatabaseRepository;
+  /** Creating, deleting, backing up, attaching and detaching databases: the data group's decisions (api/databases/actions.ts). */
+  databaseActions: DatabaseActions;
   /**
    * The account's storage as its limit counts it (databases, volumes made and declared, stored
    * artifacts), checked and taken under its lock (api/storage/account-storage.ts).
@@ -142,6 +146,8 @@ export interface Services {
   accountLock: AccountLock;
   /** Apps' and databases' volumes (api/repositories/volumes.ts). */
   volumes: VolumeRepository;
+  /** Listing volumes and deleting a detached one (api/volumes/actions.ts). */
+  volumeActions: VolumeActions;
   /** Databases' backups (lib/backups.ts) and where backup Jobs send them (api/backups.ts, on the machine listener). */
   backups: {
     list: (accountId: string, database: string) => Promise<Backup[]>;
@@ -443,6 +449,40 @@ export async function assembleServices(deps: {
     config.builds.gitPollMs,
   );
   gitSync.start();
+  const usage: Services['usage'] = {
+    between: (accountId, start, end) => usageBetween(db, accountId, start, end),
+    byApp: (accountId, start, end) => machineSecondsByApp(db, accountId, start, end),
+    history: (accountId, now, count, bucket) => usageHistory(db, accountId, now, count, bucket),
+    storage: (accountId, subject, bytes) => recordStorageSample(db, accountId, subject, bytes, clock()),
+  };
+  const backups: Services['backups'] = {
+    list: (accountId, database) => listBackups(db, accountId, database),
+    get: (accountId, id) => getBackup(db, accountId, id),
+    endpoint: backupEndpoint({
+      store: artifacts,
+      storage,
+      db,
+      key: config.deploys.artifactKey,
+      limitBytes: config.databases.maxBytesPerAccount,
+      log,
+      clock,
+    }),
+  };
+  const databaseActions = new DatabaseActions({
+    databases,
+    apps,
+    backups,
+    quota: { lock: accountLock, limits: { databases: config.databases.maxPerAccount }, storage },
+    usage,
+    events,
+    settings: {
+      defaultBytes: config.databases.defaultBytes,
+      provider: config.databases.provider,
+      artifactBaseUrl: config.deploys.artifactBaseUrl,
+    },
+    clock,
+  });
+  const volumeActions = new VolumeActions({ volumes, apps, databases, storage, usage, events });
   const services: Services = {
     config,
     tokens,
@@ -457,12 +497,7 @@ export async function assembleServices(deps: {
     auth: { users: new AppUserStore(db, clock), sessions: new SessionStore(db, clock), links: new LinkStore(db, clock) },
     events,
     eventHub,
-    usage: {
-      between: (accountId, start, end) => usageBetween(db, accountId, start, end),
-      byApp: (accountId, start, end) => machineSecondsByApp(db, accountId, start, end),
-      history: (accountId, now, count, bucket) => usageHistory(db, accountId, now, count, bucket),
-      storage: (accountId, subject, bytes) => recordStorageSample(db, accountId, subject, bytes, clock()),
-    },
+    usage,
     webhooks: {
       list: (accountId) => listWebhooks(db, accountId),
       create: (accountId, input) => createWebhook(db, accountId, input),
@@ -474,22 +509,12 @@ export async function assembleServices(deps: {
       redeliver: (accountId, id, deliveryId) => redeliver(db, accountId, id, deliveryId, clock()),
     },
     databases,
+    databaseActions,
     storage,
     accountLock,
     volumes,
-    backups: {
-      list: (accountId, database) => listBackups(db, accountId, database),
-      get: (accountId, id) => getBackup(db, accountId, id),
-      endpoint: backupEndpoint({
-        store: artifacts,
-        storage,
-        db,
-        key: config.deploys.artifactKey,
-        limitBytes: config.databases.maxBytesPerAccount,
-        log,
-        clock,
-      }),
-    },
+    volumeActions,
+    backups,
     builds,
     repositories,
     gitSync,

@@ -3,6 +3,9 @@
 // credentials Secret, which only the API writes: the controllers never read Secrets, the server and
 // attached machines get it through the kubelet. Every database has passwords of its own, a branch
 // too (docs/decisions/0017-databases.md). A cluster that cannot be asked is a DomainError.
+// Handlers and actions read a Database as a DatabaseRecord (its fields named and typed, read once);
+// list and get answer the custom resources themselves, for the deploy actions' branches and the
+// storage count (api/deploys/actions.ts, api/storage/account-storage.ts).
 import { randomBytes } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
 import { apiVersion, group, labels, managers, pluralOf, version } from '../../lib/contract.js';
@@ -15,6 +18,81 @@ import type { Logger } from '../../lib/logger.js';
 import type { Database } from '../../lib/resources/index.js';
 
 const plural = pluralOf('Database');
+
+export type DatabaseCondition = NonNullable<NonNullable<Database['status']>['conditions']>[number];
+
+/** A Database as the API's handlers and actions see it: the custom resource read once into named, typed fields. */
+export interface DatabaseRecord {
+  readonly name: string;
+  readonly namespace: string;
+  readonly engine: NonNullable<Database['spec']['engine']>;
+  /** What serves it, as written on it; undefined: the controllers' default (SVC_DATABASE_PROVIDER). */
+  readonly provider: Database['spec']['provider'];
+  /** The size of its volume as asked for; undefined: the platform's default (lib/databases.ts databaseBytes). */
+  readonly storageBytes: number | undefined;
+  /** What goes with it when it is deleted: Drop, its data; Retain keeps its volume (and credentials). */
+  readonly deletionPolicy: NonNullable<Database['spec']['deletionPolicy']>;
+  /** Whether it is being deleted (its controller is letting its server go). */
+  readonly deleting: boolean;
+  /** Its server's phase as the controller reports it; Pending until it has. */
+  readonly phase: NonNullable<NonNullable<Database['status']>['phase']>;
+  /** The controller's Ready condition, if it has reported one. */
+  readonly ready: DatabaseCondition | undefined;
+  /** The app whose machines have its credentials, as the controller reports it. */
+  readonly attachedTo: string | undefined;
+  readonly host: string | undefined;
+  readonly port: number | undefined;
+  /** The name of the PostgreSQL database in its server. */
+  readonly databaseName: string | undefined;
+  /** What its data takes on its volume, as last measured. */
+  readonly usedBytes: number | undefined;
+  /** The Database it is a branch of (a preview's copy). */
+  readonly branchOf: string | undefined;
+  readonly createdAt: Date;
+}
+
+const records = new WeakMap<Database, DatabaseRecord>();
+
+/**
+ * The record of a Database as read (informer objects are immutable: one record each). The
+ * apiserver sets a name, a namespace and a creation time on everything it stores: a resource
+ * without them is not one it answered, and is refused as a DomainError rather than shown half.
+ */
+export function databaseRecord(db: Database): DatabaseRecord {
+  const known = records.get(db);
+  if (known) return known;
+  const m = db.metadata;
+  const createdAt = new Date(m.creationTimestamp ?? Number.NaN);
+  const missing = [
+    !m.name && 'metadata.name',
+    !m.namespace && 'metadata.namespace',
+    Number.isNaN(createdAt.getTime()) && 'metadata.creationTimestamp',
+  ]
+    .filter(Boolean)
+    .join(', ');
+  if (missing)
+    throw new DomainError('unavailable', `cannot read database ${m.name ?? '(unnamed)'}: the cluster answered it without ${missing}`);
+  const record: DatabaseRecord = Object.freeze({
+    name: m.name!,
+    namespace: m.namespace!,
+    engine: db.spec.engine ?? 'postgres',
+    provider: db.spec.provider,
+    storageBytes: db.spec.storageBytes,
+    deletionPolicy: db.spec.deletionPolicy ?? 'Drop',
+    deleting: !!m.deletionTimestamp,
+    phase: db.status?.phase ?? 'Pending',
+    ready: db.status?.conditions?.find((c) => c.type === 'Ready'),
+    attachedTo: db.status?.attachedTo,
+    host: db.status?.host,
+    port: db.status?.port,
+    databaseName: db.status?.databaseName,
+    usedBytes: db.status?.usedBytes,
+    branchOf: db.spec.branchOf,
+    createdAt,
+  });
+  records.set(db, record);
+  return record;
+}
 
 /** A new password: 48 hex digits (so a URL holds it unescaped). */
 const newPassword = () => randomBytes(24).toString('hex');
@@ -85,12 +163,25 @@ export class DatabaseRepository {
     return this.informer;
   }
 
+  /** The account's Databases as custom resources, by name (what the deploy actions and the storage count read). */
   list(namespace: string): Database[] {
     return [...this.informer.list(namespace)].sort((a, b) => a.metadata.name!.localeCompare(b.metadata.name!));
   }
 
+  /** A Database as its custom resource. */
   get(namespace: string, name: string): Database | undefined {
     return this.informer.get(name, namespace);
+  }
+
+  /** The account's databases, by name. */
+  records(namespace: string): DatabaseRecord[] {
+    return this.list(namespace).map(databaseRecord);
+  }
+
+  /** Database `name` of the account, if there is one (one being deleted included). */
+  record(namespace: string, name: string): DatabaseRecord | undefined {
+    const db = this.get(namespace, name);
+    return db && databaseRecord(db);
   }
 
   /**
@@ -98,7 +189,7 @@ export class DatabaseRepository {
    * it belongs to the volume a Retain'ed database of this name left, whose data it opens. Then the
    * Database; if that fails, a Secret made here is removed (nothing half-written).
    */
-  async create(namespace: string, name: string, spec: Database['spec']): Promise<Database> {
+  async create(namespace: string, name: string, spec: Database['spec']): Promise<DatabaseRecord> {
     const o = databaseObjects(name);
     let made = false;
     try {
@@ -130,7 +221,7 @@ export class DatabaseRepository {
         spec,
       );
       await untilCached<Database>(this.informer, namespace, name, (c) => c?.metadata.uid === created.metadata.uid);
-      return created;
+      return databaseRecord(created);
     } catch (err) {
       if (made) await this.core.deleteNamespacedSecret({ namespace, name: o.secret }).catch(() => undefined);
       if (kubeStatus(err) === 409) throw new DomainError('conflict', `a database named "${name}" already exists`);
@@ -225,12 +316,12 @@ export class DatabaseRepository {
   }
 
   /** Deletes the Database (its controller applies the deletionPolicy to the volume); Drop removes its credentials too. */
-  async delete(namespace: string, db: Database): Promise<void> {
-    const name = db.metadata.name!;
+  async delete(namespace: string, db: Pick<DatabaseRecord, 'name' | 'deletionPolicy'>): Promise<void> {
+    const name = db.name;
     await this.custom.deleteNamespacedCustomObject({ group, version, namespace, plural, name }).catch((err: unknown) => {
       if (kubeStatus(err) !== 404) throw err;
     });
-    if ((db.spec.deletionPolicy ?? 'Drop') === 'Drop') {
+    if (db.deletionPolicy === 'Drop') {
       await this.core.deleteNamespacedSecret({ namespace, name: databaseObjects(name).secret }).catch((err: unknown) => {
         if (kubeStatus(err) !== 404) throw err;
       });

@@ -10,36 +10,53 @@ import { DomainError } from '../../lib/errors.js';
 import { kubeStatus } from '../../lib/kube/client.js';
 import { keepWatching } from '../../lib/kube/keep-watching.js';
 import type { Logger } from '../../lib/logger.js';
-import type { Database } from '../../lib/resources/index.js';
 import { measuredBytes, quantityBytes } from '../../lib/volumes.js';
 import type { AppRecord } from './app-record.js';
+import type { DatabaseRecord } from './databases.js';
 
-export interface Volume {
-  ref: string;
-  /** `machine`: an app machine's; `database`: a database server's (listed, never deleted here). */
-  kind: 'machine' | 'database';
-  app: string | null;
-  /** The app's service whose machine it is, in an app with several (compose services); null otherwise. */
-  service: string | null;
-  machine: number | null;
-  volume: string | null;
-  database: string | null;
-  /** Where the machine sees it, while the app declares it. */
-  path: string | null;
-  size_bytes: number;
+interface VolumeFields {
+  /** The claim's name: how the API names the volume. */
+  readonly ref: string;
+  /** Bytes its claim asks for. */
+  readonly sizeBytes: number;
   /**
    * As the kubelet measures it when the volume is a filesystem of its own; a directory volume (the
    * local platform's), whose filesystem is the node's, as its provisioner last measured its files
-   * (annotation svc.dev/used-bytes); null when neither has a figure.
+   * (annotation svc.dev/used-bytes); undefined when neither has a figure.
    */
-  used_bytes: number | null;
+  readonly usedBytes: number | undefined;
   /** Declared by its app for a machine it runs, or mounted by a machine Pod, or its database's. */
-  attached: boolean;
-  /** The Pod that mounts it now, if one does. */
-  mounted_by: string | null;
-  node: string | null;
-  created_at: string;
+  readonly attached: boolean;
+  /** The node it is on: its mounting Pod's, or the one its storage was provisioned on. */
+  readonly node: string | undefined;
+  readonly createdAt: Date;
 }
+
+/** An app machine's volume (one per machine and declared volume). */
+export interface MachineVolumeRecord extends VolumeFields {
+  readonly kind: 'machine';
+  readonly app: string | undefined;
+  /** The app's service whose machine it is, in an app with several (compose services); undefined otherwise. */
+  readonly service: string | undefined;
+  readonly machine: number | undefined;
+  readonly volume: string;
+  /** Where the machine sees it, while the app declares it. */
+  readonly path: string | undefined;
+  /** The Pod that mounts it now, if one does. */
+  readonly mountedBy: string | undefined;
+}
+
+/** A database server's volume: listed, deleted only once its Database is gone (a retained one). */
+export interface DatabaseVolumeRecord extends VolumeFields {
+  readonly kind: 'database';
+  readonly database: string;
+}
+
+/** A volume claim of the account as the API's handlers and actions see it, read once from the claim and what holds it. */
+export type VolumeRecord = MachineVolumeRecord | DatabaseVolumeRecord;
+
+/** The response shape of a volume (api/presenters/volumes.ts), named here for the tests that read it. */
+export type { Volume } from '../presenters/volumes.js';
 
 const selectedNode = 'volume.kubernetes.io/selected-node';
 
@@ -117,42 +134,39 @@ export class VolumeRepository {
   }
 
   /** The account's volumes with their bytes used, as the nodes' kubelets measure them (GET /volumes). */
-  async list(namespace: string, apps: readonly AppRecord[], databases: readonly Database[]): Promise<Volume[]> {
+  async list(namespace: string, apps: readonly AppRecord[], databases: readonly Pick<DatabaseRecord, 'name'>[]): Promise<VolumeRecord[]> {
     const volumes = this.describe(namespace, apps, databases);
-    await this.measure(namespace, volumes);
-    return volumes;
+    const used = await this.measure(namespace, volumes);
+    return volumes.map((v) => {
+      const bytes = used.get(v.ref);
+      return bytes === undefined ? v : Object.freeze({ ...v, usedBytes: bytes });
+    });
   }
 
-  /** The account's volumes as the caches show them, by ref (used_bytes as the provisioner last measured them). */
-  describe(namespace: string, apps: readonly AppRecord[], databases: readonly Database[]): Volume[] {
+  /** The account's volumes as the caches show them, by ref (usedBytes as the provisioner last measured them). */
+  describe(namespace: string, apps: readonly AppRecord[], databases: readonly Pick<DatabaseRecord, 'name'>[]): VolumeRecord[] {
     const pods = this.machinePods.list(namespace).filter((p) => !p.metadata?.deletionTimestamp);
     const mounter = (claim: string) => pods.find((p) => p.spec?.volumes?.some((v) => v.persistentVolumeClaim?.claimName === claim));
-    const volumes = this.claimsOf(namespace).map((c): Volume => {
+    const volumes = this.claimsOf(namespace).map((c): VolumeRecord => {
       const l = c.metadata!.labels!;
-      const ref = c.metadata!.name!;
+      const ref = c.metadata?.name;
+      const createdAt = new Date(c.metadata?.creationTimestamp ?? Number.NaN);
+      if (!ref || Number.isNaN(createdAt.getTime()))
+        throw new DomainError(
+          'unavailable',
+          `cannot read volume ${ref ?? '(unnamed)'}: the cluster answered its claim without ${!ref ? 'metadata.name' : 'metadata.creationTimestamp'}`,
+        );
       const pod = mounter(ref);
-      const node = pod?.spec?.nodeName ?? c.metadata?.annotations?.[selectedNode] ?? null;
       const base = {
         ref,
-        size_bytes: claimBytes(c),
-        used_bytes: measuredBytes(c) ?? null,
-        node,
-        created_at: new Date(c.metadata!.creationTimestamp as unknown as string).toISOString(),
+        sizeBytes: claimBytes(c),
+        usedBytes: measuredBytes(c),
+        node: pod?.spec?.nodeName ?? c.metadata?.annotations?.[selectedNode],
+        createdAt,
       };
-      if (l[labels.database]) {
-        const db = databases.find((d) => d.metadata.name === l[labels.database]);
-        return {
-          ...base,
-          kind: 'database',
-          app: null,
-          service: null,
-          machine: null,
-          volume: null,
-          database: l[labels.database]!,
-          path: null,
-          attached: db !== undefined,
-          mounted_by: null,
-        };
+      const database = l[labels.database];
+      if (database) {
+        return Object.freeze({ ...base, kind: 'database', database, attached: databases.some((d) => d.name === database) });
       }
       const ordinal = Number(l[labels.machine]);
       const app = apps.find((a) => a.name === l[labels.app]);
@@ -161,27 +175,26 @@ export class VolumeRepository {
       const owner = app && servicesOf(app.spec).find((v) => (service === undefined ? v.public : !v.public && v.name === service));
       const declared = owner?.volumes.find((v) => v.name === l[labels.volume]);
       const runs = owner !== undefined && ordinal < owner.machines;
-      return {
+      return Object.freeze({
         ...base,
         kind: 'machine',
-        app: l[labels.app] ?? null,
-        service: service ?? null,
-        machine: Number.isInteger(ordinal) ? ordinal : null,
+        app: l[labels.app],
+        service,
+        machine: Number.isInteger(ordinal) ? ordinal : undefined,
         volume: l[labels.volume]!,
-        database: null,
-        path: declared?.path ?? null,
+        path: declared?.path,
         attached: (declared !== undefined && runs) || pod !== undefined,
-        mounted_by: pod?.metadata?.name ?? null,
-      };
+        mountedBy: pod?.metadata?.name,
+      });
     });
     return volumes.sort((a, b) => a.ref.localeCompare(b.ref));
   }
 
-  /** Bytes used, from each node's kubelet once, where it measures the volume's own filesystem. */
-  private async measure(namespace: string, volumes: Volume[]): Promise<void> {
-    const nodes = [...new Set(volumes.map((v) => v.node).filter((n): n is string => n !== null))];
+  /** Bytes used by ref, from each node's kubelet once, where it measures the volume's own filesystem. */
+  private async measure(namespace: string, volumes: readonly VolumeRecord[]): Promise<Map<string, number>> {
+    const nodes = [...new Set(volumes.map((v) => v.node).filter((n): n is string => n !== undefined))];
     const used = new Map<string, number>();
-    const size = new Map(volumes.map((v) => [v.ref, v.size_bytes]));
+    const size = new Map(volumes.map((v) => [v.ref, v.sizeBytes]));
     await Promise.all(
       nodes.map(async (node) => {
         try {
@@ -200,17 +213,17 @@ export class VolumeRepository {
         }
       }),
     );
-    for (const v of volumes) v.used_bytes = used.get(v.ref) ?? v.used_bytes;
+    return used;
   }
 
   /**
    * Deletes a detached volume. A database's is refused while its Database exists; a retained one
    * (its Database deleted) goes with its credentials Secret, which nothing else could open.
    */
-  async delete(namespace: string, volume: Volume): Promise<void> {
+  async delete(namespace: string, volume: VolumeRecord): Promise<void> {
     try {
       await this.core.deleteNamespacedPersistentVolumeClaim({ namespace, name: volume.ref });
-      if (volume.kind === 'database' && volume.database) {
+      if (volume.kind === 'database') {
         await this.core.deleteNamespacedSecret({ namespace, name: databaseObjects(volume.database).secret }).catch((err: unknown) => {
           if (kubeStatus(err) !== 404) throw err;
         });

@@ -3,33 +3,18 @@
 // `database` field (the GitOps form of the same thing), which gives the app's machines
 // DATABASE_URL and the PG* variables (docs/api/data.md). Attaching hands the database's credentials
 // to the app's code, so it needs authority over the database as well as the app: a token restricted
-// to apps holds none over the account's databases (docs/api/tokens.md).
-import { randomBytes } from 'node:crypto';
+// to apps holds none over the account's databases (docs/api/tokens.md). The decisions are the
+// database actions' (api/databases/actions.ts).
 import { z } from 'zod';
-import type { Backup } from '../../lib/backups.js';
 import { dnsLabel } from '../../lib/contract.js';
-import { databaseBytes, maxDatabaseName } from '../../lib/databases.js';
-import type { Database } from '../../lib/resources/index.js';
-import { ApiError, conflict, invalid, notFound } from '../errors.js';
-import { within } from '../quotas.js';
-import { op, type Operation } from '../operation.js';
-import type { Services } from '../services.js';
+import { maxDatabaseName } from '../../lib/databases.js';
+import { actorOf } from '../actor.js';
 import { resolveApp } from '../app-access.js';
-
-const databaseSchema = z.object({
-  name: z.string(),
-  engine: z.string(),
-  phase: z.enum(['Pending', 'Ready', 'Deleting', 'Failed']),
-  message: z.string().nullable(),
-  attached_to: z.string().nullable(),
-  host: z.string().nullable(),
-  port: z.number().nullable(),
-  database: z.string().nullable(),
-  storage_bytes: z.number(),
-  used_bytes: z.number().nullable().describe('What its data takes on its volume, as last measured; null until measured'),
-  deletion_policy: z.enum(['drop', 'retain']),
-  created_at: z.string(),
-});
+import { ApiError } from '../errors.js';
+import { op, type Operation } from '../operation.js';
+import { backupSchema, databaseSchema, presentBackup, presentDatabase } from '../presenters/databases.js';
+import type { DatabaseRecord } from '../repositories/databases.js';
+import type { Services } from '../services.js';
 
 const createBody = z.strictObject({
   name: z
@@ -54,49 +39,16 @@ const createBody = z.strictObject({
     .describe('Start as that backup: a new database, loaded once'),
 });
 
-const backupSchema = z.object({
-  id: z.string(),
-  database: z.string(),
-  status: z.enum(['done', 'failed']),
-  bytes: z.number().nullable(),
-  error: z.string().nullable(),
-  created_at: z.string(),
-});
+type Deps = {
+  /** Finding the app of /apps/{appID}/database (api/app-access.ts). */
+  apps: Pick<Services['apps'], 'find'>;
+  databaseActions: Pick<Services['databaseActions'], 'list' | 'create' | 'delete' | 'backups' | 'backup' | 'attach' | 'detach'>;
+  /** The size a database that asked for none is shown with. */
+  config: { databases: Pick<Services['config']['databases'], 'defaultBytes'> };
+};
 
-const presentBackup = (b: Backup): z.infer<typeof backupSchema> => ({
-  id: b.id,
-  database: b.database,
-  status: b.status,
-  bytes: b.bytes,
-  error: b.error,
-  created_at: b.createdAt.toISOString(),
-});
-
-export function presentDatabase(db: Database, defaultBytes: number): z.infer<typeof databaseSchema> {
-  const ready = db.status?.conditions?.find((c) => c.type === 'Ready');
-  return {
-    name: db.metadata.name!,
-    engine: db.spec.engine ?? 'postgres',
-    phase: db.metadata.deletionTimestamp ? 'Deleting' : (db.status?.phase ?? 'Pending'),
-    message: ready?.message ?? null,
-    attached_to: db.status?.attachedTo ?? null,
-    host: db.status?.host ?? null,
-    port: db.status?.port ?? null,
-    database: db.status?.databaseName ?? null,
-    storage_bytes: databaseBytes(db, defaultBytes),
-    used_bytes: db.status?.usedBytes ?? null,
-    deletion_policy: db.spec.deletionPolicy === 'Retain' ? 'retain' : 'drop',
-    created_at: new Date(db.metadata.creationTimestamp as unknown as string).toISOString(),
-  };
-}
-
-/** Where this API's machine listener takes backups (api/backups.ts). */
-export const backupUrlOf = (s: Services) => `${new URL(s.config.deploys.artifactBaseUrl).origin}/backups`;
-
-export function databaseOperations(s: Services): Operation[] {
-  const present = (db: Database) => presentDatabase(db, s.config.databases.defaultBytes);
-  /** The App of the namespace that names the database, if any (what attachment is). */
-  const holderOf = (namespace: string, name: string) => s.apps.list(namespace).find((a) => a.spec.database === name);
+export function databaseOperations(s: Deps): Operation[] {
+  const present = (db: DatabaseRecord) => presentDatabase(db, s.config.databases.defaultBytes);
   return [
     op({
       method: 'GET',
@@ -107,7 +59,7 @@ export function databaseOperations(s: Services): Operation[] {
       action: 'read',
       accountWide: true,
       response: z.object({ databases: z.array(databaseSchema) }),
-      handler: async ({ caller }) => ({ body: { databases: s.databases.list(caller.account.namespace).map(present) } }),
+      handler: async ({ caller }) => ({ body: { databases: s.databaseActions.list(actorOf(caller)).map(present) } }),
     }),
     op({
       method: 'POST',
@@ -121,45 +73,11 @@ export function databaseOperations(s: Services): Operation[] {
       body: createBody,
       response: databaseSchema,
       handler: async ({ caller, body }) => {
-        const limits = s.config.databases;
-        const bytes = body.storage_bytes ?? limits.defaultBytes;
-        // A restore names a backup of this account that holds a dump (a failed one holds none).
-        const backup = body.restore_from ? await s.backups.get(caller.account.id, body.restore_from.backup) : undefined;
-        if (body.restore_from && !backup) throw notFound(`backup ${body.restore_from.backup}`);
-        if (backup && (backup.status !== 'done' || !backup.digest))
-          throw conflict(`backup ${backup.id} failed (${backup.error ?? 'no dump'}); restore from one that is done`);
-        const provider = s.config.databases.provider;
-        if (backup && provider !== 'pods')
-          throw conflict(`restoring a backup into a ${provider} database is not built: CloudNativePG restores from its own backups`);
-        // Counted and made under the account's lock: parallel creates cannot all pass the count.
-        const db = await s.accountLock.hold(caller.account.id, async () => {
-          within(
-            s.databases.list(caller.account.namespace).length,
-            1,
-            limits.maxPerAccount,
-            'databases (branches included)',
-            'delete one first',
-          );
-          await s.storage.assertFits(caller.account.id, caller.account.namespace, bytes, `database ${body.name} needs ${bytes} bytes`);
-          return s.databases.create(caller.account.namespace, body.name, {
-            engine: 'postgres',
-            // Written down: a later change of the platform's default does not move an existing database.
-            provider,
-            ...(body.storage_bytes !== undefined ? { storageBytes: body.storage_bytes } : {}),
-            deletionPolicy: body.deletion_policy === 'retain' ? 'Retain' : 'Drop',
-            // This API's store holds the dump and keeps the backups: the Database says where, as an App's source does.
-            ...(backup
-              ? { restoreFrom: { backup: backup.id, digest: backup.digest!, url: `${s.config.deploys.artifactBaseUrl}/${backup.digest}` } }
-              : {}),
-            backupUrl: backupUrlOf(s),
-          });
-        });
-        await s.usage.storage(caller.account.id, `database/${db.metadata.name}`, bytes);
-        await s.events.record(caller.account.id, 'database.created', db.metadata.name!, {
-          database: db.metadata.name,
-          storage_bytes: bytes,
-          deletion_policy: body.deletion_policy,
-          ...(backup ? { restored_from: { database: backup.database, backup: backup.id } } : {}),
+        const db = await s.databaseActions.create(actorOf(caller), {
+          name: body.name,
+          storageBytes: body.storage_bytes,
+          deletionPolicy: body.deletion_policy,
+          restoreFrom: body.restore_from?.backup,
         });
         return { status: 201, body: present(db) };
       },
@@ -174,21 +92,7 @@ export function databaseOperations(s: Services): Operation[] {
       accountWide: true,
       status: 204,
       handler: async ({ caller, params }) => {
-        const ns = caller.account.namespace;
-        const db = s.databases.get(ns, params.name!);
-        if (!db) throw notFound(`database ${params.name}`);
-        const holder = holderOf(ns, db.metadata.name!);
-        if (holder)
-          throw conflict(
-            `database ${db.metadata.name} is attached to app ${holder.name}: detach it first (DELETE /apps/${holder.name}/database)`,
-          );
-        await s.databases.delete(ns, db);
-        // A retained volume is still stored; a dropped one is not.
-        if (db.spec.deletionPolicy !== 'Retain') await s.usage.storage(caller.account.id, `database/${db.metadata.name}`, 0);
-        await s.events.record(caller.account.id, 'database.deleted', db.metadata.name!, {
-          database: db.metadata.name,
-          deletion_policy: db.spec.deletionPolicy === 'Retain' ? 'retain' : 'drop',
-        });
+        await s.databaseActions.delete(actorOf(caller), params.name!);
         return { status: 204, body: undefined };
       },
     }),
@@ -202,9 +106,7 @@ export function databaseOperations(s: Services): Operation[] {
       accountWide: true,
       response: z.object({ backups: z.array(backupSchema) }),
       handler: async ({ caller, params }) => {
-        const backups = await s.backups.list(caller.account.id, params.name!);
-        // A deleted database's backups stay listed (and restorable) while they are kept.
-        if (!backups.length && !s.databases.get(caller.account.namespace, params.name!)) throw notFound(`database ${params.name}`);
+        const backups = await s.databaseActions.backups(actorOf(caller), params.name!);
         return { body: { backups: backups.map(presentBackup) } };
       },
     }),
@@ -219,13 +121,8 @@ export function databaseOperations(s: Services): Operation[] {
       status: 202,
       response: z.object({ database: z.string(), requested_at: z.string() }),
       handler: async ({ caller, params }) => {
-        const db = s.databases.get(caller.account.namespace, params.name!);
-        if (!db || db.metadata.deletionTimestamp) throw notFound(`database ${params.name}`);
-        if (db.status?.phase !== 'Ready')
-          throw conflict(`database ${params.name} is ${db.status?.phase ?? 'Pending'}: a backup needs its server Ready`);
-        const at = s.clock().toISOString();
-        await s.databases.requestBackup(caller.account.namespace, params.name!, `${at} ${randomBytes(4).toString('hex')}`);
-        return { status: 202, body: { database: params.name!, requested_at: at } };
+        const asked = await s.databaseActions.backup(actorOf(caller), params.name!);
+        return { status: 202, body: { database: asked.database, requested_at: asked.requestedAt.toISOString() } };
       },
     }),
     op({
@@ -238,38 +135,25 @@ export function databaseOperations(s: Services): Operation[] {
       body: z.strictObject({ name: z.string().min(1).max(63).describe('The database to attach') }),
       response: z.object({ app: z.string(), database: databaseSchema }),
       handler: async ({ caller, params, body }) => {
-        const ns = caller.account.namespace;
         const target = await resolveApp(s, caller, params.appID!);
-        const { name } = target;
         // Databases are the account's: a token restricted to apps may state an attachment that is
-        // already there (nothing changes) but not make one, before it learns whether the database exists.
+        // already there (nothing changes) but not make one, before it learns whether the database
+        // exists, and again on the App as written.
         const apps = caller.principal.authority.apps;
         if (apps && target.spec.database !== body.name) {
           throw new ApiError(
             'forbidden',
-            `token lacks account-wide access: attaching database ${body.name} to app ${name} hands the app its credentials, and databases are the account's (this token is restricted to apps ${[...apps].join(', ') || '(none)'})`,
+            `token lacks account-wide access: attaching database ${body.name} to app ${target.name} hands the app its credentials, and databases are the account's (this token is restricted to apps ${[...apps].join(', ') || '(none)'})`,
           );
         }
-        const db = s.databases.get(ns, body.name);
-        if (!db || db.metadata.deletionTimestamp) throw notFound(`database ${body.name}`);
-        let attached = false;
-        // Decided on the App as written: two attaches at once cannot both win.
-        await s.apps.updateSpec(ns, name, (app) => {
-          const holder = holderOf(ns, body.name);
-          if (holder && holder.name !== app.name)
-            throw conflict(`database ${body.name} is attached to app ${holder.name}; a database attaches to one app`);
+        const db = await s.databaseActions.attach(actorOf(caller), target, body.name, (app) => {
           if (apps && app.spec.database !== body.name)
             throw new ApiError(
               'forbidden',
               `token lacks account-wide access: app ${app.name} no longer has database ${body.name} attached, and attaching one needs authority over the account's databases`,
             );
-          if (app.spec.database && app.spec.database !== body.name)
-            throw conflict(`app ${app.name} has database ${app.spec.database} attached: detach it first`);
-          attached = app.spec.database !== body.name;
-          return attached ? { database: body.name } : undefined;
         });
-        if (attached) await s.events.record(caller.account.id, 'database.attached', body.name, { database: body.name, app: name });
-        return { body: { app: name, database: present(db) } };
+        return { body: { app: target.name, database: present(db) } };
       },
     }),
     op({
@@ -281,14 +165,8 @@ export function databaseOperations(s: Services): Operation[] {
       action: 'write',
       status: 204,
       handler: async ({ caller, params }) => {
-        const { name } = await resolveApp(s, caller, params.appID!);
-        let detached: string | undefined;
-        await s.apps.updateSpec(caller.account.namespace, name, (app) => {
-          detached = app.spec.database;
-          if (!detached) throw invalid(`app ${app.name} has no database attached`);
-          return { database: null };
-        });
-        await s.events.record(caller.account.id, 'database.detached', detached!, { database: detached, app: name });
+        const app = await resolveApp(s, caller, params.appID!);
+        await s.databaseActions.detach(actorOf(caller), app);
         return { status: 204, body: undefined };
       },
     }),
