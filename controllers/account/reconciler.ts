@@ -4,17 +4,20 @@
 // altered, or the namespace's hash was removed to rotate it). Idempotent; an unchanged namespace
 // costs no apiserver write.
 import * as k8s from '@kubernetes/client-node';
-import { kubeStatus, mergePatch, serverSideApply } from '../../lib/kube/client.js';
+import { kubeStatus, mergePatch } from '../../lib/kube/client.js';
 import type { Logger } from '../../lib/logger.js';
 import { pullCredentialAnnotation, pullSecretName } from '../../lib/registry/names.js';
 import { credentialHash, newPullPassword } from '../../lib/registry/pull-credential.js';
 import { accountObjects, missingLabels, pullSecret, pullSecretCurrent } from './desired.js';
-import { managers } from '../../lib/contract.js';
+import { Applier } from '../frame/apply.js';
 import type { Outcome, Reconciler } from '../frame/controller.js';
 
 export class AccountReconciler implements Reconciler<k8s.V1Namespace, never> {
-  /** What was last applied per namespace; forget() makes the next reconcile apply again. */
-  private readonly applied = new Map<string, string>();
+  /**
+   * What applies the guardrails, remembering what was last applied per namespace; the frame
+   * forgets a namespace (gone, or a guardrail deleted by hand) and the next reconcile applies again.
+   */
+  readonly applier: Applier;
   /**
    * Per namespace, the pull credential hash last seen current, and when: trusted for a while (a
    * resync every minute would otherwise read every account's Secret), then read again, so a Secret
@@ -24,24 +27,16 @@ export class AccountReconciler implements Reconciler<k8s.V1Namespace, never> {
 
   constructor(
     private readonly core: k8s.CoreV1Api,
-    private readonly networking: k8s.NetworkingV1Api,
+    networking: k8s.NetworkingV1Api,
     private readonly log: Logger,
     /** The platform's registry (`host[:port]`) pull Secrets are for; undefined: none are made. */
     private readonly registry: string | undefined = undefined,
     private readonly clock: () => number = Date.now,
     private readonly pullRecheckMs = 10 * 60_000,
-  ) {}
-
-  /** The namespace is gone. */
-  forget(ns: k8s.V1Namespace): void {
-    this.applied.delete(ns.metadata!.name!);
-    this.pullChecked.delete(ns.metadata!.name!);
-  }
-
-  /** Something of the namespace's was deleted by hand: the next reconcile applies everything again. */
-  forgetNamespace(namespace: string): void {
-    this.applied.delete(namespace);
-    this.pullChecked.delete(namespace);
+  ) {
+    this.applier = new Applier({ core, networking });
+    // A namespace forgotten (gone, or something of its deleted by hand): its pull Secret is read again too.
+    this.applier.onForget((namespace) => this.pullChecked.delete(namespace));
   }
 
   async reconcile(ns: k8s.V1Namespace): Promise<Outcome<never>> {
@@ -55,20 +50,10 @@ export class AccountReconciler implements Reconciler<k8s.V1Namespace, never> {
       this.log.info({ kind: 'Namespace', name, labels }, 'Labelled the account namespace for Pod Security Admission');
     }
     const objects = accountObjects(name);
-    const shape = JSON.stringify(objects);
-    if (this.applied.get(name) !== shape) {
-      const opts = { namespace: name, fieldManager: managers.controllers, force: true };
-      // The LimitRange before the quota: once the quota counts limits, a pod without them is refused,
-      // and the LimitRange is what gives them.
-      await this.core.patchNamespacedLimitRange({ ...opts, name: objects.limits.metadata!.name!, body: objects.limits }, serverSideApply);
-      await this.core.patchNamespacedResourceQuota({ ...opts, name: objects.quota.metadata!.name!, body: objects.quota }, serverSideApply);
-      await this.networking.patchNamespacedNetworkPolicy(
-        { ...opts, name: objects.denyAll.metadata!.name!, body: objects.denyAll },
-        serverSideApply,
-      );
-      this.applied.set(name, shape);
+    // The LimitRange before the quota: once the quota counts limits, a pod without them is refused,
+    // and the LimitRange is what gives them.
+    if (await this.applier.applyAll(name, name, [objects.limits, objects.quota, objects.denyAll]))
       this.log.info({ kind: 'Namespace', name }, 'Applied the account namespace guardrails');
-    }
     // After the guardrails: a failure here (the apiserver, RBAC) never leaves a namespace without them.
     if (this.registry) await this.ensurePullSecret(current, this.registry);
     return {};
@@ -106,16 +91,7 @@ export class AccountReconciler implements Reconciler<k8s.V1Namespace, never> {
     // A Secret's type cannot change: one of another type (made by hand) goes first.
     if (secret && secret.type !== 'kubernetes.io/dockerconfigjson')
       await this.core.deleteNamespacedSecret({ namespace: name, name: pullSecretName });
-    await this.core.patchNamespacedSecret(
-      {
-        namespace: name,
-        name: pullSecretName,
-        fieldManager: managers.controllers,
-        force: true,
-        body: pullSecret(name, registry, password),
-      },
-      serverSideApply,
-    );
+    await this.applier.apply(name, pullSecret(name, registry, password));
     this.pullChecked.set(name, { hash, at: this.clock() });
     this.log.info(
       { kind: 'Secret', namespace: name, name: pullSecretName, rotated: secret !== undefined },

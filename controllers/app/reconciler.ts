@@ -4,14 +4,16 @@
 // status to report and the frame writes it. Safe to run twice or after a crash: every step is
 // idempotent, and nothing is decided from memory that the caches do not also show.
 import * as k8s from '@kubernetes/client-node';
-import { apiVersion, group, labels, managers, pluralOf, version } from '../../lib/contract.js';
-import { ignoreStatus, kubeStatus, serverSideApply } from '../../lib/kube/client.js';
+import { apiVersion, group, labels, pluralOf, version } from '../../lib/contract.js';
+import { ignoreStatus, kubeStatus } from '../../lib/kube/client.js';
 import type { EventRecorder } from '../../lib/kube/events.js';
 import { isAtLeast } from '../../lib/kube/until-cached.js';
 import type { Logger } from '../../lib/logger.js';
 import { databaseObjects } from '../../lib/databases.js';
 import type { App } from '../../lib/resources/index.js';
+import { Applier } from '../frame/apply.js';
 import type { Outcome, Reconciler } from '../frame/controller.js';
+import { KindEvents } from '../frame/events.js';
 import { servicesOf } from '../../lib/app-services.js';
 import { appService, machinePolicy, plan, serviceObjectName, serviceServices, type AppSettings, type Plan } from './desired.js';
 import type { AppStatusFields } from './rollout.js';
@@ -39,28 +41,24 @@ export interface Observed {
 
 export class AppReconciler implements Reconciler<App, AppStatusFields> {
   /**
-   * The Service last applied per App uid, and the resourceVersion the apply returned: re-applying
-   * an unchanged one is a wasted apiserver write, but one deleted or edited by hand is applied again.
+   * What applies the NetworkPolicy and Services, and remembers per App uid the shape last applied
+   * and the Service's resourceVersion the apply returned: re-applying an unchanged one is a wasted
+   * apiserver write, but one deleted (the frame forgets the uid) or edited by hand is applied again.
    */
-  private readonly applied = new Map<string, { shape: string; resourceVersion: string | undefined }>();
+  readonly applier: Applier;
+  private readonly events: KindEvents<App>;
 
   constructor(
     private readonly core: k8s.CoreV1Api,
     private readonly custom: k8s.CustomObjectsApi,
-    private readonly networking: k8s.NetworkingV1Api,
+    networking: k8s.NetworkingV1Api,
     private readonly observed: Observed,
     private readonly settings: AppSettings,
     private readonly log: Logger,
-    private readonly events?: EventRecorder,
-  ) {}
-
-  forget(app: App): void {
-    this.applied.delete(app.metadata.uid!);
-  }
-
-  /** The App's Service was deleted (by hand, or with its App): the next reconcile applies it again. */
-  serviceGone(appUid: string): void {
-    if (this.applied.delete(appUid)) this.log.info({ kind: 'App', appUid }, 'The Service of an App was deleted; it is applied again');
+    events?: EventRecorder,
+  ) {
+    this.applier = new Applier({ core, networking, custom });
+    this.events = new KindEvents(events, 'App', apiVersion);
   }
 
   async reconcile(app: App, now: Date): Promise<Outcome<AppStatusFields>> {
@@ -128,16 +126,11 @@ export class AppReconciler implements Reconciler<App, AppStatusFields> {
     );
   }
 
-  private event(app: App, type: 'Normal' | 'Warning', reason: string, message: string): void {
-    const m = app.metadata;
-    this.events?.record({ apiVersion, kind: 'App', name: m.name!, namespace: m.namespace!, uid: m.uid! }, type, reason, message);
-  }
-
   private async expire(app: App): Promise<void> {
     const { namespace, name } = app.metadata as { namespace: string; name: string };
     await this.custom.deleteNamespacedCustomObject({ group, version, namespace, plural: pluralOf('App'), name }).catch(ignoreStatus(404));
     this.log.info({ kind: 'App', namespace, name, expiresAt: app.spec.expiresAt }, 'Deleted expired App');
-    this.event(app, 'Normal', 'Expired', `expiry ${app.spec.expiresAt} passed; deleting the app`);
+    this.events.record(app, 'Normal', 'Expired', `expiry ${app.spec.expiresAt} passed; deleting the app`);
   }
 
   /**
@@ -157,35 +150,32 @@ export class AppReconciler implements Reconciler<App, AppStatusFields> {
       const seen = this.observed.serviceOf(namespace, s.metadata!.name!);
       return seen !== undefined && !this.ownedBy(seen, app);
     });
-    const shape = JSON.stringify([service, policy, byName, stale.map((s) => s.metadata!.name), taken.map((s) => s.metadata!.name)]);
+    const shape = [service, policy, byName, stale.map((s) => s.metadata!.name), taken.map((s) => s.metadata!.name)];
     const uid = app.metadata.uid!;
-    const last = this.applied.get(uid);
+    const last = this.applier.last(uid);
     const seen = this.observed.serviceOf(namespace, name)?.metadata?.resourceVersion;
     // Edited since our apply: the cache shows a later version than the apply returned (the cache
-    // may also still be behind it, which is no reason to apply again). Deleted: serviceGone().
+    // may also still be behind it, which is no reason to apply again). Deleted: the frame forgets the uid.
     const edited =
       seen !== undefined && last?.resourceVersion !== undefined && seen !== last.resourceVersion && isAtLeast(seen, last.resourceVersion);
-    if (last?.shape === shape && !edited) return undefined;
-    const opts = { namespace, fieldManager: managers.controllers, force: true };
-    if (policy)
-      await this.networking.patchNamespacedNetworkPolicy({ ...opts, name: policy.metadata!.name!, body: policy }, serverSideApply);
+    const same = this.applier.unchanged(uid, shape);
+    if (same && !edited) return undefined;
+    if (policy) await this.applier.apply(namespace, policy);
     return async () => {
       for (const t of taken)
-        this.event(
+        this.events.record(
           app,
           'Warning',
           'ServiceNameTaken',
           `Service ${t.metadata!.name} belongs to another object; service ${t.metadata!.labels?.[labels.service]} is not reachable by name until it goes`,
         );
       await Promise.all([
-        ...byName
-          .filter((s) => !taken.includes(s))
-          .map((s) => this.core.patchNamespacedService({ ...opts, name: s.metadata!.name!, body: s }, serverSideApply)),
+        ...byName.filter((s) => !taken.includes(s)).map((s) => this.applier.apply(namespace, s)),
         ...stale.map((s) => this.core.deleteNamespacedService({ namespace, name: s.metadata!.name! }).catch(ignoreStatus(404))),
       ]);
-      const result = await this.core.patchNamespacedService({ ...opts, name, body: service }, serverSideApply);
-      this.applied.set(uid, { shape, resourceVersion: result.metadata?.resourceVersion });
-      if (edited && last?.shape === shape) this.log.info({ kind: 'App', namespace, name }, 'Restored the Service changed by hand');
+      const result = await this.applier.apply(namespace, service);
+      this.applier.remember(uid, shape, result.metadata?.resourceVersion);
+      if (edited && same) this.log.info({ kind: 'App', namespace, name }, 'Restored the Service changed by hand');
     };
   }
 
@@ -196,7 +186,7 @@ export class AppReconciler implements Reconciler<App, AppStatusFields> {
       p.claims.map(async (claim) => {
         await this.core.createNamespacedPersistentVolumeClaim({ namespace, body: claim }).catch(ignoreStatus(409));
         this.log.info({ kind: 'App', namespace, name, claim: claim.metadata!.name }, 'Created volume claim');
-        this.event(
+        this.events.record(
           app,
           'Normal',
           'VolumeCreated',
@@ -208,7 +198,12 @@ export class AppReconciler implements Reconciler<App, AppStatusFields> {
       p.create.map(async (pod) => {
         await this.core.createNamespacedPod({ namespace, body: pod }).catch(ignoreStatus(409));
         this.log.info({ kind: 'App', namespace, name, pod: pod.metadata!.name }, 'Created machine');
-        this.event(app, 'Normal', 'MachineCreated', `machine ${pod.metadata!.labels?.[labels.machine]}: created ${pod.metadata!.name}`);
+        this.events.record(
+          app,
+          'Normal',
+          'MachineCreated',
+          `machine ${pod.metadata!.labels?.[labels.machine]}: created ${pod.metadata!.name}`,
+        );
       }),
     );
     // Only machines the plan no longer needs (replaced by a ready one, or beyond the count).
@@ -216,7 +211,12 @@ export class AppReconciler implements Reconciler<App, AppStatusFields> {
       p.delete.map(async (pod) => {
         await this.core.deleteNamespacedPod({ namespace, name: pod.metadata!.name! }).catch(ignoreStatus(404));
         this.log.info({ kind: 'App', namespace, name, pod: pod.metadata!.name }, 'Deleted machine');
-        this.event(app, 'Normal', 'MachineDeleted', `machine ${pod.metadata!.labels?.[labels.machine]}: deleted ${pod.metadata!.name}`);
+        this.events.record(
+          app,
+          'Normal',
+          'MachineDeleted',
+          `machine ${pod.metadata!.labels?.[labels.machine]}: deleted ${pod.metadata!.name}`,
+        );
       }),
     );
   }
@@ -241,10 +241,10 @@ export class AppReconciler implements Reconciler<App, AppStatusFields> {
         },
         'Rollout failed',
       );
-      this.event(app, 'Warning', 'RolloutFailed', `${what}: ${after.reason ?? 'failed'}`);
+      this.events.record(app, 'Warning', 'RolloutFailed', `${what}: ${after.reason ?? 'failed'}`);
     } else if (after.state === 'Live') {
       this.log.info({ kind: 'App', namespace, name, deploy: after.deploy, revision: after.revision }, 'Rollout live');
-      this.event(app, 'Normal', 'DeployServed', `all ${p.status.readyMachines} machines serve ${what}`);
+      this.events.record(app, 'Normal', 'DeployServed', `all ${p.status.readyMachines} machines serve ${what}`);
     }
   }
 }

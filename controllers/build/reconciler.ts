@@ -2,12 +2,13 @@
 // the plan: the namespace's build policy (once per process, or when it is missing), the app's cache
 // claim, the Job; a canceled Build's Job is deleted (its pods with it).
 import type * as k8s from '@kubernetes/client-node';
-import { managers } from '../../lib/contract.js';
-import { ignoreStatus, serverSideApply } from '../../lib/kube/client.js';
+import { ignoreStatus } from '../../lib/kube/client.js';
 import type { EventRecorder } from '../../lib/kube/events.js';
 import type { Logger } from '../../lib/logger.js';
 import { apiVersion, type App, type Build } from '../../lib/resources/index.js';
+import { Applier } from '../frame/apply.js';
 import type { Outcome, Reconciler } from '../frame/controller.js';
+import { KindEvents } from '../frame/events.js';
 import { plan, type BuildObserved, type BuildSettings, type BuildStatusFields } from './desired.js';
 
 export interface BuildCache {
@@ -15,35 +16,31 @@ export interface BuildCache {
 }
 
 export class BuildReconciler implements Reconciler<Build, BuildStatusFields> {
-  /** Namespaces whose build policy this process applied (the policy is the same for every build). */
-  private readonly policies = new Set<string>();
+  /**
+   * What applies a namespace's build policy (the same for every build), remembering it per
+   * namespace; a policy deleted by hand is forgotten by the frame and applied on the next build's reconcile.
+   */
+  readonly applier: Applier;
+  private readonly events: KindEvents<Build>;
 
   constructor(
     private readonly core: k8s.CoreV1Api,
     private readonly batch: k8s.BatchV1Api,
-    private readonly networking: k8s.NetworkingV1Api,
+    networking: k8s.NetworkingV1Api,
     private readonly cache: BuildCache,
     private readonly settings: BuildSettings,
     private readonly log: Logger,
-    private readonly events?: EventRecorder,
-  ) {}
-
-  /** A policy deleted by hand is applied again on the next build's reconcile. */
-  forgetPolicy(namespace: string): void {
-    this.policies.delete(namespace);
+    events?: EventRecorder,
+  ) {
+    this.events = new KindEvents(events, 'Build', apiVersion);
+    this.applier = new Applier({ networking });
   }
 
   async reconcile(b: Build, now: Date): Promise<Outcome<BuildStatusFields>> {
     const { namespace, name } = b.metadata as { namespace: string; name: string };
     const observed = this.cache.observe(b);
     const p = plan(b, observed, this.settings, now);
-    if (p.createJob && (!observed.policy || !this.policies.has(namespace))) {
-      await this.networking.patchNamespacedNetworkPolicy(
-        { namespace, name: p.policy.metadata!.name!, fieldManager: managers.controllers, force: true, body: p.policy },
-        serverSideApply,
-      );
-      this.policies.add(namespace);
-    }
+    if (p.createJob) await this.applier.applyAll(namespace, namespace, [p.policy], !observed.policy);
     if (p.cacheClaim) {
       // Owned by the app whose cache it is: it goes with the app (its previews build with it meanwhile).
       const owner = observed.cacheOwner;
@@ -75,10 +72,8 @@ export class BuildReconciler implements Reconciler<Build, BuildStatusFields> {
         { kind: 'Build', namespace, name, app: b.spec.app, phase: p.status.phase, reason: p.status.reason, why: p.status.message },
         'Build phase',
       );
-      const m = b.metadata;
-      const ref = { apiVersion, kind: 'Build', name: m.name!, namespace: m.namespace!, uid: m.uid! };
-      if (p.status.phase === 'Failed') this.events?.record(ref, 'Warning', p.status.reason ?? 'Failed', p.status.message ?? 'failed');
-      else this.events?.record(ref, 'Normal', p.status.reason ?? p.status.phase!, p.status.message ?? p.status.phase!);
+      if (p.status.phase === 'Failed') this.events.record(b, 'Warning', p.status.reason ?? 'Failed', p.status.message ?? 'failed');
+      else this.events.record(b, 'Normal', p.status.reason ?? p.status.phase!, p.status.message ?? p.status.phase!);
     }
     return { status: p.status, ready: p.ready, ...(p.requeueMs !== undefined ? { requeueMs: p.requeueMs } : {}) };
   }

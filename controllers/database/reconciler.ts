@@ -4,13 +4,16 @@
 // deletes the volume claim (the data goes with it), Retain lets go of it so that Kubernetes' garbage
 // collector leaves it (and its data) when the Database goes.
 import * as k8s from '@kubernetes/client-node';
-import { group, managers, pluralOf, version } from '../../lib/contract.js';
+import { group, pluralOf, version } from '../../lib/contract.js';
 import { databaseFinalizer, databaseObjects } from '../../lib/databases.js';
-import { ignoreStatus, kubeStatus, mergePatch, serverSideApply } from '../../lib/kube/client.js';
+import { ignoreStatus, kubeStatus, mergePatch } from '../../lib/kube/client.js';
 import type { EventRecorder } from '../../lib/kube/events.js';
 import type { Logger } from '../../lib/logger.js';
 import type { Database } from '../../lib/resources/index.js';
+import { Applier } from '../frame/apply.js';
 import type { Outcome, Reconciler } from '../frame/controller.js';
+import { KindEvents } from '../frame/events.js';
+import { customMetadataPatcher, ensureFinalizer, hasFinalizer, removeFinalizer, type MetadataPatcher } from '../frame/finalizers.js';
 import { cnpg, cnpgCluster, cnpgPolicy, cnpgService, cnpgStatus, providerOf, type CnpgCluster } from './cnpg.js';
 import { plan, type DatabaseObserved, type DatabaseSettings, type DatabaseStatusFields } from './desired.js';
 
@@ -28,22 +31,25 @@ export interface DatabaseCache {
 }
 
 export class DatabaseReconciler implements Reconciler<Database, DatabaseStatusFields> {
-  /** The policy and Service last applied, per Database uid. */
-  private readonly applied = new Map<string, string>();
+  /** What applies the policy, Service (and backup CronJob, or Cluster), remembering the shape last applied per Database uid. */
+  readonly applier: Applier;
+  private readonly events: KindEvents<Database>;
+  /** Writes a Database's finalizers. */
+  private readonly patchMetadata: MetadataPatcher<Database>;
 
   constructor(
     private readonly core: k8s.CoreV1Api,
-    private readonly custom: k8s.CustomObjectsApi,
-    private readonly networking: k8s.NetworkingV1Api,
+    custom: k8s.CustomObjectsApi,
+    networking: k8s.NetworkingV1Api,
     private readonly batch: k8s.BatchV1Api,
     private readonly cache: DatabaseCache,
     private readonly settings: DatabaseSettings,
     private readonly log: Logger,
-    private readonly events?: EventRecorder,
-  ) {}
-
-  forget(db: Database): void {
-    this.applied.delete(db.metadata.uid!);
+    events?: EventRecorder,
+  ) {
+    this.events = new KindEvents(events, 'Database', `${group}/${version}`);
+    this.applier = new Applier({ core, networking, batch, custom });
+    this.patchMetadata = customMetadataPatcher(custom, group, version, pluralOf('Database'));
   }
 
   async reconcile(db: Database, now: Date): Promise<Outcome<DatabaseStatusFields>> {
@@ -53,27 +59,12 @@ export class DatabaseReconciler implements Reconciler<Database, DatabaseStatusFi
       await this.finalize(db, observed.claims);
       return { deleted: true };
     }
-    if (!db.metadata.finalizers?.includes(databaseFinalizer)) {
-      await this.custom.patchNamespacedCustomObject(
-        {
-          group,
-          version,
-          plural: pluralOf('Database'),
-          namespace,
-          name,
-          body: {
-            metadata: { resourceVersion: db.metadata.resourceVersion, finalizers: [...(db.metadata.finalizers ?? []), databaseFinalizer] },
-          },
-        },
-        mergePatch,
-      );
-    }
-    const apply = { namespace, fieldManager: managers.controllers, force: true };
-    if (providerOf(db, this.settings) === 'cloudnative-pg') return this.reconcileCluster(db, observed, apply);
+    await ensureFinalizer(this.patchMetadata, db, databaseFinalizer);
+    if (providerOf(db, this.settings) === 'cloudnative-pg') return this.reconcileCluster(db, observed, namespace);
     const p = plan(db, observed, this.settings, now);
     if (!observed.claim) {
       await this.core.createNamespacedPersistentVolumeClaim({ namespace, body: p.claim }).catch(ignoreStatus(409));
-      this.event(
+      this.events.record(
         db,
         'Normal',
         'VolumeClaimed',
@@ -81,27 +72,16 @@ export class DatabaseReconciler implements Reconciler<Database, DatabaseStatusFi
       );
     }
     // Applied when missing, or once per process when its shape is not the one last applied.
-    const uid = db.metadata.uid!;
-    const shape = JSON.stringify([p.policy, p.service, p.backup?.policy, p.backup?.cronJob]);
-    if (!observed.policy || !observed.service || (p.backup && !observed.cronJob) || this.applied.get(uid) !== shape) {
-      await this.networking.patchNamespacedNetworkPolicy({ ...apply, name: p.policy.metadata!.name!, body: p.policy }, serverSideApply);
-      await this.core.patchNamespacedService({ ...apply, name: p.service.metadata!.name!, body: p.service }, serverSideApply);
-      if (p.backup) {
-        await this.networking.patchNamespacedNetworkPolicy(
-          { ...apply, name: p.backup.policy.metadata!.name!, body: p.backup.policy },
-          serverSideApply,
-        );
-        await this.batch.patchNamespacedCronJob(
-          { ...apply, name: p.backup.cronJob.metadata!.name!, body: p.backup.cronJob },
-          serverSideApply,
-        );
-      }
-      this.applied.set(uid, shape);
-    }
+    await this.applier.applyAll(
+      db.metadata.uid!,
+      namespace,
+      [p.policy, p.service, ...(p.backup ? [p.backup.policy, p.backup.cronJob] : [])],
+      !observed.policy || !observed.service || (p.backup !== undefined && !observed.cronJob),
+    );
     if (p.backup?.requested) {
       await this.batch.createNamespacedJob({ namespace, body: p.backup.requested }).catch(ignoreStatus(409));
       this.log.info({ kind: 'Database', namespace, name, job: p.backup.requested.metadata!.name }, 'Started a backup on request');
-      this.event(db, 'Normal', 'BackupStarted', `backup ${p.backup.requested.metadata!.name} started on request`);
+      this.events.record(db, 'Normal', 'BackupStarted', `backup ${p.backup.requested.metadata!.name} started on request`);
     }
     if (p.deletePod) {
       await this.core.deleteNamespacedPod({ namespace, name: p.deletePod.metadata!.name! }).catch(ignoreStatus(404));
@@ -122,7 +102,7 @@ export class DatabaseReconciler implements Reconciler<Database, DatabaseStatusFi
         if (!refused) {
           if (kubeStatus(err) !== 409) throw err;
         } else {
-          if (db.status?.phase !== 'Failed') this.event(db, 'Warning', 'QuotaExceeded', refused);
+          if (db.status?.phase !== 'Failed') this.events.record(db, 'Warning', 'QuotaExceeded', refused);
           return {
             status: { ...p.status, phase: 'Failed' },
             ready: { ok: false, reason: 'QuotaExceeded', message: `the server cannot start: the account's ${refused}` },
@@ -133,8 +113,8 @@ export class DatabaseReconciler implements Reconciler<Database, DatabaseStatusFi
     }
     if (db.status?.phase !== p.status.phase) {
       this.log.info({ kind: 'Database', namespace, name, phase: p.status.phase, why: p.ready.message }, 'Database phase');
-      if (p.status.phase === 'Ready') this.event(db, 'Normal', 'Ready', p.ready.message);
-      if (p.status.phase === 'Failed') this.event(db, 'Warning', 'ServerFailed', p.ready.message);
+      if (p.status.phase === 'Ready') this.events.record(db, 'Normal', 'Ready', p.ready.message);
+      if (p.status.phase === 'Failed') this.events.record(db, 'Warning', 'ServerFailed', p.ready.message);
     }
     return { status: p.status, ready: p.ready, ...(p.status.phase === 'Pending' ? { requeueMs: 5000 } : {}) };
   }
@@ -143,19 +123,17 @@ export class DatabaseReconciler implements Reconciler<Database, DatabaseStatusFi
   private async reconcileCluster(
     db: Database,
     observed: ReturnType<DatabaseCache['observe']>,
-    apply: { namespace: string; fieldManager: string; force: boolean },
+    namespace: string,
   ): Promise<Outcome<DatabaseStatusFields>> {
     this.cache.clusters();
     const cluster = cnpgCluster(db, this.settings);
     const service = cnpgService(db);
     const policy = cnpgPolicy(db, this.settings, observed.attachedApps);
-    const shape = JSON.stringify([cluster, service, policy]);
-    if (!observed.cluster || !observed.service || !observed.policy || this.applied.get(db.metadata.uid!) !== shape) {
+    const shape = [cluster, service, policy];
+    const uid = db.metadata.uid!;
+    if (!observed.cluster || !observed.service || !observed.policy || !this.applier.unchanged(uid, shape)) {
       try {
-        await this.custom.patchNamespacedCustomObject(
-          { ...apply, group: cnpg.group, version: cnpg.version, plural: cnpg.plural, name: cluster.metadata!.name!, body: cluster },
-          serverSideApply,
-        );
+        await this.applier.apply(namespace, cluster, { plural: cnpg.plural });
       } catch (err) {
         if (kubeStatus(err) !== 404) throw err;
         const message = `CloudNativePG is not installed: the cluster has no ${cnpg.plural}.${cnpg.group} resource`;
@@ -165,9 +143,9 @@ export class DatabaseReconciler implements Reconciler<Database, DatabaseStatusFi
           requeueMs: 30_000,
         };
       }
-      await this.networking.patchNamespacedNetworkPolicy({ ...apply, name: policy.metadata!.name!, body: policy }, serverSideApply);
-      await this.core.patchNamespacedService({ ...apply, name: service.metadata!.name!, body: service }, serverSideApply);
-      this.applied.set(db.metadata.uid!, shape);
+      await this.applier.apply(namespace, policy);
+      await this.applier.apply(namespace, service);
+      this.applier.remember(uid, shape);
     }
     const attachedTo = observed.attachedApps.map((a) => a.metadata.name!).sort()[0];
     const { status, ready } = cnpgStatus(db, observed.cluster, observed.service, attachedTo);
@@ -175,7 +153,7 @@ export class DatabaseReconciler implements Reconciler<Database, DatabaseStatusFi
       this.log.info(
         {
           kind: 'Database',
-          namespace: apply.namespace,
+          namespace,
           name: db.metadata.name,
           provider: 'cloudnative-pg',
           phase: status.phase,
@@ -186,19 +164,9 @@ export class DatabaseReconciler implements Reconciler<Database, DatabaseStatusFi
     return { status, ready, ...(status.phase === 'Pending' ? { requeueMs: 5000 } : {}) };
   }
 
-  private event(db: Database, type: 'Normal' | 'Warning', reason: string, message: string): void {
-    const m = db.metadata;
-    this.events?.record(
-      { apiVersion: `${group}/${version}`, kind: 'Database', name: m.name!, namespace: m.namespace!, uid: m.uid! },
-      type,
-      reason,
-      message,
-    );
-  }
-
   private async finalize(db: Database, claims: k8s.V1PersistentVolumeClaim[]): Promise<void> {
     const { namespace, name } = db.metadata as { namespace: string; name: string };
-    if (!db.metadata.finalizers?.includes(databaseFinalizer)) return;
+    if (!hasFinalizer(db, databaseFinalizer)) return;
     const policy = db.spec.deletionPolicy ?? 'Drop';
     const claimName = databaseObjects(name).claim;
     if (policy === 'Retain') {
@@ -213,22 +181,7 @@ export class DatabaseReconciler implements Reconciler<Database, DatabaseStatusFi
       // A Cluster's volumes go with the Cluster (its owner), which goes with the Database.
       await this.core.deleteNamespacedPersistentVolumeClaim({ namespace, name: claimName }).catch(ignoreStatus(404));
     }
-    await this.custom.patchNamespacedCustomObject(
-      {
-        group,
-        version,
-        plural: pluralOf('Database'),
-        namespace,
-        name,
-        body: {
-          metadata: {
-            resourceVersion: db.metadata.resourceVersion,
-            finalizers: db.metadata.finalizers.filter((f) => f !== databaseFinalizer),
-          },
-        },
-      },
-      mergePatch,
-    );
+    await removeFinalizer(this.patchMetadata, db, databaseFinalizer);
     this.log.info(
       { kind: 'Database', namespace, name, deletionPolicy: policy, volume: claimName },
       policy === 'Retain' ? 'Database deleted; its volume is kept' : 'Database deleted with its volume',

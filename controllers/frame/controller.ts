@@ -7,10 +7,14 @@
 // decided from (a conflict means the cache was behind: the key is looked at again, quietly).
 //
 // A kind's reconciler is `plan(observed) → desired` (pure, in its desired.ts) plus a thin apply of
-// the plan; it returns what its status should say, never writes status itself.
+// the plan; it returns what its status should say, never writes status itself. The apply side is
+// the frame's too: server-side apply with a memory of what was applied (apply.ts; the frame forgets
+// a key when what it applied is deleted), finalizers (finalizers.ts), Events (events.ts); and a
+// kind's setup (controllers/<kind>/setup.ts, on frame/setup.ts) declares what its controller watches.
 import type * as k8s from '@kubernetes/client-node';
 import { kubeStatus } from '../../lib/kube/client.js';
 import type { Logger } from '../../lib/logger.js';
+import type { Applier } from './apply.js';
 import { WorkQueue, type Backoff, type QueueStats } from './queue.js';
 import { condition, mergePatchBetween, sameJson, type Condition, type ConditionInput } from './status.js';
 
@@ -68,6 +72,10 @@ export interface ControllerOptions<T extends k8s.KubernetesObject, S> {
   reconciler: Reconciler<T, S>;
   /** Without one, the reconciler's status is not written (a kind whose status is not ours). */
   writeStatus?: StatusWriter<T>;
+  /** What the reconciler applies through: the frame forgets what it applied when that goes. */
+  applier?: Pick<Applier, 'forget'>;
+  /** The applier's key of a primary object, forgotten when the object is deleted (default: none). */
+  appliedKeyOf?: (obj: T) => string;
   log: Logger;
   concurrency?: number;
   /** Every key is reconciled again this often, changed or not. */
@@ -115,19 +123,57 @@ export class Controller<T extends WithStatus, S extends object> {
     const enqueue = (obj: T) => this.add(keyOf(obj));
     opts.primary.on('add', enqueue);
     opts.primary.on('update', enqueue);
-    opts.primary.on('delete', (obj: T) => opts.reconciler.forget?.(obj));
+    opts.primary.on('delete', (obj: T) => {
+      if (opts.applier && opts.appliedKeyOf) opts.applier.forget(opts.appliedKeyOf(obj));
+      opts.reconciler.forget?.(obj);
+    });
   }
 
   /**
    * Reconcile the owner whenever something it owns changes (controller-runtime's Owns and
-   * Watches): `owners` maps the child to the keys of the objects to look at again.
+   * Watches): `owners` maps the child to the keys of the objects to look at again. With `forget`,
+   * a deleted child's applier keys are forgotten first (the reconcile that follows must not trust
+   * the old apply), so it is applied again.
    */
-  watches<C extends k8s.KubernetesObject>(child: Informer<C>, owners: (child: C) => string[]): this {
+  watches<C extends k8s.KubernetesObject>(
+    child: Informer<C>,
+    owners: (child: C) => string[],
+    opts: { forget?: (child: C) => string[] } = {},
+  ): this {
     const enqueue = (c: C) => {
       for (const key of owners(c)) this.add(key);
     };
-    for (const verb of ['add', 'update', 'delete'] as const) child.on(verb, enqueue);
+    child.on('add', enqueue);
+    child.on('update', enqueue);
+    child.on('delete', (c: C) => {
+      if (opts.forget) this.forgetApplied(opts.forget(c), 'info');
+      enqueue(c);
+    });
     return this;
+  }
+
+  /**
+   * When a child is deleted, its applier keys are forgotten (it is applied again on the owner's
+   * next reconcile) and, with `requeue`, those keys are put on the queue now.
+   */
+  forgets<C extends k8s.KubernetesObject>(child: Informer<C>, keys: (child: C) => string[], opts: { requeue?: boolean } = {}): this {
+    child.on('delete', (c: C) => {
+      const gone = keys(c);
+      this.forgetApplied(gone, 'debug');
+      if (opts.requeue) for (const key of gone) this.add(key);
+    });
+    return this;
+  }
+
+  private forgetApplied(keys: readonly string[], level: 'info' | 'debug'): void {
+    for (const key of keys)
+      if (this.opts.applier?.forget(key))
+        this.opts.log[level]({ kind: this.opts.kind, key }, 'An object it applied was deleted; it is applied again');
+  }
+
+  /** The kind it reconciles (its metrics' label). */
+  get kind(): string {
+    return this.opts.kind;
   }
 
   /** Puts a key on the queue because something about it changed. */

@@ -5,10 +5,11 @@
 // at GET /runtimes.
 import * as k8s from '@kubernetes/client-node';
 import { annotations, labels, managers } from '../../lib/contract.js';
-import { kubeStatus, serverSideApply } from '../../lib/kube/client.js';
+import { kubeStatus } from '../../lib/kube/client.js';
 import type { Logger } from '../../lib/logger.js';
 import { defaultResources } from '../../lib/sandbox/limits.js';
 import { runtimesConfigMap, runtimesKey } from '../../lib/sandbox/runtimes-record.js';
+import { Applier } from '../frame/apply.js';
 import type { Outcome, Reconciler } from '../frame/controller.js';
 import { agentRuntimes } from './agent-info.js';
 import { newPodName, podReady, sandboxPod, type SandboxPodSettings } from './pod.js';
@@ -32,7 +33,8 @@ export interface PoolObservations {
 }
 
 export class PoolReconciler implements Reconciler<k8s.V1Namespace, never> {
-  private policiesApplied = false;
+  /** What applies the namespace's policies, remembering them; the frame forgets them when one is deleted. */
+  readonly applier: Applier;
   /** Members created by this process that the cache has not shown yet, with when (forgotten after a minute). */
   private readonly creating = new Map<string, number>();
   private runtimesFor: string | undefined;
@@ -42,33 +44,22 @@ export class PoolReconciler implements Reconciler<k8s.V1Namespace, never> {
 
   constructor(
     private readonly core: k8s.CoreV1Api,
-    private readonly networking: k8s.NetworkingV1Api,
+    networking: k8s.NetworkingV1Api,
     private readonly observed: PoolObservations,
     private readonly settings: PoolSettings,
     private readonly log: Logger,
-  ) {}
-
-  /** A policy of the namespace was deleted: the next pass applies them again. */
-  forgetPolicies(): void {
-    this.policiesApplied = false;
+  ) {
+    this.applier = new Applier({ core, networking });
   }
 
   async reconcile(ns: k8s.V1Namespace): Promise<Outcome<never>> {
     if (ns.metadata?.deletionTimestamp) return {};
     const namespace = this.settings.pod.namespace;
-    if (!this.policiesApplied) {
-      for (const policy of sandboxPolicies(
-        namespace,
-        platformPeers(this.settings.platformCidrs, this.settings.platformNamespace),
-        this.settings.platformCidrs,
-      )) {
-        await this.networking.patchNamespacedNetworkPolicy(
-          { name: policy.metadata!.name!, namespace, body: policy, fieldManager: managers.controllers, force: true },
-          serverSideApply,
-        );
-      }
-      this.policiesApplied = true;
-    }
+    await this.applier.applyAll(
+      namespace,
+      namespace,
+      sandboxPolicies(namespace, platformPeers(this.settings.platformCidrs, this.settings.platformNamespace), this.settings.platformCidrs),
+    );
     const pods = this.observed.pods();
     const present = new Set(pods.map((p) => p.metadata!.name!));
     for (const name of this.observed.retiring) if (!present.has(name)) this.observed.retiring.delete(name);
@@ -146,21 +137,12 @@ export class PoolReconciler implements Reconciler<k8s.V1Namespace, never> {
     const member = pods.find((p) => p.metadata?.labels?.[labels.sandboxPool] === this.settings.key && podReady(p) && p.status?.podIP);
     if (!member) return; // the next member to become ready brings the pool back here
     const runtimes = await agentRuntimes(member, this.settings.pod.agentKey, 10_000);
-    await this.core.patchNamespacedConfigMap(
-      {
-        name: runtimesConfigMap,
-        namespace,
-        fieldManager: managers.controllers,
-        force: true,
-        body: {
-          apiVersion: 'v1',
-          kind: 'ConfigMap',
-          metadata: { name: runtimesConfigMap, namespace, labels: { [labels.managedBy]: managers.controllers } },
-          data: { image, [runtimesKey]: JSON.stringify(runtimes) },
-        },
-      },
-      serverSideApply,
-    );
+    await this.applier.apply<k8s.V1ConfigMap>(namespace, {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: runtimesConfigMap, namespace, labels: { [labels.managedBy]: managers.controllers } },
+      data: { image, [runtimesKey]: JSON.stringify(runtimes) },
+    });
     this.runtimesFor = image;
     this.log.info({ kind: 'SandboxPool', image, runtimes: runtimes.length }, 'Recorded the sandbox runtimes');
   }

@@ -13,6 +13,7 @@ import type { Logger } from '../../lib/logger.js';
 import type { Sandbox, SandboxStatus } from '../../lib/resources/index.js';
 import { resourcesOf } from '../../lib/sandbox/limits.js';
 import type { Outcome, Reconciler } from '../frame/controller.js';
+import { KindEvents } from '../frame/events.js';
 import { claimMetadata, planSandbox, type SandboxAction, type SandboxPlan, type SandboxTiming } from './desired.js';
 import { newPodName, podReady, sandboxPod, type SandboxPodSettings } from './pod.js';
 
@@ -47,6 +48,7 @@ export class SandboxReconciler implements Reconciler<Sandbox, SandboxStatus> {
   readonly retiring = new Set<string>();
   /** Sandboxes served so far, by launch (the controllers' /metrics). */
   readonly launches = { warm: 0, cold: 0 };
+  private readonly events: KindEvents<Sandbox>;
 
   constructor(
     private readonly core: k8s.CoreV1Api,
@@ -54,10 +56,12 @@ export class SandboxReconciler implements Reconciler<Sandbox, SandboxStatus> {
     private readonly pods: SandboxPods,
     private readonly settings: SandboxSettings,
     private readonly log: Logger,
-    private readonly events?: EventRecorder,
+    events?: EventRecorder,
     /** Called after a member is claimed: the pool refills. */
     private readonly onClaim?: () => void,
-  ) {}
+  ) {
+    this.events = new KindEvents(events, 'Sandbox', apiVersion);
+  }
 
   forget(s: Sandbox): void {
     const pod = this.made.get(s.metadata.uid!);
@@ -105,12 +109,7 @@ export class SandboxReconciler implements Reconciler<Sandbox, SandboxStatus> {
         { kind: 'Sandbox', sandbox: `${s.metadata.namespace}/${s.metadata.name}`, phase: st.phase, reason: st.reason, message: st.message },
         `Sandbox ${st.phase.toLowerCase()}`,
       );
-      this.events?.record(
-        { apiVersion, kind: 'Sandbox', name: s.metadata.name!, namespace: s.metadata.namespace!, uid: s.metadata.uid! },
-        st.phase === 'Failed' ? 'Warning' : 'Normal',
-        st.reason ?? st.phase,
-        st.message ?? '',
-      );
+      this.events.record(s, st.phase === 'Failed' ? 'Warning' : 'Normal', st.reason ?? st.phase, st.message ?? '');
     }
     return {
       status: st,
