@@ -160,6 +160,7 @@ export class AppReconciler implements Reconciler<App, AppStatusFields> {
       seen !== undefined && last?.resourceVersion !== undefined && seen !== last.resourceVersion && isAtLeast(seen, last.resourceVersion);
     const same = this.applier.unchanged(uid, shape);
     if (same && !edited) return undefined;
+    const since = this.applier.mark();
     if (policy) await this.applier.apply(namespace, policy);
     return async () => {
       for (const t of taken)
@@ -174,7 +175,7 @@ export class AppReconciler implements Reconciler<App, AppStatusFields> {
         ...stale.map((s) => this.core.deleteNamespacedService({ namespace, name: s.metadata!.name! }).catch(ignoreStatus(404))),
       ]);
       const result = await this.applier.apply(namespace, service);
-      this.applier.remember(uid, shape, result.metadata?.resourceVersion);
+      this.applier.remember(uid, shape, result.metadata?.resourceVersion, since);
       if (edited && same) this.log.info({ kind: 'App', namespace, name }, 'Restored the Service changed by hand');
     };
   }

@@ -29,8 +29,17 @@ function need<C>(client: C | undefined, what: string): C {
   return client;
 }
 
+/**
+ * Each reconciler has an Applier of its own: keys are only unique within one kind (an App's uid, a
+ * namespace's name), so two kinds sharing one would forget each other's applies.
+ */
 export class Applier {
   private readonly applied = new Map<string, Applied>();
+  // How many forgets there were: an apply that began before a forget (the object deleted while it
+  // was being applied) must not be remembered over it, or it would never be applied again. One
+  // count for all keys (not a map that would keep every deleted key): a forget of another key
+  // only costs one more apply.
+  private forgets = 0;
   private readonly forgetHooks: Array<(key: string) => void> = [];
 
   constructor(
@@ -55,14 +64,24 @@ export class Applier {
     return this.applied.get(key)?.hash === Applier.hash(shape);
   }
 
-  /** Remembers `shape` as applied under `key` (with the resourceVersion the apply returned, if wanted). */
-  remember(key: string, shape: unknown, resourceVersion?: string): void {
+  /** A mark to pass to remember(), taken before an apply begins. */
+  mark(): number {
+    return this.forgets;
+  }
+
+  /**
+   * Remembers `shape` as applied under `key` (with the resourceVersion the apply returned, if
+   * wanted), unless the key was forgotten since `since` (mark(), taken before applying).
+   */
+  remember(key: string, shape: unknown, resourceVersion?: string, since?: number): void {
+    if (since !== undefined && since !== this.forgets) return;
     this.applied.set(key, { hash: Applier.hash(shape), ...(resourceVersion !== undefined ? { resourceVersion } : {}) });
   }
 
   /** What was applied under `key` is gone (or untrusted): the next apply of it goes through. Whether anything was remembered. */
   forget(key: string): boolean {
     const had = this.applied.delete(key);
+    this.forgets += 1;
     for (const hook of this.forgetHooks) hook(key);
     return had;
   }
@@ -111,8 +130,9 @@ export class Applier {
    */
   async applyAll(key: string, namespace: string, objects: readonly k8s.KubernetesObject[], force = false): Promise<boolean> {
     if (!force && this.unchanged(key, objects)) return false;
+    const since = this.mark();
     for (const obj of objects) await this.apply(namespace, obj);
-    this.remember(key, objects);
+    this.remember(key, objects, undefined, since);
     return true;
   }
 }

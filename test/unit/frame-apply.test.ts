@@ -67,6 +67,26 @@ describe('Applier', () => {
     assert.equal(calls.length, 8);
   });
 
+  it('does not remember an apply that an object deleted meanwhile was forgotten during', async () => {
+    const { clients } = fakeClients();
+    let deleteDuringApply = true;
+    const applier = new Applier({
+      ...clients,
+      networking: {
+        patchNamespacedNetworkPolicy: async (opts: { body: k8s.V1NetworkPolicy }) => {
+          // The informer's delete event of what is being applied arrives before the apply returns.
+          if (deleteDuringApply) applier.forget('ns');
+          return opts.body;
+        },
+      } as unknown as k8s.NetworkingV1Api,
+    });
+    assert.equal(await applier.applyAll('ns', 'ns', [policy('a')]), true);
+    assert.equal(applier.last('ns'), undefined, 'not remembered: the next reconcile applies it again');
+    deleteDuringApply = false;
+    assert.equal(await applier.applyAll('ns', 'ns', [policy('a')]), true, 'applied again');
+    assert.equal(await applier.applyAll('ns', 'ns', [policy('a')]), false, 'and now remembered');
+  });
+
   it('keeps keys apart, and remembers the resourceVersion an apply returned', async () => {
     const { clients } = fakeClients();
     const applier = new Applier(clients);
