@@ -7,6 +7,11 @@ import { ApiError, invalid, notFound } from './errors.js';
 import type { Caller } from './operation.js';
 import type { Services } from './services.js';
 
+/** What finding an app needs: the apps repository's lookup by name or ID. */
+export interface AppLookup {
+  apps: Pick<Services['apps'], 'find'>;
+}
+
 const uidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** A token restricted to apps may only touch those apps. */
@@ -19,7 +24,7 @@ export function requireApp(caller: Caller, name: string): void {
   if (!allowedApp(caller, name)) throw new ApiError('forbidden', `token lacks app "${name}"`);
 }
 
-export async function resolveApp(s: Pick<Services, 'apps'>, caller: Caller, idOrName: string): Promise<AppRecord> {
+export async function resolveApp(s: AppLookup, caller: Caller, idOrName: string): Promise<AppRecord> {
   // By name, the restriction is checked before looking (whether the app exists is no business of
   // a token that lacks it); by ID, once the ID is resolved to its name.
   if (!uidPattern.test(idOrName)) requireApp(caller, idOrName);

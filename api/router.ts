@@ -12,7 +12,7 @@ import type { RateLimiter } from './middleware/rate-limit.js';
 import type { HandlerResult, Operation } from './operation.js';
 import type { Services } from './services.js';
 import type { ApiState } from './state.js';
-import { resolveApp } from './app-access.js';
+import { resolveApp, type AppLookup } from './app-access.js';
 
 export const apiPrefix = '/api';
 
@@ -56,7 +56,12 @@ function respondStream(ctx: Koa.Context, body: Readable): void {
   body.pipe(res);
 }
 
-export function buildRouter(operations: readonly Operation[], s: Services, auth: Authenticator, limiter: RateLimiter): Router<ApiState> {
+/** The router's own: the body limit, and the app lookup of operations not built yet (their 404s). */
+export interface RouterDeps extends AppLookup {
+  config: { api: Pick<Services['config']['api'], 'bodyLimitBytes'> };
+}
+
+export function buildRouter(operations: readonly Operation[], s: RouterDeps, auth: Authenticator, limiter: RateLimiter): Router<ApiState> {
   const router = new Router<ApiState>({ prefix: apiPrefix });
   const limit = s.config.api.bodyLimitBytes;
   const jsonBody = koaBody({ json: true, jsonStrict: true, jsonLimit: limit, urlencoded: false, text: false, multipart: false });

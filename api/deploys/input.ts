@@ -10,12 +10,15 @@ export const uploadDescription =
 
 /** Stores an upload as the caller's account's, counted against its storage (api/storage/account-storage.ts). */
 export const keepFor =
-  (s: Services, caller: Caller, what: string): Keep =>
+  (s: Pick<Services, 'storage'>, caller: Caller, what: string): Keep =>
   (staged) =>
     s.storage.admit(caller.account.id, caller.account.namespace, staged, what);
 
 /** Reads a deploy request (JSON or an uploaded .tar.gz) into a validated, stored Prepared. */
-export function readDeployInput(s: Services, input: HandlerInput<z.infer<typeof deployBody> | undefined, unknown>): Promise<Prepared> {
+export function readDeployInput(
+  s: Pick<Services, 'storage' | 'config'> & { deployer: Pick<Services['deployer'], 'prepareUpload' | 'prepareBody'> },
+  input: HandlerInput<z.infer<typeof deployBody> | undefined, unknown>,
+): Promise<Prepared> {
   const keep = keepFor(s, input.caller, "the deploy's tree");
   if (input.upload) return s.deployer.prepareUpload(input.upload.stream, s.config.deploys.uploadLimitBytes, keep);
   if (!input.body) throw invalid('invalid body: send files, image, compose, or a .tar.gz body');

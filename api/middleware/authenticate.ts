@@ -8,10 +8,16 @@ import type { Services } from '../services.js';
 
 const accountCacheMs = 30_000;
 
+/** Tokens verified, and the accounts they name. */
+export interface AuthenticatorDeps {
+  tokens: Pick<Services['tokens'], 'authenticate'>;
+  accounts: Services['accounts'];
+}
+
 export class Authenticator {
   private readonly accounts = new Map<string, { account: Account; at: number }>();
 
-  constructor(private readonly s: Services) {}
+  constructor(private readonly s: AuthenticatorDeps) {}
 
   async authenticate(authorization: string | undefined): Promise<Principal> {
     const match = /^Bearer[ ]+(\S+)\s*$/i.exec(authorization ?? '');

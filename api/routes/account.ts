@@ -10,6 +10,15 @@ import { eventSchema } from '../presenters/events.js';
 import type { Services } from '../services.js';
 import { dnsLabel } from '../../lib/contract.js';
 
+type Deps = Pick<Services, 'clock'> & {
+  tokens: Pick<Services['tokens'], 'list' | 'issue' | 'revoke'>;
+  events: Pick<Services['events'], 'list'>;
+  usage: Pick<Services['usage'], 'between' | 'byApp' | 'history'>;
+  /** The live-token quota is checked and the token issued under the account's lock. */
+  accountLock: Pick<Services['accountLock'], 'hold'>;
+  config: Pick<Services['config'], 'quotas'>;
+};
+
 const maxTokenLifetimeMs = 366 * 86400e3;
 const appName = z.string().regex(dnsLabel, 'must be an app name (a DNS label)');
 
@@ -58,7 +67,7 @@ const tokenSchema = z.object({
 const meterSchema = z.object(Object.fromEntries(meters.map((m) => [m, z.number()])));
 const periodSchema = z.object({ start: z.string(), end: z.string(), meters: meterSchema });
 
-export function accountOperations(s: Services): Operation[] {
+export function accountOperations(s: Deps): Operation[] {
   return [
     op({
       method: 'GET',

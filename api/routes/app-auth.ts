@@ -10,8 +10,20 @@ import type { AppRecord } from '../repositories/app-record.js';
 import { conflict, invalid, notFound } from '../errors.js';
 import { op, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
-import { resolveApp } from '../app-access.js';
+import { resolveApp, type AppLookup } from '../app-access.js';
 import { appUrl, loginUrl } from '../../lib/contract.js';
+
+type Deps = AppLookup &
+  Pick<Services, 'clock'> & {
+    auth: {
+      users: Pick<Services['auth']['users'], 'list' | 'get' | 'disable' | 'enable'>;
+      /** Whole: users.disable revokes the user's sessions through it. */
+      sessions: Services['auth']['sessions'];
+      links: Pick<Services['auth']['links'], 'handoff'>;
+    };
+    /** The app's URL (site), and which sign-in providers this platform is set up for (mail, auth). */
+    config: Pick<Services['config'], 'site' | 'mail' | 'auth'>;
+  };
 
 const userSchema = z.object({
   id: z.string(),
@@ -45,7 +57,7 @@ function presentUser(u: AppUser, sessions: number): z.infer<typeof userSchema> {
   };
 }
 
-function providersOf(s: Services, app: AppRecord): Array<z.infer<typeof providerSchema>> {
+function providersOf(s: Pick<Deps, 'config'>, app: AppRecord): Array<z.infer<typeof providerSchema>> {
   const admit = (app.spec.auth?.rules ?? []).map((r) => r.admit);
   const appUsers = admitsAppUsers(app.spec.auth);
   return [
@@ -57,7 +69,7 @@ function providersOf(s: Services, app: AppRecord): Array<z.infer<typeof provider
   ];
 }
 
-export function appAuthOperations(s: Services): Operation[] {
+export function appAuthOperations(s: Deps): Operation[] {
   const userOp = (action: 'disable' | 'enable') =>
     op({
       method: 'POST',

@@ -11,10 +11,16 @@ import { appName } from '../app-name.js';
 import { appSchema, presentApp } from '../presenters/apps.js';
 import { deploySchema, presentDeploy } from '../presenters/deploys.js';
 
+type Deps = Pick<Services, 'clock'> & {
+  apps: Pick<Services['apps'], 'find' | 'patchSpec'>;
+  actions: Pick<Services['actions'], 'fork' | 'migrate'>;
+  events: Pick<Services['events'], 'record'>;
+};
+
 /** Expiry further than this is a mistake more often than a plan. */
 const maxExpiryMs = 366 * 86400e3;
 
-export function lifecycleOperations(s: Services): Operation[] {
+export function lifecycleOperations(s: Deps): Operation[] {
   return [
     op({
       method: 'POST',

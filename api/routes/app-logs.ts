@@ -18,6 +18,9 @@ import { op, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
 import { resolveApp, serviceOrInvalid } from '../app-access.js';
 
+/** Whole members: a followed log (api/logs/machine-logs.ts FollowStream) lists machines, reads logs and watches the app. */
+type Deps = Pick<Services, 'apps' | 'machines' | 'log'>;
+
 const logsQuery = z.strictObject({
   tail: z.coerce.number().int().min(0).max(maxTail).default(defaultTail).describe('Lines per machine from before the request.'),
   since: z
@@ -36,7 +39,7 @@ const logsQuery = z.strictObject({
     .describe("Only this service's machines (an app deployed from a compose file with several services)."),
 });
 
-export function appLogOperations(s: Services): Operation[] {
+export function appLogOperations(s: Deps): Operation[] {
   return [
     op({
       method: 'GET',

@@ -16,9 +16,17 @@ import type { AppRecord } from '../repositories/app-record.js';
 import { ApiError, invalid } from '../errors.js';
 import { op, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
-import { resolveApp } from '../app-access.js';
+import { resolveApp, type AppLookup } from '../app-access.js';
 import { parseSince } from '../../lib/duration.js';
 import { labels } from '../../lib/contract.js';
+
+type Deps = AppLookup &
+  Pick<Services, 'requestMetrics' | 'clock'> & {
+    /** The app's machine Pods, and each node's kubelet Summary. */
+    machines: Pick<Services['machines'], 'list' | 'nodeSummary'>;
+    /** A node that does not answer its Summary is logged. */
+    log: Pick<Services['log'], 'warn'>;
+  };
 
 export const metricPaths = ['requests', 'latency', 'machines', 'summary'] as const;
 type MetricPath = (typeof metricPaths)[number];
@@ -153,7 +161,7 @@ interface Summary {
 type Machine = z.infer<typeof machineSchema>;
 
 /** The app's machines with their CPU and memory now, one Summary per node hosting one of them. */
-async function machinesOf(s: Pick<Services, 'machines' | 'log'>, app: AppRecord): Promise<Machine[]> {
+async function machinesOf(s: Pick<Deps, 'machines' | 'log'>, app: AppRecord): Promise<Machine[]> {
   let pods = await s.machines.list(app.namespace, app.name);
   // Only this app's machines: pods of an earlier app of the same name may still be ending.
   pods = pods.filter((p) => p.metadata?.ownerReferences?.some((o) => o.uid === app.id));
@@ -209,7 +217,7 @@ async function machinesOf(s: Pick<Services, 'machines' | 'log'>, app: AppRecord)
   );
 }
 
-export function appMetricsOperations(s: Services): Operation[] {
+export function appMetricsOperations(s: Deps): Operation[] {
   const handlers: Record<MetricPath, (app: AppRecord, query: MetricsQuery) => Promise<unknown>> = {
     requests: async (app, query) => {
       const w = windowOf(query, s.clock().getTime());

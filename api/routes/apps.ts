@@ -11,6 +11,17 @@ import { allowedApp, requireApp, resolveApp, serviceOrInvalid } from '../app-acc
 import { appName } from '../app-name.js';
 import { appSchema, presentApp } from '../presenters/apps.js';
 
+type Deps = {
+  apps: Pick<Services['apps'], 'list' | 'find' | 'create' | 'delete'>;
+  env: Pick<Services['env'], 'read' | 'write'>;
+  events: Pick<Services['events'], 'record'>;
+  /** The registry policy an image given at create must pass. */
+  config: Pick<Services['config'], 'images'>;
+  accountLock: Pick<Services['accountLock'], 'hold'>;
+  /** The account's app quota, checked under its lock at create. */
+  actions: Pick<Services['actions'], 'assertAppFits'>;
+};
+
 const createAppBody = z.strictObject({
   name: appName,
   image: z
@@ -38,7 +49,7 @@ const listQuery = z.strictObject({
   after: z.string().max(63).optional(),
 });
 
-export function appOperations(s: Services): Operation[] {
+export function appOperations(s: Deps): Operation[] {
   const find = (caller: Caller, idOrName: string): Promise<AppRecord> => resolveApp(s, caller, idOrName);
   /** env.changed names the keys set (new or changed) and removed, never a value. */
   const recordEnvChange = async (accountId: string, app: string, before: Record<string, string>, after: Record<string, string>) => {

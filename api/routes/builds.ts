@@ -10,7 +10,7 @@ import { buildIdPattern, terminalPhases } from '../../lib/builds/index.js';
 import { resolveRef } from '../../lib/builds/git.js';
 import { planBuild, PlanError, type SourceTree } from '../../lib/builds/plan.js';
 import { createdBy } from '../actor.js';
-import { resolveApp } from '../app-access.js';
+import { resolveApp, type AppLookup } from '../app-access.js';
 import { gitOrApiError } from '../builds/git-error.js';
 import { startBuild, type StartBuild } from '../builds/start.js';
 import { buildLogStream } from '../builds/logs.js';
@@ -19,6 +19,16 @@ import { ApiError, conflict, invalid, notFound } from '../errors.js';
 import { op, type Caller, type Operation } from '../operation.js';
 import { buildSchema, presentBuild } from '../presenters/builds.js';
 import type { Services } from '../services.js';
+
+/** builds and config whole: startBuild (api/builds/start.ts) reads them, and the build log stream all of builds. */
+type Deps = AppLookup &
+  Pick<Services, 'builds' | 'config' | 'clock'> & {
+    /** A build log read from its builder Pod. */
+    machines: Pick<Services['machines'], 'logs'>;
+    /** An uploaded tree is staged, then counted against the account's storage. */
+    artifacts: Pick<Services['artifacts'], 'stage'>;
+    storage: Pick<Services['storage'], 'admit'>;
+  };
 
 const createBody = z.strictObject({
   app: z.string().min(1).max(63).describe('The app to build for'),
@@ -70,7 +80,7 @@ async function tarballTree(file: string): Promise<SourceTree> {
   return { paths: entries.map((e) => e.path), read: (p) => contents.get(p)?.toString('utf8') };
 }
 
-export function buildOperations(s: Services): Operation[] {
+export function buildOperations(s: Deps): Operation[] {
   const find = async (caller: Caller, id: string) => {
     const record = buildIdPattern.test(id) ? await s.builds.store.get(caller.account.id, id) : undefined;
     if (!record) throw notFound(`build ${id}`);

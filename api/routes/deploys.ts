@@ -10,7 +10,19 @@ import { op, type Operation } from '../operation.js';
 import { deploySchema, presentDeploy } from '../presenters/deploys.js';
 import type { Services } from '../services.js';
 
-export function deployOperations(s: Services): Operation[] {
+/** What readDeployInput (api/deploys/input.ts) takes: all of Services until its signature is narrowed there. */
+type DeployInputDeps = Parameters<typeof readDeployInput>[0];
+
+type Deps = DeployInputDeps & {
+  apps: Pick<Services['apps'], 'find'>;
+  deploys: Pick<Services['deploys'], 'list' | 'get'>;
+  deployer: Pick<Services['deployer'], 'apply'>;
+  actions: Pick<Services['actions'], 'rollback'>;
+  /** The upload limit. */
+  config: Pick<Services['config'], 'deploys'>;
+};
+
+export function deployOperations(s: Deps): Operation[] {
   const upload = { types: tarballTypes, limitBytes: s.config.deploys.uploadLimitBytes, description: uploadDescription };
   return [
     op({

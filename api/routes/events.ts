@@ -12,6 +12,15 @@ import { op, type Operation } from '../operation.js';
 import { eventSchema } from '../presenters/events.js';
 import type { Services } from '../services.js';
 
+type Deps = {
+  events: Pick<Services['events'], 'list' | 'horizon'>;
+  eventHub: Pick<Services['eventHub'], 'follow'>;
+  /** A follower's token is checked again every second: revoked or expired ends the stream. */
+  tokens: Pick<Services['tokens'], 'authenticate'>;
+  /** The retention a 410's message names. */
+  config: Pick<Services['config'], 'eventsRetentionMs'>;
+};
+
 const query = z.strictObject({
   after: z.coerce.number().int().min(0).optional().describe("Events after this id (a previous answer's next_after, or the last id seen)"),
   kinds: z.string().max(1000).optional().describe('Comma-separated kinds: exact (deploy.live), prefix.* (deploy.*) or *'),
@@ -28,7 +37,7 @@ function goneMessage(cursor: number, horizon: number, retentionMs: number): stri
   return `events after ${cursor} are no longer kept (the log keeps ${Math.round(retentionMs / 86_400_000)} days): list again from after=${horizon}, the oldest kept`;
 }
 
-export function eventOperations(s: Services): Operation[] {
+export function eventOperations(s: Deps): Operation[] {
   return [
     op({
       method: 'GET',

@@ -15,6 +15,16 @@ import { gitOrApiError } from '../builds/git-error.js';
 import { appSchema, presentApp } from '../presenters/apps.js';
 import { buildSchema, presentBuild } from '../presenters/builds.js';
 
+/** builds and config whole: startBuild (api/builds/start.ts) reads them. */
+type Deps = Pick<Services, 'builds' | 'config' | 'clock'> & {
+  apps: Pick<Services['apps'], 'create'>;
+  accountLock: Pick<Services['accountLock'], 'hold'>;
+  /** The account's app quota, checked under its lock. */
+  actions: Pick<Services['actions'], 'assertAppFits'>;
+  events: Pick<Services['events'], 'record'>;
+  repositories: Pick<Services['repositories'], 'create'>;
+};
+
 const repository = z.string().min(1).max(2048).describe('An https URL of a Git repository');
 const ref = z.string().min(1).max(255).optional().describe('A branch or tag; the default branch when unset');
 const sub = z
@@ -51,7 +61,7 @@ export function nameOfRepository(url: string): string {
   );
 }
 
-export function importOperations(s: Services): Operation[] {
+export function importOperations(s: Deps): Operation[] {
   const remote = (token: string | undefined) => ({ token, allowPrivate: s.config.webhookAllowPrivate, resolver: s.builds.resolver });
   return [
     op({

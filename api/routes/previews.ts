@@ -14,6 +14,18 @@ import { keepFor, readDeployInput, uploadDescription } from '../deploys/input.js
 import { deploySchema, presentDeploy } from '../presenters/deploys.js';
 import { dnsLabel, previewSeparator } from '../../lib/contract.js';
 
+/** What readDeployInput (and keepFor) of api/deploys/input.ts take: all of Services until their signatures are narrowed there. */
+type DeployInputDeps = Parameters<typeof readDeployInput>[0];
+
+type Deps = DeployInputDeps & {
+  apps: Pick<Services['apps'], 'find' | 'list' | 'delete'>;
+  deployer: Pick<Services['deployer'], 'prepareBody' | 'apply'>;
+  actions: Pick<Services['actions'], 'createPreview'>;
+  events: Pick<Services['events'], 'record'>;
+  /** The upload limit. */
+  config: Pick<Services['config'], 'deploys'>;
+};
+
 const ref = z
   .string()
   .regex(dnsLabel, 'must be a DNS label (lowercase letters, digits, dashes)')
@@ -43,7 +55,7 @@ function presentPreview(p: AppRecord): z.infer<typeof previewSchema> {
   };
 }
 
-export function previewOperations(s: Services): Operation[] {
+export function previewOperations(s: Deps): Operation[] {
   const previewOf = async (namespace: string, parent: AppRecord, r: string): Promise<AppRecord> => {
     const p = await s.apps.find(namespace, previewName(parent.name, r));
     if (!p || p.spec.preview?.parent !== parent.name) throw notFound(`preview ${r} of app ${parent.name}`);

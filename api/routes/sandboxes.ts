@@ -10,6 +10,13 @@ import { op, type HandlerInput, type HandlerResult, type Operation } from '../op
 import type { ExecInput, OpenInput } from '../sandboxes/service.js';
 import type { Services } from '../services.js';
 
+type Deps = {
+  sandboxes: Pick<
+    Services['sandboxes'],
+    'runtimes' | 'oneShot' | 'list' | 'open' | 'get' | 'destroy' | 'exec' | 'execStream' | 'upload' | 'download'
+  >;
+};
+
 const quantity = z.string().regex(/^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi)?$/, 'must be a Kubernetes quantity (500m, 1, 512Mi, 1Gi)');
 
 const execFields = z.object({
@@ -186,7 +193,7 @@ const ndjson = (body: unknown): HandlerResult => ({
   headers: { 'Content-Type': 'application/x-ndjson', 'Cache-Control': 'no-store' },
 });
 
-export function sandboxOperations(s: Services): Operation[] {
+export function sandboxOperations(s: Deps): Operation[] {
   const sb = s.sandboxes;
   const idParam = (params: Record<string, string>) => params.sandboxID!;
   return [

@@ -3,7 +3,10 @@ import { ApiError } from '../errors.js';
 import type { Operation } from '../operation.js';
 import type { Services } from '../services.js';
 
-export function systemOperations(s: Services, openapi: () => Record<string, unknown>): Operation[] {
+/** GET /health answers whether PostgreSQL does. */
+type Deps = Pick<Services, 'database'>;
+
+export function systemOperations(s: Deps, openapi: () => Record<string, unknown>): Operation[] {
   return [
     {
       method: 'GET',

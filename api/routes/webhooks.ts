@@ -9,6 +9,13 @@ import { within } from '../quotas.js';
 import { op, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
 
+type Deps = Pick<Services, 'webhooks'> & {
+  /** The webhook quota is checked and the webhook made under the account's lock. */
+  accountLock: Pick<Services['accountLock'], 'hold'>;
+  /** The URL guard's settings, and the webhook quota. */
+  config: Pick<Services['config'], 'webhookAllowPrivate' | 'webhookDnsServers' | 'quotas'>;
+};
+
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
 const createWebhookBody = z.strictObject({
@@ -81,7 +88,7 @@ const presentDelivery = (d: Delivery) => ({
   created_at: iso(d.createdAt)!,
 });
 
-export function webhookOperations(s: Services): Operation[] {
+export function webhookOperations(s: Deps): Operation[] {
   return [
     op({
       method: 'GET',
