@@ -43,6 +43,8 @@ import { backupEndpoint } from './backups.js';
 import { DatabaseReadyRecorder } from './database-events.js';
 import { buildEndpoint } from './builds/endpoint.js';
 import { BuildRecorder, type DeployOutcome } from './builds/recorder.js';
+import { BuildActions } from './builds/actions.js';
+import { buildLogStream } from './builds/logs.js';
 import { BuildRepository } from './builds/repository.js';
 import { BuildStore } from '../lib/builds/store.js';
 import { RepositoryStore } from '../lib/builds/repositories.js';
@@ -69,17 +71,8 @@ import {
 } from '../lib/usage.js';
 import { WebhookDeliverer } from '../lib/webhooks/deliverer.js';
 import { webhookDispatcher } from '../lib/webhooks/guarded-dispatcher.js';
-import {
-  createWebhook,
-  deleteWebhook,
-  enableWebhook,
-  getDelivery,
-  listDeliveries,
-  listWebhooks,
-  redeliver,
-  rotateSecret,
-  type Webhook,
-} from '../lib/webhooks/store.js';
+import { WebhookActions } from './webhooks/actions.js';
+import { WebhookRepository } from './webhooks/repository.js';
 
 /** What this process reads of the configuration (lib/config.ts, components). */
 type Config = ComponentConfig<'api'>;
@@ -123,16 +116,10 @@ export interface Services {
     /** A stored_bytes sample of `subject`, now (lib/usage.ts). */
     storage: (accountId: string, subject: string, bytes: number) => Promise<void>;
   };
-  webhooks: {
-    list: (accountId: string) => Promise<Webhook[]>;
-    create: (accountId: string, input: Parameters<typeof createWebhook>[2]) => ReturnType<typeof createWebhook>;
-    delete: (accountId: string, id: string) => Promise<boolean>;
-    rotateSecret: (accountId: string, id: string) => ReturnType<typeof rotateSecret>;
-    enable: (accountId: string, id: string) => ReturnType<typeof enableWebhook>;
-    deliveries: (accountId: string, id: string, opts: Parameters<typeof listDeliveries>[3]) => ReturnType<typeof listDeliveries>;
-    delivery: (accountId: string, id: string, deliveryId: string) => ReturnType<typeof getDelivery>;
-    redeliver: (accountId: string, id: string, deliveryId: string) => ReturnType<typeof redeliver>;
-  };
+  /** The account's webhooks and their deliveries (api/webhooks/repository.ts). */
+  webhooks: WebhookRepository;
+  /** Creating, rotating, enabling, deleting webhooks and resending deliveries: their decisions (api/webhooks/actions.ts). */
+  webhookActions: WebhookActions;
   /** Databases and their credentials (api/repositories/databases.ts). */
   databases: DatabaseRepository;
   /** Creating, deleting, backing up, attaching and detaching databases: the data group's decisions (api/databases/actions.ts). */
@@ -165,6 +152,8 @@ export interface Services {
     gitSecret: (namespace: string, app: string, token: string) => Promise<string>;
     endpoint: Koa.Middleware;
   };
+  /** What the API decides about builds (api/builds/actions.ts). */
+  buildActions: BuildActions;
   /** Apps imported from Git (lib/builds/repositories.ts) and what builds a pushed branch (api/builds/imports.ts). */
   repositories: RepositoryStore;
   gitSync: Pick<GitSync, 'onHead'>;
@@ -371,15 +360,15 @@ export async function assembleServices(deps: {
   await sandboxRepo.start();
   // Without the artifact key no agent token can be derived: sandboxes answer 503 (the controllers
   // serve none either, and say so in their log).
-  const sandboxes = new SandboxService(
-    sandboxRepo,
-    new RuntimeList(core, config.sandboxes.namespace),
-    db,
-    config.deploys.artifactKey,
-    config.sandboxes,
+  const sandboxes = new SandboxService({
+    sandboxes: sandboxRepo,
+    runtimes: new RuntimeList(core, config.sandboxes.namespace),
+    agentKey: config.deploys.artifactKey,
+    limits: config.sandboxes,
+    lock: accountLock,
+    recordEvent: (accountId, type, subject, data) => recordEvent(db, accountId, type, subject, data),
     log,
-    accountLock,
-  );
+  });
   const actions = new AppActions({
     apps,
     env,
@@ -435,6 +424,18 @@ export async function assembleServices(deps: {
       clock,
     }),
   };
+  const buildActions = new BuildActions({
+    builds: buildRepo,
+    store: buildStore,
+    logs: (build, namespace, follow) => buildLogStream({ core, machines, builds: buildRepo, store: buildStore }, build, namespace, follow),
+    storage,
+    git: {
+      secret: builds.gitSecret,
+      remote: (token) => ({ token, allowPrivate: config.webhookAllowPrivate, resolver: builds.resolver }),
+    },
+    settings: { artifactKey: config.deploys.artifactKey, artifactBaseUrl: config.deploys.artifactBaseUrl },
+    clock,
+  });
   const accounts: Services['accounts'] = { get: (id) => getAccount(db, id) };
   const repositories = new RepositoryStore(db);
   // Imported repositories are polled (every API replica takes its share of the due ones).
@@ -482,6 +483,13 @@ export async function assembleServices(deps: {
     },
     clock,
   });
+  const webhooks = new WebhookRepository(db);
+  const webhookActions = new WebhookActions({
+    webhooks,
+    quota: { lock: accountLock, limits: { webhooks: config.quotas.webhooksPerAccount } },
+    urlGuard: { allowPrivate: config.webhookAllowPrivate, resolver: resolverFor(config.webhookDnsServers) },
+    clock,
+  });
   const volumeActions = new VolumeActions({ volumes, apps, databases, storage, usage, events });
   const services: Services = {
     config,
@@ -498,16 +506,8 @@ export async function assembleServices(deps: {
     events,
     eventHub,
     usage,
-    webhooks: {
-      list: (accountId) => listWebhooks(db, accountId),
-      create: (accountId, input) => createWebhook(db, accountId, input),
-      delete: (accountId, id) => deleteWebhook(db, accountId, id),
-      rotateSecret: (accountId, id) => rotateSecret(db, accountId, id, clock()),
-      enable: (accountId, id) => enableWebhook(db, accountId, id),
-      deliveries: (accountId, id, opts) => listDeliveries(db, accountId, id, opts),
-      delivery: (accountId, id, deliveryId) => getDelivery(db, accountId, id, deliveryId),
-      redeliver: (accountId, id, deliveryId) => redeliver(db, accountId, id, deliveryId, clock()),
-    },
+    webhooks,
+    webhookActions,
     databases,
     databaseActions,
     storage,
@@ -516,6 +516,7 @@ export async function assembleServices(deps: {
     volumeActions,
     backups,
     builds,
+    buildActions,
     repositories,
     gitSync,
     sandboxes,

@@ -172,7 +172,7 @@ try {
   // exec paths, one pod
   await poolFull(size);
   const s = await call<Opened>('POST', '/sandboxes', {});
-  const sandbox = services.sandboxes.get(bench.account, s.id);
+  const sandbox = services.sandboxes.get({ accountId: bench.account.id, namespace: bench.account.namespace, createdBy: 'bench' }, s.id);
   const viaAgent: number[] = [];
   const viaApiserver: number[] = [];
   for (let i = 0; i < 100; i++) {
@@ -180,7 +180,7 @@ try {
     await call('POST', `/sandboxes/${s.id}/exec`, { argv: ['true'] });
     viaAgent.push(performance.now() - start);
     start = performance.now();
-    await apiserverExec(sandbox.status!.podName!, sandbox.status!.podNamespace!, ['true']);
+    await apiserverExec(sandbox.podName!, sandbox.podNamespace!, ['true']);
     viaApiserver.push(performance.now() - start);
   }
   await call('DELETE', `/sandboxes/${s.id}`);

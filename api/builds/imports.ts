@@ -18,7 +18,7 @@ import { combine, isHtmlPage, isMarkdownPage, PolicyError, treeDeclarations, typ
 import { previewName } from '../deploys/actions.js';
 import { parseCompose } from '../deploys/compose.js';
 import type { Services } from '../services.js';
-import { startBuild } from './start.js';
+import { startBuild } from './actions.js';
 
 export interface ImportPreview {
   repository: string;
@@ -173,14 +173,18 @@ export class GitSync {
       await this.s.builds.repo.cancel(ns, older.metadata.name!, this.s.clock());
       this.log.info({ app: app.name, build: older.metadata.name, branch }, 'Canceled an older build of the branch');
     }
-    const { id } = await startBuild(this.s, {
-      accountId: repo.accountId,
-      namespace: ns,
+    const { id } = await startBuild(
+      {
+        builds: this.s.builds.repo,
+        store: this.s.builds.store,
+        settings: { artifactBaseUrl: this.s.config.deploys.artifactBaseUrl },
+        clock: this.s.clock,
+      },
+      { accountId: repo.accountId, namespace: ns, createdBy: `git:${why}` },
       app,
-      source: { git: { url: repo.url, ref: branch, commit, path: repo.path ?? undefined, secretName: repo.secretName ?? undefined } },
-      deploy: true,
-      createdBy: `git:${why}`,
-    });
+      { git: { url: repo.url, ref: branch, commit, path: repo.path ?? undefined, secretName: repo.secretName ?? undefined } },
+      { deploy: true },
+    );
     this.log.info({ app: app.name, branch, commit, build: id, why }, 'Building a push');
     return id;
   }

@@ -1,9 +1,8 @@
 // A build as the API shows it: the response schema and its presenter, shared by every route that answers with a build (builds, imports).
 import { z } from 'zod';
 import { shownUrl } from '../../lib/builds/git.js';
-import type { BuildPlan } from '../../lib/builds/plan.js';
-import type { BuildRecord } from '../../lib/builds/store.js';
-import type { Build } from '../../lib/resources/index.js';
+import type { BuildRecord as StoredBuild } from '../../lib/builds/store.js';
+import type { BuildRecord } from '../builds/repository.js';
 
 export const buildSchema = z.object({
   id: z.string(),
@@ -41,15 +40,14 @@ export const buildSchema = z.object({
 export type BuildBody = z.infer<typeof buildSchema>;
 
 const lower = (phase: string) => phase.toLowerCase() as BuildBody['status'];
-const iso = (d: Date | string | null | undefined) => (d ? new Date(d).toISOString() : null);
+const iso = (d: Date | null | undefined) => (d ? new Date(d).toISOString() : null);
 
-/** The record, with what the Build's status says now when it is fresher. */
-export function presentBuild(r: BuildRecord, live: Build | undefined): BuildBody {
-  const st = live?.status;
-  const phase = st?.phase ?? r.phase;
-  const started = st?.startedAt ?? r.startedAt;
-  const completed = st?.completedAt ?? r.completedAt;
-  const digest = st?.artifact?.digest ?? r.artifactDigest;
+/** The stored record, with what the Build's status says now (`live`) when it is fresher. */
+export function presentBuild(r: StoredBuild, live: BuildRecord | undefined): BuildBody {
+  const phase = live?.phase ?? r.phase;
+  const started = live?.startedAt ?? r.startedAt;
+  const completed = live?.completedAt ?? r.completedAt;
+  const digest = live?.artifactDigest ?? r.artifactDigest;
   const source: BuildBody['source'] =
     'artifact' in r.source
       ? { type: 'upload', digest: r.source.artifact.digest }
@@ -64,14 +62,14 @@ export function presentBuild(r: BuildRecord, live: Build | undefined): BuildBody
     id: r.id,
     app: r.app,
     status: lower(phase),
-    reason: st?.reason ?? r.reason,
-    message: st?.message ?? r.message,
+    reason: live?.reason ?? r.reason,
+    message: live?.message ?? r.message,
     source,
     deploy: r.deploy,
-    plan: ((st?.plan as BuildPlan | undefined) ?? r.plan ?? null) as Record<string, unknown> | null,
-    artifact: digest ? { digest, bytes: st?.artifact?.sizeBytes ?? r.artifactBytes } : null,
-    image: st?.image ?? r.image,
-    reused_from: st?.reusedFrom ?? r.reusedFrom,
+    plan: (live?.plan ?? r.plan ?? null) as Record<string, unknown> | null,
+    artifact: digest ? { digest, bytes: live?.artifactBytes ?? r.artifactBytes } : null,
+    image: live?.image ?? r.image,
+    reused_from: live?.reusedFrom ?? r.reusedFrom,
     deploy_id: r.deployId,
     deploy_error: r.deployError,
     created_at: r.createdAt.toISOString(),

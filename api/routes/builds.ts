@@ -1,34 +1,27 @@
 // Builds: POST /builds (a source tree uploaded as .tar.gz, or a Git repository), GET /builds/{id},
 // GET /builds/{id}/logs (followed while it runs), and the extensions GET /apps/{appID}/builds and
-// POST /builds/{id}/cancel. A build is planned before it is made (an upload at once, here; a Git
-// tree by its builder), so a tree with nothing to build is refused with the reason, not queued.
-// docs/api/builds.md describes fields, states and limits.
+// POST /builds/{id}/cancel. A build is planned before it is made (an upload at once, by the API; a
+// Git tree by its builder), so a tree with nothing to build is refused with the reason, not queued.
+// docs/api/builds.md describes fields, states and limits. The decisions are the build actions'
+// (api/builds/actions.ts); handlers parse, authorize and present.
 import { z } from 'zod';
-import { listTarball, readTarballFiles, TreeError } from '../../lib/artifacts/tarball.js';
 import { UploadTooLarge } from '../../lib/artifacts/store.js';
-import { buildIdPattern, terminalPhases } from '../../lib/builds/index.js';
-import { resolveRef } from '../../lib/builds/git.js';
-import { planBuild, PlanError, type SourceTree } from '../../lib/builds/plan.js';
 import { createdBy } from '../actor.js';
 import { resolveApp, type AppLookup } from '../app-access.js';
+import type { BuildActor, SeesApp } from '../builds/actions.js';
 import { gitOrApiError } from '../builds/git-error.js';
-import { startBuild, type StartBuild } from '../builds/start.js';
-import { buildLogStream } from '../builds/logs.js';
 import { tarballTypes } from '../deploys/deployer.js';
-import { ApiError, conflict, invalid, notFound } from '../errors.js';
+import { ApiError, invalid } from '../errors.js';
 import { op, type Caller, type Operation } from '../operation.js';
 import { buildSchema, presentBuild } from '../presenters/builds.js';
 import type { Services } from '../services.js';
 
-/** builds and config whole: startBuild (api/builds/start.ts) reads them, and the build log stream all of builds. */
-type Deps = AppLookup &
-  Pick<Services, 'builds' | 'config' | 'clock'> & {
-    /** A build log read from its builder Pod. */
-    machines: Pick<Services['machines'], 'logs'>;
-    /** An uploaded tree is staged, then counted against the account's storage. */
-    artifacts: Pick<Services['artifacts'], 'stage'>;
-    storage: Pick<Services['storage'], 'admit'>;
-  };
+type Deps = AppLookup & {
+  buildActions: Pick<Services['buildActions'], 'served' | 'buildUpload' | 'buildGit' | 'get' | 'list' | 'logs' | 'cancel'>;
+  /** An upload is the body: staged (at most the upload limit) before anything is decided on it. */
+  artifacts: Pick<Services['artifacts'], 'stage'>;
+  config: { deploys: Pick<Services['config']['deploys'], 'uploadLimitBytes'> };
+};
 
 const createBody = z.strictObject({
   app: z.string().min(1).max(63).describe('The app to build for'),
@@ -61,34 +54,22 @@ const uploadQuery = z.strictObject({
   deploy: z.enum(['true', 'false']).optional().describe('With a .tar.gz body: deploy the output when the build succeeds'),
 });
 
-/** The files whose contents decide a plan (the rest it sees by path). */
-const decisive = new Set([
-  'package.json',
-  '.nvmrc',
-  '.node-version',
-  'requirements.txt',
-  'pyproject.toml',
-  'Pipfile',
-  '.python-version',
-  'runtime.txt',
-  'Dockerfile',
-]);
+/** Who a build is made for: the caller's account, named in its record by the caller's token. */
+const actorOf = (caller: Caller): BuildActor => ({
+  accountId: caller.account.id,
+  namespace: caller.account.namespace,
+  createdBy: createdBy(caller),
+});
 
-async function tarballTree(file: string): Promise<SourceTree> {
-  const entries = await listTarball(file);
-  const contents = await readTarballFiles(file, (p) => decisive.has(p), 1024 * 1024);
-  return { paths: entries.map((e) => e.path), read: (p) => contents.get(p)?.toString('utf8') };
-}
+/** A token restricted to apps sees the builds of its apps only. */
+const seesOf =
+  (caller: Caller): SeesApp =>
+  (app) => {
+    const apps = caller.principal.authority.apps;
+    return !apps || apps.has(app);
+  };
 
 export function buildOperations(s: Deps): Operation[] {
-  const find = async (caller: Caller, id: string) => {
-    const record = buildIdPattern.test(id) ? await s.builds.store.get(caller.account.id, id) : undefined;
-    if (!record) throw notFound(`build ${id}`);
-    // A token restricted to apps sees the builds of its apps only.
-    const apps = caller.principal.authority.apps;
-    if (apps && !apps.has(record.app)) throw notFound(`build ${id}`);
-    return record;
-  };
   return [
     op({
       method: 'POST',
@@ -108,15 +89,15 @@ export function buildOperations(s: Deps): Operation[] {
       },
       response: buildSchema,
       handler: async ({ caller, body, query, upload }) => {
-        const ns = caller.account.namespace;
         // With an upload the body is the tree (undefined here), the rest comes in the query.
         const appName = upload ? query.app : body.app;
         if (!appName) throw invalid('app: name the app to build for (?app= with an upload)');
         const app = await resolveApp(s, caller, appName);
-        if (!s.config.deploys.artifactKey)
+        // Not a moment's outage (no Retry-After): the platform is configured without builds.
+        if (!s.buildActions.served)
           throw new ApiError('unavailable', 'builds are not served here: the platform has no artifact key (SVC_ARTIFACT_KEY)');
-        const deploy = upload ? query.deploy === 'true' : body.deploy;
-        let source: StartBuild['source'];
+        const actor = actorOf(caller);
+        let built;
         if (upload) {
           let staged;
           try {
@@ -126,38 +107,15 @@ export function buildOperations(s: Deps): Operation[] {
               throw new ApiError('payload_too_large', `upload larger than ${s.config.deploys.uploadLimitBytes} bytes`);
             throw err;
           }
-          try {
-            // Planned here: a tree with nothing to build is this request's 400, and nothing is kept.
-            planBuild(await tarballTree(staged.file));
-          } catch (err) {
-            await staged.discard();
-            if (err instanceof TreeError) throw invalid(`archive: ${err.message}`);
-            if (err instanceof PlanError) throw invalid(`nothing can be built from this tree: ${err.message}`);
-            throw err;
-          }
-          // The account's, counted against its storage (403 quota_exceeded past it, nothing kept).
-          await s.storage.admit(caller.account.id, ns, staged, "the build's source");
-          source = { artifact: { digest: staged.digest } };
+          built = await s.buildActions.buildUpload(actor, app, staged, { deploy: query.deploy === 'true' });
         } else {
           if (!body.git) throw invalid('send the source: a .tar.gz body (with ?app=), or {"git": {"url": ...}}');
-          const g = body.git;
-          const resolved = await gitOrApiError(() =>
-            resolveRef(g.url, g.ref, { token: g.token, allowPrivate: s.config.webhookAllowPrivate, resolver: s.builds.resolver }),
+          const git = body.git;
+          built = await gitOrApiError(() =>
+            s.buildActions.buildGit(actor, app, git, { deploy: body.deploy, timeoutSeconds: body.timeout_seconds }),
           );
-          const secretName = g.token ? await s.builds.gitSecret(ns, app.name, g.token) : undefined;
-          source = { git: { url: g.url, ref: resolved.ref, commit: resolved.commit, path: g.path, secretName } };
         }
-        const { id, build } = await startBuild(s, {
-          accountId: caller.account.id,
-          namespace: ns,
-          app,
-          source,
-          deploy,
-          createdBy: createdBy(caller),
-          timeoutSeconds: upload ? undefined : body.timeout_seconds,
-        });
-        const record = (await s.builds.store.get(caller.account.id, id))!;
-        return { status: 202, body: presentBuild(record, s.builds.repo.get(ns, id) ?? build), headers: { Location: `/api/builds/${id}` } };
+        return { status: 202, body: presentBuild(built.stored, built.live), headers: { Location: `/api/builds/${built.stored.id}` } };
       },
     }),
     op({
@@ -169,8 +127,8 @@ export function buildOperations(s: Deps): Operation[] {
       action: 'read',
       response: buildSchema,
       handler: async ({ caller, params }) => {
-        const record = await find(caller, params.buildID!);
-        return { body: presentBuild(record, s.builds.repo.get(caller.account.namespace, record.id)) };
+        const b = await s.buildActions.get(actorOf(caller), params.buildID!, seesOf(caller));
+        return { body: presentBuild(b.stored, b.live) };
       },
     }),
     op({
@@ -184,14 +142,8 @@ export function buildOperations(s: Deps): Operation[] {
         follow: z.enum(['true', 'false']).default('false').describe('true: stream the log as it is written, until the build ends'),
       }),
       handler: async ({ caller, params, query }) => {
-        const record = await find(caller, params.buildID!);
         const follow = query.follow === 'true';
-        const stream = buildLogStream(
-          { core: s.builds.core, machines: s.machines, builds: s.builds.repo, store: s.builds.store },
-          record,
-          caller.account.namespace,
-          follow,
-        );
+        const stream = await s.buildActions.logs(actorOf(caller), params.buildID!, seesOf(caller), follow);
         return {
           body: stream,
           headers: {
@@ -213,14 +165,8 @@ export function buildOperations(s: Deps): Operation[] {
       status: 202,
       response: buildSchema,
       handler: async ({ caller, params }) => {
-        const record = await find(caller, params.buildID!);
-        const ns = caller.account.namespace;
-        const live = s.builds.repo.get(ns, record.id);
-        const phase = live?.status?.phase ?? record.phase;
-        if (terminalPhases.has(phase)) throw conflict(`build ${record.id} has ended (${phase.toLowerCase()}): nothing to cancel`);
-        if (!live || !(await s.builds.repo.cancel(ns, record.id, s.clock()))) throw conflict(`build ${record.id} is no longer running`);
-        const now = await s.builds.repo.until(ns, record.id, (b) => b.status?.phase === 'Canceled', 10_000);
-        return { status: 202, body: presentBuild(record, now) };
+        const b = await s.buildActions.cancel(actorOf(caller), params.buildID!, seesOf(caller));
+        return { status: 202, body: presentBuild(b.stored, b.live) };
       },
     }),
     op({
@@ -234,8 +180,8 @@ export function buildOperations(s: Deps): Operation[] {
       response: z.object({ builds: z.array(buildSchema) }),
       handler: async ({ caller, params, query }) => {
         const app = await resolveApp(s, caller, params.appID!);
-        const records = await s.builds.store.list(caller.account.id, app.name, query.limit);
-        return { body: { builds: records.map((r) => presentBuild(r, s.builds.repo.get(caller.account.namespace, r.id))) } };
+        const builds = await s.buildActions.list(actorOf(caller), app, query.limit);
+        return { body: { builds: builds.map((b) => presentBuild(b.stored, b.live)) } };
       },
     }),
   ];

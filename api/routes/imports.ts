@@ -4,7 +4,6 @@
 import { z } from 'zod';
 import { resolveRef } from '../../lib/builds/git.js';
 import { previewImport } from '../builds/imports.js';
-import { startBuild } from '../builds/start.js';
 import { invalid } from '../errors.js';
 import { op, type Operation } from '../operation.js';
 import type { Services } from '../services.js';
@@ -15,8 +14,12 @@ import { gitOrApiError } from '../builds/git-error.js';
 import { appSchema, presentApp } from '../presenters/apps.js';
 import { buildSchema, presentBuild } from '../presenters/builds.js';
 
-/** builds and config whole: startBuild (api/builds/start.ts) reads them. */
-type Deps = Pick<Services, 'builds' | 'config' | 'clock'> & {
+type Deps = Pick<Services, 'clock'> & {
+  config: Pick<Services['config'], 'webhookAllowPrivate'>;
+  /** A repository is reached through the egress guard's resolver, and its token kept in a Secret of the account. */
+  builds: Pick<Services['builds'], 'resolver' | 'gitSecret'>;
+  /** The app's first build, started as every build is (api/builds/actions.ts). */
+  buildActions: Pick<Services['buildActions'], 'startShown'>;
   apps: Pick<Services['apps'], 'create'>;
   accountLock: Pick<Services['accountLock'], 'hold'>;
   /** The account's app quota, checked under its lock. */
@@ -145,20 +148,17 @@ export function importOperations(s: Deps): Operation[] {
           commit: preview.commit,
           now: s.clock(),
         });
-        const { id, build } = await startBuild(s, {
-          accountId: caller.account.id,
-          namespace: ns,
+        const { stored, created } = await s.buildActions.startShown(
+          { accountId: caller.account.id, namespace: ns, createdBy: createdBy(caller) },
           app,
-          source: { git: { url: body.repository, ref: preview.ref, commit: preview.commit, path: body.path, secretName } },
-          deploy: true,
-          createdBy: createdBy(caller),
-        });
-        const record = (await s.builds.store.get(caller.account.id, id))!;
+          { git: { url: body.repository, ref: preview.ref, commit: preview.commit, path: body.path, secretName } },
+          { deploy: true },
+        );
         return {
           status: 202,
           body: {
             app: presentApp(app),
-            build: presentBuild(record, build),
+            build: presentBuild(stored, created),
             repository: {
               url: preview.repository,
               default_branch: defaultBranch,

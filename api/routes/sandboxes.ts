@@ -1,19 +1,27 @@
 // Sandboxes, eval and runtimes (docs/api/sandboxes.md): disposable pods for untrusted code, opened
 // from a warm pool, with exec (JSON or streamed NDJSON) and files through the in-pod agent. Every
 // operation but GET /runtimes acts on the account's sandboxes as a whole, so a token restricted to
-// apps cannot use them.
+// apps cannot use them. The decisions (limits, runtimes, readiness) are the sandbox service's
+// (api/sandboxes/service.ts); the answers are presented by api/presenters/sandboxes.ts.
 import { z } from 'zod';
-import type { Sandbox } from '../../lib/resources/index.js';
-import { resourcesOf } from '../../lib/sandbox/limits.js';
-import { invalid, ApiError } from '../errors.js';
+import { actorOf } from '../actor.js';
+import { ApiError } from '../errors.js';
 import { op, type HandlerInput, type HandlerResult, type Operation } from '../operation.js';
-import type { ExecInput, OpenInput } from '../sandboxes/service.js';
+import {
+  evalResultSchema,
+  execResultSchema,
+  presentSandbox,
+  runtimesSchema,
+  sandboxSchema,
+  uploadResultSchema,
+} from '../presenters/sandboxes.js';
+import type { ExecInput } from '../sandboxes/service.js';
 import type { Services } from '../services.js';
 
 type Deps = {
   sandboxes: Pick<
     Services['sandboxes'],
-    'runtimes' | 'oneShot' | 'list' | 'open' | 'get' | 'destroy' | 'exec' | 'execStream' | 'upload' | 'download'
+    'runtimes' | 'evaluate' | 'oneShot' | 'list' | 'open' | 'get' | 'destroy' | 'exec' | 'execStream' | 'upload' | 'download'
   >;
 };
 
@@ -111,77 +119,16 @@ const oneShotBody = execFields
   .extend({ runtime: openFields.shape.runtime, network: openFields.shape.network, resources: openFields.shape.resources })
   .refine(oneOfCommand, 'give exactly one of command and argv');
 
-const sandboxSchema = z.object({
-  id: z.string(),
-  runtime: z.string(),
-  network: z.boolean(),
-  state: z.enum(['pending', 'ready', 'ended', 'failed']),
-  reason: z.string().nullable().describe('Starting, Claimed, Started; Expired, IdleTimeout, Deleted; PodFailed, PodGone, StartTimeout'),
-  message: z.string().nullable(),
-  launch: z.enum(['warm', 'cold']).nullable(),
-  launch_reason: z.string().nullable().describe('Why the launch was cold'),
-  resources: z.object({ cpu: z.string(), memory: z.string(), disk: z.string() }),
-  idle_timeout_seconds: z.number(),
-  max_lifetime_seconds: z.number(),
-  created_at: z.string().nullable(),
-  ready_at: z.string().nullable(),
-  last_activity_at: z.string().nullable(),
-  idle_expires_at: z.string().nullable().describe('When it ends if nothing runs in it before (as the controllers last knew its activity)'),
-  expires_at: z.string().nullable(),
-  ended_at: z.string().nullable(),
+const execInput = (b: Omit<ExecFields, 'stream'>): ExecInput => ({
+  command: b.command,
+  argv: b.argv,
+  cwd: b.cwd,
+  env: b.env,
+  stdin: b.stdin,
+  stdinBase64: b.stdin_base64,
+  timeoutSeconds: b.timeout_seconds,
+  maxOutputBytes: b.max_output_bytes,
 });
-
-const execResultSchema = z.object({
-  status: z.enum(['ok', 'timed_out', 'failed']),
-  exit_code: z.number().nullable(),
-  signal: z.string().nullable(),
-  reason: z.string().nullable(),
-  stdout: z.string(),
-  stderr: z.string(),
-  truncated: z.object({ stdout: z.boolean(), stderr: z.boolean() }),
-  bytes: z.object({ stdout: z.number(), stderr: z.number() }),
-  duration_ms: z.number(),
-  sandbox: z.string(),
-  launch: z.enum(['warm', 'cold']).nullable(),
-});
-
-export function presentSandbox(s: Sandbox): z.infer<typeof sandboxSchema> {
-  const st = s.status ?? {};
-  return {
-    id: s.metadata.name!,
-    runtime: s.spec.runtime,
-    network: s.spec.network === true,
-    state: (st.phase ?? 'Pending').toLowerCase() as z.infer<typeof sandboxSchema>['state'],
-    reason: st.reason ?? null,
-    message: st.message ?? null,
-    launch: st.launch ?? null,
-    launch_reason: st.launchReason ?? null,
-    resources: resourcesOf(s.spec.resources),
-    idle_timeout_seconds: s.spec.idleTimeoutSeconds ?? 300,
-    max_lifetime_seconds: s.spec.maxLifetimeSeconds ?? 3600,
-    created_at: s.metadata.creationTimestamp ? new Date(s.metadata.creationTimestamp).toISOString() : null,
-    ready_at: st.readyAt ?? null,
-    last_activity_at: st.lastActivityAt ?? null,
-    idle_expires_at: st.idleExpiresAt ?? null,
-    expires_at: st.expiresAt ?? null,
-    ended_at: st.endedAt ?? null,
-  };
-}
-
-function execInput(b: Omit<ExecFields, 'stream'>): ExecInput {
-  if (b.stdin !== undefined && b.stdin_base64 !== undefined) throw invalid('invalid body: give stdin or stdin_base64, not both');
-  const stdin =
-    b.stdin !== undefined ? Buffer.from(b.stdin, 'utf8') : b.stdin_base64 !== undefined ? Buffer.from(b.stdin_base64, 'base64') : undefined;
-  return {
-    command: b.command,
-    argv: b.argv,
-    cwd: b.cwd,
-    env: b.env,
-    stdin,
-    timeoutSeconds: b.timeout_seconds,
-    maxOutputBytes: b.max_output_bytes,
-  };
-}
 
 function wantsStream(input: HandlerInput<{ stream?: boolean | undefined }, unknown>): boolean {
   const accept = input.headers.accept;
@@ -204,19 +151,8 @@ export function sandboxOperations(s: Deps): Operation[] {
       tag: 'sandboxes',
       summary: 'List runtimes',
       action: 'read',
-      response: z.object({
-        runtimes: z.array(
-          z.object({
-            name: z.string(),
-            language: z.string(),
-            version: z.string(),
-            extension: z.string(),
-            aliases: z.array(z.string()),
-            eval: z.boolean(),
-          }),
-        ),
-      }),
-      handler: async () => ({ body: { runtimes: await sb.runtimes.list() } }),
+      response: runtimesSchema,
+      handler: async () => ({ body: { runtimes: await sb.runtimes() } }),
     }),
     op({
       method: 'POST',
@@ -227,14 +163,12 @@ export function sandboxOperations(s: Deps): Operation[] {
       action: 'exec',
       accountWide: true,
       body: evalBody,
-      response: execResultSchema.extend({ runtime: z.string() }),
+      response: evalResultSchema,
       handler: async (input) => {
         const { caller, body } = input;
-        const runtime = await sb.runtimes.resolve(body.runtime);
-        const open: OpenInput = { runtime, network: body.network };
-        const exec = execInput(body);
-        if (wantsStream(input)) return ndjson(await sb.oneShot(caller.account, open, exec, { runtime, code: body.code }, true));
-        return { body: { ...(await sb.oneShot(caller.account, open, exec, { runtime, code: body.code })), runtime } };
+        const code = { runtime: body.runtime, code: body.code, network: body.network };
+        if (wantsStream(input)) return ndjson(await sb.evaluate(actorOf(caller), code, execInput(body), true));
+        return { body: await sb.evaluate(actorOf(caller), code, execInput(body)) };
       },
     }),
     op({
@@ -249,9 +183,9 @@ export function sandboxOperations(s: Deps): Operation[] {
       response: execResultSchema,
       handler: async (input) => {
         const { caller, body } = input;
-        const open: OpenInput = { runtime: body.runtime, network: body.network, resources: body.resources };
-        if (wantsStream(input)) return ndjson(await sb.oneShot(caller.account, open, execInput(body), undefined, true));
-        return { body: await sb.oneShot(caller.account, open, execInput(body)) };
+        const open = { runtime: body.runtime, network: body.network, resources: body.resources };
+        if (wantsStream(input)) return ndjson(await sb.oneShot(actorOf(caller), open, execInput(body), undefined, true));
+        return { body: await sb.oneShot(actorOf(caller), open, execInput(body)) };
       },
     }),
     op({
@@ -264,7 +198,7 @@ export function sandboxOperations(s: Deps): Operation[] {
       accountWide: true,
       query: z.object({ all: z.enum(['true', 'false']).optional().describe('Include ended sandboxes still kept (24 h)') }),
       response: z.object({ sandboxes: z.array(sandboxSchema) }),
-      handler: async ({ caller, query }) => ({ body: { sandboxes: sb.list(caller.account, query.all === 'true').map(presentSandbox) } }),
+      handler: async ({ caller, query }) => ({ body: { sandboxes: sb.list(actorOf(caller), query.all === 'true').map(presentSandbox) } }),
     }),
     op({
       method: 'POST',
@@ -278,7 +212,7 @@ export function sandboxOperations(s: Deps): Operation[] {
       body: openBody,
       response: sandboxSchema,
       handler: async ({ caller, body }) => {
-        const sandbox = await sb.open(caller.account, {
+        const sandbox = await sb.open(actorOf(caller), {
           runtime: body.runtime,
           network: body.network,
           idleTimeoutSeconds: body.idle_timeout_seconds,
@@ -298,7 +232,7 @@ export function sandboxOperations(s: Deps): Operation[] {
       action: 'read',
       accountWide: true,
       response: sandboxSchema,
-      handler: async ({ caller, params }) => ({ body: presentSandbox(sb.get(caller.account, idParam(params))) }),
+      handler: async ({ caller, params }) => ({ body: presentSandbox(sb.get(actorOf(caller), idParam(params))) }),
     }),
     op({
       method: 'DELETE',
@@ -309,7 +243,7 @@ export function sandboxOperations(s: Deps): Operation[] {
       action: 'exec',
       accountWide: true,
       response: sandboxSchema,
-      handler: async ({ caller, params }) => ({ body: presentSandbox(await sb.destroy(caller.account, idParam(params))) }),
+      handler: async ({ caller, params }) => ({ body: presentSandbox(await sb.destroy(actorOf(caller), idParam(params))) }),
     }),
     op({
       method: 'POST',
@@ -323,8 +257,8 @@ export function sandboxOperations(s: Deps): Operation[] {
       response: execResultSchema,
       handler: async (input) => {
         const { caller, body, params } = input;
-        if (wantsStream(input)) return ndjson(await sb.execStream(caller.account, idParam(params), execInput(body)));
-        return { body: await sb.exec(caller.account, idParam(params), execInput(body)) };
+        if (wantsStream(input)) return ndjson(await sb.execStream(actorOf(caller), idParam(params), execInput(body)));
+        return { body: await sb.exec(actorOf(caller), idParam(params), execInput(body)) };
       },
     }),
     op({
@@ -341,10 +275,10 @@ export function sandboxOperations(s: Deps): Operation[] {
         limitBytes: 2 * 1024 ** 3,
         description: "The file's bytes, as the body, with Content-Type application/octet-stream",
       },
-      response: z.object({ path: z.string(), size: z.number() }),
+      response: uploadResultSchema,
       handler: async ({ caller, params, query, upload }) => {
         if (!upload) throw new ApiError('unsupported_media_type', 'send the file as the body with Content-Type: application/octet-stream');
-        return { body: await sb.upload(caller.account, idParam(params), query.path, upload.stream, upload.length) };
+        return { body: await sb.upload(actorOf(caller), idParam(params), query.path, upload.stream, upload.length) };
       },
     }),
     op({
@@ -357,7 +291,7 @@ export function sandboxOperations(s: Deps): Operation[] {
       accountWide: true,
       query: z.object({ path: z.string().min(1).max(4096) }),
       handler: async ({ caller, params, query }) => {
-        const file = await sb.download(caller.account, idParam(params), query.path);
+        const file = await sb.download(actorOf(caller), idParam(params), query.path);
         return {
           body: file.stream,
           headers: {

@@ -10,6 +10,14 @@ import type { Logger } from '../../lib/logger.js';
 import type { Sandbox } from '../../lib/resources/index.js';
 import { formatActivity, type SandboxActivity } from '../../lib/sandbox/activity.js';
 import { ApiError } from '../errors.js';
+import type { SandboxRecord } from './repository.js';
+
+/** A sandbox whose use is kept: its record, or the Sandbox itself. */
+export type UsedSandbox = Pick<SandboxRecord, 'namespace' | 'id' | 'idleTimeoutSeconds'> | Sandbox;
+
+/** Where the sandbox is and how long it may idle, from either form. */
+const refOf = (s: UsedSandbox): Pick<SandboxRecord, 'namespace' | 'id' | 'idleTimeoutSeconds'> =>
+  'metadata' in s ? { namespace: s.metadata.namespace!, id: s.metadata.name!, idleTimeoutSeconds: s.spec.idleTimeoutSeconds ?? 300 } : s;
 
 export type ActivityWriter = (namespace: string, name: string, value: string) => Promise<void>;
 
@@ -42,7 +50,7 @@ export class SandboxUse {
    * function is called; `deadlineMs` from now is the latest it can end. An exec past the limit is
    * refused with 429.
    */
-  begin(s: Sandbox, deadlineMs: number, exec = true): () => void {
+  begin(s: UsedSandbox, deadlineMs: number, exec = true): () => void {
     const t = this.entry(s);
     if (exec && t.execs >= this.maxExecs) {
       throw new ApiError('rate_limited', `${t.execs} execs are running in sandbox ${t.name} already (at most ${this.maxExecs} at once)`, {
@@ -65,8 +73,8 @@ export class SandboxUse {
   }
 
   /** Execs of the sandbox running now (for tests and logs). */
-  running(s: Sandbox): number {
-    return this.tracked.get(key(s))?.execs ?? 0;
+  running(s: UsedSandbox): number {
+    return this.tracked.get(key(refOf(s)))?.execs ?? 0;
   }
 
   close(): void {
@@ -74,14 +82,15 @@ export class SandboxUse {
     this.tracked.clear();
   }
 
-  private entry(s: Sandbox): Tracked {
+  private entry(used: UsedSandbox): Tracked {
+    const s = refOf(used);
     const k = key(s);
     let t = this.tracked.get(k);
     if (!t) {
-      const idleMs = (s.spec.idleTimeoutSeconds ?? 300) * 1000;
+      const idleMs = s.idleTimeoutSeconds * 1000;
       t = {
-        namespace: s.metadata.namespace!,
-        name: s.metadata.name!,
+        namespace: s.namespace,
+        name: s.id,
         slackMs: Math.min(30_000, Math.max(1000, idleMs / 10)),
         execs: 0,
         running: new Map(),
@@ -144,4 +153,4 @@ export class SandboxUse {
   }
 }
 
-const key = (s: Sandbox) => `${s.metadata.namespace}/${s.metadata.name}`;
+const key = (s: Pick<SandboxRecord, 'namespace' | 'id'>) => `${s.namespace}/${s.id}`;

@@ -1,7 +1,9 @@
 // Sandboxes as the API sees them: read from an informer's cache of every account's Sandbox objects,
 // written as Sandbox custom resources in the account's namespace. Opening waits, on the cache, for
 // the controllers to serve the Sandbox (Ready) or give it up (Failed), so an open costs one create
-// and the watch events that follow, never a poll.
+// and the watch events that follow, never a poll. The service and the handlers read a Sandbox as a
+// SandboxRecord (its fields named and typed, read once); the recorder follows the custom resources
+// themselves (onChange).
 import { randomBytes } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
 import { annotations, group, labels, managers, pluralOf, version } from '../../lib/contract.js';
@@ -10,12 +12,91 @@ import { createCustomObject, customInformer } from '../../lib/kube/custom-inform
 import { untilCached } from '../../lib/kube/until-cached.js';
 import type { Logger } from '../../lib/logger.js';
 import type { Sandbox, SandboxSpec } from '../../lib/resources/index.js';
+import { resourcesOf, type SandboxResources } from '../../lib/sandbox/limits.js';
 
 const plural = pluralOf('Sandbox');
 
 /** Pending or Ready: counted against the account's open sandboxes. */
 export function isOpen(s: Sandbox): boolean {
   return s.status?.phase !== 'Ended' && s.status?.phase !== 'Failed' && !s.spec.stopped;
+}
+
+type SandboxStatus = NonNullable<Sandbox['status']>;
+
+/**
+ * A Sandbox as the API's service and handlers see it: the custom resource read once into named,
+ * typed fields. The controllers' timestamps stay as they wrote them (RFC 3339 strings): the API
+ * answers them as they are.
+ */
+export interface SandboxRecord {
+  /** Its name, also its ID in the API. */
+  readonly id: string;
+  readonly uid: string | undefined;
+  readonly namespace: string;
+  readonly runtime: string;
+  readonly network: boolean;
+  /** The limits of its pod, the platform's defaults filled in. */
+  readonly resources: SandboxResources;
+  readonly idleTimeoutSeconds: number;
+  readonly maxLifetimeSeconds: number;
+  /** Asked to end (spec.stopped). */
+  readonly stopped: boolean;
+  /** Pending or Ready, and not asked to end: counted against the account's open sandboxes. */
+  readonly open: boolean;
+  /** As the controllers report it; undefined until they have. */
+  readonly phase: SandboxStatus['phase'];
+  readonly reason: string | undefined;
+  readonly message: string | undefined;
+  readonly launch: SandboxStatus['launch'];
+  readonly launchReason: string | undefined;
+  readonly podName: string | undefined;
+  /** The namespace its pod runs in (the sandboxes' own). */
+  readonly podNamespace: string | undefined;
+  /** Where the platform reaches its agent (host:port). */
+  readonly address: string | undefined;
+  readonly readyAt: string | undefined;
+  readonly lastActivityAt: string | undefined;
+  readonly idleExpiresAt: string | undefined;
+  readonly expiresAt: string | undefined;
+  readonly endedAt: string | undefined;
+  readonly createdAt: Date | undefined;
+}
+
+const records = new WeakMap<Sandbox, SandboxRecord>();
+
+/** The record of a Sandbox as read (informer objects are immutable: one record each). */
+export function sandboxRecord(s: Sandbox): SandboxRecord {
+  const known = records.get(s);
+  if (known) return known;
+  const st = s.status ?? {};
+  const record: SandboxRecord = Object.freeze({
+    id: s.metadata.name!,
+    uid: s.metadata.uid,
+    namespace: s.metadata.namespace!,
+    runtime: s.spec.runtime,
+    network: s.spec.network === true,
+    resources: resourcesOf(s.spec.resources),
+    idleTimeoutSeconds: s.spec.idleTimeoutSeconds ?? 300,
+    maxLifetimeSeconds: s.spec.maxLifetimeSeconds ?? 3600,
+    stopped: s.spec.stopped === true,
+    open: isOpen(s),
+    phase: st.phase,
+    reason: st.reason,
+    message: st.message,
+    launch: st.launch,
+    launchReason: st.launchReason,
+    podName: st.podName,
+    podNamespace: st.podNamespace,
+    address: st.address,
+    readyAt: st.readyAt,
+    lastActivityAt: st.lastActivityAt,
+    idleExpiresAt: st.idleExpiresAt,
+    expiresAt: st.expiresAt,
+    endedAt: st.endedAt,
+    createdAt: s.metadata.creationTimestamp ? new Date(s.metadata.creationTimestamp) : undefined,
+  });
+  records.set(s, record);
+  return record;
 }
 
 /** Sandbox names: `sb-` and 16 hex digits (64 random bits), also the sandbox's ID in the API. */
@@ -40,28 +121,36 @@ export class SandboxRepository {
   }
 
   /** The account's sandboxes, newest first. */
-  list(namespace: string): Sandbox[] {
-    return [...this.informer.list(namespace)].sort(
-      (a, b) =>
-        String(b.metadata.creationTimestamp).localeCompare(String(a.metadata.creationTimestamp)) ||
-        a.metadata.name!.localeCompare(b.metadata.name!),
-    );
+  list(namespace: string): SandboxRecord[] {
+    return [...this.informer.list(namespace)]
+      .sort(
+        (a, b) =>
+          String(b.metadata.creationTimestamp).localeCompare(String(a.metadata.creationTimestamp)) ||
+          a.metadata.name!.localeCompare(b.metadata.name!),
+      )
+      .map(sandboxRecord);
   }
 
   /** By ID (its name) or its uid; only from the cache (a Sandbox just made by this API is in it). */
-  find(namespace: string, id: string): Sandbox | undefined {
-    return this.informer.get(id, namespace) ?? this.informer.list(namespace).find((s) => s.metadata.uid === id);
+  find(namespace: string, id: string): SandboxRecord | undefined {
+    const s = this.resource(namespace, id);
+    return s && sandboxRecord(s);
   }
 
-  async create(namespace: string, spec: SandboxSpec, accountId: string): Promise<Sandbox> {
+  private resource(namespace: string, id: string): Sandbox | undefined {
+    return this.informer.get(id, namespace) ?? this.informer.list(namespace).find((c) => c.metadata.uid === id);
+  }
+
+  async create(namespace: string, spec: SandboxSpec, accountId: string): Promise<SandboxRecord> {
     const name = newSandboxName();
-    return createCustomObject<Sandbox>(
+    const created = await createCustomObject<Sandbox>(
       this.custom,
       'Sandbox',
       namespace,
       { name, labels: { [labels.managedBy]: managers.api, [labels.account]: accountId } },
       spec,
     );
+    return sandboxRecord(created);
   }
 
   /**
@@ -69,9 +158,10 @@ export class SandboxRepository {
    * `timeoutMs` (undefined if it never showed it). Not there yet is not done: a Sandbox just
    * created reaches the cache a moment after the create answers.
    */
-  async until(namespace: string, name: string, done: (s: Sandbox) => boolean, timeoutMs: number): Promise<Sandbox | undefined> {
-    await untilCached<Sandbox>(this.informer, namespace, name, (c) => c !== undefined && done(c), timeoutMs);
-    return this.informer.get(name, namespace);
+  async until(namespace: string, name: string, done: (s: SandboxRecord) => boolean, timeoutMs: number): Promise<SandboxRecord | undefined> {
+    await untilCached<Sandbox>(this.informer, namespace, name, (c) => c !== undefined && done(sandboxRecord(c)), timeoutMs);
+    const s = this.informer.get(name, namespace);
+    return s && sandboxRecord(s);
   }
 
   /** Ends the sandbox (spec.stopped; the controllers delete its pod, reason Deleted). */

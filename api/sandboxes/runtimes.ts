@@ -4,7 +4,7 @@ import type * as k8s from '@kubernetes/client-node';
 import { kubeStatus } from '../../lib/kube/client.js';
 import { runtimesConfigMap, runtimesKey } from '../../lib/sandbox/runtimes-record.js';
 import { runtimeCatalogue, runtimeNamed, type InstalledRuntime } from '../../lib/sandbox/runtimes.js';
-import { ApiError, invalid } from '../errors.js';
+import { DomainError } from '../../lib/errors.js';
 
 export class RuntimeList {
   private cached: { at: number; runtimes: InstalledRuntime[] | undefined } | undefined;
@@ -35,10 +35,10 @@ export class RuntimeList {
   async list(): Promise<InstalledRuntime[]> {
     const runtimes = await this.installed();
     if (!runtimes)
-      throw new ApiError(
+      // Answered 503 with Retry-After: 5 (api/middleware/errors.ts).
+      throw new DomainError(
         'unavailable',
         "the sandbox runtimes are not known yet: no sandbox pod has started (the controllers' log says why)",
-        { 'Retry-After': '5' },
       );
     return runtimes;
   }
@@ -50,7 +50,8 @@ export class RuntimeList {
   async resolve(name: string): Promise<string> {
     const known = (await this.installed())?.map((r) => r.name) ?? runtimeCatalogue.map((r) => r.name);
     const def = runtimeNamed(name);
-    if (!def || !known.includes(def.name)) throw invalid(`unknown runtime "${name}"; known runtimes: ${known.join(', ')}`);
+    if (!def || !known.includes(def.name))
+      throw new DomainError('invalid', `unknown runtime "${name}"; known runtimes: ${known.join(', ')}`);
     return def.name;
   }
 }
