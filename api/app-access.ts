@@ -1,15 +1,15 @@
 // How a route finds the App a request names, by name or by ID, within the caller's namespace and
 // the token's apps restriction. Every route under /apps/{appID} goes through resolveApp; it lives
-// outside routes/ so route files share it without importing one another.
+// outside api/operations/ so operations files share it without importing one another.
 import { servicesOf } from '../lib/app-services.js';
 import type { AppRecord } from './repositories/app-record.js';
 import { ApiError, invalid, notFound } from './errors.js';
 import type { Caller } from './operation.js';
-import type { Services } from './services.js';
+import type { ApiDeps } from './deps.js';
 
 /** What finding an app needs: the apps repository's lookup by name or ID. */
 export interface AppLookup {
-  apps: Pick<Services['apps'], 'find'>;
+  apps: Pick<ApiDeps['apps'], 'find'>;
 }
 
 const uidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;

@@ -8,11 +8,11 @@ import * as k8s from '@kubernetes/client-node';
 import { AccountExistsError, countAccounts, createAccount } from '../lib/accounts.js';
 import type { Db } from '../lib/db/connection.js';
 import { mergePatch } from '../lib/kube/client.js';
-import type { Services } from './services.js';
+import type { ApiDeps } from './deps.js';
 
 export const ownerTokenFile = 'owner-token';
 
-export async function ensureFirstAccount(s: Services, kube: { kc: k8s.KubeConfig; core: k8s.CoreV1Api }, db: Db): Promise<boolean> {
+export async function ensureFirstAccount(s: ApiDeps, kube: { kc: k8s.KubeConfig; core: k8s.CoreV1Api }, db: Db): Promise<boolean> {
   if ((await countAccounts(db)) > 0) return false;
   const secret = s.config.api.ownerTokenSecret;
   // The Secret must take the token before the account exists: a token made and then not kept

@@ -8,20 +8,20 @@ import { artifactEndpoint } from './artifacts.js';
 import { jwksEndpoint } from './jwks.js';
 import { errorHandler } from './middleware/errors.js';
 import { requestContext } from './middleware/request-context.js';
-import type { Services } from './services.js';
+import type { ApiDeps } from './deps.js';
 import type { ApiState } from './state.js';
 
 /** What the machine endpoints serve from: artifacts (with their key), the assertion keys, and the backup and build receivers. */
-export type MachineDeps = Pick<Services, 'artifacts' | 'clock'> & {
-  config: { deploys: Pick<Services['config']['deploys'], 'artifactKey'> };
-  assertionKeys: Pick<Services['assertionKeys'], 'jwks'>;
-  backups: Pick<Services['backups'], 'endpoint'>;
-  builds: Pick<Services['builds'], 'endpoint'>;
+export type MachineDeps = Pick<ApiDeps, 'artifacts' | 'clock'> & {
+  config: { deploys: Pick<ApiDeps['config']['deploys'], 'artifactKey'> };
+  assertionKeys: Pick<ApiDeps['assertionKeys'], 'jwks'>;
+  backups: Pick<ApiDeps['backups'], 'endpoint'>;
+  builds: Pick<ApiDeps['builds'], 'endpoint'>;
 };
 
 /** The endpoints machines use, mounted on the machine listener and on the API itself. */
 export function machineEndpoints(s: MachineDeps): Koa.Middleware[] {
-  // One key store per API (Services), whichever listener asks: its cache spares PostgreSQL a read per request.
+  // One key store per API (ApiDeps), whichever listener asks: its cache spares PostgreSQL a read per request.
   return [
     artifactEndpoint(s.artifacts, s.config.deploys.artifactKey, s.clock),
     jwksEndpoint(s.assertionKeys),
@@ -30,7 +30,7 @@ export function machineEndpoints(s: MachineDeps): Koa.Middleware[] {
   ];
 }
 
-export function createMachineApi(s: MachineDeps & Pick<Services, 'log'>): Koa<ApiState> {
+export function createMachineApi(s: MachineDeps & Pick<ApiDeps, 'log'>): Koa<ApiState> {
   const app = new Koa<ApiState>();
   app.use(requestContext(s.log));
   app.use(errorHandler());

@@ -10,7 +10,7 @@ import { TokenStore } from '../lib/tokens/store.js';
 import { ensureFirstAccount } from './bootstrap.js';
 import { createMachineApi } from './machine.js';
 import { createApi } from './server.js';
-import { assembleServices } from './services.js';
+import { assembleDeps } from './deps.js';
 
 const config = loadConfigOrExit('api');
 const log = createLogger('api', config.logLevel);
@@ -20,7 +20,7 @@ if (applied.length) log.info({ applied }, `Applied ${applied.length} migrations`
 const tokens = new TokenStore(db);
 tokens.start();
 const kc = loadKubeConfig(config.kubeconfig);
-const { services, kube, stop } = await assembleServices({ config, db, kc, tokens, log });
+const { services, kube, stop } = await assembleDeps({ config, db, kc, tokens, log });
 await ensureFirstAccount(services, kube, db);
 // Outgoing mail leaves from here, off the request path: requests only enqueue it (lib/mail/outbox.ts).
 const mailer = new MailSender({ db, databaseUrl: config.databaseUrl, kc, mail: config.mail, log });

@@ -10,7 +10,7 @@ import { ApiError, invalid } from './errors.js';
 import type { Authenticator } from './middleware/authenticate.js';
 import type { RateLimiter } from './middleware/rate-limit.js';
 import type { HandlerResult, Operation } from './operation.js';
-import type { Services } from './services.js';
+import type { ApiDeps } from './deps.js';
 import type { ApiState } from './state.js';
 import { resolveApp, type AppLookup } from './app-access.js';
 
@@ -58,7 +58,7 @@ function respondStream(ctx: Koa.Context, body: Readable): void {
 
 /** The router's own: the body limit, and the app lookup of operations not built yet (their 404s). */
 export interface RouterDeps extends AppLookup {
-  config: { api: Pick<Services['config']['api'], 'bodyLimitBytes'> };
+  config: { api: Pick<ApiDeps['config']['api'], 'bodyLimitBytes'> };
 }
 
 export function buildRouter(operations: readonly Operation[], s: RouterDeps, auth: Authenticator, limiter: RateLimiter): Router<ApiState> {

@@ -20,7 +20,7 @@ async function bare(): Promise<{ app: Koa; token: string; cleanup: () => Promise
 
 async function api(): Promise<{ app: Koa; token: string; cleanup: () => Promise<void> }> {
   const b = await benchApi();
-  return { app: createApi(b.services), token: b.token, cleanup: b.cleanup };
+  return { app: createApi(b.deps), token: b.token, cleanup: b.cleanup };
 }
 
 const { app, token, cleanup } = mode === 'bare' ? await bare() : await api();

@@ -44,12 +44,12 @@ const bench = await benchApi({
   SVC_BUILD_REGISTRY: images.registry,
   SVC_IMAGE_BUILDER: images.builder,
 });
-const { services, token } = bench;
+const { deps, token } = bench;
 const ns = bench.account.namespace;
 // Koa's handler answers its own errors: the promise it returns never rejects.
-const machineHandler = createMachineApi(services).callback();
+const machineHandler = createMachineApi(deps).callback();
 machine.on('request', (req, res) => void machineHandler(req, res));
-const apiHandler = createApi(services).callback();
+const apiHandler = createApi(deps).callback();
 const server = createServer((req, res) => void apiHandler(req, res));
 await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
 const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api`;

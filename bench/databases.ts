@@ -46,11 +46,11 @@ async function until<T>(what: string, check: () => Promise<T | undefined | false
 }
 
 const bench = await benchApi({ SVC_DATABASE_MAX_PER_ACCOUNT: '1000', SVC_STORAGE_MAX_BYTES_PER_ACCOUNT: String(2 ** 50) });
-const { services, token } = bench;
+const { deps, token } = bench;
 const ns = bench.account.namespace;
-const core = loadKubeConfig(services.config.kubeconfig).makeApiClient(k8s.CoreV1Api);
+const core = loadKubeConfig(deps.config.kubeconfig).makeApiClient(k8s.CoreV1Api);
 // Koa's handler answers its own errors: the promise it returns never rejects.
-const apiHandler = createApi(services).callback();
+const apiHandler = createApi(deps).callback();
 const server = createServer((req, res) => void apiHandler(req, res));
 await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
 const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api`;
@@ -116,7 +116,7 @@ try {
       metadata: { name, namespace: baseNs, uid: 'none' },
       spec: {},
     } as Database;
-    const settings = { ...services.config.databases, image: images.postgres, platformCidrs: [] };
+    const settings = { ...deps.config.databases, image: images.postgres, platformCidrs: [] };
     const strip = <T extends k8s.KubernetesObject>(o: T): T => ({ ...o, metadata: { ...o.metadata, ownerReferences: undefined } });
     const t0 = performance.now();
     await core.createNamespacedSecret({
@@ -197,7 +197,7 @@ try {
   }
   console.log(`  preview to branch Ready (pg_basebackup into a new server)  p50 ${p50(branchTimes)}   max ${max(branchTimes)}`);
   // The alternatives, timed inside the source server (its socket, no network): their copy alone.
-  const exec = new k8s.Exec(loadKubeConfig(services.config.kubeconfig));
+  const exec = new k8s.Exec(loadKubeConfig(deps.config.kubeconfig));
   const inServer = async (script: string) => {
     const t0 = performance.now();
     await new Promise<void>((resolve, reject) => {

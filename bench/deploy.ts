@@ -15,7 +15,7 @@ import { createMachineApi } from '../api/machine.js';
 import { createApi } from '../api/server.js';
 import { listenOnMachinePort } from '../test/support/api.js';
 import { images } from '../test/support/images.js';
-import { assembleServices } from '../api/services.js';
+import { assembleDeps } from '../api/deps.js';
 import { createAccount } from '../lib/accounts.js';
 import { loadConfig } from '../lib/config.js';
 import { group, labels, pluralOf, version, type App } from '../lib/contract.js';
@@ -57,7 +57,7 @@ const discovery = kc.makeApiClient(k8s.DiscoveryV1Api);
 const tokens = new TokenStore(db);
 tokens.start();
 const log = createLogger('api', 'info', pino.destination({ dest: '/dev/null', sync: false }));
-const { services, stop } = await assembleServices({ config, db, kc, tokens, log, recorderLease: 'svc-deploy-recorder-bench' });
+const { services, stop } = await assembleDeps({ config, db, kc, tokens, log, recorderLease: 'svc-deploy-recorder-bench' });
 // Koa's handler answers its own errors: the promise it returns never rejects.
 const apiHandler = createApi(services).callback();
 server.on('request', (req, res) => void apiHandler(req, res));

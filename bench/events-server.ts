@@ -36,7 +36,7 @@ function bare() {
 
 async function api() {
   const b = await benchApi({ SVC_WEBHOOK_ALLOW_PRIVATE: 'true' });
-  const app = createApi(b.services);
+  const app = createApi(b.deps);
   // Koa's handler answers its own errors: the promise it returns never rejects.
   const handle = app.callback();
   const server = createServer((req, res) => void handle(req, res));

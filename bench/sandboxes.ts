@@ -41,11 +41,11 @@ const bench = await benchApi({
   SVC_SANDBOX_EXEC_PER_MINUTE: '1000000',
   SVC_ARTIFACT_KEY: readFileSync(path.join(stateDir, 'artifact-key'), 'utf8'),
 });
-const { services, token } = bench;
+const { deps, token } = bench;
 const kc = loadKubeConfig(process.env.KUBECONFIG ?? path.join(stateDir, 'kubeconfig'));
 const core = kc.makeApiClient(k8s.CoreV1Api);
 // Koa's handler answers its own errors: the promise it returns never rejects.
-const apiHandler = createApi(services).callback();
+const apiHandler = createApi(deps).callback();
 const server = createServer((req, res) => void apiHandler(req, res));
 await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
 const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api`;
@@ -69,7 +69,7 @@ interface Opened {
 }
 
 async function readyMembers(): Promise<number> {
-  const pods = await core.listNamespacedPod({ namespace: services.config.sandboxes.namespace, labelSelector: labels.sandboxPool });
+  const pods = await core.listNamespacedPod({ namespace: deps.config.sandboxes.namespace, labelSelector: labels.sandboxPool });
   return pods.items.filter((pod) => pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).length;
 }
 
@@ -172,7 +172,7 @@ try {
   // exec paths, one pod
   await poolFull(size);
   const s = await call<Opened>('POST', '/sandboxes', {});
-  const sandbox = services.sandboxes.get({ accountId: bench.account.id, namespace: bench.account.namespace, createdBy: 'bench' }, s.id);
+  const sandbox = deps.sandboxes.get({ accountId: bench.account.id, namespace: bench.account.namespace, createdBy: 'bench' }, s.id);
   const viaAgent: number[] = [];
   const viaApiserver: number[] = [];
   for (let i = 0; i < 100; i++) {
@@ -198,8 +198,8 @@ try {
       {
         image: images.sandbox,
         namespace: baselineNs,
-        runtimeClass: services.config.sandboxes.runtimeClass,
-        agentKey: services.config.deploys.artifactKey!,
+        runtimeClass: deps.config.sandboxes.runtimeClass,
+        agentKey: deps.config.deploys.artifactKey!,
       },
       { name, resources: { ...defaultResources }, network: false, labels: {} },
     );

@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
 import pino from 'pino';
-import { assembleServices, type Services } from '../api/services.js';
+import { assembleDeps, type ApiDeps } from '../api/deps.js';
 import { createAccount, type Account } from '../lib/accounts.js';
 import { loadConfig } from '../lib/config.js';
 import { connect, type Db } from '../lib/db/connection.js';
@@ -45,11 +45,11 @@ export async function benchDatabase(): Promise<{ url: string; drop: () => Promis
 }
 
 /**
- * The API's services on a fresh database with one account and a token, rate limits out of the way,
+ * The API's dependencies (ApiDeps) on a fresh database with one account and a token, rate limits out of the way,
  * logging one line per request to /dev/null (its cost is part of any figure).
  */
 export async function benchApi(env: Record<string, string> = {}): Promise<{
-  services: Services;
+  deps: ApiDeps;
   db: Db;
   databaseUrl: string;
   account: Account;
@@ -73,7 +73,7 @@ export async function benchApi(env: Record<string, string> = {}): Promise<{
   const acct = await createAccount(db, core, { email: 'bench@example.test' });
   const { token } = await tokens.issue(acct.id, { name: 'bench' });
   const log = createLogger('api', 'info', pino.destination({ dest: '/dev/null', sync: false }));
-  const { services, stop } = await assembleServices({
+  const { services, stop } = await assembleDeps({
     config,
     db,
     kc: loadKubeConfig(config.kubeconfig),
@@ -82,7 +82,7 @@ export async function benchApi(env: Record<string, string> = {}): Promise<{
     recorderLease: 'svc-deploy-recorder-bench',
   });
   return {
-    services,
+    deps: services,
     db,
     databaseUrl: database.url,
     account: acct,

@@ -13,7 +13,7 @@ import type { BuildSource, BuildRecord as StoredBuild, BuildStore } from '../../
 import { DomainError } from '../../lib/errors.js';
 import type { BuildSpec } from '../../lib/resources/index.js';
 import type { AppRecord } from '../repositories/app-record.js';
-import type { Services } from '../services.js';
+import type { ApiDeps } from '../deps.js';
 import type { BuildRecord, BuildRepository } from './repository.js';
 
 /** Who a build is started for: an account's namespace, and who asked (null: nobody the records name). */
@@ -40,7 +40,7 @@ export interface BuildView {
 }
 
 /** An uploaded tree as staged (api/storage): a file, its digest, and the way to drop it. */
-export type StagedTree = Awaited<ReturnType<Services['artifacts']['stage']>>;
+export type StagedTree = Awaited<ReturnType<ApiDeps['artifacts']['stage']>>;
 
 /** Whether the caller's authority reaches an app's builds (a token restricted to apps sees its apps' only). */
 export type SeesApp = (app: string) => boolean;
@@ -61,10 +61,10 @@ export interface BuildActionDeps extends StartDeps {
   /** A build's log stream (api/builds/logs.ts): its Pod's while it runs, its record's after. */
   logs: (build: StoredBuild, namespace: string, follow: boolean) => Readable;
   /** An uploaded tree, counted against the account's storage (quota_exceeded past it, nothing kept). */
-  storage: Pick<Services['storage'], 'admit'>;
+  storage: Pick<ApiDeps['storage'], 'admit'>;
   git: {
     /** Keeps an app's Git token in a Secret of the account (the clone's only); answers its name. */
-    secret: Services['builds']['gitSecret'];
+    secret: ApiDeps['builds']['gitSecret'];
     /** How a repository is reached (the egress guard's settings). */
     remote: (token: string | undefined) => RemoteOptions;
   };

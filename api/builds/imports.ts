@@ -10,14 +10,14 @@ import path from 'node:path';
 import { terminalPhases } from '../../lib/builds/index.js';
 import { fetchTree, listBranches, resolveRef, type RemoteOptions } from '../../lib/builds/git.js';
 import { planBuild, PlanError, type BuildPlan } from '../../lib/builds/plan.js';
-import type { ImportedRepository } from '../../lib/builds/repositories.js';
+import type { ImportedRepository } from '../../lib/builds/imported-repos.js';
 import { treeOnDisk } from '../../lib/builds/tree.js';
 import { dnsLabel, previewSeparator } from '../../lib/contract.js';
 import type { Logger } from '../../lib/logger.js';
 import { combine, isHtmlPage, isMarkdownPage, PolicyError, treeDeclarations, type AuthPolicy } from '../../lib/policy/index.js';
 import { previewName } from '../deploys/actions.js';
 import { parseCompose } from '../deploys/compose.js';
-import type { Services } from '../services.js';
+import type { ApiDeps } from '../deps.js';
 import { startBuild } from './actions.js';
 
 export interface ImportPreview {
@@ -107,7 +107,7 @@ export class GitSync {
   private stopped = false;
 
   constructor(
-    private readonly s: Pick<Services, 'apps' | 'builds' | 'actions' | 'events' | 'config' | 'clock' | 'repositories' | 'accounts'>,
+    private readonly s: Pick<ApiDeps, 'apps' | 'builds' | 'actions' | 'events' | 'config' | 'clock' | 'importedRepos' | 'accounts'>,
     private readonly readToken: TokenReader,
     private readonly log: Logger,
     private readonly pollEveryMs: number,
@@ -133,7 +133,7 @@ export class GitSync {
     const target = isDefault ? repo.app : previewName(repo.app, ref!);
     // Told before (by the poll, or an earlier delivery): the build that was started for it, which
     // may still be being made (its Build shows in the cache a moment after the head moved).
-    if (!(await this.s.repositories.moveHead(repo.accountId, repo.app, branch, commit))) {
+    if (!(await this.s.importedRepos.moveHead(repo.accountId, repo.app, branch, commit))) {
       if (commit === null) return undefined;
       for (let i = 0; i < 50; i++) {
         const made = this.s.builds.repo.ofApp(ns, target).find((b) => b.spec.source.git?.commit === commit);
@@ -192,7 +192,7 @@ export class GitSync {
   /** Compares each due repository's branches with what was built, as a push would tell. */
   async pollOnce(): Promise<void> {
     // On the wall clock: polling is the real world's timing, not a test's moved clock.
-    const due = await this.s.repositories.claimDue(new Date(), this.pollEveryMs);
+    const due = await this.s.importedRepos.claimDue(new Date(), this.pollEveryMs);
     for (const repo of due) {
       try {
         const account = await this.s.accounts.get(repo.accountId);

@@ -7,7 +7,7 @@
 // Code hosts do not retry pushes, so the poll (api/builds/imports.ts) is what catches up.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type Koa from 'koa';
-import type { RepositoryStore } from '../../lib/builds/repositories.js';
+import type { ImportedRepoStore } from '../../lib/builds/imported-repos.js';
 import { readLimited } from '../../lib/http/body.js';
 import type { Logger } from '../../lib/logger.js';
 import type { GitSync } from './imports.js';
@@ -16,7 +16,7 @@ export const hookPrefix = '/api/hooks/git/';
 const bodyLimit = 1024 * 1024;
 
 export function pushHookEndpoint(d: {
-  repositories: RepositoryStore;
+  importedRepos: ImportedRepoStore;
   sync: Pick<GitSync, 'onHead'>;
   log: Logger;
   clock: () => Date;
@@ -35,7 +35,7 @@ export function pushHookEndpoint(d: {
     }
     const raw = await readLimited(ctx.req, bodyLimit);
     if (!raw) return fail(413, `a push event larger than ${bodyLimit} bytes is refused`);
-    const repo = await d.repositories.byHook(hookId);
+    const repo = await d.importedRepos.byHook(hookId);
     const given = /^sha256=([0-9a-f]{64})$/.exec(ctx.get('x-hub-signature-256'))?.[1];
     const want = repo ? createHmac('sha256', repo.hookSecret).update(raw).digest() : undefined;
     if (!repo || !given || !want || !timingSafeEqual(Buffer.from(given, 'hex'), want))
@@ -74,7 +74,7 @@ export function pushHookEndpoint(d: {
       ctx.body = { ignored: 'not a branch' };
       return;
     }
-    if (!(await d.repositories.firstDelivery(hookId, delivery, d.clock()))) {
+    if (!(await d.importedRepos.firstDelivery(hookId, delivery, d.clock()))) {
       ctx.status = 200;
       ctx.body = { duplicate: delivery };
       return;

@@ -12,7 +12,7 @@ import { within, type AccountLock } from '../quotas.js';
 import type { AppRecord } from '../repositories/app-record.js';
 import type { AppRepository } from '../repositories/apps.js';
 import type { DatabaseRecord, DatabaseRepository } from '../repositories/databases.js';
-import type { Services } from '../services.js';
+import type { ApiDeps } from '../deps.js';
 import type { AccountStorage } from '../storage/account-storage.js';
 
 export interface NewDatabase {
@@ -28,15 +28,15 @@ export interface DatabaseActionDeps {
   databases: Pick<DatabaseRepository, 'records' | 'record' | 'create' | 'delete' | 'requestBackup'>;
   /** Which app a database is attached to is the Apps' spec.database. */
   apps: Pick<AppRepository, 'list' | 'updateSpec'>;
-  backups: Pick<Services['backups'], 'list' | 'get'>;
+  backups: Pick<ApiDeps['backups'], 'list' | 'get'>;
   /** The account's limits, checked and taken under its lock (api/quotas.ts). */
   quota: {
     lock: Pick<AccountLock, 'hold'>;
     limits: { databases: number };
     storage: Pick<AccountStorage, 'assertFits'>;
   };
-  usage: Pick<Services['usage'], 'storage'>;
-  events: Pick<Services['events'], 'record'>;
+  usage: Pick<ApiDeps['usage'], 'storage'>;
+  events: Pick<ApiDeps['events'], 'record'>;
   settings: {
     /** The size of a database that asks for none (SVC_DATABASE_DEFAULT_BYTES). */
     defaultBytes: number;

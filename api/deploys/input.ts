@@ -1,7 +1,7 @@
 // Reading a deploy request (JSON or an uploaded .tar.gz) into stored, counted input, for every route that takes one (deploys, previews).
 import type { z } from 'zod';
 import type { Caller, HandlerInput } from '../operation.js';
-import type { Services } from '../services.js';
+import type { ApiDeps } from '../deps.js';
 import { invalid } from '../errors.js';
 import type { deployBody, Keep, Prepared } from './deployer.js';
 
@@ -10,13 +10,13 @@ export const uploadDescription =
 
 /** Stores an upload as the caller's account's, counted against its storage (api/storage/account-storage.ts). */
 export const keepFor =
-  (s: Pick<Services, 'storage'>, caller: Caller, what: string): Keep =>
+  (s: Pick<ApiDeps, 'storage'>, caller: Caller, what: string): Keep =>
   (staged) =>
     s.storage.admit(caller.account.id, caller.account.namespace, staged, what);
 
 /** Reads a deploy request (JSON or an uploaded .tar.gz) into a validated, stored Prepared. */
 export function readDeployInput(
-  s: Pick<Services, 'storage' | 'config'> & { deployer: Pick<Services['deployer'], 'prepareUpload' | 'prepareBody'> },
+  s: Pick<ApiDeps, 'storage' | 'config'> & { deployer: Pick<ApiDeps['deployer'], 'prepareUpload' | 'prepareBody'> },
   input: HandlerInput<z.infer<typeof deployBody> | undefined, unknown>,
 ): Promise<Prepared> {
   const keep = keepFor(s, input.caller, "the deploy's tree");

@@ -1,11 +1,11 @@
 // The lines of an app's machines, read through the apiserver from the kubelets (k8s.Log, as
 // `kubectl logs` does): recent lines of every machine merged by time, or a stream that follows the
 // machines as they write, picks up machines that appear later, and aborts every upstream request
-// when its reader goes away. api/routes/app-logs.ts serves it; docs/api/logs.md describes it.
+// when its reader goes away. api/operations/app-logs.ts serves it; docs/api/logs.md describes it.
 import { Readable, Writable } from 'node:stream';
 import * as k8s from '@kubernetes/client-node';
 import { ApiError } from '../errors.js';
-import type { Services } from '../services.js';
+import type { ApiDeps } from '../deps.js';
 import { containers, labels } from '../../lib/contract.js';
 import type { MachineRepository } from '../repositories/machines.js';
 
@@ -124,7 +124,7 @@ function instanceOf(pod: k8s.V1Pod): string {
 
 /** The app's machine Pods, by one label-selected list, in machine then name order. */
 /** The app's machines (of one service, when `service` is given), by ordinal. */
-export async function listMachines(s: Pick<Services, 'machines'>, namespace: string, app: string, service?: string): Promise<k8s.V1Pod[]> {
+export async function listMachines(s: Pick<ApiDeps, 'machines'>, namespace: string, app: string, service?: string): Promise<k8s.V1Pod[]> {
   const pods = (await s.machines.list(namespace, app)).filter(
     (p) => service === undefined || p.metadata?.labels?.[labels.service] === service,
   );
@@ -281,7 +281,7 @@ interface Follow {
 }
 
 export interface FollowContext {
-  s: Pick<Services, 'machines' | 'apps' | 'log'>;
+  s: Pick<ApiDeps, 'machines' | 'apps' | 'log'>;
   log: Pick<MachineRepository, 'logs'>;
   namespace: string;
   app: string;

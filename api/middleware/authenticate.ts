@@ -4,14 +4,14 @@ import { type Account } from '../../lib/accounts.js';
 import { TokenRejected, type Principal } from '../../lib/tokens/store.js';
 import { ApiError } from '../errors.js';
 import type { AuthenticatedOperation, Caller } from '../operation.js';
-import type { Services } from '../services.js';
+import type { ApiDeps } from '../deps.js';
 
 const accountCacheMs = 30_000;
 
 /** Tokens verified, and the accounts they name. */
 export interface AuthenticatorDeps {
-  tokens: Pick<Services['tokens'], 'authenticate'>;
-  accounts: Services['accounts'];
+  tokens: Pick<ApiDeps['tokens'], 'authenticate'>;
+  accounts: ApiDeps['accounts'];
 }
 
 export class Authenticator {

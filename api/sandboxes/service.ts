@@ -39,7 +39,7 @@ export interface OpenInput {
   waitMs?: number | undefined;
 }
 
-/** An exec as a tenant asks it (api/routes/sandboxes.ts validates the body into this). */
+/** An exec as a tenant asks it (api/operations/sandboxes.ts validates the body into this). */
 export interface ExecInput {
   command?: string | undefined;
   argv?: string[] | undefined;

@@ -7,7 +7,7 @@ import type { Actor } from '../deploys/actions.js';
 import type { AppRepository } from '../repositories/apps.js';
 import type { DatabaseRepository } from '../repositories/databases.js';
 import type { VolumeRecord, VolumeRepository } from '../repositories/volumes.js';
-import type { Services } from '../services.js';
+import type { ApiDeps } from '../deps.js';
 import type { AccountStorage, StorageUse } from '../storage/account-storage.js';
 
 export interface VolumeActionDeps {
@@ -16,8 +16,8 @@ export interface VolumeActionDeps {
   apps: Pick<AppRepository, 'list'>;
   databases: Pick<DatabaseRepository, 'records'>;
   storage: Pick<AccountStorage, 'use'>;
-  usage: Pick<Services['usage'], 'storage'>;
-  events: Pick<Services['events'], 'record'>;
+  usage: Pick<ApiDeps['usage'], 'storage'>;
+  events: Pick<ApiDeps['events'], 'record'>;
 }
 
 export class VolumeActions {

@@ -126,9 +126,9 @@ describe('API app logs', () => {
     const kc = kubeConfig();
     custom = kc.makeApiClient(k8s.CustomObjectsApi);
     apiserverPort = Number(new URL(kc.getCurrentCluster()!.server).port || 443);
-    await api.services.apps.create(ns, 'talker', { kind: 'container', image: images.python, command: talkerCommand, machines: 2 });
+    await api.deps.apps.create(ns, 'talker', { kind: 'container', image: images.python, command: talkerCommand, machines: 2 });
     // Counts the API's looks for an app's machines (a followed log looks again every relistMs).
-    const machines = api.services.machines;
+    const machines = api.deps.machines;
     const list = machines.list.bind(machines);
     machines.list = (namespace: string, app: string) => {
       looks.set(app, (looks.get(app) ?? 0) + 1);
@@ -243,7 +243,7 @@ describe('API app logs', () => {
   });
 
   it('follows an app without machines with an open, empty stream; answers it empty without follow', async () => {
-    await api.services.apps.create(ns, 'quiet', {});
+    await api.deps.apps.create(ns, 'quiet', {});
     const plain = await get('/api/apps/quiet/logs');
     assert.equal(plain.status, 200);
     assert.equal(await plain.text(), '');
@@ -260,7 +260,7 @@ describe('API app logs', () => {
   });
 
   it('ends a followed log when the app is deleted', async () => {
-    await api.services.apps.create(ns, 'shortlived', { kind: 'container', image: images.python, command: talkerCommand });
+    await api.deps.apps.create(ns, 'shortlived', { kind: 'container', image: images.python, command: talkerCommand });
     const res = await eventually(
       'a line of shortlived',
       async () => {
@@ -276,7 +276,7 @@ describe('API app logs', () => {
       },
       { timeoutMs: 60_000 },
     );
-    await api.services.apps.delete(ns, 'shortlived');
+    await api.deps.apps.delete(ns, 'shortlived');
     await eventually('the stream to end', () => res.ended, { timeoutMs: 30_000 });
   });
 

@@ -60,7 +60,7 @@ describe('API app metrics', () => {
 
   before(async () => {
     api = await startTestApi();
-    app = await api.services.apps.create(api.account.namespace, 'hog', {
+    app = await api.deps.apps.create(api.account.namespace, 'hog', {
       kind: 'container',
       image: images.node,
       command: ['node', '-e', hogScript],

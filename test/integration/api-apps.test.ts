@@ -159,7 +159,7 @@ describe('API apps', () => {
     // ready, so its older machine stays beside it, as a serving one would until the new one is ready).
     const core = api.kube.core;
     const ns = api.account.namespace;
-    const app = (await api.services.apps.find(ns, 'envy'))!;
+    const app = (await api.deps.apps.find(ns, 'envy'))!;
     const current = app.spec.envSecretName!;
     await eventually(
       'a machine on the current env',

@@ -91,7 +91,7 @@ describe('API deploys', () => {
     assert.equal(app.current_deploy, d.id);
     // The artifact is served by digest, to a machine's credential, and is the bytes that hash to it.
     const { mintArtifactCredential } = await import('../../lib/artifacts/credential.js');
-    const key = api.services.config.deploys.artifactKey!;
+    const key = api.deps.config.deploys.artifactKey!;
     const credential = (digest: string) => ({
       authorization: `Bearer ${mintArtifactCredential(key, digest, new Date(api.clock.now.getTime() + 60_000))}`,
     });
@@ -162,12 +162,12 @@ describe('API deploys', () => {
       assert.match(failed.reason ?? '', /ErrImagePull|ImagePullBackOff/);
       // The controller decided it, and the recorder wrote it down: the row, not only the status.
       const row = await eventually('the failure recorded', async () => {
-        const d = await api.services.deploys.get(api.account.id, bad.id);
+        const d = await api.deps.deploys.get(api.account.id, bad.id);
         return d?.status === 'failed' ? d : undefined;
       });
       assert.match(row.reason ?? '', /ErrImagePull|ImagePullBackOff/);
       const app = await eventually('the failed machine gone, the old one serving', async () => {
-        const a = await api.services.apps.find(ns, 'site');
+        const a = await api.deps.apps.find(ns, 'site');
         return a?.status?.machines?.every((m) => m.deploy === before.current_deploy && m.state === 'running') ? a : undefined;
       });
       assert.equal(app.status?.currentDeploy, before.current_deploy);
@@ -225,7 +225,7 @@ describe('API deploys', () => {
     assert.deepEqual((await json<{ env: Record<string, string> }>(await api.request('GET', '/api/apps/site-copy/env'), 200)).env, {
       GREETING: 'hi',
     });
-    const copy = await api.services.apps.find(ns, 'site-copy');
+    const copy = await api.deps.apps.find(ns, 'site-copy');
     assert.equal(copy?.generation, 1, 'created whole in one write: its first machines already have the env');
     const secret = await api.kube.core.readNamespacedSecret({ namespace: ns, name: copy.spec.envSecretName! });
     assert.equal(secret.metadata?.ownerReferences?.[0]?.uid, copy.id, 'the env copy goes with the fork');
@@ -354,7 +354,7 @@ describe('API deploys', () => {
       appBefore.current_deploy,
     );
     const { readdirSync } = await import('node:fs');
-    assert.deepEqual(readdirSync(path.join(api.services.config.deploys.artifactDir, 'tmp')), [], 'no staged upload left');
+    assert.deepEqual(readdirSync(path.join(api.deps.config.deploys.artifactDir, 'tmp')), [], 'no staged upload left');
   });
 
   it('deploys a compose file with one service as a container app', async () => {
@@ -484,7 +484,7 @@ describe('API deploys', () => {
 
   it('deploys an authentication policy from compose x-svc and the pages into the App spec; rollback restores it', async () => {
     type Auth = { rules: Array<{ mode: string; source?: string; paths: string[]; except?: string[]; admit: Record<string, unknown> }> };
-    const authOf = async (name: string) => ((await api.services.apps.find(ns, name))?.spec as { auth?: Auth } | undefined)?.auth;
+    const authOf = async (name: string) => ((await api.deps.apps.find(ns, name))?.spec as { auth?: Auth } | undefined)?.auth;
     await json(await api.request('POST', '/api/apps', { body: { name: 'guarded' } }), 201);
     const admit = { owner: true, emails: ['ada@example.com'] };
     const compose =
@@ -565,8 +565,8 @@ describe('API deploys', () => {
       [d.id],
       'no deploy recorded',
     );
-    assert.equal((await api.services.apps.find(ns, 'unsure'))?.spec.deployId, d.id, 'the App is unchanged');
+    assert.equal((await api.deps.apps.find(ns, 'unsure'))?.spec.deployId, d.id, 'the App is unchanged');
     const { readdirSync } = await import('node:fs');
-    assert.deepEqual(readdirSync(path.join(api.services.config.deploys.artifactDir, 'tmp')), [], 'no staged upload left');
+    assert.deepEqual(readdirSync(path.join(api.deps.config.deploys.artifactDir, 'tmp')), [], 'no staged upload left');
   });
 });

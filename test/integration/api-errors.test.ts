@@ -149,7 +149,7 @@ describe('API errors', () => {
       const copy = attenuate(limited.token, [{ kind: 'actions', actions: ['read'] }]);
       await expectError(await slow.request('GET', '/api/account', { token: copy }), 429);
       // Other tokens have their own budget.
-      const other = await slow.services.tokens.issue(slow.account.id, { name: 'other' });
+      const other = await slow.deps.tokens.issue(slow.account.id, { name: 'other' });
       assert.equal((await slow.request('GET', '/api/account', { token: other.token })).status, 200);
     } finally {
       await slow.close();

@@ -147,7 +147,7 @@ describe('API tokens', () => {
     const t = await create({ name: 'mine' });
     const account = await createAccount(api.db, api.kube.core, { email: `other-${Date.now()}@example.test` });
     try {
-      const other = await api.services.tokens.issue(account.id, {});
+      const other = await api.deps.tokens.issue(account.id, {});
       const res = await api.request('DELETE', `/api/account/tokens/${t.nonce}`, { token: other.token });
       assert.equal(res.status, 404);
       await res.body?.cancel();

@@ -138,12 +138,12 @@ describe('sign-in data of an app deleted through the API (real apiserver)', () =
     const res = await api.request('POST', '/api/apps', { body: { name: 'short-lived' } });
     assert.equal(res.status, 201);
     const { id } = (await res.json()) as { id: string };
-    const user = (await api.services.auth.users.signIn(
+    const user = (await api.deps.auth.users.signIn(
       { uid: id, namespace: api.account.namespace, name: 'short-lived' },
       'ada@example.test',
       'email',
     ))!;
-    await api.services.auth.sessions.create(id, 'short-lived.apps.test', {
+    await api.deps.auth.sessions.create(id, 'short-lived.apps.test', {
       provider: 'email',
       subject: user.id,
       email: 'ada@example.test',

@@ -99,7 +99,7 @@ describe('Builds', () => {
       env: { SVC_BUILD_REGISTRY: images.registry, SVC_IMAGE_BUILDER: images.builder, SVC_WEBHOOK_ALLOW_PRIVATE: 'true' },
     });
     ns = api.account.namespace;
-    gitServer = await startGitServer(new URL(api.services.config.deploys.artifactBaseUrl).hostname);
+    gitServer = await startGitServer(new URL(api.deps.config.deploys.artifactBaseUrl).hostname);
     await json(await api.request('POST', '/api/apps', { body: { name: 'site' } }), 201);
   });
   after(async () => {
@@ -435,7 +435,7 @@ describe('Builds', () => {
 
   it('shows another account neither a build nor its log', async () => {
     const other = await createAccount(api.db, api.kube.core, { email: `other-${Date.now()}@example.test` });
-    const { token } = await api.services.tokens.issue(other.id, { name: 'other' });
+    const { token } = await api.deps.tokens.issue(other.id, { name: 'other' });
     try {
       const mine = (await json<{ builds: BuildBody[] }>(await api.request('GET', '/api/apps/site/builds'), 200)).builds[0]!;
       await json(await api.request('GET', `/api/builds/${mine.id}`, { token }), 404);

@@ -197,7 +197,7 @@ describe('Databases', () => {
 
   it('is neither listed to nor attachable by another account', async () => {
     const other = await createAccount(api.db, api.kube.core, { email: `other-${Date.now()}@example.test` });
-    const { token } = await api.services.tokens.issue(other.id, { name: 'other' });
+    const { token } = await api.deps.tokens.issue(other.id, { name: 'other' });
     try {
       assert.deepEqual(await list(token), []);
       await json(await api.request('POST', '/api/apps', { token, body: { name: 'thief' } }), 201);
@@ -338,7 +338,7 @@ describe('Databases', () => {
     );
 
     // A failure, as a backup Job reports one (its credential opens this database's backups only).
-    const key = api.services.config.deploys.artifactKey!;
+    const key = api.deps.config.deploys.artifactKey!;
     const soon = new Date(Date.now() + 60_000);
     const report = (db: string, token: string) =>
       fetch(`${api.url}/backups/${ns}/src-bk/failed`, {
@@ -448,7 +448,7 @@ describe('Databases', () => {
       const more = await json<{ error: string }>(await post({ name: 'another', storage_bytes: 2 << 26 }), 403);
       assert.match(more.error, /the account has 1 databases \(branches included\), its limit is 1; delete one first/);
       // Databases are the account's: a token restricted to apps cannot list them.
-      const { token } = await limited.services.tokens.issue(limited.account.id, {
+      const { token } = await limited.deps.tokens.issue(limited.account.id, {
         name: 'narrow',
         restrictions: [{ kind: 'apps', apps: ['x'] }],
       });

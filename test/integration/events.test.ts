@@ -276,8 +276,8 @@ describe('GET /events', () => {
     f.close();
     await f.done;
     const deadline = Date.now() + 2000;
-    while (api.services.eventHub.followers() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    assert.equal(api.services.eventHub.followers(), 0, 'closed streams leave the hub');
+    while (api.deps.eventHub.followers() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(api.deps.eventHub.followers(), 0, 'closed streams leave the hub');
   });
   it('records the life of an app: created, env changed (keys only), previews, app users, deleted', async () => {
     const ok = async (res: Response, status: number) => assert.equal(res.status, status, await res.clone().text());
@@ -289,10 +289,10 @@ describe('GET /events', () => {
     await ok(await api.request('DELETE', '/api/apps/evt/previews/pr-1'), 204);
     const app = (await (await api.request('GET', '/api/apps/evt')).json()) as { id: string };
     const ref = { uid: app.id, namespace: api.account.namespace, name: 'evt' };
-    const user = await api.services.auth.users.signIn(ref, 'Ada@Example.com', 'github');
-    await api.services.auth.users.disable(app.id, user!.id, api.services.auth.sessions);
-    await api.services.auth.users.disable(app.id, user!.id, api.services.auth.sessions); // idempotent: told once
-    await api.services.auth.users.enable(app.id, user!.id);
+    const user = await api.deps.auth.users.signIn(ref, 'Ada@Example.com', 'github');
+    await api.deps.auth.users.disable(app.id, user!.id, api.deps.auth.sessions);
+    await api.deps.auth.users.disable(app.id, user!.id, api.deps.auth.sessions); // idempotent: told once
+    await api.deps.auth.users.enable(app.id, user!.id);
     await ok(await api.request('DELETE', '/api/apps/evt'), 204);
     const { events } = (await (await api.request('GET', '/api/events?app=evt')).json()) as {
       events: Array<{ type: string; data: Record<string, unknown> }>;
@@ -325,7 +325,7 @@ describe('GET /events', () => {
     const { events: before } = (await (await api.request('GET', '/api/events?limit=1000')).json()) as { events: Array<{ id: number }> };
     const oldest = before[0]!.id;
     // Everything so far falls out of the window.
-    assert.ok((await api.services.events.purge(new Date(Date.now() + 1000))) >= before.length);
+    assert.ok((await api.deps.events.purge(new Date(Date.now() + 1000))) >= before.length);
     await recordEvent(api.db, api.account.id, 'deploy.live', 'kept', { deploy: 'd9' });
     const horizon = before.at(-1)!.id;
     const listed = await api.request('GET', `/api/events?after=${oldest}`);

@@ -75,7 +75,7 @@ describe('Git import', () => {
       },
     });
     ns = api.account.namespace;
-    git = await startGitServer(new URL(api.services.config.deploys.artifactBaseUrl).hostname);
+    git = await startGitServer(new URL(api.deps.config.deploys.artifactBaseUrl).hostname);
   });
   after(async () => {
     await git?.close();

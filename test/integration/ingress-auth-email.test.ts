@@ -66,9 +66,9 @@ describe('ingress-auth email sign-in (Chromium, SMTP)', () => {
     api = await startTestApi({ env });
     sender = new MailSender({
       db: api.db,
-      databaseUrl: api.services.config.databaseUrl,
+      databaseUrl: api.deps.config.databaseUrl,
       kc: kubeConfig(),
-      mail: api.services.config.mail,
+      mail: api.deps.config.mail,
       log: createLogger('mail', 'silent'),
       // A Lease of its own: the test's sender must not wait for a running `make dev` API's.
       lease: { name: uniqueName('svc-mailer-test') },

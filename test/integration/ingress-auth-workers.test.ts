@@ -69,10 +69,10 @@ describe('ingress-auth workers', () => {
         SVC_PROXY_WORKERS: '2',
         SVC_PROXY_HOST: '127.0.0.1',
         SVC_PROXY_PORT: String(port),
-        SVC_DATABASE_URL: api.services.config.databaseUrl,
+        SVC_DATABASE_URL: api.deps.config.databaseUrl,
         SVC_APPS_DOMAIN: appsDomain,
         SVC_APPS_URL_SUFFIX: `:${port}`,
-        SVC_ASSERTION_ISSUER: api.services.config.assertion.issuer,
+        SVC_ASSERTION_ISSUER: api.deps.config.assertion.issuer,
       },
       stdio: ['ignore', 'inherit', 'inherit'],
     });

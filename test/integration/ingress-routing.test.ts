@@ -165,7 +165,7 @@ describe('ingress-auth routing', () => {
     assert.equal(r.status, 503);
     assert.deepEqual(JSON.parse(r.body), { error: 'the app is not deployed yet' });
     const broken = uniqueName('broken');
-    await api.services.apps.create(api.account.namespace, broken, {
+    await api.deps.apps.create(api.account.namespace, broken, {
       kind: 'container',
       image: 'registry.example/not-runnable:1',
       machines: 1,
@@ -182,13 +182,13 @@ describe('ingress-auth routing', () => {
 
   it("never proxies a path the app's policy gates while sign-in is not there (fails closed)", async () => {
     const guarded = uniqueName('guarded');
-    await api.services.apps.create(api.account.namespace, guarded, {
+    await api.deps.apps.create(api.account.namespace, guarded, {
       kind: 'container',
       image: 'registry.example/not-runnable:1',
       machines: 1,
     });
     await eventually('the app in the cache', async () => (await via(`${guarded}.${domain}`)).status !== 404);
-    await api.services.apps.patchSpec(api.account.namespace, guarded, {
+    await api.deps.apps.patchSpec(api.account.namespace, guarded, {
       auth: { rules: [{ mode: 'auth', paths: ['/private/**'], admit: { owner: true } }] },
     });
     const r = await eventually('the policy in the cache', async () => {
@@ -201,7 +201,7 @@ describe('ingress-auth routing', () => {
 
   it('records proxied requests per app (its uid) in the request metrics', async () => {
     await recorder.flush();
-    const uid = (await api.services.apps.find(api.account.namespace, site))!.id;
+    const uid = (await api.deps.apps.find(api.account.namespace, site))!.id;
     const before = await totals(uid);
     for (let i = 0; i < 5; i++) assert.equal((await via(`${site}.${domain}`, '/')).status, 200);
     assert.equal((await via(`${site}.${domain}`, '/missing-page')).status, 404);

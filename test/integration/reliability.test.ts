@@ -171,7 +171,7 @@ describe('reliability', { timeout: 30 * 60_000 }, () => {
       eventually(
         `deploy ${id} recorded ${status}`,
         async () => {
-          const d = await api.services.deploys.get(api.account.id, id);
+          const d = await api.deps.deploys.get(api.account.id, id);
           return d?.status === status ? d : undefined;
         },
         { timeoutMs, intervalMs: 250 },
@@ -182,7 +182,7 @@ describe('reliability', { timeout: 30 * 60_000 }, () => {
       // The 202 comes once the App names the deploy: the controllers die right then.
       const id = await deploy('orphan', '<h1>survives</h1>');
       await kill9('controllers');
-      const during = await api.services.deploys.get(api.account.id, id);
+      const during = await api.deps.deploys.get(api.account.id, id);
       assert.equal(during?.status, 'deploying');
       await restart('dev.sh', 'up', 'controllers');
       const done = await recorded(id, 'live');
@@ -207,16 +207,16 @@ describe('reliability', { timeout: 30 * 60_000 }, () => {
         assert.equal(read.status, 503);
         assert.ok(read.headers.get('retry-after'));
         assert.match(((await read.json()) as { error: string }).error, /database is unavailable/);
-        const before = await api.services.apps.find(api.account.namespace, 'steady');
+        const before = await api.deps.apps.find(api.account.namespace, 'steady');
         const refused = await api.request('POST', '/api/apps/steady/deploy', { body: { files: { 'index.html': '<h1>v3</h1>' } } });
         assert.equal(refused.status, 503);
-        const after = await api.services.apps.find(api.account.namespace, 'steady');
+        const after = await api.deps.apps.find(api.account.namespace, 'steady');
         assert.equal(after?.spec.deployId, before?.spec.deployId, 'a deploy refused with 503 did not touch the App');
         // Meanwhile the controller takes v2 live: it needs no database.
         await eventually(
           'v2 live in the App status',
           async () => {
-            const a = await api.services.apps.find(api.account.namespace, 'steady');
+            const a = await api.deps.apps.find(api.account.namespace, 'steady');
             return a?.status?.deploys?.some((d) => d.id === v2 && d.state === 'live');
           },
           { timeoutMs: 60_000 },

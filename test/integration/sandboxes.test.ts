@@ -363,7 +363,7 @@ except Exception as e:
     const s = await open();
     const other = await createAccount(api.db, api.kube.core, { email: `other-${Date.now()}@example.test` });
     try {
-      const { token } = await api.services.tokens.issue(other.id, { name: 'other' });
+      const { token } = await api.deps.tokens.issue(other.id, { name: 'other' });
       for (const [method, path, body] of [
         ['GET', `/api/sandboxes/${s.id}`, undefined],
         ['POST', `/api/sandboxes/${s.id}/exec`, { argv: ['true'] }],

@@ -114,7 +114,7 @@ describe('Volumes', () => {
     const v = (await volumes()).find((x) => x.ref === 'vol-keep-data-m0')!;
     const res = await json<{ error: string }>(await api.request('POST', '/api/apps/vol-keep/machines/0/migrate', { body: {} }), 409);
     assert.match(res.error, new RegExp(`keeps volume data \\(vol-keep-data-m0, at /data\\) on node ${v.node}.*cannot move`));
-    const spec = (await api.services.apps.find(ns, 'vol-keep'))!.spec;
+    const spec = (await api.deps.apps.find(ns, 'vol-keep'))!.spec;
     assert.equal(spec.placement, undefined, 'no placement was written');
     assert.equal(await log('vol-keep'), 'start-one\nstart-two\nstart-two\n');
   });
@@ -179,7 +179,7 @@ describe('Volumes', () => {
 
     const other = await createAccount(api.db, api.kube.core, { email: `other-vol-${Date.now()}@example.test` });
     try {
-      const { token } = await api.services.tokens.issue(other.id, { name: 'other' });
+      const { token } = await api.deps.tokens.issue(other.id, { name: 'other' });
       assert.deepEqual(await volumes(token), []);
       await json(await api.request('DELETE', '/api/volumes/db-vol-db-data', { token }), 404);
       // Volumes are the account's: a token restricted to apps neither lists nor deletes them.

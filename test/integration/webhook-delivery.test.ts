@@ -412,7 +412,7 @@ describe('Webhook delivery', () => {
     const hook = await endpoint(rx.url);
     const child = spawn(
       process.execPath,
-      [path.join(repoRoot, 'dist/test/support/webhook-deliverer-process.js'), api.services.config.databaseUrl],
+      [path.join(repoRoot, 'dist/test/support/webhook-deliverer-process.js'), api.deps.config.databaseUrl],
       { stdio: ['ignore', 'pipe', 'inherit'] },
     );
     try {

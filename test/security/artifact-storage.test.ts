@@ -46,8 +46,7 @@ const upload = (api: TestApi, app: string, body: Buffer) =>
     headers: { authorization: `Bearer ${api.token}`, 'content-type': 'application/gzip' },
     body,
   });
-const stagedLeft = async (api: TestApi) =>
-  (await readdir(path.join(api.services.config.deploys.artifactDir, 'tmp')).catch(() => [])).length;
+const stagedLeft = async (api: TestApi) => (await readdir(path.join(api.deps.config.deploys.artifactDir, 'tmp')).catch(() => [])).length;
 
 describe("security: stored artifacts count against the account's storage", { timeout: 120_000 }, () => {
   let api: TestApi;
@@ -70,7 +69,7 @@ describe("security: stored artifacts count against the account's storage", { tim
     );
     assert.match(refused.error, /in stored artifacts; delete a database, a detached volume .*or an app or preview/);
     // Nothing half-written: no file, no staged file, no deploy record, not counted.
-    assert.equal(await api.services.artifacts.has(digestOf(c)), false);
+    assert.equal(await api.deps.artifacts.has(digestOf(c)), false);
     assert.equal(await stagedLeft(api), 0);
     const deploys = await expectJson<{ deploys: Array<{ digest: string }> }>(await api.request('GET', '/api/apps/up/deploys'), 200);
     assert.deepEqual(deploys.deploys.map((d) => d.digest).sort(), [digestOf(a), digestOf(b)].sort());
@@ -84,7 +83,7 @@ describe("security: stored artifacts count against the account's storage", { tim
   });
 
   it('refuses a backup past the limit: recorded as failed saying why, its dump not kept', async () => {
-    const key = api.services.config.deploys.artifactKey;
+    const key = api.deps.config.deploys.artifactKey;
     // make test's platform always has one (hack/lib.sh ensure_artifact_key): without it no backup
     // credential exists, and this attack would not be tried at all.
     assert.ok(key, 'an artifact key (SVC_ARTIFACT_KEY_FILE) to mint the backup credential with');
@@ -98,9 +97,9 @@ describe("security: stored artifacts count against the account's storage", { tim
     const body = (await res.json()) as { error: string };
     assert.equal(res.status, 403, JSON.stringify(body));
     assert.match(body.error, /a backup of database orders needs 400000 bytes.*over its limit of 1000000 bytes/);
-    assert.equal(await api.services.artifacts.has(digestOf(dump)), false);
+    assert.equal(await api.deps.artifacts.has(digestOf(dump)), false);
     assert.equal(await stagedLeft(api), 0);
-    const [recorded] = await api.services.backups.list(api.account.id, 'orders');
+    const [recorded] = await api.deps.backups.list(api.account.id, 'orders');
     assert.equal(recorded?.status, 'failed');
     assert.match(recorded?.error ?? '', /over its limit/);
   });
@@ -124,7 +123,7 @@ describe("security: stored artifacts count against the account's storage", { tim
     const after = await storageOf(api);
     assert.ok(after.used_bytes <= limit, `the account holds ${after.used_bytes} bytes against a limit of ${limit}`);
     assert.equal(after.artifact_bytes, before.artifact_bytes + made.reduce((n, x) => n + x.tree.length, 0));
-    for (const r of refused) assert.equal(await api.services.artifacts.has(digestOf(r.tree)), false);
+    for (const r of refused) assert.equal(await api.deps.artifacts.has(digestOf(r.tree)), false);
   });
 });
 
@@ -145,16 +144,16 @@ describe('security: unreferenced artifacts are collected, what rollbacks and pre
     );
     return d;
   };
-  const stored = (digest: string) => api.services.artifacts.has(digest);
+  const stored = (digest: string) => api.deps.artifacts.has(digest);
 
   it('deletes an old unreferenced artifact and keeps the current deploy, the rollback window, a preview, a backup and a fresh upload', async () => {
-    const { services, workers, account } = api;
+    const { deps, workers, account } = api;
     await expectJson(await api.request('POST', '/api/apps', { body: { name: 'gc' } }), 201);
     const deploys = [];
     for (let i = 1; i <= 5; i++) {
       const d = await deployFiles('gc', `gc ${i}`);
       // Live, as the recorder writes it once the controller says so (the rollback window counts live deploys).
-      await services.deploys.finish(d.id, { status: 'live' });
+      await deps.deploys.finish(d.id, { status: 'live' });
       deploys.push(d);
     }
     const [d1, d2, d3, d4, d5] = deploys as [
@@ -171,8 +170,8 @@ describe('security: unreferenced artifacts are collected, what rollbacks and pre
       201,
     );
     // A backup's dump, stored as the endpoint stores it, and its record.
-    const dump = await services.artifacts.stageBytes(randomBytes(2048));
-    await services.storage.admit(account.id, account.namespace, dump, 'a backup');
+    const dump = await deps.artifacts.stageBytes(randomBytes(2048));
+    await deps.storage.admit(account.id, account.namespace, dump, 'a backup');
     await recordBackup(api.db, account.id, 'orders', { digest: dump.digest, bytes: dump.size }, api.clock.read());
     // An app deployed and deleted: its artifact is nobody's.
     await expectJson(await api.request('POST', '/api/apps', { body: { name: 'gone' } }), 201);
@@ -183,7 +182,7 @@ describe('security: unreferenced artifacts are collected, what rollbacks and pre
     await eventually(
       'gc serving d5',
       async () => {
-        const app = await services.apps.find(account.namespace, 'gc');
+        const app = await deps.apps.find(account.namespace, 'gc');
         return app?.status?.currentDeploy === d5.id && app.status.live?.deploy === d5.id;
       },
       { timeoutMs: 90_000 },
@@ -191,8 +190,8 @@ describe('security: unreferenced artifacts are collected, what rollbacks and pre
 
     api.clock.advance(2 * 3600_000);
     // Stored just now, its record not written yet (an upload racing its deploy).
-    const fresh = await services.artifacts.stageBytes(randomBytes(1024));
-    await services.storage.admit(account.id, account.namespace, fresh, 'an upload');
+    const fresh = await deps.artifacts.stageBytes(randomBytes(1024));
+    await deps.storage.admit(account.id, account.namespace, fresh, 'an upload');
 
     // While another replica collects, this one does nothing.
     const other = await api.db.transaction(async (trx) => {
@@ -275,7 +274,7 @@ describe('security: parallel deploys adding volumes cannot pass the storage limi
     assert.equal(storage.volume_bytes, 64 * MiB);
     assert.ok(storage.used_bytes <= 64 * MiB);
     // The refused ones changed nothing.
-    const declared = api.services.apps.list(api.account.namespace).filter((a) => a.spec.volumes?.length).length;
+    const declared = api.deps.apps.list(api.account.namespace).filter((a) => a.spec.volumes?.length).length;
     assert.equal(declared, 4);
   });
 });

@@ -17,13 +17,13 @@ describe('security: the artifact endpoint', () => {
 
   before(async () => {
     api = await startTestApi();
-    key = api.services.config.deploys.artifactKey!;
+    key = api.deps.config.deploys.artifactKey!;
     assert.ok(key, 'the test platform has an artifact key (hack/dev.sh makes it)');
     assert.equal((await api.request('POST', '/api/apps', { body: { name: 'vault' } })).status, 201);
     const files = { 'index.html': '<p>public</p>', 'admin/index.html': '<meta name="svc-auth-owner" content="true"><p>SECRET</p>' };
     const res = await api.request('POST', '/api/apps/vault/deploy', { body: { files } });
     assert.equal(res.status, 202, await res.clone().text());
-    digest = (await api.services.apps.find(api.account.namespace, 'vault'))!.spec.source!.digest;
+    digest = (await api.deps.apps.find(api.account.namespace, 'vault'))!.spec.source!.digest;
   });
   after(async () => api?.close());
 

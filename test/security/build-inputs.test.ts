@@ -49,7 +49,7 @@ describe('security: what builders and code hosts send is checked before it is ta
 
   before(async () => {
     api = await startTestApi();
-    key = api.services.config.deploys.artifactKey!;
+    key = api.deps.config.deploys.artifactKey!;
     assert.ok(key, 'the test API has the artifact key');
     const core = kubeConfig().makeApiClient(k8s.CoreV1Api);
     ns = await testNamespace(core, 'build-inputs');

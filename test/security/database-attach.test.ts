@@ -14,7 +14,7 @@ describe('attaching a database needs authority over it (issue 30 finding 8)', ()
   const json = expectJson;
   const attach = (app: string, database: string, token?: string) =>
     api.request('PUT', `/api/apps/${app}/database`, { body: { name: database }, ...(token ? { token } : {}) });
-  const spec = async (app: string) => (await api.services.apps.find(api.account.namespace, app))?.spec.database ?? null;
+  const spec = async (app: string) => (await api.deps.apps.find(api.account.namespace, app))?.spec.database ?? null;
 
   before(async () => {
     api = await startTestApi();
@@ -22,7 +22,7 @@ describe('attaching a database needs authority over it (issue 30 finding 8)', ()
     // Databases of the account that no app holds: what the attacker is after.
     for (const name of ['orders', 'payroll'])
       await json(await api.request('POST', '/api/databases', { body: { name, storage_bytes: 128 << 20 } }), 201);
-    ({ token: appToken } = await api.services.tokens.issue(api.account.id, {
+    ({ token: appToken } = await api.deps.tokens.issue(api.account.id, {
       name: 'ci-shop',
       restrictions: [{ kind: 'apps', apps: ['shop'] }],
     }));
@@ -42,11 +42,11 @@ describe('attaching a database needs authority over it (issue 30 finding 8)', ()
     // Whether a database exists is no business of a token that may not attach it.
     assert.match((await json<{ error: string }>(await attach('shop', 'no-such', appToken), 403)).error, /^token lacks account-wide access/);
     // Nor around the restriction by the app's ID, or to another app.
-    const { id } = (await api.services.apps.find(api.account.namespace, 'shop'))!;
+    const { id } = (await api.deps.apps.find(api.account.namespace, 'shop'))!;
     assert.match((await json<{ error: string }>(await attach(id, 'orders', appToken), 403)).error, /^token lacks account-wide access/);
     assert.match((await json<{ error: string }>(await attach('blog', 'orders', appToken), 403)).error, /^token lacks app "blog"/);
     // A read-only token of the whole account lacks the action.
-    const { token: reader } = await api.services.tokens.issue(api.account.id, {
+    const { token: reader } = await api.deps.tokens.issue(api.account.id, {
       name: 'reader',
       restrictions: [{ kind: 'actions', actions: ['read'] }],
     });

@@ -150,7 +150,7 @@ describe("a preview's branch is another database (issue 30 finding 2)", { timeou
       env: { SVC_BUILD_REGISTRY: images.registry, SVC_IMAGE_BUILDER: images.builder, SVC_WEBHOOK_ALLOW_PRIVATE: 'true' },
     });
     ns = api.account.namespace;
-    git = await startGitServer(new URL(api.services.config.deploys.artifactBaseUrl).hostname);
+    git = await startGitServer(new URL(api.deps.config.deploys.artifactBaseUrl).hostname);
     // The parent: an app imported from Git (so that a push makes a preview), with its database.
     git.commit('shop', 'main', tree);
     await json(await api.request('POST', '/api/databases', { body: { name: 'prod', storage_bytes: 128 << 20 } }), 201);
@@ -179,7 +179,7 @@ describe("a preview's branch is another database (issue 30 finding 2)", { timeou
     assert.deepEqual(await sql('shop', "insert into notes values ('production')"), { rows: [] });
 
     // The attacker holds a token restricted to the app, and makes a preview with it...
-    ({ token: appToken } = await api.services.tokens.issue(api.account.id, {
+    ({ token: appToken } = await api.deps.tokens.issue(api.account.id, {
       name: 'shop-only',
       restrictions: [{ kind: 'apps', apps: ['shop'] }],
     }));

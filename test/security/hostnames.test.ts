@@ -20,7 +20,7 @@ describe('security: app hostnames are held across accounts', () => {
   before(async () => {
     api = await startTestApi();
     mallory = await createAccount(api.db, api.kube.core, { email: `mallory-${suffix}@example.test` });
-    malloryToken = (await api.services.tokens.issue(mallory.id, { name: 'mallory' })).token;
+    malloryToken = (await api.deps.tokens.issue(mallory.id, { name: 'mallory' })).token;
   });
   after(async () => {
     await api.kube.core.deleteNamespace({ name: mallory.namespace }).catch(() => undefined);
@@ -105,8 +105,8 @@ describe('security: app hostnames are held across accounts', () => {
       plural: 'apps',
       body: { apiVersion, kind: 'App', metadata: { name: n('gitops') }, spec: { kind: 'container', image: 'busybox', machines: 0 } },
     });
-    await eventually('the App in the cache', () => api.services.apps.names().some(([, name]) => name === n('gitops')));
-    const result = await new HostnameStore(api.db, 30 * 86_400_000, api.clock.read).reconcile(api.services.apps.names());
+    await eventually('the App in the cache', () => api.deps.apps.names().some(([, name]) => name === n('gitops')));
+    const result = await new HostnameStore(api.db, 30 * 86_400_000, api.clock.read).reconcile(api.deps.apps.names());
     assert.ok(result.claimed >= 1);
     assert.equal((await create(n('gitops'), malloryToken)).status, 409);
     // Other platforms' apps on the same cluster (other tests' databases) are not claimed here.

@@ -84,7 +84,7 @@ describe('images only from allowed registries (issue 30 finding 6)', () => {
       "image 127.0.0.1:8082/rt/x:latest: registry 127.0.0.1:8082 is a loopback address; images come from public registries or the platform's own (SVC_IMAGE_REGISTRIES)",
     );
     assert.deepEqual(await deploysOf('victim'), [], 'no deploy recorded');
-    const app = await api.services.apps.find(api.account.namespace, 'victim');
+    const app = await api.deps.apps.find(api.account.namespace, 'victim');
     assert.equal(app?.spec.image, undefined, 'the App unchanged');
     assert.equal(app?.spec.kind, undefined);
     assert.deepEqual(await podsOf('victim'), []);
@@ -106,7 +106,7 @@ describe('images only from allowed registries (issue 30 finding 6)', () => {
     const { error } = await json<{ error: string }>(await api.request('POST', '/api/apps/victim/deploy', { body: { compose } }), 400);
     assert.match(error, /^image 169\.254\.169\.254\/latest:v1: registry 169\.254\.169\.254 is a link-local address/);
     assert.deepEqual(await deploysOf('victim'), []);
-    assert.equal((await api.services.apps.find(api.account.namespace, 'victim'))?.spec.services, undefined);
+    assert.equal((await api.deps.apps.find(api.account.namespace, 'victim'))?.spec.services, undefined);
   });
 
   it('refuses it when an app is created with it, and in a preview, leaving neither app behind', async () => {

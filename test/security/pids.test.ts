@@ -35,7 +35,7 @@ describe("security: one account cannot exhaust the host's process IDs", () => {
     );
     const pods = Number(quota.spec?.hard?.pods);
     assert.ok(pods > 0 && pods <= 100, `the account's quota holds its pods (${pods})`);
-    const sandboxes = api.services.config.sandboxes.maxOpenPerAccount;
+    const sandboxes = api.deps.config.sandboxes.maxOpenPerAccount;
     const nodes = (await core.listNode()).items.map((n) => n.metadata!.name!);
     assert.ok(nodes.length >= 2);
     for (const node of nodes) {

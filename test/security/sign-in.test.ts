@@ -91,7 +91,7 @@ describe('security: item 9 and 10 through ingress-auth', () => {
     ia = await startTestIngress(api, { mail: { enqueue: async (m: MailMessage) => void sent.push(m) } });
     assert.equal((await api.request('POST', '/api/apps', { body: { name: app } })).status, 201);
     // The policy as a deploy would write it (the gate needs no running machine for its own pages).
-    await api.services.apps.patchSpec(api.account.namespace, app, {
+    await api.deps.apps.patchSpec(api.account.namespace, app, {
       auth: { rules: [{ mode: 'auth', paths: ['/**'], admit: { emails: ['ada@example.com'] } }] },
     });
     await eventually(

@@ -168,7 +168,7 @@ describe('security: tenant isolation on the real nodes', () => {
 
   it('reaches no other account’s machine, nor the API, the kubelet, PostgreSQL, the registry or the outside; only the machine port', async () => {
     const apiPort = Number(new URL(attacker.url).port);
-    const machinePort = attacker.services.config.api.machinePort;
+    const machinePort = attacker.deps.config.api.machinePort;
     const a = await probe({
       connect: [
         [victimIP, 8080],

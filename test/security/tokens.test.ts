@@ -47,7 +47,7 @@ describe('security: token authority', () => {
     });
 
     it('the operation table: nothing that mints sessions or tokens, reveals secrets or changes anything is read', () => {
-      const ops = allOperations(api.services);
+      const ops = allOperations(api.deps);
       const need: Record<string, string> = {
         'POST /apps/{appID}/auth/owner-link': 'write',
         'GET /apps/{appID}/env': 'write',

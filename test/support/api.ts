@@ -14,7 +14,7 @@ import { createMachineApi } from '../../api/machine.js';
 import { createApi } from '../../api/server.js';
 import type { ApiState } from '../../api/state.js';
 import type { Operation } from '../../api/operation.js';
-import { assembleServices, type Services, type Workers } from '../../api/services.js';
+import { assembleDeps, type ApiDeps, type Workers } from '../../api/deps.js';
 import { createAccount, type Account } from '../../lib/accounts.js';
 import { loadConfig } from '../../lib/config.js';
 import { migrateLatest } from '../../lib/db/migrate.js';
@@ -37,7 +37,7 @@ export interface TestApi {
   url: string;
   /** The machine listener (api/machine.ts), as machines reach it. */
   machineUrl: string;
-  services: Services;
+  deps: ApiDeps;
   /** The background workers, to run a pass now or stop one. */
   workers: Workers;
   clock: TestClock;
@@ -131,7 +131,7 @@ function platformRegistry(): { SVC_BUILD_REGISTRY?: string } {
 }
 
 export async function startTestApi(
-  opts: { env?: Record<string, string>; operations?: (s: Services) => Operation[] } = {},
+  opts: { env?: Record<string, string>; operations?: (s: ApiDeps) => Operation[] } = {},
 ): Promise<TestApi> {
   const fresh = await freshDatabase();
   await migrateLatest(fresh.db);
@@ -166,7 +166,7 @@ export async function startTestApi(
   const log = createLogger('api', 'info', sink);
   // A recorder of deploy outcomes per database: this API's Lease is its own.
   const recorderLease = `svc-deploy-recorder-${randomBytes(4).toString('hex')}`;
-  const { services, workers, kube, stop } = await assembleServices({
+  const { services, workers, kube, stop } = await assembleDeps({
     config,
     db: fresh.db,
     kc,
@@ -197,7 +197,7 @@ export async function startTestApi(
   return {
     url,
     machineUrl: machineListener.url,
-    services,
+    deps: services,
     workers,
     clock,
     logLines,

@@ -1,7 +1,7 @@
 // Handler tests without a cluster or PostgreSQL: a list of operations mounted through the real
 // buildRouter (authentication, authorization, body and query parsing, error mapping all real),
 // on 127.0.0.1:0, with in-memory fakes of what the operations use. Each fake is typed as a Pick of
-// the real member of Services, so a change of a real signature fails to compile here.
+// the real member of ApiDeps, so a change of a real signature fails to compile here.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
@@ -24,7 +24,7 @@ import { within } from '../../api/quotas.js';
 import { appRecord, type AppRecord } from '../../api/repositories/app-record.js';
 import type { Env } from '../../api/repositories/env.js';
 import { buildRouter, unmatched } from '../../api/router.js';
-import type { Services } from '../../api/services.js';
+import type { ApiDeps } from '../../api/deps.js';
 import type { ApiState } from '../../api/state.js';
 
 /** The one account of a fake API. */
@@ -40,7 +40,7 @@ export const account: Account = {
  * Bearer tokens by their text: `token` has every action and app; tokenWith() gives others, and
  * issue() (POST /account/tokens) mints ones that authenticate here too, until revoked.
  */
-export class FakeTokens implements Pick<Services['tokens'], 'authenticate' | 'list' | 'issue' | 'revoke'> {
+export class FakeTokens implements Pick<ApiDeps['tokens'], 'authenticate' | 'list' | 'issue' | 'revoke'> {
   readonly token: string;
   /** What list() answers: the tokens issue() made, newest first. */
   readonly records: TokenRecord[] = [];
@@ -74,7 +74,7 @@ export class FakeTokens implements Pick<Services['tokens'], 'authenticate' | 'li
     return Promise.resolve(p);
   }
 
-  issue(...[accountId, opts]: Parameters<Services['tokens']['issue']>): Promise<{ token: string; record: TokenRecord }> {
+  issue(...[accountId, opts]: Parameters<ApiDeps['tokens']['issue']>): Promise<{ token: string; record: TokenRecord }> {
     assert.equal(accountId, account.id);
     const expiresAt = opts.expiresAt ?? new Date(this.clock().getTime() + 90 * 86400e3);
     const caveats = [...(opts.inherited ?? []), ...(opts.restrictions ?? [])];
@@ -105,12 +105,12 @@ export class FakeTokens implements Pick<Services['tokens'], 'authenticate' | 'li
   }
 }
 
-export const fakeAccounts: Services['accounts'] = {
+export const fakeAccounts: ApiDeps['accounts'] = {
   get: (id) => Promise.resolve(id === account.id ? account : undefined),
 };
 
 /** Apps as App objects in a Map (namespace/name), with the real repository's refusals. */
-export class FakeApps implements Pick<Services['apps'], 'list' | 'find' | 'create' | 'delete' | 'patchSpec'> {
+export class FakeApps implements Pick<ApiDeps['apps'], 'list' | 'find' | 'create' | 'delete' | 'patchSpec'> {
   readonly objects = new Map<string, App>();
 
   /** Puts an App there as the controller would have it (for tests that start with one). */
@@ -163,7 +163,7 @@ export class FakeApps implements Pick<Services['apps'], 'list' | 'find' | 'creat
 }
 
 /** Each app's environment, by the app's ID; `writes` counts what was written. */
-export class FakeEnv implements Pick<Services['env'], 'read' | 'write'> {
+export class FakeEnv implements Pick<ApiDeps['env'], 'read' | 'write'> {
   readonly byApp = new Map<string, Env>();
   writes = 0;
 
@@ -179,19 +179,19 @@ export class FakeEnv implements Pick<Services['env'], 'read' | 'write'> {
 }
 
 /** The account's event log in an array: what was recorded, and what list and horizon answer from. */
-export class FakeEvents implements Pick<Services['events'], 'record' | 'list' | 'horizon'> {
+export class FakeEvents implements Pick<ApiDeps['events'], 'record' | 'list' | 'horizon'> {
   readonly log: EventRecord[] = [];
   /** The highest id purged (events at or below it are gone). */
   purgedThrough = 0;
   /** The options of each list call, as the handler passed them. */
-  readonly lists: Array<Parameters<Services['events']['list']>[1]> = [];
+  readonly lists: Array<Parameters<ApiDeps['events']['list']>[1]> = [];
 
   record = (_accountId: string, type: string, subject: string, data: Record<string, unknown> = {}): Promise<void> => {
     this.log.push({ id: this.log.length + 1, type, subject, data, createdAt: new Date() });
     return Promise.resolve();
   };
 
-  list = (_accountId: string, opts: Parameters<Services['events']['list']>[1]): Promise<EventRecord[]> => {
+  list = (_accountId: string, opts: Parameters<ApiDeps['events']['list']>[1]): Promise<EventRecord[]> => {
     this.lists.push(opts);
     const types = opts.types;
     const kept = this.log.filter(
@@ -208,12 +208,12 @@ export class FakeEvents implements Pick<Services['events'], 'record' | 'list' | 
 }
 
 /** Follows deliver what is already in the log after the cursor, then nothing. */
-export class FakeEventHub implements Pick<Services['eventHub'], 'follow'> {
+export class FakeEventHub implements Pick<ApiDeps['eventHub'], 'follow'> {
   followers = 0;
 
   constructor(private readonly events: FakeEvents) {}
 
-  follow(...[, follower]: Parameters<Services['eventHub']['follow']>): Promise<() => void> {
+  follow(...[, follower]: Parameters<ApiDeps['eventHub']['follow']>): Promise<() => void> {
     this.followers++;
     const due = this.events.log.filter((e) => e.id > follower.after && (!follower.app || e.subject === follower.app));
     if (due.length) follower.deliver(due);
@@ -222,12 +222,12 @@ export class FakeEventHub implements Pick<Services['eventHub'], 'follow'> {
 }
 
 /** The account's lock: one step at a time is all a test needs. */
-export const fakeAccountLock: Pick<Services['accountLock'], 'hold'> = {
+export const fakeAccountLock: Pick<ApiDeps['accountLock'], 'hold'> = {
   hold: (_accountId, step) => step(),
 };
 
 /** The app quota: `appLimit` apps in the account. */
-export class FakeActions implements Pick<Services['actions'], 'assertAppFits'> {
+export class FakeActions implements Pick<ApiDeps['actions'], 'assertAppFits'> {
   constructor(
     private readonly apps: FakeApps,
     public appLimit = 10,
@@ -239,7 +239,7 @@ export class FakeActions implements Pick<Services['actions'], 'assertAppFits'> {
 }
 
 /** No usage recorded: every meter 0. */
-export const fakeUsage: Pick<Services['usage'], 'between' | 'byApp' | 'history'> = {
+export const fakeUsage: Pick<ApiDeps['usage'], 'between' | 'byApp' | 'history'> = {
   between: () => Promise.resolve(zeroMeters()),
   byApp: () => Promise.resolve({}),
   history: () => Promise.resolve([]),
@@ -251,16 +251,16 @@ function zeroMeters(): MeterTotals {
 
 /** Every fake, for the operation groups to take what they need (each group's Deps checks it). */
 export interface Fakes {
-  config: Services['config'];
+  config: ApiDeps['config'];
   tokens: FakeTokens;
-  accounts: Services['accounts'];
+  accounts: ApiDeps['accounts'];
   apps: FakeApps;
   env: FakeEnv;
   events: FakeEvents;
   eventHub: FakeEventHub;
-  accountLock: Pick<Services['accountLock'], 'hold'>;
+  accountLock: Pick<ApiDeps['accountLock'], 'hold'>;
   actions: FakeActions;
-  usage: Pick<Services['usage'], 'between' | 'byApp' | 'history'>;
+  usage: Pick<ApiDeps['usage'], 'between' | 'byApp' | 'history'>;
   /** The API's clock: `time.now` when a test sets it, else the wall clock. */
   clock: () => Date;
   time: { now?: Date | undefined };

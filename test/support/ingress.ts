@@ -46,9 +46,9 @@ export async function startTestIngress(
     {
       SVC_LOG_LEVEL: 'silent',
       SVC_APPS_DOMAIN: appsDomain,
-      SVC_DATABASE_URL: api.services.config.databaseUrl,
+      SVC_DATABASE_URL: api.deps.config.databaseUrl,
       SVC_APPS_URL_SUFFIX: `:${port}`,
-      SVC_ASSERTION_ISSUER: api.services.config.assertion.issuer,
+      SVC_ASSERTION_ISSUER: api.deps.config.assertion.issuer,
       ...opts.env,
     },
     { exists: () => false },

@@ -5,7 +5,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { errorRegistry } from '../../api/errors.js';
-import { pendingOperations } from '../../api/routes/pending.js';
+import { pendingOperations } from '../../api/operations/pending.js';
 import { repoRoot } from '../../lib/paths.js';
 
 const read = (file: string) => readFile(path.join(repoRoot, file), 'utf8');

@@ -2,7 +2,7 @@
 // flush upsert does), the metrics window.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { windowOf } from '../../api/routes/app-metrics.js';
+import { windowOf } from '../../api/operations/app-metrics.js';
 import { ApiError } from '../../api/errors.js';
 import {
   addSample,

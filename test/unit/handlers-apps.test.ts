@@ -1,10 +1,10 @@
-// App create, list, get and delete (api/routes/apps.ts) against in-memory fakes
+// App create, list, get and delete (api/operations/apps.ts) against in-memory fakes
 // (test/support/fake-api.ts): the validation of names, images and ports, the quota, conflicts and
 // token restrictions, each refusal a 4XX {error} with nothing written. No cluster.
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import { appOperations } from '../../api/routes/apps.js';
-import { pendingOperations } from '../../api/routes/pending.js';
+import { appOperations } from '../../api/operations/apps.js';
+import { pendingOperations } from '../../api/operations/pending.js';
 import { account, startFakeApi, type FakeApi } from '../support/fake-api.js';
 
 interface AppBody {

@@ -1,9 +1,9 @@
-// The env operations (api/routes/apps.ts) against in-memory fakes (test/support/fake-api.ts): set,
+// The env operations (api/operations/apps.ts) against in-memory fakes (test/support/fake-api.ts): set,
 // list and unset, the 4XX of bad input and of tokens that lack the action or the app, with nothing
 // written on a refusal. The same handlers, router and error mapping as the API; no cluster.
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import { appOperations } from '../../api/routes/apps.js';
+import { appOperations } from '../../api/operations/apps.js';
 import { account, startFakeApi, type FakeApi } from '../support/fake-api.js';
 
 describe('env handlers', () => {

@@ -1,10 +1,10 @@
-// GET /events (api/routes/events.ts) against in-memory fakes (test/support/fake-api.ts): the
+// GET /events (api/operations/events.ts) against in-memory fakes (test/support/fake-api.ts): the
 // filters passed on, pages, the 400s of bad kinds, queries and Last-Event-ID, the 410 of a cursor
 // older than the log keeps (listed and followed), the SSE framing of a follow, and the refusal of a
 // token restricted to apps. No cluster, no PostgreSQL.
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import { eventOperations } from '../../api/routes/events.js';
+import { eventOperations } from '../../api/operations/events.js';
 import { account, startFakeApi, type FakeApi } from '../support/fake-api.js';
 
 describe('event handlers', () => {

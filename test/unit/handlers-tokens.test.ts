@@ -1,9 +1,9 @@
-// POST/GET/DELETE /account/tokens (api/routes/account.ts) against in-memory fakes
+// POST/GET/DELETE /account/tokens (api/operations/account.ts) against in-memory fakes
 // (test/support/fake-api.ts): the validation of names, actions, apps and expiries, the 4XX of
 // tokens that may not mint, the live-token quota, and no escalation through a restricted token.
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import { accountOperations } from '../../api/routes/account.js';
+import { accountOperations } from '../../api/operations/account.js';
 import { fakes, startFakeApi, type FakeApi } from '../support/fake-api.js';
 
 interface Created {

@@ -8,11 +8,11 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { buildOpenApi } from '../../api/openapi.js';
 import { allOperations } from '../../api/server.js';
 import { loadConfig } from '../../lib/config.js';
-import type { Services } from '../../api/services.js';
+import type { ApiDeps } from '../../api/deps.js';
 import { repoRoot } from '../../lib/paths.js';
 
 // Building the table needs no live service: handlers are not called here.
-const operations = allOperations({ config: loadConfig({}, { exists: () => false }) } as unknown as Services);
+const operations = allOperations({ config: loadConfig({}, { exists: () => false }) } as unknown as ApiDeps);
 const doc = buildOpenApi(operations) as {
   openapi: string;
   info: { version: string };

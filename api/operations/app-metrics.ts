@@ -15,17 +15,17 @@ import {
 import type { AppRecord } from '../repositories/app-record.js';
 import { ApiError, invalid } from '../errors.js';
 import { op, type Operation } from '../operation.js';
-import type { Services } from '../services.js';
+import type { ApiDeps } from '../deps.js';
 import { resolveApp, type AppLookup } from '../app-access.js';
 import { parseSince } from '../../lib/duration.js';
 import { labels } from '../../lib/contract.js';
 
 type Deps = AppLookup &
-  Pick<Services, 'requestMetrics' | 'clock'> & {
+  Pick<ApiDeps, 'requestMetrics' | 'clock'> & {
     /** The app's machine Pods, and each node's kubelet Summary. */
-    machines: Pick<Services['machines'], 'list' | 'nodeSummary'>;
+    machines: Pick<ApiDeps['machines'], 'list' | 'nodeSummary'>;
     /** A node that does not answer its Summary is logged. */
-    log: Pick<Services['log'], 'warn'>;
+    log: Pick<ApiDeps['log'], 'warn'>;
   };
 
 export const metricPaths = ['requests', 'latency', 'machines', 'summary'] as const;

@@ -7,23 +7,23 @@ import { previewName } from '../deploys/actions.js';
 import { deployBody, deployFields, tarballTypes, type Prepared } from '../deploys/deployer.js';
 import { invalid, notFound } from '../errors.js';
 import { op, type Operation } from '../operation.js';
-import type { Services } from '../services.js';
+import type { ApiDeps } from '../deps.js';
 import { actorOf, createdBy } from '../actor.js';
 import { resolveApp } from '../app-access.js';
 import { keepFor, readDeployInput, uploadDescription } from '../deploys/input.js';
 import { deploySchema, presentDeploy } from '../presenters/deploys.js';
 import { dnsLabel, previewSeparator } from '../../lib/contract.js';
 
-/** What readDeployInput (and keepFor) of api/deploys/input.ts take: all of Services until their signatures are narrowed there. */
+/** What readDeployInput (and keepFor) of api/deploys/input.ts take: all of ApiDeps until their signatures are narrowed there. */
 type DeployInputDeps = Parameters<typeof readDeployInput>[0];
 
 type Deps = DeployInputDeps & {
-  apps: Pick<Services['apps'], 'find' | 'list' | 'delete'>;
-  deployer: Pick<Services['deployer'], 'prepareBody' | 'apply'>;
-  actions: Pick<Services['actions'], 'createPreview'>;
-  events: Pick<Services['events'], 'record'>;
+  apps: Pick<ApiDeps['apps'], 'find' | 'list' | 'delete'>;
+  deployer: Pick<ApiDeps['deployer'], 'prepareBody' | 'apply'>;
+  actions: Pick<ApiDeps['actions'], 'createPreview'>;
+  events: Pick<ApiDeps['events'], 'record'>;
   /** The upload limit. */
-  config: Pick<Services['config'], 'deploys'>;
+  config: Pick<ApiDeps['config'], 'deploys'>;
 };
 
 const ref = z

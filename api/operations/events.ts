@@ -10,15 +10,15 @@ import { eventJson } from '../../lib/events.js';
 import { ApiError, invalid } from '../errors.js';
 import { op, type Operation } from '../operation.js';
 import { eventSchema } from '../presenters/events.js';
-import type { Services } from '../services.js';
+import type { ApiDeps } from '../deps.js';
 
 type Deps = {
-  events: Pick<Services['events'], 'list' | 'horizon'>;
-  eventHub: Pick<Services['eventHub'], 'follow'>;
+  events: Pick<ApiDeps['events'], 'list' | 'horizon'>;
+  eventHub: Pick<ApiDeps['eventHub'], 'follow'>;
   /** A follower's token is checked again every second: revoked or expired ends the stream. */
-  tokens: Pick<Services['tokens'], 'authenticate'>;
+  tokens: Pick<ApiDeps['tokens'], 'authenticate'>;
   /** The retention a 410's message names. */
-  config: Pick<Services['config'], 'eventsRetentionMs'>;
+  config: Pick<ApiDeps['config'], 'eventsRetentionMs'>;
 };
 
 const query = z.strictObject({

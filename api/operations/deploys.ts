@@ -8,18 +8,18 @@ import { readDeployInput, uploadDescription } from '../deploys/input.js';
 import { notFound } from '../errors.js';
 import { op, type Operation } from '../operation.js';
 import { deploySchema, presentDeploy } from '../presenters/deploys.js';
-import type { Services } from '../services.js';
+import type { ApiDeps } from '../deps.js';
 
-/** What readDeployInput (api/deploys/input.ts) takes: all of Services until its signature is narrowed there. */
+/** What readDeployInput (api/deploys/input.ts) takes: all of ApiDeps until its signature is narrowed there. */
 type DeployInputDeps = Parameters<typeof readDeployInput>[0];
 
 type Deps = DeployInputDeps & {
-  apps: Pick<Services['apps'], 'find'>;
-  deploys: Pick<Services['deploys'], 'list' | 'get'>;
-  deployer: Pick<Services['deployer'], 'apply'>;
-  actions: Pick<Services['actions'], 'rollback'>;
+  apps: Pick<ApiDeps['apps'], 'find'>;
+  deploys: Pick<ApiDeps['deploys'], 'list' | 'get'>;
+  deployer: Pick<ApiDeps['deployer'], 'apply'>;
+  actions: Pick<ApiDeps['actions'], 'rollback'>;
   /** The upload limit. */
-  config: Pick<Services['config'], 'deploys'>;
+  config: Pick<ApiDeps['config'], 'deploys'>;
 };
 
 export function deployOperations(s: Deps): Operation[] {

@@ -45,7 +45,7 @@ const recordOf = (r: Row): ImportedRepository => ({
   createdAt: new Date(r.created_at),
 });
 
-export class RepositoryStore {
+export class ImportedRepoStore {
   constructor(private readonly db: Knex) {}
 
   async create(r: {

@@ -16,11 +16,11 @@ import {
   uploadResultSchema,
 } from '../presenters/sandboxes.js';
 import type { ExecInput } from '../sandboxes/service.js';
-import type { Services } from '../services.js';
+import type { ApiDeps } from '../deps.js';
 
 type Deps = {
   sandboxes: Pick<
-    Services['sandboxes'],
+    ApiDeps['sandboxes'],
     'runtimes' | 'evaluate' | 'oneShot' | 'list' | 'open' | 'get' | 'destroy' | 'exec' | 'execStream' | 'upload' | 'download'
   >;
 };

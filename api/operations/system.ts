@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import { ApiError } from '../errors.js';
 import type { Operation } from '../operation.js';
-import type { Services } from '../services.js';
+import type { ApiDeps } from '../deps.js';
 
 /** GET /health answers whether PostgreSQL does. */
-type Deps = Pick<Services, 'database'>;
+type Deps = Pick<ApiDeps, 'database'>;
 
 export function systemOperations(s: Deps, openapi: () => Record<string, unknown>): Operation[] {
   return [

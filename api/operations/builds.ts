@@ -14,13 +14,13 @@ import { tarballTypes } from '../deploys/deployer.js';
 import { ApiError, invalid } from '../errors.js';
 import { op, type Caller, type Operation } from '../operation.js';
 import { buildSchema, presentBuild } from '../presenters/builds.js';
-import type { Services } from '../services.js';
+import type { ApiDeps } from '../deps.js';
 
 type Deps = AppLookup & {
-  buildActions: Pick<Services['buildActions'], 'served' | 'buildUpload' | 'buildGit' | 'get' | 'list' | 'logs' | 'cancel'>;
+  buildActions: Pick<ApiDeps['buildActions'], 'served' | 'buildUpload' | 'buildGit' | 'get' | 'list' | 'logs' | 'cancel'>;
   /** An upload is the body: staged (at most the upload limit) before anything is decided on it. */
-  artifacts: Pick<Services['artifacts'], 'stage'>;
-  config: { deploys: Pick<Services['config']['deploys'], 'uploadLimitBytes'> };
+  artifacts: Pick<ApiDeps['artifacts'], 'stage'>;
+  config: { deploys: Pick<ApiDeps['config']['deploys'], 'uploadLimitBytes'> };
 };
 
 const createBody = z.strictObject({

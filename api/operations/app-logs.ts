@@ -15,11 +15,11 @@ import {
 } from '../logs/machine-logs.js';
 import { parseSince } from '../../lib/duration.js';
 import { op, type Operation } from '../operation.js';
-import type { Services } from '../services.js';
+import type { ApiDeps } from '../deps.js';
 import { resolveApp, serviceOrInvalid } from '../app-access.js';
 
 /** Whole members: a followed log (api/logs/machine-logs.ts FollowStream) lists machines, reads logs and watches the app. */
-type Deps = Pick<Services, 'apps' | 'machines' | 'log'>;
+type Deps = Pick<ApiDeps, 'apps' | 'machines' | 'log'>;
 
 const logsQuery = z.strictObject({
   tail: z.coerce.number().int().min(0).max(maxTail).default(defaultTail).describe('Lines per machine from before the request.'),

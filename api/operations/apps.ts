@@ -6,20 +6,20 @@ import type { AppRecord } from '../repositories/app-record.js';
 import { invalid, notFound } from '../errors.js';
 import { refusedImage } from '../../lib/images/registry-policy.js';
 import { op, type Caller, type Operation } from '../operation.js';
-import type { Services } from '../services.js';
+import type { ApiDeps } from '../deps.js';
 import { allowedApp, requireApp, resolveApp, serviceOrInvalid } from '../app-access.js';
 import { appName } from '../app-name.js';
 import { appSchema, presentApp } from '../presenters/apps.js';
 
 type Deps = {
-  apps: Pick<Services['apps'], 'list' | 'find' | 'create' | 'delete'>;
-  env: Pick<Services['env'], 'read' | 'write'>;
-  events: Pick<Services['events'], 'record'>;
+  apps: Pick<ApiDeps['apps'], 'list' | 'find' | 'create' | 'delete'>;
+  env: Pick<ApiDeps['env'], 'read' | 'write'>;
+  events: Pick<ApiDeps['events'], 'record'>;
   /** The registry policy an image given at create must pass. */
-  config: Pick<Services['config'], 'images'>;
-  accountLock: Pick<Services['accountLock'], 'hold'>;
+  config: Pick<ApiDeps['config'], 'images'>;
+  accountLock: Pick<ApiDeps['accountLock'], 'hold'>;
   /** The account's app quota, checked under its lock at create. */
-  actions: Pick<Services['actions'], 'assertAppFits'>;
+  actions: Pick<ApiDeps['actions'], 'assertAppFits'>;
 };
 
 const createAppBody = z.strictObject({

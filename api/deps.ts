@@ -47,7 +47,7 @@ import { BuildActions } from './builds/actions.js';
 import { buildLogStream } from './builds/logs.js';
 import { BuildRepository } from './builds/repository.js';
 import { BuildStore } from '../lib/builds/store.js';
-import { RepositoryStore } from '../lib/builds/repositories.js';
+import { ImportedRepoStore } from '../lib/builds/imported-repos.js';
 import type { BuildPlan } from '../lib/builds/plan.js';
 import { GitSync } from './builds/imports.js';
 import type { Build } from '../lib/resources/index.js';
@@ -77,8 +77,8 @@ import { WebhookRepository } from './webhooks/repository.js';
 /** What this process reads of the configuration (lib/config.ts, components). */
 type Config = ComponentConfig<'api'>;
 
-/** What the API's handlers work with; built once by assembleServices (in main.ts, or by a test). */
-export interface Services {
+/** What the API's handlers work with; built once by assembleDeps (in main.ts, or by a test). */
+export interface ApiDeps {
   config: Config;
   tokens: TokenStore;
   /** Accounts as tokens name them (authentication). */
@@ -154,8 +154,8 @@ export interface Services {
   };
   /** What the API decides about builds (api/builds/actions.ts). */
   buildActions: BuildActions;
-  /** Apps imported from Git (lib/builds/repositories.ts) and what builds a pushed branch (api/builds/imports.ts). */
-  repositories: RepositoryStore;
+  /** Apps imported from Git (lib/builds/imported-repos.ts) and what builds a pushed branch (api/builds/imports.ts). */
+  importedRepos: ImportedRepoStore;
   gitSync: Pick<GitSync, 'onHead'>;
   /** Sandboxes, eval and runtimes (api/sandboxes/). */
   sandboxes: SandboxService;
@@ -170,7 +170,7 @@ export interface Services {
 }
 
 /**
- * What runs in the background, apart from request handling: started by assembleServices and
+ * What runs in the background, apart from request handling: started by assembleDeps and
  * stopped by its stop(); tests reach them to run a pass now or to stop one.
  */
 export interface Workers {
@@ -188,10 +188,10 @@ export interface Workers {
 export const recorderLease = 'svc-deploy-recorder';
 
 /**
- * Wires the services and starts what runs in the background: the Apps informer (awaited, so
+ * Wires the API's dependencies and starts what runs in the background: the Apps informer (awaited, so
  * handlers read a warm cache) and the deploy recorder. stop() ends them.
  */
-export async function assembleServices(deps: {
+export async function assembleDeps(deps: {
   config: Config;
   db: Db;
   kc: k8s.KubeConfig;
@@ -201,7 +201,7 @@ export async function assembleServices(deps: {
   /** The deploy recorder's Lease in kube-system: one per database (tests give each of theirs one). */
   recorderLease?: string;
 }): Promise<{
-  services: Services;
+  services: ApiDeps;
   workers: Workers;
   kube: { kc: k8s.KubeConfig; core: k8s.CoreV1Api };
   db: Db;
@@ -388,7 +388,7 @@ export async function assembleServices(deps: {
       databaseBytes: (d) => databaseBytes(d, config.databases.defaultBytes),
     },
   });
-  const events: Services['events'] = {
+  const events: ApiDeps['events'] = {
     list: (accountId, opts) => listEvents(db, accountId, opts),
     record: (accountId, type, subject, data) =>
       recordEvent(db, accountId, type, subject, data).catch((err: unknown) =>
@@ -397,7 +397,7 @@ export async function assembleServices(deps: {
     horizon: (accountId) => eventHorizon(db, accountId),
     purge: (before) => purgeEvents(db, before),
   };
-  const builds: Services['builds'] = {
+  const builds: ApiDeps['builds'] = {
     repo: buildRepo,
     store: buildStore,
     core,
@@ -436,11 +436,11 @@ export async function assembleServices(deps: {
     settings: { artifactKey: config.deploys.artifactKey, artifactBaseUrl: config.deploys.artifactBaseUrl },
     clock,
   });
-  const accounts: Services['accounts'] = { get: (id) => getAccount(db, id) };
-  const repositories = new RepositoryStore(db);
+  const accounts: ApiDeps['accounts'] = { get: (id) => getAccount(db, id) };
+  const importedRepos = new ImportedRepoStore(db);
   // Imported repositories are polled (every API replica takes its share of the due ones).
   const gitSync = new GitSync(
-    { apps, builds, actions, events, config, clock, repositories, accounts },
+    { apps, builds, actions, events, config, clock, importedRepos, accounts },
     async (namespace, name) => {
       const secret = await core.readNamespacedSecret({ namespace, name }).catch(() => undefined);
       const value = secret?.data?.token;
@@ -450,13 +450,13 @@ export async function assembleServices(deps: {
     config.builds.gitPollMs,
   );
   gitSync.start();
-  const usage: Services['usage'] = {
+  const usage: ApiDeps['usage'] = {
     between: (accountId, start, end) => usageBetween(db, accountId, start, end),
     byApp: (accountId, start, end) => machineSecondsByApp(db, accountId, start, end),
     history: (accountId, now, count, bucket) => usageHistory(db, accountId, now, count, bucket),
     storage: (accountId, subject, bytes) => recordStorageSample(db, accountId, subject, bytes, clock()),
   };
-  const backups: Services['backups'] = {
+  const backups: ApiDeps['backups'] = {
     list: (accountId, database) => listBackups(db, accountId, database),
     get: (accountId, id) => getBackup(db, accountId, id),
     endpoint: backupEndpoint({
@@ -491,7 +491,7 @@ export async function assembleServices(deps: {
     clock,
   });
   const volumeActions = new VolumeActions({ volumes, apps, databases, storage, usage, events });
-  const services: Services = {
+  const services: ApiDeps = {
     config,
     tokens,
     accounts,
@@ -517,7 +517,7 @@ export async function assembleServices(deps: {
     backups,
     builds,
     buildActions,
-    repositories,
+    importedRepos,
     gitSync,
     sandboxes,
     requestMetrics: { series: (appUid, start, end, stepMs) => requestSeries(db, appUid, start, end, stepMs) },

@@ -18,11 +18,11 @@ import {
   rotatedWebhookSchema,
   webhookSchema,
 } from '../presenters/webhooks.js';
-import type { Services } from '../services.js';
+import type { ApiDeps } from '../deps.js';
 
 type Deps = {
   webhookActions: Pick<
-    Services['webhookActions'],
+    ApiDeps['webhookActions'],
     'list' | 'create' | 'delete' | 'rotateSecret' | 'enable' | 'deliveries' | 'delivery' | 'redeliver'
   >;
 };

@@ -7,16 +7,16 @@ import { invalid, notFound } from '../errors.js';
 import { within } from '../quotas.js';
 import { op, type Operation } from '../operation.js';
 import { eventSchema } from '../presenters/events.js';
-import type { Services } from '../services.js';
+import type { ApiDeps } from '../deps.js';
 import { dnsLabel } from '../../lib/contract.js';
 
-type Deps = Pick<Services, 'clock'> & {
-  tokens: Pick<Services['tokens'], 'list' | 'issue' | 'revoke'>;
-  events: Pick<Services['events'], 'list'>;
-  usage: Pick<Services['usage'], 'between' | 'byApp' | 'history'>;
+type Deps = Pick<ApiDeps, 'clock'> & {
+  tokens: Pick<ApiDeps['tokens'], 'list' | 'issue' | 'revoke'>;
+  events: Pick<ApiDeps['events'], 'list'>;
+  usage: Pick<ApiDeps['usage'], 'between' | 'byApp' | 'history'>;
   /** The live-token quota is checked and the token issued under the account's lock. */
-  accountLock: Pick<Services['accountLock'], 'hold'>;
-  config: Pick<Services['config'], 'quotas'>;
+  accountLock: Pick<ApiDeps['accountLock'], 'hold'>;
+  config: Pick<ApiDeps['config'], 'quotas'>;
 };
 
 const maxTokenLifetimeMs = 366 * 86400e3;

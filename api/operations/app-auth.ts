@@ -9,20 +9,20 @@ import { ownerLinkLifetimeMs } from '../../lib/auth/links.js';
 import type { AppRecord } from '../repositories/app-record.js';
 import { conflict, invalid, notFound } from '../errors.js';
 import { op, type Operation } from '../operation.js';
-import type { Services } from '../services.js';
+import type { ApiDeps } from '../deps.js';
 import { resolveApp, type AppLookup } from '../app-access.js';
 import { appUrl, loginUrl } from '../../lib/contract.js';
 
 type Deps = AppLookup &
-  Pick<Services, 'clock'> & {
+  Pick<ApiDeps, 'clock'> & {
     auth: {
-      users: Pick<Services['auth']['users'], 'list' | 'get' | 'disable' | 'enable'>;
+      users: Pick<ApiDeps['auth']['users'], 'list' | 'get' | 'disable' | 'enable'>;
       /** Whole: users.disable revokes the user's sessions through it. */
-      sessions: Services['auth']['sessions'];
-      links: Pick<Services['auth']['links'], 'handoff'>;
+      sessions: ApiDeps['auth']['sessions'];
+      links: Pick<ApiDeps['auth']['links'], 'handoff'>;
     };
     /** The app's URL (site), and which sign-in providers this platform is set up for (mail, auth). */
-    config: Pick<Services['config'], 'site' | 'mail' | 'auth'>;
+    config: Pick<ApiDeps['config'], 'site' | 'mail' | 'auth'>;
   };
 
 const userSchema = z.object({

@@ -14,7 +14,7 @@ import { ApiError } from '../errors.js';
 import { op, type Operation } from '../operation.js';
 import { backupSchema, databaseSchema, presentBackup, presentDatabase } from '../presenters/databases.js';
 import type { DatabaseRecord } from '../repositories/databases.js';
-import type { Services } from '../services.js';
+import type { ApiDeps } from '../deps.js';
 
 const createBody = z.strictObject({
   name: z
@@ -41,10 +41,10 @@ const createBody = z.strictObject({
 
 type Deps = {
   /** Finding the app of /apps/{appID}/database (api/app-access.ts). */
-  apps: Pick<Services['apps'], 'find'>;
-  databaseActions: Pick<Services['databaseActions'], 'list' | 'create' | 'delete' | 'backups' | 'backup' | 'attach' | 'detach'>;
+  apps: Pick<ApiDeps['apps'], 'find'>;
+  databaseActions: Pick<ApiDeps['databaseActions'], 'list' | 'create' | 'delete' | 'backups' | 'backup' | 'attach' | 'detach'>;
   /** The size a database that asked for none is shown with. */
-  config: { databases: Pick<Services['config']['databases'], 'defaultBytes'> };
+  config: { databases: Pick<ApiDeps['config']['databases'], 'defaultBytes'> };
 };
 
 export function databaseOperations(s: Deps): Operation[] {

@@ -6,7 +6,7 @@ import { resolveRef } from '../../lib/builds/git.js';
 import { previewImport } from '../builds/imports.js';
 import { invalid } from '../errors.js';
 import { op, type Operation } from '../operation.js';
-import type { Services } from '../services.js';
+import type { ApiDeps } from '../deps.js';
 import { createdBy } from '../actor.js';
 import { requireApp } from '../app-access.js';
 import { appName } from '../app-name.js';
@@ -14,18 +14,18 @@ import { gitOrApiError } from '../builds/git-error.js';
 import { appSchema, presentApp } from '../presenters/apps.js';
 import { buildSchema, presentBuild } from '../presenters/builds.js';
 
-type Deps = Pick<Services, 'clock'> & {
-  config: Pick<Services['config'], 'webhookAllowPrivate'>;
+type Deps = Pick<ApiDeps, 'clock'> & {
+  config: Pick<ApiDeps['config'], 'webhookAllowPrivate'>;
   /** A repository is reached through the egress guard's resolver, and its token kept in a Secret of the account. */
-  builds: Pick<Services['builds'], 'resolver' | 'gitSecret'>;
+  builds: Pick<ApiDeps['builds'], 'resolver' | 'gitSecret'>;
   /** The app's first build, started as every build is (api/builds/actions.ts). */
-  buildActions: Pick<Services['buildActions'], 'startShown'>;
-  apps: Pick<Services['apps'], 'create'>;
-  accountLock: Pick<Services['accountLock'], 'hold'>;
+  buildActions: Pick<ApiDeps['buildActions'], 'startShown'>;
+  apps: Pick<ApiDeps['apps'], 'create'>;
+  accountLock: Pick<ApiDeps['accountLock'], 'hold'>;
   /** The account's app quota, checked under its lock. */
-  actions: Pick<Services['actions'], 'assertAppFits'>;
-  events: Pick<Services['events'], 'record'>;
-  repositories: Pick<Services['repositories'], 'create'>;
+  actions: Pick<ApiDeps['actions'], 'assertAppFits'>;
+  events: Pick<ApiDeps['events'], 'record'>;
+  importedRepos: Pick<ApiDeps['importedRepos'], 'create'>;
 };
 
 const repository = z.string().min(1).max(2048).describe('An https URL of a Git repository');
@@ -138,7 +138,7 @@ export function importOperations(s: Deps): Operation[] {
         });
         await s.events.record(caller.account.id, 'app.created', app.name, { app: app.name, repository: preview.repository });
         const secretName = body.token ? await s.builds.gitSecret(ns, app.name, body.token) : undefined;
-        const repo = await s.repositories.create({
+        const repo = await s.importedRepos.create({
           accountId: caller.account.id,
           app: app.name,
           url: body.repository,

@@ -6,10 +6,10 @@ import { z } from 'zod';
 import { actorOf } from '../actor.js';
 import { op, type Operation } from '../operation.js';
 import { presentStorage, presentVolume, storageSchema, volumeSchema } from '../presenters/volumes.js';
-import type { Services } from '../services.js';
+import type { ApiDeps } from '../deps.js';
 
 type Deps = {
-  volumeActions: Pick<Services['volumeActions'], 'list' | 'delete'>;
+  volumeActions: Pick<ApiDeps['volumeActions'], 'list' | 'delete'>;
 };
 
 export function volumeOperations(s: Deps): Operation[] {

@@ -4,17 +4,17 @@ import { z } from 'zod';
 import { parseDuration } from '../../lib/duration.js';
 import { invalid } from '../errors.js';
 import { op, type Operation } from '../operation.js';
-import type { Services } from '../services.js';
+import type { ApiDeps } from '../deps.js';
 import { actorOf } from '../actor.js';
 import { requireApp, resolveApp } from '../app-access.js';
 import { appName } from '../app-name.js';
 import { appSchema, presentApp } from '../presenters/apps.js';
 import { deploySchema, presentDeploy } from '../presenters/deploys.js';
 
-type Deps = Pick<Services, 'clock'> & {
-  apps: Pick<Services['apps'], 'find' | 'patchSpec'>;
-  actions: Pick<Services['actions'], 'fork' | 'migrate'>;
-  events: Pick<Services['events'], 'record'>;
+type Deps = Pick<ApiDeps, 'clock'> & {
+  apps: Pick<ApiDeps['apps'], 'find' | 'patchSpec'>;
+  actions: Pick<ApiDeps['actions'], 'fork' | 'migrate'>;
+  events: Pick<ApiDeps['events'], 'record'>;
 };
 
 /** Expiry further than this is a mistake more often than a plan. */
