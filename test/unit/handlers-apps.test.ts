@@ -6,6 +6,7 @@ import { after, before, beforeEach, describe, it } from 'node:test';
 import { appOperations } from '../../api/operations/apps.js';
 import { pendingOperations } from '../../api/operations/pending.js';
 import { account, startFakeApi, type FakeApi } from '../support/fake-api.js';
+import { errorOf, ok } from '../support/answers.js';
 
 interface AppBody {
   id: string;
@@ -28,17 +29,7 @@ describe('app handlers', () => {
     api.f.actions.appLimit = 10;
   });
 
-  const ok = <T>(res: { status: number; body: unknown; text: string }, status: number): T => {
-    assert.equal(res.status, status, res.text);
-    return res.body as T;
-  };
-  const error = (res: { status: number; body: unknown; text: string }, status: number, message?: RegExp) => {
-    assert.equal(res.status, status, res.text);
-    assert.deepEqual(Object.keys(res.body as object), ['error'], res.text);
-    const e = (res.body as { error: string }).error;
-    if (message) assert.match(e, message);
-    return e;
-  };
+  const error = errorOf;
 
   it('creates an app from an image and without one, records app.created, and gets it by name and ID', async () => {
     const shop = ok<AppBody>(await api.request('POST', '/api/apps', { name: 'shop', image: 'busybox:1.36', port: 8080 }), 201);

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { eventOperations } from '../../api/operations/events.js';
 import { account, startFakeApi, type FakeApi } from '../support/fake-api.js';
+import { errorOf } from '../support/answers.js';
 
 describe('event handlers', () => {
   let api: FakeApi;
@@ -26,13 +27,7 @@ describe('event handlers', () => {
     await record('app.created', 'blog');
   });
 
-  const error = (res: { status: number; body: unknown; text: string }, status: number, message?: RegExp) => {
-    assert.equal(res.status, status, res.text);
-    assert.deepEqual(Object.keys(res.body as object), ['error'], res.text);
-    const e = (res.body as { error: string }).error;
-    if (message) assert.match(e, message);
-    return e;
-  };
+  const error = errorOf;
   type Listed = { events: Array<{ id: number; type: string; subject: string; created_at: string }>; next_after: number | null };
 
   it('lists with the kinds and app filters passed on, a page at a time', async () => {

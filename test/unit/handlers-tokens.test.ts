@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { accountOperations } from '../../api/operations/account.js';
 import { fakes, startFakeApi, type FakeApi } from '../support/fake-api.js';
+import { errorOf } from '../support/answers.js';
 
 interface Created {
   token: string;
@@ -32,13 +33,7 @@ describe('token handlers', () => {
     assert.equal(res.status, 201, res.text);
     return res.body as Created;
   };
-  const error = (res: { status: number; body: unknown; text: string }, status: number, message?: RegExp) => {
-    assert.equal(res.status, status, res.text);
-    assert.deepEqual(Object.keys(res.body as object), ['error'], res.text);
-    const e = (res.body as { error: string }).error;
-    if (message) assert.match(e, message);
-    return e;
-  };
+  const error = errorOf;
 
   it('creates a token that works, lists it without its secret, and revokes it', async () => {
     const t = await create({ name: 'ci', actions: ['read'], apps: ['shop'] });

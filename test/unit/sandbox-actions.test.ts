@@ -14,6 +14,7 @@ import { DomainError } from '../../lib/errors.js';
 import { createLogger } from '../../lib/logger.js';
 import type { Sandbox, SandboxSpec } from '../../lib/resources/index.js';
 import type { AgentExecRequest, ExecResult } from '../../lib/sandbox/exec.js';
+import { refusal } from '../support/answers.js';
 
 const ns = 'acct-1';
 const actor: Actor = { accountId: 'acc_1', namespace: ns, createdBy: 'token:t1' };
@@ -153,14 +154,6 @@ function setup(o: { maxOpen?: number } = {}) {
   });
   return { service, sandboxes, events, requests };
 }
-
-const refusal = (kind: DomainError['kind'], message: string | RegExp) => (err: unknown) => {
-  assert.ok(err instanceof DomainError, `expected a DomainError, got ${String(err)}`);
-  assert.equal(err.kind, kind);
-  if (typeof message === 'string') assert.equal(err.message, message);
-  else assert.match(err.message, message);
-  return true;
-};
 
 describe('sandbox service: open', () => {
   it('makes the Sandbox under the account lock, records sandbox.opened and answers it served', async () => {

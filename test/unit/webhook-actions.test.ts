@@ -10,6 +10,7 @@ import { WebhookActions, type WebhookActionDeps } from '../../api/webhooks/actio
 import type { Delivery, DeliveryDetail, DeliveryPage, NewWebhook, Webhook } from '../../api/webhooks/repository.js';
 import { DomainError } from '../../lib/errors.js';
 import type { HostResolver } from '../../lib/webhooks/url-guard.js';
+import { refusal } from '../support/answers.js';
 
 const actor: Actor = { accountId: 'acc_1', namespace: 'acct-1', createdBy: 'token:t1' };
 const now = new Date('2026-03-01T12:00:00Z');
@@ -143,14 +144,6 @@ function setup(o: { limit?: number; allowPrivate?: boolean; addresses?: string[]
   });
   return { actions, webhooks, lock, resolver };
 }
-
-const refusal = (kind: DomainError['kind'], message: string | RegExp) => (err: unknown) => {
-  assert.ok(err instanceof DomainError, `expected a DomainError, got ${String(err)}`);
-  assert.equal(err.kind, kind);
-  if (typeof message === 'string') assert.equal(err.message, message);
-  else assert.match(err.message, message);
-  return true;
-};
 
 describe('webhook actions: create', () => {
   it('makes a webhook under the account lock and answers its secret once', async () => {
