@@ -41,11 +41,24 @@ describe('Databases', () => {
       timeoutMs: 90_000,
       intervalMs: 200,
     });
-  /** GET `path` of app `name`'s machines: the body of a 200, else undefined. */
+  /** GET `path` of app `name`'s machines: the body of a 200; else it throws what it got, which a wait that times out tells. */
   const on = (name: string) => async (path: string) => {
     const r = await getFromApp(ns, name, path);
-    return r?.status === 200 ? r.body : undefined;
+    if (!r) throw new Error(`app ${name} has no ready machine`);
+    if (r.status !== 200) throw new Error(`app ${name} answered ${r.status}: ${r.body.slice(0, 200)}`);
+    return r.body;
   };
+  /** Waits until deploy `id` is live; if it never is, the wait's error says why a failed one failed. */
+  const live = (id: string) =>
+    eventually(
+      `deploy ${id} live`,
+      async () => {
+        const d = await json<{ status: string; reason: string | null }>(await api.request('GET', `/api/deploys/${id}`), 200);
+        if (d.status === 'failed') throw new Error(`deploy ${id} failed: ${d.reason}`);
+        return d.status === 'live';
+      },
+      { timeoutMs: 120_000 },
+    );
   const app = on('dbapp');
   /** GET `path` of app `name`: the answer of every machine it has, once they agree (a rollout is over). */
   const onEvery = (name: string) => (path: string) => getFromEveryMachine(ns, name, path);
@@ -59,11 +72,7 @@ describe('Databases', () => {
       await api.request('POST', `/api/apps/${appName}/deploy`, { body: { image: images.runtime, command: ['node', '-e', dbAppScript] } }),
       202,
     );
-    await eventually(
-      'the app live',
-      async () => (await json<{ status: string }>(await api.request('GET', `/api/deploys/${d.id}`), 200)).status === 'live',
-      { timeoutMs: 90_000 },
-    );
+    await live(d.id);
     return on(appName);
   };
 
@@ -252,7 +261,7 @@ describe('Databases', () => {
     assert.equal(await parent('/write/b'), 'a,b');
 
     const started = Date.now();
-    const created = await json<{ preview: { app: string; database: string } }>(
+    const created = await json<{ preview: { app: string; database: string }; deploy: { id: string } | null }>(
       await api.request('POST', '/api/apps/brapp/previews', { body: { ref: 'feat' } }),
       201,
     );
@@ -266,7 +275,10 @@ describe('Databases', () => {
     console.log(`# preview branch Ready ${Date.now() - started} ms after the preview was created`);
     assert.equal(branch.attached_to, created.preview.app);
     assert.notEqual(branch.host, (await list()).find((x) => x.name === 'trunk')!.host, 'a server of its own');
-    assert.equal(await eventually("the preview reads the parent's rows", () => preview('/'), { timeoutMs: 90_000 }), 'a,b');
+    // The preview's machine starts once its branch is Ready; when it is live, its reads are the branch's.
+    assert.ok(created.deploy, 'the preview was deployed from its parent');
+    await live(created.deploy.id);
+    assert.equal(await eventually("the preview reads the parent's rows", () => preview('/'), { timeoutMs: 60_000 }), 'a,b');
     assert.equal(await preview('/write/c'), 'a,b,c');
     assert.equal(await parent('/write/d'), 'a,b,d', "the preview's write did not reach the parent");
     assert.equal(await preview('/'), 'a,b,c', "nor the parent's the preview");

@@ -25,6 +25,9 @@ function processesWith(marker: string): number[] {
   }
 }
 
+/** Exits 0 once something answers HTTP on the pod's own port 8000. */
+const probeLocal8000 = "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/debian_version', timeout=5)";
+
 describe('nodes: kubelet + containerd', () => {
   let kc: k8s.KubeConfig;
   let core: k8s.CoreV1Api;
@@ -527,19 +530,27 @@ describe('nodes: kubelet + containerd', () => {
     } finally {
       attach.kill();
     }
+    // kubectl port-forward gives up on the first connection the pod refuses, and python may still be
+    // starting on a loaded node: forward only once the server answers inside the pod.
+    await eventually(
+      'the server listening in the pod',
+      () => {
+        execFileSync(kubectlBin(), ['exec', '-n', ns.name, 'interactive', '--', 'python3', '-c', probeLocal8000], { env: process.env });
+        return true;
+      },
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
     const forward = spawn(kubectlBin(), ['port-forward', '-n', ns.name, 'pod/interactive', ':8000'], { env: process.env });
     try {
       let out = '';
       forward.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      forward.stderr.on('data', (d: Buffer) => (out += d.toString()));
       const port = await eventually('the forwarded port', () => /127\.0\.0\.1:(\d+) ->/.exec(out)?.[1]);
-      const body = await eventually(
-        'a page through the forward',
-        async () => {
-          const r = await fetch(`http://127.0.0.1:${port}/debian_version`).catch(() => undefined);
-          return r?.ok ? r.text() : undefined;
-        },
-        { timeoutMs: 90_000 },
-      );
+      const body = await eventually('a page through the forward', async () => {
+        if (forward.exitCode !== null) throw new Error(`kubectl port-forward exited: ${out.slice(-400)}`);
+        const r = await fetch(`http://127.0.0.1:${port}/debian_version`);
+        return r.ok ? r.text() : undefined;
+      });
       assert.match(body, /^\d+/);
     } finally {
       forward.kill();
