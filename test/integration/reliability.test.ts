@@ -31,7 +31,7 @@ describe('reliability', { timeout: 30 * 60_000 }, () => {
    * apiserver takes it), runs each disruption when a random share of them is created (the first in
    * the first half, the next in the second), and waits until every App is Ready, then deletes them
    * (their pods with no grace: what is measured is the platform letting go, not a machine's 10 s
-   * of SIGTERM) and waits until the namespace is gone. Returns how long all-Ready took.
+   * of SIGTERM); the file waits for the namespace to go at its end. Returns how long all-Ready took.
    * One run with both disruptions: each 300-App run is most of this file's time.
    */
   async function converge(disruptions: Array<{ what: string; run: () => Promise<void> }>): Promise<number> {
@@ -101,14 +101,23 @@ describe('reliability', { timeout: 30 * 60_000 }, () => {
       return Date.now() - started;
     } finally {
       // About 210 s at 300 Apps, most of it the nodes' kubelets ending 300 containers and the
-      // namespace controller retrying meanwhile (deleting the Apps first, then the pods, saved nothing).
+      // namespace controller retrying meanwhile (deleting the Apps first, then the pods, saved
+      // nothing): the file's other tests run meanwhile, and its last step waits for the namespace.
       const teardown = Date.now();
       await ns.dispose();
       await core.deleteCollectionNamespacedPod({ namespace: ns.name, gracePeriodSeconds: 0 }).catch(() => undefined);
-      await waitNamespaceGone(core, ns.name, 300_000);
-      console.log(`# ${appCount} Apps and their namespace deleted in ${((Date.now() - teardown) / 1000).toFixed(1)} s`);
+      const gone = waitNamespaceGone(core, ns.name, 300_000).then(() =>
+        console.log(`# ${appCount} Apps and their namespace deleted in ${((Date.now() - teardown) / 1000).toFixed(1)} s`),
+      );
+      gone.catch(() => undefined); // failed by the file's last step, not as an unhandled rejection
+      teardowns.push(gone);
     }
   }
+  /** The 300-App namespaces being deleted: the file's last step waits until each is gone. */
+  const teardowns: Array<Promise<void>> = [];
+  after(async () => {
+    await Promise.all(teardowns);
+  });
 
   it(`${appCount} Apps all reach Ready although the controllers are SIGKILLed and the apiserver restarted at random moments`, async () => {
     let killedAt = 0;
