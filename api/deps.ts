@@ -147,7 +147,7 @@ export interface ApiDeps {
     store: BuildStore;
     core: k8s.CoreV1Api;
     /** Resolves Git hosts for the egress guard (the webhooks' resolver). */
-    resolver: HostResolver | undefined;
+    resolver: HostResolver;
     /** Keeps an app's Git token in a Secret of the account (the clone's only); answers its name. */
     gitSecret: (namespace: string, app: string, token: string) => Promise<string>;
     endpoint: Koa.Middleware;
@@ -271,6 +271,10 @@ export async function assembleDeps(deps: {
   const env = new EnvRepository(core, kc.makeApiClient(k8s.CustomObjectsApi));
   const machines = new MachineRepository(kc);
   const eventHub = new EventHub(db, config.databaseUrl, log);
+  // One resolver for every name a tenant gives us to reach (webhook URLs, Git hosts): the egress
+  // guards' answers then agree with each other.
+  const tenantHostResolver = resolverFor(config.webhookDnsServers);
+  const sizeOfDatabase = (d: Parameters<typeof databaseBytes>[0]) => databaseBytes(d, config.databases.defaultBytes);
   // Deliveries are due the moment their event commits: the deliverer wakes on the events channel
   // and polls every second besides (an announcement missed while the connection was down).
   const webhookDeliverer = new WebhookDeliverer({
@@ -278,7 +282,7 @@ export async function assembleDeps(deps: {
     log,
     clock,
     dispatcher: webhookDispatcher({
-      resolver: resolverFor(config.webhookDnsServers),
+      resolver: tenantHostResolver,
       ...(config.webhookAllowPrivate ? { isAllowed: () => true } : {}),
     }),
   });
@@ -305,7 +309,7 @@ export async function assembleDeps(deps: {
     limitBytes: config.databases.maxBytesPerAccount,
     apps,
     databases,
-    databaseBytes: (d) => databaseBytes(d, config.databases.defaultBytes),
+    databaseBytes: sizeOfDatabase,
     claims: (ns) => volumes.appVolumeClaims(ns),
     holds,
     store: artifacts,
@@ -385,7 +389,7 @@ export async function assembleDeps(deps: {
         databases: config.databases.maxPerAccount,
       },
       storage,
-      databaseBytes: (d) => databaseBytes(d, config.databases.defaultBytes),
+      databaseBytes: sizeOfDatabase,
     },
   });
   const events: ApiDeps['events'] = {
@@ -401,7 +405,7 @@ export async function assembleDeps(deps: {
     repo: buildRepo,
     store: buildStore,
     core,
-    resolver: config.webhookDnsServers ? resolverFor(config.webhookDnsServers) : undefined,
+    resolver: tenantHostResolver,
     gitSecret: async (namespace, app, token) => {
       const name = `build-git-${app}`.slice(0, 63);
       const body = { metadata: { name, namespace, labels: { [labels.managedBy]: managers.api } }, stringData: { token } };
@@ -487,7 +491,7 @@ export async function assembleDeps(deps: {
   const webhookActions = new WebhookActions({
     webhooks,
     quota: { lock: accountLock, limits: { webhooks: config.quotas.webhooksPerAccount } },
-    urlGuard: { allowPrivate: config.webhookAllowPrivate, resolver: resolverFor(config.webhookDnsServers) },
+    urlGuard: { allowPrivate: config.webhookAllowPrivate, resolver: tenantHostResolver },
     clock,
   });
   const volumeActions = new VolumeActions({ volumes, apps, databases, storage, usage, events });

@@ -33,3 +33,14 @@ export const refusal = (kind: DomainError['kind'], message: string | RegExp) => 
   else assert.match(err.message, message);
   return true;
 };
+
+/** The DomainError `fn` fails with (fails the test when it does not). */
+export async function refusalOf(fn: () => Promise<unknown>): Promise<DomainError> {
+  try {
+    await fn();
+  } catch (err) {
+    assert.ok(err instanceof DomainError, `expected a DomainError, got ${String(err)}`);
+    return err;
+  }
+  assert.fail('expected a refusal');
+}

@@ -13,6 +13,8 @@ import { databaseRecord, type DatabaseRecord, type DatabaseRepository } from '..
 import type { Backup } from '../../lib/backups.js';
 import { DomainError } from '../../lib/errors.js';
 import type { App, Database } from '../../lib/resources/index.js';
+import { FakeLock } from '../support/fake-lock.js';
+import { refusalOf } from '../support/answers.js';
 
 const ns = 'acct-1';
 const actor: Actor = { accountId: 'acc_1', namespace: ns, createdBy: 'token:t1' };
@@ -66,18 +68,6 @@ class FakeDatabases implements DatabasesDep {
   }
   async requestBackup(...[, name, token]: Parameters<DatabaseRepository['requestBackup']>): Promise<void> {
     this.backupRequests.push({ name, token });
-  }
-}
-
-class FakeLock implements Pick<DatabaseActionDeps['quota']['lock'], 'hold'> {
-  held = false;
-  async hold<T>(_accountId: string, step: () => Promise<T>): Promise<T> {
-    this.held = true;
-    try {
-      return await step();
-    } finally {
-      this.held = false;
-    }
   }
 }
 
@@ -146,17 +136,6 @@ function setup(o: { limit?: number; freeBytes?: number; provider?: 'pods' | 'clo
   return { actions, databases, apps, backups, events, samples, fits };
 }
 
-/** The DomainError `fn` fails with. */
-async function refusal(fn: () => Promise<unknown>): Promise<DomainError> {
-  try {
-    await fn();
-  } catch (err) {
-    assert.ok(err instanceof DomainError, `expected a DomainError, got ${String(err)}`);
-    return err;
-  }
-  assert.fail('expected a refusal');
-}
-
 const backup = (id: string, o: Partial<Backup> = {}): Backup => ({
   id,
   database: 'old',
@@ -212,7 +191,7 @@ describe('DatabaseActions.create', () => {
     const t = setup({ limit: 2 });
     t.databases.put(resource('a'));
     t.databases.put(resource('b', { spec: { branchOf: 'a' } }));
-    const err = await refusal(() => t.actions.create(actor, { name: 'c', deletionPolicy: 'drop' }));
+    const err = await refusalOf(() => t.actions.create(actor, { name: 'c', deletionPolicy: 'drop' }));
     assert.equal(err.kind, 'quota_exceeded');
     assert.equal(err.message, 'the account has 2 databases (branches included), its limit is 2; delete one first');
     assert.deepEqual([t.databases.created, t.fits, t.samples, t.events], [[], [], [], []]);
@@ -220,7 +199,7 @@ describe('DatabaseActions.create', () => {
 
   it("refuses a database the account's storage cannot hold", async () => {
     const t = setup({ freeBytes: 2 ** 29 });
-    const err = await refusal(() => t.actions.create(actor, { name: 'big', deletionPolicy: 'drop' }));
+    const err = await refusalOf(() => t.actions.create(actor, { name: 'big', deletionPolicy: 'drop' }));
     assert.equal(err.kind, 'quota_exceeded');
     assert.match(err.message, /database big needs 1073741824 bytes/);
     assert.deepEqual([t.databases.created, t.events], [[], []]);
@@ -229,7 +208,7 @@ describe('DatabaseActions.create', () => {
   it('answers a name in use as a conflict, recording nothing', async () => {
     const t = setup();
     t.databases.put(resource('main'));
-    const err = await refusal(() => t.actions.create(actor, { name: 'main', deletionPolicy: 'drop' }));
+    const err = await refusalOf(() => t.actions.create(actor, { name: 'main', deletionPolicy: 'drop' }));
     assert.deepEqual([err.kind, err.message], ['conflict', 'a database named "main" already exists']);
     assert.deepEqual([t.samples, t.events], [[], []]);
   });
@@ -253,14 +232,14 @@ describe('DatabaseActions.create', () => {
 
   it('refuses a restore from a backup that is not there, failed, or into CloudNativePG', async () => {
     const t = setup();
-    const missing = await refusal(() => t.actions.create(actor, { name: 'copy', deletionPolicy: 'drop', restoreFrom: 'nope' }));
+    const missing = await refusalOf(() => t.actions.create(actor, { name: 'copy', deletionPolicy: 'drop', restoreFrom: 'nope' }));
     assert.deepEqual([missing.kind, missing.message], ['not_found', 'backup nope not found']);
     t.backups.set('bad', backup('bad', { status: 'failed', digest: null, error: 'pg_dump exited 1' }));
-    const failed = await refusal(() => t.actions.create(actor, { name: 'copy', deletionPolicy: 'drop', restoreFrom: 'bad' }));
+    const failed = await refusalOf(() => t.actions.create(actor, { name: 'copy', deletionPolicy: 'drop', restoreFrom: 'bad' }));
     assert.deepEqual([failed.kind, failed.message], ['conflict', 'backup bad failed (pg_dump exited 1); restore from one that is done']);
     const cnpg = setup({ provider: 'cloudnative-pg' });
     cnpg.backups.set('bk1', backup('bk1'));
-    const provider = await refusal(() => cnpg.actions.create(actor, { name: 'copy', deletionPolicy: 'drop', restoreFrom: 'bk1' }));
+    const provider = await refusalOf(() => cnpg.actions.create(actor, { name: 'copy', deletionPolicy: 'drop', restoreFrom: 'bk1' }));
     assert.deepEqual(
       [provider.kind, provider.message],
       ['conflict', 'restoring a backup into a cloudnative-pg database is not built: CloudNativePG restores from its own backups'],
@@ -272,7 +251,7 @@ describe('DatabaseActions.create', () => {
 describe('DatabaseActions.delete', () => {
   it('answers a database that is not there as not found', async () => {
     const t = setup();
-    const err = await refusal(() => t.actions.delete(actor, 'nope'));
+    const err = await refusalOf(() => t.actions.delete(actor, 'nope'));
     assert.deepEqual([err.kind, err.message], ['not_found', 'database nope not found']);
   });
 
@@ -280,7 +259,7 @@ describe('DatabaseActions.delete', () => {
     const t = setup();
     t.databases.put(resource('main'));
     t.apps.put('web', { database: 'main' });
-    const err = await refusal(() => t.actions.delete(actor, 'main'));
+    const err = await refusalOf(() => t.actions.delete(actor, 'main'));
     assert.deepEqual(
       [err.kind, err.message],
       ['conflict', 'database main is attached to app web: detach it first (DELETE /apps/web/database)'],
@@ -316,7 +295,7 @@ describe('DatabaseActions backups', () => {
     );
     t.databases.put(resource('fresh'));
     assert.deepEqual(await t.actions.backups(actor, 'fresh'), []);
-    const err = await refusal(() => t.actions.backups(actor, 'nope'));
+    const err = await refusalOf(() => t.actions.backups(actor, 'nope'));
     assert.deepEqual([err.kind, err.message], ['not_found', 'database nope not found']);
   });
 
@@ -332,10 +311,10 @@ describe('DatabaseActions backups', () => {
   it('refuses a backup of a server that is not Ready, or of a database being deleted', async () => {
     const t = setup();
     t.databases.put(resource('new'));
-    const pending = await refusal(() => t.actions.backup(actor, 'new'));
+    const pending = await refusalOf(() => t.actions.backup(actor, 'new'));
     assert.deepEqual([pending.kind, pending.message], ['conflict', 'database new is Pending: a backup needs its server Ready']);
     t.databases.put(resource('going', { status: { phase: 'Ready' }, deleting: true }));
-    const going = await refusal(() => t.actions.backup(actor, 'going'));
+    const going = await refusalOf(() => t.actions.backup(actor, 'going'));
     assert.deepEqual([going.kind, going.message], ['not_found', 'database going not found']);
     assert.deepEqual(t.databases.backupRequests, []);
   });
@@ -361,7 +340,7 @@ describe('DatabaseActions attach and detach', () => {
     const web = t.apps.put('web');
     t.databases.put(resource('going', { deleting: true }));
     for (const name of ['nope', 'going']) {
-      const err = await refusal(() => t.actions.attach(actor, web, name, allow));
+      const err = await refusalOf(() => t.actions.attach(actor, web, name, allow));
       assert.deepEqual([err.kind, err.message], ['not_found', `database ${name} not found`]);
     }
   });
@@ -372,10 +351,10 @@ describe('DatabaseActions attach and detach', () => {
     t.databases.put(resource('other'));
     t.apps.put('api', { database: 'main' });
     const web = t.apps.put('web', { database: 'other' });
-    const held = await refusal(() => t.actions.attach(actor, web, 'main', allow));
+    const held = await refusalOf(() => t.actions.attach(actor, web, 'main', allow));
     assert.deepEqual([held.kind, held.message], ['conflict', 'database main is attached to app api; a database attaches to one app']);
     t.apps.items.delete('api');
-    const other = await refusal(() => t.actions.attach(actor, web, 'main', allow));
+    const other = await refusalOf(() => t.actions.attach(actor, web, 'main', allow));
     assert.deepEqual([other.kind, other.message], ['conflict', 'app web has database other attached: detach it first']);
     assert.deepEqual(t.events, []);
   });
@@ -403,7 +382,7 @@ describe('DatabaseActions attach and detach', () => {
     assert.equal(await t.actions.detach(actor, web), 'main');
     assert.equal(t.apps.list(ns)[0]!.spec.database, undefined);
     assert.deepEqual(t.events, [{ type: 'database.detached', subject: 'main', data: { database: 'main', app: 'web' } }]);
-    const err = await refusal(() => t.actions.detach(actor, t.apps.list(ns)[0]!));
+    const err = await refusalOf(() => t.actions.detach(actor, t.apps.list(ns)[0]!));
     assert.deepEqual([err.kind, err.message], ['invalid', 'app web has no database attached']);
   });
 });

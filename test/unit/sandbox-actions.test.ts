@@ -15,6 +15,7 @@ import { createLogger } from '../../lib/logger.js';
 import type { Sandbox, SandboxSpec } from '../../lib/resources/index.js';
 import type { AgentExecRequest, ExecResult } from '../../lib/sandbox/exec.js';
 import { refusal } from '../support/answers.js';
+import { FakeLock } from '../support/fake-lock.js';
 
 const ns = 'acct-1';
 const actor: Actor = { accountId: 'acc_1', namespace: ns, createdBy: 'token:t1' };
@@ -91,18 +92,6 @@ class FakeSandboxes implements RepoDep {
     if (s) this.items.set(name, { ...s, spec: { ...s.spec, stopped: true }, status: { ...s.status, phase: 'Ended', reason: 'Deleted' } });
   }
   async recordActivity(): Promise<void> {}
-}
-
-class FakeLock {
-  held = false;
-  async hold<T>(_accountId: string, step: () => Promise<T>): Promise<T> {
-    this.held = true;
-    try {
-      return await step();
-    } finally {
-      this.held = false;
-    }
-  }
 }
 
 const result: ExecResult = {

@@ -11,7 +11,7 @@ import type { DatabaseRecord } from '../../api/repositories/databases.js';
 import type { MachineVolumeRecord, VolumeRecord } from '../../api/repositories/volumes.js';
 import type { StorageUse } from '../../api/storage/account-storage.js';
 import { VolumeActions, type VolumeActionDeps } from '../../api/volumes/actions.js';
-import { DomainError } from '../../lib/errors.js';
+import { refusalOf } from '../support/answers.js';
 
 const ns = 'acct-1';
 const actor: Actor = { accountId: 'acc_1', namespace: ns, createdBy: 'token:t1' };
@@ -75,16 +75,6 @@ function setup(volumes: VolumeRecord[]) {
   return { actions, deleted, described, events, samples };
 }
 
-async function refusal(fn: () => Promise<unknown>): Promise<DomainError> {
-  try {
-    await fn();
-  } catch (err) {
-    assert.ok(err instanceof DomainError, `expected a DomainError, got ${String(err)}`);
-    return err;
-  }
-  assert.fail('expected a refusal');
-}
-
 describe('VolumeActions.list', () => {
   it("lists the account's volumes against its apps and databases, as measured, with its storage", async () => {
     const t = setup([machineVolume('web-data-0'), databaseVolume('main-db-data', 'main', true)]);
@@ -104,14 +94,14 @@ describe('VolumeActions.list', () => {
 describe('VolumeActions.delete', () => {
   it('answers a volume that is not there as not found', async () => {
     const t = setup([machineVolume('web-data-0')]);
-    const err = await refusal(() => t.actions.delete(actor, 'nope'));
+    const err = await refusalOf(() => t.actions.delete(actor, 'nope'));
     assert.deepEqual([err.kind, err.message], ['not_found', 'volume nope not found']);
     assert.deepEqual(t.deleted, []);
   });
 
   it("refuses a database's volume while its database exists", async () => {
     const t = setup([databaseVolume('main-db-data', 'main', true)]);
-    const err = await refusal(() => t.actions.delete(actor, 'main-db-data'));
+    const err = await refusalOf(() => t.actions.delete(actor, 'main-db-data'));
     assert.deepEqual(
       [err.kind, err.message],
       ['conflict', "volume main-db-data holds database main's data: it goes with the database (DELETE /databases/main)"],
@@ -125,7 +115,7 @@ describe('VolumeActions.delete', () => {
       machineVolume('web-logs-0', { attached: true, volume: 'logs' }),
       machineVolume('odd', { attached: true, app: undefined, machine: undefined }),
     ]);
-    const mounted = await refusal(() => t.actions.delete(actor, 'web-data-1'));
+    const mounted = await refusalOf(() => t.actions.delete(actor, 'web-data-1'));
     assert.deepEqual(
       [mounted.kind, mounted.message],
       [
@@ -133,13 +123,13 @@ describe('VolumeActions.delete', () => {
         "volume web-data-1 is attached to machine 1 of app web (mounted by web-1 at /data): remove data from the app's volumes, or scale the app below 2 machines, first",
       ],
     );
-    const declared = await refusal(() => t.actions.delete(actor, 'web-logs-0'));
+    const declared = await refusalOf(() => t.actions.delete(actor, 'web-logs-0'));
     assert.equal(
       declared.message,
       "volume web-logs-0 is attached to machine 0 of app web (declared): remove logs from the app's volumes, or scale the app below 1 machines, first",
     );
     // Unlabelled, as the API shows it: null.
-    const odd = await refusal(() => t.actions.delete(actor, 'odd'));
+    const odd = await refusalOf(() => t.actions.delete(actor, 'odd'));
     assert.match(odd.message, /^volume odd is attached to machine null of app null \(declared\)/);
     assert.deepEqual(t.deleted, []);
   });

@@ -11,23 +11,10 @@ import type { Delivery, DeliveryDetail, DeliveryPage, NewWebhook, Webhook } from
 import { DomainError } from '../../lib/errors.js';
 import type { HostResolver } from '../../lib/webhooks/url-guard.js';
 import { refusal } from '../support/answers.js';
+import { FakeLock } from '../support/fake-lock.js';
 
 const actor: Actor = { accountId: 'acc_1', namespace: 'acct-1', createdBy: 'token:t1' };
 const now = new Date('2026-03-01T12:00:00Z');
-
-class FakeLock {
-  held = false;
-  holds = 0;
-  async hold<T>(_accountId: string, step: () => Promise<T>): Promise<T> {
-    this.holds += 1;
-    this.held = true;
-    try {
-      return await step();
-    } finally {
-      this.held = false;
-    }
-  }
-}
 
 type WebhooksDep = WebhookActionDeps['webhooks'];
 
