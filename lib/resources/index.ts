@@ -10,6 +10,7 @@ export const kinds = {
   Build: { plural: 'builds' },
   Sandbox: { plural: 'sandboxes' },
   Database: { plural: 'databases' },
+  Domain: { plural: 'domains' },
 } as const;
 
 export type Kind = keyof typeof kinds;

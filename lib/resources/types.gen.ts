@@ -620,6 +620,61 @@ export interface Database {
   status?: DatabaseStatus;
 }
 
+export interface DomainSpec {
+  /**
+   * The name, lowercase ASCII (punycode for IDNs); a wildcard is *.<name>.
+   */
+  domain: string;
+  /**
+   * The App of this namespace the domain serves.
+   */
+  app: string;
+}
+
+export interface DomainStatus {
+  observedGeneration?: number;
+  phase?: 'Pending' | 'Verified' | 'Misconfigured' | 'Failed';
+  /**
+   * A CamelCase reason of the phase (RecordsMissing, OwnershipMissing, RoutingWrong, Expired, ...).
+   */
+  reason?: string;
+  /**
+   * The reason in words, with what to publish.
+   */
+  message?: string;
+  checkedAt?: string;
+  verifiedAt?: string;
+  nextCheckAt?: string;
+  /**
+   * Each record to publish, what DNS answered for it, and whether it is right.
+   */
+  records?: {
+    purpose: 'ownership' | 'routing';
+    type: 'TXT' | 'CNAME' | 'A' | 'AAAA';
+    name: string;
+    expected: string[];
+    observed?: string[];
+    ok?: boolean;
+  }[];
+  conditions?: {
+    type: string;
+    status: 'True' | 'False' | 'Unknown';
+    reason: string;
+    message: string;
+    observedGeneration?: number;
+    lastTransitionTime: string;
+  }[];
+}
+
+/** Domain (domains.svc.dev/v1alpha1) */
+export interface Domain {
+  apiVersion: 'svc.dev/v1alpha1';
+  kind: 'Domain';
+  metadata: V1ObjectMeta;
+  spec: DomainSpec;
+  status?: DomainStatus;
+}
+
 export interface SandboxSpec {
   /**
    * A runtime name from GET /runtimes.

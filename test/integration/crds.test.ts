@@ -16,6 +16,7 @@ const valid: Record<Kind, Record<string, unknown>> = {
   Build: { app: 'shop', source: { git: { url: 'https://git.example.test/shop.git', ref: 'main' } } },
   Sandbox: { runtime: 'python' },
   Database: {},
+  Domain: { domain: 'shop.example.com', app: 'web' },
 };
 
 // [kind, spec (or a whole object for metadata cases), the field the message must name]
@@ -27,6 +28,8 @@ const invalid: Array<[Kind, string, Record<string, unknown>, RegExp]> = [
   ['App', 'too many machines', { kind: 'container', image: 'nginx', machines: 21 }, /spec\.machines/],
   ['App', 'bad env name', { kind: 'container', image: 'nginx', env: [{ name: '1BAD', value: 'x' }] }, /spec\.env\[0\]\.name/],
   ['App', 'bad domain', { kind: 'container', image: 'nginx', domains: ['not a domain'] }, /spec\.domains\[0\]/],
+  ['Domain', 'a name that is not a domain', { domain: 'not a domain', app: 'web' }, /spec\.domain/],
+  ['Domain', 'a wildcard below the first label', { domain: 'shop.*.example.com', app: 'web' }, /spec\.domain/],
   [
     'App',
     'auth rule admitting nobody',
@@ -122,6 +125,7 @@ describe('custom resources (real apiserver)', () => {
         Build: { deploy: false, timeoutSeconds: 2700 },
         Sandbox: { network: false, idleTimeoutSeconds: 300, maxLifetimeSeconds: 3600 },
         Database: { engine: 'postgres', deletionPolicy: 'Drop' },
+        Domain: {},
       };
       for (const [field, value] of Object.entries(defaults[kind])) {
         assert.equal(created.spec[field], value, `${kind} spec.${field} defaults to ${String(value)}`);
@@ -236,10 +240,11 @@ describe('custom resources (real apiserver)', () => {
       'build.svc.dev/valid-build',
       'sandbox.svc.dev/valid-sandbox',
       'database.svc.dev/valid-database',
+      'domain.svc.dev/valid-domain',
     ]) {
       assert.ok(all.includes(expected), `kubectl get svc-all lists ${expected}:\n${all}`);
     }
-    for (const short of ['svcapp', 'svcbuild', 'sbx', 'svcdb']) {
+    for (const short of ['svcapp', 'svcbuild', 'sbx', 'svcdb', 'svcdom']) {
       assert.ok((await kubectl('get', short, '-n', ns.name, '-o', 'name')).trim().length > 0, `short name ${short}`);
     }
   });
