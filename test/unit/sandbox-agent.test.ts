@@ -133,7 +133,9 @@ describe('sandbox agent', () => {
     assert.equal(r.status, 'timed_out');
     assert.equal(r.signal, 'SIGKILL');
     assert.match(r.reason!, /timeout of 0.3 s/);
-    assert.ok(Date.now() - started < 1000, `killed at once (${Date.now() - started} ms)`);
+    // Killed at its timeout, not when the 60 s sleeps end (a bound that a loaded machine's scheduling
+    // does not reach: 1 s was, with three test files at a time on two cores).
+    assert.ok(Date.now() - started < 10_000, `killed at its timeout (${Date.now() - started} ms)`);
     const { readFile } = await import('node:fs/promises');
     const bg = Number(await readFile(pidFile, 'utf8'));
     // Gone, or a zombie left for PID 1 to reap (the pause container in a sandbox pod).
