@@ -19,6 +19,10 @@ export SVC_MACHINE_PLATFORM_PORTS="$MACHINE_PORTS"
 export SVC_BUILD_REGISTRY=${SVC_BUILD_REGISTRY:-127.0.0.1:$REGISTRY_PORT}
 # Sign-in links go to the local mail catcher (the `mail` component) unless told otherwise.
 export SVC_SMTP_URL=${SVC_SMTP_URL:-smtp://127.0.0.1:$SMTP_PORT}
+# Custom domains are verified against the local DNS server (the `dns` part, hack/nodes.sh), and an
+# apex's A records must point at the local edge (docs/decisions/0027-app-domains.md).
+export SVC_DOMAINS_DNS_SERVERS=${SVC_DOMAINS_DNS_SERVERS:-127.0.0.1:$DNS_PORT}
+export SVC_DOMAINS_EDGE_ADDRESSES=${SVC_DOMAINS_EDGE_ADDRESSES:-127.0.0.1}
 
 start_component() {
   restart_if_rebuilt "$1" "$1"
@@ -68,6 +72,8 @@ The local platform is up.
   Controllers      reconcile Apps into machines and Services (kubectl apply -f docs/examples/app.yaml)
   kubectl          $K8S_BIN/kubectl   (try: kubectl get svc-all -A)
   PostgreSQL       postgres://svc@127.0.0.1:$PG_PORT/svc
+  DNS              127.0.0.1:$DNS_PORT   (custom domains are verified here; publish records through its management API:
+                   curl -d '{"host":"_svc-challenge.shop.example","value":"svc-verify=..."}' http://127.0.0.1:$DNS_MANAGEMENT_PORT/set-txt)
   Logs             $LOGS/
   Stop it all      make down
 MSG

@@ -15,6 +15,8 @@ K8S_VERSION=${K8S_VERSION:-v1.36.3}
 K8S_BIN="$CACHE/k8s-$K8S_VERSION/bin"
 # helm, for the chart tests (hack/build-helm.sh builds it at this version).
 HELM_BIN="$CACHE/helm-${HELM_VERSION:-v3.22.0}/bin"
+# Pebble and its test DNS server pebble-challtestsrv (hack/build-pebble.sh builds them at this version).
+PEBBLE_BIN="$CACHE/pebble-${PEBBLE_VERSION:-v2.10.3}/bin"
 # The nodes' runc (hack/build-runc.sh builds it at this version), by absolute path: never Debian's.
 RUNC_VERSION=${RUNC_VERSION:-v1.2.8}
 RUNC_BIN="$CACHE/runc-$RUNC_VERSION/runc"
@@ -41,6 +43,10 @@ REGISTRY_AUTH_DIR="$STATE/registry-auth"
 # the host (hack/nodes.sh); the controllers' NetworkPolicies allow the same.
 MACHINE_PORTS=${SVC_MACHINE_PLATFORM_PORTS:-8079,18000-18099}
 PG_PORT=${SVC_PG_PORT:-55432}
+# The `dns` part (pebble-challtestsrv, hack/nodes.sh): the DNS server custom domains are verified
+# against (SVC_DOMAINS_DNS_SERVERS), and its management API, which publishes and removes records.
+DNS_PORT=${SVC_DNS_PORT:-8053}
+DNS_MANAGEMENT_PORT=${SVC_DNS_MANAGEMENT_PORT:-8055}
 SERVICE_CIDR=${SVC_SERVICE_CIDR:-10.96.0.0/16}
 # The `kubernetes` Service's ClusterIP (the first address of the range), which pods reach the
 # apiserver by.

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The local platform's two worker nodes, as k3s and k0s run a node on a host: per node an upstream
 # kubelet with its own containerd (runc, the Debian CNI bridge and host-local plugins), plus for
-# the host one kube-proxy, the NetworkPolicy agent, the volume provisioner and the local OCI registry
-# both containerd instances pull from.
+# the host one kube-proxy, the NetworkPolicy agent, the volume provisioner, the local OCI registry
+# both containerd instances pull from, and the DNS server custom domains are verified against.
 #   nodes.sh images  start the registry, build and push what is missing or stale (make images)
-#   nodes.sh up      start what is not running (registry, images, containerd, kubelets, kube-proxy,
-#                    the policy agent, the volume provisioner)
+#   nodes.sh up      start what is not running (the DNS server, registry, images, containerd,
+#                    kubelets, kube-proxy, the policy agent, the volume provisioner)
 #   nodes.sh down    stop them, their pods with them
 #   nodes.sh status  say what runs; a dead part is shown with its log tail
 # Every node has its own cgroup root, root directory, ports, containerd and bridge/subnet, so the
@@ -104,6 +104,26 @@ YAML
   start_daemon registry docker-registry serve "$STATE/registry.yml"
   # Any answer will do: /v2/ is a 401 to anyone without a token.
   wait_ready registry 30 curl -sS -o /dev/null --max-time 2 "http://127.0.0.1:$REGISTRY_PORT/v2/"
+}
+
+# ---- the DNS server ----------------------------------------------------------------------------
+# Pebble's pebble-challtestsrv (docs/decisions/0027-app-domains.md): the API verifies custom
+# domains' records through it (SVC_DOMAINS_DNS_SERVERS, hack/dev.sh), tests publish and remove
+# records through its management API (test/support/dns.ts). DNS only: every challenge server is off,
+# and so are its default answers (by default any A or AAAA query it has no record for gets
+# 127.0.0.1 or ::1, and a name that resolves whatever it is would verify any domain).
+start_dns() {
+  "$ROOT/hack/build-pebble.sh"
+  local args=(-dnsserver "127.0.0.1:$DNS_PORT" -management "127.0.0.1:$DNS_MANAGEMENT_PORT"
+    -defaultIPv4 "" -defaultIPv6 "" -http01 "" -https01 "" -tlsalpn01 "" -doh "")
+  # Restarted when its flags (SVC_DNS_PORT, say) or its binary (PEBBLE_VERSION) changed. Not through
+  # a pipe: write_if_changed's note of a change (CHANGED) would be lost in the pipe's subshell.
+  write_if_changed "$STATE/dns.args" <<<"$(printf '%s\n' "${args[@]}")"
+  restart_if_changed dns "$STATE/dns.args"
+  restart_if_older_than dns "$PEBBLE_BIN/pebble-challtestsrv"
+  start_daemon dns "$PEBBLE_BIN/pebble-challtestsrv" "${args[@]}"
+  # Any answer will do: the management API has no health path (an unknown one is a 404).
+  wait_ready dns 30 curl -sS -o /dev/null --max-time 2 "http://127.0.0.1:$DNS_MANAGEMENT_PORT/"
 }
 
 # ---- one node ----------------------------------------------------------------------------------
@@ -448,13 +468,14 @@ YAML
 
 parts() {
   local n
-  echo registry-auth registry
+  echo dns registry-auth registry
   for n in "${NODES[@]}"; do echo "containerd-$n" "kubelet-$n"; done
   echo kube-proxy policy-agent local-volumes
 }
 
 up() {
   "$ROOT/hack/certs.sh"
+  start_dns
   start_registry
   "$ROOT/hack/images.sh"
   host_firewall
@@ -508,6 +529,7 @@ down() {
   done
   stop_daemon registry 5
   stop_daemon registry-auth 5
+  stop_daemon dns 5
 }
 
 # stop_pods NODE : kill every process in the node's cgroup root (its pods' containers), then the

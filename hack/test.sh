@@ -21,6 +21,10 @@ export SVC_HELM_BIN="$HELM_BIN"
 # Tests create a fresh database of their own on this server and drop it afterwards.
 export SVC_TEST_PG_ADMIN_URL=${SVC_TEST_PG_ADMIN_URL:-postgres://svc@127.0.0.1:$PG_PORT/postgres}
 export SVC_LOG_LEVEL=${SVC_LOG_LEVEL:-silent}
+# The local DNS server (the `dns` part, hack/nodes.sh): tests publish records through its management
+# API (test/support/dns.ts), and the APIs they start verify custom domains against it.
+export SVC_TEST_DNS_MANAGEMENT_URL=${SVC_TEST_DNS_MANAGEMENT_URL:-http://127.0.0.1:$DNS_MANAGEMENT_PORT}
+export SVC_DOMAINS_DNS_SERVERS=${SVC_DOMAINS_DNS_SERVERS:-127.0.0.1:$DNS_PORT}
 
 # Files run SVC_TEST_CONCURRENCY at a time (most of an integration file's time is waiting on the
 # cluster; 1 by default until the waits that three files beside each other starved are fixed,

@@ -1,6 +1,11 @@
-// A DNS server on loopback for tests (UDP, RFC 1035): answers A and AAAA queries from a table the
-// test controls, where an entry may be a list of answers given in turn (a name that answers one thing
-// first and another later, as a DNS-rebinding attacker's does). Anything else is NXDOMAIN.
+// DNS for tests, two ways:
+// - startTestDns: a DNS server on loopback the test runs itself (UDP, RFC 1035): answers A and AAAA
+//   queries from a table the test controls, where an entry may be a list of answers given in turn (a
+//   name that answers one thing first and another later, as a DNS-rebinding attacker's does).
+//   Anything else is NXDOMAIN.
+// - publish/unpublish: records on the local platform's DNS server (Pebble's pebble-challtestsrv, the
+//   `dns` part hack/nodes.sh starts), through its management API; custom domains are verified
+//   against it (docs/decisions/0027-app-domains.md). dnsServers() is where to resolve them.
 import { createSocket, type Socket } from 'node:dgram';
 import { once } from 'node:events';
 import { isIP } from 'node:net';
@@ -89,4 +94,64 @@ export async function startTestDns(): Promise<TestDns> {
     asked: (name) => counts.get(`${name.toLowerCase()}/1`) ?? 0,
     close: () => new Promise((r) => socket.close(() => r())),
   };
+}
+
+// ---- the local platform's DNS server (pebble-challtestsrv) ---------------------------------------
+
+/**
+ * A record on the local DNS server: a TXT record's value, a CNAME's target, an A or AAAA record's
+ * address (or addresses). Publishing adds to what the name already has (a second TXT value, more
+ * addresses); a CNAME replaces the name's alias, and every query of the name then follows it. Names
+ * are matched exactly: the server has no wildcards (`*.shop.example` answers a query of that very
+ * name only, not `api.shop.example`).
+ */
+export type DnsRecord =
+  | { type: 'TXT'; name: string; value: string }
+  | { type: 'CNAME'; name: string; value: string }
+  | { type: 'A' | 'AAAA'; name: string; value: string | readonly string[] };
+
+/** The management API of the local DNS server (hack/test.sh sets SVC_TEST_DNS_MANAGEMENT_URL). */
+export function dnsManagementUrl(): string {
+  return (process.env.SVC_TEST_DNS_MANAGEMENT_URL || 'http://127.0.0.1:8055').replace(/\/+$/, '');
+}
+
+/** The local DNS server, for Resolver.setServers and the API's SVC_DOMAINS_DNS_SERVERS. */
+export function dnsServers(): string[] {
+  const servers = process.env.SVC_DOMAINS_DNS_SERVERS;
+  return servers ? servers.split(',') : ['127.0.0.1:8053'];
+}
+
+/** `shop.example` -> `shop.example.`, lowercase: the server matches names exactly as it stored them. */
+export function fqdn(name: string): string {
+  const lower = name.toLowerCase();
+  return lower.endsWith('.') ? lower : `${lower}.`;
+}
+
+async function manage(path: string, body: Record<string, unknown>): Promise<void> {
+  const url = `${dnsManagementUrl()}${path}`;
+  const res = await fetch(url, { method: 'POST', body: JSON.stringify(body), signal: AbortSignal.timeout(5000) });
+  if (!res.ok) throw new Error(`DNS management API: POST ${url} ${JSON.stringify(body)} answered ${res.status}: ${await res.text()}`);
+}
+
+/** Publishes the record on the local DNS server. */
+export async function publish(record: DnsRecord): Promise<void> {
+  const host = fqdn(record.name);
+  switch (record.type) {
+    case 'TXT':
+      return manage('/set-txt', { host, value: record.value });
+    case 'CNAME':
+      return manage('/set-cname', { host, target: fqdn(record.value) });
+    case 'A':
+    case 'AAAA':
+      return manage(record.type === 'A' ? '/add-a' : '/add-aaaa', {
+        host,
+        addresses: typeof record.value === 'string' ? [record.value] : record.value,
+      });
+  }
+}
+
+/** Removes every record of the type at the name (all its TXT values, all its addresses). */
+export async function unpublish(record: Pick<DnsRecord, 'type' | 'name'>): Promise<void> {
+  const clear = { TXT: '/clear-txt', CNAME: '/clear-cname', A: '/clear-a', AAAA: '/clear-aaaa' } as const;
+  return manage(clear[record.type], { host: fqdn(record.name) });
 }
