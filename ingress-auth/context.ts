@@ -4,7 +4,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { ComponentConfig } from '../lib/config.js';
-import { appUrl } from '../lib/contract.js';
 import { audienceOf } from '../lib/identity/assertion.js';
 import type { Logger } from '../lib/logger.js';
 import type { RequestRecorder } from '../lib/metrics/requests.js';
@@ -13,6 +12,7 @@ import type { CallbackRoute } from './auth/providers/flow.js';
 import type { AuthRequest, AuthRoutes } from './auth/routes.js';
 import type { SignIn } from './auth/sign-in.js';
 import { clientAddress, type Forwarded } from './headers.js';
+import { originOf } from './host.js';
 import type { Proxy } from './proxy.js';
 import type { RouteSource } from './routes.js';
 
@@ -51,14 +51,17 @@ export function authRequest(
   app: App,
   requestId: string,
 ): Omit<AuthRequest, 'path' | 'query'> {
+  const host = audienceOf(req.headers.host ?? '');
   return {
     req,
     res,
     app,
-    host: audienceOf(req.headers.host ?? ''),
-    // The app's configured URL, never the Host header: links in mail, passkey origins and the
-    // same-origin checks must not follow whatever port or spelling a request named.
-    origin: appUrl(ctx.config.site, app.metadata.name!),
+    host,
+    // The hostname's configured URL, never the Host header: links in mail, passkey origins and the
+    // same-origin checks must not follow whatever port or spelling a request named. The hostname is
+    // the app's own or one of its verified domains (the request was routed by it, appAtHost), so a
+    // sign-in on a custom domain stays there.
+    origin: originOf(ctx.config.site, host),
     requestId,
     clientIp: clientAddress(req.socket.remoteAddress),
   };

@@ -12,7 +12,7 @@ import { RequestRecorder } from '../lib/metrics/requests.js';
 import { AuthRoutes } from './auth/routes.js';
 import { SignIn } from './auth/sign-in.js';
 import { signInProviders } from './auth/setup.js';
-import { appOfHost } from './host.js';
+import { appAtHost } from './host.js';
 import { RouteTable } from './routes.js';
 import { startIngress } from './server.js';
 import { superviseWorkers } from './workers.js';
@@ -41,7 +41,7 @@ const providers = signInProviders({
   db,
   signIn,
   mail: config.mail.smtpUrl !== undefined,
-  appOfHost: (host) => routes.app(appOfHost(host, config.appsDomain) ?? ''),
+  appOfHost: (host) => appAtHost(host, routes, config),
 });
 const authRoutes = new AuthRoutes(signIn, {
   config,

@@ -1,11 +1,12 @@
-// The platform's own routes on app hostnames (`/_svc/health`, the identity keys, `/_svc/auth/...`
-// sign-in), and on the platform's sign-in host (identity providers' callbacks, nothing else).
+// The platform's own routes on app hostnames and verified custom domains (`/_svc/health`, the
+// identity keys, `/_svc/auth/...` sign-in), and on the platform's sign-in host (identity providers'
+// callbacks, nothing else).
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { platformPaths } from '../lib/contract.js';
 import { sendJson } from './auth/respond.js';
 import { authRequest, type IngressContext } from './context.js';
 import { sendError } from './errors.js';
-import { appOfHost } from './host.js';
+import { appAtHost } from './host.js';
 import { workerId } from './workers.js';
 
 export function platformRoute(ctx: IngressContext, req: IncomingMessage, res: ServerResponse, path: string, requestId: string): void {
@@ -46,8 +47,7 @@ export function platformRoute(ctx: IngressContext, req: IncomingMessage, res: Se
     return;
   }
   if (path.startsWith(`${platformPaths.auth}/`) && ctx.auth) {
-    const name = appOfHost(req.headers.host, config.appsDomain);
-    const app = name === undefined ? undefined : ctx.routes.app(name);
+    const app = appAtHost(req.headers.host, ctx.routes, config);
     if (!app) return sendError(res, 404, `no app is served at ${req.headers.host ?? 'this address'}`, req.headers.accept, requestId);
     const q = (req.url ?? '').indexOf('?');
     void ctx.auth.routes.handle({

@@ -1,6 +1,7 @@
-// A plain request on an app hostname: canonical target, the platform's paths, the App its Host
-// names, the gate (gate.ts) when the policy covers the path, then the proxy to a ready machine.
-// Every proxied request is logged (debug) and counted into the app's request metrics.
+// A plain request on an app hostname or a verified custom domain: canonical target, the platform's
+// paths, the App its Host names (appAtHost), the gate (gate.ts) when the policy covers the path,
+// then the proxy to a ready machine. Every proxied request is logged (debug) and counted into the
+// app's request metrics.
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
@@ -12,7 +13,7 @@ import { authRequest, forwarded, noSignIn, record, type IngressContext, type Sig
 import { sendError } from './errors.js';
 import { decisionsFor, gateAll } from './gate.js';
 import type { Forwarded } from './headers.js';
-import { appOfHost } from './host.js';
+import { appAtHost } from './host.js';
 import { platformRoute, signInHostRoute } from './platform.js';
 import type { Outcome } from './proxy.js';
 import { canonicalize, platformPath } from './target.js';
@@ -97,8 +98,7 @@ export function requestHandler(ctx: IngressContext): RequestHandler {
     if (ctx.auth && audienceOf(req.headers.host ?? '') === config.auth.host) return signInHostRoute(ctx, req, res, requestId);
     const reserved = platformPath(url);
     if (reserved) return platformRoute(ctx, req, res, reserved, requestId);
-    const name = appOfHost(req.headers.host, config.appsDomain);
-    const app = name === undefined ? undefined : routes.app(name);
+    const app = appAtHost(req.headers.host, routes, config);
     if (!app) {
       sendError(res, 404, `no app is served at ${req.headers.host ?? 'this address'}`, req.headers.accept, requestId);
       if (debug()) log.debug({ reqId: requestId, host: req.headers.host, method: req.method, path: url, status: 404 }, 'Unknown host');

@@ -4,12 +4,14 @@
 // keeps this cache to app slices only).
 //
 // App names are unique per namespace only, while a hostname is global: the oldest App of a name
-// holds its hostname (docs/decisions/0008-ingress-routing.md).
+// holds its hostname (docs/decisions/0008-ingress-routing.md). A verified custom domain (Domain
+// objects, a third informer: domains.ts) serves the App it names in its own namespace.
 import * as k8s from '@kubernetes/client-node';
 import { keepWatching } from '../lib/kube/keep-watching.js';
 import type { Logger } from '../lib/logger.js';
-import { group, version, type App } from '../lib/resources/index.js';
+import { group, version, type App, type Domain } from '../lib/resources/index.js';
 import { labels, pluralOf } from '../lib/contract.js';
+import { DomainIndex } from './domains.js';
 
 export interface Backend {
   address: string;
@@ -21,24 +23,39 @@ export interface Backend {
 const serviceNameLabel = 'kubernetes.io/service-name';
 const appLabel = labels.app;
 
-/** Apps by name; `holder(name)` is the App whose hostname `<name>.<apps domain>` is. */
+/**
+ * Apps by name; `holder(name)` is the App whose hostname `<name>.<apps domain>` is, `app(namespace,
+ * name)` the App a custom domain of that namespace serves.
+ */
 export class HostIndex {
   private readonly byName = new Map<string, Map<string, App>>();
+  /** By `namespace/name`, then uid: a deleted App and its successor of one name may overlap in the cache. */
+  private readonly byKey = new Map<string, Map<string, App>>();
 
   upsert(app: App): void {
     const name = app.metadata.name;
     const uid = app.metadata.uid;
     if (!name || !uid) return;
-    let same = this.byName.get(name);
-    if (!same) this.byName.set(name, (same = new Map<string, App>()));
-    same.set(uid, app);
+    add(this.byName, name, uid, app);
+    if (app.metadata.namespace) add(this.byKey, `${app.metadata.namespace}/${name}`, uid, app);
   }
 
   remove(app: App): void {
-    const same = this.byName.get(app.metadata.name ?? '');
-    if (!same) return;
-    same.delete(app.metadata.uid ?? '');
-    if (same.size === 0) this.byName.delete(app.metadata.name!);
+    const uid = app.metadata.uid ?? '';
+    drop(this.byName, app.metadata.name ?? '', uid);
+    drop(this.byKey, `${app.metadata.namespace}/${app.metadata.name}`, uid);
+  }
+
+  /** The App `name` of `namespace`, unless it is being deleted (it holds no hostname either). */
+  app(namespace: string, name: string): App | undefined {
+    const same = this.byKey.get(`${namespace}/${name}`);
+    if (!same) return undefined;
+    let best: App | undefined;
+    for (const app of same.values()) {
+      if (app.metadata.deletionTimestamp) continue;
+      if (!best || older(app, best)) best = app;
+    }
+    return best;
   }
 
   /** The oldest App of the name (creation time, then uid, so every replica agrees), if any. */
@@ -52,6 +69,19 @@ export class HostIndex {
     }
     return best;
   }
+}
+
+function add(index: Map<string, Map<string, App>>, key: string, uid: string, app: App): void {
+  let same = index.get(key);
+  if (!same) index.set(key, (same = new Map<string, App>()));
+  same.set(uid, app);
+}
+
+function drop(index: Map<string, Map<string, App>>, key: string, uid: string): void {
+  const same = index.get(key);
+  if (!same) return;
+  same.delete(uid);
+  if (same.size === 0) index.delete(key);
 }
 
 function created(app: App): number {
@@ -180,12 +210,17 @@ export class EndpointIndex {
   }
 }
 
-/** Where the server finds apps and their machines (the informers; a fixed table in bench/proxy). */
+/**
+ * Where the server finds apps and their machines (the informers; a fixed table in bench/proxy).
+ * Handlers never ask it directly which App a Host is: appAtHost (host.ts) does, from both lookups.
+ */
 export interface RouteSource {
   start(): Promise<void>;
   stop(): Promise<void>;
   /** The App holding `<name>.<apps domain>`. */
   app(name: string): App | undefined;
+  /** The App a verified custom domain serves at `hostname` (normalized); absent: no custom domains. */
+  domainApp?(hostname: string): App | undefined;
   /** Its machines to send requests to (ready ones, else draining ones). */
   backends(app: App): Backend[];
   /** The same, waiting up to `timeoutMs` for the first one to appear. */
@@ -194,12 +229,14 @@ export interface RouteSource {
   origins(): Set<string>;
 }
 
-/** The two informers feeding the indexes. */
+/** The three informers feeding the indexes. */
 export class RouteTable implements RouteSource {
   readonly hosts = new HostIndex();
   readonly endpoints = new EndpointIndex();
+  readonly domains = new DomainIndex();
   private readonly apps: k8s.ListWatch<App>;
   private readonly slices: k8s.ListWatch<k8s.V1EndpointSlice>;
+  private readonly domainObjects: k8s.ListWatch<Domain>;
 
   constructor(kc: k8s.KubeConfig, log: Logger) {
     const custom = kc.makeApiClient(k8s.CustomObjectsApi);
@@ -217,27 +254,41 @@ export class RouteTable implements RouteSource {
       false,
       appLabel,
     );
+    this.domainObjects = new k8s.ListWatch<Domain>(
+      `/apis/${group}/${version}/${pluralOf('Domain')}`,
+      new k8s.Watch(kc),
+      () => custom.listClusterCustomObject({ group, version, plural: pluralOf('Domain') }) as Promise<k8s.KubernetesListObject<Domain>>,
+      false,
+    );
     for (const verb of ['add', 'update'] as const) {
       this.apps.on(verb, (a) => this.hosts.upsert(a));
       this.slices.on(verb, (s) => this.endpoints.upsert(s));
+      this.domainObjects.on(verb, (d) => this.domains.upsert(d));
     }
     this.apps.on('delete', (a) => this.hosts.remove(a));
     this.slices.on('delete', (s) => this.endpoints.remove(s));
+    this.domainObjects.on('delete', (d) => this.domains.remove(d));
     keepWatching(this.apps, 'apps', log);
     keepWatching(this.slices, 'endpointslices', log);
+    keepWatching(this.domainObjects, 'domains', log);
   }
 
-  /** Resolves once both caches hold a first full list. */
+  /** Resolves once every cache holds a first full list. */
   async start(): Promise<void> {
-    await Promise.all([this.apps.start(), this.slices.start()]);
+    await Promise.all([this.apps.start(), this.slices.start(), this.domainObjects.start()]);
   }
 
   async stop(): Promise<void> {
-    await Promise.all([this.apps.stop(), this.slices.stop()]);
+    await Promise.all([this.apps.stop(), this.slices.stop(), this.domainObjects.stop()]);
   }
 
   app(name: string): App | undefined {
     return this.hosts.holder(name);
+  }
+
+  domainApp(hostname: string): App | undefined {
+    const target = this.domains.target(hostname);
+    return target && this.hosts.app(target.namespace, target.app);
   }
 
   backends(app: App): Backend[] {

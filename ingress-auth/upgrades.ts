@@ -1,4 +1,4 @@
-// An upgrade request on an app hostname. Only WebSocket upgrades are relayed, through the same
+// An upgrade request on an app hostname or a verified custom domain. Only WebSocket upgrades are relayed, through the same
 // gate (gate.ts) as any request on the path, never redirected (a script opened it); any other
 // upgrade (h2c, TLS) is answered as the plain request it also is, on a connection that then closes.
 import { randomUUID } from 'node:crypto';
@@ -11,7 +11,7 @@ import { audienceOf } from '../lib/identity/assertion.js';
 import { forwarded, noSignIn, record, type IngressContext } from './context.js';
 import { errorPage } from './errors.js';
 import { decisionsFor, gateAll } from './gate.js';
-import { appOfHost } from './host.js';
+import { appAtHost } from './host.js';
 import { writeRaw } from './proxy.js';
 import type { RequestHandler } from './requests.js';
 import { hasBody } from './retry.js';
@@ -41,8 +41,7 @@ export function upgradeHandler(
     const bad = canonicalize(req);
     if (bad) return refuse(400, bad);
     if (platformPath(req.url ?? '/')) return refuse(404, 'no platform route here');
-    const name = appOfHost(req.headers.host, config.appsDomain);
-    const app = name === undefined ? undefined : routes.app(name);
+    const app = appAtHost(req.headers.host, routes, config);
     if (!app) return refuse(404, `no app is served at ${req.headers.host ?? 'this address'}`);
     const decisions = decisionsFor(app, req.url ?? '/');
     if (decisions.some((d) => d.mode === 'auth') && !ctx.auth) {

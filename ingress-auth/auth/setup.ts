@@ -26,6 +26,7 @@ export function signInProviders(deps: {
   log: Logger;
   db: Knex;
   signIn: SignIn;
+  /** appAtHost (host.ts) on the route table: app hostnames and verified custom domains alike. */
   appOfHost: (host: string) => App | undefined;
   mail: boolean;
 }): SignInProviders {

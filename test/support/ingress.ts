@@ -4,7 +4,7 @@ import { request as httpRequest } from 'node:http';
 import { AuthRoutes } from '../../ingress-auth/auth/routes.js';
 import { signInProviders } from '../../ingress-auth/auth/setup.js';
 import { SignIn } from '../../ingress-auth/auth/sign-in.js';
-import { appOfHost } from '../../ingress-auth/host.js';
+import { appAtHost } from '../../ingress-auth/host.js';
 import { RouteTable } from '../../ingress-auth/routes.js';
 import { startIngress, type Ingress } from '../../ingress-auth/server.js';
 import type { MailEnqueuer } from '../../lib/auth/invitations.js';
@@ -70,7 +70,7 @@ export async function startTestIngress(
     db,
     signIn,
     mail: opts.mail !== undefined,
-    appOfHost: (h) => table.app(appOfHost(h, config.appsDomain) ?? ''),
+    appOfHost: (h) => appAtHost(h, table, config),
   });
   const routes = new AuthRoutes(signIn, { config, log, mail: opts.mail, providerRoutes: providers.routes, available: providers.available });
   const ingress: Ingress = await startIngress({

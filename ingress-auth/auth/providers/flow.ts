@@ -1,7 +1,8 @@
-// What the identity-provider sign-ins (idp, codehost) share: the start on the app's hostname,
-// which binds the flow to this browser with a cookie and sends it to the provider, and the end on
-// the platform's sign-in host, which turns the provider's answer into a one-time handoff for the
-// app's hostname, redeemed there by the sign-in page (bound to the same browser).
+// What the identity-provider sign-ins (idp, codehost) share: the start on the app's hostname (or a
+// verified custom domain of the app), which binds the flow to this browser with a cookie and sends
+// it to the provider, and the end on the platform's sign-in host, which turns the provider's answer
+// into a one-time handoff for the hostname the flow started on, redeemed there by the sign-in page
+// (bound to the same browser).
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ComponentConfig } from '../../../lib/config.js';
 import type { Logger } from '../../../lib/logger.js';
@@ -15,7 +16,8 @@ import { safeNext } from '../next.js';
 import { escapeHtml } from '../pages.js';
 import { redirect, sendJson, sendPage } from '../respond.js';
 import type { AuthRequest } from '../routes.js';
-import { appUrl, loginUrl } from '../../../lib/contract.js';
+import { loginUrl } from '../../../lib/contract.js';
+import { originOf } from '../../host.js';
 
 /** What this process reads of the configuration (lib/config.ts, components). */
 type Config = ComponentConfig<'ingress-auth'>;
@@ -26,7 +28,10 @@ export interface ProviderDeps {
   config: Config;
   log: Logger;
   signIn: SignIn;
-  /** The App holding a hostname now (the informer cache), to check a flow's app still is there. */
+  /**
+   * The App a hostname is served by now (appAtHost on the informer caches: an app hostname or a
+   * verified custom domain), to check a flow's app is still there, on the hostname it started on.
+   */
   appOfHost(host: string): App | undefined;
 }
 
@@ -56,8 +61,9 @@ export async function startFlow(
   const { url, state, secrets } = await begin();
   await signIn.links.startFlow(state, {
     appUid: r.app.metadata.uid!,
-    // The app's hostname, normalized: the way back is built from configuration, never from a Host
-    // header (the handoff travels in it).
+    // The hostname, normalized: the way back is this hostname (with the configured scheme and port,
+    // never a Host header's), and only while it still routes to this App (finishFlow), since the
+    // handoff travels in it.
     host: r.host,
     provider,
     secrets,
@@ -86,7 +92,9 @@ export async function finishFlow(
   if (!flow) return failurePage(res, 400, 'This sign-in has expired or was already used. Go back to the app and sign in again.', requestId);
   const app = deps.appOfHost(flow.host);
   if (!app || app.metadata.uid !== flow.appUid) return failurePage(res, 404, 'The app this sign-in was for is gone.', requestId);
-  const back = loginUrl(flow.next, { origin: appUrl(deps.config.site, app.metadata.name!) });
+  // Back to the hostname the flow started on, which still serves this App (checked just above):
+  // the flow cookie that binds the handoff is there, and so is the session it makes.
+  const back = loginUrl(flow.next, { origin: originOf(deps.config.site, flow.host) });
   let identity: Identity;
   try {
     identity = await identify(flow, app);
