@@ -52,6 +52,12 @@ import type { BuildPlan } from '../lib/builds/plan.js';
 import { GitSync } from './builds/imports.js';
 import type { Build } from '../lib/resources/index.js';
 import { resolverFor, type HostResolver } from '../lib/webhooks/url-guard.js';
+import { Resolver } from 'node:dns/promises';
+import { checkDomain } from '../lib/domains/check.js';
+import { DomainClaims } from '../lib/domains/claims.js';
+import { DomainActions } from './domains/actions.js';
+import { DomainVerifier } from './domains/verifier.js';
+import { DomainRepository } from './repositories/domains.js';
 import { VolumeMeter } from './usage/volume-meter.js';
 import { MachineMeter } from './usage/machine-meter.js';
 import { accountIdOfNamespace, getAccount, type Account } from '../lib/accounts.js';
@@ -135,6 +141,8 @@ export interface ApiDeps {
   volumes: VolumeRepository;
   /** Listing volumes and deleting a detached one (api/volumes/actions.ts). */
   volumeActions: VolumeActions;
+  /** An app's custom domains (api/domains/actions.ts). */
+  domainActions: DomainActions;
   /** Databases' backups (lib/backups.ts) and where backup Jobs send them (api/backups.ts, on the machine listener). */
   backups: {
     list: (accountId: string, database: string) => Promise<Backup[]>;
@@ -182,6 +190,8 @@ export interface Workers {
   artifactCollector: ArtifactCollector;
   /** Polls imported repositories and builds their new commits (api/builds/imports.ts). */
   gitSync: GitSync;
+  /** Checks custom domains' records when they are due (api/domains/verifier.ts). */
+  domainVerifier: DomainVerifier;
 }
 
 /** The Lease of the API replica that records deploy outcomes (api/deploys/recorder.ts). */
@@ -495,6 +505,32 @@ export async function assembleDeps(deps: {
     clock,
   });
   const volumeActions = new VolumeActions({ volumes, apps, databases, storage, usage, events });
+  const domains = new DomainRepository(kc, log);
+  await domains.start();
+  const domainClaims = new DomainClaims(db);
+  const domainResolver = new Resolver({ timeout: 3_000, tries: 2 });
+  if (config.domains.dnsServers) domainResolver.setServers([...config.domains.dnsServers]);
+  const domainActions = new DomainActions({
+    domains,
+    claims: domainClaims,
+    lock: accountLock,
+    events,
+    // A wildcard's routing is asked at the literal `*` label, which any DNS server answers with the
+    // wildcard record itself (RFC 4592): docs/decisions/0027-app-domains.md.
+    check: (d, expected) =>
+      checkDomain(d, expected, domainResolver, { edgeAddresses: config.domains.edgeAddresses, randomLabel: () => '*' }),
+    settings: {
+      appsDomain: config.appsDomain,
+      edgeAddresses: config.domains.edgeAddresses,
+      perApp: config.domains.perApp,
+      perAccount: config.domains.perAccount,
+      recheckMs: config.domains.recheckMs,
+    },
+    log,
+    clock,
+  });
+  const domainVerifier = new DomainVerifier({ claims: domainClaims, actions: domainActions, log, clock });
+  domainVerifier.start();
   const services: ApiDeps = {
     config,
     tokens,
@@ -518,6 +554,7 @@ export async function assembleDeps(deps: {
     accountLock,
     volumes,
     volumeActions,
+    domainActions,
     backups,
     builds,
     buildActions,
@@ -540,12 +577,14 @@ export async function assembleDeps(deps: {
   housekeeping.start();
   return {
     services,
-    workers: { machineMeter, webhookDeliverer, artifactCollector, gitSync },
+    workers: { machineMeter, webhookDeliverer, artifactCollector, gitSync, domainVerifier },
     // For set-up (the first account) and tests; handlers work through the repositories above.
     kube: { kc, core },
     db,
     stop: async () => {
       clearInterval(hostnameTimer);
+      await domainVerifier.stop();
+      await domains.stop();
       await artifactCollector.stop();
       gitSync.stop();
       await recorder.stop();

@@ -17,6 +17,7 @@ import { lifecycleOperations } from './operations/app-lifecycle.js';
 import { appOperations } from './operations/apps.js';
 import { deployOperations } from './operations/deploys.js';
 import { previewOperations } from './operations/previews.js';
+import { domainOperations } from './operations/domains.js';
 import { pendingOperations } from './operations/pending.js';
 import { sandboxOperations } from './operations/sandboxes.js';
 import { buildOperations } from './operations/builds.js';
@@ -48,6 +49,7 @@ export function allOperations(s: ApiDeps): Operation[] {
     ...buildOperations(s),
     ...importOperations(s),
     ...volumeOperations(s),
+    ...domainOperations(s),
     ...pendingOperations(),
   ];
   return operations;

@@ -44,6 +44,10 @@ const usage = `usage:
                                               restore one into a new database (waits until Ready)
   svc volumes ls [--json] | rm REF            the account's volumes (apps' machines' and databases');
                                               rm frees one no machine or database holds
+  svc domains ls APP [--json] | add APP NAME [--json] | verify APP NAME [--json] | rm APP NAME
+                                              an app's custom domains (NAME: shop.example.com, or
+                                              '*.shop.example.com' quoted); add prints the DNS records
+                                              to publish, verify checks them now and says what is wrong
   svc admin create-account --email EMAIL [--name NAME]
                                               create an account and print a full-authority token
 
@@ -236,6 +240,16 @@ async function main(argv: string[]): Promise<void> {
     });
     const { volumesCommand } = await import('./volumes.js');
     await volumesCommand(apiTarget(values.token), command, positionals, { json: values.json === true, out: (line) => console.log(line) });
+    return;
+  }
+  if (group === 'domains') {
+    const { values, positionals } = parseArgs({
+      args: argv.slice(2),
+      options: { json: { type: 'boolean' }, token: { type: 'string' } },
+      allowPositionals: true,
+    });
+    const { domainsCommand } = await import('./domains.js');
+    await domainsCommand(apiTarget(values.token), command, positionals, { json: values.json === true, out: (line) => console.log(line) });
     return;
   }
   if (group === 'sandbox' || group === 'eval') {

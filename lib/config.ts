@@ -6,6 +6,7 @@
 // a part that reads another part's variable names it in `uses`. The env schema, Config and readsOf follow.
 import { existsSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
+import { isIP } from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
 import { type AppsSite } from './contract.js';
@@ -427,6 +428,38 @@ const webhookDnsServers = part({
   read: (e) => (e.SVC_WEBHOOK_DNS_SERVERS ? Object.freeze(e.SVC_WEBHOOK_DNS_SERVERS.split(',')) : undefined),
 });
 
+// Custom domains (docs/decisions/0027-app-domains.md): whose DNS answers count, where an apex
+// points, how many names, and how often a verified name is checked again.
+const domains = part({
+  env: {
+    SVC_DOMAINS_DNS_SERVERS: z
+      .string()
+      .regex(/^[^,\s]+(,[^,\s]+)*$/, 'must be a comma-separated list of DNS servers (address or address:port)')
+      .optional(),
+    SVC_DOMAINS_EDGE_ADDRESSES: z
+      .string()
+      .refine(
+        (v) => v === '' || v.split(',').every((a) => isIP(a) !== 0),
+        'must be a comma-separated list of IPv4 or IPv6 addresses (where apex domains point)',
+      )
+      .default(''),
+    SVC_DOMAINS_PER_APP: z.coerce.number().int().min(0).max(1000).default(20),
+    SVC_DOMAINS_PER_ACCOUNT: z.coerce.number().int().min(0).max(100_000).default(100),
+    SVC_DOMAINS_RECHECK_SECONDS: z.coerce.number().int().min(1).max(86_400).default(600),
+  },
+  read: (e) =>
+    Object.freeze({
+      /** Resolvers of the ownership and routing checks; undefined: the system's. */
+      dnsServers: e.SVC_DOMAINS_DNS_SERVERS ? Object.freeze(e.SVC_DOMAINS_DNS_SERVERS.split(',')) : undefined,
+      /** The addresses an apex domain's A/AAAA records name (none: apex domains are refused). */
+      edgeAddresses: Object.freeze(e.SVC_DOMAINS_EDGE_ADDRESSES ? e.SVC_DOMAINS_EDGE_ADDRESSES.split(',') : []),
+      perApp: e.SVC_DOMAINS_PER_APP,
+      perAccount: e.SVC_DOMAINS_PER_ACCOUNT,
+      /** How often a verified domain's records are checked again. */
+      recheckMs: e.SVC_DOMAINS_RECHECK_SECONDS * 1000,
+    }),
+});
+
 const deploys = part({
   env: {
     SVC_ARTIFACT_DIR: z.string().min(1).optional(),
@@ -755,6 +788,8 @@ export const parts = {
   webhookAllowPrivate,
   /** The DNS servers webhook hosts are resolved with (and checked against the URL guard); default the system's. */
   webhookDnsServers,
+  /** Custom domains: resolvers, edge addresses, limits, recheck interval (docs/decisions/0027-app-domains.md). */
+  domains,
   deploys,
   /**
    * Per-account counts (403 quota_exceeded beyond), each checked and taken under the account's
@@ -852,6 +887,7 @@ export const components = {
     'eventsRetentionMs',
     'webhookAllowPrivate',
     'webhookDnsServers',
+    'domains',
     'deploys',
     'quotas',
     'sandboxes',

@@ -7,11 +7,6 @@ import type { Method, Operation, Pending, Tag } from '../operation.js';
 type Row = [Method, string, string, Tag, string, Action, Pending];
 
 const rows: Row[] = [
-  ['GET', '/apps/{appID}/domains', 'listAppDomains', 'apps', 'List domains', 'read', 'domains'],
-  ['POST', '/apps/{appID}/domains', 'createAppDomain', 'apps', 'Create domain', 'write', 'domains'],
-  ['DELETE', '/apps/{appID}/domains/{domain}', 'deleteAppDomain', 'apps', 'Delete domain', 'write', 'domains'],
-  ['GET', '/apps/{appID}/domains/{domain}', 'getAppDomain', 'apps', 'Get domain', 'read', 'domains'],
-  ['POST', '/apps/{appID}/domains/{domain}/verify', 'verifyAppDomain', 'apps', 'Verify domain', 'write', 'domains'],
   ['GET', '/domains', 'listDomains', 'domains', 'List domains', 'read', 'domains'],
   ['POST', '/domains', 'createDomain', 'domains', 'Create domain', 'write', 'domains'],
   ['GET', '/domains/search', 'searchDomains', 'domains', 'Search domains', 'read', 'domains'],

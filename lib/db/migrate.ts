@@ -23,6 +23,7 @@ import * as m0018 from './migrations/0018_database_backups.js';
 import * as m0019 from './migrations/0019_builds.js';
 import * as m0020 from './migrations/0020_app_repositories.js';
 import * as m0021 from './migrations/0021_artifact_holds.js';
+import * as m0022 from './migrations/0022_app_domains.js';
 
 interface Migration {
   up(db: Knex): Promise<void>;
@@ -51,6 +52,7 @@ const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ['0019_builds', m0019],
   ['0020_app_repositories', m0020],
   ['0021_artifact_holds', m0021],
+  ['0022_app_domains', m0022],
 ];
 
 const source: Knex.MigrationSource<readonly [string, Migration]> = {

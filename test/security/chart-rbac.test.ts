@@ -57,6 +57,11 @@ const needs: Record<string, Access[]> = {
     ['list', 'svc.dev', 'databases'],
     ['create', 'svc.dev', 'databases', undefined, tenant],
     ['delete', 'svc.dev', 'databases', undefined, tenant],
+    ['list', 'svc.dev', 'domains'],
+    ['watch', 'svc.dev', 'domains'],
+    ['create', 'svc.dev', 'domains', undefined, tenant],
+    ['delete', 'svc.dev', 'domains', undefined, tenant],
+    ['patch', 'svc.dev', 'domains', 'status', tenant],
     ['list', 'svc.dev', 'builds'],
     ['watch', 'svc.dev', 'builds'],
     ['create', 'svc.dev', 'builds', undefined, tenant],
@@ -126,6 +131,8 @@ const needs: Record<string, Access[]> = {
   'svc-ingress-auth': [
     ['list', 'svc.dev', 'apps'],
     ['watch', 'svc.dev', 'apps'],
+    ['list', 'svc.dev', 'domains'],
+    ['watch', 'svc.dev', 'domains'],
     ['list', 'discovery.k8s.io', 'endpointslices'],
     ['watch', 'discovery.k8s.io', 'endpointslices'],
   ],
@@ -144,6 +151,8 @@ const refused: Record<string, Access[]> = {
     ['get', '', 'configmaps', undefined, sandboxes, 'kube-root-ca.crt'],
     ['patch', 'svc.dev', 'apps', 'status', tenant],
     ['patch', 'svc.dev', 'databases', 'status', tenant],
+    // A Domain's spec is what the tenant asked (created and deleted, never changed).
+    ['patch', 'svc.dev', 'domains', undefined, tenant],
     // A build's status is its controller's; the API writes only what builders sent, as annotations.
     ['patch', 'svc.dev', 'builds', 'status', tenant],
     ['create', '', 'persistentvolumeclaims', undefined, tenant],
@@ -186,6 +195,8 @@ const refused: Record<string, Access[]> = {
   'svc-ingress-auth': [
     ['get', '', 'secrets', undefined, tenant],
     ['patch', 'svc.dev', 'apps', undefined, tenant],
+    // It reads Domains; their status is the API's verifier's to write.
+    ['patch', 'svc.dev', 'domains', 'status', tenant],
     ['update', 'coordination.k8s.io', 'leases', undefined, 'kube-system'],
   ],
 };

@@ -1,0 +1,124 @@
+// `svc domains ls|add|verify|rm`: an app's custom domains (docs/api/domains.md). add and verify print
+// the domain's status, the DNS records to publish exactly as they must be published, and what to do
+// next; --json prints the API's answer as it came.
+import { callJson, request, type ApiTarget } from './api.js';
+import { table } from './table.js';
+import { UsageError } from './token-commands.js';
+
+export interface DomainRecordBody {
+  purpose: 'ownership' | 'routing';
+  type: string;
+  name: string;
+  value: string;
+  observed: string[] | null;
+  ok: boolean | null;
+}
+
+export interface DomainBody {
+  name: string;
+  unicode_name: string;
+  app: string;
+  wildcard: boolean;
+  apex: boolean;
+  status: 'pending' | 'verified' | 'misconfigured' | 'failed';
+  reason: string | null;
+  records: DomainRecordBody[];
+  created_at: string;
+  checked_at: string | null;
+  verified_at: string | null;
+  next_check_at: string | null;
+}
+
+/** A word for the shell: as it is when it is plain, in single quotes when it holds anything else (a wildcard's `*`). */
+export function shellWord(s: string): string {
+  return /^[A-Za-z0-9._:/@%+=-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+/** A domain in a request's path: URL-encoded, a wildcard's `*` as `%2A`. */
+export const domainPath = (app: string, name: string) =>
+  `/apps/${encodeURIComponent(app)}/domains/${encodeURIComponent(name).replace(/\*/g, '%2A')}`;
+
+const shown = (d: DomainBody) => (d.unicode_name && d.unicode_name !== d.name ? `${d.name} (${d.unicode_name})` : d.name);
+
+/** `svc domains ls`: NAME, STATUS, and why it is not routing, or where it routes. */
+export function domainsTable(app: string, domains: DomainBody[]): string[] {
+  if (domains.length === 0) return [`app ${app} has no domains; add one: svc domains add ${shellWord(app)} NAME`];
+  return table([
+    ['NAME', 'STATUS', 'REASON'],
+    ...domains.map((d) => [d.name, d.status, d.status === 'verified' ? `routes to ${d.app}` : (d.reason ?? '-')]),
+  ]);
+}
+
+const okCell = (r: DomainRecordBody) => {
+  if (r.ok === null) return '-';
+  if (r.ok) return 'yes';
+  return r.observed && r.observed.length > 0 ? `no (found ${r.observed.join(', ')})` : 'no (none found)';
+};
+
+/** `svc domains add` and `verify`: the status, the records to publish (VALUE exactly the record's value), and the next step. */
+export function describeDomain(d: DomainBody): string[] {
+  const status: Record<DomainBody['status'], string> = {
+    pending: 'pending: the records have not been seen yet',
+    verified: `verified: routes to ${d.app}`,
+    misconfigured: 'misconfigured: not routing until the records are right again',
+    failed: 'failed: no right records in 7 days, the name was released',
+  };
+  const verify = `svc domains verify ${shellWord(d.app)} ${shellWord(d.name)}`;
+  const next: Record<DomainBody['status'], string | null> = {
+    pending: `publish the records above, then run: ${verify}`,
+    verified: null,
+    misconfigured: `put the records marked "no" right again, then run: ${verify}`,
+    failed: `publish the records above, then add it again: svc domains add ${shellWord(d.app)} ${shellWord(d.name)}`,
+  };
+  const lines = [`${shown(d)}: ${status[d.status]}`];
+  if (d.reason) lines.push(d.reason);
+  lines.push(...table([['TYPE', 'NAME', 'VALUE', 'OK'], ...d.records.map((r) => [r.type, r.name, r.value, okCell(r)])]));
+  const then = next[d.status];
+  if (then) lines.push(then);
+  return lines;
+}
+
+export async function domainsCommand(
+  t: ApiTarget,
+  command: string | undefined,
+  args: string[],
+  o: { json: boolean; out: (line: string) => void },
+): Promise<void> {
+  const [app, name] = args;
+  const needBoth = () => {
+    if (!app || !name) throw new UsageError(`svc domains ${command} APP NAME`);
+    return { app, name };
+  };
+  const print = (body: { domain: DomainBody }) => {
+    if (o.json) o.out(JSON.stringify(body));
+    else describeDomain(body.domain).forEach((l) => o.out(l));
+  };
+  switch (command) {
+    case 'ls': {
+      if (!app) throw new UsageError('svc domains ls APP');
+      const body = await callJson<{ domains: DomainBody[] }>(t, 'GET', `/apps/${encodeURIComponent(app)}/domains`);
+      if (o.json) o.out(JSON.stringify(body));
+      else domainsTable(app, body.domains).forEach((l) => o.out(l));
+      return;
+    }
+    case 'add': {
+      const a = needBoth();
+      print(await callJson<{ domain: DomainBody }>(t, 'POST', `/apps/${encodeURIComponent(a.app)}/domains`, { name: a.name }));
+      return;
+    }
+    case 'verify': {
+      const a = needBoth();
+      print(await callJson<{ domain: DomainBody }>(t, 'POST', `${domainPath(a.app, a.name)}/verify`));
+      return;
+    }
+    case 'rm': {
+      const a = needBoth();
+      await request(t, 'DELETE', domainPath(a.app, a.name));
+      // The API answers 204, no body: --json prints nothing.
+      if (!o.json) o.out(`${a.name} removed from ${a.app}: it no longer routes there, and the name is free`);
+      return;
+    }
+    default:
+      throw new UsageError(`unknown domains command: ${command ?? '(none)'}`);
+  }
+}
