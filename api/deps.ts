@@ -505,6 +505,9 @@ export async function assembleDeps(deps: {
     clock,
   });
   const volumeActions = new VolumeActions({ volumes, apps, databases, storage, usage, events });
+  // Domains are checked on the wall clock, not the injectable one: their schedule is rows compared
+  // with the database's times, and a test's clock standing still would stop every check.
+  const wallClock = () => new Date();
   const domains = new DomainRepository(kc, log);
   await domains.start();
   const domainClaims = new DomainClaims(db);
@@ -527,9 +530,9 @@ export async function assembleDeps(deps: {
       recheckMs: config.domains.recheckMs,
     },
     log,
-    clock,
+    clock: wallClock,
   });
-  const domainVerifier = new DomainVerifier({ claims: domainClaims, actions: domainActions, log, clock });
+  const domainVerifier = new DomainVerifier({ claims: domainClaims, actions: domainActions, log, clock: wallClock });
   domainVerifier.start();
   const services: ApiDeps = {
     config,

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { expectJson, startTestApi, type TestApi } from '../support/api.js';
 import { dnsServers, publish, unpublish } from '../support/dns.js';
-import { startTestIngress, type TestIngress } from '../support/ingress.js';
+import { Browser, startTestIngress, type TestIngress } from '../support/ingress.js';
 import { eventually } from '../support/wait.js';
 
 interface DomainBody {
@@ -30,8 +30,8 @@ describe('custom domains', () => {
   const app = `dom-${suffix}`;
   const json = expectJson;
   const domains = (path = '') => `/api/apps/${app}/domains${path}`;
-  const through = (host: string) =>
-    fetch(`${ingress.url}/`, { headers: { host } }).then(async (r) => ({ status: r.status, body: await r.text() }));
+  /** GET / through ingress-auth with this Host (fetch would send the URL's own). */
+  const through = (host: string) => new Browser(ingress.url).request(host, '/');
 
   before(async () => {
     api = await startTestApi({
