@@ -91,6 +91,30 @@ describe('custom domains', () => {
     assert.equal((await through(`${name}.:8081`)).status, 200, 'the fully qualified spelling, with a port, is the same name');
   });
 
+  it('marks a verified domain misconfigured when its ownership record goes, and stops serving it; verified again when it is back', async () => {
+    const name = `www.${zone}`;
+    const before = (await json<{ domain: DomainBody }>(await api.request('GET', domains(`/${name}`)), 200)).domain;
+    await unpublish({ type: 'TXT', name: `_svc-challenge.${name}` });
+    const checked = (await json<{ domain: DomainBody }>(await api.request('POST', domains(`/${name}/verify`)), 200)).domain;
+    assert.equal(checked.status, 'misconfigured');
+    assert.match(checked.reason!, new RegExp(`_svc-challenge\\.${name.replace(/\./g, '\\.')}`));
+    await eventually('no longer served', async () => (await through(name)).status === 404, { timeoutMs: 5000, intervalMs: 50 });
+    await publish({ type: 'TXT', name: `_svc-challenge.${name}`, value: before.records[0]!.value });
+    assert.equal(
+      (await json<{ domain: DomainBody }>(await api.request('POST', domains(`/${name}/verify`)), 200)).domain.status,
+      'verified',
+    );
+    const kinds = (
+      await json<{ events: Array<{ type: string; data: { domain?: string } }> }>(
+        await api.request('GET', '/api/events?kinds=domain.*'),
+        200,
+      )
+    ).events
+      .filter((e) => e.data.domain === name)
+      .map((e) => e.type);
+    assert.deepEqual(kinds.sort(), ['domain.added', 'domain.misconfigured', 'domain.verified', 'domain.verified'].sort());
+  });
+
   it('verifies an apex by its A record to the edge, and a wildcard for one label below it', async () => {
     const apex = await json<{ domain: DomainBody }>(await api.request('POST', domains(), { body: { name: zone } }), 201);
     assert.equal(apex.domain.apex, true);
@@ -127,30 +151,6 @@ describe('custom domains', () => {
     assert.equal((await verify(`*.${zone}`)).status, 'verified');
     await eventually('a name one label under the wildcard served', async () => (await through(`api.${zone}`)).status === 200);
     assert.equal((await through(`a.b.${zone}`)).status, 404, 'a wildcard covers one label');
-  });
-
-  it('marks a verified domain misconfigured when its ownership record goes, and stops serving it; verified again when it is back', async () => {
-    const name = `www.${zone}`;
-    const before = (await json<{ domain: DomainBody }>(await api.request('GET', domains(`/${name}`)), 200)).domain;
-    await unpublish({ type: 'TXT', name: `_svc-challenge.${name}` });
-    const checked = (await json<{ domain: DomainBody }>(await api.request('POST', domains(`/${name}/verify`)), 200)).domain;
-    assert.equal(checked.status, 'misconfigured');
-    assert.match(checked.reason!, new RegExp(`_svc-challenge\\.${name.replace(/\./g, '\\.')}`));
-    await eventually('no longer served', async () => (await through(name)).status === 404, { timeoutMs: 5000, intervalMs: 50 });
-    await publish({ type: 'TXT', name: `_svc-challenge.${name}`, value: before.records[0]!.value });
-    assert.equal(
-      (await json<{ domain: DomainBody }>(await api.request('POST', domains(`/${name}/verify`)), 200)).domain.status,
-      'verified',
-    );
-    const kinds = (
-      await json<{ events: Array<{ type: string; data: { domain?: string } }> }>(
-        await api.request('GET', '/api/events?kinds=domain.*'),
-        200,
-      )
-    ).events
-      .filter((e) => e.data.domain === name)
-      .map((e) => e.type);
-    assert.deepEqual(kinds.sort(), ['domain.added', 'domain.misconfigured', 'domain.verified', 'domain.verified'].sort());
   });
 
   it('refuses names that are not domains and names over the limit with a 4XX {error}, writing nothing', async () => {
