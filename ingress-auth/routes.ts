@@ -48,27 +48,23 @@ export class HostIndex {
 
   /** The App `name` of `namespace`, unless it is being deleted (it holds no hostname either). */
   app(namespace: string, name: string): App | undefined {
-    const same = this.byKey.get(`${namespace}/${name}`);
-    if (!same) return undefined;
-    let best: App | undefined;
-    for (const app of same.values()) {
-      if (app.metadata.deletionTimestamp) continue;
-      if (!best || older(app, best)) best = app;
-    }
-    return best;
+    return oldestLive(this.byKey.get(`${namespace}/${name}`));
   }
 
   /** The oldest App of the name (creation time, then uid, so every replica agrees), if any. */
   holder(name: string): App | undefined {
-    const same = this.byName.get(name);
-    if (!same) return undefined;
-    let best: App | undefined;
-    for (const app of same.values()) {
-      if (app.metadata.deletionTimestamp) continue;
-      if (!best || older(app, best)) best = app;
-    }
-    return best;
+    return oldestLive(this.byName.get(name));
   }
+}
+
+/** The oldest of these Apps not being deleted (creation time, then uid: every replica agrees). */
+function oldestLive(same: Map<string, App> | undefined): App | undefined {
+  let best: App | undefined;
+  for (const app of same?.values() ?? []) {
+    if (app.metadata.deletionTimestamp) continue;
+    if (!best || older(app, best)) best = app;
+  }
+  return best;
 }
 
 function add(index: Map<string, Map<string, App>>, key: string, uid: string, app: App): void {
