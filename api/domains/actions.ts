@@ -151,13 +151,13 @@ export class DomainActions {
       throw new DomainError('conflict', `${record.name} is no longer claimed by the account (it failed): add it again`);
     const view = await this.view(actor.accountId, record);
     try {
-      await this.checkAndRecord(view, claim);
+      // What this check wrote, not the cache, which may not have caught up yet.
+      return { ...view, record: (await this.checkAndRecord(view, claim)) ?? record };
     } catch (err) {
       if (err instanceof DnsUnavailableError)
         throw new DomainError('unavailable', `DNS did not answer the check: ${err.message}; retry later`, err);
       throw err;
     }
-    return this.get(actor, app, raw);
   }
 
   /**
@@ -181,7 +181,7 @@ export class DomainActions {
     }
   }
 
-  private async checkAndRecord(view: DomainView, claim: DomainClaim): Promise<void> {
+  private async checkAndRecord(view: DomainView, claim: DomainClaim): Promise<DomainRecord | undefined> {
     const { record } = view;
     const found = await this.d.check(view.domain, view.expected);
     const now = this.d.clock();
@@ -224,10 +224,11 @@ export class DomainActions {
         },
       ],
     };
-    await this.d.domains.writeStatus(record.namespace, record.name, status);
+    const written = await this.d.domains.writeStatus(record.namespace, record.name, status);
     if (step.release) await this.d.claims.release(record.name, claim.accountId);
     else await this.d.claims.schedule(record.name, step);
     if (step.event)
       await this.d.events.record(claim.accountId, step.event, record.app, { domain: record.name, app: record.app, reason: step.message });
+    return written;
   }
 }

@@ -8,7 +8,7 @@ import { apiVersion, group, labels, managers, pluralOf, version } from '../../li
 import { DomainError } from '../../lib/errors.js';
 import { ignoreStatus, kubeStatus, mergePatch } from '../../lib/kube/client.js';
 import { createCustomObject, customInformer } from '../../lib/kube/custom-informer.js';
-import { untilCached } from '../../lib/kube/until-cached.js';
+import { isAtLeast, untilCached } from '../../lib/kube/until-cached.js';
 import type { Logger } from '../../lib/logger.js';
 import type { Domain, DomainStatus } from '../../lib/resources/index.js';
 
@@ -126,13 +126,20 @@ export class DomainRepository {
     await untilCached<Domain>(this.informer, namespace, name, (c) => c === undefined);
   }
 
-  /** Writes the status the verifier decided (a merge patch of the fields given; null removes one). */
-  async writeStatus(namespace: string, domain: string, status: StatusPatch): Promise<void> {
-    await this.custom
-      .patchNamespacedCustomObjectStatus(
-        { group, version, namespace, plural, name: domainObjectName(domain), body: { status } },
-        mergePatch,
-      )
-      .catch(ignoreStatus(404));
+  /**
+   * Writes the status the verifier decided (a merge patch of the fields given; null removes one) and
+   * answers the Domain as written, once the cache holds it too: a check's answer and the reads after
+   * it show what it found. Undefined: the Domain went meanwhile.
+   */
+  async writeStatus(namespace: string, domain: string, status: StatusPatch): Promise<DomainRecord | undefined> {
+    const name = domainObjectName(domain);
+    const written = (await this.custom
+      .patchNamespacedCustomObjectStatus({ group, version, namespace, plural, name, body: { status } }, mergePatch)
+      .catch(ignoreStatus(404))) as Domain | undefined;
+    if (!written) return undefined;
+    await untilCached<Domain>(this.informer, namespace, name, (c) =>
+      isAtLeast(c?.metadata.resourceVersion, written.metadata.resourceVersion),
+    );
+    return domainRecord(written);
   }
 }

@@ -27,6 +27,7 @@ describe('database migrations (real PostgreSQL)', () => {
     assert.deepEqual(await tables(fresh.db), [
       'accounts',
       'api_tokens',
+      'app_domains',
       'app_repositories',
       'app_request_metrics',
       'app_sessions',
@@ -40,6 +41,7 @@ describe('database migrations (real PostgreSQL)', () => {
       'builds',
       'database_backups',
       'deploys',
+      'domain_tokens',
       'event_horizons',
       'events',
       'git_deliveries',
@@ -76,6 +78,7 @@ describe('database migrations (real PostgreSQL)', () => {
     assert.deepEqual(await tables(fresh.db), [
       'accounts',
       'api_tokens',
+      'app_domains',
       'app_repositories',
       'app_request_metrics',
       'app_sessions',
@@ -89,6 +92,7 @@ describe('database migrations (real PostgreSQL)', () => {
       'builds',
       'database_backups',
       'deploys',
+      'domain_tokens',
       'event_horizons',
       'events',
       'git_deliveries',

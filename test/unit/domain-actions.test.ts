@@ -72,10 +72,14 @@ class FakeDomains {
   async delete(namespace: string, domain: string) {
     this.items.delete(`${namespace}/${domain}`);
   }
+  /** The cache lags the apiserver: a status written is answered, not yet read back. */
+  cacheLags = false;
   async writeStatus(namespace: string, domain: string, status: StatusPatch) {
     this.statuses.push(status);
     const d = this.items.get(`${namespace}/${domain}`)!;
-    this.items.set(`${namespace}/${domain}`, { ...d, status: JSON.parse(JSON.stringify(status)) as Domain['status'] });
+    const written: Domain = { ...d, status: JSON.parse(JSON.stringify(status)) as Domain['status'] };
+    if (!this.cacheLags) this.items.set(`${namespace}/${domain}`, written);
+    return domainRecord(written);
   }
 }
 
@@ -180,6 +184,15 @@ describe('DomainActions checks', () => {
     assert.equal(status.conditions?.[0]?.status, 'True');
     assert.equal(status.nextCheckAt, new Date(now.getTime() + 600_000).toISOString());
     assert.deepEqual(t.events.at(-1), ['domain.verified', 'web', { domain: 'www.shop.example', app: 'web', reason: status.message }]);
+  });
+
+  it('answers a verify with what its check wrote, though the cache has not caught up', async () => {
+    const t = setup();
+    await t.actions.add(actor, app, 'www.shop.example');
+    t.domains.cacheLags = true;
+    const view = await t.actions.verify(actor, app, 'www.shop.example');
+    assert.equal(view.record.phase, 'Verified');
+    assert.equal(t.domains.get(actor.namespace, 'www.shop.example')?.phase, 'Pending', 'the cache as it still was');
   });
 
   it('keeps the status when DNS does not answer, and tries again in 30 s', async () => {
