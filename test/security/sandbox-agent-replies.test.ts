@@ -204,7 +204,9 @@ describe("security: what a sandbox agent answers is bounded and held to the API'
       (err: unknown) => err instanceof ApiError && err.code === 'rate_limited' && /16 execs are running in sandbox sb-1/.test(err.message),
     );
     use.begin(s, 30_000, false)(); // a file transfer is not an exec: not refused
-    await new Promise((r) => setImmediate(r));
+    // The first write goes out on a timer of its own: wait for it (one turn of the event loop is not
+    // always enough, the timers phase may come after the check phase).
+    for (let i = 0; i < 100 && writes.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
     const busy = parseActivity(writes.at(-1));
     assert.equal(busy?.busyUntil?.getTime(), 1_000_000 + 30_000, 'busy until the latest deadline');
     // Past a tenth of the idle timeout, the end is written at once (sooner it waits until then).
