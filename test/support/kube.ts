@@ -7,6 +7,18 @@ import * as k8s from '@kubernetes/client-node';
 import { kubeStatus } from '../../lib/kube/client.js';
 import { eventually } from './wait.js';
 
+/** A kubeconfig that reaches no cluster: for fast tests that build clients and informers but never start them. */
+export function offlineKubeConfig(): k8s.KubeConfig {
+  const kc = new k8s.KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: 'none', server: 'https://127.0.0.1:1', skipTLSVerify: true }],
+    users: [{ name: 'none' }],
+    contexts: [{ name: 'none', cluster: 'none', user: 'none' }],
+    currentContext: 'none',
+  });
+  return kc;
+}
+
 export function kubeConfig(): k8s.KubeConfig {
   const file = process.env.KUBECONFIG;
   if (!file) throw new Error('KUBECONFIG is not set: run the integration tests through `make test`');

@@ -3,34 +3,23 @@
 // served, and nothing of a kind whose settings are missing. Nothing here reaches a cluster.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import * as k8s from '@kubernetes/client-node';
 import { appSettings } from '../../controllers/app/settings.js';
 import { buildSettings } from '../../controllers/build/settings.js';
 import { databaseSettings } from '../../controllers/database/settings.js';
 import { Manager } from '../../controllers/manager.js';
 import { sandboxSettings } from '../../controllers/sandbox/settings.js';
 import { loadConfig } from '../../lib/config.js';
+import { offlineKubeConfig } from '../support/kube.js';
 import { createLogger } from '../../lib/logger.js';
 
 const config = loadConfig({ SVC_ARTIFACT_KEY: 'a'.repeat(64) }, { exists: () => false });
 const log = createLogger('test', 'silent');
 
-function kubeConfig(): k8s.KubeConfig {
-  const kc = new k8s.KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: 'none', server: 'https://127.0.0.1:1', skipTLSVerify: true }],
-    users: [{ name: 'none' }],
-    contexts: [{ name: 'none', cluster: 'none', user: 'none' }],
-    currentContext: 'none',
-  });
-  return kc;
-}
-
 const kindsIn = (text: string, metric: string) => [...text.matchAll(new RegExp(`^${metric}\\{kind="(\\w+)"\\} 0$`, 'gm'))].map((m) => m[1]);
 
 describe('controllers manager', () => {
   it('counts every kind it serves, in order, and the sandbox pool', () => {
-    const manager = new Manager(kubeConfig(), appSettings(config), log, {
+    const manager = new Manager(offlineKubeConfig(), appSettings(config), log, {
       databases: databaseSettings(config),
       builds: buildSettings(config),
       sandboxes: sandboxSettings(config),
@@ -53,7 +42,7 @@ describe('controllers manager', () => {
   });
 
   it('serves only Apps and account namespaces without the other kinds’ settings', () => {
-    const text = new Manager(kubeConfig(), appSettings(config), log).metrics();
+    const text = new Manager(offlineKubeConfig(), appSettings(config), log).metrics();
     assert.deepEqual(kindsIn(text, 'svc_controller_reconciles_total'), ['App', 'Namespace']);
     assert.doesNotMatch(text, /svc_sandbox_/);
   });

@@ -9,7 +9,6 @@ import { once } from 'node:events';
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import * as k8s from '@kubernetes/client-node';
 import { finishFlow } from '../../ingress-auth/auth/providers/flow.js';
 import type { SignIn } from '../../ingress-auth/auth/sign-in.js';
 import { authRequest, type IngressContext, type SignInParts } from '../../ingress-auth/context.js';
@@ -20,6 +19,7 @@ import { startIngress, type Ingress } from '../../ingress-auth/server.js';
 import { loadConfig } from '../../lib/config.js';
 import { appUrl } from '../../lib/contract.js';
 import type { Session } from '../../lib/auth/sessions.js';
+import { offlineKubeConfig } from '../support/kube.js';
 import { createLogger } from '../../lib/logger.js';
 import type { App, Domain, DomainStatus } from '../../lib/resources/index.js';
 
@@ -61,14 +61,7 @@ const appOf = (namespace: string, name: string, uid: string, over: Partial<App['
 
 /** A route table fed by hand (its informers never started: no cluster). */
 function table(): RouteTable {
-  const kc = new k8s.KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: 'none', server: 'https://127.0.0.1:1', skipTLSVerify: true }],
-    users: [{ name: 'none' }],
-    contexts: [{ name: 'none', cluster: 'none', user: 'none' }],
-    currentContext: 'none',
-  });
-  return new RouteTable(kc, log);
+  return new RouteTable(offlineKubeConfig(), log);
 }
 
 const target = (idx: DomainIndex, host: string | undefined) => {
