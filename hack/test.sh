@@ -34,6 +34,17 @@ alone=() together=()
 for f in "${files[@]}"; do
   if head -n 20 "$f" | grep -q '^// test-runs-alone:'; then alone+=("$f"); else together+=("$f"); fi
 done
+# The kubelets evict pods and refuse new ones below 2% free (hack/nodes.sh): a run on a nearly full
+# disk fails in every pod-starting file at once, so say so before it starts.
+disk_summary() { df -h --output=avail,size "$STATE" | awk 'NR==2 {print $1 " free of " $2 " on the state disk"}'; }
+nodes_under_pressure() {
+  "$K8S_BIN/kubectl" --kubeconfig "$STATE/kubeconfig" get nodes --request-timeout=5s -o jsonpath='{range .items[*]}{.metadata.name}{range .status.conditions[?(@.status=="True")]}{" "}{.type}{end}{"\n"}{end}' 2>/dev/null |
+    awk '{ for (i = 2; i <= NF; i++) if ($i != "Ready") printf "%s%s %s", (n++ ? ", " : ""), $1, $i } END { if (!n) printf "none" }' || true
+}
+if [ "${1:-all}" != unit ]; then
+  free_kib=$(df --output=avail "$STATE" | tail -1)
+  ((free_kib > 10 * 1024 * 1024)) || say "test: warning: only $(disk_summary): pods may be evicted (DiskPressure) and fail" >&2
+fi
 concurrency=${SVC_TEST_CONCURRENCY:-1}
 say "test: ${#files[@]} files (${#together[@]} at most $concurrency at a time, then ${#alone[@]} alone)"
 out=$(mktemp)
@@ -68,6 +79,9 @@ if ((rc)) && [ "${1:-all}" != unit ] && [[ "${1:-}" != *.js ]]; then
   # Last, so that a tail of this output (what CI shows) holds the failures themselves: each failing
   # test's assertion, without the stack frames.
   say "==== test: the failures again ===="
-  sed -n '/^✖ failing tests:/,$p' "$out" | grep -v '^ *at ' | head -200 | cut -c1-400
+  # Without the stack frames and the timing tables; `|| true`: head closing the pipe early must
+  # not turn the exit code into SIGPIPE's 141.
+  { sed -n '/^✖ failing tests:/,$p' "$out" | grep -v '^ *at ' | grep -vE '^ +[0-9.]+ s +test/' | head -200 | cut -c1-400; } || true
+  say "test: $(disk_summary); nodes under pressure: $(nodes_under_pressure)"
 fi
 exit "$rc"

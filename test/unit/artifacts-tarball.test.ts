@@ -3,8 +3,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
@@ -18,8 +17,9 @@ import {
   TreeError,
   type TreeLimits,
 } from '../../lib/artifacts/tarball.js';
+import { scratchDir } from '../support/scratch.js';
 
-const work = mkdtempSync(path.join(tmpdir(), 'svc-tarball-'));
+const work = scratchDir('svc-tarball-');
 let n = 0;
 const fileOf = (bytes: Buffer) => {
   const file = path.join(work, `a${n++}.tgz`);

@@ -2,12 +2,12 @@
 // to it), then stops accepting, finishes the request in flight and exits 0.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { connect, createServer, type AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { repoRoot } from '../../lib/paths.js';
+import { scratchDir } from '../support/scratch.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -21,7 +21,7 @@ async function freePort(): Promise<number> {
 
 describe('runtime drain', () => {
   it('serves through the drain window after SIGTERM, finishes in-flight requests, exits 0', async () => {
-    const root = mkdtempSync(path.join(tmpdir(), 'svc-drain-'));
+    const root = scratchDir('svc-drain-');
     writeFileSync(path.join(root, 'index.html'), 'still here');
     const big = 32 * 1024 * 1024;
     writeFileSync(path.join(root, 'big.bin'), Buffer.alloc(big, 1));

@@ -3,17 +3,17 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { packTree } from '../../lib/artifacts/tarball.js';
 import { repoRoot } from '../../lib/paths.js';
 import { downloadVerified, fetchArtifact, FetchError, optionsFromEnv, presentDigest } from '../../runtime/fetch.js';
+import { scratchDir } from '../support/scratch.js';
 
-const work = mkdtempSync(path.join(tmpdir(), 'svc-fetch-'));
+const work = scratchDir('svc-fetch-');
 let n = 0;
 const fresh = () => path.join(work, `root-${n++}`);
 const fast = { backoffMs: 20, maxBackoffMs: 50, deadlineMs: 3000 };

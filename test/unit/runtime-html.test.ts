@@ -1,13 +1,13 @@
 // HTML apps of runtime/ over real HTTP: viewer placeholders filled from the auth proxy's identity
 // headers, personal caching for pages that name the viewer, static serving for everything else.
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createHtmlApp, parseTemplate } from '../../runtime/html-app.js';
+import { scratchDir } from '../support/scratch.js';
 
 const ada = {
   'x-svc-auth-subject': 'usr_ada',
@@ -22,7 +22,7 @@ describe('runtime HTML app', () => {
   let server: Server;
   let base: string;
   before(async () => {
-    const root = mkdtempSync(path.join(tmpdir(), 'svc-html-'));
+    const root = scratchDir('svc-html-');
     const put = (rel: string, content: string) => {
       mkdirSync(path.dirname(path.join(root, rel)), { recursive: true });
       writeFileSync(path.join(root, rel), content);

@@ -1,13 +1,13 @@
 // Markdown sites of runtime/ over real HTTP: pages rendered to documents, sources downloadable,
 // raw HTML escaped, the :account directive, personal caching where it appears.
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createMarkdownSite, renderMarkdown, splitFrontMatter } from '../../runtime/markdown.js';
+import { scratchDir } from '../support/scratch.js';
 
 const signedIn = { 'x-svc-auth-subject': 'usr_ada', 'x-svc-auth-name': 'Ada & co', 'x-svc-auth-email': 'ada@example.com' };
 
@@ -31,7 +31,7 @@ describe('runtime Markdown site', () => {
   };
 
   before(async () => {
-    const root = mkdtempSync(path.join(tmpdir(), 'svc-md-'));
+    const root = scratchDir('svc-md-');
     put(root, 'index.md', '---\ntitle: Home & Away\nauth: owner\n---\n# Welcome\n\nHello **world**. See [docs](/docs/).\n');
     put(
       root,
@@ -45,7 +45,7 @@ describe('runtime Markdown site', () => {
     put(root, 'style.css', 'body{}');
     put(root, '404.md', '# Not here\n\n:account\n');
     base = await listen(root);
-    const bare = mkdtempSync(path.join(tmpdir(), 'svc-md-'));
+    const bare = scratchDir('svc-md-');
     put(bare, 'index.md', 'hi');
     bareBase = await listen(bare);
     server = servers[0]!;

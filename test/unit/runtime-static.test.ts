@@ -1,18 +1,18 @@
 // The static-site server of runtime/ against a real directory over real HTTP.
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { cacheControl, createStaticSite, parseRange } from '../../runtime/static-site.js';
+import { scratchDir } from '../support/scratch.js';
 
 describe('runtime static site', () => {
   let server: Server;
   let base: string;
   before(async () => {
-    const root = mkdtempSync(path.join(tmpdir(), 'svc-site-'));
+    const root = scratchDir('svc-site-');
     const put = (rel: string, content: string) => {
       mkdirSync(path.dirname(path.join(root, rel)), { recursive: true });
       writeFileSync(path.join(root, rel), content);
@@ -107,7 +107,7 @@ describe('runtime process', () => {
   it('serves SVC_SITE_ROOT on $HOST:$PORT and stops on SIGTERM', async () => {
     const { spawn } = await import('node:child_process');
     const { repoRoot } = await import('../../lib/paths.js');
-    const root = mkdtempSync(path.join(tmpdir(), 'svc-site-'));
+    const root = scratchDir('svc-site-');
     writeFileSync(path.join(root, 'index.html'), 'served by the runtime');
     const probe = createServer();
     await new Promise<void>((r) => probe.listen(0, '127.0.0.1', () => r()));
