@@ -617,6 +617,10 @@ const proxy = part({
     SVC_PROXY_UPSTREAM_CONNECTIONS: z.coerce.number().int().min(1).max(10_000).default(256),
     SVC_PROXY_UPSTREAM_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(60_000),
     SVC_PROXY_WORKERS: z.coerce.number().int().min(1, 'must be 1-64').max(64, 'must be 1-64').optional(),
+    // HTTPS (docs/decisions/0028-https.md): unset, no TLS listener.
+    SVC_PROXY_TLS_PORT: port.optional(),
+    // The port clients reach the TLS listener on (HTTP redirects there): 443 behind a Service.
+    SVC_PROXY_TLS_PUBLIC_PORT: port.default(443),
   },
   read: (e) =>
     Object.freeze({
@@ -628,6 +632,67 @@ const proxy = part({
       upstreamTimeoutMs: e.SVC_PROXY_UPSTREAM_TIMEOUT_MS,
       /** Processes sharing the port (SO_REUSEPORT); default: the CPUs this process may run on. */
       workers: e.SVC_PROXY_WORKERS ?? availableParallelism(),
+      /** The HTTPS listener's port (SNI: certificates from Secrets, lib/certificates/contract.ts); undefined: none. */
+      tlsPort: e.SVC_PROXY_TLS_PORT,
+      /** The port in `https://` redirects and origins: what clients connect to. */
+      tlsPublicPort: e.SVC_PROXY_TLS_PUBLIC_PORT,
+    }),
+});
+
+const certificates = part({
+  env: {
+    // Where certificate Secrets and HTTP-01 challenge ConfigMaps live (the chart's release namespace).
+    SVC_CERTIFICATES_NAMESPACE: z
+      .string()
+      .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a namespace name')
+      .default('svc-certificates'),
+    // A `kubernetes.io/tls` Secret of that namespace a platform team provides for `*.<apps domain>`.
+    SVC_CERTIFICATES_PLATFORM_SECRET: z
+      .string()
+      .regex(/^[a-z0-9]([-.a-z0-9]*[a-z0-9])?$/, 'must be a Secret name')
+      .optional(),
+    // Who issues custom domains' certificates: the built-in ACME client, cert-manager, or nobody.
+    SVC_CERTIFICATES_ISSUER: z.enum(['acme', 'cert-manager', 'none']).default('none'),
+    SVC_ACME_DIRECTORY_URL: z.string().url('must be the ACME directory URL').optional(),
+    SVC_ACME_CONTACT: z
+      .string()
+      .regex(/^mailto:[^\s,]+$/, 'must be mailto:<address>')
+      .optional(),
+    SVC_ACME_EAB_KID: z.string().min(1).optional(),
+    SVC_ACME_EAB_HMAC_KEY: z.string().min(1).optional(),
+    // PEM certificates to trust for the directory's HTTPS besides the system's (Pebble's own CA locally).
+    SVC_ACME_CA_FILE: z.string().min(1).optional(),
+    SVC_ACME_ACCOUNT_SECRET: z
+      .string()
+      .regex(/^[a-z0-9]([-.a-z0-9]*[a-z0-9])?$/, 'must be a Secret name')
+      .default('svc-acme-account'),
+    // ingress-auth's address as the issuer reaches it: a challenge is answered to the CA only once
+    // ingress-auth serves it there (its informer may lag the ConfigMap by a moment).
+    SVC_ACME_HTTP01_CHECK_URL: z.string().url('must be ingress-auth\'s http:// URL').optional(),
+    // The CA's limits (Let's Encrypt's by default): the issuer never exceeds them.
+    SVC_ACME_CERTS_PER_DOMAIN_WEEK: z.coerce.number().int().min(1).max(100_000).default(50),
+    SVC_ACME_FAILED_VALIDATIONS_PER_HOUR: z.coerce.number().int().min(1).max(1000).default(5),
+    SVC_ACME_ORDERS_PER_3H: z.coerce.number().int().min(1).max(1_000_000).default(300),
+  },
+  read: (e) =>
+    Object.freeze({
+      namespace: e.SVC_CERTIFICATES_NAMESPACE,
+      /** The provided certificate of `*.<apps domain>` (a Secret name in `namespace`), if any. */
+      platformSecret: e.SVC_CERTIFICATES_PLATFORM_SECRET,
+      issuer: e.SVC_CERTIFICATES_ISSUER,
+      acme: Object.freeze({
+        directoryUrl: e.SVC_ACME_DIRECTORY_URL,
+        contact: e.SVC_ACME_CONTACT,
+        eab: e.SVC_ACME_EAB_KID && e.SVC_ACME_EAB_HMAC_KEY ? Object.freeze({ kid: e.SVC_ACME_EAB_KID, hmacKey: e.SVC_ACME_EAB_HMAC_KEY }) : undefined,
+        caFile: e.SVC_ACME_CA_FILE,
+        accountSecret: e.SVC_ACME_ACCOUNT_SECRET,
+        http01CheckUrl: e.SVC_ACME_HTTP01_CHECK_URL,
+        limits: Object.freeze({
+          certificatesPerDomainWeek: e.SVC_ACME_CERTS_PER_DOMAIN_WEEK,
+          failedValidationsPerHour: e.SVC_ACME_FAILED_VALIDATIONS_PER_HOUR,
+          ordersPer3h: e.SVC_ACME_ORDERS_PER_3H,
+        }),
+      }),
     }),
 });
 
@@ -802,6 +867,8 @@ export const parts = {
   controllersMetrics,
   /** ingress-auth: the proxy on every app hostname. */
   proxy,
+  /** HTTPS certificates: where they are kept, who issues them, the ACME account and the CA's limits (decision 0028). */
+  certificates,
   /** The identity assertions (X-Svc-Auth-Assertion) ingress-auth signs for apps. */
   assertion,
   /** Sign-in on app hostnames (ingress-auth) and its providers. */
@@ -888,6 +955,7 @@ export const components = {
     'webhookAllowPrivate',
     'webhookDnsServers',
     'domains',
+    'certificates',
     'deploys',
     'quotas',
     'sandboxes',
@@ -911,7 +979,7 @@ export const components = {
     'machineNetwork',
     'controllersMetrics',
   ],
-  'ingress-auth': ['logLevel', 'databaseUrl', 'kubeconfig', 'appsDomain', 'appsUrlSuffix', 'site', 'proxy', 'assertion', 'auth', 'mail'],
+  'ingress-auth': ['logLevel', 'databaseUrl', 'kubeconfig', 'appsDomain', 'appsUrlSuffix', 'site', 'proxy', 'certificates', 'assertion', 'auth', 'mail'],
   'policy-agent': ['logLevel', 'kubeconfig'],
   'local-volumes': ['stateDir', 'logLevel', 'kubeconfig', 'nodes'],
   // The artifact key (deploys) checks build credentials.
