@@ -20,7 +20,8 @@ export interface AssertedIdentity {
 
 export interface AssertionClaims extends AssertedIdentity {
   iss: string;
-  aud: string;
+  /** The request's hostname; on a custom domain, that name and the app's own hostname (decision 0028). */
+  aud: string | string[];
   iat: number;
   exp: number;
 }
@@ -38,11 +39,15 @@ export function audienceOf(host: string): string {
   return h.replace(/\.$/, '');
 }
 
-/** Signs one assertion with `key`; `now` is the issuing time (iat), exp is iat + lifetimeSeconds. */
+/**
+ * Signs one assertion with `key`; `now` is the issuing time (iat), exp is iat + lifetimeSeconds.
+ * Several audiences (a custom domain and its app's hostname) make `aud` an array (RFC 7519 4.1.3):
+ * an app checking either name accepts it.
+ */
 export async function signAssertion(
   key: SigningKey,
   identity: AssertedIdentity,
-  audienceHost: string,
+  audienceHost: string | readonly string[],
   opts: { issuer: string; now?: Date; lifetimeSeconds?: number },
 ): Promise<string> {
   const iat = Math.floor((opts.now ?? new Date()).getTime() / 1000);
@@ -53,11 +58,17 @@ export async function signAssertion(
   return new SignJWT(claims)
     .setProtectedHeader({ alg: assertionAlgorithm, kid: key.kid, typ: 'JWT' })
     .setIssuer(opts.issuer)
-    .setAudience(audienceOf(audienceHost))
+    .setAudience(audiencesOf(audienceHost))
     .setSubject(identity.sub)
     .setIssuedAt(iat)
     .setExpirationTime(iat + lifetime)
     .sign(key.privateKey);
+}
+
+/** One audience as a string (what apps verified before custom domains), several as an array. */
+function audiencesOf(hosts: string | readonly string[]): string | string[] {
+  const all = [...new Set((typeof hosts === 'string' ? [hosts] : hosts).map(audienceOf))];
+  return all.length === 1 ? all[0]! : all;
 }
 
 /** Signs with whatever key the store says signs now. */
@@ -67,7 +78,7 @@ export class AssertionSigner {
     private readonly opts: { issuer: string; lifetimeSeconds?: number; clock?: () => Date },
   ) {}
 
-  async sign(identity: AssertedIdentity, audienceHost: string, now?: Date): Promise<string> {
+  async sign(identity: AssertedIdentity, audienceHost: string | readonly string[], now?: Date): Promise<string> {
     const key = await this.keys.signingKey();
     return signAssertion(key, identity, audienceHost, {
       issuer: this.opts.issuer,
@@ -111,7 +122,7 @@ export async function verifyAssertion(
     if (
       typeof email !== 'string' ||
       typeof provider !== 'string' ||
-      typeof aud !== 'string' ||
+      !(typeof aud === 'string' || (Array.isArray(aud) && aud.length > 0 && aud.every((a) => typeof a === 'string'))) ||
       (name !== undefined && typeof name !== 'string') ||
       (owner !== undefined && owner !== true)
     ) {

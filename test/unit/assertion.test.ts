@@ -119,6 +119,20 @@ describe('identity assertions (Ed25519 JWS)', () => {
     );
   });
 
+  it('made out to a custom domain and its app hostname: either name verifies it, no third one', async () => {
+    const { key, jwk } = await newKey();
+    const token = await signAssertion(key, identity, ['WWW.Shop.example:8443', 'myapp.apps.localhost'], { issuer, now: t0 });
+    const jwks = { keys: [jwk] };
+    const onDomain = await verifyAssertion(token, jwks, { audience: 'www.shop.example', issuer, now: t0 });
+    assert.deepEqual(onDomain.aud, ['www.shop.example', 'myapp.apps.localhost']);
+    // The platform runtime checks its app hostname (SVC_AUTH_AUDIENCE): a visitor on a custom domain is known there.
+    await verifyAssertion(token, jwks, { audience: ['myapp.apps.localhost'], issuer, now: t0 });
+    await rejected(verifyAssertion(token, jwks, { audience: 'other.apps.localhost', issuer, now: t0 }), /ERR_JWT_CLAIM_VALIDATION_FAILED/);
+    // One name twice is one audience, a string as before.
+    const single = await signAssertion(key, identity, ['myapp.apps.localhost', 'MYAPP.apps.localhost:8081'], { issuer, now: t0 });
+    assert.equal((await verifyAssertion(single, jwks, { audience: 'myapp.apps.localhost', issuer, now: t0 })).aud, 'myapp.apps.localhost');
+  });
+
   it('expire after the lifetime (an injected clock), with the tolerance only', async () => {
     const { key, jwk } = await newKey();
     const signer = new AssertionSigner({ signingKey: async () => key }, { issuer, lifetimeSeconds: 300, clock: () => t0 });
