@@ -23,6 +23,15 @@ export SVC_SMTP_URL=${SVC_SMTP_URL:-smtp://127.0.0.1:$SMTP_PORT}
 # apex's A records must point at the local edge (docs/decisions/0027-app-domains.md).
 export SVC_DOMAINS_DNS_SERVERS=${SVC_DOMAINS_DNS_SERVERS:-127.0.0.1:$DNS_PORT}
 export SVC_DOMAINS_EDGE_ADDRESSES=${SVC_DOMAINS_EDGE_ADDRESSES:-127.0.0.1}
+# HTTPS (docs/decisions/0028-https.md): the API orders verified domains' certificates from the local
+# ACME server (the `acme` part, Pebble, hack/nodes.sh; its HTTPS certificate is signed by the CA of
+# SVC_ACME_CA_FILE) and answers HTTP-01 through ingress-auth, which serves them on its TLS port.
+export SVC_CERTIFICATES_ISSUER=${SVC_CERTIFICATES_ISSUER:-acme}
+export SVC_ACME_DIRECTORY_URL=${SVC_ACME_DIRECTORY_URL:-https://127.0.0.1:${SVC_ACME_PORT:-14000}/dir}
+export SVC_ACME_CA_FILE=${SVC_ACME_CA_FILE:-${PEBBLE_BIN%/bin}/certs/pebble.minica.pem}
+export SVC_ACME_HTTP01_CHECK_URL=${SVC_ACME_HTTP01_CHECK_URL:-http://127.0.0.1:$PROXY_PORT}
+export SVC_PROXY_TLS_PORT=${SVC_PROXY_TLS_PORT:-8443}
+export SVC_PROXY_TLS_PUBLIC_PORT=${SVC_PROXY_TLS_PUBLIC_PORT:-$SVC_PROXY_TLS_PORT}
 
 start_component() {
   restart_if_rebuilt "$1" "$1"

@@ -182,3 +182,42 @@ status_line() {
     say "$1: stopped"
   fi
 }
+
+# ---- releases built from a Go module (hack/build-helm.sh, hack/build-pebble.sh) -----------------
+# go_module NAME MODULE@VERSION WORK : the release's module, downloaded through the Go module proxy
+# into the cache's module cache (nothing is fetched when it is there already), its directory there
+# (read-only) in GO_MODULE_DIR. Exports the Go environment the builds of the cache use.
+go_module() {
+  local name=$1 module=$2 work=$3
+  command -v go >/dev/null || { echo "$name: go is required on PATH" >&2; exit 1; }
+  export GOMODCACHE="$CACHE/gomod" GOCACHE="$CACHE/gocache" GOFLAGS="-mod=mod" GOTOOLCHAIN=local CGO_ENABLED=0
+  mkdir -p "$work"
+  # -json says what failed on stdout (its "Error"), which is shown when the download fails.
+  local json
+  json=$(cd "$work" && go mod download -json "$module") || true
+  GO_MODULE_DIR=$(sed -n 's/.*"Dir": "\(.*\)",/\1/p' <<<"$json")
+  if [ ! -f "$GO_MODULE_DIR/go.mod" ]; then
+    echo "$name: could not download $module: $(sed -n 's/.*"Error": "\(.*\)",*$/\1/p' <<<"$json")" >&2
+    exit 1
+  fi
+}
+
+# go_build NAME MODULE@VERSION BIN WHAT BUILD : compiles a release from its own module (its go.mod
+# pins every dependency, replace directives and all, so `go build` of its commands resolves exactly
+# the versions the release pins), copied out of the read-only module cache into
+# $CACHE/build-NAME-VERSION/src; the function BUILD runs there and writes the binaries into BIN.
+# WHAT is said before it starts ("NAME: compiling WHAT"). The copy is removed afterwards.
+go_build() {
+  local name=$1 module=$2 bin=$3 what=$4 build=$5
+  local work="$CACHE/build-$name-${module##*@}" start
+  mkdir -p "$work" "$bin"
+  go_module "$name" "$module" "$work"
+  cd "$work"
+  rm -rf src && cp -r "$GO_MODULE_DIR" src && chmod -R u+w src
+  cd src
+  echo "$name: compiling $what"
+  start=$(date +%s)
+  "$build"
+  cd .. && rm -rf src
+  echo "$name: built in $(($(date +%s) - start))s into $bin"
+}

@@ -2,9 +2,10 @@
 # The local platform's two worker nodes, as k3s and k0s run a node on a host: per node an upstream
 # kubelet with its own containerd (runc, the Debian CNI bridge and host-local plugins), plus for
 # the host one kube-proxy, the NetworkPolicy agent, the volume provisioner, the local OCI registry
-# both containerd instances pull from, and the DNS server custom domains are verified against.
+# both containerd instances pull from, the DNS server custom domains are verified against, and the
+# ACME server their certificates come from.
 #   nodes.sh images  start the registry, build and push what is missing or stale (make images)
-#   nodes.sh up      start what is not running (the DNS server, registry, images, containerd,
+#   nodes.sh up      start what is not running (the DNS and ACME servers, registry, images, containerd,
 #                    kubelets, kube-proxy, the policy agent, the volume provisioner)
 #   nodes.sh down    stop them, their pods with them
 #   nodes.sh status  say what runs; a dead part is shown with its log tail
@@ -124,6 +125,49 @@ start_dns() {
   start_daemon dns "$PEBBLE_BIN/pebble-challtestsrv" "${args[@]}"
   # Any answer will do: the management API has no health path (an unknown one is a 404).
   wait_ready dns 30 curl -sS -o /dev/null --max-time 2 "http://127.0.0.1:$DNS_MANAGEMENT_PORT/"
+}
+
+# ---- the ACME server ---------------------------------------------------------------------------
+# Pebble, Let's Encrypt's test CA (docs/decisions/0028-https.md): the API orders custom domains'
+# certificates from its directory (SVC_ACME_DIRECTORY_URL, trusting SVC_ACME_CA_FILE, hack/dev.sh).
+# Its VA resolves a name through the `dns` part and asks for the HTTP-01 challenge at that address
+# on ingress-auth's HTTP port, so a domain whose A record is 127.0.0.1 is validated by the local
+# ingress-auth. It validates at once (no random sleep) and rejects no good nonce (5% by default).
+# Its CA is made anew at each start: `curl -sk https://127.0.0.1:15000/roots/0` is the root of the
+# certificates it issued since. Orders and accounts live in its memory only.
+ACME_PORT=${SVC_ACME_PORT:-14000}
+ACME_MANAGEMENT_PORT=${SVC_ACME_MANAGEMENT_PORT:-15000}
+# Pebble's own HTTPS certificate, from the release (hack/build-pebble.sh copies it into the cache).
+PEBBLE_CERTS="${PEBBLE_BIN%/bin}/certs"
+
+start_acme() {
+  "$ROOT/hack/build-pebble.sh"
+  # TLS-ALPN-01 is not used (the issuer answers HTTP-01): its port is one nothing listens on.
+  write_if_changed "$STATE/acme.json" <<JSON
+{
+  "pebble": {
+    "listenAddress": "127.0.0.1:$ACME_PORT",
+    "managementListenAddress": "127.0.0.1:$ACME_MANAGEMENT_PORT",
+    "certificate": "$PEBBLE_CERTS/localhost/cert.pem",
+    "privateKey": "$PEBBLE_CERTS/localhost/key.pem",
+    "httpPort": ${SVC_PROXY_PORT:-8081},
+    "tlsPort": 15001,
+    "ocspResponderURL": "",
+    "externalAccountBindingRequired": false,
+    "domainBlocklist": [],
+    "retryAfter": {"authz": 3, "order": 5}
+  }
+}
+JSON
+  local args=(PEBBLE_VA_NOSLEEP=1 PEBBLE_WFE_NONCEREJECT=0 "$PEBBLE_BIN/pebble" -config "$STATE/acme.json" -dnsserver "127.0.0.1:$DNS_PORT")
+  # Restarted when its configuration, its environment and flags or its binary changed (as the `dns` part).
+  write_if_changed "$STATE/acme.args" <<<"$(printf '%s\n' "${args[@]}")"
+  restart_if_changed acme "$STATE/acme.json"
+  restart_if_changed acme "$STATE/acme.args"
+  restart_if_older_than acme "$PEBBLE_BIN/pebble"
+  start_daemon acme env "${args[@]}"
+  # Pebble answers only a request with a User-Agent (curl sends one).
+  wait_ready acme 30 curl -fsS -o /dev/null --max-time 2 --cacert "$PEBBLE_CERTS/pebble.minica.pem" "https://127.0.0.1:$ACME_PORT/dir"
 }
 
 # ---- one node ----------------------------------------------------------------------------------
@@ -468,7 +512,7 @@ YAML
 
 parts() {
   local n
-  echo dns registry-auth registry
+  echo dns acme registry-auth registry
   for n in "${NODES[@]}"; do echo "containerd-$n" "kubelet-$n"; done
   echo kube-proxy policy-agent local-volumes
 }
@@ -476,6 +520,7 @@ parts() {
 up() {
   "$ROOT/hack/certs.sh"
   start_dns
+  start_acme
   start_registry
   "$ROOT/hack/images.sh"
   host_firewall
@@ -529,6 +574,7 @@ down() {
   done
   stop_daemon registry 5
   stop_daemon registry-auth 5
+  stop_daemon acme 5
   stop_daemon dns 5
 }
 

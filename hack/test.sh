@@ -25,6 +25,9 @@ export SVC_LOG_LEVEL=${SVC_LOG_LEVEL:-silent}
 # API (test/support/dns.ts), and the APIs they start verify custom domains against it.
 export SVC_TEST_DNS_MANAGEMENT_URL=${SVC_TEST_DNS_MANAGEMENT_URL:-http://127.0.0.1:$DNS_MANAGEMENT_PORT}
 export SVC_DOMAINS_DNS_SERVERS=${SVC_DOMAINS_DNS_SERVERS:-127.0.0.1:$DNS_PORT}
+# Pebble and its certificates (hack/build-pebble.sh; certs/ beside bin/): a test file that issues
+# certificates starts a Pebble of its own (test/support/pebble.ts), which resolves through that server.
+export SVC_PEBBLE_BIN="$PEBBLE_BIN"
 
 # Files run SVC_TEST_CONCURRENCY at a time (most of an integration file's time is waiting on the
 # cluster; 1 by default: each full run at 3 has still found one assertion a loaded machine
