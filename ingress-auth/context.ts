@@ -15,6 +15,9 @@ import { clientAddress, type Forwarded } from './headers.js';
 import { originOf } from './host.js';
 import type { Proxy } from './proxy.js';
 import type { RouteSource } from './routes.js';
+import type { CertificateSource } from './tls/certificates.js';
+import type { ChallengeSource } from './tls/challenges.js';
+import { httpsOrigin, isTls } from './tls/connection.js';
 
 /** What this process reads of the configuration (lib/config.ts, components). */
 type Config = ComponentConfig<'ingress-auth'>;
@@ -36,12 +39,21 @@ export interface IngressContext {
   /** The public keys of identity assertions, served at /_svc/auth/jwks.json. */
   readonly jwks: (() => Promise<{ keys: object[] }>) | undefined;
   readonly recorder: RequestRecorder | undefined;
+  /** The HTTPS listener's certificates (tls/certificates.ts); undefined: no HTTPS listener, no redirects. */
+  readonly certificates?: CertificateSource | undefined;
+  /** HTTP-01 answers (tls/challenges.ts); undefined: the challenge path is an app's like any other. */
+  readonly challenges?: ChallengeSource | undefined;
 }
 
 export const noSignIn = 'this page requires sign-in, which is not set up on this ingress';
 
 export function forwarded(req: IncomingMessage, requestId: string): Forwarded {
-  return { requestId, clientIp: clientAddress(req.socket.remoteAddress), proto: 'http', host: req.headers.host ?? '' };
+  return {
+    requestId,
+    clientIp: clientAddress(req.socket.remoteAddress),
+    proto: isTls(req) ? 'https' : 'http',
+    host: req.headers.host ?? '',
+  };
 }
 
 export function authRequest(
@@ -60,8 +72,8 @@ export function authRequest(
     // The hostname's configured URL, never the Host header: links in mail, passkey origins and the
     // same-origin checks must not follow whatever port or spelling a request named. The hostname is
     // the app's own or one of its verified domains (the request was routed by it, appAtHost), so a
-    // sign-in on a custom domain stays there.
-    origin: originOf(ctx.config.site, host),
+    // sign-in on a custom domain stays there. Over TLS: https, on the port clients reach it on.
+    origin: isTls(req) ? httpsOrigin(host, ctx.config.proxy.tlsPublicPort) : originOf(ctx.config.site, host),
     requestId,
     clientIp: clientAddress(req.socket.remoteAddress),
   };

@@ -1,5 +1,6 @@
-// Starts ingress-auth: the proxy on every app hostname, on SVC_PROXY_HOST:SVC_PROXY_PORT, as
-// SVC_PROXY_WORKERS processes sharing the port (workers.ts) or, with one, this process alone.
+// Starts ingress-auth: the proxy on every app hostname, on SVC_PROXY_HOST:SVC_PROXY_PORT (and HTTPS on
+// SVC_PROXY_TLS_PORT when set), as SVC_PROXY_WORKERS processes sharing the ports (workers.ts) or,
+// with one, this process alone.
 import cluster from 'node:cluster';
 import { loadConfigOrExit } from '../lib/config.js';
 import { connect } from '../lib/db/connection.js';
@@ -14,7 +15,7 @@ import { SignIn } from './auth/sign-in.js';
 import { signInProviders } from './auth/setup.js';
 import { appAtHost } from './host.js';
 import { RouteTable } from './routes.js';
-import { startIngress } from './server.js';
+import { certificateStore, startIngress } from './server.js';
 import { superviseWorkers } from './workers.js';
 
 const config = loadConfigOrExit('ingress-auth');
@@ -34,7 +35,11 @@ const signer = new AssertionSigner(keys, { issuer: config.assertion.issuer, life
 const signIn = new SignIn({ db, config, log, signer, assertionLifetimeSeconds: config.assertion.lifetimeSeconds });
 await signIn.start();
 // The route table first: provider callbacks look Apps up in it, and the server serves from it.
-const routes = new RouteTable(loadKubeConfig(config.kubeconfig), log);
+const kc = loadKubeConfig(config.kubeconfig);
+const routes = new RouteTable(kc, log);
+// With an HTTPS listener, its certificates (informer started by startIngress): a provider's sign-in
+// returns over https to a hostname that has one.
+const certificates = config.proxy.tlsPort === undefined ? undefined : certificateStore(config, kc, routes, log);
 const providers = signInProviders({
   config,
   log,
@@ -42,6 +47,7 @@ const providers = signInProviders({
   signIn,
   mail: config.mail.smtpUrl !== undefined,
   appOfHost: (host) => appAtHost(host, routes, config),
+  ...(certificates ? { servedOverTls: (host: string) => certificates.contextFor(host) !== undefined } : {}),
 });
 const authRoutes = new AuthRoutes(signIn, {
   config,
@@ -52,10 +58,11 @@ const authRoutes = new AuthRoutes(signIn, {
 });
 const ingress = await startIngress({
   config,
-  kc: loadKubeConfig(config.kubeconfig),
+  kc,
   log,
   recorder,
   routes,
+  ...(certificates ? { certificates } : {}),
   jwks: () => keys.jwks(),
   auth: { signIn, routes: authRoutes, callbacks: providers.callbacks },
   reusePort: workers > 1,

@@ -267,6 +267,7 @@ const reasons: Record<number, string> = {
   401: 'Unauthorized',
   403: 'Forbidden',
   404: 'Not Found',
+  421: 'Misdirected Request',
   502: 'Bad Gateway',
   503: 'Service Unavailable',
 };

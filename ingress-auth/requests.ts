@@ -13,10 +13,12 @@ import { authRequest, forwarded, noSignIn, record, type IngressContext, type Sig
 import { sendError } from './errors.js';
 import { decisionsFor, gateAll } from './gate.js';
 import type { Forwarded } from './headers.js';
-import { appAtHost } from './host.js';
+import { appAtHost, hostnameOf } from './host.js';
 import { platformRoute, signInHostRoute } from './platform.js';
 import type { Outcome } from './proxy.js';
 import { canonicalize, platformPath } from './target.js';
+import { challengeRoute, isChallengePath } from './tls/challenges.js';
+import { httpsOrigin, isTls, misdirected, misdirectedAnswer } from './tls/connection.js';
 
 /** How long a request to a deployed app with no ready machine waits for one before its 503. */
 const endpointsLagMs = 3_000;
@@ -92,9 +94,32 @@ export function requestHandler(ctx: IngressContext): RequestHandler {
   return (req, res) => {
     const started = performance.now();
     const requestId = randomUUID();
+    // Over TLS, only requests for the name the connection was opened for (its SNI name).
+    if (misdirected(req)) {
+      const page = misdirectedAnswer(requestId);
+      res.writeHead(421, page.headers);
+      res.end(req.method === 'HEAD' ? undefined : page.body);
+      return;
+    }
     const bad = canonicalize(req);
     if (bad) return sendError(res, 400, bad, req.headers.accept, requestId);
     const url = req.url!;
+    // ACME HTTP-01: answered here, before sign-in and the app, and never redirected.
+    if (ctx.challenges && isChallengePath(url)) return challengeRoute(ctx.challenges, req, res, requestId);
+    // Plain HTTP for a name served over HTTPS: there (308 keeps the method and body).
+    if (ctx.certificates && !isTls(req)) {
+      const hostname = hostnameOf(req.headers.host);
+      if (hostname !== undefined && ctx.certificates.contextFor(hostname)) {
+        res.writeHead(308, {
+          location: `${httpsOrigin(hostname, config.proxy.tlsPublicPort)}${url}`,
+          'content-length': 0,
+          'cache-control': 'no-store',
+          'x-request-id': requestId,
+        });
+        res.end();
+        return;
+      }
+    }
     if (ctx.auth && audienceOf(req.headers.host ?? '') === config.auth.host) return signInHostRoute(ctx, req, res, requestId);
     const reserved = platformPath(url);
     if (reserved) return platformRoute(ctx, req, res, reserved, requestId);

@@ -1,8 +1,12 @@
 // ingress-auth's HTTP server: every request to every app hostname. It builds the handlers' shared
 // parts once (context.ts) and listens; a plain request goes through requests.ts, an upgrade through
-// upgrades.ts, both through the one gate (gate.ts); `/_svc/` is the platform's (platform.ts).
-import { createServer } from 'node:http';
+// upgrades.ts, both through the one gate (gate.ts); `/_svc/` is the platform's (platform.ts). With
+// `proxy.tlsPort`, the same handlers also serve HTTPS, the certificate chosen by SNI
+// (tls/certificates.ts; docs/decisions/0028-https.md).
+import { createServer, type Server } from 'node:http';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import type { Duplex } from 'node:stream';
 import type * as k8s from '@kubernetes/client-node';
 import type { ComponentConfig } from '../lib/config.js';
@@ -12,6 +16,9 @@ import type { IngressContext, SignInParts } from './context.js';
 import { Proxy } from './proxy.js';
 import { requestHandler } from './requests.js';
 import { RouteTable, type RouteSource } from './routes.js';
+import { appAtHost } from './host.js';
+import { CertificateStore, type CertificateSource } from './tls/certificates.js';
+import { ChallengeStore, type ChallengeSource } from './tls/challenges.js';
 import { upgradeHandler } from './upgrades.js';
 
 /** What this process reads of the configuration (lib/config.ts, components). */
@@ -35,10 +42,37 @@ export interface IngressOptions {
   port?: number;
   /** Bind with SO_REUSEPORT, beside the other workers on the same port (workers.ts). */
   reusePort?: boolean;
+  /** Overrides config.proxy.tlsPort (tests listen on port 0); undefined in both: no HTTPS listener. */
+  tlsPort?: number;
+  /** Default with an HTTPS listener: an informer of the certificate Secrets through `kc`. */
+  certificates?: CertificateSource;
+  /**
+   * Default with an HTTPS listener or the ACME issuer configured: an informer of the challenge
+   * ConfigMaps through `kc`. Without either, the challenge path is an app's like any other.
+   */
+  challenges?: ChallengeSource;
+}
+
+/** The certificate store main.ts and startIngress build from the configuration. */
+export function certificateStore(
+  config: Config,
+  kc: k8s.KubeConfig,
+  routes: Pick<RouteSource, 'app' | 'domainApp'>,
+  log: Logger,
+): CertificateStore {
+  return new CertificateStore(kc, {
+    namespace: config.certificates.namespace,
+    platformSecret: config.certificates.platformSecret,
+    appsDomain: config.appsDomain,
+    routedIn: (hostname) => appAtHost(hostname, routes, config)?.metadata.namespace,
+    log,
+  });
 }
 
 export interface Ingress {
   url: string;
+  /** `https://...` of the HTTPS listener, when there is one. */
+  tlsUrl?: string;
   routes: RouteSource;
   close(): Promise<void>;
 }
@@ -46,7 +80,14 @@ export interface Ingress {
 export async function startIngress(opts: IngressOptions): Promise<Ingress> {
   const { config, log } = opts;
   const routes = opts.routes ?? new RouteTable(opts.kc, log);
-  await routes.start();
+  const tlsPort = opts.tlsPort ?? config.proxy.tlsPort;
+  const certificates = tlsPort === undefined ? undefined : (opts.certificates ?? certificateStore(config, opts.kc, routes, log));
+  const challenges =
+    opts.challenges ??
+    (tlsPort !== undefined || config.certificates.issuer === 'acme'
+      ? new ChallengeStore(opts.kc, { namespace: config.certificates.namespace, log })
+      : undefined);
+  await Promise.all([routes.start(), certificates?.start(), challenges?.start()]);
   const proxy = new Proxy({
     connectionsPerUpstream: config.proxy.upstreamConnections,
     headersTimeoutMs: config.proxy.upstreamTimeoutMs,
@@ -54,45 +95,97 @@ export async function startIngress(opts: IngressOptions): Promise<Ingress> {
   });
   const pruneTimer = setInterval(() => proxy.prune(routes.origins()), 30_000);
   pruneTimer.unref();
-  const ctx: IngressContext = { config, log, routes, proxy, auth: opts.auth, jwks: opts.jwks, recorder: opts.recorder };
+  const ctx: IngressContext = {
+    config,
+    log,
+    routes,
+    proxy,
+    auth: opts.auth,
+    jwks: opts.jwks,
+    recorder: opts.recorder,
+    certificates,
+    challenges,
+  };
 
-  const server = createServer({ keepAlive: true });
   const onRequest = requestHandler(ctx);
-  server.on('request', onRequest);
-  server.on('upgrade', upgradeHandler(ctx, onRequest));
-  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
-    if (err.code !== 'ECONNRESET' && err.code !== 'EPIPE') log.debug({ err: err.message }, 'Malformed request');
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
-  });
-  // Longer than the usual balancer's idle timeout (60 s), so the balancer closes first.
-  server.keepAliveTimeout = 65_000;
+  const onUpgrade = upgradeHandler(ctx, onRequest);
+  const serve = <S extends Server | HttpsServer>(server: S): S => {
+    server.on('request', onRequest);
+    server.on('upgrade', onUpgrade);
+    server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+      if (err.code !== 'ECONNRESET' && err.code !== 'EPIPE') log.debug({ err: err.message }, 'Malformed request');
+      if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+    });
+    // Longer than the usual balancer's idle timeout (60 s), so the balancer closes first.
+    server.keepAliveTimeout = 65_000;
+    return server;
+  };
   const host = opts.host ?? config.proxy.host;
-  const port = opts.port ?? config.proxy.port;
+  const server = await listen(serve(createServer({ keepAlive: true })), host, opts.port ?? config.proxy.port, opts.reusePort);
+  const url = urlOf('http', server);
+  log.info({ host, port: (server.address() as AddressInfo).port, appsDomain: config.appsDomain }, `ingress-auth listening on ${url}`);
+
+  let tlsServer: HttpsServer | undefined;
+  let tlsUrl: string | undefined;
+  if (certificates && tlsPort !== undefined) {
+    // No certificate of its own: a name nothing is served for, or no SNI at all, ends the handshake.
+    const https = createHttpsServer({
+      keepAlive: true,
+      SNICallback: (servername, done) => {
+        const context = certificates.contextFor(servername);
+        if (context) done(null, context);
+        else done(new Error(`no certificate is served for ${servername}`));
+      },
+    });
+    https.on('tlsClientError', (err: NodeJS.ErrnoException, socket: TLSSocket) => {
+      if (log.isLevelEnabled('debug')) log.debug({ err: err.message, servername: socket.servername }, 'TLS handshake failed');
+      socket.destroy();
+    });
+    try {
+      tlsServer = await listen(serve(https), host, tlsPort, opts.reusePort);
+    } catch (err) {
+      await closeServer(server);
+      throw err;
+    }
+    tlsUrl = urlOf('https', tlsServer);
+    log.info({ host, port: (tlsServer.address() as AddressInfo).port }, `ingress-auth listening on ${tlsUrl}`);
+  }
+
+  return {
+    url,
+    ...(tlsUrl ? { tlsUrl } : {}),
+    routes,
+    close: async () => {
+      clearInterval(pruneTimer);
+      await Promise.all([closeServer(server), tlsServer && closeServer(tlsServer)]);
+      await proxy.close();
+      await Promise.all([routes.stop(), certificates?.stop(), challenges?.stop()]);
+    },
+  };
+}
+
+async function listen<S extends Server | HttpsServer>(server: S, host: string, port: number, reusePort: boolean | undefined): Promise<S> {
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     // A cluster worker binds its own socket (exclusive), which SO_REUSEPORT lets the others share.
-    server.listen({ port, host, ...(opts.reusePort ? { reusePort: true, exclusive: true } : {}) }, () => {
+    server.listen({ port, host, ...(reusePort ? { reusePort: true, exclusive: true } : {}) }, () => {
       server.off('error', reject);
       resolve();
     });
   });
-  const addr = server.address() as AddressInfo;
-  const url = `http://${addr.address === '0.0.0.0' || addr.address === '::' ? '127.0.0.1' : addr.address}:${addr.port}`;
-  log.info({ host, port: addr.port, appsDomain: config.appsDomain }, `ingress-auth listening on ${url}`);
+  return server;
+}
 
-  return {
-    url,
-    routes,
-    close: async () => {
-      clearInterval(pruneTimer);
-      const closed = new Promise((resolve) => server.close(resolve));
-      server.closeIdleConnections();
-      // In-flight requests get a few seconds to finish; then whatever is left is cut.
-      const cut = setTimeout(() => server.closeAllConnections(), 5_000);
-      await closed;
-      clearTimeout(cut);
-      await proxy.close();
-      await routes.stop();
-    },
-  };
+function urlOf(scheme: 'http' | 'https', server: Server | HttpsServer): string {
+  const addr = server.address() as AddressInfo;
+  return `${scheme}://${addr.address === '0.0.0.0' || addr.address === '::' ? '127.0.0.1' : addr.address}:${addr.port}`;
+}
+
+async function closeServer(server: Server | HttpsServer): Promise<void> {
+  const closed = new Promise((resolve) => server.close(resolve));
+  server.closeIdleConnections();
+  // In-flight requests get a few seconds to finish; then whatever is left is cut.
+  const cut = setTimeout(() => server.closeAllConnections(), 5_000);
+  await closed;
+  clearTimeout(cut);
 }

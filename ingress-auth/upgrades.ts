@@ -16,6 +16,8 @@ import { writeRaw } from './proxy.js';
 import type { RequestHandler } from './requests.js';
 import { hasBody } from './retry.js';
 import { canonicalize, platformPath } from './target.js';
+import { isChallengePath } from './tls/challenges.js';
+import { misdirected, misdirectedAnswer } from './tls/connection.js';
 
 export function upgradeHandler(
   ctx: IngressContext,
@@ -28,6 +30,7 @@ export function upgradeHandler(
     const requestId = randomUUID();
     socket.on('error', () => undefined);
     const refuse = (status: number, message: string) => writeRaw(socket, errorPage(status, message, req.headers.accept, requestId), status);
+    if (misdirected(req)) return writeRaw(socket, misdirectedAnswer(requestId), 421);
     if (req.method !== 'GET' || !/^\s*websocket\s*$/i.test(req.headers.upgrade ?? '')) {
       // RFC 9110 7.8 lets a server ignore Upgrade; one with a body is refused, as its body was
       // never read as HTTP.
@@ -41,6 +44,7 @@ export function upgradeHandler(
     const bad = canonicalize(req);
     if (bad) return refuse(400, bad);
     if (platformPath(req.url ?? '/')) return refuse(404, 'no platform route here');
+    if (ctx.challenges && isChallengePath(req.url ?? '/')) return refuse(404, 'no such ACME challenge here');
     const app = appAtHost(req.headers.host, routes, config);
     if (!app) return refuse(404, `no app is served at ${req.headers.host ?? 'this address'}`);
     const decisions = decisionsFor(app, req.url ?? '/');

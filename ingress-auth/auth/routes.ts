@@ -82,7 +82,7 @@ export class AuthRoutes {
   }
 
   private sessionCookie(r: Pick<AuthRequest, 'req'>): string | undefined {
-    const token = readCookie(r.req.headers.cookie, this.signIn.cookies.session);
+    const token = readCookie(r.req.headers.cookie, this.signIn.cookiesFor(r.req).names.session);
     return token && isSecretShape(token) ? token : undefined;
   }
 
@@ -217,7 +217,8 @@ export class AuthRoutes {
     const form = await readForm(r.req);
     const token = form.token;
     if (!isSecretShape(token)) return sendJson(r.res, 400, { error: 'token: not a sign-in token' }, r.requestId);
-    const flow = readCookie(r.req.headers.cookie, this.signIn.cookies.flow);
+    const cookies = this.signIn.cookiesFor(r.req);
+    const flow = readCookie(r.req.headers.cookie, cookies.names.flow);
     const found = await this.signIn.links.redeem(token, r.app.metadata.uid!, flow && isSecretShape(flow) ? hashSecret(flow) : undefined);
     if (!found)
       return sendJson(r.res, 403, { error: 'this sign-in link is not valid (used, expired, revoked or for another app)' }, r.requestId);
@@ -230,7 +231,7 @@ export class AuthRoutes {
       established = await this.signIn.establish(r.res, r.app, r.host, found.identity);
     }
     if (established === 'disabled') return sendJson(r.res, 403, { error: 'this user is disabled on this app' }, r.requestId);
-    if (flow) r.res.appendHeader('set-cookie', clearCookie(this.signIn.cookies.flow, this.signIn.secure));
+    if (flow) r.res.appendHeader('set-cookie', clearCookie(cookies.names.flow, cookies.secure));
     sendJson(r.res, 200, { next: safeNext(found.next), user: userRecord(established.identity) }, r.requestId);
   }
 
@@ -239,9 +240,10 @@ export class AuthRoutes {
     if (method !== 'POST') return sendJson(r.res, 405, { error: 'use POST to sign out' }, r.requestId);
     if (!sameOrigin(r)) return sendJson(r.res, 403, { error: 'cross-site sign-out requests are refused' }, r.requestId);
     const current = await this.currentSession(r);
-    const token = readCookie(r.req.headers.cookie, this.signIn.cookies.session);
+    const cookies = this.signIn.cookiesFor(r.req);
+    const token = readCookie(r.req.headers.cookie, cookies.names.session);
     if (token && isSecretShape(token)) await this.signIn.signOut(token);
-    r.res.appendHeader('set-cookie', clearCookie(this.signIn.cookies.session, this.signIn.secure));
+    r.res.appendHeader('set-cookie', clearCookie(cookies.names.session, cookies.secure));
     if (current) this.opts.log.info({ app: r.app.metadata.name, provider: current.session.identity.provider }, 'Signed out');
     this.answer(r, 200, { user: null }, () => signedOutPage(r.app.metadata.name!));
   }

@@ -28,6 +28,8 @@ export function signInProviders(deps: {
   signIn: SignIn;
   /** appAtHost (host.ts) on the route table: app hostnames and verified custom domains alike. */
   appOfHost: (host: string) => App | undefined;
+  /** Whether a hostname is served over HTTPS now (providers/flow.ts ProviderDeps). */
+  servedOverTls?: (host: string) => boolean;
   mail: boolean;
 }): SignInProviders {
   const routes = new Map<string, ProviderRoute>();

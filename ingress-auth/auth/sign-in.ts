@@ -3,7 +3,7 @@
 // LISTEN/NOTIFY, with a short time limit on cached entries as the backstop), the identity headers
 // for the app (assertions cached per session and hostname until half their lifetime), and starting
 // a session once a provider has established who someone is.
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Knex } from 'knex';
 import pg from 'pg';
 import type { ComponentConfig } from '../../lib/config.js';
@@ -17,6 +17,7 @@ import type { AssertedIdentity } from '../../lib/identity/assertion.js';
 import type { App } from '../../lib/resources/index.js';
 import { cookieNames, setCookie, type CookieNames } from './cookies.js';
 import { identityHeaders } from '../../lib/contract.js';
+import { isTls } from '../tls/connection.js';
 
 /** What this process reads of the configuration (lib/config.ts, components). */
 type Config = ComponentConfig<'ingress-auth'>;
@@ -36,7 +37,7 @@ export interface SignInOptions {
   db: Knex;
   config: Config;
   log: Logger;
-  signer: { sign(identity: AssertedIdentity, audienceHost: string): Promise<string> };
+  signer: { sign(identity: AssertedIdentity, audienceHost: string | readonly string[]): Promise<string> };
   assertionLifetimeSeconds: number;
   clock?: () => Date;
 }
@@ -66,8 +67,17 @@ export class SignIn {
     this.cookies = cookieNames(opts.config.auth.secureCookies);
   }
 
+  /** Whether cookies are `Secure` on plain HTTP (config `auth.secureCookies`); over TLS they always are (cookiesFor). */
   get secure(): boolean {
     return this.opts.config.auth.secureCookies;
+  }
+
+  /**
+   * The cookie names and `Secure` flag of a request: over TLS (the HTTPS listener) `__Host-` names,
+   * `Secure`; on plain HTTP as the configuration says (`cookies`, `secure`).
+   */
+  cookiesFor(req: IncomingMessage | undefined): { names: CookieNames; secure: boolean } {
+    return req && isTls(req) ? tlsCookies : { names: this.cookies, secure: this.secure };
   }
 
   /** Listens for revocations; reconnects (dropping the whole cache, revocations may have been missed) when the connection breaks. */
@@ -160,9 +170,12 @@ export class SignIn {
     const now = Date.now();
     // The owner flag is signed too: an app that verifies the assertion can trust all it grants.
     const owner = id.provider === 'svc' && id.facts?.namespace === app.metadata.namespace;
+    // On a custom domain, made out to that name and the app's own hostname too (decision 0028): the
+    // platform runtime checks the app hostname, an app of its own may check either.
+    const appHost = `${app.metadata.name}.${this.opts.config.appsDomain}`;
     const assertion = await this.opts.signer.sign(
       { sub: id.subject, email: id.email, provider: id.provider, name: id.name, ...(owner ? { owner: true } : {}) },
-      host,
+      [host, appHost],
     );
     const headers = [
       identityHeaders.subject,
@@ -207,7 +220,8 @@ export class SignIn {
     }
     const { token, session } = await this.sessions.create(app.metadata.uid!, host, who);
     const maxAge = sessionLimits[session.kind].absoluteMs / 1000;
-    appendSetCookie(res, setCookie(this.cookies.session, token, { secure: this.secure, maxAgeSeconds: maxAge }));
+    const cookies = this.cookiesFor(res.req);
+    appendSetCookie(res, setCookie(cookies.names.session, token, { secure: cookies.secure, maxAgeSeconds: maxAge }));
     this.opts.log.info(
       { app: app.metadata.name, ns: app.metadata.namespace, provider: who.provider, subject: who.subject, kind: session.kind },
       'Signed in',
@@ -220,6 +234,8 @@ export class SignIn {
     await this.sessions.revokeToken(token);
   }
 }
+
+const tlsCookies = Object.freeze({ names: cookieNames(true), secure: true });
 
 function identityKey(session: Session, host: string, app: App): string {
   return `${session.id}\n${host}\n${app.metadata.uid}`;

@@ -28,6 +28,12 @@ export const challengeLabel = 'svc.dev/acme-challenge';
 export const certificateAnnotations = {
   /** The name the certificate is for: `shop.example`, `*.shop.example`. */
   domain: 'svc.dev/domain',
+  /**
+   * The namespace of the Domain it was issued for: served only while the name routes to an App of
+   * that namespace, so one account's certificate (a wildcard's, or one left behind while a removed
+   * name is claimed by another account) never shows for another account's name.
+   */
+  namespace: 'svc.dev/domain-namespace',
   /** RFC 3339: when the certificate expires. */
   notAfter: 'svc.dev/not-after',
 } as const;
@@ -36,3 +42,9 @@ export const acmeChallengePathPrefix = '/.well-known/acme-challenge/';
 
 /** An ACME token: base64url, at least 128 bits (RFC 8555 §8.3); anything else is never served. */
 export const acmeToken = /^[A-Za-z0-9_-]{22,128}$/;
+
+/**
+ * RFC 3339: when the issuer renews the certificate of a `certificateSources.acme` Secret (a third of
+ * its lifetime before `notAfter`, less a random jitter drawn once, when it was issued).
+ */
+export const certificateRenewAfterAnnotation = 'svc.dev/renew-after';

@@ -6,7 +6,9 @@ import { signInProviders } from '../../ingress-auth/auth/setup.js';
 import { SignIn } from '../../ingress-auth/auth/sign-in.js';
 import { appAtHost } from '../../ingress-auth/host.js';
 import { RouteTable } from '../../ingress-auth/routes.js';
-import { startIngress, type Ingress } from '../../ingress-auth/server.js';
+import { certificateStore, startIngress, type Ingress } from '../../ingress-auth/server.js';
+import type { CertificateSource } from '../../ingress-auth/tls/certificates.js';
+import type { ChallengeSource } from '../../ingress-auth/tls/challenges.js';
 import type { MailEnqueuer } from '../../lib/auth/invitations.js';
 import { loadConfig, type Config } from '../../lib/config.js';
 import { AssertionKeyStore } from '../../lib/identity/assertion-keys.js';
@@ -21,6 +23,9 @@ export const appsDomain = 'apps.localhost';
 export interface TestIngress {
   url: string;
   port: number;
+  /** With `tls: true`: the HTTPS listener (certificates from the cluster's certificate Secrets). */
+  tlsUrl?: string;
+  tlsPort?: number;
   config: Config;
   ingress: Ingress;
   signIn: SignIn;
@@ -37,11 +42,18 @@ export async function startTestIngress(
     port?: number;
     env?: Record<string, string>;
     mail?: MailEnqueuer;
+    /** Also an HTTPS listener, on a free port that is also its public port (https:// redirects and origins). */
+    tls?: boolean;
+    /** With `tls`: certificates fed by the test (default: an informer of the cluster's certificate Secrets). */
+    certificates?: CertificateSource;
+    /** HTTP-01 answers fed by the test (default with `tls`: an informer of the cluster's challenge ConfigMaps). */
+    challenges?: ChallengeSource;
   } = {},
 ): Promise<TestIngress> {
   // App URLs (mail links, passkey origins, same-origin checks) come from configuration: say where
   // this ingress really listens, as an operator would.
   const port = opts.port ?? (await freePort());
+  const tlsPort = opts.tls ? await freePort() : undefined;
   const config = loadConfig(
     {
       SVC_LOG_LEVEL: 'silent',
@@ -49,6 +61,7 @@ export async function startTestIngress(
       SVC_DATABASE_URL: api.deps.config.databaseUrl,
       SVC_APPS_URL_SUFFIX: `:${port}`,
       SVC_ASSERTION_ISSUER: api.deps.config.assertion.issuer,
+      ...(tlsPort === undefined ? {} : { SVC_PROXY_TLS_PORT: String(tlsPort), SVC_PROXY_TLS_PUBLIC_PORT: String(tlsPort) }),
       ...opts.env,
     },
     { exists: () => false },
@@ -64,6 +77,8 @@ export async function startTestIngress(
   const signIn = new SignIn({ db, config, log, signer, assertionLifetimeSeconds: config.assertion.lifetimeSeconds, clock: clock.read });
   await signIn.start();
   const table = new RouteTable(kubeConfig(), log);
+  const certificates =
+    config.proxy.tlsPort === undefined ? undefined : (opts.certificates ?? certificateStore(config, kubeConfig(), table, log));
   const providers = signInProviders({
     config,
     log,
@@ -71,6 +86,7 @@ export async function startTestIngress(
     signIn,
     mail: opts.mail !== undefined,
     appOfHost: (h) => appAtHost(h, table, config),
+    ...(certificates ? { servedOverTls: (h: string) => certificates.contextFor(h) !== undefined } : {}),
   });
   const routes = new AuthRoutes(signIn, { config, log, mail: opts.mail, providerRoutes: providers.routes, available: providers.available });
   const ingress: Ingress = await startIngress({
@@ -82,10 +98,13 @@ export async function startTestIngress(
     auth: { signIn, routes, callbacks: providers.callbacks },
     host: '127.0.0.1',
     port,
+    ...(certificates ? { certificates } : {}),
+    ...(opts.challenges ? { challenges: opts.challenges } : {}),
   });
   return {
     url: ingress.url,
     port: Number(new URL(ingress.url).port),
+    ...(ingress.tlsUrl ? { tlsUrl: ingress.tlsUrl, tlsPort: Number(new URL(ingress.tlsUrl).port) } : {}),
     config,
     ingress,
     signIn,

@@ -28,8 +28,17 @@ describe('ingress-auth: configuration', () => {
     const c = loadConfig({}, { exists: () => false });
     assert.deepEqual(
       { ...c.proxy },
-      { host: '0.0.0.0', port: 8081, upstreamConnections: 256, upstreamTimeoutMs: 60_000, workers: availableParallelism() },
+      {
+        host: '0.0.0.0',
+        port: 8081,
+        upstreamConnections: 256,
+        upstreamTimeoutMs: 60_000,
+        workers: availableParallelism(),
+        tlsPort: undefined,
+        tlsPublicPort: 443,
+      },
     );
+    assert.equal(loadConfig({ SVC_PROXY_TLS_PORT: '8443' }, { exists: () => false }).proxy.tlsPort, 8443);
     assert.equal(loadConfig({ SVC_PROXY_WORKERS: '3' }, { exists: () => false }).proxy.workers, 3);
     assert.throws(() => loadConfig({ SVC_PROXY_WORKERS: '0' }, { exists: () => false }), /SVC_PROXY_WORKERS: must be 1-64/);
     assert.equal(loadConfig({ SVC_PROXY_PORT: '9000', SVC_PROXY_HOST: '127.0.0.1' }, { exists: () => false }).proxy.port, 9000);

@@ -18,6 +18,7 @@ import { redirect, sendJson, sendPage } from '../respond.js';
 import type { AuthRequest } from '../routes.js';
 import { loginUrl } from '../../../lib/contract.js';
 import { originOf } from '../../host.js';
+import { httpsOrigin } from '../../tls/connection.js';
 
 /** What this process reads of the configuration (lib/config.ts, components). */
 type Config = ComponentConfig<'ingress-auth'>;
@@ -33,6 +34,11 @@ export interface ProviderDeps {
    * verified custom domain), to check a flow's app is still there, on the hostname it started on.
    */
   appOfHost(host: string): App | undefined;
+  /**
+   * Whether a hostname is served over HTTPS now (a certificate is served for it, so plain HTTP
+   * redirects there): the way back from a provider is then its https origin. Absent: never.
+   */
+  servedOverTls?(host: string): boolean;
 }
 
 /** Failures a provider reports, by what the person can do about them. */
@@ -70,7 +76,8 @@ export async function startFlow(
     binding: hashSecret(binding),
     next: safeNext(r.query.get('next')),
   });
-  appendSetCookie(r.res, setCookie(signIn.cookies.flow, binding, { secure: signIn.secure, maxAgeSeconds: flowLifetimeMs / 1000 }));
+  const cookies = signIn.cookiesFor(r.req);
+  appendSetCookie(r.res, setCookie(cookies.names.flow, binding, { secure: cookies.secure, maxAgeSeconds: flowLifetimeMs / 1000 }));
   redirect(r.res, url.href, r.requestId);
 }
 
@@ -94,7 +101,10 @@ export async function finishFlow(
   if (!app || app.metadata.uid !== flow.appUid) return failurePage(res, 404, 'The app this sign-in was for is gone.', requestId);
   // Back to the hostname the flow started on, which still serves this App (checked just above):
   // the flow cookie that binds the handoff is there, and so is the session it makes.
-  const back = loginUrl(flow.next, { origin: originOf(deps.config.site, flow.host) });
+  const origin = deps.servedOverTls?.(flow.host)
+    ? httpsOrigin(flow.host, deps.config.proxy.tlsPublicPort)
+    : originOf(deps.config.site, flow.host);
+  const back = loginUrl(flow.next, { origin });
   let identity: Identity;
   try {
     identity = await identify(flow, app);
