@@ -639,6 +639,11 @@ const proxy = part({
     }),
 });
 
+/** External account binding: both or neither (each read, so readsOf lists both). */
+function eabOf(kid: string | undefined, hmacKey: string | undefined) {
+  return kid && hmacKey ? Object.freeze({ kid, hmacKey }) : undefined;
+}
+
 const certificates = part({
   env: {
     // Where certificate Secrets and HTTP-01 challenge ConfigMaps live (the chart's release namespace).
@@ -668,7 +673,7 @@ const certificates = part({
       .default('svc-acme-account'),
     // ingress-auth's address as the issuer reaches it: a challenge is answered to the CA only once
     // ingress-auth serves it there (its informer may lag the ConfigMap by a moment).
-    SVC_ACME_HTTP01_CHECK_URL: z.string().url('must be ingress-auth\'s http:// URL').optional(),
+    SVC_ACME_HTTP01_CHECK_URL: z.string().url("must be ingress-auth's http:// URL").optional(),
     // The CA's limits (Let's Encrypt's by default): the issuer never exceeds them.
     SVC_ACME_CERTS_PER_DOMAIN_WEEK: z.coerce.number().int().min(1).max(100_000).default(50),
     SVC_ACME_FAILED_VALIDATIONS_PER_HOUR: z.coerce.number().int().min(1).max(1000).default(5),
@@ -683,7 +688,7 @@ const certificates = part({
       acme: Object.freeze({
         directoryUrl: e.SVC_ACME_DIRECTORY_URL,
         contact: e.SVC_ACME_CONTACT,
-        eab: e.SVC_ACME_EAB_KID && e.SVC_ACME_EAB_HMAC_KEY ? Object.freeze({ kid: e.SVC_ACME_EAB_KID, hmacKey: e.SVC_ACME_EAB_HMAC_KEY }) : undefined,
+        eab: eabOf(e.SVC_ACME_EAB_KID, e.SVC_ACME_EAB_HMAC_KEY),
         caFile: e.SVC_ACME_CA_FILE,
         accountSecret: e.SVC_ACME_ACCOUNT_SECRET,
         http01CheckUrl: e.SVC_ACME_HTTP01_CHECK_URL,
@@ -979,7 +984,19 @@ export const components = {
     'machineNetwork',
     'controllersMetrics',
   ],
-  'ingress-auth': ['logLevel', 'databaseUrl', 'kubeconfig', 'appsDomain', 'appsUrlSuffix', 'site', 'proxy', 'certificates', 'assertion', 'auth', 'mail'],
+  'ingress-auth': [
+    'logLevel',
+    'databaseUrl',
+    'kubeconfig',
+    'appsDomain',
+    'appsUrlSuffix',
+    'site',
+    'proxy',
+    'certificates',
+    'assertion',
+    'auth',
+    'mail',
+  ],
   'policy-agent': ['logLevel', 'kubeconfig'],
   'local-volumes': ['stateDir', 'logLevel', 'kubeconfig', 'nodes'],
   // The artifact key (deploys) checks build credentials.

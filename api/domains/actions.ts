@@ -22,6 +22,11 @@ export interface DomainActionDeps {
   events: Pick<ApiDeps['events'], 'record'>;
   /** Checks a domain's records against what DNS answers (lib/domains/check.ts with the configured resolvers). */
   check: (d: DomainName, expected: ExpectedRecord[]) => Promise<DomainCheck>;
+  /**
+   * The domain's certificate (docs/decisions/0028-https.md): removing a domain deletes its Secret at
+   * once (the certificate issuer's sweep would, a pass later). Optional: tests of other things skip it.
+   */
+  certificates?: { remove: (domain: string) => Promise<void> };
   settings: {
     appsDomain: string;
     edgeAddresses: readonly string[];
@@ -83,8 +88,9 @@ export class DomainActions {
    * Adds a domain to the app: claimed for the account (a 409 if anyone else holds it, or another of
    * its apps), within the limits, taken under the account's lock; then its resource, checked 2 s
    * later. Adding it again answers the one there (`created: false`); a failed one is claimed anew.
+   * `declared`: named by the App's `spec.domains` (api/domains/declared.ts), which may remove it again.
    */
-  async add(actor: Actor, app: AppRecord, raw: string): Promise<{ view: DomainView; created: boolean }> {
+  async add(actor: Actor, app: AppRecord, raw: string, opts: { declared?: boolean } = {}): Promise<{ view: DomainView; created: boolean }> {
     const domain = this.parse(raw);
     const refused = apexNeedsEdge(domain, this.d.settings.edgeAddresses);
     if (refused) throw new DomainError('invalid', refused);
@@ -124,7 +130,7 @@ export class DomainActions {
       }
       try {
         if (existing?.phase === 'Failed') await this.d.domains.delete(actor.namespace, domain.name);
-        return { created: true, record: await this.d.domains.create(actor.namespace, domain.name, { name: app.name, id: app.id }) };
+        return { created: true, record: await this.d.domains.create(actor.namespace, domain.name, { name: app.name, id: app.id }, opts) };
       } catch (err) {
         // Nothing half-written: no resource, no claim.
         await this.d.claims.release(domain.name, actor.accountId);
@@ -135,10 +141,16 @@ export class DomainActions {
     return { view: { domain, record, expected: await this.expected(actor.accountId, domain, app.name) }, created };
   }
 
-  /** Removes a domain: its resource first (ingress-auth stops routing it), then its claim. */
+  /** Removes a domain: its resource first (ingress-auth stops routing it), its certificate, then its claim. */
   async remove(actor: Actor, app: AppRecord, raw: string): Promise<void> {
     const record = this.find(actor, app, raw);
     await this.d.domains.delete(actor.namespace, record.name);
+    // Never fails the removal: a Secret left behind serves nobody, and the issuer's sweep deletes it.
+    await this.d.certificates
+      ?.remove(record.name)
+      .catch((err: unknown) =>
+        this.d.log.warn({ err, domain: record.name }, "Deleting a removed domain's certificate failed; the issuer's sweep retries"),
+      );
     await this.d.claims.release(record.name, actor.accountId);
     await this.d.events.record(actor.accountId, 'domain.removed', app.name, { domain: record.name, app: app.name });
   }

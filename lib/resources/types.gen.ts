@@ -646,6 +646,40 @@ export interface DomainStatus {
   verifiedAt?: string;
   nextCheckAt?: string;
   /**
+   * The domain's HTTPS certificate, as the API's certificate issuer last wrote it (docs/decisions/0028-https.md); the verifier writes the rest of the status.
+   */
+  certificate?: {
+    phase?: 'Pending' | 'Issued' | 'Failed';
+    /**
+     * A CamelCase reason (Issued, Renewed, Ordering, ValidationFailed, RateLimited, DNS01Unavailable, ...).
+     */
+    reason?: string;
+    /**
+     * The reason in words.
+     */
+    message?: string;
+    /**
+     * When the certificate served expires.
+     */
+    notAfter?: string;
+    /**
+     * When it is renewed (a third of its lifetime left, less a random jitter).
+     */
+    renewAfter?: string;
+    /**
+     * Its kubernetes.io/tls Secret in the certificates namespace.
+     */
+    secretName?: string;
+    /**
+     * When an order of it was last placed.
+     */
+    lastAttemptAt?: string;
+    /**
+     * After a failure or a refusal, not before this is it ordered again.
+     */
+    retryAfter?: string;
+  };
+  /**
    * Each record to publish, what DNS answered for it, and whether it is right.
    */
   records?: {

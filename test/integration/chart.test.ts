@@ -247,6 +247,12 @@ describe('chart: the platform installed on the local cluster', { timeout: 15 * 6
     'api.artifacts.existingClaim=artifacts',
     '--set',
     `ingressAuth.service.port=${proxyPort}`,
+    // The certificates namespace made by the test (a server-side dry run cannot place a Role in a
+    // namespace the same manifest would make), one per run.
+    '--set',
+    `certificates.namespace=${ns.name}-certs`,
+    '--set',
+    'certificates.createNamespace=false',
   ];
 
   const api = async (method: string, p: string, body?: unknown) => {
@@ -284,6 +290,7 @@ describe('chart: the platform installed on the local cluster', { timeout: 15 * 6
 
   before(async () => {
     ns = await testNamespace(core, 'chart');
+    await core.createNamespace({ body: { metadata: { name: `${ns.name}-certs` } } });
     // The platform's PostgreSQL, outside the release as in production: the svc/postgres image as a
     // Pod and a Service at the address the local values name.
     await core.createNamespacedPod({
@@ -369,6 +376,7 @@ describe('chart: the platform installed on the local cluster', { timeout: 15 * 6
     await helm('uninstall', release, '-n', ns.name, '--wait').catch(() => undefined);
     if (accountNamespace) await core.deleteNamespace({ name: accountNamespace }).catch(() => undefined);
     await core.deletePersistentVolume({ name: `${ns?.name}-artifacts` }).catch(() => undefined);
+    if (ns) await core.deleteNamespace({ name: `${ns.name}-certs` }).catch(() => undefined);
     await ns?.dispose();
     if (artifacts) await rm(artifacts, { recursive: true, force: true }).catch(() => undefined);
     if (hostControllersStopped) await hostControllers('up');

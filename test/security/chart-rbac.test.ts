@@ -21,10 +21,17 @@ const tenant = `svc-acct-rbac${Date.now().toString(36)}`;
 const decoy = `svc-decoy-${Date.now().toString(36)}`;
 /** The sandbox namespace (the controllers make it on the local platform; the chart on a cluster). */
 const sandboxes = 'svc-sandboxes';
+/** The certificates namespace (templates/certificates.yaml), made by the test as the chart would. */
+const certificates = `svc-certs-rbac${Date.now().toString(36)}`;
 /** The release's own namespace (the test's namespace, known once before() made it). */
 const platform = '(release namespace)';
 const needs: Record<string, Access[]> = {
   'svc-api': [
+    // The certificate issuer: certificates, the ACME account key and HTTP-01 challenges, in their own namespace.
+    ...(['create', 'get', 'list', 'watch', 'patch', 'delete'] as const).flatMap((verb): Access[] => [
+      [verb, '', 'secrets', undefined, certificates],
+      [verb, '', 'configmaps', undefined, certificates],
+    ]),
     ['list', 'svc.dev', 'apps'],
     ['watch', 'svc.dev', 'apps'],
     ['get', 'svc.dev', 'apps', undefined, tenant],
@@ -129,6 +136,11 @@ const needs: Record<string, Access[]> = {
     ['patch', 'postgresql.cnpg.io', 'clusters', undefined, tenant],
   ],
   'svc-ingress-auth': [
+    // Certificates by SNI and HTTP-01 answers, from informers of the certificates namespace.
+    ['list', '', 'secrets', undefined, certificates],
+    ['watch', '', 'secrets', undefined, certificates],
+    ['list', '', 'configmaps', undefined, certificates],
+    ['watch', '', 'configmaps', undefined, certificates],
     ['list', 'svc.dev', 'apps'],
     ['watch', 'svc.dev', 'apps'],
     ['list', 'svc.dev', 'domains'],
@@ -194,6 +206,10 @@ const refused: Record<string, Access[]> = {
   ],
   'svc-ingress-auth': [
     ['get', '', 'secrets', undefined, tenant],
+    // Reads certificates; issuing them is the API's.
+    ['create', '', 'secrets', undefined, certificates],
+    ['patch', '', 'secrets', undefined, certificates],
+    ['list', '', 'secrets', undefined, platform],
     ['patch', 'svc.dev', 'apps', undefined, tenant],
     // It reads Domains; their status is the API's verifier's to write.
     ['patch', 'svc.dev', 'domains', 'status', tenant],
@@ -212,7 +228,18 @@ describe('chart RBAC (real apiserver)', () => {
     authz = kc.makeApiClient(k8s.AuthorizationV1Api);
     ns = await testNamespace(kc.makeApiClient(k8s.CoreV1Api), 'rbac');
     // Rendered by helm itself, as an install would, into the test's namespace.
-    const text = await renderChart('svc', ns.name, '-f', localValues, '--show-only', 'templates/rbac.yaml');
+    const core0 = kc.makeApiClient(k8s.CoreV1Api);
+    await core0.createNamespace({ body: { metadata: { name: certificates } } });
+    const text = await renderChart(
+      'svc',
+      ns.name,
+      '-f',
+      localValues,
+      '--set',
+      `certificates.namespace=${certificates}`,
+      '--show-only',
+      'templates/rbac.yaml',
+    );
     dir = await mkdtemp(path.join(tmpdir(), 'svc-rbac-'));
     rendered = path.join(dir, 'rbac.yaml');
     await writeFile(rendered, text);
@@ -225,7 +252,7 @@ describe('chart RBAC (real apiserver)', () => {
   });
   after(async () => {
     const core = kubeConfig().makeApiClient(k8s.CoreV1Api);
-    for (const name of [tenant, decoy]) await core.deleteNamespace({ name }).catch(() => undefined);
+    for (const name of [tenant, decoy, certificates]) await core.deleteNamespace({ name }).catch(() => undefined);
     if (rendered) await kubectl('delete', '--ignore-not-found', '-f', rendered).catch(() => undefined);
     if (dir) await rm(dir, { recursive: true, force: true });
     await ns?.dispose();

@@ -60,6 +60,12 @@ apps' domain and URLs, mail, sign-in providers and the images the platform start
   value: {{ .Values.appsUrlSuffix | quote }}
 - name: SVC_AUTH_SECURE_COOKIES
   value: {{ .Values.tls.enabled | quote }}
+- name: SVC_CERTIFICATES_NAMESPACE
+  value: {{ .Values.certificates.namespace | quote }}
+{{- with .Values.certificates.platformSecret }}
+- name: SVC_CERTIFICATES_PLATFORM_SECRET
+  value: {{ . | quote }}
+{{- end }}
 - name: SVC_ARTIFACT_KEY
   valueFrom:
     secretKeyRef:

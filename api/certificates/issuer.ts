@@ -1,0 +1,448 @@
+// The certificate issuer (docs/decisions/0028-https.md): a worker of the API that, every pass,
+// observes the Domains (the informer), their claims (PostgreSQL) and the certificate Secrets of the
+// certificates namespace, decides what to do (lib/certificates/plan.ts), and applies it:
+// - an order of a verified name without a certificate, or due its renewal, within the budget kept in
+//   PostgreSQL (lib/certificates/budget.ts: its pending row is the order's lease, so API replicas
+//   never order one name twice), through ACME (lib/certificates/acme.ts); the certificate written as
+//   a `kubernetes.io/tls` Secret (lib/certificates/contract.ts), `status.certificate` of its Domain
+//   (a merge patch of that field only: the verifier writes the rest), and an event;
+// - a Secret whose name is no longer verified deleted, and that Domain's status.certificate removed.
+// A pass that throws is logged; the next one tries again. Tests drive it with pass().
+import type * as k8s from '@kubernetes/client-node';
+import { X509Certificate } from 'node:crypto';
+import type { Knex } from 'knex';
+import type { ComponentConfig } from '../../lib/config.js';
+import { labels, managers } from '../../lib/contract.js';
+import { AcmeIssuer, CertificateError, type CertificateSource, type IssuedCertificate } from '../../lib/certificates/acme.js';
+import { retryAfterFailure, type OrderLimits } from '../../lib/certificates/budget.js';
+import {
+  certificateAnnotations,
+  certificateLabel,
+  certificateRenewAfterAnnotation,
+  certificateSecretName,
+  certificateSources,
+} from '../../lib/certificates/contract.js';
+import { CertificateOrders, type OrderBook } from '../../lib/certificates/orders.js';
+import {
+  planCertificates,
+  type CertificateStatus,
+  type CertificateStep,
+  type ObservedClaim,
+  type ObservedDomain,
+  type ObservedSecret,
+} from '../../lib/certificates/plan.js';
+import { renewAfterOf } from '../../lib/certificates/renewal.js';
+import { ignoreStatus, serverSideApply } from '../../lib/kube/client.js';
+import type { Logger } from '../../lib/logger.js';
+import type { ApiDeps } from '../deps.js';
+import type { DomainRepository, StatusPatch } from '../repositories/domains.js';
+
+type CertificatesConfig = ComponentConfig<'api'>['certificates'];
+
+type Core = Pick<
+  k8s.CoreV1Api,
+  | 'listNamespacedSecret'
+  | 'patchNamespacedSecret'
+  | 'deleteNamespacedSecret'
+  | 'readNamespacedSecret'
+  | 'createNamespacedSecret'
+  | 'createNamespacedConfigMap'
+  | 'deleteNamespacedConfigMap'
+  | 'createNamespace'
+>;
+
+/** Reads the claims of names (app_domains): which namespace and account hold each, and whether it is verified. */
+export type ClaimsView = (names: readonly string[]) => Promise<Map<string, ObservedClaim>>;
+
+export function claimsFromDb(db: Knex): ClaimsView {
+  return async (names) => {
+    const out = new Map<string, ObservedClaim>();
+    if (!names.length) return out;
+    const rows = (await db('app_domains')
+      .select('name', 'namespace', 'account_id', 'verified_at')
+      .whereIn('name', [...names])) as Array<{
+      name: string;
+      namespace: string;
+      account_id: string;
+      verified_at: Date | null;
+    }>;
+    for (const r of rows) out.set(r.name, { namespace: r.namespace, accountId: r.account_id, verified: r.verified_at !== null });
+    return out;
+  };
+}
+
+export interface CertificateIssuerDeps {
+  /** config.certificates. */
+  config: CertificatesConfig;
+  core: Core;
+  domains: Pick<DomainRepository, 'list' | 'writeStatus'>;
+  /** For the orders and the claims, unless they are given. */
+  db?: Knex;
+  orders?: OrderBook;
+  claims?: ClaimsView;
+  /** The ACME client (default: lib/certificates/acme.ts with config.acme). */
+  acme?: CertificateSource;
+  events: Pick<ApiDeps['events'], 'record'>;
+  log: Logger;
+  clock?: () => Date;
+  /** The renewal jitter's random source. */
+  random?: () => number;
+  /** Between two passes (default 15 s). */
+  intervalMs?: number;
+  /** Orders in flight at once in one pass (default 3). */
+  parallel?: number;
+}
+
+/** What one pass did, by domain (tests wait on it). */
+export interface PassResult {
+  issued: string[];
+  renewed: string[];
+  failed: Array<{ domain: string; reason: string; message: string }>;
+  /** Refused by the budget (or the CA's rate limit) before any order: not ordered. */
+  refused: Array<{ domain: string; reason: string; until: Date | undefined }>;
+  /** Secrets deleted (their domains). */
+  deleted: string[];
+}
+
+const toIso = (d: Date | undefined) => d?.toISOString();
+
+export class CertificateIssuer {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<PassResult> | undefined;
+  private stopped = false;
+  private readonly orders: OrderBook;
+  private readonly claims: ClaimsView;
+  private readonly source: CertificateSource;
+  private readonly clock: () => Date;
+  private readonly limits: OrderLimits;
+
+  /** Whether the configuration asks for this issuer: `acme`, with a directory. */
+  static enabled(config: CertificatesConfig): boolean {
+    return config.issuer === 'acme' && config.acme.directoryUrl !== undefined;
+  }
+
+  constructor(private readonly d: CertificateIssuerDeps) {
+    const { config } = d;
+    if (!d.orders && !d.db) throw new Error('CertificateIssuer needs db or orders');
+    if (!d.claims && !d.db) throw new Error('CertificateIssuer needs db or claims');
+    this.orders = d.orders ?? new CertificateOrders(d.db!);
+    this.claims = d.claims ?? claimsFromDb(d.db!);
+    this.clock = d.clock ?? (() => new Date());
+    this.limits = config.acme.limits;
+    if (d.acme) this.source = d.acme;
+    else {
+      if (!config.acme.directoryUrl) throw new Error('CertificateIssuer needs config.acme.directoryUrl (SVC_ACME_DIRECTORY_URL)');
+      this.source = new AcmeIssuer({
+        core: d.core,
+        log: d.log,
+        settings: {
+          namespace: config.namespace,
+          directoryUrl: config.acme.directoryUrl,
+          contact: config.acme.contact,
+          eab: config.acme.eab,
+          caFile: config.acme.caFile,
+          accountSecret: config.acme.accountSecret,
+          http01CheckUrl: config.acme.http01CheckUrl,
+        },
+      });
+    }
+  }
+
+  start(): void {
+    this.stopped = false;
+    this.timer = setInterval(() => {
+      if (this.running) return;
+      this.pass().catch((err: unknown) => this.d.log.warn({ err }, 'A pass of the certificate issuer failed; the next one tries again'));
+    }, this.d.intervalMs ?? 15_000);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    await this.running?.catch(() => undefined);
+  }
+
+  /** One pass now (after the one running, if any): what it ordered, issued, refused and deleted. */
+  async pass(): Promise<PassResult> {
+    while (this.running) await this.running.catch(() => undefined);
+    const run = this.runPass();
+    this.running = run;
+    try {
+      return await run;
+    } finally {
+      if (this.running === run) this.running = undefined;
+    }
+  }
+
+  /** The certificate Secrets of the namespace, read. */
+  private async observeSecrets(): Promise<ObservedSecret[]> {
+    const list = await this.d.core.listNamespacedSecret({
+      namespace: this.d.config.namespace,
+      labelSelector: `${certificateLabel}=${certificateSources.acme}`,
+    });
+    return list.items.flatMap((s): ObservedSecret[] => {
+      const domain = s.metadata?.annotations?.[certificateAnnotations.domain];
+      if (!domain || !s.metadata?.name) return [];
+      return [
+        { name: s.metadata.name, domain, namespace: s.metadata.annotations?.[certificateAnnotations.namespace], ...readCertificate(s) },
+      ];
+    });
+  }
+
+  private async runPass(): Promise<PassResult> {
+    const result: PassResult = { issued: [], renewed: [], failed: [], refused: [], deleted: [] };
+    const observedAt = this.clock();
+    const secrets = await this.observeSecrets();
+    const domains: ObservedDomain[] = this.d.domains.list('').map((r) => ({
+      name: r.name,
+      namespace: r.namespace,
+      app: r.app,
+      phase: r.phase,
+      certificate: r.status?.certificate,
+    }));
+    const claims = await this.claims([...new Set([...domains.map((x) => x.name), ...secrets.map((s) => s.domain)])]);
+    const steps = planCertificates({ domains, claims, secrets, now: observedAt });
+    const orders = steps.filter((s): s is Extract<CertificateStep, { kind: 'order' }> => s.kind === 'order');
+    for (const step of steps) {
+      if (step.kind === 'order') continue;
+      await this.apply(step, result).catch((err: unknown) =>
+        this.d.log.warn(
+          { err, step: step.kind, domain: 'domain' in step ? step.domain : undefined },
+          'A certificate step failed; the next pass tries again',
+        ),
+      );
+    }
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: Math.min(this.d.parallel ?? 3, orders.length) }, async () => {
+        while (next < orders.length && !this.stopped) {
+          const step = orders[next++]!;
+          await this.order(step, secrets, observedAt, result).catch((err: unknown) =>
+            this.d.log.warn({ err, domain: step.domain.name }, 'A certificate order failed to be recorded; the next pass tries again'),
+          );
+        }
+      }),
+    );
+    return result;
+  }
+
+  private async apply(step: Exclude<CertificateStep, { kind: 'order' }>, result: PassResult): Promise<void> {
+    switch (step.kind) {
+      case 'unavailable':
+        await this.writeStatus(step.domain, { phase: 'Failed', reason: step.reason, message: step.message });
+        await this.d.events.record(step.accountId, 'certificate.failed', step.domain.app, {
+          domain: step.domain.name,
+          app: step.domain.app,
+          reason: step.reason,
+          message: step.message,
+        });
+        result.failed.push({ domain: step.domain.name, reason: step.reason, message: step.message });
+        return;
+      case 'record': {
+        const c = step.domain.certificate;
+        const issued = c?.phase === 'Issued' && (c.reason === 'Issued' || c.reason === 'Renewed');
+        await this.writeStatus(step.domain, {
+          phase: 'Issued',
+          reason: issued ? c.reason : 'Issued',
+          message: `the certificate is served until ${toIso(step.secret.notAfter)}; renewed after ${toIso(step.secret.renewAfter)}`,
+          secretName: step.secret.name,
+          notAfter: toIso(step.secret.notAfter),
+          renewAfter: toIso(step.secret.renewAfter),
+          lastAttemptAt: c?.lastAttemptAt,
+        });
+        return;
+      }
+      case 'delete':
+        await this.d.core.deleteNamespacedSecret({ namespace: this.d.config.namespace, name: step.secretName }).catch(ignoreStatus(404));
+        this.d.log.info({ domain: step.domain, secret: step.secretName }, 'Deleted the certificate of a domain no longer verified');
+        result.deleted.push(step.domain);
+        return;
+      case 'clear':
+        await this.d.domains.writeStatus(step.domain.namespace, step.domain.name, { certificate: null });
+        return;
+    }
+  }
+
+  /** One order: the budget, the CA, the Secret, the status, the event. */
+  private async order(
+    step: Extract<CertificateStep, { kind: 'order' }>,
+    secrets: readonly ObservedSecret[],
+    observedAt: Date,
+    result: PassResult,
+  ): Promise<void> {
+    const { domain, accountId } = step;
+    const current = domain.certificate;
+    const existing = secrets.find((s) => s.domain === domain.name && s.namespace === domain.namespace);
+    const stillValid = existing?.notAfter !== undefined && existing.notAfter.getTime() > this.clock().getTime();
+    const begin = await this.orders.begin({ domain: domain.name, accountId, limits: this.limits, now: this.clock(), observedAt });
+    if (!begin.allowed) {
+      if (begin.reason === 'OrderInFlight' || begin.reason === 'IssuedMeanwhile') return;
+      result.refused.push({ domain: domain.name, reason: begin.reason, until: begin.until });
+      const message = stillValid ? `the renewal waits: ${begin.message}` : begin.message;
+      // Said already (the failure that set this retry_after, or this refusal in an earlier pass).
+      if (current?.retryAfter === begin.until.toISOString()) return;
+      await this.writeStatus(domain, {
+        ...current,
+        phase: stillValid ? 'Issued' : 'Failed',
+        reason: begin.reason,
+        message,
+        retryAfter: begin.until.toISOString(),
+      });
+      if (current?.reason !== begin.reason)
+        await this.d.events.record(accountId, 'certificate.failed', domain.app, {
+          domain: domain.name,
+          app: domain.app,
+          reason: begin.reason,
+          message,
+          retry_after: begin.until.toISOString(),
+        });
+      return;
+    }
+
+    const startedAt = this.clock();
+    if (!stillValid)
+      await this.writeStatus(domain, {
+        phase: 'Pending',
+        reason: 'Ordering',
+        message: `a certificate is being ordered from the CA`,
+        lastAttemptAt: startedAt.toISOString(),
+      });
+    let cert: IssuedCertificate;
+    try {
+      cert = await this.source.issue(domain.name);
+    } catch (err) {
+      const now = this.clock();
+      const e =
+        err instanceof CertificateError
+          ? err
+          : new CertificateError('failed', 'OrderFailed', err instanceof Error ? err.message : String(err));
+      const retryAfter =
+        e.outcome === 'refused'
+          ? (e.retryAfter ?? retryAfterFailure(begin.failuresBefore + 1, now))
+          : retryAfterFailure(begin.failuresBefore + 1, now, e.retryAfter);
+      await this.orders.finish(begin.id, { outcome: e.outcome, now, reason: e.reason, message: e.message, retryAfter });
+      const message = `${stillValid ? 'the renewal failed: ' : ''}${e.message}; the next order is not before ${retryAfter.toISOString()}`;
+      await this.writeStatus(domain, {
+        ...(stillValid ? current : {}),
+        phase: stillValid ? 'Issued' : 'Failed',
+        reason: e.reason,
+        message,
+        retryAfter: retryAfter.toISOString(),
+        lastAttemptAt: startedAt.toISOString(),
+      });
+      await this.d.events.record(accountId, 'certificate.failed', domain.app, {
+        domain: domain.name,
+        app: domain.app,
+        reason: e.reason,
+        message: e.message,
+        retry_after: retryAfter.toISOString(),
+      });
+      if (e.outcome === 'refused') result.refused.push({ domain: domain.name, reason: e.reason, until: retryAfter });
+      else result.failed.push({ domain: domain.name, reason: e.reason, message: e.message });
+      this.d.log.warn({ domain: domain.name, reason: e.reason, message: e.message, retryAfter }, 'A certificate order did not succeed');
+      return;
+    }
+
+    // The CA issued it: counted against the budget whatever happens next. A failure to keep it
+    // (the Secret not written) is the pass's to log, and the next pass orders again.
+    const renewed = existing !== undefined;
+    await this.orders.finish(begin.id, { outcome: renewed ? 'renewed' : 'issued', now: this.clock() });
+    const renewAfter = renewAfterOf(cert.notBefore, cert.notAfter, this.d.random);
+    const secretName = certificateSecretName(domain.name);
+    await this.writeSecret(domain, secretName, cert.certificate, cert.key, cert.notAfter, renewAfter);
+    await this.writeStatus(domain, {
+      phase: 'Issued',
+      reason: renewed ? 'Renewed' : 'Issued',
+      message: `the certificate is served until ${cert.notAfter.toISOString()}; renewed after ${renewAfter.toISOString()}`,
+      notAfter: cert.notAfter.toISOString(),
+      renewAfter: renewAfter.toISOString(),
+      secretName,
+      lastAttemptAt: startedAt.toISOString(),
+    });
+    await this.d.events.record(accountId, renewed ? 'certificate.renewed' : 'certificate.issued', domain.app, {
+      domain: domain.name,
+      app: domain.app,
+      not_after: cert.notAfter.toISOString(),
+    });
+    (renewed ? result.renewed : result.issued).push(domain.name);
+    this.d.log.info(
+      { domain: domain.name, notAfter: cert.notAfter, renewAfter },
+      renewed ? 'Renewed a certificate' : 'Issued a certificate',
+    );
+  }
+
+  private async writeSecret(
+    domain: Pick<ObservedDomain, 'name' | 'namespace'>,
+    name: string,
+    chain: string,
+    key: string,
+    notAfter: Date,
+    renewAfter: Date,
+  ): Promise<void> {
+    const namespace = this.d.config.namespace;
+    await this.d.core.patchNamespacedSecret(
+      {
+        namespace,
+        name,
+        fieldManager: managers.api,
+        force: true,
+        body: {
+          apiVersion: 'v1',
+          kind: 'Secret',
+          metadata: {
+            name,
+            namespace,
+            labels: { [certificateLabel]: certificateSources.acme, [labels.managedBy]: managers.api },
+            annotations: {
+              [certificateAnnotations.domain]: domain.name,
+              [certificateAnnotations.namespace]: domain.namespace,
+              [certificateAnnotations.notAfter]: notAfter.toISOString(),
+              [certificateRenewAfterAnnotation]: renewAfter.toISOString(),
+            },
+          },
+          type: 'kubernetes.io/tls',
+          data: { 'tls.crt': Buffer.from(chain).toString('base64'), 'tls.key': Buffer.from(key).toString('base64') },
+        },
+      },
+      serverSideApply,
+    );
+  }
+
+  /** Writes `status.certificate` whole (a merge patch of that field: absent fields set null, the rest of the status untouched). */
+  private async writeStatus(domain: ObservedDomain, c: CertificateStatus): Promise<void> {
+    const keys: Array<keyof CertificateStatus> = [
+      'phase',
+      'reason',
+      'message',
+      'notAfter',
+      'renewAfter',
+      'secretName',
+      'lastAttemptAt',
+      'retryAfter',
+    ];
+    // Null removes a field (a merge patch merges objects): what this write leaves out must go.
+    const certificate = Object.fromEntries(keys.map((k) => [k, c[k] ?? null])) as NonNullable<StatusPatch['certificate']>;
+    await this.d.domains.writeStatus(domain.namespace, domain.name, { certificate });
+    domain.certificate = c;
+  }
+}
+
+/** A certificate Secret's validity, from its first certificate, and its renewal time (its annotation, else a third of its lifetime left). */
+export function readCertificate(s: k8s.V1Secret): Pick<ObservedSecret, 'notBefore' | 'notAfter' | 'renewAfter'> {
+  const none = { notBefore: undefined, notAfter: undefined, renewAfter: undefined };
+  const crt = s.data?.['tls.crt'];
+  if (!crt || !s.data?.['tls.key']) return none;
+  try {
+    const leaf = new X509Certificate(Buffer.from(crt, 'base64'));
+    const notBefore = new Date(leaf.validFrom);
+    const notAfter = new Date(leaf.validTo);
+    const annotated = Date.parse(s.metadata?.annotations?.[certificateRenewAfterAnnotation] ?? '');
+    const renewAfter = Number.isFinite(annotated)
+      ? new Date(Math.min(annotated, notAfter.getTime()))
+      : renewAfterOf(notBefore, notAfter, () => 0);
+    return { notBefore, notAfter, renewAfter };
+  } catch {
+    return none;
+  }
+}

@@ -1,0 +1,377 @@
+// The ACME side of the certificate issuer (docs/decisions/0028-https.md), over `acme-client` (RFC
+// 8555): the platform's account (its key kept in a Secret, made on first use; contact and EAB from
+// the configuration) and one order of one name, validated by HTTP-01 through a ConfigMap that
+// ingress-auth answers (lib/certificates/contract.ts). The CA is told to validate only once
+// ingress-auth answers the challenge at SVC_ACME_HTTP01_CHECK_URL, so an informer's lag never costs
+// a failed validation. Wildcards need DNS-01, which has no provider yet: refused before any order.
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
+import tls from 'node:tls';
+import { X509Certificate } from 'node:crypto';
+import type * as k8s from '@kubernetes/client-node';
+import acme from 'acme-client';
+import { labels, managers } from '../contract.js';
+import { kubeStatus } from '../kube/client.js';
+import type { Logger } from '../logger.js';
+import { acmeChallengePathPrefix, acmeToken, challengeConfigMapName, challengeLabel } from './contract.js';
+
+export interface AcmeSettings {
+  /** Where the account Secret and the challenge ConfigMaps live. */
+  namespace: string;
+  directoryUrl: string;
+  contact: string | undefined;
+  eab: { kid: string; hmacKey: string } | undefined;
+  /** A PEM file of CA certificates to trust for the directory's HTTPS, besides the system's. */
+  caFile: string | undefined;
+  accountSecret: string;
+  /** ingress-auth's address as the issuer reaches it (`http://host:port`); undefined: no self-check. */
+  http01CheckUrl: string | undefined;
+}
+
+/** What a certificate order ended with when it gave no certificate. */
+export class CertificateError extends Error {
+  constructor(
+    /** `refused`: the CA (or the issuer) refused before validating (a rate limit); `failed`: anything else. */
+    readonly outcome: 'failed' | 'refused',
+    /** CamelCase: DNS01Unavailable, RateLimited, ValidationFailed, ChallengeNotServed, ... */
+    readonly reason: string,
+    message: string,
+    /** The CA's Retry-After, if it said one. */
+    readonly retryAfter?: Date,
+    /** Whether an order was placed with the CA. */
+    readonly ordered = true,
+  ) {
+    super(message);
+    this.name = 'CertificateError';
+  }
+}
+
+export interface IssuedCertificate {
+  /** PEM, the full chain (leaf first). */
+  certificate: string;
+  /** PEM, the certificate's private key. */
+  key: string;
+  notBefore: Date;
+  notAfter: Date;
+}
+
+/** What issues certificates (AcmeIssuer; a fake in unit tests). */
+export interface CertificateSource {
+  issue(domain: string, key?: string): Promise<IssuedCertificate>;
+}
+
+export const dns01Unavailable = (domain: string) =>
+  new CertificateError(
+    'failed',
+    'DNS01Unavailable',
+    `wildcard certificates need a DNS provider (RFC 2136), not configured: ${domain} cannot be validated by HTTP-01`,
+    undefined,
+    false,
+  );
+
+type Core = Pick<
+  k8s.CoreV1Api,
+  'readNamespacedSecret' | 'createNamespacedSecret' | 'createNamespacedConfigMap' | 'deleteNamespacedConfigMap' | 'createNamespace'
+>;
+
+/** The last problem document the CA answered within one order (acme-client keeps only its detail). */
+interface Problem {
+  status: number;
+  type: string | undefined;
+  detail: string | undefined;
+  retryAfter: Date | undefined;
+}
+/** What one order saw of its HTTP exchanges: the last problem answered, the last request made. */
+export interface Exchange {
+  last: Problem | undefined;
+  request?: string;
+}
+const problems = new AsyncLocalStorage<Exchange>();
+let axiosPrepared = false;
+
+/**
+ * acme-client's one axios instance: a timeout; no retries of its own (it would sleep out a
+ * rate limit's Retry-After, hours perhaps, inside a pass: the issuer's schedule is the retry); each
+ * response's problem document kept for the order it belongs to; the configured CA trusted.
+ */
+function prepareAxios(caFile: string | undefined): void {
+  const ax = acme.axios;
+  if (caFile) ax.defaults.httpsAgent = new https.Agent({ ca: [...tls.rootCertificates, readFileSync(caFile, 'utf8')], keepAlive: true });
+  if (axiosPrepared) return;
+  axiosPrepared = true;
+  ax.defaults.timeout = 30_000;
+  const settings = (ax.defaults as unknown as { acmeSettings?: { retryMaxAttempts: number } }).acmeSettings;
+  if (settings) settings.retryMaxAttempts = 0;
+  ax.interceptors.request.use((config) => {
+    const ctx = problems.getStore();
+    if (ctx) ctx.request = `${(config.method ?? 'get').toUpperCase()} ${config.url ?? ''}`;
+    return config;
+  });
+  ax.interceptors.response.use((resp) => {
+    const ctx = problems.getStore();
+    if (ctx) {
+      if (resp.status >= 400) {
+        const data = (resp.data ?? {}) as { type?: unknown; detail?: unknown };
+        ctx.last = {
+          status: resp.status,
+          type: typeof data.type === 'string' ? data.type : undefined,
+          detail: typeof data.detail === 'string' ? data.detail : undefined,
+          retryAfter: retryAfterOf(resp.headers['retry-after'], new Date()),
+        };
+      } else ctx.last = undefined;
+    }
+    return resp;
+  });
+}
+
+/** A Retry-After header's time (seconds, or an HTTP date), if it names one in the future. */
+export function retryAfterOf(header: unknown, now: Date): Date | undefined {
+  if (typeof header !== 'string' || header.trim() === '') return undefined;
+  const t = /^\d+$/.test(header.trim()) ? now.getTime() + Number(header.trim()) * 1000 : Date.parse(header);
+  return Number.isFinite(t) && t > now.getTime() ? new Date(t) : undefined;
+}
+
+/** `urn:ietf:params:acme:error:rateLimited` → `RateLimited`. */
+function reasonOf(type: string | undefined, fallback: string): string {
+  const last = type?.split(':').pop();
+  return last && /^[A-Za-z][A-Za-z0-9]*$/.test(last) ? last[0]!.toUpperCase() + last.slice(1) : fallback;
+}
+
+/** An error of a step of an order, mapped to what the issuer records. */
+export function mapAcmeError(err: unknown, exchange: Exchange | undefined, step: string, ordered: boolean): CertificateError {
+  if (err instanceof CertificateError) return err;
+  const problem = exchange?.last;
+  // A request that got no answer at all: acme-client's axios loses the network error and throws
+  // a TypeError of its own reading the missing response.
+  if (!problem && err instanceof TypeError && /reading 'config'/.test(err.message))
+    return new CertificateError(
+      'failed',
+      'CAUnavailable',
+      `${step} failed: the CA did not answer${exchange?.request ? ` ${exchange.request}` : ''} (unreachable, or it timed out)`,
+      undefined,
+      ordered,
+    );
+  const detail = problem?.detail ?? (err instanceof Error ? err.message : String(err));
+  if (problem?.type === 'urn:ietf:params:acme:error:rateLimited' || problem?.status === 429)
+    return new CertificateError('refused', 'RateLimited', `the CA refused ${step}: ${detail}`, problem.retryAfter, false);
+  return new CertificateError('failed', reasonOf(problem?.type, 'OrderFailed'), `${step} failed: ${detail}`, problem?.retryAfter, ordered);
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export class AcmeIssuer implements CertificateSource {
+  private client: Promise<acme.Client> | undefined;
+
+  constructor(
+    private readonly d: {
+      core: Core;
+      settings: AcmeSettings;
+      log: Logger;
+      /** How long ingress-auth has to answer a challenge before the order is given up (default 10 s). */
+      selfCheckMs?: number;
+    },
+  ) {
+    prepareAxios(d.settings.caFile);
+  }
+
+  /** The account's client: its key from the Secret (made on first use), the account created or found. */
+  private account(): Promise<acme.Client> {
+    this.client ??= this.makeAccount().catch((err: unknown) => {
+      this.client = undefined;
+      throw err;
+    });
+    return this.client;
+  }
+
+  private async makeAccount(): Promise<acme.Client> {
+    const s = this.d.settings;
+    const accountKey = await this.accountKey();
+    const client = new acme.Client({
+      directoryUrl: s.directoryUrl,
+      accountKey,
+      ...(s.eab ? { externalAccountBinding: s.eab } : {}),
+      backoffAttempts: 12,
+      backoffMin: 1000,
+      backoffMax: 10_000,
+    });
+    try {
+      // The key's account if it has one (acme-client then reads it, POST-as-GET), its contact kept current.
+      await client.createAccount({ onlyReturnExisting: true });
+      if (s.contact) await client.updateAccount({ contact: [s.contact] });
+    } catch (err) {
+      if (problems.getStore()?.last?.type !== 'urn:ietf:params:acme:error:accountDoesNotExist') throw err;
+      await client.createAccount({ termsOfServiceAgreed: true, ...(s.contact ? { contact: [s.contact] } : {}) });
+    }
+    this.d.log.info({ account: client.getAccountUrl(), directory: s.directoryUrl }, 'ACME account ready');
+    return client;
+  }
+
+  private async accountKey(): Promise<string> {
+    const { namespace, accountSecret: name } = this.d.settings;
+    const read = async () => {
+      const secret = await this.d.core.readNamespacedSecret({ namespace, name }).catch((err: unknown) => {
+        if (kubeStatus(err) === 404) return undefined;
+        throw err;
+      });
+      const pem = secret?.data?.['private-key.pem'];
+      return pem ? Buffer.from(pem, 'base64').toString('utf8') : undefined;
+    };
+    const existing = await read();
+    if (existing) return existing;
+    await this.ensureNamespace();
+    const key = (await acme.crypto.createPrivateEcdsaKey('P-256')).toString('utf8');
+    try {
+      await this.d.core.createNamespacedSecret({
+        namespace,
+        body: {
+          metadata: { name, namespace, labels: { [labels.managedBy]: managers.api } },
+          type: 'Opaque',
+          stringData: { 'private-key.pem': key },
+        },
+      });
+      return key;
+    } catch (err) {
+      // Another replica made it first: its key is the account's.
+      if (kubeStatus(err) !== 409) throw err;
+      const theirs = await read();
+      if (!theirs) throw new Error(`Secret ${namespace}/${name} exists without a private-key.pem`, { cause: err });
+      return theirs;
+    }
+  }
+
+  /**
+   * The namespace, made if missing (a local platform's; the chart's release namespace exists, and
+   * there the API may not make namespaces at all: any refusal is left to the writes that follow).
+   */
+  private async ensureNamespace(): Promise<void> {
+    const name = this.d.settings.namespace;
+    await this.d.core
+      .createNamespace({ body: { metadata: { name, labels: { [labels.managedBy]: managers.api } } } })
+      .catch((err: unknown) => {
+        if (kubeStatus(err) !== 409) this.d.log.debug({ err, namespace: name }, 'Not making the certificates namespace');
+      });
+  }
+
+  /**
+   * One order of `domain`: HTTP-01 for its one authorization, the CSR of `key` (PEM; a new P-256
+   * key when not given), the certificate's full chain. Throws a CertificateError.
+   */
+  async issue(domain: string, key?: string): Promise<IssuedCertificate> {
+    if (domain.startsWith('*.')) throw dns01Unavailable(domain);
+    const ctx: Exchange = { last: undefined };
+    return problems.run(ctx, async () => {
+      let step = 'creating the ACME account';
+      let ordered = false;
+      try {
+        const client = await this.account();
+        step = 'creating the order';
+        ctx.last = undefined;
+        let order = await client.createOrder({ identifiers: [{ type: 'dns', value: domain }] });
+        ordered = true;
+        step = 'reading the authorizations';
+        const authorizations = await client.getAuthorizations(order);
+        for (const authz of authorizations) {
+          if (authz.status === 'valid') continue;
+          step = `validating ${authz.identifier.value}`;
+          await this.validate(client, authz);
+        }
+        step = 'finalizing the order';
+        const certificateKey = key ?? (await acme.crypto.createPrivateEcdsaKey('P-256')).toString('utf8');
+        const [, csr] = await acme.crypto.createCsr({ commonName: domain, altNames: [domain] }, certificateKey);
+        order = await client.finalizeOrder(order, csr);
+        step = 'downloading the certificate';
+        const certificate = await client.getCertificate(order);
+        const leaf = new X509Certificate(certificate);
+        return { certificate, key: certificateKey, notBefore: new Date(leaf.validFrom), notAfter: new Date(leaf.validTo) };
+      } catch (err) {
+        throw mapAcmeError(err, ctx, step, ordered);
+      }
+    });
+  }
+
+  private async validate(client: acme.Client, authz: acme.Authorization): Promise<void> {
+    const domain = authz.identifier.value;
+    const challenge = authz.challenges.find((c) => c.type === 'http-01');
+    if (!challenge) throw new CertificateError('failed', 'NoHttp01Challenge', `the CA offered no http-01 challenge for ${domain}`);
+    if (!acmeToken.test(challenge.token))
+      throw new CertificateError('failed', 'BadToken', `the CA's http-01 token for ${domain} is not a base64url token ingress-auth serves`);
+    const keyAuthorization = await client.getChallengeKeyAuthorization(challenge);
+    const { namespace } = this.d.settings;
+    const name = challengeConfigMapName(challenge.token);
+    await this.d.core
+      .createNamespacedConfigMap({
+        namespace,
+        body: {
+          metadata: { name, namespace, labels: { [challengeLabel]: 'http-01', [labels.managedBy]: managers.api } },
+          data: { domain, token: challenge.token, keyAuthorization },
+        },
+      })
+      .catch((err: unknown) => {
+        if (kubeStatus(err) !== 409) throw err;
+      });
+    try {
+      if (this.d.settings.http01CheckUrl)
+        await this.untilServed(domain, challenge.token, keyAuthorization).catch(async (err: unknown) => {
+          // Not left pending at the CA (its pending authorizations are limited too).
+          await client.deactivateAuthorization(authz).catch(() => undefined);
+          throw err;
+        });
+      await client.completeChallenge(challenge);
+      try {
+        await client.waitForValidStatus(challenge);
+      } catch (err) {
+        throw new CertificateError(
+          'failed',
+          'ValidationFailed',
+          `the CA could not validate ${domain} by http-01: ${err instanceof Error ? err.message : String(err)}`,
+        );
+      }
+    } finally {
+      await this.d.core.deleteNamespacedConfigMap({ namespace, name }).catch((err: unknown) => {
+        if (kubeStatus(err) !== 404) this.d.log.warn({ err, name }, 'Deleting an HTTP-01 challenge ConfigMap failed');
+      });
+    }
+  }
+
+  /** Until ingress-auth answers the challenge as the CA will ask it (≤ selfCheckMs), else fails: the CA is not told. */
+  private async untilServed(domain: string, token: string, keyAuthorization: string): Promise<void> {
+    const deadline = Date.now() + (this.d.selfCheckMs ?? 10_000);
+    const url = new URL(`${acmeChallengePathPrefix}${token}`, this.d.settings.http01CheckUrl);
+    let last = 'no answer yet';
+    while (Date.now() < deadline) {
+      try {
+        const answer = await getText(url, domain);
+        if (answer.status === 200 && answer.body.trim() === keyAuthorization) return;
+        last = `it answered ${answer.status}`;
+      } catch (err) {
+        last = err instanceof Error ? err.message : String(err);
+      }
+      await sleep(250);
+    }
+    throw new CertificateError(
+      'failed',
+      'ChallengeNotServed',
+      `ingress-auth did not serve the http-01 challenge of ${domain} at ${url.origin} within ${Math.round((this.d.selfCheckMs ?? 10_000) / 1000)} s (${last}); the CA was not asked to validate`,
+    );
+  }
+}
+
+/** GET `url` with `Host: host` (fetch may not set Host), its status and up to 4 KiB of body. */
+function getText(url: URL, host: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = (url.protocol === 'https:' ? https : http).request(url, { method: 'GET', headers: { host }, timeout: 2000 }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        if (body.length < 4096) body += chunk;
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error('timed out')));
+    req.on('error', reject);
+    req.end();
+  });
+}

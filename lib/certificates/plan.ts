@@ -1,0 +1,135 @@
+// What the certificate issuer does in one pass (docs/decisions/0028-https.md), decided from what it
+// observed: the Domains (the API's informer), their claims (PostgreSQL: the account that holds each
+// name), and the certificate Secrets. Pure: api/certificates/issuer.ts observes and applies.
+//
+// - A name is ordered only when its Domain says Verified *and* its claim in PostgreSQL is held by the
+//   Domain's own namespace and verified: a Domain written by anyone else never gets a certificate.
+// - A wildcard needs DNS-01, which has no provider yet: it is Failed (DNS01Unavailable), never ordered.
+// - A certificate Secret is deleted only on positive evidence that its name is no longer verified:
+//   its claim is gone (removed, failed), or its Domain is cached in another phase. A cache that is
+//   empty or behind never deletes anything.
+import { certificateSecretName } from './contract.js';
+import { needsCertificate } from './renewal.js';
+
+export type CertificatePhase = 'Pending' | 'Issued' | 'Failed';
+
+/** A Domain's `status.certificate`, as the issuer writes it. */
+export interface CertificateStatus {
+  phase?: CertificatePhase;
+  reason?: string;
+  message?: string;
+  notAfter?: string;
+  renewAfter?: string;
+  secretName?: string;
+  lastAttemptAt?: string;
+  retryAfter?: string;
+}
+
+export interface ObservedDomain {
+  /** The domain (`shop.example`, `*.shop.example`). */
+  name: string;
+  namespace: string;
+  app: string;
+  phase: string;
+  certificate: CertificateStatus | undefined;
+}
+
+/** A name's claim in PostgreSQL (app_domains). */
+export interface ObservedClaim {
+  namespace: string;
+  accountId: string;
+  verified: boolean;
+}
+
+/** A certificate Secret of the issuer's (labelled `certificateLabel: acme`). */
+export interface ObservedSecret {
+  name: string;
+  /** Its domain annotation. */
+  domain: string;
+  /** Its Domain's namespace (annotation): a certificate issued for another account's Domain of the name is none of this one's. */
+  namespace: string | undefined;
+  /** Undefined: its certificate could not be read. */
+  notBefore: Date | undefined;
+  notAfter: Date | undefined;
+  renewAfter: Date | undefined;
+}
+
+export type CertificateStep =
+  /** Order a certificate (budget permitting): none yet, or its renewal is due. */
+  | { kind: 'order'; domain: ObservedDomain; accountId: string; renewal: boolean }
+  /** The name cannot be ordered at all (a wildcard): its status says so, once. */
+  | { kind: 'unavailable'; domain: ObservedDomain; accountId: string; reason: 'DNS01Unavailable'; message: string }
+  /** The certificate is fresh but the Domain's status does not say so (after a restart, a lost write). */
+  | { kind: 'record'; domain: ObservedDomain; secret: ObservedSecret }
+  /** A certificate whose name is no longer verified. */
+  | { kind: 'delete'; secretName: string; domain: string }
+  /** A Domain no longer verified that still shows a certificate. */
+  | { kind: 'clear'; domain: ObservedDomain };
+
+export const dns01Message = (domain: string) =>
+  `wildcard certificates need a DNS provider (RFC 2136), not configured: ${domain} cannot be validated by HTTP-01`;
+
+/** Whether the Domain of this namespace may have a certificate: Verified, and its claim this namespace's and verified. */
+export function isVerified(d: ObservedDomain, claim: ObservedClaim | undefined): boolean {
+  return d.phase === 'Verified' && claim !== undefined && claim.namespace === d.namespace && claim.verified;
+}
+
+export function planCertificates(o: {
+  domains: readonly ObservedDomain[];
+  claims: ReadonlyMap<string, ObservedClaim>;
+  secrets: readonly ObservedSecret[];
+  now: Date;
+}): CertificateStep[] {
+  const steps: CertificateStep[] = [];
+  const secretOf = new Map<string, ObservedSecret>();
+  for (const s of o.secrets) if (s.name === certificateSecretName(s.domain)) secretOf.set(s.domain, s);
+  const verified = new Map<string, ObservedDomain>();
+  for (const d of o.domains) if (isVerified(d, o.claims.get(d.name)) && !verified.has(d.name)) verified.set(d.name, d);
+
+  for (const d of verified.values()) {
+    const claim = o.claims.get(d.name)!;
+    // Another account's certificate of this name (the name moved, the old Secret not yet replaced): ordered anew.
+    const own = secretOf.get(d.name);
+    const secret = own?.namespace === d.namespace ? own : undefined;
+    const need = needsCertificate({ verified: true, secret: secret !== undefined, renewAfter: secret?.renewAfter, now: o.now });
+    if (need.need && d.name.startsWith('*.')) {
+      if (d.certificate?.phase !== 'Failed' || d.certificate.reason !== 'DNS01Unavailable')
+        steps.push({
+          kind: 'unavailable',
+          domain: d,
+          accountId: claim.accountId,
+          reason: 'DNS01Unavailable',
+          message: dns01Message(d.name),
+        });
+      continue;
+    }
+    if (need.need) {
+      steps.push({ kind: 'order', domain: d, accountId: claim.accountId, renewal: need.why === 'renewal' });
+      continue;
+    }
+    const c = d.certificate;
+    if (
+      secret &&
+      (c?.phase !== 'Issued' ||
+        c.secretName !== secret.name ||
+        c.notAfter !== secret.notAfter?.toISOString() ||
+        c.renewAfter !== secret.renewAfter?.toISOString())
+    )
+      steps.push({ kind: 'record', domain: d, secret });
+  }
+
+  for (const s of secretOf.values()) {
+    if (verified.has(s.domain)) continue;
+    const claim = o.claims.get(s.domain);
+    const cachedElsewhere = o.domains.some(
+      (d) => d.name === s.domain && claim && d.namespace === claim.namespace && d.phase !== 'Verified',
+    );
+    if (!claim || !claim.verified || cachedElsewhere) steps.push({ kind: 'delete', secretName: s.name, domain: s.domain });
+  }
+
+  for (const d of o.domains) {
+    if (d.certificate?.phase === undefined || isVerified(d, o.claims.get(d.name))) continue;
+    steps.push({ kind: 'clear', domain: d });
+  }
+  return steps;
+}

@@ -1,0 +1,627 @@
+// The certificate issuer (api/certificates/issuer.ts, lib/certificates/plan.ts) on fakes of the
+// Domains, their claims, the Secrets, the orders' table and the CA: a verified name without a
+// certificate is ordered, its Secret and status written and certificate.issued told; an unverified
+// name (or one whose claim is not its namespace's) is never ordered; a fresh certificate is left
+// alone, one past renewAfter renewed; a refusal of the budget or the CA is Failed with its reason and
+// no order; a wildcard is Failed DNS01Unavailable without an order; certificates of names no longer
+// verified are deleted.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import * as k8s from '@kubernetes/client-node';
+import { CertificateIssuer, readCertificate } from '../../api/certificates/issuer.js';
+import { domainRecord, type StatusPatch } from '../../api/repositories/domains.js';
+import { CertificateError, mapAcmeError, retryAfterOf, type IssuedCertificate } from '../../lib/certificates/acme.js';
+import { decideOrder, type OrderRecord } from '../../lib/certificates/budget.js';
+import {
+  certificateAnnotations,
+  certificateLabel,
+  certificateRenewAfterAnnotation,
+  certificateSecretName,
+} from '../../lib/certificates/contract.js';
+import { registeredDomainOf, type BeginAnswer, type OrderBook } from '../../lib/certificates/orders.js';
+import { planCertificates, type ObservedClaim, type ObservedDomain, type ObservedSecret } from '../../lib/certificates/plan.js';
+import type { ComponentConfig } from '../../lib/config.js';
+import { createLogger } from '../../lib/logger.js';
+import type { Domain } from '../../lib/resources/index.js';
+
+const day = 24 * 3600_000;
+const namespace = 'svc-certificates';
+
+let dir: string;
+/** A self-signed certificate of `name`, valid from now for `days` (openssl, as registry-auth.test.ts does). */
+function certificate(name: string, days = 90): { certificate: string; key: string } {
+  const key = path.join(dir, `${name}.key`);
+  const crt = path.join(dir, `${name}.crt`);
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      key,
+      '-out',
+      crt,
+      '-subj',
+      `/CN=${name}`,
+      '-days',
+      String(days),
+    ],
+    { stdio: 'ignore' },
+  );
+  return { certificate: readFileSync(crt, 'utf8'), key: readFileSync(key, 'utf8') };
+}
+
+before(() => {
+  dir = mkdtempSync(path.join(tmpdir(), 'certificate-issuer-'));
+});
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+const config: ComponentConfig<'api'>['certificates'] = {
+  namespace,
+  platformSecret: undefined,
+  issuer: 'acme',
+  acme: {
+    directoryUrl: 'https://pebble.test/dir',
+    contact: undefined,
+    eab: undefined,
+    caFile: undefined,
+    accountSecret: 'svc-acme-account',
+    http01CheckUrl: undefined,
+    limits: { certificatesPerDomainWeek: 50, failedValidationsPerHour: 5, ordersPer3h: 300 },
+  },
+};
+
+const notFound = () => new k8s.ApiException(404, 'not found', {}, {});
+
+class FakeCore {
+  readonly secrets = new Map<string, k8s.V1Secret>();
+  readonly deleted: string[] = [];
+  async listNamespacedSecret(p: { namespace: string; labelSelector?: string }) {
+    assert.equal(p.namespace, namespace);
+    assert.equal(p.labelSelector, `${certificateLabel}=acme`);
+    return { items: [...this.secrets.values()] } as k8s.V1SecretList;
+  }
+  failPatch = false;
+  async patchNamespacedSecret(p: { namespace: string; name: string; body: k8s.V1Secret }) {
+    if (this.failPatch) throw new Error('apiserver down');
+    this.secrets.set(p.name, JSON.parse(JSON.stringify(p.body)) as k8s.V1Secret);
+    return p.body;
+  }
+  async deleteNamespacedSecret(p: { namespace: string; name: string }) {
+    this.deleted.push(p.name);
+    if (!this.secrets.delete(p.name)) throw notFound();
+    return {};
+  }
+  async readNamespacedSecret(): Promise<never> {
+    throw new Error('not used');
+  }
+  async createNamespacedSecret(): Promise<never> {
+    throw new Error('not used');
+  }
+  async createNamespacedConfigMap(): Promise<never> {
+    throw new Error('not used');
+  }
+  async deleteNamespacedConfigMap(): Promise<never> {
+    throw new Error('not used');
+  }
+  async createNamespace(): Promise<never> {
+    throw new Error('not used');
+  }
+}
+
+/** Domains as the informer holds them; a status write is a merge patch of what it gives. */
+class FakeDomains {
+  readonly items: Domain[] = [];
+  readonly writes: Array<{ domain: string; status: StatusPatch }> = [];
+  add(domain: string, o: { namespace?: string; phase?: 'Pending' | 'Verified' | 'Misconfigured' | 'Failed'; app?: string } = {}) {
+    const d: Domain = {
+      apiVersion: 'svc.dev/v1alpha1',
+      kind: 'Domain',
+      metadata: { name: `d-${this.items.length}`, namespace: o.namespace ?? 'acct-1', creationTimestamp: new Date(), resourceVersion: '1' },
+      spec: { domain, app: o.app ?? 'web' },
+      status: { phase: o.phase ?? 'Verified' },
+    };
+    this.items.push(d);
+    return d;
+  }
+  list(ns: string) {
+    assert.equal(ns, '', 'the issuer reads every namespace');
+    return this.items.map(domainRecord);
+  }
+  async writeStatus(ns: string, domain: string, status: StatusPatch) {
+    this.writes.push({ domain, status });
+    const d = this.items.find((x) => x.metadata.namespace === ns && x.spec.domain === domain);
+    if (!d) return undefined;
+    const merged = mergePatch(d.status ?? {}, status) as Domain['status'];
+    d.status = merged;
+    return domainRecord(d);
+  }
+  certificateOf(domain: string) {
+    return this.items.find((x) => x.spec.domain === domain)?.status?.certificate;
+  }
+}
+
+function mergePatch(target: unknown, patch: unknown): unknown {
+  if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return patch;
+  const out: Record<string, unknown> = target && typeof target === 'object' && !Array.isArray(target) ? { ...target } : {};
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete out[k];
+    else out[k] = mergePatch(out[k], v);
+  }
+  return out;
+}
+
+/** certificate_orders in memory, deciding with the real budget. */
+class FakeOrders implements OrderBook {
+  readonly rows: Array<OrderRecord & { id: string }> = [];
+  async begin(o: Parameters<OrderBook['begin']>[0]): Promise<BeginAnswer> {
+    const d = decideOrder({
+      domain: o.domain,
+      registeredDomain: registeredDomainOf(o.domain),
+      rows: this.rows,
+      limits: o.limits,
+      now: o.now,
+      ...(o.observedAt ? { observedAt: o.observedAt } : {}),
+    });
+    if (!d.allowed) return d;
+    const id = String(this.rows.length + 1);
+    this.rows.push({
+      id,
+      domain: o.domain,
+      registeredDomain: registeredDomainOf(o.domain),
+      startedAt: o.now,
+      finishedAt: undefined,
+      outcome: 'pending',
+      reason: undefined,
+      retryAfter: undefined,
+    });
+    return { allowed: true, id, failuresBefore: 0 };
+  }
+  async finish(id: string, o: Parameters<OrderBook['finish']>[1]) {
+    const r = this.rows.find((x) => x.id === id)!;
+    Object.assign(r, { outcome: o.outcome, finishedAt: o.now, reason: o.reason, retryAfter: o.retryAfter });
+  }
+}
+
+class FakeAcme {
+  readonly orders: string[] = [];
+  fail: CertificateError | undefined;
+  days = 90;
+  async issue(domain: string): Promise<IssuedCertificate> {
+    this.orders.push(domain);
+    if (domain.startsWith('*.')) throw new Error('a wildcard reached the CA');
+    if (this.fail) throw this.fail;
+    const c = certificate(domain, this.days);
+    const info = readCertificate({ data: { 'tls.crt': Buffer.from(c.certificate).toString('base64'), 'tls.key': 'eA==' } });
+    return { ...c, notBefore: info.notBefore!, notAfter: info.notAfter! };
+  }
+}
+
+function setup(o: { now?: Date } = {}) {
+  let now = o.now ?? new Date();
+  const core = new FakeCore();
+  const domains = new FakeDomains();
+  const orders = new FakeOrders();
+  const acme = new FakeAcme();
+  const claims = new Map<string, ObservedClaim>();
+  const events: Array<[string, string, string, Record<string, unknown>]> = [];
+  const issuer = new CertificateIssuer({
+    config,
+    core,
+    domains,
+    orders,
+    claims: async (names) => new Map([...claims].filter(([n]) => names.includes(n))),
+    acme,
+    events: { record: async (a, type, subject, data) => void events.push([a, type, subject, data ?? {}]) },
+    log: createLogger('test', 'silent'),
+    clock: () => now,
+    random: () => 0.5,
+  });
+  /** A Domain of acct-1 and its claim, verified unless told. */
+  const domain = (
+    name: string,
+    phase: 'Pending' | 'Verified' | 'Misconfigured' | 'Failed' = 'Verified',
+    claim: Partial<ObservedClaim> | null = {},
+  ) => {
+    domains.add(name, { phase });
+    if (claim)
+      claims.set(name, { namespace: 'acct-1', accountId: 'acc_1', verified: phase === 'Verified' || phase === 'Misconfigured', ...claim });
+  };
+  return { issuer, core, domains, orders, acme, claims, events, domain, setNow: (d: Date) => (now = d) };
+}
+
+describe('CertificateIssuer', () => {
+  it('orders a verified name without a certificate: the Secret, status Issued, certificate.issued', async () => {
+    const t = setup();
+    t.domain('shop.example.com');
+    const r = await t.issuer.pass();
+    assert.deepEqual(r.issued, ['shop.example.com']);
+    assert.deepEqual(t.acme.orders, ['shop.example.com']);
+    const secret = t.core.secrets.get(certificateSecretName('shop.example.com'))!;
+    assert.equal(secret.type, 'kubernetes.io/tls');
+    assert.equal(secret.metadata!.labels![certificateLabel], 'acme');
+    assert.equal(secret.metadata!.annotations![certificateAnnotations.domain], 'shop.example.com');
+    assert.ok(secret.metadata!.annotations![certificateAnnotations.namespace], 'the Domain’s namespace, which ingress-auth matches');
+    const info = readCertificate(secret);
+    assert.equal(secret.metadata!.annotations![certificateAnnotations.notAfter], info.notAfter!.toISOString());
+    // renewAfter drawn once (random 0.5: a third and a twentieth of the lifetime before the end), kept on the Secret.
+    const lifetime = info.notAfter!.getTime() - info.notBefore!.getTime();
+    assert.equal(info.renewAfter!.getTime(), info.notAfter!.getTime() - lifetime / 3 - lifetime / 20);
+    assert.equal(secret.metadata!.annotations![certificateRenewAfterAnnotation], info.renewAfter!.toISOString());
+    const status = t.domains.certificateOf('shop.example.com')!;
+    assert.equal(status.phase, 'Issued');
+    assert.equal(status.secretName, certificateSecretName('shop.example.com'));
+    assert.equal(status.notAfter, info.notAfter!.toISOString());
+    assert.equal(status.renewAfter, info.renewAfter!.toISOString());
+    assert.deepEqual(
+      t.events.map(([a, type, subject]) => [a, type, subject]),
+      [['acc_1', 'certificate.issued', 'web']],
+    );
+    assert.deepEqual(
+      t.orders.rows.map((x) => x.outcome),
+      ['issued'],
+    );
+    // Every status write was of status.certificate alone (the verifier owns the rest).
+    assert.ok(t.domains.writes.every((w) => Object.keys(w.status).join() === 'certificate'));
+    // Fresh now: the next pass orders nothing and writes nothing.
+    const writes = t.domains.writes.length;
+    const again = await t.issuer.pass();
+    assert.deepEqual(again, { issued: [], renewed: [], failed: [], refused: [], deleted: [] });
+    assert.equal(t.acme.orders.length, 1);
+    assert.equal(t.domains.writes.length, writes);
+  });
+
+  it("never orders a name that is not verified, nor one whose claim is not its namespace's", async () => {
+    const t = setup();
+    t.domain('pending.example.com', 'Pending');
+    t.domain('misconfigured.example.com', 'Misconfigured');
+    t.domain('unclaimed.example.com', 'Verified', null);
+    t.domain('elsewhere.example.com', 'Verified', { namespace: 'acct-2' });
+    t.domain('unverified-claim.example.com', 'Verified', { verified: false });
+    const r = await t.issuer.pass();
+    assert.deepEqual(t.acme.orders, []);
+    assert.deepEqual(t.orders.rows, []);
+    assert.deepEqual(r, { issued: [], renewed: [], failed: [], refused: [], deleted: [] });
+    assert.deepEqual(t.events, []);
+  });
+
+  it('renews a certificate past its renewAfter (certificate.renewed), and leaves a fresh one alone', async () => {
+    const t = setup();
+    t.domain('shop.example.com');
+    await t.issuer.pass();
+    const first = readCertificate(t.core.secrets.get(certificateSecretName('shop.example.com'))!);
+    t.setNow(new Date(first.renewAfter!.getTime() - 60_000));
+    await t.issuer.pass();
+    assert.equal(t.acme.orders.length, 1, 'fresh a minute before renewAfter');
+    t.setNow(new Date(first.renewAfter!.getTime() + 60_000));
+    const r = await t.issuer.pass();
+    assert.deepEqual(r.renewed, ['shop.example.com']);
+    assert.equal(t.acme.orders.length, 2);
+    assert.deepEqual(
+      t.events.map(([, type]) => type),
+      ['certificate.issued', 'certificate.renewed'],
+    );
+    assert.deepEqual(
+      t.orders.rows.map((x) => x.outcome),
+      ['issued', 'renewed'],
+    );
+    assert.equal(t.domains.certificateOf('shop.example.com')!.reason, 'Renewed');
+  });
+
+  it('a refusal of the budget: status Failed with its reason and when, no order, told once', async () => {
+    const t = setup();
+    t.domain('shop.example.com');
+    const retryAfter = new Date(Date.now() + 3600_000);
+    t.orders.rows.push({
+      id: 'old',
+      domain: 'shop.example.com',
+      registeredDomain: 'example.com',
+      startedAt: new Date(Date.now() - 600_000),
+      finishedAt: new Date(Date.now() - 590_000),
+      outcome: 'failed',
+      reason: 'ValidationFailed',
+      retryAfter,
+    });
+    const r = await t.issuer.pass();
+    assert.deepEqual(r.refused, [{ domain: 'shop.example.com', reason: 'BackingOff', until: retryAfter }]);
+    assert.deepEqual(t.acme.orders, []);
+    const status = t.domains.certificateOf('shop.example.com')!;
+    assert.equal(status.phase, 'Failed');
+    assert.equal(status.reason, 'BackingOff');
+    assert.equal(status.retryAfter, retryAfter.toISOString());
+    await t.issuer.pass();
+    assert.deepEqual(
+      t.events.map(([, type, , data]) => [type, data.reason]),
+      [['certificate.failed', 'BackingOff']],
+    );
+  });
+
+  it("a failure of the CA: status Failed with the CA's detail, a back-off of 1 h, certificate.failed", async () => {
+    const now = new Date();
+    const t = setup({ now });
+    t.domain('shop.example.com');
+    t.acme.fail = new CertificateError(
+      'failed',
+      'ValidationFailed',
+      'the CA could not validate shop.example.com by http-01: connection refused',
+    );
+    const r = await t.issuer.pass();
+    assert.deepEqual(
+      r.failed.map((f) => f.reason),
+      ['ValidationFailed'],
+    );
+    const status = t.domains.certificateOf('shop.example.com')!;
+    assert.equal(status.phase, 'Failed');
+    assert.match(status.message!, /connection refused/);
+    assert.equal(status.retryAfter, new Date(now.getTime() + 3600_000).toISOString());
+    assert.deepEqual(
+      t.orders.rows.map((x) => [x.outcome, x.reason]),
+      [['failed', 'ValidationFailed']],
+    );
+    assert.deepEqual(
+      t.events.map(([, type]) => type),
+      ['certificate.failed'],
+    );
+    assert.equal(t.core.secrets.size, 0);
+    // Retried only after the back-off.
+    await t.issuer.pass();
+    assert.equal(t.acme.orders.length, 1);
+  });
+
+  it("the CA's rate limit: refused with its Retry-After, no Secret", async () => {
+    const t = setup();
+    t.domain('shop.example.com');
+    const until = new Date(Date.now() + 5 * 3600_000);
+    t.acme.fail = new CertificateError('refused', 'RateLimited', 'the CA refused creating the order: too many certificates', until, false);
+    const r = await t.issuer.pass();
+    assert.deepEqual(r.refused, [{ domain: 'shop.example.com', reason: 'RateLimited', until }]);
+    assert.deepEqual(
+      t.orders.rows.map((x) => [x.outcome, x.retryAfter?.toISOString()]),
+      [['refused', until.toISOString()]],
+    );
+    assert.equal(t.domains.certificateOf('shop.example.com')!.reason, 'RateLimited');
+  });
+
+  it('a certificate issued but not kept (the Secret write failed) still counts, and the next pass orders again', async () => {
+    const t = setup();
+    t.domain('shop.example.com');
+    t.core.failPatch = true;
+    const r = await t.issuer.pass();
+    assert.deepEqual(r.issued, []);
+    assert.deepEqual(
+      t.orders.rows.map((x) => x.outcome),
+      ['issued'],
+    );
+    t.core.failPatch = false;
+    t.setNow(new Date(Date.now() + 1000));
+    assert.deepEqual((await t.issuer.pass()).issued, ['shop.example.com']);
+    assert.deepEqual(
+      t.orders.rows.map((x) => x.outcome),
+      ['issued', 'issued'],
+    );
+    assert.equal(t.core.secrets.size, 1);
+  });
+
+  it('a wildcard is Failed DNS01Unavailable without an order, told once', async () => {
+    const t = setup();
+    t.domain('*.shop.example.com');
+    const r = await t.issuer.pass();
+    assert.deepEqual(
+      r.failed.map((f) => f.reason),
+      ['DNS01Unavailable'],
+    );
+    assert.deepEqual(t.acme.orders, []);
+    assert.deepEqual(t.orders.rows, []);
+    const status = t.domains.certificateOf('*.shop.example.com')!;
+    assert.equal(status.phase, 'Failed');
+    assert.equal(status.reason, 'DNS01Unavailable');
+    assert.match(status.message!, /wildcard certificates need a DNS provider \(RFC 2136\), not configured/);
+    await t.issuer.pass();
+    assert.deepEqual(
+      t.events.map(([, type, , data]) => [type, data.reason]),
+      [['certificate.failed', 'DNS01Unavailable']],
+    );
+  });
+
+  it('deletes the certificate of a name no longer verified, and clears its status; an empty cache deletes nothing', async () => {
+    const t = setup();
+    t.domain('gone.example.com');
+    t.domain('broken.example.com');
+    t.domain('kept.example.com');
+    await t.issuer.pass();
+    assert.equal(t.core.secrets.size, 3);
+    // gone: removed (the Domain and its claim); broken: misconfigured (its claim still verified).
+    t.domains.items.splice(
+      t.domains.items.findIndex((d) => d.spec.domain === 'gone.example.com'),
+      1,
+    );
+    t.claims.delete('gone.example.com');
+    t.domains.items.find((d) => d.spec.domain === 'broken.example.com')!.status!.phase = 'Misconfigured';
+    const r = await t.issuer.pass();
+    assert.deepEqual(r.deleted.sort(), ['broken.example.com', 'gone.example.com']);
+    assert.deepEqual([...t.core.secrets.keys()], [certificateSecretName('kept.example.com')]);
+    assert.equal(t.domains.certificateOf('broken.example.com'), undefined);
+    // A cache that lost every Domain (claims still verified): nothing is deleted.
+    const items = t.domains.items.splice(0);
+    assert.deepEqual((await t.issuer.pass()).deleted, []);
+    assert.equal(t.core.secrets.size, 1);
+    t.domains.items.push(...items);
+  });
+});
+
+describe('planCertificates', () => {
+  const now = new Date('2027-01-01T00:00:00Z');
+  const claims = new Map<string, ObservedClaim>([
+    ['a.example.com', { namespace: 'acct-1', accountId: 'acc_1', verified: true }],
+    ['b.example.com', { namespace: 'acct-1', accountId: 'acc_1', verified: true }],
+  ]);
+  const d = (name: string, phase = 'Verified'): ObservedDomain => ({
+    name,
+    namespace: 'acct-1',
+    app: 'web',
+    phase,
+    certificate: undefined,
+  });
+  const s = (name: string, renewAfter: Date, namespace = 'acct-1'): ObservedSecret => ({
+    name: certificateSecretName(name),
+    domain: name,
+    namespace,
+    notBefore: new Date(now.getTime() - 30 * day),
+    notAfter: new Date(now.getTime() + 60 * day),
+    renewAfter,
+  });
+
+  it('orders the verified without a certificate, renews the due, records the fresh one in the status', () => {
+    const steps = planCertificates({
+      domains: [d('a.example.com'), d('b.example.com')],
+      claims,
+      secrets: [s('b.example.com', new Date(now.getTime() + day))],
+      now,
+    });
+    assert.deepEqual(
+      steps.map((x) => [
+        x.kind,
+        'domain' in x && typeof x.domain === 'object' ? x.domain.name : undefined,
+        x.kind === 'order' ? x.renewal : undefined,
+      ]),
+      [
+        ['order', 'a.example.com', false],
+        ['record', 'b.example.com', undefined],
+      ],
+    );
+    const due = planCertificates({
+      domains: [d('b.example.com')],
+      claims,
+      secrets: [s('b.example.com', new Date(now.getTime() - 1))],
+      now,
+    });
+    assert.deepEqual(
+      due.map((x) => [x.kind, x.kind === 'order' && x.renewal]),
+      [['order', true]],
+    );
+  });
+
+  it("orders anew when the name's certificate was issued for another account's Domain (the name moved)", () => {
+    const theirs = s('a.example.com', new Date(now.getTime() + day), 'acct-2');
+    const steps = planCertificates({ domains: [d('a.example.com')], claims, secrets: [theirs], now });
+    assert.deepEqual(
+      steps.map((x) => [x.kind, x.kind === 'order' && x.renewal]),
+      [['order', false]],
+    );
+  });
+
+  it("ignores a Secret whose name is not its annotated domain's", () => {
+    const forged = { ...s('a.example.com', new Date(now.getTime() + day)), name: 'tls-forged' };
+    const steps = planCertificates({ domains: [d('a.example.com')], claims, secrets: [forged], now });
+    assert.deepEqual(
+      steps.map((x) => x.kind),
+      ['order'],
+    );
+  });
+});
+
+describe('ACME errors', () => {
+  it("a rate limit is a refusal with the CA's Retry-After; any other problem a failure with its detail", () => {
+    const until = new Date(Date.now() + 3600_000);
+    const limited = mapAcmeError(
+      new Error('too many'),
+      { last: { status: 429, type: 'urn:ietf:params:acme:error:rateLimited', detail: 'too many new orders recently', retryAfter: until } },
+      'creating the order',
+      false,
+    );
+    assert.deepEqual([limited.outcome, limited.reason, limited.retryAfter, limited.ordered], ['refused', 'RateLimited', until, false]);
+    assert.match(limited.message, /too many new orders recently/);
+    const rejected = mapAcmeError(
+      new Error('x'),
+      { last: { status: 400, type: 'urn:ietf:params:acme:error:rejectedIdentifier', detail: 'name is blocked', retryAfter: undefined } },
+      'creating the order',
+      false,
+    );
+    assert.deepEqual([rejected.outcome, rejected.reason], ['failed', 'RejectedIdentifier']);
+    assert.match(rejected.message, /creating the order failed: name is blocked/);
+    const plain = mapAcmeError(new Error('socket hang up'), undefined, 'downloading the certificate', true);
+    assert.deepEqual(
+      [plain.outcome, plain.reason, plain.message],
+      ['failed', 'OrderFailed', 'downloading the certificate failed: socket hang up'],
+    );
+    const silent = mapAcmeError(
+      new TypeError("Cannot read properties of undefined (reading 'config')"),
+      { last: undefined, request: 'GET https://ca.example/dir' },
+      'creating the ACME account',
+      false,
+    );
+    assert.deepEqual(
+      [silent.reason, silent.message],
+      [
+        'CAUnavailable',
+        'creating the ACME account failed: the CA did not answer GET https://ca.example/dir (unreachable, or it timed out)',
+      ],
+    );
+  });
+
+  it('reads Retry-After as seconds or a date, only in the future', () => {
+    const now = new Date('2026-11-27T12:00:00Z');
+    assert.equal(retryAfterOf('120', now)?.toISOString(), '2026-11-27T12:02:00.000Z');
+    assert.equal(retryAfterOf('Fri, 27 Nov 2026 13:00:00 GMT', now)?.toISOString(), '2026-11-27T13:00:00.000Z');
+    assert.equal(retryAfterOf('Fri, 27 Nov 2026 11:00:00 GMT', now), undefined);
+    assert.equal(retryAfterOf(undefined, now), undefined);
+  });
+});
+
+describe('DomainActions.remove', () => {
+  it("deletes the domain's certificate at once; a failure to do so does not fail the removal", async () => {
+    const { DomainActions } = await import('../../api/domains/actions.js');
+    const removed: string[] = [];
+    const domains = new FakeDomains();
+    domains.add('shop.example.com');
+    const released: string[] = [];
+    const make = (remove: (d: string) => Promise<void>) =>
+      new DomainActions({
+        domains: {
+          list: () => [],
+          get: (_ns: string, name: string) => domains.items.map(domainRecord).find((r) => r.name === name),
+          create: async () => {
+            throw new Error('not used');
+          },
+          delete: async () => undefined,
+          writeStatus: async () => undefined,
+        },
+        claims: {
+          tokenOf: async () => 't',
+          get: async () => undefined,
+          counts: async () => ({ account: 0, app: 0 }),
+          claim: async () => {
+            throw new Error('not used');
+          },
+          release: async (name: string) => void released.push(name),
+          schedule: async () => undefined,
+        },
+        lock: { hold: async <T>(_a: string, step: () => Promise<T>) => step() },
+        events: { record: async () => undefined },
+        check: async () => {
+          throw new Error('not used');
+        },
+        certificates: { remove },
+        settings: { appsDomain: 'apps.localhost', edgeAddresses: [], perApp: 20, perAccount: 100, recheckMs: 600_000 },
+        log: createLogger('test', 'silent'),
+        clock: () => new Date(),
+      });
+    const actor = { accountId: 'acc_1', namespace: 'acct-1', createdBy: 'token:t1' };
+    const app = { id: 'uid-web', name: 'web', namespace: 'acct-1' } as Parameters<InstanceType<typeof DomainActions>['remove']>[1];
+    await make(async (d) => void removed.push(d)).remove(actor, app, 'shop.example.com');
+    assert.deepEqual(removed, ['shop.example.com']);
+    await make(async () => {
+      throw new Error('apiserver down');
+    }).remove(actor, app, 'shop.example.com');
+    assert.deepEqual(released, ['shop.example.com', 'shop.example.com']);
+  });
+});
