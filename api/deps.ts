@@ -34,7 +34,7 @@ import { SandboxRepository } from './sandboxes/repository.js';
 import { RuntimeList } from './sandboxes/runtimes.js';
 import { SandboxService } from './sandboxes/service.js';
 import { appUrl, labels, managers } from '../lib/contract.js';
-import { kubeStatus, mergePatch } from '../lib/kube/client.js';
+import { ignoreStatus, kubeStatus, mergePatch } from '../lib/kube/client.js';
 import { podInformer } from '../lib/kube/pod-informer.js';
 import { VolumeRepository } from './repositories/volumes.js';
 import type Koa from 'koa';
@@ -57,6 +57,11 @@ import { checkDomain } from '../lib/domains/check.js';
 import { DomainClaims } from '../lib/domains/claims.js';
 import { DomainActions } from './domains/actions.js';
 import { DomainVerifier } from './domains/verifier.js';
+import { DeclaredDomains } from './domains/declared.js';
+import { EventRecorder } from '../lib/kube/events.js';
+import { NamespaceAccounts } from '../lib/accounts.js';
+import { CertificateIssuer } from './certificates/issuer.js';
+import { certificateSecretName } from '../lib/certificates/contract.js';
 import { DomainRepository } from './repositories/domains.js';
 import { VolumeMeter } from './usage/volume-meter.js';
 import { MachineMeter } from './usage/machine-meter.js';
@@ -66,6 +71,7 @@ import type { EventKind } from '../lib/event-kinds.js';
 import { eventHorizon, listEvents, purgeEvents, recordEvent } from '../lib/events.js';
 import { AssertionKeyStore } from '../lib/identity/assertion-keys.js';
 import { requestSeries, type SeriesPoint } from '../lib/metrics/requests.js';
+import { hostname } from 'node:os';
 import {
   machineSecondsByApp,
   recordStorageSample,
@@ -192,6 +198,13 @@ export interface Workers {
   gitSync: GitSync;
   /** Checks custom domains' records when they are due (api/domains/verifier.ts). */
   domainVerifier: DomainVerifier;
+  /**
+   * Orders, renews and sweeps custom domains' certificates (api/certificates/issuer.ts); undefined
+   * unless SVC_CERTIFICATES_ISSUER=acme with SVC_ACME_DIRECTORY_URL.
+   */
+  certificateIssuer: CertificateIssuer | undefined;
+  /** Adds and removes the domains Apps declare in spec.domains (api/domains/declared.ts). */
+  declaredDomains: DeclaredDomains;
 }
 
 /** The Lease of the API replica that records deploy outcomes (api/deploys/recorder.ts). */
@@ -522,6 +535,12 @@ export async function assembleDeps(deps: {
     // wildcard record itself (RFC 4592): docs/decisions/0027-app-domains.md.
     check: (d, expected) =>
       checkDomain(d, expected, domainResolver, { edgeAddresses: config.domains.edgeAddresses, randomLabel: () => '*' }),
+    certificates: {
+      remove: (domain) =>
+        core
+          .deleteNamespacedSecret({ namespace: config.certificates.namespace, name: certificateSecretName(domain) })
+          .then(() => undefined, ignoreStatus(404)),
+    },
     settings: {
       appsDomain: config.appsDomain,
       edgeAddresses: config.domains.edgeAddresses,
@@ -534,6 +553,24 @@ export async function assembleDeps(deps: {
   });
   const domainVerifier = new DomainVerifier({ claims: domainClaims, actions: domainActions, log, clock: wallClock });
   domainVerifier.start();
+  // Certificates of verified domains, by ACME (docs/decisions/0028-https.md), on the wall clock too:
+  // the budget's rows are compared with the database's times.
+  const certificateIssuer = CertificateIssuer.enabled(config.certificates)
+    ? new CertificateIssuer({ config: config.certificates, core, domains, db, events, log, clock: wallClock })
+    : undefined;
+  certificateIssuer?.start();
+  // Domains declared on Apps with kubectl or GitOps, added and removed through the same actions.
+  const namespaceAccounts = new NamespaceAccounts(db);
+  const apiEvents = new EventRecorder(core, managers.api, hostname(), log);
+  const declaredDomains = new DeclaredDomains({
+    apps,
+    domains,
+    actions: domainActions,
+    accountOf: (namespace) => namespaceAccounts.of(namespace),
+    recordEvent: (subject, type, reason, message) => apiEvents.record(subject, type, reason, message),
+    log,
+  });
+  declaredDomains.start();
   const services: ApiDeps = {
     config,
     tokens,
@@ -580,13 +617,15 @@ export async function assembleDeps(deps: {
   housekeeping.start();
   return {
     services,
-    workers: { machineMeter, webhookDeliverer, artifactCollector, gitSync, domainVerifier },
+    workers: { machineMeter, webhookDeliverer, artifactCollector, gitSync, domainVerifier, certificateIssuer, declaredDomains },
     // For set-up (the first account) and tests; handlers work through the repositories above.
     kube: { kc, core },
     db,
     stop: async () => {
       clearInterval(hostnameTimer);
+      declaredDomains.stop();
       await domainVerifier.stop();
+      await certificateIssuer?.stop();
       await domains.stop();
       await artifactCollector.stop();
       gitSync.stop();

@@ -14,6 +14,14 @@ export interface DomainRecordBody {
   ok: boolean | null;
 }
 
+export interface CertificateBody {
+  status: 'pending' | 'issued' | 'failed';
+  reason: string | null;
+  expires_at: string | null;
+  renews_after: string | null;
+  retry_after: string | null;
+}
+
 export interface DomainBody {
   name: string;
   unicode_name: string;
@@ -23,6 +31,8 @@ export interface DomainBody {
   status: 'pending' | 'verified' | 'misconfigured' | 'failed';
   reason: string | null;
   records: DomainRecordBody[];
+  /** Absent from an API older than HTTPS. */
+  certificate?: CertificateBody | null;
   created_at: string;
   checked_at: string | null;
   verified_at: string | null;
@@ -44,9 +54,26 @@ const shown = (d: DomainBody) => (d.unicode_name && d.unicode_name !== d.name ? 
 export function domainsTable(app: string, domains: DomainBody[]): string[] {
   if (domains.length === 0) return [`app ${app} has no domains; add one: svc domains add ${shellWord(app)} NAME`];
   return table([
-    ['NAME', 'STATUS', 'REASON'],
-    ...domains.map((d) => [d.name, d.status, d.status === 'verified' ? `routes to ${d.app}` : (d.reason ?? '-')]),
+    ['NAME', 'STATUS', 'HTTPS', 'REASON'],
+    ...domains.map((d) => [d.name, d.status, httpsCell(d), d.status === 'verified' ? `routes to ${d.app}` : (d.reason ?? '-')]),
   ]);
+}
+
+/** The certificate in a word or two: `until 2027-02-25`, `pending`, `failed`, `-` before verification. */
+const httpsCell = (d: DomainBody) => {
+  const c = d.certificate;
+  if (!c) return '-';
+  if (c.status === 'issued' && c.expires_at) return `until ${c.expires_at.slice(0, 10)}`;
+  return c.status;
+};
+
+/** What `add` and `verify` say of the certificate once the domain is verified. */
+function describeCertificate(d: DomainBody): string | undefined {
+  const c = d.certificate;
+  if (d.status !== 'verified') return undefined;
+  if (!c) return 'https: no certificate yet: it is ordered within seconds of verification';
+  if (c.status === 'issued') return `https: served, certificate valid until ${c.expires_at ?? '?'}, renewed after ${c.renews_after ?? '?'}`;
+  return `https: ${c.status}${c.reason ? `: ${c.reason}` : ''}`;
 }
 
 const okCell = (r: DomainRecordBody) => {
@@ -72,6 +99,8 @@ export function describeDomain(d: DomainBody): string[] {
   };
   const lines = [`${shown(d)}: ${status[d.status]}`];
   if (d.reason) lines.push(d.reason);
+  const https = describeCertificate(d);
+  if (https) lines.push(https);
   lines.push(...table([['TYPE', 'NAME', 'VALUE', 'OK'], ...d.records.map((r) => [r.type, r.name, r.value, okCell(r)])]));
   const then = next[d.status];
   if (then) lines.push(then);

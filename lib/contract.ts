@@ -97,6 +97,8 @@ export const annotations = {
   usedBytes: 'svc.dev/used-bytes',
   /** On a Sandbox: when the API last saw it used, and until when an exec may still run (lib/sandbox/activity.ts). */
   activity: 'svc.dev/activity',
+  /** On a Domain added because its App's `spec.domains` names it (api/domains/declared.ts): removed when the spec no longer does. */
+  declared: 'svc.dev/declared',
 } as const;
 
 /** Field managers and `managed-by` values: who wrote an object. */

@@ -4,7 +4,7 @@
 // only writer: its operations create and delete them, its verifier writes their status.
 import { createHash } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
-import { apiVersion, group, labels, managers, pluralOf, version } from '../../lib/contract.js';
+import { annotations, apiVersion, group, labels, managers, pluralOf, version } from '../../lib/contract.js';
 import { DomainError } from '../../lib/errors.js';
 import { ignoreStatus, kubeStatus, mergePatch } from '../../lib/kube/client.js';
 import { createCustomObject, customInformer } from '../../lib/kube/custom-informer.js';
@@ -27,6 +27,8 @@ export interface DomainRecord {
   readonly name: string;
   readonly namespace: string;
   readonly app: string;
+  /** Added because the App's `spec.domains` names it (kubectl, GitOps), not through the API. */
+  readonly declared: boolean;
   readonly objectName: string;
   readonly phase: NonNullable<DomainStatus['phase']>;
   readonly reason: string | undefined;
@@ -53,6 +55,7 @@ export function domainRecord(d: Domain): DomainRecord {
     name: d.spec.domain,
     namespace: d.metadata.namespace,
     app: d.spec.app,
+    declared: d.metadata.annotations?.[annotations.declared] === 'app-spec',
     objectName: d.metadata.name,
     phase: d.status?.phase ?? 'Pending',
     reason: d.status?.reason,
@@ -100,7 +103,12 @@ export class DomainRepository {
   }
 
   /** A new Domain for app `app` (owned by it), or the one already there; waits until the cache has it. */
-  async create(namespace: string, domain: string, app: { name: string; id: string }): Promise<DomainRecord> {
+  async create(
+    namespace: string,
+    domain: string,
+    app: { name: string; id: string },
+    opts: { declared?: boolean } = {},
+  ): Promise<DomainRecord> {
     const name = domainObjectName(domain);
     const ownerReferences = [{ apiVersion, kind: 'App', name: app.name, uid: app.id, controller: false, blockOwnerDeletion: true }];
     let created: Domain;
@@ -109,7 +117,12 @@ export class DomainRepository {
         this.custom,
         'Domain',
         namespace,
-        { name, labels: { [labels.app]: app.name, [labels.managedBy]: managers.api }, ownerReferences },
+        {
+          name,
+          labels: { [labels.app]: app.name, [labels.managedBy]: managers.api },
+          ...(opts.declared ? { annotations: { [annotations.declared]: 'app-spec' } } : {}),
+          ownerReferences,
+        },
         { domain, app: app.name },
       );
     } catch (err) {

@@ -27,19 +27,36 @@ function domain(over: Partial<DomainBody> = {}): DomainBody {
   };
 }
 
+const issued = {
+  status: 'issued' as const,
+  reason: 'the certificate is served until 2027-02-25T12:00:00.000Z',
+  expires_at: '2027-02-25T12:00:00.000Z',
+  renews_after: '2027-01-24T03:00:00.000Z',
+  retry_after: null,
+};
+const pendingCert = {
+  status: 'pending' as const,
+  reason: 'a certificate is being ordered from the CA',
+  expires_at: null,
+  renews_after: null,
+  retry_after: null,
+};
+
 describe('svc domains formatting', () => {
   it('lists name, status, and the reason or where it routes', () => {
     assert.deepEqual(
       domainsTable('web', [
         domain(),
-        domain({ name: 'www.example.com', unicode_name: 'www.example.com', status: 'verified', reason: null }),
+        domain({ name: 'www.example.com', unicode_name: 'www.example.com', status: 'verified', reason: null, certificate: issued }),
+        domain({ name: 'api.example.com', unicode_name: 'api.example.com', status: 'verified', reason: null, certificate: pendingCert }),
         domain({ name: 'old.example.com', unicode_name: 'old.example.com', status: 'failed', reason: null }),
       ]),
       [
-        'NAME              STATUS    REASON',
-        `shop.example.com  pending   publish TXT _svc-challenge.shop.example.com with the value ${token}`,
-        'www.example.com   verified  routes to web',
-        'old.example.com   failed    -',
+        'NAME              STATUS    HTTPS             REASON',
+        `shop.example.com  pending   -                 publish TXT _svc-challenge.shop.example.com with the value ${token}`,
+        'www.example.com   verified  until 2027-02-25  routes to web',
+        'api.example.com   verified  pending           routes to web',
+        'old.example.com   failed    -                 -',
       ],
     );
   });
@@ -72,10 +89,23 @@ describe('svc domains formatting', () => {
     });
     assert.deepEqual(describeDomain(d), [
       'shop.example.com: verified: routes to web',
+      'https: no certificate yet: it is ordered within seconds of verification',
       `TYPE   NAME                             ${'VALUE'.padEnd(token.length)}  OK`,
       `TXT    _svc-challenge.shop.example.com  ${token}  yes`,
       `CNAME  shop.example.com                 ${'web.apps.localhost'.padEnd(token.length)}  yes`,
     ]);
+  });
+
+  it('says when a verified domain’s certificate is served until, or why it is not', () => {
+    assert.equal(
+      describeDomain(domain({ status: 'verified', reason: null, certificate: issued }))[1],
+      'https: served, certificate valid until 2027-02-25T12:00:00.000Z, renewed after 2027-01-24T03:00:00.000Z',
+    );
+    const failed = { ...pendingCert, status: 'failed' as const, reason: 'the CA refused: too many certificates for example.com this week' };
+    assert.equal(
+      describeDomain(domain({ status: 'verified', reason: null, certificate: failed }))[1],
+      'https: failed: the CA refused: too many certificates for example.com this week',
+    );
   });
 
   it('shows what DNS answered for a wrong record, and how to get a misconfigured domain routing again', () => {
