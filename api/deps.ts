@@ -559,6 +559,10 @@ export async function assembleDeps(deps: {
     ? new CertificateIssuer({ config: config.certificates, core, domains, db, events, log, clock: wallClock })
     : undefined;
   certificateIssuer?.start();
+  if (certificateIssuer)
+    domains.onChange((d) => {
+      if (d.phase === 'Verified' && d.status?.certificate?.phase === undefined) certificateIssuer.nudge();
+    });
   // Domains declared on Apps with kubectl or GitOps, added and removed through the same actions.
   const namespaceAccounts = new NamespaceAccounts(db);
   const apiEvents = new EventRecorder(core, managers.api, hostname(), log);

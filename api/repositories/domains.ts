@@ -87,6 +87,19 @@ export class DomainRepository {
     return this.informer.stop();
   }
 
+  /** Calls `fn` with every Domain the cache adds or changes (the certificate issuer follows verification). */
+  onChange(fn: (d: DomainRecord) => void): void {
+    const call = (d: Domain) => {
+      try {
+        fn(domainRecord(d));
+      } catch {
+        // An incomplete object (domainRecord refuses it) is nobody's news.
+      }
+    };
+    this.informer.on('add', call);
+    this.informer.on('update', call);
+  }
+
   /** The account's domains (of one app when given), by name. */
   list(namespace: string, app?: string): DomainRecord[] {
     return this.informer

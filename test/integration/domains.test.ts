@@ -5,6 +5,11 @@
 // marked misconfigured (and no longer served) when a record goes, and removed at once.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import * as k8s from '@kubernetes/client-node';
+import { pluralOf } from '../../lib/contract.js';
+import { mergePatch } from '../../lib/kube/client.js';
+import { group, version } from '../../lib/resources/index.js';
+import { kubeConfig } from '../support/kube.js';
 import { expectJson, startTestApi, type TestApi } from '../support/api.js';
 import { dnsServers, publish, unpublish } from '../support/dns.js';
 import { Browser, startTestIngress, type TestIngress } from '../support/ingress.js';
@@ -12,6 +17,7 @@ import { eventually } from '../support/wait.js';
 
 interface DomainBody {
   name: string;
+  declared: boolean;
   unicode_name: string;
   app: string;
   wildcard: boolean;
@@ -179,5 +185,48 @@ describe('custom domains', () => {
     assert.equal((await through(zone)).status, 404);
     assert.equal((await api.request('GET', domains(`/${zone}`))).status, 404);
     assert.equal((await api.db('app_domains').where({ name: zone })).length, 0);
+  });
+
+  it('adds the domains an App declares in spec.domains (kubectl, GitOps), tells a refusal as an Event, removes them with the spec', async () => {
+    const kc = kubeConfig();
+    const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+    const namespace = api.account.namespace;
+    const declare = (names: string[]) =>
+      custom.patchNamespacedCustomObject(
+        { group, version, namespace, plural: pluralOf('App'), name: app, body: { spec: { domains: names } } },
+        mergePatch,
+      );
+    const list = async () => (await json<{ domains: DomainBody[] }>(await api.request('GET', domains()), 200)).domains;
+    const gitops = `gitops.${zone}`;
+    const over = `over.${zone}`;
+    // Two domains are there (www and the wildcard); the limit is 3: the second declared name is refused.
+    await declare([gitops, over]);
+    const added = await eventually('the declared domain added', async () => (await list()).find((d) => d.name === gitops), {
+      timeoutMs: 15_000,
+      intervalMs: 100,
+    });
+    assert.equal(added.declared, true);
+    assert.equal(added.status, 'pending');
+    const events = kc.makeApiClient(k8s.CoreV1Api);
+    const refusal = await eventually(
+      'a DomainRefused Event on the App',
+      async () =>
+        (await events.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.name=${app},reason=DomainRefused` })).items[0],
+      { timeoutMs: 15_000, intervalMs: 200 },
+    );
+    assert.equal(refusal.type, 'Warning');
+    assert.match(refusal.message ?? '', new RegExp(`spec.domains ${over.replace(/\./g, '\\.')}: .*limit is 3`));
+    assert.equal(
+      (await list()).find((d) => d.name === over),
+      undefined,
+      'nothing written for the refused name',
+    );
+    // Dropped from the spec: removed; the domains added through the API stay.
+    await declare([]);
+    await eventually('the declared domain removed', async () => !(await list()).some((d) => d.name === gitops), {
+      timeoutMs: 15_000,
+      intervalMs: 100,
+    });
+    assert.deepEqual((await list()).map((d) => d.name).sort(), [`*.${zone}`, `www.${zone}`].sort());
   });
 });
