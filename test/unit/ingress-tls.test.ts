@@ -4,10 +4,7 @@
 // hand, that shows that certificate, ends the handshake for another name or none, and answers 421
 // to a request for another host than the connection's; HTTP-01 answers on plain HTTP; the 308 to
 // https; and sign-in over TLS (`__Host-` cookies, https origins). Certificates are made in-test.
-import 'reflect-metadata';
-import * as x509 from '@peculiar/x509';
 import assert from 'node:assert/strict';
-import { createPrivateKey, webcrypto } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { request as httpsRequest } from 'node:https';
@@ -29,36 +26,12 @@ import { certificateAnnotations, certificateLabel, challengeLabel } from '../../
 import { loadConfig } from '../../lib/config.js';
 import { createLogger, type Logger } from '../../lib/logger.js';
 import type { App, Domain } from '../../lib/resources/index.js';
+import { certificateFor, type Pem } from '../support/certificates.js';
 import { offlineKubeConfig } from '../support/kube.js';
-
-x509.cryptoProvider.set(globalThis.crypto);
 
 const log = createLogger('ingress-auth', 'silent');
 const appsDomain = 'apps.localhost';
 const rules: HostRules = { appsDomain, auth: { host: `login.${appsDomain}` } };
-
-interface Pem {
-  cert: string;
-  key: string;
-}
-
-/** A self-signed certificate (ECDSA P-256) for these DNS names, valid for a day. */
-async function certificateFor(...names: string[]): Promise<Pem> {
-  const alg = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' };
-  const keys = await webcrypto.subtle.generateKey(alg, true, ['sign', 'verify']);
-  const cert = await x509.X509CertificateGenerator.createSelfSigned({
-    serialNumber: Date.now().toString(16),
-    name: `CN=${names[0]}`,
-    notBefore: new Date(Date.now() - 3600_000),
-    notAfter: new Date(Date.now() + 86400_000),
-    signingAlgorithm: alg,
-    keys,
-    extensions: [new x509.SubjectAlternativeNameExtension(names.map((value) => ({ type: 'dns' as const, value })))],
-  });
-  const der = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey));
-  const key = createPrivateKey({ key: der, format: 'der', type: 'pkcs8' }).export({ format: 'pem', type: 'pkcs8' }) as string;
-  return { cert: cert.toString('pem'), key };
-}
 
 let secrets = 0;
 function secretOf(
