@@ -10,20 +10,11 @@
 //   empty or behind never deletes anything.
 import { certificateSecretName } from './contract.js';
 import { needsCertificate } from './renewal.js';
+import type { DomainStatus } from '../resources/index.js';
 
-export type CertificatePhase = 'Pending' | 'Issued' | 'Failed';
-
-/** A Domain's `status.certificate`, as the issuer writes it. */
-export interface CertificateStatus {
-  phase?: CertificatePhase;
-  reason?: string;
-  message?: string;
-  notAfter?: string;
-  renewAfter?: string;
-  secretName?: string;
-  lastAttemptAt?: string;
-  retryAfter?: string;
-}
+/** A Domain's `status.certificate`, as the issuer writes it (its schema: crds/domains.svc.dev.yaml). */
+export type CertificateStatus = NonNullable<DomainStatus['certificate']>;
+export type CertificatePhase = NonNullable<CertificateStatus['phase']>;
 
 export interface ObservedDomain {
   /** The domain (`shop.example`, `*.shop.example`). */
