@@ -61,7 +61,7 @@ import { DeclaredDomains } from './domains/declared.js';
 import { EventRecorder } from '../lib/kube/events.js';
 import { NamespaceAccounts } from '../lib/accounts.js';
 import { CertificateIssuer } from './certificates/issuer.js';
-import { certificateSecretName } from '../lib/certificates/contract.js';
+import { certificateAnnotations, certificateSecretName } from '../lib/certificates/contract.js';
 import { DomainRepository } from './repositories/domains.js';
 import { VolumeMeter } from './usage/volume-meter.js';
 import { MachineMeter } from './usage/machine-meter.js';
@@ -536,10 +536,20 @@ export async function assembleDeps(deps: {
     check: (d, expected) =>
       checkDomain(d, expected, domainResolver, { edgeAddresses: config.domains.edgeAddresses, randomLabel: () => '*' }),
     certificates: {
-      remove: (domain) =>
-        core
-          .deleteNamespacedSecret({ namespace: config.certificates.namespace, name: certificateSecretName(domain) })
-          .then(() => undefined, ignoreStatus(404)),
+      // Only the certificate issued for this namespace's Domain: the name may have moved to another
+      // account since (a failed claim released), whose certificate has the same Secret name.
+      remove: async (domain, namespace) => {
+        const name = certificateSecretName(domain);
+        const secret = await core.readNamespacedSecret({ namespace: config.certificates.namespace, name }).catch(ignoreStatus(404));
+        if (!secret || secret.metadata?.annotations?.[certificateAnnotations.namespace] !== namespace) return;
+        await core
+          .deleteNamespacedSecret({
+            namespace: config.certificates.namespace,
+            name,
+            body: { preconditions: { resourceVersion: secret.metadata.resourceVersion, uid: secret.metadata.uid } },
+          })
+          .catch(ignoreStatus(404, 409));
+      },
     },
     settings: {
       appsDomain: config.appsDomain,

@@ -70,3 +70,13 @@ export function appAtHost(host: string | undefined, routes: Pick<RouteSource, 'a
 export function originOf(site: AppsSite, hostname: string): string {
   return `${site.secure ? 'https' : 'http'}://${hostname}${site.appsUrlSuffix}`;
 }
+
+/**
+ * The app hostname `app` holds (`<name>.<apps domain>`), if it is the App that holds it: the oldest
+ * App of its name. Another namespace's App of the same name holds nothing.
+ */
+export function heldHostname(app: App, routes: Pick<RouteSource, 'app'>, appsDomain: string): string | undefined {
+  const name = app.metadata.name;
+  if (!name || !app.metadata.uid || routes.app(name)?.metadata.uid !== app.metadata.uid) return undefined;
+  return `${name}.${appsDomain.toLowerCase()}`;
+}

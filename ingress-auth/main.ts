@@ -13,7 +13,7 @@ import { RequestRecorder } from '../lib/metrics/requests.js';
 import { AuthRoutes } from './auth/routes.js';
 import { SignIn } from './auth/sign-in.js';
 import { signInProviders } from './auth/setup.js';
-import { appAtHost } from './host.js';
+import { appAtHost, heldHostname } from './host.js';
 import { RouteTable } from './routes.js';
 import { certificateStore, startIngress } from './server.js';
 import { superviseWorkers } from './workers.js';
@@ -32,11 +32,18 @@ const keys = new AssertionKeyStore(db, {
   maxAssertionLifetimeMs: config.assertion.lifetimeSeconds * 1000,
 });
 const signer = new AssertionSigner(keys, { issuer: config.assertion.issuer, lifetimeSeconds: config.assertion.lifetimeSeconds });
-const signIn = new SignIn({ db, config, log, signer, assertionLifetimeSeconds: config.assertion.lifetimeSeconds });
-await signIn.start();
 // The route table first: provider callbacks look Apps up in it, and the server serves from it.
 const kc = loadKubeConfig(config.kubeconfig);
 const routes = new RouteTable(kc, log);
+const signIn = new SignIn({
+  db,
+  config,
+  log,
+  signer,
+  assertionLifetimeSeconds: config.assertion.lifetimeSeconds,
+  heldHostname: (app) => heldHostname(app, routes, config.appsDomain),
+});
+await signIn.start();
 // With an HTTPS listener, its certificates (informer started by startIngress): a provider's sign-in
 // returns over https to a hostname that has one.
 const certificates = config.proxy.tlsPort === undefined ? undefined : certificateStore(config, kc, routes, log);

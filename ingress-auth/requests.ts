@@ -106,8 +106,10 @@ export function requestHandler(ctx: IngressContext): RequestHandler {
     const url = req.url!;
     // ACME HTTP-01: answered here, before sign-in and the app, and never redirected.
     if (ctx.challenges && isChallengePath(url)) return challengeRoute(ctx.challenges, req, res, requestId);
-    // Plain HTTP for a name served over HTTPS: there (308 keeps the method and body).
-    if (ctx.certificates && !isTls(req)) {
+    // Plain HTTP for a name served over HTTPS: there (308 keeps the method and body). Not behind a
+    // balancer that terminates TLS itself (site.secure): its requests arrive here as plain HTTP,
+    // and a redirect would send them round forever.
+    if (ctx.certificates && !isTls(req) && !config.site.secure) {
       const hostname = hostnameOf(req.headers.host);
       if (hostname !== undefined && ctx.certificates.contextFor(hostname)) {
         res.writeHead(308, {

@@ -667,9 +667,11 @@ const certificates = part({
     SVC_ACME_EAB_HMAC_KEY: z.string().min(1).optional(),
     // PEM certificates to trust for the directory's HTTPS besides the system's (Pebble's own CA locally).
     SVC_ACME_CA_FILE: z.string().min(1).optional(),
+    // The ACME account key's Secret, `[<namespace>/]<name>` (default namespace: the certificates
+    // one). The chart keeps it in the release namespace, out of ingress-auth's reach.
     SVC_ACME_ACCOUNT_SECRET: z
       .string()
-      .regex(/^[a-z0-9]([-.a-z0-9]*[a-z0-9])?$/, 'must be a Secret name')
+      .regex(/^([a-z0-9]([-a-z0-9]*[a-z0-9])?\/)?[a-z0-9]([-.a-z0-9]*[a-z0-9])?$/, 'must be [<namespace>/]<Secret name>')
       .default('svc-acme-account'),
     // ingress-auth's address as the issuer reaches it: a challenge is answered to the CA only once
     // ingress-auth serves it there (its informer may lag the ConfigMap by a moment).
@@ -690,7 +692,11 @@ const certificates = part({
         contact: e.SVC_ACME_CONTACT,
         eab: eabOf(e.SVC_ACME_EAB_KID, e.SVC_ACME_EAB_HMAC_KEY),
         caFile: e.SVC_ACME_CA_FILE,
-        accountSecret: e.SVC_ACME_ACCOUNT_SECRET,
+        accountSecret: Object.freeze(
+          e.SVC_ACME_ACCOUNT_SECRET.includes('/')
+            ? { namespace: e.SVC_ACME_ACCOUNT_SECRET.split('/')[0]!, name: e.SVC_ACME_ACCOUNT_SECRET.split('/')[1]! }
+            : { namespace: e.SVC_CERTIFICATES_NAMESPACE, name: e.SVC_ACME_ACCOUNT_SECRET },
+        ),
         http01CheckUrl: e.SVC_ACME_HTTP01_CHECK_URL,
         limits: Object.freeze({
           certificatesPerDomainWeek: e.SVC_ACME_CERTS_PER_DOMAIN_WEEK,

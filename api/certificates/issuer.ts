@@ -362,10 +362,25 @@ export class CertificateIssuer {
     // The CA issued it: counted against the budget whatever happens next. A failure to keep it
     // (the Secret not written) is the pass's to log, and the next pass orders again.
     const renewed = existing !== undefined;
-    await this.orders.finish(begin.id, { outcome: renewed ? 'renewed' : 'issued', now: this.clock() });
     const renewAfter = renewAfterOf(cert.notBefore, cert.notAfter, this.d.random);
     const secretName = certificateSecretName(domain.name);
-    await this.writeSecret(domain, secretName, cert.certificate, cert.key, cert.notAfter, renewAfter);
+    // The Secret before the order's row is finished: another replica's pass that finds the row
+    // finished also finds the Secret (no second order). A Secret that cannot be written holds the
+    // name back for an hour rather than ordering again every pass.
+    try {
+      await this.writeSecret(domain, secretName, cert.certificate, cert.key, cert.notAfter, renewAfter);
+    } catch (err) {
+      const now = this.clock();
+      await this.orders.finish(begin.id, {
+        outcome: renewed ? 'renewed' : 'issued',
+        now,
+        reason: 'SecretNotWritten',
+        message: err instanceof Error ? err.message : String(err),
+        retryAfter: new Date(now.getTime() + 3600_000),
+      });
+      throw err;
+    }
+    await this.orders.finish(begin.id, { outcome: renewed ? 'renewed' : 'issued', now: this.clock() });
     await this.writeStatus(domain, {
       phase: 'Issued',
       reason: renewed ? 'Renewed' : 'Issued',

@@ -26,7 +26,8 @@ export interface DomainActionDeps {
    * The domain's certificate (docs/decisions/0028-https.md): removing a domain deletes its Secret at
    * once (the certificate issuer's sweep would, a pass later). Optional: tests of other things skip it.
    */
-  certificates?: { remove: (domain: string) => Promise<void> };
+  /** Deletes the certificate of `domain` issued for this namespace's Domain (never another account's of the same name). */
+  certificates?: { remove: (domain: string, namespace: string) => Promise<void> };
   settings: {
     appsDomain: string;
     edgeAddresses: readonly string[];
@@ -147,7 +148,7 @@ export class DomainActions {
     await this.d.domains.delete(actor.namespace, record.name);
     // Never fails the removal: a Secret left behind serves nobody, and the issuer's sweep deletes it.
     await this.d.certificates
-      ?.remove(record.name)
+      ?.remove(record.name, actor.namespace)
       .catch((err: unknown) =>
         this.d.log.warn({ err, domain: record.name }, "Deleting a removed domain's certificate failed; the issuer's sweep retries"),
       );

@@ -40,6 +40,12 @@ export interface SignInOptions {
   signer: { sign(identity: AssertedIdentity, audienceHost: string | readonly string[]): Promise<string> };
   assertionLifetimeSeconds: number;
   clock?: () => Date;
+  /**
+   * The app hostname `app` holds, if it holds it (the oldest App of its name: RouteTable.app):
+   * an assertion on a custom domain names it too (decision 0028). Never a name another tenant's
+   * older App of the same name holds. Unset: assertions name the request's host only.
+   */
+  heldHostname?: (app: App) => string | undefined;
 }
 
 export class SignIn {
@@ -171,11 +177,12 @@ export class SignIn {
     // The owner flag is signed too: an app that verifies the assertion can trust all it grants.
     const owner = id.provider === 'svc' && id.facts?.namespace === app.metadata.namespace;
     // On a custom domain, made out to that name and the app's own hostname too (decision 0028): the
-    // platform runtime checks the app hostname, an app of its own may check either.
-    const appHost = `${app.metadata.name}.${this.opts.config.appsDomain}`;
+    // platform runtime checks the app hostname, an app of its own may check either. Only a hostname
+    // this App holds: another namespace's older App of the same name holds `<name>.<apps domain>`.
+    const appHost = this.opts.heldHostname?.(app);
     const assertion = await this.opts.signer.sign(
       { sub: id.subject, email: id.email, provider: id.provider, name: id.name, ...(owner ? { owner: true } : {}) },
-      [host, appHost],
+      appHost ? [host, appHost] : host,
     );
     const headers = [
       identityHeaders.subject,

@@ -13,7 +13,7 @@ import { X509Certificate } from 'node:crypto';
 import type * as k8s from '@kubernetes/client-node';
 import acme from 'acme-client';
 import { labels, managers } from '../contract.js';
-import { kubeStatus } from '../kube/client.js';
+import { kubeStatus, mergePatch } from '../kube/client.js';
 import type { Logger } from '../logger.js';
 import { acmeChallengePathPrefix, acmeToken, challengeConfigMapName, challengeLabel } from './contract.js';
 
@@ -25,7 +25,8 @@ export interface AcmeSettings {
   eab: { kid: string; hmacKey: string } | undefined;
   /** A PEM file of CA certificates to trust for the directory's HTTPS, besides the system's. */
   caFile: string | undefined;
-  accountSecret: string;
+  /** The account key's Secret: in the release namespace on a cluster, which ingress-auth cannot read. */
+  accountSecret: { namespace: string; name: string };
   /** ingress-auth's address as the issuer reaches it (`http://host:port`); undefined: no self-check. */
   http01CheckUrl: string | undefined;
 }
@@ -73,7 +74,12 @@ export const dns01Unavailable = (domain: string) =>
 
 type Core = Pick<
   k8s.CoreV1Api,
-  'readNamespacedSecret' | 'createNamespacedSecret' | 'createNamespacedConfigMap' | 'deleteNamespacedConfigMap' | 'createNamespace'
+  | 'readNamespacedSecret'
+  | 'patchNamespacedSecret'
+  | 'createNamespacedSecret'
+  | 'createNamespacedConfigMap'
+  | 'deleteNamespacedConfigMap'
+  | 'createNamespace'
 >;
 
 /** The last problem document the CA answered within one order (acme-client keeps only its detail). */
@@ -209,20 +215,36 @@ export class AcmeIssuer implements CertificateSource {
   }
 
   private async accountKey(): Promise<string> {
-    const { namespace, accountSecret: name } = this.d.settings;
+    const { namespace, name } = this.d.settings.accountSecret;
     const read = async () => {
       const secret = await this.d.core.readNamespacedSecret({ namespace, name }).catch((err: unknown) => {
         if (kubeStatus(err) === 404) return undefined;
         throw err;
       });
       const pem = secret?.data?.['private-key.pem'];
-      return pem ? Buffer.from(pem, 'base64').toString('utf8') : undefined;
+      return { secret, key: pem ? Buffer.from(pem, 'base64').toString('utf8') : undefined };
     };
     const existing = await read();
-    if (existing) return existing;
-    await this.ensureNamespace();
+    if (existing.key) return existing.key;
     const key = (await acme.crypto.createPrivateEcdsaKey('P-256')).toString('utf8');
     try {
+      if (existing.secret) {
+        // Made empty by the chart (the API may patch that one Secret only): filled once, guarded by
+        // its resourceVersion, so two replicas never both think their key is the account's.
+        await this.d.core.patchNamespacedSecret(
+          {
+            namespace,
+            name,
+            body: {
+              metadata: { resourceVersion: existing.secret.metadata?.resourceVersion },
+              data: { 'private-key.pem': Buffer.from(key).toString('base64') },
+            },
+          },
+          mergePatch,
+        );
+        return key;
+      }
+      if (namespace === this.d.settings.namespace) await this.ensureNamespace();
       await this.d.core.createNamespacedSecret({
         namespace,
         body: {
@@ -233,9 +255,9 @@ export class AcmeIssuer implements CertificateSource {
       });
       return key;
     } catch (err) {
-      // Another replica made it first: its key is the account's.
+      // Another replica wrote it first: its key is the account's.
       if (kubeStatus(err) !== 409) throw err;
-      const theirs = await read();
+      const theirs = (await read()).key;
       if (!theirs) throw new Error(`Secret ${namespace}/${name} exists without a private-key.pem`, { cause: err });
       return theirs;
     }

@@ -27,7 +27,9 @@ const certificates = `svc-certs-rbac${Date.now().toString(36)}`;
 const platform = '(release namespace)';
 const needs: Record<string, Access[]> = {
   'svc-api': [
-    // The certificate issuer: certificates, the ACME account key and HTTP-01 challenges, in their own namespace.
+    ['get', '', 'secrets', undefined, platform, 'svc-acme-account'],
+    ['patch', '', 'secrets', undefined, platform, 'svc-acme-account'],
+    // The certificate issuer: certificates and HTTP-01 challenges, in their own namespace.
     ...(['create', 'get', 'list', 'watch', 'patch', 'delete'] as const).flatMap((verb): Access[] => [
       [verb, '', 'secrets', undefined, certificates],
       [verb, '', 'configmaps', undefined, certificates],
@@ -183,6 +185,8 @@ const refused: Record<string, Access[]> = {
     ['patch', '', 'secrets', undefined, platform, 'svc-keys'],
     ['patch', '', 'secrets', undefined, platform, 'svc-database'],
     ['create', '', 'secrets', undefined, platform],
+    // The ACME account key's Secret: read and filled, nothing else of it.
+    ['delete', '', 'secrets', undefined, platform, 'svc-acme-account'],
     // Not the control plane's leader leases.
     ...platformLeases.flatMap((name): Access[] => [
       ['update', 'coordination.k8s.io', 'leases', undefined, 'kube-system', name],
@@ -210,6 +214,8 @@ const refused: Record<string, Access[]> = {
     ['create', '', 'secrets', undefined, certificates],
     ['patch', '', 'secrets', undefined, certificates],
     ['list', '', 'secrets', undefined, platform],
+    // Not the ACME account key (the release namespace's, not the certificates namespace's).
+    ['get', '', 'secrets', undefined, platform, 'svc-acme-account'],
     ['patch', 'svc.dev', 'apps', undefined, tenant],
     // It reads Domains; their status is the API's verifier's to write.
     ['patch', 'svc.dev', 'domains', 'status', tenant],

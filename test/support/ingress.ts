@@ -4,7 +4,7 @@ import { request as httpRequest } from 'node:http';
 import { AuthRoutes } from '../../ingress-auth/auth/routes.js';
 import { signInProviders } from '../../ingress-auth/auth/setup.js';
 import { SignIn } from '../../ingress-auth/auth/sign-in.js';
-import { appAtHost } from '../../ingress-auth/host.js';
+import { appAtHost, heldHostname } from '../../ingress-auth/host.js';
 import { RouteTable } from '../../ingress-auth/routes.js';
 import { certificateStore, startIngress, type Ingress } from '../../ingress-auth/server.js';
 import type { CertificateSource } from '../../ingress-auth/tls/certificates.js';
@@ -74,9 +74,17 @@ export async function startTestIngress(
     maxAssertionLifetimeMs: config.assertion.lifetimeSeconds * 1000,
   });
   const signer = new AssertionSigner(keys, { issuer: config.assertion.issuer, lifetimeSeconds: config.assertion.lifetimeSeconds });
-  const signIn = new SignIn({ db, config, log, signer, assertionLifetimeSeconds: config.assertion.lifetimeSeconds, clock: clock.read });
-  await signIn.start();
   const table = new RouteTable(kubeConfig(), log);
+  const signIn = new SignIn({
+    db,
+    config,
+    log,
+    signer,
+    assertionLifetimeSeconds: config.assertion.lifetimeSeconds,
+    clock: clock.read,
+    heldHostname: (app) => heldHostname(app, table, config.appsDomain),
+  });
+  await signIn.start();
   const certificates =
     config.proxy.tlsPort === undefined ? undefined : (opts.certificates ?? certificateStore(config, kubeConfig(), table, log));
   const providers = signInProviders({

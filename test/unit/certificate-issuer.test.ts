@@ -74,7 +74,7 @@ const config: ComponentConfig<'api'>['certificates'] = {
     contact: undefined,
     eab: undefined,
     caFile: undefined,
-    accountSecret: 'svc-acme-account',
+    accountSecret: { namespace: 'svc-certificates', name: 'svc-acme-account' },
     http01CheckUrl: undefined,
     limits: { certificatesPerDomainWeek: 50, failedValidationsPerHour: 5, ordersPer3h: 300 },
   },
@@ -391,7 +391,7 @@ describe('CertificateIssuer', () => {
     assert.equal(t.domains.certificateOf('shop.example.com')!.reason, 'RateLimited');
   });
 
-  it('a certificate issued but not kept (the Secret write failed) still counts, and the next pass orders again', async () => {
+  it('a certificate issued but not kept (the Secret write failed) still counts, and is ordered again after an hour, not every pass', async () => {
     const t = setup();
     t.domain('shop.example.com');
     t.core.failPatch = true;
@@ -403,6 +403,8 @@ describe('CertificateIssuer', () => {
     );
     t.core.failPatch = false;
     t.setNow(new Date(Date.now() + 1000));
+    assert.deepEqual((await t.issuer.pass()).issued, [], 'not at the next pass');
+    t.setNow(new Date(Date.now() + 3600_000 + 2000));
     assert.deepEqual((await t.issuer.pass()).issued, ['shop.example.com']);
     assert.deepEqual(
       t.orders.rows.map((x) => x.outcome),
@@ -584,7 +586,7 @@ describe('DomainActions.remove', () => {
     const domains = new FakeDomains();
     domains.add('shop.example.com');
     const released: string[] = [];
-    const make = (remove: (d: string) => Promise<void>) =>
+    const make = (remove: (d: string, namespace: string) => Promise<void>) =>
       new DomainActions({
         domains: {
           list: () => [],
@@ -617,8 +619,8 @@ describe('DomainActions.remove', () => {
       });
     const actor = { accountId: 'acc_1', namespace: 'acct-1', createdBy: 'token:t1' };
     const app = { id: 'uid-web', name: 'web', namespace: 'acct-1' } as Parameters<InstanceType<typeof DomainActions>['remove']>[1];
-    await make(async (d) => void removed.push(d)).remove(actor, app, 'shop.example.com');
-    assert.deepEqual(removed, ['shop.example.com']);
+    await make(async (d, namespace) => void removed.push(`${namespace}/${d}`)).remove(actor, app, 'shop.example.com');
+    assert.deepEqual(removed, ['acct-1/shop.example.com'], "the certificate of this namespace's Domain, never another's of the name");
     await make(async () => {
       throw new Error('apiserver down');
     }).remove(actor, app, 'shop.example.com');

@@ -16,7 +16,7 @@ import type * as k8s from '@kubernetes/client-node';
 import { finishFlow } from '../../ingress-auth/auth/providers/flow.js';
 import { SignIn } from '../../ingress-auth/auth/sign-in.js';
 import { authRequest, type IngressContext } from '../../ingress-auth/context.js';
-import { appAtHost, type HostRules } from '../../ingress-auth/host.js';
+import { appAtHost, heldHostname, type HostRules } from '../../ingress-auth/host.js';
 import { RouteTable, type Backend, type RouteSource } from '../../ingress-auth/routes.js';
 import { startIngress, type Ingress } from '../../ingress-auth/server.js';
 import { CertificateIndex } from '../../ingress-auth/tls/certificates.js';
@@ -209,6 +209,19 @@ describe('ingress-auth TLS: the certificate of an SNI name', () => {
     // A Secret whose label goes is no longer served.
     idx.upsert({ ...good, metadata: { ...good.metadata, labels: {} } });
     assert.equal(idx.contextFor('shop.example'), undefined);
+  });
+});
+
+describe('identity assertions on a custom domain: the app hostname named too', () => {
+  it('only when the App holds it: never a hostname an older App of the same name in another namespace holds', () => {
+    const t = new RouteTable(offlineKubeConfig(), log);
+    const older = { ...appOf('acct-a', 'shop', 'uid-a'), metadata: { ...appOf('acct-a', 'shop', 'uid-a').metadata } };
+    const younger = appOf('acct-b', 'shop', 'uid-b');
+    younger.metadata.creationTimestamp = '2026-06-01T00:00:00Z' as unknown as Date;
+    t.hosts.upsert(older);
+    t.hosts.upsert(younger);
+    assert.equal(heldHostname(older, t, appsDomain), `shop.${appsDomain}`);
+    assert.equal(heldHostname(younger, t, appsDomain), undefined, 'acct-b’s shop holds no hostname: its assertions name its domain only');
   });
 });
 

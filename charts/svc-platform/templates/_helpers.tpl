@@ -62,6 +62,10 @@ apps' domain and URLs, mail, sign-in providers and the images the platform start
   value: {{ .Values.tls.enabled | quote }}
 - name: SVC_CERTIFICATES_NAMESPACE
   value: {{ .Values.certificates.namespace | quote }}
+# Who issues custom domains' certificates: the API orders them, ingress-auth answers their HTTP-01
+# challenges (with or without its HTTPS listener).
+- name: SVC_CERTIFICATES_ISSUER
+  value: {{ .Values.certificates.issuer | quote }}
 {{- with .Values.certificates.platformSecret }}
 - name: SVC_CERTIFICATES_PLATFORM_SECRET
   value: {{ . | quote }}
