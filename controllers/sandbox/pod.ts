@@ -124,9 +124,19 @@ export function podReady(pod: k8s.V1Pod): boolean {
 }
 
 /** Why a sandbox pod will never serve (it ended, or its container cannot start), if it will not. */
-export function podBroken(pod: k8s.V1Pod): string | undefined {
+/**
+ * How long a running sandbox container's agent may take to answer its readiness probe (it answers
+ * within seconds): past that the pod is broken, not starting. One whose agent never listened sat
+ * in the pool as "starting" for 13 minutes and was claimed by a sandbox that then never got ready.
+ */
+export const agentReadyWithinMs = 180_000;
+
+export function podBroken(pod: k8s.V1Pod, now: number = Date.now()): string | undefined {
   if (pod.metadata?.deletionTimestamp) return `its pod ${pod.metadata.name} is being deleted`;
   const status = pod.status?.containerStatuses?.[0];
+  const startedAt = status?.state?.running?.startedAt;
+  if (startedAt && status?.ready !== true && now - new Date(startedAt).getTime() > agentReadyWithinMs)
+    return `its agent did not answer within ${agentReadyWithinMs / 1000} s of its container starting`;
   const term = status?.state?.terminated ?? status?.lastState?.terminated;
   if (pod.status?.phase === 'Failed' || pod.status?.phase === 'Succeeded' || term) {
     const why = term

@@ -121,7 +121,9 @@ export class PoolReconciler implements Reconciler<k8s.V1Namespace, never> {
       this.lastDepth = depth;
     }
     await this.recordRuntimes(pods);
-    return {};
+    // Members still starting are looked at again: one whose agent never answers changes nothing
+    // the informers would report, and becomes broken only with time (podBroken).
+    return plan.depth.starting > 0 ? { requeueMs: 30_000 } : {};
   }
 
   /** Once per image: the runtimes a ready member's agent found, into the ConfigMap GET /runtimes reads. */

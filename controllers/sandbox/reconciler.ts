@@ -15,7 +15,7 @@ import { resourcesOf } from '../../lib/sandbox/limits.js';
 import type { Outcome, Reconciler } from '../frame/controller.js';
 import { KindEvents } from '../frame/events.js';
 import { claimMetadata, planSandbox, type SandboxAction, type SandboxPlan, type SandboxTiming } from './desired.js';
-import { newPodName, podReady, sandboxPod, type SandboxPodSettings } from './pod.js';
+import { newPodName, podBroken, podReady, sandboxPod, type SandboxPodSettings } from './pod.js';
 
 const jsonPatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch);
 const pointer = (key: string) => key.replace(/~/g, '~0').replace(/\//g, '~1');
@@ -86,7 +86,7 @@ export class SandboxReconciler implements Reconciler<Sandbox, SandboxStatus> {
     const members = this.pods
       .membersOf(this.settings.poolKey)
       .filter((p) => !this.reserved.has(p.metadata!.name!) && !this.retiring.has(p.metadata!.name!) && !p.metadata?.deletionTimestamp);
-    return { ready: members.filter(podReady), starting: members.filter((p) => !podReady(p)) };
+    return { ready: members.filter(podReady), starting: members.filter((p) => !podReady(p) && !podBroken(p)) };
   }
 
   async reconcile(s: Sandbox, now: Date): Promise<Outcome<SandboxStatus>> {

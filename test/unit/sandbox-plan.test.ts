@@ -242,6 +242,41 @@ describe('Sandbox pool plan', () => {
     assert.equal(p.create, 1);
   });
 
+  it('deletes a member whose agent has not answered for 180 s since its container started, and offers it to nobody', () => {
+    const stuck = member('stuck', false);
+    stuck.status = {
+      phase: 'Running',
+      containerStatuses: [
+        {
+          name: 'sandbox',
+          image: 'x',
+          imageID: 'x',
+          ready: false,
+          restartCount: 0,
+          state: { running: { startedAt: new Date(Date.now() - 181_000) } },
+        },
+      ],
+    };
+    const fresh = member('fresh', false);
+    fresh.status = {
+      phase: 'Running',
+      containerStatuses: [
+        {
+          name: 'sandbox',
+          image: 'x',
+          imageID: 'x',
+          ready: false,
+          restartCount: 0,
+          state: { running: { startedAt: new Date(Date.now() - 5_000) } },
+        },
+      ],
+    };
+    const p = planPool({ ...base, pods: [stuck, fresh] });
+    assert.deepEqual(p.delete, [{ name: 'stuck', why: 'its agent did not answer within 180 s of its container starting' }]);
+    assert.deepEqual(p.depth, { ready: 0, starting: 1 });
+    assert.equal(p.create, 1);
+  });
+
   it('shrinks starting members first and leaves what this process just claimed alone', () => {
     const p = planPool({ ...base, size: 1, pods: [member('r', true), member('s', false)] });
     assert.deepEqual(p.delete, [{ name: 's', why: 'the pool is smaller now' }]);
