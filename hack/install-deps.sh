@@ -33,6 +33,8 @@ command -v skopeo >/dev/null || missing+=(skopeo)
 command -v mmdebstrap >/dev/null || missing+=(mmdebstrap)
 # The API asks Git repositories what a ref points at (lib/builds/git.ts); tests serve one.
 command -v git >/dev/null || missing+=(git)
+# The DNS-01 tests' authoritative server (test/support/named.ts), which takes RFC 2136 updates signed with TSIG.
+command -v named >/dev/null || [ -x /usr/sbin/named ] || missing+=(bind9)
 # The static busybox (the `busybox` package is dynamic): ldd fails on a static binary, hence `|| true`.
 bb_ldd=$(command -v busybox >/dev/null && { ldd "$(command -v busybox)" 2>&1 || true; }) || true
 [[ "$bb_ldd" == *"not a dynamic"* ]] || missing+=(busybox-static)
