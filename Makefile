@@ -95,6 +95,7 @@ bench: build cluster postgres nodes
 	@SVC_LOG_LEVEL=silent node dist/bench/deploy.js
 	@node dist/bench/reconcile.js
 	@node dist/bench/proxy.js
+	@node dist/bench/https.js
 	@SVC_LOG_LEVEL=silent node dist/bench/events.js
 	@SVC_LOG_LEVEL=silent node dist/bench/databases.js
 	@SVC_LOG_LEVEL=silent node dist/bench/builds.js
