@@ -34,7 +34,7 @@ import { SandboxRepository } from './sandboxes/repository.js';
 import { RuntimeList } from './sandboxes/runtimes.js';
 import { SandboxService } from './sandboxes/service.js';
 import { appUrl, labels, managers } from '../lib/contract.js';
-import { ignoreStatus, kubeStatus, mergePatch } from '../lib/kube/client.js';
+import { kubeStatus, mergePatch } from '../lib/kube/client.js';
 import { podInformer } from '../lib/kube/pod-informer.js';
 import { VolumeRepository } from './repositories/volumes.js';
 import type Koa from 'koa';
@@ -61,7 +61,8 @@ import { DeclaredDomains } from './domains/declared.js';
 import { EventRecorder } from '../lib/kube/events.js';
 import { NamespaceAccounts } from '../lib/accounts.js';
 import { CertificateIssuer } from './certificates/issuer.js';
-import { certificateAnnotations, certificateSecretName } from '../lib/certificates/contract.js';
+import { CertManagerIssuer, deleteCertificateSecret } from './certificates/cert-manager.js';
+import { certificateSecretName } from '../lib/certificates/contract.js';
 import { DomainRepository } from './repositories/domains.js';
 import { VolumeMeter } from './usage/volume-meter.js';
 import { MachineMeter } from './usage/machine-meter.js';
@@ -203,6 +204,11 @@ export interface Workers {
    * unless SVC_CERTIFICATES_ISSUER=acme with SVC_ACME_DIRECTORY_URL.
    */
   certificateIssuer: CertificateIssuer | undefined;
+  /**
+   * Writes cert-manager Certificates for verified domains and mirrors their state
+   * (api/certificates/cert-manager.ts); undefined unless SVC_CERTIFICATES_ISSUER=cert-manager.
+   */
+  certManagerIssuer: CertManagerIssuer | undefined;
   /** Adds and removes the domains Apps declare in spec.domains (api/domains/declared.ts). */
   declaredDomains: DeclaredDomains;
 }
@@ -526,6 +532,38 @@ export async function assembleDeps(deps: {
   const domainClaims = new DomainClaims(db);
   const domainResolver = new Resolver({ timeout: 3_000, tries: 2 });
   if (config.domains.dnsServers) domainResolver.setServers([...config.domains.dnsServers]);
+  // Certificates of verified domains, by ACME (docs/decisions/0028-https.md), on the wall clock too:
+  // the budget's rows are compared with the database's times. Made before the domain actions, whose
+  // removals delete their certificates.
+  const certificateIssuer = CertificateIssuer.enabled(config.certificates)
+    ? new CertificateIssuer({
+        config: config.certificates,
+        core,
+        domains,
+        db,
+        events,
+        log,
+        clock: wallClock,
+        isLeader: () => election.isLeader,
+      })
+    : undefined;
+  certificateIssuer?.start();
+  // Or by cert-manager, for platform teams that run it: the API writes its Certificates. Only the
+  // replica leading the recorder's Lease acts, or each replica would tell every transition.
+  const certManagerIssuer = CertManagerIssuer.enabled(config.certificates)
+    ? new CertManagerIssuer({
+        config: config.certificates,
+        kc,
+        core,
+        domains,
+        db,
+        events,
+        log,
+        isLeader: () => election.isLeader,
+        clock: wallClock,
+      })
+    : undefined;
+  await certManagerIssuer?.start();
   const domainActions = new DomainActions({
     domains,
     claims: domainClaims,
@@ -538,18 +576,11 @@ export async function assembleDeps(deps: {
     certificates: {
       // Only the certificate issued for this namespace's Domain: the name may have moved to another
       // account since (a failed claim released), whose certificate has the same Secret name.
-      remove: async (domain, namespace) => {
-        const name = certificateSecretName(domain);
-        const secret = await core.readNamespacedSecret({ namespace: config.certificates.namespace, name }).catch(ignoreStatus(404));
-        if (!secret || secret.metadata?.annotations?.[certificateAnnotations.namespace] !== namespace) return;
-        await core
-          .deleteNamespacedSecret({
-            namespace: config.certificates.namespace,
-            name,
-            body: { preconditions: { resourceVersion: secret.metadata.resourceVersion, uid: secret.metadata.uid } },
-          })
-          .catch(ignoreStatus(404, 409));
-      },
+      // With cert-manager its Certificate goes first, or cert-manager would write the Secret again.
+      remove: (domain, namespace) =>
+        certManagerIssuer
+          ? certManagerIssuer.remove(domain, namespace)
+          : deleteCertificateSecret(core, config.certificates.namespace, certificateSecretName(domain), namespace),
     },
     settings: {
       appsDomain: config.appsDomain,
@@ -557,21 +588,17 @@ export async function assembleDeps(deps: {
       perApp: config.domains.perApp,
       perAccount: config.domains.perAccount,
       recheckMs: config.domains.recheckMs,
+      dns01Zone: config.certificates.issuer === 'acme' ? config.certificates.acme.dns01?.zone : undefined,
     },
     log,
     clock: wallClock,
   });
   const domainVerifier = new DomainVerifier({ claims: domainClaims, actions: domainActions, log, clock: wallClock });
   domainVerifier.start();
-  // Certificates of verified domains, by ACME (docs/decisions/0028-https.md), on the wall clock too:
-  // the budget's rows are compared with the database's times.
-  const certificateIssuer = CertificateIssuer.enabled(config.certificates)
-    ? new CertificateIssuer({ config: config.certificates, core, domains, db, events, log, clock: wallClock })
-    : undefined;
-  certificateIssuer?.start();
-  if (certificateIssuer)
+  const issuer = certificateIssuer ?? certManagerIssuer;
+  if (issuer)
     domains.onChange((d) => {
-      if (d.phase === 'Verified' && d.status?.certificate?.phase === undefined) certificateIssuer.nudge();
+      if (d.phase === 'Verified' && d.status?.certificate?.phase === undefined) issuer.nudge();
     });
   // Domains declared on Apps with kubectl or GitOps, added and removed through the same actions.
   const namespaceAccounts = new NamespaceAccounts(db);
@@ -631,7 +658,16 @@ export async function assembleDeps(deps: {
   housekeeping.start();
   return {
     services,
-    workers: { machineMeter, webhookDeliverer, artifactCollector, gitSync, domainVerifier, certificateIssuer, declaredDomains },
+    workers: {
+      machineMeter,
+      webhookDeliverer,
+      artifactCollector,
+      gitSync,
+      domainVerifier,
+      certificateIssuer,
+      certManagerIssuer,
+      declaredDomains,
+    },
     // For set-up (the first account) and tests; handlers work through the repositories above.
     kube: { kc, core },
     db,
@@ -640,6 +676,7 @@ export async function assembleDeps(deps: {
       declaredDomains.stop();
       await domainVerifier.stop();
       await certificateIssuer?.stop();
+      await certManagerIssuer?.stop();
       await domains.stop();
       await artifactCollector.stop();
       gitSync.stop();

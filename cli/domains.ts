@@ -6,7 +6,7 @@ import { table } from './table.js';
 import { UsageError } from './token-commands.js';
 
 export interface DomainRecordBody {
-  purpose: 'ownership' | 'routing';
+  purpose: 'ownership' | 'routing' | 'certificate';
   type: string;
   name: string;
   value: string;

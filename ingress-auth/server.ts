@@ -16,7 +16,7 @@ import type { IngressContext, SignInParts } from './context.js';
 import { Proxy } from './proxy.js';
 import { requestHandler } from './requests.js';
 import { RouteTable, type RouteSource } from './routes.js';
-import { appAtHost } from './host.js';
+import { appAtHost, appOfHost } from './host.js';
 import { CertificateStore, type CertificateSource } from './tls/certificates.js';
 import { ChallengeStore, type ChallengeSource } from './tls/challenges.js';
 import { upgradeHandler } from './upgrades.js';
@@ -69,6 +69,30 @@ export function certificateStore(
   });
 }
 
+/**
+ * The challenge store main.ts and startIngress build: the ACME issuer's ConfigMaps, and with
+ * cert-manager its Challenges, answered only while a verified Domain routes the name (never an app
+ * hostname, the platform's).
+ */
+export function challengeStore(
+  config: Config,
+  kc: k8s.KubeConfig,
+  routes: Pick<RouteSource, 'app' | 'domainApp'>,
+  log: Logger,
+): ChallengeStore {
+  return new ChallengeStore(kc, {
+    namespace: config.certificates.namespace,
+    log,
+    ...(config.certificates.issuer === 'cert-manager'
+      ? {
+          certManager: {
+            routed: (h: string) => appOfHost(h, config.appsDomain) === undefined && appAtHost(h, routes, config) !== undefined,
+          },
+        }
+      : {}),
+  });
+}
+
 export interface Ingress {
   url: string;
   /** `https://...` of the HTTPS listener, when there is one. */
@@ -84,9 +108,7 @@ export async function startIngress(opts: IngressOptions): Promise<Ingress> {
   const certificates = tlsPort === undefined ? undefined : (opts.certificates ?? certificateStore(config, opts.kc, routes, log));
   const challenges =
     opts.challenges ??
-    (tlsPort !== undefined || config.certificates.issuer === 'acme'
-      ? new ChallengeStore(opts.kc, { namespace: config.certificates.namespace, log })
-      : undefined);
+    (tlsPort !== undefined || config.certificates.issuer !== 'none' ? challengeStore(config, opts.kc, routes, log) : undefined);
   await Promise.all([routes.start(), certificates?.start(), challenges?.start()]);
   const proxy = new Proxy({
     connectionsPerUpstream: config.proxy.upstreamConnections,

@@ -644,6 +644,47 @@ function eabOf(kid: string | undefined, hmacKey: string | undefined) {
   return kid && hmacKey ? Object.freeze({ kid, hmacKey }) : undefined;
 }
 
+function dns01Of(e: {
+  readonly SVC_DNS01_ZONE: string | undefined;
+  readonly SVC_DNS01_SERVER: string | undefined;
+  readonly SVC_DNS01_TSIG_KEY_NAME: string | undefined;
+  readonly SVC_DNS01_TSIG_ALGORITHM: 'hmac-sha256' | 'hmac-sha512' | 'hmac-sha1';
+  readonly SVC_DNS01_TSIG_SECRET: string | undefined;
+}) {
+  // Each read whether or not a zone is set, so readsOf lists them all (`requires` sees to the rest).
+  const { SVC_DNS01_ZONE: zone, SVC_DNS01_SERVER: server, SVC_DNS01_TSIG_KEY_NAME: name, SVC_DNS01_TSIG_SECRET: secret } = e;
+  const algorithm = e.SVC_DNS01_TSIG_ALGORITHM;
+  if (!zone || !server || !name || !secret) return undefined;
+  const at = server.lastIndexOf(':');
+  return Object.freeze({
+    zone,
+    server: Object.freeze({ host: server.slice(0, at).replace(/^\[(.*)\]$/, '$1'), port: Number(server.slice(at + 1)) }),
+    key: Object.freeze({ name, algorithm, secret }),
+  });
+}
+
+/**
+ * SVC_CERT_MANAGER_ISSUER as an issuerRef (`certManager`, absent unless the issuer is cert-manager);
+ * required with SVC_CERTIFICATES_ISSUER=cert-manager.
+ */
+function certManagerOf(
+  issuer: 'acme' | 'cert-manager' | 'none',
+  ref: string | undefined,
+): { certManager?: Readonly<{ issuerRef: Readonly<{ kind: string; name: string; group: string }> }> } {
+  if (issuer !== 'cert-manager') return {};
+  if (!ref) throw new ConfigError(['SVC_CERT_MANAGER_ISSUER: required when SVC_CERTIFICATES_ISSUER is cert-manager']);
+  const slash = ref.indexOf('/');
+  const kindGroup = ref.slice(0, slash);
+  const dot = kindGroup.indexOf('.');
+  const kind = dot === -1 ? kindGroup : kindGroup.slice(0, dot);
+  const group = dot === -1 ? 'cert-manager.io' : kindGroup.slice(dot + 1);
+  // cert-manager's own group has these two kinds only: anything else would be a Certificate no
+  // issuer ever picks up, found out only when the first domain waits for ever.
+  if (group === 'cert-manager.io' && kind !== 'Issuer' && kind !== 'ClusterIssuer')
+    throw new ConfigError([`SVC_CERT_MANAGER_ISSUER: cert-manager.io has the kinds Issuer and ClusterIssuer (got ${JSON.stringify(ref)})`]);
+  return { certManager: Object.freeze({ issuerRef: Object.freeze({ kind, name: ref.slice(slash + 1), group }) }) };
+}
+
 const certificates = part({
   env: {
     // Where certificate Secrets and HTTP-01 challenge ConfigMaps live (the chart's release namespace).
@@ -658,6 +699,16 @@ const certificates = part({
       .optional(),
     // Who issues custom domains' certificates: the built-in ACME client, cert-manager, or nobody.
     SVC_CERTIFICATES_ISSUER: z.enum(['acme', 'cert-manager', 'none']).default('none'),
+    // With cert-manager: the issuer its Certificates name, `<Kind>[.<group>]/<name>` as kubectl spells
+    // it (ClusterIssuer/letsencrypt; an Issuer is the certificates namespace's; the group defaults to
+    // cert-manager.io, an external issuer names its own: AWSPCAClusterIssuer.awspca.cert-manager.io/pca).
+    SVC_CERT_MANAGER_ISSUER: z
+      .string()
+      .regex(
+        /^[A-Z][A-Za-z0-9]*(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/[a-z0-9]([-.a-z0-9]*[a-z0-9])?$/,
+        'must be <Kind>[.<group>]/<name>, e.g. ClusterIssuer/letsencrypt',
+      )
+      .optional(),
     SVC_ACME_DIRECTORY_URL: z.string().url('must be the ACME directory URL').optional(),
     SVC_ACME_CONTACT: z
       .string()
@@ -680,6 +731,31 @@ const certificates = part({
     SVC_ACME_CERTS_PER_DOMAIN_WEEK: z.coerce.number().int().min(1).max(100_000).default(50),
     SVC_ACME_FAILED_VALIDATIONS_PER_HOUR: z.coerce.number().int().min(1).max(1000).default(5),
     SVC_ACME_ORDERS_PER_3H: z.coerce.number().int().min(1).max(1_000_000).default(300),
+    // DNS-01, for wildcard domains (docs/decisions/0028-https.md): the zone the platform owns and
+    // updates by RFC 2136 with TSIG; a tenant delegates `_acme-challenge.<base>` to a name in it by a
+    // CNAME. The server is the zone's primary, `host:port`.
+    SVC_DNS01_ZONE: z
+      .string()
+      .regex(/^([a-z0-9]([-a-z0-9]*[a-z0-9])?\.)+[a-z][-a-z0-9]*[a-z0-9]$/, 'must be a DNS zone name (lowercase, no trailing dot)')
+      .optional(),
+    SVC_DNS01_SERVER: z
+      .string()
+      .regex(/^(\[[0-9a-fA-F:.]+\]|[^\s:[\]]+):\d{1,5}$/, 'must be host:port ([address]:port for IPv6)')
+      .refine((v) => port.safeParse(v.slice(v.lastIndexOf(':') + 1)).success, 'must name a port 1-65535')
+      .optional(),
+    SVC_DNS01_TSIG_KEY_NAME: z
+      .string()
+      .regex(/^[a-z0-9]([-.a-z0-9]*[a-z0-9])?$/i, 'must be a TSIG key name')
+      .optional(),
+    SVC_DNS01_TSIG_ALGORITHM: z.enum(['hmac-sha256', 'hmac-sha512', 'hmac-sha1']).default('hmac-sha256'),
+    // base64, as `tsig-keygen` prints it.
+    SVC_DNS01_TSIG_SECRET: z
+      .string()
+      .regex(/^[A-Za-z0-9+/]{16,}={0,2}$/, 'must be the base64 TSIG secret')
+      .optional(),
+  },
+  requires: {
+    SVC_DNS01_ZONE: ['SVC_DNS01_SERVER', 'SVC_DNS01_TSIG_KEY_NAME', 'SVC_DNS01_TSIG_SECRET'],
   },
   read: (e) =>
     Object.freeze({
@@ -687,6 +763,8 @@ const certificates = part({
       /** The provided certificate of `*.<apps domain>` (a Secret name in `namespace`), if any. */
       platformSecret: e.SVC_CERTIFICATES_PLATFORM_SECRET,
       issuer: e.SVC_CERTIFICATES_ISSUER,
+      /** `certManager.issuerRef`: the issuer cert-manager Certificates name (with `issuer: cert-manager` only). */
+      ...certManagerOf(e.SVC_CERTIFICATES_ISSUER, e.SVC_CERT_MANAGER_ISSUER),
       acme: Object.freeze({
         directoryUrl: e.SVC_ACME_DIRECTORY_URL,
         contact: e.SVC_ACME_CONTACT,
@@ -703,6 +781,8 @@ const certificates = part({
           failedValidationsPerHour: e.SVC_ACME_FAILED_VALIDATIONS_PER_HOUR,
           ordersPer3h: e.SVC_ACME_ORDERS_PER_3H,
         }),
+        /** DNS-01 for wildcards, or undefined: they cannot get a certificate. */
+        dns01: dns01Of(e),
       }),
     }),
 });

@@ -14,16 +14,18 @@ import type { Knex } from 'knex';
 import type { ComponentConfig } from '../../lib/config.js';
 import { labels, managers } from '../../lib/contract.js';
 import { AcmeIssuer, CertificateError, type CertificateSource, type IssuedCertificate } from '../../lib/certificates/acme.js';
-import { retryAfterFailure, type OrderLimits } from '../../lib/certificates/budget.js';
+import { orderLeaseMs, retryAfterFailure, type OrderLimits } from '../../lib/certificates/budget.js';
 import {
   certificateAnnotations,
   certificateLabel,
   certificateRenewAfterAnnotation,
   certificateSecretName,
   certificateSources,
+  challengeLabel,
 } from '../../lib/certificates/contract.js';
 import { CertificateOrders, type OrderBook } from '../../lib/certificates/orders.js';
 import {
+  certificatePatch,
   planCertificates,
   type CertificateStatus,
   type CertificateStep,
@@ -32,16 +34,19 @@ import {
   type ObservedSecret,
 } from '../../lib/certificates/plan.js';
 import { renewAfterOf } from '../../lib/certificates/renewal.js';
+import { txtLookupAt, type DnsProvider, type TxtLookup } from '../../lib/certificates/dns01.js';
+import { Rfc2136Client } from '../../lib/dns/update.js';
 import { ignoreStatus, serverSideApply } from '../../lib/kube/client.js';
 import type { Logger } from '../../lib/logger.js';
 import type { ApiDeps } from '../deps.js';
-import type { DomainRepository, StatusPatch } from '../repositories/domains.js';
+import type { DomainRepository } from '../repositories/domains.js';
 
 type CertificatesConfig = ComponentConfig<'api'>['certificates'];
 
 type Core = Pick<
   k8s.CoreV1Api,
   | 'listNamespacedSecret'
+  | 'listNamespacedConfigMap'
   | 'patchNamespacedSecret'
   | 'deleteNamespacedSecret'
   | 'readNamespacedSecret'
@@ -91,6 +96,12 @@ export interface CertificateIssuerDeps {
   intervalMs?: number;
   /** Orders in flight at once in one pass (default 3). */
   parallel?: number;
+  /**
+   * Whether this replica leads the recorder's Lease: only the leader writes what is not an order
+   * (statuses said once, deletions, the sweep), so each is told once, not once per replica. Orders
+   * are any replica's: PostgreSQL's row is their lease. Undefined: this one leads (tests).
+   */
+  isLeader?: () => boolean;
 }
 
 /** What one pass did, by domain (tests wait on it). */
@@ -145,6 +156,7 @@ export class CertificateIssuer {
           accountSecret: config.acme.accountSecret,
           http01CheckUrl: config.acme.http01CheckUrl,
         },
+        dns01: config.acme.dns01 && dns01Of(config.acme.dns01),
       });
     }
   }
@@ -215,12 +227,18 @@ export class CertificateIssuer {
       app: r.app,
       phase: r.phase,
       certificate: r.status?.certificate,
+      delegatedTo: r.records.find((x) => x.purpose === 'certificate')?.observed,
     }));
     const claims = await this.claims([...new Set([...domains.map((x) => x.name), ...secrets.map((s) => s.domain)])]);
-    const steps = planCertificates({ domains, claims, secrets, now: observedAt });
+    const steps = planCertificates({ domains, claims, secrets, now: observedAt, dns01Zone: this.d.config.acme.dns01?.zone });
     const orders = steps.filter((s): s is Extract<CertificateStep, { kind: 'order' }> => s.kind === 'order');
+    const leading = this.d.isLeader?.() ?? true;
+    if (leading)
+      await this.sweepChallenges(observedAt).catch((err: unknown) =>
+        this.d.log.warn({ err }, 'Sweeping abandoned HTTP-01 challenges failed; the next pass tries again'),
+      );
     for (const step of steps) {
-      if (step.kind === 'order') continue;
+      if (step.kind === 'order' || !leading) continue;
       await this.apply(step, result).catch((err: unknown) =>
         this.d.log.warn(
           { err, step: step.kind, domain: 'domain' in step ? step.domain : undefined },
@@ -242,10 +260,33 @@ export class CertificateIssuer {
     return result;
   }
 
+  /**
+   * HTTP-01 ConfigMaps older than an order's lease: left by an API that died mid-order (a live order
+   * deletes its own). Answered by ingress-auth until then, harmlessly; deleted so they do not pile up.
+   */
+  private async sweepChallenges(now: Date): Promise<void> {
+    const namespace = this.d.config.namespace;
+    const list = await this.d.core.listNamespacedConfigMap({ namespace, labelSelector: challengeLabel });
+    for (const cm of list.items) {
+      const made = cm.metadata?.creationTimestamp ? new Date(cm.metadata.creationTimestamp).getTime() : now.getTime();
+      if (now.getTime() - made < orderLeaseMs || !cm.metadata?.name) continue;
+      await this.d.core
+        .deleteNamespacedConfigMap({ namespace, name: cm.metadata.name, body: { preconditions: { uid: cm.metadata.uid } } })
+        .catch(ignoreStatus(404, 409));
+      this.d.log.info({ configMap: cm.metadata.name }, 'Deleted an abandoned HTTP-01 challenge');
+    }
+  }
+
   private async apply(step: Exclude<CertificateStep, { kind: 'order' }>, result: PassResult): Promise<void> {
     switch (step.kind) {
       case 'unavailable':
-        await this.writeStatus(step.domain, { phase: 'Failed', reason: step.reason, message: step.message });
+        // A renewal that cannot be ordered leaves the certificate served, and its status says so.
+        await this.writeStatus(
+          step.domain,
+          step.serving
+            ? { ...step.domain.certificate, phase: 'Issued', reason: step.reason, message: `the renewal waits: ${step.message}` }
+            : { phase: 'Failed', reason: step.reason, message: step.message },
+        );
         await this.d.events.record(step.accountId, 'certificate.failed', step.domain.app, {
           domain: step.domain.name,
           app: step.domain.app,
@@ -325,7 +366,7 @@ export class CertificateIssuer {
       });
     let cert: IssuedCertificate;
     try {
-      cert = await this.source.issue(domain.name);
+      cert = await this.source.issue(domain.name, step.dns01Name ? { dns01Name: step.dns01Name } : {});
     } catch (err) {
       const now = this.clock();
       const e =
@@ -439,23 +480,21 @@ export class CertificateIssuer {
     );
   }
 
-  /** Writes `status.certificate` whole (a merge patch of that field: absent fields set null, the rest of the status untouched). */
+  /** Writes `status.certificate` whole (a merge patch of that field only: the verifier writes the rest of the status). */
   private async writeStatus(domain: ObservedDomain, c: CertificateStatus): Promise<void> {
-    const keys: Array<keyof CertificateStatus> = [
-      'phase',
-      'reason',
-      'message',
-      'notAfter',
-      'renewAfter',
-      'secretName',
-      'lastAttemptAt',
-      'retryAfter',
-    ];
-    // Null removes a field (a merge patch merges objects): what this write leaves out must go.
-    const certificate = Object.fromEntries(keys.map((k) => [k, c[k] ?? null])) as NonNullable<StatusPatch['certificate']>;
-    await this.d.domains.writeStatus(domain.namespace, domain.name, { certificate });
+    await this.d.domains.writeStatus(domain.namespace, domain.name, { certificate: certificatePatch(c) });
     domain.certificate = c;
   }
+}
+
+/** DNS-01 over RFC 2136 to the platform's zone, and its server's answers. */
+function dns01Of(c: NonNullable<CertificatesConfig['acme']['dns01']>): { provider: DnsProvider; lookup: TxtLookup } {
+  const client = new Rfc2136Client({
+    server: c.server,
+    zone: c.zone,
+    key: { name: c.key.name, algorithm: c.key.algorithm, secret: Buffer.from(c.key.secret, 'base64') },
+  });
+  return { provider: client, lookup: txtLookupAt(c.server) };
 }
 
 /** A certificate Secret's validity, from its first certificate, and its renewal time (its annotation, else a third of its lifetime left). */

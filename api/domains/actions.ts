@@ -34,6 +34,8 @@ export interface DomainActionDeps {
     perApp: number;
     perAccount: number;
     recheckMs: number;
+    /** The platform's DNS-01 zone: wildcards are then asked to delegate `_acme-challenge` there. */
+    dns01Zone?: string;
   };
   log: Logger;
   clock: () => Date;
@@ -65,6 +67,7 @@ export class DomainActions {
       token: await this.d.claims.tokenOf(accountId),
       appHost: `${app}.${this.d.settings.appsDomain}`,
       edgeAddresses: this.d.settings.edgeAddresses,
+      ...(this.d.settings.dns01Zone ? { dns01: { zone: this.d.settings.dns01Zone, accountId } } : {}),
     });
   }
 

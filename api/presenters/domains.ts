@@ -4,7 +4,11 @@ import { z } from 'zod';
 import type { DomainView } from '../domains/actions.js';
 
 const recordSchema = z.object({
-  purpose: z.enum(['ownership', 'routing']).describe('ownership: proves the account holds the name; routing: sends its traffic here'),
+  purpose: z
+    .enum(['ownership', 'routing', 'certificate'])
+    .describe(
+      "ownership: proves the account holds the name; routing: sends its traffic here; certificate: a wildcard's _acme-challenge delegated to the platform for DNS-01 (its certificate needs it, its routing does not)",
+    ),
   type: z.enum(['TXT', 'CNAME', 'A', 'AAAA']),
   name: z.string(),
   value: z.string().describe('Exactly what to publish'),

@@ -3,7 +3,9 @@
 // the configuration) and one order of one name, validated by HTTP-01 through a ConfigMap that
 // ingress-auth answers (lib/certificates/contract.ts). The CA is told to validate only once
 // ingress-auth answers the challenge at SVC_ACME_HTTP01_CHECK_URL, so an informer's lag never costs
-// a failed validation. Wildcards need DNS-01, which has no provider yet: refused before any order.
+// a failed validation. A wildcard is validated by DNS-01 instead (lib/certificates/dns01.ts): its TXT
+// written by RFC 2136 at the name its `_acme-challenge` is delegated to, and the CA told only once the
+// zone's server answers it; without a DNS provider a wildcard is refused before any order.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
@@ -16,6 +18,7 @@ import { labels, managers } from '../contract.js';
 import { kubeStatus, mergePatch } from '../kube/client.js';
 import type { Logger } from '../logger.js';
 import { acmeChallengePathPrefix, acmeToken, challengeConfigMapName, challengeLabel } from './contract.js';
+import type { DnsProvider, TxtLookup } from './dns01.js';
 
 export interface AcmeSettings {
   /** Where the account Secret and the challenge ConfigMaps live. */
@@ -58,9 +61,16 @@ export interface IssuedCertificate {
   notAfter: Date;
 }
 
+export interface IssueOptions {
+  /** PEM: the certificate's key (default: a new P-256 key). */
+  key?: string;
+  /** A wildcard's: where its DNS-01 TXT is written (the target of its `_acme-challenge` CNAME, dns01Target). */
+  dns01Name?: string;
+}
+
 /** What issues certificates (AcmeIssuer; a fake in unit tests). */
 export interface CertificateSource {
-  issue(domain: string, key?: string): Promise<IssuedCertificate>;
+  issue(domain: string, options?: IssueOptions): Promise<IssuedCertificate>;
 }
 
 export const dns01Unavailable = (domain: string) =>
@@ -177,6 +187,10 @@ export class AcmeIssuer implements CertificateSource {
       log: Logger;
       /** How long ingress-auth has to answer a challenge before the order is given up (default 10 s). */
       selfCheckMs?: number;
+      /** DNS-01: the zone's updates and its server's answers; undefined, wildcards are refused. */
+      dns01?: { provider: DnsProvider; lookup: TxtLookup };
+      /** How long the zone's server has to answer a DNS-01 TXT before the order is given up (default 30 s). */
+      dnsCheckMs?: number;
     },
   ) {
     prepareAxios(d.settings.caFile);
@@ -277,11 +291,13 @@ export class AcmeIssuer implements CertificateSource {
   }
 
   /**
-   * One order of `domain`: HTTP-01 for its one authorization, the CSR of `key` (PEM; a new P-256
-   * key when not given), the certificate's full chain. Throws a CertificateError.
+   * One order of `domain`: HTTP-01 for its one authorization (DNS-01 at `dns01Name` for a wildcard),
+   * the CSR of `key` (PEM; a new P-256 key when not given), the certificate's full chain. Throws a
+   * CertificateError.
    */
-  async issue(domain: string, key?: string): Promise<IssuedCertificate> {
-    if (domain.startsWith('*.')) throw dns01Unavailable(domain);
+  async issue(domain: string, { key, dns01Name }: IssueOptions = {}): Promise<IssuedCertificate> {
+    const wildcard = domain.startsWith('*.');
+    if (wildcard && (!this.d.dns01 || !dns01Name)) throw dns01Unavailable(domain);
     const ctx: Exchange = { last: undefined };
     return problems.run(ctx, async () => {
       let step = 'creating the ACME account';
@@ -297,7 +313,15 @@ export class AcmeIssuer implements CertificateSource {
         for (const authz of authorizations) {
           if (authz.status === 'valid') continue;
           step = `validating ${authz.identifier.value}`;
-          await this.validate(client, authz);
+          if (wildcard)
+            await validateByDns(client, authz, {
+              domain,
+              target: dns01Name!,
+              ...this.d.dns01!,
+              checkMs: this.d.dnsCheckMs,
+              log: this.d.log,
+            });
+          else await this.validate(client, authz);
         }
         step = 'finalizing the order';
         const certificateKey = key ?? (await acme.crypto.createPrivateEcdsaKey('P-256')).toString('utf8');
@@ -340,16 +364,7 @@ export class AcmeIssuer implements CertificateSource {
           await client.deactivateAuthorization(authz).catch(() => undefined);
           throw err;
         });
-      await client.completeChallenge(challenge);
-      try {
-        await client.waitForValidStatus(challenge);
-      } catch (err) {
-        throw new CertificateError(
-          'failed',
-          'ValidationFailed',
-          `the CA could not validate ${domain} by http-01: ${err instanceof Error ? err.message : String(err)}`,
-        );
-      }
+      await completeAndWait(client, challenge, `the CA could not validate ${domain} by http-01`);
     } finally {
       await this.d.core.deleteNamespacedConfigMap({ namespace, name }).catch((err: unknown) => {
         if (kubeStatus(err) !== 404) this.d.log.warn({ err, name }, 'Deleting an HTTP-01 challenge ConfigMap failed');
@@ -377,6 +392,76 @@ export class AcmeIssuer implements CertificateSource {
       'ChallengeNotServed',
       `ingress-auth did not serve the http-01 challenge of ${domain} at ${url.origin} within ${Math.round((this.d.selfCheckMs ?? 10_000) / 1000)} s (${last}); the CA was not asked to validate`,
     );
+  }
+}
+
+/** What validating a challenge asks of the ACME client (acme-client's Client; a stub in unit tests). */
+export type ChallengeClient = Pick<
+  acme.Client,
+  'getChallengeKeyAuthorization' | 'completeChallenge' | 'waitForValidStatus' | 'deactivateAuthorization'
+>;
+
+/** Tells the CA the challenge is ready, and waits for its verdict: ValidationFailed with `failure` and the CA's words. */
+async function completeAndWait(
+  client: ChallengeClient,
+  challenge: acme.Authorization['challenges'][number],
+  failure: string,
+): Promise<void> {
+  await client.completeChallenge(challenge);
+  try {
+    await client.waitForValidStatus(challenge);
+  } catch (err) {
+    throw new CertificateError('failed', 'ValidationFailed', `${failure}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+/**
+ * DNS-01 of one authorization: the TXT written at `target` (the delegation target in the platform's
+ * zone), the CA told once the zone's server answers it (else the authorization is deactivated and
+ * the CA never asked: a failed validation would spend the name's budget), and the TXT withdrawn
+ * whatever happened. Several values may stand at one name (two orders at once): only this order's
+ * is added and removed.
+ */
+export async function validateByDns(
+  client: ChallengeClient,
+  authz: acme.Authorization,
+  o: { domain: string; target: string; provider: DnsProvider; lookup: TxtLookup; checkMs?: number; log: Logger },
+): Promise<void> {
+  const { domain, target, provider, lookup } = o;
+  const checkMs = o.checkMs ?? 30_000;
+  const challenge = authz.challenges.find((c) => c.type === 'dns-01');
+  if (!challenge) throw new CertificateError('failed', 'NoDns01Challenge', `the CA offered no dns-01 challenge for ${domain}`);
+  // For dns-01 acme-client answers the TXT value: base64url(SHA-256(key authorization)).
+  const value = await client.getChallengeKeyAuthorization(challenge);
+  try {
+    await provider.addTxt(target, value, 60).catch((err: unknown) => {
+      throw new CertificateError(
+        'failed',
+        'Dns01UpdateFailed',
+        `the DNS-01 record of ${domain} could not be written at ${target}: ${err instanceof Error ? err.message : String(err)}`,
+      );
+    });
+    const deadline = Date.now() + checkMs;
+    while (!(await lookup(target).catch((): string[] => [])).includes(value)) {
+      if (Date.now() >= deadline) {
+        await client.deactivateAuthorization(authz).catch(() => undefined);
+        throw new CertificateError(
+          'failed',
+          'Dns01NotPublished',
+          `the zone's server did not answer the DNS-01 TXT record at ${target} within ${Math.round(checkMs / 1000)} s; the CA was not asked to validate`,
+        );
+      }
+      await sleep(250);
+    }
+    await completeAndWait(
+      client,
+      challenge,
+      `the CA could not validate ${domain} by dns-01 (is _acme-challenge.${domain.replace(/^\*\./, '')} a CNAME to ${target}?)`,
+    );
+  } finally {
+    await provider.removeTxt(target, value).catch((err: unknown) => {
+      o.log.warn({ err, domain, target }, 'Withdrawing a DNS-01 record failed; it is harmless but left in the zone');
+    });
   }
 }
 

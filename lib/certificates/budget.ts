@@ -106,8 +106,10 @@ export function decideOrder(o: {
       until: new Date(retryAfter),
     };
 
+  // The CA's limits count an abandoned order too (its replica died mid-order, perhaps after the CA
+  // issued): past its lease it no longer holds the name, but it stays in these windows.
   const week = fullUntil(
-    rows.filter((r) => r.registeredDomain === o.registeredDomain && (counted.has(r.outcome) || r.outcome === 'pending')).map(whenDone),
+    o.rows.filter((r) => r.registeredDomain === o.registeredDomain && (counted.has(r.outcome) || r.outcome === 'pending')).map(whenDone),
     limits.certificatesPerDomainWeek,
     weekMs,
     now,
@@ -130,7 +132,7 @@ export function decideOrder(o: {
     };
 
   const orders = fullUntil(
-    rows.filter((r) => ordered.has(r.outcome)).map((r) => r.startedAt),
+    o.rows.filter((r) => ordered.has(r.outcome)).map((r) => r.startedAt),
     limits.ordersPer3h,
     ordersWindowMs,
     now,

@@ -21,8 +21,12 @@ export const certificateSecretName = (domain: string) => `tls-${hashOf(domain)}`
 export const challengeConfigMapName = (token: string) => `acme-http01-${hashOf(token)}`;
 
 export const certificateLabel = 'svc.dev/certificate';
-/** `certificateLabel` values: issued by the platform's ACME client, or provided by a platform team. */
-export const certificateSources = { acme: 'acme', provided: 'provided' } as const;
+/**
+ * `certificateLabel` values: issued by the platform's ACME client, provided by a platform team, or
+ * issued by cert-manager for a Certificate the API wrote (its `secretTemplate` carries the label and
+ * the annotations below, so its Secret is served like an ACME one).
+ */
+export const certificateSources = { acme: 'acme', provided: 'provided', certManager: 'cert-manager' } as const;
 export const challengeLabel = 'svc.dev/acme-challenge';
 
 export const certificateAnnotations = {
@@ -48,3 +52,14 @@ export const acmeToken = /^[A-Za-z0-9_-]{22,128}$/;
  * its lifetime before `notAfter`, less a random jitter drawn once, when it was issued).
  */
 export const certificateRenewAfterAnnotation = 'svc.dev/renew-after';
+
+/**
+ * With `SVC_CERTIFICATES_ISSUER=cert-manager`: the API writes a cert-manager Certificate per verified
+ * domain in the certificates namespace, named (and its `spec.secretName`) `certificateSecretName(domain)`,
+ * labelled and annotated as its Secret is; ingress-auth answers the HTTP-01 Challenges cert-manager
+ * makes for them there (api/certificates/cert-manager.ts, ingress-auth/tls/challenges.ts).
+ */
+export const certManager = {
+  certificates: { group: 'cert-manager.io', version: 'v1', plural: 'certificates', kind: 'Certificate' },
+  challenges: { group: 'acme.cert-manager.io', version: 'v1', plural: 'challenges', kind: 'Challenge' },
+} as const;

@@ -57,13 +57,22 @@ export async function checkDomain(
   // A wildcard answers for any name under it; a fresh random one cannot have records of its own.
   const probe = d.wildcard ? `${(o.randomLabel ?? randomLabel)()}.${d.base}` : d.name;
   const edge = edgeAddressesOf([...expected.filter(isAddressRecord).map((r) => r.value), ...(o.edgeAddresses ?? [])]);
-  const [ownership, routing] = await Promise.all([
+  const [ownership, routing, certificate] = await Promise.all([
     checkOwnership(expected, resolver),
     checkRouting(expected, resolver, { probe, wildcard: d.wildcard, edge }),
+    checkDelegation(expected, resolver),
   ]);
-  const records = [...ownership.records, ...routing.records];
+  const records = [...ownership.records, ...routing.records, ...certificate.records];
+  // The certificate's record never decides verification (the name routes without it): it is said.
+  const andCertificate = certificate.problem ? `; for its certificate, ${certificate.problem}` : '';
   if (ownership.ok && routing.ok)
-    return { records, ownership: true, routing: true, reason: 'Verified', message: 'the ownership and routing records are published' };
+    return {
+      records,
+      ownership: true,
+      routing: true,
+      reason: 'Verified',
+      message: `the ownership and routing records are published${andCertificate}`,
+    };
   const reason: DomainCheckReason =
     !ownership.ok && !routing.ok && ownership.missing && routing.missing
       ? 'RecordsMissing'
@@ -74,8 +83,32 @@ export async function checkDomain(
         : routing.missing
           ? 'RoutingMissing'
           : 'RoutingWrong';
-  const message = [ownership.problem, routing.problem].filter((p): p is string => p !== undefined).join('; ');
+  const message = [ownership.problem, routing.problem].filter((p): p is string => p !== undefined).join('; ') + andCertificate;
   return { records, ownership: ownership.ok, routing: routing.ok, reason, message };
+}
+
+/**
+ * A wildcard's `_acme-challenge` CNAME to the platform's DNS-01 zone. DNS failing here is not a
+ * failure of the check (verification does not depend on this record): it reads as not seen.
+ */
+async function checkDelegation(expected: ExpectedRecord[], resolver: DomainResolver): Promise<Pick<Part, 'records' | 'problem'>> {
+  const records = await Promise.all(
+    expected
+      .filter((r) => r.purpose === 'certificate')
+      .map(async (r): Promise<CheckedRecord> => {
+        const observed = (await lookup(`CNAME ${r.name}`, () => resolver.resolveCname(r.name)).catch(() => [])).map(hostOf);
+        return { ...r, observed, ok: observed.includes(hostOf(r.value)) };
+      }),
+  );
+  const wrong = records.filter((r) => !r.ok);
+  const problem = wrong.length
+    ? wrong
+        .map(
+          (r) => (r.observed.length ? `${r.name} is a CNAME to ${r.observed.join(', ')}, not ${r.value}: ` : '') + `publish ${describe(r)}`,
+        )
+        .join('; ')
+    : undefined;
+  return { records, problem };
 }
 
 interface Part {

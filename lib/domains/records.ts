@@ -1,11 +1,14 @@
 // The DNS records a person publishes for a custom domain (docs/decisions/0027-app-domains.md): one
-// proving the account owns the name, and one pointing the name at the platform. The API shows them
-// when a domain is added, and the check (check.ts) compares DNS's answers with them.
+// proving the account owns the name, and one pointing the name at the platform; for a wildcard on a
+// platform with DNS-01, a third delegating its `_acme-challenge` name to the platform's zone
+// (docs/decisions/0028-https.md), which its certificate needs but its routing does not. The API
+// shows them when a domain is added, and the check (check.ts) compares DNS's answers with them.
 import { isIP } from 'node:net';
+import { acmeChallengeName, dns01Target } from '../certificates/dns01.js';
 import type { DomainName } from './names.js';
 
 export interface ExpectedRecord {
-  purpose: 'ownership' | 'routing';
+  purpose: 'ownership' | 'routing' | 'certificate';
   type: 'TXT' | 'CNAME' | 'A' | 'AAAA';
   name: string;
   value: string;
@@ -15,14 +18,35 @@ export interface ExpectedRecord {
 export const ownershipLabel = '_svc-challenge';
 export const ownershipPrefix = 'svc-verify=';
 
-export function expectedRecords(d: DomainName, o: { token: string; appHost: string; edgeAddresses: readonly string[] }): ExpectedRecord[] {
+export function expectedRecords(
+  d: DomainName,
+  o: {
+    token: string;
+    appHost: string;
+    edgeAddresses: readonly string[];
+    /** The platform's DNS-01 zone and the account: a wildcard's `_acme-challenge` delegation. */
+    dns01?: { zone: string; accountId: string };
+  },
+): ExpectedRecord[] {
   const ownership: ExpectedRecord = {
     purpose: 'ownership',
     type: 'TXT',
     name: `${ownershipLabel}.${d.base}`,
     value: `${ownershipPrefix}${o.token}`,
   };
-  if (!routesByAddress(d)) return [ownership, { purpose: 'routing', type: 'CNAME', name: d.name, value: hostOf(o.appHost) }];
+  const certificate: ExpectedRecord[] =
+    d.wildcard && o.dns01
+      ? [
+          {
+            purpose: 'certificate',
+            type: 'CNAME',
+            name: acmeChallengeName(d.base),
+            value: dns01Target(o.dns01.zone, o.dns01.accountId, d.base),
+          },
+        ]
+      : [];
+  if (!routesByAddress(d))
+    return [ownership, { purpose: 'routing', type: 'CNAME', name: d.name, value: hostOf(o.appHost) }, ...certificate];
   return [
     ownership,
     ...edgeAddressesOf(o.edgeAddresses).map((a): ExpectedRecord => ({
@@ -31,6 +55,7 @@ export function expectedRecords(d: DomainName, o: { token: string; appHost: stri
       name: d.name,
       value: a,
     })),
+    ...certificate,
   ];
 }
 

@@ -683,7 +683,7 @@ export interface DomainStatus {
    * Each record to publish, what DNS answered for it, and whether it is right.
    */
   records?: {
-    purpose: 'ownership' | 'routing';
+    purpose: 'ownership' | 'routing' | 'certificate';
     type: 'TXT' | 'CNAME' | 'A' | 'AAAA';
     name: string;
     expected: string[];

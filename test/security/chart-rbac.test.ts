@@ -1,7 +1,9 @@
 // The chart's RBAC against the real apiserver (authorization mode Node,RBAC): applied as Helm would
 // render it, each component's ServiceAccount may make every call its code makes, and is refused
 // what belongs to another component. The table below follows the calls in api/, controllers/,
-// ingress-auth/ and lib/kube/ (charts/svc-platform/README.md lists them).
+// ingress-auth/ and lib/kube/ (charts/svc-platform/README.md lists them). The chart is rendered with
+// its default issuer, then again with `certificates.issuer: cert-manager`, whose Roles only that one
+// has (checked before it is applied: the default render gives none of them).
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -223,11 +225,58 @@ const refused: Record<string, Access[]> = {
   ],
 };
 
+/** With `certificates.issuer: cert-manager` (api/certificates/cert-manager.ts, ingress-auth/tls/challenges.ts). */
+const certManagerNeeds: Record<string, Access[]> = {
+  // Its Certificates: an informer (list, watch), server-side applied (patch; create for a new one), deleted.
+  'svc-api': (['list', 'watch', 'create', 'patch', 'delete'] as const).map((verb): Access => [
+    verb,
+    'cert-manager.io',
+    'certificates',
+    undefined,
+    certificates,
+  ]),
+  // cert-manager's HTTP-01 Challenges, from an informer.
+  'svc-ingress-auth': [
+    ['list', 'acme.cert-manager.io', 'challenges', undefined, certificates],
+    ['watch', 'acme.cert-manager.io', 'challenges', undefined, certificates],
+  ],
+};
+const certManagerRefused: Record<string, Access[]> = {
+  'svc-api': [
+    // No single read: the informer has them.
+    ['get', 'cert-manager.io', 'certificates', undefined, certificates],
+    // Nothing of cert-manager's in the release namespace, nor cluster-wide.
+    ...(['get', 'list', 'create', 'patch', 'delete'] as const).map((verb): Access => [
+      verb,
+      'cert-manager.io',
+      'certificates',
+      undefined,
+      platform,
+    ]),
+    ['list', 'cert-manager.io', 'certificates'],
+    // Which CA signs is the team's: no Issuer, no CertificateRequest of its own, no Challenge.
+    ['create', 'cert-manager.io', 'issuers', undefined, certificates],
+    ['create', 'cert-manager.io', 'certificaterequests', undefined, certificates],
+    ['create', 'acme.cert-manager.io', 'challenges', undefined, certificates],
+  ],
+  'svc-ingress-auth': [
+    // It answers Challenges; making them, or Certificates, is cert-manager's and the API's.
+    ['get', 'acme.cert-manager.io', 'challenges', undefined, certificates],
+    ['create', 'acme.cert-manager.io', 'challenges', undefined, certificates],
+    ['patch', 'acme.cert-manager.io', 'challenges', undefined, certificates],
+    ['create', 'cert-manager.io', 'certificates', undefined, certificates],
+    ['patch', 'cert-manager.io', 'certificates', undefined, certificates],
+    ['list', 'acme.cert-manager.io', 'challenges', undefined, platform],
+    ['list', 'acme.cert-manager.io', 'challenges'],
+  ],
+};
+
 describe('chart RBAC (real apiserver)', () => {
   let authz: k8s.AuthorizationV1Api;
   let ns: Awaited<ReturnType<typeof testNamespace>>;
   let dir: string;
   let rendered: string;
+  let renderedCertManager: string;
 
   before(async () => {
     const kc = kubeConfig();
@@ -236,19 +285,26 @@ describe('chart RBAC (real apiserver)', () => {
     // Rendered by helm itself, as an install would, into the test's namespace.
     const core0 = kc.makeApiClient(k8s.CoreV1Api);
     await core0.createNamespace({ body: { metadata: { name: certificates } } });
-    const text = await renderChart(
-      'svc',
-      ns.name,
-      '-f',
-      localValues,
-      '--set',
-      `certificates.namespace=${certificates}`,
-      '--show-only',
-      'templates/rbac.yaml',
-    );
+    const render = (...set: string[]) =>
+      renderChart(
+        'svc',
+        ns.name,
+        '-f',
+        localValues,
+        '--set',
+        [`certificates.namespace=${certificates}`, ...set].join(','),
+        '--show-only',
+        'templates/rbac.yaml',
+      );
     dir = await mkdtemp(path.join(tmpdir(), 'svc-rbac-'));
     rendered = path.join(dir, 'rbac.yaml');
-    await writeFile(rendered, text);
+    await writeFile(rendered, await render());
+    // Applied by its test, after the default render's are checked.
+    renderedCertManager = path.join(dir, 'rbac-cert-manager.yaml');
+    await writeFile(
+      renderedCertManager,
+      await render('certificates.issuer=cert-manager', 'certificates.certManager.issuerRef=ClusterIssuer/x'),
+    );
     await kubectl('apply', '-f', rendered);
     // An account namespace as createAccount makes it on a cluster, and a namespace that is no account's.
     const core = kc.makeApiClient(k8s.CoreV1Api);
@@ -259,6 +315,7 @@ describe('chart RBAC (real apiserver)', () => {
   after(async () => {
     const core = kubeConfig().makeApiClient(k8s.CoreV1Api);
     for (const name of [tenant, decoy, certificates]) await core.deleteNamespace({ name }).catch(() => undefined);
+    if (renderedCertManager) await kubectl('delete', '--ignore-not-found', '-f', renderedCertManager).catch(() => undefined);
     if (rendered) await kubectl('delete', '--ignore-not-found', '-f', rendered).catch(() => undefined);
     if (dir) await rm(dir, { recursive: true, force: true });
     await ns?.dispose();
@@ -394,4 +451,32 @@ describe('chart RBAC (real apiserver)', () => {
       assert.deepEqual(excess, [], `${account} may do more than it should`);
     });
   }
+
+  it('with cert-manager as the issuer, lets the API write Certificates and ingress-auth read Challenges, in the certificates namespace only', async () => {
+    const rows = (table: Record<string, Access[]>) =>
+      Object.entries(table).flatMap(([account, as]) => as.map((a) => [account, a] as const));
+    const given: string[] = [];
+    for (const [account, a] of rows(certManagerNeeds)) if (await allowed(account, a)) given.push(`${account}: ${show(a)}`);
+    assert.deepEqual(given, [], 'the default issuer gives none of it');
+    await kubectl('apply', '-f', renderedCertManager);
+    // The authorizer sees a new Role a moment after it is stored.
+    const missing = async () => {
+      const m: string[] = [];
+      for (const [account, a] of rows(certManagerNeeds)) if (!(await allowed(account, a))) m.push(`${account}: ${show(a)}`);
+      return m;
+    };
+    await eventually('the cert-manager Roles in force', async () => (await missing()).length === 0, { timeoutMs: 10_000 }).catch(
+      () => undefined,
+    );
+    assert.deepEqual(await missing(), [], 'refused what it needs');
+    const excess: string[] = [];
+    // Nothing cert-manager's Roles must not give, and nothing the default render refuses.
+    for (const [account, a] of [...rows(certManagerRefused), ...rows(refused)])
+      if (await allowed(account, a)) excess.push(`${account}: ${show(a)}`);
+    assert.deepEqual(excess, [], 'may do more than it should');
+    // And what it gives is still given.
+    const lost: string[] = [];
+    for (const [account, a] of rows(needs)) if (!(await allowed(account, a))) lost.push(`${account}: ${show(a)}`);
+    assert.deepEqual(lost, []);
+  });
 });

@@ -111,6 +111,15 @@ describe('decideOrder', () => {
     assert.deepEqual(decide('shop.example.com', [row('shop.example.com', 'pending', orderLeaseMs + min)]), { allowed: true });
   });
 
+  it('still counts an abandoned order against the weekly and 3-hour limits (the CA may have issued it)', () => {
+    const abandoned = [1, 2, 3].map((k) => row(`n${k}.example.com`, 'pending', orderLeaseMs + k * min));
+    const week = decide('shop.example.com', abandoned);
+    assert.equal(week.allowed ? 'allowed' : week.reason, 'CertificatesPerDomainLimit');
+    const elsewhere = [1, 2, 3, 4].map((k) => row(`n${k}.example${k}.net`, 'pending', orderLeaseMs + k * min));
+    const orders = decide('shop.example.com', elsewhere);
+    assert.equal(orders.allowed ? 'allowed' : orders.reason, 'OrdersLimit');
+  });
+
   it('skips a name issued after the caller looked at the certificates (another replica was first)', () => {
     const rows = [row('shop.example.com', 'issued', 30_000)];
     const d = decide('shop.example.com', rows, ago(60_000));

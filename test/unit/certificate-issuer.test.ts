@@ -14,11 +14,22 @@ import { after, before, describe, it } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { CertificateIssuer, readCertificate } from '../../api/certificates/issuer.js';
 import { domainRecord, type StatusPatch } from '../../api/repositories/domains.js';
-import { CertificateError, mapAcmeError, retryAfterOf, type IssuedCertificate } from '../../lib/certificates/acme.js';
+import type acme from 'acme-client';
+import {
+  CertificateError,
+  mapAcmeError,
+  retryAfterOf,
+  validateByDns,
+  type ChallengeClient,
+  type IssueOptions,
+  type IssuedCertificate,
+} from '../../lib/certificates/acme.js';
 import { decideOrder, type OrderRecord } from '../../lib/certificates/budget.js';
+import { dns01Target, type DnsProvider } from '../../lib/certificates/dns01.js';
 import {
   certificateAnnotations,
   certificateLabel,
+  challengeLabel,
   certificateRenewAfterAnnotation,
   certificateSecretName,
 } from '../../lib/certificates/contract.js';
@@ -77,6 +88,7 @@ const config: ComponentConfig<'api'>['certificates'] = {
     accountSecret: { namespace: 'svc-certificates', name: 'svc-acme-account' },
     http01CheckUrl: undefined,
     limits: { certificatesPerDomainWeek: 50, failedValidationsPerHour: 5, ordersPer3h: 300 },
+    dns01: undefined,
   },
 };
 
@@ -107,11 +119,20 @@ class FakeCore {
   async createNamespacedSecret(): Promise<never> {
     throw new Error('not used');
   }
+  readonly configMaps: k8s.V1ConfigMap[] = [];
+  async listNamespacedConfigMap(p: { namespace: string; labelSelector?: string }) {
+    assert.equal(p.namespace, namespace);
+    assert.equal(p.labelSelector, challengeLabel);
+    return { items: [...this.configMaps] } as k8s.V1ConfigMapList;
+  }
   async createNamespacedConfigMap(): Promise<never> {
     throw new Error('not used');
   }
-  async deleteNamespacedConfigMap(): Promise<never> {
-    throw new Error('not used');
+  async deleteNamespacedConfigMap(p: { namespace: string; name: string }) {
+    const i = this.configMaps.findIndex((c) => c.metadata?.name === p.name);
+    if (i < 0) throw notFound();
+    this.configMaps.splice(i, 1);
+    return {};
   }
   async createNamespace(): Promise<never> {
     throw new Error('not used');
@@ -194,11 +215,13 @@ class FakeOrders implements OrderBook {
 
 class FakeAcme {
   readonly orders: string[] = [];
+  readonly options: IssueOptions[] = [];
   fail: CertificateError | undefined;
   days = 90;
-  async issue(domain: string): Promise<IssuedCertificate> {
+  async issue(domain: string, options: IssueOptions = {}): Promise<IssuedCertificate> {
     this.orders.push(domain);
-    if (domain.startsWith('*.')) throw new Error('a wildcard reached the CA');
+    this.options.push(options);
+    if (domain.startsWith('*.') && !options.dns01Name) throw new Error('a wildcard reached the CA without DNS-01');
     if (this.fail) throw this.fail;
     const c = certificate(domain, this.days);
     const info = readCertificate({ data: { 'tls.crt': Buffer.from(c.certificate).toString('base64'), 'tls.key': 'eA==' } });
@@ -206,7 +229,7 @@ class FakeAcme {
   }
 }
 
-function setup(o: { now?: Date } = {}) {
+function setup(o: { now?: Date; config?: typeof config; isLeader?: () => boolean } = {}) {
   let now = o.now ?? new Date();
   const core = new FakeCore();
   const domains = new FakeDomains();
@@ -215,7 +238,7 @@ function setup(o: { now?: Date } = {}) {
   const claims = new Map<string, ObservedClaim>();
   const events: Array<[string, string, string, Record<string, unknown>]> = [];
   const issuer = new CertificateIssuer({
-    config,
+    config: o.config ?? config,
     core,
     domains,
     orders,
@@ -225,6 +248,7 @@ function setup(o: { now?: Date } = {}) {
     log: createLogger('test', 'silent'),
     clock: () => now,
     random: () => 0.5,
+    ...(o.isLeader ? { isLeader: o.isLeader } : {}),
   });
   /** A Domain of acct-1 and its claim, verified unless told. */
   const domain = (
@@ -434,6 +458,102 @@ describe('CertificateIssuer', () => {
     );
   });
 
+  it('with DNS-01, a wildcard waits for its delegation (told once, what to publish), then is ordered at its target', async () => {
+    const zone = 'acme.platform.test';
+    const dns01 = {
+      zone,
+      server: { host: '127.0.0.1', port: 53 },
+      key: { name: 'svc-dns01', algorithm: 'hmac-sha256' as const, secret: 'c2VjcmV0c2VjcmV0c2VjcmV0' },
+    };
+    const t = setup({ config: { ...config, acme: { ...config.acme, dns01 } } });
+    t.domain('*.shop.example.com');
+    const target = dns01Target(zone, 'acc_1', 'shop.example.com');
+    const delegate = (observed: string[]) => {
+      t.domains.items[0]!.status!.records = [
+        { purpose: 'certificate', type: 'CNAME', name: '_acme-challenge.shop.example.com', expected: [target], observed, ok: false },
+      ];
+    };
+    let r = await t.issuer.pass();
+    assert.deepEqual(
+      r.failed.map((f) => f.reason),
+      ['Dns01DelegationMissing'],
+    );
+    assert.deepEqual(t.acme.orders, [], 'no order while the CA could not follow the delegation');
+    assert.deepEqual(t.orders.rows, [], 'nothing taken from the budget');
+    const status = t.domains.certificateOf('*.shop.example.com')!;
+    assert.equal(status.phase, 'Failed');
+    assert.equal(
+      status.message,
+      `a wildcard's certificate is validated by DNS-01: publish CNAME _acme-challenge.shop.example.com → ${target}, then verify the domain again`,
+    );
+    await t.issuer.pass();
+    assert.equal(t.events.length, 1, 'told once');
+    // A CNAME to another account's target (a delegation left behind) delegates nothing to this one.
+    delegate([dns01Target(zone, 'acc_2', 'shop.example.com')]);
+    await t.issuer.pass();
+    assert.deepEqual(t.acme.orders, []);
+    delegate([target]);
+    r = await t.issuer.pass();
+    assert.deepEqual(r.issued, ['*.shop.example.com']);
+    assert.deepEqual(t.acme.options, [{ dns01Name: target }]);
+    const issued = t.domains.certificateOf('*.shop.example.com')!;
+    assert.equal(issued.phase, 'Issued');
+    // Its renewal due and the delegation gone: not ordered, and the certificate still served says so.
+    delegate([]);
+    t.setNow(new Date(Date.parse(issued.renewAfter!) + 60_000));
+    await t.issuer.pass();
+    assert.equal(t.acme.orders.length, 1, 'no renewal order without the delegation');
+    const waiting = t.domains.certificateOf('*.shop.example.com')!;
+    assert.equal(waiting.phase, 'Issued');
+    assert.equal(waiting.reason, 'Dns01DelegationMissing');
+    assert.equal(waiting.notAfter, issued.notAfter, 'still shows the certificate served');
+    assert.match(waiting.message!, /^the renewal waits: a wildcard's certificate is validated by DNS-01: publish CNAME/);
+    const told = t.events.length;
+    await t.issuer.pass();
+    assert.equal(t.events.length, told, 'told once');
+  });
+
+  it('a replica that does not lead the Lease orders, but says nothing else: each refusal is told once, by the leader', async () => {
+    let leading = false;
+    const t = setup({ isLeader: () => leading });
+    t.domain('*.shop.example.com');
+    t.domain('shop.example.com');
+    let r = await t.issuer.pass();
+    assert.deepEqual(r.issued, ['shop.example.com'], 'orders are any replica’s (PostgreSQL holds their lease)');
+    assert.deepEqual(r.failed, []);
+    assert.equal(t.domains.certificateOf('*.shop.example.com'), undefined);
+    leading = true;
+    r = await t.issuer.pass();
+    assert.deepEqual(
+      r.failed.map((f) => f.reason),
+      ['DNS01Unavailable'],
+    );
+  });
+
+  it('sweeps HTTP-01 challenges older than an order’s lease (an API died mid-order), and only those', async () => {
+    const t = setup();
+    const cm = (name: string, agoMs: number): k8s.V1ConfigMap => ({
+      metadata: { name, namespace, uid: name, labels: { [challengeLabel]: 'http-01' }, creationTimestamp: new Date(Date.now() - agoMs) },
+    });
+    t.core.configMaps.push(cm('acme-http01-old', 16 * 60_000), cm('acme-http01-live', 60_000));
+    await t.issuer.pass();
+    assert.deepEqual(
+      t.core.configMaps.map((c) => c.metadata!.name),
+      ['acme-http01-live'],
+    );
+  });
+
+  it("leaves alone a Verified Domain whose claim is not in its database (another platform's API on the same cluster)", async () => {
+    const t = setup();
+    t.domain('theirs.example.com', 'Verified', null);
+    const theirs = t.domains.items[0]!;
+    theirs.status!.certificate = { phase: 'Issued', reason: 'Issued', message: 'served', secretName: 'tls-x' };
+    const r = await t.issuer.pass();
+    assert.deepEqual([r.issued, r.failed, r.deleted], [[], [], []]);
+    assert.deepEqual(t.domains.writes, [], 'no status written: nothing says its certificate is stale');
+    assert.deepEqual(t.acme.orders, []);
+  });
+
   it('deletes the certificate of a name no longer verified, and clears its status; an empty cache deletes nothing', async () => {
     const t = setup();
     t.domain('gone.example.com');
@@ -568,6 +688,85 @@ describe('ACME errors', () => {
         'creating the ACME account failed: the CA did not answer GET https://ca.example/dir (unreachable, or it timed out)',
       ],
     );
+  });
+
+  describe('DNS-01 of one authorization (validateByDns)', () => {
+    const authz = {
+      identifier: { type: 'dns', value: 'shop.example.com' },
+      status: 'pending',
+      challenges: [{ type: 'dns-01', url: 'https://ca.test/chall/1', status: 'pending', token: 'tok' }],
+    } as unknown as acme.Authorization;
+    const target = 'abc.acme.platform.test';
+    /** The CA's side and the zone, in order of what was asked of them. */
+    const world = (o: { addFails?: boolean; seenAfter?: number; caRefuses?: boolean } = {}) => {
+      const calls: string[] = [];
+      let lookups = 0;
+      const client: ChallengeClient = {
+        getChallengeKeyAuthorization: async () => 'digest',
+        completeChallenge: async (c) => (calls.push('complete'), c),
+        waitForValidStatus: async <T>(item: T) => {
+          calls.push('wait');
+          if (o.caRefuses) throw new Error('Incorrect TXT record "nope" found at _acme-challenge.shop.example.com');
+          return item;
+        },
+        deactivateAuthorization: async (a) => (calls.push('deactivate'), a),
+      };
+      const provider: DnsProvider = {
+        addTxt: async (fqdn, value, ttl) => {
+          calls.push(`add ${fqdn} ${value} ${ttl}`);
+          if (o.addFails) throw new Error('NOTAUTH, TSIG error BADSIG');
+        },
+        removeTxt: async (fqdn, value) => void calls.push(`remove ${fqdn} ${value}`),
+      };
+      const lookup = async () => {
+        calls.push('lookup');
+        return ++lookups > (o.seenAfter ?? 0) ? ['digest'] : [];
+      };
+      const run = () =>
+        validateByDns(client, authz, {
+          domain: '*.shop.example.com',
+          target,
+          provider,
+          lookup,
+          checkMs: 400,
+          log: createLogger('test', 'silent'),
+        });
+      return { calls, run };
+    };
+
+    it('writes the TXT, tells the CA only once the zone answers it, and withdraws it', async () => {
+      const w = world({ seenAfter: 2 });
+      await w.run();
+      assert.deepEqual(w.calls, [`add ${target} digest 60`, 'lookup', 'lookup', 'lookup', 'complete', 'wait', `remove ${target} digest`]);
+    });
+
+    it('never tells the CA when the zone does not answer the TXT: the authorization deactivated, the TXT withdrawn', async () => {
+      const w = world({ seenAfter: Infinity });
+      await assert.rejects(w.run(), (err: unknown) => err instanceof CertificateError && err.reason === 'Dns01NotPublished');
+      assert.ok(!w.calls.includes('complete'), 'the CA was not asked');
+      assert.deepEqual(w.calls.slice(-2), ['deactivate', `remove ${target} digest`]);
+    });
+
+    it('says why when the update is refused, and tries to withdraw it anyway', async () => {
+      const w = world({ addFails: true });
+      await assert.rejects(
+        w.run(),
+        (err: unknown) => err instanceof CertificateError && err.reason === 'Dns01UpdateFailed' && /BADSIG/.test(err.message),
+      );
+      assert.deepEqual(w.calls, [`add ${target} digest 60`, `remove ${target} digest`]);
+    });
+
+    it('a validation the CA refuses is ValidationFailed, naming the delegation to check, and the TXT withdrawn', async () => {
+      const w = world({ caRefuses: true });
+      await assert.rejects(
+        w.run(),
+        (err: unknown) =>
+          err instanceof CertificateError &&
+          err.reason === 'ValidationFailed' &&
+          err.message.includes(`is _acme-challenge.shop.example.com a CNAME to ${target}?`),
+      );
+      assert.equal(w.calls.at(-1), `remove ${target} digest`);
+    });
   });
 
   it('reads Retry-After as seconds or a date, only in the future', () => {

@@ -170,6 +170,36 @@ describe('the parts of the configuration (each variable declared once)', () => {
     assert.equal(loadComponentConfig('controllers', env, none).deploys.artifactKey, undefined);
   });
 
+  it('DNS-01: a zone needs its server and key; the server is host:port with a real port, IPv6 in brackets', () => {
+    const secret = Buffer.alloc(32, 7).toString('base64');
+    const full = {
+      SVC_DNS01_ZONE: 'acme.example.net',
+      SVC_DNS01_SERVER: '[2001:db8::53]:5353',
+      SVC_DNS01_TSIG_KEY_NAME: 'svc',
+      SVC_DNS01_TSIG_SECRET: secret,
+    };
+    assert.deepEqual(loadComponentConfig('api', full, none).certificates.acme.dns01, {
+      zone: 'acme.example.net',
+      server: { host: '2001:db8::53', port: 5353 },
+      key: { name: 'svc', algorithm: 'hmac-sha256', secret },
+    });
+    assert.equal(loadComponentConfig('api', {}, none).certificates.acme.dns01, undefined);
+    assert.throws(
+      () => loadConfig({ SVC_DNS01_ZONE: 'acme.example.net' }, none),
+      (err: unknown) =>
+        err instanceof ConfigError &&
+        ['SVC_DNS01_SERVER', 'SVC_DNS01_TSIG_KEY_NAME', 'SVC_DNS01_TSIG_SECRET'].every((v) =>
+          err.problems.includes(`${v}: required when SVC_DNS01_ZONE is set`),
+        ),
+    );
+    for (const server of ['ns1.example.net:0', 'ns1.example.net:70000', 'ns1.example.net', '2001:db8::53:53'])
+      assert.throws(
+        () => loadConfig({ ...full, SVC_DNS01_SERVER: server }, none),
+        (err: unknown) => err instanceof ConfigError && err.problems.some((p) => p.startsWith('SVC_DNS01_SERVER')),
+        server,
+      );
+  });
+
   it('a process that does not read the deploys part does not look for the artifact key', () => {
     const env = { SVC_STATE_DIR: '/nonexistent-svc-state' };
     assert.deepEqual(loadComponentConfig('policy-agent', env, { exists: () => true }), {

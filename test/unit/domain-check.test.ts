@@ -7,6 +7,7 @@ import { Resolver } from 'node:dns/promises';
 import { describe, it } from 'node:test';
 import { checkDomain, DnsUnavailableError, type DomainResolver } from '../../lib/domains/check.js';
 import { parseDomainName, type DomainName } from '../../lib/domains/names.js';
+import { dns01Target } from '../../lib/certificates/dns01.js';
 import { expectedRecords } from '../../lib/domains/records.js';
 
 /** `'<TYPE> <name>'` to the answer, or to the code the query fails with; a name not there is NXDOMAIN (ENOTFOUND). */
@@ -235,6 +236,38 @@ describe('domain check', () => {
       missing.result.message,
       /^publish CNAME \*\.shop\.example with the value web\.apps\.example\.com .*\(svc-check-0badc0de\.shop\.example, a name under the wildcard, was asked\)$/,
     );
+  });
+
+  it("checks a wildcard's DNS-01 delegation beside, never deciding verification: said, and kept apart when DNS fails there", async () => {
+    const d = domain('*.shop.example');
+    const target = dns01Target('acme.platform.test', 'acc_1', 'shop.example');
+    const expected = expectedRecords(d, {
+      token: 'tok123',
+      appHost: app,
+      edgeAddresses: edge,
+      dns01: { zone: 'acme.platform.test', accountId: 'acc_1' },
+    });
+    const base: Table = { 'TXT _svc-challenge.shop.example': [[txt]], 'CNAME x.shop.example': [app] };
+    const run = (t: Table) => checkDomain(d, expected, fakeResolver({ ...base, ...t }), { edgeAddresses: edge, randomLabel: () => 'x' });
+    let r = await run({});
+    assert.equal(r.reason, 'Verified');
+    assert.deepEqual(r.records[2], { ...expected[2], observed: [], ok: false });
+    assert.equal(
+      r.message,
+      `the ownership and routing records are published; for its certificate, publish CNAME _acme-challenge.shop.example with the value ${target}`,
+    );
+    r = await run({ 'CNAME _acme-challenge.shop.example': ['elsewhere.example.'] });
+    assert.equal(r.reason, 'Verified');
+    assert.match(r.message, /_acme-challenge\.shop\.example is a CNAME to elsewhere\.example, not /);
+    r = await run({ 'CNAME _acme-challenge.shop.example': 'ESERVFAIL' });
+    assert.equal(r.reason, 'Verified', 'a failure on the delegation does not fail the check');
+    assert.equal(r.records[2]!.ok, false);
+    r = await run({ 'CNAME _acme-challenge.shop.example': [`${target.toUpperCase()}.`] });
+    assert.deepEqual(r.records[2], { ...expected[2], observed: [target], ok: true });
+    assert.equal(r.message, 'the ownership and routing records are published');
+    r = await run({ 'TXT _svc-challenge.shop.example': [] });
+    assert.equal(r.reason, 'OwnershipMissing');
+    assert.match(r.message, /; for its certificate, publish CNAME _acme-challenge/);
   });
 
   it('makes up a fresh label for each check of a wildcard', async () => {

@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseDomainName, type DomainName } from '../../lib/domains/names.js';
+import { dns01Target } from '../../lib/certificates/dns01.js';
 import { apexNeedsEdge, expectedRecords } from '../../lib/domains/records.js';
 
 function domain(input: string): DomainName {
@@ -27,6 +28,23 @@ describe('domain records', () => {
       { purpose: 'ownership', type: 'TXT', name: '_svc-challenge.shop.example', value: 'svc-verify=tok123' },
       { purpose: 'routing', type: 'CNAME', name: '*.shop.example', value: 'web.apps.example.com' },
     ]);
+  });
+
+  it("with DNS-01, a wildcard also delegates _acme-challenge.<base> to this account's name in the platform's zone; other names do not", () => {
+    const dns01 = { zone: 'acme.platform.test', accountId: 'acc_1' };
+    const records = expectedRecords(domain('*.shop.example'), { ...o, dns01 });
+    assert.deepEqual(records[2], {
+      purpose: 'certificate',
+      type: 'CNAME',
+      name: '_acme-challenge.shop.example',
+      value: dns01Target('acme.platform.test', 'acc_1', 'shop.example'),
+    });
+    assert.match(records[2].value, /^[a-z2-7]{26}\.acme\.platform\.test$/, 'one DNS label under the zone');
+    assert.notEqual(records[2].value, dns01Target('acme.platform.test', 'acc_2', 'shop.example'), 'per account');
+    assert.notEqual(records[2].value, dns01Target('acme.platform.test', 'acc_1', 'other.example'), 'per name');
+    assert.equal(records[2].value, dns01Target('acme.platform.test', 'acc_1', 'shop.example'), 'stable');
+    assert.equal(expectedRecords(domain('www.shop.example'), { ...o, dns01 }).length, 2, 'HTTP-01 serves a name that is not a wildcard');
+    assert.equal(expectedRecords(domain('*.shop.example'), o).length, 2, 'no zone, no delegation asked');
   });
 
   it('an apex: one A per IPv4 and one AAAA per IPv6 edge address, IPv6 as DNS writes it', () => {

@@ -66,6 +66,11 @@ apps' domain and URLs, mail, sign-in providers and the images the platform start
 # challenges (with or without its HTTPS listener).
 - name: SVC_CERTIFICATES_ISSUER
   value: {{ .Values.certificates.issuer | quote }}
+{{- if eq .Values.certificates.issuer "cert-manager" }}
+# The team's issuer the API's cert-manager Certificates name (docs/api/domains.md).
+- name: SVC_CERT_MANAGER_ISSUER
+  value: {{ required "certificates.certManager.issuerRef is required with certificates.issuer cert-manager" .Values.certificates.certManager.issuerRef | quote }}
+{{- end }}
 {{- with .Values.certificates.platformSecret }}
 - name: SVC_CERTIFICATES_PLATFORM_SECRET
   value: {{ . | quote }}
