@@ -26,6 +26,7 @@ import { certificatePatch, type CertificateStatus, type ObservedDomain } from '.
 import { ignoreStatus, serverSideApply } from '../../lib/kube/client.js';
 import { keepWatching } from '../../lib/kube/keep-watching.js';
 import type { Logger } from '../../lib/logger.js';
+import { Passes } from '../../lib/passes.js';
 import type { ApiDeps } from '../deps.js';
 import type { DomainRepository } from '../repositories/domains.js';
 import { claimsFromDb, type ClaimsView } from './issuer.js';
@@ -119,10 +120,7 @@ export function certificateInformer(kc: k8s.KubeConfig, namespace: string, log: 
 }
 
 export class CertManagerIssuer {
-  private timer: NodeJS.Timeout | undefined;
-  private nudged: NodeJS.Timeout | undefined;
-  private running: Promise<CertManagerPassResult> | undefined;
-  private stopped = false;
+  private readonly passes: Passes<CertManagerPassResult>;
   private readonly claims: ClaimsView;
   private readonly custom: Custom;
   private readonly certificates: CertificateCache;
@@ -142,48 +140,33 @@ export class CertManagerIssuer {
     this.claims = d.claims ?? claimsFromDb(d.db!);
     this.custom = d.custom ?? d.kc.makeApiClient(k8s.CustomObjectsApi);
     this.certificates = d.certificates ?? certificateInformer(d.kc, this.namespace, d.log);
+    this.passes = new Passes({
+      run: () => this.runPass(),
+      intervalMs: d.intervalMs ?? 15_000,
+      onError: (err) => d.log.warn({ err }, 'A pass of the cert-manager issuer failed; the next one tries again'),
+    });
     this.certificates.onChange(() => this.nudge());
   }
 
   async start(): Promise<void> {
-    this.stopped = false;
     await this.certificates.start();
-    this.timer = setInterval(() => {
-      if (this.running) return;
-      this.pass().catch((err: unknown) => this.d.log.warn({ err }, 'A pass of the cert-manager issuer failed; the next one tries again'));
-    }, this.d.intervalMs ?? 15_000);
-    this.timer.unref();
+    this.passes.start();
     this.nudge();
   }
 
   /** A pass soon (coalesced): a Domain turned Verified, or a Certificate changed. */
   nudge(): void {
-    if (this.stopped || this.nudged) return;
-    this.nudged = setTimeout(() => {
-      this.nudged = undefined;
-      this.pass().catch((err: unknown) => this.d.log.warn({ err }, 'A pass of the cert-manager issuer failed; the next one tries again'));
-    }, 200);
-    this.nudged.unref();
+    this.passes.nudge();
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    clearInterval(this.timer);
-    clearTimeout(this.nudged);
-    await this.running?.catch(() => undefined);
+    await this.passes.stop();
     await this.certificates.stop();
   }
 
   /** One pass now (after the one running, if any). */
-  async pass(): Promise<CertManagerPassResult> {
-    while (this.running) await this.running.catch(() => undefined);
-    const run = this.runPass();
-    this.running = run;
-    try {
-      return await run;
-    } finally {
-      if (this.running === run) this.running = undefined;
-    }
+  pass(): Promise<CertManagerPassResult> {
+    return this.passes.pass();
   }
 
   /**

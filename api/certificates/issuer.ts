@@ -38,6 +38,7 @@ import { txtLookupAt, type DnsProvider, type TxtLookup } from '../../lib/certifi
 import { Rfc2136Client } from '../../lib/dns/update.js';
 import { ignoreStatus, serverSideApply } from '../../lib/kube/client.js';
 import type { Logger } from '../../lib/logger.js';
+import { Passes } from '../../lib/passes.js';
 import type { ApiDeps } from '../deps.js';
 import type { DomainRepository } from '../repositories/domains.js';
 
@@ -118,10 +119,7 @@ export interface PassResult {
 const toIso = (d: Date | undefined) => d?.toISOString();
 
 export class CertificateIssuer {
-  private timer: NodeJS.Timeout | undefined;
-  private nudged: NodeJS.Timeout | undefined;
-  private running: Promise<PassResult> | undefined;
-  private stopped = false;
+  private readonly passes: Passes<PassResult>;
   private readonly orders: OrderBook;
   private readonly claims: ClaimsView;
   private readonly source: CertificateSource;
@@ -141,6 +139,11 @@ export class CertificateIssuer {
     this.claims = d.claims ?? claimsFromDb(d.db!);
     this.clock = d.clock ?? (() => new Date());
     this.limits = config.acme.limits;
+    this.passes = new Passes({
+      run: () => this.runPass(),
+      intervalMs: d.intervalMs ?? 15_000,
+      onError: (err) => d.log.warn({ err }, 'A pass of the certificate issuer failed; the next one tries again'),
+    });
     if (d.acme) this.source = d.acme;
     else {
       if (!config.acme.directoryUrl) throw new Error('CertificateIssuer needs config.acme.directoryUrl (SVC_ACME_DIRECTORY_URL)');
@@ -162,12 +165,7 @@ export class CertificateIssuer {
   }
 
   start(): void {
-    this.stopped = false;
-    this.timer = setInterval(() => {
-      if (this.running) return;
-      this.pass().catch((err: unknown) => this.d.log.warn({ err }, 'A pass of the certificate issuer failed; the next one tries again'));
-    }, this.d.intervalMs ?? 15_000);
-    this.timer.unref();
+    this.passes.start();
   }
 
   /**
@@ -175,31 +173,16 @@ export class CertificateIssuer {
    * its certificate is ordered within moments of verification, not up to a tick later.
    */
   nudge(): void {
-    if (this.stopped || this.nudged) return;
-    this.nudged = setTimeout(() => {
-      this.nudged = undefined;
-      this.pass().catch((err: unknown) => this.d.log.warn({ err }, 'A pass of the certificate issuer failed; the next one tries again'));
-    }, 200);
-    this.nudged.unref();
+    this.passes.nudge();
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    clearInterval(this.timer);
-    clearTimeout(this.nudged);
-    await this.running?.catch(() => undefined);
+    await this.passes.stop();
   }
 
   /** One pass now (after the one running, if any): what it ordered, issued, refused and deleted. */
-  async pass(): Promise<PassResult> {
-    while (this.running) await this.running.catch(() => undefined);
-    const run = this.runPass();
-    this.running = run;
-    try {
-      return await run;
-    } finally {
-      if (this.running === run) this.running = undefined;
-    }
+  pass(): Promise<PassResult> {
+    return this.passes.pass();
   }
 
   /** The certificate Secrets of the namespace, read. */
@@ -249,7 +232,7 @@ export class CertificateIssuer {
     let next = 0;
     await Promise.all(
       Array.from({ length: Math.min(this.d.parallel ?? 3, orders.length) }, async () => {
-        while (next < orders.length && !this.stopped) {
+        while (next < orders.length && !this.passes.isStopped) {
           const step = orders[next++]!;
           await this.order(step, secrets, observedAt, result).catch((err: unknown) =>
             this.d.log.warn({ err, domain: step.domain.name }, 'A certificate order failed to be recorded; the next pass tries again'),

@@ -10,7 +10,7 @@ import { pluralOf } from '../../lib/contract.js';
 import { mergePatch } from '../../lib/kube/client.js';
 import { group, version } from '../../lib/resources/index.js';
 import { kubeConfig } from '../support/kube.js';
-import { expectJson, startTestApi, type TestApi } from '../support/api.js';
+import { deployLive, expectJson, startTestApi, type TestApi } from '../support/api.js';
 import { dnsServers, publish, unpublish } from '../support/dns.js';
 import { Browser, startTestIngress, type TestIngress } from '../support/ingress.js';
 import { eventually } from '../support/wait.js';
@@ -45,15 +45,7 @@ describe('custom domains', () => {
     });
     ingress = await startTestIngress(api);
     await json(await api.request('POST', '/api/apps', { body: { name: app } }), 201);
-    const d = await json<{ id: string }>(
-      await api.request('POST', `/api/apps/${app}/deploy`, { body: { files: { 'index.html': `<p>${app}</p>` } } }),
-      202,
-    );
-    await eventually(
-      'the app live',
-      async () => (await json<{ status: string }>(await api.request('GET', `/api/deploys/${d.id}`), 200)).status === 'live',
-      { timeoutMs: 90_000 },
-    );
+    await deployLive(api, app, { files: { 'index.html': `<p>${app}</p>` } });
   });
   after(async () => {
     await ingress?.close();

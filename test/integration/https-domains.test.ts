@@ -11,7 +11,7 @@ import type { PeerCertificate, TLSSocket } from 'node:tls';
 import { after, before, describe, it } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { certificateSecretName } from '../../lib/certificates/contract.js';
-import { expectJson, startTestApi, type TestApi } from '../support/api.js';
+import { deployLive, expectJson, startTestApi, type TestApi } from '../support/api.js';
 import { dnsServers, publish } from '../support/dns.js';
 import { Browser, startTestIngress, type TestIngress } from '../support/ingress.js';
 import { kubeConfig, statusOf, testNamespace } from '../support/kube.js';
@@ -111,19 +111,7 @@ describe('custom domains over HTTPS', () => {
     });
     ingress = await startTestIngress(api, { port: httpPort, tls: true, env: { SVC_CERTIFICATES_NAMESPACE: certs.name } });
     await json(await api.request('POST', '/api/apps', { body: { name: app } }), 201);
-    const d = await json<{ id: string }>(
-      await api.request('POST', `/api/apps/${app}/deploy`, { body: { files: { 'index.html': `<p>${app} over https</p>` } } }),
-      202,
-    );
-    await eventually(
-      'the app live',
-      async () => {
-        const s = (await json<{ status: string }>(await api.request('GET', `/api/deploys/${d.id}`), 200)).status;
-        if (s === 'failed') throw new Error(`deploy ${d.id} failed`);
-        return s === 'live';
-      },
-      { timeoutMs: 90_000 },
-    );
+    await deployLive(api, app, { files: { 'index.html': `<p>${app} over https</p>` } });
   });
   after(async () => {
     await ingress?.close();

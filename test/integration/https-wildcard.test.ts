@@ -15,7 +15,7 @@ import { after, before, describe, it } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { certificateSecretName } from '../../lib/certificates/contract.js';
 import { dns01Target } from '../../lib/certificates/dns01.js';
-import { expectJson, startTestApi, type TestApi } from '../support/api.js';
+import { deployLive, expectJson, startTestApi, type TestApi } from '../support/api.js';
 import { dnsServers, publish } from '../support/dns.js';
 import { startTestIngress, type TestIngress } from '../support/ingress.js';
 import { kubeConfig, testNamespace } from '../support/kube.js';
@@ -93,19 +93,7 @@ describe('wildcard domains over HTTPS, by DNS-01', () => {
     });
     ingress = await startTestIngress(api, { port: httpPort, tls: true, env: { SVC_CERTIFICATES_NAMESPACE: certs.name } });
     await json(await api.request('POST', '/api/apps', { body: { name: app } }), 201);
-    const d = await json<{ id: string }>(
-      await api.request('POST', `/api/apps/${app}/deploy`, { body: { files: { 'index.html': `<p>${app} under a wildcard</p>` } } }),
-      202,
-    );
-    await eventually(
-      'the app live',
-      async () => {
-        const s = (await json<{ status: string }>(await api.request('GET', `/api/deploys/${d.id}`), 200)).status;
-        if (s === 'failed') throw new Error(`deploy ${d.id} failed`);
-        return s === 'live';
-      },
-      { timeoutMs: 90_000 },
-    );
+    await deployLive(api, app, { files: { 'index.html': `<p>${app} under a wildcard</p>` } });
   });
   after(async () => {
     await ingress?.close();

@@ -24,6 +24,7 @@ import { TokenStore } from '../../lib/tokens/store.js';
 import type { Db } from '../../lib/db/connection.js';
 import { freshDatabase } from './db.js';
 import { kubeConfig } from './kube.js';
+import { eventually } from './wait.js';
 
 export class TestClock {
   constructor(public now = new Date()) {}
@@ -243,4 +244,24 @@ export async function expectJson<T>(res: Response, status: number): Promise<T> {
   const text = await res.text();
   assert.equal(res.status, status, text);
   return (text ? JSON.parse(text) : undefined) as T;
+}
+
+/** Deploys `body` to the app and waits until the deploy is live (a failed one fails at once); its id. */
+export async function deployLive(
+  api: Pick<TestApi, 'request'>,
+  app: string,
+  body: Record<string, unknown>,
+  timeoutMs = 90_000,
+): Promise<string> {
+  const { id } = await expectJson<{ id: string }>(await api.request('POST', `/api/apps/${app}/deploy`, { body }), 202);
+  await eventually(
+    'the app live',
+    async () => {
+      const s = (await expectJson<{ status: string }>(await api.request('GET', `/api/deploys/${id}`), 200)).status;
+      if (s === 'failed') throw new Error(`deploy ${id} of ${app} failed`);
+      return s === 'live';
+    },
+    { timeoutMs },
+  );
+  return id;
 }

@@ -6,9 +6,9 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { Resolver } from 'node:dns/promises';
 import { writeFileSync } from 'node:fs';
-import type { Socket } from 'node:net';
 import path from 'node:path';
 import type { TsigKey } from '../../lib/dns/tsig.js';
+import { supervise } from './child.js';
 import { freePort } from './ports.js';
 import { scratchDir } from './scratch.js';
 
@@ -60,8 +60,6 @@ export interface Named {
   output(): string;
   stop(): Promise<void>;
 }
-
-const OUTPUT_LIMIT = 256 * 1024;
 
 class PortTakenError extends Error {}
 
@@ -140,38 +138,8 @@ async function startOnce(options: NamedOptions): Promise<Named> {
   // -g: foreground, logging to stderr; -4: the loopback address above only; as root without -u it
   // keeps root, which only needs to write the scratch directory.
   const child = spawn(namedBin, ['-g', '-4', '-n', '1', '-c', conf], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  const keep = (d: Buffer) => {
-    output = (output + d.toString('utf8')).slice(-OUTPUT_LIMIT);
-  };
-  child.stdout.on('data', keep);
-  child.stderr.on('data', keep);
-  let exited: string | undefined;
-  const exit = new Promise<void>((resolve) => {
-    child.once('exit', (code, signal) => {
-      exited = signal ? `killed by ${signal}` : `exited with code ${String(code)}`;
-      resolve();
-    });
-    child.once('error', (err) => {
-      exited ??= `could not start: ${err.message}`;
-      resolve();
-    });
-  });
-  const kill = () => child.kill('SIGKILL');
-  process.once('exit', kill);
-  // Neither the process nor its pipes keep the test's process alive: it is stopped with it (kill).
-  child.unref();
-  for (const pipe of [child.stdout, child.stderr]) (pipe as unknown as Socket).unref();
-
-  const stop = async () => {
-    process.removeListener('exit', kill);
-    if (exited === undefined) {
-      child.kill('SIGTERM');
-      const killLater = setTimeout(kill, 5000);
-      await exit;
-      clearTimeout(killLater);
-    }
-  };
+  const proc = supervise(child);
+  const stop = () => proc.stop();
 
   const resolver = new Resolver({ timeout: 300, tries: 1 });
   resolver.setServers([`${host}:${port}`]);
@@ -179,13 +147,14 @@ async function startOnce(options: NamedOptions): Promise<Named> {
   let waiting = [...zones];
   for (;;) {
     const described = `${namedBin} -g -c ${conf}`;
-    if (/address in use/.test(output)) {
+    if (/address in use/.test(proc.output())) {
       await stop();
-      throw new PortTakenError(`named could not listen on ${host}:${port} (${described}); its output:\n${output}`);
+      throw new PortTakenError(`named could not listen on ${host}:${port} (${described}); its output:\n${proc.output()}`);
     }
+    const exited = proc.exited();
     if (exited !== undefined) {
-      process.removeListener('exit', kill);
-      throw new Error(`named ${exited} during start-up (${described}); its output:\n${output}`);
+      proc.kill();
+      throw new Error(`named ${exited} during start-up (${described}); its output:\n${proc.output()}`);
     }
     const answered = await Promise.all(
       waiting.map((z) =>
@@ -200,10 +169,10 @@ async function startOnce(options: NamedOptions): Promise<Named> {
     if (Date.now() > deadline) {
       await stop();
       throw new Error(
-        `named did not answer the SOA of ${waiting.map((z) => z.name).join(', ')} in 20 s (${described}); its output:\n${output}`,
+        `named did not answer the SOA of ${waiting.map((z) => z.name).join(', ')} in 20 s (${described}); its output:\n${proc.output()}`,
       );
     }
     await new Promise((r) => setTimeout(r, 100));
   }
-  return { host, port, server: `${host}:${port}`, key, output: () => output, stop };
+  return { host, port, server: `${host}:${port}`, key, output: () => proc.output(), stop };
 }

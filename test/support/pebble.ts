@@ -8,9 +8,9 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
-import type { Socket } from 'node:net';
 import { homedir } from 'node:os';
 import path from 'node:path';
+import { supervise } from './child.js';
 import { freePort } from './ports.js';
 import { scratchDir } from './scratch.js';
 
@@ -91,9 +91,6 @@ function get(url: string, ca: string, timeoutMs = 5000): Promise<string> {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Most of Pebble's output kept (the end of it): enough for a failed start or a failed validation. */
-const OUTPUT_LIMIT = 256 * 1024;
-
 /**
  * Starts Pebble and waits until its directory and its management API answer. It stops with the
  * test file's process if close() was not called. A port another process took in the meantime (the
@@ -163,28 +160,7 @@ async function startOnce(bin: string, certs: ReturnType<typeof pebbleCerts>, opt
       PEBBLE_AUTHZREUSE: String(options.authzReuse ?? 0),
     },
   });
-  let output = '';
-  const keep = (d: Buffer) => {
-    output = (output + d.toString('utf8')).slice(-OUTPUT_LIMIT);
-  };
-  child.stdout.on('data', keep);
-  child.stderr.on('data', keep);
-  let exited: string | undefined;
-  const exit = new Promise<void>((resolve) => {
-    child.once('exit', (code, signal) => {
-      exited = signal ? `killed by ${signal}` : `exited with code ${String(code)}`;
-      resolve();
-    });
-    child.once('error', (err) => {
-      exited ??= `could not start: ${err.message}`;
-      resolve();
-    });
-  });
-  const kill = () => child.kill('SIGKILL');
-  process.once('exit', kill);
-  // Neither the process nor its pipes keep the test's process alive: it is stopped with it (kill).
-  child.unref();
-  for (const pipe of [child.stdout, child.stderr]) (pipe as unknown as Socket).unref();
+  const proc = supervise(child);
 
   const directoryUrl = `https://127.0.0.1:${port}/dir`;
   const managementUrl = `https://127.0.0.1:${managementPort}`;
@@ -192,10 +168,11 @@ async function startOnce(bin: string, certs: ReturnType<typeof pebbleCerts>, opt
   const deadline = Date.now() + 20_000;
   let last: unknown;
   for (;;) {
+    const exited = proc.exited();
     if (exited !== undefined) {
-      process.removeListener('exit', kill);
-      const message = `Pebble ${exited} during start-up (${bin} -config ${config} -dnsserver ${dnsServer}); its output:\n${output}`;
-      throw /address already in use/.test(output) ? new PortTakenError(message) : new Error(message);
+      proc.kill();
+      const message = `Pebble ${exited} during start-up (${bin} -config ${config} -dnsserver ${dnsServer}); its output:\n${proc.output()}`;
+      throw /address already in use/.test(proc.output()) ? new PortTakenError(message) : new Error(message);
     }
     try {
       await get(directoryUrl, ca, 2000);
@@ -205,10 +182,9 @@ async function startOnce(bin: string, certs: ReturnType<typeof pebbleCerts>, opt
       last = err;
     }
     if (last instanceof AnsweredError || Date.now() > deadline) {
-      kill();
-      process.removeListener('exit', kill);
+      proc.kill();
       const what = last instanceof AnsweredError ? last.message : `no answer at ${directoryUrl} in 20 s (last: ${String(last)})`;
-      throw new Error(`Pebble did not start: ${what}; its output:\n${output}`);
+      throw new Error(`Pebble did not start: ${what}; its output:\n${proc.output()}`);
     }
     await sleep(100);
   }
@@ -219,15 +195,7 @@ async function startOnce(bin: string, certs: ReturnType<typeof pebbleCerts>, opt
     managementUrl,
     rootCertificate: () => get(`${managementUrl}/roots/0`, ca),
     intermediateCertificate: () => get(`${managementUrl}/intermediates/0`, ca),
-    output: () => output,
-    close: async () => {
-      process.removeListener('exit', kill);
-      if (exited === undefined) {
-        child.kill('SIGTERM');
-        const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-        await exit;
-        clearTimeout(timer);
-      }
-    },
+    output: () => proc.output(),
+    close: () => proc.stop(),
   };
 }
