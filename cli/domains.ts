@@ -1,43 +1,14 @@
 // `svc domains ls|add|verify|rm`: an app's custom domains (docs/api/domains.md). add and verify print
 // the domain's status, the DNS records to publish exactly as they must be published, and what to do
 // next; --json prints the API's answer as it came.
-import { callJson, request, type ApiTarget } from './api.js';
+import { apiPath, body, createApiClient, type paths } from '../lib/client/index.js';
+import type { ApiTarget } from './api.js';
 import { table } from './table.js';
 import { UsageError } from './token-commands.js';
 
-export interface DomainRecordBody {
-  purpose: 'ownership' | 'routing' | 'certificate';
-  type: string;
-  name: string;
-  value: string;
-  observed: string[] | null;
-  ok: boolean | null;
-}
-
-export interface CertificateBody {
-  status: 'pending' | 'issued' | 'failed';
-  reason: string | null;
-  expires_at: string | null;
-  renews_after: string | null;
-  retry_after: string | null;
-}
-
-export interface DomainBody {
-  name: string;
-  unicode_name: string;
-  app: string;
-  wildcard: boolean;
-  apex: boolean;
-  status: 'pending' | 'verified' | 'misconfigured' | 'failed';
-  reason: string | null;
-  records: DomainRecordBody[];
-  /** Absent from an API older than HTTPS. */
-  certificate?: CertificateBody | null;
-  created_at: string;
-  checked_at: string | null;
-  verified_at: string | null;
-  next_check_at: string | null;
-}
+/** A domain as the API answers it (GET /apps/{appID}/domains/{domain}), from the generated types. */
+export type DomainBody = paths['/apps/{appID}/domains/{domain}']['get']['responses'][200]['content']['application/json']['domain'];
+export type DomainRecordBody = DomainBody['records'][number];
 
 /** A word for the shell: as it is when it is plain, in single quotes when it holds anything else (a wildcard's `*`). */
 export function shellWord(s: string): string {
@@ -45,8 +16,7 @@ export function shellWord(s: string): string {
 }
 
 /** A domain in a request's path: URL-encoded, a wildcard's `*` as `%2A`. */
-export const domainPath = (app: string, name: string) =>
-  `/apps/${encodeURIComponent(app)}/domains/${encodeURIComponent(name).replace(/\*/g, '%2A')}`;
+export const domainPath = (app: string, name: string) => apiPath('/apps/{appID}/domains/{domain}', { appID: app, domain: name });
 
 const shown = (d: DomainBody) => (d.unicode_name && d.unicode_name !== d.name ? `${d.name} (${d.unicode_name})` : d.name);
 
@@ -61,6 +31,7 @@ export function domainsTable(app: string, domains: DomainBody[]): string[] {
 
 /** The certificate in a word or two: `until 2027-02-25`, `pending`, `failed`, `-` before verification. */
 const httpsCell = (d: DomainBody) => {
+  // Absent from an API older than HTTPS, whatever the document says now.
   const c = d.certificate;
   if (!c) return '-';
   if (c.status === 'issued' && c.expires_at) return `until ${c.expires_at.slice(0, 10)}`;
@@ -118,31 +89,32 @@ export async function domainsCommand(
     if (!app || !name) throw new UsageError(`svc domains ${command} APP NAME`);
     return { app, name };
   };
-  const print = (body: { domain: DomainBody }) => {
-    if (o.json) o.out(JSON.stringify(body));
-    else describeDomain(body.domain).forEach((l) => o.out(l));
+  const api = createApiClient({ baseUrl: t.apiUrl, token: t.token });
+  const print = (answer: { domain: DomainBody }) => {
+    if (o.json) o.out(JSON.stringify(answer));
+    else describeDomain(answer.domain).forEach((l) => o.out(l));
   };
   switch (command) {
     case 'ls': {
       if (!app) throw new UsageError('svc domains ls APP');
-      const body = await callJson<{ domains: DomainBody[] }>(t, 'GET', `/apps/${encodeURIComponent(app)}/domains`);
-      if (o.json) o.out(JSON.stringify(body));
-      else domainsTable(app, body.domains).forEach((l) => o.out(l));
+      const answer = await body(api.GET('/apps/{appID}/domains', { params: { path: { appID: app } } }));
+      if (o.json) o.out(JSON.stringify(answer));
+      else domainsTable(app, answer.domains).forEach((l) => o.out(l));
       return;
     }
     case 'add': {
       const a = needBoth();
-      print(await callJson<{ domain: DomainBody }>(t, 'POST', `/apps/${encodeURIComponent(a.app)}/domains`, { name: a.name }));
+      print(await body(api.POST('/apps/{appID}/domains', { params: { path: { appID: a.app } }, body: { name: a.name } })));
       return;
     }
     case 'verify': {
       const a = needBoth();
-      print(await callJson<{ domain: DomainBody }>(t, 'POST', `${domainPath(a.app, a.name)}/verify`));
+      print(await body(api.POST('/apps/{appID}/domains/{domain}/verify', { params: { path: { appID: a.app, domain: a.name } } })));
       return;
     }
     case 'rm': {
       const a = needBoth();
-      await request(t, 'DELETE', domainPath(a.app, a.name));
+      await api.DELETE('/apps/{appID}/domains/{domain}', { params: { path: { appID: a.app, domain: a.name } } });
       // The API answers 204, no body: --json prints nothing.
       if (!o.json) o.out(`${a.name} removed from ${a.app}: it no longer routes there, and the name is free`);
       return;
