@@ -610,6 +610,7 @@ export async function assembleDeps(deps: {
     accountOf: (namespace) => namespaceAccounts.of(namespace),
     recordEvent: (subject, type, reason, message) => apiEvents.record(subject, type, reason, message),
     log,
+    isLeader: () => election.isLeader,
   });
   declaredDomains.start();
   const services: ApiDeps = {

@@ -685,6 +685,28 @@ function certManagerOf(
   return { certManager: Object.freeze({ issuerRef: Object.freeze({ kind, name: ref.slice(slash + 1), group }) }) };
 }
 
+/** `SVC_CERTIFICATES_PLATFORM_ISSUER=dns01` and what it needs, checked together: a half-set one would never issue, silently. */
+function platformDns01Of(e: {
+  readonly SVC_CERTIFICATES_PLATFORM_ISSUER: 'provided' | 'dns01';
+  readonly SVC_CERTIFICATES_PLATFORM_SECRET: string | undefined;
+  readonly SVC_CERTIFICATES_ISSUER: 'acme' | 'cert-manager' | 'none';
+  readonly SVC_ACME_DIRECTORY_URL: string | undefined;
+  readonly SVC_DNS01_ZONE: string | undefined;
+  readonly SVC_APPS_DOMAIN: string;
+}) {
+  const { SVC_CERTIFICATES_PLATFORM_ISSUER: issuer, SVC_CERTIFICATES_PLATFORM_SECRET: secret, SVC_APPS_DOMAIN: appsDomain } = e;
+  if (issuer !== 'dns01') return undefined;
+  const problems = [
+    ...(secret ? [] : ['SVC_CERTIFICATES_PLATFORM_SECRET: must name the Secret the certificate is kept in']),
+    ...(e.SVC_CERTIFICATES_ISSUER === 'acme' && e.SVC_ACME_DIRECTORY_URL
+      ? []
+      : ['SVC_CERTIFICATES_ISSUER: must be acme, with SVC_ACME_DIRECTORY_URL']),
+    ...(e.SVC_DNS01_ZONE ? [] : ['SVC_DNS01_ZONE: must be set (with SVC_DNS01_SERVER and the TSIG key)']),
+  ];
+  if (problems.length) throw new ConfigError(problems.map((p) => `SVC_CERTIFICATES_PLATFORM_ISSUER=dns01 needs ${p}`));
+  return Object.freeze({ domain: `*.${appsDomain}` });
+}
+
 const certificates = part({
   env: {
     // Where certificate Secrets and HTTP-01 challenge ConfigMaps live (the chart's release namespace).
@@ -697,6 +719,10 @@ const certificates = part({
       .string()
       .regex(/^[a-z0-9]([-.a-z0-9]*[a-z0-9])?$/, 'must be a Secret name')
       .optional(),
+    // How `*.<apps domain>` gets its certificate: the Secret above as a platform team provides it, or
+    // ordered into that Secret by the built-in ACME client over DNS-01 (needs the ACME issuer and
+    // SVC_DNS01_*; `_acme-challenge.<apps domain>` in the DNS-01 zone or delegated to it by a CNAME).
+    SVC_CERTIFICATES_PLATFORM_ISSUER: z.enum(['provided', 'dns01']).default('provided'),
     // Who issues custom domains' certificates: the built-in ACME client, cert-manager, or nobody.
     SVC_CERTIFICATES_ISSUER: z.enum(['acme', 'cert-manager', 'none']).default('none'),
     // With cert-manager: the issuer its Certificates name, `<Kind>[.<group>]/<name>` as kubectl spells
@@ -754,14 +780,17 @@ const certificates = part({
       .regex(/^[A-Za-z0-9+/]{16,}={0,2}$/, 'must be the base64 TSIG secret')
       .optional(),
   },
+  uses: { SVC_APPS_DOMAIN: appsDomain },
   requires: {
     SVC_DNS01_ZONE: ['SVC_DNS01_SERVER', 'SVC_DNS01_TSIG_KEY_NAME', 'SVC_DNS01_TSIG_SECRET'],
   },
   read: (e) =>
     Object.freeze({
       namespace: e.SVC_CERTIFICATES_NAMESPACE,
-      /** The provided certificate of `*.<apps domain>` (a Secret name in `namespace`), if any. */
+      /** The certificate of `*.<apps domain>` (a Secret name in `namespace`), if any: provided, or kept by the ACME issuer. */
       platformSecret: e.SVC_CERTIFICATES_PLATFORM_SECRET,
+      /** Set: the ACME issuer orders `*.<apps domain>` by DNS-01 into `platformSecret`. */
+      platformDns01: platformDns01Of(e),
       issuer: e.SVC_CERTIFICATES_ISSUER,
       /** `certManager.issuerRef`: the issuer cert-manager Certificates name (with `issuer: cert-manager` only). */
       ...certManagerOf(e.SVC_CERTIFICATES_ISSUER, e.SVC_CERT_MANAGER_ISSUER),

@@ -6,7 +6,10 @@
 //   never order one name twice), through ACME (lib/certificates/acme.ts); the certificate written as
 //   a `kubernetes.io/tls` Secret (lib/certificates/contract.ts), `status.certificate` of its Domain
 //   (a merge patch of that field only: the verifier writes the rest), and an event;
-// - a Secret whose name is no longer verified deleted, and that Domain's status.certificate removed.
+// - a Secret whose name is no longer verified deleted, and that Domain's status.certificate removed;
+// - with `certificates.platformDns01`, the platform's own `*.<apps domain>` ordered by DNS-01 into
+//   the platform Secret ingress-auth serves it from, renewed as a domain's is (no Domain: its state
+//   is the Secret's annotations and the log).
 // A pass that throws is logged; the next one tries again. Tests drive it with pass().
 import type * as k8s from '@kubernetes/client-node';
 import { X509Certificate } from 'node:crypto';
@@ -33,8 +36,8 @@ import {
   type ObservedDomain,
   type ObservedSecret,
 } from '../../lib/certificates/plan.js';
-import { renewAfterOf } from '../../lib/certificates/renewal.js';
-import { txtLookupAt, type DnsProvider, type TxtLookup } from '../../lib/certificates/dns01.js';
+import { needsCertificate, renewAfterOf } from '../../lib/certificates/renewal.js';
+import { platformDns01Name, txtLookupAt, type DnsProvider, type TxtLookup } from '../../lib/certificates/dns01.js';
 import { Rfc2136Client } from '../../lib/dns/update.js';
 import { ignoreStatus, serverSideApply } from '../../lib/kube/client.js';
 import type { Logger } from '../../lib/logger.js';
@@ -118,6 +121,9 @@ export interface PassResult {
 
 const toIso = (d: Date | undefined) => d?.toISOString();
 
+/** The "account" the platform's own certificate is ordered for in the budget (no tenant account has this id). */
+export const platformAccount = 'platform';
+
 export class CertificateIssuer {
   private readonly passes: Passes<PassResult>;
   private readonly orders: OrderBook;
@@ -125,6 +131,8 @@ export class CertificateIssuer {
   private readonly source: CertificateSource;
   private readonly clock: () => Date;
   private readonly limits: OrderLimits;
+  /** What the platform certificate's last refusal said, so a refusal that holds is logged once, not every pass. */
+  private platformRefusal: string | undefined;
 
   /** Whether the configuration asks for this issuer: `acme`, with a directory. */
   static enabled(config: CertificatesConfig): boolean {
@@ -240,7 +248,106 @@ export class CertificateIssuer {
         }
       }),
     );
+    await this.platformPass(observedAt, result).catch((err: unknown) =>
+      this.d.log.warn({ err }, "The platform certificate's order failed to be recorded; the next pass tries again"),
+    );
     return result;
+  }
+
+  /** The platform's `*.<apps domain>` (config `certificates.platformDns01`): ordered into its Secret when missing or due. */
+  private async platformPass(observedAt: Date, result: PassResult): Promise<void> {
+    const { platformDns01, platformSecret, namespace, acme } = this.d.config;
+    if (!platformDns01 || !platformSecret || !acme.dns01) return;
+    const { domain } = platformDns01;
+    const secret = await this.d.core.readNamespacedSecret({ namespace, name: platformSecret }).catch((err: unknown) => {
+      ignoreStatus(404)(err);
+      return undefined;
+    });
+    const held = secret ? readCertificate(secret) : undefined;
+    const need = needsCertificate({ verified: true, secret: held?.notAfter !== undefined, renewAfter: held?.renewAfter, now: observedAt });
+    if (!need.need) return;
+    const begin = await this.orders.begin({ domain, accountId: platformAccount, limits: this.limits, now: this.clock(), observedAt });
+    if (!begin.allowed) {
+      if (begin.reason === 'OrderInFlight' || begin.reason === 'IssuedMeanwhile') return;
+      result.refused.push({ domain, reason: begin.reason, until: begin.until });
+      if (this.platformRefusal !== begin.message)
+        this.d.log.warn({ domain, reason: begin.reason, retryAfter: begin.until }, `The platform certificate waits: ${begin.message}`);
+      this.platformRefusal = begin.message;
+      return;
+    }
+    this.platformRefusal = undefined;
+    const dns01Name = platformDns01Name(domain.slice(2), acme.dns01.zone);
+    let cert: IssuedCertificate;
+    try {
+      cert = await this.source.issue(domain, { dns01Name });
+    } catch (err) {
+      const e = await this.finishFailed(begin, err);
+      if (e.outcome === 'refused') result.refused.push({ domain, reason: e.reason, until: e.retryAfter });
+      else result.failed.push({ domain, reason: e.reason, message: e.message });
+      // The one record a platform team publishes, said where they look when it fails.
+      const publish = dns01Name.startsWith('_acme-challenge.') ? undefined : `CNAME _acme-challenge.${domain.slice(2)} → ${dns01Name}`;
+      this.d.log.warn(
+        { domain, reason: e.reason, message: e.message, retryAfter: e.retryAfter, ...(publish ? { publish } : {}) },
+        'The platform certificate was not issued',
+      );
+      return;
+    }
+    const renewed = held !== undefined;
+    const renewAfter = renewAfterOf(cert.notBefore, cert.notAfter, this.d.random);
+    await this.keepIssued(begin.id, renewed, () =>
+      this.writeSecret(
+        platformSecret,
+        { domain, source: certificateSources.platform },
+        { chain: cert.certificate, key: cert.key, notAfter: cert.notAfter, renewAfter },
+      ),
+    );
+    (renewed ? result.renewed : result.issued).push(domain);
+    this.d.log.info(
+      { domain, secret: platformSecret, notAfter: cert.notAfter, renewAfter },
+      renewed ? 'Renewed the platform certificate' : 'Issued the platform certificate',
+    );
+  }
+
+  /** An order that did not succeed: recorded with when the name may be ordered again (the CA's word, else a back-off). */
+  private async finishFailed(
+    begin: { id: string; failuresBefore: number },
+    err: unknown,
+  ): Promise<CertificateError & { retryAfter: Date }> {
+    const now = this.clock();
+    const e =
+      err instanceof CertificateError
+        ? err
+        : new CertificateError('failed', 'OrderFailed', err instanceof Error ? err.message : String(err));
+    const retryAfter =
+      e.outcome === 'refused'
+        ? (e.retryAfter ?? retryAfterFailure(begin.failuresBefore + 1, now))
+        : retryAfterFailure(begin.failuresBefore + 1, now, e.retryAfter);
+    await this.orders.finish(begin.id, { outcome: e.outcome, now, reason: e.reason, message: e.message, retryAfter });
+    return Object.assign(e, { retryAfter });
+  }
+
+  /**
+   * What the CA issued, kept: the Secret written before the order's row is finished, so another
+   * replica's pass that finds the row finished also finds the Secret (no second order). A Secret
+   * that cannot be written holds the name back for an hour rather than ordering again every pass.
+   */
+  private async keepIssued(orderId: string, renewed: boolean, write: () => Promise<void>): Promise<void> {
+    const outcome = renewed ? 'renewed' : 'issued';
+    try {
+      await write();
+    } catch (err) {
+      const now = this.clock();
+      const message = err instanceof Error ? err.message : String(err);
+      await this.orders.finish(orderId, {
+        outcome,
+        now,
+        reason: 'SecretNotWritten',
+        message,
+        retryAfter: new Date(now.getTime() + 3600_000),
+      });
+      throw err;
+    }
+    await this.orders.finish(orderId, { outcome, now: this.clock() });
   }
 
   /**
@@ -351,16 +458,8 @@ export class CertificateIssuer {
     try {
       cert = await this.source.issue(domain.name, step.dns01Name ? { dns01Name: step.dns01Name } : {});
     } catch (err) {
-      const now = this.clock();
-      const e =
-        err instanceof CertificateError
-          ? err
-          : new CertificateError('failed', 'OrderFailed', err instanceof Error ? err.message : String(err));
-      const retryAfter =
-        e.outcome === 'refused'
-          ? (e.retryAfter ?? retryAfterFailure(begin.failuresBefore + 1, now))
-          : retryAfterFailure(begin.failuresBefore + 1, now, e.retryAfter);
-      await this.orders.finish(begin.id, { outcome: e.outcome, now, reason: e.reason, message: e.message, retryAfter });
+      const e = await this.finishFailed(begin, err);
+      const { retryAfter } = e;
       const message = `${stillValid ? 'the renewal failed: ' : ''}${e.message}; the next order is not before ${retryAfter.toISOString()}`;
       await this.writeStatus(domain, {
         ...(stillValid ? current : {}),
@@ -388,23 +487,13 @@ export class CertificateIssuer {
     const renewed = existing !== undefined;
     const renewAfter = renewAfterOf(cert.notBefore, cert.notAfter, this.d.random);
     const secretName = certificateSecretName(domain.name);
-    // The Secret before the order's row is finished: another replica's pass that finds the row
-    // finished also finds the Secret (no second order). A Secret that cannot be written holds the
-    // name back for an hour rather than ordering again every pass.
-    try {
-      await this.writeSecret(domain, secretName, cert.certificate, cert.key, cert.notAfter, renewAfter);
-    } catch (err) {
-      const now = this.clock();
-      await this.orders.finish(begin.id, {
-        outcome: renewed ? 'renewed' : 'issued',
-        now,
-        reason: 'SecretNotWritten',
-        message: err instanceof Error ? err.message : String(err),
-        retryAfter: new Date(now.getTime() + 3600_000),
-      });
-      throw err;
-    }
-    await this.orders.finish(begin.id, { outcome: renewed ? 'renewed' : 'issued', now: this.clock() });
+    await this.keepIssued(begin.id, renewed, () =>
+      this.writeSecret(
+        secretName,
+        { domain: domain.name, namespace: domain.namespace, source: certificateSources.acme },
+        { chain: cert.certificate, key: cert.key, notAfter: cert.notAfter, renewAfter },
+      ),
+    );
     await this.writeStatus(domain, {
       phase: 'Issued',
       reason: renewed ? 'Renewed' : 'Issued',
@@ -426,13 +515,11 @@ export class CertificateIssuer {
     );
   }
 
+  /** A certificate Secret: labelled with how it was made, annotated with its name (and its Domain's namespace: a tenant's). */
   private async writeSecret(
-    domain: Pick<ObservedDomain, 'name' | 'namespace'>,
     name: string,
-    chain: string,
-    key: string,
-    notAfter: Date,
-    renewAfter: Date,
+    of: { domain: string; namespace?: string; source: (typeof certificateSources)['acme' | 'platform'] },
+    { chain, key, notAfter, renewAfter }: { chain: string; key: string; notAfter: Date; renewAfter: Date },
   ): Promise<void> {
     const namespace = this.d.config.namespace;
     await this.d.core.patchNamespacedSecret(
@@ -447,10 +534,10 @@ export class CertificateIssuer {
           metadata: {
             name,
             namespace,
-            labels: { [certificateLabel]: certificateSources.acme, [labels.managedBy]: managers.api },
+            labels: { [certificateLabel]: of.source, [labels.managedBy]: managers.api },
             annotations: {
-              [certificateAnnotations.domain]: domain.name,
-              [certificateAnnotations.namespace]: domain.namespace,
+              [certificateAnnotations.domain]: of.domain,
+              ...(of.namespace ? { [certificateAnnotations.namespace]: of.namespace } : {}),
               [certificateAnnotations.notAfter]: notAfter.toISOString(),
               [certificateRenewAfterAnnotation]: renewAfter.toISOString(),
             },

@@ -52,10 +52,17 @@ export interface DeclaredDomainDeps {
   log: Logger;
   /** How often every App is synced again (to retry what was refused); default 60 s. */
   resyncMs?: number;
+  /**
+   * Whether this replica leads the recorder's Lease: only the leader syncs, so a refusal is told once,
+   * not once per API replica, and replicas never race to add one name. A new leader syncs every App
+   * at its next resync. Undefined: this one leads (tests).
+   */
+  isLeader?: () => boolean;
 }
 
 export class DeclaredDomains {
   private timer: NodeJS.Timeout | undefined;
+  private leadershipTimer: NodeJS.Timeout | undefined;
   /** Apps waiting for a sync, by `namespace/name`: one sync at a time per App, changes coalesced. */
   private readonly pending = new Map<string, App>();
   private readonly running = new Set<string>();
@@ -72,11 +79,25 @@ export class DeclaredDomains {
       for (const app of this.d.apps.all()) if (app.spec?.domains?.length || this.anyDeclared(app)) this.enqueue(app);
     }, this.d.resyncMs ?? 60_000);
     this.timer.unref();
+    // A replica that comes to lead catches up at once on what it skipped while it did not (the
+    // first syncs above, at start, usually run before the Lease is won), not at the next resync.
+    let led = this.leading();
+    this.leadershipTimer = setInterval(() => {
+      const leads = this.leading();
+      if (leads && !led) for (const app of this.d.apps.all()) this.enqueue(app);
+      led = leads;
+    }, 1_000);
+    this.leadershipTimer.unref();
   }
 
   stop(): void {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
+    if (this.leadershipTimer) clearInterval(this.leadershipTimer);
+  }
+
+  private leading(): boolean {
+    return this.d.isLeader?.() ?? true;
   }
 
   private anyDeclared(app: App): boolean {
@@ -106,6 +127,7 @@ export class DeclaredDomains {
 
   /** Brings one App's domains to its `spec.domains`. */
   async sync(app: App): Promise<DeclaredPlan> {
+    if (!this.leading()) return { add: [], remove: [] };
     const namespace = app.metadata.namespace!;
     const record = appRecord(app);
     const plan = planDeclared(app.spec?.domains, this.d.domains.list(namespace, record.name));

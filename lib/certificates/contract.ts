@@ -22,11 +22,12 @@ export const challengeConfigMapName = (token: string) => `acme-http01-${hashOf(t
 
 export const certificateLabel = 'svc.dev/certificate';
 /**
- * `certificateLabel` values: issued by the platform's ACME client, provided by a platform team, or
+ * `certificateLabel` values: issued by the platform's ACME client, provided by a platform team,
  * issued by cert-manager for a Certificate the API wrote (its `secretTemplate` carries the label and
- * the annotations below, so its Secret is served like an ACME one).
+ * the annotations below, so its Secret is served like an ACME one), or the platform's own
+ * `*.<apps domain>` the ACME client keeps by DNS-01 (served by its name, `certificates.platformSecret`).
  */
-export const certificateSources = { acme: 'acme', provided: 'provided', certManager: 'cert-manager' } as const;
+export const certificateSources = { acme: 'acme', provided: 'provided', certManager: 'cert-manager', platform: 'platform' } as const;
 export const challengeLabel = 'svc.dev/acme-challenge';
 
 export const certificateAnnotations = {

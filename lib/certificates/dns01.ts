@@ -31,6 +31,16 @@ export function dns01Target(zone: string, accountId: string, base: string): stri
   return `${label}.${zone}`;
 }
 
+/**
+ * Where the platform's own `*.<apps domain>` is validated by DNS-01: `_acme-challenge.<apps domain>`
+ * itself when it lies in the zone the platform updates, else the name in that zone a platform team
+ * delegates it to by a CNAME (as a tenant does, the "account" being the platform's).
+ */
+export function platformDns01Name(appsDomain: string, zone: string): string {
+  const name = acmeChallengeName(appsDomain);
+  return name.endsWith(`.${zone}`) ? name : dns01Target(zone, 'platform', appsDomain);
+}
+
 /** Publishes and withdraws TXT records (lib/dns/update.ts over RFC 2136; a fake in unit tests). */
 export interface DnsProvider {
   /** Adds `value` to the TXT records of `fqdn` (other values of the name stay). */

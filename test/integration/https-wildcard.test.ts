@@ -7,17 +7,20 @@
 // - No order while the delegation is not published: Failed, Dns01DelegationMissing, what to publish.
 // - Published: ordered by DNS-01, the TXT written in the platform's zone and withdrawn after, the
 //   certificate for `*.<base>` served by SNI for a name under it, with the app behind it.
+// - The platform's own `*.<apps domain>` (SVC_CERTIFICATES_PLATFORM_ISSUER=dns01): ordered the same
+//   way into the platform Secret, through the CNAME a platform team publishes, and served for an
+//   app's own hostname.
 import assert from 'node:assert/strict';
 import { Resolver } from 'node:dns/promises';
 import { request as httpsRequest } from 'node:https';
 import type { PeerCertificate, TLSSocket } from 'node:tls';
 import { after, before, describe, it } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
-import { certificateSecretName } from '../../lib/certificates/contract.js';
+import { certificateLabel, certificateSecretName } from '../../lib/certificates/contract.js';
 import { dns01Target } from '../../lib/certificates/dns01.js';
 import { deployLive, expectJson, startTestApi, type TestApi } from '../support/api.js';
 import { dnsServers, publish } from '../support/dns.js';
-import { startTestIngress, type TestIngress } from '../support/ingress.js';
+import { appsDomain, startTestIngress, type TestIngress } from '../support/ingress.js';
 import { kubeConfig, testNamespace } from '../support/kube.js';
 import { startNamed, type Named } from '../support/named.js';
 import { startPebble, type Pebble } from '../support/pebble.js';
@@ -47,6 +50,7 @@ describe('wildcard domains over HTTPS, by DNS-01', () => {
   const json = expectJson;
   const domains = (path = '') => `/api/apps/${app}/domains${path}`;
   const encoded = encodeURIComponent(wildcard);
+  const platformSecret = 'svc-apps-tls';
 
   const tlsGet = (servername: string): Promise<{ status: number; body: string; peer: PeerCertificate }> =>
     new Promise((resolve, reject) => {
@@ -76,6 +80,8 @@ describe('wildcard domains over HTTPS, by DNS-01', () => {
     const httpPort = await freePort();
     pebble = await startPebble({ httpPort, dnsServer: named.server });
     root = await pebble.rootCertificate();
+    // The one record a platform team publishes for the platform's own wildcard.
+    await publish({ type: 'CNAME', name: `_acme-challenge.${appsDomain}`, value: dns01Target(zone, 'platform', appsDomain) });
     api = await startTestApi({
       env: {
         SVC_DOMAINS_DNS_SERVERS: dnsServers().join(','),
@@ -89,9 +95,15 @@ describe('wildcard domains over HTTPS, by DNS-01', () => {
         SVC_DNS01_TSIG_KEY_NAME: named.key.name,
         SVC_DNS01_TSIG_ALGORITHM: named.key.algorithm,
         SVC_DNS01_TSIG_SECRET: named.key.secret.toString('base64'),
+        SVC_CERTIFICATES_PLATFORM_ISSUER: 'dns01',
+        SVC_CERTIFICATES_PLATFORM_SECRET: platformSecret,
       },
     });
-    ingress = await startTestIngress(api, { port: httpPort, tls: true, env: { SVC_CERTIFICATES_NAMESPACE: certs.name } });
+    ingress = await startTestIngress(api, {
+      port: httpPort,
+      tls: true,
+      env: { SVC_CERTIFICATES_NAMESPACE: certs.name, SVC_CERTIFICATES_PLATFORM_SECRET: platformSecret },
+    });
     await json(await api.request('POST', '/api/apps', { body: { name: app } }), 201);
     await deployLive(api, app, { files: { 'index.html': `<p>${app} under a wildcard</p>` } });
   });
@@ -164,5 +176,35 @@ describe('wildcard domains over HTTPS, by DNS-01', () => {
     // Another name under the base is served the same certificate; the base itself is not the wildcard's.
     assert.equal((await tlsGet(`www.${base}`)).status, 200);
     await assert.rejects(tlsGet(base), /alert|handshake|socket|ECONNRESET/i);
+  });
+
+  it("the platform's own *.<apps domain>: ordered by DNS-01 into the platform Secret, served for an app's own hostname", async () => {
+    const started = Date.now();
+    const hostname = `${app}.${appsDomain}`;
+    const answer = await eventually(
+      "the app on its own hostname over HTTPS, with the platform's certificate",
+      async () => {
+        await api.workers.certificateIssuer!.pass();
+        const a = await tlsGet(hostname).catch(() => undefined);
+        return a?.status === 200 ? a : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
+    console.log(
+      `# platform certificate *.${appsDomain} served within ${Date.now() - started} ms of this test's start (DNS-01, RFC 2136 to BIND)`,
+    );
+    assert.match(answer.body, new RegExp(`<p>${app} under a wildcard</p>`));
+    assert.match(answer.peer.subjectaltname ?? '', new RegExp(`DNS:\\*\\.${appsDomain.replace(/\./g, '\\.')}`));
+    const secret = await core.readNamespacedSecret({ namespace: certs.name, name: platformSecret });
+    assert.equal(secret.metadata?.labels?.[certificateLabel], 'platform');
+    const orders = await api.db('certificate_orders').where({ domain: `*.${appsDomain}` });
+    assert.deepEqual(
+      orders.map((o: { outcome: string; account_id: string }) => [o.outcome, o.account_id]),
+      [['issued', 'platform']],
+      'one order, in the budget like any other',
+    );
+    // Another pass orders nothing more: the certificate is fresh.
+    const again = await api.workers.certificateIssuer!.pass();
+    assert.deepEqual([again.issued, again.renewed, again.failed], [[], [], []]);
   });
 });

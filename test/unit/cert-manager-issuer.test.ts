@@ -21,6 +21,7 @@ const issuerRef = { kind: 'ClusterIssuer', name: 'letsencrypt', group: 'cert-man
 const config: ComponentConfig<'api'>['certificates'] = {
   namespace,
   platformSecret: undefined,
+  platformDns01: undefined,
   issuer: 'cert-manager',
   certManager: { issuerRef },
   acme: {

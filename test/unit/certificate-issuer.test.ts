@@ -25,7 +25,7 @@ import {
   type IssuedCertificate,
 } from '../../lib/certificates/acme.js';
 import { decideOrder, type OrderRecord } from '../../lib/certificates/budget.js';
-import { dns01Target, type DnsProvider } from '../../lib/certificates/dns01.js';
+import { dns01Target, platformDns01Name, type DnsProvider } from '../../lib/certificates/dns01.js';
 import {
   certificateAnnotations,
   certificateLabel,
@@ -79,6 +79,7 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 const config: ComponentConfig<'api'>['certificates'] = {
   namespace,
   platformSecret: undefined,
+  platformDns01: undefined,
   issuer: 'acme',
   acme: {
     directoryUrl: 'https://pebble.test/dir',
@@ -100,7 +101,7 @@ class FakeCore {
   async listNamespacedSecret(p: { namespace: string; labelSelector?: string }) {
     assert.equal(p.namespace, namespace);
     assert.equal(p.labelSelector, `${certificateLabel}=acme`);
-    return { items: [...this.secrets.values()] } as k8s.V1SecretList;
+    return { items: [...this.secrets.values()].filter((s) => s.metadata?.labels?.[certificateLabel] === 'acme') } as k8s.V1SecretList;
   }
   failPatch = false;
   async patchNamespacedSecret(p: { namespace: string; name: string; body: k8s.V1Secret }) {
@@ -113,8 +114,13 @@ class FakeCore {
     if (!this.secrets.delete(p.name)) throw notFound();
     return {};
   }
-  async readNamespacedSecret(): Promise<never> {
-    throw new Error('not used');
+  readonly reads: string[] = [];
+  async readNamespacedSecret(p: { namespace: string; name: string }) {
+    assert.equal(p.namespace, namespace);
+    this.reads.push(p.name);
+    const s = this.secrets.get(p.name);
+    if (!s) throw notFound();
+    return s;
   }
   async createNamespacedSecret(): Promise<never> {
     throw new Error('not used');
@@ -528,6 +534,92 @@ describe('CertificateIssuer', () => {
       r.failed.map((f) => f.reason),
       ['DNS01Unavailable'],
     );
+  });
+
+  describe("the platform's own *.<apps domain> by DNS-01", () => {
+    const dns01 = {
+      zone: 'acme.platform.test',
+      server: { host: '127.0.0.1', port: 53 },
+      key: { name: 'k', algorithm: 'hmac-sha256' as const, secret: 'c2VjcmV0c2VjcmV0c2VjcmV0' },
+    };
+    const platformConfig = (appsDomain: string): typeof config => ({
+      ...config,
+      platformSecret: 'svc-apps-tls',
+      platformDns01: { domain: `*.${appsDomain}` },
+      acme: { ...config.acme, dns01 },
+    });
+
+    it('orders it into the platform Secret at the delegated name, then leaves it alone until its renewal', async () => {
+      const t = setup({ config: platformConfig('apps.example.com') });
+      const r = await t.issuer.pass();
+      assert.deepEqual(r.issued, ['*.apps.example.com']);
+      assert.deepEqual(t.acme.orders, ['*.apps.example.com']);
+      // Outside the zone: the name a platform team delegates `_acme-challenge.apps.example.com` to.
+      assert.equal(t.acme.options[0]!.dns01Name, dns01Target('acme.platform.test', 'platform', 'apps.example.com'));
+      const secret = t.core.secrets.get('svc-apps-tls')!;
+      assert.equal(secret.type, 'kubernetes.io/tls');
+      assert.equal(secret.metadata!.labels![certificateLabel], 'platform', 'not an acme one: the tenant plan never sees it');
+      assert.equal(secret.metadata!.annotations![certificateAnnotations.domain], '*.apps.example.com');
+      assert.equal(secret.metadata!.annotations![certificateAnnotations.namespace], undefined);
+      const info = readCertificate(secret);
+      assert.equal(secret.metadata!.annotations![certificateRenewAfterAnnotation], info.renewAfter!.toISOString());
+      assert.deepEqual(t.events, [], 'no account is told: the platform has none');
+      // Fresh: nothing more, and the tenant plan does not delete it (it has no claim).
+      const again = await t.issuer.pass();
+      assert.deepEqual(again, { issued: [], renewed: [], failed: [], refused: [], deleted: [] });
+      assert.ok(t.core.secrets.has('svc-apps-tls'));
+      // Due: renewed in place.
+      t.setNow(new Date(info.renewAfter!.getTime() + 60_000));
+      const renewal = await t.issuer.pass();
+      assert.deepEqual(renewal.renewed, ['*.apps.example.com']);
+      assert.equal(t.acme.orders.length, 2);
+      assert.deepEqual(
+        t.orders.rows.map((x) => x.outcome),
+        ['issued', 'renewed'],
+      );
+    });
+
+    it('a failure is recorded with a back-off: no order again before it, whatever the passes', async () => {
+      const t = setup({ config: platformConfig('apps.example.com') });
+      t.acme.fail = new CertificateError('failed', 'ValidationFailed', 'no TXT record found at _acme-challenge.apps.example.com');
+      const r = await t.issuer.pass();
+      assert.deepEqual(r.failed, [{ domain: '*.apps.example.com', reason: 'ValidationFailed', message: t.acme.fail.message }]);
+      t.acme.fail = undefined;
+      for (let i = 0; i < 3; i++) await t.issuer.pass();
+      assert.equal(t.acme.orders.length, 1, 'waits out its retry_after');
+      assert.ok(!t.core.secrets.has('svc-apps-tls'));
+    });
+
+    it('a provided certificate in the Secret is renewed when due, not before', async () => {
+      const t = setup({ config: platformConfig('apps.example.com') });
+      const c = certificate('*.apps.example.com', 90);
+      t.core.secrets.set('svc-apps-tls', {
+        metadata: { name: 'svc-apps-tls', namespace },
+        type: 'kubernetes.io/tls',
+        data: { 'tls.crt': Buffer.from(c.certificate).toString('base64'), 'tls.key': Buffer.from(c.key).toString('base64') },
+      });
+      await t.issuer.pass();
+      assert.deepEqual(t.acme.orders, []);
+      assert.deepEqual(t.core.reads, ['svc-apps-tls']);
+    });
+
+    it("writes the TXT at _acme-challenge.<apps domain> itself when it lies in the platform's zone", () => {
+      assert.equal(platformDns01Name('apps.acme.platform.test', 'acme.platform.test'), '_acme-challenge.apps.acme.platform.test');
+      assert.equal(platformDns01Name('acme.platform.test', 'acme.platform.test'), '_acme-challenge.acme.platform.test');
+      assert.equal(
+        platformDns01Name('apps.other.test', 'acme.platform.test'),
+        dns01Target('acme.platform.test', 'platform', 'apps.other.test'),
+      );
+      // A look-alike suffix is not the zone.
+      assert.notEqual(platformDns01Name('apps.xacme.platform.test', 'acme.platform.test'), '_acme-challenge.apps.xacme.platform.test');
+    });
+
+    it('without the setting, the platform Secret is never read nor ordered', async () => {
+      const t = setup();
+      await t.issuer.pass();
+      assert.deepEqual(t.core.reads, []);
+      assert.deepEqual(t.acme.orders, []);
+    });
   });
 
   it('sweeps HTTP-01 challenges older than an order’s lease (an API died mid-order), and only those', async () => {

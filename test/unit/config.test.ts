@@ -200,6 +200,41 @@ describe('the parts of the configuration (each variable declared once)', () => {
       );
   });
 
+  it("the platform's certificate by DNS-01 needs its Secret, the ACME issuer and a DNS-01 zone, all said at once", () => {
+    const dns01 = {
+      SVC_DNS01_ZONE: 'acme.example.net',
+      SVC_DNS01_SERVER: 'ns1.example.net:53',
+      SVC_DNS01_TSIG_KEY_NAME: 'svc',
+      SVC_DNS01_TSIG_SECRET: Buffer.alloc(32, 7).toString('base64'),
+    };
+    const full = {
+      ...dns01,
+      SVC_APPS_DOMAIN: 'apps.example.com',
+      SVC_CERTIFICATES_PLATFORM_ISSUER: 'dns01',
+      SVC_CERTIFICATES_PLATFORM_SECRET: 'svc-apps-tls',
+      SVC_CERTIFICATES_ISSUER: 'acme',
+      SVC_ACME_DIRECTORY_URL: 'https://acme.example.net/directory',
+    };
+    assert.deepEqual(loadComponentConfig('api', full, none).certificates.platformDns01, { domain: '*.apps.example.com' });
+    assert.equal(
+      loadComponentConfig('api', { ...full, SVC_CERTIFICATES_PLATFORM_ISSUER: 'provided' }, none).certificates.platformDns01,
+      undefined,
+    );
+    assert.throws(
+      () => loadComponentConfig('api', { SVC_CERTIFICATES_PLATFORM_ISSUER: 'dns01' }, none),
+      (err: unknown) =>
+        err instanceof ConfigError &&
+        ['SVC_CERTIFICATES_PLATFORM_SECRET', 'SVC_CERTIFICATES_ISSUER', 'SVC_DNS01_ZONE'].every((v) =>
+          err.problems.some((p) => p.startsWith(`SVC_CERTIFICATES_PLATFORM_ISSUER=dns01 needs ${v}`)),
+        ),
+    );
+    assert.throws(
+      () =>
+        loadComponentConfig('api', { ...full, SVC_CERTIFICATES_ISSUER: 'cert-manager', SVC_CERT_MANAGER_ISSUER: 'ClusterIssuer/le' }, none),
+      (err: unknown) => err instanceof ConfigError && err.problems.length === 1 && err.problems[0]!.includes('must be acme'),
+    );
+  });
+
   it('a process that does not read the deploys part does not look for the artifact key', () => {
     const env = { SVC_STATE_DIR: '/nonexistent-svc-state' };
     assert.deepEqual(loadComponentConfig('policy-agent', env, { exists: () => true }), {

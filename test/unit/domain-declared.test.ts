@@ -31,7 +31,7 @@ describe('domains declared in App.spec.domains', () => {
       spec: { ...(domains ? { domains } : {}) },
     }) as unknown as App;
 
-  const harness = (opts: { account?: string; refuse?: Record<string, string> } = {}) => {
+  const harness = (opts: { account?: string; refuse?: Record<string, string>; leading?: () => boolean } = {}) => {
     const domains = new Map<string, { name: string; declared: boolean; phase: DomainRecord['phase'] }>();
     const calls: string[] = [];
     const events: Array<{ type: string; reason: string; message: string; name: string }> = [];
@@ -54,6 +54,7 @@ describe('domains declared in App.spec.domains', () => {
       accountOf: async () => ('account' in opts ? opts.account : 'acc_1'),
       recordEvent: (subject, type, reason, message) => events.push({ type, reason, message, name: subject.name }),
       log: createLogger('test', 'silent'),
+      ...(opts.leading ? { isLeader: opts.leading } : {}),
     });
     return { sync, domains, calls, events };
   };
@@ -84,6 +85,50 @@ describe('domains declared in App.spec.domains', () => {
       name: 'web',
     });
     assert.equal(h.calls.length, 2, 'tried at each sync (the name may be free by then)');
+  });
+
+  it('a replica that does not lead the Lease neither adds nor tells: the leader does, once', async () => {
+    let leading = false;
+    const h = harness({ refuse: { 'taken.example': 'taken.example is held by another account' }, leading: () => leading });
+    await h.sync.sync(app(['shop.example', 'taken.example']));
+    assert.deepEqual([h.calls, h.events], [[], []]);
+    leading = true;
+    await h.sync.sync(app(['shop.example', 'taken.example']));
+    assert.deepEqual(h.calls, ['add shop.example acc_1 web declared=true', 'add taken.example acc_1 web declared=true']);
+    assert.equal(h.events.length, 1);
+  });
+
+  it('a replica that comes to lead syncs every App at once, not at the next resync', async () => {
+    let leading = false;
+    const calls: string[] = [];
+    const apps = [app(['shop.example'])];
+    const sync = new DeclaredDomains({
+      apps: { all: () => apps, onChange: () => undefined },
+      domains: { list: () => [] },
+      actions: {
+        add: async (_actor, _record, name) => {
+          calls.push(`add ${name}`);
+          return {} as never;
+        },
+        remove: async () => undefined,
+      },
+      accountOf: async () => 'acc_1',
+      recordEvent: () => undefined,
+      log: createLogger('test', 'silent'),
+      resyncMs: 3_600_000,
+      isLeader: () => leading,
+    });
+    sync.start();
+    try {
+      await new Promise((r) => setTimeout(r, 50));
+      assert.deepEqual(calls, [], 'not leading: nothing added');
+      leading = true;
+      const deadline = Date.now() + 5_000;
+      while (!calls.length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      assert.deepEqual(calls, ['add shop.example']);
+    } finally {
+      sync.stop();
+    }
   });
 
   it('claims nothing in a namespace that is no account’s', async () => {
