@@ -7,9 +7,11 @@
 // written by RFC 2136 at the name its `_acme-challenge` is delegated to, and the CA told only once the
 // zone's server answers it; without a DNS provider a wildcard is refused before any order.
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { lookup } from 'node:dns/promises';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
+import { isIP } from 'node:net';
 import tls from 'node:tls';
 import { X509Certificate } from 'node:crypto';
 import type * as k8s from '@kubernetes/client-node';
@@ -187,6 +189,8 @@ export class AcmeIssuer implements CertificateSource {
       log: Logger;
       /** How long ingress-auth has to answer a challenge before the order is given up (default 10 s). */
       selfCheckMs?: number;
+      /** The addresses the check URL's host stands for (default: addressesOf, the system's resolver). */
+      addresses?: (hostname: string) => Promise<string[]>;
       /** DNS-01: the zone's updates and its server's answers; undefined, wildcards are refused. */
       dns01?: { provider: DnsProvider; lookup: TxtLookup };
       /** How long the zone's server has to answer a DNS-01 TXT before the order is given up (default 30 s). */
@@ -372,27 +376,72 @@ export class AcmeIssuer implements CertificateSource {
     }
   }
 
-  /** Until ingress-auth answers the challenge as the CA will ask it (≤ selfCheckMs), else fails: the CA is not told. */
-  private async untilServed(domain: string, token: string, keyAuthorization: string): Promise<void> {
-    const deadline = Date.now() + (this.d.selfCheckMs ?? 10_000);
-    const url = new URL(`${acmeChallengePathPrefix}${token}`, this.d.settings.http01CheckUrl);
-    let last = 'no answer yet';
-    while (Date.now() < deadline) {
-      try {
-        const answer = await getText(url, domain);
-        if (answer.status === 200 && answer.body.trim() === keyAuthorization) return;
-        last = `it answered ${answer.status}`;
-      } catch (err) {
-        last = err instanceof Error ? err.message : String(err);
-      }
-      await sleep(250);
-    }
-    throw new CertificateError(
-      'failed',
-      'ChallengeNotServed',
-      `ingress-auth did not serve the http-01 challenge of ${domain} at ${url.origin} within ${Math.round((this.d.selfCheckMs ?? 10_000) / 1000)} s (${last}); the CA was not asked to validate`,
-    );
+  /** Until every ingress-auth answers the challenge as the CA will ask it (≤ selfCheckMs), else fails: the CA is not told. */
+  private untilServed(domain: string, token: string, keyAuthorization: string): Promise<void> {
+    return untilServedEverywhere({
+      url: new URL(`${acmeChallengePathPrefix}${token}`, this.d.settings.http01CheckUrl),
+      domain,
+      keyAuthorization,
+      timeoutMs: this.d.selfCheckMs ?? 10_000,
+      ...(this.d.addresses ? { addresses: this.d.addresses } : {}),
+    });
   }
+}
+
+/**
+ * The addresses a check URL's host stands for: with a headless Service (the chart's
+ * `<release>-ingress-auth-pods`), every ingress-auth pod; an address, itself.
+ */
+export async function addressesOf(hostname: string): Promise<string[]> {
+  const bare = hostname.replace(/^\[|\]$/g, '');
+  if (isIP(bare)) return [bare];
+  return [...new Set((await lookup(bare, { all: true })).map((a) => a.address))];
+}
+
+/**
+ * Fresh connections each address must answer on: a pod's workers each keep their own informer, and
+ * the kernel spreads new connections over them (SO_REUSEPORT), so one answer vouches for one worker.
+ */
+const answersPerAddress = 3;
+
+/**
+ * Until the challenge is answered at every address of the check URL's host, on fresh connections,
+ * as the CA will ask it; else a ChallengeNotServed failure, and the CA is not told. The CA reaches
+ * whichever replica its connection lands on: one whose informer lags would cost a failed validation.
+ */
+export async function untilServedEverywhere(o: {
+  url: URL;
+  domain: string;
+  keyAuthorization: string;
+  timeoutMs: number;
+  addresses?: (hostname: string) => Promise<string[]>;
+}): Promise<void> {
+  const deadline = Date.now() + o.timeoutMs;
+  let last = 'no answer yet';
+  while (Date.now() < deadline) {
+    try {
+      const addresses = await (o.addresses ?? addressesOf)(o.url.hostname);
+      if (!addresses.length) throw new Error(`${o.url.hostname} has no address`);
+      last = '';
+      for (const address of addresses) {
+        for (let i = 0; i < answersPerAddress && !last; i++) {
+          const answer = await getText(o.url, o.domain, address);
+          if (answer.status !== 200 || answer.body.trim() !== o.keyAuthorization)
+            last = `${addresses.length > 1 ? `${address} ` : ''}answered ${answer.status}`;
+        }
+        if (last) break;
+      }
+      if (!last) return;
+    } catch (err) {
+      last = err instanceof Error ? err.message : String(err);
+    }
+    await sleep(250);
+  }
+  throw new CertificateError(
+    'failed',
+    'ChallengeNotServed',
+    `ingress-auth did not serve the http-01 challenge of ${o.domain} at ${o.url.origin} within ${Math.round(o.timeoutMs / 1000)} s (${last}); the CA was not asked to validate`,
+  );
 }
 
 /** What validating a challenge asks of the ACME client (acme-client's Client; a stub in unit tests). */
@@ -466,9 +515,21 @@ export async function validateByDns(
 }
 
 /** GET `url` with `Host: host` (fetch may not set Host), its status and up to 4 KiB of body. */
-function getText(url: URL, host: string): Promise<{ status: number; body: string }> {
+/** A GET of `url` at one address (a new connection: no agent), Host `host`, the body's first 4 KiB. */
+function getText(url: URL, host: string, address: string): Promise<{ status: number; body: string }> {
+  const secure = url.protocol === 'https:';
+  const options = {
+    hostname: address,
+    port: url.port || (secure ? 443 : 80),
+    path: `${url.pathname}${url.search}`,
+    method: 'GET',
+    headers: { host },
+    timeout: 2000,
+    agent: false,
+    ...(secure && !isIP(url.hostname.replace(/^\[|\]$/g, '')) ? { servername: url.hostname } : {}),
+  } as const;
   return new Promise((resolve, reject) => {
-    const req = (url.protocol === 'https:' ? https : http).request(url, { method: 'GET', headers: { host }, timeout: 2000 }, (res) => {
+    const req = (secure ? https : http).request(options, (res) => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (chunk: string) => {

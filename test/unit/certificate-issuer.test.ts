@@ -7,6 +7,9 @@
 // verified are deleted.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -16,7 +19,9 @@ import { CertificateIssuer, readCertificate } from '../../api/certificates/issue
 import { domainRecord, type StatusPatch } from '../../api/repositories/domains.js';
 import type acme from 'acme-client';
 import {
+  addressesOf,
   CertificateError,
+  untilServedEverywhere,
   mapAcmeError,
   retryAfterOf,
   validateByDns,
@@ -867,6 +872,53 @@ describe('ACME errors', () => {
     assert.equal(retryAfterOf('Fri, 27 Nov 2026 13:00:00 GMT', now)?.toISOString(), '2026-11-27T13:00:00.000Z');
     assert.equal(retryAfterOf('Fri, 27 Nov 2026 11:00:00 GMT', now), undefined);
     assert.equal(retryAfterOf(undefined, now), undefined);
+  });
+});
+
+describe('the HTTP-01 self-check (every ingress-auth, before the CA is told)', () => {
+  const keyAuthorization = 'tok.thumb';
+  /** An ingress-auth stand-in on one loopback address; `serving` says whether it answers yet. */
+  async function replica(address: string, port = 0) {
+    const state = { serving: true, hosts: [] as string[] };
+    const server = createServer((req, res) => {
+      state.hosts.push(req.headers.host ?? '');
+      if (!state.serving || req.url !== '/.well-known/acme-challenge/tok') return void res.writeHead(404).end();
+      res.writeHead(200, { 'content-type': 'text/plain' }).end(keyAuthorization);
+    });
+    server.listen(port, address);
+    await once(server, 'listening');
+    return { state, port: (server.address() as AddressInfo).port, close: () => new Promise((r) => server.close(r)) };
+  }
+
+  it('waits until every address answers, on fresh connections, with the Host the CA will send', async () => {
+    const a = await replica('127.0.0.1');
+    const b = await replica('127.0.0.2', a.port);
+    try {
+      const url = new URL(`http://ingress-auth-pods.svc.test:${a.port}/.well-known/acme-challenge/tok`);
+      const addresses = async (host: string) => (assert.equal(host, 'ingress-auth-pods.svc.test'), ['127.0.0.1', '127.0.0.2']);
+      b.state.serving = false;
+      setTimeout(() => (b.state.serving = true), 400);
+      const started = Date.now();
+      await untilServedEverywhere({ url, domain: 'shop.example', keyAuthorization, timeoutMs: 5_000, addresses });
+      assert.ok(Date.now() - started >= 350, 'not before the lagging replica serves it');
+      assert.ok(b.state.hosts.filter((h) => h === 'shop.example').length >= 3, 'each replica asked on several connections');
+      assert.ok(a.state.hosts.every((h) => h === 'shop.example'));
+      // One that never serves it: ChallengeNotServed, naming it.
+      b.state.serving = false;
+      await assert.rejects(
+        untilServedEverywhere({ url, domain: 'shop.example', keyAuthorization, timeoutMs: 700, addresses }),
+        (err: unknown) =>
+          err instanceof CertificateError && err.reason === 'ChallengeNotServed' && /127\.0\.0\.2 answered 404/.test(err.message),
+      );
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+
+  it('an address stands for itself; a name for every address it resolves to', async () => {
+    assert.deepEqual(await addressesOf('127.0.0.1'), ['127.0.0.1']);
+    assert.deepEqual(await addressesOf('[::1]'), ['::1']);
+    assert.ok((await addressesOf('localhost')).length >= 1);
   });
 });
 
