@@ -10,6 +10,7 @@ import { loadKubeConfig } from '../lib/kube/client.js';
 import { createLogger } from '../lib/logger.js';
 import { MailOutbox } from '../lib/mail/outbox.js';
 import { RequestRecorder } from '../lib/metrics/requests.js';
+import { TicketKeyStore } from '../lib/tls/ticket-keys.js';
 import { AuthRoutes } from './auth/routes.js';
 import { SignIn } from './auth/sign-in.js';
 import { signInProviders } from './auth/setup.js';
@@ -47,6 +48,9 @@ await signIn.start();
 // With an HTTPS listener, its certificates (informer started by startIngress): a provider's sign-in
 // returns over https to a hostname that has one.
 const certificates = config.proxy.tlsPort === undefined ? undefined : certificateStore(config, kc, routes, log);
+// With an HTTPS listener, the TLS session-ticket key shared by every worker and replica (started by
+// startIngress): a ticket from one resumes on any other.
+const ticketKeys = config.proxy.tlsPort === undefined ? undefined : new TicketKeyStore(db, { log });
 const providers = signInProviders({
   config,
   log,
@@ -70,6 +74,7 @@ const ingress = await startIngress({
   recorder,
   routes,
   ...(certificates ? { certificates } : {}),
+  ...(ticketKeys ? { ticketKeys } : {}),
   jwks: () => keys.jwks(),
   auth: { signIn, routes: authRoutes, callbacks: providers.callbacks },
   reusePort: workers > 1,

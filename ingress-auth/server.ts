@@ -12,6 +12,7 @@ import type * as k8s from '@kubernetes/client-node';
 import type { ComponentConfig } from '../lib/config.js';
 import type { Logger } from '../lib/logger.js';
 import type { RequestRecorder } from '../lib/metrics/requests.js';
+import type { TicketKeySource } from '../lib/tls/ticket-keys.js';
 import type { IngressContext, SignInParts } from './context.js';
 import { Proxy } from './proxy.js';
 import { requestHandler } from './requests.js';
@@ -51,6 +52,12 @@ export interface IngressOptions {
    * ConfigMaps through `kc`. Without either, the challenge path is an app's like any other.
    */
   challenges?: ChallengeSource;
+  /**
+   * The TLS session-ticket key every worker and replica shares (TicketKeyStore), started and stopped
+   * with the HTTPS listener; without it (or without an HTTPS listener) a process keeps Node's own
+   * random key, and a ticket resumes only on the process that issued it.
+   */
+  ticketKeys?: TicketKeySource;
 }
 
 /** The certificate store main.ts and startIngress build from the configuration. */
@@ -163,10 +170,17 @@ export async function startIngress(opts: IngressOptions): Promise<Ingress> {
       if (log.isLevelEnabled('debug')) log.debug({ err: err.message, servername: socket.servername }, 'TLS handshake failed');
       socket.destroy();
     });
+    const ticketKeys = opts.ticketKeys;
     try {
+      // Before the first connection, so its tickets are sealed with the shared key. The server's keys
+      // are the ones tickets are sealed and opened with, whichever context SNI chose: Node serves an
+      // SNI context by copying only its certificate, key and chain into the connection (ncrypto
+      // SSLPointer::setSniContext), which keeps the server's SSL_CTX and its ticket callback
+      // (measured: keys on the SNI contexts alone resume nothing across listeners).
+      await ticketKeys?.start((keys) => https.setTicketKeys(keys));
       tlsServer = await listen(serve(https), host, tlsPort, opts.reusePort);
     } catch (err) {
-      await closeServer(server);
+      await Promise.all([closeServer(server), ticketKeys?.stop()]);
       throw err;
     }
     tlsUrl = urlOf('https', tlsServer);
@@ -179,7 +193,7 @@ export async function startIngress(opts: IngressOptions): Promise<Ingress> {
     routes,
     close: async () => {
       clearInterval(pruneTimer);
-      await Promise.all([closeServer(server), tlsServer && closeServer(tlsServer)]);
+      await Promise.all([closeServer(server), tlsServer && closeServer(tlsServer), tlsServer && opts.ticketKeys?.stop()]);
       await proxy.close();
       await Promise.all([routes.stop(), certificates?.stop(), challenges?.stop()]);
     },

@@ -25,6 +25,7 @@ import * as m0020 from './migrations/0020_app_repositories.js';
 import * as m0021 from './migrations/0021_artifact_holds.js';
 import * as m0022 from './migrations/0022_app_domains.js';
 import * as m0023 from './migrations/0023_certificate_orders.js';
+import * as m0024 from './migrations/0024_tls_ticket_keys.js';
 
 interface Migration {
   up(db: Knex): Promise<void>;
@@ -55,6 +56,7 @@ const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ['0021_artifact_holds', m0021],
   ['0022_app_domains', m0022],
   ['0023_certificate_orders', m0023],
+  ['0024_tls_ticket_keys', m0024],
 ];
 
 const source: Knex.MigrationSource<readonly [string, Migration]> = {
