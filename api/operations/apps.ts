@@ -10,6 +10,7 @@ import type { ApiDeps } from '../deps.js';
 import { allowedApp, requireApp, resolveApp, serviceOrInvalid } from '../app-access.js';
 import { appName } from '../app-name.js';
 import { appSchema, presentApp } from '../presenters/apps.js';
+import { envSchema, presentEnv } from '../presenters/env.js';
 
 type Deps = {
   apps: Pick<ApiDeps['apps'], 'list' | 'find' | 'create' | 'delete'>;
@@ -42,7 +43,6 @@ const maxEnvVars = 256;
 const replaceEnvBody = z.record(envKey, envValue).refine((e) => Object.keys(e).length <= maxEnvVars, `at most ${maxEnvVars} variables`);
 /** PATCH: a null value removes the variable. */
 const mergeEnvBody = z.record(envKey, envValue.nullable());
-const envSchema = z.object({ env: z.record(z.string(), z.string()) });
 
 const listQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(500).default(100),
@@ -120,7 +120,10 @@ export function appOperations(s: Deps): Operation[] {
       // Values are secrets (database URLs, keys): reading them is as much as setting them.
       action: 'write',
       response: envSchema,
-      handler: async ({ caller, params }) => ({ body: { env: await s.env.read(await find(caller, params.appID!)) } }),
+      handler: async ({ caller, params }) => {
+        const app = await find(caller, params.appID!);
+        return { body: presentEnv(app, await s.env.read(app)) };
+      },
     }),
     op({
       method: 'PATCH',
@@ -142,7 +145,7 @@ export function appOperations(s: Deps): Operation[] {
         if (Object.keys(env).length > maxEnvVars) throw invalid(`invalid body: at most ${maxEnvVars} variables`);
         await s.env.write(app, env);
         await recordEnvChange(caller.account.id, app.name, before, env);
-        return { body: { env } };
+        return { body: presentEnv(app, env) };
       },
     }),
     op({
@@ -159,7 +162,7 @@ export function appOperations(s: Deps): Operation[] {
         const before = await s.env.read(app);
         await s.env.write(app, body);
         await recordEnvChange(caller.account.id, app.name, before, body);
-        return { body: { env: body } };
+        return { body: presentEnv(app, body) };
       },
     }),
     op({

@@ -2092,9 +2092,31 @@ export interface operations {
         };
         content: {
           'application/json': {
+            /** @description The app's own variables, the ones these operations set */
             env: {
               [key: string]: string;
             };
+            /** @description What the platform gives the app's machines besides: an attached database's variables, in the order the machines get them */
+            provided: {
+              name: string;
+              /** @description Where the variable comes from */
+              source: {
+                /**
+                 * @description What provides it: "database", an attached database (more kinds may come: show an unknown one as it is)
+                 * @enum {string}
+                 */
+                kind: 'database';
+                /** @description The provider's name: the database's */
+                name: string;
+              };
+              /**
+               * @description Its value is not shown (these are credentials; the machines get the real one): there is no value field, not even a placeholder
+               * @constant
+               */
+              masked: true;
+              /** @description The app's own env has a variable of this name too: its machines get this one, not the app's (an attachment wins) */
+              overrides: boolean;
+            }[];
           };
         };
       };
@@ -2133,9 +2155,31 @@ export interface operations {
         };
         content: {
           'application/json': {
+            /** @description The app's own variables, the ones these operations set */
             env: {
               [key: string]: string;
             };
+            /** @description What the platform gives the app's machines besides: an attached database's variables, in the order the machines get them */
+            provided: {
+              name: string;
+              /** @description Where the variable comes from */
+              source: {
+                /**
+                 * @description What provides it: "database", an attached database (more kinds may come: show an unknown one as it is)
+                 * @enum {string}
+                 */
+                kind: 'database';
+                /** @description The provider's name: the database's */
+                name: string;
+              };
+              /**
+               * @description Its value is not shown (these are credentials; the machines get the real one): there is no value field, not even a placeholder
+               * @constant
+               */
+              masked: true;
+              /** @description The app's own env has a variable of this name too: its machines get this one, not the app's (an attachment wins) */
+              overrides: boolean;
+            }[];
           };
         };
       };
@@ -2174,9 +2218,31 @@ export interface operations {
         };
         content: {
           'application/json': {
+            /** @description The app's own variables, the ones these operations set */
             env: {
               [key: string]: string;
             };
+            /** @description What the platform gives the app's machines besides: an attached database's variables, in the order the machines get them */
+            provided: {
+              name: string;
+              /** @description Where the variable comes from */
+              source: {
+                /**
+                 * @description What provides it: "database", an attached database (more kinds may come: show an unknown one as it is)
+                 * @enum {string}
+                 */
+                kind: 'database';
+                /** @description The provider's name: the database's */
+                name: string;
+              };
+              /**
+               * @description Its value is not shown (these are credentials; the machines get the real one): there is no value field, not even a placeholder
+               * @constant
+               */
+              masked: true;
+              /** @description The app's own env has a variable of this name too: its machines get this one, not the app's (an attachment wins) */
+              overrides: boolean;
+            }[];
           };
         };
       };

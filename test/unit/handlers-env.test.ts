@@ -1,6 +1,7 @@
 // The env operations (api/operations/apps.ts) against in-memory fakes (test/support/fake-api.ts): set,
-// list and unset, the 4XX of bad input and of tokens that lack the action or the app, with nothing
-// written on a refusal. The same handlers, router and error mapping as the API; no cluster.
+// list and unset, an attached database's variables listed beside the app's own (masked, with their
+// source), the 4XX of bad input and of tokens that lack the action or the app, with nothing written on
+// a refusal. The same handlers, router and error mapping as the API; no cluster.
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { appOperations } from '../../api/operations/apps.js';
@@ -39,13 +40,13 @@ describe('env handlers', () => {
     assert.deepEqual(await env(), {});
     const put = await api.request('PUT', '/api/apps/envy/env', { A: '1', B: '2' });
     assert.equal(put.status, 200, put.text);
-    assert.deepEqual(put.body, { env: { A: '1', B: '2' } });
+    assert.deepEqual(put.body, { env: { A: '1', B: '2' }, provided: [] });
     const patch = await api.request('PATCH', '/api/apps/envy/env', { B: null, C: '3' });
-    assert.deepEqual(patch.body, { env: { A: '1', C: '3' } });
+    assert.deepEqual(patch.body, { env: { A: '1', C: '3' }, provided: [] });
     assert.equal((await api.request('DELETE', '/api/apps/envy/env/A')).status, 204);
     assert.deepEqual(await env(), { C: '3' });
     const id = (await api.f.apps.find(account.namespace, 'envy'))!.id;
-    assert.deepEqual((await api.request('GET', `/api/apps/${id}/env`)).body, { env: { C: '3' } });
+    assert.deepEqual((await api.request('GET', `/api/apps/${id}/env`)).body, { env: { C: '3' }, provided: [] });
     // env.changed names keys, never values.
     assert.deepEqual(
       api.f.events.log.map((e) => [e.type, e.subject, e.data]),
@@ -55,6 +56,38 @@ describe('env handlers', () => {
         ['env.changed', 'envy', { set: [], removed: ['A'] }],
       ],
     );
+  });
+
+  it("lists an attached database's variables beside the app's own, masked, with their source and what they override", async () => {
+    api.f.apps.put(account.namespace, 'envy', { database: 'orders' });
+    type Provided = { name: string; source: { kind: string; name: string }; masked: boolean; overrides: boolean };
+    const put = await api.request('PUT', '/api/apps/envy/env', { DATABASE_URL: 'postgres://mine', A: '1' });
+    assert.equal(put.status, 200, put.text);
+    const got = await api.request('GET', '/api/apps/envy/env');
+    const body = got.body as { env: Record<string, string>; provided: Provided[] };
+    // The app's own, unchanged: the one it set stays listed (and settable), though its machines get the database's.
+    assert.deepEqual(body.env, { DATABASE_URL: 'postgres://mine', A: '1' });
+    assert.deepEqual(
+      body.provided.map((v) => [v.name, v.source.kind, v.source.name, v.masked, v.overrides, Object.keys(v).length]),
+      [
+        ['PGHOST', 'database', 'orders', true, false, 4],
+        ['PGPORT', 'database', 'orders', true, false, 4],
+        ['PGUSER', 'database', 'orders', true, false, 4],
+        ['PGPASSWORD', 'database', 'orders', true, false, 4],
+        ['PGDATABASE', 'database', 'orders', true, false, 4],
+        ['DATABASE_URL', 'database', 'orders', true, true, 4],
+      ],
+    );
+    assert.deepEqual(put.body, got.body, 'a write answers the same');
+    const patch = await api.request('PATCH', '/api/apps/envy/env', { DATABASE_URL: null });
+    assert.equal((patch.body as { provided: Provided[] }).provided.find((v) => v.name === 'DATABASE_URL')?.overrides, false);
+    // No value of a provided variable, not even a placeholder: name, source, masked and overrides only (the 4 above).
+    assert.ok(!got.text.includes('postgres://$('));
+    // Provided variables are not the app's own: not deletable one by one.
+    error(await api.request('DELETE', '/api/apps/envy/env/PGHOST'), 404, /^variable PGHOST of app envy not found$/);
+    // Another app's token sees none of them.
+    const otherApp = api.f.tokens.tokenWith([{ kind: 'apps', apps: ['blog'] }]);
+    error(await api.request('GET', '/api/apps/envy/env', undefined, { token: otherApp }), 403, /^token lacks app "envy"$/);
   });
 
   it('records no event when nothing changed', async () => {
