@@ -29,7 +29,7 @@ import type { Logger } from '../../lib/logger.js';
 import { Passes } from '../../lib/passes.js';
 import type { ApiDeps } from '../deps.js';
 import type { DomainRepository } from '../repositories/domains.js';
-import { claimsFromDb, type ClaimsView } from './issuer.js';
+import { claimsFromDb, observedDomain, type ClaimsView } from './issuer.js';
 
 type CertificatesConfig = ComponentConfig<'api'>['certificates'];
 
@@ -198,13 +198,7 @@ export class CertManagerIssuer {
     if (!result.synced) return result;
     const certificates = this.certificates.list();
     const secrets = await this.observeSecrets();
-    const domains: ObservedDomain[] = this.d.domains.list('').map((r) => ({
-      name: r.name,
-      namespace: r.namespace,
-      app: r.app,
-      phase: r.phase,
-      certificate: r.status?.certificate,
-    }));
+    const domains = this.d.domains.list('').map(observedDomain);
     const names = [
       ...domains.map((x) => x.name),
       ...secrets.map((s) => s.domain),

@@ -43,7 +43,7 @@ import { ignoreStatus, serverSideApply } from '../../lib/kube/client.js';
 import type { Logger } from '../../lib/logger.js';
 import { Passes } from '../../lib/passes.js';
 import type { ApiDeps } from '../deps.js';
-import type { DomainRepository } from '../repositories/domains.js';
+import type { DomainRecord, DomainRepository } from '../repositories/domains.js';
 
 type CertificatesConfig = ComponentConfig<'api'>['certificates'];
 
@@ -62,6 +62,18 @@ type Core = Pick<
 
 /** Reads the claims of names (app_domains): which namespace and account hold each, and whether it is verified. */
 export type ClaimsView = (names: readonly string[]) => Promise<Map<string, ObservedClaim>>;
+
+/** A Domain as both issuers observe it (the informer's record), with its DNS-01 delegation as last checked. */
+export function observedDomain(r: DomainRecord): ObservedDomain {
+  return {
+    name: r.name,
+    namespace: r.namespace,
+    app: r.app,
+    phase: r.phase,
+    certificate: r.status?.certificate,
+    delegatedTo: r.records.find((x) => x.purpose === 'certificate')?.observed,
+  };
+}
 
 export function claimsFromDb(db: Knex): ClaimsView {
   return async (names) => {
@@ -212,14 +224,7 @@ export class CertificateIssuer {
     const result: PassResult = { issued: [], renewed: [], failed: [], refused: [], deleted: [] };
     const observedAt = this.clock();
     const secrets = await this.observeSecrets();
-    const domains: ObservedDomain[] = this.d.domains.list('').map((r) => ({
-      name: r.name,
-      namespace: r.namespace,
-      app: r.app,
-      phase: r.phase,
-      certificate: r.status?.certificate,
-      delegatedTo: r.records.find((x) => x.purpose === 'certificate')?.observed,
-    }));
+    const domains = this.d.domains.list('').map(observedDomain);
     const claims = await this.claims([...new Set([...domains.map((x) => x.name), ...secrets.map((s) => s.domain)])]);
     const steps = planCertificates({ domains, claims, secrets, now: observedAt, dns01Zone: this.d.config.acme.dns01?.zone });
     const orders = steps.filter((s): s is Extract<CertificateStep, { kind: 'order' }> => s.kind === 'order');

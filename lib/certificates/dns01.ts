@@ -9,6 +9,7 @@
 import { createHash } from 'node:crypto';
 import { lookup, Resolver } from 'node:dns/promises';
 import { isIP } from 'node:net';
+import { isNoRecords } from '../dns/answers.js';
 
 /** Where a DNS-01 challenge of `base` (`shop.example` for `*.shop.example`) is asked for. */
 export const acmeChallengeName = (base: string) => `_acme-challenge.${base}`;
@@ -71,8 +72,7 @@ export function txtLookupAt(server: { host: string; port: number }): TxtLookup {
       throw err;
     });
     const answers = await (await resolver).resolveTxt(fqdn).catch((err: unknown) => {
-      const code = (err as { code?: unknown } | null)?.code;
-      if (code === 'ENODATA' || code === 'ENOTFOUND') return [];
+      if (isNoRecords(err)) return [];
       // The server's address may have moved (a Service's, a host name's): looked up again next time.
       resolver = undefined;
       throw err;

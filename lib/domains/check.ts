@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import type { DomainName } from './names.js';
 import { canonicalAddress, edgeAddressesOf, hostOf, type ExpectedRecord } from './records.js';
+import { isNoRecords } from '../dns/answers.js';
 
 /** What the check asks DNS; node's `dns.promises.Resolver` is one. */
 export interface DomainResolver {
@@ -44,9 +45,6 @@ export class DnsUnavailableError extends Error {
     this.name = 'DnsUnavailableError';
   }
 }
-
-/** Answers that say the name has no such records: a fact about the domain, not a failure of DNS. */
-const noRecordCodes = new Set(['ENODATA', 'ENOTFOUND', 'NXDOMAIN']);
 
 export async function checkDomain(
   d: DomainName,
@@ -202,8 +200,9 @@ async function lookup<T>(query: string, ask: () => Promise<T[]>): Promise<T[]> {
   try {
     return await ask();
   } catch (err) {
+    // No such records is a fact about the domain, not a failure of DNS.
+    if (isNoRecords(err)) return [];
     const code = (err as { code?: unknown } | null)?.code;
-    if (typeof code === 'string' && noRecordCodes.has(code)) return [];
     throw new DnsUnavailableError(query, typeof code === 'string' ? code : undefined, err);
   }
 }

@@ -5,6 +5,7 @@
 // name that answers differently later (DNS rebinding) gains nothing.
 import { promises as dns } from 'node:dns';
 import { BlockList, isIP } from 'node:net';
+import { isNoRecords } from '../dns/answers.js';
 
 // Two lists: node's BlockList matches IPv4 addresses against IPv6 rules through their mapped form
 // (::ffff:a.b.c.d), so one list blocking the mapped range would block every IPv4 address.
@@ -119,7 +120,10 @@ export async function publicAddressesOf(
     return [host];
   }
   const settle = (p: Promise<string[]>) =>
-    p.catch((err: NodeJS.ErrnoException) => (err.code === 'ENODATA' || err.code === 'ENOTFOUND' ? [] : Promise.reject(err)));
+    p.catch((err: unknown) => {
+      if (isNoRecords(err)) return [];
+      throw err;
+    });
   const [v4, v6] = await Promise.all([settle(resolver.resolve4(host)), settle(resolver.resolve6(host))]);
   const all = [...v4, ...v6];
   if (!all.length) throw new WebhookAddressError(`${host} does not resolve`, 'unresolved');

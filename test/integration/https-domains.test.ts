@@ -6,14 +6,12 @@
 // connection's SNI name is 421; a name nobody verified gets no order and no certificate; removing the
 // domain ends its handshakes at once and deletes its certificate.
 import assert from 'node:assert/strict';
-import { request as httpsRequest } from 'node:https';
-import type { PeerCertificate, TLSSocket } from 'node:tls';
 import { after, before, describe, it } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { certificateSecretName } from '../../lib/certificates/contract.js';
 import { deployLive, expectJson, startTestApi, type TestApi } from '../support/api.js';
 import { dnsServers, publish } from '../support/dns.js';
-import { Browser, startTestIngress, type TestIngress } from '../support/ingress.js';
+import { Browser, startTestIngress, tlsGet as tlsGetAt, type TestIngress, type TlsAnswer } from '../support/ingress.js';
 import { kubeConfig, statusOf, testNamespace } from '../support/kube.js';
 import { startPebble, type Pebble } from '../support/pebble.js';
 import { freePort } from '../support/ports.js';
@@ -24,13 +22,6 @@ interface DomainBody {
   status: string;
   records: Array<{ type: string; name: string; value: string }>;
   certificate: { status: string; reason: string | null; expires_at: string | null; renews_after: string | null } | null;
-}
-
-interface TlsAnswer {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-  peer: PeerCertificate;
 }
 
 describe('custom domains over HTTPS', () => {
@@ -50,36 +41,7 @@ describe('custom domains over HTTPS', () => {
 
   /** GET `path` over TLS to ingress-auth: SNI `servername`, Host `host` (default the same), Pebble's root trusted. */
   const tlsGet = (servername: string | undefined, path = '/', host = servername ?? 'none'): Promise<TlsAnswer> =>
-    new Promise((resolve, reject) => {
-      const req = httpsRequest(
-        {
-          host: '127.0.0.1',
-          port: ingress.tlsPort,
-          path,
-          method: 'GET',
-          headers: { host, accept: 'text/html' },
-          // An empty servername sends no SNI at all (otherwise Node takes it from the Host header).
-          servername: servername ?? '',
-          ca: root,
-          agent: false,
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () =>
-            resolve({
-              status: res.statusCode ?? 0,
-              headers: res.headers,
-              body: Buffer.concat(chunks).toString(),
-              peer: (res.socket as TLSSocket).getPeerCertificate(),
-            }),
-          );
-        },
-      );
-      req.on('error', reject);
-      req.setTimeout(10_000, () => req.destroy(new Error('timed out')));
-      req.end();
-    });
+    tlsGetAt({ port: ingress.tlsPort!, ca: root, servername, path, host });
 
   const verifiedApex = async (name: string): Promise<DomainBody> => {
     const added = await json<{ domain: DomainBody }>(await api.request('POST', domains(), { body: { name } }), 201);

@@ -12,15 +12,13 @@
 //   app's own hostname.
 import assert from 'node:assert/strict';
 import { Resolver } from 'node:dns/promises';
-import { request as httpsRequest } from 'node:https';
-import type { PeerCertificate, TLSSocket } from 'node:tls';
 import { after, before, describe, it } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { certificateLabel, certificateSecretName } from '../../lib/certificates/contract.js';
 import { dns01Target } from '../../lib/certificates/dns01.js';
 import { deployLive, expectJson, startTestApi, type TestApi } from '../support/api.js';
 import { dnsServers, publish } from '../support/dns.js';
-import { appsDomain, startTestIngress, type TestIngress } from '../support/ingress.js';
+import { appsDomain, startTestIngress, tlsGet as tlsGetAt, type TestIngress, type TlsAnswer } from '../support/ingress.js';
 import { kubeConfig, testNamespace } from '../support/kube.js';
 import { startNamed, type Named } from '../support/named.js';
 import { startPebble, type Pebble } from '../support/pebble.js';
@@ -53,26 +51,7 @@ describe('wildcard domains over HTTPS, by DNS-01', () => {
   const platformSecret = 'svc-apps-tls';
   let apiStarted = 0;
 
-  const tlsGet = (servername: string): Promise<{ status: number; body: string; peer: PeerCertificate }> =>
-    new Promise((resolve, reject) => {
-      const req = httpsRequest(
-        { host: '127.0.0.1', port: ingress.tlsPort, path: '/', headers: { host: servername }, servername, ca: root, agent: false },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () =>
-            resolve({
-              status: res.statusCode ?? 0,
-              body: Buffer.concat(chunks).toString(),
-              peer: (res.socket as TLSSocket).getPeerCertificate(),
-            }),
-          );
-        },
-      );
-      req.on('error', reject);
-      req.setTimeout(10_000, () => req.destroy(new Error('timed out')));
-      req.end();
-    });
+  const tlsGet = (servername: string): Promise<TlsAnswer> => tlsGetAt({ port: ingress.tlsPort!, ca: root, servername });
 
   before(async () => {
     core = kubeConfig().makeApiClient(k8s.CoreV1Api);

@@ -1,6 +1,8 @@
 // ingress-auth with sign-in, in-process, on the database of a test API (startTestApi), and a
 // cookie-keeping HTTP client that talks to it with any Host header, as a browser would.
 import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import type { PeerCertificate, TLSSocket } from 'node:tls';
 import { AuthRoutes } from '../../ingress-auth/auth/routes.js';
 import { signInProviders } from '../../ingress-auth/auth/setup.js';
 import { SignIn } from '../../ingress-auth/auth/sign-in.js';
@@ -129,6 +131,48 @@ export interface Answer {
   status: number;
   headers: Record<string, string | string[] | undefined>;
   body: string;
+}
+
+export interface TlsAnswer extends Answer {
+  /** The certificate the server showed. */
+  peer: PeerCertificate;
+}
+
+/**
+ * GET `path` over TLS at 127.0.0.1:`port` on a new connection: SNI `servername` (undefined: no SNI
+ * at all), Host `host` (default the servername), `ca` trusted.
+ */
+export function tlsGet(o: { port: number; ca: string; servername: string | undefined; path?: string; host?: string }): Promise<TlsAnswer> {
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(
+      {
+        host: '127.0.0.1',
+        port: o.port,
+        path: o.path ?? '/',
+        method: 'GET',
+        headers: { host: o.host ?? o.servername ?? 'none', accept: 'text/html' },
+        // An empty servername sends no SNI at all (otherwise Node takes it from the Host header).
+        servername: o.servername ?? '',
+        ca: o.ca,
+        agent: false,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            body: Buffer.concat(chunks).toString(),
+            peer: (res.socket as TLSSocket).getPeerCertificate(),
+          }),
+        );
+      },
+    );
+    req.on('error', reject);
+    req.setTimeout(10_000, () => req.destroy(new Error('timed out')));
+    req.end();
+  });
 }
 
 /**
