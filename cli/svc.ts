@@ -3,6 +3,9 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { TokenFormatError } from '../lib/tokens/token.js';
+import { GroupUsageError, processContext } from './command.js';
+import { describeFailure } from './failure.js';
+import { commandGroups, groupNamed } from './groups.js';
 import { attenuateToken, formatInspection, inspectToken, UsageError } from './token-commands.js';
 
 const usage = `usage:
@@ -48,10 +51,14 @@ const usage = `usage:
                                               an app's custom domains (NAME: shop.example.com, or
                                               '*.shop.example.com' quoted); add prints the DNS records
                                               to publish, verify checks them now and says what is wrong
+${commandGroups.map((g) => g.synopsis).join('\n')}
   svc admin create-account --email EMAIL [--name NAME]
                                               create an account and print a full-authority token
 
-TOKEN may be "-" to read it from standard input, or left out to use $SVC_TOKEN.`;
+TOKEN may be "-" to read it from standard input, or left out to use $SVC_TOKEN. Commands that call
+the API read $SVC_API_URL (the API root, default http://127.0.0.1:8080/api) and $SVC_TOKEN (or
+--token); --json prints the API's JSON on stdout. svc GROUP --help shows a group's options and an
+example. Exit status: 0 done, 1 refused or failed (the API's message on stderr), 2 wrong usage.`;
 
 function tokenArg(value: string | undefined): string {
   const raw = value === '-' ? readFileSync(0, 'utf8') : (value ?? process.env.SVC_TOKEN);
@@ -61,6 +68,15 @@ function tokenArg(value: string | undefined): string {
 
 async function main(argv: string[]): Promise<void> {
   const [group, command, ...rest] = argv;
+  const typed = groupNamed(group);
+  if (typed) {
+    process.exitCode = await typed.run(argv.slice(1), processContext(apiTarget));
+    return;
+  }
+  if (group === 'help' || group === '--help' || group === '-h') {
+    console.log(usage);
+    return;
+  }
   if (group === 'token' && command === 'inspect') {
     const { values, positionals } = parseArgs({ args: rest, options: { json: { type: 'boolean' } }, allowPositionals: true });
     const info = inspectToken(tokenArg(positionals[0]));
@@ -263,7 +279,7 @@ async function main(argv: string[]): Promise<void> {
     console.log(JSON.stringify(await createAccountCommand(values.email, values.name), null, 2));
     return;
   }
-  throw new UsageError(group === undefined || group === 'help' || group === '--help' ? '' : `unknown command: ${argv.join(' ')}`);
+  throw new UsageError(group === undefined ? '' : `unknown command: ${argv.join(' ')}`);
 }
 
 const apiTarget = (token: string | undefined) => ({
@@ -380,13 +396,15 @@ try {
 } catch (err) {
   if (err instanceof UsageError) {
     if (err.message) console.error(`svc: ${err.message}`);
-    console.error(usage);
+    // A group's own usage when the mistake is within a group: the whole list would bury it.
+    const shown = err instanceof GroupUsageError ? err.usage : usage;
+    if (shown) console.error(shown);
     process.exitCode = 2;
   } else if (err instanceof TokenFormatError) {
     console.error(`svc: not a valid token: ${err.message}`);
     process.exitCode = 1;
   } else {
-    console.error(`svc: ${err instanceof Error ? err.message : String(err)}`);
+    describeFailure(err).forEach((line) => console.error(line));
     process.exitCode = 1;
   }
 }

@@ -1,0 +1,139 @@
+// What every `svc` command group on the typed client (cli/apps.ts, cli/env.ts, ...) is made of: its
+// usage with an example, its run over parsed arguments, and the context it runs in, so a group
+// can be run against a fake API in a test exactly as svc.ts runs it for a person.
+import { readFile } from 'node:fs/promises';
+import { createInterface } from 'node:readline/promises';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { createApiClient, type ApiClient } from '../lib/client/index.js';
+import type { ApiTarget } from './api.js';
+import { UsageError } from './token-commands.js';
+
+/** A wrong use of one group: svc prints the group's usage, not the whole list, and exits 2. */
+export class GroupUsageError extends UsageError {
+  constructor(
+    message: string,
+    readonly usage: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Where a command reads and writes: stdout is for what a program reads (--json), stderr for people. */
+export interface CommandContext {
+  out(line: string): void;
+  /** Progress, prompts and notices. */
+  err(line: string): void;
+  /** Writes to stdout as it comes (a raw body, a followed log), no newline added. */
+  write(text: string): void;
+  /** Standard input as text (`-` for a file). */
+  readStdin(): Promise<string>;
+  /** Whether someone is at a terminal to answer a question. */
+  interactive: boolean;
+  /** Asks on stderr; the line typed. */
+  ask(question: string): Promise<string>;
+  /** Where the API is and the token to send (--token, else $SVC_TOKEN). */
+  target(token: string | undefined): ApiTarget;
+  /** Waits before a reconnect (tests shorten it). */
+  sleep(ms: number): Promise<void>;
+}
+
+export interface CommandGroup {
+  name: string;
+  /** The group's lines in `svc --help`: each form and what it does. */
+  synopsis: string;
+  /** `svc GROUP --help`: every form, its options, and an example. */
+  usage: string;
+  run(args: string[], ctx: CommandContext): Promise<number>;
+}
+
+type Options = NonNullable<ParseArgsConfig['options']>;
+
+/** Every group takes these: --help, and --token instead of $SVC_TOKEN. */
+const common = { help: { type: 'boolean', short: 'h' }, token: { type: 'string' } } as const satisfies Options;
+
+/**
+ * A group's arguments parsed: unknown options and missing values are usage errors naming the
+ * group's usage. `help` is true for --help (and for no subcommand at all).
+ */
+export function parseGroupArgs<O extends Options>(group: Pick<CommandGroup, 'usage'>, args: string[], options: O) {
+  try {
+    return parseArgs({ args, options: { ...common, ...options }, allowPositionals: true, strict: true });
+  } catch (err) {
+    throw new GroupUsageError(err instanceof Error ? err.message : String(err), group.usage);
+  }
+}
+
+/** `svc GROUP --help` prints the usage to stdout and succeeds. */
+export function printUsage(group: Pick<CommandGroup, 'usage'>, ctx: Pick<CommandContext, 'out'>): number {
+  ctx.out(group.usage);
+  return 0;
+}
+
+/** The typed client for a group's call, with the token given or $SVC_TOKEN. */
+export function connect(ctx: Pick<CommandContext, 'target'>, token: string | undefined): ApiClient {
+  const t = ctx.target(token);
+  return createApiClient({ baseUrl: t.apiUrl, token: t.token });
+}
+
+/**
+ * Asks before something that cannot be undone. With --yes it goes ahead; without a terminal to
+ * ask at, it refuses (a script must say --yes); otherwise only "y" or "yes" goes ahead.
+ */
+export async function confirm(ctx: CommandContext, question: string, yes: boolean): Promise<boolean> {
+  if (yes) return true;
+  // A usage error without the usage: the one thing to add is said.
+  if (!ctx.interactive) throw new GroupUsageError('not a terminal to ask at: add --yes to go ahead without being asked', '');
+  const answer = await ctx.ask(`${question} [y/N] `);
+  return /^y(es)?$/i.test(answer.trim());
+}
+
+/** Prints the API's JSON as it came with --json, else the lines a person reads. */
+export function show<T>(ctx: Pick<CommandContext, 'out'>, json: boolean, answer: T, lines: (answer: T) => string[]): void {
+  if (json) ctx.out(JSON.stringify(answer));
+  else lines(answer).forEach((l) => ctx.out(l));
+}
+
+/** Comma-separated values of an option, none empty: `--apps a,b`. */
+export function listOption(value: string | undefined, flag: string, usage: string): string[] | undefined {
+  if (value === undefined) return undefined;
+  const items = value.split(',').map((v) => v.trim());
+  if (items.some((v) => !v)) throw new GroupUsageError(`${flag} takes a comma-separated list`, usage);
+  return items;
+}
+
+/** A file's text, or standard input's for `-`; one that cannot be read is said in words. */
+export async function readInput(ctx: Pick<CommandContext, 'readStdin'>, file: string): Promise<string> {
+  if (file === '-') return ctx.readStdin();
+  try {
+    return await readFile(file, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const why = code === 'ENOENT' ? 'no such file' : err instanceof Error ? err.message : String(err);
+    throw new Error(`cannot read ${file}: ${why}`, { cause: err });
+  }
+}
+
+/** The context of a person at a terminal, or a script: process's stdin, stdout and stderr. */
+export function processContext(target: (token: string | undefined) => ApiTarget): CommandContext {
+  return {
+    out: (line) => console.log(line),
+    err: (line) => console.error(line),
+    write: (text) => void process.stdout.write(text),
+    readStdin: async () => {
+      const chunks: Buffer[] = [];
+      for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+      return Buffer.concat(chunks).toString('utf8');
+    },
+    interactive: process.stdin.isTTY === true && process.stderr.isTTY === true,
+    ask: async (question) => {
+      const rl = createInterface({ input: process.stdin, output: process.stderr });
+      try {
+        return await rl.question(question);
+      } finally {
+        rl.close();
+      }
+    },
+    target,
+    sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+  };
+}
