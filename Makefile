@@ -19,8 +19,12 @@ help:
 deps:
 	@hack/install-deps.sh
 
+# The web console (console/, decision 0031): type-checked with the DOM's types, then bundled by
+# esbuild into dist/console, which the API serves at /console/.
 build: deps
 	@node_modules/.bin/tsc -p tsconfig.json
+	@node_modules/.bin/tsc -p console/tsconfig.json
+	@node dist/hack/build-console.js
 
 k8s:
 	@hack/build-k8s.sh

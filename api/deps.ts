@@ -12,6 +12,7 @@ import { DeployStore } from '../lib/deploys.js';
 import { LeaderElection } from '../lib/kube/leader.js';
 import type { Logger } from '../lib/logger.js';
 import { MailOutbox } from '../lib/mail/outbox.js';
+import { ConsoleSignIn } from './console/sign-in.js';
 import type { TokenStore } from '../lib/tokens/store.js';
 import { AppActions } from './deploys/actions.js';
 import { DatabaseActions } from './databases/actions.js';
@@ -107,6 +108,8 @@ export interface ApiDeps {
   actions: AppActions;
   /** App users, their sessions and sign-in links (shared with ingress-auth through PostgreSQL). */
   auth: { users: AppUserStore; sessions: SessionStore; links: LinkStore };
+  /** The console's sign-in: mailed one-time links, redeemed for a session's token (api/console/). */
+  console: ConsoleSignIn;
   /** The account's event log (lib/events.ts). */
   events: {
     list: (accountId: string, opts: Parameters<typeof listEvents>[2]) => ReturnType<typeof listEvents>;
@@ -625,6 +628,15 @@ export async function assembleDeps(deps: {
     deployer,
     actions,
     auth: { users: new AppUserStore(db, clock), sessions: new SessionStore(db, clock), links: new LinkStore(db, clock) },
+    console: new ConsoleSignIn({
+      db,
+      tokens,
+      mail: new MailOutbox(db, { clock }),
+      perAddressHourly: config.auth.emailRate.perAddressHourly,
+      publicUrl: config.api.publicUrl,
+      log,
+      clock,
+    }),
     events,
     eventHub,
     usage,

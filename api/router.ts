@@ -13,6 +13,7 @@ import type { HandlerResult, Operation } from './operation.js';
 import type { ApiDeps } from './deps.js';
 import type { ApiState } from './state.js';
 import { resolveApp, type AppLookup } from './app-access.js';
+import type { BrowserRequest } from './console/session.js';
 
 export const apiPrefix = '/api';
 
@@ -58,7 +59,30 @@ function respondStream(ctx: Koa.Context, body: Readable): void {
 
 /** The router's own: the body limit, and the app lookup of operations not built yet (their 404s). */
 export interface RouterDeps extends AppLookup {
-  config: { api: Pick<ApiDeps['config']['api'], 'bodyLimitBytes'> };
+  /** `auth.secureCookies`: TLS ends before the API, so its cookies are Secure and its origin https. */
+  config: { api: Pick<ApiDeps['config']['api'], 'bodyLimitBytes'>; auth: Pick<ApiDeps['config']['auth'], 'secureCookies'> };
+}
+
+/**
+ * What a public operation's handler may read of its request: the client's address (for its rate
+ * limit), the console's view of it, and its JSON body parsed by a schema. Handlers that need none
+ * of it declare no parameter (the document's generator calls getOpenApi's with none).
+ */
+export interface PublicRequest {
+  ip: string;
+  browser: BrowserRequest;
+  body<T>(schema: z.ZodType<T>): Promise<T>;
+}
+
+function browserRequest(ctx: Koa.Context, secureCookies: boolean): BrowserRequest {
+  return {
+    method: ctx.method,
+    cookie: ctx.get('cookie') || undefined,
+    consoleHeader: ctx.get('x-svc-console') || undefined,
+    origin: ctx.get('origin') || undefined,
+    secure: ctx.secure || secureCookies,
+    host: ctx.host,
+  };
 }
 
 export function buildRouter(operations: readonly Operation[], s: RouterDeps, auth: Authenticator, limiter: RateLimiter): Router<ApiState> {
@@ -66,7 +90,7 @@ export function buildRouter(operations: readonly Operation[], s: RouterDeps, aut
   const limit = s.config.api.bodyLimitBytes;
   const jsonBody = koaBody({ json: true, jsonStrict: true, jsonLimit: limit, urlencoded: false, text: false, multipart: false });
 
-  async function readBody(ctx: Koa.ParameterizedContext<ApiState>, schema: z.ZodType): Promise<unknown> {
+  async function readBody<T>(ctx: Koa.ParameterizedContext<ApiState>, schema: z.ZodType<T>): Promise<T> {
     const hasBody = (ctx.request.length ?? 0) > 0 || ctx.get('transfer-encoding') !== '';
     if (!hasBody) return parseInput(schema, {}, 'body');
     if (!ctx.is('application/json')) throw new ApiError('unsupported_media_type', 'send JSON with Content-Type: application/json');
@@ -78,8 +102,17 @@ export function buildRouter(operations: readonly Operation[], s: RouterDeps, aut
   for (const op of operations) {
     const path = op.path.replace(/\{([^}]+)\}/g, ':$1');
     router.register(path, [op.method], async (ctx) => {
-      if (op.action === null) return respond(ctx, op, await op.handler());
-      const principal = await auth.authenticate(ctx.get('authorization') || undefined);
+      if (op.action === null) {
+        const handler: (request?: PublicRequest) => Promise<HandlerResult> | HandlerResult = op.handler;
+        const browser = browserRequest(ctx, s.config.auth.secureCookies);
+        return respond(ctx, op, await handler({ ip: ctx.ip, browser, body: (schema) => readBody(ctx, schema) }));
+      }
+      // The console's cookie is looked at only without a bearer header (which always wins).
+      const authorization = ctx.get('authorization') || undefined;
+      const principal = await auth.authenticate(
+        authorization,
+        authorization ? undefined : browserRequest(ctx, s.config.auth.secureCookies),
+      );
       limiter.take(principal.nonce);
       const params = ctx.params;
       auth.authorize(op, principal);

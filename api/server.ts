@@ -27,6 +27,8 @@ import { databaseOperations } from './operations/databases.js';
 import { volumeOperations } from './operations/volumes.js';
 import { eventOperations } from './operations/events.js';
 import { systemOperations } from './operations/system.js';
+import { consoleOperations } from './operations/console.js';
+import { consoleRoutes } from './console/routes.js';
 import type { ApiDeps } from './deps.js';
 import type { ApiState } from './state.js';
 
@@ -51,6 +53,7 @@ export function allOperations(s: ApiDeps): Operation[] {
     ...volumeOperations(s),
     ...domainOperations(s),
     ...pendingOperations(),
+    ...consoleOperations(s),
   ];
   return operations;
 }
@@ -63,6 +66,14 @@ export function createApi(s: ApiDeps, operations: Operation[] = allOperations(s)
   for (const endpoint of machineEndpoints(s)) app.use(endpoint);
   // Code hosts' push events: signed with the hook's secret, no bearer token.
   app.use(pushHookEndpoint({ importedRepos: s.importedRepos, sync: s.gitSync, log: s.log, clock: s.clock }));
+  // The web console's files and where its mailed sign-in links land, at /console/ (decision 0031).
+  app.use(
+    consoleRoutes({
+      signIn: s.console,
+      limiter: new RateLimiter(1, 10, Date.now, () => 'too many console sign-in links opened from this address; try again shortly'),
+      secureCookies: s.config.auth.secureCookies,
+    }),
+  );
   app.use(router.routes());
   app.use(unmatched(router));
   return app;

@@ -176,10 +176,11 @@ if [ ! -f "$LAYERS/deps-$deps_key.tar" ]; then
   rm -f "$d/app/package-lock.json"
   tar_dir "$d" "$LAYERS/deps-$deps_key.tar"; rm -rf "$d"
 fi
-# The compiled code (dist/ without the tests), keyed by its content.
+# The compiled code (dist/ without the tests) and the console the API serves (dist/console: its
+# index.html, hashed script and styles), keyed by its content.
 d=$(mktemp -d)
 mkdir -p "$d/app/dist"
-(cd dist && find . -path ./test -prune -o -path ./bench -prune -o -type f -name '*.js' -print0 | tar --null -T - -cf -) | tar -x -C "$d/app/dist"
+(cd dist && find . -path ./test -prune -o -path ./bench -prune -o -type f \( -name '*.js' -o -path './console/*' \) -print0 | tar --null -T - -cf -) | tar -x -C "$d/app/dist"
 tar_dir "$d" "$d.tar"; rm -rf "$d"
 code_key=$(sha "$d.tar" | cut -c1-16)
 [ -f "$LAYERS/code-$code_key.tar" ] || mv "$d.tar" "$LAYERS/code-$code_key.tar"

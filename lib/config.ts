@@ -108,6 +108,12 @@ const kubeconfig = part({
   },
 });
 
+/** A listener's host as a URL names it: a wildcard address as loopback, an IPv6 one in brackets. */
+function listenerHost(host: string): string {
+  if (host === '0.0.0.0' || host === '::') return '127.0.0.1';
+  return host.includes(':') ? `[${host}]` : host;
+}
+
 const api = part({
   env: {
     // Loopback locally: machines never reach the API itself, only its machine listener below.
@@ -136,11 +142,19 @@ const api = part({
       .default(1024 * 1024),
     SVC_API_RATE_PER_SECOND: z.coerce.number().positive().default(50),
     SVC_API_RATE_BURST: z.coerce.number().int().min(1).default(100),
+    // Where people reach the API (and the console at /console/): the origin mailed console sign-in
+    // links point at. Never taken from a request's Host, which whoever sends it chooses.
+    SVC_API_PUBLIC_URL: z
+      .url()
+      .regex(/^https?:\/\/[^/?#]+\/?$/, 'must be an http(s) origin, e.g. https://api.example.com')
+      .optional(),
   },
   read: (e) =>
     Object.freeze({
       host: e.SVC_API_HOST,
       port: e.SVC_API_PORT,
+      /** The API's public origin (no trailing slash): SVC_API_PUBLIC_URL, else its own listener's. */
+      publicUrl: (e.SVC_API_PUBLIC_URL ?? `http://${listenerHost(e.SVC_API_HOST)}:${e.SVC_API_PORT}`).replace(/\/$/, ''),
       /** The machine listener: GET /artifacts/... and the identity keys, nothing else (api/machine.ts). */
       machineHost: e.SVC_API_MACHINE_HOST,
       machinePort: e.SVC_API_MACHINE_PORT,

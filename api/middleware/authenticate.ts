@@ -1,8 +1,11 @@
 // Authentication and authorization of one operation: the bearer token must verify, and its
-// restrictions must allow the operation's action and app. Refusals name what is lacking.
+// restrictions must allow the operation's action and app. Refusals name what is lacking. Without an
+// Authorization header, the console's session cookie is taken instead, but only with its CSRF
+// defences (api/console/session.ts); a bearer header always wins.
 import { type Account } from '../../lib/accounts.js';
 import { TokenRejected, type Principal } from '../../lib/tokens/store.js';
 import { ApiError } from '../errors.js';
+import { csrfRefusal, readCookie, sessionCookieName, type BrowserRequest } from '../console/session.js';
 import type { AuthenticatedOperation, Caller } from '../operation.js';
 import type { ApiDeps } from '../deps.js';
 
@@ -19,15 +22,30 @@ export class Authenticator {
 
   constructor(private readonly s: AuthenticatorDeps) {}
 
-  async authenticate(authorization: string | undefined): Promise<Principal> {
+  /**
+   * The principal of a request: its bearer token, or, with no Authorization header at all, the
+   * console's session cookie of `browser` when the request passes the CSRF checks (403 naming the
+   * defence otherwise).
+   */
+  async authenticate(authorization: string | undefined, browser?: BrowserRequest): Promise<Principal> {
+    const session = authorization === undefined && browser ? readCookie(browser.cookie, sessionCookieName(browser.secure)) : undefined;
+    if (browser && session !== undefined) {
+      const refusal = csrfRefusal(browser);
+      if (refusal) throw new ApiError('forbidden', refusal);
+      return this.verify(session);
+    }
     const match = /^Bearer[ ]+(\S+)\s*$/i.exec(authorization ?? '');
     if (!match) {
       throw new ApiError('authentication_required', 'authentication required: send Authorization: Bearer <token>', {
         'WWW-Authenticate': 'Bearer realm="svc"',
       });
     }
+    return this.verify(match[1]!);
+  }
+
+  private async verify(token: string): Promise<Principal> {
     try {
-      return await this.s.tokens.authenticate(match[1]!);
+      return await this.s.tokens.authenticate(token);
     } catch (err) {
       if (err instanceof TokenRejected) {
         throw new ApiError('invalid_token', err.message, { 'WWW-Authenticate': 'Bearer realm="svc", error="invalid_token"' });

@@ -1,0 +1,79 @@
+// The console's session as the browser holds it (docs/decisions/0031-console.md): an ordinary API
+// token, minted for the account with a 12-hour expiry, kept in an HttpOnly, SameSite=Strict,
+// host-only cookie that no script can read. A cookie rides along on requests a browser makes for
+// other sites' pages, so the API accepts it only with two CSRF defences: the custom header
+// `X-Svc-Console: 1` (a page of another origin cannot send it without a CORS preflight, which the API
+// never grants), and, on anything that may change something, an Origin equal to the API's own.
+
+/** How long a console session's token lives (its `expires` restriction). */
+export const sessionLifetimeMs = 12 * 3600_000;
+
+/** The request header the console's own script sends on every API call. */
+export const consoleHeader = 'x-svc-console';
+
+/**
+ * The cookie's name: `__Host-` over https (the browser then keeps it only when it is Secure,
+ * host-only and Path=/, so no sibling host can plant one), plain `svc-console` on http (locally),
+ * where a `__Host-` cookie would be refused. As ingress-auth names its session cookie.
+ */
+export function sessionCookieName(secure: boolean): string {
+  return secure ? '__Host-svc-console' : 'svc-console';
+}
+
+export function sessionCookie(name: string, value: string, opts: { secure: boolean; maxAgeSeconds: number }): string {
+  // Strict: a link from another site (the mail itself) opens the console without the cookie; the
+  // console's own page then calls the API same-site, where the cookie is sent.
+  const maxAge = Math.max(0, Math.floor(opts.maxAgeSeconds));
+  return `${name}=${value}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${maxAge}${opts.secure ? '; Secure' : ''}`;
+}
+
+export function clearSessionCookie(name: string, secure: boolean): string {
+  return sessionCookie(name, '', { secure, maxAgeSeconds: 0 });
+}
+
+/** The value of cookie `name` in a Cookie header; the first one wins. */
+export function readCookie(header: string | undefined, name: string): string | undefined {
+  if (!header || !header.includes(name)) return undefined;
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq !== -1 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim() || undefined;
+  }
+  return undefined;
+}
+
+/** What the authenticator reads of a request that may carry the console's cookie. */
+export interface BrowserRequest {
+  method: string;
+  /** The Cookie header. */
+  cookie: string | undefined;
+  /** The X-Svc-Console header. */
+  consoleHeader: string | undefined;
+  /** The Origin header. */
+  origin: string | undefined;
+  /** Whether the API is reached over https here (the connection, or SVC_AUTH_SECURE_COOKIES behind a TLS-terminating proxy). */
+  secure: boolean;
+  /** The Host header the request was sent to. */
+  host: string;
+}
+
+/** The API's own origin as this request reached it. */
+export function ownOrigin(r: Pick<BrowserRequest, 'secure' | 'host'>): string {
+  return `${r.secure ? 'https' : 'http'}://${r.host}`;
+}
+
+/** Methods that change nothing, which need no Origin check (a GET still needs the header). */
+const safeMethods = new Set(['GET', 'HEAD']);
+
+/**
+ * Why a request carrying the console cookie is refused, in words naming the defence it lacks;
+ * undefined when it passes both.
+ */
+export function csrfRefusal(r: BrowserRequest): string | undefined {
+  if (r.consoleHeader !== '1') {
+    return 'the console session cookie is accepted only with the header X-Svc-Console: 1 (a defence against cross-site requests)';
+  }
+  if (!safeMethods.has(r.method.toUpperCase()) && r.origin !== ownOrigin(r)) {
+    return `the console session cookie is accepted on ${r.method.toUpperCase()} only with Origin: ${ownOrigin(r)} (a defence against cross-site requests); this request's Origin is ${r.origin ?? 'missing'}`;
+  }
+  return undefined;
+}

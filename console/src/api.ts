@@ -1,0 +1,98 @@
+// The console's API client: openapi-fetch typed by the generated schema (lib/client/schema.gen.ts,
+// decision 0029), on the same origin as the console. No token is ever in this script: the browser
+// sends the HttpOnly session cookie itself, and every call carries X-Svc-Console: 1, the header
+// without which the API refuses that cookie (its CSRF defence, decision 0031). An answer that is not
+// a success becomes a ConsoleError with the API's own message.
+import createClient, { type Middleware } from 'openapi-fetch';
+import type { paths } from '../../lib/client/schema.gen.js';
+
+export type App = paths['/apps/{appID}']['get']['responses'][200]['content']['application/json'];
+export type Deploy = paths['/deploys/{deployID}']['get']['responses'][200]['content']['application/json'];
+export type Domain = paths['/apps/{appID}/domains']['get']['responses'][200]['content']['application/json']['domains'][number];
+export type Account = paths['/account']['get']['responses'][200]['content']['application/json'];
+
+/** An answer that is not a success, in words: the API's `{"error"}` message, or why there was no answer. */
+export class ConsoleError extends Error {
+  constructor(
+    /** 0 when the API could not be reached. */
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ConsoleError';
+  }
+}
+
+/** Listeners told when the API says the session is over (401): the console shows sign-in. */
+const signedOutListeners = new Set<() => void>();
+export function onSignedOut(listener: () => void): () => void {
+  signedOutListeners.add(listener);
+  return () => signedOutListeners.delete(listener);
+}
+
+async function errorOf(response: Response): Promise<ConsoleError> {
+  const text = await response.text();
+  try {
+    const body = JSON.parse(text) as { error?: unknown };
+    if (typeof body.error === 'string') return new ConsoleError(response.status, body.error);
+  } catch {
+    // Not the API's JSON (a proxy's page): its status says what there is to say.
+  }
+  return new ConsoleError(response.status, `the API answered ${response.status} ${response.statusText}`.trim());
+}
+
+const consoleMiddleware: Middleware = {
+  onRequest({ request }) {
+    request.headers.set('X-Svc-Console', '1');
+    return request;
+  },
+  async onResponse({ response }) {
+    if (response.ok) return undefined;
+    if (response.status === 401) for (const listener of signedOutListeners) listener();
+    throw await errorOf(response);
+  },
+  onError: ({ error }) => new ConsoleError(0, `cannot reach the API: ${error instanceof Error ? error.message : String(error)}`),
+};
+
+export const api = createClient<paths>({ baseUrl: '/api', credentials: 'same-origin' });
+api.use(consoleMiddleware);
+
+/** The body of a successful answer (every other has thrown a ConsoleError already). */
+export async function data<R extends { data?: unknown; response: Response }>(call: Promise<R>): Promise<NonNullable<R['data']>> {
+  const { data: body, response } = await call;
+  if (body === undefined || body === null) throw new ConsoleError(response.status, 'the API answered with no body');
+  return body;
+}
+
+/** Every app of the account, following GET /apps's `next_after` cursor 500 at a time (its largest page). */
+export async function listAllApps(onPage?: (sofar: App[]) => void): Promise<App[]> {
+  const apps: App[] = [];
+  let after: string | undefined;
+  for (;;) {
+    const page = await data(api.GET('/apps', { params: { query: { limit: 500, ...(after === undefined ? {} : { after }) } } }));
+    apps.push(...page.apps);
+    onPage?.(apps);
+    if (!page.next_after) return apps;
+    after = page.next_after;
+  }
+}
+
+/** Asks for a sign-in link. Public, but refused without the console's header and Origin (the link names this origin). */
+export async function requestSignIn(email: string): Promise<string> {
+  // The document cannot describe a public operation's body (api/openapi.ts), so this one call is typed here.
+  const response = await fetch('/api/console/sign-in', {
+    method: 'POST',
+    credentials: 'same-origin',
+    headers: { 'Content-Type': 'application/json', 'X-Svc-Console': '1' },
+    body: JSON.stringify({ email }),
+  }).catch((err: unknown) => {
+    throw new ConsoleError(0, `cannot reach the API: ${err instanceof Error ? err.message : String(err)}`);
+  });
+  if (!response.ok) throw await errorOf(response);
+  const body = (await response.json()) as paths['/console/sign-in']['post']['responses'][202]['content']['application/json'];
+  return body.message;
+}
+
+export async function signOut(): Promise<void> {
+  await api.POST('/console/sign-out');
+}

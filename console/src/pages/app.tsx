@@ -1,0 +1,93 @@
+// One app's overview: its URL, its status in words, the live deploy and how many custom domains it has.
+import { useEffect, useState } from 'preact/hooks';
+import { api, data, type App, type Deploy, type Domain } from '../api.js';
+import { ErrorMessage } from '../components/error-message.js';
+import { PageHeading } from '../components/page-heading.js';
+import { hrefOf } from '../router.js';
+import { statusInWords } from '../status.js';
+
+interface Overview {
+  app: App;
+  deploy: Deploy | undefined;
+  domains: Domain[];
+}
+
+async function overviewOf(name: string): Promise<Overview> {
+  const appID = name;
+  const [app, { domains }] = await Promise.all([
+    data(api.GET('/apps/{appID}', { params: { path: { appID } } })),
+    data(api.GET('/apps/{appID}/domains', { params: { path: { appID } } })),
+  ]);
+  const deploy = app.current_deploy
+    ? await data(api.GET('/deploys/{deployID}', { params: { path: { deployID: app.current_deploy } } }))
+    : undefined;
+  return { app, deploy, domains };
+}
+
+function when(iso: string | null | undefined): string {
+  return iso ? new Date(iso).toLocaleString('en', { dateStyle: 'medium', timeStyle: 'short' }) : 'unknown';
+}
+
+export function AppPage({ name }: { name: string }) {
+  const [overview, setOverview] = useState<Overview | undefined>(undefined);
+  const [error, setError] = useState<unknown>(undefined);
+  useEffect(() => {
+    let live = true;
+    setOverview(undefined);
+    setError(undefined);
+    overviewOf(name).then(
+      (o) => live && setOverview(o),
+      (err: unknown) => live && setError(err),
+    );
+    return () => {
+      live = false;
+    };
+  }, [name]);
+  const status = overview && statusInWords(overview.app);
+  return (
+    <>
+      <p class="crumbs">
+        <a href={hrefOf({ page: 'apps' })}>Apps</a> / {name}
+      </p>
+      <PageHeading title={name}>{name}</PageHeading>
+      {error !== undefined && <ErrorMessage doing={`Loading app ${name}`} error={error} />}
+      {!overview && error === undefined && <p role="status">Loading…</p>}
+      {overview && status && (
+        <dl class="facts">
+          <dt>URL</dt>
+          <dd>
+            {overview.app.url ? <a href={overview.app.url}>{overview.app.url}</a> : <span class="muted">none until it is deployed</span>}
+          </dd>
+          <dt>Status</dt>
+          <dd id="app-status">
+            <span class={`dot ${status.tone}`} aria-hidden="true" />
+            {status.text}
+          </dd>
+          {overview.app.rollout && (
+            <>
+              <dt>Rollout</dt>
+              <dd>{overview.app.rollout}</dd>
+            </>
+          )}
+          <dt>Live deploy</dt>
+          <dd id="app-deploy">
+            {overview.deploy ? (
+              <>
+                <code>{overview.deploy.id}</code> ({overview.deploy.kind}, from {overview.deploy.origin}), live since{' '}
+                {when(overview.deploy.live_at)}
+              </>
+            ) : (
+              <span class="muted">none yet</span>
+            )}
+          </dd>
+          <dt>Custom domains</dt>
+          <dd id="app-domains">
+            {overview.domains.length === 0 ? 'none' : `${overview.domains.length}: ${overview.domains.map((d) => d.name).join(', ')}`}
+          </dd>
+          <dt>Created</dt>
+          <dd>{when(overview.app.created_at)}</dd>
+        </dl>
+      )}
+    </>
+  );
+}

@@ -1,0 +1,62 @@
+// The console's root: who is signed in (GET /account with the session cookie), which page the path
+// names, and sign-in whenever the API says the session is over (401).
+import { useEffect, useState } from 'preact/hooks';
+import { api, data, onSignedOut, type Account } from './api.js';
+import { ErrorMessage } from './components/error-message.js';
+import { Layout } from './components/layout.js';
+import { PageHeading } from './components/page-heading.js';
+import { AppPage } from './pages/app.js';
+import { AppsPage } from './pages/apps.js';
+import { SignInPage } from './pages/sign-in.js';
+import { hrefOf, navigate, onLinkClick, useRoute } from './router.js';
+
+type Session =
+  { state: 'checking' } | { state: 'signed-in'; account: Account } | { state: 'signed-out' } | { state: 'failed'; error: unknown };
+
+export function Shell() {
+  const route = useRoute();
+  const [session, setSession] = useState<Session>({ state: 'checking' });
+  useEffect(() => {
+    document.addEventListener('click', onLinkClick);
+    const off = onSignedOut(() => setSession({ state: 'signed-out' }));
+    data(api.GET('/account')).then(
+      (account) => setSession({ state: 'signed-in', account }),
+      (err: unknown) => setSession((err as { status?: number }).status === 401 ? { state: 'signed-out' } : { state: 'failed', error: err }),
+    );
+    return () => {
+      document.removeEventListener('click', onLinkClick);
+      off();
+    };
+  }, []);
+  // Signed out: the sign-in page, at its own address; signed in: never the sign-in page.
+  useEffect(() => {
+    if (session.state === 'signed-out' && route.page !== 'sign-in')
+      navigate(hrefOf({ page: 'sign-in', linkInvalid: false }), { replace: true });
+    if (session.state === 'signed-in' && route.page === 'sign-in') navigate(hrefOf({ page: 'apps' }), { replace: true });
+  }, [session.state, route.page]);
+
+  if (session.state === 'checking') return <p role="status">Loading the console…</p>;
+  if (session.state === 'failed')
+    return (
+      <main id="main" class="narrow">
+        <PageHeading title="Unavailable">The console cannot start</PageHeading>
+        <ErrorMessage doing="Asking the API who is signed in" error={session.error} />
+      </main>
+    );
+  if (session.state === 'signed-out') return <SignInPage linkInvalid={route.page === 'sign-in' && route.linkInvalid} />;
+  return (
+    <Layout account={session.account} onSignedOut={() => setSession({ state: 'signed-out' })}>
+      {route.page === 'apps' && <AppsPage />}
+      {route.page === 'app' && <AppPage name={route.name} />}
+      {route.page === 'not-found' && (
+        <>
+          <PageHeading title="Not found">No such page</PageHeading>
+          <p>
+            The console has no page at {route.path}. <a href={hrefOf({ page: 'apps' })}>See your apps</a>.
+          </p>
+        </>
+      )}
+      {route.page === 'sign-in' && <p role="status">Signed in; opening your apps…</p>}
+    </Layout>
+  );
+}
