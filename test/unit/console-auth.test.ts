@@ -128,6 +128,8 @@ describe('console session cookie and CSRF defences (router, fake tokens)', () =>
     assert.equal(a.status, 202, a.text);
     assert.equal(b.status, 202, b.text);
     assert.equal(a.text.replace('owner@example.test', 'X'), b.text.replace('nobody@example.test', 'X'));
+    // The local platform's own account has no dot in its domain.
+    assert.equal((await call('POST', '/api/console/sign-in', headers, { email: 'owner@localhost' })).status, 202);
     assert.equal((await call('POST', '/api/console/sign-in', { origin: own() }, { email: 'a@example.test' })).status, 403);
     assert.equal(
       (await call('POST', '/api/console/sign-in', { 'x-svc-console': '1', origin: 'http://evil.example' }, { email: 'a@example.test' }))
@@ -135,7 +137,11 @@ describe('console session cookie and CSRF defences (router, fake tokens)', () =>
       403,
     );
     assert.equal((await call('POST', '/api/console/sign-in', headers, { email: 'not an address' })).status, 400);
-    assert.deepEqual(linksAsked, ['owner@example.test', 'nobody@example.test'], 'only the two from the console reached the mailer');
+    assert.deepEqual(
+      linksAsked,
+      ['owner@example.test', 'nobody@example.test', 'owner@localhost'],
+      'only those from the console reached the mailer',
+    );
   });
 });
 
