@@ -124,12 +124,10 @@ describe('console session cookie and CSRF defences (router, fake tokens)', () =>
   it('sign-in answers 202 with the same body for any address, only from the console', async () => {
     const headers = { 'x-svc-console': '1', origin: own() };
     const a = await call('POST', '/api/console/sign-in', headers, { email: 'owner@example.test' });
-    const b = await call('POST', '/api/console/sign-in', headers, { email: 'nobody@example.test' });
+    const b = await call('POST', '/api/console/sign-in', headers, { email: 'nobody@localhost' });
     assert.equal(a.status, 202, a.text);
     assert.equal(b.status, 202, b.text);
-    assert.equal(a.text.replace('owner@example.test', 'X'), b.text.replace('nobody@example.test', 'X'));
-    // The local platform's own account has no dot in its domain.
-    assert.equal((await call('POST', '/api/console/sign-in', headers, { email: 'owner@localhost' })).status, 202);
+    assert.equal(a.text.replace('owner@example.test', 'X'), b.text.replace('nobody@localhost', 'X'));
     assert.equal((await call('POST', '/api/console/sign-in', { origin: own() }, { email: 'a@example.test' })).status, 403);
     assert.equal(
       (await call('POST', '/api/console/sign-in', { 'x-svc-console': '1', origin: 'http://evil.example' }, { email: 'a@example.test' }))
@@ -139,8 +137,8 @@ describe('console session cookie and CSRF defences (router, fake tokens)', () =>
     assert.equal((await call('POST', '/api/console/sign-in', headers, { email: 'not an address' })).status, 400);
     assert.deepEqual(
       linksAsked,
-      ['owner@example.test', 'nobody@example.test', 'owner@localhost'],
-      'only those from the console reached the mailer',
+      ['owner@example.test', 'nobody@localhost'],
+      'only those from the console reached the mailer (a domain without a dot too, as the local platform has)',
     );
   });
 });
