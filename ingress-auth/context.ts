@@ -62,8 +62,8 @@ export function authRequest(
   res: ServerResponse,
   app: App,
   requestId: string,
+  host = audienceOf(req.headers.host ?? ''),
 ): Omit<AuthRequest, 'path' | 'query'> {
-  const host = audienceOf(req.headers.host ?? '');
   return {
     req,
     res,

@@ -42,8 +42,9 @@ export function requestHandler(ctx: IngressContext): RequestHandler {
     fwd: Forwarded,
     key: string,
     outcome: Outcome,
+    audience: string,
   ): Promise<unknown> | void => {
-    const r = authRequest(ctx, req, res, app, fwd.requestId);
+    const r = authRequest(ctx, req, res, app, fwd.requestId, audience);
     const known = auth.routes.knownSession(r);
     if (known !== undefined) return carryOut(auth, r, decisions, known ?? undefined, fwd, key, outcome);
     return auth.routes.currentSession(r).then(
@@ -81,7 +82,8 @@ export function requestHandler(ctx: IngressContext): RequestHandler {
         return auth.routes.denied(r, current!.session, verdict.navigation, verdict.next);
     }
     fwd.personal = verdict.personal;
-    const send = () => proxy.forward(req, r.res, key, () => routes.backends(app), fwd, outcome);
+    // Not waited for: the request's 'close' records how it went, and dispatch never throws for a machine's failure.
+    const send = () => proxy.dispatch(req, r.res, key, () => routes.backends(app), fwd, outcome);
     if (!verdict.identity) return send();
     fwd.identity = auth.signIn.cachedIdentityHeaders(current!.session, r.host, app);
     if (fwd.identity) return send();
@@ -122,7 +124,9 @@ export function requestHandler(ctx: IngressContext): RequestHandler {
         return;
       }
     }
-    if (ctx.auth && audienceOf(req.headers.host ?? '') === config.auth.host) return signInHostRoute(ctx, req, res, requestId);
+    // Read once: the sign-in host's check here, the session's scope in gated().
+    const audience = ctx.auth ? audienceOf(req.headers.host ?? '') : '';
+    if (ctx.auth && audience === config.auth.host) return signInHostRoute(ctx, req, res, requestId);
     const reserved = platformPath(url);
     if (reserved) return platformRoute(ctx, req, res, reserved, requestId);
     const app = appAtHost(req.headers.host, routes, config);
@@ -134,7 +138,8 @@ export function requestHandler(ctx: IngressContext): RequestHandler {
     const key = `${app.metadata.namespace}/${app.metadata.name}`;
     const outcome: Outcome = {};
     const decisions = decisionsFor(app, url);
-    res.once('close', () => {
+    // `on`, not `once`: 'close' comes once per response, and no wrapper is made per request.
+    res.on('close', () => {
       // A client that left before the answer ended is counted as 499, as nginx logs it.
       const status = res.writableFinished || res.headersSent ? res.statusCode : 499;
       record(ctx, app, status, started);
@@ -161,8 +166,8 @@ export function requestHandler(ctx: IngressContext): RequestHandler {
       try {
         sent =
           decisions.length && ctx.auth
-            ? gated(ctx.auth, req, res, app, decisions, fwd, key, outcome)
-            : proxy.forward(req, res, key, () => routes.backends(app), fwd, outcome);
+            ? gated(ctx.auth, req, res, app, decisions, fwd, key, outcome, audience)
+            : proxy.dispatch(req, res, key, () => routes.backends(app), fwd, outcome);
       } catch (err) {
         // The gate runs synchronously when the caches answer: a throw must end this request, not the process.
         sent = Promise.reject(err instanceof Error ? err : new Error(String(err)));

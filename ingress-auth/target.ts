@@ -5,6 +5,11 @@ import { BadRequestTarget, canonicalTarget } from '../lib/http/request-target.js
 
 /** `/_svc` and everything under it, however the path is spelled (case, percent-encoding). */
 export function platformPath(url: string): string | undefined {
+  // `/x...` with x none of `_`, `%` or `/`: decoding and merging slashes leave its first two
+  // characters as they are, and no lowercasing makes `_` of another one, so it is never `/_svc`.
+  // Most requests end here, before the copies below.
+  const second = url.charCodeAt(1);
+  if (url.charCodeAt(0) === 47 && second !== 95 && second !== 37 && second !== 47 && url.length > 1) return undefined;
   const q = url.indexOf('?');
   let p = q === -1 ? url : url.slice(0, q);
   if (p.includes('%')) {

