@@ -3,10 +3,16 @@
 // can be run against a fake API in a test exactly as svc.ts runs it for a person.
 import { readFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline/promises';
+import type { Writable } from 'node:stream';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { createApiClient, type ApiClient } from '../lib/client/index.js';
-import type { ApiTarget } from './api.js';
 import { UsageError } from './token-commands.js';
+
+/** Where the API is ($SVC_API_URL, the root: https://api.example.com/api) and the token to send. */
+export interface ApiTarget {
+  apiUrl: string;
+  token: string;
+}
 
 /** A wrong use of one group: svc prints the group's usage, not the whole list, and exits 2. */
 export class GroupUsageError extends UsageError {
@@ -25,6 +31,10 @@ export interface CommandContext {
   err(line: string): void;
   /** Writes to stdout as it comes (a raw body, a followed log), no newline added. */
   write(text: string): void;
+  /** Writes to stderr as it comes (a sandboxed command's own stderr), no newline added. */
+  writeErr(text: string): void;
+  /** Stdout for bytes that are not text (a file read out of a sandbox), piped as they come. */
+  stdout: Writable;
   /** Standard input as text (`-` for a file). */
   readStdin(): Promise<string>;
   /** Whether someone is at a terminal to answer a question. */
@@ -119,6 +129,8 @@ export function processContext(target: (token: string | undefined) => ApiTarget)
     out: (line) => console.log(line),
     err: (line) => console.error(line),
     write: (text) => void process.stdout.write(text),
+    writeErr: (text) => void process.stderr.write(text),
+    stdout: process.stdout,
     readStdin: async () => {
       const chunks: Buffer[] = [];
       for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
@@ -136,4 +148,12 @@ export function processContext(target: (token: string | undefined) => ApiTarget)
     target,
     sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
   };
+}
+
+/** A positive number of seconds of an option (`--timeout 30`); undefined when it is not given. */
+export function secondsOption(value: string | undefined, flag: string, usage: string): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw new GroupUsageError(`${flag} is a number of seconds`, usage);
+  return n;
 }

@@ -1,31 +1,38 @@
 // `svc deploy`: packs a directory (or names an image), sends it to the platform's API and follows
-// the deploy until it is live or failed, printing progress on the way. It uses only the public API.
+// the deploy until it is live or failed, printing progress on the way (POST /apps/{appID}/deploy,
+// then GET /deploys/{deployID} and GET /apps/{appID}). It uses only the public API.
 import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { create as tarCreate } from 'tar';
 import { parse as parseYaml } from 'yaml';
-import { UsageError } from './token-commands.js';
+import { body, createApiClient, sendBytes, type ApiClient, type paths } from '../lib/client/index.js';
+import { GroupUsageError, parseGroupArgs, printUsage, secondsOption, type ApiTarget, type CommandGroup } from './command.js';
 import { formatBytes } from './table.js';
 
-export interface DeployOptions {
+const usage = `usage:
+  svc deploy APP [DIR] [--image REF] [--no-wait] [--timeout 300]
+                                               deploy a directory (packed as .tar.gz; a compose file
+                                               that runs services deploys as that file) or an image,
+                                               and follow it until it is live
+  --image REF   deploy this container image instead of a directory
+  --no-wait     print the deploy's id once it is accepted, and do not follow it
+  --timeout S   how long to follow it before giving up (default 300 s)
+example:
+  svc deploy shop ./dist`;
+
+export interface DeployOptions extends ApiTarget {
   app: string;
   dir?: string;
   image?: string;
-  apiUrl: string;
-  token: string;
   wait: boolean;
   timeoutMs: number;
   out: (line: string) => void;
 }
 
-interface DeployRecord {
-  id: string;
-  status: string;
-  reason: string | null;
-  kind: string;
-  digest: string | null;
-}
+/** A deploy as the API answers it (GET /deploys/{deployID}). */
+type DeployRecord = paths['/deploys/{deployID}']['get']['responses'][200]['content']['application/json'];
+type DeployRequest = NonNullable<paths['/apps/{appID}/deploy']['post']['requestBody']>['content']['application/json'];
 
 async function treeSize(dir: string): Promise<{ files: number; bytes: number }> {
   let files = 0;
@@ -44,9 +51,7 @@ const composeNames = ['compose.yaml', 'compose.yml', 'docker-compose.yaml', 'doc
  * A directory whose compose file runs container services deploys as that file (its services run
  * their images), with the env files it names; the API validates the rest. Undefined: not one.
  */
-async function composeDeploy(
-  dir: string,
-): Promise<{ file: string; services: string[]; body: { compose: string; files?: Record<string, string> } } | undefined> {
+async function composeDeploy(dir: string): Promise<{ file: string; services: string[]; body: DeployRequest } | undefined> {
   for (const file of composeNames) {
     const text = await readFile(path.join(dir, file), 'utf8').catch(() => undefined);
     if (text === undefined) continue;
@@ -77,70 +82,43 @@ async function composeDeploy(
 }
 
 export async function deployCommand(o: DeployOptions): Promise<DeployRecord> {
-  const headers = { authorization: `Bearer ${o.token}` };
-  const call = async <T>(method: string, p: string, init: RequestInit = {}): Promise<T> => {
-    const res = await fetch(`${o.apiUrl}${p}`, { method, ...init, headers: { ...headers, ...(init.headers as Record<string, string>) } });
-    const text = await res.text();
-    if (!res.ok)
-      throw new Error(
-        `${method} ${p}: ${res.status} ${(() => {
-          try {
-            return (JSON.parse(text) as { error: string }).error;
-          } catch {
-            return text;
-          }
-        })()}`,
-      );
-    return JSON.parse(text) as T;
-  };
+  const api = createApiClient({ baseUrl: o.apiUrl, token: o.token });
+  const params = { params: { path: { appID: o.app } } };
   const started = Date.now();
   let deploy: DeployRecord;
   if (o.image) {
     o.out(`Deploying image ${o.image} to ${o.app}`);
-    deploy = await call('POST', `/apps/${o.app}/deploy`, {
-      body: JSON.stringify({ image: o.image }),
-      headers: { 'content-type': 'application/json' },
-    });
+    deploy = await body(api.POST('/apps/{appID}/deploy', { ...params, body: { image: o.image } }));
   } else {
     const dir = path.resolve(o.dir ?? '.');
-    if (!(await stat(dir).catch(() => undefined))?.isDirectory()) throw new UsageError(`${dir} is not a directory`);
+    if (!(await stat(dir).catch(() => undefined))?.isDirectory()) throw new GroupUsageError(`${dir} is not a directory`, usage);
     const compose = await composeDeploy(dir);
     if (compose) {
       o.out(`Deploying ${compose.file} to ${o.app}${compose.services.length ? `: services ${compose.services.join(', ')}` : ''}`);
-      deploy = await call('POST', `/apps/${o.app}/deploy`, {
-        body: JSON.stringify(compose.body),
-        headers: { 'content-type': 'application/json' },
-      });
-      return follow(o, deploy, call, started);
+      deploy = await body(api.POST('/apps/{appID}/deploy', { ...params, body: compose.body }));
+      return follow(o, api, deploy, started);
     }
     const { files, bytes } = await treeSize(dir);
     o.out(`Packing ${dir}: ${files} files, ${formatBytes(bytes)}`);
     // Streamed: the archive is never held in memory whole.
-    const archive = tarCreate({ gzip: true, cwd: dir, portable: true, follow: false }, ['.']) as unknown as NodeJS.ReadableStream;
-    deploy = await call('POST', `/apps/${o.app}/deploy`, {
-      body: Readable.toWeb(Readable.from(archive as AsyncIterable<Buffer>)) as ReadableStream,
-      headers: { 'content-type': 'application/gzip' },
-      duplex: 'half',
-    });
+    const archive = tarCreate({ gzip: true, cwd: dir, portable: true, follow: false }, ['.']) as unknown as AsyncIterable<Buffer>;
+    const stream = Readable.toWeb(Readable.from(archive)) as ReadableStream<Uint8Array>;
+    // body: '' stands for the archive, which sendBytes sends (the document types a .tar.gz as a string).
+    deploy = await body(api.POST('/apps/{appID}/deploy', { ...params, body: '', ...sendBytes(stream, 'application/gzip') }));
   }
-  return follow(o, deploy, call, started);
+  return follow(o, api, deploy, started);
 }
 
 /** Prints the deploy's progress until it is live (or failed, or the time is up). */
-async function follow(
-  o: DeployOptions,
-  deploy: DeployRecord,
-  call: <T>(method: string, p: string, init?: RequestInit) => Promise<T>,
-  started: number,
-): Promise<DeployRecord> {
+async function follow(o: DeployOptions, api: ApiClient, deploy: DeployRecord, started: number): Promise<DeployRecord> {
   o.out(`Deploy ${deploy.id} accepted: ${deploy.kind}${deploy.digest ? ` ${deploy.digest.slice(0, 19)}…` : ''}`);
   if (!o.wait) return deploy;
   let last = '';
   const deadline = Date.now() + o.timeoutMs;
   while (Date.now() < deadline) {
     const [d, app] = await Promise.all([
-      call<DeployRecord>('GET', `/deploys/${deploy.id}`),
-      call<{ ready: string; rollout: string | null }>('GET', `/apps/${o.app}`),
+      body(api.GET('/deploys/{deployID}', { params: { path: { deployID: deploy.id } } })),
+      body(api.GET('/apps/{appID}', { params: { path: { appID: o.app } } })),
     ]);
     const line =
       d.status === 'deploying'
@@ -157,3 +135,34 @@ async function follow(
   }
   throw new Error(`deploy ${deploy.id} not live after ${o.timeoutMs / 1000} s; follow it with GET /deploys/${deploy.id}`);
 }
+
+export const deployGroup: CommandGroup = {
+  name: 'deploy',
+  synopsis: `  svc deploy APP [DIR] [--image REF] [--no-wait] [--timeout 300]
+                                              deploy a directory (packed as .tar.gz) or an image, and
+                                              follow it until it is live`,
+  usage,
+  async run(args, ctx) {
+    const { values, positionals } = parseGroupArgs(this, args, {
+      image: { type: 'string' },
+      'no-wait': { type: 'boolean' },
+      timeout: { type: 'string' },
+    });
+    if (values.help) return printUsage(this, ctx);
+    const [app, dir, extra] = positionals;
+    if (!app) throw new GroupUsageError('name the app to deploy', usage);
+    if (extra !== undefined) throw new GroupUsageError(`one directory at a time (got ${dir} and ${extra})`, usage);
+    if (values.image && dir) throw new GroupUsageError('give a directory or --image, not both', usage);
+    const timeout = secondsOption(values.timeout, '--timeout', usage) ?? 300;
+    await deployCommand({
+      app,
+      ...(dir ? { dir } : {}),
+      ...(values.image ? { image: values.image } : {}),
+      ...ctx.target(values.token),
+      wait: !values['no-wait'],
+      timeoutMs: timeout * 1000,
+      out: (line) => ctx.out(line),
+    });
+    return 0;
+  },
+};

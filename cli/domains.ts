@@ -1,10 +1,9 @@
 // `svc domains ls|add|verify|rm`: an app's custom domains (docs/api/domains.md). add and verify print
 // the domain's status, the DNS records to publish exactly as they must be published, and what to do
 // next; --json prints the API's answer as it came.
-import { apiPath, body, createApiClient, type paths } from '../lib/client/index.js';
-import type { ApiTarget } from './api.js';
+import { apiPath, body, type paths } from '../lib/client/index.js';
+import { connect, GroupUsageError, parseGroupArgs, printUsage, show, type CommandGroup } from './command.js';
 import { table } from './table.js';
-import { UsageError } from './token-commands.js';
 
 /** A domain as the API answers it (GET /apps/{appID}/domains/{domain}), from the generated types. */
 export type DomainBody = paths['/apps/{appID}/domains/{domain}']['get']['responses'][200]['content']['application/json']['domain'];
@@ -78,48 +77,62 @@ export function describeDomain(d: DomainBody): string[] {
   return lines;
 }
 
-export async function domainsCommand(
-  t: ApiTarget,
-  command: string | undefined,
-  args: string[],
-  o: { json: boolean; out: (line: string) => void },
-): Promise<void> {
-  const [app, name] = args;
-  const needBoth = () => {
-    if (!app || !name) throw new UsageError(`svc domains ${command} APP NAME`);
-    return { app, name };
-  };
-  const api = createApiClient({ baseUrl: t.apiUrl, token: t.token });
-  const print = (answer: { domain: DomainBody }) => {
-    if (o.json) o.out(JSON.stringify(answer));
-    else describeDomain(answer.domain).forEach((l) => o.out(l));
-  };
-  switch (command) {
-    case 'ls': {
-      if (!app) throw new UsageError('svc domains ls APP');
-      const answer = await body(api.GET('/apps/{appID}/domains', { params: { path: { appID: app } } }));
-      if (o.json) o.out(JSON.stringify(answer));
-      else domainsTable(app, answer.domains).forEach((l) => o.out(l));
-      return;
+const usage = `usage:
+  svc domains ls APP [--json]                  the app's custom domains: status, HTTPS, and why one
+                                               does not route
+  svc domains add APP NAME [--json]            add NAME (shop.example.com, or '*.shop.example.com'
+                                               quoted) and print the DNS records to publish
+  svc domains verify APP NAME [--json]         check the records now, and say what is wrong
+  svc domains rm APP NAME                      stop routing NAME to the app, and free it
+example:
+  svc domains add shop shop.example.com && svc domains verify shop shop.example.com`;
+
+export const domainsGroup: CommandGroup = {
+  name: 'domains',
+  synopsis: `  svc domains ls APP [--json] | add APP NAME [--json] | verify APP NAME [--json] | rm APP NAME
+                                              an app's custom domains (NAME: shop.example.com, or
+                                              '*.shop.example.com' quoted); add prints the DNS records
+                                              to publish, verify checks them now and says what is wrong`,
+  usage,
+  async run(args, ctx) {
+    const { values, positionals } = parseGroupArgs(this, args, { json: { type: 'boolean' } });
+    const [command, app, name] = positionals;
+    if (values.help) return printUsage(this, ctx);
+    if (!command) throw new GroupUsageError('', usage);
+    const json = values.json === true;
+    const needBoth = () => {
+      if (!app || !name) throw new GroupUsageError(`svc domains ${command} APP NAME`, usage);
+      return { app, name };
+    };
+    const api = () => connect(ctx, values.token);
+    const print = (answer: { domain: DomainBody }) => show(ctx, json, answer, (a) => describeDomain(a.domain));
+    switch (command) {
+      case 'ls': {
+        if (!app) throw new GroupUsageError('svc domains ls APP', usage);
+        show(ctx, json, await body(api().GET('/apps/{appID}/domains', { params: { path: { appID: app } } })), (a) =>
+          domainsTable(app, a.domains),
+        );
+        return 0;
+      }
+      case 'add': {
+        const a = needBoth();
+        print(await body(api().POST('/apps/{appID}/domains', { params: { path: { appID: a.app } }, body: { name: a.name } })));
+        return 0;
+      }
+      case 'verify': {
+        const a = needBoth();
+        print(await body(api().POST('/apps/{appID}/domains/{domain}/verify', { params: { path: { appID: a.app, domain: a.name } } })));
+        return 0;
+      }
+      case 'rm': {
+        const a = needBoth();
+        await api().DELETE('/apps/{appID}/domains/{domain}', { params: { path: { appID: a.app, domain: a.name } } });
+        // The API answers 204, no body: --json prints nothing.
+        if (!json) ctx.out(`${a.name} removed from ${a.app}: it no longer routes there, and the name is free`);
+        return 0;
+      }
+      default:
+        throw new GroupUsageError(`unknown domains command: ${command}`, usage);
     }
-    case 'add': {
-      const a = needBoth();
-      print(await body(api.POST('/apps/{appID}/domains', { params: { path: { appID: a.app } }, body: { name: a.name } })));
-      return;
-    }
-    case 'verify': {
-      const a = needBoth();
-      print(await body(api.POST('/apps/{appID}/domains/{domain}/verify', { params: { path: { appID: a.app, domain: a.name } } })));
-      return;
-    }
-    case 'rm': {
-      const a = needBoth();
-      await api.DELETE('/apps/{appID}/domains/{domain}', { params: { path: { appID: a.app, domain: a.name } } });
-      // The API answers 204, no body: --json prints nothing.
-      if (!o.json) o.out(`${a.name} removed from ${a.app}: it no longer routes there, and the name is free`);
-      return;
-    }
-    default:
-      throw new UsageError(`unknown domains command: ${command ?? '(none)'}`);
-  }
-}
+  },
+};

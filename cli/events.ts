@@ -4,15 +4,26 @@
 // retention window is told so (410, or a `gone` event) and the listing goes on from the oldest kept.
 import { Readable } from 'node:stream';
 import type { ReadableStream } from 'node:stream/web';
-import { ApiCallError, callJson, request, type ApiTarget } from './api.js';
+import { ApiError, body, createApiClient, type paths } from '../lib/client/index.js';
+import { GroupUsageError, parseGroupArgs, printUsage, type ApiTarget, type CommandGroup } from './command.js';
 
-interface EventRecord {
-  id: number;
-  type: string;
-  subject: string | null;
-  data: Record<string, unknown>;
-  created_at: string;
-}
+type EventsPage = paths['/events']['get']['responses'][200]['content']['application/json'];
+/** An event as the API answers it (GET /events), and as each `data:` of the followed stream carries it. */
+type EventRecord = EventsPage['events'][number];
+
+const usage = `usage:
+  svc events [--kind K,...] [--app APP] [--after ID] [--json]
+                                               the account's events, oldest first (every page)
+  svc events --follow [--kind K,...] [--app APP] [--after ID] [--json]
+                                               and then each new one as it happens, until ^C; a
+                                               dropped connection is made again from the last one
+                                               printed, so none is missed or printed twice
+  --kind K,...  only these kinds: deploy.live, or a family: deploy.*, token.*
+  --app APP     only the events of this app
+  --after ID    only those after event ID
+  --json        one JSON object per event, as the API sends it
+example:
+  svc events --follow --kind deploy.* --app shop`;
 
 export interface EventsOptions {
   follow: boolean;
@@ -31,14 +42,11 @@ export function formatEvent(e: EventRecord): string {
   return `${e.id}  ${e.created_at}  ${e.type}  ${e.subject ?? '-'}  ${JSON.stringify(e.data)}`;
 }
 
-function query(o: EventsOptions, extra: Record<string, string>): string {
-  const q = new URLSearchParams(extra);
-  if (o.kinds) q.set('kinds', o.kinds);
-  if (o.app) q.set('app', o.app);
-  return q.toString();
-}
+/** The filters of the query, as given. */
+const filters = (o: EventsOptions) => ({ ...(o.kinds ? { kinds: o.kinds } : {}), ...(o.app ? { app: o.app } : {}) });
 
 export async function eventsCommand(t: ApiTarget, o: EventsOptions): Promise<void> {
+  const api = createApiClient({ baseUrl: t.apiUrl, token: t.token });
   const print = (e: EventRecord) => o.out(o.json ? JSON.stringify(e) : formatEvent(e));
   let after = o.after ?? 0;
   const relist = (message: string, from: number) => {
@@ -47,17 +55,15 @@ export async function eventsCommand(t: ApiTarget, o: EventsOptions): Promise<voi
   };
   if (!o.follow) {
     for (;;) {
-      const page = await callJson<{ events: EventRecord[]; next_after: number | null }>(
-        t,
-        'GET',
-        `/events?${query(o, { after: String(after), limit: '1000' })}`,
-      ).catch((err: unknown) => {
-        if (!(err instanceof ApiCallError && err.status === 410)) throw err;
-        const from = /after=(\d+)/.exec(err.message)?.[1];
-        if (from === undefined) throw err;
-        relist(err.message, Number(from));
-        return { events: [], next_after: Number(from) };
-      });
+      const page: EventsPage = await body(api.GET('/events', { params: { query: { after, limit: 1000, ...filters(o) } } })).catch(
+        (err: unknown) => {
+          if (!(err instanceof ApiError && err.status === 410)) throw err;
+          const from = /after=(\d+)/.exec(err.message)?.[1];
+          if (from === undefined) throw err;
+          relist(err.message, Number(from));
+          return { events: [], next_after: Number(from) };
+        },
+      );
       page.events.forEach(print);
       if (page.next_after === null) return;
       after = page.next_after;
@@ -69,11 +75,14 @@ export async function eventsCommand(t: ApiTarget, o: EventsOptions): Promise<voi
     let ended: string | undefined;
     let gone = false;
     try {
-      const res = await request(t, 'GET', `/events?${query(o, { follow: 'true', after: String(after) })}`, {
+      const { data } = await api.GET('/events', {
+        params: { query: { follow: 'true', after, ...filters(o) } },
         headers: { accept: 'text/event-stream', ...(after ? { 'last-event-id': String(after) } : {}) },
+        parseAs: 'stream',
       });
       let buf = '';
-      for await (const chunk of Readable.fromWeb(res.body as ReadableStream) as AsyncIterable<Buffer>) {
+      const stream = data ? (Readable.fromWeb(data as ReadableStream<Uint8Array>) as AsyncIterable<Buffer>) : [];
+      for await (const chunk of stream) {
         buf += chunk.toString('utf8');
         let i: number;
         while ((i = buf.indexOf('\n\n')) >= 0) {
@@ -101,10 +110,42 @@ export async function eventsCommand(t: ApiTarget, o: EventsOptions): Promise<voi
       }
     } catch (err) {
       // Refused outright (a bad token, a bad filter): no point retrying.
-      if (err instanceof ApiCallError && err.status < 500 && err.status !== 429) throw err;
+      if (err instanceof ApiError && err.status < 500 && err.status !== 429) throw err;
     }
     if (ended) throw new Error(`the event stream ended: ${ended}`);
     // Dropped: back after the server's retry, from the last event printed (at once after a relist).
     if (!gone) await sleep(retryMs);
   }
 }
+
+export const eventsGroup: CommandGroup = {
+  name: 'events',
+  synopsis: `  svc events [--follow] [--kind K,...] [--app APP] [--after ID] [--json]
+                                              the account's events; --follow streams them and picks up
+                                              where it was after a dropped connection`,
+  usage,
+  async run(args, ctx) {
+    const { values, positionals } = parseGroupArgs(this, args, {
+      follow: { type: 'boolean', short: 'f' },
+      kind: { type: 'string' },
+      app: { type: 'string' },
+      after: { type: 'string' },
+      json: { type: 'boolean' },
+    });
+    if (values.help) return printUsage(this, ctx);
+    if (positionals.length) throw new GroupUsageError(`svc events takes no arguments (got ${positionals.join(' ')})`, usage);
+    const after = values.after === undefined ? undefined : Number(values.after);
+    if (after !== undefined && !(Number.isInteger(after) && after >= 0)) throw new GroupUsageError('--after is an event id', usage);
+    await eventsCommand(ctx.target(values.token), {
+      follow: values.follow === true,
+      kinds: values.kind,
+      app: values.app,
+      after,
+      json: values.json === true,
+      out: (line) => ctx.out(line),
+      warn: (line) => ctx.err(line),
+      sleep: (ms) => ctx.sleep(ms),
+    });
+    return 0;
+  },
+};

@@ -2,7 +2,6 @@
 // message, and what to do about the usual ones (no token or a refused one, a token that lacks an
 // action or an app, an API that cannot be reached).
 import { ApiError, ApiUnreachableError } from '../lib/client/index.js';
-import { ApiCallError } from './api.js';
 
 /** What to do about a 403, from the API's words for what the token lacks (api/middleware/authenticate.ts, api/app-access.ts). */
 function lacking(message: string): string {
@@ -17,10 +16,9 @@ function lacking(message: string): string {
 /** The lines svc prints on stderr for an error that is not a usage error. */
 export function describeFailure(err: unknown): string[] {
   const lines = [`svc: ${err instanceof Error ? err.message : String(err)}`];
-  // Both clients' errors: the typed one's and cli/api.ts's, which the older commands use.
-  const status = err instanceof ApiError || err instanceof ApiCallError ? err.status : undefined;
+  const status = err instanceof ApiError ? err.status : undefined;
   if (status === 401) lines.push('svc: to log in, set $SVC_TOKEN (or pass --token) to a valid API token of your account');
-  if (status === 403) lines.push(`svc: ${lacking(err instanceof ApiError ? err.apiMessage : err instanceof Error ? err.message : '')}`);
+  if (status === 403 && err instanceof ApiError) lines.push(`svc: ${lacking(err.apiMessage)}`);
   if (err instanceof ApiUnreachableError) lines.push('svc: is $SVC_API_URL right? It is the API root, e.g. https://api.example.com/api');
   if (err instanceof ApiError && err.requestId && status !== undefined && status >= 500) lines.push(`svc: request id ${err.requestId}`);
   return lines;

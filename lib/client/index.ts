@@ -20,7 +20,7 @@ export class ApiError extends Error {
     /** The X-Request-Id of the answer, which finds the API's log line. */
     readonly requestId: string | undefined,
   ) {
-    // The words the CLI has always printed (cli/api.ts): the status, then the API's message. The
+    // The words the CLI has always printed: the status, then the API's message. The
     // API's messages say what to do: a 401 that a token must be sent or why it was refused, a 403
     // which action or app the token lacks.
     super(`${status} ${apiMessage}`);
@@ -113,4 +113,33 @@ export async function body<R extends { data?: unknown; response: Response }>(cal
     throw new ApiError(response.status, 'the API answered with no body', response.headers.get('x-request-id') ?? undefined);
   }
   return data;
+}
+
+/**
+ * Options that send bytes as a call's body, streamed as they are read: a deploy's or a build's
+ * .tar.gz, a file into a sandbox. openapi-fetch serializes a body as JSON, and the document types a
+ * binary body as a string (and an extension's upload, PUT /sandboxes/{sandboxID}/files, not at all),
+ * so nothing is serialized and this middleware puts the bytes on the request after the client's own
+ * has added the token: the answer is the client's as for any call, typed by the document, an
+ * ApiError when it is not a success. Where the document requires a body, `body: ''` stands for the
+ * bytes (its type for them is a string); it is never sent.
+ *
+ *   api.PUT('/sandboxes/{sandboxID}/files', { params, ...sendBytes(stream, 'application/octet-stream', size) })
+ *   api.POST('/apps/{appID}/deploy', { params, body: '', ...sendBytes(archive, 'application/gzip') })
+ */
+export function sendBytes(
+  bytes: ReadableStream<Uint8Array> | Uint8Array,
+  contentType: string,
+  length?: number,
+): { bodySerializer: () => undefined; middleware: Middleware[] } {
+  const put: Middleware = {
+    onRequest({ request }) {
+      const headers = new Headers(request.headers);
+      headers.set('content-type', contentType);
+      if (length !== undefined) headers.set('content-length', String(length));
+      // duplex 'half': a streamed body is sent as it is read (what Node's fetch requires of a stream).
+      return new Request(request, { body: bytes, headers, duplex: 'half' });
+    },
+  };
+  return { bodySerializer: () => undefined, middleware: [put] };
 }

@@ -8,11 +8,24 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
+import { Writable } from 'node:stream';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { gunzipSync } from 'node:zlib';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { appsGroup } from '../../cli/apps.js';
+import { buildGroup } from '../../cli/build.js';
+import { buildsGroup } from '../../cli/builds.js';
+import { dbGroup } from '../../cli/db.js';
+import { deployGroup } from '../../cli/deploy.js';
+import { domainsGroup } from '../../cli/domains.js';
+import { evalGroup } from '../../cli/eval.js';
+import { eventsGroup } from '../../cli/events.js';
+import { importGroup } from '../../cli/import.js';
+import { openGroup } from '../../cli/open.js';
+import { sandboxGroup } from '../../cli/sandbox.js';
+import { volumesGroup } from '../../cli/volumes.js';
 import { GroupUsageError, type CommandContext, type CommandGroup } from '../../cli/command.js';
 import { deploysGroup } from '../../cli/deploys.js';
 import { envGroup } from '../../cli/env.js';
@@ -34,13 +47,18 @@ interface Seen {
   path: string;
   query: Record<string, string>;
   authorization: string | undefined;
+  /** The JSON body parsed; a body of bytes (an upload) is in `bytes`. */
   body: unknown;
+  bytes: Buffer;
+  headers: IncomingMessage['headers'];
 }
 
 interface Answer {
   status?: number;
   json?: unknown;
   text?: string;
+  /** A body of this type (text/event-stream, application/x-ndjson), sent in these pieces as they are. */
+  stream?: { type: string; chunks: string[] };
 }
 
 /** The fake API: answers by `METHOD /path` (without the query), a 404 in the API's words otherwise. */
@@ -49,23 +67,33 @@ class FakeApi {
   readonly answers = new Map<string, Answer | ((seen: Seen) => Answer)>();
   url = '';
   private readonly server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    let text = '';
-    req.on('data', (chunk: Buffer) => (text += chunk.toString()));
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       const u = new URL(req.url ?? '/', 'http://fake');
       const route = u.pathname.replace(/^\/api/, '');
+      const bytes = Buffer.concat(chunks);
+      const isJson = bytes.length > 0 && (req.headers['content-type'] ?? '').startsWith('application/json');
       const seen: Seen = {
         method: req.method ?? '',
         path: route,
         query: Object.fromEntries(u.searchParams),
         authorization: req.headers.authorization,
-        body: text ? JSON.parse(text) : undefined,
+        body: isJson ? JSON.parse(bytes.toString()) : undefined,
+        bytes,
+        headers: req.headers,
       };
       this.seen.push(seen);
       const answer = this.answers.get(`${req.method} ${route}`) ?? { status: 404, json: { error: `no route ${req.method} ${route}` } };
       const a = typeof answer === 'function' ? answer(seen) : answer;
       const status = a.status ?? 200;
-      if (a.json !== undefined)
+      if (a.stream) {
+        res.writeHead(status, { 'content-type': a.stream.type });
+        const pieces = [...a.stream.chunks];
+        // Each piece a write of its own, a moment apart: the client sees them come one by one.
+        const next = () => (pieces.length ? res.write(pieces.shift(), () => setTimeout(next, 5)) : res.end());
+        next();
+      } else if (a.json !== undefined)
         res.writeHead(status, { 'content-type': 'application/json', 'x-request-id': 'req-1' }).end(JSON.stringify(a.json));
       else res.writeHead(status, { 'content-type': 'text/plain' }).end(a.text ?? '');
     });
@@ -95,17 +123,29 @@ interface Run {
   out: string[];
   err: string[];
   written: string;
+  /** What was written raw to stderr (a sandboxed command's own). */
+  writtenErr: string;
+  /** The bytes piped to stdout (a file out of a sandbox). */
+  bytes: Buffer;
 }
 
 const fake = new FakeApi();
 
 /** Runs a group as svc.ts does, with a terminal (`answer` typed at a question) or without one. */
 async function run(group: CommandGroup, args: string[], o: { interactive?: boolean; answer?: string; stdin?: string } = {}): Promise<Run> {
-  const r: Run = { code: -1, out: [], err: [], written: '' };
+  const r: Run = { code: -1, out: [], err: [], written: '', writtenErr: '', bytes: Buffer.alloc(0) };
+  const stdout = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      r.bytes = Buffer.concat([r.bytes, chunk]);
+      done();
+    },
+  });
   const ctx: CommandContext = {
     out: (line) => r.out.push(line),
     err: (line) => r.err.push(line),
     write: (text) => void (r.written += text),
+    writeErr: (text) => void (r.writtenErr += text),
+    stdout,
     readStdin: () => Promise.resolve(o.stdin ?? ''),
     interactive: o.interactive ?? false,
     ask: (question) => {
@@ -659,6 +699,393 @@ describe('svc api', () => {
   });
 });
 
+const build = (id: string, over: Record<string, unknown> = {}) => ({
+  id,
+  app: 'shop',
+  status: 'succeeded',
+  reason: 'Built',
+  message: null,
+  source: { type: 'upload', digest: 'sha256:0' },
+  deploy: false,
+  plan: null,
+  artifact: { digest: 'sha256:0123456789abcdef0123', bytes: 2048 },
+  image: null,
+  reused_from: null,
+  deploy_id: null,
+  deploy_error: null,
+  created_at: '2026-11-27T10:00:00.000Z',
+  started_at: null,
+  completed_at: null,
+  duration_seconds: 12,
+  ...over,
+});
+
+const database = (over: Record<string, unknown> = {}) => ({
+  name: 'orders',
+  engine: 'postgres',
+  phase: 'Ready',
+  message: null,
+  attached_to: null,
+  host: 'orders.db',
+  port: 5432,
+  database: 'orders',
+  storage_bytes: 128 << 20,
+  used_bytes: null,
+  deletion_policy: 'drop',
+  created_at: 'c',
+  ...over,
+});
+
+const sandbox = (over: Record<string, unknown> = {}) => ({
+  id: 'sb-1',
+  runtime: 'python',
+  network: false,
+  state: 'ready',
+  reason: 'Claimed',
+  message: null,
+  launch: 'warm',
+  launch_reason: null,
+  resources: { cpu: '1', memory: '512Mi', disk: '1Gi' },
+  idle_timeout_seconds: 300,
+  max_lifetime_seconds: 3600,
+  created_at: 'c',
+  ready_at: 'r',
+  last_activity_at: null,
+  idle_expires_at: null,
+  expires_at: 'x',
+  ended_at: null,
+  ...over,
+});
+
+/** A directory of files for deploy and build, removed after `use`. */
+async function withDir(files: Record<string, string>, use: (dir: string) => Promise<void>): Promise<void> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'svc-cli-'));
+  try {
+    for (const [name, text] of Object.entries(files)) await writeFile(path.join(dir, name), text);
+    await use(dir);
+  } finally {
+    await rm(dir, { recursive: true });
+  }
+}
+
+describe('svc deploy, build, builds, import', () => {
+  it('deploy sends the directory as a .tar.gz and follows the deploy until it is live', async () => {
+    await withDir({ 'index.html': '<h1>hi</h1>' }, async (dir) => {
+      fake.on('POST /apps/shop/deploy', { status: 202, json: deploy('dep_1', { status: 'pending', kind: 'static' }) });
+      fake.on('GET /deploys/dep_1', { json: deploy('dep_1', { status: 'live', kind: 'static' }) });
+      fake.on('GET /apps/shop', { json: app });
+      const r = await run(deployGroup, ['shop', dir]);
+      const upload = fake.seen[0]!;
+      assert.equal(upload.headers['content-type'], 'application/gzip');
+      assert.equal(upload.authorization, 'Bearer svc_test');
+      assert.match(gunzipSync(upload.bytes).toString('latin1'), /index\.html/);
+      assert.match(r.out[0]!, /^Packing .*: 1 files, 11 B$/);
+      assert.equal(r.out[1], 'Deploy dep_1 accepted: static');
+      assert.equal(r.out[2], '  live');
+      assert.match(r.out[3]!, /^Live in [\d.]+ s$/);
+    });
+  });
+
+  it('deploy sends an image as JSON, and says why a deploy failed', async () => {
+    fake.on('POST /apps/shop/deploy', { status: 202, json: deploy('dep_2', { status: 'pending' }) });
+    fake.on('GET /deploys/dep_2', { json: deploy('dep_2', { status: 'failed', reason: 'image not found' }) });
+    fake.on('GET /apps/shop', { json: app });
+    await assert.rejects(
+      run(deployGroup, ['shop', '--image', 'nginx:1.27']),
+      /deploy dep_2 failed: image not found \(the previous deploy keeps serving\)/,
+    );
+    assert.deepEqual(fake.seen[0]!.body, { image: 'nginx:1.27' });
+    const queued = await run(deployGroup, ['shop', '--image', 'nginx:1.27', '--no-wait']);
+    assert.deepEqual(queued.out, ['Deploying image nginx:1.27 to shop', 'Deploy dep_2 accepted: image']);
+    await assert.rejects(run(deployGroup, ['shop', 'dir', '--image', 'x']), /give a directory or --image, not both/);
+  });
+
+  it('build uploads the directory without node_modules, streams the log, and exits with the result', async () => {
+    await withDir({ 'index.js': 'x' }, async (dir) => {
+      fake.on('POST /builds', { status: 202, json: build('bld-1', { status: 'queued', deploy: true }) });
+      fake.on('GET /builds/bld-1/logs', { stream: { type: 'text/plain', chunks: ['==> build bld-1\n', '==> $ npm run build\n'] } });
+      fake.on('GET /builds/bld-1', { json: build('bld-1', { deploy: true, deploy_id: 'dep_3' }) });
+      const r = await run(buildGroup, [dir, '--app', 'shop', '--deploy']);
+      assert.equal(r.code, 0);
+      assert.deepEqual(fake.seen[0]!.query, { app: 'shop', deploy: 'true' });
+      assert.equal(fake.seen[0]!.headers['content-type'], 'application/gzip');
+      assert.deepEqual(fake.seen[1]!.query, { follow: 'true' });
+      assert.equal(
+        r.written,
+        'Build bld-1 of shop queued\n==> build bld-1\n==> $ npm run build\n' +
+          'Build bld-1 succeeded in 12 s: sha256:0123456789ab… (2 KiB)\nDeploy dep_3 started (GET /deploys/dep_3)\n',
+      );
+      fake.on('GET /builds/bld-1', { json: build('bld-1', { status: 'failed', message: '`npm run build` exited with code 2' }) });
+      const failed = await run(buildGroup, [dir, '--app', 'shop', '--json']);
+      assert.equal(failed.code, 1);
+      assert.equal((JSON.parse(failed.written) as { status: string }).status, 'failed', '--json: only the record');
+    });
+    fake.on('POST /builds', { status: 202, json: build('bld-2', { status: 'queued' }) });
+    await run(buildGroup, ['--app', 'shop', '--git', 'https://git.example/shop', '--ref', 'main', '--no-follow']);
+    assert.deepEqual(fake.last.body, { app: 'shop', deploy: false, git: { url: 'https://git.example/shop', ref: 'main' } });
+    await assert.rejects(run(buildGroup, ['.']), /--app names the app to build for/);
+  });
+
+  it('builds reads a log, a build, an app’s builds (--json: the list), and cancels one', async () => {
+    fake.on('GET /builds/bld-1/logs', { stream: { type: 'text/plain', chunks: ['line 1\n', 'line 2\n'] } });
+    assert.equal((await run(buildsGroup, ['logs', 'bld-1'])).written, 'line 1\nline 2\n');
+    assert.deepEqual(fake.last.query, {});
+    fake.on('GET /builds/bld-1', { json: build('bld-1', { status: 'failed', reason: 'CommandFailed', message: 'exit 2' }) });
+    assert.deepEqual((await run(buildsGroup, ['get', 'bld-1'])).out, ['bld-1 shop failed (CommandFailed): exit 2']);
+    fake.on('GET /apps/shop/builds', { json: { builds: [build('bld-1')] } });
+    const ls = await run(buildsGroup, ['ls', 'shop']);
+    assert.deepEqual(ls.out[0]!.split(/ +/), ['ID', 'STATUS', 'REASON', 'SECONDS', 'CREATED']);
+    assert.match(ls.out[1]!, /^bld-1 +succeeded +Built +12 +2026-11-27T10:00:00\.000Z$/);
+    assert.equal((json(await run(buildsGroup, ['ls', 'shop', '--json'])) as Array<{ id: string }>)[0]!.id, 'bld-1');
+    fake.on('POST /builds/bld-1/cancel', { status: 202, json: build('bld-1', { status: 'canceled' }) });
+    assert.deepEqual((await run(buildsGroup, ['cancel', 'bld-1'])).out, ['bld-1 canceled']);
+    await assert.rejects(run(buildsGroup, ['get']), GroupUsageError);
+  });
+
+  it('import previews without creating, or creates the app and streams its first build', async () => {
+    fake.on('GET /apps/imports/preview', {
+      json: {
+        repository: 'https://git.example/shop',
+        ref: 'main',
+        commit: '0123456789abcdef',
+        path: null,
+        plan: { kind: 'node', why: 'package.json has a build script' },
+        problem: null,
+        services: [],
+        auth: null,
+        auth_from: 'none',
+      },
+    });
+    const p = await run(importGroup, ['https://git.example/shop', '--preview', '--ref', 'main']);
+    assert.deepEqual(fake.last.query, { repository: 'https://git.example/shop', ref: 'main' });
+    assert.deepEqual(p.out, ['https://git.example/shop at main (0123456789ab): node, package.json has a build script; auth: none']);
+    fake.on('POST /apps/imports', {
+      status: 202,
+      json: {
+        app,
+        build: build('bld-9', { status: 'queued' }),
+        repository: { url: 'u', default_branch: 'main', path: null, hook_path: '/hooks/git/1', hook_secret: 's3' },
+      },
+    });
+    fake.on('GET /builds/bld-9/logs', { stream: { type: 'text/plain', chunks: ['built\n'] } });
+    fake.on('GET /builds/bld-9', { json: build('bld-9') });
+    const r = await run(importGroup, ['https://git.example/shop', '--name', 'shop']);
+    assert.deepEqual(fake.seen.find((x) => x.path === '/apps/imports')!.body, { repository: 'https://git.example/shop', name: 'shop' });
+    assert.equal(r.out[0], 'App shop imported from https://git.example/shop (default branch main)');
+    assert.equal(r.written, 'built\n');
+    assert.equal(r.out.at(-1), 'Build bld-9 succeeded');
+  });
+});
+
+describe('svc open, events', () => {
+  it('open prints the one-time link alone', async () => {
+    fake.on('POST /apps/shop/auth/owner-link', {
+      status: 201,
+      json: { url: 'https://shop.apps.example/_svc/auth/login#handoff=x', expires_at: 'x' },
+    });
+    const r = await run(openGroup, ['shop', '/admin']);
+    assert.deepEqual(fake.last.body, { next: '/admin' });
+    assert.deepEqual(r.out, ['https://shop.apps.example/_svc/auth/login#handoff=x']);
+    await assert.rejects(run(openGroup, ['shop', 'admin']), /PATH starts with \//);
+  });
+
+  const event = (id: number, type = 'deploy.live') => ({ id, type, subject: 'shop', data: { deploy: 'd' }, created_at: 't' });
+
+  it('events lists every page with the filters, one line each or --json', async () => {
+    fake.on('GET /events', (seen) =>
+      seen.query.after === '0' ? { json: { events: [event(1)], next_after: 1 } } : { json: { events: [event(2)], next_after: null } },
+    );
+    const r = await run(eventsGroup, ['--kind', 'deploy.*', '--app', 'shop']);
+    assert.deepEqual(fake.seen[0]!.query, { after: '0', limit: '1000', kinds: 'deploy.*', app: 'shop' });
+    assert.deepEqual(r.out, ['1  t  deploy.live  shop  {"deploy":"d"}', '2  t  deploy.live  shop  {"deploy":"d"}']);
+    const j = await run(eventsGroup, ['--json']);
+    assert.deepEqual(
+      j.out.map((l) => (JSON.parse(l) as { id: number }).id),
+      [1, 2],
+    );
+    await assert.rejects(run(eventsGroup, ['--after', 'x']), /--after is an event id/);
+  });
+
+  it('events --follow reconnects from the last event printed, and stops at an error event', async () => {
+    let connections = 0;
+    fake.on('GET /events', () => {
+      connections += 1;
+      return connections === 1
+        ? { stream: { type: 'text/event-stream', chunks: ['retry: 10\n\n', `id: 1\ndata: ${JSON.stringify(event(1))}\n\n`] } }
+        : {
+            stream: {
+              type: 'text/event-stream',
+              chunks: [
+                `data: ${JSON.stringify(event(1))}\n\ndata: ${JSON.stringify(event(2))}\n\n`,
+                'event: error\ndata: {"error":"token revoked"}\n\n',
+              ],
+            },
+          };
+    });
+    const r: string[] = [];
+    await assert.rejects(
+      run(eventsGroup, ['--follow', '--json']).then((x) => r.push(...x.out)),
+      /the event stream ended: token revoked/,
+    );
+    assert.deepEqual(fake.seen[0]!.query, { follow: 'true', after: '0' });
+    assert.equal(fake.seen[1]!.headers['last-event-id'], '1', 'resumed after the last one printed');
+    assert.equal(fake.seen[1]!.headers.accept, 'text/event-stream');
+  });
+});
+
+describe('svc db, volumes, domains', () => {
+  it('db create waits until Ready, and ls prints a table or the list', async () => {
+    fake.on('POST /databases', { status: 201, json: database({ phase: 'Pending' }) });
+    fake.on('GET /databases', { json: { databases: [database()] } });
+    const r = await run(dbGroup, ['create', 'orders', '--size', String(128 << 20), '--retain']);
+    assert.deepEqual(fake.seen[0]!.body, { name: 'orders', storage_bytes: 128 << 20, deletion_policy: 'retain' });
+    assert.deepEqual(r.out, ['orders: Ready']);
+    const ls = await run(dbGroup, ['ls']);
+    assert.deepEqual(ls.out[0]!.split(/ {2,}/), ['NAME', 'PHASE', 'APP', 'SIZE', 'USED', 'ON DELETE']);
+    assert.match(ls.out[1]!, /^orders +Ready +- +128 MiB +- +drop$/);
+    assert.equal((json(await run(dbGroup, ['ls', '--json'])) as Array<{ name: string }>)[0]!.name, 'orders');
+    await assert.rejects(run(dbGroup, ['create', 'x', '--size', 'big']), /--size is a number of bytes/);
+  });
+
+  it('db attaches, detaches, removes, backs up (waiting until stored), lists backups and restores', async () => {
+    fake.on('PUT /apps/shop/database', { json: { app: 'shop', database: database({ attached_to: 'shop' }) } });
+    assert.match((await run(dbGroup, ['attach', 'orders', 'shop'])).out[0]!, /^orders attached to shop/);
+    assert.deepEqual(fake.last.body, { name: 'orders' });
+    fake.on('DELETE /apps/shop/database', { status: 204 });
+    assert.deepEqual((await run(dbGroup, ['detach', 'shop'])).out, ['detached from shop']);
+    fake.on('DELETE /databases/orders', { status: 204 });
+    assert.deepEqual((await run(dbGroup, ['rm', 'orders'])).out, ['orders deleted']);
+    const b = { id: 'bk-1', database: 'orders', status: 'done', bytes: 100, error: null, created_at: 't' };
+    let listed = 0;
+    fake.on('GET /databases/orders/backups', () => ({ json: { backups: listed++ < 2 ? [] : [b] } }));
+    fake.on('POST /databases/orders/backups', { status: 202, json: { database: 'orders', requested_at: 'now' } });
+    assert.deepEqual((json(await run(dbGroup, ['backup', 'orders', '--json'])) as { id: string }).id, 'bk-1');
+    const backups = await run(dbGroup, ['backups', 'orders']);
+    assert.match(backups.out.join('\n'), /^ID\s+STATUS\s+BYTES\s+TAKEN\s+ERROR\nbk-1\s+done\s+100\s+t$/);
+    fake.on('POST /databases', { status: 201, json: database({ name: 'copy' }) });
+    await run(dbGroup, ['restore', 'bk-1', 'copy']);
+    assert.deepEqual(fake.last.body, { name: 'copy', restore_from: { backup: 'bk-1' } });
+    await assert.rejects(run(dbGroup, ['frob']), /unknown db command: frob/);
+  });
+
+  it('volumes lists (--json: the list) and removes', async () => {
+    const v = {
+      ref: 'vol-shop-data-m0',
+      kind: 'machine',
+      app: 'shop',
+      service: null,
+      machine: 0,
+      volume: 'data',
+      database: null,
+      path: '/data',
+      size_bytes: 64 << 20,
+      used_bytes: 2048,
+      attached: true,
+      mounted_by: 'shop-m0',
+      node: 'n1',
+      created_at: 'c',
+    };
+    const storage = { used_bytes: 0, limit_bytes: 0, database_bytes: 0, volume_bytes: 0, artifact_bytes: 0 };
+    fake.on('GET /volumes', { json: { volumes: [v], storage } });
+    const r = await run(volumesGroup, ['ls']);
+    assert.match(
+      r.out.join('\n'),
+      /^REF\s+OF\s+PATH\s+SIZE\s+USED\s+ATTACHED\s+NODE\nvol-shop-data-m0\s+shop machine 0\s+\/data\s+64 MiB\s+2 KiB\s+yes\s+n1$/,
+    );
+    assert.equal((json(await run(volumesGroup, ['ls', '--json'])) as Array<{ ref: string }>)[0]!.ref, v.ref);
+    fake.on('DELETE /volumes/vol-shop-data-m0', { status: 204 });
+    assert.deepEqual((await run(volumesGroup, ['rm', v.ref])).out, ['vol-shop-data-m0 deleted']);
+  });
+
+  it('domains lists (--json as the API answers), and removes one, a wildcard’s * sent as %2A', async () => {
+    fake.on('GET /apps/shop/domains', { json: { domains: [] } });
+    assert.deepEqual((await run(domainsGroup, ['ls', 'shop'])).out, ['app shop has no domains; add one: svc domains add shop NAME']);
+    assert.deepEqual(json(await run(domainsGroup, ['ls', 'shop', '--json'])), { domains: [] });
+    fake.on('DELETE /apps/shop/domains/%2A.shop.example', { status: 204 });
+    const r = await run(domainsGroup, ['rm', 'shop', '*.shop.example']);
+    assert.deepEqual(r.out, ['*.shop.example removed from shop: it no longer routes there, and the name is free']);
+    await assert.rejects(run(domainsGroup, ['add', 'shop']), /svc domains add APP NAME/);
+  });
+});
+
+describe('svc sandbox and eval', () => {
+  const exit = (over: Record<string, unknown> = {}) => ({
+    type: 'exit',
+    status: 'ok',
+    exit_code: 3,
+    signal: null,
+    reason: null,
+    truncated: { stdout: false, stderr: false },
+    bytes: { stdout: 4, stderr: 4 },
+    duration_ms: 5,
+    ...over,
+  });
+  const ndjson = (...lines: unknown[]) => ({
+    stream: { type: 'application/x-ndjson', chunks: lines.map((l) => `${JSON.stringify(l)}\n`) },
+  });
+
+  it('open prints the ID alone, and what it opened on stderr', async () => {
+    fake.on('POST /sandboxes', { status: 201, json: sandbox() });
+    const r = await run(sandboxGroup, ['open', '--runtime', 'python', '--network', '--idle', '60']);
+    assert.deepEqual(fake.last.body, { runtime: 'python', network: true, idle_timeout_seconds: 60 });
+    assert.deepEqual(r.out, ['sb-1']);
+    assert.deepEqual(r.err, ['sb-1  ready (Claimed)  python  launch warm']);
+    fake.on('POST /sandboxes', { status: 201, json: sandbox({ state: 'failed' }) });
+    assert.equal((await run(sandboxGroup, ['open'])).code, 1);
+  });
+
+  it('exec streams stdout and stderr as they come and exits with the command’s code (124 at its timeout)', async () => {
+    fake.on('POST /sandboxes/sb-1/exec', ndjson({ type: 'stdout', data: 'out\n' }, { type: 'stderr', data: 'err\n' }, exit()));
+    const r = await run(sandboxGroup, ['exec', 'sb-1', '--', 'sh', '-c', 'exit 3']);
+    assert.deepEqual(fake.last.body, { argv: ['sh', '-c', 'exit 3'], stream: true });
+    assert.equal(fake.last.headers.accept, 'application/x-ndjson');
+    assert.deepEqual([r.code, r.written, r.writtenErr], [3, 'out\n', 'err\n']);
+    fake.on(
+      'POST /sandboxes/sb-1/exec',
+      ndjson(exit({ status: 'timed_out', exit_code: null, signal: 'SIGKILL', reason: 'killed after the timeout of 1 s' })),
+    );
+    const slow = await run(sandboxGroup, ['exec', 'sb-1', '--timeout', '1', '-c', 'sleep 5']);
+    assert.deepEqual(fake.last.body, { command: 'sleep 5', timeout_seconds: 1, stream: true });
+    assert.equal(slow.code, 124);
+    assert.deepEqual(slow.err, ['svc: timed_out: killed after the timeout of 1 s']);
+    fake.on('POST /sandboxes/sb-1/exec', { json: { ...exit({ exit_code: 0 }), stdout: 'x\n', stderr: '' } });
+    const j = await run(sandboxGroup, ['exec', 'sb-1', '--json', '-c', 'echo x']);
+    assert.equal((json(j) as { stdout: string }).stdout, 'x\n');
+    assert.equal(fake.last.body && (fake.last.body as { stream?: boolean }).stream, undefined, '--json asks for the whole result');
+    await assert.rejects(run(sandboxGroup, ['exec', 'sb-1']), /give -c 'SHELL COMMAND' or -- PROGRAM ARGS/);
+  });
+
+  it('put sends the file’s bytes, get pipes them out, rm and ls (--json: the list) as before', async () => {
+    await withDir({ 'in.bin': 'bytes\u0000here' }, async (dir) => {
+      fake.on('PUT /sandboxes/sb-1/files', { json: { path: '/home/app/in.bin', size: 10 } });
+      const put = await run(sandboxGroup, ['put', 'sb-1', path.join(dir, 'in.bin'), 'in.bin']);
+      assert.deepEqual(fake.last.query, { path: 'in.bin' });
+      assert.equal(fake.last.headers['content-type'], 'application/octet-stream');
+      assert.equal(fake.last.bytes.toString(), 'bytes\u0000here');
+      assert.deepEqual(put.err, ['wrote 10 bytes to /home/app/in.bin']);
+    });
+    fake.on('GET /sandboxes/sb-1/files', { stream: { type: 'application/octet-stream', chunks: ['file ', 'body'] } });
+    assert.equal((await run(sandboxGroup, ['get', 'sb-1', 'out.bin'])).bytes.toString(), 'file body');
+    fake.on('DELETE /sandboxes/sb-1', { json: sandbox({ state: 'ended', reason: 'Deleted' }) });
+    assert.match((await run(sandboxGroup, ['rm', 'sb-1'])).out[0]!, /^sb-1 {2}ended \(Deleted\)/);
+    fake.on('GET /sandboxes', { json: { sandboxes: [sandbox()] } });
+    const ls = await run(sandboxGroup, ['ls', '--all']);
+    assert.deepEqual(fake.last.query, { all: 'true' });
+    assert.match(ls.out[1]!, /^sb-1 +ready +Claimed +python +off +warm +c +x$/);
+    assert.equal((json(await run(sandboxGroup, ['ls', '--json'])) as Array<{ id: string }>)[0]!.id, 'sb-1');
+  });
+
+  it('eval runs -c CODE or standard input once', async () => {
+    fake.on('POST /eval', ndjson({ type: 'stdout', data: 'hi\n' }, exit()));
+    const r = await run(evalGroup, ['--runtime', 'python', '-c', 'print("hi")']);
+    assert.deepEqual(fake.last.body, { runtime: 'python', code: 'print("hi")', stream: true });
+    assert.deepEqual([r.code, r.written], [3, 'hi\n']);
+    await run(evalGroup, ['--runtime', 'node', '-'], { stdin: 'console.log(1)' });
+    assert.equal((fake.last.body as { code: string }).code, 'console.log(1)');
+    await assert.rejects(run(evalGroup, ['-c', '1']), /--runtime is required/);
+  });
+});
+
 describe('every group', () => {
   it('prints its usage with an example on --help, and is listed in svc --help', async () => {
     for (const g of commandGroups) {
@@ -726,6 +1153,21 @@ describe('the built svc', () => {
     const unreachable = await svc(['usage'], { SVC_API_URL: 'http://127.0.0.1:1/api' });
     assert.equal(unreachable.code, 1);
     assert.match(unreachable.stderr, /^svc: cannot reach the API at http:\/\/127\.0\.0\.1:1\/api: .*\nsvc: is \$SVC_API_URL right\?/);
+
+    fake.on('POST /sandboxes/sb-1/exec', {
+      stream: {
+        type: 'application/x-ndjson',
+        chunks: [
+          '{"type":"stdout","data":"out\\n"}\n{"type":"stderr","data":"err\\n"}\n',
+          '{"type":"exit","status":"failed","exit_code":null,"signal":"SIGKILL","reason":"out of memory","truncated":{"stdout":false,"stderr":false},"bytes":{"stdout":4,"stderr":4},"duration_ms":1}\n',
+        ],
+      },
+    });
+    const exec = await svc(['sandbox', 'exec', 'sb-1', '-c', 'x']);
+    assert.deepEqual([exec.code, exec.stdout, exec.stderr], [137, 'out\n', 'err\nsvc: failed: out of memory\n']);
+    const moved = await svc(['db', 'create']);
+    assert.equal(moved.code, 2);
+    assert.match(moved.stderr, /^svc: svc db create NAME\nusage:\n {2}svc db create/);
 
     const raw = await svc(['api', 'GET', '/nowhere']);
     assert.equal(raw.code, 1);

@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { PassThrough } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import type { CommandContext } from '../../cli/command.js';
 import { followLogs, formatLogLine, LogCursor, logsGroup, type LogLineBody } from '../../cli/logs.js';
@@ -56,6 +57,8 @@ describe('svc logs', () => {
         out: (l) => out.push(l),
         err: (l) => err.push(l),
         write: (t) => out.push(t),
+        writeErr: (t) => err.push(t),
+        stdout: new PassThrough(),
         readStdin: () => Promise.resolve(''),
         interactive: false,
         ask: () => Promise.resolve(''),

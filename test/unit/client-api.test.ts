@@ -99,7 +99,7 @@ describe('createApiClient', () => {
         assert.equal(err.status, 403);
         assert.equal(err.apiMessage, 'token lacks action "write"');
         assert.equal(err.requestId, 'req-403');
-        // The words the CLI prints, as cli/api.ts has them.
+        // The words the CLI has always printed.
         assert.equal(err.message, '403 token lacks action "write"');
         return true;
       },
