@@ -18,6 +18,8 @@ export type Pending = 'builds' | 'data' | 'domains';
 export interface Caller {
   principal: Principal;
   account: Account;
+  /** The token as the request presented it (bearer or the console's cookie): what a long stream re-checks. */
+  credential: string;
 }
 
 export interface HandlerInput<B, Q> {

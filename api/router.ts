@@ -109,14 +109,12 @@ export function buildRouter(operations: readonly Operation[], s: RouterDeps, aut
       }
       // The console's cookie is looked at only without a bearer header (which always wins).
       const authorization = ctx.get('authorization') || undefined;
-      const principal = await auth.authenticate(
-        authorization,
-        authorization ? undefined : browserRequest(ctx, s.config.auth.secureCookies),
-      );
+      const browser = authorization ? undefined : browserRequest(ctx, s.config.auth.secureCookies);
+      const principal = await auth.authenticate(authorization, browser);
       limiter.take(principal.nonce);
       const params = ctx.params;
       auth.authorize(op, principal);
-      const caller = await auth.caller(principal);
+      const caller = await auth.caller(principal, auth.presented(authorization, browser)!.token);
       if (!op.handler) {
         // Resolved like every app's operation (name or ID, the token's apps restriction, 404), then 501.
         if (params.appID !== undefined) await resolveApp(s, caller, params.appID);

@@ -28,19 +28,31 @@ export class Authenticator {
    * defence otherwise).
    */
   async authenticate(authorization: string | undefined, browser?: BrowserRequest): Promise<Principal> {
-    const session = authorization === undefined && browser ? readCookie(browser.cookie, sessionCookieName(browser.secure)) : undefined;
-    if (browser && session !== undefined) {
-      const refusal = csrfRefusal(browser);
+    const presented = this.presented(authorization, browser);
+    if (presented?.viaCookie) {
+      const refusal = csrfRefusal(browser!);
       if (refusal) throw new ApiError('forbidden', refusal);
-      return this.verify(session);
     }
-    const match = /^Bearer[ ]+(\S+)\s*$/i.exec(authorization ?? '');
-    if (!match) {
+    if (!presented) {
       throw new ApiError('authentication_required', 'authentication required: send Authorization: Bearer <token>', {
         'WWW-Authenticate': 'Bearer realm="svc"',
       });
     }
-    return this.verify(match[1]!);
+    return this.verify(presented.token);
+  }
+
+  /**
+   * The token a request presents: its bearer, or, with no Authorization header at all, the
+   * console's session cookie (not yet checked against the CSRF defences: authenticate does that).
+   * A stream re-checks this same token while it lasts (Caller.credential).
+   */
+  presented(authorization: string | undefined, browser?: BrowserRequest): { token: string; viaCookie: boolean } | undefined {
+    if (authorization === undefined && browser) {
+      const session = readCookie(browser.cookie, sessionCookieName(browser.secure));
+      if (session !== undefined) return { token: session, viaCookie: true };
+    }
+    const match = /^Bearer[ ]+(\S+)\s*$/i.exec(authorization ?? '');
+    return match ? { token: match[1]!, viaCookie: false } : undefined;
   }
 
   private async verify(token: string): Promise<Principal> {
@@ -64,13 +76,13 @@ export class Authenticator {
     }
   }
 
-  async caller(principal: Principal): Promise<Caller> {
+  async caller(principal: Principal, credential: string): Promise<Caller> {
     const now = Date.now();
     const cached = this.accounts.get(principal.accountId);
-    if (cached && now - cached.at < accountCacheMs) return { principal, account: cached.account };
+    if (cached && now - cached.at < accountCacheMs) return { principal, account: cached.account, credential };
     const account = await this.s.accounts.get(principal.accountId);
     if (!account) throw new ApiError('invalid_token', 'invalid token: its account no longer exists');
     this.accounts.set(principal.accountId, { account, at: now });
-    return { principal, account };
+    return { principal, account, credential };
   }
 }

@@ -89,7 +89,8 @@ export function eventOperations(s: Deps): Operation[] {
           out.end(ndjson ? `${JSON.stringify({ error: gone, gone: true, after: horizon })}\n` : `event: gone\ndata: ${json}\n\n`);
           return { body: out, headers: streamHeaders };
         }
-        const token = String(headers.authorization ?? '').replace(/^Bearer\s+/i, '');
+        // The token this request was authenticated with, bearer or the console's cookie alike.
+        const token = caller.credential;
         const unfollow = await s.eventHub.follow(caller.account.id, {
           after,
           kinds,

@@ -207,5 +207,9 @@ describe('Authenticator with the console cookie', () => {
   it('without a cookie or a bearer asks for authentication (401), as before', async () => {
     assert.equal((await refusal(auth.authenticate(undefined, browser({})))).code, 'authentication_required');
     assert.equal((await refusal(auth.authenticate(undefined))).code, 'authentication_required');
+    // What a stream re-checks while it lasts: the token presented, bearer first, else the cookie.
+    assert.deepEqual(auth.presented(undefined, browser({ cookie: 'svc-console=svc_a' })), { token: 'svc_a', viaCookie: true });
+    assert.deepEqual(auth.presented('Bearer svc_b', browser({ cookie: 'svc-console=svc_a' })), { token: 'svc_b', viaCookie: false });
+    assert.equal(auth.presented(undefined, browser({})), undefined);
   });
 });
