@@ -10,6 +10,13 @@ export type App = paths['/apps/{appID}']['get']['responses'][200]['content']['ap
 export type Deploy = paths['/deploys/{deployID}']['get']['responses'][200]['content']['application/json'];
 export type Domain = paths['/apps/{appID}/domains']['get']['responses'][200]['content']['application/json']['domains'][number];
 export type Account = paths['/account']['get']['responses'][200]['content']['application/json'];
+export type AppEnv = paths['/apps/{appID}/env']['get']['responses'][200]['content']['application/json'];
+export type EnvPatch = NonNullable<paths['/apps/{appID}/env']['patch']['requestBody']>['content']['application/json'];
+export type Token = paths['/account/tokens']['get']['responses'][200]['content']['application/json']['tokens'][number];
+export type TokenRequest = NonNullable<paths['/account/tokens']['post']['requestBody']>['content']['application/json'];
+export type TokenCreated = paths['/account/tokens']['post']['responses'][201]['content']['application/json'];
+export type TokenAction = NonNullable<TokenRequest['actions']>[number];
+export type AccountEvent = paths['/account/events']['get']['responses'][200]['content']['application/json']['events'][number];
 
 /** An answer that is not a success, in words: the API's `{"error"}` message, or why there was no answer. */
 export class ConsoleError extends Error {

@@ -6,8 +6,11 @@ import { ErrorMessage } from './components/error-message.js';
 import { Layout } from './components/layout.js';
 import { PageHeading } from './components/page-heading.js';
 import { AppPage } from './pages/app.js';
+import { AppEnvPage } from './pages/app-env.js';
 import { AppsPage } from './pages/apps.js';
+import { EventsPage } from './pages/events.js';
 import { SignInPage } from './pages/sign-in.js';
+import { TokensPage } from './pages/tokens.js';
 import { hrefOf, navigate, onLinkClick, useRoute } from './router.js';
 
 type Session =
@@ -45,9 +48,12 @@ export function Shell() {
     );
   if (session.state === 'signed-out') return <SignInPage linkInvalid={route.page === 'sign-in' && route.linkInvalid} />;
   return (
-    <Layout account={session.account} onSignedOut={() => setSession({ state: 'signed-out' })}>
+    <Layout account={session.account} current={route.page} onSignedOut={() => setSession({ state: 'signed-out' })}>
       {route.page === 'apps' && <AppsPage />}
       {route.page === 'app' && <AppPage name={route.name} />}
+      {route.page === 'app-env' && <AppEnvPage name={route.name} />}
+      {route.page === 'tokens' && <TokensPage />}
+      {route.page === 'events' && <EventsPage />}
       {route.page === 'not-found' && (
         <>
           <PageHeading title="Not found">No such page</PageHeading>

@@ -2,15 +2,18 @@
 // server (docs/console.md, decision 0031): sign-in by the mailed one-time link, the apps list with
 // an app this test made, searching it, its overview, sign-out (after which the cookie is refused);
 // axe-core on every page with no serious or critical violation; screenshots of each page, light
-// and dark, into docs/console/; and a CSRF attack from a page of another origin (fetch with
-// credentials, a preflighted fetch and form posts) refused with 403, changing nothing.
+// and dark, into docs/console/; a CSRF attack from a page of another origin (fetch with
+// credentials, a preflighted fetch and form posts) refused with 403, changing nothing; an app's env
+// (a pasted .env refused for a bad line, then applied, a value revealed), tokens (one restricted to
+// read created, shown once, working and refused a write, revoked) and the events feed following
+// live across a dropped connection and a sleeping tab, each event once.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Browser as Chromium, BrowserContext, Page } from 'playwright-core';
+import type { Browser as Chromium, BrowserContext, Locator, Page } from 'playwright-core';
 import { createLogger } from '../../lib/logger.js';
 import { MailSender } from '../../lib/mail/sender.js';
 import { repoRoot } from '../../lib/paths.js';
@@ -63,9 +66,9 @@ describe('web console (Chromium, SMTP)', () => {
   const app = uniqueName('console');
 
   /** Each page, checked by axe and photographed in `scheme`. */
-  const look = async (page: Page, name: string, scheme: 'light' | 'dark') => {
+  const look = async (page: Page, name: string, scheme: 'light' | 'dark', mask: Locator[] = []) => {
     assert.deepEqual(await accessibilityProblems(page), [], `accessibility of ${name} (${scheme})`);
-    await page.screenshot({ path: path.join(shots, `${name}-${scheme}.png`) });
+    await page.screenshot({ path: path.join(shots, `${name}-${scheme}.png`), mask });
   };
   const statusesOf = (p: string, method = 'POST') =>
     api.logLines.filter((l) => l.msg === 'Handled request' && l.path === p && l.method === method).map((l) => l.status);
@@ -234,6 +237,191 @@ describe('web console (Chromium, SMTP)', () => {
     const still = await fetch(`${api.url}/api/account`, { headers: { cookie: sessionCookie, 'x-svc-console': '1' } });
     assert.equal(still.status, 200);
     await page.close();
+  });
+
+  it("edits an app's env: a pasted .env with a bad line is refused by its number, fixed it is applied, a value revealed", async () => {
+    const page = await signedIn.newPage();
+    await page.goto(`${api.url}/console/apps/${app}`);
+    await page.getByRole('link', { name: `Environment variables of ${app}` }).click();
+    await page.waitForURL(`${api.url}/console/apps/${app}/env`);
+    await page.locator('#own-empty').waitFor();
+    const pasteBox = page.getByLabel('KEY=VALUE lines, as in a .env file');
+    const apply = page.getByRole('button', { name: 'Apply the pasted variables' });
+    await pasteBox.fill('FIRST=one\nthis is not a variable\nexport SECOND="two\\nlines"\n');
+    await page.locator('#paste-errors').waitFor();
+    assert.match((await page.textContent('#paste-errors')) ?? '', /line 2: expected KEY=VALUE/);
+    assert.equal(await apply.isDisabled(), true, 'nothing can be sent while a line is bad');
+    await apply.click({ force: true });
+    await look(page, 'env-paste-error', 'light');
+    const envOf = async () => expectJson<{ env: Record<string, string> }>(await api.request('GET', `/api/apps/${app}/env`), 200);
+    assert.deepEqual((await envOf()).env, {}, 'nothing changed');
+    assert.deepEqual(statusesOf(`/api/apps/${app}/env`, 'PATCH'), [], 'nothing sent');
+
+    await pasteBox.fill('FIRST=one\n# the bad line is now a comment\nexport SECOND="two\\nlines"\nTHIRD=\'3\'\n');
+    await page.locator('#paste-preview').waitFor();
+    assert.match((await page.textContent('#paste-preview')) ?? '', /FIRST added.*SECOND added.*THIRD added/s);
+    await apply.click();
+    await page.locator('tr[data-name="THIRD"]').waitFor();
+    assert.deepEqual((await envOf()).env, { FIRST: 'one', SECOND: 'two\nlines', THIRD: '3' });
+    assert.deepEqual(statusesOf(`/api/apps/${app}/env`, 'PATCH'), [200], 'one PATCH');
+    assert.equal(await page.textContent('#value-FIRST'), '••••••••', 'masked by default');
+
+    // From the keyboard: the heading has the focus when the page opens, the first Reveal is next.
+    await page.reload();
+    await page.locator('tr[data-name="FIRST"]').waitFor();
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate("document.activeElement.getAttribute('aria-label')"), 'Reveal the value of FIRST');
+    assert.notEqual(await page.evaluate('getComputedStyle(document.activeElement).outlineStyle'), 'none');
+    await page.keyboard.press('Enter');
+    assert.equal(await page.textContent('#value-FIRST'), 'one');
+    assert.equal(await page.textContent('#value-SECOND'), '••••••••', 'only that one');
+
+    // Edit one, remove one.
+    await page.getByRole('button', { name: 'Edit THIRD' }).click();
+    await page.getByLabel('New value of THIRD').fill('three');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByText('THIRD set.').waitFor();
+    await page.getByRole('button', { name: 'Remove SECOND' }).click();
+    await page.getByRole('group', { name: 'Confirm removing SECOND' }).getByRole('button', { name: 'Remove' }).click();
+    await page.getByText('SECOND removed.').waitFor();
+    assert.deepEqual((await envOf()).env, { FIRST: 'one', THIRD: 'three' });
+    await look(page, 'env', 'light');
+    await page.close();
+  });
+
+  it('creates a token restricted to read, shows it once, and revokes it', async () => {
+    const page = await signedIn.newPage();
+    await page.goto(`${api.url}/console/`);
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Tokens' }).click();
+    await page.waitForURL(`${api.url}/console/tokens`);
+    await page.locator('#tokens').waitFor();
+    // The console's own session is the one live `console` token: marked, and its revoke says it signs out.
+    const session = page.locator('#tokens tbody tr', { hasText: 'this session' });
+    assert.equal(await session.count(), 1, 'this session is marked');
+    await session.getByRole('button', { name: 'Revoke console' }).click();
+    assert.match((await session.getByRole('group').textContent()) ?? '', /signs you out/);
+    await session.getByRole('button', { name: 'Keep' }).click();
+
+    const name = uniqueName('reader');
+    await page.getByLabel('Token name').fill(name);
+    await page.getByRole('checkbox', { name: /^read\b/ }).check();
+    await page.getByRole('button', { name: 'Create the token' }).click();
+    await page.locator('#new-token').waitFor();
+    assert.match((await page.textContent('#new-token')) ?? '', /it will not be shown again/);
+    await page.getByRole('button', { name: 'Copy the token' }).waitFor();
+    const token = await page.inputValue('#new-token-value');
+    assert.match(token, /^svc_/);
+    await look(page, 'tokens-created', 'light', [page.locator('#new-token-value')]);
+
+    // It works with a bearer header, for reading only.
+    const bearer = { authorization: `Bearer ${token}` };
+    assert.equal((await fetch(`${api.url}/api/apps`, { headers: bearer })).status, 200);
+    const write = await fetch(`${api.url}/api/apps`, {
+      method: 'POST',
+      headers: { ...bearer, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: uniqueName('refused') }),
+    });
+    assert.equal(write.status, 403);
+    assert.match(((await write.json()) as { error: string }).error, /token lacks action "write"/);
+
+    // Shown once: gone when dismissed, and not on the page again.
+    await page.getByRole('button', { name: 'I have copied it' }).click();
+    assert.equal(await page.locator('#new-token').count(), 0);
+    await page.reload();
+    await page.locator(`#tokens tbody tr`, { hasText: name }).waitFor();
+    assert.equal((await page.content()).includes(token), false, 'the token is not shown again');
+    await look(page, 'tokens', 'light');
+
+    await page.getByRole('button', { name: `Revoke ${name}` }).click();
+    await page
+      .getByRole('group', { name: `Confirm revoking ${name}` })
+      .getByRole('button', { name: 'Revoke' })
+      .click();
+    await page.getByText(`Token ${name} revoked.`).waitFor();
+    assert.equal(await page.locator(`#tokens tbody tr`, { hasText: name }).count(), 0);
+    await eventually('the revoked token refused', async () => (await fetch(`${api.url}/api/apps`, { headers: bearer })).status === 401);
+    await page.close();
+  });
+
+  it('follows the events live, across a dropped connection and a sleeping tab, each event once', async () => {
+    const page = await signedIn.newPage();
+    await page.goto(`${api.url}/console/`);
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Events' }).click();
+    await page.waitForURL(`${api.url}/console/events`);
+    await page.locator('tr[data-event-id]').first().waitFor();
+    // A mark that a reload would erase.
+    await page.evaluate('window.notReloaded = true');
+    const rowsOf = (name: string) => page.locator('tr[data-event-id]', { hasText: 'app.created' }).filter({ hasText: name });
+    const made: string[] = [];
+    const create = async (prefix: string) => {
+      const name = uniqueName(prefix);
+      await expectJson(await api.request('POST', '/api/apps', { body: { name } }), 201);
+      made.push(name);
+      return name;
+    };
+
+    const first = await create('live');
+    await rowsOf(first).waitFor();
+    assert.equal(
+      await page.locator('tr[data-event-id]').first().getAttribute('data-event-id'),
+      await rowsOf(first).getAttribute('data-event-id'),
+      'on top',
+    );
+    // The stream holds on the cookie session: the API re-checks the token it was opened with every
+    // second (a bearer header would be none here), so it is still live seconds later.
+    await new Promise((r) => setTimeout(r, 2500));
+    assert.equal(await page.getByText('Live: new events appear at the top.').count(), 1, 'still live, not reconnecting');
+
+    // The connection drops: offline, the stream is gone; an app is made meanwhile; back online the
+    // feed resumes after the last id it saw.
+    await signedIn.setOffline(true);
+    await page.getByText('Reconnecting').waitFor();
+    const second = await create('offline');
+    await signedIn.setOffline(false);
+    await rowsOf(second).waitFor();
+
+    // The tab sleeps (hidden: the stream is closed), an app is made, it wakes.
+    const visibility = (state: string) =>
+      page.evaluate(
+        `Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => '${state}' }); document.dispatchEvent(new Event('visibilitychange'))`,
+      );
+    await visibility('hidden');
+    await page.getByText('Paused while this tab is hidden').waitFor();
+    const third = await create('asleep');
+    await visibility('visible');
+    await rowsOf(third).waitFor();
+
+    // Exactly once each, newest first, and no reload happened.
+    await new Promise((r) => setTimeout(r, 4000));
+    for (const name of [first, second, third]) assert.equal(await rowsOf(name).count(), 1, name);
+    const ids = await page.evaluate<number[]>(
+      "[...document.querySelectorAll('tr[data-event-id]')].map((r) => Number(r.getAttribute('data-event-id')))",
+    );
+    assert.deepEqual(
+      ids,
+      [...new Set(ids)].sort((a, b) => b - a),
+      'unique, newest first',
+    );
+    assert.equal(await page.evaluate('window.notReloaded'), true);
+    await look(page, 'events', 'light');
+    await page.close();
+    for (const name of made) assert.ok([202, 204].includes((await api.request('DELETE', `/api/apps/${name}`)).status), `deleting ${name}`);
+  });
+
+  it('shows the env, tokens and events pages in dark mode too', async () => {
+    const dark = await chromium.newContext({ colorScheme: 'dark' });
+    await dark.addCookies(await signedIn.cookies(api.url));
+    const page = await dark.newPage();
+    await page.goto(`${api.url}/console/apps/${app}/env`);
+    await page.locator('tr[data-name="FIRST"]').waitFor();
+    await look(page, 'env', 'dark');
+    await page.goto(`${api.url}/console/tokens`);
+    await page.locator('#tokens').waitFor();
+    await look(page, 'tokens', 'dark');
+    await page.goto(`${api.url}/console/events`);
+    await page.locator('tr[data-event-id]').first().waitFor();
+    await look(page, 'events', 'dark');
+    await dark.close();
   });
 
   it('signs out: the cookie is cleared and no longer works', async () => {

@@ -2,10 +2,27 @@
 import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 import { signOut, type Account } from '../api.js';
-import { base } from '../router.js';
+import { hrefOf, type Route } from '../router.js';
 import { ErrorMessage } from './error-message.js';
 
-export function Layout({ account, onSignedOut, children }: { account: Account; onSignedOut: () => void; children: ComponentChildren }) {
+/** The navigation's pages; an app's pages count as Apps. */
+const sections = [
+  { label: 'Apps', route: { page: 'apps' }, pages: ['apps', 'app', 'app-env'] },
+  { label: 'Events', route: { page: 'events' }, pages: ['events'] },
+  { label: 'Tokens', route: { page: 'tokens' }, pages: ['tokens'] },
+] satisfies Array<{ label: string; route: Route; pages: Array<Route['page']> }>;
+
+export function Layout({
+  account,
+  current,
+  onSignedOut,
+  children,
+}: {
+  account: Account;
+  current: Route['page'];
+  onSignedOut: () => void;
+  children: ComponentChildren;
+}) {
   const [error, setError] = useState<unknown>(undefined);
   const [busy, setBusy] = useState(false);
   const doSignOut = async () => {
@@ -24,11 +41,15 @@ export function Layout({ account, onSignedOut, children }: { account: Account; o
         Skip to content
       </a>
       <header class="top">
-        <a class="brand" href={`${base}/`}>
+        <a class="brand" href={hrefOf({ page: 'apps' })}>
           svc console
         </a>
         <nav aria-label="Main">
-          <a href={`${base}/`}>Apps</a>
+          {sections.map((s) => (
+            <a key={s.label} href={hrefOf(s.route)} aria-current={(s.pages as string[]).includes(current) ? 'page' : undefined}>
+              {s.label}
+            </a>
+          ))}
         </nav>
         <span class="who">{account.email}</span>
         <button type="button" class="secondary" onClick={() => void doSignOut()} disabled={busy}>

@@ -5,6 +5,7 @@ import { ErrorMessage } from '../components/error-message.js';
 import { PageHeading } from '../components/page-heading.js';
 import { hrefOf } from '../router.js';
 import { statusInWords } from '../status.js';
+import { when } from '../time.js';
 
 interface Overview {
   app: App;
@@ -22,10 +23,6 @@ async function overviewOf(name: string): Promise<Overview> {
     ? await data(api.GET('/deploys/{deployID}', { params: { path: { deployID: app.current_deploy } } }))
     : undefined;
   return { app, deploy, domains };
-}
-
-function when(iso: string | null | undefined): string {
-  return iso ? new Date(iso).toLocaleString('en', { dateStyle: 'medium', timeStyle: 'short' }) : 'unknown';
 }
 
 export function AppPage({ name }: { name: string }) {
@@ -86,6 +83,10 @@ export function AppPage({ name }: { name: string }) {
           </dd>
           <dt>Created</dt>
           <dd>{when(overview.app.created_at)}</dd>
+          <dt>Environment</dt>
+          <dd>
+            <a href={hrefOf({ page: 'app-env', name })}>Environment variables of {name}</a>
+          </dd>
         </dl>
       )}
     </>

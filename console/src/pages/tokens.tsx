@@ -1,0 +1,247 @@
+// The account's API tokens: the list, a new token restricted to some apps, actions and a lifetime
+// (shown once: the API keeps only its hash), and revoking one after a confirmation that says when
+// it is the console's own session, whose revocation signs this browser out.
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { api, data, type Token, type TokenAction, type TokenCreated, type TokenRequest } from '../api.js';
+import { ErrorMessage } from '../components/error-message.js';
+import { PageHeading } from '../components/page-heading.js';
+import { sessionTokens, tokenActions, tokenRequest } from '../token-form.js';
+import { when } from '../time.js';
+
+const lifetimes = [
+  { value: '1d', label: '1 day' },
+  { value: '7d', label: '7 days' },
+  { value: '30d', label: '30 days' },
+  { value: '90d', label: '90 days' },
+  { value: '366d', label: '366 days (the longest)' },
+];
+
+function NewToken({ created, onDone }: { created: TokenCreated; onDone: () => void }) {
+  const [copied, setCopied] = useState<string | undefined>(undefined);
+  // The form is at the page's foot and this box at its top: the focus (and the view) come here,
+  // onto the token itself, selected for copying.
+  const field = useRef<HTMLTextAreaElement>(null);
+  useEffect(() => field.current?.focus(), []);
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(created.token);
+      setCopied('Copied to the clipboard.');
+    } catch {
+      // No clipboard permission (an http origin other than localhost): the text is selectable.
+      setCopied('The browser refused the clipboard: select the token and copy it.');
+    }
+  };
+  return (
+    <div class="notice" id="new-token" role="region" aria-labelledby="new-token-heading">
+      <h2 id="new-token-heading">Token {created.name ?? ''} created</h2>
+      <p class="warn-text">
+        <strong>Copy it now: it will not be shown again.</strong> The platform keeps only what verifies it.
+      </p>
+      <label for="new-token-value">The new token</label>
+      <textarea
+        ref={field}
+        id="new-token-value"
+        class="token"
+        readOnly
+        rows={3}
+        value={created.token}
+        onFocus={(e) => e.currentTarget.select()}
+      />
+      <p>
+        <button type="button" onClick={() => void copy()}>
+          Copy the token
+        </button>{' '}
+        <button type="button" class="secondary" onClick={onDone}>
+          I have copied it
+        </button>
+      </p>
+      <p role="status">{copied}</p>
+    </div>
+  );
+}
+
+export function TokensPage() {
+  const [tokens, setTokens] = useState<Token[] | undefined>(undefined);
+  const [loadError, setLoadError] = useState<unknown>(undefined);
+  // A failed revoke is said above the list, a failed create under its form.
+  const [failure, setFailure] = useState<{ doing: string; error: unknown; where: 'list' | 'form' } | undefined>(undefined);
+  const [created, setCreated] = useState<TokenCreated | undefined>(undefined);
+  const [confirming, setConfirming] = useState<string | undefined>(undefined);
+  const [busy, setBusy] = useState(false);
+  const [done, setDone] = useState<string | undefined>(undefined);
+  const [name, setName] = useState('');
+  const [apps, setApps] = useState('');
+  const [actions, setActions] = useState<ReadonlySet<TokenAction>>(new Set());
+  const [lifetime, setLifetime] = useState('90d');
+
+  const load = () =>
+    data(api.GET('/account/tokens')).then(
+      (t) => {
+        setTokens(t.tokens);
+        setLoadError(undefined);
+      },
+      (err: unknown) => setLoadError(err),
+    );
+  useEffect(() => void load(), []);
+
+  const create = async (event: Event) => {
+    event.preventDefault();
+    setBusy(true);
+    setFailure(undefined);
+    setDone(undefined);
+    try {
+      const body: TokenRequest = tokenRequest({ name, apps, actions: [...actions], expiresIn: lifetime });
+      setCreated(await data(api.POST('/account/tokens', { body })));
+      setName('');
+      setApps('');
+      setActions(new Set());
+      await load();
+    } catch (error) {
+      setFailure({ doing: 'Creating the token', error, where: 'form' });
+    } finally {
+      setBusy(false);
+    }
+  };
+  const revoke = async (token: Token) => {
+    setBusy(true);
+    setFailure(undefined);
+    try {
+      await api.DELETE('/account/tokens/{nonce}', { params: { path: { nonce: token.nonce } } });
+      setConfirming(undefined);
+      setDone(`Token ${token.name ?? token.nonce} revoked.`);
+      // When it was this session's, this answers 401 and the console shows sign-in.
+      await load();
+    } catch (error) {
+      setFailure({ doing: `Revoking token ${token.name ?? token.nonce}`, error, where: 'list' });
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const sessions = tokens ? sessionTokens(tokens) : { mine: undefined, candidates: new Set<string>() };
+  const live = tokens?.filter((t) => !t.revoked) ?? [];
+  return (
+    <>
+      <PageHeading title="Tokens">API tokens</PageHeading>
+      {created && <NewToken created={created} onDone={() => setCreated(undefined)} />}
+      {failure?.where === 'list' && <ErrorMessage doing={failure.doing} error={failure.error} />}
+      <p role="status" id="tokens-done" class={done ? 'done' : 'visually-hidden'}>
+        {done}
+      </p>
+      {loadError !== undefined && <ErrorMessage doing="Listing tokens" error={loadError} />}
+      {!tokens && loadError === undefined && <p role="status">Loading tokens…</p>}
+      {tokens && (
+        <table class="apps tokens" id="tokens">
+          <caption class="visually-hidden">API tokens of the account</caption>
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Restrictions</th>
+              <th scope="col">Created</th>
+              <th scope="col">Expires</th>
+              <th scope="col">
+                <span class="visually-hidden">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {live.map((t) => {
+              const mine = sessions.mine === t.nonce;
+              const maybeMine = !mine && sessions.candidates.has(t.nonce);
+              const label = t.name ?? t.nonce;
+              return (
+                <tr key={t.nonce} data-nonce={t.nonce}>
+                  <th scope="row">
+                    {t.name ?? <span class="muted">unnamed</span>}
+                    {mine && <span class="tag">this session</span>}
+                    {maybeMine && <span class="tag">a console session, maybe this one</span>}
+                    <div class="muted small">
+                      <code>{t.nonce}</code>
+                    </div>
+                  </th>
+                  <td>
+                    {t.restrictions.filter((r) => !r.startsWith('expires=')).join('; ') || <span class="muted">none: full authority</span>}
+                  </td>
+                  <td>{when(t.created_at)}</td>
+                  <td>{when(t.expires_at)}</td>
+                  <td class="actions">
+                    {confirming === t.nonce ? (
+                      <div role="group" aria-label={`Confirm revoking ${label}`} class="confirm">
+                        <p>
+                          Revoke {label}? Whatever uses it, and every token made from it, stops working.
+                          {(mine || maybeMine) && (
+                            <strong>
+                              {' '}
+                              {mine
+                                ? 'It is this console session: revoking it signs you out.'
+                                : 'If it is this console session, revoking it signs you out.'}
+                            </strong>
+                          )}
+                        </p>
+                        <button type="button" class="danger small" disabled={busy} onClick={() => void revoke(t)}>
+                          {mine ? 'Revoke and sign out' : 'Revoke'}
+                        </button>{' '}
+                        <button type="button" class="secondary small" onClick={() => setConfirming(undefined)}>
+                          Keep
+                        </button>
+                      </div>
+                    ) : (
+                      <button type="button" class="secondary small" aria-label={`Revoke ${label}`} onClick={() => setConfirming(t.nonce)}>
+                        Revoke
+                      </button>
+                    )}
+                  </td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      )}
+
+      <section aria-labelledby="create-heading">
+        <h2 id="create-heading">Create a token</h2>
+        <p class="muted">A new token can do at most what this session can. Leave apps or actions empty for no such restriction.</p>
+        <form onSubmit={(e) => void create(e)} id="create-token">
+          <label for="token-name">Token name</label>
+          <input id="token-name" value={name} maxLength={100} autocomplete="off" onInput={(e) => setName(e.currentTarget.value)} />
+          <label for="token-apps">Only for these apps (separated by commas; empty: every app)</label>
+          <input id="token-apps" value={apps} autocomplete="off" spellcheck={false} onInput={(e) => setApps(e.currentTarget.value)} />
+          <fieldset>
+            <legend>Actions (none checked: every action)</legend>
+            {tokenActions.map((a) => (
+              <label class="check" key={a.action}>
+                <input
+                  type="checkbox"
+                  name="actions"
+                  value={a.action}
+                  checked={actions.has(a.action)}
+                  onChange={(e) => {
+                    const next = new Set(actions);
+                    if (e.currentTarget.checked) next.add(a.action);
+                    else next.delete(a.action);
+                    setActions(next);
+                  }}
+                />
+                <code>{a.action}</code>: {a.words}
+              </label>
+            ))}
+          </fieldset>
+          <label for="token-expiry">Expires after</label>
+          <select id="token-expiry" value={lifetime} onChange={(e) => setLifetime(e.currentTarget.value)}>
+            {lifetimes.map((l) => (
+              <option key={l.value} value={l.value}>
+                {l.label}
+              </option>
+            ))}
+          </select>
+          <p>
+            <button type="submit" disabled={busy}>
+              Create the token
+            </button>
+          </p>
+          {failure?.where === 'form' && <ErrorMessage doing={failure.doing} error={failure.error} />}
+        </form>
+      </section>
+    </>
+  );
+}
