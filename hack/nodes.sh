@@ -518,6 +518,9 @@ parts() {
 }
 
 up() {
+  # The nodes' runc, by absolute path in containerd's config: built (once, into the cache) before
+  # any node starts, or every pod fails at its sandbox with "fork/exec …/runc: no such file".
+  "$ROOT/hack/build-runc.sh"
   "$ROOT/hack/certs.sh"
   start_dns
   start_acme
@@ -590,7 +593,6 @@ stop_pods() {
 }
 
 status() {
-  "$ROOT/hack/build-runc.sh"
   local rc=0 p
   for p in $(parts); do status_line "$p" || rc=1; done
   return $rc

@@ -117,6 +117,8 @@ describe('runtime process', () => {
       env: { ...process.env, SVC_SITE_ROOT: root, HOST: '127.0.0.1', PORT: String(port), SVC_LOG_LEVEL: 'silent', SVC_DRAIN_MS: '0' },
       stdio: 'ignore',
     });
+    // Listened for from the start: a runtime that fails at once (dist/ not built) fails the test, not hangs it.
+    const exited = new Promise((r) => child.once('exit', r));
     try {
       let text = '';
       for (let i = 0; i < 100 && !text; i++) {
@@ -128,7 +130,6 @@ describe('runtime process', () => {
       }
       assert.equal(text, 'served by the runtime');
     } finally {
-      const exited = new Promise((r) => child.once('exit', r));
       child.kill('SIGTERM');
       assert.equal(await exited, 0);
     }
