@@ -21,7 +21,8 @@ export const errorRegistry = {
   },
   gone: {
     status: 410,
-    description: 'The cursor points before what the event log still keeps; the message gives the cursor to list again from.',
+    description:
+      'What the request names is no longer there: a cursor before what the event log still keeps (the message gives the cursor to list again from), or a used or expired sign-in code.',
   },
   payload_too_large: { status: 413, description: 'The body is larger than the configured limit.' },
   unsupported_media_type: { status: 415, description: 'A JSON write was sent without Content-Type: application/json.' },

@@ -41,7 +41,7 @@ export interface HandlerResult {
    */
   body: unknown;
   /** Response headers, e.g. the Content-Type of a body that is not JSON. */
-  headers?: Record<string, string>;
+  headers?: Record<string, string | string[]>;
 }
 
 interface OperationBase {

@@ -60,7 +60,7 @@ function respondStream(ctx: Koa.Context, body: Readable): void {
 /** The router's own: the body limit, and the app lookup of operations not built yet (their 404s). */
 export interface RouterDeps extends AppLookup {
   /** `auth.secureCookies`: TLS ends before the API, so its cookies are Secure and its origin https. */
-  config: { api: Pick<ApiDeps['config']['api'], 'bodyLimitBytes'>; auth: Pick<ApiDeps['config']['auth'], 'secureCookies'> };
+  config: { api: Pick<ApiDeps['config']['api'], 'bodyLimitBytes' | 'publicUrl'>; auth: Pick<ApiDeps['config']['auth'], 'secureCookies'> };
 }
 
 /**
@@ -74,14 +74,15 @@ export interface PublicRequest {
   body<T>(schema: z.ZodType<T>): Promise<T>;
 }
 
-function browserRequest(ctx: Koa.Context, secureCookies: boolean): BrowserRequest {
+function browserRequest(ctx: Koa.Context, config: RouterDeps['config']): BrowserRequest {
   return {
     method: ctx.method,
     cookie: ctx.get('cookie') || undefined,
     consoleHeader: ctx.get('x-svc-console') || undefined,
     origin: ctx.get('origin') || undefined,
-    secure: ctx.secure || secureCookies,
+    secure: ctx.secure || config.auth.secureCookies,
     host: ctx.host,
+    publicOrigin: config.api.publicUrl,
   };
 }
 
@@ -104,12 +105,12 @@ export function buildRouter(operations: readonly Operation[], s: RouterDeps, aut
     router.register(path, [op.method], async (ctx) => {
       if (op.action === null) {
         const handler: (request?: PublicRequest) => Promise<HandlerResult> | HandlerResult = op.handler;
-        const browser = browserRequest(ctx, s.config.auth.secureCookies);
+        const browser = browserRequest(ctx, s.config);
         return respond(ctx, op, await handler({ ip: ctx.ip, browser, body: (schema) => readBody(ctx, schema) }));
       }
       // The console's cookie is looked at only without a bearer header (which always wins).
       const authorization = ctx.get('authorization') || undefined;
-      const browser = authorization ? undefined : browserRequest(ctx, s.config.auth.secureCookies);
+      const browser = authorization ? undefined : browserRequest(ctx, s.config);
       const principal = await auth.authenticate(authorization, browser);
       limiter.take(principal.nonce);
       const params = ctx.params;

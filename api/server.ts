@@ -60,6 +60,12 @@ export function allOperations(s: ApiDeps): Operation[] {
 
 export function createApi(s: ApiDeps, operations: Operation[] = allOperations(s)): Koa<ApiState> {
   const app = new Koa<ApiState>();
+  // Behind trusted proxies, the client's address is the one the nearest of them saw (ctx.ip keys
+  // the per-address limits), and the scheme and host are the ones people used.
+  if (s.config.api.proxyHops > 0) {
+    app.proxy = true;
+    app.maxIpsCount = s.config.api.proxyHops;
+  }
   const router = buildRouter(operations, s, new Authenticator(s), new RateLimiter(s.config.api.rate.perSecond, s.config.api.rate.burst));
   app.use(requestContext(s.log));
   app.use(errorHandler());
@@ -67,13 +73,7 @@ export function createApi(s: ApiDeps, operations: Operation[] = allOperations(s)
   // Code hosts' push events: signed with the hook's secret, no bearer token.
   app.use(pushHookEndpoint({ importedRepos: s.importedRepos, sync: s.gitSync, log: s.log, clock: s.clock }));
   // The web console's files and where its mailed sign-in links land, at /console/ (decision 0031).
-  app.use(
-    consoleRoutes({
-      signIn: s.console,
-      limiter: new RateLimiter(1, 10, Date.now, () => 'too many console sign-in links opened from this address; try again shortly'),
-      secureCookies: s.config.auth.secureCookies,
-    }),
-  );
+  app.use(consoleRoutes());
   app.use(router.routes());
   app.use(unmatched(router));
   return app;

@@ -148,13 +148,19 @@ const api = part({
       .url()
       .regex(/^https?:\/\/[^/?#]+\/?$/, 'must be an http(s) origin, e.g. https://api.example.com')
       .optional(),
+    // How many proxies in front of the API append to X-Forwarded-For (a load balancer, an ingress
+    // controller): the client's address (rate limits per address) is that many entries from the
+    // end, and X-Forwarded-Proto/-Host are believed. 0 (the default): the connection's own.
+    SVC_API_PROXY_HOPS: z.coerce.number().int().min(0).max(5).default(0),
   },
   read: (e) =>
     Object.freeze({
       host: e.SVC_API_HOST,
       port: e.SVC_API_PORT,
       /** The API's public origin (no trailing slash): SVC_API_PUBLIC_URL, else its own listener's. */
-      publicUrl: (e.SVC_API_PUBLIC_URL ?? `http://${listenerHost(e.SVC_API_HOST)}:${e.SVC_API_PORT}`).replace(/\/$/, ''),
+      publicUrl: new URL(e.SVC_API_PUBLIC_URL ?? `http://${listenerHost(e.SVC_API_HOST)}:${e.SVC_API_PORT}`).origin,
+      /** Trusted proxies in front of the API (SVC_API_PROXY_HOPS): Koa's app.proxy and maxIpsCount. */
+      proxyHops: e.SVC_API_PROXY_HOPS,
       /** The machine listener: GET /artifacts/... and the identity keys, nothing else (api/machine.ts). */
       machineHost: e.SVC_API_MACHINE_HOST,
       machinePort: e.SVC_API_MACHINE_PORT,

@@ -31,6 +31,19 @@ export function clearSessionCookie(name: string, secure: boolean): string {
   return sessionCookie(name, '', { secure, maxAgeSeconds: 0 });
 }
 
+/** Both names' cookies cleared: sign-out ends whichever the browser holds, however the API is reached now. */
+export function clearSessionCookies(): string[] {
+  return [clearSessionCookie(sessionCookieName(false), false), clearSessionCookie(sessionCookieName(true), true)];
+}
+
+/**
+ * The cookie binding a mailed sign-in link to the browser that asked for it (codes.ts): a random
+ * value set by POST /api/console/sign-in, for as long as a code lives, named as the session's is.
+ */
+export function signInCookieName(secure: boolean): string {
+  return secure ? '__Host-svc-console-sign-in' : 'svc-console-sign-in';
+}
+
 /** The value of cookie `name` in a Cookie header; the first one wins. */
 export function readCookie(header: string | undefined, name: string): string | undefined {
   if (!header || !header.includes(name)) return undefined;
@@ -52,13 +65,24 @@ export interface BrowserRequest {
   origin: string | undefined;
   /** Whether the API is reached over https here (the connection, or SVC_AUTH_SECURE_COOKIES behind a TLS-terminating proxy). */
   secure: boolean;
-  /** The Host header the request was sent to. */
+  /** The Host header the request was sent to (X-Forwarded-Host behind trusted proxies, SVC_API_PROXY_HOPS). */
   host: string;
+  /** The API's configured public origin (config api.publicUrl). */
+  publicOrigin: string;
 }
 
 /** The API's own origin as this request reached it. */
 export function ownOrigin(r: Pick<BrowserRequest, 'secure' | 'host'>): string {
   return `${r.secure ? 'https' : 'http'}://${r.host}`;
+}
+
+/**
+ * Whether an Origin is the API's own: its configured public origin (what people open, whatever a
+ * proxy in front makes of Host), or the origin this request reached. A browser sets both Origin
+ * and Host itself, so a page of another origin matches neither.
+ */
+export function isOwnOrigin(r: Pick<BrowserRequest, 'secure' | 'host' | 'publicOrigin' | 'origin'>): boolean {
+  return r.origin !== undefined && (r.origin === r.publicOrigin || r.origin === ownOrigin(r));
 }
 
 /** Methods that change nothing, which need no Origin check (a GET still needs the header). */
@@ -72,8 +96,8 @@ export function csrfRefusal(r: BrowserRequest): string | undefined {
   if (r.consoleHeader !== '1') {
     return 'the console session cookie is accepted only with the header X-Svc-Console: 1 (a defence against cross-site requests)';
   }
-  if (!safeMethods.has(r.method.toUpperCase()) && r.origin !== ownOrigin(r)) {
-    return `the console session cookie is accepted on ${r.method.toUpperCase()} only with Origin: ${ownOrigin(r)} (a defence against cross-site requests); this request's Origin is ${r.origin ?? 'missing'}`;
+  if (!safeMethods.has(r.method.toUpperCase()) && !isOwnOrigin(r)) {
+    return `the console session cookie is accepted on ${r.method.toUpperCase()} only with Origin: ${r.publicOrigin} (a defence against cross-site requests); this request's Origin is ${r.origin ?? 'missing'}`;
   }
   return undefined;
 }

@@ -1,4 +1,4 @@
-// Console sign-in by email: the decisions behind POST /api/console/sign-in and GET /console/auth.
+// Console sign-in by email: the decisions behind POST /api/console/sign-in and POST /api/console/auth.
 // A request for a link is answered the same way, and before anything is looked up, whether or not
 // an account has the address (no enumeration by words or timing); the link is made afterwards, for
 // an account that has it, within a limit per address counted for every address alike.
@@ -35,27 +35,36 @@ export class ConsoleSignIn {
 
   /**
    * Mails a link to the account with this address, if there is one and the address is within its
-   * hourly limit, to the API's configured public origin.
+   * hourly limit, to the API's configured public origin; the code is bound to the browser holding
+   * `browserValue` (codes.ts).
    */
-  async sendLink(email: string): Promise<void> {
+  async sendLink(email: string, browserValue: string): Promise<void> {
     // Counted for every address, an account's or not, so the limit itself tells nothing.
     if (!(await this.rate.take(`console:${email}`, this.d.perAddressHourly, 3600_000))) return;
     const account = await this.d.db('accounts').where({ email }).first<Pick<Account, 'id'> | undefined>('id');
     if (!account) return;
     await this.d.db.transaction(async (trx) => {
-      const code = await this.codes.create(account.id, trx);
+      const code = await this.codes.create(account.id, browserValue, trx);
       await this.d.mail.enqueue(consoleSignInMail({ email, link: signInLink(this.d.publicUrl, code) }), trx);
     });
     this.d.log.info({ account: account.id }, 'Mailed a console sign-in link');
   }
 
-  /** Redeems a mailed code: a new console session token, or undefined for a code that is unknown, used or expired. */
-  async redeem(code: string): Promise<{ token: string; maxAgeSeconds: number } | undefined> {
-    const accountId = await this.codes.redeem(code);
-    if (!accountId) return undefined;
+  /**
+   * Presents a mailed code from the browser holding `browser.value`: a new console session token
+   * when it redeems, the account's address when the person must confirm first (nothing spent),
+   * undefined for a code that is unknown, used or expired.
+   */
+  async redeem(
+    code: string,
+    browser: { value: string | undefined; confirmed: boolean },
+  ): Promise<{ token: string; maxAgeSeconds: number } | { confirm: string } | undefined> {
+    const r = await this.codes.redeem(code, browser);
+    if (r.outcome === 'unusable') return undefined;
+    if (r.outcome === 'confirm') return { confirm: r.email };
     const expiresAt = new Date(this.d.clock().getTime() + sessionLifetimeMs);
-    const { token } = await this.d.tokens.issue(accountId, { name: 'console', expiresAt });
-    this.d.log.info({ account: accountId }, 'Signed in to the console');
+    const { token } = await this.d.tokens.issue(r.accountId, { name: 'console', expiresAt });
+    this.d.log.info({ account: r.accountId, confirmed: browser.confirmed }, 'Signed in to the console');
     return { token, maxAgeSeconds: sessionLifetimeMs / 1000 };
   }
 }

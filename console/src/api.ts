@@ -8,7 +8,13 @@ import type { paths } from '../../lib/client/schema.gen.js';
 
 export type App = paths['/apps/{appID}']['get']['responses'][200]['content']['application/json'];
 export type Deploy = paths['/deploys/{deployID}']['get']['responses'][200]['content']['application/json'];
+export type Build = paths['/builds/{buildID}']['get']['responses'][200]['content']['application/json'];
+export type Preview = paths['/apps/{appID}/previews']['get']['responses'][200]['content']['application/json']['previews'][number];
 export type Domain = paths['/apps/{appID}/domains']['get']['responses'][200]['content']['application/json']['domains'][number];
+export type Database = paths['/databases']['get']['responses'][200]['content']['application/json']['databases'][number];
+export type DatabaseRequest = NonNullable<paths['/databases']['post']['requestBody']>['content']['application/json'];
+export type VolumeList = paths['/volumes']['get']['responses'][200]['content']['application/json'];
+export type Volume = VolumeList['volumes'][number];
 export type Account = paths['/account']['get']['responses'][200]['content']['application/json'];
 export type AppEnv = paths['/apps/{appID}/env']['get']['responses'][200]['content']['application/json'];
 export type EnvPatch = NonNullable<paths['/apps/{appID}/env']['patch']['requestBody']>['content']['application/json'];
@@ -84,20 +90,38 @@ export async function listAllApps(onPage?: (sofar: App[]) => void): Promise<App[
   }
 }
 
-/** Asks for a sign-in link. Public, but refused without the console's header and Origin (the link names this origin). */
-export async function requestSignIn(email: string): Promise<string> {
-  // The document cannot describe a public operation's body (api/openapi.ts), so this one call is typed here.
-  const response = await fetch('/api/console/sign-in', {
+/**
+ * A call to one of the console's public operations (sign-in), refused by the API without the
+ * console's header and Origin. The document cannot describe a public operation's body
+ * (api/openapi.ts), so these few are typed here.
+ */
+async function postPublic<T>(path: string, body: unknown): Promise<T> {
+  const response = await fetch(`/api${path}`, {
     method: 'POST',
     credentials: 'same-origin',
     headers: { 'Content-Type': 'application/json', 'X-Svc-Console': '1' },
-    body: JSON.stringify({ email }),
+    body: JSON.stringify(body),
   }).catch((err: unknown) => {
     throw new ConsoleError(0, `cannot reach the API: ${err instanceof Error ? err.message : String(err)}`);
   });
   if (!response.ok) throw await errorOf(response);
-  const body = (await response.json()) as paths['/console/sign-in']['post']['responses'][202]['content']['application/json'];
-  return body.message;
+  return (await response.json()) as T;
+}
+
+/** Asks for a sign-in link (the link names this origin, and works at once in this browser). */
+export async function requestSignIn(email: string): Promise<string> {
+  type Sent = paths['/console/sign-in']['post']['responses'][202]['content']['application/json'];
+  return (await postPublic<Sent>('/console/sign-in', { email })).message;
+}
+
+export type SignInCodeAnswer = paths['/console/auth']['post']['responses'][200]['content']['application/json'];
+
+/**
+ * Presents a mailed sign-in code: signed in (the session cookie is set), or the account to confirm
+ * first when the link was asked for in another browser (nothing spent until `confirm`).
+ */
+export async function presentSignInCode(code: string, confirm: boolean): Promise<SignInCodeAnswer> {
+  return postPublic<SignInCodeAnswer>('/console/auth', { code, confirm });
 }
 
 export async function signOut(): Promise<void> {

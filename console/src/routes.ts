@@ -7,9 +7,17 @@ export type Route =
   | { page: 'apps' }
   | { page: 'app'; name: string }
   | { page: 'app-env'; name: string }
+  /** An app's deploys; `deploy`: the one whose details (and build log) are open. */
+  | { page: 'app-deploys'; name: string; deploy?: string }
+  | { page: 'app-previews'; name: string }
+  | { page: 'app-domains'; name: string }
+  | { page: 'databases' }
+  | { page: 'volumes' }
   | { page: 'tokens' }
   | { page: 'events' }
-  | { page: 'sign-in'; linkInvalid: boolean }
+  | { page: 'sign-in' }
+  /** Where a mailed sign-in link lands: the page presents its code to the API. */
+  | { page: 'auth'; code: string }
   | { page: 'not-found'; path: string };
 
 /** The route of a location's path and query (pure: unit-tested). */
@@ -19,10 +27,17 @@ export function routeOf(pathname: string, search = ''): Route {
   if (parts.length === 0 || (parts.length === 1 && parts[0] === 'apps')) return { page: 'apps' };
   if (parts.length === 2 && parts[0] === 'apps') return { page: 'app', name: parts[1]! };
   if (parts.length === 3 && parts[0] === 'apps' && parts[2] === 'env') return { page: 'app-env', name: parts[1]! };
+  if (parts.length === 3 && parts[0] === 'apps' && parts[2] === 'deploys') return { page: 'app-deploys', name: parts[1]! };
+  if (parts.length === 4 && parts[0] === 'apps' && parts[2] === 'deploys')
+    return { page: 'app-deploys', name: parts[1]!, deploy: parts[3]! };
+  if (parts.length === 3 && parts[0] === 'apps' && parts[2] === 'previews') return { page: 'app-previews', name: parts[1]! };
+  if (parts.length === 3 && parts[0] === 'apps' && parts[2] === 'domains') return { page: 'app-domains', name: parts[1]! };
+  if (parts.length === 1 && parts[0] === 'databases') return { page: 'databases' };
+  if (parts.length === 1 && parts[0] === 'volumes') return { page: 'volumes' };
   if (parts.length === 1 && parts[0] === 'tokens') return { page: 'tokens' };
   if (parts.length === 1 && parts[0] === 'events') return { page: 'events' };
-  if (parts.length === 1 && parts[0] === 'sign-in')
-    return { page: 'sign-in', linkInvalid: new URLSearchParams(search).get('link') === 'invalid' };
+  if (parts.length === 1 && parts[0] === 'auth') return { page: 'auth', code: new URLSearchParams(search).get('code') ?? '' };
+  if (parts.length === 1 && parts[0] === 'sign-in') return { page: 'sign-in' };
   return { page: 'not-found', path: pathname };
 }
 
@@ -34,12 +49,24 @@ export function hrefOf(route: Route): string {
       return `${base}/apps/${encodeURIComponent(route.name)}`;
     case 'app-env':
       return `${base}/apps/${encodeURIComponent(route.name)}/env`;
+    case 'app-deploys':
+      return `${base}/apps/${encodeURIComponent(route.name)}/deploys${route.deploy ? `/${encodeURIComponent(route.deploy)}` : ''}`;
+    case 'app-previews':
+      return `${base}/apps/${encodeURIComponent(route.name)}/previews`;
+    case 'app-domains':
+      return `${base}/apps/${encodeURIComponent(route.name)}/domains`;
+    case 'databases':
+      return `${base}/databases`;
+    case 'volumes':
+      return `${base}/volumes`;
     case 'tokens':
       return `${base}/tokens`;
     case 'events':
       return `${base}/events`;
     case 'sign-in':
       return `${base}/sign-in`;
+    case 'auth':
+      return `${base}/auth?code=${encodeURIComponent(route.code)}`;
     case 'not-found':
       return route.path;
   }

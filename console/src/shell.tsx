@@ -6,7 +6,13 @@ import { ErrorMessage } from './components/error-message.js';
 import { Layout } from './components/layout.js';
 import { PageHeading } from './components/page-heading.js';
 import { AppPage } from './pages/app.js';
+import { AuthPage } from './pages/auth.js';
 import { AppEnvPage } from './pages/app-env.js';
+import { AppDeploysPage } from './pages/app-deploys.js';
+import { AppPreviewsPage } from './pages/app-previews.js';
+import { AppDomainsPage } from './pages/app-domains.js';
+import { DatabasesPage } from './pages/databases.js';
+import { VolumesPage } from './pages/volumes.js';
 import { AppsPage } from './pages/apps.js';
 import { EventsPage } from './pages/events.js';
 import { SignInPage } from './pages/sign-in.js';
@@ -33,11 +39,13 @@ export function Shell() {
   }, []);
   // Signed out: the sign-in page, at its own address; signed in: never the sign-in page.
   useEffect(() => {
-    if (session.state === 'signed-out' && route.page !== 'sign-in')
-      navigate(hrefOf({ page: 'sign-in', linkInvalid: false }), { replace: true });
+    if (session.state === 'signed-out' && route.page !== 'sign-in' && route.page !== 'auth')
+      navigate(hrefOf({ page: 'sign-in' }), { replace: true });
     if (session.state === 'signed-in' && route.page === 'sign-in') navigate(hrefOf({ page: 'apps' }), { replace: true });
   }, [session.state, route.page]);
 
+  // A mailed link's page, signed in or not: it ends by opening the console afresh.
+  if (route.page === 'auth') return <AuthPage code={route.code} />;
   if (session.state === 'checking') return <p role="status">Loading the console…</p>;
   if (session.state === 'failed')
     return (
@@ -46,12 +54,17 @@ export function Shell() {
         <ErrorMessage doing="Asking the API who is signed in" error={session.error} />
       </main>
     );
-  if (session.state === 'signed-out') return <SignInPage linkInvalid={route.page === 'sign-in' && route.linkInvalid} />;
+  if (session.state === 'signed-out') return <SignInPage />;
   return (
     <Layout account={session.account} current={route.page} onSignedOut={() => setSession({ state: 'signed-out' })}>
       {route.page === 'apps' && <AppsPage />}
       {route.page === 'app' && <AppPage name={route.name} />}
       {route.page === 'app-env' && <AppEnvPage name={route.name} />}
+      {route.page === 'app-deploys' && <AppDeploysPage name={route.name} open={route.deploy} />}
+      {route.page === 'app-previews' && <AppPreviewsPage name={route.name} />}
+      {route.page === 'app-domains' && <AppDomainsPage name={route.name} />}
+      {route.page === 'databases' && <DatabasesPage />}
+      {route.page === 'volumes' && <VolumesPage />}
       {route.page === 'tokens' && <TokensPage />}
       {route.page === 'events' && <EventsPage />}
       {route.page === 'not-found' && (

@@ -1173,6 +1173,23 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/console/auth': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Present a mailed sign-in code (body {"code", "confirm"}; from the console only): signed in, or the account to confirm when the link was asked for in another browser */
+    post: operations['redeemConsoleSignIn'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/console/sign-out': {
     parameters: {
       query?: never;
@@ -5552,6 +5569,44 @@ export interface operations {
             status: 'sent_if_allowed';
             message: string;
           };
+        };
+      };
+      /** @description Error */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  redeemConsoleSignIn: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                /** @constant */
+                status: 'signed_in';
+              }
+            | {
+                /** @constant */
+                status: 'confirm';
+                email: string;
+              };
         };
       };
       /** @description Error */

@@ -27,6 +27,7 @@ import * as m0022 from './migrations/0022_app_domains.js';
 import * as m0023 from './migrations/0023_certificate_orders.js';
 import * as m0024 from './migrations/0024_tls_ticket_keys.js';
 import * as m0025 from './migrations/0025_console_sign_in_codes.js';
+import * as m0026 from './migrations/0026_console_sign_in_browser.js';
 
 interface Migration {
   up(db: Knex): Promise<void>;
@@ -59,6 +60,7 @@ const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ['0023_certificate_orders', m0023],
   ['0024_tls_ticket_keys', m0024],
   ['0025_console_sign_in_codes', m0025],
+  ['0026_console_sign_in_browser', m0026],
 ];
 
 const source: Knex.MigrationSource<readonly [string, Migration]> = {

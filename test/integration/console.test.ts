@@ -1,6 +1,7 @@
 // The web console end to end in headless Chromium against the API in-process and a real SMTP
 // server (docs/console.md, decision 0031): sign-in by the mailed one-time link, the apps list with
-// an app this test made, searching it, its overview, sign-out (after which the cookie is refused);
+// an app this test made, searching it, its overview, sign-out (after which the cookie is refused); a
+// link asked for in another browser opening only once the account is confirmed;
 // axe-core on every page with no serious or critical violation; screenshots of each page, light
 // and dark, into docs/console/; a CSRF attack from a page of another origin (fetch with
 // credentials, a preflighted fetch and form posts) refused with 403, changing nothing; an app's env
@@ -160,13 +161,58 @@ describe('web console (Chromium, SMTP)', () => {
     sessionCookie = `svc-console=${cookie.value}`;
     assert.equal(await page.evaluate("document.cookie.includes('svc-console')"), false, 'no script can read it');
 
+    assert.equal(
+      (await signedIn.cookies(api.url)).find((c) => c.name === 'svc-console-sign-in'),
+      undefined,
+      'the browser binding is cleared once used',
+    );
+
     // Used once: the same link again, in another browser, signs nobody in.
     const other = await chromium.newContext();
     const again = await other.newPage();
     await again.goto(link);
-    await again.waitForURL(`${api.url}/console/sign-in?link=invalid`);
-    await again.getByText('That sign-in link no longer works').waitFor();
+    await again.getByText('this sign-in link no longer works').waitFor();
+    assert.equal(again.url(), `${api.url}/console/auth`, 'the code left the address bar');
     await other.close();
+  });
+
+  it('opens a link asked for in another browser only once the person confirms the account', async () => {
+    // Asked for by a script (another browser, as an attacker's own link sent to a victim would be).
+    const mailsBefore = smtp.received.length;
+    const asked = await fetch(`${api.url}/api/console/sign-in`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-svc-console': '1', origin: api.url },
+      body: JSON.stringify({ email: api.account.email }),
+    });
+    assert.equal(asked.status, 202);
+    const link = consoleLink(
+      await smtp.waitFor((m) => smtp.received.indexOf(m) >= mailsBefore && m.to.includes(api.account.email), 20_000),
+    );
+    const elsewhere = await chromium.newContext({ colorScheme: 'light' });
+    const page = await elsewhere.newPage();
+    await page.goto(link);
+    const confirm = page.getByRole('button', { name: `Sign in as ${api.account.email}` });
+    await confirm.waitFor();
+    assert.equal(page.url(), `${api.url}/console/auth`, 'the code left the address bar');
+    assert.equal(
+      (await elsewhere.cookies(api.url)).find((c) => c.name === 'svc-console'),
+      undefined,
+      'not signed in before confirming',
+    );
+    await look(page, 'sign-in-confirm', 'light');
+    // A mail scanner's visit (a GET of the link, scripts run or not) spends nothing: the code still works here.
+    assert.equal((await fetch(link)).status, 200);
+    await confirm.click();
+    await page.waitForURL(`${api.url}/console/`);
+    await page.getByRole('button', { name: 'Sign out' }).waitFor();
+    assert.ok(
+      (await elsewhere.cookies(api.url)).find((c) => c.name === 'svc-console'),
+      'signed in once confirmed',
+    );
+    // Ended, so the tokens page below sees one console session: the test's own.
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.waitForURL(`${api.url}/console/sign-in`);
+    await elsewhere.close();
   });
 
   it('lists the apps with the one this test made, searches it and opens its overview', async () => {

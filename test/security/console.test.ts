@@ -2,7 +2,9 @@
 // the real API and PostgreSQL, with raw HTTP so that every header is the attacker's to choose:
 // - a sign-in asked under a forged Host (and an Origin to match it) still mails a link to the API's
 //   configured public origin, never to the attacker's host;
-// - a mailed code opens one session only;
+// - a mailed code opens one session only; opening its link spends nothing; presented without the
+//   asking browser's cookie it only names the account, and no other origin can present it;
+// - a forged X-Forwarded-For does not escape the per-address limit;
 // - the session cookie does nothing without the console's header, nor a write from another origin,
 //   and the API answers no CORS preflight that would let a page send that header;
 // - a cookie session's token revoked by sign-out is refused at once.
@@ -38,8 +40,8 @@ describe('security: the console sign-in and its session cookie', () => {
     });
   const own = () => `127.0.0.1:${port}`;
 
-  /** Asks for a link for the account's address and returns the code the outbox holds for it. */
-  const mailedCode = async (): Promise<{ link: string; code: string }> => {
+  /** Asks for a link for the account's address: the code the outbox holds for it, and the browser cookie the answer set. */
+  const mailedCode = async (): Promise<{ link: string; code: string; browser: string }> => {
     const before = Number((await api.db('mail_outbox').max('id as id').first<{ id: string | null }>())?.id ?? 0);
     const body = JSON.stringify({ email: api.account.email });
     const answer = await raw(
@@ -55,6 +57,8 @@ describe('security: the console sign-in and its session cookie', () => {
       body,
     );
     assert.equal(answer.status, 202, answer.body);
+    const browser = cookieSet(answer, 'svc-console-sign-in');
+    assert.ok(browser, 'the answer binds the asking browser');
     const deadline = Date.now() + 5_000;
     for (;;) {
       const row = await api
@@ -63,21 +67,45 @@ describe('security: the console sign-in and its session cookie', () => {
         .where({ purpose: 'console-sign-in' })
         .first<{ text: string }>('text');
       const link = row ? /https?:\/\/\S+\/console\/auth\?code=([A-Za-z0-9_-]+)/.exec(row.text) : null;
-      if (link) return { link: link[0], code: link[1]! };
+      if (link) return { link: link[0], code: link[1]!, browser };
       if (Date.now() > deadline) throw new Error('no console sign-in mail was queued');
       await new Promise((r) => setTimeout(r, 100));
     }
   };
 
-  /** Redeems a code: the session cookie's value, or undefined when none was set. */
-  const redeem = async (code: string): Promise<{ answer: Answer; cookie: string | undefined }> => {
-    const answer = await raw('GET', `/console/auth?code=${code}`, { host: own() });
-    const set = ([] as string[]).concat(answer.headers['set-cookie'] ?? []).find((c) => c.startsWith('svc-console='));
-    return { answer, cookie: set ? set.slice('svc-console='.length).split(';')[0] : undefined };
+  /** The value a Set-Cookie of the answer gives cookie `name`, or undefined when it sets none. */
+  const cookieSet = (answer: Answer, name: string): string | undefined => {
+    const set = ([] as string[]).concat(answer.headers['set-cookie'] ?? []).find((c) => c.startsWith(`${name}=`));
+    return set ? set.slice(name.length + 1).split(';')[0] || undefined : undefined;
   };
 
+  /** Presents a code as the console page does (or with the headers given): the answer, and the session cookie it set. */
+  const present = async (
+    code: string,
+    o: { browser?: string; confirm?: boolean; headers?: Record<string, string> } = {},
+  ): Promise<{ answer: Answer; cookie: string | undefined }> => {
+    const body = JSON.stringify({ code, confirm: o.confirm ?? false });
+    const answer = await raw(
+      'POST',
+      '/api/console/auth',
+      {
+        host: own(),
+        origin: `http://${own()}`,
+        'x-svc-console': '1',
+        'content-type': 'application/json',
+        'content-length': String(body.length),
+        ...(o.browser ? { cookie: `svc-console-sign-in=${o.browser}` } : {}),
+        ...o.headers,
+      },
+      body,
+    );
+    return { answer, cookie: cookieSet(answer, 'svc-console') };
+  };
+  /** Signs in as the page of the asking browser does. */
+  const redeem = async (code: string, browser: string) => present(code, { browser });
+
   before(async () => {
-    api = await startTestApi({ env: { SVC_API_PUBLIC_URL: publicUrl } });
+    api = await startTestApi({ env: { SVC_API_PUBLIC_URL: publicUrl, SVC_AUTH_EMAIL_PER_ADDRESS_HOURLY: '20' } });
     port = Number(new URL(api.url).port);
   });
   after(async () => {
@@ -114,21 +142,51 @@ describe('security: the console sign-in and its session cookie', () => {
   });
 
   it('a mailed code opens one session; the second use sets no cookie', async () => {
-    const { code } = await mailedCode();
-    const first = await redeem(code);
-    assert.equal(first.answer.status, 303);
+    const { code, browser } = await mailedCode();
+    const first = await redeem(code, browser);
+    assert.equal(first.answer.status, 200, first.answer.body);
     assert.ok(first.cookie, 'a session cookie');
-    const again = await redeem(code);
-    assert.equal(again.answer.status, 303);
+    const again = await redeem(code, browser);
+    assert.equal(again.answer.status, 410);
     assert.equal(again.cookie, undefined, 'no second session from one code');
-    assert.match(String(again.answer.headers.location), /sign-in\?link=invalid/);
+    // Nor by confirming.
+    assert.equal((await present(code, { confirm: true })).cookie, undefined);
     // A code nobody was sent.
-    assert.equal((await redeem('A'.repeat(43))).cookie, undefined);
+    assert.equal((await present('A'.repeat(43), { confirm: true })).answer.status, 410);
+  });
+
+  it('nothing spends a code but the console page: not another origin (login CSRF), not opening the link, not another browser unconfirmed', async () => {
+    const { code, browser } = await mailedCode();
+    const tries: Array<{ confirm: boolean; headers: Record<string, string> }> = [
+      { confirm: true, headers: { 'x-svc-console': '' } },
+      { confirm: true, headers: { origin: 'http://evil.example' } },
+      { confirm: true, headers: { origin: 'null' } },
+    ];
+    for (const t of tries) {
+      const { answer, cookie } = await present(code, t);
+      assert.equal(answer.status, 403, answer.body);
+      assert.equal(cookie, undefined);
+    }
+    // What a mail scanner does with a link: GET and HEAD it.
+    for (const method of ['GET', 'HEAD']) {
+      const opened = await raw(method, `/console/auth?code=${code}`, { host: own() });
+      assert.equal(opened.status, 200);
+      assert.equal(opened.headers['set-cookie'], undefined, `${method} sets no cookie`);
+    }
+    // Presented without the asking browser's cookie, or with another's: the account is named, nothing spent.
+    for (const other of [undefined, 'B'.repeat(43)]) {
+      const elsewhere = await present(code, other ? { browser: other } : {});
+      assert.equal(elsewhere.answer.status, 200);
+      assert.deepEqual(JSON.parse(elsewhere.answer.body), { status: 'confirm', email: api.account.email });
+      assert.equal(elsewhere.cookie, undefined);
+    }
+    // The asking browser still signs in with it.
+    assert.ok((await redeem(code, browser)).cookie);
   });
 
   it('the cookie does nothing without the console header, nor a write from another origin; no CORS preflight is granted', async () => {
-    const { code } = await mailedCode();
-    const { cookie } = await redeem(code);
+    const { code, browser } = await mailedCode();
+    const { cookie } = await redeem(code, browser);
     assert.ok(cookie);
     const name = uniqueName('csrf');
     const body = JSON.stringify({ name });
@@ -168,12 +226,21 @@ describe('security: the console sign-in and its session cookie', () => {
   });
 
   it('sign-out revokes the cookie session: the same cookie is refused at once', async () => {
-    const { code } = await mailedCode();
-    const { cookie } = await redeem(code);
+    const { code, browser } = await mailedCode();
+    const { cookie } = await redeem(code, browser);
     assert.ok(cookie);
     const headers = { host: own(), cookie: `svc-console=${cookie}`, 'x-svc-console': '1' };
     assert.equal((await raw('GET', '/api/apps', headers)).status, 200);
     assert.equal((await raw('POST', '/api/console/sign-out', { ...headers, origin: `http://${own()}` })).status, 204);
     assert.equal((await raw('GET', '/api/apps', headers)).status, 401);
+  });
+
+  it('a forged X-Forwarded-For does not escape the per-address limit (no proxy is trusted unless configured)', async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 30; i++) {
+      const { answer } = await present('C'.repeat(43), { headers: { 'x-forwarded-for': `10.0.0.${i}` } });
+      statuses.push(answer.status);
+    }
+    assert.ok(statuses.includes(429), `the limit held: ${statuses.join(' ')}`);
   });
 });

@@ -14,8 +14,18 @@ import { createLogger } from '../../lib/logger.js';
 import { TokenRejected, type Principal } from '../../lib/tokens/store.js';
 import { account, fakeAccounts, fakes, startFakeApi, type FakeApi, type Fakes } from '../support/fake-api.js';
 
-/** The addresses sign-in was asked to mail a link to (ConsoleSignIn's own part is console-codes'). */
+/** The addresses sign-in was asked to mail a link to, with the browser value each is bound to (ConsoleSignIn's own part is console-codes'). */
 const linksAsked: string[] = [];
+const browsersAsked: string[] = [];
+/** What POST /console/auth presented to ConsoleSignIn.redeem, and what the fake answers. */
+const presented: Array<{ code: string; value: string | undefined; confirmed: boolean }> = [];
+const fakeRedeem = async (code: string, browser: { value: string | undefined; confirmed: boolean }) => {
+  presented.push({ code, ...browser });
+  if (code === 'good' && (browser.confirmed || browser.value === browsersAsked[0]))
+    return { token: 'svc_new_session', maxAgeSeconds: 43200 };
+  if (code === 'good') return { confirm: 'owner@example.test' };
+  return undefined;
+};
 
 describe('console session cookie and CSRF defences (router, fake tokens)', () => {
   let api: FakeApi;
@@ -46,7 +56,13 @@ describe('console session cookie and CSRF defences (router, fake tokens)', () =>
     }),
     ...consoleOperations({
       tokens: x.tokens,
-      console: { sendLink: async (email) => void linksAsked.push(email) },
+      console: {
+        sendLink: async (email, browserValue) => {
+          linksAsked.push(email);
+          browsersAsked.push(browserValue);
+        },
+        redeem: fakeRedeem,
+      },
       log: createLogger('test', 'silent'),
     }),
   ];
@@ -116,7 +132,11 @@ describe('console session cookie and CSRF defences (router, fake tokens)', () =>
     );
     const res = await call('POST', '/api/console/sign-out', { cookie: cookie(), 'x-svc-console': '1', origin: own() });
     assert.equal(res.status, 204, res.text);
-    assert.match(res.headers.get('set-cookie') ?? '', /^svc-console=; Path=\/; HttpOnly; SameSite=Strict; Max-Age=0$/);
+    // Both names cleared, whichever this browser holds.
+    assert.deepEqual(res.headers.getSetCookie(), [
+      'svc-console=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0',
+      '__Host-svc-console=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0; Secure',
+    ]);
     const after = await call('GET', '/api/whoami', { cookie: cookie(), 'x-svc-console': '1' });
     assert.equal(after.status, 401, 'the revoked session no longer works');
   });
@@ -139,6 +159,74 @@ describe('console session cookie and CSRF defences (router, fake tokens)', () =>
       linksAsked,
       ['owner@example.test', 'nobody@localhost'],
       'only those from the console reached the mailer (a domain without a dot too, as the local platform has)',
+    );
+    // Each answer binds the browser with an HttpOnly cookie holding the value the link was made for.
+    const set = a.headers.get('set-cookie') ?? '';
+    assert.match(set, /^svc-console-sign-in=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Strict; Max-Age=600$/);
+    assert.equal(set.split(';')[0]!.split('=')[1], browsersAsked[0]);
+    // A browser that holds one keeps it: a second link does not orphan the first.
+    const again = await call(
+      'POST',
+      '/api/console/sign-in',
+      { ...headers, cookie: `svc-console-sign-in=${browsersAsked[0]}` },
+      {
+        email: 'owner@example.test',
+      },
+    );
+    assert.equal(again.status, 202);
+    assert.equal(browsersAsked[2], browsersAsked[0]);
+    // Anything else in that cookie is not kept.
+    await call('POST', '/api/console/sign-in', { ...headers, cookie: 'svc-console-sign-in=forged' }, { email: 'owner@example.test' });
+    assert.notEqual(browsersAsked[3], 'forged');
+  });
+
+  it('takes a code only from the console: without the header or from another origin nothing is presented', async () => {
+    presented.length = 0;
+    const refused = [
+      await call('POST', '/api/console/auth', { origin: own() }, { code: 'good', confirm: true }),
+      await call('POST', '/api/console/auth', { 'x-svc-console': '1', origin: 'http://evil.example' }, { code: 'good', confirm: true }),
+      await call('POST', '/api/console/auth', { 'x-svc-console': '1' }, { code: 'good', confirm: true }),
+    ];
+    assert.deepEqual(
+      refused.map((r) => r.status),
+      [403, 403, 403],
+    );
+    assert.deepEqual(presented, [], 'a login CSRF never reaches the codes');
+  });
+
+  it('signs in the browser that asked at once, asks another to confirm, refuses a dead code with 410', async () => {
+    presented.length = 0;
+    const headers = { 'x-svc-console': '1', origin: own() };
+    const elsewhere = await call('POST', '/api/console/auth', headers, { code: 'good' });
+    assert.equal(elsewhere.status, 200, elsewhere.text);
+    assert.deepEqual(elsewhere.body, { status: 'confirm', email: 'owner@example.test' });
+    assert.equal(elsewhere.headers.get('set-cookie'), null, 'no session before the person confirms');
+    const here = await call(
+      'POST',
+      '/api/console/auth',
+      { ...headers, cookie: `svc-console-sign-in=${browsersAsked[0]}` },
+      { code: 'good' },
+    );
+    assert.deepEqual(here.body, { status: 'signed_in' });
+    assert.deepEqual(here.headers.getSetCookie(), [
+      'svc-console=svc_new_session; Path=/; HttpOnly; SameSite=Strict; Max-Age=43200',
+      'svc-console-sign-in=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0',
+    ]);
+    assert.equal(here.headers.get('cache-control'), 'no-store');
+    const confirmed = await call('POST', '/api/console/auth', headers, { code: 'good', confirm: true });
+    assert.deepEqual(confirmed.body, { status: 'signed_in' });
+    const dead = await call('POST', '/api/console/auth', headers, { code: 'used-or-unknown' });
+    assert.equal(dead.status, 410);
+    assert.match(dead.text, /no longer works/);
+    assert.equal((await call('POST', '/api/console/auth', headers, { code: 'good', extra: 1 })).status, 400);
+    assert.deepEqual(
+      presented.map((p) => [p.value === browsersAsked[0], p.confirmed]),
+      [
+        [false, false],
+        [true, false],
+        [false, true],
+        [false, false],
+      ],
     );
   });
 });
@@ -166,6 +254,7 @@ describe('Authenticator with the console cookie', () => {
     origin: undefined,
     secure: false,
     host: 'api.test',
+    publicOrigin: 'https://console.example.test',
     ...o,
   });
   const refusal = async (p: Promise<unknown>): Promise<ApiError> => {

@@ -3,17 +3,20 @@
 // with which headers, and the console's own search, paging, status words and routes.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { hashSecret } from '../../lib/auth/secrets.js';
-import { codeLifetimeMs, codeState, isCodeShape, newCode } from '../../api/console/codes.js';
+import { hashSecret, newSecret } from '../../lib/auth/secrets.js';
+import { browserHash, codeLifetimeMs, codeState, isCodeShape, newCode } from '../../api/console/codes.js';
 import { consoleSignInMail, signInLink } from '../../api/console/mail.js';
 import {
   clearSessionCookie,
+  clearSessionCookies,
   csrfRefusal,
+  isOwnOrigin,
   ownOrigin,
   readCookie,
   sessionCookie,
   sessionCookieName,
   sessionLifetimeMs,
+  signInCookieName,
 } from '../../api/console/session.js';
 import { contentSecurityPolicy, fileFor, isHashed, type ConsoleFile } from '../../api/console/static.js';
 import { filterByName, pageOf, pageSize } from '../../console/src/list.js';
@@ -40,6 +43,15 @@ describe('console sign-in codes', () => {
     assert.equal(codeState({ expiresAt, usedAt: null }, expiresAt), 'expired');
     assert.equal(codeState({ expiresAt, usedAt: now }, now), 'used');
     assert.equal(codeState(undefined, now), 'unknown');
+  });
+
+  it('are bound to the asking browser by the hash of its cookie value, none for anything else', () => {
+    const value = newSecret();
+    const { row } = newCode('acct_1', now, value);
+    assert.equal(row.browser_hash, hashSecret(value));
+    assert.equal(browserHash(value), hashSecret(value));
+    assert.equal(newCode('acct_1', now).row.browser_hash, null);
+    for (const bad of [undefined, '', 'x', 'a'.repeat(42)]) assert.equal(browserHash(bad), undefined);
   });
 
   it('refuses anything but the shape of a code before the database is asked', () => {
@@ -82,7 +94,7 @@ describe('console session cookie', () => {
     assert.equal(readCookie(undefined, 'svc-console'), undefined);
   });
 
-  it('passes the CSRF checks only with the header, and on writes the own origin', () => {
+  it('passes the CSRF checks only with the header, and on writes the own origin or the public one', () => {
     const r = {
       method: 'POST',
       cookie: undefined,
@@ -90,13 +102,28 @@ describe('console session cookie', () => {
       origin: 'http://api.test:8080',
       secure: false,
       host: 'api.test:8080',
+      publicOrigin: 'https://console.example.test',
     };
     assert.equal(ownOrigin(r), 'http://api.test:8080');
     assert.equal(csrfRefusal(r), undefined);
     assert.match(csrfRefusal({ ...r, consoleHeader: undefined }) ?? '', /X-Svc-Console: 1/);
-    assert.match(csrfRefusal({ ...r, origin: 'http://api.test:8081' }) ?? '', /Origin: http:\/\/api\.test:8080/);
-    assert.match(csrfRefusal({ ...r, secure: true }) ?? '', /Origin: https:\/\/api\.test:8080/);
+    assert.match(csrfRefusal({ ...r, origin: 'http://api.test:8081' }) ?? '', /Origin: https:\/\/console\.example\.test/);
+    // Reached over https, an http Origin of the same host is another origin.
+    assert.match(csrfRefusal({ ...r, secure: true }) ?? '', /this request's Origin is http:\/\/api\.test:8080/);
     assert.equal(csrfRefusal({ ...r, method: 'GET', origin: undefined }), undefined);
+    // Behind a proxy that sends its own Host (svc-api.svc:8080), people's Origin is the public one.
+    assert.equal(csrfRefusal({ ...r, host: 'svc-api.svc:8080', origin: 'https://console.example.test' }), undefined);
+    assert.equal(isOwnOrigin({ ...r, origin: 'https://console.example.test.evil.example' }), false);
+    assert.equal(isOwnOrigin({ ...r, origin: undefined }), false);
+  });
+
+  it('clear both session cookies on sign-out; the sign-in cookie is named as the session is', () => {
+    assert.deepEqual(clearSessionCookies(), [
+      'svc-console=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0',
+      '__Host-svc-console=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0; Secure',
+    ]);
+    assert.equal(signInCookieName(true), '__Host-svc-console-sign-in');
+    assert.equal(signInCookieName(false), 'svc-console-sign-in');
   });
 });
 
@@ -156,7 +183,9 @@ describe('console apps list, status words and routes', () => {
   it('maps addresses to pages and back', () => {
     assert.deepEqual(routeOf('/console/'), { page: 'apps' });
     assert.deepEqual(routeOf('/console/apps/shop'), { page: 'app', name: 'shop' });
-    assert.deepEqual(routeOf('/console/sign-in', '?link=invalid'), { page: 'sign-in', linkInvalid: true });
+    assert.deepEqual(routeOf('/console/sign-in'), { page: 'sign-in' });
+    assert.deepEqual(routeOf('/console/auth', '?code=abc_-'), { page: 'auth', code: 'abc_-' });
+    assert.equal(hrefOf({ page: 'auth', code: 'a b' }), '/console/auth?code=a%20b');
     assert.equal(routeOf('/console/nope/x/y').page, 'not-found');
     assert.equal(hrefOf({ page: 'app', name: 'shop' }), '/console/apps/shop');
   });

@@ -7,7 +7,9 @@ import { ErrorMessage } from './error-message.js';
 
 /** The navigation's pages; an app's pages count as Apps. */
 const sections = [
-  { label: 'Apps', route: { page: 'apps' }, pages: ['apps', 'app', 'app-env'] },
+  { label: 'Apps', route: { page: 'apps' }, pages: ['apps', 'app', 'app-env', 'app-deploys', 'app-previews', 'app-domains'] },
+  { label: 'Databases', route: { page: 'databases' }, pages: ['databases'] },
+  { label: 'Volumes', route: { page: 'volumes' }, pages: ['volumes'] },
   { label: 'Events', route: { page: 'events' }, pages: ['events'] },
   { label: 'Tokens', route: { page: 'tokens' }, pages: ['tokens'] },
 ] satisfies Array<{ label: string; route: Route; pages: Array<Route['page']> }>;

@@ -4,6 +4,7 @@ import { api, data, type App, type Deploy, type Domain } from '../api.js';
 import { ErrorMessage } from '../components/error-message.js';
 import { PageHeading } from '../components/page-heading.js';
 import { hrefOf } from '../router.js';
+import { expiryInWords } from '../deploys.js';
 import { statusInWords } from '../status.js';
 import { when } from '../time.js';
 
@@ -70,19 +71,42 @@ export function AppPage({ name }: { name: string }) {
           <dd id="app-deploy">
             {overview.deploy ? (
               <>
-                <code>{overview.deploy.id}</code> ({overview.deploy.kind}, from {overview.deploy.origin}), live since{' '}
-                {when(overview.deploy.live_at)}
+                <code>{overview.deploy.id}</code> ({overview.deploy.kind}, from {overview.deploy.origin}
+                {overview.deploy.origin_deploy && (
+                  <>
+                    {' '}
+                    of <code>{overview.deploy.origin_deploy}</code>
+                  </>
+                )}
+                ), live since {when(overview.deploy.live_at)}
               </>
             ) : (
               <span class="muted">none yet</span>
             )}
           </dd>
           <dt>Custom domains</dt>
-          <dd id="app-domains">
-            {overview.domains.length === 0 ? 'none' : `${overview.domains.length}: ${overview.domains.map((d) => d.name).join(', ')}`}
+          <dd>
+            <span id="app-domains">
+              {overview.domains.length === 0 ? 'none' : `${overview.domains.length}: ${overview.domains.map((d) => d.name).join(', ')}`}
+            </span>{' '}
+            (<a href={hrefOf({ page: 'app-domains', name })}>Custom domains of {name}</a>)
           </dd>
           <dt>Created</dt>
           <dd>{when(overview.app.created_at)}</dd>
+          {overview.app.expires_at && (
+            <>
+              <dt>Expiry</dt>
+              <dd id="app-expiry">{expiryInWords(overview.app.expires_at)}</dd>
+            </>
+          )}
+          <dt>Deploys</dt>
+          <dd>
+            <a href={hrefOf({ page: 'app-deploys', name })}>Deploys of {name}</a> (build logs, rollback)
+          </dd>
+          <dt>Previews</dt>
+          <dd>
+            <a href={hrefOf({ page: 'app-previews', name })}>Previews of {name}</a>
+          </dd>
           <dt>Environment</dt>
           <dd>
             <a href={hrefOf({ page: 'app-env', name })}>Environment variables of {name}</a>

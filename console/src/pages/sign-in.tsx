@@ -5,7 +5,7 @@ import { requestSignIn } from '../api.js';
 import { ErrorMessage } from '../components/error-message.js';
 import { PageHeading } from '../components/page-heading.js';
 
-export function SignInPage({ linkInvalid }: { linkInvalid: boolean }) {
+export function SignInPage() {
   const [email, setEmail] = useState('');
   const [sent, setSent] = useState<string | undefined>(undefined);
   const [error, setError] = useState<unknown>(undefined);
@@ -25,11 +25,6 @@ export function SignInPage({ linkInvalid }: { linkInvalid: boolean }) {
   return (
     <main id="main" class="narrow">
       <PageHeading title="Sign in">Sign in to the svc console</PageHeading>
-      {linkInvalid && !sent && (
-        <p class="error" role="alert">
-          That sign-in link no longer works: it was used already, is older than ten minutes, or is not one of ours. Ask for a new one below.
-        </p>
-      )}
       {sent ? (
         <div class="notice" role="status" id="sent">
           <h2>Check your mail</h2>
