@@ -12,6 +12,7 @@ import { DeployStore } from '../lib/deploys.js';
 import { LeaderElection } from '../lib/kube/leader.js';
 import type { Logger } from '../lib/logger.js';
 import { MailOutbox } from '../lib/mail/outbox.js';
+import { CliLogins } from './cli-login/logins.js';
 import { ConsoleSignIn } from './console/sign-in.js';
 import type { TokenStore } from '../lib/tokens/store.js';
 import { AppActions } from './deploys/actions.js';
@@ -110,6 +111,8 @@ export interface ApiDeps {
   auth: { users: AppUserStore; sessions: SessionStore; links: LinkStore };
   /** The console's sign-in: mailed one-time links, redeemed for a session's token (api/console/). */
   console: ConsoleSignIn;
+  /** `svc login`'s device-code logins, approved in the console (api/cli-login/). */
+  cliLogins: CliLogins;
   /** The account's event log (lib/events.ts). */
   events: {
     list: (accountId: string, opts: Parameters<typeof listEvents>[2]) => ReturnType<typeof listEvents>;
@@ -637,6 +640,7 @@ export async function assembleDeps(deps: {
       log,
       clock,
     }),
+    cliLogins: new CliLogins(db, clock),
     events,
     eventHub,
     usage,

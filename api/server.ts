@@ -28,6 +28,7 @@ import { volumeOperations } from './operations/volumes.js';
 import { eventOperations } from './operations/events.js';
 import { systemOperations } from './operations/system.js';
 import { consoleOperations } from './operations/console.js';
+import { cliLoginOperations } from './operations/cli-login.js';
 import { consoleRoutes } from './console/routes.js';
 import type { ApiDeps } from './deps.js';
 import type { ApiState } from './state.js';
@@ -54,6 +55,7 @@ export function allOperations(s: ApiDeps): Operation[] {
     ...domainOperations(s),
     ...pendingOperations(),
     ...consoleOperations(s),
+    ...cliLoginOperations(s),
   ];
   return operations;
 }

@@ -4,7 +4,7 @@ import { parseDuration } from '../../lib/duration.js';
 import { actions, type Restriction } from '../../lib/tokens/token.js';
 import { monthStart, meters } from '../../lib/usage.js';
 import { invalid, notFound } from '../errors.js';
-import { within } from '../quotas.js';
+import { issueWithinQuota } from '../issue-token.js';
 import { op, type Operation } from '../operation.js';
 import { eventSchema } from '../presenters/events.js';
 import type { ApiDeps } from '../deps.js';
@@ -160,18 +160,12 @@ export function accountOperations(s: Deps): Operation[] {
         // A token minted with a restricted token keeps the caller's restrictions: no escalation.
         const inherited = caller.principal.restrictions;
         // And its lineage: revoking the caller's token (or any it came from) revokes this one.
-        const { token, record } = await s.accountLock.hold(caller.account.id, async () => {
-          const live = (await s.tokens.list(caller.account.id)).filter(
-            (t) => !t.revoked && (!t.expiresAt || t.expiresAt.getTime() > now),
-          ).length;
-          within(live, 1, s.config.quotas.tokensPerAccount, 'live tokens', 'revoke one first (DELETE /tokens/{id})');
-          return s.tokens.issue(caller.account.id, {
-            name: body.name,
-            restrictions,
-            inherited,
-            lineage: caller.principal.lineage,
-            expiresAt,
-          });
+        const { token, record } = await issueWithinQuota(s, caller.account.id, {
+          name: body.name,
+          restrictions,
+          inherited,
+          lineage: caller.principal.lineage,
+          expiresAt,
         });
         return {
           status: 201,

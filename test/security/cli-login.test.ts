@@ -1,0 +1,111 @@
+// Attacks on `svc login`'s device flow (api/operations/cli-login.ts, docs/security.md) on the real
+// API and PostgreSQL:
+// - a token (even one with admin) cannot approve a login, look one up, or deny one: only a console
+//   session decides, so no token can mint a longer-lived one for itself through a login;
+// - the device code alone collects the token, once, even with two polls racing; a guessed or
+//   malformed device code gets nothing; polling faster than the interval is slowed down;
+// - a denied login gives nothing; an approval restricted to read gives a token that cannot write;
+// - a made-up user code is 404, a malformed one never reaches the database as a path.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { startTestApi, type TestApi } from '../support/api.js';
+
+describe('security: svc login (device flow)', () => {
+  let api: TestApi;
+  let session: string;
+
+  const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
+    api.request('POST', path, { token: null, body, headers });
+  /** The console's way in: the session cookie, its header and the API's own Origin. */
+  const asConsole = () => ({ cookie: `svc-console=${session}`, 'x-svc-console': '1', origin: api.url });
+  const start = async () => {
+    const res = await post('/api/cli/logins', { name: 'laptop (svc CLI)' });
+    assert.equal(res.status, 201, await res.clone().text());
+    return (await res.json()) as { device_code: string; user_code: string; verification_url: string; interval: number };
+  };
+  const approve = (userCode: string, body: unknown = {}, headers = asConsole()) =>
+    api.request('POST', `/api/cli/logins/${userCode}/approve`, { token: null, body, headers });
+  const poll = (deviceCode: string) => post('/api/cli/logins/token', { device_code: deviceCode });
+
+  before(async () => {
+    api = await startTestApi();
+    session = (await api.deps.tokens.issue(api.account.id, { name: 'console', expiresAt: new Date(Date.now() + 3600e3) })).token;
+  });
+  after(async () => {
+    await api?.close();
+  });
+
+  it('no bearer token can look up, approve or deny a login: only a console session decides', async () => {
+    const { user_code, device_code } = await start();
+    for (const [method, path] of [
+      ['GET', `/api/cli/logins/${user_code}`],
+      ['POST', `/api/cli/logins/${user_code}/approve`],
+      ['POST', `/api/cli/logins/${user_code}/deny`],
+    ] as const) {
+      const res = await api.request(method, path, method === 'POST' ? { body: {} } : {});
+      assert.equal(res.status, 403, `${method} ${path} with the account's admin token`);
+    }
+    // Nor the console's cookie without its CSRF defences (a page of another origin).
+    assert.equal((await approve(user_code, {}, { ...asConsole(), origin: 'http://evil.example' })).status, 403);
+    assert.equal((await poll(device_code)).status, 202, 'still pending');
+  });
+
+  it('the device code collects the token once, even with two polls racing; a guessed code gets nothing', async () => {
+    const { user_code, device_code } = await start();
+    const view = await api.request('GET', `/api/cli/logins/${user_code.toLowerCase().replace('-', '')}`, {
+      token: null,
+      headers: asConsole(),
+    });
+    assert.equal(view.status, 200);
+    assert.equal(((await view.json()) as { state: string; requested_from: string }).state, 'pending');
+    assert.equal((await approve(user_code)).status, 200);
+    assert.equal((await approve(user_code)).status, 409, 'decided once');
+    const answers = await Promise.all([poll(device_code), poll(device_code)]);
+    const statuses = answers.map((r) => r.status).sort();
+    assert.deepEqual(statuses, [200, 410], 'one token for two racing polls');
+    const won = answers.find((r) => r.status === 200)!;
+    const { token, email } = (await won.json()) as { token: string; email: string };
+    assert.equal(email, api.account.email);
+    assert.equal((await api.request('GET', '/api/apps', { token })).status, 200, 'the token works');
+    assert.equal((await poll(device_code)).status, 410, 'and is not handed out again');
+    for (const guess of ['A'.repeat(43), 'short', '']) assert.equal((await poll(guess)).status, 410, guess);
+  });
+
+  it('polling faster than the interval is slowed down (429), and then goes on', async () => {
+    const { device_code, interval } = await start();
+    assert.equal((await poll(device_code)).status, 202);
+    assert.equal((await poll(device_code)).status, 429);
+    api.clock.advance(interval * 1000); // the API's clock, which the test holds
+    assert.equal((await poll(device_code)).status, 202);
+  });
+
+  it('a denied login gives nothing; an approval for read gives a token that cannot write', async () => {
+    const denied = await start();
+    assert.equal(
+      (await api.request('POST', `/api/cli/logins/${denied.user_code}/deny`, { token: null, headers: asConsole() })).status,
+      200,
+    );
+    const res = await poll(denied.device_code);
+    assert.equal(res.status, 410);
+    assert.match(await res.text(), /denied/);
+    assert.equal((await approve(denied.user_code)).status, 409, 'a denied login cannot be approved after');
+
+    const readOnly = await start();
+    assert.equal((await approve(readOnly.user_code, { actions: ['read'], expires_in_days: 1 })).status, 200);
+    const { token, expires_at } = (await (await poll(readOnly.device_code)).json()) as { token: string; expires_at: string };
+    assert.ok(new Date(expires_at).getTime() < Date.now() + 86_400_000 + 60_000, 'a day, as approved');
+    assert.equal((await api.request('GET', '/api/apps', { token })).status, 200);
+    assert.equal((await api.request('POST', '/api/apps', { token, body: { name: 'never-made' } })).status, 403);
+  });
+
+  it('a made-up or malformed user code is 404; bad bodies are 400', async () => {
+    for (const code of ['BCDF-GHJK', 'not-a-code', '%2e%2e%2f']) {
+      assert.equal((await api.request('GET', `/api/cli/logins/${code}`, { token: null, headers: asConsole() })).status, 404, code);
+    }
+    assert.equal((await post('/api/cli/logins', { name: '' })).status, 400);
+    assert.equal((await post('/api/cli/logins', { name: 'x', extra: 1 })).status, 400);
+    const { user_code } = await start();
+    assert.equal((await approve(user_code, { actions: ['root'] })).status, 400);
+    assert.equal((await approve(user_code, { expires_in_days: 367 })).status, 400);
+  });
+});
