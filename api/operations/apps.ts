@@ -47,6 +47,8 @@ const mergeEnvBody = z.record(envKey, envValue.nullable());
 const listQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(500).default(100),
   after: z.string().max(63).optional(),
+  /** Only apps whose name contains this, any case (what a console's search box sends). */
+  q: z.string().trim().max(63).optional(),
 });
 
 export function appOperations(s: Deps): Operation[] {
@@ -69,7 +71,10 @@ export function appOperations(s: Deps): Operation[] {
       response: z.object({ apps: z.array(appSchema), next_after: z.string().nullable() }),
       handler: async ({ caller, query }) => {
         // Previews are listed under their app.
-        const all = s.apps.list(caller.account.namespace).filter((a) => !a.spec.preview && allowedApp(caller, a.name));
+        const q = query.q?.toLowerCase();
+        const all = s.apps
+          .list(caller.account.namespace)
+          .filter((a) => !a.spec.preview && allowedApp(caller, a.name) && (!q || a.name.includes(q)));
         const page = all.filter((a) => query.after === undefined || a.name > query.after).slice(0, query.limit);
         const more = page.length === query.limit && all.at(-1) !== page.at(-1);
         return { body: { apps: page.map(presentApp), next_after: more ? page.at(-1)!.name : null } };

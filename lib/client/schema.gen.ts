@@ -2004,6 +2004,7 @@ export interface operations {
       query?: {
         limit?: number;
         after?: string;
+        q?: string;
       };
       header?: never;
       path?: never;

@@ -116,6 +116,24 @@ describe('app handlers', () => {
     error(await api.request('GET', '/api/apps?sort=name'), 400, /^invalid query: .*Unrecognized key: "sort"/);
   });
 
+  it('filters by a part of the name, any case, before paging', async () => {
+    for (const name of ['shop-eu', 'shop-us', 'blog', 'workshop']) api.f.apps.put(account.namespace, name);
+    const names = async (query: string) =>
+      ok<{ apps: AppBody[]; next_after: string | null }>(await api.request('GET', `/api/apps?${query}`), 200);
+    const first = await names('q=SHOP&limit=2');
+    assert.deepEqual(
+      first.apps.map((a) => a.name),
+      ['shop-eu', 'shop-us'],
+    );
+    assert.equal(first.next_after, 'shop-us');
+    assert.deepEqual(
+      (await names('q=shop&limit=2&after=shop-us')).apps.map((a) => a.name),
+      ['workshop'],
+    );
+    assert.deepEqual((await names('q=nothing-like-it')).apps, []);
+    error(await api.request('GET', `/api/apps?q=${'x'.repeat(64)}`), 400, /^invalid query: q: /);
+  });
+
   it('keeps a token restricted to apps to those apps, by name and by ID, and one without write from creating', async () => {
     const shop = api.f.apps.put(account.namespace, 'shop');
     api.f.apps.put(account.namespace, 'blog');
