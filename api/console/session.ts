@@ -4,6 +4,7 @@
 // other sites' pages, so the API accepts it only with two CSRF defences: the custom header
 // `X-Svc-Console: 1` (a page of another origin cannot send it without a CORS preflight, which the API
 // never grants), and, on anything that may change something, an Origin equal to the API's own.
+import { cookieValue, platformSetCookie } from '../../lib/http/cookies.js';
 
 /** How long a console session's token lives (its `expires` restriction). */
 export const sessionLifetimeMs = 12 * 3600_000;
@@ -23,8 +24,7 @@ export function sessionCookieName(secure: boolean): string {
 export function sessionCookie(name: string, value: string, opts: { secure: boolean; maxAgeSeconds: number }): string {
   // Strict: a link from another site (the mail itself) opens the console without the cookie; the
   // console's own page then calls the API same-site, where the cookie is sent.
-  const maxAge = Math.max(0, Math.floor(opts.maxAgeSeconds));
-  return `${name}=${value}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${maxAge}${opts.secure ? '; Secure' : ''}`;
+  return platformSetCookie(name, value, { ...opts, sameSite: 'Strict' });
 }
 
 export function clearSessionCookie(name: string, secure: boolean): string {
@@ -44,14 +44,9 @@ export function signInCookieName(secure: boolean): string {
   return secure ? '__Host-svc-console-sign-in' : 'svc-console-sign-in';
 }
 
-/** The value of cookie `name` in a Cookie header; the first one wins. */
+/** The value of cookie `name` in a Cookie header; the first one wins; undefined when absent or empty. */
 export function readCookie(header: string | undefined, name: string): string | undefined {
-  if (!header || !header.includes(name)) return undefined;
-  for (const part of header.split(';')) {
-    const eq = part.indexOf('=');
-    if (eq !== -1 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim() || undefined;
-  }
-  return undefined;
+  return (header && cookieValue(header, name)) || undefined;
 }
 
 /** What the authenticator reads of a request that may carry the console's cookie. */

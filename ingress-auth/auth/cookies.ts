@@ -5,6 +5,7 @@
 // attribute of every other, so an app can neither read a session secret nor plant one, on its own
 // hostname or another app's. What the proxy cannot see, a cookie set by an app's own script for the
 // parent domain, is why the apps domain belongs on the Public Suffix List (docs/security.md).
+import { cookieValue, platformSetCookie } from '../../lib/http/cookies.js';
 
 export interface CookieNames {
   session: string;
@@ -58,16 +59,6 @@ function newReader(name: string): LastAnswer<string | undefined> {
   return reader;
 }
 
-function cookieValue(all: string, name: string): string | undefined {
-  if (!all.includes(name)) return undefined;
-  for (const part of all.split(';')) {
-    const eq = part.indexOf('=');
-    if (eq === -1) continue;
-    if (part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
-  }
-  return undefined;
-}
-
 /** A Cookie header without the platform's cookies; undefined when nothing is left. */
 export function withoutPlatformCookies(value: string): string | undefined {
   // Most requests carry none of ours: skip the split.
@@ -118,7 +109,7 @@ export function withoutPlatformSetCookies(values: string | string[]): string[] {
 export function setCookie(name: string, value: string, opts: { secure: boolean; maxAgeSeconds: number }): string {
   // Lax: the cookie comes along when a person follows a link to the app (a mailed link, another
   // site), but not on cross-site POSTs.
-  return `${name}=${value}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${Math.max(0, Math.floor(opts.maxAgeSeconds))}${opts.secure ? '; Secure' : ''}`;
+  return platformSetCookie(name, value, { ...opts, sameSite: 'Lax' });
 }
 
 export function clearCookie(name: string, secure: boolean): string {
