@@ -8,49 +8,20 @@
 // deploy and expiry in words, and deleted after a confirmation. axe-core finds no serious or
 // critical violation on any of them; screenshots of each, light and dark, go to docs/console/.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser as Chromium, BrowserContext, Locator, Page } from 'playwright-core';
 import { packTree } from '../../lib/artifacts/tarball.js';
-import { createLogger } from '../../lib/logger.js';
-import { MailSender } from '../../lib/mail/sender.js';
-import { repoRoot } from '../../lib/paths.js';
+import type { MailSender } from '../../lib/mail/sender.js';
 import { deployLive, expectJson, startTestApi, type TestApi } from '../support/api.js';
 import { launchChromium } from '../support/browser.js';
+import { accessibilityProblems, consoleShots, signInToConsole, startTestMailSender } from '../support/console.js';
 import { packageLock } from '../support/build-trees.js';
 import { images } from '../support/images.js';
-import { kubeConfig, uniqueName } from '../support/kube.js';
-import { startTestSmtp, type ReceivedMail, type TestSmtp } from '../support/smtp.js';
+import { uniqueName } from '../support/kube.js';
+import { startTestSmtp, type TestSmtp } from '../support/smtp.js';
 import { eventually } from '../support/wait.js';
-
-const shots = path.join(repoRoot, 'docs', 'console');
-const axeSource = readFileSync(path.join(repoRoot, 'node_modules', 'axe-core', 'axe.min.js'), 'utf8');
-
-/** The console's sign-in link in a received message (text part; quoted-printable undone). */
-function consoleLink(mail: ReceivedMail): string {
-  const text = mail.raw.replace(/=\r?\n/g, '').replace(/=3D/gi, '=');
-  const m = /https?:\/\/\S+?\/console\/auth\?code=[A-Za-z0-9_-]{43}/.exec(text);
-  if (!m) throw new Error(`no console sign-in link in:\n${mail.raw.slice(0, 2000)}`);
-  return m[0];
-}
-
-interface AxeViolation {
-  id: string;
-  impact: string | null;
-  help: string;
-  nodes: Array<{ target: string[] }>;
-}
-
-/** axe-core's serious and critical findings on the page as it is (through the DevTools protocol, past the CSP). */
-async function accessibilityProblems(page: Page): Promise<string[]> {
-  await page.evaluate(axeSource);
-  const violations = await page.evaluate<AxeViolation[]>('axe.run(document).then((result) => result.violations)');
-  return violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.impact} ${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
-}
 
 interface DeployBody {
   id: string;
@@ -81,42 +52,22 @@ describe('web console: deploys, build logs, rollback and previews (Chromium, SMT
   /** Each page, checked by axe and photographed in `scheme`. */
   const look = async (page: Page, name: string, scheme: 'light' | 'dark', mask: Locator[] = []) => {
     assert.deepEqual(await accessibilityProblems(page), [], `accessibility of ${name} (${scheme})`);
-    await page.screenshot({ path: path.join(shots, `${name}-${scheme}.png`), mask, fullPage: true });
+    await page.screenshot({ path: path.join(consoleShots, `${name}-${scheme}.png`), mask, fullPage: true });
   };
   const rowOf = (page: Page, id: string) => page.locator(`#deploys tbody tr[data-deploy="${id}"]`);
 
   before(async () => {
-    await mkdir(shots, { recursive: true });
+    await mkdir(consoleShots, { recursive: true });
     smtp = await startTestSmtp();
     // The builder and registry as builds.test.ts has them: this test builds a site too.
     api = await startTestApi({ env: { SVC_SMTP_URL: smtp.url, SVC_BUILD_REGISTRY: images.registry, SVC_IMAGE_BUILDER: images.builder } });
-    sender = new MailSender({
-      db: api.db,
-      databaseUrl: api.deps.config.databaseUrl,
-      kc: kubeConfig(),
-      mail: api.deps.config.mail,
-      log: createLogger('mail', 'silent'),
-      // A Lease of its own: the test's sender must not wait for a running `make dev` API's.
-      lease: { name: uniqueName('svc-mailer-test') },
-      pollMs: 500,
-    });
-    sender.start();
+    sender = startTestMailSender(api);
     chromium = await launchChromium();
     await expectJson(await api.request('POST', '/api/apps', { body: { name: app } }), 201);
 
     // Signed in by the mailed link, opened in the browser that asked for it (console.test.ts tests the flow itself).
     signedIn = await chromium.newContext({ colorScheme: 'light' });
-    const page = await signedIn.newPage();
-    await page.goto(`${api.url}/console/`);
-    await page.waitForURL(`${api.url}/console/sign-in`);
-    await page.getByLabel('Email address').fill(api.account.email);
-    await page.getByRole('button', { name: 'Email me a sign-in link' }).click();
-    await page.locator('#sent').waitFor();
-    const mail = await smtp.waitFor((m) => m.to.includes(api.account.email), 20_000);
-    await page.goto(consoleLink(mail));
-    await page.waitForURL(`${api.url}/console/`);
-    await page.getByRole('button', { name: 'Sign out' }).waitFor();
-    await page.close();
+    await signInToConsole(signedIn, api, smtp);
   });
   after(async () => {
     await signedIn?.close();

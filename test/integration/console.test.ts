@@ -9,51 +9,19 @@
 // read created, shown once, working and refused a write, revoked) and the events feed following
 // live across a dropped connection and a sleeping tab, each event once.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser as Chromium, BrowserContext, Locator, Page } from 'playwright-core';
-import { createLogger } from '../../lib/logger.js';
-import { MailSender } from '../../lib/mail/sender.js';
-import { repoRoot } from '../../lib/paths.js';
+import type { MailSender } from '../../lib/mail/sender.js';
 import { expectJson, startTestApi, type TestApi } from '../support/api.js';
 import { launchChromium } from '../support/browser.js';
-import { kubeConfig, uniqueName } from '../support/kube.js';
+import { accessibilityProblems, consoleLink, consoleShots, startTestMailSender } from '../support/console.js';
+import { uniqueName } from '../support/kube.js';
 import { freePort } from '../support/ports.js';
-import { startTestSmtp, type ReceivedMail, type TestSmtp } from '../support/smtp.js';
+import { startTestSmtp, type TestSmtp } from '../support/smtp.js';
 import { eventually } from '../support/wait.js';
-
-const shots = path.join(repoRoot, 'docs', 'console');
-const axeSource = readFileSync(path.join(repoRoot, 'node_modules', 'axe-core', 'axe.min.js'), 'utf8');
-
-/** The console's sign-in link in a received message (text part; quoted-printable undone). */
-function consoleLink(mail: ReceivedMail): string {
-  const text = mail.raw.replace(/=\r?\n/g, '').replace(/=3D/gi, '=');
-  const m = /https?:\/\/\S+?\/console\/auth\?code=[A-Za-z0-9_-]{43}/.exec(text);
-  if (!m) throw new Error(`no console sign-in link in:\n${mail.raw.slice(0, 2000)}`);
-  return m[0];
-}
-
-interface AxeViolation {
-  id: string;
-  impact: string | null;
-  help: string;
-  nodes: Array<{ target: string[] }>;
-}
-
-/**
- * axe-core's serious and critical findings on the page as it is. Evaluated through the DevTools
- * protocol, which the page's Content-Security-Policy (no inline script) does not apply to.
- */
-async function accessibilityProblems(page: Page): Promise<string[]> {
-  await page.evaluate(axeSource);
-  const violations = await page.evaluate<AxeViolation[]>('axe.run(document).then((result) => result.violations)');
-  return violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.impact} ${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
-}
 
 describe('web console (Chromium, SMTP)', () => {
   let api: TestApi;
@@ -69,26 +37,16 @@ describe('web console (Chromium, SMTP)', () => {
   /** Each page, checked by axe and photographed in `scheme`. */
   const look = async (page: Page, name: string, scheme: 'light' | 'dark', mask: Locator[] = []) => {
     assert.deepEqual(await accessibilityProblems(page), [], `accessibility of ${name} (${scheme})`);
-    await page.screenshot({ path: path.join(shots, `${name}-${scheme}.png`), mask });
+    await page.screenshot({ path: path.join(consoleShots, `${name}-${scheme}.png`), mask });
   };
   const statusesOf = (p: string, method = 'POST') =>
     api.logLines.filter((l) => l.msg === 'Handled request' && l.path === p && l.method === method).map((l) => l.status);
 
   before(async () => {
-    await mkdir(shots, { recursive: true });
+    await mkdir(consoleShots, { recursive: true });
     smtp = await startTestSmtp();
     api = await startTestApi({ env: { SVC_SMTP_URL: smtp.url } });
-    sender = new MailSender({
-      db: api.db,
-      databaseUrl: api.deps.config.databaseUrl,
-      kc: kubeConfig(),
-      mail: api.deps.config.mail,
-      log: createLogger('mail', 'silent'),
-      // A Lease of its own: the test's sender must not wait for a running `make dev` API's.
-      lease: { name: uniqueName('svc-mailer-test') },
-      pollMs: 500,
-    });
-    sender.start();
+    sender = startTestMailSender(api);
     chromium = await launchChromium();
     await expectJson(await api.request('POST', '/api/apps', { body: { name: app } }), 201);
     // The attacker's page: another origin (another port of the same address, so even the

@@ -8,8 +8,8 @@ import { after, before, describe, it } from 'node:test';
 import type { Browser as Chromium, BrowserContext } from 'playwright-core';
 import { MailOutbox } from '../../lib/mail/outbox.js';
 import { group, pluralOf, version, type App } from '../../lib/contract.js';
-import { MailSender } from '../../lib/mail/sender.js';
-import { createLogger } from '../../lib/logger.js';
+import type { MailSender } from '../../lib/mail/sender.js';
+import { startTestMailSender } from '../support/console.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { launchChromium, signInLink } from '../support/browser.js';
 import { appsDomain, Browser, fragmentSecret, freePort, startTestIngress, type TestIngress } from '../support/ingress.js';
@@ -64,17 +64,7 @@ describe('ingress-auth email sign-in (Chromium, SMTP)', () => {
     smtp = await startTestSmtp();
     const env = { SVC_APPS_URL_SUFFIX: `:${port}`, SVC_SMTP_URL: smtp.url, SVC_ROLLOUT_DEADLINE_SECONDS: '30' };
     api = await startTestApi({ env });
-    sender = new MailSender({
-      db: api.db,
-      databaseUrl: api.deps.config.databaseUrl,
-      kc: kubeConfig(),
-      mail: api.deps.config.mail,
-      log: createLogger('mail', 'silent'),
-      // A Lease of its own: the test's sender must not wait for a running `make dev` API's.
-      lease: { name: uniqueName('svc-mailer-test') },
-      pollMs: 500,
-    });
-    sender.start();
+    sender = startTestMailSender(api);
     ia = await startTestIngress(api, {
       port,
       mail: new MailOutbox(api.db),
