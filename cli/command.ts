@@ -8,7 +8,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { createApiClient, type ApiClient } from '../lib/client/index.js';
 import { UsageError } from './token-commands.js';
 
-/** Where the API is ($SVC_API_URL, the root: https://api.example.com/api) and the token to send. */
+/** Where the API is ($SVC_API_URL or svc login's, the root: https://api.example.com/api) and the token to send. */
 export interface ApiTarget {
   apiUrl: string;
   token: string;
@@ -41,7 +41,7 @@ export interface CommandContext {
   interactive: boolean;
   /** Asks on stderr; the line typed. */
   ask(question: string): Promise<string>;
-  /** Where the API is and the token to send (--token, else $SVC_TOKEN). */
+  /** Where the API is and the token to send (--token, else $SVC_TOKEN, else svc login's: cli/config.ts resolveTarget). */
   target(token: string | undefined): ApiTarget;
   /** Waits before a reconnect (tests shorten it). */
   sleep(ms: number): Promise<void>;
@@ -79,7 +79,7 @@ export function printUsage(group: Pick<CommandGroup, 'usage'>, ctx: Pick<Command
   return 0;
 }
 
-/** The typed client for a group's call, with the token given or $SVC_TOKEN. */
+/** The typed client for a group's call, with the token given, else $SVC_TOKEN, else svc login's. */
 export function connect(ctx: Pick<CommandContext, 'target'>, token: string | undefined): ApiClient {
   const t = ctx.target(token);
   return createApiClient({ baseUrl: t.apiUrl, token: t.token });

@@ -17,7 +17,7 @@ function lacking(message: string): string {
 export function describeFailure(err: unknown): string[] {
   const lines = [`svc: ${err instanceof Error ? err.message : String(err)}`];
   const status = err instanceof ApiError ? err.status : undefined;
-  if (status === 401) lines.push('svc: to log in, set $SVC_TOKEN (or pass --token) to a valid API token of your account');
+  if (status === 401) lines.push('svc: to log in, set $SVC_TOKEN (or pass --token) to a valid API token of your account, or run svc login');
   if (status === 403 && err instanceof ApiError) lines.push(`svc: ${lacking(err.apiMessage)}`);
   if (err instanceof ApiUnreachableError) lines.push('svc: is $SVC_API_URL right? It is the API root, e.g. https://api.example.com/api');
   if (err instanceof ApiError && err.requestId && status !== undefined && status >= 500) lines.push(`svc: request id ${err.requestId}`);

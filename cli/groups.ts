@@ -1,6 +1,6 @@
 // The command groups, by name, in the order `svc --help` lists them: an app's life first (create,
-// configure, deploy, build, watch), then what an account has besides apps, then any call. svc.ts
-// runs the one named; each is in its own file.
+// configure, deploy, build, watch), then what an account has besides apps, then any call, then
+// signing in and out. svc.ts runs the one named; each is in its own file.
 import { appsGroup } from './apps.js';
 import { buildGroup } from './build.js';
 import { buildsGroup } from './builds.js';
@@ -13,6 +13,7 @@ import { envGroup } from './env.js';
 import { evalGroup } from './eval.js';
 import { eventsGroup } from './events.js';
 import { importGroup } from './import.js';
+import { loginGroup, logoutGroup } from './login.js';
 import { logsGroup } from './logs.js';
 import { machinesGroup } from './machines.js';
 import { metricsGroup } from './metrics.js';
@@ -54,6 +55,8 @@ export const commandGroups: readonly CommandGroup[] = [
   webhooksGroup,
   usageGroup,
   rawApiGroup,
+  loginGroup,
+  logoutGroup,
 ];
 
 export const groupNamed = (name: string | undefined) => commandGroups.find((g) => g.name === name);

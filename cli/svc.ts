@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { TokenFormatError } from '../lib/tokens/token.js';
 import { GroupUsageError, processContext } from './command.js';
+import { resolveTarget } from './config.js';
 import { describeFailure } from './failure.js';
 import { commandGroups, groupNamed } from './groups.js';
 import { attenuateToken, formatInspection, inspectToken, UsageError } from './token-commands.js';
@@ -18,9 +19,10 @@ ${commandGroups.map((g) => g.synopsis).join('\n')}
                                               create an account and print a full-authority token
 
 TOKEN may be "-" to read it from standard input, or left out to use $SVC_TOKEN. Commands that call
-the API read $SVC_API_URL (the API root, default http://127.0.0.1:8080/api) and $SVC_TOKEN (or
---token); --json prints the API's JSON on stdout. svc GROUP --help shows a group's options and an
-example. Exit status: 0 done, 1 refused or failed (the API's message on stderr), 2 wrong usage.`;
+the API send --token, else $SVC_TOKEN, else the token svc login stored (svc login --help), to
+$SVC_API_URL (the API root), else svc login's, else http://127.0.0.1:8080/api; --json prints the
+API's JSON on stdout. svc GROUP --help shows a group's options and an example. Exit status: 0 done,
+1 refused or failed (the API's message on stderr), 2 wrong usage.`;
 
 function tokenArg(value: string | undefined): string {
   const raw = value === '-' ? readFileSync(0, 'utf8') : (value ?? process.env.SVC_TOKEN);
@@ -63,11 +65,11 @@ async function main(argv: string[]): Promise<void> {
   throw new UsageError(group === undefined ? '' : `unknown command: ${argv.join(' ')}`);
 }
 
-/** Where the API is, and the token: --token, else $SVC_TOKEN ("-" reads it from standard input). */
-const apiTarget = (token: string | undefined) => ({
-  apiUrl: (process.env.SVC_API_URL ?? 'http://127.0.0.1:8080/api').replace(/\/+$/, ''),
-  token: tokenArg(token),
-});
+/**
+ * Where the API is, and the token: --token ("-" reads it from standard input), else $SVC_TOKEN, else
+ * the one svc login stored; the API at $SVC_API_URL, else svc login's, else the default (cli/config.ts).
+ */
+const apiTarget = (token: string | undefined) => resolveTarget(token === '-' ? readFileSync(0, 'utf8') : token, process.env);
 
 try {
   await main(process.argv.slice(2));
