@@ -74,6 +74,7 @@ The local platform is up.
   Console          http://127.0.0.1:$API_PORT/console/   (sign in as ${SVC_ADMIN_EMAIL:-owner@localhost}; the link lands in $LOGS/mail.log)
   Apps             http://<app>.${SVC_APPS_DOMAIN:-apps.localhost}:$PROXY_PORT/   (ingress-auth; try: curl -s http://hello.apps.localhost:$PROXY_PORT/)
   Sign-in          svc open <app> prints an owner link; emailed sign-in links land in $LOGS/mail.log
+  CLI              node bin/svc.js login   (approve it in the console; then node bin/svc.js apps ls)
   Owner token      $STATE/owner-token   (curl -H "Authorization: Bearer \$(cat $STATE/owner-token)" http://127.0.0.1:$API_PORT/api/account)
   Kubernetes API   https://127.0.0.1:$APISERVER_PORT   export KUBECONFIG=$STATE/kubeconfig
   Nodes            local-a, local-b: kubelet + containerd each (kubectl run/logs/exec/port-forward work)

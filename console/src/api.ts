@@ -23,6 +23,9 @@ export type TokenRequest = NonNullable<paths['/account/tokens']['post']['request
 export type TokenCreated = paths['/account/tokens']['post']['responses'][201]['content']['application/json'];
 export type TokenAction = NonNullable<TokenRequest['actions']>[number];
 export type AccountEvent = paths['/account/events']['get']['responses'][200]['content']['application/json']['events'][number];
+export type CliLogin = paths['/cli/logins/{userCode}']['get']['responses'][200]['content']['application/json'];
+export type CliLoginState = CliLogin['state'];
+export type CliLoginApproval = NonNullable<paths['/cli/logins/{userCode}/approve']['post']['requestBody']>['content']['application/json'];
 
 /** An answer that is not a success, in words: the API's `{"error"}` message, or why there was no answer. */
 export class ConsoleError extends Error {

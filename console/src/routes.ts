@@ -18,6 +18,8 @@ export type Route =
   | { page: 'sign-in' }
   /** Where a mailed sign-in link lands: the page presents its code to the API. */
   | { page: 'auth'; code: string }
+  /** Approving a `svc login`: `code` is the user code its terminal shows, as given (empty: none yet). */
+  | { page: 'cli-login'; code: string }
   | { page: 'not-found'; path: string };
 
 /** The route of a location's path and query (pure: unit-tested). */
@@ -38,6 +40,7 @@ export function routeOf(pathname: string, search = ''): Route {
   if (parts.length === 1 && parts[0] === 'events') return { page: 'events' };
   if (parts.length === 1 && parts[0] === 'auth') return { page: 'auth', code: new URLSearchParams(search).get('code') ?? '' };
   if (parts.length === 1 && parts[0] === 'sign-in') return { page: 'sign-in' };
+  if (parts.length === 1 && parts[0] === 'cli-login') return { page: 'cli-login', code: new URLSearchParams(search).get('code') ?? '' };
   return { page: 'not-found', path: pathname };
 }
 
@@ -67,6 +70,8 @@ export function hrefOf(route: Route): string {
       return `${base}/sign-in`;
     case 'auth':
       return `${base}/auth?code=${encodeURIComponent(route.code)}`;
+    case 'cli-login':
+      return `${base}/cli-login${route.code ? `?code=${encodeURIComponent(route.code)}` : ''}`;
     case 'not-found':
       return route.path;
   }

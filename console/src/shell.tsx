@@ -7,6 +7,7 @@ import { Layout } from './components/layout.js';
 import { PageHeading } from './components/page-heading.js';
 import { AppPage } from './pages/app.js';
 import { AuthPage } from './pages/auth.js';
+import { CliLoginPage, rememberCliLogin, takeRememberedCliLogin } from './pages/cli-login.js';
 import { AppEnvPage } from './pages/app-env.js';
 import { AppDeploysPage } from './pages/app-deploys.js';
 import { AppPreviewsPage } from './pages/app-previews.js';
@@ -39,9 +40,15 @@ export function Shell() {
   }, []);
   // Signed out: the sign-in page, at its own address; signed in: never the sign-in page.
   useEffect(() => {
-    if (session.state === 'signed-out' && route.page !== 'sign-in' && route.page !== 'auth')
+    if (session.state === 'signed-out' && route.page !== 'sign-in' && route.page !== 'auth') {
+      // A svc login's code, kept to come back to after sign-in (which opens the console at its start).
+      if (route.page === 'cli-login') rememberCliLogin(route.code);
       navigate(hrefOf({ page: 'sign-in' }), { replace: true });
-    if (session.state === 'signed-in' && route.page === 'sign-in') navigate(hrefOf({ page: 'apps' }), { replace: true });
+    }
+    const cliLogin =
+      session.state === 'signed-in' && (route.page === 'apps' || route.page === 'sign-in') ? takeRememberedCliLogin() : undefined;
+    if (cliLogin) navigate(hrefOf({ page: 'cli-login', code: cliLogin }), { replace: true });
+    else if (session.state === 'signed-in' && route.page === 'sign-in') navigate(hrefOf({ page: 'apps' }), { replace: true });
   }, [session.state, route.page]);
 
   // A mailed link's page, signed in or not: it ends by opening the console afresh.
@@ -67,6 +74,7 @@ export function Shell() {
       {route.page === 'volumes' && <VolumesPage />}
       {route.page === 'tokens' && <TokensPage />}
       {route.page === 'events' && <EventsPage />}
+      {route.page === 'cli-login' && <CliLoginPage code={route.code} />}
       {route.page === 'not-found' && (
         <>
           <PageHeading title="Not found">No such page</PageHeading>
