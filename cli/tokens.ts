@@ -34,7 +34,8 @@ export function tokensTable(tokens: TokenBody[], now: number): string[] {
     ...tokens.map((t) => [
       t.nonce,
       t.name ?? '-',
-      t.revoked ? 'revoked' : live(t, now) ? 'live' : 'expired',
+      // The token this command ran with is marked, as `git branch` marks the current one.
+      (t.revoked ? 'revoked' : live(t, now) ? 'live' : 'expired') + (t.current ? ' (this one)' : ''),
       t.expires_at,
       t.last_used_at ?? 'never',
       t.restrictions.join('; ') || '-',

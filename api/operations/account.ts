@@ -63,6 +63,8 @@ const tokenSchema = z.object({
   expires_at: z.string(),
   last_used_at: z.string().nullable(),
   revoked: z.boolean(),
+  /** Whether this is the token the request was made with (a console tells its own session apart). */
+  current: z.boolean(),
 });
 const meterSchema = z.object(Object.fromEntries(meters.map((m) => [m, z.number()])));
 const periodSchema = z.object({ start: z.string(), end: z.string(), meters: meterSchema });
@@ -130,6 +132,7 @@ export function accountOperations(s: Deps): Operation[] {
             expires_at: iso(t.expiresAt),
             last_used_at: iso(t.lastUsedAt),
             revoked: t.revoked,
+            current: t.nonce === caller.principal.nonce,
           })),
         },
       }),
@@ -144,7 +147,7 @@ export function accountOperations(s: Deps): Operation[] {
       action: 'admin',
       status: 201,
       body: createTokenBody,
-      response: tokenSchema.omit({ revoked: true, last_used_at: true }).extend({ token: z.string() }),
+      response: tokenSchema.omit({ revoked: true, last_used_at: true, current: true }).extend({ token: z.string() }),
       handler: async ({ caller, body }) => {
         const now = s.clock().getTime();
         const expiresAt = body.expires_at

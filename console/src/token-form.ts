@@ -25,21 +25,7 @@ export function tokenRequest(form: { name: string; apps: string; actions: TokenA
   };
 }
 
-const sessionLifetimeMs = 12 * 3600_000;
-
-/**
- * Which of the listed tokens may be this console's session. The cookie is HttpOnly and the API does
- * not say which token a request came with, so it is told from what sign-in mints (api/console):
- * a live token named `console` whose one restriction is an expiry 12 hours after its creation.
- * When exactly one such token is live it is this session's (a signed-in console has one); with
- * several (other browsers), any may be.
- */
-export function sessionTokens(tokens: readonly Token[], now = Date.now()): { mine: string | undefined; candidates: Set<string> } {
-  const candidates = tokens.filter((t) => {
-    if (t.revoked || t.name !== 'console' || Date.parse(t.expires_at) <= now) return false;
-    if (t.restrictions.length !== 1 || !t.restrictions[0]!.startsWith('expires=')) return false;
-    const lifetime = Date.parse(t.expires_at) - Date.parse(t.created_at);
-    return Math.abs(lifetime - sessionLifetimeMs) < 60_000;
-  });
-  return { mine: candidates.length === 1 ? candidates[0]!.nonce : undefined, candidates: new Set(candidates.map((t) => t.nonce)) };
+/** Which listed token is this console's session: the API marks the one a request was made with (`current`). */
+export function sessionToken(tokens: readonly Token[]): string | undefined {
+  return tokens.find((t) => t.current && !t.revoked)?.nonce;
 }

@@ -1475,6 +1475,7 @@ export interface operations {
               expires_at: string;
               last_used_at: string | null;
               revoked: boolean;
+              current: boolean;
             }[];
           };
         };

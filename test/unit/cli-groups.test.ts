@@ -541,17 +541,26 @@ describe('svc tokens, webhooks, usage', () => {
       expires_at: '2099-01-01T00:00:00Z',
       last_used_at: null,
       revoked: false,
+      current: false,
     };
     fake.on('GET /account/tokens', {
-      json: { tokens: [t, { ...t, nonce: 'n2', revoked: true }, { ...t, nonce: 'n3', expires_at: '2000-01-01T00:00:00Z' }] },
+      json: {
+        tokens: [
+          t,
+          { ...t, nonce: 'n2', revoked: true },
+          { ...t, nonce: 'n3', expires_at: '2000-01-01T00:00:00Z' },
+          { ...t, nonce: 'n4', current: true },
+        ],
+      },
     });
     const r = await run(tokensGroup, ['ls']);
     assert.deepEqual(
-      r.out.slice(1).map((l) => l.split(/ +/).slice(0, 3)),
+      r.out.slice(1).map((l) => l.split(/ {2,}/).slice(0, 3)),
       [
         ['n1', '-', 'live'],
         ['n2', '-', 'revoked'],
         ['n3', '-', 'expired'],
+        ['n4', '-', 'live (this one)'],
       ],
     );
     fake.on('DELETE /account/tokens/n1', { status: 204 });

@@ -9,7 +9,7 @@ import type { AccountEvent, AppEnv, Token } from '../../console/src/api.js';
 import { ownVariables, previewPaste, sourceInWords } from '../../console/src/env-changes.js';
 import { emptyFeed, eventSummary, maxShown, mergeEvents, readFrames, reconnectDelay, type Feed } from '../../console/src/event-feed.js';
 import { hrefOf, routeOf } from '../../console/src/routes.js';
-import { sessionTokens, tokenRequest } from '../../console/src/token-form.js';
+import { sessionToken, tokenRequest } from '../../console/src/token-form.js';
 
 const env = (own: Record<string, string>, provided: string[] = []): AppEnv => ({
   env: own,
@@ -77,11 +77,11 @@ describe('console tokens page', () => {
     expires_at: '2026-11-28T22:00:00.000Z',
     last_used_at: null,
     revoked: false,
+    current: false,
     ...t,
   });
-  const now = Date.parse('2026-11-28T12:00:00Z');
 
-  it("tells this session's token when exactly one console token is live", () => {
+  it("tells this session's token by the API's mark of the current one", () => {
     const tokens = [
       token({ nonce: 'n1' }),
       token({
@@ -95,13 +95,9 @@ describe('console tokens page', () => {
       // Named console by a person, for 90 days: not a session.
       token({ nonce: 'named', expires_at: '2027-02-26T10:00:00.000Z' }),
     ];
-    assert.deepEqual(sessionTokens(tokens, now), { mine: 'n1', candidates: new Set(['n1']) });
-    const two = sessionTokens(
-      [...tokens, token({ nonce: 'n2', created_at: '2026-11-28T11:00:00.000Z', expires_at: '2026-11-28T23:00:00.000Z' })],
-      now,
-    );
-    assert.equal(two.mine, undefined);
-    assert.deepEqual(two.candidates, new Set(['n1', 'n2']));
+    assert.equal(sessionToken(tokens), undefined, 'none marked current');
+    assert.equal(sessionToken([...tokens.slice(1), { ...tokens[0]!, current: true }]), 'n1');
+    assert.equal(sessionToken([{ ...tokens[2]!, current: true }]), undefined, "a revoked one is nobody's session");
   });
 
   it('asks for a restriction only for what the form says', () => {

@@ -43,8 +43,21 @@ describe('token handlers', () => {
     assert.equal(listed.status, 200, listed.text);
     assert.ok(!listed.text.includes(t.token), 'the list never shows a token');
     assert.deepEqual(
-      (listed.body as { tokens: Array<{ nonce: string; revoked: boolean }> }).tokens.map((x) => [x.nonce, x.revoked]),
-      [[t.nonce, false]],
+      (listed.body as { tokens: Array<{ nonce: string; revoked: boolean; current: boolean }> }).tokens.map((x) => [
+        x.nonce,
+        x.revoked,
+        x.current,
+      ]),
+      [[t.nonce, false, false]],
+    );
+    // Listed with that token itself, it is the current one.
+    const own = await api.request('GET', '/api/account/tokens', undefined, { token: t.token });
+    assert.equal(own.status, 403, 'read only: listing tokens wants admin');
+    const admin = await create({ name: 'admin' });
+    const mine = await api.request('GET', '/api/account/tokens', undefined, { token: admin.token });
+    assert.deepEqual(
+      (mine.body as { tokens: Array<{ nonce: string; current: boolean }> }).tokens.filter((x) => x.current).map((x) => x.nonce),
+      [admin.nonce],
     );
     assert.equal((await api.request('DELETE', `/api/account/tokens/${t.nonce}`)).status, 204);
     error(await api.request('GET', '/api/account', undefined, { token: t.token }), 401, /revoked/);

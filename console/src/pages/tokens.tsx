@@ -5,7 +5,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, data, type Token, type TokenAction, type TokenCreated, type TokenRequest } from '../api.js';
 import { ErrorMessage } from '../components/error-message.js';
 import { PageHeading } from '../components/page-heading.js';
-import { sessionTokens, tokenActions, tokenRequest } from '../token-form.js';
+import { sessionToken, tokenActions, tokenRequest } from '../token-form.js';
 import { when } from '../time.js';
 
 const lifetimes = [
@@ -118,7 +118,7 @@ export function TokensPage() {
     }
   };
 
-  const sessions = tokens ? sessionTokens(tokens) : { mine: undefined, candidates: new Set<string>() };
+  const session = tokens ? sessionToken(tokens) : undefined;
   const live = tokens?.filter((t) => !t.revoked) ?? [];
   return (
     <>
@@ -146,15 +146,13 @@ export function TokensPage() {
           </thead>
           <tbody>
             {live.map((t) => {
-              const mine = sessions.mine === t.nonce;
-              const maybeMine = !mine && sessions.candidates.has(t.nonce);
+              const mine = session === t.nonce;
               const label = t.name ?? t.nonce;
               return (
                 <tr key={t.nonce} data-nonce={t.nonce}>
                   <th scope="row">
                     {t.name ?? <span class="muted">unnamed</span>}
                     {mine && <span class="tag">this session</span>}
-                    {maybeMine && <span class="tag">a console session, maybe this one</span>}
                     <div class="muted small">
                       <code>{t.nonce}</code>
                     </div>
@@ -169,14 +167,7 @@ export function TokensPage() {
                       <div role="group" aria-label={`Confirm revoking ${label}`} class="confirm">
                         <p>
                           Revoke {label}? Whatever uses it, and every token made from it, stops working.
-                          {(mine || maybeMine) && (
-                            <strong>
-                              {' '}
-                              {mine
-                                ? 'It is this console session: revoking it signs you out.'
-                                : 'If it is this console session, revoking it signs you out.'}
-                            </strong>
-                          )}
+                          {mine && <strong> It is this console session: revoking it signs you out.</strong>}
                         </p>
                         <button type="button" class="danger small" disabled={busy} onClick={() => void revoke(t)}>
                           {mine ? 'Revoke and sign out' : 'Revoke'}
