@@ -1,10 +1,11 @@
 // The command groups, by name, in the order `svc --help` lists them: an app's life first (create,
-// configure, deploy, build, watch), then what an account has besides apps, then any call, then
-// signing in and out. svc.ts runs the one named; each is in its own file.
+// configure, deploy, build, watch), then what an account has besides apps, then any call, shell
+// completion, then signing in and out. svc.ts runs the one named; each is in its own file.
 import { appsGroup } from './apps.js';
 import { buildGroup } from './build.js';
 import { buildsGroup } from './builds.js';
 import type { CommandGroup } from './command.js';
+import { completionGroup } from './completion.js';
 import { dbGroup } from './db.js';
 import { deployGroup } from './deploy.js';
 import { deploysGroup } from './deploys.js';
@@ -55,6 +56,7 @@ export const commandGroups: readonly CommandGroup[] = [
   webhooksGroup,
   usageGroup,
   rawApiGroup,
+  completionGroup,
   loginGroup,
   logoutGroup,
 ];

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { TokenFormatError } from '../lib/tokens/token.js';
 import { GroupUsageError, processContext } from './command.js';
+import { candidates } from './completion.js';
 import { resolveTarget } from './config.js';
 import { describeFailure } from './failure.js';
 import { commandGroups, groupNamed } from './groups.js';
@@ -32,6 +33,11 @@ function tokenArg(value: string | undefined): string {
 
 async function main(argv: string[]): Promise<void> {
   const [group, command, ...rest] = argv;
+  // The words a shell's tab completes to (cli/completion.ts): one per line, without the API.
+  if (group === '__complete') {
+    candidates(argv.slice(1), commandGroups).forEach((word) => console.log(word));
+    return;
+  }
   const typed = groupNamed(group);
   if (typed) {
     process.exitCode = await typed.run(argv.slice(1), processContext(apiTarget));
