@@ -40,6 +40,8 @@ bb_ldd=$(command -v busybox >/dev/null && { ldd "$(command -v busybox)" 2>&1 || 
 [[ "$bb_ldd" == *"not a dynamic"* ]] || missing+=(busybox-static)
 # Headless browser of the sign-in tests (driven by playwright-core).
 command -v chromium >/dev/null || missing+=(chromium)
+# The CLI's interactive tests type into a real terminal (test/support/terminal.ts).
+command -v tmux >/dev/null || missing+=(tmux)
 # The shell completion tests load svc's zsh script in zsh (test/unit/cli-completion.test.ts).
 command -v zsh >/dev/null || missing+=(zsh)
 # `install-deps.sh bench`: the reference proxy and the load generator of bench/proxy too.
