@@ -11,6 +11,8 @@ export type Route =
   | { page: 'app-deploys'; name: string; deploy?: string }
   | { page: 'app-previews'; name: string }
   | { page: 'app-domains'; name: string }
+  | { page: 'app-logs'; name: string }
+  | { page: 'app-metrics'; name: string }
   | { page: 'databases' }
   | { page: 'volumes' }
   | { page: 'tokens' }
@@ -34,6 +36,8 @@ export function routeOf(pathname: string, search = ''): Route {
     return { page: 'app-deploys', name: parts[1]!, deploy: parts[3]! };
   if (parts.length === 3 && parts[0] === 'apps' && parts[2] === 'previews') return { page: 'app-previews', name: parts[1]! };
   if (parts.length === 3 && parts[0] === 'apps' && parts[2] === 'domains') return { page: 'app-domains', name: parts[1]! };
+  if (parts.length === 3 && parts[0] === 'apps' && parts[2] === 'logs') return { page: 'app-logs', name: parts[1]! };
+  if (parts.length === 3 && parts[0] === 'apps' && parts[2] === 'metrics') return { page: 'app-metrics', name: parts[1]! };
   if (parts.length === 1 && parts[0] === 'databases') return { page: 'databases' };
   if (parts.length === 1 && parts[0] === 'volumes') return { page: 'volumes' };
   if (parts.length === 1 && parts[0] === 'tokens') return { page: 'tokens' };
@@ -56,6 +60,10 @@ export function hrefOf(route: Route): string {
       return `${base}/apps/${encodeURIComponent(route.name)}/deploys${route.deploy ? `/${encodeURIComponent(route.deploy)}` : ''}`;
     case 'app-previews':
       return `${base}/apps/${encodeURIComponent(route.name)}/previews`;
+    case 'app-logs':
+      return `${base}/apps/${encodeURIComponent(route.name)}/logs`;
+    case 'app-metrics':
+      return `${base}/apps/${encodeURIComponent(route.name)}/metrics`;
     case 'app-domains':
       return `${base}/apps/${encodeURIComponent(route.name)}/domains`;
     case 'databases':

@@ -12,6 +12,8 @@ import { AppEnvPage } from './pages/app-env.js';
 import { AppDeploysPage } from './pages/app-deploys.js';
 import { AppPreviewsPage } from './pages/app-previews.js';
 import { AppDomainsPage } from './pages/app-domains.js';
+import { AppLogsPage } from './pages/app-logs.js';
+import { AppMetricsPage } from './pages/app-metrics.js';
 import { DatabasesPage } from './pages/databases.js';
 import { VolumesPage } from './pages/volumes.js';
 import { AppsPage } from './pages/apps.js';
@@ -70,6 +72,8 @@ export function Shell() {
       {route.page === 'app-deploys' && <AppDeploysPage name={route.name} open={route.deploy} />}
       {route.page === 'app-previews' && <AppPreviewsPage name={route.name} />}
       {route.page === 'app-domains' && <AppDomainsPage name={route.name} />}
+      {route.page === 'app-logs' && <AppLogsPage name={route.name} />}
+      {route.page === 'app-metrics' && <AppMetricsPage name={route.name} />}
       {route.page === 'databases' && <DatabasesPage />}
       {route.page === 'volumes' && <VolumesPage />}
       {route.page === 'tokens' && <TokensPage />}

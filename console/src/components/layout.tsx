@@ -7,7 +7,11 @@ import { ErrorMessage } from './error-message.js';
 
 /** The navigation's pages; an app's pages count as Apps. */
 const sections = [
-  { label: 'Apps', route: { page: 'apps' }, pages: ['apps', 'app', 'app-env', 'app-deploys', 'app-previews', 'app-domains'] },
+  {
+    label: 'Apps',
+    route: { page: 'apps' },
+    pages: ['apps', 'app', 'app-env', 'app-deploys', 'app-previews', 'app-domains', 'app-logs', 'app-metrics'],
+  },
   { label: 'Databases', route: { page: 'databases' }, pages: ['databases'] },
   { label: 'Volumes', route: { page: 'volumes' }, pages: ['volumes'] },
   { label: 'Events', route: { page: 'events' }, pages: ['events'] },

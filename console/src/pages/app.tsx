@@ -103,6 +103,11 @@ export function AppPage({ name }: { name: string }) {
           <dd>
             <a href={hrefOf({ page: 'app-deploys', name })}>Deploys of {name}</a> (build logs, rollback)
           </dd>
+          <dt>Runtime</dt>
+          <dd>
+            <a href={hrefOf({ page: 'app-logs', name })}>Logs of {name}</a> (live) and{' '}
+            <a href={hrefOf({ page: 'app-metrics', name })}>Metrics of {name}</a> (requests, errors, latency)
+          </dd>
           <dt>Previews</dt>
           <dd>
             <a href={hrefOf({ page: 'app-previews', name })}>Previews of {name}</a>
