@@ -105,6 +105,7 @@ bench: build cluster postgres nodes
 	@node dist/bench/reconcile.js
 	@node dist/bench/proxy.js
 	@node dist/bench/https.js
+	@node dist/bench/console.js
 	@SVC_LOG_LEVEL=silent node dist/bench/events.js
 	@SVC_LOG_LEVEL=silent node dist/bench/databases.js
 	@SVC_LOG_LEVEL=silent node dist/bench/builds.js
