@@ -12,6 +12,7 @@ import { RateLimiter } from '../middleware/rate-limit.js';
 import { op, type Operation } from '../operation.js';
 import type { ApiDeps } from '../deps.js';
 import type { PublicRequest } from '../router.js';
+import type { Principal } from '../../lib/tokens/store.js';
 
 type Deps = Pick<ApiDeps, 'tokens' | 'accountLock' | 'accounts' | 'clock' | 'log'> & {
   cliLogins: CliLogins;
@@ -60,10 +61,22 @@ export function cliLoginOperations(s: Deps): Operation[] {
     if (!userCode || !view) throw notFound(`CLI login ${raw}`);
     return view;
   };
-  /** Only a console session decides a login (a bearer token would let one token mint another that outlives it). */
-  const consoleOnly = (headers: Readonly<Record<string, unknown>>) => {
+  /**
+   * Only a console session decides a login: presented as the console's cookie, and a token of the
+   * account itself (made from no other token, offline or online) with no restriction but its
+   * expiry, as console sign-in mints them. Any other token, even one put in the cookie by hand,
+   * would otherwise mint itself a longer-lived token with more authority here.
+   */
+  const consoleOnly = (headers: Readonly<Record<string, unknown>>, principal: Principal) => {
     if (headers.authorization !== undefined)
       throw new ApiError('forbidden', 'a CLI login is approved in the console, signed in there: open the link svc login printed');
+    // lineage is [nonce, one chain link per caveat and the root's, ...ancestors]: ancestors means made from another token.
+    const madeFromAnother = principal.lineage.length > principal.restrictions.length + 2;
+    if (madeFromAnother || principal.restrictions.some((r) => r.kind !== 'expires'))
+      throw new ApiError(
+        'forbidden',
+        'a CLI login is approved only by a console session signed in by email, not by a narrowed or derived token',
+      );
   };
   return [
     {
@@ -143,8 +156,8 @@ export function cliLoginOperations(s: Deps): Operation[] {
       summary: 'A `svc login` waiting for approval, by its user code: the device, where and when it asked (console session only)',
       action: 'admin',
       response: loginSchema,
-      handler: async ({ params, headers }) => {
-        consoleOnly(headers);
+      handler: async ({ params, headers, caller }) => {
+        consoleOnly(headers, caller.principal);
         const v = await named(params.userCode!);
         return {
           body: {
@@ -170,16 +183,13 @@ export function cliLoginOperations(s: Deps): Operation[] {
       body: approveBody,
       response: z.object({ status: z.literal('approved') }),
       handler: async ({ params, headers, body, caller }) => {
-        consoleOnly(headers);
+        consoleOnly(headers, caller.principal);
         const v = await named(params.userCode!);
-        // The approver's own limits carry over (none for a console session, but never more than it has).
-        const inherited = caller.principal.restrictions.find((x) => x.kind === 'actions');
-        const wanted = body.actions ?? null;
-        const allowed = inherited?.kind === 'actions' ? (wanted ?? inherited.actions).filter((a) => inherited.actions.includes(a)) : wanted;
+        // consoleOnly left only a caller without action or app restrictions: the chosen actions, or all.
         const ok = await s.cliLogins.decide(v.userCode, {
           approve: true,
           accountId: caller.account.id,
-          actions: allowed,
+          actions: body.actions ?? null,
           tokenDays: body.expires_in_days,
         });
         if (!ok)
@@ -197,8 +207,8 @@ export function cliLoginOperations(s: Deps): Operation[] {
       summary: 'Deny a `svc login`: the CLI is told so and gets nothing (console session only)',
       action: 'admin',
       response: z.object({ status: z.literal('denied') }),
-      handler: async ({ params, headers }) => {
-        consoleOnly(headers);
+      handler: async ({ params, headers, caller }) => {
+        consoleOnly(headers, caller.principal);
         const v = await named(params.userCode!);
         if (!(await s.cliLogins.decide(v.userCode, { approve: false })))
           throw new ApiError('conflict', `this login is ${v.state === 'pending' ? 'no longer pending' : v.state}`);

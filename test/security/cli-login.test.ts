@@ -1,7 +1,8 @@
 // Attacks on `svc login`'s device flow (api/operations/cli-login.ts, docs/security.md) on the real
 // API and PostgreSQL:
-// - a token (even one with admin) cannot approve a login, look one up, or deny one: only a console
-//   session decides, so no token can mint a longer-lived one for itself through a login;
+// - a token (even one with admin, even one put in the console's cookie) cannot approve a login, look
+//   one up, or deny one: only a console session decides, so no token can mint a longer-lived or
+//   broader one for itself through a login;
 // - the device code alone collects the token, once, even with two polls racing; a guessed or
 //   malformed device code gets nothing; polling faster than the interval is slowed down;
 // - a denied login gives nothing; an approval restricted to read gives a token that cannot write;
@@ -47,6 +48,22 @@ describe('security: svc login (device flow)', () => {
     }
     // Nor the console's cookie without its CSRF defences (a page of another origin).
     assert.equal((await approve(user_code, {}, { ...asConsole(), origin: 'http://evil.example' })).status, 403);
+    // Nor a narrowed or derived token put in the console's cookie by hand: it would mint itself a
+    // token outliving it, with every action.
+    const narrowed = (
+      (await (
+        await api.request('POST', '/api/account/tokens', { body: { name: 'console', actions: ['admin'], expires_in: '1h' } })
+      ).json()) as {
+        token: string;
+      }
+    ).token;
+    const planted = { cookie: `svc-console=${narrowed}`, 'x-svc-console': '1', origin: api.url };
+    assert.equal((await approve(user_code, {}, planted)).status, 403);
+    assert.equal((await api.request('GET', `/api/cli/logins/${user_code}`, { token: null, headers: planted })).status, 403);
+    // A token made from another with no restriction but a shorter life: derived, so refused too.
+    const derived = ((await (await api.request('POST', '/api/account/tokens', { body: { expires_in: '1h' } })).json()) as { token: string })
+      .token;
+    assert.equal((await approve(user_code, {}, { ...planted, cookie: `svc-console=${derived}` })).status, 403);
     assert.equal((await poll(device_code)).status, 202, 'still pending');
   });
 
