@@ -287,6 +287,32 @@ describe('chart: the platform installed on the local cluster', { timeout: 15 * 6
   const leader = async () =>
     (await leases.readNamespacedLease({ name: 'svc-controllers', namespace: 'kube-system' })).spec?.holderIdentity?.split('_')[0];
   const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+  /**
+   * helm with --wait, and when it gives up, why: each pod's phase, unready containers and their last
+   * log lines, and the namespace's warnings (helm says only "context deadline exceeded").
+   */
+  const helmWaiting = async (...args: string[]) => {
+    try {
+      await helm(...args);
+    } catch (err) {
+      const lines: string[] = [];
+      const pods = (await core.listNamespacedPod({ namespace: ns.name })).items;
+      for (const p of pods) {
+        const statuses = [...(p.status?.initContainerStatuses ?? []), ...(p.status?.containerStatuses ?? [])];
+        lines.push(`pod ${p.metadata!.name} on ${p.spec?.nodeName ?? '(unscheduled)'}: ${p.status?.phase}`);
+        for (const c of statuses.filter((c) => !c.ready)) {
+          lines.push(`  ${c.name}: ${JSON.stringify(c.state)} restarts ${c.restartCount}`);
+          const log = await core
+            .readNamespacedPodLog({ name: p.metadata!.name!, namespace: ns.name, container: c.name, tailLines: 15 })
+            .catch((e: unknown) => `(no log: ${String(e)})`);
+          lines.push(...String(log).split('\n').map((l) => `    ${l}`));
+        }
+      }
+      const events = (await core.listNamespacedEvent({ namespace: ns.name })).items.filter((e) => e.type !== 'Normal');
+      lines.push(...events.slice(-30).map((e) => `event ${e.involvedObject.name}: ${e.reason} ${e.message}`));
+      throw new Error(`${(err as Error).message}\n${lines.join('\n')}`, { cause: err });
+    }
+  };
 
   before(async () => {
     ns = await testNamespace(core, 'chart');
@@ -400,7 +426,7 @@ describe('chart: the platform installed on the local cluster', { timeout: 15 * 6
 
   it('installs: two ready replicas of each component, one controllers leader, the first token in its Secret', async () => {
     const started = Date.now();
-    await helm('install', release, chartDir, '-n', ns.name, ...values(), '--set', `image.tag=${tag}`, '--wait', '--timeout', '5m');
+    await helmWaiting('install', release, chartDir, '-n', ns.name, ...values(), '--set', `image.tag=${tag}`, '--wait', '--timeout', '5m');
     timings.push(`install to every pod ready ${seconds(Date.now() - started)}`);
     for (const component of ['api', 'controllers', 'ingress-auth']) assert.ok(await ready(component), `${component}: 2 of 2 ready`);
     const pods = (await core.listNamespacedPod({ namespace: ns.name, labelSelector: `app.kubernetes.io/instance=${release}` })).items;
@@ -519,7 +545,7 @@ describe('chart: the platform installed on the local cluster', { timeout: 15 * 6
       return r.status === 200 ? undefined : `api: status ${r.status} ${r.body.slice(0, 200)}`;
     });
     const started = Date.now();
-    await helm('upgrade', release, chartDir, '-n', ns.name, ...values(), '--set', `image.tag=${nextTag}`, '--wait', '--timeout', '5m');
+    await helmWaiting('upgrade', release, chartDir, '-n', ns.name, ...values(), '--set', `image.tag=${nextTag}`, '--wait', '--timeout', '5m');
     timings.push(`upgrade to every new pod ready ${seconds(Date.now() - started)}`);
     const [a, b] = [await app$.stop(), await api$.stop()];
     timings.push(`${a.count} app and ${b.count} API requests through the upgrade, ${a.failures.length + b.failures.length} failed`);

@@ -16,7 +16,7 @@ import { packTree } from '../../lib/artifacts/tarball.js';
 import type { MailSender } from '../../lib/mail/sender.js';
 import { deployLive, expectJson, startTestApi, type TestApi } from '../support/api.js';
 import { launchChromium } from '../support/browser.js';
-import { accessibilityProblems, consoleShots, signInToConsole, startTestMailSender } from '../support/console.js';
+import { accessibilityProblems, consoleShots, gone, signInToConsole, startTestMailSender } from '../support/console.js';
 import { packageLock } from '../support/build-trees.js';
 import { images } from '../support/images.js';
 import { uniqueName } from '../support/kube.js';
@@ -123,7 +123,7 @@ describe('web console: deploys, build logs, rollback and previews (Chromium, SMT
     assert.match((await confirm.textContent()) ?? '', new RegExp(`in place of ${v2}`));
     await look(page, 'deploys-rollback', 'light');
     await confirm.getByRole('button', { name: 'Cancel' }).click();
-    assert.equal(await confirm.count(), 0);
+    await gone(confirm, 'the cancelled confirmation');
     const listed = async () =>
       (await expectJson<{ deploys: DeployBody[] }>(await api.request('GET', `/api/apps/${app}/deploys`), 200)).deploys;
     assert.equal((await listed()).length, 2, 'no rollback was made');
@@ -277,7 +277,7 @@ describe('web console: deploys, build logs, rollback and previews (Chromium, SMT
     await row.getByRole('button', { name: 'Delete preview pr-7' }).click();
     await confirm.getByRole('button', { name: 'Delete' }).click();
     await page.getByText('Preview pr-7 deleted.').waitFor();
-    assert.equal(await row.count(), 0, 'gone from the list');
+    await gone(row, 'the deleted preview');
     await eventually('the preview app to go', async () => (await api.request('GET', `/api/apps/${previewApp}`)).status === 404, {
       timeoutMs: 60_000,
     });

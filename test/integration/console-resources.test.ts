@@ -16,7 +16,7 @@ import type { Browser as Chromium, BrowserContext, Locator, Page } from 'playwri
 import type { MailSender } from '../../lib/mail/sender.js';
 import { expectJson, startTestApi, type TestApi } from '../support/api.js';
 import { launchChromium } from '../support/browser.js';
-import { accessibilityProblems, consoleShots, signInToConsole, startTestMailSender } from '../support/console.js';
+import { accessibilityProblems, consoleShots, gone, signInToConsole, startTestMailSender } from '../support/console.js';
 import { dnsServers } from '../support/dns.js';
 import { uniqueName } from '../support/kube.js';
 import { startTestSmtp, type TestSmtp } from '../support/smtp.js';
@@ -191,14 +191,14 @@ describe('web console: domains, databases and volumes (Chromium, SMTP, DNS)', ()
     assert.match((await confirm.textContent()) ?? '', /stops routing to the app at once/);
     await look(page, 'domains-remove', 'light');
     await confirm.getByRole('button', { name: 'Keep' }).click();
-    assert.equal(await confirm.count(), 0);
+    await gone(confirm, 'the kept confirmation');
     assert.equal((await domainsOf()).length, 1, 'kept');
 
     await card.getByRole('button', { name: `Remove ${domain}` }).click();
     await confirm.getByRole('button', { name: 'Remove' }).click();
     await page.getByText(`${domain} removed: it no longer routes to ${app}, and the name is free.`).waitFor();
     await page.locator('#domains-empty').waitFor();
-    assert.equal(await card.count(), 0);
+    await gone(card, 'the removed domain');
     assert.deepEqual(await domainsOf(), []);
     await page.close();
   });

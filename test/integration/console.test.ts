@@ -17,7 +17,7 @@ import type { Browser as Chromium, BrowserContext, Locator, Page } from 'playwri
 import type { MailSender } from '../../lib/mail/sender.js';
 import { expectJson, startTestApi, type TestApi } from '../support/api.js';
 import { launchChromium } from '../support/browser.js';
-import { accessibilityProblems, consoleLink, consoleShots, startTestMailSender } from '../support/console.js';
+import { accessibilityProblems, consoleLink, consoleShots, gone, startTestMailSender } from '../support/console.js';
 import { uniqueName } from '../support/kube.js';
 import { freePort } from '../support/ports.js';
 import { startTestSmtp, type TestSmtp } from '../support/smtp.js';
@@ -330,7 +330,7 @@ describe('web console (Chromium, SMTP)', () => {
 
     // Shown once: gone when dismissed, and not on the page again.
     await page.getByRole('button', { name: 'I have copied it' }).click();
-    assert.equal(await page.locator('#new-token').count(), 0);
+    await gone(page.locator('#new-token'), 'the new token, dismissed');
     await page.reload();
     await page.locator(`#tokens tbody tr`, { hasText: name }).waitFor();
     assert.equal((await page.content()).includes(token), false, 'the token is not shown again');
@@ -342,7 +342,7 @@ describe('web console (Chromium, SMTP)', () => {
       .getByRole('button', { name: 'Revoke' })
       .click();
     await page.getByText(`Token ${name} revoked.`).waitFor();
-    assert.equal(await page.locator(`#tokens tbody tr`, { hasText: name }).count(), 0);
+    await gone(page.locator(`#tokens tbody tr`, { hasText: name }), 'the revoked token');
     await eventually('the revoked token refused', async () => (await fetch(`${api.url}/api/apps`, { headers: bearer })).status === 401);
     await page.close();
   });

@@ -1,9 +1,10 @@
 // What the console's Chromium tests share (test/integration/console*.test.ts): the mail sender that
 // delivers sign-in links to the test's SMTP server, the link in a received message, signing a
-// browser in through the sign-in page and that link, and axe-core's serious and critical findings.
+// browser in through the sign-in page and that link, waiting for a thing to leave the page, and
+// axe-core's serious and critical findings.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { BrowserContext, Page } from 'playwright-core';
+import type { BrowserContext, Locator, Page } from 'playwright-core';
 import { createLogger } from '../../lib/logger.js';
 import { MailSender } from '../../lib/mail/sender.js';
 import { repoRoot } from '../../lib/paths.js';
@@ -74,4 +75,16 @@ export async function accessibilityProblems(page: Page): Promise<string[]> {
   return violations
     .filter((v) => v.impact === 'serious' || v.impact === 'critical')
     .map((v) => `${v.impact} ${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
+}
+
+/**
+ * Waits until nothing on the page matches: a count read at once races the page's own update (a
+ * list read again after a notice), which a loaded machine loses.
+ */
+export async function gone(locator: Locator, what: string, timeoutMs = 10_000): Promise<void> {
+  try {
+    await locator.last().waitFor({ state: 'detached', timeout: timeoutMs });
+  } catch {
+    throw new Error(`${what}: still on the page after ${timeoutMs} ms (${await locator.count()} matching)`);
+  }
 }

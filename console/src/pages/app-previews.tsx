@@ -68,9 +68,9 @@ export function AppPreviewsPage({ name }: { name: string }) {
     try {
       await api.DELETE('/apps/{appID}/previews/{ref}', { params: { path: { appID, ref } } });
       setConfirming(undefined);
-      setDone(`Preview ${ref} deleted.`);
       // Its app may still be listed while the cluster removes it: it is not shown again.
       await load(ref).catch((err: unknown) => setLoadError(err));
+      setDone(`Preview ${ref} deleted.`);
     } catch (error) {
       setFailure({ doing: `Deleting preview ${ref}`, error });
     } finally {

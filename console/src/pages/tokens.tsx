@@ -108,9 +108,10 @@ export function TokensPage() {
     try {
       await api.DELETE('/account/tokens/{nonce}', { params: { path: { nonce: token.nonce } } });
       setConfirming(undefined);
-      setDone(`Token ${token.name ?? token.nonce} revoked.`);
+      // Read again before saying so, so the notice never stands beside the revoked row.
       // When it was this session's, this answers 401 and the console shows sign-in.
       await load();
+      setDone(`Token ${token.name ?? token.nonce} revoked.`);
     } catch (error) {
       setFailure({ doing: `Revoking token ${token.name ?? token.nonce}`, error, where: 'list' });
     } finally {

@@ -34,8 +34,8 @@ export function VolumesPage() {
     try {
       await api.DELETE('/volumes/{ref}', { params: { path: { ref } } });
       setConfirming(undefined);
-      setDone(`Volume ${ref} deleted.`);
       await load();
+      setDone(`Volume ${ref} deleted.`);
     } catch (error) {
       setFailure({ doing: `Deleting volume ${ref}`, error });
     } finally {
