@@ -6,6 +6,7 @@ import { Authenticator } from './middleware/authenticate.js';
 import { errorHandler } from './middleware/errors.js';
 import { RateLimiter } from './middleware/rate-limit.js';
 import { requestContext } from './middleware/request-context.js';
+import { untrustedForwardingWarning } from './middleware/forwarding.js';
 import { buildRouter, unmatched } from './router.js';
 import { accountOperations } from './operations/account.js';
 import { webhookOperations } from './operations/webhooks.js';
@@ -67,6 +68,8 @@ export function createApi(s: ApiDeps, operations: Operation[] = allOperations(s)
   if (s.config.api.proxyHops > 0) {
     app.proxy = true;
     app.maxIpsCount = s.config.api.proxyHops;
+  } else {
+    app.use(untrustedForwardingWarning(s.log));
   }
   const router = buildRouter(operations, s, new Authenticator(s), new RateLimiter(s.config.api.rate.perSecond, s.config.api.rate.burst));
   app.use(requestContext(s.log));
