@@ -640,7 +640,7 @@ export async function assembleDeps(deps: {
       log,
       clock,
     }),
-    cliLogins: new CliLogins(db, clock),
+    cliLogins: new CliLogins(db, new MailOutbox(db, { clock }), config.api.publicUrl, clock),
     events,
     eventHub,
     usage,

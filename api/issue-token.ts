@@ -12,15 +12,24 @@ type Deps = {
   config: { quotas: Pick<ApiDeps['config']['quotas'], 'tokensPerAccount'> };
 };
 
+/**
+ * Throws the quota's error when the account cannot take one more live token. Alone (without the
+ * lock) it is a forecast: approving a `svc login` checks it so the person hears it in the console,
+ * not the terminal after the approval.
+ */
+export async function assertTokenRoom(s: Omit<Deps, 'accountLock'>, accountId: string): Promise<void> {
+  const now = s.clock().getTime();
+  const live = (await s.tokens.list(accountId)).filter((t) => !t.revoked && (!t.expiresAt || t.expiresAt.getTime() > now)).length;
+  within(live, 1, s.config.quotas.tokensPerAccount, 'live tokens', 'revoke one first (DELETE /account/tokens/{nonce})');
+}
+
 export async function issueWithinQuota(
   s: Deps,
   accountId: string,
   opts: Parameters<TokenStore['issue']>[1],
 ): ReturnType<TokenStore['issue']> {
-  const now = s.clock().getTime();
   return s.accountLock.hold(accountId, async () => {
-    const live = (await s.tokens.list(accountId)).filter((t) => !t.revoked && (!t.expiresAt || t.expiresAt.getTime() > now)).length;
-    within(live, 1, s.config.quotas.tokensPerAccount, 'live tokens', 'revoke one first (DELETE /account/tokens/{nonce})');
+    await assertTokenRoom(s, accountId);
     return s.tokens.issue(accountId, opts);
   });
 }

@@ -29,6 +29,8 @@ export interface HandlerInput<B, Q> {
   caller: Caller;
   /** The request's headers (lowercase names), for content negotiation (Accept). */
   headers: Readonly<Record<string, string | string[] | undefined>>;
+  /** The client's address (the socket's, or X-Forwarded-For's within SVC_API_PROXY_HOPS). */
+  ip: string;
   /** The raw request body, when the operation accepts uploads and one of its types was sent. */
   upload?: { stream: Readable; contentType: string; length: number | undefined };
 }
@@ -75,6 +77,12 @@ export interface AuthenticatedOperation<B = unknown, Q = unknown> extends Operat
   pending?: Pending;
   /** Also accepts a streamed (not buffered) body of these media types, up to limitBytes. */
   upload?: { types: string[]; limitBytes: number; description: string };
+  /**
+   * True when the request acts on the very credential that makes it: then it needs none of the
+   * operation's action or account-wide access (a token may always revoke itself, as OAuth's
+   * revocation endpoint lets any client, RFC 7009; `svc logout` with a read-only token).
+   */
+  ownCredential?(params: Readonly<Record<string, string>>, principal: Principal): boolean;
 }
 
 export type Operation = PublicOperation | AuthenticatedOperation;

@@ -114,7 +114,7 @@ export function buildRouter(operations: readonly Operation[], s: RouterDeps, aut
       const principal = await auth.authenticate(authorization, browser);
       limiter.take(principal.nonce);
       const params = ctx.params;
-      auth.authorize(op, principal);
+      if (!op.ownCredential?.(params, principal)) auth.authorize(op, principal);
       const caller = await auth.caller(principal, auth.presented(authorization, browser)!.token);
       if (!op.handler) {
         // Resolved like every app's operation (name or ID, the token's apps restriction, 404), then 501.
@@ -128,10 +128,10 @@ export function buildRouter(operations: readonly Operation[], s: RouterDeps, aut
         if (length !== undefined && length > op.upload.limitBytes)
           throw new ApiError('payload_too_large', `upload larger than ${op.upload.limitBytes} bytes`);
         const upload = { stream: ctx.req, contentType: uploadType, length };
-        return respond(ctx, op, await op.handler({ body: undefined, query, params, caller, headers: ctx.headers, upload }));
+        return respond(ctx, op, await op.handler({ body: undefined, query, params, caller, headers: ctx.headers, ip: ctx.ip, upload }));
       }
       const body = op.body ? await readBody(ctx, op.body) : undefined;
-      respond(ctx, op, await op.handler({ body, query, params, caller, headers: ctx.headers }));
+      respond(ctx, op, await op.handler({ body, query, params, caller, headers: ctx.headers, ip: ctx.ip }));
     });
   }
   return router;

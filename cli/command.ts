@@ -123,11 +123,21 @@ export async function readInput(ctx: Pick<CommandContext, 'readStdin'>, file: st
   }
 }
 
+/**
+ * A line as a terminal shows it, control characters written out (`\x1b`): what the API says (its
+ * messages, names, addresses) could otherwise move the cursor, rewrite a line with a carriage
+ * return or set the window's title — a hostile --api could make a prompt say anything.
+ */
+export function printable(line: string): string {
+  return line.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+}
+
 /** The context of a person at a terminal, or a script: process's stdin, stdout and stderr. */
 export function processContext(target: (token: string | undefined) => ApiTarget): CommandContext {
   return {
-    out: (line) => console.log(line),
-    err: (line) => console.error(line),
+    // What people read is printable; what a program reads on a pipe (--json, a table) is as it is.
+    out: (line) => console.log(process.stdout.isTTY ? printable(line) : line),
+    err: (line) => console.error(printable(line)),
     write: (text) => void process.stdout.write(text),
     writeErr: (text) => void process.stderr.write(text),
     stdout: process.stdout,
@@ -140,7 +150,7 @@ export function processContext(target: (token: string | undefined) => ApiTarget)
     ask: async (question) => {
       const rl = createInterface({ input: process.stdin, output: process.stderr });
       try {
-        return await rl.question(question);
+        return await rl.question(printable(question));
       } finally {
         rl.close();
       }

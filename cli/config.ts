@@ -51,7 +51,8 @@ const checksMode = process.platform !== 'win32';
 /**
  * The stored credentials, or undefined when there is no file. Refuses (CredentialsError) a file
  * that is not a regular file, that belongs to another user, that group or others may read or
- * write (unless `anyMode`: svc logout still signs out of it), or that is not what svc login writes.
+ * write, in a directory that is not the user's or that others may write to (unless `anyMode`: svc
+ * logout still signs out of it), or that is not what svc login writes.
  */
 export function readCredentials(env: Env = process.env, o: { anyMode?: boolean } = {}): Credentials | undefined {
   const file = credentialsPath(env);
@@ -64,6 +65,15 @@ export function readCredentials(env: Env = process.env, o: { anyMode?: boolean }
     if (checksMode && !o.anyMode) {
       if (process.getuid && st.uid !== process.getuid())
         throw new CredentialsError(`${file} belongs to another user (uid ${st.uid}): remove it, then svc login`);
+      // A directory others may write to lets them put their own file (their token, their API) in place.
+      const dir = statSync(path.dirname(file));
+      if ((dir.mode & 0o022) !== 0 || (process.getuid && dir.uid !== process.getuid())) {
+        const dirMode = (dir.mode & 0o777).toString(8).padStart(4, '0');
+        throw new CredentialsError(
+          `${path.dirname(file)} can be changed by other users (mode ${dirMode}, uid ${dir.uid}), so ${file} is not used: ` +
+            `someone else could have put it there. Make the directory yours alone (chmod 700 ${path.dirname(file)}), then svc login`,
+        );
+      }
       if ((st.mode & 0o077) !== 0) {
         const mode = (st.mode & 0o777).toString(8).padStart(4, '0');
         throw new CredentialsError(

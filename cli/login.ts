@@ -62,9 +62,8 @@ example:
 const logoutUsage = `usage:
   svc logout [--json]                          revoke the token svc login stored, and remove it
   --json        print {"signed_out","revoked","nonce","api_url"} on stdout
-Signed out already (no credentials file): says so and exits 0. A token that cannot revoke itself
-(one approved without the admin action) is removed all the same and stays valid until it expires:
-revoke it in the console's tokens page, or with svc tokens rm ID and a token that may.
+Signed out already (no credentials file): says so and exits 0. Any token may revoke itself, whatever
+its actions. When the API cannot be reached or refuses, the file is kept and svc exits 1.
 example:
   svc logout`;
 
@@ -307,12 +306,6 @@ async function logout(ctx: CommandContext, deps: LoginDeps, json: boolean): Prom
     if (err instanceof ApiError && (err.status === 401 || err.status === 404)) {
       // Revoked or expired already, or gone: nothing left to revoke.
       ctx.err(`The token ${stored.nonce} was no longer valid (${err.apiMessage})`);
-    } else if (err instanceof ApiError && err.status === 403) {
-      ctx.err(`svc: the token cannot revoke itself: ${err.apiMessage}`);
-      ctx.err(
-        `svc: it stays valid until ${stored.expires_at}: revoke it (token ${stored.nonce}) at ${tokensPage(stored.api_url)}, ` +
-          `or with svc tokens rm ${stored.nonce} and a token that has the admin action`,
-      );
     } else {
       // No answer, or a failure of the API's: the file is kept, so that svc logout can be run again.
       const why = err instanceof Error ? err.message : String(err);

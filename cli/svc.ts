@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { TokenFormatError } from '../lib/tokens/token.js';
-import { GroupUsageError, processContext } from './command.js';
+import { GroupUsageError, printable, processContext } from './command.js';
 import { candidates } from './completion.js';
 import { resolveTarget } from './config.js';
 import { describeFailure } from './failure.js';
@@ -77,20 +77,23 @@ async function main(argv: string[]): Promise<void> {
  */
 const apiTarget = (token: string | undefined) => resolveTarget(token === '-' ? readFileSync(0, 'utf8') : token, process.env);
 
+// What goes wrong is told to people, in words the API may have chosen: printable.
+const say = (line: string) => console.error(printable(line));
+
 try {
   await main(process.argv.slice(2));
 } catch (err) {
   if (err instanceof UsageError) {
-    if (err.message) console.error(`svc: ${err.message}`);
+    if (err.message) say(`svc: ${err.message}`);
     // A group's own usage when the mistake is within a group: the whole list would bury it.
     const shown = err instanceof GroupUsageError ? err.usage : usage;
-    if (shown) console.error(shown);
+    if (shown) say(shown);
     process.exitCode = 2;
   } else if (err instanceof TokenFormatError) {
-    console.error(`svc: not a valid token: ${err.message}`);
+    say(`svc: not a valid token: ${err.message}`);
     process.exitCode = 1;
   } else {
-    describeFailure(err).forEach((line) => console.error(line));
+    describeFailure(err).forEach((line) => say(line));
     process.exitCode = 1;
   }
 }

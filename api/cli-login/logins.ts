@@ -6,7 +6,9 @@
 import { randomInt } from 'node:crypto';
 import type { Knex } from 'knex';
 import { hashSecret, isSecretShape, newSecret } from '../../lib/auth/secrets.js';
+import type { OutgoingMail } from '../../lib/mail/outbox.js';
 import type { Action } from '../../lib/tokens/token.js';
+import { cliLoginApprovedMail } from './mail.js';
 
 export const loginLifetimeMs = 10 * 60_000;
 /** Seconds the CLI waits between polls; a faster poll is answered 429 (RFC 8628's slow_down). */
@@ -70,6 +72,10 @@ export type Poll =
 export class CliLogins {
   constructor(
     private readonly db: Knex,
+    /** The owner's notice of each approval goes out through the outbox, in the approval's transaction. */
+    private readonly mail: { enqueue(msg: OutgoingMail, trx?: Knex): Promise<unknown> },
+    /** The API's public origin, for the console's tokens page the notice links to. */
+    private readonly publicUrl: string,
     private readonly clock: () => Date = () => new Date(),
   ) {}
 
@@ -118,23 +124,59 @@ export class CliLogins {
 
   /**
    * Decides a pending login for the account: approved with the token's actions (null: all the
-   * approver has) and lifetime, or denied. False when it is no longer pending (decided, expired).
+   * approver has) and lifetime, by a console session (its token's nonce, its address, the
+   * account's address the notice goes to), or denied. False when it is no longer pending (decided,
+   * expired).
    */
   async decide(
     userCode: string,
-    decision: { approve: true; accountId: string; actions: Action[] | null; tokenDays: number } | { approve: false },
+    decision:
+      | {
+          approve: true;
+          accountId: string;
+          actions: Action[] | null;
+          tokenDays: number;
+          approver: { nonce: string; from: string; email: string };
+        }
+      | { approve: false },
   ): Promise<boolean> {
     const now = this.clock();
-    const changes = decision.approve
-      ? {
+    if (!decision.approve) {
+      const n = await this.db('cli_logins')
+        .where({ user_code: userCode, state: 'pending' })
+        .where('expires_at', '>', now)
+        .update({ state: 'denied' });
+      return n === 1;
+    }
+    return this.db.transaction(async (trx) => {
+      const [row] = await trx('cli_logins')
+        .where({ user_code: userCode, state: 'pending' })
+        .where('expires_at', '>', now)
+        .update({
           state: 'approved',
           account_id: decision.accountId,
           actions: decision.actions ? JSON.stringify(decision.actions) : null,
           token_days: decision.tokenDays,
-        }
-      : { state: 'denied' };
-    const n = await this.db('cli_logins').where({ user_code: userCode, state: 'pending' }).where('expires_at', '>', now).update(changes);
-    return n === 1;
+          approved_by: decision.approver.nonce,
+          approved_from: decision.approver.from,
+        })
+        .returning<Row[]>('*');
+      if (!row) return false;
+      await this.mail.enqueue(
+        cliLoginApprovedMail({
+          email: decision.approver.email,
+          name: row.name,
+          requestedFrom: row.requested_from,
+          approvedFrom: decision.approver.from,
+          approvedAt: now,
+          actions: decision.actions,
+          tokenDays: decision.tokenDays,
+          tokensUrl: `${this.publicUrl}/console/tokens`,
+        }),
+        trx,
+      );
+      return true;
+    });
   }
 
   /**

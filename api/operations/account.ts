@@ -191,9 +191,16 @@ export function accountOperations(s: Deps): Operation[] {
       tag: 'account',
       summary: 'Delete token',
       action: 'admin',
+      // Any token may revoke itself (and what descends from it): by its own id, or by its nonce
+      // when it is the token minted under it (a token narrowed offline shares its parent's nonce).
+      ownCredential: (params, principal) => params.nonce === principal.id || (params.nonce === principal.nonce && principal.asMinted),
       status: 204,
       handler: async ({ caller, params }) => {
-        if (!(await s.tokens.revoke(caller.account.id, params.nonce!))) throw notFound(`token ${params.nonce}`);
+        const { principal } = caller;
+        // A minted token revoking itself by its own id is revoked by its nonce: the same tokens end,
+        // and the list shows it revoked.
+        const id = params.nonce === principal.id && principal.asMinted ? principal.nonce : params.nonce!;
+        if (!(await s.tokens.revoke(caller.account.id, id))) throw notFound(`token ${params.nonce}`);
         return { status: 204, body: undefined };
       },
     }),

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { actions, type Restriction } from '../../lib/tokens/token.js';
 import { CliLogins, loginLifetimeMs, normalUserCode, pollIntervalSeconds } from '../cli-login/logins.js';
 import { ApiError, notFound } from '../errors.js';
-import { issueWithinQuota } from '../issue-token.js';
+import { assertTokenRoom, issueWithinQuota } from '../issue-token.js';
 import { RateLimiter } from '../middleware/rate-limit.js';
 import { op, type Operation } from '../operation.js';
 import type { ApiDeps } from '../deps.js';
@@ -28,6 +28,12 @@ const approveBody = z.strictObject({
 
 /** Logins started per client address: a burst of 10, then one every 30 s. */
 export const startRate = { perSecond: 1 / 30, burst: 10 } as const;
+/**
+ * Polls per client address: a CLI polls every 2 s, so a burst of 30 and one a second lets a few
+ * terminals behind one address log in at once, and stops a guesser of device codes (256 bits: not
+ * guessable anyway) from costing the database a query per try.
+ */
+export const pollRate = { perSecond: 1, burst: 30 } as const;
 
 const loginSchema = z.object({
   user_code: z.string(),
@@ -36,6 +42,8 @@ const loginSchema = z.object({
   requested_from: z.string(),
   expires_at: z.string(),
   state: z.enum(['pending', 'approved', 'denied', 'collected', 'expired']),
+  /** The address this request comes from, to compare with requested_from (a login asked from elsewhere may be a phish). */
+  your_address: z.string(),
 });
 
 /** The console's link for a user code, at the API's public origin. */
@@ -50,6 +58,7 @@ export function cliLoginOperations(s: Deps): Operation[] {
     Date.now,
     () => 'too many logins started from this address; try again in a minute',
   );
+  const pollLimiter = new RateLimiter(pollRate.perSecond, pollRate.burst, Date.now, () => 'too many polls from this address; slow down');
   const request = (r: PublicRequest | undefined): PublicRequest => {
     if (!r) throw new ApiError('internal', 'a CLI login operation was called without its request');
     return r;
@@ -70,9 +79,7 @@ export function cliLoginOperations(s: Deps): Operation[] {
   const consoleOnly = (headers: Readonly<Record<string, unknown>>, principal: Principal) => {
     if (headers.authorization !== undefined)
       throw new ApiError('forbidden', 'a CLI login is approved in the console, signed in there: open the link svc login printed');
-    // lineage is [nonce, one chain link per caveat and the root's, ...ancestors]: ancestors means made from another token.
-    const madeFromAnother = principal.lineage.length > principal.restrictions.length + 2;
-    if (madeFromAnother || principal.restrictions.some((r) => r.kind !== 'expires'))
+    if (principal.derived || !principal.asMinted || principal.restrictions.some((r) => r.kind !== 'expires'))
       throw new ApiError(
         'forbidden',
         'a CLI login is approved only by a console session signed in by email, not by a narrowed or derived token',
@@ -125,7 +132,9 @@ export function cliLoginOperations(s: Deps): Operation[] {
         z.object({ status: z.literal('approved'), token: z.string(), nonce: z.string(), expires_at: z.string(), email: z.string() }),
       ]),
       handler: async (r?: PublicRequest) => {
-        const { device_code } = await request(r).body(pollBody);
+        const req = request(r);
+        const { device_code } = await req.body(pollBody);
+        pollLimiter.take(`cli-login-poll:${req.ip}`);
         const poll = await s.cliLogins.poll(device_code);
         if (poll.outcome === 'pending') return { status: 202, body: { status: 'pending' } };
         if (poll.outcome === 'slow_down')
@@ -156,11 +165,12 @@ export function cliLoginOperations(s: Deps): Operation[] {
       summary: 'A `svc login` waiting for approval, by its user code: the device, where and when it asked (console session only)',
       action: 'admin',
       response: loginSchema,
-      handler: async ({ params, headers, caller }) => {
+      handler: async ({ params, headers, caller, ip }) => {
         consoleOnly(headers, caller.principal);
         const v = await named(params.userCode!);
         return {
           body: {
+            your_address: ip,
             user_code: v.userCode,
             name: v.name,
             requested_at: v.createdAt.toISOString(),
@@ -182,19 +192,25 @@ export function cliLoginOperations(s: Deps): Operation[] {
       action: 'admin',
       body: approveBody,
       response: z.object({ status: z.literal('approved') }),
-      handler: async ({ params, headers, body, caller }) => {
+      handler: async ({ params, headers, body, caller, ip }) => {
         consoleOnly(headers, caller.principal);
         const v = await named(params.userCode!);
+        // Said now, in the console, rather than to the terminal once it comes for a token it cannot have.
+        await assertTokenRoom(s, caller.account.id);
         // consoleOnly left only a caller without action or app restrictions: the chosen actions, or all.
         const ok = await s.cliLogins.decide(v.userCode, {
           approve: true,
           accountId: caller.account.id,
           actions: body.actions ?? null,
           tokenDays: body.expires_in_days,
+          approver: { nonce: caller.principal.nonce, from: ip, email: caller.account.email },
         });
         if (!ok)
           throw new ApiError('conflict', `this login is ${v.state === 'pending' ? 'no longer pending' : v.state}; run svc login again`);
-        s.log.info({ account: caller.account.id, userCode: v.userCode }, 'Approved a CLI login');
+        s.log.info(
+          { account: caller.account.id, userCode: v.userCode, approvedBy: caller.principal.nonce, from: ip },
+          'Approved a CLI login',
+        );
         return { body: { status: 'approved' } };
       },
     }),

@@ -28,6 +28,8 @@ export function userCodeProblem(input: string): string | undefined {
 export type Access = 'all' | 'chosen';
 
 export const defaultLifetimeDays = 90;
+/** What an approval grants unless the person chooses otherwise: everything but `admin` (tokens, webhooks). */
+export const defaultLoginActions: readonly TokenAction[] = tokenActions.map((a) => a.action).filter((a) => a !== 'admin');
 export const maxLifetimeDays = 366;
 
 /** The approve request from the form, or what is wrong with the form (nothing is sent while something is). */

@@ -5835,6 +5835,7 @@ export interface operations {
             expires_at: string;
             /** @enum {string} */
             state: 'pending' | 'approved' | 'denied' | 'collected' | 'expired';
+            your_address: string;
           };
         };
       };

@@ -42,6 +42,15 @@ export interface Principal {
    * ancestors of its root. A token it mints carries them all.
    */
   lineage: string[];
+  /** The presented token's own id (its last chain link, `tok_…`): revoking it revokes exactly this token and its descendants. */
+  id: string;
+  /** Minted from another token (POST /account/tokens by a token, or a console-approved login's: no). */
+  derived: boolean;
+  /**
+   * The token as the API minted it under this nonce, no restriction added offline since: only
+   * then is revoking `nonce` revoking the presented token itself, and not one it was narrowed from.
+   */
+  asMinted: boolean;
 }
 
 export interface TokenRecord {
@@ -65,6 +74,13 @@ interface TokenRow {
   ancestors: string[];
 }
 
+/** What never changes of a minted token: its account, the ancestry it was minted under, its caveats' count. */
+interface MintedToken {
+  accountId: string;
+  ancestors: string[];
+  caveats: number;
+}
+
 interface Verified {
   decoded: DecodedToken;
   links: string[];
@@ -78,7 +94,7 @@ const lastUsedWriteIntervalMs = 60_000;
 export class TokenStore {
   private key: { id: string; secret: Buffer } | undefined;
   /** Per minted token (root nonce): its account and the ancestry it was minted under (immutable). */
-  private readonly tokens = new Map<string, { accountId: string; ancestors: string[] }>();
+  private readonly tokens = new Map<string, MintedToken>();
   // A verified token stays verified (the chain is a pure function of the token and the key), so
   // the decode and HMAC work is done once per token; expiry and revocation are checked every time.
   private readonly verified = new Map<string, Verified>();
@@ -142,7 +158,7 @@ export class TokenStore {
       });
       await recordEvent(trx, accountId, 'token.created', nonce, { name: opts.name ?? null, restrictions: caveats });
     });
-    this.remember(nonce, accountId, ancestors);
+    this.remember(nonce, { accountId, ancestors, caveats: caveats.length });
     return {
       token,
       record: {
@@ -213,6 +229,9 @@ export class TokenStore {
       authority,
       restrictions: decoded.restrictions,
       lineage: [decoded.nonce, ...links, ...owner.ancestors],
+      id: links[links.length - 1]!,
+      derived: owner.ancestors.length > 0,
+      asMinted: decoded.caveats.length === owner.caveats,
     };
   }
 
@@ -270,21 +289,20 @@ export class TokenStore {
     set.add(id);
   }
 
-  private async owner(nonce: string): Promise<{ accountId: string; ancestors: string[] } | undefined> {
+  private async owner(nonce: string): Promise<MintedToken | undefined> {
     const cached = this.tokens.get(nonce);
     if (cached) return cached;
     const row = await this.db('api_tokens')
       .where({ nonce })
-      .first<{ account_id: string; ancestors: string[] } | undefined>('account_id', 'ancestors');
+      .first<{ account_id: string; ancestors: string[]; restrictions: unknown[] } | undefined>('account_id', 'ancestors', 'restrictions');
     if (!row) return undefined;
-    return this.remember(nonce, row.account_id, row.ancestors);
+    return this.remember(nonce, { accountId: row.account_id, ancestors: row.ancestors, caveats: row.restrictions.length });
   }
 
-  private remember(nonce: string, accountId: string, ancestors: string[]): { accountId: string; ancestors: string[] } {
+  private remember(nonce: string, token: MintedToken): MintedToken {
     if (this.tokens.size >= maxCachedTokens) this.tokens.delete(this.tokens.keys().next().value!);
-    const record = { accountId, ancestors };
-    this.tokens.set(nonce, record);
-    return record;
+    this.tokens.set(nonce, token);
+    return token;
   }
 
   // last_used_at is informational: written at most once a minute per token, off the request path.

@@ -305,7 +305,11 @@ describe('chart: the platform installed on the local cluster', { timeout: 15 * 6
           const log = await core
             .readNamespacedPodLog({ name: p.metadata!.name!, namespace: ns.name, container: c.name, tailLines: 15 })
             .catch((e: unknown) => `(no log: ${String(e)})`);
-          lines.push(...String(log).split('\n').map((l) => `    ${l}`));
+          lines.push(
+            ...String(log)
+              .split('\n')
+              .map((l) => `    ${l}`),
+          );
         }
       }
       const events = (await core.listNamespacedEvent({ namespace: ns.name })).items.filter((e) => e.type !== 'Normal');
@@ -545,7 +549,19 @@ describe('chart: the platform installed on the local cluster', { timeout: 15 * 6
       return r.status === 200 ? undefined : `api: status ${r.status} ${r.body.slice(0, 200)}`;
     });
     const started = Date.now();
-    await helmWaiting('upgrade', release, chartDir, '-n', ns.name, ...values(), '--set', `image.tag=${nextTag}`, '--wait', '--timeout', '5m');
+    await helmWaiting(
+      'upgrade',
+      release,
+      chartDir,
+      '-n',
+      ns.name,
+      ...values(),
+      '--set',
+      `image.tag=${nextTag}`,
+      '--wait',
+      '--timeout',
+      '5m',
+    );
     timings.push(`upgrade to every new pod ready ${seconds(Date.now() - started)}`);
     const [a, b] = [await app$.stop(), await api$.stop()];
     timings.push(`${a.count} app and ${b.count} API requests through the upgrade, ${a.failures.length + b.failures.length} failed`);

@@ -61,7 +61,8 @@ describe('svc login approved in the console, and svc logout (Chromium, SMTP)', (
 
   before(async () => {
     smtp = await startTestSmtp();
-    api = await startTestApi({ env: { SVC_SMTP_URL: smtp.url } });
+    // One proxy hop trusted: a login can be started as from another address (X-Forwarded-For).
+    api = await startTestApi({ env: { SVC_SMTP_URL: smtp.url, SVC_API_PROXY_HOPS: '1' } });
     sender = startTestMailSender(api);
     chromium = await launchChromium();
     signedIn = await chromium.newContext({ colorScheme: 'light' });
@@ -106,6 +107,16 @@ describe('svc login approved in the console, and svc logout (Chromium, SMTP)', (
     const apps = await svc(['apps', 'ls', '--json']).exit;
     assert.equal(apps.code, 0, apps.stderr);
     assert.equal((await api.request('GET', '/api/apps', { token })).status, 200);
+    // Approved as the page proposes: everything but admin (a phished approval manages no tokens).
+    assert.equal((await api.request('GET', '/api/account/tokens', { token })).status, 403);
+    // The owner is told by mail, with the device as it named itself and where to revoke it.
+    const notice = await smtp.waitFor(
+      (m) => m.to.includes(api.account.email) && /A terminal signed in/.test(m.headers.subject ?? ''),
+      20_000,
+    );
+    const text = notice.raw.replace(/=\r?\n/g, '').replace(/=3D/gi, '=');
+    assert.match(text, /Device \(as it named itself\): ci laptop/);
+    assert.ok(text.includes(`${api.url}/console/tokens`), text);
     // The login's token is one of the account's, named after the device.
     await page.goto(`${api.url}/console/tokens`);
     await page.getByText('ci laptop').first().waitFor();
@@ -117,6 +128,30 @@ describe('svc login approved in the console, and svc logout (Chromium, SMTP)', (
     await eventually('the token refused', async () => (await api.request('GET', '/api/apps', { token })).status === 401, {
       timeoutMs: 10_000,
     });
+  });
+
+  it('warns when the login was asked from another address than the approving browser', async () => {
+    const res = await fetch(`${api.url}/api/cli/logins`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-forwarded-for': '203.0.113.9' },
+      body: JSON.stringify({ name: 'far away' }),
+    });
+    assert.equal(res.status, 201);
+    const { verification_url } = (await res.json()) as { verification_url: string };
+    const page = await signedIn.newPage();
+    await page.goto(verification_url);
+    const warning = page.locator('#cli-login-elsewhere');
+    await warning.waitFor();
+    assert.match((await warning.textContent()) ?? '', /asked from 203\.0\.113\.9, and this browser is at 127\.0\.0\.1: deny it/);
+    // What is proposed: every action but admin.
+    assert.equal(await page.getByRole('checkbox', { name: /^admin\b/ }).isChecked(), false);
+    assert.equal(await page.getByRole('checkbox', { name: /^read\b/ }).isChecked(), true);
+    await page.getByRole('button', { name: 'Deny', exact: true }).click();
+    await page
+      .getByText(/Denied/)
+      .first()
+      .waitFor();
+    await page.close();
   });
 
   it('a denied login ends the CLI with exit 1 and stores nothing', async () => {

@@ -6,9 +6,13 @@
 // - the device code alone collects the token, once, even with two polls racing; a guessed or
 //   malformed device code gets nothing; polling faster than the interval is slowed down;
 // - a denied login gives nothing; an approval restricted to read gives a token that cannot write;
-// - a made-up user code is 404, a malformed one never reaches the database as a path.
+// - a made-up user code is 404, a malformed one never reaches the database as a path;
+// - every approval is recorded with the approving session and mailed to the owner (a stolen console
+//   session minting itself a CLI token shows); a full token quota is said at approval, nothing
+//   approved; polls are limited per address.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { attenuate } from '../../lib/tokens/token.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 
 describe('security: svc login (device flow)', () => {
@@ -64,6 +68,9 @@ describe('security: svc login (device flow)', () => {
     const derived = ((await (await api.request('POST', '/api/account/tokens', { body: { expires_in: '1h' } })).json()) as { token: string })
       .token;
     assert.equal((await approve(user_code, {}, { ...planted, cookie: `svc-console=${derived}` })).status, 403);
+    // Nor the console's own session narrowed offline (only a later expiry added): not the token sign-in minted.
+    const shorter = attenuate(session, [{ kind: 'expires', at: new Date(Date.now() + 600e3) }]);
+    assert.equal((await approve(user_code, {}, { ...planted, cookie: `svc-console=${shorter}` })).status, 403);
     assert.equal((await poll(device_code)).status, 202, 'still pending');
   });
 
@@ -113,6 +120,68 @@ describe('security: svc login (device flow)', () => {
     assert.ok(new Date(expires_at).getTime() < Date.now() + 86_400_000 + 60_000, 'a day, as approved');
     assert.equal((await api.request('GET', '/api/apps', { token })).status, 200);
     assert.equal((await api.request('POST', '/api/apps', { token, body: { name: 'never-made' } })).status, 403);
+  });
+
+  it('an approval is recorded with the approving session and address, and mailed to the owner with what to do', async () => {
+    const { user_code, device_code } = await start();
+    const view = (await (await api.request('GET', `/api/cli/logins/${user_code}`, { token: null, headers: asConsole() })).json()) as {
+      requested_from: string;
+      your_address: string;
+    };
+    assert.equal(view.your_address, view.requested_from, 'the page can tell a login asked from elsewhere');
+    assert.equal((await approve(user_code, { actions: ['read'] })).status, 200);
+    const row = (await api.db('cli_logins').where({ user_code }).first()) as { approved_by: string; approved_from: string };
+    assert.equal(row.approved_by, (await api.deps.tokens.authenticate(session)).nonce, "the console session's nonce");
+    assert.equal(row.approved_from, view.your_address);
+    const mail = (await api
+      .db('mail_outbox')
+      .where({ to: api.account.email, purpose: 'cli-login-approved' })
+      .orderBy('id', 'desc')
+      .first()) as { subject: string; text: string } | undefined;
+    assert.ok(mail, 'the owner is told');
+    assert.equal(mail.subject, 'A terminal signed in to your svc account');
+    assert.match(mail.text, /Device \(as it named itself\): laptop \(svc CLI\)/);
+    assert.match(mail.text, /The token may: read/);
+    assert.match(mail.text, new RegExp(`revoke the token named "laptop \\(svc CLI\\)" at ${api.url}/console/tokens`));
+    assert.equal((await poll(device_code)).status, 200);
+  });
+
+  it('with the token quota full, the approval is refused in the console and nothing is approved', async () => {
+    // Its own API and account: the owner's token and the console session fill a quota of 2.
+    const full = await startTestApi({ env: { SVC_ACCOUNT_MAX_TOKENS: '2' } });
+    try {
+      const fullSession = (await full.deps.tokens.issue(full.account.id, { name: 'console', expiresAt: new Date(Date.now() + 3600e3) }))
+        .token;
+      const started = (await (await full.request('POST', '/api/cli/logins', { token: null, body: { name: 'laptop' } })).json()) as {
+        user_code: string;
+        device_code: string;
+      };
+      const headers = { cookie: `svc-console=${fullSession}`, 'x-svc-console': '1', origin: full.url };
+      const res = await full.request('POST', `/api/cli/logins/${started.user_code}/approve`, { token: null, body: {}, headers });
+      assert.ok(res.status >= 400 && res.status < 500, `${res.status}`);
+      assert.match(await res.text(), /live tokens/);
+      const view = (await (await full.request('GET', `/api/cli/logins/${started.user_code}`, { token: null, headers })).json()) as {
+        state: string;
+      };
+      assert.equal(view.state, 'pending', 'nothing approved');
+      assert.equal((await full.db('mail_outbox').where({ to: full.account.email, purpose: 'cli-login-approved' })).length, 0, 'no notice');
+    } finally {
+      await full.close();
+    }
+  });
+
+  it('polls are limited per address: a burst of 30, then 429', async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 40; i++) statuses.push((await poll(`svc_not-a-device-code-${i}`)).status);
+    assert.ok(statuses.includes(429), statuses.join(' '));
+    // The file's earlier polls took some of the burst: the first ones here still pass.
+    assert.ok(
+      statuses.slice(0, 5).every((st) => st === 410),
+      statuses.join(' '),
+    );
+    const refused = await poll('svc_one-more');
+    assert.equal(refused.status, 429);
+    assert.match(await refused.text(), /too many polls from this address/);
   });
 
   it('a made-up or malformed user code is 404; bad bodies are 400', async () => {

@@ -160,4 +160,43 @@ describe('security: token authority', () => {
       );
     });
   });
+
+  describe('a token revoking itself (svc logout with a read-only token)', () => {
+    it('any token revokes itself by its nonce or its own id, and nothing else', async () => {
+      const reader = await mint({ name: 'reader', actions: ['read'] });
+      const other = await mint({ name: 'other', actions: ['read'] });
+      const { nonce } = decode(reader);
+      assert.equal(await statusOf(reader, 'DELETE', `/api/account/tokens/${decode(other).nonce}`), 403, 'not another token');
+      assert.equal(await statusOf(reader, 'DELETE', `/api/account/tokens/${tokenId(other)}`), 403, "not another token's id");
+      assert.equal(await statusOf(reader, 'DELETE', `/api/account/tokens/${nonce}`), 204, 'itself, by its nonce');
+      assert.equal(await alive(reader), false);
+      assert.equal(await alive(other), true, 'the other lives');
+
+      const byId = await mint({ name: 'by id', actions: ['read'] });
+      assert.equal(await statusOf(byId, 'DELETE', `/api/account/tokens/${tokenId(byId)}`), 204, 'itself, by its id');
+      assert.equal(await alive(byId), false);
+      const listed = (await (await api.request('GET', '/api/account/tokens')).json()) as {
+        tokens: Array<{ nonce: string; revoked: boolean }>;
+      };
+      assert.equal(listed.tokens.find((t) => t.nonce === decode(byId).nonce)?.revoked, true, 'listed as revoked');
+    });
+
+    it('a token narrowed offline cannot revoke the token it was narrowed from (they share a nonce), only itself', async () => {
+      const parent = await mint({ name: 'parent' });
+      const narrowed = attenuate(parent, [{ kind: 'actions', actions: ['read'] }]);
+      assert.equal(decode(narrowed).nonce, decode(parent).nonce);
+      const refused = await api.request('DELETE', `/api/account/tokens/${decode(parent).nonce}`, { token: narrowed });
+      assert.equal(refused.status, 403);
+      assert.match(((await refused.json()) as { error: string }).error, /token lacks action "admin"/);
+      assert.equal(await alive(parent), true, 'the parent lives');
+      // Nor by widening the request: the parent's own id, or an app-restricted narrowing's account-wide call.
+      assert.equal(await statusOf(narrowed, 'DELETE', `/api/account/tokens/${tokenId(parent)}`), 403);
+      const appOnly = attenuate(parent, [{ kind: 'apps', apps: ['shop'] }]);
+      assert.equal(await statusOf(appOnly, 'DELETE', `/api/account/tokens/${decode(parent).nonce}`), 403);
+
+      assert.equal(await statusOf(narrowed, 'DELETE', `/api/account/tokens/${tokenId(narrowed)}`), 204, 'itself, by its id');
+      assert.equal(await alive(narrowed), false);
+      assert.equal(await alive(parent), true, 'the parent still lives');
+    });
+  });
 });

@@ -63,6 +63,9 @@ export class FakeTokens implements Pick<ApiDeps['tokens'], 'authenticate' | 'lis
       authority: effectiveAuthority(all),
       restrictions: all,
       lineage: [...lineage, nonce],
+      id: `tok_${nonce}`,
+      derived: lineage.length > 0,
+      asMinted: true,
     });
     return token;
   }

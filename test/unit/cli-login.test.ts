@@ -14,7 +14,7 @@ import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import { GroupUsageError, type CommandContext, type CommandGroup } from '../../cli/command.js';
+import { GroupUsageError, printable, type CommandContext, type CommandGroup } from '../../cli/command.js';
 import {
   configDir,
   CredentialsError,
@@ -300,16 +300,15 @@ describe('svc logout', () => {
     assert.deepEqual(fake.seen, []);
   });
 
-  it('removes a token that cannot revoke itself, saying it stays valid and where to revoke it', async () => {
+  it('keeps the file when the API refuses the revocation (a token may revoke itself: any refusal is unexpected)', async () => {
     const file = await store(stored());
     fake.on('DELETE /account/tokens/nonce-1', { status: 403, json: { error: 'token lacks action "admin"' } });
     const r = await run('logout', []);
-    assert.equal(r.code, 0);
-    assert.equal(await exists(file), false);
+    assert.equal(r.code, 1);
+    assert.equal(await exists(file), true);
     const said = r.err.join('\n');
-    assert.match(said, /cannot revoke itself: token lacks action "admin"/);
-    assert.match(said, /stays valid until 2099-01-01T00:00:00.000Z/);
-    assert.ok(said.includes(`${new URL(fake.url).origin}/console/tokens`));
+    assert.match(said, /token lacks action "admin"/);
+    assert.match(said, /was not revoked and .*credentials\.json is kept: run svc logout again/);
   });
 
   it('keeps the file when the API cannot be reached, and removes it when the token is already invalid', async () => {
@@ -343,6 +342,27 @@ describe('the credentials file', () => {
     fake.on('DELETE /account/tokens/nonce-1', { status: 204 });
     assert.equal((await run('logout', [])).code, 0);
     assert.equal(await exists(file), false);
+  });
+
+  it('is refused in a directory others may write to (they could have put it there)', async () => {
+    const file = await store(stored());
+    const dir = path.dirname(file);
+    await chmod(dir, 0o777);
+    try {
+      assert.throws(
+        () => resolveTarget(undefined, env),
+        (err: unknown) =>
+          err instanceof CredentialsError &&
+          /can be changed by other users \(mode 0777/.test(err.message) &&
+          err.message.includes(`chmod 700 ${dir}`),
+      );
+      await chmod(dir, 0o770);
+      assert.throws(() => resolveTarget(undefined, env), CredentialsError, 'group-writable too');
+      await chmod(dir, 0o755);
+      assert.equal(resolveTarget(undefined, env).token, 'svc_stored', 'readable by others, writable by none: used');
+    } finally {
+      await chmod(dir, 0o700);
+    }
   });
 
   it('comes after --token and $SVC_TOKEN, and its token goes only to its own API', async () => {
@@ -415,8 +435,26 @@ describe('the built svc', () => {
     }
   });
 
+  it("writes out a hostile API's control characters on stderr (no title set, no line rewritten)", async () => {
+    await store(stored());
+    fake.on('GET /account/tokens', { status: 403, json: { error: 'token lacks action "admin"\x1b]0;owned\x07\rsvc: all good' } });
+    const r = await svc(['tokens', 'ls']);
+    assert.equal(r.code, 1);
+    assert.ok(!/[\x00-\x08\x0b-\x1f\x7f]/.test(r.stderr), JSON.stringify(r.stderr));
+    assert.match(r.stderr, /token lacks action "admin"\\x1b\]0;owned\\x07\\x0dsvc: all good/);
+  });
+
   it('lists login and logout among the groups', () => {
     assert.ok(['login', 'logout'].every((n) => commandGroups.some((g) => g.name === n)));
     assert.match(describeFailure(new ApiError(401, 'no token', undefined))[1]!, /svc login/);
+  });
+});
+
+describe('what svc prints for people', () => {
+  it('writes out control characters from the API (no cursor moves, no carriage returns, no titles)', () => {
+    assert.equal(printable('Signed in as a@b.c\x1b]0;pwned\x07\rok'), 'Signed in as a@b.c\\x1b]0;pwned\\x07\\x0dok');
+    assert.equal(printable('line one\n\tline two'), 'line one\n\tline two', 'newlines and tabs stay');
+    assert.equal(printable('caf\u00e9 \u2713'), 'caf\u00e9 \u2713', 'printable text as it is');
+    assert.equal(printable('\u009b31m'), '\\x9b31m', 'the one-byte CSI too');
   });
 });

@@ -238,6 +238,9 @@ describe('Authenticator with the console cookie', () => {
     authority: { apps: undefined, actions: undefined, expiresAt: new Date(Date.now() + 3600e3) },
     restrictions: [],
     lineage: [nonce],
+    id: `tok_${nonce}`,
+    derived: false,
+    asMinted: true,
   });
   const tokens = {
     authenticate: async (token: string): Promise<Principal> => {

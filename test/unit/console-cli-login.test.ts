@@ -6,6 +6,7 @@ import { describe, it } from 'node:test';
 import { newUserCode, normalUserCode as apiNormalUserCode } from '../../api/cli-login/logins.js';
 import {
   approveRequest,
+  defaultLoginActions,
   loginStateInWords,
   normalUserCode,
   rememberedCode,
@@ -117,5 +118,11 @@ describe('console cli-login page: its route', () => {
       const href = new URL(hrefOf(route), 'https://svc.example.com');
       assert.deepEqual(routeOf(href.pathname, href.search), route);
     }
+  });
+});
+
+describe('the approval proposed by default', () => {
+  it('is every action but admin: a phished approval manages no tokens or webhooks', () => {
+    assert.deepEqual([...defaultLoginActions], ['read', 'write', 'deploy', 'exec']);
   });
 });

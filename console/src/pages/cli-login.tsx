@@ -8,6 +8,7 @@ import { api, ConsoleError, data, type CliLogin, type TokenAction } from '../api
 import {
   approveRequest,
   defaultLifetimeDays,
+  defaultLoginActions,
   loginStateInWords,
   maxLifetimeDays,
   normalUserCode,
@@ -89,8 +90,9 @@ function LoginRequest({ code }: { code: string }) {
   const [failure, setFailure] = useState<{ doing: string; error: unknown } | undefined>(undefined);
   const [outcome, setOutcome] = useState<'approved' | 'denied' | undefined>(undefined);
   const [busy, setBusy] = useState(false);
-  const [access, setAccess] = useState<Access>('all');
-  const [actions, setActions] = useState<ReadonlySet<TokenAction>>(new Set());
+  // Fewer than everything unless the person asks: a phished approval then cannot manage tokens or webhooks.
+  const [access, setAccess] = useState<Access>('chosen');
+  const [actions, setActions] = useState<ReadonlySet<TokenAction>>(new Set(defaultLoginActions));
   const [days, setDays] = useState(String(defaultLifetimeDays));
   const [problem, setProblem] = useState<{ problem: string; field: 'days' | 'actions' } | undefined>(undefined);
   // When the form goes (approved, denied), the focus goes to what happened instead of the page's end.
@@ -163,7 +165,7 @@ function LoginRequest({ code }: { code: string }) {
         <section aria-labelledby="cli-login-request-heading">
           <h2 id="cli-login-request-heading">The request</h2>
           <dl class="facts" id="cli-login-request">
-            <dt>Device</dt>
+            <dt>Device, as the terminal named itself</dt>
             <dd>{login.name}</dd>
             <dt>Code</dt>
             <dd>
@@ -194,6 +196,12 @@ function LoginRequest({ code }: { code: string }) {
             <p>
               The code here: <code>{login.user_code}</code>
             </p>
+            {login.requested_from !== login.your_address && (
+              <p id="cli-login-elsewhere">
+                It was asked from <code>{login.requested_from}</code>, and this browser is at <code>{login.your_address}</code>: deny it
+                unless you ran svc login on another machine or network just now.
+              </p>
+            )}
           </div>
           <form
             id="cli-login-approve"
