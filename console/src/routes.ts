@@ -13,7 +13,18 @@ export type Route =
   | { page: 'app-domains'; name: string }
   | { page: 'app-logs'; name: string }
   | { page: 'app-metrics'; name: string }
+  | { page: 'app-access'; name: string }
+  /** The account's webhooks; `webhook`: the one whose deliveries are open. */
+  | { page: 'webhooks'; webhook?: string }
+  | { page: 'usage' }
   | { page: 'databases' }
+  /** The account's sandboxes; one, where commands run in it. */
+  | { page: 'sandboxes' }
+  | { page: 'sandbox'; id: string }
+  /** An app's builds; `build`: the one whose log is open. */
+  | { page: 'app-builds'; name: string; build?: string }
+  /** Importing a Git repository as an app. */
+  | { page: 'import' }
   | { page: 'volumes' }
   | { page: 'tokens' }
   | { page: 'events' }
@@ -38,7 +49,16 @@ export function routeOf(pathname: string, search = ''): Route {
   if (parts.length === 3 && parts[0] === 'apps' && parts[2] === 'domains') return { page: 'app-domains', name: parts[1]! };
   if (parts.length === 3 && parts[0] === 'apps' && parts[2] === 'logs') return { page: 'app-logs', name: parts[1]! };
   if (parts.length === 3 && parts[0] === 'apps' && parts[2] === 'metrics') return { page: 'app-metrics', name: parts[1]! };
+  if (parts.length === 3 && parts[0] === 'apps' && parts[2] === 'access') return { page: 'app-access', name: parts[1]! };
+  if (parts.length === 1 && parts[0] === 'webhooks') return { page: 'webhooks' };
+  if (parts.length === 2 && parts[0] === 'webhooks') return { page: 'webhooks', webhook: parts[1]! };
+  if (parts.length === 1 && parts[0] === 'usage') return { page: 'usage' };
   if (parts.length === 1 && parts[0] === 'databases') return { page: 'databases' };
+  if (parts.length === 1 && parts[0] === 'sandboxes') return { page: 'sandboxes' };
+  if (parts.length === 2 && parts[0] === 'sandboxes') return { page: 'sandbox', id: parts[1]! };
+  if (parts.length === 3 && parts[0] === 'apps' && parts[2] === 'builds') return { page: 'app-builds', name: parts[1]! };
+  if (parts.length === 4 && parts[0] === 'apps' && parts[2] === 'builds') return { page: 'app-builds', name: parts[1]!, build: parts[3]! };
+  if (parts.length === 1 && parts[0] === 'import') return { page: 'import' };
   if (parts.length === 1 && parts[0] === 'volumes') return { page: 'volumes' };
   if (parts.length === 1 && parts[0] === 'tokens') return { page: 'tokens' };
   if (parts.length === 1 && parts[0] === 'events') return { page: 'events' };
@@ -66,8 +86,22 @@ export function hrefOf(route: Route): string {
       return `${base}/apps/${encodeURIComponent(route.name)}/metrics`;
     case 'app-domains':
       return `${base}/apps/${encodeURIComponent(route.name)}/domains`;
+    case 'app-access':
+      return `${base}/apps/${encodeURIComponent(route.name)}/access`;
+    case 'webhooks':
+      return `${base}/webhooks${route.webhook ? `/${encodeURIComponent(route.webhook)}` : ''}`;
+    case 'usage':
+      return `${base}/usage`;
     case 'databases':
       return `${base}/databases`;
+    case 'sandboxes':
+      return `${base}/sandboxes`;
+    case 'sandbox':
+      return `${base}/sandboxes/${encodeURIComponent(route.id)}`;
+    case 'app-builds':
+      return `${base}/apps/${encodeURIComponent(route.name)}/builds${route.build ? `/${encodeURIComponent(route.build)}` : ''}`;
+    case 'import':
+      return `${base}/import`;
     case 'volumes':
       return `${base}/volumes`;
     case 'tokens':

@@ -14,7 +14,13 @@ import { AppPreviewsPage } from './pages/app-previews.js';
 import { AppDomainsPage } from './pages/app-domains.js';
 import { AppLogsPage } from './pages/app-logs.js';
 import { AppMetricsPage } from './pages/app-metrics.js';
+import { AppAccessPage } from './pages/app-access.js';
+import { UsagePage } from './pages/usage.js';
+import { WebhooksPage } from './pages/webhooks.js';
 import { DatabasesPage } from './pages/databases.js';
+import { AppBuildsPage } from './pages/app-builds.js';
+import { ImportPage } from './pages/import.js';
+import { SandboxesPage, SandboxPage } from './pages/sandboxes.js';
 import { VolumesPage } from './pages/volumes.js';
 import { AppsPage } from './pages/apps.js';
 import { EventsPage } from './pages/events.js';
@@ -74,7 +80,14 @@ export function Shell() {
       {route.page === 'app-domains' && <AppDomainsPage name={route.name} />}
       {route.page === 'app-logs' && <AppLogsPage name={route.name} />}
       {route.page === 'app-metrics' && <AppMetricsPage name={route.name} />}
+      {route.page === 'app-access' && <AppAccessPage name={route.name} />}
+      {route.page === 'webhooks' && <WebhooksPage open={route.webhook} />}
+      {route.page === 'usage' && <UsagePage />}
       {route.page === 'databases' && <DatabasesPage />}
+      {route.page === 'sandboxes' && <SandboxesPage />}
+      {route.page === 'sandbox' && <SandboxPage id={route.id} />}
+      {route.page === 'app-builds' && <AppBuildsPage name={route.name} open={route.build} />}
+      {route.page === 'import' && <ImportPage />}
       {route.page === 'volumes' && <VolumesPage />}
       {route.page === 'tokens' && <TokensPage />}
       {route.page === 'events' && <EventsPage />}

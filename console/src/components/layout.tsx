@@ -10,12 +10,27 @@ const sections = [
   {
     label: 'Apps',
     route: { page: 'apps' },
-    pages: ['apps', 'app', 'app-env', 'app-deploys', 'app-previews', 'app-domains', 'app-logs', 'app-metrics'],
+    pages: [
+      'apps',
+      'app',
+      'app-env',
+      'app-deploys',
+      'app-previews',
+      'app-domains',
+      'app-logs',
+      'app-metrics',
+      'app-builds',
+      'import',
+      'app-access',
+    ],
   },
   { label: 'Databases', route: { page: 'databases' }, pages: ['databases'] },
+  { label: 'Sandboxes', route: { page: 'sandboxes' }, pages: ['sandboxes', 'sandbox'] },
   { label: 'Volumes', route: { page: 'volumes' }, pages: ['volumes'] },
   { label: 'Events', route: { page: 'events' }, pages: ['events'] },
   { label: 'Tokens', route: { page: 'tokens' }, pages: ['tokens'] },
+  { label: 'Webhooks', route: { page: 'webhooks' }, pages: ['webhooks'] },
+  { label: 'Usage', route: { page: 'usage' }, pages: ['usage'] },
 ] satisfies Array<{ label: string; route: Route; pages: Array<Route['page']> }>;
 
 export function Layout({

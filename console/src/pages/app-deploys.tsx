@@ -11,6 +11,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, data, type Build, type Deploy } from '../api.js';
 import { ErrorMessage } from '../components/error-message.js';
 import { PageHeading } from '../components/page-heading.js';
+import { TableHead } from '../components/table-head.js';
 import {
   appendLog,
   buildOf,
@@ -29,6 +30,7 @@ import {
 } from '../deploys.js';
 import { hrefOf } from '../router.js';
 import { when } from '../time.js';
+import { useAction } from '../use-action.js';
 
 /** Deploys asked for at a time. */
 const pageSize = 20;
@@ -66,7 +68,7 @@ const sleep = (ms: number, signal: AbortSignal) =>
   });
 
 /** A build's status and log, in a scrolling <pre>, kept at its end while it grows if the reader is there. */
-function BuildLog({ buildID, onEnded }: { buildID: string; onEnded?: () => void }) {
+export function BuildLog({ buildID, onEnded }: { buildID: string; onEnded?: () => void }) {
   const [build, setBuild] = useState<Build | undefined>(undefined);
   const [log, setLog] = useState<LogView>(emptyLog);
   const [following, setFollowing] = useState(false);
@@ -301,9 +303,7 @@ export function AppDeploysPage({ name, open }: { name: string; open?: string | u
   const [loadError, setLoadError] = useState<unknown>(undefined);
   const [opened, setOpened] = useState<{ deploy?: Deploy; error?: unknown } | undefined>(undefined);
   const [confirming, setConfirming] = useState<string | undefined>(undefined);
-  const [busy, setBusy] = useState(false);
-  const [failure, setFailure] = useState<{ doing: string; error: unknown } | undefined>(undefined);
-  const [done, setDone] = useState<string | undefined>(undefined);
+  const { busy, failure, done, run } = useAction();
   const [round, setRound] = useState(0);
   // How many are shown: a refresh asks for as many again (the API's most is 200).
   const shown = useRef(pageSize);
@@ -362,38 +362,34 @@ export function AppDeploysPage({ name, open }: { name: string; open?: string | u
 
   const older = async () => {
     if (!nextBefore) return;
-    setBusy(true);
-    setFailure(undefined);
-    try {
-      const page = await data(
-        api.GET('/apps/{appID}/deploys', { params: { path: { appID }, query: { limit: pageSize, before: nextBefore } } }),
-      );
-      const merged = mergeDeploys(deploys ?? [], page.deploys);
-      shown.current = merged.length;
-      setDeploys(merged);
-      setNextBefore(page.next_before);
-    } catch (error) {
-      setFailure({ doing: 'Listing older deploys', error });
-    } finally {
-      setBusy(false);
-    }
+    // The message of the last change stays.
+    await run(
+      'Listing older deploys',
+      () => data(api.GET('/apps/{appID}/deploys', { params: { path: { appID }, query: { limit: pageSize, before: nextBefore } } })),
+      {
+        keepDone: true,
+        after: (page) => {
+          const merged = mergeDeploys(deploys ?? [], page.deploys);
+          shown.current = merged.length;
+          setDeploys(merged);
+          setNextBefore(page.next_before);
+        },
+      },
+    );
   };
 
-  const rollBack = async (target: Deploy) => {
-    setBusy(true);
-    setFailure(undefined);
-    setDone(undefined);
-    try {
-      const made = await data(api.POST('/apps/{appID}/rollback', { params: { path: { appID } }, body: { deploy_id: target.id } }));
-      setConfirming(undefined);
-      setDone(`Rolling ${name} back to deploy ${target.id}: deploy ${made.id} is on its way; it is marked below when it serves.`);
-      await refresh();
-    } catch (error) {
-      setFailure({ doing: `Rolling back to deploy ${target.id}`, error });
-    } finally {
-      setBusy(false);
-    }
-  };
+  const rollBack = (target: Deploy) =>
+    run(
+      `Rolling back to deploy ${target.id}`,
+      () => data(api.POST('/apps/{appID}/rollback', { params: { path: { appID } }, body: { deploy_id: target.id } })),
+      {
+        said: (made) => `Rolling ${name} back to deploy ${target.id}: deploy ${made.id} is on its way; it is marked below when it serves.`,
+        after: async () => {
+          setConfirming(undefined);
+          await refresh();
+        },
+      },
+    );
 
   const details = listed ?? opened?.deploy;
   const current = deploys && liveDeploy(deploys);
@@ -407,7 +403,7 @@ export function AppDeploysPage({ name, open }: { name: string; open?: string | u
       {!deploys && loadError === undefined && <p role="status">Loading…</p>}
       {failure && <ErrorMessage doing={failure.doing} error={failure.error} />}
       <p role="status" id="deploys-done" class={done ? 'done' : 'visually-hidden'}>
-        {done}
+        {done?.said}
       </p>
       {deploys && (
         <>
@@ -428,18 +424,7 @@ export function AppDeploysPage({ name, open }: { name: string; open?: string | u
           ) : (
             <table class="apps deploys" id="deploys">
               <caption class="visually-hidden">Deploys of {name}, newest first</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Deploy</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Kind</th>
-                  <th scope="col">From</th>
-                  <th scope="col">Made</th>
-                  <th scope="col">
-                    <span class="visually-hidden">Actions</span>
-                  </th>
-                </tr>
-              </thead>
+              <TableHead columns={['Deploy', 'Status', 'Kind', 'From', 'Made']} actions />
               <tbody>
                 {deploys.map((d) => {
                   const s = deployStatusInWords(d);

@@ -5,11 +5,14 @@
 // every few seconds, as the platform's own checks run.
 import { useEffect, useState } from 'preact/hooks';
 import { api, data, type Domain } from '../api.js';
+import { ConfirmStep } from '../components/confirm-step.js';
 import { ErrorMessage } from '../components/error-message.js';
 import { PageHeading } from '../components/page-heading.js';
+import { TableHead } from '../components/table-head.js';
 import { certificateInWords, domainInputProblem, domainLabel, domainStatusInWords, recordRows } from '../resources.js';
 import { hrefOf } from '../router.js';
 import { when } from '../time.js';
+import { useAction } from '../use-action.js';
 
 const refreshMs = 5000;
 
@@ -83,14 +86,7 @@ function DomainCard({
       </dl>
       <table class="apps records">
         <caption>DNS records to publish for {label}</caption>
-        <thead>
-          <tr>
-            <th scope="col">Type</th>
-            <th scope="col">Name</th>
-            <th scope="col">Value</th>
-            <th scope="col">Last check</th>
-          </tr>
-        </thead>
+        <TableHead columns={['Type', 'Name', 'Value', 'Last check']} />
         <tbody>
           {recordRows(domain).map((r) => (
             <tr key={r.key} data-record-type={r.type}>
@@ -133,18 +129,17 @@ function DomainCard({
         quotes.
       </p>
       {confirming ? (
-        <div role="group" aria-label={`Confirm removing ${domain.name}`} class="confirm">
-          <p>
-            Remove {label}? It stops routing to the app at once, and the name is free for anyone.
-            {domain.declared && ' The app’s spec names it: it is added again unless the spec changes too.'}
-          </p>
-          <button type="button" class="danger" disabled={busy} onClick={onRemove}>
-            Remove
-          </button>{' '}
-          <button type="button" class="secondary" onClick={onKeep}>
-            Keep
-          </button>
-        </div>
+        <ConfirmStep
+          label={`Confirm removing ${domain.name}`}
+          action="Remove"
+          busy={busy}
+          small={false}
+          onConfirm={onRemove}
+          onKeep={onKeep}
+        >
+          Remove {label}? It stops routing to the app at once, and the name is free for anyone.
+          {domain.declared && ' The app’s spec names it: it is added again unless the spec changes too.'}
+        </ConfirmStep>
       ) : (
         <p>
           {domain.status !== 'failed' && domain.status !== 'verified' && (
@@ -167,10 +162,8 @@ export function AppDomainsPage({ name }: { name: string }) {
   const appID = name;
   const [domains, setDomains] = useState<Domain[] | undefined>(undefined);
   const [loadError, setLoadError] = useState<unknown>(undefined);
-  const [failure, setFailure] = useState<{ doing: string; error: unknown; where: 'list' | 'form' } | undefined>(undefined);
-  const [done, setDone] = useState<string | undefined>(undefined);
+  const { busy, failure, done, run, say } = useAction<'list' | 'form'>();
   const [confirming, setConfirming] = useState<string | undefined>(undefined);
-  const [busy, setBusy] = useState(false);
   const [newName, setNewName] = useState('');
   const [problem, setProblem] = useState<string | undefined>(undefined);
 
@@ -195,23 +188,15 @@ export function AppDomainsPage({ name }: { name: string }) {
     return () => clearInterval(timer);
   }, [waiting, appID]);
 
-  const act = async (doing: string, call: () => Promise<unknown>, said: string, where: 'list' | 'form' = 'list') => {
-    setBusy(true);
-    setFailure(undefined);
-    setDone(undefined);
-    try {
-      await call();
-      setConfirming(undefined);
-      setDone(said);
-      await load();
-      return true;
-    } catch (error) {
-      setFailure({ doing, error, where });
-      return false;
-    } finally {
-      setBusy(false);
-    }
-  };
+  const act = (doing: string, call: () => Promise<unknown>, said: string, where: 'list' | 'form' = 'list') =>
+    run(doing, call, {
+      said,
+      where,
+      after: async () => {
+        setConfirming(undefined);
+        await load();
+      },
+    });
   const add = async (event: Event) => {
     event.preventDefault();
     const wrong = domainInputProblem(newName);
@@ -229,7 +214,7 @@ export function AppDomainsPage({ name }: { name: string }) {
     );
     if (ok) {
       setNewName('');
-      setDone(`${added} added: publish its records below.`);
+      say(`${added} added: publish its records below.`, 'form');
     }
   };
   const verify = (d: Domain) =>
@@ -258,7 +243,7 @@ export function AppDomainsPage({ name }: { name: string }) {
       {!domains && loadError === undefined && <p role="status">Loading domains…</p>}
       {failure?.where === 'list' && <ErrorMessage doing={failure.doing} error={failure.error} />}
       <p role="status" id="domains-done" class={done ? 'done' : 'visually-hidden'}>
-        {done}
+        {done?.said}
       </p>
       {domains && domains.length === 0 && <p id="domains-empty">{name} has no custom domains yet: add one below.</p>}
       {domains?.map((d) => (
@@ -267,7 +252,7 @@ export function AppDomainsPage({ name }: { name: string }) {
           domain={d}
           busy={busy}
           confirming={confirming === d.name}
-          onCopied={setDone}
+          onCopied={(said) => say(said)}
           onVerify={() => void verify(d)}
           onAskRemove={() => setConfirming(d.name)}
           onRemove={() => void remove(d)}

@@ -6,8 +6,10 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 import { api, data, type AppEnv } from '../api.js';
 import { ErrorMessage } from '../components/error-message.js';
 import { PageHeading } from '../components/page-heading.js';
+import { TableHead } from '../components/table-head.js';
 import { ownVariables, previewPaste, sourceInWords } from '../env-changes.js';
 import { hrefOf } from '../router.js';
+import { useAction } from '../use-action.js';
 
 type Where = 'table' | 'paste';
 type Editing = { name: string; mode: 'edit'; value: string } | { name: string; mode: 'remove' } | undefined;
@@ -19,9 +21,7 @@ export function AppEnvPage({ name }: { name: string }) {
   const [revealed, setRevealed] = useState<ReadonlySet<string>>(new Set());
   const [editing, setEditing] = useState<Editing>(undefined);
   // Said where the change was asked for: by the table, or under the paste box at the page's foot.
-  const [failure, setFailure] = useState<{ doing: string; error: unknown; where: Where } | undefined>(undefined);
-  const [done, setDone] = useState<{ said: string; where: Where } | undefined>(undefined);
-  const [busy, setBusy] = useState(false);
+  const { busy, failure, done, run } = useAction<Where>();
   const [paste, setPaste] = useState('');
 
   useEffect(() => {
@@ -40,23 +40,15 @@ export function AppEnvPage({ name }: { name: string }) {
   const preview = useMemo(() => (env && paste.trim() ? previewPaste(paste, env) : undefined), [paste, env]);
 
   /** One change sent; the answer is the environment as it is now. */
-  const change = async (doing: string, call: () => Promise<AppEnv | undefined>, said: string, where: Where = 'table') => {
-    setBusy(true);
-    setFailure(undefined);
-    setDone(undefined);
-    try {
-      const next = await call();
-      setEnv(next ?? (await data(api.GET('/apps/{appID}/env', { params: { path: { appID } } }))));
-      setEditing(undefined);
-      setDone({ said, where });
-      return true;
-    } catch (error) {
-      setFailure({ doing, error, where });
-      return false;
-    } finally {
-      setBusy(false);
-    }
-  };
+  const change = (doing: string, call: () => Promise<AppEnv | undefined>, said: string, where: Where = 'table') =>
+    run(doing, async () => (await call()) ?? (await data(api.GET('/apps/{appID}/env', { params: { path: { appID } } }))), {
+      said,
+      where,
+      after: (next) => {
+        setEnv(next);
+        setEditing(undefined);
+      },
+    });
 
   const save = (key: string, value: string) =>
     change(
@@ -114,15 +106,7 @@ export function AppEnvPage({ name }: { name: string }) {
             ) : (
               <table class="apps env" id="own-env">
                 <caption class="visually-hidden">Variables of {name}; values hidden until revealed</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Name</th>
-                    <th scope="col">Value</th>
-                    <th scope="col">
-                      <span class="visually-hidden">Actions</span>
-                    </th>
-                  </tr>
-                </thead>
+                <TableHead columns={['Name', 'Value']} actions />
                 <tbody>
                   {own.map((v) => {
                     const shown = revealed.has(v.name);
@@ -227,13 +211,7 @@ export function AppEnvPage({ name }: { name: string }) {
               </p>
               <table class="apps env" id="provided-env">
                 <caption class="visually-hidden">Variables provided to the machines of {name}</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Name</th>
-                    <th scope="col">Source</th>
-                    <th scope="col">Value</th>
-                  </tr>
-                </thead>
+                <TableHead columns={['Name', 'Source', 'Value']} />
                 <tbody>
                   {env.provided.map((p) => (
                     <tr key={p.name} data-name={p.name}>

@@ -4,12 +4,15 @@
 // and the list is asked for again.
 import { useEffect, useState } from 'preact/hooks';
 import { api, data, type App, type Preview } from '../api.js';
+import { ConfirmStep } from '../components/confirm-step.js';
 import { ErrorMessage } from '../components/error-message.js';
 import { PageHeading } from '../components/page-heading.js';
+import { TableHead } from '../components/table-head.js';
 import { expiryInWords } from '../deploys.js';
 import { hrefOf } from '../router.js';
 import { statusInWords } from '../status.js';
 import { when } from '../time.js';
+import { useAction } from '../use-action.js';
 
 interface Row {
   preview: Preview;
@@ -32,9 +35,7 @@ export function AppPreviewsPage({ name }: { name: string }) {
   const [rows, setRows] = useState<Row[] | undefined>(undefined);
   const [loadError, setLoadError] = useState<unknown>(undefined);
   const [confirming, setConfirming] = useState<string | undefined>(undefined);
-  const [busy, setBusy] = useState(false);
-  const [failure, setFailure] = useState<{ doing: string; error: unknown } | undefined>(undefined);
-  const [done, setDone] = useState<string | undefined>(undefined);
+  const { busy, failure, done, run } = useAction();
   // Expiry is said relative to now: said again each minute.
   const [now, setNow] = useState(() => new Date());
   useEffect(() => {
@@ -61,22 +62,15 @@ export function AppPreviewsPage({ name }: { name: string }) {
     };
   }, [appID]);
 
-  const remove = async (ref: string) => {
-    setBusy(true);
-    setFailure(undefined);
-    setDone(undefined);
-    try {
-      await api.DELETE('/apps/{appID}/previews/{ref}', { params: { path: { appID, ref } } });
-      setConfirming(undefined);
-      // Its app may still be listed while the cluster removes it: it is not shown again.
-      await load(ref).catch((err: unknown) => setLoadError(err));
-      setDone(`Preview ${ref} deleted.`);
-    } catch (error) {
-      setFailure({ doing: `Deleting preview ${ref}`, error });
-    } finally {
-      setBusy(false);
-    }
-  };
+  const remove = (ref: string) =>
+    run(`Deleting preview ${ref}`, () => api.DELETE('/apps/{appID}/previews/{ref}', { params: { path: { appID, ref } } }), {
+      said: `Preview ${ref} deleted.`,
+      after: async () => {
+        setConfirming(undefined);
+        // Its app may still be listed while the cluster removes it: it is not shown again.
+        await load(ref).catch((err: unknown) => setLoadError(err));
+      },
+    });
 
   return (
     <>
@@ -88,7 +82,7 @@ export function AppPreviewsPage({ name }: { name: string }) {
       {!rows && loadError === undefined && <p role="status">Loading…</p>}
       {failure && <ErrorMessage doing={failure.doing} error={failure.error} />}
       <p role="status" id="previews-done" class={done ? 'done' : 'visually-hidden'}>
-        {done}
+        {done?.said}
       </p>
       {rows && rows.length === 0 && (
         <p id="previews-empty">
@@ -98,19 +92,7 @@ export function AppPreviewsPage({ name }: { name: string }) {
       {rows && rows.length > 0 && (
         <table class="apps previews" id="previews">
           <caption class="visually-hidden">Previews of {name}</caption>
-          <thead>
-            <tr>
-              <th scope="col">Ref</th>
-              <th scope="col">URL</th>
-              <th scope="col">Deploy</th>
-              <th scope="col">Status</th>
-              <th scope="col">Expiry</th>
-              <th scope="col">Made</th>
-              <th scope="col">
-                <span class="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
+          <TableHead columns={['Ref', 'URL', 'Deploy', 'Status', 'Expiry', 'Made']} actions />
           <tbody>
             {rows.map(({ preview: p, app }) => {
               const status = app ? statusInWords(app) : { text: p.status, tone: 'busy' as const };
@@ -141,18 +123,16 @@ export function AppPreviewsPage({ name }: { name: string }) {
                   <td>{when(p.created_at)}</td>
                   <td class="actions">
                     {confirming === p.ref ? (
-                      <div role="group" aria-label={`Confirm deleting preview ${p.ref}`} class="confirm">
-                        <p>
-                          Delete preview {p.ref}? Its URL stops answering
-                          {p.database ? `, and its database copy ${p.database} is deleted` : ''}.
-                        </p>
-                        <button type="button" class="danger small" disabled={busy} onClick={() => void remove(p.ref)}>
-                          Delete
-                        </button>{' '}
-                        <button type="button" class="secondary small" onClick={() => setConfirming(undefined)}>
-                          Keep
-                        </button>
-                      </div>
+                      <ConfirmStep
+                        label={`Confirm deleting preview ${p.ref}`}
+                        action="Delete"
+                        busy={busy}
+                        onConfirm={() => void remove(p.ref)}
+                        onKeep={() => setConfirming(undefined)}
+                      >
+                        Delete preview {p.ref}? Its URL stops answering
+                        {p.database ? `, and its database copy ${p.database} is deleted` : ''}.
+                      </ConfirmStep>
                     ) : (
                       <button
                         type="button"

@@ -101,7 +101,8 @@ export function AppPage({ name }: { name: string }) {
           )}
           <dt>Deploys</dt>
           <dd>
-            <a href={hrefOf({ page: 'app-deploys', name })}>Deploys of {name}</a> (build logs, rollback)
+            <a href={hrefOf({ page: 'app-deploys', name })}>Deploys of {name}</a> (build logs, rollback);{' '}
+            <a href={hrefOf({ page: 'app-builds', name })}>Builds of {name}</a> (logs, cancel, its Git repository)
           </dd>
           <dt>Runtime</dt>
           <dd>
@@ -111,6 +112,10 @@ export function AppPage({ name }: { name: string }) {
           <dt>Previews</dt>
           <dd>
             <a href={hrefOf({ page: 'app-previews', name })}>Previews of {name}</a>
+          </dd>
+          <dt>Access</dt>
+          <dd>
+            <a href={hrefOf({ page: 'app-access', name })}>Access to {name}</a> (policy, app users, sessions)
           </dd>
           <dt>Environment</dt>
           <dd>

@@ -4,11 +4,14 @@
 // list is read again every few seconds.
 import { useEffect, useState } from 'preact/hooks';
 import { api, data, type Database, type DatabaseRequest } from '../api.js';
+import { ConfirmStep } from '../components/confirm-step.js';
 import { ErrorMessage } from '../components/error-message.js';
 import { PageHeading } from '../components/page-heading.js';
+import { TableHead } from '../components/table-head.js';
 import { databaseDeletable, databasePhaseInWords, databaseSizes, deletionInWords, usageInWords } from '../resources.js';
 import { hrefOf } from '../router.js';
 import { when } from '../time.js';
+import { useAction } from '../use-action.js';
 
 const refreshMs = 3000;
 type Editing = { name: string; mode: 'attach'; app: string } | { name: string; mode: 'detach' | 'delete' } | undefined;
@@ -16,10 +19,8 @@ type Editing = { name: string; mode: 'attach'; app: string } | { name: string; m
 export function DatabasesPage() {
   const [databases, setDatabases] = useState<Database[] | undefined>(undefined);
   const [loadError, setLoadError] = useState<unknown>(undefined);
-  const [failure, setFailure] = useState<{ doing: string; error: unknown; where: 'list' | 'form' } | undefined>(undefined);
-  const [done, setDone] = useState<string | undefined>(undefined);
+  const { busy, failure, done, run } = useAction<'list' | 'form'>();
   const [editing, setEditing] = useState<Editing>(undefined);
-  const [busy, setBusy] = useState(false);
   const [name, setName] = useState('');
   const [size, setSize] = useState(String(1024 ** 3));
   const [retain, setRetain] = useState(false);
@@ -51,30 +52,22 @@ export function DatabasesPage() {
     return () => clearInterval(timer);
   }, [starting]);
 
-  const act = async (
+  const act = (
     doing: string,
     call: () => Promise<unknown>,
     said: string,
     settled: (list: Database[]) => boolean,
     where: 'list' | 'form' = 'list',
-  ) => {
-    setBusy(true);
-    setFailure(undefined);
-    setDone(undefined);
-    try {
-      await call();
-      setEditing(undefined);
-      setDone(said);
-      setAwaited(() => settled);
-      await load();
-      return true;
-    } catch (error) {
-      setFailure({ doing, error, where });
-      return false;
-    } finally {
-      setBusy(false);
-    }
-  };
+  ) =>
+    run(doing, call, {
+      said,
+      where,
+      after: async () => {
+        setEditing(undefined);
+        setAwaited(() => settled);
+        await load();
+      },
+    });
   const create = async (event: Event) => {
     event.preventDefault();
     const wanted = name.trim();
@@ -124,24 +117,13 @@ export function DatabasesPage() {
       {!databases && loadError === undefined && <p role="status">Loading databases…</p>}
       {failure?.where === 'list' && <ErrorMessage doing={failure.doing} error={failure.error} />}
       <p role="status" id="databases-done" class={done ? 'done' : 'visually-hidden'}>
-        {done}
+        {done?.said}
       </p>
       {databases && databases.length === 0 && <p id="databases-empty">No databases yet: create one below.</p>}
       {databases && databases.length > 0 && (
         <table class="apps databases" id="databases">
           <caption class="visually-hidden">Databases of the account</caption>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">State</th>
-              <th scope="col">Size</th>
-              <th scope="col">Attached to</th>
-              <th scope="col">Created</th>
-              <th scope="col">
-                <span class="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
+          <TableHead columns={['Name', 'State', 'Size', 'Attached to', 'Created']} actions />
           <tbody>
             {databases.map((db) => {
               const phase = databasePhaseInWords(db);
@@ -194,30 +176,26 @@ export function DatabasesPage() {
                       </form>
                     )}
                     {row?.mode === 'detach' && (
-                      <div role="group" aria-label={`Confirm detaching ${db.name}`} class="confirm">
-                        <p>
-                          Detach {db.name} from {db.attached_to}? Its machines lose DATABASE_URL as they are replaced; the data stays.
-                        </p>
-                        <button type="button" class="danger small" disabled={busy} onClick={() => void detach(db)}>
-                          Detach
-                        </button>{' '}
-                        <button type="button" class="secondary small" onClick={() => setEditing(undefined)}>
-                          Keep
-                        </button>
-                      </div>
+                      <ConfirmStep
+                        label={`Confirm detaching ${db.name}`}
+                        action="Detach"
+                        busy={busy}
+                        onConfirm={() => void detach(db)}
+                        onKeep={() => setEditing(undefined)}
+                      >
+                        Detach {db.name} from {db.attached_to}? Its machines lose DATABASE_URL as they are replaced; the data stays.
+                      </ConfirmStep>
                     )}
                     {row?.mode === 'delete' && (
-                      <div role="group" aria-label={`Confirm deleting ${db.name}`} class="confirm">
-                        <p>
-                          Delete {db.name}? {deletionInWords(db.deletion_policy).replace(/^./, (c) => c.toUpperCase())}.
-                        </p>
-                        <button type="button" class="danger small" disabled={busy} onClick={() => void remove(db)}>
-                          Delete
-                        </button>{' '}
-                        <button type="button" class="secondary small" onClick={() => setEditing(undefined)}>
-                          Keep
-                        </button>
-                      </div>
+                      <ConfirmStep
+                        label={`Confirm deleting ${db.name}`}
+                        action="Delete"
+                        busy={busy}
+                        onConfirm={() => void remove(db)}
+                        onKeep={() => setEditing(undefined)}
+                      >
+                        Delete {db.name}? {deletionInWords(db.deletion_policy).replace(/^./, (c) => c.toUpperCase())}.
+                      </ConfirmStep>
                     )}
                     {!row && (
                       <>

@@ -2,11 +2,14 @@
 // (shown once: the API keeps only its hash), and revoking one after a confirmation that says when
 // it is the console's own session, whose revocation signs this browser out.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { api, data, type Token, type TokenAction, type TokenCreated, type TokenRequest } from '../api.js';
+import { api, data, type Token, type TokenAction, type TokenCreated } from '../api.js';
+import { ConfirmStep } from '../components/confirm-step.js';
 import { ErrorMessage } from '../components/error-message.js';
 import { PageHeading } from '../components/page-heading.js';
+import { TableHead } from '../components/table-head.js';
 import { sessionToken, tokenActions, tokenRequest } from '../token-form.js';
 import { when } from '../time.js';
+import { useAction } from '../use-action.js';
 
 const lifetimes = [
   { value: '1d', label: '1 day' },
@@ -64,11 +67,9 @@ export function TokensPage() {
   const [tokens, setTokens] = useState<Token[] | undefined>(undefined);
   const [loadError, setLoadError] = useState<unknown>(undefined);
   // A failed revoke is said above the list, a failed create under its form.
-  const [failure, setFailure] = useState<{ doing: string; error: unknown; where: 'list' | 'form' } | undefined>(undefined);
+  const { busy, failure, done, run } = useAction<'list' | 'form'>();
   const [created, setCreated] = useState<TokenCreated | undefined>(undefined);
   const [confirming, setConfirming] = useState<string | undefined>(undefined);
-  const [busy, setBusy] = useState(false);
-  const [done, setDone] = useState<string | undefined>(undefined);
   const [name, setName] = useState('');
   const [apps, setApps] = useState('');
   const [actions, setActions] = useState<ReadonlySet<TokenAction>>(new Set());
@@ -86,38 +87,37 @@ export function TokensPage() {
 
   const create = async (event: Event) => {
     event.preventDefault();
-    setBusy(true);
-    setFailure(undefined);
-    setDone(undefined);
-    try {
-      const body: TokenRequest = tokenRequest({ name, apps, actions: [...actions], expiresIn: lifetime });
-      setCreated(await data(api.POST('/account/tokens', { body })));
-      setName('');
-      setApps('');
-      setActions(new Set());
-      await load();
-    } catch (error) {
-      setFailure({ doing: 'Creating the token', error, where: 'form' });
-    } finally {
-      setBusy(false);
-    }
+    await run(
+      'Creating the token',
+      () => data(api.POST('/account/tokens', { body: tokenRequest({ name, apps, actions: [...actions], expiresIn: lifetime }) })),
+      {
+        where: 'form',
+        after: async (made) => {
+          setCreated(made);
+          setName('');
+          setApps('');
+          setActions(new Set());
+          await load();
+        },
+      },
+    );
   };
-  const revoke = async (token: Token) => {
-    setBusy(true);
-    setFailure(undefined);
-    try {
-      await api.DELETE('/account/tokens/{nonce}', { params: { path: { nonce: token.nonce } } });
-      setConfirming(undefined);
-      // Read again before saying so, so the notice never stands beside the revoked row.
-      // When it was this session's, this answers 401 and the console shows sign-in.
-      await load();
-      setDone(`Token ${token.name ?? token.nonce} revoked.`);
-    } catch (error) {
-      setFailure({ doing: `Revoking token ${token.name ?? token.nonce}`, error, where: 'list' });
-    } finally {
-      setBusy(false);
-    }
-  };
+  // The message of the last change stays while a revoke runs.
+  const revoke = (token: Token) =>
+    run(
+      `Revoking token ${token.name ?? token.nonce}`,
+      () => api.DELETE('/account/tokens/{nonce}', { params: { path: { nonce: token.nonce } } }),
+      {
+        said: `Token ${token.name ?? token.nonce} revoked.`,
+        where: 'list',
+        keepDone: true,
+        after: async () => {
+          setConfirming(undefined);
+          // When it was this session's, this answers 401 and the console shows sign-in.
+          await load();
+        },
+      },
+    );
 
   const session = tokens ? sessionToken(tokens) : undefined;
   const live = tokens?.filter((t) => !t.revoked) ?? [];
@@ -127,24 +127,14 @@ export function TokensPage() {
       {created && <NewToken created={created} onDone={() => setCreated(undefined)} />}
       {failure?.where === 'list' && <ErrorMessage doing={failure.doing} error={failure.error} />}
       <p role="status" id="tokens-done" class={done ? 'done' : 'visually-hidden'}>
-        {done}
+        {done?.said}
       </p>
       {loadError !== undefined && <ErrorMessage doing="Listing tokens" error={loadError} />}
       {!tokens && loadError === undefined && <p role="status">Loading tokens…</p>}
       {tokens && (
         <table class="apps tokens" id="tokens">
           <caption class="visually-hidden">API tokens of the account</caption>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Restrictions</th>
-              <th scope="col">Created</th>
-              <th scope="col">Expires</th>
-              <th scope="col">
-                <span class="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
+          <TableHead columns={['Name', 'Restrictions', 'Created', 'Expires']} actions />
           <tbody>
             {live.map((t) => {
               const mine = session === t.nonce;
@@ -165,18 +155,16 @@ export function TokensPage() {
                   <td>{when(t.expires_at)}</td>
                   <td class="actions">
                     {confirming === t.nonce ? (
-                      <div role="group" aria-label={`Confirm revoking ${label}`} class="confirm">
-                        <p>
-                          Revoke {label}? Whatever uses it, and every token made from it, stops working.
-                          {mine && <strong> It is this console session: revoking it signs you out.</strong>}
-                        </p>
-                        <button type="button" class="danger small" disabled={busy} onClick={() => void revoke(t)}>
-                          {mine ? 'Revoke and sign out' : 'Revoke'}
-                        </button>{' '}
-                        <button type="button" class="secondary small" onClick={() => setConfirming(undefined)}>
-                          Keep
-                        </button>
-                      </div>
+                      <ConfirmStep
+                        label={`Confirm revoking ${label}`}
+                        action={mine ? 'Revoke and sign out' : 'Revoke'}
+                        busy={busy}
+                        onConfirm={() => void revoke(t)}
+                        onKeep={() => setConfirming(undefined)}
+                      >
+                        Revoke {label}? Whatever uses it, and every token made from it, stops working.
+                        {mine && <strong> It is this console session: revoking it signs you out.</strong>}
+                      </ConfirmStep>
                     ) : (
                       <button type="button" class="secondary small" aria-label={`Revoke ${label}`} onClick={() => setConfirming(t.nonce)}>
                         Revoke

@@ -3,19 +3,20 @@
 // One no machine or database holds any more can be deleted, asked in the page first.
 import { useEffect, useState } from 'preact/hooks';
 import { api, data, type VolumeList } from '../api.js';
+import { ConfirmStep } from '../components/confirm-step.js';
 import { ErrorMessage } from '../components/error-message.js';
 import { PageHeading } from '../components/page-heading.js';
+import { TableHead } from '../components/table-head.js';
 import { bytesInWords, usageInWords, volumeOwnerInWords, volumeStateInWords } from '../resources.js';
 import { hrefOf } from '../router.js';
 import { when } from '../time.js';
+import { useAction } from '../use-action.js';
 
 export function VolumesPage() {
   const [list, setList] = useState<VolumeList | undefined>(undefined);
   const [loadError, setLoadError] = useState<unknown>(undefined);
-  const [failure, setFailure] = useState<{ doing: string; error: unknown } | undefined>(undefined);
-  const [done, setDone] = useState<string | undefined>(undefined);
+  const { busy, failure, done, run } = useAction();
   const [confirming, setConfirming] = useState<string | undefined>(undefined);
-  const [busy, setBusy] = useState(false);
 
   const load = () =>
     data(api.GET('/volumes')).then(
@@ -27,21 +28,14 @@ export function VolumesPage() {
     );
   useEffect(() => void load(), []);
 
-  const remove = async (ref: string) => {
-    setBusy(true);
-    setFailure(undefined);
-    setDone(undefined);
-    try {
-      await api.DELETE('/volumes/{ref}', { params: { path: { ref } } });
-      setConfirming(undefined);
-      await load();
-      setDone(`Volume ${ref} deleted.`);
-    } catch (error) {
-      setFailure({ doing: `Deleting volume ${ref}`, error });
-    } finally {
-      setBusy(false);
-    }
-  };
+  const remove = (ref: string) =>
+    run(`Deleting volume ${ref}`, () => api.DELETE('/volumes/{ref}', { params: { path: { ref } } }), {
+      said: `Volume ${ref} deleted.`,
+      after: async () => {
+        setConfirming(undefined);
+        await load();
+      },
+    });
 
   const storage = list?.storage;
   return (
@@ -55,7 +49,7 @@ export function VolumesPage() {
       {!list && loadError === undefined && <p role="status">Loading volumes…</p>}
       {failure && <ErrorMessage doing={failure.doing} error={failure.error} />}
       <p role="status" id="volumes-done" class={done ? 'done' : 'visually-hidden'}>
-        {done}
+        {done?.said}
       </p>
       {storage && (
         <dl class="facts" id="storage">
@@ -74,19 +68,7 @@ export function VolumesPage() {
       {list && list.volumes.length > 0 && (
         <table class="apps volumes" id="volumes">
           <caption class="visually-hidden">Volumes of the account</caption>
-          <thead>
-            <tr>
-              <th scope="col">Volume</th>
-              <th scope="col">Of</th>
-              <th scope="col">Path</th>
-              <th scope="col">Size</th>
-              <th scope="col">State</th>
-              <th scope="col">Created</th>
-              <th scope="col">
-                <span class="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
+          <TableHead columns={['Volume', 'Of', 'Path', 'Size', 'State', 'Created']} actions />
           <tbody>
             {list.volumes.map((v) => {
               const state = volumeStateInWords(v);
@@ -114,15 +96,15 @@ export function VolumesPage() {
                   <td>{when(v.created_at)}</td>
                   <td class="actions">
                     {confirming === v.ref ? (
-                      <div role="group" aria-label={`Confirm deleting ${v.ref}`} class="confirm">
-                        <p>Delete {v.ref}? Its data is gone for good.</p>
-                        <button type="button" class="danger small" disabled={busy} onClick={() => void remove(v.ref)}>
-                          Delete
-                        </button>{' '}
-                        <button type="button" class="secondary small" onClick={() => setConfirming(undefined)}>
-                          Keep
-                        </button>
-                      </div>
+                      <ConfirmStep
+                        label={`Confirm deleting ${v.ref}`}
+                        action="Delete"
+                        busy={busy}
+                        onConfirm={() => void remove(v.ref)}
+                        onKeep={() => setConfirming(undefined)}
+                      >
+                        Delete {v.ref}? Its data is gone for good.
+                      </ConfirmStep>
                     ) : state.deletable ? (
                       <button type="button" class="secondary small" aria-label={`Delete ${v.ref}`} onClick={() => setConfirming(v.ref)}>
                         Delete
