@@ -80,11 +80,22 @@ export async function recordEvent(
 export async function listEvents(
   db: Knex,
   accountId: string,
-  opts: { after?: number; limit: number; types?: string[] | undefined; app?: string | undefined },
+  opts: {
+    after?: number;
+    /** Newest first, below this id when it is given (from the newest when it is not): the other way from `after`. */
+    newest?: { before?: number | undefined } | undefined;
+    limit: number;
+    types?: string[] | undefined;
+    app?: string | undefined;
+  },
 ): Promise<EventRecord[]> {
-  const q = db('events').where({ account_id: accountId }).orderBy('id', 'asc').limit(opts.limit);
+  const q = db('events')
+    .where({ account_id: accountId })
+    .orderBy('id', opts.newest ? 'desc' : 'asc')
+    .limit(opts.limit);
   if (opts.app !== undefined) q.where({ subject: opts.app });
   if (opts.after !== undefined) q.where('id', '>', opts.after);
+  if (opts.newest?.before !== undefined) q.where('id', '<', opts.newest.before);
   if (opts.types?.length && !opts.types.includes('*')) {
     const exact = opts.types.filter((t) => !t.endsWith('.*'));
     const prefixes = opts.types.filter((t) => t.endsWith('.*')).map((t) => `${t.slice(0, -1).replace(/[%_\\]/g, '\\$&')}%`);

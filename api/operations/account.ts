@@ -35,11 +35,21 @@ const createTokenBody = z
   })
   .refine((b) => !(b.expires_in && b.expires_at), { message: 'give expires_in or expires_at, not both', path: ['expires_at'] });
 
-const eventsQuery = z.strictObject({
-  after: z.coerce.number().int().min(0).optional(),
-  limit: z.coerce.number().int().min(1).max(1000).default(100),
-  type: z.string().max(500).optional(),
-});
+const eventsQuery = z
+  .strictObject({
+    after: z.coerce.number().int().min(0).optional().describe('Oldest first, after this id (the default order)'),
+    order: z.enum(['oldest', 'newest']).default('oldest').describe('newest: newest first, paged with before'),
+    before: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .optional()
+      .describe('With order=newest: the events below this id (next_before of the last page)'),
+    limit: z.coerce.number().int().min(1).max(1000).default(100),
+    type: z.string().max(500).optional(),
+  })
+  .refine((q) => !(q.order === 'newest' && q.after !== undefined), 'after goes with order=oldest; use before with order=newest')
+  .refine((q) => !(q.order === 'oldest' && q.before !== undefined), 'before goes with order=newest');
 
 const historyQuery = z
   .strictObject({
@@ -98,17 +108,21 @@ export function accountOperations(s: Deps): Operation[] {
       summary: 'List events',
       action: 'read',
       query: eventsQuery,
-      response: z.object({ events: z.array(eventSchema), next_after: z.number().nullable() }),
+      response: z.object({ events: z.array(eventSchema), next_after: z.number().nullable(), next_before: z.number().nullable() }),
       handler: async ({ caller, query }) => {
+        const newest = query.order === 'newest';
         const events = await s.events.list(caller.account.id, {
           after: query.after,
+          newest: newest ? { before: query.before } : undefined,
           limit: query.limit,
           types: query.type?.split(',').filter(Boolean),
         });
+        const more = events.length === query.limit ? events[events.length - 1]!.id : null;
         return {
           body: {
             events: events.map((e) => ({ id: e.id, type: e.type, subject: e.subject, data: e.data, created_at: iso(e.createdAt) })),
-            next_after: events.length === query.limit ? events[events.length - 1]!.id : null,
+            next_after: newest ? null : more,
+            next_before: newest ? more : null,
           },
         };
       },

@@ -1,5 +1,5 @@
-// Following the account's events in the browser: the log so far (GET /account/events, oldest first,
-// paged by `after`), then the live stream (GET /events?follow=true as Server-Sent Events) from the
+// Following the account's events in the browser: the newest of the log (GET /account/events with
+// order=newest, one page), then the live stream (GET /events?follow=true as Server-Sent Events) from the
 // last id seen. EventSource cannot send X-Svc-Console, without which the API refuses the session
 // cookie (decision 0031), so the stream is read with fetch. Whenever it ends (the network dropped,
 // the server closed it, the tab went to sleep) the next one starts `after` the last id seen: the API
@@ -24,18 +24,11 @@ export interface FollowOptions {
 /** A stream that says nothing (not even the 15 s keep-alive) for this long is taken as dropped. */
 const silentMs = 45_000;
 
-/** The newest `keep` events of the log: every page is read (the API lists oldest first and has no "newest" order). */
+/** The newest `keep` events of the log (at most 1,000: one page), oldest first as the feed holds them. */
 async function newestEvents(keep: number): Promise<{ events: AccountEvent[]; lastId: number }> {
-  let events: AccountEvent[] = [];
-  let after: number | undefined;
-  let lastId = 0;
-  for (;;) {
-    const page = await data(api.GET('/account/events', { params: { query: { limit: 1000, ...(after === undefined ? {} : { after }) } } }));
-    events = [...events, ...page.events].slice(-keep);
-    for (const e of page.events) lastId = Math.max(lastId, e.id);
-    if (page.next_after === null) return { events, lastId };
-    after = page.next_after;
-  }
+  const page = await data(api.GET('/account/events', { params: { query: { order: 'newest', limit: Math.min(keep, 1000) } } }));
+  const events = [...page.events].reverse();
+  return { events, lastId: events.length ? events[events.length - 1]!.id : 0 };
 }
 
 /** Whether the tab is hidden (asked anew each time: it changes while a stream runs). */

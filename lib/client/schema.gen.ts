@@ -1411,6 +1411,8 @@ export interface operations {
     parameters: {
       query?: {
         after?: number;
+        order?: 'oldest' | 'newest';
+        before?: number;
         limit?: number;
         type?: string;
       };
@@ -1437,6 +1439,7 @@ export interface operations {
               created_at: string;
             }[];
             next_after: number | null;
+            next_before: number | null;
           };
         };
       };

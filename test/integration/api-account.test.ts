@@ -125,4 +125,23 @@ describe('API account endpoints', () => {
     const onlyWebhooks = await get<{ events: Array<{ type: string }> }>('/api/account/events?type=webhook.created');
     assert.ok(onlyWebhooks.events.length > 0 && onlyWebhooks.events.every((e) => e.type === 'webhook.created'));
   });
+
+  it('events list newest first with order=newest, paged down by before, the same events as oldest first', async () => {
+    type Page = { events: Array<{ id: number }>; next_after: number | null; next_before: number | null };
+    const all = (await get<Page>('/api/account/events?limit=1000')).events.map((e) => e.id);
+    assert.ok(all.length >= 4, `${all.length} events`);
+    const newest: number[] = [];
+    let page = await get<Page>('/api/account/events?order=newest&limit=3');
+    assert.equal(page.next_after, null);
+    for (;;) {
+      newest.push(...page.events.map((e) => e.id));
+      if (page.next_before === null) break;
+      page = await get<Page>(`/api/account/events?order=newest&limit=3&before=${page.next_before}`);
+    }
+    assert.deepEqual(newest, [...all].reverse(), 'every event once, newest first');
+    for (const bad of ['order=newest&after=1', 'before=5', 'order=latest']) {
+      const res = await api.request('GET', `/api/account/events?${bad}`);
+      assert.equal(res.status, 400, bad);
+    }
+  });
 });
