@@ -47,20 +47,28 @@ export class ConsoleError extends Error {
 
 /** Listeners told when the API says the session is over (401): the console shows sign-in. */
 const signedOutListeners = new Set<() => void>();
+/** Tells the console the session is over (a 401 on any call). */
+export function signedOut(): void {
+  for (const listener of signedOutListeners) listener();
+}
 export function onSignedOut(listener: () => void): () => void {
   signedOutListeners.add(listener);
   return () => signedOutListeners.delete(listener);
 }
 
-async function errorOf(response: Response): Promise<ConsoleError> {
-  const text = await response.text();
+/** The API's answer in words, from its status and body text. */
+export function errorOfText(status: number, statusText: string, text: string): ConsoleError {
   try {
     const body = JSON.parse(text) as { error?: unknown };
-    if (typeof body.error === 'string') return new ConsoleError(response.status, body.error);
+    if (typeof body.error === 'string') return new ConsoleError(status, body.error);
   } catch {
     // Not the API's JSON (a proxy's page): its status says what there is to say.
   }
-  return new ConsoleError(response.status, `the API answered ${response.status} ${response.statusText}`.trim());
+  return new ConsoleError(status, `the API answered ${status} ${statusText}`.trim());
+}
+
+async function errorOf(response: Response): Promise<ConsoleError> {
+  return errorOfText(response.status, response.statusText, await response.text());
 }
 
 const consoleMiddleware: Middleware = {
@@ -70,7 +78,7 @@ const consoleMiddleware: Middleware = {
   },
   async onResponse({ response }) {
     if (response.ok) return undefined;
-    if (response.status === 401) for (const listener of signedOutListeners) listener();
+    if (response.status === 401) signedOut();
     throw await errorOf(response);
   },
   onError: ({ error }) => new ConsoleError(0, `cannot reach the API: ${error instanceof Error ? error.message : String(error)}`),

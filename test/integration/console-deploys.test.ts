@@ -8,7 +8,8 @@
 // deploy and expiry in words, and deleted after a confirmation. axe-core finds no serious or
 // critical violation on any of them; screenshots of each, light and dark, go to docs/console/.
 import assert from 'node:assert/strict';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser as Chromium, BrowserContext, Locator, Page } from 'playwright-core';
@@ -283,6 +284,119 @@ describe('web console: deploys, build logs, rollback and previews (Chromium, SMT
     });
     await page.reload();
     await page.locator('#previews-empty').waitFor();
+    await page.close();
+  });
+
+  it('deploys a chosen folder and a dropped file: packed in the browser, sent, listed and live', async () => {
+    const target = uniqueName('dropped');
+    await expectJson(await api.request('POST', '/api/apps', { body: { name: target } }), 201);
+    const dir = await mkdtemp(path.join(tmpdir(), 'console-drop-'));
+    try {
+      // A folder as a person has one: a subfolder, and version control's files, which stay behind.
+      const folder = path.join(dir, 'site');
+      await mkdir(path.join(folder, 'css'), { recursive: true });
+      await mkdir(path.join(folder, '.git'), { recursive: true });
+      await writeFile(path.join(folder, 'index.html'), '<h1>chosen folder</h1>');
+      await writeFile(path.join(folder, 'css', 'a.css'), 'h1 { color: teal }');
+      await writeFile(path.join(folder, '.git', 'config'), '[core]');
+
+      const page = await signedIn.newPage();
+      await page.goto(`${api.url}/console/apps/${target}/deploys`);
+      await page.locator('#deploys-empty').waitFor();
+      await look(page, 'deploys-drop', 'light');
+      await page.setInputFiles('#deploy-folder', folder);
+      const said = page.locator('#deploys-done');
+      await page.getByText(/^Deploy \S+ of 2 files \(.*; 1 left out: \.git and the like\) is on its way/).waitFor({ timeout: 30_000 });
+      const chosen = /^Deploy (\S+) of/.exec((await said.textContent()) ?? '')![1]!;
+      await rowOf(page, chosen).waitFor();
+      const made = await expectJson<DeployBody & { summary: { files: number } }>(await api.request('GET', `/api/deploys/${chosen}`), 200);
+      assert.equal(made.summary.files, 2, 'index.html and css/a.css, at the root of the tree');
+      await eventually(
+        'the chosen folder live',
+        async () => (await expectJson<DeployBody>(await api.request('GET', `/api/deploys/${chosen}`), 200)).status === 'live',
+        {
+          timeoutMs: 60_000,
+        },
+      );
+      await rowOf(page, chosen).locator('.tag.live').waitFor({ timeout: 30_000 });
+
+      // Dropped on the zone (a drop without folder entries: its files as they are).
+      await page.evaluate(`(() => {
+        const dt = new DataTransfer();
+        dt.items.add(new File(['<h1>dropped</h1>'], 'index.html', { type: 'text/html' }));
+        const zone = document.querySelector('#deploy-drop');
+        zone.dispatchEvent(new DragEvent('dragover', { dataTransfer: dt, bubbles: true, cancelable: true }));
+        zone.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+      })()`);
+      await page.getByText(/^Deploy \S+ of 1 file \(/).waitFor({ timeout: 30_000 });
+      const dropped = /^Deploy (\S+) of/.exec((await said.textContent()) ?? '')![1]!;
+      assert.notEqual(dropped, chosen);
+      await rowOf(page, dropped).waitFor();
+
+      // A folder with nothing to deploy is said so, and nothing is sent.
+      const empty = path.join(dir, 'empty');
+      await mkdir(path.join(empty, '.git'), { recursive: true });
+      await writeFile(path.join(empty, '.git', 'HEAD'), 'ref');
+      const before = (await expectJson<{ deploys: DeployBody[] }>(await api.request('GET', `/api/apps/${target}/deploys`), 200)).deploys
+        .length;
+      await page.setInputFiles('#deploy-folder', empty);
+      await page.getByText(/nothing to deploy: the folder is empty/).waitFor();
+      const after = (await expectJson<{ deploys: DeployBody[] }>(await api.request('GET', `/api/apps/${target}/deploys`), 200)).deploys
+        .length;
+      assert.equal(after, before, 'no deploy made');
+      await page.close();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('forks the app from its overview: a bad name is refused in words, a good one opens the new app, serving', async () => {
+    const page = await signedIn.newPage();
+    await page.goto(`${api.url}/console/apps/${app}`);
+    await page.getByRole('button', { name: `Fork ${app}…` }).click();
+    const form = page.locator('#fork-app');
+    await page.getByLabel('Name of the new app').fill('Not A Name!');
+    await form.getByRole('button', { name: 'Fork', exact: true }).click();
+    await form.getByRole('alert').waitFor();
+    assert.match((await form.getByRole('alert').textContent()) ?? '', /Forking .* failed: .*name/i);
+    await look(page, 'app-fork', 'light');
+
+    const copy = uniqueName('fork');
+    await page.getByLabel('Name of the new app').fill(copy);
+    await form.getByRole('button', { name: 'Fork', exact: true }).click();
+    await page.waitForURL(`${api.url}/console/apps/${copy}`);
+    await page.getByRole('heading', { level: 1, name: copy }).waitFor();
+    const made = await expectJson<{ current_deploy: string | null }>(await api.request('GET', `/api/apps/${copy}`), 200);
+    assert.ok(made.current_deploy, 'the fork has its deploy');
+    await page.close();
+  });
+
+  it('opens the app signed in as its owner from the overview, or says why its policy does not allow it', async () => {
+    // The first app's policy does not admit its owner: said in words, nothing opened.
+    const page = await signedIn.newPage();
+    await page.goto(`${api.url}/console/apps/${app}`);
+    await page.getByRole('button', { name: `Open signed in to ${app} as its owner` }).click();
+    await page.getByRole('alert').waitFor();
+    assert.match((await page.getByRole('alert').textContent()) ?? '', /does not admit its owner/);
+
+    const owned = uniqueName('owned');
+    await expectJson(await api.request('POST', '/api/apps', { body: { name: owned } }), 201);
+    await deployLive(api, owned, { compose: 'x-svc:\n  auth: owner\n', files: { 'index.html': '<h1>mine</h1>' } });
+    const { url } = await expectJson<{ url: string }>(await api.request('GET', `/api/apps/${owned}`), 200);
+    // The app's own host is the ingress's, not this test's: the browser's visit there is answered here.
+    let visited = '';
+    await page.route(
+      (u) => u.href.startsWith(url),
+      (route) => {
+        visited = route.request().url();
+        return route.fulfill({ status: 200, contentType: 'text/html', body: '<h1>the app</h1>' });
+      },
+    );
+    await page.goto(`${api.url}/console/apps/${owned}`);
+    await page.getByRole('button', { name: `Open signed in to ${owned} as its owner` }).click();
+    await page.waitForURL((u) => u.href.startsWith(url));
+    assert.match(page.url(), /#handoff=[A-Za-z0-9_-]+/, 'a one-time owner link, in the fragment (never sent to a server)');
+    assert.ok(visited.startsWith(url), visited);
     await page.close();
   });
 

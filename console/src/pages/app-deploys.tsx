@@ -31,6 +31,7 @@ import {
 import { hrefOf } from '../router.js';
 import { when } from '../time.js';
 import { useAction } from '../use-action.js';
+import { DeployDrop } from '../components/deploy-drop.js';
 
 /** Deploys asked for at a time. */
 const pageSize = 20;
@@ -303,7 +304,7 @@ export function AppDeploysPage({ name, open }: { name: string; open?: string | u
   const [loadError, setLoadError] = useState<unknown>(undefined);
   const [opened, setOpened] = useState<{ deploy?: Deploy; error?: unknown } | undefined>(undefined);
   const [confirming, setConfirming] = useState<string | undefined>(undefined);
-  const { busy, failure, done, run } = useAction();
+  const { busy, failure, done, run, say } = useAction();
   const [round, setRound] = useState(0);
   // How many are shown: a refresh asks for as many again (the API's most is 200).
   const shown = useRef(pageSize);
@@ -405,6 +406,15 @@ export function AppDeploysPage({ name, open }: { name: string; open?: string | u
       <p role="status" id="deploys-done" class={done ? 'done' : 'visually-hidden'}>
         {done?.said}
       </p>
+      <DeployDrop
+        name={name}
+        onDeployed={(made, what) =>
+          // Listed first, then said: the notice never names a deploy the list does not show yet.
+          void refresh()
+            .catch(() => undefined)
+            .then(() => say(`Deploy ${made.id} of ${what} is on its way; it is marked below when it serves.`))
+        }
+      />
       {deploys && (
         <>
           <p id="deploys-live">
@@ -419,7 +429,7 @@ export function AppDeploysPage({ name, open }: { name: string; open?: string | u
           </p>
           {deploys.length === 0 ? (
             <p id="deploys-empty">
-              No deploys yet. Deploy a directory with the CLI: <code>svc deploy {name} DIR</code>.
+              No deploys yet: drop a folder above, or deploy one with the CLI: <code>svc deploy {name} DIR</code>.
             </p>
           ) : (
             <table class="apps deploys" id="deploys">

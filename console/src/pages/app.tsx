@@ -2,11 +2,13 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, data, type App, type Deploy, type Domain } from '../api.js';
 import { ErrorMessage } from '../components/error-message.js';
+import { ForkApp } from '../components/fork-app.js';
 import { PageHeading } from '../components/page-heading.js';
 import { hrefOf } from '../router.js';
 import { expiryInWords } from '../deploys.js';
 import { statusInWords } from '../status.js';
 import { when } from '../time.js';
+import { useAction } from '../use-action.js';
 
 interface Overview {
   app: App;
@@ -24,6 +26,31 @@ async function overviewOf(name: string): Promise<Overview> {
     ? await data(api.GET('/deploys/{deployID}', { params: { path: { deployID: app.current_deploy } } }))
     : undefined;
   return { app, deploy, domains };
+}
+
+/**
+ * "Open signed in": the app at its own address with a one-time owner link (POST
+ * /apps/{app}/auth/owner-link), as `svc open` does and as the app's sign-in page tells its owner to.
+ * The same tab goes there: a window opened after the call's await would be a blocked pop-up.
+ */
+function OpenAsOwner({ name }: { name: string }) {
+  const { busy, failure, run } = useAction();
+  const open = () =>
+    void run(
+      `Opening ${name} signed in`,
+      () => data(api.POST('/apps/{appID}/auth/owner-link', { params: { path: { appID: name } }, body: {} })),
+      {
+        after: (link) => window.location.assign(link.url),
+      },
+    );
+  return (
+    <>
+      <button type="button" class="secondary small" id="open-as-owner" disabled={busy} onClick={open}>
+        Open signed in<span class="visually-hidden"> to {name} as its owner</span>
+      </button>
+      {failure && <ErrorMessage doing={failure.doing} error={failure.error} />}
+    </>
+  );
 }
 
 export function AppPage({ name }: { name: string }) {
@@ -54,7 +81,13 @@ export function AppPage({ name }: { name: string }) {
         <dl class="facts">
           <dt>URL</dt>
           <dd>
-            {overview.app.url ? <a href={overview.app.url}>{overview.app.url}</a> : <span class="muted">none until it is deployed</span>}
+            {overview.app.url ? (
+              <>
+                <a href={overview.app.url}>{overview.app.url}</a> <OpenAsOwner name={name} />
+              </>
+            ) : (
+              <span class="muted">none until it is deployed</span>
+            )}
           </dd>
           <dt>Status</dt>
           <dd id="app-status">
@@ -123,6 +156,7 @@ export function AppPage({ name }: { name: string }) {
           </dd>
         </dl>
       )}
+      {overview && <ForkApp key={name} name={name} />}
     </>
   );
 }
