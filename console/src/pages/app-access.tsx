@@ -10,40 +10,51 @@ import { api, data } from '../api.js';
 import { ErrorMessage } from '../components/error-message.js';
 import { PageHeading } from '../components/page-heading.js';
 import { hrefOf } from '../router.js';
+import { useAction } from '../use-action.js';
 import { when } from '../time.js';
 
-/** Every app user, following `next_after` 200 at a time (the API's largest page). */
-async function allUsers(appID: string): Promise<AppUser[]> {
+/** Pages of app users read at most: 5,000 users, 200 a page (the API's largest). */
+const maxUserPages = 25;
+
+/** The app's users, following `next_after` (at most maxUserPages pages); `more` when some were left unread. */
+async function allUsers(appID: string): Promise<{ users: AppUser[]; more: boolean }> {
   const users: AppUser[] = [];
   let after: string | undefined;
-  for (;;) {
+  for (let pages = 0; pages < maxUserPages; pages++) {
     const page = await data(
       api.GET('/apps/{appID}/auth/users', { params: { path: { appID }, query: { limit: 200, ...(after ? { after } : {}) } } }),
     );
     users.push(...page.users);
-    if (!page.next_after) return users;
+    // A cursor that does not move would loop for ever: taken as the end.
+    if (!page.next_after || page.next_after === after) return { users, more: false };
     after = page.next_after;
   }
+  return { users, more: true };
 }
 
 /** What is being confirmed: revoking one user's sessions, or all of the app's. */
 type Confirming = { kind: 'user'; user: AppUser } | { kind: 'all' } | undefined;
 
+/** A new page per app: nothing (a message, a confirmation, a late answer) carries from one app to the next. */
 export function AppAccessPage({ name }: { name: string }) {
+  return <AccessOf key={name} name={name} />;
+}
+
+function AccessOf({ name }: { name: string }) {
   const appID = name;
   const [providers, setProviders] = useState<AuthProvider[] | undefined>(undefined);
   const [policyError, setPolicyError] = useState<unknown>(undefined);
   const [users, setUsers] = useState<AppUser[] | undefined>(undefined);
+  const [moreUsers, setMoreUsers] = useState(false);
   const [usersError, setUsersError] = useState<unknown>(undefined);
-  const [failure, setFailure] = useState<{ doing: string; error: unknown } | undefined>(undefined);
-  const [done, setDone] = useState<string | undefined>(undefined);
   const [confirming, setConfirming] = useState<Confirming>(undefined);
-  const [busy, setBusy] = useState(false);
+  const { busy, failure, done, run } = useAction();
 
   const loadUsers = () =>
     allUsers(appID).then(
       (u) => {
-        setUsers(u);
+        setUsers(u.users);
+        setMoreUsers(u.more);
         setUsersError(undefined);
       },
       (err: unknown) => setUsersError(err),
@@ -63,20 +74,15 @@ export function AppAccessPage({ name }: { name: string }) {
     };
   }, [name]);
 
-  const act = async (doing: string, call: () => Promise<string>) => {
-    setBusy(true);
-    setFailure(undefined);
-    setDone(undefined);
-    try {
-      setDone(await call());
-      setConfirming(undefined);
-      await loadUsers();
-    } catch (error) {
-      setFailure({ doing, error });
-    } finally {
-      setBusy(false);
-    }
-  };
+  // Said once the users are read again: the message never stands beside a row from before.
+  const act = (doing: string, call: () => Promise<string>) =>
+    run(doing, call, {
+      said: (said) => said,
+      after: async () => {
+        setConfirming(undefined);
+        await loadUsers();
+      },
+    });
   const setDisabled = (u: AppUser, disable: boolean) =>
     act(`${disable ? 'Disabling' : 'Enabling'} ${u.email}`, async () => {
       const path = { appID, userID: u.id };
@@ -123,7 +129,7 @@ export function AppAccessPage({ name }: { name: string }) {
             </p>
             <details>
               <summary>As JSON (GET /api/apps/{name}/auth/providers)</summary>
-              <pre class="log" tabIndex={0} aria-label={`The sign-in providers of ${name} as JSON`} id="policy-json">
+              <pre class="log" role="region" tabIndex={0} aria-label={`The sign-in providers of ${name} as JSON`} id="policy-json">
                 {JSON.stringify({ providers }, null, 2)}
               </pre>
             </details>
@@ -139,11 +145,17 @@ export function AppAccessPage({ name }: { name: string }) {
         </p>
         {failure && <ErrorMessage doing={failure.doing} error={failure.error} />}
         <p role="status" id="access-done" class={done ? 'done' : 'visually-hidden'}>
-          {done}
+          {done?.said}
         </p>
         {usersError !== undefined && <ErrorMessage doing={`Listing the users of ${name}`} error={usersError} />}
         {!users && usersError === undefined && <p role="status">Loading app users…</p>}
         {users && users.length === 0 && <p id="app-users-empty">No app users yet.</p>}
+        {moreUsers && (
+          <p class="muted" id="app-users-more">
+            The first {users?.length.toLocaleString('en')} app users are shown; the API has more (<code>svc users ls {name}</code> lists
+            them all).
+          </p>
+        )}
         {users && users.length > 0 && (
           <table class="apps app-users" id="app-users">
             <caption class="visually-hidden">App users of {name}</caption>

@@ -70,7 +70,8 @@ function BuildsOf({ name, open }: { name: string; open?: string | undefined }) {
       said: `Build ${b.id} canceled.`,
       after: () => {
         setConfirming(undefined);
-        return refresh();
+        // The cancel is asked: a failed read of the list is the list's failure, not the cancel's.
+        return refresh().catch((err: unknown) => setLoadError(err));
       },
     });
 
@@ -231,7 +232,7 @@ function BuildsOf({ name, open }: { name: string; open?: string | undefined }) {
       {open && (
         <section aria-labelledby="build-open-heading" id="build-details" class="details">
           <h2 id="build-open-heading" ref={heading} tabIndex={-1}>
-            Log of build {open}
+            Build {open}
           </h2>
           <p>
             <a href={hrefOf({ page: 'app-builds', name })}>Close the log</a>

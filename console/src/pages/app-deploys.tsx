@@ -387,7 +387,8 @@ export function AppDeploysPage({ name, open }: { name: string; open?: string | u
         said: (made) => `Rolling ${name} back to deploy ${target.id}: deploy ${made.id} is on its way; it is marked below when it serves.`,
         after: async () => {
           setConfirming(undefined);
-          await refresh();
+          // The rollback is made: a failed read of the list is the list's failure, not the rollback's (a retry would roll back twice).
+          await refresh().catch((err: unknown) => setLoadError(err));
         },
       },
     );

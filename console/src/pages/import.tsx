@@ -120,10 +120,13 @@ export function ImportPage() {
             spellcheck={false}
             aria-describedby={problem ? 'import-repository-hint import-repository-problem' : 'import-repository-hint'}
             aria-invalid={problem ? 'true' : undefined}
-            onInput={(e) => setRepository(e.currentTarget.value)}
+            onInput={(e) => {
+              setRepository(e.currentTarget.value);
+              setPreview(undefined);
+            }}
           />
           {problem && (
-            <p class="error" id="import-repository-problem">
+            <p class="error" id="import-repository-problem" role="alert">
               {problem.replace(/^./, (c) => c.toUpperCase())}.
             </p>
           )}
@@ -137,7 +140,10 @@ export function ImportPage() {
             autocomplete="off"
             spellcheck={false}
             aria-describedby="import-ref-hint"
-            onInput={(e) => setRef(e.currentTarget.value)}
+            onInput={(e) => {
+              setRef(e.currentTarget.value);
+              setPreview(undefined);
+            }}
           />
           <label for="import-path">Directory</label>
           <p class="hint" id="import-path-hint">
@@ -149,7 +155,10 @@ export function ImportPage() {
             autocomplete="off"
             spellcheck={false}
             aria-describedby="import-path-hint"
-            onInput={(e) => setDir(e.currentTarget.value)}
+            onInput={(e) => {
+              setDir(e.currentTarget.value);
+              setPreview(undefined);
+            }}
           />
           <label for="import-name">App name</label>
           <p class="hint" id="import-name-hint">

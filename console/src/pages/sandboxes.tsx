@@ -268,26 +268,37 @@ function SandboxView({ id }: { id: string }) {
   const { busy, failure, done, run: act } = useAction();
   const [said, setSaid] = useState('');
   const count = useRef(0);
-  const running = useRef<AbortController | undefined>(undefined);
+  // Every command still streaming: all of them stop when the page goes.
+  const running = useRef(new Set<AbortController>());
   const showing = useRef(id);
   showing.current = id;
+  // Reads are numbered: an answer to a read older than the last one taken (a timer's, in flight
+  // while the sandbox was deleted) would put back a state that is no longer so.
+  const reads = useRef({ asked: 0, taken: 0 });
 
-  const load = () =>
-    data(api.GET('/sandboxes/{sandboxID}', { params: { path: { sandboxID: id } } })).then(
+  const load = () => {
+    const n = ++reads.current.asked;
+    return data(api.GET('/sandboxes/{sandboxID}', { params: { path: { sandboxID: id } } })).then(
       (s) => {
-        if (showing.current !== id) return;
+        if (showing.current !== id || n < reads.current.taken) return;
+        reads.current.taken = n;
         setSandbox(s);
         setLoadError(undefined);
       },
       (err: unknown) => showing.current === id && setLoadError(err),
     );
+  };
   useEffect(() => {
     setSandbox(undefined);
     setLoadError(undefined);
     setRuns([]);
     setConfirming(false);
     void load();
-    return () => running.current?.abort();
+    const streams = running.current;
+    return () => {
+      for (const c of streams) c.abort();
+      streams.clear();
+    };
   }, [id]);
   const open = sandbox !== undefined && sandboxOpen(sandbox);
   useEffect(() => {
@@ -303,7 +314,7 @@ function SandboxView({ id }: { id: string }) {
     if (!line) return;
     const n = ++count.current;
     const controller = new AbortController();
-    running.current = controller;
+    running.current.add(controller);
     setRuns((rs) => [...rs, { n, command: line, output: emptyRun, running: true }].slice(-maxRuns));
     setSaid(`Running command ${n}…`);
     let output = emptyRun;
@@ -329,7 +340,7 @@ function SandboxView({ id }: { id: string }) {
       output = endRun(output);
       show({ running: false, error });
     } finally {
-      if (running.current === controller) running.current = undefined;
+      running.current.delete(controller);
     }
     setSaid(output.end ? `Command ${n} ended: ${runEndInWords(output.end).text}.` : `Command ${n} ended.`);
     // Its clocks moved (idle counts from the end of the last exec); a 409 may mean it ended.
@@ -339,8 +350,17 @@ function SandboxView({ id }: { id: string }) {
   const remove = () =>
     act(`Deleting sandbox ${id}`, () => data(api.DELETE('/sandboxes/{sandboxID}', { params: { path: { sandboxID: id } } })), {
       said: `Sandbox ${id} deleted.`,
-      after: (ended) => {
-        setSandbox(ended);
+      after: async (answered) => {
+        // The API answers once the sandbox ended, or with how it was after 10 s of waiting for
+        // its controller: then it is asked again until it says ended (a minute at most).
+        let s = answered;
+        for (let i = 0; sandboxOpen(s) && i < 60; i++) {
+          await new Promise((resolve) => setTimeout(resolve, 1000));
+          s = await data(api.GET('/sandboxes/{sandboxID}', { params: { path: { sandboxID: id } } }));
+        }
+        // Reads in flight from before are not taken after this one.
+        reads.current.taken = ++reads.current.asked;
+        setSandbox(s);
         setConfirming(false);
       },
     });

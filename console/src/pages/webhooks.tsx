@@ -152,8 +152,9 @@ function Deliveries({ webhook }: { webhook: Webhook }) {
       await data(
         api.POST('/account/webhooks/{webhookID}/deliveries/{deliveryID}/redeliver', { params: { path: { webhookID, deliveryID: d.id } } }),
       );
-      setDone(`Delivery ${d.id} is being sent again.`);
+      // Read again first: the notice never stands beside the delivery as it was before.
       await load();
+      setDone(`Delivery ${d.id} is being sent again.`);
     } catch (err) {
       setFailure({ doing: `Redelivering ${d.id}`, error: err });
     } finally {
@@ -311,8 +312,8 @@ export function WebhooksPage({ open }: { open?: string | undefined }) {
     try {
       await call();
       setConfirming(undefined);
-      setDone(said);
       await load();
+      setDone(said);
     } catch (error) {
       setFailure({ doing, error, where: 'list' });
     } finally {
@@ -343,7 +344,7 @@ export function WebhooksPage({ open }: { open?: string | undefined }) {
       <p class="muted">
         Each webhook receives the account's events of the kinds it names as signed HTTP POSTs, retried for about three days when they fail.
       </p>
-      {created && <NewSecret created={created} onDone={() => setCreated(undefined)} />}
+      {created && <NewSecret key={created.id} created={created} onDone={() => setCreated(undefined)} />}
       {failure?.where === 'list' && <ErrorMessage doing={failure.doing} error={failure.error} />}
       <p role="status" id="webhooks-done" class={done ? 'done' : 'visually-hidden'}>
         {done}
@@ -422,7 +423,7 @@ export function WebhooksPage({ open }: { open?: string | undefined }) {
       {open && webhooks && !opened && (
         <ErrorMessage doing={`Opening webhook ${open}`} error={new Error('the account has no such webhook')} />
       )}
-      {opened && <Deliveries webhook={opened} />}
+      {opened && <Deliveries key={opened.id} webhook={opened} />}
 
       <section aria-labelledby="create-webhook-heading">
         <h2 id="create-webhook-heading">Create a webhook</h2>
