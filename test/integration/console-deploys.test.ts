@@ -366,8 +366,13 @@ describe('web console: deploys, build logs, rollback and previews (Chromium, SMT
     await form.getByRole('button', { name: 'Fork', exact: true }).click();
     await page.waitForURL(`${api.url}/console/apps/${copy}`);
     await page.getByRole('heading', { level: 1, name: copy }).waitFor();
-    const made = await expectJson<{ current_deploy: string | null }>(await api.request('GET', `/api/apps/${copy}`), 200);
-    assert.ok(made.current_deploy, 'the fork has its deploy');
+    // Its deploy (of what the app served) goes live as any deploy does.
+    await eventually(
+      'the fork serving its deploy',
+      async () =>
+        (await expectJson<{ current_deploy: string | null }>(await api.request('GET', `/api/apps/${copy}`), 200)).current_deploy !== null,
+      { timeoutMs: 60_000 },
+    );
     await page.close();
   });
 
