@@ -1,10 +1,11 @@
 // The account's API tokens: the list, a new token restricted to some apps, actions and a lifetime
 // (shown once: the API keeps only its hash), and revoking one after a confirmation that says when
 // it is the console's own session, whose revocation signs this browser out.
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { api, data, type Token, type TokenAction, type TokenCreated } from '../api.js';
 import { ConfirmStep } from '../components/confirm-step.js';
 import { ErrorMessage } from '../components/error-message.js';
+import { ShownOnce } from '../components/shown-once.js';
 import { PageHeading } from '../components/page-heading.js';
 import { TableHead } from '../components/table-head.js';
 import { sessionToken, tokenActions, tokenRequest } from '../token-form.js';
@@ -20,46 +21,22 @@ const lifetimes = [
 ];
 
 function NewToken({ created, onDone }: { created: TokenCreated; onDone: () => void }) {
-  const [copied, setCopied] = useState<string | undefined>(undefined);
-  // The form is at the page's foot and this box at its top: the focus (and the view) come here,
-  // onto the token itself, selected for copying.
-  const field = useRef<HTMLTextAreaElement>(null);
-  useEffect(() => field.current?.focus(), []);
-  const copy = async () => {
-    try {
-      await navigator.clipboard.writeText(created.token);
-      setCopied('Copied to the clipboard.');
-    } catch {
-      // No clipboard permission (an http origin other than localhost): the text is selectable.
-      setCopied('The browser refused the clipboard: select the token and copy it.');
-    }
-  };
   return (
-    <div class="notice" id="new-token" role="region" aria-labelledby="new-token-heading">
-      <h2 id="new-token-heading">Token {created.name ?? ''} created</h2>
-      <p class="warn-text">
-        <strong>Copy it now: it will not be shown again.</strong> The platform keeps only what verifies it.
-      </p>
-      <label for="new-token-value">The new token</label>
-      <textarea
-        ref={field}
-        id="new-token-value"
-        class="token"
-        readOnly
-        rows={3}
-        value={created.token}
-        onFocus={(e) => e.currentTarget.select()}
-      />
-      <p>
-        <button type="button" onClick={() => void copy()}>
-          Copy the token
-        </button>{' '}
-        <button type="button" class="secondary" onClick={onDone}>
-          I have copied it
-        </button>
-      </p>
-      <p role="status">{copied}</p>
-    </div>
+    <ShownOnce
+      id="new-token"
+      fieldId="new-token-value"
+      heading={`Token ${created.name ?? ''} created`}
+      warning={
+        <>
+          <strong>Copy it now: it will not be shown again.</strong> The platform keeps only what verifies it.
+        </>
+      }
+      label="The new token"
+      what="token"
+      value={created.token}
+      rows={3}
+      onDone={onDone}
+    />
   );
 }
 

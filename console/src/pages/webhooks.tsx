@@ -4,7 +4,7 @@
 // its recent deliveries: status in words, attempts, response code, when, every attempt on demand,
 // and "Redeliver". While a delivery is pending the list is read again every two seconds.
 import { Fragment } from 'preact';
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import {
   deliveryStateInWords,
   parseEventFilters,
@@ -18,6 +18,7 @@ import {
 } from '../account.js';
 import { api, data } from '../api.js';
 import { ErrorMessage } from '../components/error-message.js';
+import { ShownOnce } from '../components/shown-once.js';
 import { PageHeading } from '../components/page-heading.js';
 import { hrefOf, navigate } from '../router.js';
 import { when, whenExactly } from '../time.js';
@@ -27,44 +28,23 @@ const refreshMs = 2000;
 type Failure = { doing: string; error: unknown; where: 'list' | 'form' } | undefined;
 
 function NewSecret({ created, onDone }: { created: WebhookCreated; onDone: () => void }) {
-  const [copied, setCopied] = useState<string | undefined>(undefined);
-  const field = useRef<HTMLTextAreaElement>(null);
-  useEffect(() => field.current?.focus(), []);
-  const copy = async () => {
-    try {
-      await navigator.clipboard.writeText(created.secret);
-      setCopied('Copied to the clipboard.');
-    } catch {
-      setCopied('The browser refused the clipboard: select the secret and copy it.');
-    }
-  };
   return (
-    <div class="notice" id="new-webhook" role="region" aria-labelledby="new-webhook-heading">
-      <h2 id="new-webhook-heading">Webhook {created.id} created</h2>
-      <p class="warn-text">
-        <strong>Copy its signing secret now: it will not be shown again.</strong> Your receiver verifies each delivery with it (Standard
-        Webhooks).
-      </p>
-      <label for="new-webhook-secret">The signing secret</label>
-      <textarea
-        ref={field}
-        id="new-webhook-secret"
-        class="token"
-        readOnly
-        rows={2}
-        value={created.secret}
-        onFocus={(e) => e.currentTarget.select()}
-      />
-      <p>
-        <button type="button" onClick={() => void copy()}>
-          Copy the secret
-        </button>{' '}
-        <button type="button" class="secondary" onClick={onDone}>
-          I have copied it
-        </button>
-      </p>
-      <p role="status">{copied}</p>
-    </div>
+    <ShownOnce
+      id="new-webhook"
+      fieldId="new-webhook-secret"
+      heading={`Webhook ${created.id} created`}
+      warning={
+        <>
+          <strong>Copy its signing secret now: it will not be shown again.</strong> Your receiver verifies each delivery with it (Standard
+          Webhooks).
+        </>
+      }
+      label="The signing secret"
+      what="secret"
+      value={created.secret}
+      rows={2}
+      onDone={onDone}
+    />
   );
 }
 
