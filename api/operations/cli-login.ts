@@ -19,7 +19,15 @@ type Deps = Pick<ApiDeps, 'tokens' | 'accountLock' | 'accounts' | 'clock' | 'log
   config: { api: Pick<ApiDeps['config']['api'], 'publicUrl'>; quotas: Pick<ApiDeps['config']['quotas'], 'tokensPerAccount'> };
 };
 
-const startBody = z.strictObject({ name: z.string().trim().min(1).max(100) });
+// The device's name reaches the console and the owner's notice mail: one line, no control characters.
+const startBody = z.strictObject({
+  name: z
+    .string()
+    .trim()
+    .min(1)
+    .max(100)
+    .regex(/^[^\u0000-\u001f\u007f-\u009f]+$/, 'must be one line without control characters'),
+});
 const pollBody = z.strictObject({ device_code: z.string().max(100) });
 const approveBody = z.strictObject({
   actions: z.array(z.enum(actions)).min(1).optional(),

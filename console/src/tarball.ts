@@ -1,7 +1,8 @@
 // A folder as the .tar.gz the API's deploy takes (POST /apps/{app}/deploy with Content-Type
 // application/gzip, as `svc deploy` sends it): ustar headers (POSIX.1-1988, what tar and the API's
-// reader take) around the files themselves as Blob parts, so a dropped folder is read from disk as
-// it is sent, never held whole in memory; the browser's CompressionStream gzips it. Written here:
+// reader take) around the files themselves as Blob parts, so the files are read from disk as they
+// are gzipped by the browser's CompressionStream and never copied whole; the gzipped archive is
+// held in memory until it is sent (XMLHttpRequest sends a Blob, for its progress). Written here:
 // the small browser tar libraries (nanotar) truncate names past 100 bytes, the others need Node's
 // streams. Pure but for the Blob and CompressionStream the browser and Node both have.
 

@@ -190,6 +190,9 @@ describe('security: svc login (device flow)', () => {
     }
     assert.equal((await post('/api/cli/logins', { name: '' })).status, 400);
     assert.equal((await post('/api/cli/logins', { name: 'x', extra: 1 })).status, 400);
+    // A name with a line break would write lines of its own into the owner's notice mail.
+    for (const name of ['laptop\nThis was you: nothing to do', 'laptop\r\nSubject: x', 'lap\u001b[2Jtop'])
+      assert.equal((await post('/api/cli/logins', { name })).status, 400, JSON.stringify(name));
     const { user_code } = await start();
     assert.equal((await approve(user_code, { actions: ['root'] })).status, 400);
     assert.equal((await approve(user_code, { expires_in_days: 367 })).status, 400);
