@@ -30,29 +30,39 @@ export async function startTerminal(command: string, env: Record<string, string>
   // The exit status is printed last, where the test reads it; the pane then waits to be read.
   await tmux('new-session', '-d', '-x', '200', '-y', '50', '-s', 'svc', `env ${exports} ${command}; echo "[exit $?]"; sleep 600`);
   const screen = async () => (await tmux('capture-pane', '-p', '-t', 'svc', '-J')).stdout.replace(/\s+$/, '');
+  // A wait that times out says what the screen showed then: the failure's reason is usually on it.
+  const shown = <T>(waiting: Promise<T>): Promise<T> =>
+    waiting.catch(async (err: unknown) => {
+      const text = await screen().catch((e: unknown) => `(the screen could not be read: ${String(e)})`);
+      throw new Error(`${err instanceof Error ? err.message : String(err)}; the screen shows:\n${text}`, { cause: err });
+    });
   return {
     screen,
     waitFor: (pattern, timeoutMs = 20_000) =>
-      eventually(
-        `the terminal to show ${String(pattern)}`,
-        async () => {
-          const text = await screen();
-          return pattern.test(text) ? text : undefined;
-        },
-        { timeoutMs, intervalMs: 100 },
+      shown(
+        eventually(
+          `the terminal to show ${String(pattern)}`,
+          async () => {
+            const text = await screen();
+            return pattern.test(text) ? text : undefined;
+          },
+          { timeoutMs, intervalMs: 100 },
+        ),
       ),
     async type(text, enter = true) {
       await tmux('send-keys', '-t', 'svc', '-l', text);
       if (enter) await tmux('send-keys', '-t', 'svc', 'Enter');
     },
     async exitCode(timeoutMs = 20_000) {
-      const text = await eventually(
-        'the command to end',
-        async () => {
-          const t = await screen();
-          return /\[exit \d+\]/.test(t) ? t : undefined;
-        },
-        { timeoutMs, intervalMs: 100 },
+      const text = await shown(
+        eventually(
+          'the command to end',
+          async () => {
+            const t = await screen();
+            return /\[exit \d+\]/.test(t) ? t : undefined;
+          },
+          { timeoutMs, intervalMs: 100 },
+        ),
       );
       return Number(/\[exit (\d+)\]/.exec(text)![1]);
     },
