@@ -13,6 +13,8 @@ import { LeaderElection } from '../lib/kube/leader.js';
 import type { Logger } from '../lib/logger.js';
 import { MailOutbox } from '../lib/mail/outbox.js';
 import { CliLogins } from './cli-login/logins.js';
+import { ConsoleIdp } from './console/idp.js';
+import { ConsolePasskeys } from './console/passkeys.js';
 import { ConsoleSignIn } from './console/sign-in.js';
 import type { TokenStore } from '../lib/tokens/store.js';
 import { AppActions } from './deploys/actions.js';
@@ -111,6 +113,10 @@ export interface ApiDeps {
   auth: { users: AppUserStore; sessions: SessionStore; links: LinkStore };
   /** The console's sign-in: mailed one-time links, redeemed for a session's token (api/console/). */
   console: ConsoleSignIn;
+  /** Account owners' console passkeys (api/console/passkeys.ts). */
+  consolePasskeys: ConsolePasskeys;
+  /** Console sign-in at the platform's identity provider; undefined when none is configured (SVC_IDP_ISSUER). */
+  consoleIdp: ConsoleIdp | undefined;
   /** `svc login`'s device-code logins, approved in the console (api/cli-login/). */
   cliLogins: CliLogins;
   /** The account's event log (lib/events.ts). */
@@ -640,6 +646,10 @@ export async function assembleDeps(deps: {
       log,
       clock,
     }),
+    consolePasskeys: new ConsolePasskeys({ db, mail: new MailOutbox(db, { clock }), publicUrl: config.api.publicUrl, clock }),
+    consoleIdp: config.auth.idp
+      ? new ConsoleIdp({ db, settings: config.auth.idp, publicUrl: config.api.publicUrl, log, clock })
+      : undefined,
     cliLogins: new CliLogins(db, new MailOutbox(db, { clock }), config.api.publicUrl, clock),
     events,
     eventHub,

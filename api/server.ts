@@ -29,6 +29,7 @@ import { volumeOperations } from './operations/volumes.js';
 import { eventOperations } from './operations/events.js';
 import { systemOperations } from './operations/system.js';
 import { consoleOperations } from './operations/console.js';
+import { consoleCredentialOperations } from './operations/console-credentials.js';
 import { cliLoginOperations } from './operations/cli-login.js';
 import { consoleRoutes } from './console/routes.js';
 import type { ApiDeps } from './deps.js';
@@ -56,6 +57,7 @@ export function allOperations(s: ApiDeps): Operation[] {
     ...domainOperations(s),
     ...pendingOperations(),
     ...consoleOperations(s),
+    ...consoleCredentialOperations(s),
     ...cliLoginOperations(s),
   ];
   return operations;

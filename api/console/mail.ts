@@ -19,3 +19,22 @@ export function consoleSignInMail(m: { email: string; link: string }): OutgoingM
     html: `<p>Sign in to the <strong>svc console</strong>:</p><p><a href="${esc(m.link)}">${esc(m.link)}</a></p><p>It works once, for ${minutes} minutes. If you did not ask for it, ignore this message.</p>`,
   };
 }
+
+/**
+ * The notice mailed whenever a passkey is added to an account: a console session (maybe a stolen
+ * one) that adds a passkey keeps a way in after the session is gone, so the owner hears of each.
+ */
+export function passkeyAddedMail(m: { email: string; addedFrom: string; addedAt: Date; passkeysUrl: string }): OutgoingMail {
+  const esc = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+  const when = `${m.addedAt.toISOString()}, from ${m.addedFrom}`;
+  const undo = `If this was not you, remove it at ${m.passkeysUrl}, and revoke the console sessions at the tokens page.`;
+  return {
+    to: m.email,
+    subject: 'A passkey was added to your svc account',
+    purpose: 'console-passkey-added',
+    text: `A passkey that signs in to the svc console was added to your account at ${when}.\n\n${undo}\n`,
+    html: `<p>A passkey that signs in to the <strong>svc console</strong> was added to your account at ${esc(when)}.</p><p>${esc(
+      undo,
+    ).replace(esc(m.passkeysUrl), `<a href="${esc(m.passkeysUrl)}">${esc(m.passkeysUrl)}</a>`)}</p>`,
+  };
+}

@@ -5,6 +5,7 @@
 // `X-Svc-Console: 1` (a page of another origin cannot send it without a CORS preflight, which the API
 // never grants), and, on anything that may change something, an Origin equal to the API's own.
 import { cookieValue, platformSetCookie } from '../../lib/http/cookies.js';
+import { ApiError } from '../errors.js';
 
 /** How long a console session's token lives (its `expires` restriction). */
 export const sessionLifetimeMs = 12 * 3600_000;
@@ -95,4 +96,10 @@ export function csrfRefusal(r: BrowserRequest): string | undefined {
     return `the console session cookie is accepted on ${r.method.toUpperCase()} only with Origin: ${r.publicOrigin} (a defence against cross-site requests); this request's Origin is ${r.origin ?? 'missing'}`;
   }
   return undefined;
+}
+
+/** The CSRF checks of a public console call (sign-in): the console's header and the API's own Origin, whatever the method. */
+export function consoleOnly(browser: BrowserRequest, what: string): void {
+  const refusal = csrfRefusal({ ...browser, method: 'POST' });
+  if (refusal) throw new ApiError('forbidden', refusal.replace('the console session cookie is accepted', `${what} is accepted`));
 }

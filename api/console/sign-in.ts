@@ -62,9 +62,14 @@ export class ConsoleSignIn {
     const r = await this.codes.redeem(code, browser);
     if (r.outcome === 'unusable') return undefined;
     if (r.outcome === 'confirm') return { confirm: r.email };
+    return this.session(r.accountId, browser.confirmed ? 'email (confirmed in another browser)' : 'email');
+  }
+
+  /** A new console session's token for the account, however its owner proved who they are (`how`, logged). */
+  async session(accountId: string, how: string): Promise<{ token: string; maxAgeSeconds: number }> {
     const expiresAt = new Date(this.d.clock().getTime() + sessionLifetimeMs);
-    const { token } = await this.d.tokens.issue(r.accountId, { name: 'console', expiresAt });
-    this.d.log.info({ account: r.accountId, confirmed: browser.confirmed }, 'Signed in to the console');
+    const { token } = await this.d.tokens.issue(accountId, { name: 'console', expiresAt });
+    this.d.log.info({ account: accountId, how }, 'Signed in to the console');
     return { token, maxAgeSeconds: sessionLifetimeMs / 1000 };
   }
 }

@@ -13,15 +13,7 @@ import { op } from '../operation.js';
 import type { ApiDeps } from '../deps.js';
 import type { PublicRequest } from '../router.js';
 import { codeLifetimeMs } from '../console/codes.js';
-import {
-  clearSessionCookies,
-  csrfRefusal,
-  readCookie,
-  sessionCookie,
-  sessionCookieName,
-  signInCookieName,
-  type BrowserRequest,
-} from '../console/session.js';
+import { clearSessionCookies, consoleOnly, readCookie, sessionCookie, sessionCookieName, signInCookieName } from '../console/session.js';
 
 /** The sign-in's links and their redemption (ApiDeps.console), and the tokens sign-out revokes. */
 type Deps = Pick<ApiDeps, 'log'> & {
@@ -48,12 +40,6 @@ const authBody = z.strictObject({
 export const signInRate = { perSecond: 1 / 12, burst: 5 } as const;
 /** Codes presented per client address: a burst of 20, then one a second (a code is 256 random bits: this spares the database, not the codes). */
 export const redeemRate = { perSecond: 1, burst: 20 } as const;
-
-/** The CSRF checks of a public console call: the console's header and the API's own Origin, whatever the method. */
-function consoleOnly(browser: BrowserRequest, what: string): void {
-  const refusal = csrfRefusal({ ...browser, method: 'POST' });
-  if (refusal) throw new ApiError('forbidden', refusal.replace('the console session cookie is accepted', `${what} is accepted`));
-}
 
 export function consoleOperations(s: Deps): Operation[] {
   const signInLimiter = new RateLimiter(

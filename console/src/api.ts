@@ -31,6 +31,9 @@ export type TokenAction = NonNullable<TokenRequest['actions']>[number];
 export type AccountEvent = paths['/account/events']['get']['responses'][200]['content']['application/json']['events'][number];
 export type CliLogin = paths['/cli/logins/{userCode}']['get']['responses'][200]['content']['application/json'];
 export type CliLoginState = CliLogin['state'];
+export type SignInProviders = paths['/console/providers']['get']['responses'][200]['content']['application/json'];
+export type ConsolePasskey = paths['/console/passkeys']['get']['responses'][200]['content']['application/json']['passkeys'][number];
+export type CeremonyOptions = paths['/console/passkeys/options']['post']['responses'][200]['content']['application/json'];
 export type CliLoginApproval = NonNullable<paths['/cli/logins/{userCode}/approve']['post']['requestBody']>['content']['application/json'];
 
 /** An answer that is not a success, in words: the API's `{"error"}` message, or why there was no answer. */
@@ -139,6 +142,32 @@ export type SignInCodeAnswer = paths['/console/auth']['post']['responses'][200][
  */
 export async function presentSignInCode(code: string, confirm: boolean): Promise<SignInCodeAnswer> {
   return postPublic<SignInCodeAnswer>('/console/auth', { code, confirm });
+}
+
+/** How an owner may sign in here (public). */
+export async function signInProviders(): Promise<SignInProviders> {
+  return data(api.GET('/console/providers'));
+}
+
+/** The options of a passkey sign-in (discoverable credentials) and the challenge the answer names. */
+export async function passkeySignInOptions(): Promise<CeremonyOptions> {
+  return postPublic<CeremonyOptions>('/console/passkeys/sign-in/options', {});
+}
+
+/** Presents the authenticator's answer: signed in (the session cookie is set). */
+export async function signInWithPasskey(challengeId: string, response: unknown): Promise<void> {
+  await postPublic('/console/passkeys/sign-in', { challenge_id: challengeId, response });
+}
+
+/** Where to send the browser to sign in at the identity provider (the flow is bound to this browser). */
+export async function startIdpSignIn(): Promise<string> {
+  type Started = paths['/console/idp/start']['post']['responses'][200]['content']['application/json'];
+  return (await postPublic<Started>('/console/idp/start', {})).url;
+}
+
+/** Presents the provider's callback query: signed in (the session cookie is set). */
+export async function finishIdpSignIn(search: string): Promise<void> {
+  await postPublic('/console/idp/finish', { search });
 }
 
 export async function signOut(): Promise<void> {

@@ -27,10 +27,14 @@ export type Route =
   | { page: 'import' }
   | { page: 'volumes' }
   | { page: 'tokens' }
+  /** The owner's console passkeys. */
+  | { page: 'passkeys' }
   | { page: 'events' }
   | { page: 'sign-in' }
   /** Where a mailed sign-in link lands: the page presents its code to the API. */
   | { page: 'auth'; code: string }
+  /** Where the identity provider sends the browser back: the page presents the query (`search`) to the API. */
+  | { page: 'idp-callback'; search: string }
   /** Approving a `svc login`: `code` is the user code its terminal shows, as given (empty: none yet). */
   | { page: 'cli-login'; code: string }
   | { page: 'not-found'; path: string };
@@ -61,6 +65,8 @@ export function routeOf(pathname: string, search = ''): Route {
   if (parts.length === 1 && parts[0] === 'import') return { page: 'import' };
   if (parts.length === 1 && parts[0] === 'volumes') return { page: 'volumes' };
   if (parts.length === 1 && parts[0] === 'tokens') return { page: 'tokens' };
+  if (parts.length === 1 && parts[0] === 'passkeys') return { page: 'passkeys' };
+  if (parts.length === 2 && parts[0] === 'idp' && parts[1] === 'callback') return { page: 'idp-callback', search };
   if (parts.length === 1 && parts[0] === 'events') return { page: 'events' };
   if (parts.length === 1 && parts[0] === 'auth') return { page: 'auth', code: new URLSearchParams(search).get('code') ?? '' };
   if (parts.length === 1 && parts[0] === 'sign-in') return { page: 'sign-in' };
@@ -106,6 +112,10 @@ export function hrefOf(route: Route): string {
       return `${base}/volumes`;
     case 'tokens':
       return `${base}/tokens`;
+    case 'passkeys':
+      return `${base}/passkeys`;
+    case 'idp-callback':
+      return `${base}/idp/callback${route.search}`;
     case 'events':
       return `${base}/events`;
     case 'sign-in':

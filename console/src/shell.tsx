@@ -26,6 +26,8 @@ import { AppsPage } from './pages/apps.js';
 import { EventsPage } from './pages/events.js';
 import { SignInPage } from './pages/sign-in.js';
 import { TokensPage } from './pages/tokens.js';
+import { PasskeysPage } from './pages/passkeys.js';
+import { IdpCallbackPage } from './pages/idp-callback.js';
 import { hrefOf, navigate, onLinkClick, useRoute } from './router.js';
 
 type Session =
@@ -48,7 +50,7 @@ export function Shell() {
   }, []);
   // Signed out: the sign-in page, at its own address; signed in: never the sign-in page.
   useEffect(() => {
-    if (session.state === 'signed-out' && route.page !== 'sign-in' && route.page !== 'auth') {
+    if (session.state === 'signed-out' && route.page !== 'sign-in' && route.page !== 'auth' && route.page !== 'idp-callback') {
       // A svc login's code, kept to come back to after sign-in (which opens the console at its start).
       if (route.page === 'cli-login') rememberCliLogin(route.code);
       navigate(hrefOf({ page: 'sign-in' }), { replace: true });
@@ -61,6 +63,7 @@ export function Shell() {
 
   // A mailed link's page, signed in or not: it ends by opening the console afresh.
   if (route.page === 'auth') return <AuthPage code={route.code} />;
+  if (route.page === 'idp-callback') return <IdpCallbackPage search={route.search} />;
   if (session.state === 'checking') return <p role="status">Loading the console…</p>;
   if (session.state === 'failed')
     return (
@@ -90,6 +93,7 @@ export function Shell() {
       {route.page === 'import' && <ImportPage />}
       {route.page === 'volumes' && <VolumesPage />}
       {route.page === 'tokens' && <TokensPage />}
+      {route.page === 'passkeys' && <PasskeysPage />}
       {route.page === 'events' && <EventsPage />}
       {route.page === 'cli-login' && <CliLoginPage code={route.code} />}
       {route.page === 'not-found' && (

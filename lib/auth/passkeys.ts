@@ -1,9 +1,11 @@
-// Passkeys of app users (tables passkey_credentials, passkey_challenges). Each app hostname is its
-// own WebAuthn relying party: the RP ID is the exact hostname and the expected origin the app's
-// origin, so a passkey made on one app is useless on every other (the authenticator signs the RP
-// ID's hash, and credentials are also looked up per app). Registration needs a signed-in app user;
-// sign-in uses discoverable credentials, so the browser offers the passkeys it holds for the
-// hostname and the credential id names the app user.
+// Passkeys, of app users (tables passkey_credentials, passkey_challenges) and of account owners
+// signing in to the console (account_passkeys, account_passkey_challenges): one ceremony code, two
+// realms that never see each other's keys. Each app hostname is its own WebAuthn relying party: the
+// RP ID is the exact hostname and the expected origin the app's origin, so a passkey made on one app
+// is useless on every other (the authenticator signs the RP ID's hash, and credentials are also
+// looked up per app); the console's relying party is the API's public hostname. Registration needs
+// a signed-in owner (an app user, an account); sign-in uses discoverable credentials, so the browser
+// offers the passkeys it holds for the hostname and the credential id names the owner.
 //
 // Challenges are single use: redeeming one deletes it before anything is checked, so a failed or
 // replayed attempt cannot be retried against the same challenge. Expired ones are swept whenever
@@ -57,11 +59,44 @@ export interface Passkey {
   lastUsedAt: Date | null;
 }
 
-/** One app hostname as a relying party, and the app it belongs to. */
+/** One relying party: a hostname, and the scope its passkeys belong to (an app's uid; 'console'). */
 export interface RelyingParty {
-  appUid: string;
+  scope: string;
   rpId: string;
 }
+
+/** Where a realm's passkeys live, and whose they are. */
+export interface PasskeyRealm {
+  credentials: string;
+  challenges: string;
+  /** The column of both tables naming the scope (RelyingParty.scope). */
+  scopeColumn: string;
+  /** The column of both tables naming the owner: an app user's id, an account's id. */
+  ownerColumn: string;
+  /** The owners' table and its column set when an owner is disabled (refused even with a valid passkey). */
+  owners?: { table: string; disabledAt: string };
+  /** What "no such passkey" says where it was looked for. */
+  where: string;
+}
+
+/** App users' passkeys, one scope per app (its uid). */
+export const appUserPasskeys: PasskeyRealm = {
+  credentials: 'passkey_credentials',
+  challenges: 'passkey_challenges',
+  scopeColumn: 'app_uid',
+  ownerColumn: 'app_user_id',
+  owners: { table: 'app_users', disabledAt: 'disabled_at' },
+  where: 'on this app',
+};
+
+/** Account owners' console passkeys: one scope, 'console'. */
+export const accountPasskeys: PasskeyRealm = {
+  credentials: 'account_passkeys',
+  challenges: 'account_passkey_challenges',
+  scopeColumn: 'scope',
+  ownerColumn: 'account_id',
+  where: 'for the console',
+};
 
 // Browser input. Lengths are generous bounds, not WebAuthn limits: a credential id is at most 1023
 // bytes; attestation is 'none', so an attestation object is authenticator data plus a few bytes. A
@@ -111,13 +146,13 @@ function parse<T extends z.ZodType>(shape: T, response: unknown): z.output<T> {
   return parsed.data;
 }
 
-/** The WebAuthn user handle of an app user: its id, which carries no personal data. */
-const userHandleOf = (appUserId: string) => Buffer.from(appUserId, 'utf8');
+/** The WebAuthn user handle of an owner: its id, which carries no personal data. */
+const userHandleOf = (ownerId: string) => Buffer.from(ownerId, 'utf8');
 
+/** A row as read, its scope and owner columns named as the realm names them. */
 interface ChallengeRow {
   id: string;
-  app_uid: string;
-  app_user_id: string | null;
+  owner: string | null;
   rp_id: string;
   challenge: string;
   purpose: 'register' | 'authenticate';
@@ -126,8 +161,7 @@ interface ChallengeRow {
 
 interface CredentialRow {
   id: string;
-  app_uid: string;
-  app_user_id: string;
+  owner: string;
   rp_id: string;
   public_key: Buffer;
   counter: string;
@@ -148,13 +182,14 @@ export class PasskeyService {
   constructor(
     private readonly db: Knex,
     private readonly clock: () => Date = () => new Date(),
+    private readonly realm: PasskeyRealm = appUserPasskeys,
   ) {}
 
-  /** Options for navigator.credentials.create(), for a signed-in app user adding a passkey. */
+  /** Options for navigator.credentials.create(), for a signed-in owner adding a passkey. */
   async registrationOptions(
     opts: RelyingParty & { rpName: string; user: { id: string; email: string } },
   ): Promise<{ challengeId: string; options: PublicKeyCredentialCreationOptionsJSON }> {
-    const existing = await this.credentials(opts.appUid, opts.user.id).where({ rp_id: opts.rpId });
+    const existing = await this.credentials(opts.scope, opts.user.id).where({ rp_id: opts.rpId });
     const options = await generateRegistrationOptions({
       rpName: opts.rpName,
       rpID: opts.rpId,
@@ -182,7 +217,7 @@ export class PasskeyService {
       authenticatorAttachment: undefined,
     };
     const challenge = await this.redeem(opts, opts.challengeId, 'register');
-    if (challenge.app_user_id !== opts.userId) throw new PasskeyError('challenge', 'the challenge was issued to another user');
+    if (challenge.owner !== opts.userId) throw new PasskeyError('challenge', 'the challenge was issued to another user');
     let verified: VerifiedRegistrationResponse;
     try {
       verified = await verifyRegistrationResponse({
@@ -198,11 +233,12 @@ export class PasskeyService {
     }
     if (!verified.verified) throw new PasskeyError('invalid', 'passkey registration refused');
     const { credential } = verified.registrationInfo;
-    const inserted = await this.db('passkey_credentials')
+    const { realm } = this;
+    const inserted = await this.db(realm.credentials)
       .insert({
         id: credential.id,
-        app_uid: opts.appUid,
-        app_user_id: opts.userId,
+        [realm.scopeColumn]: opts.scope,
+        [realm.ownerColumn]: opts.userId,
         rp_id: opts.rpId,
         public_key: Buffer.from(credential.publicKey),
         counter: credential.counter,
@@ -228,10 +264,10 @@ export class PasskeyService {
     return { challengeId, options };
   }
 
-  /** Checks a passkey sign-in; returns the app user it belongs to and advances its counter. */
+  /** Checks a passkey sign-in; returns the owner it belongs to and advances its counter. */
   async verifyAuthentication(
     opts: RelyingParty & { challengeId: string; origin: string; response: unknown },
-  ): Promise<{ appUserId: string; credentialId: string }> {
+  ): Promise<{ ownerId: string; credentialId: string }> {
     assertSameHost(opts.origin, opts.rpId);
     const parsed = parse(authenticationShape, opts.response);
     const response: AuthenticationResponseJSON = {
@@ -241,15 +277,15 @@ export class PasskeyService {
       authenticatorAttachment: undefined,
     };
     const challenge = await this.redeem(opts, opts.challengeId, 'authenticate');
-    const row = await this.db('passkey_credentials as c')
-      .join('app_users as u', 'u.id', 'c.app_user_id')
-      .where({ 'c.id': response.id, 'c.app_uid': opts.appUid, 'c.rp_id': opts.rpId })
-      .first<(CredentialRow & { disabled_at: Date | null }) | undefined>('c.*', 'u.disabled_at');
-    if (!row) throw new PasskeyError('unknown-credential', 'no such passkey on this app');
-    if (
-      response.response.userHandle !== undefined &&
-      response.response.userHandle !== userHandleOf(row.app_user_id).toString('base64url')
-    ) {
+    const { realm } = this;
+    const lookup = this.db(`${realm.credentials} as c`)
+      .where({ 'c.id': response.id, [`c.${realm.scopeColumn}`]: opts.scope, 'c.rp_id': opts.rpId })
+      .select('c.*', `c.${realm.ownerColumn} as owner`);
+    if (realm.owners)
+      lookup.join(`${realm.owners.table} as o`, 'o.id', `c.${realm.ownerColumn}`).select(`o.${realm.owners.disabledAt} as disabled_at`);
+    const row = (await lookup.first()) as (CredentialRow & { disabled_at?: Date | null }) | undefined;
+    if (!row) throw new PasskeyError('unknown-credential', `no such passkey ${realm.where}`);
+    if (response.response.userHandle !== undefined && response.response.userHandle !== userHandleOf(row.owner).toString('base64url')) {
       throw new PasskeyError('invalid', 'the passkey answered for another user');
     }
     let verified: VerifiedAuthenticationResponse;
@@ -268,10 +304,10 @@ export class PasskeyService {
       throw new PasskeyError('invalid', `passkey sign-in refused: ${(err as Error).message}`, { cause: err });
     }
     if (!verified.verified) throw new PasskeyError('invalid', 'passkey sign-in refused');
-    if (row.disabled_at) throw new PasskeyError('disabled', 'the app user is disabled');
+    if (row.disabled_at) throw new PasskeyError('disabled', 'the passkey’s owner is disabled');
     // Authenticators without a counter always say 0; one that has counted must keep counting up.
     const next = verified.authenticationInfo.newCounter;
-    const advanced = await this.db('passkey_credentials')
+    const advanced = await this.db(realm.credentials)
       .where({ id: row.id })
       .andWhere((w) => {
         if (next === 0) w.where('counter', 0);
@@ -279,37 +315,51 @@ export class PasskeyService {
       })
       .update({ counter: next, last_used_at: this.clock() });
     if (advanced === 0) throw new PasskeyError('cloned', `the passkey's signature counter went from ${row.counter} to ${next}`);
-    return { appUserId: row.app_user_id, credentialId: row.id };
+    return { ownerId: row.owner, credentialId: row.id };
   }
 
-  /** The passkeys of one app user, oldest first. */
-  async list(appUid: string, userId: string): Promise<Passkey[]> {
-    const rows = await this.credentials(appUid, userId);
+  /** The passkeys of one owner, oldest first. */
+  async list(scope: string, ownerId: string): Promise<Passkey[]> {
+    const rows = await this.credentials(scope, ownerId);
     return rows.map(toPasskey);
   }
 
-  /** Removes every passkey and pending registration of an app user; returns how many passkeys went. */
-  async deleteForUser(appUid: string, userId: string): Promise<number> {
+  /** Removes one passkey of an owner; whether there was one. */
+  async delete(scope: string, ownerId: string, credentialId: string): Promise<boolean> {
+    const { realm } = this;
+    const n = await this.db(realm.credentials)
+      .where({ id: credentialId, [realm.scopeColumn]: scope, [realm.ownerColumn]: ownerId })
+      .del();
+    return n > 0;
+  }
+
+  /** Removes every passkey and pending registration of an owner; returns how many passkeys went. */
+  async deleteForUser(scope: string, ownerId: string): Promise<number> {
+    const { realm } = this;
+    const mine = { [realm.scopeColumn]: scope, [realm.ownerColumn]: ownerId };
     return this.db.transaction(async (trx): Promise<number> => {
-      await trx('passkey_challenges').where({ app_uid: appUid, app_user_id: userId }).del();
-      return trx('passkey_credentials').where({ app_uid: appUid, app_user_id: userId }).del();
+      await trx(realm.challenges).where(mine).del();
+      return trx(realm.credentials).where(mine).del();
     });
   }
 
-  private credentials(appUid: string, userId: string): Knex.QueryBuilder<CredentialRow, CredentialRow[]> {
-    return this.db<CredentialRow>('passkey_credentials')
-      .where({ app_uid: appUid, app_user_id: userId })
+  private credentials(scope: string, ownerId: string): Knex.QueryBuilder<CredentialRow, CredentialRow[]> {
+    const { realm } = this;
+    return this.db<CredentialRow>(realm.credentials)
+      .where({ [realm.scopeColumn]: scope, [realm.ownerColumn]: ownerId })
+      .select('*', `${realm.ownerColumn} as owner`)
       .orderBy([{ column: 'created_at' }, { column: 'id' }]);
   }
 
-  private async issue(party: RelyingParty, purpose: ChallengeRow['purpose'], challenge: string, appUserId: string | null): Promise<string> {
+  private async issue(party: RelyingParty, purpose: ChallengeRow['purpose'], challenge: string, ownerId: string | null): Promise<string> {
+    const { realm } = this;
     const now = this.clock();
-    await this.db('passkey_challenges').where('expires_at', '<=', now).del();
+    await this.db(realm.challenges).where('expires_at', '<=', now).del();
     const id = randomBytes(16).toString('base64url');
-    await this.db('passkey_challenges').insert({
+    await this.db(realm.challenges).insert({
       id,
-      app_uid: party.appUid,
-      app_user_id: appUserId,
+      [realm.scopeColumn]: party.scope,
+      [realm.ownerColumn]: ownerId,
       rp_id: party.rpId,
       challenge,
       purpose,
@@ -318,12 +368,13 @@ export class PasskeyService {
     return id;
   }
 
-  /** Deletes and returns a challenge of this app, hostname and purpose, if it has not expired. */
+  /** Deletes and returns a challenge of this scope, hostname and purpose, if it has not expired. */
   private async redeem(party: RelyingParty, challengeId: string, purpose: ChallengeRow['purpose']): Promise<ChallengeRow> {
-    const [row] = (await this.db('passkey_challenges')
-      .where({ id: challengeId, app_uid: party.appUid, purpose })
+    const { realm } = this;
+    const [row] = await this.db(realm.challenges)
+      .where({ id: challengeId, [realm.scopeColumn]: party.scope, purpose })
       .del()
-      .returning('*')) as ChallengeRow[];
+      .returning<ChallengeRow[]>(['*', `${realm.ownerColumn} as owner`]);
     if (!row) throw new PasskeyError('challenge', 'unknown or used challenge');
     if (row.expires_at.getTime() <= this.clock().getTime()) throw new PasskeyError('challenge', 'the challenge expired');
     if (row.rp_id !== party.rpId) throw new PasskeyError('challenge', 'the challenge was issued on another hostname');
@@ -331,7 +382,7 @@ export class PasskeyService {
   }
 }
 
-/** The RP ID is the app's exact hostname; an origin elsewhere is a caller's mistake, not a browser's. */
+/** The RP ID is the exact hostname; an origin elsewhere is a caller's mistake, not a browser's. */
 function assertSameHost(origin: string, rpId: string): void {
   if (new URL(origin).hostname !== rpId) throw new Error(`passkeys: origin ${origin} is not on ${rpId}`);
 }

@@ -56,23 +56,23 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
   /** The register ceremony as ingress-auth runs it for a signed-in app user. */
   async function register(app: TestApp, user: AppUser, authenticator: SoftwareAuthenticator): Promise<string> {
     const { challengeId, options } = await passkeys.registrationOptions({
-      appUid: app.ref.uid,
+      scope: app.ref.uid,
       rpId: app.rpId,
       rpName: app.ref.name,
       user: { id: user.id, email: user.email },
     });
     const response = authenticator.create(options, app.origin);
-    return passkeys.verifyRegistration({ appUid: app.ref.uid, challengeId, userId: user.id, origin: app.origin, rpId: app.rpId, response });
+    return passkeys.verifyRegistration({ scope: app.ref.uid, challengeId, userId: user.id, origin: app.origin, rpId: app.rpId, response });
   }
 
   async function signInOptions(app: TestApp) {
-    return passkeys.authenticationOptions({ appUid: app.ref.uid, rpId: app.rpId });
+    return passkeys.authenticationOptions({ scope: app.ref.uid, rpId: app.rpId });
   }
 
   async function signIn(app: TestApp, authenticator: SoftwareAuthenticator) {
     const { challengeId, options } = await signInOptions(app);
     return passkeys.verifyAuthentication({
-      appUid: app.ref.uid,
+      scope: app.ref.uid,
       challengeId,
       origin: app.origin,
       rpId: app.rpId,
@@ -87,7 +87,7 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
     await register(appA, other, new SoftwareAuthenticator());
 
     const { challengeId, options } = await passkeys.registrationOptions({
-      appUid: appA.ref.uid,
+      scope: appA.ref.uid,
       rpId: appA.rpId,
       rpName: 'hello',
       user: { id: user.id, email: user.email },
@@ -102,7 +102,7 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
     });
     assert.deepEqual(options.excludeCredentials, []);
     const credentialId = await passkeys.verifyRegistration({
-      appUid: appA.ref.uid,
+      scope: appA.ref.uid,
       challengeId,
       userId: user.id,
       origin: appA.origin,
@@ -119,13 +119,13 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
     assert.deepEqual(login.options.allowCredentials, [], 'discoverable credentials: nobody is named before the passkey answers');
     assert.deepEqual(
       await passkeys.verifyAuthentication({
-        appUid: appA.ref.uid,
+        scope: appA.ref.uid,
         challengeId: login.challengeId,
         origin: appA.origin,
         rpId: appA.rpId,
         response: authenticator.get(login.options, appA.origin),
       }),
-      { appUserId: user.id, credentialId },
+      { ownerId: user.id, credentialId },
     );
     assert.equal((await passkeys.list(appA.ref.uid, user.id))[0]?.lastUsedAt?.getTime(), now);
     const row = await fresh
@@ -133,21 +133,21 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
       .where({ id: credentialId })
       .first<{ counter: string; app_uid: string }>('counter', 'app_uid');
     assert.deepEqual(row, { counter: '1', app_uid: appA.ref.uid });
-    assert.deepEqual(await signIn(appA, authenticator), { appUserId: user.id, credentialId });
+    assert.deepEqual(await signIn(appA, authenticator), { ownerId: user.id, credentialId });
   });
 
   it('refuses a response made on another origin, for registration and for sign-in', async () => {
     const user = await newUser();
     const authenticator = new SoftwareAuthenticator();
     const reg = await passkeys.registrationOptions({
-      appUid: appA.ref.uid,
+      scope: appA.ref.uid,
       rpId: appA.rpId,
       rpName: 'hello',
       user: { id: user.id, email: user.email },
     });
     await assert.rejects(
       passkeys.verifyRegistration({
-        appUid: appA.ref.uid,
+        scope: appA.ref.uid,
         challengeId: reg.challengeId,
         userId: user.id,
         origin: appA.origin,
@@ -162,7 +162,7 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
     const login = await signInOptions(appA);
     await assert.rejects(
       passkeys.verifyAuthentication({
-        appUid: appA.ref.uid,
+        scope: appA.ref.uid,
         challengeId: login.challengeId,
         origin: appA.origin,
         rpId: appA.rpId,
@@ -177,14 +177,14 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
     const user = await newUser();
     const authenticator = new SoftwareAuthenticator();
     const reg = await passkeys.registrationOptions({
-      appUid: appA.ref.uid,
+      scope: appA.ref.uid,
       rpId: appA.rpId,
       rpName: 'hello',
       user: { id: user.id, email: user.email },
     });
     await assert.rejects(
       passkeys.verifyRegistration({
-        appUid: appA.ref.uid,
+        scope: appA.ref.uid,
         challengeId: reg.challengeId,
         userId: user.id,
         origin: appA.origin,
@@ -197,7 +197,7 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
     const login = await signInOptions(appA);
     await assert.rejects(
       passkeys.verifyAuthentication({
-        appUid: appA.ref.uid,
+        scope: appA.ref.uid,
         challengeId: login.challengeId,
         origin: appA.origin,
         rpId: appA.rpId,
@@ -209,7 +209,7 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
     const onA = await signInOptions(appA);
     await assert.rejects(
       passkeys.verifyAuthentication({
-        appUid: appB.ref.uid,
+        scope: appB.ref.uid,
         challengeId: onA.challengeId,
         origin: appB.origin,
         rpId: appB.rpId,
@@ -221,7 +221,7 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
     assert.equal(
       (
         await passkeys.verifyAuthentication({
-          appUid: appA.ref.uid,
+          scope: appA.ref.uid,
           challengeId: onA.challengeId,
           origin: appA.origin,
           rpId: appA.rpId,
@@ -242,7 +242,7 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
     // A forged client presenting A's credential on B, signing for B's RP ID, finds no passkey.
     await assert.rejects(
       passkeys.verifyAuthentication({
-        appUid: appB.ref.uid,
+        scope: appB.ref.uid,
         challengeId: onB.challengeId,
         origin: appB.origin,
         rpId: appB.rpId,
@@ -255,22 +255,22 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
     assert.ok(userOnB);
     const onBId = await register(appB, userOnB, authenticator);
     assert.notEqual(onBId, credentialId);
-    assert.deepEqual(await signIn(appB, authenticator), { appUserId: userOnB.id, credentialId: onBId });
-    assert.deepEqual(await signIn(appA, authenticator), { appUserId: user.id, credentialId });
+    assert.deepEqual(await signIn(appB, authenticator), { ownerId: userOnB.id, credentialId: onBId });
+    assert.deepEqual(await signIn(appA, authenticator), { ownerId: user.id, credentialId });
   });
 
   it('uses a challenge once: a replayed assertion, a second response and a retried registration are refused', async () => {
     const user = await newUser();
     const authenticator = new SoftwareAuthenticator();
     const reg = await passkeys.registrationOptions({
-      appUid: appA.ref.uid,
+      scope: appA.ref.uid,
       rpId: appA.rpId,
       rpName: 'hello',
       user: { id: user.id, email: user.email },
     });
     const created = authenticator.create(reg.options, appA.origin);
     const credentialId = await passkeys.verifyRegistration({
-      appUid: appA.ref.uid,
+      scope: appA.ref.uid,
       challengeId: reg.challengeId,
       userId: user.id,
       origin: appA.origin,
@@ -279,7 +279,7 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
     });
     await assert.rejects(
       passkeys.verifyRegistration({
-        appUid: appA.ref.uid,
+        scope: appA.ref.uid,
         challengeId: reg.challengeId,
         userId: user.id,
         origin: appA.origin,
@@ -292,7 +292,7 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
     const login = await signInOptions(appA);
     const assertion = authenticator.get(login.options, appA.origin);
     const verify = (response: unknown, challengeId = login.challengeId) =>
-      passkeys.verifyAuthentication({ appUid: appA.ref.uid, challengeId, origin: appA.origin, rpId: appA.rpId, response });
+      passkeys.verifyAuthentication({ scope: appA.ref.uid, challengeId, origin: appA.origin, rpId: appA.rpId, response });
     assert.equal((await verify(assertion)).credentialId, credentialId);
     await assert.rejects(verify(assertion), refusedFor('challenge'));
     await assert.rejects(verify(authenticator.get(login.options, appA.origin)), refusedFor('challenge'));
@@ -308,14 +308,14 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
     const intruder = await newUser();
     const authenticator = new SoftwareAuthenticator();
     const reg = await passkeys.registrationOptions({
-      appUid: appA.ref.uid,
+      scope: appA.ref.uid,
       rpId: appA.rpId,
       rpName: 'hello',
       user: { id: user.id, email: user.email },
     });
     await assert.rejects(
       passkeys.verifyRegistration({
-        appUid: appA.ref.uid,
+        scope: appA.ref.uid,
         challengeId: reg.challengeId,
         userId: intruder.id,
         origin: appA.origin,
@@ -332,19 +332,19 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
     assert.equal(
       (
         await passkeys.verifyAuthentication({
-          appUid: appA.ref.uid,
+          scope: appA.ref.uid,
           challengeId: inTime.challengeId,
           origin: appA.origin,
           rpId: appA.rpId,
           response: authenticator.get(inTime.options, appA.origin),
         })
-      ).appUserId,
+      ).ownerId,
       user.id,
     );
     now += 1;
     await assert.rejects(
       passkeys.verifyAuthentication({
-        appUid: appA.ref.uid,
+        scope: appA.ref.uid,
         challengeId: late.challengeId,
         origin: appA.origin,
         rpId: appA.rpId,
@@ -370,7 +370,7 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
     assert.equal(authenticator.counter(credentialId), 2);
 
     const copy = authenticator.clone();
-    assert.equal((await signIn(appA, authenticator)).appUserId, user.id);
+    assert.equal((await signIn(appA, authenticator)).ownerId, user.id);
     await assert.rejects(signIn(appA, copy), refusedFor('cloned'), 'the copy signs with counter 3 again');
     authenticator.setCounter(credentialId, 1);
     await assert.rejects(signIn(appA, authenticator), refusedFor('cloned'));
@@ -395,7 +395,7 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
     await register(appA, neighbour, new SoftwareAuthenticator());
 
     const { options, challengeId } = await passkeys.registrationOptions({
-      appUid: appA.ref.uid,
+      scope: appA.ref.uid,
       rpId: appA.rpId,
       rpName: 'hello',
       user: { id: user.id, email: user.email },
@@ -408,7 +408,7 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
     // Should a client ignore the list and present a registered credential again, it is not stored twice.
     await assert.rejects(
       passkeys.verifyRegistration({
-        appUid: appA.ref.uid,
+        scope: appA.ref.uid,
         challengeId,
         userId: user.id,
         origin: appA.origin,
@@ -432,7 +432,7 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
     const response = authenticator.get(login.options, appA.origin, { userHandle: Buffer.from(other.id).toString('base64url') });
     await assert.rejects(
       passkeys.verifyAuthentication({
-        appUid: appA.ref.uid,
+        scope: appA.ref.uid,
         challengeId: login.challengeId,
         origin: appA.origin,
         rpId: appA.rpId,
@@ -441,7 +441,7 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
       refusedFor('invalid'),
     );
     // The handle a browser returns by default is the owner's id, which the first test signs in with.
-    assert.equal((await signIn(appA, authenticator)).appUserId, user.id);
+    assert.equal((await signIn(appA, authenticator)).ownerId, user.id);
   });
 
   it('refuses malformed browser input before touching the challenge', async () => {
@@ -452,7 +452,7 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
     const good = authenticator.get(login.options, appA.origin);
     const verify = (response: unknown) =>
       passkeys.verifyAuthentication({
-        appUid: appA.ref.uid,
+        scope: appA.ref.uid,
         challengeId: login.challengeId,
         origin: appA.origin,
         rpId: appA.rpId,
@@ -469,7 +469,7 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
     ]) {
       await assert.rejects(verify(bad), refusedFor('malformed'));
     }
-    assert.equal((await verify(good)).appUserId, user.id);
+    assert.equal((await verify(good)).ownerId, user.id);
   });
 
   it("refuses a disabled user's passkey, and forgets the passkeys of a removed user", async () => {

@@ -37,6 +37,8 @@ export class TestClock {
 export interface TestApi {
   url: string;
   /** The machine listener (api/machine.ts), as machines reach it. */
+  /** Where people (a browser) reach it: SVC_API_PUBLIC_URL's origin; `url` unless publicHost was given. */
+  publicUrl: string;
   machineUrl: string;
   deps: ApiDeps;
   /** The background workers, to run a pass now or stop one. */
@@ -132,11 +134,19 @@ function platformRegistry(): { SVC_BUILD_REGISTRY?: string } {
 }
 
 export async function startTestApi(
-  opts: { env?: Record<string, string>; operations?: (s: ApiDeps) => Operation[] } = {},
+  opts: {
+    env?: Record<string, string>;
+    operations?: (s: ApiDeps) => Operation[];
+    /** Listen at this port (default: any free one), for a provider that must know the redirect URI first. */
+    port?: number;
+    /** Publish the API as http://<publicHost>:<port> (SVC_API_PUBLIC_URL): a host name where a browser needs one (passkeys refuse an IP). */
+    publicHost?: string;
+  } = {},
 ): Promise<TestApi> {
   const fresh = await freshDatabase();
   await migrateLatest(fresh.db);
-  const listener = await listen();
+  const listener = await listen('127.0.0.1', opts.port ?? 0);
+  const publicUrl = opts.publicHost ? `http://${opts.publicHost}:${listener.port}` : listener.url;
   const machineListener = await listenForMachines();
   const artifactDir = await mkdtemp(path.join(tmpdir(), 'svc-artifacts-'));
   const config = loadConfig(
@@ -148,6 +158,7 @@ export async function startTestApi(
       SVC_ARTIFACT_DIR: artifactDir,
       ...platformArtifactKey(),
       ...platformRegistry(),
+      ...(opts.publicHost ? { SVC_API_PUBLIC_URL: publicUrl } : {}),
       ...opts.env,
     },
     { exists: () => false },
@@ -197,6 +208,7 @@ export async function startTestApi(
 
   return {
     url,
+    publicUrl,
     machineUrl: machineListener.url,
     deps: services,
     workers,

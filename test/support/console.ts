@@ -40,17 +40,17 @@ export function consoleLink(mail: ReceivedMail): string {
 }
 
 /** Signs `context` in as the API's account: the sign-in page, then the mailed link in the same browser. */
-export async function signInToConsole(context: BrowserContext, api: Pick<TestApi, 'url' | 'account'>, smtp: TestSmtp): Promise<void> {
+export async function signInToConsole(context: BrowserContext, api: Pick<TestApi, 'publicUrl' | 'account'>, smtp: TestSmtp): Promise<void> {
   const page = await context.newPage();
   const mailsBefore = smtp.received.length;
-  await page.goto(`${api.url}/console/`);
-  await page.waitForURL(`${api.url}/console/sign-in`);
+  await page.goto(`${api.publicUrl}/console/`);
+  await page.waitForURL(`${api.publicUrl}/console/sign-in`);
   await page.getByLabel('Email address').fill(api.account.email);
   await page.getByRole('button', { name: 'Email me a sign-in link' }).click();
   await page.locator('#sent').waitFor();
   const mail = await smtp.waitFor((m) => smtp.received.indexOf(m) >= mailsBefore && m.to.includes(api.account.email), 20_000);
   await page.goto(consoleLink(mail));
-  await page.waitForURL(`${api.url}/console/`);
+  await page.waitForURL(`${api.publicUrl}/console/`);
   await page.getByRole('button', { name: 'Sign out' }).waitFor();
   await page.close();
 }

@@ -69,7 +69,19 @@ describe('OpenAPI document', () => {
         assert.equal((o.tags as string[]).length, 1, where);
         const responses = o.responses as Record<string, { content?: Record<string, { schema: unknown }> }>;
         assert.deepEqual(responses.default?.content?.['application/json']?.schema, { $ref: '#/components/schemas/Error' }, where);
-        const isPublic = ['/health', '/openapi.json', '/console/sign-in', '/console/auth', '/cli/logins', '/cli/logins/token'].includes(p);
+        const isPublic = [
+          '/health',
+          '/openapi.json',
+          '/console/sign-in',
+          '/console/auth',
+          '/console/providers',
+          '/console/passkeys/sign-in/options',
+          '/console/passkeys/sign-in',
+          '/console/idp/start',
+          '/console/idp/finish',
+          '/cli/logins',
+          '/cli/logins/token',
+        ].includes(p);
         assert.deepEqual(o.security, isPublic ? [] : [{ bearer: [] }], where);
         if (!isPublic) assert.match(String(o['x-svc-action']), /^(read|write|deploy|exec|admin)$/, where);
         const params = [...p.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]);

@@ -29,6 +29,7 @@ const sections = [
   { label: 'Volumes', route: { page: 'volumes' }, pages: ['volumes'] },
   { label: 'Events', route: { page: 'events' }, pages: ['events'] },
   { label: 'Tokens', route: { page: 'tokens' }, pages: ['tokens'] },
+  { label: 'Passkeys', route: { page: 'passkeys' }, pages: ['passkeys'] },
   { label: 'Webhooks', route: { page: 'webhooks' }, pages: ['webhooks'] },
   { label: 'Usage', route: { page: 'usage' }, pages: ['usage'] },
 ] satisfies Array<{ label: string; route: Route; pages: Array<Route['page']> }>;

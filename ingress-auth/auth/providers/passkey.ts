@@ -53,7 +53,7 @@ export function passkeyProvider(db: Knex, clock: () => Date): { routes: Map<stri
         const who = await appUserOf(session);
         if (!who) throw new PasskeyError('invalid', 'sign in as an app user (with an email link) before adding a passkey');
         return passkeys.registrationOptions({
-          appUid: r.app.metadata.uid!,
+          scope: r.app.metadata.uid!,
           rpId: r.host,
           rpName: r.app.metadata.name!,
           user: { id: who.appUserId!, email: who.email },
@@ -66,7 +66,7 @@ export function passkeyProvider(db: Knex, clock: () => Date): { routes: Map<stri
         const who = await appUserOf(session);
         if (!who) throw new PasskeyError('invalid', 'sign in as an app user before adding a passkey');
         const id = await passkeys.verifyRegistration({
-          appUid: r.app.metadata.uid!,
+          scope: r.app.metadata.uid!,
           rpId: r.host,
           challengeId: challengeIdOf(body),
           userId: who.appUserId!,
@@ -76,12 +76,12 @@ export function passkeyProvider(db: Knex, clock: () => Date): { routes: Map<stri
         return { credential_id: id };
       }),
     ],
-    ['POST passkey/login/options', step((r) => passkeys.authenticationOptions({ appUid: r.app.metadata.uid!, rpId: r.host }))],
+    ['POST passkey/login/options', step((r) => passkeys.authenticationOptions({ scope: r.app.metadata.uid!, rpId: r.host }))],
     [
       'POST passkey/login/verify',
       step(async (r, signIn, body) => {
-        const { appUserId } = await passkeys.verifyAuthentication({
-          appUid: r.app.metadata.uid!,
+        const { ownerId: appUserId } = await passkeys.verifyAuthentication({
+          scope: r.app.metadata.uid!,
           rpId: r.host,
           challengeId: challengeIdOf(body),
           origin: r.origin,
