@@ -71,7 +71,7 @@ summary() {
 
 The local platform is up.
   Platform API     http://127.0.0.1:$API_PORT/api   (OpenAPI: /api/openapi.json)
-  Console          http://127.0.0.1:$API_PORT/console/   (sign in as ${SVC_ADMIN_EMAIL:-owner@localhost}; the link lands in $LOGS/mail.log)
+  Console          ${SVC_API_PUBLIC_URL:-http://127.0.0.1:$API_PORT}/console/   (sign in as ${SVC_ADMIN_EMAIL:-owner@localhost}; the link lands in $LOGS/mail.log)
   Apps             http://<app>.${SVC_APPS_DOMAIN:-apps.localhost}:$PROXY_PORT/   (ingress-auth; try: curl -s http://hello.apps.localhost:$PROXY_PORT/)
   Sign-in          svc open <app> prints an owner link; emailed sign-in links land in $LOGS/mail.log
   CLI              node bin/svc.js login   (approve it in the console; then node bin/svc.js apps ls)
