@@ -103,3 +103,14 @@ export function consoleOnly(browser: BrowserRequest, what: string): void {
   const refusal = csrfRefusal({ ...browser, method: 'POST' });
   if (refusal) throw new ApiError('forbidden', refusal.replace('the console session cookie is accepted', `${what} is accepted`));
 }
+
+/** The headers of a sign-in that worked: the session's cookie set, the sign-in binding cookie cleared, nothing cached. */
+export function signedInHeaders(secure: boolean, session: { token: string; maxAgeSeconds: number }): Record<string, string | string[]> {
+  return {
+    'Cache-Control': 'no-store',
+    'Set-Cookie': [
+      sessionCookie(sessionCookieName(secure), session.token, { secure, maxAgeSeconds: session.maxAgeSeconds }),
+      sessionCookie(signInCookieName(secure), '', { secure, maxAgeSeconds: 0 }),
+    ],
+  };
+}

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { PasskeyError, type Passkey, type PasskeyFailure } from '../../lib/auth/passkeys.js';
 import { isSecretShape, newSecret } from '../../lib/auth/secrets.js';
 import { codeLifetimeMs } from '../console/codes.js';
-import { consoleOnly, readCookie, sessionCookie, sessionCookieName, signInCookieName, type BrowserRequest } from '../console/session.js';
+import { consoleOnly, readCookie, sessionCookie, signedInHeaders, signInCookieName, type BrowserRequest } from '../console/session.js';
 import type { ApiDeps } from '../deps.js';
 import { ApiError, invalid, type ErrorCode } from '../errors.js';
 import { RateLimiter } from '../middleware/rate-limit.js';
@@ -69,21 +69,10 @@ const presentPasskey = (p: Passkey) => ({
   transports: p.transports,
 });
 
-/** The answer of a sign-in that proved `accountId`: the session cookie, and the sign-in cookie cleared. */
+/** The answer of a sign-in that proved `accountId`: a new session's cookie. */
 async function signInAnswer(s: Deps, browser: BrowserRequest, accountId: string, how: string): Promise<HandlerResult> {
-  const { token, maxAgeSeconds } = await s.console.session(accountId, how);
-  const { secure } = browser;
-  return {
-    status: 200,
-    body: { status: 'signed_in' },
-    headers: {
-      'Cache-Control': 'no-store',
-      'Set-Cookie': [
-        sessionCookie(sessionCookieName(secure), token, { secure, maxAgeSeconds }),
-        sessionCookie(signInCookieName(secure), '', { secure, maxAgeSeconds: 0 }),
-      ],
-    },
-  };
+  const session = await s.console.session(accountId, how);
+  return { status: 200, body: { status: 'signed_in' }, headers: signedInHeaders(browser.secure, session) };
 }
 
 export function consoleCredentialOperations(s: Deps): Operation[] {

@@ -13,7 +13,7 @@ import { op } from '../operation.js';
 import type { ApiDeps } from '../deps.js';
 import type { PublicRequest } from '../router.js';
 import { codeLifetimeMs } from '../console/codes.js';
-import { clearSessionCookies, consoleOnly, readCookie, sessionCookie, sessionCookieName, signInCookieName } from '../console/session.js';
+import { clearSessionCookies, consoleOnly, readCookie, sessionCookie, signedInHeaders, signInCookieName } from '../console/session.js';
 
 /** The sign-in's links and their redemption (ApiDeps.console), and the tokens sign-out revokes. */
 type Deps = Pick<ApiDeps, 'log'> & {
@@ -117,17 +117,7 @@ export function consoleOperations(s: Deps): Operation[] {
             'this sign-in link no longer works: it was used already, is older than ten minutes, or is not one of ours; ask for a new one',
           );
         if ('confirm' in result) return { status: 200, body: { status: 'confirm', email: result.confirm } };
-        return {
-          status: 200,
-          body: { status: 'signed_in' },
-          headers: {
-            'Cache-Control': 'no-store',
-            'Set-Cookie': [
-              sessionCookie(sessionCookieName(secure), result.token, { secure, maxAgeSeconds: result.maxAgeSeconds }),
-              sessionCookie(signInCookieName(secure), '', { secure, maxAgeSeconds: 0 }),
-            ],
-          },
-        };
+        return { status: 200, body: { status: 'signed_in' }, headers: signedInHeaders(secure, result) };
       },
     },
     op({

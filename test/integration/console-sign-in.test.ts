@@ -13,7 +13,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Browser as Chromium, BrowserContext, Page } from 'playwright-core';
 import type { MailSender } from '../../lib/mail/sender.js';
 import { startTestApi, type TestApi } from '../support/api.js';
-import { launchChromium } from '../support/browser.js';
+import { addVirtualAuthenticator, launchChromium } from '../support/browser.js';
 import { accessibilityProblems, consoleShots, gone, signInToConsole, startTestMailSender } from '../support/console.js';
 import { startTestOidcProvider, type TestOidcProvider } from '../support/oidc-provider.js';
 import { freePort } from '../support/ports.js';
@@ -76,18 +76,7 @@ describe('web console: sign-in by passkey and at the identity provider (Chromium
     const ctx = await context();
     await signInToConsole(ctx, api, smtp);
     const page = await ctx.newPage();
-    const cdp = await ctx.newCDPSession(page);
-    await cdp.send('WebAuthn.enable');
-    await cdp.send('WebAuthn.addVirtualAuthenticator', {
-      options: {
-        protocol: 'ctap2',
-        transport: 'internal',
-        hasResidentKey: true,
-        hasUserVerification: true,
-        isUserVerified: true,
-        automaticPresenceSimulation: true,
-      },
-    });
+    await addVirtualAuthenticator(ctx, page);
     await page.goto(`${api.publicUrl}/console/`);
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Passkeys', exact: true }).click();
     await landsOn(page, `${api.publicUrl}/console/passkeys`);

@@ -11,7 +11,7 @@ import { group, pluralOf, version, type App } from '../../lib/contract.js';
 import type { MailSender } from '../../lib/mail/sender.js';
 import { startTestMailSender } from '../support/console.js';
 import { startTestApi, type TestApi } from '../support/api.js';
-import { launchChromium, signInLink } from '../support/browser.js';
+import { addVirtualAuthenticator, launchChromium, signInLink } from '../support/browser.js';
 import { appsDomain, Browser, fragmentSecret, freePort, startTestIngress, type TestIngress } from '../support/ingress.js';
 import { kubeConfig, uniqueName } from '../support/kube.js';
 import { startTestSmtp, type ReceivedMail, type TestSmtp } from '../support/smtp.js';
@@ -232,18 +232,7 @@ describe('ingress-auth email sign-in (Chromium, SMTP)', () => {
   it('adds a passkey in the browser and signs in with it, no email needed', async () => {
     const ctx = await person();
     const page = await ctx.newPage();
-    const cdp = await ctx.newCDPSession(page);
-    await cdp.send('WebAuthn.enable');
-    await cdp.send('WebAuthn.addVirtualAuthenticator', {
-      options: {
-        protocol: 'ctap2',
-        transport: 'internal',
-        hasResidentKey: true,
-        hasUserVerification: true,
-        isUserVerified: true,
-        automaticPresenceSimulation: true,
-      },
-    });
+    await addVirtualAuthenticator(ctx, page);
     await page.goto(signInLink(mailsTo('bob@example.test')[0]!.raw));
     await page.waitForURL(`${origin()}/`);
     await page.goto(`${origin()}/_svc/auth/login`);

@@ -1,7 +1,7 @@
 // Headless Chromium (Debian's /usr/bin/chromium) driven by playwright-core, for the sign-in flows
 // a real browser must run: fragment redemption by the page's script, cookies, redirects, passkeys.
 import { existsSync } from 'node:fs';
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 
 export const chromiumPath = process.env.SVC_CHROMIUM ?? '/usr/bin/chromium';
 
@@ -18,4 +18,20 @@ export function signInLink(raw: string): string {
   const m = /https?:\/\/\S+?#(?:token|handoff)=[A-Za-z0-9_-]{43}/.exec(text);
   if (!m) throw new Error(`no sign-in link in:\n${raw.slice(0, 2000)}`);
   return m[0];
+}
+
+/** A passkey authenticator in `page` (Chromium's virtual one over the DevTools protocol): CTAP2, resident keys, the user verified. */
+export async function addVirtualAuthenticator(context: BrowserContext, page: Page): Promise<void> {
+  const cdp = await context.newCDPSession(page);
+  await cdp.send('WebAuthn.enable');
+  await cdp.send('WebAuthn.addVirtualAuthenticator', {
+    options: {
+      protocol: 'ctap2',
+      transport: 'internal',
+      hasResidentKey: true,
+      hasUserVerification: true,
+      isUserVerified: true,
+      automaticPresenceSimulation: true,
+    },
+  });
 }
