@@ -7,6 +7,7 @@ import { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import type { ReadableStream } from 'node:stream/web';
 import { ApiError } from '../lib/client/index.js';
+import { LogCursor } from '../lib/logs/resume.js';
 import { connect, GroupUsageError, parseGroupArgs, printUsage, type CommandContext, type CommandGroup } from './command.js';
 
 /**
@@ -47,65 +48,6 @@ function parseLogLine(text: string): LogLineBody | undefined {
     // Not a log line: a proxy's page in a 200; left out.
   }
   return undefined;
-}
-
-/** How far back, from the newest line seen, a machine still counts as writing (and its lines are kept to skip). */
-const lagMs = 60_000;
-
-/**
- * Where a followed log is, to resume it after a cut. Each machine's lines come in order but
- * machines' lines interleave as they arrive, so the resume point is the oldest "last line" of the
- * machines writing lately, and every line printed since then is remembered (with its count: an app
- * may write the same line twice in one millisecond) to be skipped when it comes again.
- */
-export class LogCursor {
-  /** Each pod's last printed line's time. */
-  private readonly lastByPod = new Map<string, number>();
-  /** Printed lines since about lagMs before the newest, by their exact text, and how many times. */
-  private readonly printed = new Map<string, number>();
-  private readonly order: Array<{ at: number; text: string }> = [];
-  /** After a reconnect: the lines printed before it that may come again, to skip once each. */
-  private replay = new Map<string, number>();
-  private newest = -Infinity;
-
-  /** Whether to print this line (false: it was printed before the reconnect). */
-  accept(text: string, l: LogLineBody): boolean {
-    const waiting = this.replay.get(text);
-    if (waiting) {
-      if (waiting === 1) this.replay.delete(text);
-      else this.replay.set(text, waiting - 1);
-      return false;
-    }
-    const at = Date.parse(l.time);
-    this.lastByPod.set(l.pod, Math.max(this.lastByPod.get(l.pod) ?? -Infinity, at));
-    this.newest = Math.max(this.newest, at);
-    this.printed.set(text, (this.printed.get(text) ?? 0) + 1);
-    this.order.push({ at, text });
-    this.forget();
-    return true;
-  }
-
-  /** The `since` to reconnect with (undefined: nothing printed yet), and the lines that may come again. */
-  resume(): string | undefined {
-    if (this.newest === -Infinity) return undefined;
-    const writing = [...this.lastByPod.values()].filter((at) => at >= this.newest - lagMs);
-    const from = Math.min(...writing);
-    this.replay = new Map();
-    for (const { at, text } of this.order) if (at >= from) this.replay.set(text, (this.replay.get(text) ?? 0) + 1);
-    return new Date(from).toISOString();
-  }
-
-  /** Drops what is older than lagMs before the newest line: memory stays bounded however long it follows. */
-  private forget(): void {
-    const horizon = this.newest - lagMs;
-    while (this.order.length && this.order[0]!.at < horizon) {
-      const { text } = this.order.shift()!;
-      const n = this.printed.get(text)! - 1;
-      if (n) this.printed.set(text, n);
-      else this.printed.delete(text);
-    }
-    for (const [pod, at] of this.lastByPod) if (at < horizon) this.lastByPod.delete(pod);
-  }
 }
 
 export interface LogsOptions {

@@ -1,10 +1,9 @@
 // The logs page's pure parts: an app's log lines as GET /apps/{appID}/logs sends them in NDJSON
 // (docs/api/logs.md), the cursor that resumes a followed log after a cut with no gap and no repeat
-// (the same way as `svc logs -f`, cli/logs.ts: reconnect with since=<the oldest last line of the
-// machines writing lately> and tail=0, and skip once each line already shown that comes again), the
-// kept lines (at most maxLines, the oldest dropped), and the window of rows a virtualised list puts
+// (lib/logs/resume.ts, the one `svc logs -f` keeps too), the kept lines (at most maxLines, the oldest dropped), and the window of rows a virtualised list puts
 // in the DOM (fixed row height: only the rows in view plus a margin). Unit-tested
 // (test/unit/console-logs.test.ts).
+export { LogCursor } from '../../lib/logs/resume.js';
 
 /** One NDJSON line of the app's log (docs/api/logs.md); the OpenAPI document gives it no schema. */
 export interface LogLine {
@@ -52,57 +51,6 @@ export function splitLines(buffer: string): { lines: string[]; rest: string } {
 /** Who wrote a line, as the API's text form has it: `m0`, `worker/m0`, or the pod. */
 export function writerOf(l: LogLine): string {
   return l.machine === null ? l.pod : `${l.service ? `${l.service}/` : ''}m${l.machine}`;
-}
-
-/** How far back, from the newest line seen, a machine still counts as writing (and its lines are kept to skip). */
-const lagMs = 60_000;
-
-/**
- * Where a followed log is, to resume it after a cut (cli/logs.ts's LogCursor): each machine's lines
- * come in order but machines' lines interleave, so the resume point is the oldest "last line" of the
- * machines writing lately, and every line shown since then is remembered (with its count: an app may
- * write the same line twice in one millisecond) to be skipped once when it comes again.
- */
-export class LogCursor {
-  private readonly lastByPod = new Map<string, number>();
-  private readonly order: Array<{ at: number; key: string }> = [];
-  private replay = new Map<string, number>();
-  private newest = -Infinity;
-
-  /** Whether to show this line (false: it was shown before the reconnection). `key`: the line's exact text. */
-  accept(key: string, l: LogLine): boolean {
-    const waiting = this.replay.get(key);
-    if (waiting) {
-      if (waiting === 1) this.replay.delete(key);
-      else this.replay.set(key, waiting - 1);
-      return false;
-    }
-    const at = Date.parse(l.time);
-    this.lastByPod.set(l.pod, Math.max(this.lastByPod.get(l.pod) ?? -Infinity, at));
-    this.newest = Math.max(this.newest, at);
-    this.order.push({ at, key });
-    this.forget();
-    return true;
-  }
-
-  /** The `since` to reconnect with (undefined: nothing shown yet, start afresh), arming the skips. */
-  resume(): string | undefined {
-    if (this.newest === -Infinity) return undefined;
-    const writing = [...this.lastByPod.values()].filter((at) => at >= this.newest - lagMs);
-    const from = Math.min(...writing);
-    this.replay = new Map();
-    for (const { at, key } of this.order) if (at >= from) this.replay.set(key, (this.replay.get(key) ?? 0) + 1);
-    return new Date(from).toISOString();
-  }
-
-  /** Forgets what is older than lagMs before the newest line: memory stays bounded. */
-  private forget(): void {
-    const horizon = this.newest - lagMs;
-    let drop = 0;
-    while (drop < this.order.length && this.order[drop]!.at < horizon) drop++;
-    if (drop) this.order.splice(0, drop);
-    for (const [pod, at] of this.lastByPod) if (at < horizon) this.lastByPod.delete(pod);
-  }
 }
 
 /** The kept lines: appended in place (a 100,000-line log is not copied per line); `version` changes with them. */

@@ -8,7 +8,8 @@ import type { AddressInfo } from 'node:net';
 import { PassThrough } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import type { CommandContext } from '../../cli/command.js';
-import { followLogs, formatLogLine, LogCursor, logsGroup, type LogLineBody } from '../../cli/logs.js';
+import { followLogs, formatLogLine, logsGroup, type LogLineBody } from '../../cli/logs.js';
+import { LogCursor } from '../../lib/logs/resume.js';
 import { ApiError } from '../../lib/client/index.js';
 
 const at = (ms: number) => `2026-11-28T05:00:00.${String(ms).padStart(3, '0')}Z`;
