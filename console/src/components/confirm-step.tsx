@@ -5,6 +5,8 @@ import type { ComponentChildren } from 'preact';
 export function ConfirmStep({
   label,
   action,
+  keep = 'Keep',
+  danger = true,
   busy,
   small = true,
   onConfirm,
@@ -15,6 +17,10 @@ export function ConfirmStep({
   label: string;
   /** The confirming button's text. */
   action: string;
+  /** The other button's text. */
+  keep?: string;
+  /** The confirming button is marked as destroying something (a rollback is not). */
+  danger?: boolean;
   busy: boolean;
   /** Small buttons, as in a table's row. */
   small?: boolean;
@@ -26,11 +32,16 @@ export function ConfirmStep({
   return (
     <div role="group" aria-label={label} class="confirm">
       <p>{children}</p>
-      <button type="button" class={small ? 'danger small' : 'danger'} disabled={busy} onClick={onConfirm}>
+      <button
+        type="button"
+        class={[danger ? 'danger' : '', small ? 'small' : ''].filter(Boolean).join(' ')}
+        disabled={busy}
+        onClick={onConfirm}
+      >
         {action}
       </button>{' '}
       <button type="button" class={small ? 'secondary small' : 'secondary'} onClick={onKeep}>
-        Keep
+        {keep}
       </button>
     </div>
   );

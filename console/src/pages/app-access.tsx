@@ -12,6 +12,8 @@ import { PageHeading } from '../components/page-heading.js';
 import { hrefOf } from '../router.js';
 import { useAction } from '../use-action.js';
 import { when } from '../time.js';
+import { TableHead } from '../components/table-head.js';
+import { ConfirmStep } from '../components/confirm-step.js';
 
 /** Pages of app users read at most: 5,000 users, 200 a page (the API's largest). */
 const maxUserPages = 25;
@@ -159,16 +161,7 @@ function AccessOf({ name }: { name: string }) {
         {users && users.length > 0 && (
           <table class="apps app-users" id="app-users">
             <caption class="visually-hidden">App users of {name}</caption>
-            <thead>
-              <tr>
-                <th scope="col">Email</th>
-                <th scope="col">State</th>
-                <th scope="col">Last sign-in</th>
-                <th scope="col">
-                  <span class="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
+            <TableHead columns={['Email', 'State', 'Last sign-in']} actions />
             <tbody>
               {users.map((u) => {
                 const state = appUserStateInWords(u);
@@ -201,15 +194,15 @@ function AccessOf({ name }: { name: string }) {
                         </button>
                       )}{' '}
                       {asking ? (
-                        <div role="group" aria-label={`Confirm revoking the sessions of ${u.email}`} class="confirm">
-                          <p>Sign {u.email} out everywhere? They can sign in again.</p>
-                          <button type="button" class="danger small" disabled={busy} onClick={() => void revoke({ kind: 'user', user: u })}>
-                            Revoke
-                          </button>{' '}
-                          <button type="button" class="secondary small" onClick={() => setConfirming(undefined)}>
-                            Keep
-                          </button>
-                        </div>
+                        <ConfirmStep
+                          label={`Confirm revoking the sessions of ${u.email}`}
+                          action="Revoke"
+                          busy={busy}
+                          onConfirm={() => void revoke({ kind: 'user', user: u })}
+                          onKeep={() => setConfirming(undefined)}
+                        >
+                          Sign {u.email} out everywhere? They can sign in again.
+                        </ConfirmStep>
                       ) : (
                         u.active_sessions > 0 && (
                           <button type="button" class="secondary small" onClick={() => setConfirming({ kind: 'user', user: u })}>
@@ -233,15 +226,15 @@ function AccessOf({ name }: { name: string }) {
           {name}, the owner's and other providers' sign-ins too; they can sign in again if the policy admits them.
         </p>
         {confirming?.kind === 'all' ? (
-          <div role="group" aria-label={`Confirm revoking every session of ${name}`} class="confirm">
-            <p>Sign everyone out of {name}?</p>
-            <button type="button" class="danger small" disabled={busy} onClick={() => void revoke({ kind: 'all' })}>
-              Revoke every session
-            </button>{' '}
-            <button type="button" class="secondary small" onClick={() => setConfirming(undefined)}>
-              Keep
-            </button>
-          </div>
+          <ConfirmStep
+            label={`Confirm revoking every session of ${name}`}
+            action="Revoke every session"
+            busy={busy}
+            onConfirm={() => void revoke({ kind: 'all' })}
+            onKeep={() => setConfirming(undefined)}
+          >
+            Sign everyone out of {name}?
+          </ConfirmStep>
         ) : (
           <button type="button" class="secondary" onClick={() => setConfirming({ kind: 'all' })}>
             Revoke every session of {name}

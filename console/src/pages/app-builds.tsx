@@ -15,6 +15,8 @@ import { buildSourceInWords, repositoriesOf, sortBuilds } from '../sandboxes.js'
 import { when } from '../time.js';
 import { useAction } from '../use-action.js';
 import { BuildLog } from './app-deploys.js';
+import { TableHead } from '../components/table-head.js';
+import { ConfirmStep } from '../components/confirm-step.js';
 
 /** Builds asked for (the API's most is 100). */
 const listed = 50;
@@ -110,14 +112,7 @@ function BuildsOf({ name, open }: { name: string; open?: string | undefined }) {
                 </p>
                 <table class="apps repositories" id="repositories">
                   <caption class="visually-hidden">Git repositories the builds of {name} came from</caption>
-                  <thead>
-                    <tr>
-                      <th scope="col">Repository</th>
-                      <th scope="col">Branch</th>
-                      <th scope="col">Last commit built</th>
-                      <th scope="col">Newest build</th>
-                    </tr>
-                  </thead>
+                  <TableHead columns={['Repository', 'Branch', 'Last commit built', 'Newest build']} />
                   <tbody>
                     {repositories.map((r) => {
                       const s = buildStatusInWords({ status: r.status, reason: null, message: null });
@@ -156,18 +151,7 @@ function BuildsOf({ name, open }: { name: string; open?: string | undefined }) {
             ) : (
               <table class="apps builds" id="builds">
                 <caption class="visually-hidden">Builds of {name}, newest first</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Build</th>
-                    <th scope="col">Status</th>
-                    <th scope="col">Source</th>
-                    <th scope="col">Deploy</th>
-                    <th scope="col">Made</th>
-                    <th scope="col">
-                      <span class="visually-hidden">Actions</span>
-                    </th>
-                  </tr>
-                </thead>
+                <TableHead columns={['Build', 'Status', 'Source', 'Deploy', 'Made']} actions />
                 <tbody>
                   {builds.map((b) => {
                     const s = buildStatusInWords(b);
@@ -205,15 +189,16 @@ function BuildsOf({ name, open }: { name: string; open?: string | undefined }) {
                         <td class="actions">
                           {buildRunning(b.status) &&
                             (confirming === b.id ? (
-                              <div role="group" aria-label={`Confirm canceling build ${b.id}`} class="confirm">
-                                <p>Cancel build {b.id}? Its builder is stopped and nothing is deployed from it.</p>
-                                <button type="button" class="danger small" disabled={busy} onClick={() => void cancel(b)}>
-                                  Cancel the build
-                                </button>{' '}
-                                <button type="button" class="secondary small" onClick={() => setConfirming(undefined)}>
-                                  Keep it running
-                                </button>
-                              </div>
+                              <ConfirmStep
+                                label={`Confirm canceling build ${b.id}`}
+                                action="Cancel the build"
+                                keep="Keep it running"
+                                busy={busy}
+                                onConfirm={() => void cancel(b)}
+                                onKeep={() => setConfirming(undefined)}
+                              >
+                                Cancel build {b.id}? Its builder is stopped and nothing is deployed from it.
+                              </ConfirmStep>
                             ) : (
                               <button type="button" class="secondary small" onClick={() => setConfirming(b.id)}>
                                 Cancel<span class="visually-hidden"> build {b.id}</span>

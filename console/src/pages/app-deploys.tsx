@@ -32,6 +32,7 @@ import { hrefOf } from '../router.js';
 import { when } from '../time.js';
 import { useAction } from '../use-action.js';
 import { DeployDrop } from '../components/deploy-drop.js';
+import { ConfirmStep } from '../components/confirm-step.js';
 
 /** Deploys asked for at a time. */
 const pageSize = 20;
@@ -461,18 +462,18 @@ export function AppDeploysPage({ name, open }: { name: string; open?: string | u
                       <td class="actions">
                         {canRollBack(d) &&
                           (confirming === d.id ? (
-                            <div role="group" aria-label={`Confirm rolling back to ${d.id}`} class="confirm">
-                              <p>
-                                Roll {name} back to {d.id}? A new deploy of what it served is made and goes live in place of{' '}
-                                {current ? current.id : 'the current one'}.
-                              </p>
-                              <button type="button" class="small" disabled={busy} onClick={() => void rollBack(d)}>
-                                Roll back
-                              </button>{' '}
-                              <button type="button" class="secondary small" onClick={() => setConfirming(undefined)}>
-                                Cancel
-                              </button>
-                            </div>
+                            <ConfirmStep
+                              label={`Confirm rolling back to ${d.id}`}
+                              action="Roll back"
+                              keep="Cancel"
+                              danger={false}
+                              busy={busy}
+                              onConfirm={() => void rollBack(d)}
+                              onKeep={() => setConfirming(undefined)}
+                            >
+                              Roll {name} back to {d.id}? A new deploy of what it served is made and goes live in place of{' '}
+                              {current ? current.id : 'the current one'}.
+                            </ConfirmStep>
                           ) : (
                             <button type="button" class="secondary small" onClick={() => setConfirming(d.id)}>
                               Roll back to this<span class="visually-hidden"> (deploy {d.id})</span>

@@ -7,6 +7,7 @@ import { PageHeading } from '../components/page-heading.js';
 import { filterByName, pageOf } from '../list.js';
 import { hrefOf } from '../router.js';
 import { statusInWords } from '../status.js';
+import { TableHead } from '../components/table-head.js';
 
 export function AppsPage() {
   const [apps, setApps] = useState<App[] | undefined>(undefined);
@@ -56,13 +57,7 @@ export function AppsPage() {
               <caption class="visually-hidden">
                 Apps, page {shown.page} of {shown.pages}
               </caption>
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">URL</th>
-                </tr>
-              </thead>
+              <TableHead columns={['Name', 'Status', 'URL']} />
               <tbody>
                 {shown.items.map((app) => {
                   const status = statusInWords(app);

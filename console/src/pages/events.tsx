@@ -7,6 +7,7 @@ import { PageHeading } from '../components/page-heading.js';
 import { emptyFeed, eventSummary, mergeEvents, type Feed } from '../event-feed.js';
 import { followEvents, type FeedState } from '../follow-events.js';
 import { whenExactly } from '../time.js';
+import { TableHead } from '../components/table-head.js';
 
 function stateInWords(s: FeedState): string {
   switch (s.state) {
@@ -53,14 +54,7 @@ export function EventsPage() {
       {feed.events.length > 0 && (
         <table class="apps events" aria-describedby="feed-state">
           <caption class="visually-hidden">Events of the account, newest first</caption>
-          <thead>
-            <tr>
-              <th scope="col">When</th>
-              <th scope="col">Kind</th>
-              <th scope="col">Subject</th>
-              <th scope="col">Details</th>
-            </tr>
-          </thead>
+          <TableHead columns={['When', 'Kind', 'Subject', 'Details']} />
           <tbody>
             {feed.events.map((e) => (
               <tr key={e.id} data-event-id={e.id}>

@@ -22,6 +22,8 @@ import {
 } from '../sandboxes.js';
 import { when } from '../time.js';
 import { useAction } from '../use-action.js';
+import { TableHead } from '../components/table-head.js';
+import { ConfirmStep } from '../components/confirm-step.js';
 
 /** How often an open sandbox is asked about again (it may end idle, or at its lifetime). */
 const refreshMs = 15_000;
@@ -86,16 +88,7 @@ export function SandboxesPage() {
       {sandboxes && sandboxes.length > 0 && (
         <table class="apps sandboxes" id="sandboxes">
           <caption class="visually-hidden">Sandboxes of the account: open ones first, then those ended in the last day</caption>
-          <thead>
-            <tr>
-              <th scope="col">Sandbox</th>
-              <th scope="col">State</th>
-              <th scope="col">Runtime</th>
-              <th scope="col">Network</th>
-              <th scope="col">Opened</th>
-              <th scope="col">Ends</th>
-            </tr>
-          </thead>
+          <TableHead columns={['Sandbox', 'State', 'Runtime', 'Network', 'Opened', 'Ends']} />
           <tbody>
             {sandboxes.map((s) => (
               <tr key={s.id} data-sandbox={s.id}>
@@ -461,15 +454,15 @@ function SandboxView({ id }: { id: string }) {
             <section aria-labelledby="delete-sandbox-heading">
               <h2 id="delete-sandbox-heading">Delete</h2>
               {confirming ? (
-                <div role="group" aria-label={`Confirm deleting sandbox ${id}`} class="confirm">
-                  <p>Delete sandbox {id}? Whatever runs in it is killed and its files are gone.</p>
-                  <button type="button" class="danger small" disabled={busy} onClick={() => void remove()}>
-                    Delete
-                  </button>{' '}
-                  <button type="button" class="secondary small" onClick={() => setConfirming(false)}>
-                    Keep
-                  </button>
-                </div>
+                <ConfirmStep
+                  label={`Confirm deleting sandbox ${id}`}
+                  action="Delete"
+                  busy={busy}
+                  onConfirm={() => void remove()}
+                  onKeep={() => setConfirming(false)}
+                >
+                  Delete sandbox {id}? Whatever runs in it is killed and its files are gone.
+                </ConfirmStep>
               ) : (
                 <button type="button" class="secondary" onClick={() => setConfirming(true)}>
                   Delete the sandbox

@@ -20,6 +20,7 @@ import { api, data } from '../api.js';
 import { ErrorMessage } from '../components/error-message.js';
 import { PageHeading } from '../components/page-heading.js';
 import { hrefOf } from '../router.js';
+import { TableHead } from '../components/table-head.js';
 
 const spans = [
   { days: 7, label: 'Last 7 days' },
@@ -156,12 +157,7 @@ export function UsagePage() {
             {apps.length > 0 && (
               <table class="apps" id="usage-apps">
                 <caption>Machine time by app this month</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">App</th>
-                    <th scope="col">Machine time</th>
-                  </tr>
-                </thead>
+                <TableHead columns={['App', 'Machine time']} />
                 <tbody>
                   {apps.map(([name, u]) => (
                     <tr key={name}>

@@ -23,6 +23,8 @@ import { PageHeading } from '../components/page-heading.js';
 import { hrefOf, navigate } from '../router.js';
 import { when, whenExactly } from '../time.js';
 import { eventKinds } from '../../../lib/event-kinds.js';
+import { TableHead } from '../components/table-head.js';
+import { ConfirmStep } from '../components/confirm-step.js';
 
 const refreshMs = 2000;
 type Failure = { doing: string; error: unknown; where: 'list' | 'form' } | undefined;
@@ -74,14 +76,7 @@ function Attempts({ webhook, delivery, version }: { webhook: string; delivery: s
   return (
     <table class="apps attempts" id={`attempts-${delivery}`}>
       <caption>Every attempt of delivery {delivery}</caption>
-      <thead>
-        <tr>
-          <th scope="col">When</th>
-          <th scope="col">Answer</th>
-          <th scope="col">Took</th>
-          <th scope="col">Start of the answer</th>
-        </tr>
-      </thead>
+      <TableHead columns={['When', 'Answer', 'Took', 'Start of the answer']} />
       <tbody>
         {detail.attempt_log.map((a, i) => (
           <tr key={i}>
@@ -165,18 +160,7 @@ function Deliveries({ webhook }: { webhook: Webhook }) {
       {deliveries && deliveries.length > 0 && (
         <table class="apps deliveries" id="deliveries">
           <caption class="visually-hidden">The 20 newest deliveries to {webhook.url}</caption>
-          <thead>
-            <tr>
-              <th scope="col">Event</th>
-              <th scope="col">Status</th>
-              <th scope="col">Attempts</th>
-              <th scope="col">Response code</th>
-              <th scope="col">Last attempt</th>
-              <th scope="col">
-                <span class="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
+          <TableHead columns={['Event', 'Status', 'Attempts', 'Response code', 'Last attempt']} actions />
           <tbody>
             {deliveries.map((d) => {
               const state = deliveryStateInWords(d);
@@ -335,17 +319,7 @@ export function WebhooksPage({ open }: { open?: string | undefined }) {
       {webhooks && webhooks.length > 0 && (
         <table class="apps webhooks" id="webhooks">
           <caption class="visually-hidden">Webhooks of the account</caption>
-          <thead>
-            <tr>
-              <th scope="col">URL</th>
-              <th scope="col">Events</th>
-              <th scope="col">State</th>
-              <th scope="col">Created</th>
-              <th scope="col">
-                <span class="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
+          <TableHead columns={['URL', 'Events', 'State', 'Created']} actions />
           <tbody>
             {webhooks.map((w) => {
               const state = webhookStateInWords(w);
@@ -374,15 +348,15 @@ export function WebhooksPage({ open }: { open?: string | undefined }) {
                       </button>
                     )}{' '}
                     {confirming === w.id ? (
-                      <div role="group" aria-label={`Confirm deleting webhook ${w.id}`} class="confirm">
-                        <p>Delete the webhook to {w.url}? Nothing more is sent to it, and its deliveries go with it.</p>
-                        <button type="button" class="danger small" disabled={busy} onClick={() => void remove(w)}>
-                          Delete
-                        </button>{' '}
-                        <button type="button" class="secondary small" onClick={() => setConfirming(undefined)}>
-                          Keep
-                        </button>
-                      </div>
+                      <ConfirmStep
+                        label={`Confirm deleting webhook ${w.id}`}
+                        action="Delete"
+                        busy={busy}
+                        onConfirm={() => void remove(w)}
+                        onKeep={() => setConfirming(undefined)}
+                      >
+                        Delete the webhook to {w.url}? Nothing more is sent to it, and its deliveries go with it.
+                      </ConfirmStep>
                     ) : (
                       <button
                         type="button"
