@@ -26,8 +26,6 @@ export interface ConsoleIdpDeps {
   publicUrl: string;
   log: Logger;
   clock: () => Date;
-  /** For tests: a client of the same provider. */
-  client?: OidcClient;
 }
 
 const refusals: Record<OidcError['reason'], ErrorCode> = { unavailable: 'unavailable', denied: 'forbidden', invalid: 'invalid_request' };
@@ -37,7 +35,7 @@ export class ConsoleIdp {
   readonly redirectUri: string;
 
   constructor(private readonly d: ConsoleIdpDeps) {
-    this.client = d.client ?? new OidcClient(d.settings, { log: d.log });
+    this.client = new OidcClient(d.settings, { log: d.log });
     this.redirectUri = `${new URL(d.publicUrl).origin}${idpRedirectPath}`;
   }
 
