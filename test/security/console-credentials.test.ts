@@ -1,7 +1,8 @@
 // Attacks on the console's sign-in by passkey and at the identity provider (decision 0033,
 // docs/security.md), on the real API and PostgreSQL with a software authenticator
 // (test/support/webauthn-authenticator.ts) and a real OpenID provider (oidc-provider):
-// - every public step refuses a call without the console's header or from another Origin;
+// - every public step refuses a call without the console's header or from another Origin; an API at
+//   an IP address offers no passkeys, one without a provider no provider sign-in (404, in words);
 // - adding a passkey needs the owner's full authority: a read-only or app-restricted token is refused;
 // - a passkey answers one challenge once; one signed for another RP ID, claiming another origin,
 //   or removed is refused; a passkey of one account signs in that account only;
@@ -206,6 +207,31 @@ describe('security: console sign-in by passkey and at the identity provider', ()
       (await fromConsole('POST', '/console/idp/finish', { body: { search: '?state=made-up&code=x' }, cookie: mine.cookie })).status,
       410,
     );
+  });
+
+  it('offers neither where they cannot work: no passkeys at an IP address, no provider sign-in when none is configured', async () => {
+    // The default local API: published at http://127.0.0.1:<port>, no SVC_IDP_ISSUER.
+    const plain = await startTestApi();
+    try {
+      const asConsole = (path: string, token: string | null = null) =>
+        plain.request('POST', `/api${path}`, { token, body: {}, headers: { 'x-svc-console': '1', origin: plain.publicUrl } });
+      assert.deepEqual(await expectJson(await plain.request('GET', '/api/console/providers', { token: null }), 200), {
+        email: true,
+        passkey: false,
+        idp: false,
+      });
+      for (const [path, token, said] of [
+        ['/console/passkeys/sign-in/options', null, /passkeys need the console at a host name/],
+        ['/console/passkeys/options', plain.token, /passkeys need the console at a host name/],
+        ['/console/idp/start', null, /no identity provider is configured/],
+      ] as const) {
+        const res = await asConsole(path, token);
+        assert.equal(res.status, 404, path);
+        assert.match(((await res.json()) as { error: string }).error, said, path);
+      }
+    } finally {
+      await plain.close();
+    }
   });
 
   it('refuses an unverified address, an address without an account, and a new subject for a bound account', async () => {
