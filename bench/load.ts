@@ -3,7 +3,7 @@
 // autocannon; BENCH_LOADGEN chooses) and the median of interleaved runs.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -49,6 +49,8 @@ export function nginxBinary(): string | undefined {
 
 export interface Nginx {
   url: string;
+  /** The master's: its workers are its children (cpuSeconds counts them). */
+  pid: number;
   stop: () => Promise<void>;
 }
 
@@ -103,6 +105,7 @@ http {
   }
   return {
     url: `${tls ? 'https' : 'http'}://127.0.0.1:${port}`,
+    pid: child.pid!,
     stop: async () => {
       child.kill('SIGQUIT');
       await once(child, 'exit');
@@ -114,6 +117,8 @@ http {
 /** One load run's figures; latencies in milliseconds. */
 export interface Run {
   rps: number;
+  /** Requests completed in the run. */
+  requests: number;
   p50: number;
   p99: number;
   mean: number;
@@ -153,7 +158,7 @@ async function loadWithAutocannon(url: string, conns: number, seconds: number, h
     run.on('reqError', (err: NodeJS.ErrnoException) => kinds.set(err.code ?? err.message, (kinds.get(err.code ?? err.message) ?? 0) + 1));
   });
   checkFailures(url, r.requests.total, r.non2xx, r.errors + r.timeouts, JSON.stringify(Object.fromEntries(kinds)));
-  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, mean: r.latency.average };
+  return { rps: r.requests.average, requests: r.requests.total, p50: r.latency.p50, p99: r.latency.p99, mean: r.latency.average };
 }
 
 /** wrk's duration (`512.00us`, `1.20ms`, `2.00s`) in milliseconds. */
@@ -196,6 +201,7 @@ async function loadWithWrk(url: string, conns: number, seconds: number, opts: Lo
   checkFailures(url, total, Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0), errors, socketErrors?.[0] ?? '');
   return {
     rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]),
+    requests: total,
     p50: wrkMs(/^\s+50%\s+(\S+)/m.exec(out)?.[1]),
     p99: wrkMs(/^\s+99%\s+(\S+)/m.exec(out)?.[1]),
     mean: wrkMs(/^\s+Latency\s+(\S+)/m.exec(out)?.[1]),
@@ -215,3 +221,31 @@ export const medianSpread = (xs: number[], digits = 2): string => `${median(xs).
 
 /** Per run, a's figure over b's (runs interleaved, so run i of each shares the machine's moment). */
 export const pairedRatios = (a: number[], b: number[]): number[] => a.map((x, i) => x / b[i]!);
+
+/** Clock ticks a second of /proc/<pid>/stat's times (USER_HZ: 100 on every Linux ABI node runs on). */
+const ticksPerSecond = 100;
+
+/**
+ * CPU seconds (user and system) a process and every living descendant used so far, from
+ * /proc/<pid>/stat and /proc/<pid>/task/<tid>/children: a server's own cost, whatever its number of
+ * workers (cluster or nginx), apart from the load generator's and the upstream's beside it on the
+ * same cores. Linux only; a process that exited in between counts as 0.
+ */
+export function cpuSeconds(pid: number): number {
+  let ticks = 0;
+  const visit = (p: number) => {
+    try {
+      // The fields after the parenthesised name, which may hold spaces: utime and stime are the 12th and 13th.
+      const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      ticks += Number(fields[11]) + Number(fields[12]);
+      for (const tid of readdirSync(`/proc/${p}/task`)) {
+        for (const child of readFileSync(`/proc/${p}/task/${tid}/children`, 'utf8').split(' ')) if (child) visit(Number(child));
+      }
+    } catch {
+      // Gone meanwhile.
+    }
+  };
+  visit(pid);
+  return ticks / ticksPerSecond;
+}
