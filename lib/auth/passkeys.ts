@@ -206,10 +206,10 @@ export class PasskeyService {
     return { challengeId, options };
   }
 
-  /** Checks a new passkey of `userId` and stores it; returns its credential id. */
+  /** Checks a new passkey of `userId` and stores it; returns it as stored. */
   async verifyRegistration(
     opts: RelyingParty & { challengeId: string; userId: string; origin: string; response: unknown },
-  ): Promise<string> {
+  ): Promise<Passkey> {
     assertSameHost(opts.origin, opts.rpId);
     const response: RegistrationResponseJSON = {
       ...parse(registrationShape, opts.response),
@@ -247,9 +247,10 @@ export class PasskeyService {
       })
       .onConflict('id')
       .ignore()
-      .returning('id');
-    if (inserted.length === 0) throw new PasskeyError('exists', 'this passkey is already registered');
-    return credential.id;
+      .returning('*');
+    const stored = inserted[0] as CredentialRow | undefined;
+    if (!stored) throw new PasskeyError('exists', 'this passkey is already registered');
+    return toPasskey(stored);
   }
 
   /** Options for navigator.credentials.get(): discoverable credentials, so nobody is named yet. */

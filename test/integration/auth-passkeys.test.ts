@@ -62,7 +62,15 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
       user: { id: user.id, email: user.email },
     });
     const response = authenticator.create(options, app.origin);
-    return passkeys.verifyRegistration({ scope: app.ref.uid, challengeId, userId: user.id, origin: app.origin, rpId: app.rpId, response });
+    const { id } = await passkeys.verifyRegistration({
+      scope: app.ref.uid,
+      challengeId,
+      userId: user.id,
+      origin: app.origin,
+      rpId: app.rpId,
+      response,
+    });
+    return id;
   }
 
   async function signInOptions(app: TestApp) {
@@ -101,7 +109,7 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
       requireResidentKey: false,
     });
     assert.deepEqual(options.excludeCredentials, []);
-    const credentialId = await passkeys.verifyRegistration({
+    const { id: credentialId } = await passkeys.verifyRegistration({
       scope: appA.ref.uid,
       challengeId,
       userId: user.id,
@@ -269,7 +277,7 @@ describe('passkeys of app users (real PostgreSQL, software authenticator)', () =
       user: { id: user.id, email: user.email },
     });
     const created = authenticator.create(reg.options, appA.origin);
-    const credentialId = await passkeys.verifyRegistration({
+    const { id: credentialId } = await passkeys.verifyRegistration({
       scope: appA.ref.uid,
       challengeId: reg.challengeId,
       userId: user.id,

@@ -65,7 +65,7 @@ export function passkeyProvider(db: Knex, clock: () => Date): { routes: Map<stri
       step(async (r, _s, body, session) => {
         const who = await appUserOf(session);
         if (!who) throw new PasskeyError('invalid', 'sign in as an app user before adding a passkey');
-        const id = await passkeys.verifyRegistration({
+        const { id } = await passkeys.verifyRegistration({
           scope: r.app.metadata.uid!,
           rpId: r.host,
           challengeId: challengeIdOf(body),
