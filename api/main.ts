@@ -14,7 +14,7 @@ import { assembleDeps } from './deps.js';
 
 const config = loadConfigOrExit('api');
 const log = createLogger('api', config.logLevel);
-const db = connect(config.databaseUrl);
+const db = connect(config.databaseUrl, { log });
 const applied = await migrateLatest(db);
 if (applied.length) log.info({ applied }, `Applied ${applied.length} migrations`);
 const tokens = new TokenStore(db);

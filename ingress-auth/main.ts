@@ -24,7 +24,7 @@ const log = createLogger('ingress-auth', config.logLevel);
 const workers = config.proxy.workers;
 if (workers > 1 && cluster.isPrimary) await superviseWorkers(workers, log);
 
-const db = connect(config.databaseUrl);
+const db = connect(config.databaseUrl, { log });
 const recorder = new RequestRecorder(db, { log });
 recorder.start();
 // Public keys of the identity assertions, on every app hostname at /_svc/auth/jwks.json.

@@ -1,5 +1,6 @@
 // The one database access layer: every component gets its knex instance here.
 import knexFactory, { type Knex } from 'knex';
+import type { Logger } from '../logger.js';
 
 export type Db = Knex;
 
@@ -15,9 +16,21 @@ export const acquireTimeoutMs = 5000;
  */
 export const queryTimeoutMs = 15_000;
 
-export function connect(databaseUrl: string, opts: { poolMax?: number; acquireTimeoutMs?: number } = {}): Db {
+export function connect(databaseUrl: string, opts: { poolMax?: number; acquireTimeoutMs?: number; log?: Logger } = {}): Db {
+  const { log } = opts;
   return knexFactory({
     client: 'pg',
+    // knex's own messages (a pooled connection the server closed, a connection that could not be
+    // opened) into the component's log as JSON, not as plain lines on stdout, one per pooled
+    // connection each time PostgreSQL restarts; nowhere without a log (tests, tools). The pool
+    // replaces such a connection by itself, and a query that fails for it is logged by its caller.
+    log: {
+      warn: (message: string) => log?.warn({ knex: message }, 'Database client warning'),
+      error: (message: string) => log?.error({ knex: message }, 'Database client error'),
+      deprecate: (method: string, alternative: string) =>
+        log?.warn({ knex: `${method} is deprecated: ${alternative}` }, 'Database client warning'),
+      debug: (message: string) => log?.debug({ knex: message }, 'Database client'),
+    },
     // TCP keep-alive finds a dead server on an idle pooled connection; the query timeout, on a busy one.
     connection: { connectionString: databaseUrl, keepAlive: true, query_timeout: queryTimeoutMs },
     pool: { min: 0, max: opts.poolMax ?? 10 },

@@ -6,7 +6,7 @@ import { migrateDownAll, migrateLatest } from './migrate.js';
 
 const config = loadConfig();
 const log = createLogger('migrate', config.logLevel);
-const db = connect(config.databaseUrl, { poolMax: 1 });
+const db = connect(config.databaseUrl, { poolMax: 1, log });
 try {
   const direction = process.argv[2] ?? 'up';
   if (direction === 'down') {
