@@ -30,7 +30,7 @@ export SVC_DOMAINS_DNS_SERVERS=${SVC_DOMAINS_DNS_SERVERS:-127.0.0.1:$DNS_PORT}
 export SVC_PEBBLE_BIN="$PEBBLE_BIN"
 
 # Files run SVC_TEST_CONCURRENCY at a time (most of an integration file's time is waiting on the
-# cluster; 2 by default, one per core: each full run at 3 found one assertion a loaded machine
+# cluster; 1 by default: runs at 3, and one of two at 2, each found one wait a loaded machine
 # stretched, docs/decisions/0026-format-lint-test-phases.md), except those that stop or load a part
 # the others use: a file whose first lines say `// test-runs-alone: <why>` runs after the others.
 alone=() together=()
@@ -48,7 +48,7 @@ if [ "${1:-all}" != unit ]; then
   free_kib=$(df --output=avail "$STATE" | tail -1)
   ((free_kib > 10 * 1024 * 1024)) || say "test: warning: only $(disk_summary): pods may be evicted (DiskPressure) and fail" >&2
 fi
-concurrency=${SVC_TEST_CONCURRENCY:-2}
+concurrency=${SVC_TEST_CONCURRENCY:-1}
 say "test: ${#files[@]} files (${#together[@]} at most $concurrency at a time, then ${#alone[@]} alone)"
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT

@@ -42,15 +42,25 @@ describe('API deploys', () => {
     return JSON.parse(text) as T;
   };
   const deployFiles = (app: string, files: Record<string, string>) => api.request('POST', `/api/apps/${app}/deploy`, { body: { files } });
-  const settled = (id: string, timeoutMs = 60_000) =>
-    eventually(
-      `deploy ${id} to settle`,
-      async () => {
-        const d = await json<DeployBody>(await api.request('GET', `/api/deploys/${id}`), 200);
-        return d.status === 'live' || d.status === 'failed' ? d : undefined;
-      },
-      { timeoutMs, intervalMs: 100 },
-    );
+  /** Live or failed; a deploy that is neither in time is reported with its app's status and machines. */
+  const settled = async (id: string, timeoutMs = 60_000) => {
+    let last: DeployBody | undefined;
+    try {
+      return await eventually(
+        `deploy ${id} to settle`,
+        async () => {
+          last = await json<DeployBody>(await api.request('GET', `/api/deploys/${id}`), 200);
+          return last.status === 'live' || last.status === 'failed' ? last : undefined;
+        },
+        { timeoutMs, intervalMs: 100 },
+      );
+    } catch (err) {
+      const seen = last
+        ? `; last seen ${last.status}; app ${await (await api.request('GET', `/api/apps/${last.app}`)).text()}; machines ${await (await api.request('GET', `/api/apps/${last.app}/machines`)).text()}`
+        : '';
+      throw new Error(`${(err as Error).message}${seen}`, { cause: err });
+    }
+  };
   /** Settled, and live: a failure names its reason. */
   const live = async (id: string) => {
     const d = await settled(id);
