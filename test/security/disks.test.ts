@@ -60,12 +60,21 @@ describe("security: one account cannot fill the host's disk", () => {
     const kib = Number(df.trim().split('\n').at(-1)!.trim().split(/\s+/)[1]);
     assert.ok(kib * 1024 <= 16 * MiB && kib * 1024 >= 12 * MiB, `df inside shows the volume, not the host's disk: ${df}`);
 
-    // What the API reports, from the volume's own filesystem, once measured after the fill.
+    // What the API reports, from the volume's own filesystem, once measured after the fill. The
+    // provisioner measures every volume of its nodes one after another every 10 s (local-volumes/
+    // provisioner.ts), so under a full suite's load a round can take longer than a minute.
+    let lastSeen: number | null | undefined;
     const v = await eventually(
       'the filled volume measured',
-      async () => (await volumes()).find((x) => x.ref === 'disk-fill-data-m0' && (x.used_bytes ?? 0) > 8 * MiB),
-      { timeoutMs: 60_000 },
-    );
+      async () => {
+        const found = (await volumes()).find((x) => x.ref === 'disk-fill-data-m0');
+        lastSeen = found?.used_bytes;
+        return found && (found.used_bytes ?? 0) > 8 * MiB ? found : undefined;
+      },
+      { timeoutMs: 180_000 },
+    ).catch((err: Error) => {
+      throw new Error(`${err.message}; used_bytes last seen: ${String(lastSeen)}`, { cause: err });
+    });
     assert.equal(v.size_bytes, 16 * MiB);
     assert.ok(v.used_bytes! <= v.size_bytes, `used_bytes ${v.used_bytes} within size_bytes ${v.size_bytes}`);
 
