@@ -45,21 +45,21 @@ describe('API deploys', () => {
   /** Live or failed; a deploy that is neither in time is reported with its app's status and machines. */
   const settled = async (id: string, timeoutMs = 60_000) => {
     let last: DeployBody | undefined;
-    try {
-      return await eventually(
-        `deploy ${id} to settle`,
-        async () => {
-          last = await json<DeployBody>(await api.request('GET', `/api/deploys/${id}`), 200);
-          return last.status === 'live' || last.status === 'failed' ? last : undefined;
-        },
-        { timeoutMs, intervalMs: 100 },
-      );
-    } catch (err) {
-      const seen = last
-        ? `; last seen ${last.status}; app ${await (await api.request('GET', `/api/apps/${last.app}`)).text()}; machines ${await (await api.request('GET', `/api/apps/${last.app}/machines`)).text()}`
-        : '';
-      throw new Error(`${(err as Error).message}${seen}`, { cause: err });
-    }
+    return eventually(
+      `deploy ${id} to settle`,
+      async () => {
+        last = await json<DeployBody>(await api.request('GET', `/api/deploys/${id}`), 200);
+        return last.status === 'live' || last.status === 'failed' ? last : undefined;
+      },
+      {
+        timeoutMs,
+        intervalMs: 100,
+        detail: async () =>
+          last
+            ? `last seen ${last.status}; app ${await (await api.request('GET', `/api/apps/${last.app}`)).text()}; machines ${await (await api.request('GET', `/api/apps/${last.app}/machines`)).text()}`
+            : 'no deploy read yet',
+      },
+    );
   };
   /** Settled, and live: a failure names its reason. */
   const live = async (id: string) => {
@@ -69,19 +69,15 @@ describe('API deploys', () => {
   };
   const served = async (app: string, want: string, pathName = '/') => {
     let last = 'no ready endpoint';
-    try {
-      return await eventually(
-        `${app} to serve ${JSON.stringify(want)}`,
-        async () => {
-          const r = await getFromApp(ns, app, pathName);
-          if (r) last = `${r.status} ${r.body.slice(0, 200)}`;
-          return r && r.status === 200 && r.body.includes(want) ? r : undefined;
-        },
-        { timeoutMs: 60_000, intervalMs: 100 },
-      );
-    } catch (err) {
-      throw new Error(`${(err as Error).message}; last answer: ${last}`, { cause: err });
-    }
+    return eventually(
+      `${app} to serve ${JSON.stringify(want)}`,
+      async () => {
+        const r = await getFromApp(ns, app, pathName);
+        if (r) last = `${r.status} ${r.body.slice(0, 200)}`;
+        return r && r.status === 200 && r.body.includes(want) ? r : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 100, detail: () => `last answer: ${last}` },
+    );
   };
 
   it('deploys inline files: a static site served from the Service endpoints, the deploy recorded live', async () => {

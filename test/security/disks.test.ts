@@ -71,10 +71,8 @@ describe("security: one account cannot fill the host's disk", () => {
         lastSeen = found?.used_bytes;
         return found && (found.used_bytes ?? 0) > 8 * MiB ? found : undefined;
       },
-      { timeoutMs: 180_000 },
-    ).catch((err: Error) => {
-      throw new Error(`${err.message}; used_bytes last seen: ${String(lastSeen)}`, { cause: err });
-    });
+      { timeoutMs: 180_000, detail: () => `used_bytes last seen: ${String(lastSeen)}` },
+    );
     assert.equal(v.size_bytes, 16 * MiB);
     assert.ok(v.used_bytes! <= v.size_bytes, `used_bytes ${v.used_bytes} within size_bytes ${v.size_bytes}`);
 
