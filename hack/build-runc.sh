@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the nodes' runc from the Go module proxy into the cache, as build-k8s.sh builds Kubernetes;
 # with the binary there it does nothing. Debian's runc (1.1.5) lacks the November 2025 fixes
-# (CVE-2025-31133, CVE-2025-52565, CVE-2025-52881); containerd 1.6 runs this one by absolute path
-# (BinaryName in hack/nodes.sh). Why not containerd 2 as well: docs/decisions/0022-runtime.md.
+# (CVE-2025-31133, CVE-2025-52565, CVE-2025-52881); containerd runs this one by absolute path
+# (BinaryName in hack/nodes.sh). Why 1.2.8 and not the latest: docs/decisions/0022-runtime.md.
 source "$(dirname "$0")/lib.sh"
 
 if [ -x "$RUNC_BIN" ]; then

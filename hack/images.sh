@@ -208,9 +208,14 @@ if [ ! -f "$LAYERS/agent-node-$agent_node_key.tar" ]; then
   install -D -m 0111 "$NODE_BIN/node" "$d/usr/local/lib/svc/agent-node"
   tar_dir "$d" "$LAYERS/agent-node-$agent_node_key.tar"; rm -rf "$d"
 fi
-tag="$(short "$sandbox_base_tag" "$node_key" "$agent_node_key" "$deps_key" "$code_key")"
+# The entrypoint lowers the limits every command inherits before the agent starts, hard and soft, so
+# nothing it runs can raise them again: 256 open files, no core dumps, files up to 2 GiB (the largest
+# sandbox disk; the tmpfs size bounds the rest). The runtime's base spec cannot set them for a pod in
+# a user namespace here (hack/nodes.sh, write_sandbox_spec); a process may always lower its own.
+sandbox_entry='ulimit -n 256 && ulimit -c 0 && ulimit -f 4194304 && exec /usr/local/lib/svc/agent-node --disable-sigusr1 /app/dist/sandbox-agent/main.js'
+tag="$(short "$sandbox_base_tag" "$node_key" "$agent_node_key" "$deps_key" "$code_key" "$sandbox_entry")"
 image svc/sandbox "$tag" "$sandbox_base_ref" --clear=config.cmd --config.workingdir /home/app --config.user 1000:1000 \
-  --config.entrypoint=/usr/local/lib/svc/agent-node --config.entrypoint=--disable-sigusr1 --config.entrypoint=/app/dist/sandbox-agent/main.js \
+  --config.entrypoint=/bin/sh --config.entrypoint=-c --config.entrypoint="$sandbox_entry" \
   "$path_env" --config.env NODE_ENV=production -- \
   "$LAYERS/node-$node_key.tar" "$LAYERS/agent-node-$agent_node_key.tar" "$LAYERS/deps-$deps_key.tar" "$LAYERS/code-$code_key.tar"
 record SVC_SANDBOX_IMAGE svc/sandbox "$tag"

@@ -13,11 +13,10 @@ command -v nsenter >/dev/null || missing+=(util-linux)
 command -v ip >/dev/null || missing+=(iproute2)
 command -v bwrap >/dev/null || missing+=(bubblewrap)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
-# The nodes (hack/nodes.sh): containerd with runc, the CNI plugins, iptables and ipset for kube-proxy
-# and the policy agent, the local registry, and what hack/images.sh builds images with.
-command -v containerd >/dev/null || missing+=(containerd)
-command -v runc >/dev/null || missing+=(runc)
-# The nodes' runc itself is built from source (hack/build-runc.sh): cgo against libseccomp.
+# The nodes (hack/nodes.sh): the CNI plugins, iptables and ipset for kube-proxy and the policy agent,
+# the local registry, and what hack/images.sh builds images with. Their containerd and runc are not
+# Debian's (1.6.20, past its end of life, and 1.1.5, without the November 2025 fixes) but built
+# from source (hack/build-containerd.sh, hack/build-runc.sh): runc with cgo against libseccomp.
 command -v gcc >/dev/null || missing+=(gcc)
 command -v pkg-config >/dev/null || missing+=(pkg-config)
 [ -f /usr/include/seccomp.h ] || missing+=(libseccomp-dev)
@@ -57,7 +56,7 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-command -v go >/dev/null || { say "deps: Go is required (1.26 or newer) to build Kubernetes; install it from go.dev" >&2; exit 1; }
+command -v go >/dev/null || { say "deps: Go is required (1.26.8 or newer) to build Kubernetes and the nodes' containerd; install it from go.dev" >&2; exit 1; }
 
 # Node.js $NODE_VERSION (the current LTS) from the npm registry's node-linux-<arch> package, into the
 # cache: whatever Node the machine has only runs npm for this.

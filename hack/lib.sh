@@ -20,6 +20,10 @@ PEBBLE_BIN="$CACHE/pebble-${PEBBLE_VERSION:-v2.10.3}/bin"
 # The nodes' runc (hack/build-runc.sh builds it at this version), by absolute path: never Debian's.
 RUNC_VERSION=${RUNC_VERSION:-v1.2.8}
 RUNC_BIN="$CACHE/runc-$RUNC_VERSION/runc"
+# The nodes' containerd, its runc shim and ctr (hack/build-containerd.sh builds them at this version),
+# by absolute path and first on containerd's PATH: never Debian's 1.6.
+CONTAINERD_VERSION=${CONTAINERD_VERSION:-v2.3.7}
+CONTAINERD_BIN="$CACHE/containerd-$CONTAINERD_VERSION/bin"
 # The Node.js every part runs on (.node-version), installed from the npm registry by install-deps.sh.
 NODE_VERSION=$(cat "$ROOT/.node-version")
 NODE_BIN="$CACHE/node-v$NODE_VERSION/bin"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The local platform's two worker nodes, as k3s and k0s run a node on a host: per node an upstream
-# kubelet with its own containerd (runc, the Debian CNI bridge and host-local plugins), plus for
+# kubelet with its own containerd 2 (runc, the Debian CNI bridge and host-local plugins), plus for
 # the host one kube-proxy, the NetworkPolicy agent, the volume provisioner, the local OCI registry
 # both containerd instances pull from, the DNS server custom domains are verified against, and the
 # ACME server their certificates come from.
@@ -170,6 +170,51 @@ JSON
   wait_ready acme 30 curl -fsS -o /dev/null --max-time 2 --cacert "$PEBBLE_CERTS/pebble.minica.pem" "https://127.0.0.1:$ACME_PORT/dir"
 }
 
+# ---- user namespaces ---------------------------------------------------------------------------
+# A pod with hostUsers: false gets 65536 host IDs (idsPerPod) for its user namespace from the kubelet,
+# out of the subordinate IDs of the user `kubelet` (/etc/subuid and /etc/subgid, which it reads with
+# getsubids); with no such user it takes every ID from 65536 up. Two kubelets on one host would then
+# give the same IDs to pods of both nodes. So the host's range is registered for `kubelet` (useradd
+# gives it to no other user then), and each node's kubelet has on its PATH a getsubids answering
+# with the node's own slice of it: 256 pods' worth, as maxPods is 250. write_userns_ids returns 1
+# (and `up` stops) when those IDs cannot be had: a user namespace would otherwise share them.
+USERNS_IDS_PER_POD=65536
+USERNS_NODE_IDS=$((256 * USERNS_IDS_PER_POD))
+# 2^30 up, 16 nodes' worth, unless /etc/subuid gives `kubelet` a range already.
+USERNS_FIRST_ID=${SVC_USERNS_FIRST_ID:-1073741824}
+USERNS_IDS=$((16 * USERNS_NODE_IDS))
+
+# write_userns_ids NODE INDEX : the node's getsubids ($NODES_DIR/NODE/bin, first on its kubelet's PATH).
+write_userns_ids() {
+  local node=$1 i=$2 f line first count start
+  id -u kubelet >/dev/null 2>&1 ||
+    useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin kubelet
+  for f in /etc/subuid /etc/subgid; do
+    [ -f "$f" ] || touch "$f"
+    grep -q '^kubelet:' "$f" || echo "kubelet:$USERNS_FIRST_ID:$USERNS_IDS" >>"$f"
+  done
+  line=$(grep -m1 '^kubelet:' /etc/subuid)
+  if [ "$line" != "$(grep -m1 '^kubelet:' /etc/subgid)" ]; then
+    say "nodes: the kubelet user's ranges in /etc/subuid and /etc/subgid differ; the kubelet needs one range for both" >&2
+    return 1
+  fi
+  IFS=: read -r _ first count <<<"$line"
+  start=$((first + i * USERNS_NODE_IDS))
+  if ((first % USERNS_IDS_PER_POD != 0 || start + USERNS_NODE_IDS > first + count)); then
+    say "nodes: the kubelet user's range in /etc/subuid ($line) has no slice of $USERNS_NODE_IDS IDs for $node (node $i), or does not start at a multiple of $USERNS_IDS_PER_POD" >&2
+    return 1
+  fi
+  mkdir -p "$NODES_DIR/$node/bin"
+  write_if_changed "$NODES_DIR/$node/bin/getsubids" <<SH
+#!/bin/sh
+# getsubids for the kubelet of $node (hack/nodes.sh): its slice of the kubelet user's range ($line).
+[ "\$1" = -g ] && shift
+[ "\$1" = kubelet ] || { echo "getsubids: only the kubelet's IDs are known here" >&2; exit 1; }
+echo "0: kubelet $start $USERNS_NODE_IDS"
+SH
+  chmod 755 "$NODES_DIR/$node/bin/getsubids"
+}
+
 # ---- one node ----------------------------------------------------------------------------------
 # The cgroup the node's kubelet puts every pod under, in each v1 hierarchy (or the v2 tree).
 make_cgroup_root() {
@@ -245,23 +290,21 @@ host_firewall() {
 
 # The OCI base spec of the svc-sandbox runtime: containerd's default, with no capabilities in any
 # set (CRI only adds to the base what a pod asks, and PSA restricted refuses adds), a read-only root
-# whatever the pod says, and limits the pod spec cannot raise: 256 open files, no core dumps, files
-# up to 2 GiB (the largest sandbox disk: the tmpfs size bounds the rest), 128 processes per container. (No new privileges is set too, but CRI overrides
-# it from the pod's allowPrivilegeEscalation.)
+# whatever the pod says, and 128 processes per container, which the pod spec cannot raise. (No new
+# privileges is set too, but CRI overrides it from the pod's allowPrivilegeEscalation.) No rlimits:
+# runc sets those with prlimit() from outside the container, which for a user-namespaced pod (a
+# process of another uid) needs CAP_SYS_RESOURCE, and this machine's root lacks it: the sandbox
+# image's entrypoint lowers them itself (hack/images.sh; docs/decisions/0022-runtime.md).
 write_sandbox_spec() {
   # Made first, written after: the last command of a pipeline runs in a subshell, where
   # write_if_changed's note of a change (CHANGED, which restarts containerd) would be lost.
   local spec
-  spec=$(ctr oci spec | node -e '
+  spec=$("$CONTAINERD_BIN/ctr" oci spec | node -e '
     let text = ""; process.stdin.on("data", (d) => (text += d)).on("end", () => {
       const spec = JSON.parse(text);
       for (const set of Object.keys(spec.process.capabilities)) spec.process.capabilities[set] = [];
       spec.process.noNewPrivileges = true;
-      spec.process.rlimits = [
-        { type: "RLIMIT_NOFILE", hard: 256, soft: 256 },
-        { type: "RLIMIT_CORE", hard: 0, soft: 0 },
-        { type: "RLIMIT_FSIZE", hard: 2 * 1024 * 1024 * 1024, soft: 2 * 1024 * 1024 * 1024 },
-      ];
+      delete spec.process.rlimits;
       spec.root = { ...spec.root, readonly: true };
       spec.linux.resources = { ...spec.linux.resources, pids: { limit: 128 } };
       process.stdout.write(JSON.stringify(spec, null, 2) + "\n");
@@ -280,58 +323,78 @@ server = "http://127.0.0.1:$REGISTRY_PORT"
 TOML
   # shellcheck disable=SC1091
   source "$STATE/images.env"
+  # containerd 2.3's configuration (version 4; `containerd config default` shows every key). Since
+  # 2.0 the CRI plugin is split into images (io.containerd.cri.v1.images), runtime
+  # (io.containerd.cri.v1.runtime) and the gRPC service with the streaming server
+  # (io.containerd.grpc.v1.cri); since 2.3 the grpc/ttrpc listeners are plugins too. Everything
+  # that defaults to a path of the host is the node's own: two containerd run here. NRI is off: its
+  # socket is one per host (/var/run/nri/nri.sock), and nothing here uses it.
   write_if_changed "$dir/containerd.toml" <<TOML
-version = 2
+version = 4
 root = "$dir/containerd"
 state = "$run/state"
-disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
-[grpc]
+disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.blockfile", "io.containerd.snapshotter.v1.erofs", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing", "io.containerd.nri.v1.nri"]
+[plugins."io.containerd.server.v1.grpc"]
   address = "$sock"
-[ttrpc]
+[plugins."io.containerd.server.v1.ttrpc"]
   address = "$run/containerd.sock.ttrpc"
-[debug]
-  address = ""
-[metrics]
-  address = ""
+# The shims' sockets (by default /run/containerd/s, the host's).
+[plugins."io.containerd.shim.v1.manager"]
+  socket_dir = "$run/s"
+# Its bin/ goes first on containerd's PATH (by default /opt/containerd, the host's).
 [plugins."io.containerd.internal.v1.opt"]
   path = "$dir/containerd/opt"
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "$SVC_IMAGE_PAUSE"
-  stream_server_address = "127.0.0.1"
-  stream_server_port = "0"
+[plugins."io.containerd.cri.v1.images"]
+  snapshotter = "overlayfs"
+  [plugins."io.containerd.cri.v1.images".pinned_images]
+    sandbox = "$SVC_IMAGE_PAUSE"
+  [plugins."io.containerd.cri.v1.images".registry]
+    config_path = "$NODES_DIR/registry-hosts"
+    # The nodes' own credential for the platform's registry, which opens its platform repositories
+    # and no tenant's (docs/decisions/0025-registry-auth.md): what containerd pulls with when the
+    # kubelet passes none (the pause image, pods that name no pull Secret). hosts.toml carries no
+    # credentials, so it stays in the configs table (deprecated; kept through the 2.3 line).
+    [plugins."io.containerd.cri.v1.images".registry.configs."127.0.0.1:$REGISTRY_PORT".auth]
+      username = "platform/node"
+      password = "$(cat "$REGISTRY_AUTH_DIR/node")"
+[plugins."io.containerd.cri.v1.runtime"]
   enable_selinux = false
   # This machine drops CAP_SYS_RESOURCE: a negative oom_score_adj cannot be written, so containers
   # keep the score they inherit instead of runc failing to start them.
   restrict_oom_score_adj = true
   max_container_log_line_size = 16384
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "overlayfs"
+  # Pods' network namespaces are mounted under the node's state ($run/state/...), not the host's
+  # /var/run/netns: a node stopped with its pods (down, clear_other_runtime) leaves none behind.
+  netns_mounts_under_state_dir = true
+  # containerd 2.3's CRI asks every container's and sandbox's shim for its cgroup metrics once a
+  # second by default (to compute CPU usage in nano-cores), about 30 cgroup files each: with 300
+  # machines on this host that alone took most of both CPUs and stalled pod starts for minutes.
+  # The kubelet takes its own stats from cAdvisor every 10 s, so 10 s loses nothing it uses.
+  stats_collect_period = "10s"
+  [plugins."io.containerd.cri.v1.runtime".containerd]
     default_runtime_name = "runc"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+    # The shim (containerd-shim-runc-v2) is found on containerd's PATH, which start_node puts
+    # CONTAINERD_BIN first on; runc (RUNC_BIN) by absolute path.
+    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
         BinaryName = "$RUNC_BIN"
         SystemdCgroup = false
     # The svc-sandbox RuntimeClass: runc too (gVisor's runsc does not build here, see
     # docs/decisions/0014-real-nodes.md), from a stricter base spec (write_sandbox_spec).
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.svc-sandbox]
+    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.svc-sandbox]
       runtime_type = "io.containerd.runc.v2"
       base_runtime_spec = "$NODES_DIR/sandbox-spec.json"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.svc-sandbox.options]
+      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.svc-sandbox.options]
         BinaryName = "$RUNC_BIN"
         SystemdCgroup = false
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
+  [plugins."io.containerd.cri.v1.runtime".cni]
+    bin_dirs = ["/usr/lib/cni"]
     conf_dir = "$dir/cni"
     max_conf_num = 1
-  [plugins."io.containerd.grpc.v1.cri".registry]
-    config_path = "$NODES_DIR/registry-hosts"
-    # The nodes' own credential for the platform's registry, which opens its platform repositories
-    # and no tenant's (docs/decisions/0025-registry-auth.md): what containerd pulls with when the
-    # kubelet passes none (the pause image, pods that name no pull Secret).
-    [plugins."io.containerd.grpc.v1.cri".registry.configs."127.0.0.1:$REGISTRY_PORT".auth]
-      username = "platform/node"
-      password = "$(cat "$REGISTRY_AUTH_DIR/node")"
+[plugins."io.containerd.grpc.v1.cri"]
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
 TOML
   # It holds the nodes' registry password.
   chmod 600 "$dir/containerd.toml"
@@ -374,8 +437,6 @@ cgroupDriver: cgroupfs
 cgroupRoot: /svc-$node
 failCgroupV1: false
 failSwapOn: false
-    # runc is the one hack/build-runc.sh builds (RUNC_BIN, with the November 2025 fixes), not
-    # Debian's 1.1.5 that is on PATH; containerd stays Debian's 1.6 (docs/decisions/0022-runtime.md).
 podCIDR: $(node_subnet "$i")
 resolvConf: $dir/resolv.conf
 clusterDomain: cluster.local
@@ -395,6 +456,8 @@ evictionHard: {memory.available: "100Mi", nodefs.available: "2%", imagefs.availa
 containerLogMaxSize: 10Mi
 containerLogMaxFiles: 2
 shutdownGracePeriod: 0s
+# Pods with hostUsers: false (docs/decisions/0022-runtime.md): IDs from the node's getsubids.
+userNamespaces: {idsPerPod: $USERNS_IDS_PER_POD}
 YAML
 }
 
@@ -412,14 +475,37 @@ mount_volumes() {
   done
 }
 
+# clear_other_runtime NODE : a node last run on another containerd (Debian's 1.6 before
+# docs/decisions/0022, or another build) starts afresh: containerd 2 would have to take over the old
+# one's tasks and sandboxes, so the node's pods are stopped and containerd's root and state removed
+# (its images come again from the local registry); the kubelet then makes the pods again.
+clear_other_runtime() {
+  local node=$1 dir="$NODES_DIR/$1" run="$RUN_DIR/$1"
+  if [ -e "$dir/containerd/io.containerd.metadata.v1.bolt/meta.db" ] && [ "$(cat "$dir/runtime" 2>/dev/null)" != "$CONTAINERD_BIN" ]; then
+    say "containerd-$node: the runtime is now $CONTAINERD_BIN; stopping the node's pods and clearing its containerd"
+    stop_daemon "kubelet-$node" 15
+    stop_pods "$node"
+    stop_daemon "containerd-$node" 15
+    unmount_node "$node"
+    rm -rf "$dir/containerd" "$run/state"
+  fi
+  mkdir -p "$dir"
+  echo "$CONTAINERD_BIN" >"$dir/runtime"
+}
+
 start_node() {
   local node=$1 i; i=$(node_index "$node")
   local dir="$NODES_DIR/$node" run="$RUN_DIR/$node"
   setup_network "$i"
   make_cgroup_root "svc-$node"
   write_node_config "$node" "$i"
+  write_userns_ids "$node" "$i"
   write_kubeconfig "$KCONF_DIR/kubelet-$node.kubeconfig" "system:node:$node" "node-$node"
+  clear_other_runtime "$node"
+  # Clearing a node unmounts everything under it, its volumes' filesystems too: mounted again.
+  mount_volumes
   restart_if_changed "kubelet-$node" "$dir/kubelet.yaml"
+  restart_if_changed "kubelet-$node" "$dir/bin/getsubids"
   restart_if_changed "containerd-$node" "$dir/containerd.toml"
   restart_if_changed "containerd-$node" "$NODES_DIR/sandbox-spec.json"
   # The nodes run at a lower CPU priority than the control plane and the platform (nice, inherited by
@@ -434,7 +520,9 @@ start_node() {
     { grep " $run/state" /proc/mounts || true; } | awk '{print $2}' | sort -r | xargs -r umount -l
     rm -rf "$run/state"
   fi
-  start_daemon "containerd-$node" nice -n "$NODE_NICE" containerd --config "$dir/containerd.toml" --log-level warn
+  # CONTAINERD_BIN first on PATH: containerd finds the shim (containerd-shim-runc-v2) there.
+  start_daemon "containerd-$node" nice -n "$NODE_NICE" env PATH="$CONTAINERD_BIN:$PATH" \
+    "$CONTAINERD_BIN/containerd" --config "$dir/containerd.toml" --log-level warn
   wait_ready "containerd-$node" 30 test -S "$run/containerd.sock"
   start_kubelet "$node"
 }
@@ -442,7 +530,8 @@ start_node() {
 start_kubelet() {
   local node=$1 i dir="$NODES_DIR/$1"
   i=$(node_index "$node")
-  start_daemon "kubelet-$node" nice -n "$NODE_NICE" "$K8S_BIN/kubelet" --config "$dir/kubelet.yaml" \
+  # The node's bin/ first on PATH: its getsubids (write_userns_ids).
+  start_daemon "kubelet-$node" nice -n "$NODE_NICE" env PATH="$dir/bin:$PATH" "$K8S_BIN/kubelet" --config "$dir/kubelet.yaml" \
     --kubeconfig "$KCONF_DIR/kubelet-$node.kubeconfig" --hostname-override "$node" \
     --node-ip "$(node_gateway "$i")" --root-dir "$dir/kubelet" --cert-dir "$dir/kubelet/pki" \
     --node-labels "svc.dev/node=$node" -v 1
@@ -518,9 +607,10 @@ parts() {
 }
 
 up() {
-  # The nodes' runc, by absolute path in containerd's config: built (once, into the cache) before
-  # any node starts, or every pod fails at its sandbox with "fork/exec …/runc: no such file".
+  # The nodes' runc and containerd, by absolute path: built (once, into the cache) before any node
+  # starts, or every pod fails at its sandbox with "fork/exec …/runc: no such file".
   "$ROOT/hack/build-runc.sh"
+  "$ROOT/hack/build-containerd.sh"
   "$ROOT/hack/certs.sh"
   start_dns
   start_acme
@@ -571,14 +661,18 @@ down() {
     stop_daemon "kubelet-$n" 15
     stop_pods "$n"
     stop_daemon "containerd-$n" 15
-    # What the containers and the kubelet left mounted: root filesystems, shm, volumes.
-    awk -v a="$NODES_DIR/$n/" -v b="$RUN_DIR/$n/" 'index($2, a) == 1 || index($2, b) == 1 {print $2}' /proc/mounts | sort -r |
-      while read -r m; do umount -l "$m" 2>/dev/null || true; done
+    unmount_node "$n"
   done
   stop_daemon registry 5
   stop_daemon registry-auth 5
   stop_daemon acme 5
   stop_daemon dns 5
+}
+
+# unmount_node NODE : what the containers and the kubelet left mounted: root filesystems, shm, volumes.
+unmount_node() {
+  awk -v a="$NODES_DIR/$1/" -v b="$RUN_DIR/$1/" 'index($2, a) == 1 || index($2, b) == 1 {print $2}' /proc/mounts | sort -r |
+    while read -r m; do umount -l "$m" 2>/dev/null || true; done
 }
 
 # stop_pods NODE : kill every process in the node's cgroup root (its pods' containers), then the

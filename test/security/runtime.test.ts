@@ -1,9 +1,10 @@
-// Attack surface: the runc that starts every tenant container (issue 30, item 9). Debian's runc
+// Attack surface: the runtime that starts every tenant container (issue 30, item 9). Debian's runc
 // 1.1.5 predates the November 2025 advisories (CVE-2025-31133, CVE-2025-52565, CVE-2025-52881:
 // container escapes through masked paths, the /dev/console mount and racing procfs writes), fixed
-// in runc 1.2.8, 1.3.3 and 1.4.0. Read from the running parts: each node's running containerd, the
-// configuration it was started with, the runc each of its runtimes (machines' and sandboxes') names,
-// and that binary's own answer to --version.
+// in runc 1.2.8, 1.3.3 and 1.4.0; Debian's containerd 1.6 is past its end of life and ignores
+// hostUsers: false. Read from the running parts: each node's running containerd and its binary's
+// own --version, the configuration it was started with, the runc each of its runtimes (machines'
+// and sandboxes') names, and that binary's own answer to --version.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
@@ -29,9 +30,9 @@ function hasNovember2025Fixes(version: string): boolean {
   return minor > 4;
 }
 
-/** The --config of every running containerd, from its command line. */
-async function runningContainerdConfigs(): Promise<string[]> {
-  const configs: string[] = [];
+/** Every running containerd: its binary and the --config of its command line. */
+async function runningContainerds(): Promise<Array<{ binary: string; config: string }>> {
+  const found: Array<{ binary: string; config: string }> = [];
   for (const pid of (await readdir('/proc')).filter((d) => /^\d+$/.test(d))) {
     const argv = await readFile(`/proc/${pid}/cmdline`, 'utf8').then(
       (s) => s.split('\0'),
@@ -39,19 +40,29 @@ async function runningContainerdConfigs(): Promise<string[]> {
     );
     if (!argv[0]?.endsWith('containerd')) continue;
     const i = argv.indexOf('--config');
-    if (i > 0 && argv[i + 1]) configs.push(argv[i + 1]!);
+    if (i > 0 && argv[i + 1]) found.push({ binary: argv[0], config: argv[i + 1]! });
   }
-  return configs;
+  return found;
 }
 
-describe("security: the nodes' runc has the November 2025 fixes", () => {
+describe("security: the nodes' runtime is containerd 2 with a runc that has the November 2025 fixes", () => {
   it('knows which versions are fixed', () => {
     for (const v of ['1.1.5', '1.1.15', '1.2.7', '1.3.2', '1.2.0-rc.1', 'unknown']) assert.equal(hasNovember2025Fixes(v), false, v);
     for (const v of ['1.2.8', '1.3.3', '1.4.0', '1.5.2', '1.6.0-rc.1']) assert.equal(hasNovember2025Fixes(v), true, v);
   });
 
+  it('every node runs a supported containerd 2 (user namespaces, runc by absolute path)', async () => {
+    const containerds = await runningContainerds();
+    assert.ok(containerds.length >= 2, `a containerd per node (found ${containerds.map((c) => c.config).join(', ') || 'none'})`);
+    for (const { binary } of containerds) {
+      const { stdout } = await run(binary, ['--version']);
+      const version = / v?(\d+)\.(\d+)\.\d+/.exec(stdout);
+      assert.ok(version && Number(version[1]) >= 2, `${binary} is ${stdout.trim()}, not containerd 2`);
+    }
+  });
+
   it('every runtime of every running containerd names a runc with the fixes', async () => {
-    const configs = await runningContainerdConfigs();
+    const configs = (await runningContainerds()).map((c) => c.config);
     assert.ok(configs.length >= 2, `a containerd per node (found ${configs.join(', ') || 'none'})`);
     for (const config of configs) {
       const toml = await readFile(config, 'utf8');
