@@ -433,6 +433,11 @@ const machineNetwork = part({
     }),
 });
 
+const userNamespaces = part({
+  env: { SVC_USER_NAMESPACES: bool.default(true) },
+  read: (e) => e.SVC_USER_NAMESPACES,
+});
+
 const webhookAllowPrivate = part({
   env: { SVC_WEBHOOK_ALLOW_PRIVATE: bool.default(false) },
   read: (e) => e.SVC_WEBHOOK_ALLOW_PRIVATE,
@@ -989,6 +994,12 @@ export const parts = {
    * ingress-auth and probes come from and the machine listener is on, and that listener's ports.
    */
   machineNetwork,
+  /**
+   * Tenant pods (machines, builds, sandboxes) each in a user namespace of their own (hostUsers:
+   * false): their uid 0 and 1000 are unprivileged high IDs on the node (docs/decisions/0022-runtime.md).
+   * Off only for a cluster whose runtime cannot (containerd before 2.0, runc before 1.2).
+   */
+  userNamespaces,
   /** Allow webhook URLs on loopback and private networks (tests and local development only). */
   webhookAllowPrivate,
   /** The DNS servers webhook hosts are resolved with (and checked against the URL guard); default the system's. */
@@ -1117,6 +1128,7 @@ export const components = {
     'images',
     'assertion',
     'machineNetwork',
+    'userNamespaces',
     'controllersMetrics',
   ],
   'ingress-auth': [

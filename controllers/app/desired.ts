@@ -50,6 +50,8 @@ export interface AppSettings {
   database?: { name: string; host: string | undefined } | undefined;
   /** The StorageClass of the App's volume claims; undefined: the cluster's default. */
   volumeStorageClass?: string | undefined;
+  /** Machines in a user namespace of their own (hostUsers: false; config.userNamespaces). */
+  userNamespaces?: boolean | undefined;
   /**
    * The ClusterIP of each of the App's service Services, by service name (observed, so set per App
    * by the reconciler); undefined: not known yet. Only Apps with spec.services have them.

@@ -128,13 +128,16 @@ export function machineSpec(
   settings: AppSettings,
   ordinal = 0,
   view: ServiceView = servicesOf(app.spec)[0]!,
-): Pick<k8s.V1PodSpec, 'containers' | 'initContainers' | 'volumes' | 'securityContext' | 'hostAliases' | 'restartPolicy'> {
+): Pick<k8s.V1PodSpec, 'containers' | 'initContainers' | 'volumes' | 'securityContext' | 'hostUsers' | 'hostAliases' | 'restartPolicy'> {
   const persistent = persistentVolumes(app, view, ordinal);
   const limits = Object.fromEntries(Object.entries(app.spec.resources ?? {}).filter(([, v]) => v !== undefined)) as Record<string, string>;
   const readiness = readinessOf(view);
   const hostAliases = hostAliasesOf(app, settings);
   const podLevel = {
     securityContext: machinePodSecurity,
+    // Its uid 1000 (and any uid it could reach) is an unprivileged high ID on the node: a process
+    // that escaped its container owns nothing of the host's nor of another pod's.
+    ...(settings.userNamespaces ? { hostUsers: false } : {}),
     ...(hostAliases ? { hostAliases } : {}),
     // Always is what a machine had before services could say otherwise; named only when it differs.
     ...(view.restart !== 'always' ? { restartPolicy: restartPolicies[view.restart] } : {}),

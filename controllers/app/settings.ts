@@ -2,7 +2,9 @@
 import type { Config } from '../../lib/config.js';
 import type { AppSettings } from './desired.js';
 
-export function appSettings(config: Pick<Config, 'site' | 'deploys' | 'assertion' | 'machineNetwork' | 'images'>): AppSettings {
+export function appSettings(
+  config: Pick<Config, 'site' | 'deploys' | 'assertion' | 'machineNetwork' | 'images' | 'userNamespaces'>,
+): AppSettings {
   return {
     site: config.site,
     runtimeImage: config.deploys.runtimeImage,
@@ -13,6 +15,7 @@ export function appSettings(config: Pick<Config, 'site' | 'deploys' | 'assertion
     rolloutDeadlineMs: config.deploys.rolloutDeadlineSeconds * 1000,
     volumeStorageClass: config.deploys.volumeStorageClass,
     images: config.images,
+    userNamespaces: config.userNamespaces,
     platform: {
       cidrs: config.machineNetwork.platformCidrs,
       namespace: config.machineNetwork.platformNamespace,

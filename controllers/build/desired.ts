@@ -34,6 +34,8 @@ export interface BuildSettings {
   resources: k8s.V1ResourceRequirements;
   /** The account's pull Secret the build's pod pulls with (controllers/account/); undefined: the platform has no registry of its own. */
   pullSecret?: string | undefined;
+  /** The build's pod in a user namespace of its own (hostUsers: false; config.userNamespaces). */
+  userNamespaces?: boolean | undefined;
 }
 
 export type BuildStatusFields = NonNullable<Build['status']>;
@@ -168,6 +170,8 @@ export function buildJob(b: Build, s: BuildSettings, now: Date): k8s.V1Job {
           automountServiceAccountToken: false,
           enableServiceLinks: false,
           ...(s.pullSecret ? { imagePullSecrets: [{ name: s.pullSecret }] } : {}),
+          // The tenant's build scripts run here: their uid is an unprivileged high ID on the node.
+          ...(s.userNamespaces ? { hostUsers: false } : {}),
           securityContext: {
             runAsNonRoot: true,
             runAsUser: 1000,

@@ -5,7 +5,9 @@ import type { Config } from '../../lib/config.js';
 import { pullSecretName } from '../../lib/registry/names.js';
 import type { BuildSettings } from './desired.js';
 
-export function buildSettings(config: Pick<Config, 'builds' | 'deploys' | 'machineNetwork' | 'databases'>): BuildSettings | undefined {
+export function buildSettings(
+  config: Pick<Config, 'builds' | 'deploys' | 'machineNetwork' | 'databases' | 'userNamespaces'>,
+): BuildSettings | undefined {
   const key = config.deploys.artifactKey;
   if (!key) return undefined;
   return {
@@ -22,5 +24,6 @@ export function buildSettings(config: Pick<Config, 'builds' | 'deploys' | 'machi
     privateCidrs: config.builds.privateCidrs,
     resources: { requests: { cpu: '250m', memory: '512Mi' }, limits: { cpu: config.builds.cpu, memory: config.builds.memory } },
     pullSecret: config.builds.registry ? pullSecretName : undefined,
+    userNamespaces: config.userNamespaces,
   };
 }

@@ -1,8 +1,9 @@
 // The sandbox pod, pure: the one shape every sandbox runs in, whether made ahead for the pool or
 // for one sandbox (cold). No service-account token, the restricted profile and more (read-only root,
-// no capabilities, no privilege escalation, RuntimeDefault seccomp, a non-root uid), the sandbox
-// RuntimeClass (its base spec adds a process limit, no core dumps and a file-size limit:
-// hack/nodes.sh), CPU and memory limits, and a writable home and /tmp on memory-backed volumes of a
+// no capabilities, no privilege escalation, RuntimeDefault seccomp, a non-root uid, a user namespace
+// of its own), the sandbox RuntimeClass (its base spec adds a process limit: hack/nodes.sh), the
+// image's entrypoint lowering its open files, core dumps and file size before the agent starts
+// (hack/images.sh), CPU and memory limits, and a writable home and /tmp on memory-backed volumes of a
 // fixed size. The pause container is PID 1 (shareProcessNamespace): it reaps what tenant code
 // orphans, and killing the agent ends the sandbox instead of leaving zombies to fill the process limit.
 import { createHash, randomBytes } from 'node:crypto';
@@ -17,6 +18,8 @@ export interface SandboxPodSettings {
   runtimeClass: string | undefined;
   /** Derives each pod's agent token (lib/sandbox/exec.ts agentToken). */
   agentKey: Buffer;
+  /** Each pod in a user namespace of its own (hostUsers: false; config.userNamespaces). */
+  userNamespaces?: boolean | undefined;
 }
 
 export const sandboxUid = 1000;
@@ -31,7 +34,7 @@ export const sandboxEphemeralStorage = { request: '16Mi', limit: '128Mi' } as co
 /** The hash of everything that shapes a pool member: a member of another template is replaced. */
 export function poolKey(settings: SandboxPodSettings, resources: SandboxResources): string {
   return createHash('sha256')
-    .update(JSON.stringify([settings.image, settings.runtimeClass ?? '', resources, agentPort, 3]))
+    .update(JSON.stringify([settings.image, settings.runtimeClass ?? '', resources, agentPort, settings.userNamespaces === true, 3]))
     .digest('hex')
     .slice(0, 16);
 }
@@ -70,6 +73,8 @@ export function sandboxPod(
       automountServiceAccountToken: false,
       enableServiceLinks: false,
       shareProcessNamespace: true,
+      // The code a sandbox runs is anyone's: its uid is an unprivileged high ID on the node.
+      ...(settings.userNamespaces ? { hostUsers: false } : {}),
       restartPolicy: 'Never',
       terminationGracePeriodSeconds: 1,
       securityContext: {

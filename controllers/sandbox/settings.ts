@@ -14,7 +14,9 @@ export interface SandboxControllerSettings {
 }
 
 /** Undefined without an agent key (the artifact key): no sandbox could be reached safely. */
-export function sandboxSettings(config: Pick<Config, 'sandboxes' | 'deploys' | 'machineNetwork'>): SandboxControllerSettings | undefined {
+export function sandboxSettings(
+  config: Pick<Config, 'sandboxes' | 'deploys' | 'machineNetwork' | 'userNamespaces'>,
+): SandboxControllerSettings | undefined {
   const key = config.deploys.artifactKey;
   if (!key) return undefined;
   return {
@@ -23,6 +25,7 @@ export function sandboxSettings(config: Pick<Config, 'sandboxes' | 'deploys' | '
       namespace: config.sandboxes.namespace,
       runtimeClass: config.sandboxes.runtimeClass,
       agentKey: key,
+      userNamespaces: config.userNamespaces,
     },
     poolSize: config.sandboxes.poolSize,
     retentionMs: config.sandboxes.retentionMs,

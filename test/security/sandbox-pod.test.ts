@@ -12,6 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import type { ExecResult } from '../../lib/sandbox/exec.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { images } from '../support/images.js';
+import { assertOwnUserNamespace } from '../support/user-namespace.js';
 import { eventually } from '../support/wait.js';
 
 describe("security: tenant code cannot read, trace or inspect its sandbox's agent, nor outlive its exec", { timeout: 300_000 }, () => {
@@ -70,6 +71,15 @@ print(r, ctypes.get_errno())"`);
     assert.equal(usr1.stdout.trim(), 'none listening');
     // And the agent is still there, serving.
     assert.equal((await exec('echo still served')).stdout, 'still served\n');
+  });
+
+  it('runs in a user namespace of its own, with limits its code cannot raise', async () => {
+    assertOwnUserNamespace((await exec('cat /proc/self/uid_map')).stdout);
+    // Set by the image's entrypoint before the agent starts (hack/images.sh), hard and soft.
+    const limits = await exec(
+      'echo $(ulimit -Sn) $(ulimit -Hn) $(ulimit -Hc) $(ulimit -Hf); (ulimit -n 512) 2>/dev/null && echo raised || echo kept',
+    );
+    assert.equal(limits.stdout, '256 256 0 4194304\nkept\n');
   });
 
   it('ends what an exec left running in a session of its own before the next exec starts', async () => {

@@ -21,6 +21,7 @@ import { images } from '../support/images.js';
 import { rawRequest } from '../support/raw-request.js';
 import { operatorAuthFile } from '../support/registry.js';
 import { kubeConfig, kubectl, testNamespace, uniqueName } from '../support/kube.js';
+import { assertOwnUserNamespace } from '../support/user-namespace.js';
 import { eventually } from '../support/wait.js';
 
 const domain = 'apps.localhost';
@@ -42,6 +43,7 @@ export default async (req) => {
   const paths = JSON.parse(q.get('read') ?? '[]');
   return {
     uid: process.getuid(), gid: process.getgid(),
+    uidMap: readFileSync('/proc/self/uid_map', 'utf8'),
     root: readdirSync('/').sort(),
     caps: readFileSync('/proc/self/status', 'utf8').split('\\n').filter((l) => /^Cap(Eff|Prm|Bnd)/.test(l)),
     reads: Object.fromEntries(paths.map((p) => [p, read(p)])),
@@ -55,6 +57,7 @@ export default async (req) => {
 interface ProbeAnswer {
   uid: number;
   gid: number;
+  uidMap: string;
   root: string[];
   caps: string[];
   reads: Record<string, string>;
@@ -142,6 +145,11 @@ describe('security: tenant isolation on the real nodes', () => {
     assert.ok(!a.root.includes('work'), `the host’s /work is not there (root: ${a.root.join(' ')})`);
     const shell = await via(probeApp, '/api/id');
     assert.match(shell.body, /^uid=1000\(app\) gid=1000\(app\)/, shell.body);
+  });
+
+  it('runs tenant code in a user namespace of its own: its uids are unprivileged high IDs on the node', async () => {
+    const a = await probe({});
+    assertOwnUserNamespace(a.uidMap);
   });
 
   it('reads nothing of the host: the owner token, the CA key, the PostgreSQL socket, the state directory', async () => {

@@ -69,6 +69,14 @@ describe('App plan', () => {
     assert.equal(envOf(app({ env: [{ name: 'SVC_AUTH_AUDIENCE', value: 'evil' }] })).SVC_AUTH_AUDIENCE, 'shop.apps.localhost');
   });
 
+  it('runs a machine in a user namespace of its own when the platform says so, and replaces the machines of the other shape', () => {
+    const own = machinePod(app(), 0, { ...settings, userNamespaces: true });
+    assert.equal(own.spec?.hostUsers, false);
+    const host = machinePod(app(), 0, settings);
+    assert.equal(host.spec?.hostUsers, undefined);
+    assert.notEqual(revisionOf(app(), { ...settings, userNamespaces: true }), revisionOf(app(), settings));
+  });
+
   it('runs every container of a machine non-root, unprivileged, capability-less, read-only, seccomp-confined, tokenless', () => {
     for (const a of [app(), app({ kind: 'static', source: { digest: `sha256:${'a'.repeat(64)}` } })]) {
       const pod = machinePod(a, 0, settings);

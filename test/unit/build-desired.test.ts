@@ -75,6 +75,11 @@ describe('build desired state', () => {
     assert.equal(p.cacheClaim?.metadata?.name, 'build-cache-site');
   });
 
+  it('runs the build in a user namespace of its own when the platform says so', () => {
+    assert.equal(plan(build(), observed(), { ...settings, userNamespaces: true }, now).createJob!.spec!.template.spec!.hostUsers, false);
+    assert.equal(plan(build(), observed(), settings, now).createJob!.spec!.template.spec!.hostUsers, undefined);
+  });
+
   it('bounds the node disk of every container of a build, artifact or Git (ephemeral-storage over its bounded emptyDirs)', () => {
     const git = build({ spec: { ...build().spec, source: { git: { url: 'https://git.example/repo.git', ref: 'main' } } } });
     for (const b of [build(), git]) {

@@ -192,6 +192,17 @@ describe('sandbox pod', () => {
     for (const v of pod.spec!.volumes!) assert.equal(v.emptyDir?.medium, 'Memory', v.name);
   });
 
+  it('runs in a user namespace of its own when the platform says so, and a pool member of the other shape is replaced', () => {
+    const own = sandboxPod(
+      { ...settings, userNamespaces: true },
+      { name: 'sbx-x', resources: { ...defaultResources }, network: false, labels: {} },
+    );
+    assert.equal(own.spec!.hostUsers, false);
+    const host = sandboxPod(settings, { name: 'sbx-x', resources: { ...defaultResources }, network: false, labels: {} });
+    assert.equal(host.spec!.hostUsers, undefined);
+    assert.notEqual(poolKey({ ...settings, userNamespaces: true }, { ...defaultResources }), key);
+  });
+
   it('runs with no token, the restricted profile, limits, the sandbox RuntimeClass and a read-only root', () => {
     const pod = sandboxPod(settings, {
       name: 'sbx-x',

@@ -94,6 +94,8 @@ apps' domain and URLs, mail, sign-in providers and the images the platform start
   value: {{ .Values.images.postgres | quote }}
 - name: SVC_SANDBOX_RUNTIME_CLASS
   value: {{ .Values.sandboxes.runtimeClass.name | quote }}
+- name: SVC_USER_NAMESPACES
+  value: {{ .Values.userNamespaces | quote }}
 {{- with .Values.imageRegistries }}
 - name: SVC_IMAGE_REGISTRIES
   value: {{ . | quote }}
