@@ -34,6 +34,8 @@ export interface DatabaseSettings {
   /** What serves a Database that names no provider (controllers/database/cnpg.ts for cloudnative-pg). */
   provider?: 'pods' | 'cloudnative-pg';
   cnpg?: { image: string | undefined; operatorNamespace: string };
+  /** Servers and their backup Jobs in a user namespace of their own (hostUsers: false; config.userNamespaces). */
+  userNamespaces?: boolean | undefined;
   /**
    * Backups and restores through the API's machine listener: its ports (as the App policies name
    * them), the artifact store's base URL (restores fetch a dump there), where backups go, when, and
@@ -171,6 +173,9 @@ export function serverPod(db: Database, settings: DatabaseSettings, sourceHost?:
     kind: 'Pod',
     metadata: meta(db, o.pod),
     spec: {
+      // It runs the tenant's SQL: were that to run code, it would be an unprivileged high uid on the
+      // node. (A running server keeps the shape it was made with until it is replaced.)
+      ...(settings.userNamespaces ? { hostUsers: false } : {}),
       // The volume is made the server's group only when its root is not already (not on every start).
       securityContext: {
         runAsNonRoot: true,
@@ -314,6 +319,7 @@ function backupJobSpec(
         restartPolicy: 'Never',
         automountServiceAccountToken: false,
         enableServiceLinks: false,
+        ...(settings.userNamespaces ? { hostUsers: false } : {}),
         securityContext: { runAsNonRoot: true, runAsUser: serverUid, runAsGroup: serverUid, seccompProfile: { type: 'RuntimeDefault' } },
         containers: [
           {

@@ -3,7 +3,7 @@
 import type { Config } from '../../lib/config.js';
 import type { DatabaseSettings } from './desired.js';
 
-export function databaseSettings(config: Pick<Config, 'databases' | 'deploys' | 'machineNetwork'>): DatabaseSettings {
+export function databaseSettings(config: Pick<Config, 'databases' | 'deploys' | 'machineNetwork' | 'userNamespaces'>): DatabaseSettings {
   const key = config.deploys.artifactKey;
   return {
     image: config.databases.image,
@@ -13,6 +13,7 @@ export function databaseSettings(config: Pick<Config, 'databases' | 'deploys' | 
     platformNamespace: config.machineNetwork.platformNamespace,
     provider: config.databases.provider,
     cnpg: config.databases.cnpg,
+    userNamespaces: config.userNamespaces,
     backups: key
       ? {
           key,

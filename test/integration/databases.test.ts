@@ -16,6 +16,7 @@ import { expectJson, startTestApi, type TestApi } from '../support/api.js';
 import { getFromApp, getFromEveryMachine } from '../support/app-traffic.js';
 import { dbAppScript } from '../support/db-app.js';
 import { images } from '../support/images.js';
+import { hostUidsOfPod } from '../support/user-namespace.js';
 import { eventually } from '../support/wait.js';
 
 interface DatabaseBody {
@@ -105,6 +106,11 @@ describe('Databases', () => {
       'once, with its address',
     );
     assert.match(up.host ?? '', /^\d+\.\d+\.\d+\.\d+$/);
+    // The server runs the tenant's SQL in a user namespace of its own: its processes are high uids on the node.
+    const server = await api.kube.core.readNamespacedPod({ name: databaseObjects('notes-db').pod, namespace: ns });
+    assert.equal(server.spec?.hostUsers, false);
+    const uids = await hostUidsOfPod(server.metadata!.uid!);
+    assert.ok(uids.length > 0 && uids.every((u) => u >= 65536), `the server's processes' host uids: ${uids.join(', ')}`);
     // What its data takes, measured on its volume: an initialised cluster is tens of megabytes.
     const measured = await eventually(
       'the size used measured',

@@ -21,7 +21,7 @@ import { images } from '../support/images.js';
 import { rawRequest } from '../support/raw-request.js';
 import { operatorAuthFile } from '../support/registry.js';
 import { kubeConfig, kubectl, testNamespace, uniqueName } from '../support/kube.js';
-import { assertOwnUserNamespace } from '../support/user-namespace.js';
+import { assertOwnUserNamespace, hostUidsOfPod } from '../support/user-namespace.js';
 import { eventually } from '../support/wait.js';
 
 const domain = 'apps.localhost';
@@ -150,6 +150,16 @@ describe('security: tenant isolation on the real nodes', () => {
   it('runs tenant code in a user namespace of its own: its uids are unprivileged high IDs on the node', async () => {
     const a = await probe({});
     assertOwnUserNamespace(a.uidMap);
+    // And as the node sees them: every process of the probe's machines is a high uid, not 1000.
+    const pods = await kubeConfig()
+      .makeApiClient(k8s.CoreV1Api)
+      .listNamespacedPod({ namespace: attacker.account.namespace, labelSelector: `svc.dev/app=${probeApp}` });
+    assert.ok(pods.items.length > 0);
+    for (const pod of pods.items) {
+      assert.equal(pod.spec?.hostUsers, false);
+      const uids = await hostUidsOfPod(pod.metadata!.uid!);
+      assert.ok(uids.length > 0 && uids.every((u) => u >= 65536), `${pod.metadata!.name}: host uids ${uids.join(', ')}`);
+    }
   });
 
   it('reads nothing of the host: the owner token, the CA key, the PostgreSQL socket, the state directory', async () => {

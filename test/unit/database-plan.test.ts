@@ -89,6 +89,24 @@ describe('database plan', () => {
     assert.deepEqual(cluster.spec!.resources, { requests: { 'ephemeral-storage': '64Mi' }, limits: { 'ephemeral-storage': '256Mi' } });
   });
 
+  it('runs its server and backups in a user namespace of their own when the platform says so', () => {
+    const own: DatabaseSettings = {
+      ...settings,
+      userNamespaces: true,
+      backups: {
+        key: Buffer.alloc(32, 2),
+        schedule: '30 3 * * *',
+        platformPorts: [{ port: 8080 }],
+        artifactBaseUrl: 'http://a',
+        backupBaseUrl: 'http://b',
+      },
+    };
+    const p = plan(db, { pod: undefined, claim, service, attachedApps: [] }, own, new Date('2026-11-25T12:00:00Z'));
+    assert.equal(p.createPod!.spec!.hostUsers, false);
+    assert.equal(p.backup!.cronJob.spec!.jobTemplate.spec!.template.spec!.hostUsers, false);
+    assert.equal(plan(db, { pod: undefined, claim, service, attachedApps: [] }, settings).createPod!.spec!.hostUsers, undefined);
+  });
+
   it('is Ready with its address once the server is ready, names the app attached, and says why it failed', () => {
     const readyPod = pod({ conditions: [{ type: 'Ready', status: 'True' }] });
     const app = { metadata: { name: 'shop' }, spec: { database: 'orders' } } as App;
