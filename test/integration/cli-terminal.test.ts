@@ -63,11 +63,13 @@ describe('svc at a terminal (tmux)', () => {
     const t = await open('login --name terminal-laptop', { SVC_CONFIG_DIR: path.join(dir, 'config'), PATH: `${bin}:${process.env.PATH}` });
     const screen = await t.waitFor(/Open (\S+) and check that it shows the code ([A-Z]{4}-[A-Z]{4})/);
     const [, url, code] = /Open (\S+) and check that it shows the code ([A-Z]{4}-[A-Z]{4})/.exec(screen)!;
-    const browsed = await eventually('the browser opened', async () => (await readFile(opened, 'utf8').catch(() => '')).trim()).catch(
-      async (err: unknown) => {
-        throw new Error(`${String(err)}; the screen shows:\n${await t.screen()}`);
-      },
-    );
+    // Empty until the stand-in's echo has written it (its `>` makes the file first): not opened yet.
+    const browsed = await eventually(
+      'the browser opened',
+      async () => (await readFile(opened, 'utf8').catch(() => '')).trim() || undefined,
+    ).catch(async (err: unknown) => {
+      throw new Error(`${String(err)}; the screen shows:\n${await t.screen()}`);
+    });
     assert.equal(browsed, url);
     // The person approves in the console (its session cookie, header and Origin).
     const session = (await api.deps.tokens.issue(api.account.id, { name: 'console', expiresAt: new Date(Date.now() + 3600e3) })).token;
