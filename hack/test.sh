@@ -30,9 +30,10 @@ export SVC_DOMAINS_DNS_SERVERS=${SVC_DOMAINS_DNS_SERVERS:-127.0.0.1:$DNS_PORT}
 export SVC_PEBBLE_BIN="$PEBBLE_BIN"
 
 # Files run SVC_TEST_CONCURRENCY at a time (most of an integration file's time is waiting on the
-# cluster; 1 by default: runs at 3, and one of two at 2, each found one wait a loaded machine
-# stretched, docs/decisions/0026-format-lint-test-phases.md), except those that stop or load a part
-# the others use: a file whose first lines say `// test-runs-alone: <why>` runs after the others.
+# cluster; 2 by default, one per core: two clean-clone runs in a row passed at 2 on containerd 2,
+# docs/decisions/0026-format-lint-test-phases.md; 1 runs them one at a time), except those that stop
+# or load a part the others use: a file whose first lines say `// test-runs-alone: <why>` runs after
+# the others.
 alone=() together=()
 for f in "${files[@]}"; do
   if head -n 20 "$f" | grep -q '^// test-runs-alone:'; then alone+=("$f"); else together+=("$f"); fi
@@ -48,7 +49,7 @@ if [ "${1:-all}" != unit ]; then
   free_kib=$(df --output=avail "$STATE" | tail -1)
   ((free_kib > 10 * 1024 * 1024)) || say "test: warning: only $(disk_summary): pods may be evicted (DiskPressure) and fail" >&2
 fi
-concurrency=${SVC_TEST_CONCURRENCY:-1}
+concurrency=${SVC_TEST_CONCURRENCY:-2}
 say "test: ${#files[@]} files (${#together[@]} at most $concurrency at a time, then ${#alone[@]} alone)"
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
