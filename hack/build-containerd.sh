@@ -10,26 +10,18 @@ have_all() { for b in "${BINS[@]}"; do [ -x "$CONTAINERD_BIN/$b" ] || return 1; 
 if have_all; then
   exit 0
 fi
-command -v go >/dev/null || { say "containerd: go is required on PATH" >&2; exit 1; }
-export GOMODCACHE="$CACHE/gomod" GOCACHE="$CACHE/gocache" GOFLAGS="-mod=mod" GOTOOLCHAIN=local
 
-work="$CACHE/build-containerd-$CONTAINERD_VERSION"
-rm -rf "$work" && mkdir -p "$work"
-dir=$(go mod download -json "github.com/containerd/containerd/v2@$CONTAINERD_VERSION" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
-[ -f "$dir/go.mod" ] || { say "containerd: could not download containerd $CONTAINERD_VERSION from the module proxy" >&2; exit 1; }
-cp -r "$dir" "$work/src" && chmod -R u+w "$work/src" && cd "$work/src"
 # Static Go binaries: no cgo (the btrfs snapshotter, its only cgo part, is not used by the nodes);
 # the shim with the no_grpc tag, and the version strings, as containerd's Makefile builds them (a
-# module zip carries no git revision).
-pkg=github.com/containerd/containerd/v2
-ldflags="-s -w -X $pkg/version.Version=$CONTAINERD_VERSION -X $pkg/version.Package=$pkg"
-say "containerd: compiling $CONTAINERD_VERSION: containerd, ctr, containerd-shim-runc-v2 (several minutes on 2 cores with a cold cache)"
-start=$SECONDS
-mkdir -p "$CONTAINERD_BIN"
-CGO_ENABLED=0 go build -trimpath -buildmode=pie -tags urfave_cli_no_docs -ldflags "$ldflags" -o "$work/containerd" ./cmd/containerd
-CGO_ENABLED=0 go build -trimpath -buildmode=pie -tags urfave_cli_no_docs -ldflags "$ldflags" -o "$work/ctr" ./cmd/ctr
-CGO_ENABLED=0 go build -trimpath -tags "urfave_cli_no_docs no_grpc" -ldflags "$ldflags" -o "$work/containerd-shim-runc-v2" ./cmd/containerd-shim-runc-v2
-"$work/containerd" --version | grep -qE " $CONTAINERD_VERSION( |$)" || { say "containerd: the built binary does not say $CONTAINERD_VERSION" >&2; exit 1; }
-for b in "${BINS[@]}"; do mv "$work/$b" "$CONTAINERD_BIN/$b"; done
-cd "$CACHE" && rm -rf "$work"
-say "containerd: $CONTAINERD_VERSION built in $((SECONDS - start)) s ($CONTAINERD_BIN)"
+# module zip carries no git revision, so its version line ends in a blank).
+build() {
+  local pkg=github.com/containerd/containerd/v2 ldflags b
+  ldflags="-s -w -X $pkg/version.Version=$CONTAINERD_VERSION -X $pkg/version.Package=$pkg"
+  go build -trimpath -buildmode=pie -tags urfave_cli_no_docs -ldflags "$ldflags" -o "$CONTAINERD_BIN/containerd.tmp" ./cmd/containerd
+  go build -trimpath -buildmode=pie -tags urfave_cli_no_docs -ldflags "$ldflags" -o "$CONTAINERD_BIN/ctr.tmp" ./cmd/ctr
+  go build -trimpath -tags "urfave_cli_no_docs no_grpc" -ldflags "$ldflags" -o "$CONTAINERD_BIN/containerd-shim-runc-v2.tmp" ./cmd/containerd-shim-runc-v2
+  "$CONTAINERD_BIN/containerd.tmp" --version | grep -qE " $CONTAINERD_VERSION( |\$)" || { say "containerd: the built binary does not say $CONTAINERD_VERSION" >&2; exit 1; }
+  for b in "${BINS[@]}"; do mv "$CONTAINERD_BIN/$b.tmp" "$CONTAINERD_BIN/$b"; done
+}
+go_build containerd "github.com/containerd/containerd/v2@$CONTAINERD_VERSION" "$CONTAINERD_BIN" \
+  "$CONTAINERD_VERSION: containerd, ctr, containerd-shim-runc-v2 (several minutes on 2 cores with a cold Go cache)" build

@@ -8,28 +8,20 @@ source "$(dirname "$0")/lib.sh"
 if [ -x "$RUNC_BIN" ]; then
   exit 0
 fi
-command -v go >/dev/null || { say "runc: go is required on PATH" >&2; exit 1; }
 pkg-config --exists libseccomp || { say "runc: runc needs libseccomp-dev and pkg-config (hack/install-deps.sh)" >&2; exit 1; }
 command -v gcc >/dev/null || { say "runc: runc needs gcc (cgo, for seccomp)" >&2; exit 1; }
-export GOMODCACHE="$CACHE/gomod" GOCACHE="$CACHE/gocache" GOFLAGS="-mod=mod" GOTOOLCHAIN=local
 
-work="$CACHE/build-runc-$RUNC_VERSION"
-rm -rf "$work" && mkdir -p "$work"
-dir=$(go mod download -json "github.com/opencontainers/runc@$RUNC_VERSION" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
-[ -f "$dir/go.mod" ] || { say "runc: could not download runc $RUNC_VERSION from the module proxy" >&2; exit 1; }
-cp -r "$dir" "$work/src" && chmod -R u+w "$work/src" && cd "$work/src"
-[ "$(cat VERSION)" = "${RUNC_VERSION#v}" ] || { say "runc: its VERSION says $(cat VERSION), not $RUNC_VERSION" >&2; exit 1; }
-# 1.2.8 and 1.3.3 replace go-selinux by a patched copy under internal/third_party (the
-# CVE-2025-52881 fix, under embargo then) that the module's zip leaves out; go-selinux released
-# that fix since (v1.13.0), so a release with it comes from the proxy instead.
-if grep -q 'internal/third_party/selinux' go.mod; then
-  go mod edit -dropreplace github.com/opencontainers/selinux -require github.com/opencontainers/selinux@v1.13.1
-fi
-say "runc: compiling $RUNC_VERSION (cgo, seccomp against libseccomp $(pkg-config --modversion libseccomp))"
-start=$SECONDS
-mkdir -p "$(dirname "$RUNC_BIN")"
-CGO_ENABLED=1 go build -trimpath -buildmode=pie -tags "seccomp urfave_cli_no_docs" -ldflags "-X main.version=$(cat VERSION)" -o "$RUNC_BIN.tmp" .
-"$RUNC_BIN.tmp" --version | grep -q '^libseccomp: ' || { say "runc: built without seccomp" >&2; rm -f "$RUNC_BIN.tmp"; exit 1; }
-mv "$RUNC_BIN.tmp" "$RUNC_BIN"
-cd "$CACHE" && rm -rf "$work"
-say "runc: $RUNC_VERSION built in $((SECONDS - start)) s ($RUNC_BIN)"
+build() {
+  [ "$(cat VERSION)" = "${RUNC_VERSION#v}" ] || { say "runc: its VERSION says $(cat VERSION), not $RUNC_VERSION" >&2; exit 1; }
+  # 1.2.8 and 1.3.3 replace go-selinux by a patched copy under internal/third_party (the
+  # CVE-2025-52881 fix, under embargo then) that the module's zip leaves out; go-selinux released
+  # that fix since (v1.13.0), so a release with it comes from the proxy instead.
+  if grep -q 'internal/third_party/selinux' go.mod; then
+    go mod edit -dropreplace github.com/opencontainers/selinux -require github.com/opencontainers/selinux@v1.13.1
+  fi
+  CGO_ENABLED=1 go build -trimpath -buildmode=pie -tags "seccomp urfave_cli_no_docs" -ldflags "-X main.version=$(cat VERSION)" -o "$RUNC_BIN.tmp" .
+  "$RUNC_BIN.tmp" --version | grep -q '^libseccomp: ' || { say "runc: built without seccomp" >&2; rm -f "$RUNC_BIN.tmp"; exit 1; }
+  mv "$RUNC_BIN.tmp" "$RUNC_BIN"
+}
+go_build runc "github.com/opencontainers/runc@$RUNC_VERSION" "$(dirname "$RUNC_BIN")" \
+  "$RUNC_VERSION (cgo, seccomp against libseccomp $(pkg-config --modversion libseccomp))" build
