@@ -995,8 +995,9 @@ export const parts = {
    */
   machineNetwork,
   /**
-   * Tenant pods (machines, builds, sandboxes) each in a user namespace of their own (hostUsers:
-   * false): their uid 0 and 1000 are unprivileged high IDs on the node (docs/decisions/0022-runtime.md).
+   * Tenant pods (machines, builds, sandboxes, database servers) each in a user namespace of their
+   * own (hostUsers: false): their uid 0 and 1000 are unprivileged high IDs on the node
+   * (docs/decisions/0022-runtime.md).
    * Off only for a cluster whose runtime cannot (containerd before 2.0, runc before 1.2).
    */
   userNamespaces,
