@@ -65,6 +65,8 @@ const plainConnectionTokens = new Set(['keep-alive', 'close', 'upgrade']);
 
 /** Lowercase header names a Connection header lists (RFC 9110 7.6.1: hop-by-hop too), added to `into`. */
 function connectionTokens(value: string, into: string[] | undefined): string[] | undefined {
+  // Nearly every answer says just `keep-alive` (or `close`): no list to split.
+  if (plainConnectionTokens.has(value) || plainConnectionTokens.has(value.trim().toLowerCase())) return into;
   for (const t of value.split(',')) {
     const token = t.trim().toLowerCase();
     if (token && !plainConnectionTokens.has(token)) (into ??= []).push(token);
@@ -81,7 +83,8 @@ function dropNamed(out: string[], tokens: readonly string[]): void {
  * The request headers for the app as a flat [name, value, ...] list from the raw headers, so a
  * header sent twice stays twice (and both copies of a spoofed one are dropped). `keepUpgrade` keeps
  * `Connection: upgrade` and `Upgrade` for a WebSocket handshake. One pass and one map lookup per
- * header: this runs on every request (docs/benchmarks.md "bench/proxy").
+ * header: this runs on every request (docs/benchmarks.md "bench/proxy"). The identity, then the
+ * forwarding headers come last (forwardingEntries).
  */
 export function upstreamHeaders(rawHeaders: readonly string[], fwd: Forwarded, keepUpgrade = false): string[] {
   const out: string[] = [];
@@ -105,10 +108,17 @@ export function upstreamHeaders(rawHeaders: readonly string[], fwd: Forwarded, k
   }
   if (tokens) dropNamed(out, tokens);
   if (keepUpgrade) out.push('connection', 'upgrade');
-  out.push('x-forwarded-for', fwd.clientIp, 'x-forwarded-proto', fwd.proto, 'x-forwarded-host', fwd.host, 'x-request-id', fwd.requestId);
   if (fwd.identity) for (const h of fwd.identity) out.push(h);
+  out.push('x-forwarded-for', fwd.clientIp, 'x-forwarded-proto', fwd.proto, 'x-forwarded-host', fwd.host, 'x-request-id', fwd.requestId);
   return out;
 }
+
+/**
+ * The entries upstreamHeaders ends with, the forwarding headers: every entry before them is a value
+ * node's HTTP parser read from the client or an identity header checked where it was made
+ * (SignIn.identityHeaders), which the upstream client need not check again (UpstreamRequest.checked).
+ */
+export const forwardingEntries = 8;
 
 const latin1 = (v: Buffer | string): string => (typeof v === 'string' ? v : v.toString('latin1'));
 

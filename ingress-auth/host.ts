@@ -14,6 +14,10 @@ import type { RouteSource } from './routes.js';
  */
 export function hostnameOf(host: string | undefined): string | undefined {
   if (!host) return undefined;
+  return remembered(hostnames, host, parseHostname);
+}
+
+function parseHostname(host: string): string | undefined {
   let h = host.trim().toLowerCase();
   if (h.startsWith('[')) return undefined;
   const colon = h.indexOf(':');
@@ -27,12 +31,43 @@ export function hostnameOf(host: string | undefined): string | undefined {
 
 /** The app name a Host header value names under `appsDomain`, or undefined. */
 export function appOfHost(host: string | undefined, appsDomain: string): string | undefined {
+  if (!host) return undefined;
+  let names = appNames.get(appsDomain);
+  if (!names) appNames.set(appsDomain, (names = new Map<string, string | undefined>()));
+  return remembered(names, host, parseAppName, appsDomain);
+}
+
+function parseAppName(host: string, appsDomain: string): string | undefined {
   const h = hostnameOf(host);
   if (h === undefined) return undefined;
   const suffix = `.${appsDomain.toLowerCase()}`;
   if (!h.endsWith(suffix)) return undefined;
   const label = h.slice(0, -suffix.length);
   return appName.test(label) ? label : undefined;
+}
+
+// Every request parses its Host two or three times (SNI check, app, audience), and a keep-alive
+// connection sends the same one each time: what a Host value means is kept, as it depends on the
+// value (and the apps domain) only. Bounded: Host values a client invents start the memo over, and
+// one longer than any hostname with a port is parsed each time rather than kept.
+const memoMax = 4096;
+const memoKeyMax = 260;
+const hostnames = new Map<string, string | undefined>();
+const appNames = new Map<string, Map<string, string | undefined>>();
+
+function remembered(
+  memo: Map<string, string | undefined>,
+  key: string,
+  parse: (key: string, arg: string) => string | undefined,
+  arg = '',
+): string | undefined {
+  if (key.length > memoKeyMax) return parse(key, arg);
+  const known = memo.get(key);
+  if (known !== undefined || memo.has(key)) return known;
+  const value = parse(key, arg);
+  if (memo.size >= memoMax) memo.clear();
+  memo.set(key, value);
+  return value;
 }
 
 /** What appAtHost reads of the configuration. */

@@ -6,8 +6,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { request as httpRequest } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from '../lib/logger.js';
+import type { App } from '../lib/resources/index.js';
 import { errorPage, sendError } from './errors.js';
-import { downstreamHeaders, upstreamHeaders, type Forwarded } from './headers.js';
+import { downstreamHeaders, forwardingEntries, upstreamHeaders, type Forwarded } from './headers.js';
 import { errorCode, hasBody, retryable } from './retry.js';
 import type { Backend } from './routes.js';
 import { Upstream, type ExchangeControl, type ExchangeHandler, type UpstreamError } from './upstream/upstream.js';
@@ -23,6 +24,19 @@ export interface Outcome {
   backend?: string;
   retried?: boolean;
   error?: string;
+  /**
+   * The exchange under way when it was started by dispatch(): the caller's own 'close' listener
+   * tells it the client left, so a request has one listener, not two. Not logged.
+   */
+  exchange?: { clientGone(): void } | undefined;
+}
+
+/**
+ * The round-robin key of an App: its uid, a string the informer's object keeps from request to
+ * request (a key built per request would be hashed anew each time), else its namespace and name.
+ */
+export function balanceKey(app: App): string {
+  return app.metadata.uid ?? `${app.metadata.namespace}/${app.metadata.name}`;
 }
 
 export class Proxy {
@@ -79,13 +93,14 @@ export class Proxy {
     fwd: Forwarded,
     outcome: Outcome = {},
   ): Promise<Outcome> {
-    const exchange = this.start(req, res, key, backends, fwd, outcome);
+    const exchange = this.start(req, res, key, backends, fwd, outcome, true);
     return exchange ? exchange.done : Promise.resolve(outcome);
   }
 
   /**
-   * forward() for a caller that does not wait for the end (the request handler hears it from
-   * `res` 'close'): no promise is made, one less allocation and microtask on every request.
+   * forward() for a caller that does not wait for the end and listens to `res` 'close' itself (the
+   * request handler): no promise is made, and the caller's listener calls `outcome.exchange`'s
+   * clientGone(), one less allocation, listener and microtask on every request.
    */
   dispatch(
     req: IncomingMessage,
@@ -95,7 +110,7 @@ export class Proxy {
     fwd: Forwarded,
     outcome: Outcome = {},
   ): void {
-    this.start(req, res, key, backends, fwd, outcome);
+    this.start(req, res, key, backends, fwd, outcome, false);
   }
 
   private start(
@@ -105,13 +120,14 @@ export class Proxy {
     backends: () => readonly Backend[],
     fwd: Forwarded,
     outcome: Outcome,
+    listen: boolean,
   ): Exchange | undefined {
     const first = this.pick(key, backends());
     if (!first) {
       sendError(res, 503, 'no machine of this app is ready', req.headers.accept, fwd.requestId);
       return undefined;
     }
-    const exchange = new Exchange(this, req, res, key, backends, fwd, outcome);
+    const exchange = new Exchange(this, req, res, key, backends, fwd, outcome, listen);
     exchange.send(first);
     return exchange;
   }
@@ -205,13 +221,8 @@ class Exchange implements ExchangeHandler {
   private backend: Backend | undefined;
   private gone = false;
   private finished = false;
-  private readonly onClose = () => {
-    if (this.res.writableFinished) return;
-    this.gone = true;
-    this.controller?.abort();
-    this.outcome.error = 'client went away';
-    this.finish();
-  };
+  /** Its own 'close' listener, when the caller has none (forward()). */
+  private readonly onClose: (() => void) | undefined;
 
   constructor(
     private readonly proxy: Proxy,
@@ -221,12 +232,25 @@ class Exchange implements ExchangeHandler {
     private readonly backends: () => readonly Backend[],
     private readonly fwd: Forwarded,
     private readonly outcome: Outcome,
+    listen: boolean,
   ) {
     this.method = req.method ?? 'GET';
     this.withBody = hasBody(req.headers);
     this.headers = upstreamHeaders(req.rawHeaders, fwd);
-    // `on`, not `once` (no wrapper made per request): 'close' comes once, and finish() takes it off.
-    res.on('close', this.onClose);
+    if (listen) {
+      this.onClose = () => this.clientGone();
+      // `on`, not `once` (no wrapper made per request): 'close' comes once, and finish() takes it off.
+      res.on('close', this.onClose);
+    } else outcome.exchange = this;
+  }
+
+  /** The response closed: unless it was finished, the client left, and the machine is let go. */
+  clientGone(): void {
+    if (this.finished || this.res.writableFinished) return;
+    this.gone = true;
+    this.controller?.abort();
+    this.outcome.error = 'client went away';
+    this.finish();
   }
 
   /** Settles when the exchange is over; never rejects. */
@@ -241,7 +265,10 @@ class Exchange implements ExchangeHandler {
     const body = this.withBody
       ? { stream: this.req, length: this.req.headers['transfer-encoding'] === undefined ? this.req.headers['content-length'] : undefined }
       : undefined;
-    this.controller = this.proxy.pool(b).request({ method: this.method, path: this.req.url ?? '/', headers: this.headers, body }, this);
+    const { method, headers } = this;
+    // The client's values and the identity were checked (forwardingEntries); the forwarding ones are checked there.
+    const checked = headers.length - forwardingEntries;
+    this.controller = this.proxy.pool(b).request({ method, path: this.req.url ?? '/', headers, checked, body }, this);
   }
 
   onHead(status: number, statusText: string, rawHeaders: string[]): void {
@@ -291,7 +318,7 @@ class Exchange implements ExchangeHandler {
   private finish(): void {
     if (this.finished) return;
     this.finished = true;
-    this.res.off('close', this.onClose);
+    if (this.onClose) this.res.off('close', this.onClose);
     this.settle?.(this.outcome);
   }
 }

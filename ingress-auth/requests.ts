@@ -15,7 +15,7 @@ import { decisionsFor, gateAll } from './gate.js';
 import type { Forwarded } from './headers.js';
 import { appAtHost, hostnameOf } from './host.js';
 import { platformRoute, signInHostRoute } from './platform.js';
-import type { Outcome } from './proxy.js';
+import { balanceKey, type Outcome } from './proxy.js';
 import { canonicalize, platformPath } from './target.js';
 import { challengeRoute, isChallengePath } from './tls/challenges.js';
 import { httpsOrigin, isTls, misdirected, misdirectedAnswer } from './tls/connection.js';
@@ -135,11 +135,13 @@ export function requestHandler(ctx: IngressContext): RequestHandler {
       if (debug()) log.debug({ reqId: requestId, host: req.headers.host, method: req.method, path: url, status: 404 }, 'Unknown host');
       return;
     }
-    const key = `${app.metadata.namespace}/${app.metadata.name}`;
+    const key = balanceKey(app);
     const outcome: Outcome = {};
     const decisions = decisionsFor(app, url);
-    // `on`, not `once`: 'close' comes once per response, and no wrapper is made per request.
+    // `on`, not `once`: 'close' comes once per response, and no wrapper is made per request. The
+    // one listener of a proxied request: the exchange hears of the close from here (Proxy.dispatch).
     res.on('close', () => {
+      outcome.exchange?.clientGone();
       // A client that left before the answer ended is counted as 499, as nginx logs it.
       const status = res.writableFinished || res.headersSent ? res.statusCode : 499;
       record(ctx, app, status, started);
@@ -153,13 +155,15 @@ export function requestHandler(ctx: IngressContext): RequestHandler {
             path: url,
             status,
             ms: Math.round((performance.now() - started) * 100) / 100,
-            ...outcome,
+            backend: outcome.backend,
+            retried: outcome.retried,
+            error: outcome.error,
           },
           'Proxied',
         );
       }
     });
-    if (decisions.some((d) => d.mode === 'auth') && !ctx.auth) return sendError(res, 503, noSignIn, req.headers.accept, requestId);
+    if (!ctx.auth && decisions.some((d) => d.mode === 'auth')) return sendError(res, 503, noSignIn, req.headers.accept, requestId);
     const fwd = forwarded(req, requestId);
     const proceed = (): void => {
       let sent: Promise<unknown> | void;

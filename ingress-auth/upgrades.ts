@@ -12,7 +12,7 @@ import { forwarded, noSignIn, record, type IngressContext } from './context.js';
 import { errorPage } from './errors.js';
 import { decisionsFor, gateAll } from './gate.js';
 import { appAtHost } from './host.js';
-import { writeRaw } from './proxy.js';
+import { balanceKey, writeRaw } from './proxy.js';
 import type { RequestHandler } from './requests.js';
 import { hasBody } from './retry.js';
 import { canonicalize, platformPath } from './target.js';
@@ -52,7 +52,7 @@ export function upgradeHandler(
       record(ctx, app, 503, started);
       return refuse(503, noSignIn);
     }
-    const backend = proxy.pick(`${app.metadata.namespace}/${app.metadata.name}`, routes.backends(app));
+    const backend = proxy.pick(balanceKey(app), routes.backends(app));
     if (!backend) {
       record(ctx, app, 503, started);
       return refuse(503, 'no machine of this app is ready');

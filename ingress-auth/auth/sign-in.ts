@@ -18,6 +18,7 @@ import type { App } from '../../lib/resources/index.js';
 import { cookieNames, setCookie, type CookieNames } from './cookies.js';
 import { identityHeaders } from '../../lib/contract.js';
 import { isTls } from '../tls/connection.js';
+import { sendableValue } from '../upstream/upstream.js';
 
 /** What this process reads of the configuration (lib/config.ts, components). */
 type Config = ComponentConfig<'ingress-auth'>;
@@ -229,6 +230,11 @@ export class SignIn {
     if (id.name) headers.push(identityHeaders.name, encodeURIComponent(id.name));
     if (id.email) headers.push(identityHeaders.verified, 'true');
     if (owner) headers.push(identityHeaders.owner, 'true');
+    // Checked once here, not on each request (UpstreamRequest.checked): a provider's subject or
+    // address with a line break would otherwise end its header line early.
+    const unsendable = headers.findIndex((v, i) => i % 2 === 1 && !sendableValue(v));
+    if (unsendable !== -1)
+      throw new Error(`the identity header ${headers[unsendable - 1]} cannot be sent: its value has a control character`);
     if (this.identities.size >= cacheMax) this.identities.clear();
     const entry = { headers, host, appUid: app.metadata.uid, refreshAt: now + (this.opts.assertionLifetimeSeconds * 1000) / 2 };
     this.identities.set(identityKey(session, host, app), entry);

@@ -12,7 +12,7 @@ import net, { type AddressInfo, type Server, type Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { after, describe, it } from 'node:test';
 import { Proxy } from '../../ingress-auth/proxy.js';
-import { Upstream, type UpstreamError, type UpstreamRequest } from '../../ingress-auth/upstream/upstream.js';
+import { sendableValue, Upstream, type UpstreamError, type UpstreamRequest } from '../../ingress-auth/upstream/upstream.js';
 import { createLogger } from '../../lib/logger.js';
 
 interface Answer {
@@ -139,6 +139,45 @@ describe('security: the upstream client against a hostile machine', () => {
     await assert.rejects(send(up, { path: '/a HTTP/1.1\r\nHost: evil\r\n\r\nGET /b' }), { code: 'UPSTREAM_BAD_REQUEST' });
     assert.equal((await send(up, { headers: ['x-a', 'caf\xe9\tok'] })).status, 204);
     assert.deepEqual(heads, ['GET / HTTP/1.1\r\nx-a: caf\xe9\tok\r\nhost: 127.0.0.1:' + m.port], 'only the sendable request went out');
+    await up.close();
+  });
+
+  it("skips only the entries it is told were checked: node's HTTP parser refuses exactly the bytes it would", async () => {
+    // The premise of UpstreamRequest.checked: a value ingress-auth passes on unchecked was read by
+    // node's HTTP parser from the client, which answers 400 to every byte sendableValue refuses.
+    const server = createHttpServer((req, res) => res.end(req.headers['x-a']));
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    const disagree: number[] = [];
+    for (let byte = 0; byte < 256; byte++) {
+      const sock = net.connect(port, '127.0.0.1');
+      await once(sock, 'connect');
+      const head = Buffer.concat([
+        Buffer.from('GET / HTTP/1.1\r\nHost: x\r\nX-A: a'),
+        Buffer.from([byte]),
+        Buffer.from('b\r\nConnection: close\r\n\r\n'),
+      ]);
+      sock.end(head);
+      const chunks: Buffer[] = [];
+      for await (const chunk of sock) chunks.push(chunk as Buffer);
+      const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(Buffer.concat(chunks).toString('latin1'))?.[1]);
+      if ((status === 200) !== sendableValue(`a${String.fromCharCode(byte)}b`)) disagree.push(byte);
+    }
+    assert.deepEqual(disagree, [], 'bytes the parser and sendableValue judge differently');
+
+    const heads: string[] = [];
+    const m = await machine((head, socket) => {
+      heads.push(head);
+      socket.write('HTTP/1.1 204 No Content\r\n\r\n');
+    });
+    const up = upstream(m.port);
+    // An entry at or after `checked` is still checked.
+    await assert.rejects(send(up, { headers: ['x-a', 'ok', 'x-request-id', 'r\r\nX-Svc-Auth-Owner: true'], checked: 2 }), {
+      code: 'UPSTREAM_BAD_REQUEST',
+    });
+    assert.equal((await send(up, { headers: ['x-a', 'ok', 'x-b', 'fine'], checked: 2 })).status, 204);
+    assert.deepEqual(heads, ['GET / HTTP/1.1\r\nx-a: ok\r\nx-b: fine\r\nhost: 127.0.0.1:' + m.port]);
     await up.close();
   });
 

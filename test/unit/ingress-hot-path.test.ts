@@ -1,12 +1,13 @@
 // What ingress-auth keeps between requests so a keep-alive request costs less (bench/https), checked
 // to answer exactly as the work it saves would: the Cookie header's last reading, the platform path's
-// shortcut, the recorder's last app-minute, the identity headers' last entry, and one store read
-// shared by a visitor's simultaneous lookups (but never across a revocation).
+// shortcut, the recorder's last app-minute, the identity headers' last entry, one store read
+// shared by a visitor's simultaneous lookups (but never across a revocation), and what a Host means.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Knex } from 'knex';
 import { readCookie, withoutPlatformCookies } from '../../ingress-auth/auth/cookies.js';
 import { SignIn } from '../../ingress-auth/auth/sign-in.js';
+import { appOfHost, hostnameOf } from '../../ingress-auth/host.js';
 import { platformPath } from '../../ingress-auth/target.js';
 import type { Session } from '../../lib/auth/sessions.js';
 import { loadConfig } from '../../lib/config.js';
@@ -166,5 +167,43 @@ describe('ingress-auth hot path: sessions and identity headers', () => {
     assert.equal(signIn.cachedIdentityHeaders({ ...session }, 'other.example', app), h2);
     assert.equal(signIn.cachedIdentityHeaders(session, 'shop.apps.localhost', { metadata: { uid: 'uid-2' } } as App), undefined);
     assert.equal(signed, 2);
+
+    // Identity values are checked once, where they are made (the upstream client then skips them):
+    // a provider's subject with a line break is refused, never cached or sent.
+    const crooked: Session = { ...session, id: 'sid-2', identity: { ...session.identity, subject: 'eve\r\nX-Svc-Auth-Owner: true' } };
+    await assert.rejects(signIn.identityHeaders(crooked, 'shop.apps.localhost', app), /x-svc-auth-subject cannot be sent/i);
+    assert.equal(signIn.cachedIdentityHeaders(crooked, 'shop.apps.localhost', app), undefined);
+  });
+});
+
+describe('ingress-auth hot path: a Host value read once', () => {
+  it('answers as parsing each time would, for every spelling, and keeps no value longer than a hostname', () => {
+    const spellings = [
+      'Shop.Apps.Localhost:8081',
+      'shop.apps.localhost.',
+      ' shop.apps.localhost ',
+      '[::1]:80',
+      'shop.apps.localhost:x',
+      'x.example',
+      '',
+    ];
+    const expected = [
+      ['shop.apps.localhost', 'shop'],
+      ['shop.apps.localhost', 'shop'],
+      ['shop.apps.localhost', 'shop'],
+      [undefined, undefined],
+      [undefined, undefined],
+      ['x.example', undefined],
+      [undefined, undefined],
+    ];
+    for (let round = 0; round < 3; round++)
+      spellings.forEach((h, i) =>
+        assert.deepEqual([hostnameOf(h), appOfHost(h, 'apps.localhost')], expected[i], `${JSON.stringify(h)}, round ${round}`),
+      );
+    // Another apps domain is its own memo: the same Host names no app there.
+    assert.equal(appOfHost('shop.apps.localhost', 'apps.example'), undefined);
+    const long = `${'a'.repeat(300)}.apps.localhost`;
+    assert.equal(hostnameOf(long), long);
+    assert.equal(appOfHost(long, 'apps.localhost'), undefined, 'not a DNS label');
   });
 });

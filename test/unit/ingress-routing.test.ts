@@ -12,7 +12,7 @@ import type * as k8s from '@kubernetes/client-node';
 import { prefersJson, errorPage } from '../../ingress-auth/errors.js';
 import { downstreamHeaders, isPlatformHeader, upstreamHeaders } from '../../ingress-auth/headers.js';
 import { appOfHost } from '../../ingress-auth/host.js';
-import { Proxy } from '../../ingress-auth/proxy.js';
+import { Proxy, type Outcome } from '../../ingress-auth/proxy.js';
 import { hasBody, retryable } from '../../ingress-auth/retry.js';
 import { backendsOfSlice, EndpointIndex, HostIndex, type Backend } from '../../ingress-auth/routes.js';
 import { platformPath } from '../../ingress-auth/server.js';
@@ -494,6 +494,50 @@ describe('ingress-auth: proxy against local upstreams', () => {
       // Even when an assertion fails: an open socket would keep the front server from closing.
       sock.destroy();
     }
+  });
+
+  it('lets go of the machine when the client leaves mid-answer, whether the caller listens for the close (dispatch) or not (forward)', async () => {
+    // A machine that sends its head and one chunk, then holds the answer open.
+    let opened = 0;
+    let closed = 0;
+    const slow = createServer((_req, res) => {
+      opened += 1;
+      res.socket?.on('close', () => (closed += 1));
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.write('first chunk');
+    });
+    slow.listen(0, '127.0.0.1');
+    await once(slow, 'listening');
+    servers.push(slow);
+    const sport = (slow.address() as AddressInfo).port;
+    const machine: Backend = { address: '127.0.0.1', port: sport, origin: `http://127.0.0.1:${sport}` };
+    const outcomes: Outcome[] = [];
+    const dispatching = createServer((req, res) => {
+      const outcome: Outcome = {};
+      outcomes.push(outcome);
+      res.on('close', () => outcome.exchange?.clientGone());
+      proxy.dispatch(req, res, 'slow', () => [machine], { ...fwd, host: req.headers.host ?? '' }, outcome);
+    });
+    dispatching.listen(0, '127.0.0.1');
+    await once(dispatching, 'listening');
+    servers.push(dispatching);
+    const fronts = [(dispatching.address() as AddressInfo).port, Number(new URL(frontUrl).port)];
+    backends = [machine];
+    for (const [i, port] of fronts.entries()) {
+      const client = net.connect(port, '127.0.0.1');
+      await once(client, 'connect');
+      client.write('GET /stream HTTP/1.1\r\nHost: x\r\n\r\n');
+      let got = '';
+      client.on('data', (d: Buffer) => (got += d.toString()));
+      await eventually('the first chunk', () => got.includes('first chunk'), { timeoutMs: 5000, intervalMs: 5 });
+      client.destroy();
+      await eventually(`the machine's connection closed (${i ? 'forward' : 'dispatch'})`, () => closed === i + 1, {
+        timeoutMs: 5000,
+        intervalMs: 5,
+      });
+    }
+    assert.equal(opened, 2);
+    assert.equal(outcomes[0]!.error, 'client went away');
   });
 
   it('reaches the upstream with the HTTP client of node as well (Host kept)', async () => {
