@@ -3,8 +3,8 @@
 // Pages that name the viewer are personal (private, varied on the identity headers); pages that
 // do not are served exactly like a static site's, with its shared caching.
 //
-// `data-svc` collection bindings (and the `$verified`/`$owner` audiences on them) are a later
-// capability: those attributes pass through untouched.
+// `data-svc` data bindings are compiled and checked at deploy (lib/html-data, decision 0034); they
+// are not served yet, so the runtime passes those attributes through untouched.
 import type { IncomingMessage } from 'node:http';
 import { PageCache } from './page-cache.js';
 import { createStaticSite, type SiteHandler } from './static-site.js';

@@ -11,6 +11,7 @@ import type { Logger } from '../../lib/logger.js';
 import type { App } from '../../lib/resources/index.js';
 import type { AppRecord } from '../repositories/app-record.js';
 import { planHandlerRoutes } from '../../lib/handlers/routes.js';
+import { BindingError, compileBindings, type DataModel } from '../../lib/html-data/compile.js';
 import {
   combine,
   isHtmlPage,
@@ -90,6 +91,18 @@ const detectBytes = 256 * 1024;
 const policyBatchBytes = 8 * 1024 * 1024;
 const policyMaxBytes = 64 * 1024 * 1024;
 
+/** An HTML app's data bindings, compiled (docs/api/html-data.md); a bad one is the deploy's 400 naming file, line and attribute. */
+function bindingsOrInvalid(kind: string, pages: ReadonlyMap<string, Buffer>): DataModel | undefined {
+  if (kind !== 'html') return undefined;
+  const html = new Map([...pages].filter(([p]) => isHtmlPage(p)).map(([p, body]) => [p, body.toString('utf8')] as const));
+  try {
+    return compileBindings(html);
+  } catch (err) {
+    if (err instanceof BindingError) throw invalid(`html data binding: ${err.message}`);
+    throw err;
+  }
+}
+
 /** A policy problem is the deploy's 400, its message naming the file and the field. */
 function policyOrInvalid<T>(fn: () => T): T {
   try {
@@ -155,6 +168,7 @@ export class Deployer {
           ),
         ]),
       );
+      const data = bindingsOrInvalid(detected.kind, pages);
       if (detected.kind === 'handlers') {
         // Refuse what the runtime could not run (other languages, clashing routes) rather than
         // deploy an app that answers 500.
@@ -170,7 +184,14 @@ export class Deployer {
           source: { digest: staged.digest, url: `${this.artifactBaseUrl}/${staged.digest}` },
           ...(auth ? { auth } : {}),
         },
-        summary: { files: entries.length, bytes, archive_bytes: staged.size, detected: detected.why, ...policySummary(auth) },
+        summary: {
+          files: entries.length,
+          bytes,
+          archive_bytes: staged.size,
+          detected: detected.why,
+          ...policySummary(auth),
+          ...(data ? { data: { bindings: data.bindings.length, collections: Object.keys(data.collections) } } : {}),
+        },
       };
     } catch (err) {
       await staged.discard();

@@ -2,6 +2,7 @@
 // structure in Markdown front matter), and an HTML page's `<meta name="svc-auth...">` tags.
 import { parse as parseHtml } from 'parse5';
 import { parseDocument } from 'yaml';
+import { descendantsOf, type TreeNode } from '../html/tree.js';
 import { AdmitBuilder, emails, flag, PolicyError, patterns, provider, providerWords, type Declaration, type Mode } from './fields.js';
 
 type Map = Record<string, unknown>;
@@ -89,12 +90,9 @@ const metaNames = [
   'svc-auth-except',
 ];
 
-interface HtmlNode {
-  nodeName: string;
+interface HtmlNode extends TreeNode {
   attrs?: Array<{ name: string; value: string }>;
   childNodes?: HtmlNode[];
-  /** A <template>'s contents. */
-  content?: HtmlNode;
 }
 
 /** The `svc-auth*`/`svc-identity*` meta tags of a page, in document order, as the browser parses it. */
@@ -104,7 +102,7 @@ export function policyMetaTags(html: string): Array<{ name: string; content: str
   // scriptingEnabled: false parses <noscript> contents as markup, so a tag placed there still counts.
   const doc = parseHtml(html, { scriptingEnabled: false }) as unknown as HtmlNode;
   const found: Array<{ name: string; content: string | undefined }> = [];
-  const walk = (node: HtmlNode) => {
+  for (const node of descendantsOf(doc)) {
     if (node.nodeName === 'meta' && node.attrs) {
       const name = node.attrs
         .find((a) => a.name === 'name')
@@ -112,10 +110,7 @@ export function policyMetaTags(html: string): Array<{ name: string; content: str
         .toLowerCase();
       if (name && /^svc-(auth|identity)/.test(name)) found.push({ name, content: node.attrs.find((a) => a.name === 'content')?.value });
     }
-    for (const child of node.childNodes ?? []) walk(child);
-    if (node.content) walk(node.content);
-  };
-  walk(doc);
+  }
   return found;
 }
 

@@ -575,4 +575,38 @@ describe('API deploys', () => {
     const { readdirSync } = await import('node:fs');
     assert.deepEqual(readdirSync(path.join(api.deps.config.deploys.artifactDir, 'tmp')), [], 'no staged upload left');
   });
+
+  it('compiles an HTML app’s data bindings at deploy: counted in the summary, a bad one refused with 400 naming file, line and attribute', async () => {
+    await json(await api.request('POST', '/api/apps', { body: { name: 'guestbook' } }), 201);
+    const page = [
+      '<!doctype html><title>Guestbook</title>',
+      '<ul data-svc="list entries order=-_created"><template><li data-svc="field message"></li></template></ul>',
+      '<form data-svc="create entries"><textarea name="message" maxlength="500" required></textarea><button>Sign</button></form>',
+    ].join('\n');
+    const d = await json<DeployBody & { summary: { detected: string; data?: unknown } }>(
+      await deployFiles('guestbook', { 'index.html': page }),
+      202,
+    );
+    assert.deepEqual(d.summary.data, { bindings: 3, collections: ['entries'] });
+    const refuse = async (files: Record<string, string>, pattern: RegExp) =>
+      assert.match(
+        (await json<{ error: string }>(await api.request('POST', '/api/apps/guestbook/deploy', { body: { files } }), 400)).error,
+        pattern,
+      );
+    await refuse(
+      { 'index.html': page.replace('list entries', 'show entries') },
+      /^html data binding: index\.html:2: data-svc="show entries order=-_created": "show" is not a verb/,
+    );
+    await refuse(
+      { 'index.html': page, 'admin/index.html': '<p>\n\n<button data-svc="delete entries for=$admin">x</button>' },
+      /^html data binding: admin\/index\.html:3: data-svc="delete entries for=\$admin": "\$admin" is not an audience/,
+    );
+    await refuse({ 'index.html': page.replace('name="message"', 'name="_author"') }, /index\.html:3: .*_author is stamped by the platform/);
+    const deploys = (await json<{ deploys: DeployBody[] }>(await api.request('GET', '/api/apps/guestbook/deploys'), 200)).deploys;
+    assert.deepEqual(
+      deploys.map((x) => x.id),
+      [d.id],
+      'no refused deploy recorded',
+    );
+  });
 });
