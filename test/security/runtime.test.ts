@@ -7,9 +7,10 @@
 // and sandboxes') names, and that binary's own answer to --version.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { readdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { describe, it } from 'node:test';
+import { processIds } from '../support/processes.js';
 
 const run = promisify(execFile);
 
@@ -33,7 +34,7 @@ function hasNovember2025Fixes(version: string): boolean {
 /** Every running containerd: its binary and the --config of its command line. */
 async function runningContainerds(): Promise<Array<{ binary: string; config: string }>> {
   const found: Array<{ binary: string; config: string }> = [];
-  for (const pid of (await readdir('/proc')).filter((d) => /^\d+$/.test(d))) {
+  for (const pid of await processIds()) {
     const argv = await readFile(`/proc/${pid}/cmdline`, 'utf8').then(
       (s) => s.split('\0'),
       (): string[] => [],

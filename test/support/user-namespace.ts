@@ -3,7 +3,8 @@
 // mapped to host IDs above every ordinary host user. A pod on the host's users reads the identity
 // map `0 0 4294967295`, in which its uid 1000 is the host's uid 1000.
 import assert from 'node:assert/strict';
-import { readdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
+import { processIds } from './processes.js';
 
 export function assertOwnUserNamespace(uidMap: string): void {
   const lines = uidMap.trim().split('\n');
@@ -22,7 +23,7 @@ export function assertOwnUserNamespace(uidMap: string): void {
 export async function hostUidsOfPod(podUid: string): Promise<number[]> {
   const names = [`pod${podUid}`, `pod${podUid.replaceAll('-', '_')}`];
   const uids: number[] = [];
-  for (const pid of (await readdir('/proc')).filter((d) => /^\d+$/.test(d))) {
+  for (const pid of await processIds()) {
     const cgroup = await readFile(`/proc/${pid}/cgroup`, 'utf8').catch(() => '');
     if (!names.some((n) => cgroup.includes(`/${n}/`))) continue;
     const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
