@@ -26,6 +26,7 @@ export const deployOwnedFields = [
   'source',
   'env',
   'auth',
+  'data',
   'service',
   'ports',
   'healthcheck',

@@ -21,6 +21,8 @@ export interface DeploySpec {
   env?: Array<{ name: string; value?: string }>;
   /** The authentication policy the deploy declared (compose x-svc, page meta tags, front matter). */
   auth?: NonNullable<App['spec']['auth']>;
+  /** An HTML app's data bindings, compiled from its pages (docs/api/html-data.md). */
+  data?: NonNullable<App['spec']['data']>;
   /** A compose file's public service: its name, the ports the app's other services reach, how it starts and is checked. */
   service?: string;
   ports?: number[];

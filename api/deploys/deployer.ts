@@ -183,6 +183,7 @@ export class Deployer {
           kind: detected.kind,
           source: { digest: staged.digest, url: `${this.artifactBaseUrl}/${staged.digest}` },
           ...(auth ? { auth } : {}),
+          ...(data ? { data } : {}),
         },
         summary: {
           files: entries.length,

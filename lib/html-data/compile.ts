@@ -51,7 +51,15 @@ export class BindingError extends Error {
 }
 
 /** Per app, so one page cannot make the allow-list or a record's shape unbounded. */
-export const dataLimits = { bindings: 500, collections: 50, fieldsPerCollection: 50, textMax: 10_000, textDefault: 1_000 };
+export const dataLimits = {
+  bindings: 500,
+  collections: 50,
+  fieldsPerCollection: 50,
+  textMax: 10_000,
+  textDefault: 1_000,
+  choices: 100,
+  choiceLength: 200,
+};
 
 const hasBinding = /\sdata-svc\s*=/i;
 
@@ -260,8 +268,15 @@ function controlSpec(
   if (format === undefined)
     throw err(`<input type=${type}>: not a control a binding stores (text, email, url, number, checkbox, date, ...)`);
   const maxLength = num('maxlength') ?? dataLimits.textDefault;
+  const minLength = num('minlength') ?? (required ? 1 : 0);
+  for (const [n, v] of [
+    ['maxlength', maxLength],
+    ['minlength', minLength],
+  ] as const)
+    if (!Number.isInteger(v) || v < 0) throw err(`<${tag} ${n}="${v}">: a length is a whole number, 0 or more`);
   if (maxLength > dataLimits.textMax) throw err(`<${tag} maxlength=${maxLength}>: at most ${dataLimits.textMax} characters a field`);
-  return { kind: 'text', ...(format ? { format } : {}), required, minLength: num('minlength') ?? (required ? 1 : 0), maxLength };
+  if (minLength > maxLength) throw err(`<${tag} minlength=${minLength} maxlength=${maxLength}>: no text is both`);
+  return { kind: 'text', ...(format ? { format } : {}), required, minLength, maxLength };
 }
 
 function optionValues(select: Element): string[] {
@@ -288,6 +303,13 @@ function declareField(
   at: string,
   err: (detail: string) => BindingError,
 ): void {
+  if (spec.kind === 'choice') {
+    if (spec.choices.length > dataLimits.choices)
+      throw err(`${collection}.${name} has ${spec.choices.length} choices; at most ${dataLimits.choices}`);
+    const long = spec.choices.find((c) => c.length > dataLimits.choiceLength);
+    if (long !== undefined)
+      throw err(`${collection}.${name}: a choice of at most ${dataLimits.choiceLength} characters, not "${long.slice(0, 40)}..."`);
+  }
   let fields = declared.get(collection);
   if (!fields) {
     if (declared.size >= dataLimits.collections)

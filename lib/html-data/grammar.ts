@@ -16,6 +16,8 @@ export const recordVerbs: readonly Verb[] = ['update', 'delete', ...actionVerbs]
 /** Who may use a binding; a list of them is ORed. */
 export const audiences = ['public', '$verified', '$owner', '$author'] as const;
 export type Audience = (typeof audiences)[number];
+/** Who may use a binding: at least one audience. */
+export type Audiences = [Audience, ...Audience[]];
 
 /** Where a `field` binding puts the value: the element's text, or one of two attributes (scheme-checked). */
 export const fieldPlaces = ['text', 'href', 'src'] as const;
@@ -27,9 +29,7 @@ export interface Binding {
   collection?: string;
   /** The field: `field`'s value, or the counter or flag of an action. */
   field?: string;
-  audience: Audience[];
-  /** Whether `for=` said it (else the verb's default). */
-  audienceGiven: boolean;
+  audience: Audiences;
   /** Reads: only the visitor's own records. */
   mine?: true;
   /** Reads: by this field, `desc` for `-field`. */
@@ -45,7 +45,7 @@ export interface Binding {
 }
 
 /** What a verb admits when `for=` is not given: reads are public, writes need a verified identity, a record's changes its author or the owner. */
-export function defaultAudience(verb: Verb): Audience[] {
+export function defaultAudience(verb: Verb): Audiences {
   if (readVerbs.includes(verb) || verb === 'field') return ['public'];
   if (verb === 'update' || verb === 'delete') return ['$author', '$owner'];
   return ['$verified'];
@@ -72,7 +72,9 @@ export function parseBinding(value: string): Binding {
   const verb = verbWord.toLowerCase() as Verb;
   if (!verbs.includes(verb)) return fail(`"${verbWord}" is not a verb (known: ${verbs.join(', ')})`);
   if (!target) return fail(verb === 'field' ? 'names no field (write field <name>)' : `names no collection (write ${verb} <collection>)`);
-  const b: Binding = { verb, audience: defaultAudience(verb), audienceGiven: false };
+  const b: Binding = { verb, audience: defaultAudience(verb) };
+  // Whether `for=` said it (else the verb's default, which `mine` changes).
+  let audienceGiven = false;
 
   if (verb === 'field') {
     b.field = checkedField(target, true);
@@ -101,7 +103,7 @@ export function parseBinding(value: string): Binding {
     switch (key) {
       case 'for':
         b.audience = parseAudience(arg!, verb);
-        b.audienceGiven = true;
+        audienceGiven = true;
         break;
       case 'mine':
         b.mine = true;
@@ -131,7 +133,7 @@ export function parseBinding(value: string): Binding {
     }
   }
   if (b.mine && b.record) fail('mine and record= cannot go together: a named record has no author to match');
-  if (b.mine && !b.audienceGiven) b.audience = ['$verified'];
+  if (b.mine && !audienceGiven) b.audience = ['$verified'];
   if (b.mine && b.audience.includes('public'))
     fail('mine reads the visitor’s own records, which an anonymous visitor has none of: say for=$verified (the default with mine)');
   if (b.shared && b.audience.includes('$author')) fail('shared lets the whole audience change any record: $author adds nothing to it');
@@ -160,7 +162,7 @@ function optionsOf(verb: Verb): string[] {
   }
 }
 
-function parseAudience(arg: string, verb: Verb): Audience[] {
+function parseAudience(arg: string, verb: Verb): Audiences {
   const out: Audience[] = [];
   for (const word of arg.split(',')) {
     const a = word.trim().toLowerCase() as Audience;
@@ -170,7 +172,8 @@ function parseAudience(arg: string, verb: Verb): Audience[] {
     if (!out.includes(a)) out.push(a);
   }
   if (out.includes('public') && out.length > 1) fail('public already admits everyone: name it alone');
-  return out;
+  // Never empty: every word of the list was an audience, and a list has at least one word.
+  return out as Audiences;
 }
 
 function checkedCollection(name: string): string {

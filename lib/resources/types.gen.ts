@@ -103,6 +103,90 @@ export interface AppSpec {
    */
   database?: string;
   /**
+   * An HTML app's data bindings (data-svc attributes) as its deploy compiled them (docs/api/html-data.md): the allow-list of reads, writes and actions the browser addresses by id, and each collection's declared fields.
+   */
+  data?: {
+    /**
+     * @maxItems 500
+     */
+    bindings: {
+      /**
+       * What the browser sends to use the binding.
+       */
+      id: string;
+      verb:
+        | 'list'
+        | 'one'
+        | 'count'
+        | 'field'
+        | 'create'
+        | 'update'
+        | 'delete'
+        | 'increment'
+        | 'decrement'
+        | 'toggle';
+      collection?: string;
+      field?: string;
+      /**
+       * @minItems 1
+       * @maxItems 4
+       */
+      audience: [
+        'public' | '$verified' | '$owner' | '$author',
+        ...('public' | '$verified' | '$owner' | '$author')[]
+      ];
+      mine?: boolean;
+      order?: {
+        field: string;
+        desc: boolean;
+      };
+      limit?: number;
+      record?: string;
+      shared?: boolean;
+      place?: 'text' | 'href' | 'src';
+      /**
+       * The page that declares it; its admission applies first.
+       */
+      file: string;
+      line: number;
+      /**
+       * The attribute as written.
+       */
+      source: string;
+      /**
+       * The fields a create or update form sends.
+       *
+       * @maxItems 50
+       */
+      fields?: string[];
+    }[];
+    /**
+     * Each collection's declared fields, by name.
+     */
+    collections: {
+      [k: string]:
+        | {
+            [k: string]:
+              | {
+                  kind: 'text' | 'number' | 'boolean' | 'choice';
+                  format?: 'email' | 'url' | 'date' | 'time' | 'datetime';
+                  required?: boolean;
+                  minLength?: number;
+                  maxLength?: number;
+                  min?: number;
+                  max?: number;
+                  integer?: boolean;
+                  /**
+                   * @maxItems 100
+                   */
+                  choices?: string[];
+                }
+              | undefined;
+          }
+        | undefined;
+    };
+  };
+  /**
    * The parsed authentication policy that ingress-auth enforces on the app's hostname.
    */
   auth?: {

@@ -588,6 +588,17 @@ describe('API deploys', () => {
       202,
     );
     assert.deepEqual(d.summary.data, { bindings: 3, collections: ['entries'] });
+    // The compiled allow-list is the App's (kubectl shows it), and its fields the form's.
+    const data = (await api.deps.apps.find(ns, 'guestbook'))?.spec.data;
+    assert.deepEqual(
+      data?.bindings.map((b) => [b.verb, b.collection, b.line]),
+      [
+        ['list', 'entries', 2],
+        ['field', 'entries', 2],
+        ['create', 'entries', 3],
+      ],
+    );
+    assert.deepEqual(data?.collections, { entries: { message: { kind: 'text', required: true, minLength: 1, maxLength: 500 } } });
     const refuse = async (files: Record<string, string>, pattern: RegExp) =>
       assert.match(
         (await json<{ error: string }>(await api.request('POST', '/api/apps/guestbook/deploy', { body: { files } }), 400)).error,

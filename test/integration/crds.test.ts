@@ -72,6 +72,35 @@ const invalid: Array<[Kind, string, Record<string, unknown>, RegExp]> = [
     { kind: 'container', image: 'nginx', service: 'web', services: [{ name: 'Worker_1', image: 'w' }] },
     /spec\.services\[0\]\.name/,
   ],
+  [
+    'App',
+    'a data binding with a verb the platform does not serve',
+    {
+      kind: 'html',
+      source: { digest },
+      data: {
+        bindings: [
+          {
+            id: 'AAAAAAAAAAAAAAAA',
+            verb: 'drop',
+            collection: 'notes',
+            audience: ['public'],
+            file: 'index.html',
+            line: 1,
+            source: 'drop notes',
+          },
+        ],
+        collections: {},
+      },
+    },
+    /spec\.data\.bindings\[0\]\.verb: Unsupported value: "drop"/,
+  ],
+  [
+    'App',
+    'a data field longer than a field may be',
+    { kind: 'html', source: { digest }, data: { bindings: [], collections: { notes: { text: { kind: 'text', maxLength: 20000 } } } } },
+    /spec\.data\.collections.*maxLength: Invalid value: 20000/,
+  ],
   ['Build', 'missing app', { source: { artifact: { digest } } }, /spec\.app: Required value/],
   [
     'Build',

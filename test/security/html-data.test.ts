@@ -71,5 +71,13 @@ describe('html data bindings: a hostile page', () => {
       '<form data-svc="create notes"><textarea name="text" maxlength="1000000"></textarea></form>',
       /at most 10000 characters a field/,
     );
+    refused('<form data-svc="create notes"><input name="text" maxlength="-1"></form>', /a length is a whole number/);
+    refused('<form data-svc="create notes"><input name="text" minlength="9" maxlength="3"></form>', /no text is both/);
+    const options = Array.from({ length: dataLimits.choices + 1 }, (_, i) => `<option>o${i}</option>`).join('');
+    refused(`<form data-svc="create notes"><select name="pick">${options}</select></form>`, /has 101 choices; at most 100/);
+    refused(
+      `<form data-svc="create notes"><input type="radio" name="pick" value="${'v'.repeat(201)}"></form>`,
+      /a choice of at most 200 characters/,
+    );
   });
 });

@@ -20,6 +20,20 @@ const full: DeploySpec = {
   source: { digest: `sha256:${'a'.repeat(64)}`, url: 'https://git.example/web.git' },
   env: [{ name: 'MODE', value: 'prod' }],
   auth: { rules: [{ source: 'compose', path: '/', allow: ['owner'] }] } as unknown as NonNullable<DeploySpec['auth']>,
+  data: {
+    bindings: [
+      {
+        id: 'AAAAAAAAAAAAAAAA',
+        verb: 'count',
+        collection: 'notes',
+        audience: ['public'],
+        file: 'index.html',
+        line: 1,
+        source: 'count notes',
+      },
+    ],
+    collections: { notes: { text: { kind: 'text', required: false, minLength: 0, maxLength: 1000 } } },
+  },
   service: 'web',
   ports: [9090, 9091],
   healthcheck: { test: ['CMD', 'true'] } as unknown as NonNullable<DeploySpec['healthcheck']>,

@@ -40,7 +40,6 @@ describe('html data: one data-svc attribute', () => {
       verb: 'list',
       collection: 'todos',
       audience: ['$verified'],
-      audienceGiven: false,
       mine: true,
       order: { field: '_created', desc: true },
       limit: 20,
@@ -53,7 +52,6 @@ describe('html data: one data-svc attribute', () => {
       collection: 'counters',
       field: 'clicks',
       audience: ['public'],
-      audienceGiven: true,
       record: 'main',
     });
     assert.deepEqual(parseBinding('delete entries for=$owner shared').audience, ['$owner']);
