@@ -61,7 +61,8 @@ export const dataLimits = {
   choiceLength: 200,
 };
 
-const hasBinding = /\sdata-svc\s*=/i;
+// Any page naming the attribute is parsed, a valueless `<div data-svc>` included (it is refused as empty).
+const hasBinding = /\sdata-svc(?![\w-])/i;
 
 /** Compiles the bindings of an app's HTML pages (path → source), or undefined when no page has one. */
 export function compileBindings(pages: ReadonlyMap<string, string>): DataModel | undefined {

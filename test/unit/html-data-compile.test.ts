@@ -170,6 +170,7 @@ describe('html data: an app’s bindings compiled', () => {
         '<p>\n<span data-svc="field name"></span>',
         /^index\.html:2: data-svc="field name": field shows a field of a record: put it inside a list/,
       ],
+      ['<p>\n<div DATA-SVC>x</div>', /^index\.html:2: data-svc="": is empty/],
       ['<div data-svc="create entries"><input name=a></div>', /create goes on a <form>/],
       ['<form data-svc="create entries"><button>Go</button></form>', /the form has no named control/],
       ['<form data-svc="create entries"><input name=_author></form>', /_author is stamped by the platform, a form cannot send it/],
