@@ -81,8 +81,6 @@ export interface Prepared {
  */
 export type Keep = (staged: StagedUpload) => Promise<void>;
 
-/** HTML pages larger than this are not read for kind detection (markers are near the top). */
-const detectBytes = 256 * 1024;
 /**
  * Pages are read whole for policy declarations, which must not be missed (a missed one is a page
  * served unprotected): together up to this size each, a larger page on its own, and a page larger
@@ -91,26 +89,24 @@ const detectBytes = 256 * 1024;
 const policyBatchBytes = 8 * 1024 * 1024;
 const policyMaxBytes = 64 * 1024 * 1024;
 
-/** An HTML app's data bindings, compiled (docs/api/html-data.md); a bad one is the deploy's 400 naming file, line and attribute. */
-function bindingsOrInvalid(kind: string, pages: ReadonlyMap<string, Buffer>): DataModel | undefined {
-  if (kind !== 'html') return undefined;
-  const html = new Map([...pages].filter(([p]) => isHtmlPage(p)).map(([p, body]) => [p, body.toString('utf8')] as const));
+/** What `fn` makes, or the deploy's 400 when it throws `problem`: `<what>: <its message>` (file and line or field). */
+function orInvalid<T>(fn: () => T, problem: new (...args: never[]) => Error, what: string): T {
   try {
-    return compileBindings(html);
+    return fn();
   } catch (err) {
-    if (err instanceof BindingError) throw invalid(`html data binding: ${err.message}`);
+    if (err instanceof problem) throw invalid(`${what}: ${err.message}`);
     throw err;
   }
 }
 
 /** A policy problem is the deploy's 400, its message naming the file and the field. */
-function policyOrInvalid<T>(fn: () => T): T {
-  try {
-    return fn();
-  } catch (err) {
-    if (err instanceof PolicyError) throw invalid(`authentication policy: ${err.message}`);
-    throw err;
-  }
+const policyOrInvalid = <T>(fn: () => T): T => orInvalid(fn, PolicyError, 'authentication policy');
+
+/** An HTML app's data bindings, compiled (docs/api/html-data.md); a bad one is the deploy's 400 naming file, line and attribute. */
+function bindingsOrInvalid(kind: string, pages: ReadonlyMap<string, Buffer>): DataModel | undefined {
+  if (kind !== 'html') return undefined;
+  const html = new Map([...pages].filter(([p]) => isHtmlPage(p)).map(([p, body]) => [p, body.toString('utf8')] as const));
+  return orInvalid(() => compileBindings(html), BindingError, 'html data binding');
 }
 
 export class Deployer {
@@ -152,7 +148,9 @@ export class Deployer {
           );
         for (const [p, body] of await readTarballFiles(staged.file, (x) => x === big.path, policyMaxBytes)) pages.set(p, body);
       }
-      const html = new Map([...pages].filter(([p, body]) => isHtml(p) && body.length <= detectBytes));
+      // Every page, whatever its size: a binding far down a large page makes an HTML app as much as one
+      // at the top (and must be compiled and checked, not served as a static file's text).
+      const html = new Map([...pages].filter(([p]) => isHtml(p)));
       const detected = detectKind(
         entries.map((e) => e.path),
         html,

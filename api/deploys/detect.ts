@@ -1,5 +1,6 @@
 // What kind of app a tree of files is. Pure: it sees the paths and the contents of the few files
 // that decide (HTML pages), and says the kind and why, so a deploy records an explanation.
+import { namesBinding } from '../../lib/html-data/compile.js';
 import { invalid } from '../errors.js';
 
 export type TreeKind = 'static' | 'html' | 'markdown' | 'handlers';
@@ -13,8 +14,8 @@ export const isHtml = (p: string) => /\.html?$/i.test(p);
 const isMarkdown = (p: string) => /\.(md|markdown)$/i.test(p);
 /** Handler trees: modules under api/ or handlers/ (the convention of handler-tree hosts). */
 const isHandler = (p: string) => /^(api|handlers)\/.+\.(js|mjs|cjs|ts|mts|cts|py|rb|go|sh)$/i.test(p);
-/** What makes an HTML page an HTML app: platform bindings, viewer templates or policy meta tags. */
-const htmlAppMarkers = [/\sdata-svc[\s=>-]/i, /\{\{\s*\$viewer\b/, /<meta\s+[^>]*name\s*=\s*["']?svc-/i];
+/** What makes an HTML page an HTML app: platform bindings (as compile.ts finds them), viewer templates or policy meta tags. */
+const htmlAppMarkers = [namesBinding, /\{\{\s*\$viewer\b/, /<meta\s+[^>]*name\s*=\s*["']?svc-/i];
 
 export function detectKind(paths: readonly string[], htmlContents: ReadonlyMap<string, Buffer>): Detected {
   if (!paths.length) throw invalid('the deploy has no files');

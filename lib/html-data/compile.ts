@@ -5,7 +5,7 @@
 // an id the browser addresses it by. Anything wrong fails the deploy naming file, line and attribute.
 import { createHash } from 'node:crypto';
 import { parse as parseHtml, type DefaultTreeAdapterMap } from 'parse5';
-import { actionVerbs, parseBinding, readVerbs, recordVerbs, BindingSyntaxError, type Binding, type Verb } from './grammar.js';
+import { actionVerbs, formVerbs, parseBinding, readVerbs, recordVerbs, BindingSyntaxError, type Binding, type Verb } from './grammar.js';
 import { childrenOf, descendantsOf, type TreeNode } from '../html/tree.js';
 import { fieldName, stampFields } from './names.js';
 
@@ -61,14 +61,17 @@ export const dataLimits = {
   choiceLength: 200,
 };
 
-// Any page naming the attribute is parsed, a valueless `<div data-svc>` included (it is refused as empty).
-const hasBinding = /\sdata-svc(?![\w-])/i;
+/**
+ * Whether a page names the attribute: such a page is parsed, a valueless `<div data-svc>` included
+ * (it is refused as empty), and makes its tree an HTML app (api/deploys/detect.ts).
+ */
+export const namesBinding = /\sdata-svc(?![\w-])/i;
 
 /** Compiles the bindings of an app's HTML pages (path → source), or undefined when no page has one. */
 export function compileBindings(pages: ReadonlyMap<string, string>): DataModel | undefined {
   const bindings: CompiledBinding[] = [];
   const declared = new Map<string, Map<string, { spec: FieldSpec; at: string }>>();
-  const files = [...pages.keys()].filter((f) => hasBinding.test(pages.get(f)!)).sort();
+  const files = [...pages.keys()].filter((f) => namesBinding.test(pages.get(f)!)).sort();
   for (const file of files) compilePage(file, pages.get(file)!, bindings, declared);
   if (bindings.length === 0) return undefined;
   checkApp(bindings, declared);
@@ -76,13 +79,6 @@ export function compileBindings(pages: ReadonlyMap<string, string>): DataModel |
   for (const [name, fields] of [...declared].sort(([a], [b]) => a.localeCompare(b)))
     collections[name] = Object.fromEntries([...fields].map(([f, d]) => [f, d.spec]));
   return { bindings, collections };
-}
-
-/** One binding as found, before the checks that need the whole app. */
-interface Found {
-  binding: CompiledBinding;
-  /** The collection of the list or one binding it stands inside, if any. */
-  context: string | undefined;
 }
 
 function compilePage(
@@ -102,11 +98,11 @@ function compilePage(
       const attr = node.attrs.find((a) => a.name === 'data-svc');
       if (attr) {
         const line = node.sourceCodeLocation?.attrs?.['data-svc']?.startLine ?? node.sourceCodeLocation?.startLine ?? 1;
-        const found = bindingAt(file, line, attr.value, ordinal++, node, context, declared);
+        const binding = bindingAt(file, line, attr.value, ordinal++, node, context, declared);
         if (out.length >= dataLimits.bindings)
           throw new BindingError(file, line, attr.value, `is binding ${out.length + 1} of the app; at most ${dataLimits.bindings}`);
-        out.push(found.binding);
-        if (found.binding.verb === 'list' || found.binding.verb === 'one') inner = found.binding.collection;
+        out.push(binding);
+        if (binding.verb === 'list' || binding.verb === 'one') inner = binding.collection;
       }
     }
     const kids = childrenOf(node as TreeNode & Node);
@@ -129,7 +125,7 @@ function bindingAt(
   el: Element,
   context: string | undefined,
   declared: Map<string, Map<string, { spec: FieldSpec; at: string }>>,
-): Found {
+): CompiledBinding {
   const err = (detail: string) => new BindingError(file, line, value, detail);
   let b: Binding;
   try {
@@ -149,12 +145,12 @@ function bindingAt(
   if (readVerbs.includes(verb) && context !== undefined) throw err(`${verb} stands inside a binding of ${context}: reads do not nest`);
   const binding: CompiledBinding = { ...b, id: bindingId(file, ordinal, value), file, line, source: value };
   if (verb === 'field') binding.collection = context;
-  if (verb === 'create' || verb === 'update') {
+  if (formVerbs.includes(verb)) {
     if (el.tagName !== 'form') throw err(`${verb} goes on a <form> (its named controls are the fields it writes), not on <${el.tagName}>`);
     binding.fields = formFields(el, b.collection!, `${file}:${line}`, declared, err);
   }
   if (actionVerbs.includes(verb)) declareField(declared, b.collection!, b.field!, actionField(verb), `${file}:${line}`, err);
-  return { binding, context };
+  return binding;
 }
 
 function actionField(verb: Verb): FieldSpec {

@@ -20,8 +20,7 @@ export type Audience = (typeof audiences)[number];
 export type Audiences = [Audience, ...Audience[]];
 
 /** Where a `field` binding puts the value: the element's text, or one of two attributes (scheme-checked). */
-export const fieldPlaces = ['text', 'href', 'src'] as const;
-export type FieldPlace = (typeof fieldPlaces)[number];
+export type FieldPlace = 'text' | 'href' | 'src';
 
 export interface Binding {
   verb: Verb;

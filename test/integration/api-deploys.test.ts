@@ -613,6 +613,11 @@ describe('API deploys', () => {
       /^html data binding: admin\/index\.html:3: data-svc="delete entries for=\$admin": "\$admin" is not an audience/,
     );
     await refuse({ 'index.html': page.replace('name="message"', 'name="_author"') }, /index\.html:3: .*_author is stamped by the platform/);
+    // A binding far down a large page (past what kind detection once read) is an HTML app's, checked like any other.
+    await refuse(
+      { 'index.html': `<p>${'x'.repeat(300 * 1024)}</p>\n<ul data-svc="list entries for=$admin"></ul>` },
+      /^html data binding: index\.html:2: .*"\$admin" is not an audience/,
+    );
     const deploys = (await json<{ deploys: DeployBody[] }>(await api.request('GET', '/api/apps/guestbook/deploys'), 200)).deploys;
     assert.deepEqual(
       deploys.map((x) => x.id),
