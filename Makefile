@@ -19,11 +19,13 @@ help:
 deps:
 	@hack/install-deps.sh
 
-# The web console (console/, decision 0031): type-checked with the DOM's types, then bundled by
-# esbuild into dist/console, which the API serves at /console/.
+# The web console (console/, decision 0031) and the HTML data client (ingress-auth/data/client,
+# decision 0034): type-checked with the DOM's types, then bundled by esbuild into dist/console,
+# which the API serves at /console/, and dist/ingress-auth/data/client.js, which ingress-auth serves.
 build: deps
 	@node_modules/.bin/tsc -p tsconfig.json
 	@node_modules/.bin/tsc -p console/tsconfig.json
+	@node_modules/.bin/tsc -p ingress-auth/data/client/tsconfig.json
 	@node dist/hack/build-console.js
 
 k8s:

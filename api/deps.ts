@@ -1,3 +1,4 @@
+import { DataStore } from '../lib/html-data/store.js';
 import * as k8s from '@kubernetes/client-node';
 import { ArtifactStore } from '../lib/artifacts/store.js';
 import { AppUserStore } from '../lib/auth/app-users.js';
@@ -186,6 +187,8 @@ export interface ApiDeps {
   gitSync: Pick<GitSync, 'onHead'>;
   /** Sandboxes, eval and runtimes (api/sandboxes/). */
   sandboxes: SandboxService;
+  /** HTML apps' records (lib/html-data/store.ts): exported by GET /apps/{appID}/data. */
+  htmlData: Pick<DataStore, 'all' | 'size'>;
   /** Proxied requests per app, as ingress-auth records them. */
   requestMetrics: { series: (appUid: string, start: Date, end: Date, stepMs: number) => Promise<SeriesPoint[]> };
   /** The identity assertions' public keys, for the machine listener and /_svc/auth/jwks.json. */
@@ -669,6 +672,7 @@ export async function assembleDeps(deps: {
     importedRepos,
     gitSync,
     sandboxes,
+    htmlData: new DataStore(db, clock),
     requestMetrics: { series: (appUid, start, end, stepMs) => requestSeries(db, appUid, start, end, stepMs) },
     assertionKeys: new AssertionKeyStore(db, {
       rotationMs: config.assertion.rotationMs,

@@ -10,6 +10,7 @@ import { untrustedForwardingWarning } from './middleware/forwarding.js';
 import { buildRouter, unmatched } from './router.js';
 import { accountOperations } from './operations/account.js';
 import { webhookOperations } from './operations/webhooks.js';
+import { appDataOperations } from './operations/app-data.js';
 import { appLogOperations } from './operations/app-logs.js';
 import { appMetricsOperations } from './operations/app-metrics.js';
 import { machineEndpoints } from './machine.js';
@@ -43,6 +44,7 @@ export function allOperations(s: ApiDeps): Operation[] {
     ...webhookOperations(s),
     ...appOperations(s),
     ...appLogOperations(s),
+    ...appDataOperations(s),
     ...appMetricsOperations(s),
     ...deployOperations(s),
     ...previewOperations(s),

@@ -40,8 +40,28 @@ export async function buildConsole(outDir: string = path.join(repoRoot, 'dist', 
   return { files: (await readdir(outDir)).filter((f) => f.includes('.')).sort() };
 }
 
+/** Where the HTML data client is bundled to: beside ingress-auth/data/client.ts's module, which serves it. */
+export const dataClientFile = path.join(repoRoot, 'dist', 'ingress-auth', 'data', 'browser-client.js');
+
+/** The HTML data client (ingress-auth/data/client/main.ts) as one minified script, no module syntax (a plain `<script defer>`). */
+export async function buildDataClient(outFile: string = dataClientFile): Promise<number> {
+  const result = await esbuild.build({
+    entryPoints: [path.join(repoRoot, 'ingress-auth', 'data', 'client', 'main.ts')],
+    bundle: true,
+    minify: true,
+    format: 'iife',
+    target: ['es2020', 'chrome100', 'firefox100', 'safari15'],
+    tsconfig: path.join(repoRoot, 'ingress-auth', 'data', 'client', 'tsconfig.json'),
+    outfile: outFile,
+    metafile: true,
+    logLevel: 'warning',
+  });
+  return Object.values(result.metafile.outputs)[0]?.bytes ?? 0;
+}
+
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const started = Date.now();
   const { files } = await buildConsole(process.argv[2] ? path.resolve(process.argv[2]) : undefined);
-  console.log(`console: ${files.join(', ')} in ${Date.now() - started} ms`);
+  const clientBytes = await buildDataClient();
+  console.log(`console: ${files.join(', ')}; html data client: ${clientBytes} bytes; in ${Date.now() - started} ms`);
 }

@@ -15,6 +15,7 @@ import { clientAddress, type Forwarded } from './headers.js';
 import { originOf } from './host.js';
 import type { Proxy } from './proxy.js';
 import type { RouteSource } from './routes.js';
+import type { DataParts } from './data/routes.js';
 import type { CertificateSource } from './tls/certificates.js';
 import type { ChallengeSource } from './tls/challenges.js';
 import { httpsOrigin, isTls } from './tls/connection.js';
@@ -43,6 +44,8 @@ export interface IngressContext {
   readonly certificates?: CertificateSource | undefined;
   /** HTTP-01 answers (tls/challenges.ts); undefined: the challenge path is an app's like any other. */
   readonly challenges?: ChallengeSource | undefined;
+  /** HTML apps' data bindings under /_svc/data/ (data/routes.ts); undefined: they answer 503. */
+  readonly data?: DataParts | undefined;
 }
 
 export const noSignIn = 'this page requires sign-in, which is not set up on this ingress';

@@ -11,7 +11,11 @@ import { createLogger } from '../lib/logger.js';
 import { MailOutbox } from '../lib/mail/outbox.js';
 import { RequestRecorder } from '../lib/metrics/requests.js';
 import { TicketKeyStore } from '../lib/tls/ticket-keys.js';
+import { DataStore } from '../lib/html-data/store.js';
 import { AuthRoutes } from './auth/routes.js';
+import { DataClient } from './data/client.js';
+import { LiveUpdates } from './data/live.js';
+import { dataRates, RateLimiter } from './data/rate.js';
 import { SignIn } from './auth/sign-in.js';
 import { signInProviders } from './auth/setup.js';
 import { appAtHost, heldHostname } from './host.js';
@@ -67,6 +71,17 @@ const authRoutes = new AuthRoutes(signIn, {
   providerRoutes: providers.routes,
   available: providers.available,
 });
+// HTML apps' data bindings (decision 0034): records in PostgreSQL, live updates over one LISTEN.
+const dataStore = new DataStore(db);
+const live = new LiveUpdates(dataStore, config.databaseUrl, log);
+await live.start();
+signIn.onRevoked((appUid) => live.recheckAll(appUid));
+const data = {
+  store: dataStore,
+  live,
+  rates: { read: new RateLimiter(dataRates.read), write: new RateLimiter(dataRates.write) },
+  client: await DataClient.load(),
+};
 const ingress = await startIngress({
   config,
   kc,
@@ -78,6 +93,7 @@ const ingress = await startIngress({
   jwks: () => keys.jwks(),
   auth: { signIn, routes: authRoutes, callbacks: providers.callbacks },
   reusePort: workers > 1,
+  data,
 });
 
 let stopping = false;
@@ -86,6 +102,8 @@ async function shutdown(signal: string): Promise<void> {
   stopping = true;
   log.info({ signal }, 'Shutting down');
   setTimeout(() => process.exit(0), 10_000).unref();
+  // Live streams never end on their own: ended first, so closing the listeners does not wait on them.
+  await live.stop();
   await ingress.close();
   await signIn.stop();
   await recorder.stop().catch(() => undefined);

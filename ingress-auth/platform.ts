@@ -6,6 +6,7 @@ import { platformPaths } from '../lib/contract.js';
 import { sendJson } from './auth/respond.js';
 import { authRequest, type IngressContext } from './context.js';
 import { sendError } from './errors.js';
+import { dataPrefix, dataRoute } from './data/routes.js';
 import { appAtHost } from './host.js';
 import { workerId } from './workers.js';
 
@@ -45,6 +46,10 @@ export function platformRoute(ctx: IngressContext, req: IncomingMessage, res: Se
       },
     );
     return;
+  }
+  if (path.startsWith(dataPrefix)) {
+    if (!ctx.data) return sendError(res, 503, 'app data is not set up on this ingress', req.headers.accept, requestId);
+    return dataRoute(ctx, ctx.data, req, res, requestId);
   }
   if (path.startsWith(`${platformPaths.auth}/`) && ctx.auth) {
     const app = appAtHost(req.headers.host, ctx.routes, config);

@@ -14,6 +14,7 @@ import type { Logger } from '../lib/logger.js';
 import type { RequestRecorder } from '../lib/metrics/requests.js';
 import type { TicketKeySource } from '../lib/tls/ticket-keys.js';
 import type { IngressContext, SignInParts } from './context.js';
+import type { DataParts } from './data/routes.js';
 import { Proxy } from './proxy.js';
 import { requestHandler } from './requests.js';
 import { RouteTable, type RouteSource } from './routes.js';
@@ -58,6 +59,8 @@ export interface IngressOptions {
    * random key, and a ticket resumes only on the process that issued it.
    */
   ticketKeys?: TicketKeySource;
+  /** HTML apps' data bindings (data/routes.ts): their store, live updates, rates and client. */
+  data?: DataParts;
 }
 
 /** The certificate store main.ts and startIngress build from the configuration. */
@@ -134,6 +137,7 @@ export async function startIngress(opts: IngressOptions): Promise<Ingress> {
     recorder: opts.recorder,
     certificates,
     challenges,
+    data: opts.data,
   };
 
   const onRequest = requestHandler(ctx);

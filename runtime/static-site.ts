@@ -92,6 +92,8 @@ export interface Rendered {
   contentType?: string;
   /** The body depends on the viewer: cached privately, varied and tagged by viewer. */
   personal: boolean;
+  /** More response headers (an HTML app's data pages: their Content-Security-Policy). */
+  headers?: Readonly<Record<string, string>>;
 }
 
 export interface SiteOptions {
@@ -173,6 +175,7 @@ export function createStaticSite(root: string, options: SiteOptions = {}): SiteH
       'Content-Type': page.contentType ?? 'text/html; charset=utf-8',
       'Cache-Control': page.personal ? 'private, no-cache' : status === 404 ? 'no-cache' : 'public, max-age=0, must-revalidate',
       ETag: etag,
+      ...page.headers,
     };
     if (page.personal) headers.Vary = viewerVary;
     if (status === 200 && matchesEtag(req.headers['if-none-match'], etag)) {

@@ -69,6 +69,8 @@ export class SignIn {
   /** Counts revocations heard, so a lookup can tell one overtook it (session()). */
   private revocations = 0;
   private readonly heard: Array<() => void> = [];
+  /** Told of every revocation with the App's uid ('' for all), after the cache dropped it (live data streams). */
+  private readonly revokedListeners: Array<(appUid: string) => void> = [];
   /** Identity headers (with the signed assertion) by session, hostname and app. */
   private readonly identities = new Map<string, IdentityEntry>();
   /** The entry last used for a session object (weak: it goes with the session's cached copy). */
@@ -125,6 +127,12 @@ export class SignIn {
     this.revocations++;
     for (const [token, c] of this.cache) if (c.appUid === appUid || !appUid) this.cache.delete(token);
     for (const heard of this.heard.splice(0)) heard();
+    for (const fn of this.revokedListeners) fn(appUid);
+  }
+
+  /** Calls `fn` with the App's uid ('' for every app) after each revocation is applied. */
+  onRevoked(fn: (appUid: string) => void): void {
+    this.revokedListeners.push(fn);
   }
 
   /** Calls `heard` once, after the next revocation was applied (tests wait on it). */

@@ -16,8 +16,13 @@ export const keepEndedMs = 30 * 24 * 3600_000;
 export const orphanGraceMs = 10 * 60_000;
 const sweepEveryMs = 3600_000;
 
-/** Tables keyed by app uid, children first (sessions and passkeys also go with their app user). */
+/**
+ * Tables keyed by app uid, children first (sessions and passkeys also go with their app user), and
+ * the app's HTML data (its records and their change log: decision 0034), which goes with it too.
+ */
 const appTables = [
+  ['html_data_changes', 'at'],
+  ['html_data_records', 'created_at'],
   ['app_sessions', 'created_at'],
   ['passkey_challenges', 'expires_at'],
   ['passkey_credentials', 'created_at'],

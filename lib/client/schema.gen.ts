@@ -365,6 +365,23 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/apps/{appID}/data': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Export an HTML app's data as NDJSON (extension) */
+    get: operations['exportAppData'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/apps/{appID}/metrics/{path}': {
     parameters: {
       query?: never;
@@ -2619,6 +2636,35 @@ export interface operations {
         follow?: 'true' | 'false';
         service?: string;
       };
+      header?: never;
+      path: {
+        appID: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Error */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  exportAppData: {
+    parameters: {
+      query?: never;
       header?: never;
       path: {
         appID: string;

@@ -31,6 +31,7 @@ import * as m0026 from './migrations/0026_console_sign_in_browser.js';
 import * as m0027 from './migrations/0027_cli_logins.js';
 import * as m0028 from './migrations/0028_cli_login_approver.js';
 import * as m0029 from './migrations/0029_console_credentials.js';
+import * as m0030 from './migrations/0030_html_data.js';
 
 interface Migration {
   up(db: Knex): Promise<void>;
@@ -67,6 +68,7 @@ const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ['0027_cli_logins', m0027],
   ['0028_cli_login_approver', m0028],
   ['0029_console_credentials', m0029],
+  ['0030_html_data', m0030],
 ];
 
 const source: Knex.MigrationSource<readonly [string, Migration]> = {

@@ -29,6 +29,8 @@ export interface CompiledBinding extends Binding {
   source: string;
   /** create, update: the fields the form sends. */
   fields?: string[];
+  /** update, delete, actions inside a list or one: that read's id (they change only records it shows). */
+  within?: string;
 }
 
 export interface DataModel {
@@ -90,19 +92,19 @@ function compilePage(
   const doc = parseHtml(html, { sourceCodeLocationInfo: true, scriptingEnabled: false });
   let ordinal = 0;
   // In document order, without recursion: a hostile page may nest elements as deep as it likes.
-  const stack: Array<[Node, string | undefined]> = [[doc, undefined]];
+  const stack: Array<[Node, CompiledBinding | undefined]> = [[doc, undefined]];
   for (let item = stack.pop(); item; item = stack.pop()) {
-    const [node, context] = item;
-    let inner = context;
+    const [node, enclosing] = item;
+    let inner = enclosing;
     if ('tagName' in node) {
       const attr = node.attrs.find((a) => a.name === 'data-svc');
       if (attr) {
         const line = node.sourceCodeLocation?.attrs?.['data-svc']?.startLine ?? node.sourceCodeLocation?.startLine ?? 1;
-        const binding = bindingAt(file, line, attr.value, ordinal++, node, context, declared);
+        const binding = bindingAt(file, line, attr.value, ordinal++, node, enclosing, declared);
         if (out.length >= dataLimits.bindings)
           throw new BindingError(file, line, attr.value, `is binding ${out.length + 1} of the app; at most ${dataLimits.bindings}`);
         out.push(binding);
-        if (binding.verb === 'list' || binding.verb === 'one') inner = binding.collection;
+        if (binding.verb === 'list' || binding.verb === 'one') inner = binding;
       }
     }
     const kids = childrenOf(node as TreeNode & Node);
@@ -123,9 +125,10 @@ function bindingAt(
   value: string,
   ordinal: number,
   el: Element,
-  context: string | undefined,
+  enclosing: CompiledBinding | undefined,
   declared: Map<string, Map<string, { spec: FieldSpec; at: string }>>,
 ): CompiledBinding {
+  const context = enclosing?.collection;
   const err = (detail: string) => new BindingError(file, line, value, detail);
   let b: Binding;
   try {
@@ -145,6 +148,8 @@ function bindingAt(
   if (readVerbs.includes(verb) && context !== undefined) throw err(`${verb} stands inside a binding of ${context}: reads do not nest`);
   const binding: CompiledBinding = { ...b, id: bindingId(file, ordinal, value), file, line, source: value };
   if (verb === 'field') binding.collection = context;
+  // A change inside a read acts only on the records that read shows (its audience, `mine`).
+  if (enclosing && recordVerbs.includes(verb) && !b.record) binding.within = enclosing.id;
   if (formVerbs.includes(verb)) {
     if (el.tagName !== 'form') throw err(`${verb} goes on a <form> (its named controls are the fields it writes), not on <${el.tagName}>`);
     binding.fields = formFields(el, b.collection!, `${file}:${line}`, declared, err);
@@ -357,4 +362,42 @@ function checkApp(bindings: CompiledBinding[], declared: Map<string, Map<string,
         throw err(`field ${b.field} ${b.place}: only a url field (an <input type=url>) can go in ${b.place}, whose scheme is checked`);
     }
   }
+}
+
+/** Where the platform serves the client that fills a page's bindings (ingress-auth/data/client.ts). */
+export const dataClientPath = '/_svc/data/client.js';
+
+/**
+ * A page as the runtime serves it: each `data-svc` attribute followed by `data-svc-id="<its id>"`
+ * (the id compileBindings gave it: same page, same place, same text) and the client's script before
+ * `</head>` (else `</body>`, else at the end). Only inserted: every other byte of the page stays as
+ * written. Undefined when the page has no binding.
+ */
+export function annotatePage(file: string, html: string): string | undefined {
+  if (!namesBinding.test(html)) return undefined;
+  const doc = parseHtml(html, { sourceCodeLocationInfo: true, scriptingEnabled: false });
+  const inserts: Array<[number, string]> = [];
+  let ordinal = 0;
+  let head: number | undefined;
+  let body: number | undefined;
+  for (const node of descendantsOf(doc as TreeNode & Node)) {
+    if (!('tagName' in node)) continue;
+    if (node.tagName === 'head') head = node.sourceCodeLocation?.endTag?.startOffset;
+    if (node.tagName === 'body') body = node.sourceCodeLocation?.endTag?.startOffset;
+    const attr = node.attrs.find((a) => a.name === 'data-svc');
+    if (!attr) continue;
+    const at = node.sourceCodeLocation?.attrs?.['data-svc']?.endOffset;
+    const id = bindingId(file, ordinal++, attr.value);
+    if (at !== undefined) inserts.push([at, ` data-svc-id="${id}"`]);
+  }
+  if (inserts.length === 0) return undefined;
+  inserts.push([head ?? body ?? html.length, `<script src="${dataClientPath}" defer></script>`]);
+  inserts.sort((a, b) => a[0] - b[0]);
+  let out = '';
+  let last = 0;
+  for (const [at, text] of inserts) {
+    out += html.slice(last, at) + text;
+    last = at;
+  }
+  return out + html.slice(last);
 }

@@ -154,6 +154,10 @@ export interface AppSpec {
        */
       source: string;
       /**
+       * The list or one binding a change stands inside; it changes only records that read shows.
+       */
+      within?: string;
+      /**
        * The fields a create or update form sends.
        *
        * @maxItems 50

@@ -43,6 +43,8 @@ const schema = [
   'events',
   'git_deliveries',
   'hostnames',
+  'html_data_changes',
+  'html_data_records',
   'mail_outbox',
   'passkey_challenges',
   'passkey_credentials',

@@ -4,6 +4,11 @@ import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { PeerCertificate, TLSSocket } from 'node:tls';
 import { AuthRoutes } from '../../ingress-auth/auth/routes.js';
+import { DataClient } from '../../ingress-auth/data/client.js';
+import { LiveUpdates } from '../../ingress-auth/data/live.js';
+import { dataRates, RateLimiter } from '../../ingress-auth/data/rate.js';
+import type { DataParts } from '../../ingress-auth/data/routes.js';
+import { DataStore } from '../../lib/html-data/store.js';
 import { signInProviders } from '../../ingress-auth/auth/setup.js';
 import { SignIn } from '../../ingress-auth/auth/sign-in.js';
 import { appAtHost, heldHostname } from '../../ingress-auth/host.js';
@@ -33,6 +38,7 @@ export interface TestIngress {
   signIn: SignIn;
   keys: AssertionKeyStore;
   clock: TestClock;
+  data: DataParts;
   close(): Promise<void>;
 }
 
@@ -99,6 +105,17 @@ export async function startTestIngress(
     ...(certificates ? { servedOverTls: (h: string) => certificates.contextFor(h) !== undefined } : {}),
   });
   const routes = new AuthRoutes(signIn, { config, log, mail: opts.mail, providerRoutes: providers.routes, available: providers.available });
+  // HTML data bindings as main.ts serves them (decision 0034).
+  const dataStore = new DataStore(db, clock.read);
+  const live = new LiveUpdates(dataStore, config.databaseUrl, log);
+  await live.start();
+  signIn.onRevoked((appUid) => live.recheckAll(appUid));
+  const data: DataParts = {
+    store: dataStore,
+    live,
+    rates: { read: new RateLimiter(dataRates.read), write: new RateLimiter(dataRates.write) },
+    client: await DataClient.load(),
+  };
   const ingress: Ingress = await startIngress({
     config,
     kc: kubeConfig(),
@@ -110,6 +127,7 @@ export async function startTestIngress(
     port,
     ...(certificates ? { certificates } : {}),
     ...(opts.challenges ? { challenges: opts.challenges } : {}),
+    data,
   });
   return {
     url: ingress.url,
@@ -120,7 +138,9 @@ export async function startTestIngress(
     signIn,
     keys,
     clock,
+    data,
     close: async () => {
+      await live.stop();
       await ingress.close();
       await signIn.stop();
     },

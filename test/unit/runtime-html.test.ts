@@ -6,6 +6,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { annotatePage } from '../../lib/html-data/compile.js';
 import { createHtmlApp, parseTemplate } from '../../runtime/html-app.js';
 import { scratchDir } from '../support/scratch.js';
 
@@ -16,6 +17,15 @@ const ada = {
   'x-svc-auth-provider': 'email',
   'x-svc-auth-verified': 'true',
   'x-svc-auth-owner': 'false',
+};
+
+/** The ids the deploy gives a page's bindings (compileBindings and annotatePage agree: html-data-serving.test.ts). */
+const ids = (file: string) => {
+  const pages: Record<string, string> = {
+    'index.html': '<ul data-svc="list todos"><template><li data-svc="field title">{{title}}</li></template></ul>',
+    'data/board.html': '<span data-svc="count notes"></span>',
+  };
+  return [...annotatePage(file, pages[file]!)!.matchAll(/data-svc-id="([^"]+)"/g)].map((m) => m[1]);
 };
 
 describe('runtime HTML app', () => {
@@ -31,8 +41,9 @@ describe('runtime HTML app', () => {
       'index.html',
       '<p>id={{$viewer.id}} name={{$viewer.name}} email={{ $viewer.email }} provider={{$viewer.provider}} ' +
         'verified={{$viewer.verified}} owner={{$viewer.owner}} other={{$viewer.secret}}</p>' +
-        '<ul data-svc="todos"><li>{{title}}</li></ul>',
+        '<ul data-svc="list todos"><template><li data-svc="field title">{{title}}</li></template></ul>',
     );
+    put('data/board.html', '<html><head><title>b</title></head><body><span data-svc="count notes"></span></body></html>');
     put('about.html', '<h1>about, no viewer here</h1>');
     put('team/index.html', '<p>hi {{$viewer.name}}</p>');
     put('404.html', '<p>lost, {{$viewer.name}}</p>');
@@ -54,8 +65,26 @@ describe('runtime HTML app', () => {
     assert.equal(
       await res.text(),
       '<p>id=usr_ada name=Ada &lt;Lovelace&gt; email=ada@example.com provider=email verified=true owner=false other={{$viewer.secret}}</p>' +
-        '<ul data-svc="todos"><li>{{title}}</li></ul>',
+        `<ul data-svc="list todos" data-svc-id="${ids('index.html')[0]}"><template><li data-svc="field title" data-svc-id="${ids('index.html')[1]}">{{title}}</li></template></ul>` +
+        '<script src="/_svc/data/client.js" defer></script>',
+      'and each data binding’s id beside it, with the client',
     );
+  });
+
+  it('serves a page with data bindings with their ids, the client before </head>, a CSP, and shared caching', async () => {
+    const res = await get('/data/board');
+    assert.equal(res.status, 200);
+    assert.equal(
+      await res.text(),
+      `<html><head><title>b</title><script src="/_svc/data/client.js" defer></script></head><body><span data-svc="count notes" data-svc-id="${ids('data/board.html')[0]}"></span></body></html>`,
+    );
+    assert.equal(
+      res.headers.get('content-security-policy'),
+      "object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'self'",
+    );
+    assert.equal(res.headers.get('cache-control'), 'public, max-age=0, must-revalidate', 'nothing personal in it');
+    const again = await get('/data/board', { 'if-none-match': res.headers.get('etag')! });
+    assert.equal(again.status, 304);
   });
 
   it('fills empty strings for an anonymous viewer', async () => {
