@@ -8,13 +8,17 @@ import assert from 'node:assert/strict';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import type { CompiledBinding, DataModel } from '../../lib/html-data/compile.js';
+import path from 'node:path';
+import { repoRoot } from '../../lib/paths.js';
+import { launchChromium } from '../support/browser.js';
 import { Browser, fragmentSecret, type Answer } from '../support/ingress.js';
 import { uniqueName } from '../support/kube.js';
 import { startProviderPlatform, type ProviderPlatform } from '../support/providers.js';
 import { eventually } from '../support/wait.js';
 
 export const guestbookPage = `<!doctype html>
-<html><head><meta name="svc-identity" content="idp"><meta name="svc-auth-owner" content="true"><title>Guestbook</title></head>
+<html><head><meta name="svc-identity" content="idp"><meta name="svc-auth-owner" content="true"><title>Guestbook</title>
+<style>#entries li:not([data-svc-mine]) form { display: none }</style></head>
 <body>
 <ul id="entries" data-svc="list entries order=-_created limit=20">
   <template>
@@ -266,6 +270,65 @@ describe('html data: bindings served on the real platform', () => {
     assert.ok(out.status < 400, out.body);
     await resumed.ended;
     assert.match(resumed.text(), /event: ended/);
+  });
+
+  it('in Chromium: two people see each other’s entries live, cannot edit each other’s, and markup stays text', async () => {
+    // ada and bob signed in again (bob signed out above), their sessions carried into two browsers.
+    await p.providerSignIn(bob, app, 'idp', 'bob');
+    const chromium = await launchChromium();
+    try {
+      const open = async (who: Browser) => {
+        const context = await chromium.newContext();
+        const jar = who.cookies.get(`${app}.apps.localhost`) ?? new Map<string, string>();
+        await context.addCookies([...jar].map(([name, value]) => ({ name, value, domain: `${app}.apps.localhost`, path: '/' })));
+        const page = await context.newPage();
+        const errors: string[] = [];
+        page.on('pageerror', (e) => errors.push(e.message));
+        await page.goto(`${origin()}/`);
+        await page.waitForSelector('html[data-svc-ready]');
+        return { page, errors };
+      };
+      const a = await open(ada);
+      const b = await open(bob);
+      const payload = '<img src=x onerror="window.__xss=1">';
+      await a.page.fill('#sign input[name=name]', 'Ada');
+      await a.page.fill('#sign textarea[name=message]', payload);
+      await a.page.click('#sign button');
+      // bob's page shows it without a reload (the live stream), as text.
+      const bobsItem = b.page.locator('#entries li[data-svc-item]', { hasText: payload });
+      await bobsItem.waitFor({ timeout: 5_000 });
+      assert.equal(await b.page.locator('#entries img').count(), 0, 'no element made of the record');
+      assert.equal(await b.page.evaluate('typeof window.__xss'), 'undefined', 'no script of it ran');
+      assert.equal(await a.page.locator('#sign textarea').inputValue(), '', 'the form was reset');
+      assert.equal(await bobsItem.getAttribute('data-svc-mine'), null, 'not bob’s: his page hides its edit form');
+      assert.equal(await bobsItem.locator('form').isVisible(), false);
+      await b.page.waitForFunction("document.querySelector('#count').textContent !== ''", undefined, { timeout: 5_000 });
+      // bob cannot delete ada's entry: refused, shown, still there.
+      await bobsItem.locator('button.delete').click();
+      await b.page.waitForSelector('#entries .svc-problem');
+      assert.match((await b.page.textContent('#entries .svc-problem')) ?? '', /\$author, \$owner/);
+      assert.equal(await a.page.locator('#entries li[data-svc-item]', { hasText: payload }).count(), 1);
+      // ada edits her own (the form was filled with it); both pages show the new text.
+      const adasItem = a.page.locator('#entries li[data-svc-item]', { hasText: payload });
+      assert.equal(await adasItem.getAttribute('data-svc-mine'), '');
+      assert.equal(await adasItem.locator('textarea').inputValue(), payload, 'the update form shows the record');
+      await adasItem.locator('textarea').fill('edited in the browser');
+      await adasItem.locator('form button').click();
+      await b.page.locator('#entries li[data-svc-item]', { hasText: 'edited in the browser' }).waitFor({ timeout: 5_000 });
+      await b.page.screenshot({ path: path.join(repoRoot, 'docs', 'examples', 'html-data-guestbook.png'), fullPage: true });
+      // The todo page: each sees only their own.
+      await a.page.goto(`${origin()}/todos.html`);
+      await a.page.waitForSelector('html[data-svc-ready]');
+      await a.page.fill('#add input[name=title]', 'only for ada');
+      await a.page.click('#add button');
+      await a.page.locator('#todos li', { hasText: 'only for ada' }).waitFor({ timeout: 5_000 });
+      await b.page.goto(`${origin()}/todos.html`);
+      await b.page.waitForSelector('html[data-svc-ready]');
+      assert.equal(await b.page.locator('#todos li', { hasText: 'only for ada' }).count(), 0);
+      assert.deepEqual([...a.errors, ...b.errors], [], 'no script error on either page');
+    } finally {
+      await chromium.close();
+    }
   });
 
   it('limits how fast one address changes an app’s data', async () => {

@@ -105,8 +105,9 @@ export async function startTestIngress(
     ...(certificates ? { servedOverTls: (h: string) => certificates.contextFor(h) !== undefined } : {}),
   });
   const routes = new AuthRoutes(signIn, { config, log, mail: opts.mail, providerRoutes: providers.routes, available: providers.available });
-  // HTML data bindings as main.ts serves them (decision 0034).
-  const dataStore = new DataStore(db, clock.read);
+  // HTML data bindings as main.ts serves them (decision 0034), on the real clock: records are
+  // ordered by when they were made, which a test clock standing still would leave to chance.
+  const dataStore = new DataStore(db);
   const live = new LiveUpdates(dataStore, config.databaseUrl, log);
   await live.start();
   signIn.onRevoked((appUid) => live.recheckAll(appUid));

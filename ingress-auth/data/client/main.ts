@@ -206,6 +206,7 @@ async function refresh(b: Bound, offset = 0): Promise<void> {
     if (b.verb === 'count') b.el.textContent = String(json.count);
     else if (b.verb === 'one') {
       b.el.toggleAttribute('data-svc-empty', !json.record);
+      b.el.toggleAttribute('data-svc-mine', json.record?._mine === true);
       if (json.record) fillRecord(b.el, json.record);
     } else renderList(b, json.records ?? [], json.next_offset, offset);
   } finally {
@@ -223,6 +224,8 @@ function renderList(b: Bound, records: DataRecord[], next: number | undefined, o
     fillRecord(copy, record);
     for (const node of Array.from(copy.children)) {
       node.setAttribute('data-svc-item', record._id);
+      // The visitor's own records, for the page's styles (hide another's edit form, say).
+      node.toggleAttribute('data-svc-mine', record._mine === true);
       b.el.appendChild(node);
     }
   }
