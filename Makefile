@@ -110,6 +110,7 @@ bench: build cluster postgres nodes
 	@node dist/bench/console.js
 	@SVC_LOG_LEVEL=silent node dist/bench/events.js
 	@SVC_LOG_LEVEL=silent node dist/bench/databases.js
+	@node dist/bench/html-data.js
 	@SVC_LOG_LEVEL=silent node dist/bench/builds.js
 	@SVC_SANDBOX_POOL_SIZE=16 hack/dev.sh restart controllers
 	@SVC_LOG_LEVEL=silent node dist/bench/sandboxes.js; status=$$?; hack/dev.sh restart controllers; exit $$status

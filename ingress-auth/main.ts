@@ -11,11 +11,8 @@ import { createLogger } from '../lib/logger.js';
 import { MailOutbox } from '../lib/mail/outbox.js';
 import { RequestRecorder } from '../lib/metrics/requests.js';
 import { TicketKeyStore } from '../lib/tls/ticket-keys.js';
-import { DataStore } from '../lib/html-data/store.js';
 import { AuthRoutes } from './auth/routes.js';
-import { DataClient } from './data/client.js';
-import { LiveUpdates } from './data/live.js';
-import { dataRates, RateLimiter } from './data/rate.js';
+import { startDataParts } from './data/parts.js';
 import { SignIn } from './auth/sign-in.js';
 import { signInProviders } from './auth/setup.js';
 import { appAtHost, heldHostname } from './host.js';
@@ -72,16 +69,8 @@ const authRoutes = new AuthRoutes(signIn, {
   available: providers.available,
 });
 // HTML apps' data bindings (decision 0034): records in PostgreSQL, live updates over one LISTEN.
-const dataStore = new DataStore(db);
-const live = new LiveUpdates(dataStore, config.databaseUrl, log);
-await live.start();
-signIn.onRevoked((appUid) => live.recheckAll(appUid));
-const data = {
-  store: dataStore,
-  live,
-  rates: { read: new RateLimiter(dataRates.read), write: new RateLimiter(dataRates.write) },
-  client: await DataClient.load(),
-};
+const data = await startDataParts(db, config.databaseUrl, log);
+signIn.onRevoked((appUid) => data.live.recheckAll(appUid));
 const ingress = await startIngress({
   config,
   kc,
@@ -103,7 +92,7 @@ async function shutdown(signal: string): Promise<void> {
   log.info({ signal }, 'Shutting down');
   setTimeout(() => process.exit(0), 10_000).unref();
   // Live streams never end on their own: ended first, so closing the listeners does not wait on them.
-  await live.stop();
+  await data.live.stop();
   await ingress.close();
   await signIn.stop();
   await recorder.stop().catch(() => undefined);

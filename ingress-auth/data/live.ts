@@ -15,6 +15,7 @@ import type { Logger } from '../../lib/logger.js';
 import type { App } from '../../lib/resources/index.js';
 import { authRequest, type IngressContext } from '../context.js';
 import { audienceAdmits } from './access.js';
+import type { ReadCache } from './read-cache.js';
 import { admitToPage, bindingsOf, HttpAnswer, present } from './routes.js';
 
 /** Bindings one stream may follow: the reads of a page. */
@@ -47,16 +48,22 @@ export class LiveUpdates {
     private readonly store: DataStore,
     private readonly databaseUrl: string,
     private readonly log: Logger,
+    /** Reads kept while this connection hears every change (read-cache.ts). */
+    private readonly cache?: ReadCache,
   ) {}
 
   async start(): Promise<void> {
     if (this.stopped) return;
     const client = new pg.Client({ connectionString: this.databaseUrl, keepAlive: true });
     client.on('notification', (n) => {
-      if (n.payload && this.byApp.has(n.payload)) this.read(n.payload);
+      if (!n.payload) return;
+      this.cache?.invalidate(n.payload);
+      if (this.byApp.has(n.payload)) this.read(n.payload);
     });
     client.on('error', (err) => {
       this.log.warn({ err: err.message }, 'Live data listener failed; reconnecting');
+      // Changes may go unheard until it is back: nothing read may be kept meanwhile.
+      this.cache?.enable(false);
       client.end().catch(() => undefined);
       if (this.client === client) this.client = undefined;
       if (!this.stopped)
@@ -73,6 +80,7 @@ export class LiveUpdates {
     await client.connect();
     await client.query(`LISTEN ${dataChannel}`);
     this.client = client;
+    this.cache?.enable(true);
     const keepAlive = setInterval(() => {
       for (const streams of this.byApp.values()) for (const s of streams) s.res.write(': keep-alive\n\n');
     }, keepAliveMs);
@@ -84,6 +92,7 @@ export class LiveUpdates {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.cache?.enable(false);
     for (const t of this.timers) clearInterval(t);
     for (const streams of this.byApp.values()) for (const s of streams) s.res.end();
     await this.client?.end().catch(() => undefined);

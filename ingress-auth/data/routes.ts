@@ -23,10 +23,13 @@ import { audienceAdmits, mayChange, type Access } from './access.js';
 import type { DataClient } from './client.js';
 import type { LiveUpdates } from './live.js';
 import type { RateLimiter } from './rate.js';
+import type { ReadCache } from './read-cache.js';
 
 export interface DataParts {
   store: DataStore;
   live: LiveUpdates;
+  /** Reads kept until the app's data changes (read-cache.ts; LiveUpdates invalidates it). */
+  cache: ReadCache;
   rates: { read: RateLimiter; write: RateLimiter };
   client: DataClient;
 }
@@ -195,19 +198,23 @@ async function handle(ctx: IngressContext, data: DataParts, req: IncomingMessage
   const model = app.spec.data as DataModel;
 
   if (binding.verb === 'count') {
-    const n = await data.store.count(appUid, collection, binding.mine ? who!.subject : undefined);
+    const author = binding.mine ? who!.subject : undefined;
+    const n = await data.cache.through(appUid, `${binding.id}|${author ?? ''}`, () => data.store.count(appUid, collection, author));
     return sendJson(res, 200, { count: n }, requestId);
   }
   if (binding.verb === 'list') {
     const offset = Number(url.searchParams.get('offset') ?? 0);
     if (!Number.isInteger(offset) || offset < 0 || offset > 10_000) throw new HttpAnswer(400, 'offset is a whole number from 0 to 10000');
     const limit = binding.limit ?? 50;
-    const rows = await data.store.list(appUid, collection, {
-      ...(binding.mine ? { author: who!.subject } : {}),
-      ...(binding.order ? { order: binding.order } : {}),
-      limit: limit + 1,
-      offset,
-    });
+    const author = binding.mine ? who!.subject : undefined;
+    const rows = await data.cache.through(appUid, `${binding.id}|${author ?? ''}|${offset}`, () =>
+      data.store.list(appUid, collection, {
+        ...(author !== undefined ? { author } : {}),
+        ...(binding.order ? { order: binding.order } : {}),
+        limit: limit + 1,
+        offset,
+      }),
+    );
     return sendJson(
       res,
       200,
@@ -217,11 +224,16 @@ async function handle(ctx: IngressContext, data: DataParts, req: IncomingMessage
   }
   if (binding.verb === 'one') {
     // Without a name or an id: the first record it can show (with `mine`, the visitor's own: a profile).
-    const found =
-      binding.record || url.searchParams.has('record')
-        ? await data.store.find(appUid, collection, refOf(binding, url))
-        : (await data.store.list(appUid, collection, { ...(binding.mine ? { author: who!.subject } : {}), limit: 1, offset: 0 }))[0];
-    const visible = found && (!binding.mine || found.author === who!.subject);
+    const author = binding.mine ? who!.subject : undefined;
+    const ref = binding.record || url.searchParams.has('record') ? refOf(binding, url) : undefined;
+    const key = `${binding.id}|${author ?? ''}|${ref && 'id' in ref ? ref.id : ''}`;
+    // null for none (undefined is the cache's miss).
+    const found = await data.cache.through(appUid, key, async () =>
+      ref
+        ? ((await data.store.find(appUid, collection, ref)) ?? null)
+        : ((await data.store.list(appUid, collection, { ...(author !== undefined ? { author } : {}), limit: 1, offset: 0 }))[0] ?? null),
+    );
+    const visible = found !== null && (!binding.mine || found.author === who!.subject);
     return sendJson(res, 200, { record: visible ? present(found, who) : null }, requestId);
   }
 
@@ -230,6 +242,7 @@ async function handle(ctx: IngressContext, data: DataParts, req: IncomingMessage
     const body = await readForm(req, bodyLimit);
     const fields = readRecord(fieldsOf, binding.fields ?? [], body, 'create');
     const created = await data.store.create(appUid, collection, who?.subject ?? null, fields);
+    data.cache.invalidate(appUid);
     return sendJson(res, 201, { record: present(created, who) }, requestId);
   }
 
@@ -253,6 +266,7 @@ async function handle(ctx: IngressContext, data: DataParts, req: IncomingMessage
   try {
     if (binding.verb === 'delete') {
       const gone = await data.store.remove(appUid, collection, ref, allowed).catch(settle);
+      data.cache.invalidate(appUid);
       if (!gone) throw new HttpAnswer(404, 'no such record (deleted already?)');
       res.writeHead(204, { 'cache-control': 'private, no-store', 'x-request-id': requestId });
       res.end();
@@ -276,6 +290,7 @@ async function handle(ctx: IngressContext, data: DataParts, req: IncomingMessage
       };
     }
     const updated = await data.store.update(appUid, collection, ref, change, allowed).catch(settle);
+    data.cache.invalidate(appUid);
     if (!updated) throw new HttpAnswer(404, 'no such record (deleted already?)');
     return sendJson(res, 200, { record: present(updated, who) }, requestId);
   } catch (err) {

@@ -4,11 +4,8 @@ import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { PeerCertificate, TLSSocket } from 'node:tls';
 import { AuthRoutes } from '../../ingress-auth/auth/routes.js';
-import { DataClient } from '../../ingress-auth/data/client.js';
-import { LiveUpdates } from '../../ingress-auth/data/live.js';
-import { dataRates, RateLimiter } from '../../ingress-auth/data/rate.js';
+import { startDataParts } from '../../ingress-auth/data/parts.js';
 import type { DataParts } from '../../ingress-auth/data/routes.js';
-import { DataStore } from '../../lib/html-data/store.js';
 import { signInProviders } from '../../ingress-auth/auth/setup.js';
 import { SignIn } from '../../ingress-auth/auth/sign-in.js';
 import { appAtHost, heldHostname } from '../../ingress-auth/host.js';
@@ -105,18 +102,9 @@ export async function startTestIngress(
     ...(certificates ? { servedOverTls: (h: string) => certificates.contextFor(h) !== undefined } : {}),
   });
   const routes = new AuthRoutes(signIn, { config, log, mail: opts.mail, providerRoutes: providers.routes, available: providers.available });
-  // HTML data bindings as main.ts serves them (decision 0034), on the real clock: records are
-  // ordered by when they were made, which a test clock standing still would leave to chance.
-  const dataStore = new DataStore(db);
-  const live = new LiveUpdates(dataStore, config.databaseUrl, log);
-  await live.start();
-  signIn.onRevoked((appUid) => live.recheckAll(appUid));
-  const data: DataParts = {
-    store: dataStore,
-    live,
-    rates: { read: new RateLimiter(dataRates.read), write: new RateLimiter(dataRates.write) },
-    client: await DataClient.load(),
-  };
+  // HTML data bindings as main.ts serves them (decision 0034).
+  const data = await startDataParts(db, config.databaseUrl, log);
+  signIn.onRevoked((appUid) => data.live.recheckAll(appUid));
   const ingress: Ingress = await startIngress({
     config,
     kc: kubeConfig(),
@@ -141,7 +129,7 @@ export async function startTestIngress(
     clock,
     data,
     close: async () => {
-      await live.stop();
+      await data.live.stop();
       await ingress.close();
       await signIn.stop();
     },

@@ -7,6 +7,7 @@ import { describe, it } from 'node:test';
 import { audienceAdmits, isOwner, mayChange } from '../../ingress-auth/data/access.js';
 import { eventsFor } from '../../ingress-auth/data/live.js';
 import { RateLimiter } from '../../ingress-auth/data/rate.js';
+import { ReadCache } from '../../ingress-auth/data/read-cache.js';
 import type { Identity } from '../../lib/auth/identity.js';
 import { annotatePage, compileBindings, dataClientPath, type CompiledBinding } from '../../lib/html-data/compile.js';
 import type { Change } from '../../lib/html-data/store.js';
@@ -148,5 +149,29 @@ describe('html data: rates', () => {
     assert.equal(limiter.take('b'), 0, 'another client has its own bucket');
     now += 500;
     assert.equal(limiter.take('a'), 0, 'half a second later, one more');
+  });
+});
+
+describe('html data: the read cache', () => {
+  it('keeps a read until a change is heard, never one that overlapped a change, and nothing while off', async () => {
+    const cache = new ReadCache();
+    let reads = 0;
+    const read = async () => ++reads;
+    assert.equal(await cache.through('a', 'k', read), 1);
+    assert.equal(await cache.through('a', 'k', read), 2, 'off until the change announcements are heard: not kept');
+    cache.enable(true);
+    assert.equal(await cache.through('a', 'k', read), 3);
+    assert.equal(await cache.through('a', 'k', read), 3, 'kept');
+    cache.invalidate('a');
+    assert.equal(await cache.through('a', 'k', read), 4, 'read again after a change');
+    // A read under way when a change is heard is not kept (it may predate the change).
+    let release!: () => void;
+    const slow = cache.through('b', 'k', () => new Promise<number>((r) => (release = () => r(++reads))));
+    cache.invalidate('b');
+    release();
+    assert.equal(await slow, 5);
+    assert.equal(await cache.through('b', 'k', read), 6, 'the overlapping read was not kept');
+    cache.enable(false);
+    assert.equal(cache.get('a', 'k'), undefined, 'turned off: emptied');
   });
 });
