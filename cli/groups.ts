@@ -28,6 +28,7 @@ import { tokensGroup } from './tokens.js';
 import { usageGroup } from './usage.js';
 import { usersGroup } from './users.js';
 import { volumesGroup } from './volumes.js';
+import { dataGroup } from './data.js';
 import { webhooksGroup } from './webhooks.js';
 
 export const commandGroups: readonly CommandGroup[] = [
@@ -49,6 +50,7 @@ export const commandGroups: readonly CommandGroup[] = [
   domainsGroup,
   dbGroup,
   volumesGroup,
+  dataGroup,
   sandboxGroup,
   evalGroup,
   eventsGroup,

@@ -5,6 +5,8 @@
 // `mine`, forged ids, another origin, the forms' declarations, rates; live updates with resume and
 // their end at sign-out; the export and the data going with the app.
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import type { CompiledBinding, DataModel } from '../../lib/html-data/compile.js';
@@ -141,6 +143,52 @@ describe('html data: bindings served on the real platform', () => {
     assert.equal(client.status, 200);
     assert.match(String(client.headers['content-type']), /^text\/javascript/);
     assert.match(client.body, /data-svc-id/);
+  });
+
+  it('deploys the reference’s examples as written: each page served with its bindings, each read answering', async () => {
+    const doc = readFileSync(path.join(repoRoot, 'docs', 'api', 'html-data.md'), 'utf8');
+    const [guestbook, todos, settings] = [...doc.matchAll(/```html\n([\s\S]*?)```/g)].map((m) => m[1]!);
+    const docsApp = `${app}-docs`;
+    assert.equal((await p.api.request('POST', '/api/apps', { body: { name: docsApp } })).status, 201);
+    const res = await p.api.request('POST', `/api/apps/${docsApp}/deploy`, {
+      body: { files: { 'index.html': guestbook!, 'todos.html': todos!, 'settings.html': settings! } },
+    });
+    assert.equal(res.status, 202, await res.clone().text());
+    const { id } = (await res.json()) as { id: string };
+    await eventually(
+      'the examples live',
+      async () => ((await (await p.api.request('GET', `/api/deploys/${id}`)).json()) as { status: string }).status === 'live',
+      { timeoutMs: 90_000 },
+    );
+    const docsModel = (await p.api.deps.apps.find(p.api.account.namespace, docsApp))!.spec.data as DataModel;
+    const host = p.host(docsApp);
+    await eventually('the examples in the ingress', async () => (await anon.request(host, '/')).status === 200, { timeoutMs: 30_000 });
+    for (const [file, path_] of [
+      ['index.html', '/'],
+      ['settings.html', '/settings'],
+    ] as const) {
+      const page = await anon.request(host, path_, { headers: [['Accept', 'text/html']] });
+      assert.equal([...page.body.matchAll(/data-svc-id="/g)].length, docsModel.bindings.filter((b) => b.file === file).length, file);
+    }
+    const read = (verb: string, file: string) => docsModel.bindings.find((b) => b.verb === verb && b.file === file)!.id;
+    const get = (b: Browser, bindingId: string) =>
+      b.request(host, `/_svc/data/${bindingId}`, { headers: [['Accept', 'application/json']] });
+    assert.equal((await get(anon, read('list', 'index.html'))).status, 200, 'the guestbook is public to read');
+    assert.equal((await get(anon, read('list', 'todos.html'))).status, 401, 'the todo list is gated');
+    const plus = await anon.request(host, `/_svc/data/${read('increment', 'settings.html')}`, {
+      method: 'POST',
+      headers: [['Accept', 'application/json']],
+    });
+    assert.equal(plus.status, 200, plus.body);
+    const settingsForm = await anon.request(host, `/_svc/data/${read('update', 'settings.html')}`, {
+      method: 'POST',
+      headers: [
+        ['Accept', 'application/json'],
+        ['Content-Type', 'application/json'],
+      ],
+      body: JSON.stringify({ per_page: 10, theme: 'dark' }),
+    });
+    assert.equal(settingsForm.status, 401, 'owner-only settings: nobody signed in');
   });
 
   it('a guestbook: everyone reads, signed-in people write, authors edit their own, the owner any', async () => {
@@ -357,6 +405,23 @@ describe('html data: bindings served on the real platform', () => {
       .map((l) => JSON.parse(l) as Rec & { collection: string });
     assert.deepEqual([...new Set(lines.map((l) => l.collection))].sort(), ['counters', 'entries', 'todos']);
     assert.ok(lines.some((l) => l.collection === 'counters' && l._name === 'main'));
+    // The CLI prints the same lines.
+    const cli = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) =>
+      execFile(
+        process.execPath,
+        [path.join(repoRoot, 'bin/svc.js'), 'data', 'export', app],
+        { env: { ...process.env, SVC_API_URL: `${p.api.url}/api`, SVC_TOKEN: p.api.token } },
+        (err, stdout, stderr) => resolve({ code: err ? Number(err.code ?? 1) : 0, stdout, stderr }),
+      ),
+    );
+    assert.equal(cli.code, 0, cli.stderr);
+    assert.deepEqual(
+      cli.stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Rec),
+      lines,
+    );
     const uid = (await p.api.deps.apps.find(p.api.account.namespace, app))!.id;
     assert.equal((await p.api.request('DELETE', `/api/apps/${app}`)).status < 300, true);
     await eventually('the data to go with the app', async () => (await p.ia.data.store.size(uid)).records === 0, { timeoutMs: 30_000 });
