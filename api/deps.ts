@@ -309,6 +309,11 @@ export async function assembleDeps(deps: {
   const appDeleted = async (app: App) => {
     invitations.forget(app.metadata.uid!);
     await recordExpired(app);
+    // Its HTML data goes with it (lib/auth/housekeeping.ts): its data_bytes end here.
+    if (app.spec.data) {
+      const account = await accountIdOfNamespace(db, app.metadata.namespace!);
+      if (account) await recordStorageSample(db, account, app.metadata.name!, 0, clock(), 'data_bytes');
+    }
   };
   const recorder = new DeployRecorder(apps, deploys, election, log, (app) => invitations.sync(app), appDeleted);
   recorder.start();

@@ -69,7 +69,7 @@ const config = loadConfig({ SVC_LOG_LEVEL: 'silent', SVC_DATABASE_URL: database.
 const log = createLogger('ingress-auth', 'silent');
 const unlimited = { burst: 1e12, perSecond: 1e12 };
 const data = await startDataParts(db, database.url, log, { read: unlimited, write: unlimited });
-const { store, live } = data;
+const { store } = data;
 const ingress = await startIngress({ config, kc: new k8s.KubeConfig(), log, routes, data, host: '127.0.0.1', port: 0 });
 const base = ingress.url;
 /** A POST to ingress-auth with the app's Host (fetch cannot set it). */
@@ -178,7 +178,7 @@ try {
   );
   if (seen.length < expected) console.log(`  ${expected - seen.length} deliveries missing after 10 s`);
 } finally {
-  await live.stop();
+  await data.stop();
   await ingress.close();
   upstream.close();
   await db.destroy();

@@ -24,6 +24,8 @@ const meterCell: Record<keyof Meters, (v: number) => string> = {
   build_seconds: hours,
   sandbox_seconds: hours,
   stored_bytes: formatBytes,
+  data_requests: (n) => String(Math.round(n)),
+  data_bytes: formatBytes,
 };
 const meterNames = Object.keys(meterCell) as Array<keyof Meters>;
 

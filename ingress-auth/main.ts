@@ -92,7 +92,7 @@ async function shutdown(signal: string): Promise<void> {
   log.info({ signal }, 'Shutting down');
   setTimeout(() => process.exit(0), 10_000).unref();
   // Live streams never end on their own: ended first, so closing the listeners does not wait on them.
-  await data.live.stop();
+  await data.stop();
   await ingress.close();
   await signIn.stop();
   await recorder.stop().catch(() => undefined);

@@ -51,6 +51,7 @@ export const eventKinds = [
   'sandbox.destroyed',
   'sandbox.expired',
   'sandbox.failed',
+  'data.limit_reached',
 ] as const;
 export type EventKind = (typeof eventKinds)[number];
 

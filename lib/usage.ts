@@ -3,9 +3,13 @@
 //   build_seconds    seconds build Jobs ran           (written by the Build controller)
 //   sandbox_seconds  seconds sandboxes were open      (recorded by the API when one ends: api/sandboxes/recorder.ts)
 //   stored_bytes     bytes stored now: the latest sample of each subject (databases' volumes, by their size)
+//   data_requests    requests to HTML apps' data bindings (a row per app and minute, from ingress-auth/data/usage.ts)
+//   data_bytes       HTML apps' records now: the latest sample of each app (ingress-auth/data/usage.ts)
 import type { Db } from './db/connection.js';
 
-export const meters = ['machine_seconds', 'build_seconds', 'sandbox_seconds', 'stored_bytes'] as const;
+export const meters = ['machine_seconds', 'build_seconds', 'sandbox_seconds', 'stored_bytes', 'data_requests', 'data_bytes'] as const;
+/** Meters whose latest sample of each subject is the amount (the others sum their intervals). */
+const sampledMeters = ['stored_bytes', 'data_bytes'] as const;
 export type Meter = (typeof meters)[number];
 export type MeterTotals = Record<Meter, number>;
 
@@ -21,10 +25,10 @@ export function monthStart(d: Date, monthsBack = 0): Date {
 
 /** Usage in [start, end): time meters sum the seconds of their intervals that fall in the period. */
 export async function usageBetween(db: Db, accountId: string, start: Date, end: Date): Promise<MeterTotals> {
-  const totals: MeterTotals = { machine_seconds: 0, build_seconds: 0, sandbox_seconds: 0, stored_bytes: 0 };
+  const totals = Object.fromEntries(meters.map((m) => [m, 0])) as MeterTotals;
   const timed = await db('usage_records')
     .where({ account_id: accountId })
-    .whereNot({ meter: 'stored_bytes' })
+    .whereNotIn('meter', sampledMeters)
     .where('started_at', '<', end)
     .where('ended_at', '>', start)
     .groupBy('meter')
@@ -36,18 +40,20 @@ export async function usageBetween(db: Db, accountId: string, start: Date, end: 
       ),
     );
   for (const row of timed) totals[row.meter] = Math.round(Number(row.total ?? 0) * 1000) / 1000;
-  const stored = await db
-    .from(
-      db('usage_records')
-        .where({ account_id: accountId, meter: 'stored_bytes' })
-        .where('started_at', '<', end)
-        .distinctOn('subject')
-        .orderBy([{ column: 'subject' }, { column: 'started_at', order: 'desc' }])
-        .select('quantity')
-        .as('latest'),
-    )
-    .sum<Array<{ total: string | number | null }>>({ total: 'quantity' });
-  totals.stored_bytes = Number(stored[0]?.total ?? 0);
+  for (const meter of sampledMeters) {
+    const stored = await db
+      .from(
+        db('usage_records')
+          .where({ account_id: accountId, meter })
+          .where('started_at', '<', end)
+          .distinctOn('subject')
+          .orderBy([{ column: 'subject' }, { column: 'started_at', order: 'desc' }])
+          .select('quantity')
+          .as('latest'),
+      )
+      .sum<Array<{ total: string | number | null }>>({ total: 'quantity' });
+    totals[meter] = Number(stored[0]?.total ?? 0);
+  }
   return totals;
 }
 
@@ -68,9 +74,16 @@ export async function usageHistory(db: Db, accountId: string, now: Date, count: 
  * A stored_bytes sample: `subject` holds `bytes` from `at` on (until its next sample; 0 when it
  * is gone). Databases sample their volume's size when created and 0 when dropped.
  */
-export async function recordStorageSample(db: Db, accountId: string, subject: string, bytes: number, at: Date): Promise<void> {
+export async function recordStorageSample(
+  db: Db,
+  accountId: string,
+  subject: string,
+  bytes: number,
+  at: Date,
+  meter: (typeof sampledMeters)[number] = 'stored_bytes',
+): Promise<void> {
   await db('usage_records')
-    .insert({ account_id: accountId, meter: 'stored_bytes', subject, quantity: bytes, started_at: at, ended_at: at })
+    .insert({ account_id: accountId, meter, subject, quantity: bytes, started_at: at, ended_at: at })
     .onConflict(['account_id', 'meter', 'subject', 'started_at'])
     .merge(['quantity']);
 }

@@ -86,18 +86,28 @@ export const meters: ReadonlyArray<{ meter: Meter } & MeterInfo> = [
   { meter: 'machine_seconds', label: 'Machine time', units: timeUnits() },
   { meter: 'build_seconds', label: 'Build time', units: timeUnits() },
   { meter: 'sandbox_seconds', label: 'Sandbox time', units: timeUnits() },
+  { meter: 'stored_bytes', label: 'Storage', units: byteUnits() },
   {
-    meter: 'stored_bytes',
-    label: 'Storage',
+    meter: 'data_requests',
+    label: 'HTML data requests',
     units: [
-      { name: 'bytes', size: 1 },
-      { name: 'KiB', size: 1024 },
-      { name: 'MiB', size: 1024 ** 2 },
-      { name: 'GiB', size: 1024 ** 3 },
-      { name: 'TiB', size: 1024 ** 4 },
+      { name: 'requests', size: 1 },
+      { name: 'thousand requests', size: 1000 },
+      { name: 'million requests', size: 1000 ** 2 },
     ],
   },
+  { meter: 'data_bytes', label: 'HTML data stored', units: byteUnits() },
 ];
+
+function byteUnits() {
+  return [
+    { name: 'bytes', size: 1 },
+    { name: 'KiB', size: 1024 },
+    { name: 'MiB', size: 1024 ** 2 },
+    { name: 'GiB', size: 1024 ** 3 },
+    { name: 'TiB', size: 1024 ** 4 },
+  ];
+}
 
 function timeUnits() {
   return [

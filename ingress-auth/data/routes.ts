@@ -24,12 +24,15 @@ import type { DataClient } from './client.js';
 import type { LiveUpdates } from './live.js';
 import type { RateLimiter } from './rate.js';
 import type { ReadCache } from './read-cache.js';
+import type { DataUsage } from './usage.js';
 
 export interface DataParts {
   store: DataStore;
   live: LiveUpdates;
   /** Reads kept until the app's data changes (read-cache.ts; LiveUpdates invalidates it). */
   cache: ReadCache;
+  /** data_requests, data_bytes and data.limit_reached (usage.ts). */
+  usage: DataUsage;
   rates: { read: RateLimiter; write: RateLimiter };
   client: DataClient;
 }
@@ -166,6 +169,7 @@ async function handle(ctx: IngressContext, data: DataParts, req: IncomingMessage
   }
   if (url.pathname === `${dataPrefix}live`) {
     if (method !== 'GET') throw new HttpAnswer(405, 'GET the live updates', { allow: 'GET' });
+    data.usage.request(app);
     return data.live.open(ctx, app, req, res, url.searchParams.getAll('b'), requestId);
   }
   const id = bindingPath.exec(url.pathname)?.[1];
@@ -184,6 +188,7 @@ async function handle(ctx: IngressContext, data: DataParts, req: IncomingMessage
     throw new HttpAnswer(429, `too many ${reads ? 'reads' : 'changes'} of this app's data from your address; retry in ${wait} s`, {
       'retry-after': String(wait),
     });
+  data.usage.request(app);
   // A change must come from the app's own pages: browsers say where a request comes from on POST.
   if (!reads && !sameOrigin(authRequest(ctx, req, res, app, requestId)))
     throw new HttpAnswer(403, 'changes to app data from another site are refused');
@@ -195,7 +200,6 @@ async function handle(ctx: IngressContext, data: DataParts, req: IncomingMessage
   if (audience.kind !== 'allowed') return refuse(ctx, req, res, app, binding.file, audience, requestId);
   const appUid = app.metadata.uid!;
   const collection = binding.collection!;
-  const model = app.spec.data as DataModel;
 
   if (binding.verb === 'count') {
     const author = binding.mine ? who!.subject : undefined;
@@ -237,12 +241,40 @@ async function handle(ctx: IngressContext, data: DataParts, req: IncomingMessage
     return sendJson(res, 200, { record: visible ? present(found, who) : null }, requestId);
   }
 
-  const fieldsOf = model.collections[collection] ?? {};
+  const changed = () => {
+    data.cache.invalidate(appUid);
+    data.usage.wrote(app);
+  };
+  try {
+    await change(ctx, data, req, res, requestId, app, binding, url, who, changed);
+  } catch (err) {
+    if (err instanceof DataLimitError) data.usage.limitReached(app, collection, err.message);
+    throw err;
+  }
+}
+
+/** The changes: create, update, delete and the actions, once the audience admitted the visitor. */
+async function change(
+  ctx: IngressContext,
+  data: DataParts,
+  req: IncomingMessage,
+  res: ServerResponse,
+  requestId: string,
+  app: App,
+  binding: CompiledBinding,
+  url: URL,
+  who: Identity | undefined,
+  changed: () => void,
+): Promise<void> {
+  const appUid = app.metadata.uid!;
+  const collection = binding.collection!;
+  const ns = app.metadata.namespace!;
+  const fieldsOf = (app.spec.data as DataModel).collections[collection] ?? {};
   if (binding.verb === 'create') {
     const body = await readForm(req, bodyLimit);
     const fields = readRecord(fieldsOf, binding.fields ?? [], body, 'create');
     const created = await data.store.create(appUid, collection, who?.subject ?? null, fields);
-    data.cache.invalidate(appUid);
+    changed();
     return sendJson(res, 201, { record: present(created, who) }, requestId);
   }
 
@@ -266,22 +298,22 @@ async function handle(ctx: IngressContext, data: DataParts, req: IncomingMessage
   try {
     if (binding.verb === 'delete') {
       const gone = await data.store.remove(appUid, collection, ref, allowed).catch(settle);
-      data.cache.invalidate(appUid);
+      changed();
       if (!gone) throw new HttpAnswer(404, 'no such record (deleted already?)');
       res.writeHead(204, { 'cache-control': 'private, no-store', 'x-request-id': requestId });
       res.end();
       return;
     }
-    let change: (current: Record<string, FieldValue> | undefined) => Record<string, FieldValue>;
+    let next: (current: Record<string, FieldValue> | undefined) => Record<string, FieldValue>;
     if (binding.verb === 'update') {
       const body = await readForm(req, bodyLimit);
       // A named record not written yet is created whole; otherwise only the fields sent change.
       const found = 'name' in ref ? await data.store.find(appUid, collection, ref) : undefined;
       const values = readRecord(fieldsOf, binding.fields ?? [], body, 'name' in ref && !found ? 'create' : 'update');
-      change = (current) => ({ ...(current ?? {}), ...values });
+      next = (current) => ({ ...(current ?? {}), ...values });
     } else {
       const field = binding.field!;
-      change = (current) => {
+      next = (current) => {
         const now = current?.[field];
         if (binding.verb === 'toggle') return { ...(current ?? {}), [field]: now !== true };
         const n = (typeof now === 'number' ? now : 0) + (binding.verb === 'increment' ? 1 : -1);
@@ -289,8 +321,8 @@ async function handle(ctx: IngressContext, data: DataParts, req: IncomingMessage
         return { ...(current ?? {}), [field]: n };
       };
     }
-    const updated = await data.store.update(appUid, collection, ref, change, allowed).catch(settle);
-    data.cache.invalidate(appUid);
+    const updated = await data.store.update(appUid, collection, ref, next, allowed).catch(settle);
+    changed();
     if (!updated) throw new HttpAnswer(404, 'no such record (deleted already?)');
     return sendJson(res, 200, { record: present(updated, who) }, requestId);
   } catch (err) {

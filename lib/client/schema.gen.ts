@@ -1747,6 +1747,8 @@ export interface operations {
               build_seconds: number;
               sandbox_seconds: number;
               stored_bytes: number;
+              data_requests: number;
+              data_bytes: number;
             };
             apps: {
               [key: string]: {
@@ -1795,6 +1797,8 @@ export interface operations {
                 build_seconds: number;
                 sandbox_seconds: number;
                 stored_bytes: number;
+                data_requests: number;
+                data_bytes: number;
               };
             }[];
           };

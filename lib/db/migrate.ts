@@ -32,6 +32,7 @@ import * as m0027 from './migrations/0027_cli_logins.js';
 import * as m0028 from './migrations/0028_cli_login_approver.js';
 import * as m0029 from './migrations/0029_console_credentials.js';
 import * as m0030 from './migrations/0030_html_data.js';
+import * as m0031 from './migrations/0031_usage_data_meters.js';
 
 interface Migration {
   up(db: Knex): Promise<void>;
@@ -69,6 +70,7 @@ const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ['0028_cli_login_approver', m0028],
   ['0029_console_credentials', m0029],
   ['0030_html_data', m0030],
+  ['0031_usage_data_meters', m0031],
 ];
 
 const source: Knex.MigrationSource<readonly [string, Migration]> = {

@@ -46,17 +46,37 @@ describe('API account endpoints', () => {
       rec('stored_bytes', 'db/main', 1000, '2026-03-01T00:00:00Z', '2026-03-01T00:00:00Z'),
       rec('stored_bytes', 'db/main', 5000, '2026-03-10T00:00:00Z', '2026-03-10T00:00:00Z'),
       rec('stored_bytes', 'vol/data', 300, '2026-03-05T00:00:00Z', '2026-03-05T00:00:00Z'),
+      // HTML data: requests a minute (summed), the records' size sampled (the latest counts).
+      rec('data_requests', 'guestbook', 120, '2026-03-04T10:00:00Z', '2026-03-04T10:01:00Z'),
+      rec('data_requests', 'guestbook', 30, '2026-03-04T10:01:00Z', '2026-03-04T10:02:00Z'),
+      rec('data_requests', 'guestbook', 7, '2026-02-04T10:01:00Z', '2026-02-04T10:02:00Z'),
+      rec('data_bytes', 'guestbook', 900, '2026-03-04T10:00:00Z', '2026-03-04T10:00:00Z'),
+      rec('data_bytes', 'guestbook', 4096, '2026-03-04T10:01:00Z', '2026-03-04T10:01:00Z'),
     ]);
     const usage = await get<{ start: string; end: string; meters: Record<string, number> }>('/api/account/usage');
     assert.equal(usage.start, '2026-03-01T00:00:00.000Z');
     assert.equal(usage.end, '2026-03-15T12:00:00.000Z');
-    assert.deepEqual(usage.meters, { machine_seconds: 3600 + 1800 + 3600, build_seconds: 90, sandbox_seconds: 0, stored_bytes: 5300 });
+    assert.deepEqual(usage.meters, {
+      machine_seconds: 3600 + 1800 + 3600,
+      build_seconds: 90,
+      sandbox_seconds: 0,
+      stored_bytes: 5300,
+      data_requests: 150,
+      data_bytes: 4096,
+    });
     const history = await get<{ history: Array<{ start: string; meters: Record<string, number> }> }>('/api/account/usage/history?months=3');
     assert.deepEqual(
       history.history.map((h) => h.start),
       ['2026-03-01T00:00:00.000Z', '2026-02-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z'],
     );
-    assert.deepEqual(history.history[1]?.meters, { machine_seconds: 3600, build_seconds: 0, sandbox_seconds: 42, stored_bytes: 0 });
+    assert.deepEqual(history.history[1]?.meters, {
+      machine_seconds: 3600,
+      build_seconds: 0,
+      sandbox_seconds: 42,
+      stored_bytes: 0,
+      data_requests: 7,
+      data_bytes: 0,
+    });
     const bad = await api.request('GET', '/api/account/usage/history?months=99');
     assert.equal(bad.status, 400);
     await bad.body?.cancel();

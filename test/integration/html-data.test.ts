@@ -395,6 +395,28 @@ describe('html data: bindings served on the real platform', () => {
     assert.equal((await call(anon, 'GET', binding('one', 'counters').id)).status, 200, 'reads have their own bucket');
   });
 
+  it('counts the requests and the records’ size into usage, and tells the owner of a limit reached', async () => {
+    await p.ia.data.usage.flush();
+    // The API's clock stood still since it started: the period it answers now ends past the minutes counted.
+    p.api.clock.now = new Date(Date.now() + 120_000);
+    const usage = (await (await p.api.request('GET', '/api/account/usage')).json()) as { meters: Record<string, number> };
+    assert.ok(usage.meters.data_requests! >= 40, `data_requests ${usage.meters.data_requests}`);
+    assert.ok(usage.meters.data_bytes! > 0, `data_bytes ${usage.meters.data_bytes}`);
+    // What a refused write tells the owner: the collection and the counts, never the contents.
+    const served = p.ia.ingress.routes.app(app)!;
+    p.ia.data.usage.limitReached(served, 'entries', 'entries holds 10000 records, its most: delete some first');
+    p.ia.data.usage.limitReached(served, 'entries', 'again within the hour: not told twice');
+    await eventually(
+      'the data.limit_reached event',
+      async () => {
+        const r = await p.api.request('GET', '/api/events?kinds=data.limit_reached');
+        const events = ((await r.json()) as { events: Array<{ data: Record<string, unknown> }> }).events;
+        return events.length === 1 && events[0]!.data.collection === 'entries' && typeof events[0]!.data.records === 'number';
+      },
+      { timeoutMs: 5_000 },
+    );
+  });
+
   it('exports the app’s data as NDJSON, and deletes it with the app', async () => {
     const res = await p.api.request('GET', `/api/apps/${app}/data`);
     assert.equal(res.status, 200);

@@ -129,7 +129,7 @@ export async function startTestIngress(
     clock,
     data,
     close: async () => {
-      await data.live.stop();
+      await data.stop();
       await ingress.close();
       await signIn.stop();
     },

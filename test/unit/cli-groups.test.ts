@@ -627,19 +627,28 @@ describe('svc tokens, webhooks, usage', () => {
   });
 
   it('shows this month’s usage, and the history by day', async () => {
-    const meters = { machine_seconds: 7200, build_seconds: 360, sandbox_seconds: 0, stored_bytes: 1048576 };
+    const meters = {
+      machine_seconds: 7200,
+      build_seconds: 360,
+      sandbox_seconds: 0,
+      stored_bytes: 1048576,
+      data_requests: 1234,
+      data_bytes: 2048,
+    };
     fake.on('GET /account/usage', {
       json: { start: 's', end: 'e', meters, apps: { shop: { machine_seconds: 3600 }, blog: { machine_seconds: 7200 } } },
     });
     const r = await run(usageGroup, []);
-    assert.deepEqual(r.out.slice(1, 6), [
+    assert.deepEqual(r.out.slice(1, 8), [
       'METER            USED',
       'machine_seconds  2 h',
       'build_seconds    0.1 h',
       'sandbox_seconds  0 h',
       'stored_bytes     1 MiB',
+      'data_requests    1234',
+      'data_bytes       2 KiB',
     ]);
-    assert.deepEqual(r.out.slice(7), ['APP   MACHINE TIME', 'blog  2 h', 'shop  1 h']);
+    assert.deepEqual(r.out.slice(9), ['APP   MACHINE TIME', 'blog  2 h', 'shop  1 h']);
     assert.deepEqual((json(await run(usageGroup, ['--json'])) as { meters: unknown }).meters, meters);
     fake.on('GET /account/usage/history', { json: { history: [{ start: 'a', end: 'b', meters }] } });
     await run(usageGroup, ['--history', '--days', '7']);
