@@ -15,7 +15,6 @@ import * as k8s from '@kubernetes/client-node';
 import { createServer, request as httpRequest, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startDataParts } from '../ingress-auth/data/parts.js';
-import type { Backend, RouteSource } from '../ingress-auth/routes.js';
 import { startIngress } from '../ingress-auth/server.js';
 import { loadConfig } from '../lib/config.js';
 import { connect } from '../lib/db/connection.js';
@@ -24,6 +23,7 @@ import { compileBindings } from '../lib/html-data/compile.js';
 import { createLogger } from '../lib/logger.js';
 import type { App } from '../lib/resources/index.js';
 import { benchHost, load, median, medianSpread } from './load.js';
+import { fixedRoutes } from './routes.js';
 import { benchDatabase, percentile } from './support.js';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
@@ -56,15 +56,7 @@ const app = {
   metadata: { name: 'bench', namespace: 'svc-acct-bench', uid: '00000000-0000-4000-8000-0000000000d1' },
   spec: { kind: 'html', data: model },
 } as unknown as App;
-const backend: Backend = { address: '127.0.0.1', port: upstreamPort, origin: `http://127.0.0.1:${upstreamPort}` };
-const routes: RouteSource = {
-  start: async () => undefined,
-  stop: async () => undefined,
-  app: (name) => (name === 'bench' ? app : undefined),
-  backends: () => [backend],
-  whenBackends: async () => [backend],
-  origins: () => new Set([backend.origin]),
-};
+const routes = fixedRoutes(app, upstreamPort);
 const config = loadConfig({ SVC_LOG_LEVEL: 'silent', SVC_DATABASE_URL: database.url }, { exists: () => false });
 const log = createLogger('ingress-auth', 'silent');
 const unlimited = { burst: 1e12, perSecond: 1e12 };

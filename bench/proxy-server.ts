@@ -27,7 +27,6 @@ import { AuthRoutes } from '../ingress-auth/auth/routes.js';
 import { SignIn } from '../ingress-auth/auth/sign-in.js';
 import { appAtHost } from '../ingress-auth/host.js';
 import { startIngress } from '../ingress-auth/server.js';
-import type { Backend, RouteSource } from '../ingress-auth/routes.js';
 import { CertificateIndex, tlsSecretType, type CertificateSource } from '../ingress-auth/tls/certificates.js';
 import { ChallengeIndex } from '../ingress-auth/tls/challenges.js';
 import { Upstream } from '../ingress-auth/upstream/upstream.js';
@@ -40,6 +39,7 @@ import { createLogger } from '../lib/logger.js';
 import { RequestRecorder } from '../lib/metrics/requests.js';
 import type { App } from '../lib/resources/index.js';
 import { freePort } from '../test/support/ports.js';
+import { fixedRoutes } from './routes.js';
 
 const [mode, upstreamPort] = process.argv.slice(2);
 const workers = Number(process.argv[{ upstream: 3, bare: 4 }[mode ?? ''] ?? 5] ?? 1);
@@ -123,15 +123,7 @@ if (mode === 'upstream' && workers > 1 && cluster.isPrimary) {
     metadata: { name: 'bench', namespace: 'svc-acct-bench', uid: '00000000-0000-4000-8000-000000000001' },
     spec: { kind: 'static', auth: { rules: [{ mode: 'auth', source: 'bench', paths: ['/private/**'], admit: { owner: true } }] } },
   } as App;
-  const backend: Backend = { address: '127.0.0.1', port: Number(upstreamPort), origin: `http://127.0.0.1:${upstreamPort}` };
-  const routes: RouteSource = {
-    start: async () => undefined,
-    stop: async () => undefined,
-    app: (name) => (name === 'bench' ? app : undefined),
-    backends: () => [backend],
-    whenBackends: async () => [backend],
-    origins: () => new Set([backend.origin]),
-  };
+  const routes = fixedRoutes(app, Number(upstreamPort));
   // Recorded in memory like in production; never flushed (not part of what is measured).
   const recorder = new RequestRecorder(undefined as unknown as Db);
   const config = loadConfig(

@@ -115,29 +115,13 @@ export class DataStore {
     const bytes = sizeOf(fields);
     return this.db.transaction(async (tx) => {
       await this.lockApp(tx, app);
-      await this.assertRoom(tx, app, collection, bytes, true);
-      const now = this.clock();
-      const [row] = await tx<Row>('html_data_records')
-        .insert({
-          app_uid: app,
-          collection,
-          id: newRecordId(),
-          name: null,
-          author,
-          fields: JSON.stringify(fields) as unknown as Row['fields'],
-          bytes,
-          created_at: now,
-          updated_at: now,
-        })
-        .returning('*');
-      await this.changed(tx, app, collection, row!, 'put');
-      return toRecord(row!);
+      return this.insert(tx, app, collection, { name: null, author }, fields, bytes);
     });
   }
 
   /**
    * Changes a record: `change` gets its current fields (undefined for a named record not written
-   * yet, which this creates) and returns the new ones, or undefined to leave it as it is. `allowed`
+   * yet, which this creates) and returns the new ones. `allowed`
    * sees the record first (ownership) and may throw. Undefined when there is no such record.
    */
   async update(
@@ -157,30 +141,13 @@ export class DataStore {
       if (found) allowed(toRecord(found));
       const fields = change(found?.fields);
       const bytes = sizeOf(fields);
-      const now = this.clock();
-      let row: Row | undefined;
-      if (found) {
-        await this.assertRoom(tx, app, collection, bytes - found.bytes, false);
-        [row] = await tx<Row>('html_data_records')
-          .where({ app_uid: app, collection, id: found.id })
-          .update({ fields: JSON.stringify(fields) as unknown as Row['fields'], bytes, updated_at: now })
-          .returning('*');
-      } else {
-        await this.assertRoom(tx, app, collection, bytes, true);
-        [row] = await tx<Row>('html_data_records')
-          .insert({
-            app_uid: app,
-            collection,
-            id: newRecordId(),
-            name: (ref as { name: string }).name,
-            author: null,
-            fields: JSON.stringify(fields) as unknown as Row['fields'],
-            bytes,
-            created_at: now,
-            updated_at: now,
-          })
-          .returning('*');
-      }
+      // A named record's first write makes it, within the same limits as a create.
+      if (!found) return this.insert(tx, app, collection, { name: (ref as { name: string }).name, author: null }, fields, bytes);
+      await this.assertRoom(tx, app, collection, bytes - found.bytes, false);
+      const [row] = await tx<Row>('html_data_records')
+        .where({ app_uid: app, collection, id: found.id })
+        .update({ fields: JSON.stringify(fields) as unknown as Row['fields'], bytes, updated_at: this.clock() })
+        .returning('*');
       await this.changed(tx, app, collection, row!, 'put');
       return toRecord(row!);
     });
@@ -281,6 +248,33 @@ export class DataStore {
     return this.db('html_data_changes')
       .where('at', '<', new Date(this.clock().getTime() - storeLimits.changesKeptMs))
       .delete();
+  }
+
+  /** A new record, if the app has room for it, and its change. Under the app's lock. */
+  private async insert(
+    tx: Knex.Transaction,
+    app: string,
+    collection: string,
+    who: { name: string | null; author: string | null },
+    fields: Record<string, FieldValue>,
+    bytes: number,
+  ): Promise<StoredRecord> {
+    await this.assertRoom(tx, app, collection, bytes, true);
+    const now = this.clock();
+    const [row] = await tx<Row>('html_data_records')
+      .insert({
+        app_uid: app,
+        collection,
+        id: newRecordId(),
+        ...who,
+        fields: JSON.stringify(fields) as unknown as Row['fields'],
+        bytes,
+        created_at: now,
+        updated_at: now,
+      })
+      .returning('*');
+    await this.changed(tx, app, collection, row!, 'put');
+    return toRecord(row!);
   }
 
   /** One writer per app at a time, so the limits count what is there (two creates cannot both take the last room). */
