@@ -16,7 +16,9 @@ import type { App } from '../../lib/resources/index.js';
 import { authRequest, type IngressContext } from '../context.js';
 import { audienceAdmits } from './access.js';
 import type { ReadCache } from './read-cache.js';
-import { admitToPage, bindingsOf, HttpAnswer, present } from './routes.js';
+import { admitToPage, bindingsOf, HttpAnswer, pagePath, present } from './routes.js';
+import { decisionsFor, gateAll } from '../gate.js';
+import { appAtHost } from '../host.js';
 
 /** Bindings one stream may follow: the reads of a page. */
 const maxBindings = 50;
@@ -105,15 +107,14 @@ export class LiveUpdates {
     return n;
   }
 
-  /** A session of `appUid` ('' for any app) was revoked: its streams' visitors are admitted again. */
+  /** A session of `appUid` ('' for any app) was revoked, or a minute passed: its streams' visitors are admitted again. */
   recheckAll(appUid: string): void {
     for (const [uid, streams] of this.byApp) {
       if (appUid && uid !== appUid) continue;
       for (const s of streams) {
-        if (!s.who) continue;
         s.stillAdmitted().then(
           (ok) => {
-            if (!ok) s.res.end('event: ended\ndata: {"reason":"signed out"}\n\n');
+            if (!ok) s.res.end('event: ended\ndata: {"reason":"no longer admitted: signed out, or the app or its policy changed"}\n\n');
           },
           () => undefined,
         );
@@ -136,14 +137,16 @@ export class LiveUpdates {
       throw new HttpAnswer(503, 'too many live streams on this ingress; retry shortly', { 'retry-after': '5' });
     // Every page the reads stand on admits the visitor, and every read's audience: refused, never filtered.
     const ns = app.metadata.namespace!;
-    let who: Identity | undefined;
+    // Each read by the identity its own page resolves (a page without a policy resolves none).
+    const whoOn = new Map<string, Identity | undefined>();
     for (const file of new Set(bindings.map((b) => b.file))) {
       const visitor = await admitToPage(ctx, req, res, app, file, requestId);
       if (visitor === 'answered') return;
-      who ??= visitor.who;
+      whoOn.set(file, visitor.who);
     }
+    const who = [...whoOn.values()].find((w) => w !== undefined);
     for (const b of bindings) {
-      const access = audienceAdmits(b, who, ns);
+      const access = audienceAdmits(b, whoOn.get(b.file), ns);
       if (access.kind === 'sign-in') throw new HttpAnswer(401, `data-svc="${b.source}" needs a signed-in visitor`);
       if (access.kind === 'forbidden') throw new HttpAnswer(403, access.why);
     }
@@ -163,10 +166,23 @@ export class LiveUpdates {
       bindings,
       after,
       res,
+      // The App as it is now (a redeploy may have gated a page), the session as it is now, each page's gate again.
       stillAdmitted: async () => {
-        if (!who || !ctx.auth) return true;
-        const current = await ctx.auth.routes.currentSession(authRequest(ctx, req, res, app, requestId));
-        return current?.session.identity.subject === who.subject;
+        const now = appAtHost(req.headers.host, ctx.routes, ctx.config);
+        if (!now || now.metadata.uid !== appUid) return false;
+        const session = ctx.auth ? await ctx.auth.routes.currentSession(authRequest(ctx, req, res, now, requestId)) : undefined;
+        if (who && session?.session.identity.subject !== who.subject) return false;
+        for (const file of whoOn.keys()) {
+          const verdict = gateAll(decisionsFor(now, pagePath(file)), session, {
+            method: 'GET',
+            headers: req.headers,
+            url: pagePath(file),
+            namespace: ns,
+            upgrade: true,
+          });
+          if (verdict.kind !== 'forward') return false;
+        }
+        return true;
       },
     };
     let streams = this.byApp.get(appUid);

@@ -167,8 +167,16 @@ async function handle(ctx: IngressContext, data: DataParts, req: IncomingMessage
     if (method !== 'GET' && method !== 'HEAD') throw new HttpAnswer(405, 'GET the client', { allow: 'GET, HEAD' });
     return data.client.send(req, res, requestId);
   }
+  const rate = (limiter: RateLimiter, what: string) => {
+    const wait = limiter.take(`${app.metadata.uid}|${req.socket.remoteAddress ?? ''}`);
+    if (wait)
+      throw new HttpAnswer(429, `too many ${what} of this app's data from your address; retry in ${wait} s`, {
+        'retry-after': String(wait),
+      });
+  };
   if (url.pathname === `${dataPrefix}live`) {
     if (method !== 'GET') throw new HttpAnswer(405, 'GET the live updates', { allow: 'GET' });
+    rate(data.rates.read, 'reads');
     data.usage.request(app);
     return data.live.open(ctx, app, req, res, url.searchParams.getAll('b'), requestId);
   }
@@ -183,11 +191,7 @@ async function handle(ctx: IngressContext, data: DataParts, req: IncomingMessage
   if (binding.verb === 'field') throw new HttpAnswer(404, 'a field binding is shown by the read around it: it has no endpoint of its own');
   if (reads ? method !== 'GET' && method !== 'HEAD' : method !== 'POST')
     throw new HttpAnswer(405, `${binding.verb} is ${reads ? 'read with GET' : 'sent with POST'}`, { allow: reads ? 'GET, HEAD' : 'POST' });
-  const wait = (reads ? data.rates.read : data.rates.write).take(`${app.metadata.uid}|${req.socket.remoteAddress ?? ''}`);
-  if (wait)
-    throw new HttpAnswer(429, `too many ${reads ? 'reads' : 'changes'} of this app's data from your address; retry in ${wait} s`, {
-      'retry-after': String(wait),
-    });
+  rate(reads ? data.rates.read : data.rates.write, reads ? 'reads' : 'changes');
   data.usage.request(app);
   // A change must come from the app's own pages: browsers say where a request comes from on POST.
   if (!reads && !sameOrigin(authRequest(ctx, req, res, app, requestId)))
