@@ -11,7 +11,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Identity } from '../../lib/auth/identity.js';
 import type { CompiledBinding, DataModel } from '../../lib/html-data/compile.js';
-import { DataLimitError, type DataStore, type RecordRef, type StoredRecord } from '../../lib/html-data/store.js';
+import { DataLimitError, type DataStore, type RecordRef, type StoredRecord, type Written } from '../../lib/html-data/store.js';
 import { readRecord, RecordInputError, type FieldValue } from '../../lib/html-data/values.js';
 import type { App } from '../../lib/resources/index.js';
 import { BodyError, readForm, sendJson } from '../auth/respond.js';
@@ -202,59 +202,73 @@ async function handle(ctx: IngressContext, data: DataParts, req: IncomingMessage
   const ns = app.metadata.namespace!;
   const audience = audienceAdmits(binding, who, ns);
   if (audience.kind !== 'allowed') return refuse(ctx, req, res, app, binding.file, audience, requestId);
-  const appUid = app.metadata.uid!;
-  const collection = binding.collection!;
-
-  if (binding.verb === 'count') {
-    const author = binding.mine ? who!.subject : undefined;
-    const n = await data.cache.through(appUid, `${binding.id}|${author ?? ''}`, () => data.store.count(appUid, collection, author));
-    return sendJson(res, 200, { count: n }, requestId);
-  }
-  if (binding.verb === 'list') {
+  if (reads) {
     const offset = Number(url.searchParams.get('offset') ?? 0);
     if (!Number.isInteger(offset) || offset < 0 || offset > 10_000) throw new HttpAnswer(400, 'offset is a whole number from 0 to 10000');
+    const ref = binding.record || url.searchParams.has('record') ? refOf(binding, url) : undefined;
+    return sendJson(res, 200, await readBinding(data, app, binding, who, { offset, ref }), requestId);
+  }
+  try {
+    await change(ctx, data, req, res, requestId, app, binding, url, who);
+  } catch (err) {
+    if (err instanceof DataLimitError) data.usage.limitReached(app, binding.collection!, err.message);
+    throw err;
+  }
+}
+
+/** What a read answers (list, one, count), once the visitor was admitted to it; kept until the app's data changes. */
+export interface ReadReply {
+  count?: number;
+  records?: Array<Record<string, FieldValue>>;
+  next_offset?: number;
+  record?: Record<string, FieldValue> | null;
+}
+
+/**
+ * A read binding's answer for this visitor (`who`: the identity its page resolved, undefined for
+ * none), through the read cache. The caller has admitted the visitor (page, then audience): `mine`
+ * reads need `who`.
+ */
+export async function readBinding(
+  data: Pick<DataParts, 'store' | 'cache'>,
+  app: App,
+  binding: CompiledBinding,
+  who: Identity | undefined,
+  at: { offset: number; ref?: RecordRef | undefined },
+): Promise<ReadReply> {
+  const appUid = app.metadata.uid!;
+  const collection = binding.collection!;
+  const author = binding.mine ? who!.subject : undefined;
+  if (binding.verb === 'count') {
+    const n = await data.cache.through(appUid, `${binding.id}|${author ?? ''}`, () => data.store.count(appUid, collection, author));
+    return { count: n };
+  }
+  if (binding.verb === 'list') {
     const limit = binding.limit ?? 50;
-    const author = binding.mine ? who!.subject : undefined;
-    const rows = await data.cache.through(appUid, `${binding.id}|${author ?? ''}|${offset}`, () =>
+    const rows = await data.cache.through(appUid, `${binding.id}|${author ?? ''}|${at.offset}`, () =>
       data.store.list(appUid, collection, {
         ...(author !== undefined ? { author } : {}),
         ...(binding.order ? { order: binding.order } : {}),
         limit: limit + 1,
-        offset,
+        offset: at.offset,
       }),
     );
-    return sendJson(
-      res,
-      200,
-      { records: rows.slice(0, limit).map((r) => present(r, who)), ...(rows.length > limit ? { next_offset: offset + limit } : {}) },
-      requestId,
-    );
+    return {
+      records: rows.slice(0, limit).map((r) => present(r, who)),
+      ...(rows.length > limit ? { next_offset: at.offset + limit } : {}),
+    };
   }
-  if (binding.verb === 'one') {
-    // Without a name or an id: the first record it can show (with `mine`, the visitor's own: a profile).
-    const author = binding.mine ? who!.subject : undefined;
-    const ref = binding.record || url.searchParams.has('record') ? refOf(binding, url) : undefined;
-    const key = `${binding.id}|${author ?? ''}|${ref && 'id' in ref ? ref.id : ''}`;
-    // null for none (undefined is the cache's miss).
-    const found = await data.cache.through(appUid, key, async () =>
-      ref
-        ? ((await data.store.find(appUid, collection, ref)) ?? null)
-        : ((await data.store.list(appUid, collection, { ...(author !== undefined ? { author } : {}), limit: 1, offset: 0 }))[0] ?? null),
-    );
-    const visible = found !== null && (!binding.mine || found.author === who!.subject);
-    return sendJson(res, 200, { record: visible ? present(found, who) : null }, requestId);
-  }
-
-  const changed = () => {
-    data.cache.invalidate(appUid);
-    data.usage.wrote(app);
-  };
-  try {
-    await change(ctx, data, req, res, requestId, app, binding, url, who, changed);
-  } catch (err) {
-    if (err instanceof DataLimitError) data.usage.limitReached(app, collection, err.message);
-    throw err;
-  }
+  // one: without a name or an id, the first record it can show (with `mine`, the visitor's own: a profile).
+  const { ref } = at;
+  const key = `${binding.id}|${author ?? ''}|${ref && 'id' in ref ? ref.id : ''}`;
+  // null for none (undefined is the cache's miss).
+  const found = await data.cache.through(appUid, key, async () =>
+    ref
+      ? ((await data.store.find(appUid, collection, ref)) ?? null)
+      : ((await data.store.list(appUid, collection, { ...(author !== undefined ? { author } : {}), limit: 1, offset: 0 }))[0] ?? null),
+  );
+  const visible = found !== null && (!binding.mine || found.author === who!.subject);
+  return { record: visible ? present(found, who) : null };
 }
 
 /** The changes: create, update, delete and the actions, once the audience admitted the visitor. */
@@ -268,12 +282,15 @@ async function change(
   binding: CompiledBinding,
   url: URL,
   who: Identity | undefined,
-  changed: () => void,
 ): Promise<void> {
   const appUid = app.metadata.uid!;
   const collection = binding.collection!;
   const ns = app.metadata.namespace!;
   const fieldsOf = (app.spec.data as DataModel).collections[collection] ?? {};
+  const changed = () => {
+    data.cache.invalidate(appUid);
+    data.usage.wrote(app);
+  };
   if (binding.verb === 'create') {
     const body = await readForm(req, bodyLimit);
     const fields = readRecord(fieldsOf, binding.fields ?? [], body, 'create');
@@ -284,59 +301,38 @@ async function change(
 
   const ref = refOf(binding, url);
   const read = binding.within ? bindingsOf(app).get(binding.within) : undefined;
-  let refused: Access | undefined;
-  const allowed = (current: StoredRecord) => {
+  // Ownership, decided on the record as the store's transaction holds it.
+  const check = (current: StoredRecord): Access | undefined => {
     const access = mayChange(binding, read, who, ns, current);
-    if (access.kind !== 'allowed') {
-      refused = access;
-      throw new HttpAnswer(403, 'refused');
-    }
+    return access.kind === 'allowed' ? undefined : access;
   };
-  const settle = (err: unknown): never => {
-    if (refused) {
-      refuse(ctx, req, res, app, binding.file, refused, requestId);
-      throw new Answered();
-    }
-    throw err;
-  };
-  try {
-    if (binding.verb === 'delete') {
-      const gone = await data.store.remove(appUid, collection, ref, allowed).catch(settle);
-      changed();
-      if (!gone) throw new HttpAnswer(404, 'no such record (deleted already?)');
-      res.writeHead(204, { 'cache-control': 'private, no-store', 'x-request-id': requestId });
-      res.end();
-      return;
-    }
-    let next: (current: Record<string, FieldValue> | undefined) => Record<string, FieldValue>;
+  let result: Written<Access>;
+  if (binding.verb === 'delete') result = await data.store.remove(appUid, collection, ref, check);
+  else {
+    let next: (current: StoredRecord | undefined) => Record<string, FieldValue>;
     if (binding.verb === 'update') {
       const body = await readForm(req, bodyLimit);
       // A named record not written yet is created whole; otherwise only the fields sent change.
-      const found = 'name' in ref ? await data.store.find(appUid, collection, ref) : undefined;
-      const values = readRecord(fieldsOf, binding.fields ?? [], body, 'name' in ref && !found ? 'create' : 'update');
-      next = (current) => ({ ...(current ?? {}), ...values });
+      next = (current) => ({ ...current?.fields, ...readRecord(fieldsOf, binding.fields ?? [], body, current ? 'update' : 'create') });
     } else {
       const field = binding.field!;
       next = (current) => {
-        const now = current?.[field];
-        if (binding.verb === 'toggle') return { ...(current ?? {}), [field]: now !== true };
+        const now = current?.fields[field];
+        if (binding.verb === 'toggle') return { ...current?.fields, [field]: now !== true };
         const n = (typeof now === 'number' ? now : 0) + (binding.verb === 'increment' ? 1 : -1);
         if (!Number.isSafeInteger(n)) throw new RecordInputError(`${field} cannot go past ${Number.MAX_SAFE_INTEGER}`);
-        return { ...(current ?? {}), [field]: n };
+        return { ...current?.fields, [field]: n };
       };
     }
-    const updated = await data.store.update(appUid, collection, ref, next, allowed).catch(settle);
-    changed();
-    if (!updated) throw new HttpAnswer(404, 'no such record (deleted already?)');
-    return sendJson(res, 200, { record: present(updated, who) }, requestId);
-  } catch (err) {
-    if (err instanceof Answered) return;
-    throw err;
+    result = await data.store.update(appUid, collection, ref, next, check);
   }
+  if (result.kind === 'refused') return refuse(ctx, req, res, app, binding.file, result.why, requestId);
+  if (result.kind === 'missing') throw new HttpAnswer(404, 'no such record (deleted already?)');
+  changed();
+  if (binding.verb !== 'delete') return sendJson(res, 200, { record: present(result.record, who) }, requestId);
+  res.writeHead(204, { 'cache-control': 'private, no-store', 'x-request-id': requestId });
+  res.end();
 }
-
-/** A refusal already answered (refuse()), unwinding the store's transaction. */
-class Answered extends Error {}
 
 /** The record a binding acts on: its named one, or the one the request names (`?record=<id>`). */
 function refOf(binding: CompiledBinding, url: URL): RecordRef {

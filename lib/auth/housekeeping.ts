@@ -23,6 +23,8 @@ const sweepEveryMs = 3600_000;
 const appTables = [
   ['html_data_changes', 'at'],
   ['html_data_records', 'created_at'],
+  // Its running totals (kept by a trigger): found through the records, so no age of their own.
+  ['html_data_totals', undefined],
   ['app_sessions', 'created_at'],
   ['passkey_challenges', 'expires_at'],
   ['passkey_credentials', 'created_at'],
@@ -47,6 +49,7 @@ export async function orphanedApps(db: Knex, live: ReadonlySet<string>, now: Dat
   const before = new Date(now.getTime() - orphanGraceMs);
   const uids = new Set<string>();
   for (const [table, column] of appTables) {
+    if (column === undefined) continue;
     const rows = (await db(table).distinct('app_uid').where(column, '<', before)) as Array<{ app_uid: string }>;
     for (const r of rows) if (!live.has(r.app_uid)) uids.add(r.app_uid);
   }

@@ -33,6 +33,7 @@ import * as m0028 from './migrations/0028_cli_login_approver.js';
 import * as m0029 from './migrations/0029_console_credentials.js';
 import * as m0030 from './migrations/0030_html_data.js';
 import * as m0031 from './migrations/0031_usage_data_meters.js';
+import * as m0032 from './migrations/0032_html_data_totals.js';
 
 interface Migration {
   up(db: Knex): Promise<void>;
@@ -71,6 +72,7 @@ const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ['0029_console_credentials', m0029],
   ['0030_html_data', m0030],
   ['0031_usage_data_meters', m0031],
+  ['0032_html_data_totals', m0032],
 ];
 
 const source: Knex.MigrationSource<readonly [string, Migration]> = {

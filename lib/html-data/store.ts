@@ -49,6 +49,9 @@ export interface Change {
   record?: StoredRecord;
 }
 
+/** What became of an update or a removal: the record as it now is (or was, removed), none, or refused by the caller's check. */
+export type Written<R> = { kind: 'done'; record: StoredRecord } | { kind: 'missing' } | { kind: 'refused'; why: R };
+
 /** Why a write was refused by a limit (413). */
 export class DataLimitError extends Error {
   override name = 'DataLimitError';
@@ -120,54 +123,63 @@ export class DataStore {
   }
 
   /**
-   * Changes a record: `change` gets its current fields (undefined for a named record not written
-   * yet, which this creates) and returns the new ones. `allowed`
-   * sees the record first (ownership) and may throw. Undefined when there is no such record.
+   * Changes a record: `change` gets it as it is (undefined for a named record not written yet,
+   * which this creates) and returns its new fields; it may throw to refuse what was sent.
+   * `check` sees the record first, in the same transaction, and returns why it may not be changed
+   * (ownership), if so.
    */
-  async update(
+  async update<R>(
     app: string,
     collection: string,
     ref: RecordRef,
-    change: (current: Record<string, FieldValue> | undefined) => Record<string, FieldValue>,
-    allowed: (current: StoredRecord) => void = () => undefined,
-  ): Promise<StoredRecord | undefined> {
+    change: (current: StoredRecord | undefined) => Record<string, FieldValue>,
+    check: (current: StoredRecord) => R | undefined = () => undefined,
+  ): Promise<Written<R>> {
     return this.db.transaction(async (tx) => {
       await this.lockApp(tx, app);
       const found = await tx<Row>('html_data_records')
         .where({ app_uid: app, collection, ...('id' in ref ? { id: ref.id } : { name: ref.name }) })
         .forUpdate()
         .first();
-      if (!found && 'id' in ref) return undefined;
-      if (found) allowed(toRecord(found));
-      const fields = change(found?.fields);
+      if (!found && 'id' in ref) return { kind: 'missing' };
+      const current = found && toRecord(found);
+      const why = current && check(current);
+      if (why !== undefined) return { kind: 'refused', why };
+      const fields = change(current);
       const bytes = sizeOf(fields);
       // A named record's first write makes it, within the same limits as a create.
-      if (!found) return this.insert(tx, app, collection, { name: (ref as { name: string }).name, author: null }, fields, bytes);
+      if (!found)
+        return {
+          kind: 'done',
+          record: await this.insert(tx, app, collection, { name: (ref as { name: string }).name, author: null }, fields, bytes),
+        };
       await this.assertRoom(tx, app, collection, bytes - found.bytes, false);
       const [row] = await tx<Row>('html_data_records')
         .where({ app_uid: app, collection, id: found.id })
         .update({ fields: JSON.stringify(fields) as unknown as Row['fields'], bytes, updated_at: this.clock() })
         .returning('*');
       await this.changed(tx, app, collection, row!, 'put');
-      return toRecord(row!);
+      return { kind: 'done', record: toRecord(row!) };
     });
   }
 
-  /** Removes a record once `allowed` saw it; false when there was none. */
-  async remove(
+  /** Removes a record unless `check` gives a reason not to (ownership). */
+  async remove<R>(
     app: string,
     collection: string,
     ref: RecordRef,
-    allowed: (current: StoredRecord) => void = () => undefined,
-  ): Promise<boolean> {
+    check: (current: StoredRecord) => R | undefined = () => undefined,
+  ): Promise<Written<R>> {
     return this.db.transaction(async (tx) => {
       const where = { app_uid: app, collection, ...('id' in ref ? { id: ref.id } : { name: ref.name }) };
       const found = await tx<Row>('html_data_records').where(where).forUpdate().first();
-      if (!found) return false;
-      allowed(toRecord(found));
+      if (!found) return { kind: 'missing' };
+      const record = toRecord(found);
+      const why = check(record);
+      if (why !== undefined) return { kind: 'refused', why };
       await tx('html_data_records').where({ app_uid: app, collection, id: found.id }).delete();
       await this.changed(tx, app, collection, found, 'delete');
-      return true;
+      return { kind: 'done', record };
     });
   }
 
@@ -231,16 +243,18 @@ export class DataStore {
 
   /** The app's records' size and count (usage). */
   async size(app: string): Promise<{ records: number; bytes: number }> {
-    const [row] = await this.db('html_data_records')
+    const [row] = await this.db('html_data_totals')
       .where({ app_uid: app })
-      .select<Array<{ n: string; b: string | null }>>(this.db.raw('count(*) as n'), this.db.raw('sum(bytes) as b'));
+      .select<Array<{ n: string | null; b: string | null }>>(this.db.raw('sum(records) as n'), this.db.raw('sum(bytes) as b'));
     return { records: Number(row?.n ?? 0), bytes: Number(row?.b ?? 0) };
   }
 
   /** Deletes everything an app holds (with the app). */
   async removeApp(app: string): Promise<number> {
     await this.db('html_data_changes').where({ app_uid: app }).delete();
-    return this.db('html_data_records').where({ app_uid: app }).delete();
+    const n = await this.db('html_data_records').where({ app_uid: app }).delete();
+    await this.db('html_data_totals').where({ app_uid: app }).delete();
+    return n;
   }
 
   /** Changes older than `storeLimits.changesKeptMs`: a stream older than that starts over. */
@@ -282,12 +296,13 @@ export class DataStore {
     await tx.raw('select pg_advisory_xact_lock(hashtext(?))', [`html-data:${app}`]);
   }
 
+  /** Against the running totals (html_data_totals, kept by a trigger in the same transaction): a row per collection, not every record. */
   private async assertRoom(tx: Knex.Transaction, app: string, collection: string, moreBytes: number, newRecord: boolean): Promise<void> {
-    const [row] = await tx('html_data_records')
+    const [row] = await tx('html_data_totals')
       .where({ app_uid: app })
-      .select<Array<{ b: string | null; n: string }>>(
+      .select<Array<{ b: string | null; n: string | null }>>(
         tx.raw('sum(bytes) as b'),
-        tx.raw('count(*) filter (where collection = ?) as n', [collection]),
+        tx.raw('sum(records) filter (where collection = ?) as n', [collection]),
       );
     if (newRecord && Number(row?.n ?? 0) >= storeLimits.recordsPerCollection)
       throw new DataLimitError(`${collection} holds ${storeLimits.recordsPerCollection} records, its most: delete some first`);

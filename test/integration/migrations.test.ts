@@ -45,6 +45,7 @@ const schema = [
   'hostnames',
   'html_data_changes',
   'html_data_records',
+  'html_data_totals',
   'mail_outbox',
   'passkey_challenges',
   'passkey_credentials',

@@ -54,7 +54,7 @@ describe('security: html data values and store', () => {
     );
     assert.equal((await store.list('app-a', evil, { limit: 10, offset: 0 })).length, 0, 'a collection named like SQL is just a name');
     assert.equal(await store.find('app-b', 'notes', { id: a.id }), undefined, 'app-b cannot address app-a’s record by its id');
-    assert.equal(await store.remove('app-b', 'notes', { id: a.id }), false);
+    assert.deepEqual(await store.remove('app-b', 'notes', { id: a.id }), { kind: 'missing' });
     assert.equal((await store.find('app-a', 'notes', { id: a.id }))?.fields.title, evil, 'still there');
   });
 
@@ -76,13 +76,52 @@ describe('security: html data values and store', () => {
   it('a change keeps the record’s author and id, whatever the new fields say', async () => {
     const r = await store.create('app-d', 'notes', 'idp:ada', { title: 't', n: Number.MAX_SAFE_INTEGER });
     const changed = await store.update('app-d', 'notes', { id: r.id }, (cur) => ({
-      ...(cur ?? {}),
+      ...cur?.fields,
       title: 'u',
       _author: 'idp:bob',
       _id: 'x',
     }));
-    assert.equal(changed?.author, 'idp:ada');
-    assert.equal(changed?.id, r.id);
-    assert.equal(changed?.fields.title, 'u');
+    assert.equal(changed.kind, 'done');
+    const record = changed.kind === 'done' ? changed.record : undefined;
+    assert.equal(record?.author, 'idp:ada');
+    assert.equal(record?.id, r.id);
+    assert.equal(record?.fields.title, 'u');
+  });
+
+  it('a refused change or removal writes nothing: the check sees the record inside the transaction', async () => {
+    const r = await store.create('app-e', 'notes', 'idp:ada', { title: 'kept' });
+    const before = await store.lastChange('app-e');
+    const notYours = (cur: { author: string | null }) => (cur.author === 'idp:bob' ? undefined : 'not yours');
+    assert.deepEqual(await store.update('app-e', 'notes', { id: r.id }, () => ({ title: 'taken' }), notYours), {
+      kind: 'refused',
+      why: 'not yours',
+    });
+    assert.deepEqual(await store.remove('app-e', 'notes', { id: r.id }, notYours), { kind: 'refused', why: 'not yours' });
+    assert.equal((await store.find('app-e', 'notes', { id: r.id }))?.fields.title, 'kept');
+    assert.equal(await store.lastChange('app-e'), before, 'no change announced');
+  });
+
+  it('the limits count from running totals that follow every write, whoever makes it', async () => {
+    const a = await store.create('app-f', 'notes', 'idp:ada', { title: 'one' });
+    await store.create('app-f', 'tags', 'idp:ada', { title: 'two' });
+    // Rows written past the store (a restore, an operator's SQL) are counted too: a trigger keeps the totals.
+    await fresh.db.raw(
+      `insert into html_data_records (app_uid, collection, id, fields, bytes, created_at, updated_at)
+       select 'app-f', 'notes', 'raw' || g, '{}'::jsonb, 1000, now(), now() from generate_series(1, 5) g`,
+    );
+    await store.update('app-f', 'notes', { id: a.id }, () => ({ title: 'x'.repeat(100) }));
+    await store.remove('app-f', 'tags', { name: 'absent' });
+    const [row] = await fresh
+      .db('html_data_records')
+      .where({ app_uid: 'app-f' })
+      .select<Array<{ n: number; b: number }>>(fresh.db.raw('count(*)::int as n'), fresh.db.raw('sum(bytes)::int as b'));
+    const { n, b } = row!;
+    assert.deepEqual(await store.size('app-f'), { records: n, bytes: b });
+    assert.equal(n, 7);
+    await fresh.db('html_data_records').where({ app_uid: 'app-f', collection: 'tags' }).delete();
+    assert.deepEqual(await store.size('app-f'), { records: 6, bytes: b - Buffer.byteLength(JSON.stringify({ title: 'two' })) });
+    // An app at its byte limit in the totals is refused its next write.
+    await fresh.db('html_data_totals').where({ app_uid: 'app-f', collection: 'notes' }).update({ bytes: storeLimits.appBytes });
+    await assert.rejects(store.create('app-f', 'notes', 'idp:ada', { title: 'over' }), DataLimitError);
   });
 });
