@@ -16,8 +16,7 @@ import type { App } from '../../lib/resources/index.js';
 import { authRequest, type IngressContext } from '../context.js';
 import { audienceAdmits } from './access.js';
 import type { ReadCache } from './read-cache.js';
-import { admitToPage, bindingsOf, HttpAnswer, pagePath, present } from './routes.js';
-import { decisionsFor, gateAll } from '../gate.js';
+import { admitToPage, bindingsOf, HttpAnswer, pageVerdict, present } from './routes.js';
 import { appAtHost } from '../host.js';
 
 /** Bindings one stream may follow: the reads of a page. */
@@ -172,16 +171,7 @@ export class LiveUpdates {
         if (!now || now.metadata.uid !== appUid) return false;
         const session = ctx.auth ? await ctx.auth.routes.currentSession(authRequest(ctx, req, res, now, requestId)) : undefined;
         if (who && session?.session.identity.subject !== who.subject) return false;
-        for (const file of whoOn.keys()) {
-          const verdict = gateAll(decisionsFor(now, pagePath(file)), session, {
-            method: 'GET',
-            headers: req.headers,
-            url: pagePath(file),
-            namespace: ns,
-            upgrade: true,
-          });
-          if (verdict.kind !== 'forward') return false;
-        }
+        for (const file of whoOn.keys()) if (pageVerdict(now, file, session, req.headers).kind !== 'forward') return false;
         return true;
       },
     };

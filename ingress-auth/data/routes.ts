@@ -8,16 +8,16 @@
 // request: the binding from the App's compiled allow-list (spec.data; an id not in it is 404), its
 // rate, CSRF on changes, the declaring page's admission (the gate, as if the page were asked for),
 // the binding's audience, then ownership (access.ts).
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { Identity } from '../../lib/auth/identity.js';
 import type { CompiledBinding, DataModel } from '../../lib/html-data/compile.js';
 import { DataLimitError, type DataStore, type RecordRef, type StoredRecord, type Written } from '../../lib/html-data/store.js';
 import { readRecord, RecordInputError, type FieldValue } from '../../lib/html-data/values.js';
 import type { App } from '../../lib/resources/index.js';
 import { BodyError, readForm, sendJson } from '../auth/respond.js';
-import { sameOrigin } from '../auth/routes.js';
+import { sameOrigin, type CurrentSession } from '../auth/routes.js';
 import { authRequest, type IngressContext } from '../context.js';
-import { decisionsFor, gateAll } from '../gate.js';
+import { decisionsFor, gateAll, type Verdict } from '../gate.js';
 import { appAtHost } from '../host.js';
 import { audienceAdmits, mayChange, type Access } from './access.js';
 import type { DataClient } from './client.js';
@@ -92,13 +92,7 @@ export async function admitToPage(
   }
   const r = authRequest(ctx, req, res, app, requestId);
   const current = await ctx.auth.routes.currentSession(r);
-  const verdict = gateAll(decisions, current, {
-    method: 'GET',
-    headers: req.headers,
-    url: path,
-    namespace: app.metadata.namespace!,
-    upgrade: true,
-  });
+  const verdict = pageVerdict(app, file, current, req.headers);
   switch (verdict.kind) {
     case 'sign-in':
     case 'unauthenticated':
@@ -109,6 +103,18 @@ export async function admitToPage(
       return 'answered';
   }
   return { who: verdict.identity ? current!.session.identity : undefined };
+}
+
+/** The gate's verdict on the declaring page for this visitor, as if a script asked for it (never redirected). */
+export function pageVerdict(app: App, file: string, current: CurrentSession | undefined, headers: IncomingHttpHeaders): Verdict {
+  const path = pagePath(file);
+  return gateAll(decisionsFor(app, path), current, {
+    method: 'GET',
+    headers,
+    url: path,
+    namespace: app.metadata.namespace!,
+    upgrade: true,
+  });
 }
 
 /** Answers a refusal of access.ts: 401 as the gate's (with the login URL), or 403. */

@@ -89,26 +89,50 @@ function compilePage(
   out: CompiledBinding[],
   declared: Map<string, Map<string, { spec: FieldSpec; at: string }>>,
 ): void {
-  const doc = parseHtml(html, { sourceCodeLocationInfo: true, scriptingEnabled: false });
+  const compiled = new Map<Element, { binding: CompiledBinding; read: CompiledBinding | undefined }>();
+  for (const { el, attr, ordinal, parent } of boundElements(parseHtml(html, { sourceCodeLocationInfo: true, scriptingEnabled: false }))) {
+    // The read this one stands inside: the nearest bound ancestor if it is a read, else that one's.
+    const above = parent && compiled.get(parent);
+    const enclosing = above && (above.binding.verb === 'list' || above.binding.verb === 'one' ? above.binding : above.read);
+    const line = el.sourceCodeLocation?.attrs?.['data-svc']?.startLine ?? el.sourceCodeLocation?.startLine ?? 1;
+    const binding = bindingAt(file, line, attr.value, ordinal, el, enclosing, declared);
+    if (out.length >= dataLimits.bindings)
+      throw new BindingError(file, line, attr.value, `is binding ${out.length + 1} of the app; at most ${dataLimits.bindings}`);
+    out.push(binding);
+    compiled.set(el, { binding, read: enclosing });
+  }
+}
+
+/** A `data-svc` attribute of a page, as the compile and the runtime's annotation both see it. */
+interface BoundElement {
+  el: Element;
+  attr: { name: string; value: string };
+  /** Its place among the page's bindings (part of its id). */
+  ordinal: number;
+  /** The nearest ancestor element that has a binding too. */
+  parent: Element | undefined;
+}
+
+/**
+ * Every element of a parsed page that has a `data-svc` attribute, in document order (<template>
+ * contents included), without recursion: a hostile page may nest elements as deep as it likes.
+ * The one walk both compileBindings and annotatePage take, so ids agree.
+ */
+function* boundElements(doc: Node): Generator<BoundElement> {
   let ordinal = 0;
-  // In document order, without recursion: a hostile page may nest elements as deep as it likes.
-  const stack: Array<[Node, CompiledBinding | undefined]> = [[doc, undefined]];
+  const stack: Array<[Node, Element | undefined]> = [[doc, undefined]];
   for (let item = stack.pop(); item; item = stack.pop()) {
-    const [node, enclosing] = item;
-    let inner = enclosing;
+    const [node, above] = item;
+    let parent = above;
     if ('tagName' in node) {
       const attr = node.attrs.find((a) => a.name === 'data-svc');
       if (attr) {
-        const line = node.sourceCodeLocation?.attrs?.['data-svc']?.startLine ?? node.sourceCodeLocation?.startLine ?? 1;
-        const binding = bindingAt(file, line, attr.value, ordinal++, node, enclosing, declared);
-        if (out.length >= dataLimits.bindings)
-          throw new BindingError(file, line, attr.value, `is binding ${out.length + 1} of the app; at most ${dataLimits.bindings}`);
-        out.push(binding);
-        if (binding.verb === 'list' || binding.verb === 'one') inner = binding;
+        yield { el: node, attr, ordinal: ordinal++, parent: above };
+        parent = node;
       }
     }
     const kids = childrenOf(node as TreeNode & Node);
-    for (let i = kids.length - 1; i >= 0; i--) stack.push([kids[i]!, inner]);
+    for (let i = kids.length - 1; i >= 0; i--) stack.push([kids[i]!, parent]);
   }
 }
 
@@ -377,21 +401,16 @@ export function annotatePage(file: string, html: string): string | undefined {
   if (!namesBinding.test(html)) return undefined;
   const doc = parseHtml(html, { sourceCodeLocationInfo: true, scriptingEnabled: false });
   const inserts: Array<[number, string]> = [];
-  let ordinal = 0;
-  let head: number | undefined;
-  let body: number | undefined;
-  for (const node of descendantsOf(doc as TreeNode & Node)) {
-    if (!('tagName' in node)) continue;
-    if (node.tagName === 'head') head = node.sourceCodeLocation?.endTag?.startOffset;
-    if (node.tagName === 'body') body = node.sourceCodeLocation?.endTag?.startOffset;
-    const attr = node.attrs.find((a) => a.name === 'data-svc');
-    if (!attr) continue;
-    const at = node.sourceCodeLocation?.attrs?.['data-svc']?.endOffset;
-    const id = bindingId(file, ordinal++, attr.value);
-    if (at !== undefined) inserts.push([at, ` data-svc-id="${id}"`]);
+  for (const { el, attr, ordinal } of boundElements(doc)) {
+    const at = el.sourceCodeLocation?.attrs?.['data-svc']?.endOffset;
+    if (at !== undefined) inserts.push([at, ` data-svc-id="${bindingId(file, ordinal, attr.value)}"`]);
   }
   if (inserts.length === 0) return undefined;
-  inserts.push([head ?? body ?? html.length, `<script src="${dataClientPath}" defer></script>`]);
+  // parse5 always makes <html> with <head> and <body>; their end tags are where they were written, if they were.
+  const root = doc.childNodes.find((n): n is Element => 'tagName' in n && n.tagName === 'html');
+  const endOf = (tag: string) =>
+    root?.childNodes.find((n): n is Element => 'tagName' in n && n.tagName === tag)?.sourceCodeLocation?.endTag?.startOffset;
+  inserts.push([endOf('head') ?? endOf('body') ?? html.length, `<script src="${dataClientPath}" defer></script>`]);
   inserts.sort((a, b) => a[0] - b[0]);
   let out = '';
   let last = 0;

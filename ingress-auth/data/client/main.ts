@@ -29,14 +29,14 @@ function describe(el: Element): Bound | undefined {
 }
 
 /** Bound elements under root in document order, not inside a template nor inside another read's content. */
-function boundWithin(root: ParentNode, stopAtReads: boolean): Bound[] {
+function boundWithin(root: ParentNode): Bound[] {
   const out: Bound[] = [];
   const walk = (node: ParentNode) => {
     for (const child of Array.from(node.children)) {
       if (child.tagName === 'TEMPLATE') continue;
       const b = child.hasAttribute('data-svc-id') ? describe(child) : undefined;
       if (b) out.push(b);
-      if (b && stopAtReads && (b.verb === 'list' || b.verb === 'one')) continue;
+      if (b && (b.verb === 'list' || b.verb === 'one')) continue;
       walk(child);
     }
   };
@@ -114,7 +114,7 @@ function clearProblem(el: Element): void {
 
 /** Fills a record's fields and wires its changes, under root (a list item's nodes, or a `one` element). */
 function fillRecord(root: ParentNode, record: DataRecord): void {
-  for (const b of boundWithin(root, true)) {
+  for (const b of boundWithin(root)) {
     if (b.verb === 'field') {
       const words = (b.el.getAttribute('data-svc') ?? '').trim().split(/\s+/);
       const value = record[words[1] ?? ''] ?? null;
@@ -274,7 +274,7 @@ function follow(): void {
 
 function start(): void {
   const first: Promise<void>[] = [];
-  for (const b of boundWithin(document.body ?? document.documentElement, true)) {
+  for (const b of boundWithin(document.body ?? document.documentElement)) {
     if (b.verb === 'list' || b.verb === 'one' || b.verb === 'count') {
       reads.set(b.id, b);
       first.push(refresh(b));
