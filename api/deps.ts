@@ -187,8 +187,8 @@ export interface ApiDeps {
   gitSync: Pick<GitSync, 'onHead'>;
   /** Sandboxes, eval and runtimes (api/sandboxes/). */
   sandboxes: SandboxService;
-  /** HTML apps' records (lib/html-data/store.ts): exported by GET /apps/{appID}/data. */
-  htmlData: Pick<DataStore, 'all' | 'size'>;
+  /** HTML apps' records (lib/html-data/store.ts): exported by GET /apps/{appID}/data, copied by a fork asked to. */
+  htmlData: Pick<DataStore, 'all' | 'size' | 'copyApp'>;
   /** Proxied requests per app, as ingress-auth records them. */
   requestMetrics: { series: (appUid: string, start: Date, end: Date, stepMs: number) => Promise<SeriesPoint[]> };
   /** The identity assertions' public keys, for the machine listener and /_svc/auth/jwks.json. */

@@ -17,7 +17,8 @@ const usage = `usage:
                                                create an app (with --image, a container service)
   svc apps rm APP [--yes]                      delete an app, its machines, previews and domains
                                                (asks first; without a terminal, needs --yes)
-  svc apps fork APP NEW [--json]               a copy of APP named NEW, deployed as APP is
+  svc apps fork APP NEW [--data] [--json]      a copy of APP named NEW, deployed as APP is
+                                               (--data: with its HTML data records too)
   svc apps expiry APP (--in DURATION | --at TIME | --clear) [--json]
                                                delete the app by itself at a time (7d, 12h, or RFC3339),
                                                or never
@@ -83,6 +84,7 @@ export const appsGroup: CommandGroup = {
       in: { type: 'string' },
       at: { type: 'string' },
       clear: { type: 'boolean' },
+      data: { type: 'boolean' },
     });
     const [command, app, other] = positionals;
     if (values.help) return printUsage(this, ctx);
@@ -142,9 +144,14 @@ export const appsGroup: CommandGroup = {
       }
       case 'fork': {
         if (!app || !other) throw new GroupUsageError('svc apps fork APP NEW', usage);
-        const forked = await body(api().POST('/apps/{appID}/fork', { params: { path: { appID: app } }, body: { name: other } }));
+        const forked = await body(
+          api().POST('/apps/{appID}/fork', {
+            params: { path: { appID: app } },
+            body: { name: other, ...(values.data ? { data: true } : {}) },
+          }),
+        );
         show(ctx, json, forked, (f: ForkAnswer) => [
-          `forked ${app} into ${f.app.name} (${f.app.id})`,
+          `forked ${app} into ${f.app.name} (${f.app.id})${f.data_records !== undefined ? `, with ${f.data_records} data records` : ''}`,
           f.deploy
             ? `deploy ${f.deploy.id} is ${f.deploy.status}; follow it: svc apps get ${shellWord(f.app.name)}`
             : 'nothing deployed yet',

@@ -49,6 +49,11 @@ export interface Forwarded {
   identity?: string[] | undefined;
   /** The answer depends on who asked (a gated path, or an identity was added): never cached. */
   personal?: boolean | undefined;
+  /**
+   * An HTML answer (200, UTF-8, not encoded) is held whole and given to this before it goes back:
+   * a data page's first render (data/first-render.ts). Undefined from it: sent as it came.
+   */
+  rewrite?: ((html: string) => Promise<string | undefined>) | undefined;
 }
 
 /** What upstreamHeaders does with a request header, by lowercase name; any other name is passed on (unless it is a platform header). */

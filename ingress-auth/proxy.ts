@@ -221,6 +221,8 @@ class Exchange implements ExchangeHandler {
   private backend: Backend | undefined;
   private gone = false;
   private finished = false;
+  /** An answer held whole for fwd.rewrite: its head, and its body so far. */
+  private held: { status: number; statusText: string; headers: string[]; chunks: Buffer[]; bytes: number } | undefined;
   /** Its own 'close' listener, when the caller has none (forward()). */
   private readonly onClose: (() => void) | undefined;
 
@@ -272,10 +274,25 @@ class Exchange implements ExchangeHandler {
   }
 
   onHead(status: number, statusText: string, rawHeaders: string[]): void {
-    this.res.writeHead(status, statusText || undefined, downstreamHeaders(rawHeaders, this.fwd.requestId, this.fwd.personal));
+    const headers = downstreamHeaders(rawHeaders, this.fwd.requestId, this.fwd.personal);
+    if (this.fwd.rewrite && status === 200 && rewritable(headers)) {
+      this.held = { status, statusText, headers, chunks: [], bytes: 0 };
+      return;
+    }
+    this.res.writeHead(status, statusText || undefined, headers);
   }
 
   onBody(chunk: Buffer): void {
+    const held = this.held;
+    if (held) {
+      held.chunks.push(chunk);
+      held.bytes += chunk.length;
+      if (held.bytes <= rewriteMaxBytes) return;
+      // Too large to hold: it goes as it came, from here on streamed.
+      this.held = undefined;
+      this.res.writeHead(held.status, held.statusText || undefined, held.headers);
+      for (const c of held.chunks.slice(0, -1)) this.res.write(c);
+    }
     if (this.res.write(chunk)) return;
     // The client reads slower than the machine writes: stop reading the machine until it caught up.
     const controller = this.controller!;
@@ -284,7 +301,30 @@ class Exchange implements ExchangeHandler {
   }
 
   onEnd(): void {
+    if (this.held) {
+      void this.rewrite(this.held);
+      return;
+    }
     this.res.end();
+    this.finish();
+  }
+
+  /** Sends a held answer, rewritten when fwd.rewrite says so (if it fails, as it came: the page still works, filled by its script). */
+  private async rewrite(held: NonNullable<Exchange['held']>): Promise<void> {
+    this.held = undefined;
+    const body = Buffer.concat(held.chunks, held.bytes);
+    let out: Buffer | undefined;
+    try {
+      const html = await this.fwd.rewrite!(body.toString('utf8'));
+      if (html !== undefined) out = Buffer.from(html, 'utf8');
+    } catch (err) {
+      this.proxy.opts.log.warn({ err, reqId: this.fwd.requestId, host: this.fwd.host }, 'Filling a page failed; sent as the app wrote it');
+    }
+    if (this.gone) return;
+    // Filled, the page is no longer what the machine's validators name.
+    const headers = out ? withoutValidators(held.headers, out.length) : held.headers;
+    this.res.writeHead(held.status, held.statusText || undefined, headers);
+    this.res.end(out ?? body);
     this.finish();
   }
 
@@ -321,6 +361,37 @@ class Exchange implements ExchangeHandler {
     if (this.onClose) this.res.off('close', this.onClose);
     this.settle?.(this.outcome);
   }
+}
+
+/** Past this size an answer is not held for fwd.rewrite: it is streamed as it came (docs/api/html-data.md). */
+export const rewriteMaxBytes = 2 * 1024 * 1024;
+
+/** An answer fwd.rewrite can read: HTML in UTF-8 (or unsaid), not compressed. */
+function rewritable(headers: readonly string[]): boolean {
+  let html = false;
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i]!.toLowerCase();
+    const value = headers[i + 1]!.toLowerCase();
+    if (name === 'content-encoding' && value !== 'identity') return false;
+    if (name === 'content-type') {
+      const [type, ...params] = value.split(';').map((p) => p.trim());
+      const charset = params.find((p) => p.startsWith('charset='))?.slice(8);
+      html = type === 'text/html' && (charset === undefined || charset === 'utf-8' || charset === '"utf-8"');
+    }
+  }
+  return html;
+}
+
+/** The headers of a rewritten answer: its new length, without the machine's ETag and Last-Modified. */
+function withoutValidators(headers: readonly string[], length: number): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i]!.toLowerCase();
+    if (name === 'content-length' || name === 'etag' || name === 'last-modified') continue;
+    out.push(headers[i]!, headers[i + 1]!);
+  }
+  out.push('content-length', String(length));
+  return out;
 }
 
 const reasons: Record<number, string> = {

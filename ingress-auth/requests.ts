@@ -11,6 +11,7 @@ import { audienceOf } from '../lib/identity/assertion.js';
 import type { AuthRequest, CurrentSession } from './auth/routes.js';
 import { authRequest, forwarded, noSignIn, record, type IngressContext, type SignInParts } from './context.js';
 import { sendError } from './errors.js';
+import { anonymousReads, firstRender } from './data/first-render.js';
 import { decisionsFor, gateAll } from './gate.js';
 import type { Forwarded } from './headers.js';
 import { appAtHost, hostnameOf } from './host.js';
@@ -165,6 +166,15 @@ export function requestHandler(ctx: IngressContext): RequestHandler {
     });
     if (!ctx.auth && decisions.some((d) => d.mode === 'auth')) return sendError(res, 503, noSignIn, req.headers.accept, requestId);
     const fwd = forwarded(req, requestId);
+    // A page of an HTML app with reads anyone may make: those are filled in before it goes back.
+    if (ctx.data && req.method === 'GET' && anonymousReads(app).size > 0) {
+      const data = ctx.data;
+      fwd.rewrite = async (html) => {
+        const filled = await firstRender(data, app, html, `${fwd.proto}://${fwd.host}${url}`);
+        if (filled !== undefined) data.usage.request(app);
+        return filled;
+      };
+    }
     const proceed = (): void => {
       let sent: Promise<unknown> | void;
       try {

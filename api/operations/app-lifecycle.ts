@@ -12,7 +12,8 @@ import { appSchema, presentApp } from '../presenters/apps.js';
 import { deploySchema, presentDeploy } from '../presenters/deploys.js';
 
 type Deps = Pick<ApiDeps, 'clock'> & {
-  apps: Pick<ApiDeps['apps'], 'find' | 'patchSpec'>;
+  apps: Pick<ApiDeps['apps'], 'find' | 'patchSpec' | 'delete'>;
+  htmlData: Pick<ApiDeps['htmlData'], 'copyApp'>;
   actions: Pick<ApiDeps['actions'], 'fork' | 'migrate'>;
   events: Pick<ApiDeps['events'], 'record'>;
 };
@@ -30,18 +31,46 @@ export function lifecycleOperations(s: Deps): Operation[] {
       summary: 'Fork an app',
       action: 'write',
       status: 201,
-      body: z.strictObject({ name: appName }),
-      response: z.object({ app: appSchema, deploy: deploySchema.nullable() }),
+      body: z.strictObject({
+        name: appName,
+        data: z
+          .boolean()
+          .optional()
+          .describe("Copy an HTML app's data records too (authors and times kept); by default the fork starts with none"),
+      }),
+      response: z.object({
+        app: appSchema,
+        deploy: deploySchema.nullable(),
+        data_records: z.number().int().optional().describe('Records copied, when data was asked for'),
+      }),
       handler: async ({ caller, params, body }) => {
         const source = await resolveApp(s, caller, params.appID!);
         requireApp(caller, body.name);
         const { app, deploy } = await s.actions.fork(actorOf(caller), source, body.name);
+        let copied: number | undefined;
+        if (body.data) {
+          try {
+            copied = await s.htmlData.copyApp(source.id, app.id);
+          } catch (err) {
+            // All or nothing: a fork without the data it was asked to take is not left behind.
+            await s.apps.delete(app.namespace, app.name).catch(() => undefined);
+            throw err;
+          }
+        }
         await s.events.record(caller.account.id, 'app.created', app.name, {
           app: app.name,
           forked_from: source.name,
           ...(deploy ? { deploy: deploy.id } : {}),
+          ...(copied !== undefined ? { data_records: copied } : {}),
         });
-        return { status: 201, body: { app: presentApp(app), deploy: deploy ? presentDeploy(deploy, app) : null } };
+        return {
+          status: 201,
+          body: {
+            app: presentApp(app),
+            deploy: deploy ? presentDeploy(deploy, app) : null,
+            ...(copied !== undefined ? { data_records: copied } : {}),
+          },
+        };
       },
     }),
     op({

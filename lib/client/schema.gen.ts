@@ -3952,6 +3952,8 @@ export interface operations {
       content: {
         'application/json': {
           name: string;
+          /** @description Copy an HTML app's data records too (authors and times kept); by default the fork starts with none */
+          data?: boolean;
         };
       };
     };
@@ -4012,6 +4014,8 @@ export interface operations {
               updated_at: string;
               live_at: string | null;
             } | null;
+            /** @description Records copied, when data was asked for */
+            data_records?: number;
           };
         };
       };

@@ -8,6 +8,7 @@ import { parse as parseHtml, type DefaultTreeAdapterMap } from 'parse5';
 import { actionVerbs, formVerbs, parseBinding, readVerbs, recordVerbs, BindingSyntaxError, type Binding, type Verb } from './grammar.js';
 import { childrenOf, descendantsOf, type TreeNode } from '../html/tree.js';
 import { fieldName, stampFields } from './names.js';
+import { insertAt, splice, type Edit } from '../html/splice.js';
 
 type Node = DefaultTreeAdapterMap['node'];
 type Element = DefaultTreeAdapterMap['element'];
@@ -163,6 +164,10 @@ function bindingAt(
   }
   const { verb } = b;
   if (verb === 'field' && context === undefined) throw err('field shows a field of a record: put it inside a list or one binding');
+  if (verb === 'field' && notText.includes(el.tagName))
+    throw err(
+      `field goes on an element whose contents are shown as text, not on <${el.tagName}> (its contents or ${b.place ?? 'text'} would be code, a style or another document)`,
+    );
   if (recordVerbs.includes(verb) && !b.record && context !== b.collection)
     throw err(
       context === undefined
@@ -181,6 +186,26 @@ function bindingAt(
   if (actionVerbs.includes(verb)) declareField(declared, b.collection!, b.field!, actionField(verb), `${file}:${line}`, err);
   return binding;
 }
+
+/** Elements whose contents (or href/src) are code, styles, other documents or the page's own settings: a field never fills them. */
+const notText = [
+  'script',
+  'style',
+  'iframe',
+  'frame',
+  'frameset',
+  'object',
+  'embed',
+  'noscript',
+  'noembed',
+  'noframes',
+  'xmp',
+  'plaintext',
+  'template',
+  'link',
+  'base',
+  'meta',
+];
 
 function actionField(verb: Verb): FieldSpec {
   return verb === 'toggle' ? { kind: 'boolean' } : { kind: 'number', required: false, integer: true };
@@ -400,23 +425,16 @@ export const dataClientPath = '/_svc/data/client.js';
 export function annotatePage(file: string, html: string): string | undefined {
   if (!namesBinding.test(html)) return undefined;
   const doc = parseHtml(html, { sourceCodeLocationInfo: true, scriptingEnabled: false });
-  const inserts: Array<[number, string]> = [];
+  const edits: Edit[] = [];
   for (const { el, attr, ordinal } of boundElements(doc)) {
     const at = el.sourceCodeLocation?.attrs?.['data-svc']?.endOffset;
-    if (at !== undefined) inserts.push([at, ` data-svc-id="${bindingId(file, ordinal, attr.value)}"`]);
+    if (at !== undefined) edits.push(insertAt(at, ` data-svc-id="${bindingId(file, ordinal, attr.value)}"`));
   }
-  if (inserts.length === 0) return undefined;
+  if (edits.length === 0) return undefined;
   // parse5 always makes <html> with <head> and <body>; their end tags are where they were written, if they were.
   const root = doc.childNodes.find((n): n is Element => 'tagName' in n && n.tagName === 'html');
   const endOf = (tag: string) =>
     root?.childNodes.find((n): n is Element => 'tagName' in n && n.tagName === tag)?.sourceCodeLocation?.endTag?.startOffset;
-  inserts.push([endOf('head') ?? endOf('body') ?? html.length, `<script src="${dataClientPath}" defer></script>`]);
-  inserts.sort((a, b) => a[0] - b[0]);
-  let out = '';
-  let last = 0;
-  for (const [at, text] of inserts) {
-    out += html.slice(last, at) + text;
-    last = at;
-  }
-  return out + html.slice(last);
+  edits.push(insertAt(endOf('head') ?? endOf('body') ?? html.length, `<script src="${dataClientPath}" defer></script>`));
+  return splice(html, edits);
 }

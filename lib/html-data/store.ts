@@ -249,6 +249,24 @@ export class DataStore {
     return { records: Number(row?.n ?? 0), bytes: Number(row?.b ?? 0) };
   }
 
+  /**
+   * Copies every record of one app into another (a fork asked to take its data): ids, authors and
+   * times kept, the change log not (the new app's streams start at its own first change). Returns
+   * how many were copied; a record the target has already is left as it is.
+   */
+  async copyApp(from: string, to: string): Promise<number> {
+    return this.db.transaction(async (tx) => {
+      await this.lockApp(tx, to);
+      const result = await tx.raw<{ rowCount: number }>(
+        `insert into html_data_records (app_uid, collection, id, name, author, fields, bytes, created_at, updated_at)
+         select ?, collection, id, name, author, fields, bytes, created_at, updated_at from html_data_records where app_uid = ?
+         on conflict do nothing`,
+        [to, from],
+      );
+      return result.rowCount;
+    });
+  }
+
   /** Deletes everything an app holds (with the app). */
   async removeApp(app: string): Promise<number> {
     await this.db('html_data_changes').where({ app_uid: app }).delete();

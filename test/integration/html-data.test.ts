@@ -279,6 +279,58 @@ describe('html data: bindings served on the real platform', () => {
     assert.equal(json<{ record: Rec }>(await call(anon, 'GET', one.id), 200).record.clicks, 3);
   });
 
+  it('first render: a public page’s reads are in the HTML itself (crawlers, no JavaScript); gated and `mine` reads are left to the client', async () => {
+    const payload = '<script>window.__x=1</script>"><img src=x onerror=alert(1)>';
+    const entry = json<{ record: Rec }>(
+      await call(ada, 'POST', binding('create', 'entries').id, '', { name: 'Ada & co', message: payload }),
+      201,
+    ).record;
+    const todo = json<{ record: Rec }>(
+      await call(ada, 'POST', binding('create', 'todos', 'todos.html').id, '', { title: 'first render todo', done: false }),
+      201,
+    ).record;
+    const chromium = await launchChromium();
+    try {
+      const page = await anon.request(p.host(app), '/', { headers: [['Accept', 'text/html']] });
+      assert.equal(page.status, 200);
+      assert.match(page.body, new RegExp(`<li data-svc-item="${entry._id}"><b data-svc="field name" data-svc-id="[^"]+">Ada &amp; co</b>`));
+      assert.ok(
+        page.body.includes('&lt;script&gt;window.__x=1&lt;/script&gt;"&gt;&lt;img src=x onerror=alert(1)&gt;'),
+        'the message as text',
+      );
+      assert.ok(!page.body.includes(payload), 'never as markup');
+      assert.match(page.body, /<span id="count" data-svc="count entries" data-svc-id="[^"]+">1<\/span>/);
+      assert.match(page.body, /<span id="clicks" data-svc="field clicks" data-svc-id="[^"]+">3<\/span>/, 'the named counter');
+      assert.equal(page.headers.etag, undefined, 'filled: not the page the machine’s ETag names');
+      assert.equal(Number(page.headers['content-length']), Buffer.byteLength(page.body));
+      // Signed in, the same first render (what anyone may read; the client marks one's own after).
+      const adas = await ada.request(p.host(app), '/', { headers: [['Accept', 'text/html']] });
+      assert.ok(adas.body.includes(`data-svc-item="${entry._id}"`));
+      assert.doesNotMatch(adas.body, /<li[^>]* data-svc-mine/, 'not marked as hers on the server');
+      // The todo page is gated and its list `mine`: ada's own page comes as written, filled by its script.
+      const todos = await ada.request(p.host(app), '/todos.html', { headers: [['Accept', 'text/html']] });
+      assert.equal(todos.status, 200);
+      assert.ok(!todos.body.includes('first render todo') && !todos.body.includes('data-svc-item'), 'nothing filled');
+      // A reader without JavaScript sees the entries, as text.
+      const context = await chromium.newContext({ javaScriptEnabled: false });
+      const tab = await context.newPage();
+      await tab.goto(`${origin()}/`);
+      assert.equal(await tab.locator(`#entries li[data-svc-item="${entry._id}"] .message`).textContent(), payload);
+      assert.equal(await tab.locator('#entries img').count(), 0);
+      assert.equal(await tab.textContent('#count'), '1');
+      await tab.screenshot({ path: path.join(repoRoot, 'docs', 'examples', 'html-data-first-render.png'), fullPage: true });
+      // With JavaScript, the client reads them again and replaces the filled items: one item, not two.
+      const live = await (await chromium.newContext()).newPage();
+      await live.goto(`${origin()}/`);
+      await live.waitForSelector('html[data-svc-ready]');
+      assert.equal(await live.locator(`#entries li[data-svc-item="${entry._id}"]`).count(), 1);
+    } finally {
+      await chromium.close();
+      assert.equal((await call(ada, 'POST', binding('delete', 'entries').id, `?record=${entry._id}`)).status, 204);
+      assert.equal((await call(ada, 'POST', binding('delete', 'todos', 'todos.html').id, `?record=${todo._id}`)).status, 204);
+    }
+  });
+
   it('live updates: another visitor sees a write at once, filtered by the same rules, resumed by Last-Event-ID, ended at sign-out', async () => {
     const list = binding('list', 'entries');
     const todos = binding('list', 'todos', 'todos.html');
@@ -444,6 +496,22 @@ describe('html data: bindings served on the real platform', () => {
         .map((l) => JSON.parse(l) as Rec),
       lines,
     );
+    // A fork starts with no data, unless asked: then with every record as it was (ids, authors, times).
+    const exportOf = async (name: string) =>
+      (await (await p.api.request('GET', `/api/apps/${name}/data`)).text()).trim().split('\n').filter(Boolean);
+    const bare = await p.api.request('POST', `/api/apps/${app}/fork`, { body: { name: `${app}-bare` } });
+    assert.equal(bare.status, 201, await bare.clone().text());
+    assert.equal(((await bare.json()) as { data_records?: number }).data_records, undefined);
+    assert.deepEqual(await exportOf(`${app}-bare`), []);
+    const full = await p.api.request('POST', `/api/apps/${app}/fork`, { body: { name: `${app}-full`, data: true } });
+    assert.equal(full.status, 201, await full.clone().text());
+    assert.equal(((await full.json()) as { data_records?: number }).data_records, lines.length);
+    assert.deepEqual(
+      (await exportOf(`${app}-full`)).map((l) => JSON.parse(l) as Rec),
+      lines,
+    );
+    assert.equal((await p.api.request('POST', `/api/apps/${app}/fork`, { body: { name: `${app}-x`, data: 'yes' } })).status, 400);
+    for (const name of [`${app}-bare`, `${app}-full`]) assert.ok((await p.api.request('DELETE', `/api/apps/${name}`)).status < 300);
     const uid = (await p.api.deps.apps.find(p.api.account.namespace, app))!.id;
     assert.equal((await p.api.request('DELETE', `/api/apps/${app}`)).status < 300, true);
     await eventually('the data to go with the app', async () => (await p.ia.data.store.size(uid)).records === 0, { timeoutMs: 30_000 });

@@ -207,6 +207,11 @@ describe('html data: an app’s bindings compiled', () => {
         '<form data-svc="create a"><input name=x></form><ul data-svc="list a"><li><a data-svc="field x href">x</a></ul>',
         /only a url field/,
       ],
+      // A record's text filled into a script, a style or another document would be code, not text.
+      ...['script', 'style', 'iframe', 'noscript', 'xmp', 'link', 'base'].map((tag): [string, RegExp] => [
+        `<form data-svc="create a"><input name=x></form><ul data-svc="list a"><template><li><${tag} data-svc="field x"></${tag}></template></ul>`,
+        new RegExp(`field goes on an element whose contents are shown as text, not on <${tag}>`),
+      ]),
     ];
     for (const [html, message] of cases) assert.match(refusal(html), message, html);
   });
