@@ -331,7 +331,7 @@ describe('html data: bindings served on the real platform', () => {
     }
   });
 
-  it('live updates: another visitor sees a write at once, filtered by the same rules, resumed by Last-Event-ID, ended at sign-out', async () => {
+  it('live updates: another visitor sees a write at once, filtered by the same rules, resumed by Last-Event-ID, ended at sign-out and at the owner’s revocation', async () => {
     const list = binding('list', 'entries');
     const todos = binding('list', 'todos', 'todos.html');
     const create = binding('create', 'entries');
@@ -370,6 +370,18 @@ describe('html data: bindings served on the real platform', () => {
     assert.ok(out.status < 400, out.body);
     await resumed.ended;
     assert.match(resumed.text(), /event: ended/);
+    // The owner revoking the app's sessions ends their streams too (the path a disabled app user's
+    // sessions take: AppUsers.disable revokes them the same way); ada signs in again after.
+    const adaStream = await openStream(p.ia.port, p.host(app), ada, `/_svc/data/live?b=${list.id}`);
+    assert.equal(adaStream.status, 200);
+    const revoked = await p.api.request('POST', `/api/apps/${app}/auth/sessions/revoke`, { body: {} });
+    assert.ok(revoked.status < 300, await revoked.clone().text());
+    await Promise.race([
+      adaStream.ended,
+      new Promise((_, reject) => setTimeout(() => reject(new Error(`not ended in 10 s: ${adaStream.text()}`)), 10_000).unref()),
+    ]);
+    assert.match(adaStream.text(), /event: ended/);
+    assert.equal((await p.providerSignIn(ada, app, 'idp', 'ada')).status, 200);
   });
 
   it('in Chromium: two people see each other’s entries live, cannot edit each other’s, and markup stays text', async () => {
