@@ -13,6 +13,7 @@ import { descendantsOf, type TreeNode } from '../../lib/html/tree.js';
 import { escapeAttribute, escapeText, insertAt, splice, type Edit } from '../../lib/html/splice.js';
 import type { App } from '../../lib/resources/index.js';
 import { bindingsOf, pageVerdict, readBinding, type DataParts, type ReadReply } from './routes.js';
+import { safeUrl, shown } from './shown.js';
 
 type Node = DefaultTreeAdapterMap['node'];
 type Element = DefaultTreeAdapterMap['element'];
@@ -153,20 +154,4 @@ function contentsOf(el: Element): { at: number; end: number } | undefined {
 function attributeAt(el: Element, name: string, value: string): Edit {
   const at = el.sourceCodeLocation!.startTag!.startOffset + 1 + el.tagName.length;
   return insertAt(at, value === '' ? ` ${name}` : ` ${name}="${escapeAttribute(value)}"`);
-}
-
-/** As the client shows a value: nothing for none, ✓ for true. */
-function shown(v: FieldValue | undefined): string {
-  if (v === null || v === undefined || v === false) return '';
-  return v === true ? '✓' : String(v);
-}
-
-function safeUrl(v: FieldValue | undefined, base: string): string | undefined {
-  if (typeof v !== 'string' || !v) return undefined;
-  try {
-    const u = new URL(v, base);
-    return u.protocol === 'http:' || u.protocol === 'https:' ? u.href : undefined;
-  } catch {
-    return undefined;
-  }
 }

@@ -5,6 +5,8 @@
 // its scheme is http(s): a record never becomes markup. The server decides everything else: this
 // script addresses bindings by the ids the runtime wrote next to them (data-svc-id), nothing more.
 
+import { safeUrl, shown } from '../shown.js';
+
 type Value = string | number | boolean | null;
 type DataRecord = Record<string, Value> & { _id: string };
 
@@ -70,22 +72,6 @@ async function call(method: string, id: string, query: string, body?: unknown): 
   }
 }
 
-function safeUrl(v: Value): string | undefined {
-  if (typeof v !== 'string' || !v) return undefined;
-  try {
-    const u = new URL(v, location.href);
-    return u.protocol === 'http:' || u.protocol === 'https:' ? u.href : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function shown(v: Value): string {
-  if (v === null || v === undefined) return '';
-  if (typeof v === 'boolean') return v ? '✓' : '';
-  return String(v);
-}
-
 /** Shows why a read or a change failed, as text, in the element (or a sign-in link for 401). */
 function problem(el: Element, status: number, json: Reply): void {
   el.setAttribute('data-svc-state', status === 401 ? 'sign-in' : 'error');
@@ -120,7 +106,7 @@ function fillRecord(root: ParentNode, record: DataRecord): void {
       const value = record[words[1] ?? ''] ?? null;
       const place = words.slice(2).find((w) => w === 'href' || w === 'src');
       if (place) {
-        const url = safeUrl(value);
+        const url = safeUrl(value, location.href);
         if (url) b.el.setAttribute(place, url);
         else b.el.removeAttribute(place);
         if (place === 'href' && !b.el.textContent) b.el.textContent = shown(value);
