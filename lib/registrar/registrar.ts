@@ -1,0 +1,94 @@
+// What the platform needs of a domain registrar (decision 0035): availability with prices, a
+// registration, a renewal, and what the registry says of a name the account holds. One real
+// registrar implements it (namecom.ts, name.com's Core API v1) and a local double of the same HTTP
+// API runs under `make dev` and `make test` (hack/namecom-double.ts); which one is configuration.
+
+/** An amount in a currency's minor units (cents): registrars quote decimals, money is never a float here. */
+export interface Money {
+  cents: number;
+  currency: string;
+}
+
+export interface Availability {
+  /** The name as asked, lowercase ASCII (punycode for an IDN). */
+  name: string;
+  available: boolean;
+  /** A premium name: its price is the registry's, not the TLD's list price. */
+  premium: boolean;
+  /** A year's registration and a year's renewal, when it can be bought. */
+  registration?: Money;
+  renewal?: Money;
+  /** Why it cannot be bought, as the registrar says it. */
+  reason?: string;
+}
+
+/** Who holds a name (ICANN's registrant): every field the registries ask for. */
+export interface Contact {
+  firstName: string;
+  lastName: string;
+  organization?: string | undefined;
+  address1: string;
+  address2?: string | undefined;
+  city: string;
+  state?: string | undefined;
+  postalCode: string;
+  /** ISO 3166-1 alpha-2. */
+  country: string;
+  /** E.164: +<country code><number>. */
+  phone: string;
+  email: string;
+}
+
+/** A name the registrar holds for the platform, as the registry has it now. */
+export interface HeldDomain {
+  name: string;
+  createdAt: Date;
+  expiresAt: Date;
+  /** Transfer lock on (clientTransferProhibited). */
+  locked: boolean;
+  /** EPP statuses the registrar reports (`clientTransferProhibited`, `clientHold`, ...), `ok` when none. */
+  statuses: string[];
+}
+
+/** What a registration or a renewal cost, and the registrar's order for it. */
+export interface Purchase {
+  domain: HeldDomain;
+  order: string;
+  paid: Money;
+}
+
+export interface Registrar {
+  /** At most `checkLimit` names a call. */
+  check(names: readonly string[]): Promise<Availability[]>;
+  /** Buys `name` for `years` at `price` a year at most (the registrar refuses a different price: price_changed). */
+  register(r: { name: string; years: number; contact: Contact; price: Money }): Promise<Purchase>;
+  /** Renews `name` for `years` at `price` a year. */
+  renew(r: { name: string; years: number; price: Money }): Promise<Purchase>;
+  /** The name as the registrar holds it for us; undefined when it does not (never bought, or expired away). */
+  get(name: string): Promise<HeldDomain | undefined>;
+}
+
+export const checkLimit = 50;
+
+/**
+ * Why a registrar call failed, by what the caller should do about it:
+ *   unavailable      the name cannot be bought (taken, reserved, not offered)
+ *   price_changed    the price is not the one sent: ask the buyer again
+ *   payment_refused  the platform's registrar account could not pay
+ *   rate_limited     too many calls: after `retryAfterSeconds`
+ *   unknown_outcome  no answer (a timeout, a connection cut, a 5xx): the purchase may have been made;
+ *                    look the name up (get) before trying again
+ *   refused          anything else the registrar refused (its message says what)
+ */
+export type RegistrarErrorKind = 'unavailable' | 'price_changed' | 'payment_refused' | 'rate_limited' | 'unknown_outcome' | 'refused';
+
+export class RegistrarError extends Error {
+  override name = 'RegistrarError';
+  constructor(
+    readonly kind: RegistrarErrorKind,
+    message: string,
+    readonly retryAfterSeconds?: number,
+  ) {
+    super(message);
+  }
+}
