@@ -91,6 +91,10 @@ import { WebhookDeliverer } from '../lib/webhooks/deliverer.js';
 import { webhookDispatcher } from '../lib/webhooks/guarded-dispatcher.js';
 import { WebhookActions } from './webhooks/actions.js';
 import { WebhookRepository } from './webhooks/repository.js';
+import { readFileSync } from 'node:fs';
+import { NameCom } from '../lib/registrar/namecom.js';
+import { RegistrarActions } from './registrar/actions.js';
+import { RegistrarStore } from './registrar/store.js';
 
 /** What this process reads of the configuration (lib/config.ts, components). */
 type Config = ComponentConfig<'api'>;
@@ -187,6 +191,8 @@ export interface ApiDeps {
   gitSync: Pick<GitSync, 'onHead'>;
   /** Sandboxes, eval and runtimes (api/sandboxes/). */
   sandboxes: SandboxService;
+  /** Account domains through the registrar (api/registrar/); undefined when none is configured (their operations answer 503). */
+  registrar: RegistrarActions | undefined;
   /** HTML apps' records (lib/html-data/store.ts): exported by GET /apps/{appID}/data, copied by a fork asked to. */
   htmlData: Pick<DataStore, 'all' | 'size' | 'copyApp'>;
   /** Proxied requests per app, as ingress-auth records them. */
@@ -678,6 +684,20 @@ export async function assembleDeps(deps: {
     gitSync,
     sandboxes,
     htmlData: new DataStore(db, clock),
+    registrar: config.registrar
+      ? new RegistrarActions({
+          registrar: new NameCom({
+            url: config.registrar.url,
+            username: config.registrar.username,
+            token: config.registrar.token.value ?? readFileSync(config.registrar.token.file, 'utf8').trim(),
+            timeoutMs: config.registrar.timeoutMs,
+          }),
+          store: new RegistrarStore(db, clock),
+          config: { tlds: config.registrar.tlds, searchCacheMs: config.registrar.searchCacheMs, appsDomain: config.appsDomain },
+          log,
+          clock,
+        })
+      : undefined,
     requestMetrics: { series: (appUid, start, end, stepMs) => requestSeries(db, appUid, start, end, stepMs) },
     assertionKeys: new AssertionKeyStore(db, {
       rotationMs: config.assertion.rotationMs,

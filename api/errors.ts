@@ -14,6 +14,10 @@ export const errorRegistry = {
   not_found: { status: 404, description: 'No such route or resource.' },
   method_not_allowed: { status: 405, description: 'The route exists but not with this method; the Allow header lists the methods it has.' },
   conflict: { status: 409, description: 'The resource exists already, or the request conflicts with its current state.' },
+  payment_required: {
+    status: 402,
+    description: 'The domain registrar refused the payment for a registration or a renewal; nothing was bought (docs/api/registrar.md).',
+  },
   quota_exceeded: {
     status: 403,
     description:

@@ -21,6 +21,7 @@ import { deployOperations } from './operations/deploys.js';
 import { previewOperations } from './operations/previews.js';
 import { domainOperations } from './operations/domains.js';
 import { pendingOperations } from './operations/pending.js';
+import { registrarOperations } from './operations/registrar.js';
 import { sandboxOperations } from './operations/sandboxes.js';
 import { buildOperations } from './operations/builds.js';
 import { importOperations } from './operations/imports.js';
@@ -57,6 +58,7 @@ export function allOperations(s: ApiDeps): Operation[] {
     ...importOperations(s),
     ...volumeOperations(s),
     ...domainOperations(s),
+    ...registrarOperations(s),
     ...pendingOperations(),
     ...consoleOperations(s),
     ...consoleCredentialOperations(s),

@@ -4,10 +4,11 @@
 # A component started with variables set (SVC_SANDBOX_POOL_SIZE=16 dev.sh restart controllers) keeps them.
 source "$(dirname "$0")/lib.sh"
 
-COMPONENTS=(controllers mail api ingress-auth)
+COMPONENTS=(controllers mail registrar api ingress-auth)
 API_PORT=${SVC_API_PORT:-8080}
 PROXY_PORT=${SVC_PROXY_PORT:-8081}
 SMTP_PORT=${SVC_DEV_SMTP_PORT:-2525}
+REGISTRAR_PORT=${SVC_DEV_REGISTRAR_PORT:-8057}
 
 export SVC_STATE_DIR="$STATE" KUBECONFIG="$STATE/kubeconfig"
 export SVC_DATABASE_URL=${SVC_DATABASE_URL:-postgres://svc@127.0.0.1:$PG_PORT/svc}
@@ -31,6 +32,13 @@ export SVC_ACME_DIRECTORY_URL=${SVC_ACME_DIRECTORY_URL:-https://127.0.0.1:${SVC_
 export SVC_ACME_CA_FILE=${SVC_ACME_CA_FILE:-${PEBBLE_BIN%/bin}/certs/pebble.minica.pem}
 export SVC_ACME_HTTP01_CHECK_URL=${SVC_ACME_HTTP01_CHECK_URL:-http://127.0.0.1:$PROXY_PORT}
 export SVC_PROXY_TLS_PORT=${SVC_PROXY_TLS_PORT:-8443}
+# Account domains are bought from the local double of name.com's API (the `registrar` component,
+# docs/decisions/0035-registrar.md) unless another registrar is configured.
+export SVC_REGISTRAR=${SVC_REGISTRAR:-namecom}
+export SVC_REGISTRAR_URL=${SVC_REGISTRAR_URL:-http://127.0.0.1:$REGISTRAR_PORT}
+export SVC_REGISTRAR_USERNAME=${SVC_REGISTRAR_USERNAME:-svc-dev}
+export SVC_REGISTRAR_TOKEN=${SVC_REGISTRAR_TOKEN:-svc-dev-token}
+export SVC_DEV_REGISTRAR_PORT=$REGISTRAR_PORT
 export SVC_PROXY_TLS_PUBLIC_PORT=${SVC_PROXY_TLS_PUBLIC_PORT:-$SVC_PROXY_TLS_PORT}
 
 start_component() {
@@ -43,6 +51,10 @@ start_component() {
     mail)
       start_daemon mail node --enable-source-maps dist/hack/mail-catcher.js
       wait_ready mail 30 started_since_last_start mail 'mail catcher listening'
+      ;;
+    registrar)
+      start_daemon registrar node --enable-source-maps dist/hack/registrar-double.js
+      wait_ready registrar 30 started_since_last_start registrar 'registrar double'
       ;;
     api)
       start_daemon api node --enable-source-maps dist/api/main.js
@@ -83,6 +95,7 @@ The local platform is up.
   Controllers      reconcile Apps into machines and Services (kubectl apply -f docs/examples/app.yaml)
   kubectl          $K8S_BIN/kubectl   (try: kubectl get svc-all -A)
   PostgreSQL       postgres://svc@127.0.0.1:$PG_PORT/svc
+  Registrar        $SVC_REGISTRAR_URL   (a double of name.com's API: svc domains search NAME; its faults: POST /_double/faults)
   DNS              127.0.0.1:$DNS_PORT   (custom domains are verified here; publish records through its management API:
                    curl -d '{"host":"_svc-challenge.shop.example","value":"svc-verify=..."}' http://127.0.0.1:$DNS_MANAGEMENT_PORT/set-txt)
   Logs             $LOGS/

@@ -953,6 +953,50 @@ const mail = part({
   read: (e) => Object.freeze({ smtpUrl: e.SVC_SMTP_URL, from: e.SVC_MAIL_FROM ?? `Sign-in <no-reply@${e.SVC_APPS_DOMAIN}>` }),
 });
 
+// Account domains through a registrar (docs/decisions/0035-registrar.md): none, or name.com's Core
+// API (production https://api.name.com, sandbox https://api.dev.name.com, or the local double).
+const registrar = part({
+  env: {
+    SVC_REGISTRAR: z.enum(['none', 'namecom']).default('none'),
+    SVC_REGISTRAR_URL: httpUrl.default('https://api.name.com'),
+    SVC_REGISTRAR_USERNAME: z.string().min(1).optional(),
+    SVC_REGISTRAR_TOKEN: z.string().min(1).optional(),
+    SVC_REGISTRAR_TOKEN_FILE: z.string().min(1).optional(),
+    SVC_REGISTRAR_TLDS: z
+      .string()
+      .regex(
+        /^[a-z0-9-]+(\.[a-z0-9-]+)*(,[a-z0-9-]+(\.[a-z0-9-]+)*)*$/,
+        'must be a comma-separated list of TLDs without dots in front (com,dev)',
+      )
+      .default('com,net,org,dev,app,io'),
+    SVC_REGISTRAR_SEARCH_CACHE_SECONDS: z.coerce.number().int().min(0).max(3600).default(60),
+    SVC_REGISTRAR_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(300).default(30),
+  },
+  read: (e) => {
+    if (e.SVC_REGISTRAR === 'none') return undefined;
+    const token = e.SVC_REGISTRAR_TOKEN;
+    const tokenFile = e.SVC_REGISTRAR_TOKEN_FILE;
+    const problems = [
+      ...(e.SVC_REGISTRAR_USERNAME ? [] : ['SVC_REGISTRAR_USERNAME: required when SVC_REGISTRAR is namecom']),
+      ...(e.SVC_REGISTRAR_TOKEN || e.SVC_REGISTRAR_TOKEN_FILE
+        ? []
+        : ['SVC_REGISTRAR_TOKEN or SVC_REGISTRAR_TOKEN_FILE: required when SVC_REGISTRAR is namecom']),
+    ];
+    if (problems.length) throw new ConfigError(problems);
+    return Object.freeze({
+      kind: e.SVC_REGISTRAR,
+      url: e.SVC_REGISTRAR_URL,
+      username: e.SVC_REGISTRAR_USERNAME!,
+      /** The API token itself, or the file it is read from at start (a mounted Secret). */
+      token: token ? { value: token } : { file: path.resolve(tokenFile!) },
+      tlds: Object.freeze(e.SVC_REGISTRAR_TLDS.split(',')),
+      searchCacheMs: e.SVC_REGISTRAR_SEARCH_CACHE_SECONDS * 1000,
+      /** A call's limit; past it a purchase's outcome is unknown and settled by looking the name up. */
+      timeoutMs: e.SVC_REGISTRAR_TIMEOUT_SECONDS * 1000,
+    });
+  },
+});
+
 /** Every part, in Config's order (exported for the tests). */
 export const parts = {
   /** Where local state lives: kubeconfig, tokens, data of the local platform. */
@@ -1007,6 +1051,8 @@ export const parts = {
   webhookDnsServers,
   /** Custom domains: resolvers, edge addresses, limits, recheck interval (docs/decisions/0027-app-domains.md). */
   domains,
+  /** The registrar account domains are bought through; undefined: none (docs/decisions/0035-registrar.md). */
+  registrar,
   deploys,
   /**
    * Per-account counts (403 quota_exceeded beyond), each checked and taken under the account's
@@ -1107,6 +1153,7 @@ export const components = {
     'webhookAllowPrivate',
     'webhookDnsServers',
     'domains',
+    'registrar',
     'certificates',
     'deploys',
     'quotas',

@@ -1089,30 +1089,6 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
-  '/domains': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    /**
-     * List domains
-     * @description Not implemented yet: answers 501 {"error": "not_implemented"}.
-     */
-    get: operations['listDomains'];
-    put?: never;
-    /**
-     * Create domain
-     * @description Not implemented yet: answers 501 {"error": "not_implemented"}.
-     */
-    post: operations['createDomain'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
   '/domains/search': {
     parameters: {
       query?: never;
@@ -1120,10 +1096,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /**
-     * Search domains
-     * @description Not implemented yet: answers 501 {"error": "not_implemented"}.
-     */
+    /** Search domains */
     get: operations['searchDomains'];
     put?: never;
     post?: never;
@@ -1133,20 +1106,18 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
-  '/domains/{domain}/autorenew': {
+  '/domains': {
     parameters: {
       query?: never;
       header?: never;
       path?: never;
       cookie?: never;
     };
-    get?: never;
+    /** List domains */
+    get: operations['listDomains'];
     put?: never;
-    /**
-     * Set auto-renew for domain
-     * @description Not implemented yet: answers 501 {"error": "not_implemented"}.
-     */
-    post: operations['setDomainAutorenew'];
+    /** Create domain */
+    post: operations['createDomain'];
     delete?: never;
     options?: never;
     head?: never;
@@ -1162,11 +1133,25 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /**
-     * Renew domain
-     * @description Not implemented yet: answers 501 {"error": "not_implemented"}.
-     */
+    /** Renew domain */
     post: operations['renewDomain'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/domains/{domain}/autorenew': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Set auto-renew for domain */
+    post: operations['setDomainAutorenew'];
     delete?: never;
     options?: never;
     head?: never;
@@ -1451,7 +1436,7 @@ export type webhooks = Record<string, never>;
 export interface components {
   schemas: {
     Error: {
-      /** @description A message or one of: invalid_json, invalid_request, authentication_required, invalid_token, forbidden, not_found, method_not_allowed, conflict, quota_exceeded, gone, payload_too_large, unsupported_media_type, rate_limited, internal, bad_gateway, not_implemented, unavailable */
+      /** @description A message or one of: invalid_json, invalid_request, authentication_required, invalid_token, forbidden, not_found, method_not_allowed, conflict, payment_required, quota_exceeded, gone, payload_too_large, unsupported_media_type, rate_limited, internal, bad_gateway, not_implemented, unavailable */
       error: string;
     };
   };
@@ -5691,6 +5676,58 @@ export interface operations {
       };
     };
   };
+  searchDomains: {
+    parameters: {
+      query?: {
+        name?: string | string[];
+        word?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            results: {
+              name: string;
+              available: boolean;
+              premium: boolean;
+              /** @description A year's registration */
+              registration: {
+                /** @description In the currency's minor units (cents) */
+                amount: number;
+                currency: string;
+              } | null;
+              /** @description A year's renewal */
+              renewal: {
+                /** @description In the currency's minor units (cents) */
+                amount: number;
+                currency: string;
+              } | null;
+              /** @description Why it cannot be bought */
+              reason: string | null;
+            }[];
+          };
+        };
+      };
+      /** @description Error */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
   listDomains: {
     parameters: {
       query?: never;
@@ -5705,7 +5742,48 @@ export interface operations {
         headers: {
           [name: string]: unknown;
         };
-        content?: never;
+        content: {
+          'application/json': {
+            domains: {
+              name: string;
+              /** @enum {string} */
+              state: 'registered' | 'expired';
+              registered_at: string;
+              expires_at: string;
+              /** @description The platform renews it before it expires */
+              auto_renew: boolean;
+              /** @description Transfer lock (clientTransferProhibited) */
+              locked: boolean;
+              /** @description EPP statuses, as the registrar reports them */
+              registry_statuses: string[];
+              /** @description A year's renewal, as last quoted */
+              renewal: {
+                /** @description In the currency's minor units (cents) */
+                amount: number;
+                currency: string;
+              } | null;
+            }[];
+            /** @description Registrations under way */
+            pending: {
+              id: string;
+              /** @enum {string} */
+              kind: 'register' | 'renew';
+              domain: string;
+              /** @enum {string} */
+              state: 'pending' | 'succeeded' | 'failed';
+              reason: ('unavailable' | 'price_changed' | 'payment_refused' | 'registrar_error') | null;
+              years: number;
+              /** @description The whole order (a year times years) */
+              amount: {
+                /** @description In the currency's minor units (cents) */
+                amount: number;
+                currency: string;
+              };
+              created_at: string;
+              finished_at: string | null;
+            }[];
+          };
+        };
       };
       /** @description Error */
       default: {
@@ -5725,70 +5803,89 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
-    requestBody?: never;
-    responses: {
-      /** @description OK */
-      200: {
-        headers: {
-          [name: string]: unknown;
+    requestBody: {
+      content: {
+        'application/json': {
+          name: string;
+          /** @default 1 */
+          years?: number;
+          /** @description The registrant (ICANN's): who holds the name */
+          contact: {
+            first_name: string;
+            last_name: string;
+            organization?: string;
+            address1: string;
+            address2?: string;
+            city: string;
+            state?: string;
+            postal_code: string;
+            country: string;
+            phone: string;
+            /** Format: email */
+            email: string;
+          };
+          /** @description A year's registration as search showed it: a different price now is refused (409), never charged */
+          price: {
+            /** @description In the currency's minor units (cents), as search showed it */
+            amount: number;
+            currency: string;
+          };
+          /**
+           * @description The platform renews it before it expires
+           * @default true
+           */
+          auto_renew?: boolean;
         };
-        content?: never;
       };
-      /** @description Error */
-      default: {
+    };
+    responses: {
+      /** @description Created */
+      201: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['Error'];
+          'application/json': {
+            order: {
+              id: string;
+              /** @enum {string} */
+              kind: 'register' | 'renew';
+              domain: string;
+              /** @enum {string} */
+              state: 'pending' | 'succeeded' | 'failed';
+              reason: ('unavailable' | 'price_changed' | 'payment_refused' | 'registrar_error') | null;
+              years: number;
+              /** @description The whole order (a year times years) */
+              amount: {
+                /** @description In the currency's minor units (cents) */
+                amount: number;
+                currency: string;
+              };
+              created_at: string;
+              finished_at: string | null;
+            };
+            /** @description Once bought */
+            domain: {
+              name: string;
+              /** @enum {string} */
+              state: 'registered' | 'expired';
+              registered_at: string;
+              expires_at: string;
+              /** @description The platform renews it before it expires */
+              auto_renew: boolean;
+              /** @description Transfer lock (clientTransferProhibited) */
+              locked: boolean;
+              /** @description EPP statuses, as the registrar reports them */
+              registry_statuses: string[];
+              /** @description A year's renewal, as last quoted */
+              renewal: {
+                /** @description In the currency's minor units (cents) */
+                amount: number;
+                currency: string;
+              } | null;
+            } | null;
+          };
         };
-      };
-    };
-  };
-  searchDomains: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description OK */
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content?: never;
-      };
-      /** @description Error */
-      default: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-    };
-  };
-  setDomainAutorenew: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        domain: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description OK */
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content?: never;
       };
       /** @description Error */
       default: {
@@ -5810,14 +5907,122 @@ export interface operations {
       };
       cookie?: never;
     };
-    requestBody?: never;
+    requestBody?: {
+      content: {
+        'application/json': {
+          /** @default 1 */
+          years?: number;
+          /**
+           * Format: date-time
+           * @description The expiry you saw: a renewal from it already made is answered again, never made twice
+           */
+          expires_at?: string;
+        };
+      };
+    };
     responses: {
       /** @description OK */
       200: {
         headers: {
           [name: string]: unknown;
         };
-        content?: never;
+        content: {
+          'application/json': {
+            order: {
+              id: string;
+              /** @enum {string} */
+              kind: 'register' | 'renew';
+              domain: string;
+              /** @enum {string} */
+              state: 'pending' | 'succeeded' | 'failed';
+              reason: ('unavailable' | 'price_changed' | 'payment_refused' | 'registrar_error') | null;
+              years: number;
+              /** @description The whole order (a year times years) */
+              amount: {
+                /** @description In the currency's minor units (cents) */
+                amount: number;
+                currency: string;
+              };
+              created_at: string;
+              finished_at: string | null;
+            };
+            /** @description Once bought */
+            domain: {
+              name: string;
+              /** @enum {string} */
+              state: 'registered' | 'expired';
+              registered_at: string;
+              expires_at: string;
+              /** @description The platform renews it before it expires */
+              auto_renew: boolean;
+              /** @description Transfer lock (clientTransferProhibited) */
+              locked: boolean;
+              /** @description EPP statuses, as the registrar reports them */
+              registry_statuses: string[];
+              /** @description A year's renewal, as last quoted */
+              renewal: {
+                /** @description In the currency's minor units (cents) */
+                amount: number;
+                currency: string;
+              } | null;
+            } | null;
+          };
+        };
+      };
+      /** @description Error */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  setDomainAutorenew: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        domain: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          enabled: boolean;
+        };
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            name: string;
+            /** @enum {string} */
+            state: 'registered' | 'expired';
+            registered_at: string;
+            expires_at: string;
+            /** @description The platform renews it before it expires */
+            auto_renew: boolean;
+            /** @description Transfer lock (clientTransferProhibited) */
+            locked: boolean;
+            /** @description EPP statuses, as the registrar reports them */
+            registry_statuses: string[];
+            /** @description A year's renewal, as last quoted */
+            renewal: {
+              /** @description In the currency's minor units (cents) */
+              amount: number;
+              currency: string;
+            } | null;
+          };
+        };
       };
       /** @description Error */
       default: {

@@ -34,6 +34,7 @@ import * as m0029 from './migrations/0029_console_credentials.js';
 import * as m0030 from './migrations/0030_html_data.js';
 import * as m0031 from './migrations/0031_usage_data_meters.js';
 import * as m0032 from './migrations/0032_html_data_totals.js';
+import * as m0033 from './migrations/0033_account_domains.js';
 
 interface Migration {
   up(db: Knex): Promise<void>;
@@ -73,6 +74,7 @@ const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ['0030_html_data', m0030],
   ['0031_usage_data_meters', m0031],
   ['0032_html_data_totals', m0032],
+  ['0033_account_domains', m0033],
 ];
 
 const source: Knex.MigrationSource<readonly [string, Migration]> = {

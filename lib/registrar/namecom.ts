@@ -38,6 +38,7 @@ interface NcDomain {
   expireDate?: string;
   locked?: boolean;
   locks?: string[];
+  renewalPrice?: number;
 }
 interface NcPurchase {
   domain: NcDomain;
@@ -197,6 +198,7 @@ function held(d: NcDomain): HeldDomain {
     expiresAt: new Date(d.expireDate ?? 0),
     locked: d.locked === true,
     statuses,
+    renewal: cents(d.renewalPrice),
   };
 }
 

@@ -48,6 +48,8 @@ export interface HeldDomain {
   locked: boolean;
   /** EPP statuses the registrar reports (`clientTransferProhibited`, `clientHold`, ...), `ok` when none. */
   statuses: string[];
+  /** A year's renewal, as the registrar quotes it now. */
+  renewal?: Money | undefined;
 }
 
 /** What a registration or a renewal cost, and the registrar's order for it. */

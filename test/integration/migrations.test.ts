@@ -15,6 +15,7 @@ async function tables(db: Db): Promise<string[]> {
 
 /** Every table the migrations make, by name. */
 const schema = [
+  'account_domains',
   'account_identities',
   'account_passkey_challenges',
   'account_passkeys',
@@ -38,6 +39,7 @@ const schema = [
   'console_sign_in_codes',
   'database_backups',
   'deploys',
+  'domain_orders',
   'domain_tokens',
   'event_horizons',
   'events',

@@ -136,6 +136,9 @@ describe('the parts of the configuration (each variable declared once)', () => {
         SVC_IDP_CLIENT_SECRET: 'secret',
         SVC_CODEHOST_CLIENT_ID: 'id',
         SVC_CODEHOST_CLIENT_SECRET: 'secret',
+        SVC_REGISTRAR: 'namecom',
+        SVC_REGISTRAR_USERNAME: 'svc',
+        SVC_REGISTRAR_TOKEN: 'token',
       },
     ];
     for (const [name, p] of partList) {

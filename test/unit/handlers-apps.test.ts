@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { appOperations } from '../../api/operations/apps.js';
-import { pendingOperations } from '../../api/operations/pending.js';
+import { registrarOperations } from '../../api/operations/registrar.js';
 import { account, startFakeApi, type FakeApi } from '../support/fake-api.js';
 import { errorOf, ok } from '../support/answers.js';
 
@@ -18,7 +18,7 @@ interface AppBody {
 describe('app handlers', () => {
   let api: FakeApi;
   before(async () => {
-    api = await startFakeApi((f) => [...appOperations(f), ...pendingOperations()]);
+    api = await startFakeApi((f) => [...appOperations(f), ...registrarOperations({ registrar: undefined, clock: () => new Date() })]);
   });
   after(async () => {
     await api?.close();
@@ -153,9 +153,9 @@ describe('app handlers', () => {
     assert.equal(api.f.apps.objects.size, 2, 'nothing created or deleted');
   });
 
-  it('answers an operation not built yet (the registrar) 501 once the caller is authenticated', async () => {
-    error(await api.request('GET', '/api/domains'), 501, /^not_implemented$/);
-    error(await api.request('POST', '/api/domains/shop.example/renew'), 501, /^not_implemented$/);
+  it('answers the registrar’s operations 503 when no registrar is configured, once the caller is authenticated', async () => {
+    error(await api.request('GET', '/api/domains'), 503, /domain registration is not set up on this platform/);
+    error(await api.request('POST', '/api/domains/shop.example/renew', { years: 1 }), 503, /not set up/);
     error(await api.request('GET', '/api/domains', undefined, { token: null }), 401);
   });
 

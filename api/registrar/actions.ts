@@ -1,0 +1,339 @@
+// What the API decides about account domains (decision 0035): which names can be searched and
+// bought, a registration and a renewal as orders that are never made twice, an answer the registrar
+// never gave settled by looking the name up, and the platform's auto-renew flag. The registrar is
+// lib/registrar (name.com, or its local double).
+import { randomBytes } from 'node:crypto';
+import { parse as parseSuffix } from 'tldts';
+import { parseDomainName } from '../../lib/domains/names.js';
+import type { Logger } from '../../lib/logger.js';
+import {
+  checkLimit,
+  RegistrarError,
+  type Availability,
+  type Contact,
+  type HeldDomain,
+  type Money,
+  type Registrar,
+} from '../../lib/registrar/registrar.js';
+import type { Actor } from '../deploys/actions.js';
+import { ApiError, conflict, invalid, notFound } from '../errors.js';
+import type { AccountDomain, DomainOrder, OrderReason, RegistrarStore } from './store.js';
+
+export interface RegistrarConfig {
+  /** The TLDs offered, without dots (`com`, `dev`). */
+  tlds: readonly string[];
+  /** How long a search's answer for a name is reused. */
+  searchCacheMs: number;
+  /** The platform's apps domain: never for sale here. */
+  appsDomain: string;
+}
+
+/** Names one search answers at most. */
+export const searchLimit = 20;
+/** ICANN's limit: a name is registered at most ten years ahead. */
+const maxYearsAhead = 10;
+
+export interface RegisterInput {
+  name: string;
+  years: number;
+  contact: Contact;
+  /** A year's price the buyer agreed to (what search showed). */
+  price: Money;
+  autoRenew: boolean;
+}
+
+export type Outcome = { status: 200 | 201 | 202; order: DomainOrder; domain: AccountDomain | undefined };
+
+export class RegistrarActions {
+  private readonly cache = new Map<string, { at: number; found: Availability }>();
+
+  constructor(
+    private readonly d: {
+      registrar: Registrar;
+      store: RegistrarStore;
+      config: RegistrarConfig;
+      log: Logger;
+      clock: () => Date;
+    },
+  ) {}
+
+  /** The name as the platform stores it, when it can be bought here; else 400 saying why. */
+  registrable(input: string): string {
+    const parsed = parseDomainName(input.trim(), { appsDomain: this.d.config.appsDomain });
+    if (!parsed.ok) throw invalid(`${input}: ${parsed.message}`);
+    const { name } = parsed;
+    if (name.wildcard) throw invalid(`${input}: a wildcard is not a name one can register`);
+    const suffix = parseSuffix(name.base, { allowPrivateDomains: false, extractHostname: false }).publicSuffix ?? '';
+    if (!this.d.config.tlds.includes(suffix))
+      throw invalid(`${input}: .${suffix} names are not offered here (offered: ${this.d.config.tlds.map((t) => `.${t}`).join(', ')})`);
+    if (!name.apex)
+      throw invalid(
+        `${input}: only a name directly under .${suffix} is registered (${name.base.split('.').slice(-2).join('.')}, not its subdomains)`,
+      );
+    return name.base;
+  }
+
+  /** Availability and prices of names, or of a word under every offered TLD; answers are reused briefly. */
+  async search(q: { names: string[]; word: string | undefined }): Promise<Availability[]> {
+    let names: string[];
+    if (q.word !== undefined) {
+      if (q.names.length) throw invalid('search either names or a word, not both');
+      if (!/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/.test(q.word))
+        throw invalid(`word: "${q.word}" is not a domain label (lowercase letters, digits and inner dashes, at most 63)`);
+      names = this.d.config.tlds.slice(0, searchLimit).map((t) => `${q.word}.${t}`);
+    } else {
+      if (!q.names.length) throw invalid('give a name (?name=shop.dev, several times for several) or a word (?word=shop)');
+      if (q.names.length > searchLimit) throw invalid(`at most ${searchLimit} names a search; this one has ${q.names.length}`);
+      names = [...new Set(q.names.map((n) => this.registrable(n)))];
+    }
+    const now = this.d.clock().getTime();
+    const missing = names.filter((n) => {
+      const hit = this.cache.get(n);
+      return !hit || now - hit.at > this.d.config.searchCacheMs;
+    });
+    for (let i = 0; i < missing.length; i += checkLimit) {
+      const found = await this.call(() => this.d.registrar.check(missing.slice(i, i + checkLimit)));
+      for (const f of found) this.cache.set(f.name, { at: now, found: f });
+    }
+    if (this.cache.size > 10_000) for (const [k, v] of this.cache) if (now - v.at > this.d.config.searchCacheMs) this.cache.delete(k);
+    return names.map((n) => this.cache.get(n)!.found);
+  }
+
+  /** The account's names and its registrations under way. */
+  async list(actor: Actor): Promise<{ domains: AccountDomain[]; pending: DomainOrder[] }> {
+    const [domains, pending] = await Promise.all([
+      this.d.store.domains(actor.accountId),
+      this.d.store.pendingRegistrations(actor.accountId),
+    ]);
+    return { domains, pending };
+  }
+
+  /**
+   * Registers a name as an order: a request with an Idempotency-Key it used before answers with
+   * that order (settling it first when its outcome was unknown) and never buys again.
+   */
+  async register(actor: Actor, input: RegisterInput, key: string | undefined): Promise<Outcome> {
+    const name = this.registrable(input.name);
+    if (key !== undefined) {
+      const before = await this.d.store.orderByKey(actor.accountId, key);
+      if (before) {
+        if (before.kind !== 'register' || before.domain !== name) throw conflict('this Idempotency-Key was used for another order');
+        return this.answer(before.state === 'pending' ? await this.settle(before) : before);
+      }
+    }
+    const held = await this.d.store.domain(name);
+    if (held)
+      throw conflict(
+        held.accountId === actor.accountId
+          ? `${name} is yours already (it expires ${held.expiresAt.toISOString()})`
+          : `${name} is not available`,
+      );
+    const order = await this.d.store.openOrder({
+      accountId: actor.accountId,
+      domain: name,
+      kind: 'register',
+      idempotencyKey: key ?? randomKey(),
+      years: input.years,
+      amount: { cents: input.price.cents * input.years, currency: input.price.currency },
+      fromExpiry: null,
+      contact: input.contact,
+      autoRenew: input.autoRenew,
+    });
+    if (!order) {
+      const again = key === undefined ? undefined : await this.d.store.orderByKey(actor.accountId, key);
+      if (again) return this.answer(again);
+      throw conflict(`a registration of ${name} is under way; list your domains to follow it`);
+    }
+    try {
+      const bought = await this.d.registrar.register({ name, years: input.years, contact: input.contact, price: input.price });
+      return this.answer(await this.bought(order, bought.order, bought.domain));
+    } catch (err) {
+      return this.answer(await this.failed(order, err));
+    }
+  }
+
+  /**
+   * Renews a name for whole years. `expiresAt`, when sent, is the expiry the caller saw (EPP's
+   * curExpDate): if the name was renewed from it already, that renewal is the answer; one renewal
+   * per name and expiry, whoever asks.
+   */
+  async renew(
+    actor: Actor,
+    input: { name: string; years: number; expiresAt: Date | undefined },
+    key: string | undefined,
+  ): Promise<Outcome> {
+    const domain = await this.owned(actor, input.name);
+    const from = input.expiresAt ?? domain.expiresAt;
+    if (from.getTime() !== domain.expiresAt.getTime()) {
+      const done = await this.d.store.renewalFrom(domain.name, from);
+      if (done) return this.answer(done.state === 'pending' ? await this.settle(done) : done);
+      throw conflict(`${domain.name} expires ${domain.expiresAt.toISOString()}, not ${from.toISOString()}: look again before renewing`);
+    }
+    const existing = await this.d.store.renewalFrom(domain.name, from);
+    if (existing) return this.answer(existing.state === 'pending' ? await this.settle(existing) : existing);
+    const limit = new Date(this.d.clock());
+    limit.setUTCFullYear(limit.getUTCFullYear() + maxYearsAhead);
+    if (addYears(from, input.years) > limit)
+      throw invalid(`years: ${input.years} more years would reach past ${maxYearsAhead} years from now (the registry's limit)`);
+    const now = await this.call(() => this.d.registrar.get(domain.name));
+    const price = now?.renewal ?? domain.renewal;
+    if (!now || !price)
+      throw new ApiError('unavailable', `the registrar does not hold ${domain.name} for the platform any more; contact support`);
+    const order = await this.d.store.openOrder({
+      accountId: actor.accountId,
+      domain: domain.name,
+      kind: 'renew',
+      idempotencyKey: key ?? randomKey(),
+      years: input.years,
+      amount: { cents: price.cents * input.years, currency: price.currency },
+      fromExpiry: from,
+      contact: null,
+      autoRenew: null,
+    });
+    if (!order) {
+      const again = await this.d.store.renewalFrom(domain.name, from);
+      if (again) return this.answer(again);
+      throw conflict('this Idempotency-Key was used for another order');
+    }
+    try {
+      const renewed = await this.d.registrar.renew({ name: domain.name, years: input.years, price });
+      return this.answer(await this.bought(order, renewed.order, renewed.domain));
+    } catch (err) {
+      return this.answer(await this.failed(order, err));
+    }
+  }
+
+  async setAutoRenew(actor: Actor, name: string, on: boolean): Promise<AccountDomain> {
+    const domain = await this.owned(actor, name);
+    return (await this.d.store.setAutoRenew(domain.name, on))!;
+  }
+
+  private async owned(actor: Actor, input: string): Promise<AccountDomain> {
+    const name = this.registrable(input);
+    const domain = await this.d.store.domain(name);
+    if (!domain || domain.accountId !== actor.accountId) throw notFound(`domain ${name}`);
+    return domain;
+  }
+
+  /** An order bought: the name as the registrar holds it now, kept with the order. */
+  private async bought(order: DomainOrder, registrarOrder: string | null, held: HeldDomain): Promise<DomainOrder> {
+    const before = order.kind === 'renew' ? await this.d.store.domain(order.domain) : undefined;
+    await this.d.store.succeed(order.id, registrarOrder, {
+      name: order.domain,
+      accountId: order.accountId,
+      createdAt: held.createdAt,
+      expiresAt: held.expiresAt,
+      locked: held.locked,
+      statuses: held.statuses,
+      renewal: held.renewal,
+      autoRenew: before?.autoRenew ?? order.autoRenew ?? true,
+    });
+    this.d.log.info({ domain: order.domain, kind: order.kind, order: order.id, account: order.accountId }, 'Domain order succeeded');
+    return (await this.d.store.order(order.id))!;
+  }
+
+  /** A registrar failure, by kind: the order failed (nothing bought), dropped (never sent), or left to settle. */
+  private async failed(order: DomainOrder, err: unknown): Promise<DomainOrder> {
+    if (!(err instanceof RegistrarError)) throw err;
+    this.d.log.warn(
+      { domain: order.domain, kind: order.kind, order: order.id, err: err.message, why: err.kind },
+      'Domain order not bought',
+    );
+    switch (err.kind) {
+      case 'rate_limited':
+        await this.d.store.drop(order.id);
+        throw new ApiError('unavailable', `the registrar is busy; retry in ${err.retryAfterSeconds ?? 60} s (nothing was bought)`, {
+          'retry-after': String(err.retryAfterSeconds ?? 60),
+        });
+      case 'unknown_outcome':
+        return this.settle(order);
+      default:
+        return this.d.store.fail(order.id, reasonOf(err.kind), err.message);
+    }
+  }
+
+  /**
+   * An order whose outcome is unknown, settled by what the registrar holds now: a registration is
+   * bought when the name is held with a creation since the order; a renewal when the expiry moved
+   * past the one it extends. Not held (or not moved): failed, nothing bought. The registrar not
+   * answering leaves it pending for the next look.
+   */
+  private async settle(order: DomainOrder): Promise<DomainOrder> {
+    let held: HeldDomain | undefined;
+    try {
+      held = await this.d.registrar.get(order.domain);
+    } catch (err) {
+      this.d.log.warn(
+        { domain: order.domain, order: order.id, err: (err as Error).message },
+        'Settling a domain order failed; it stays pending',
+      );
+      return order;
+    }
+    const bought =
+      held !== undefined &&
+      (order.kind === 'register'
+        ? held.createdAt.getTime() >= order.createdAt.getTime() - 60_000
+        : held.expiresAt.getTime() > order.fromExpiry!.getTime());
+    if (bought) return this.bought(order, null, held!);
+    return this.d.store.fail(order.id, 'registrar_error', 'the registrar did not complete it; nothing was bought');
+  }
+
+  /** An order as the API answers it: the domain when bought, an error when it failed. */
+  private async answer(order: DomainOrder): Promise<Outcome> {
+    if (order.state === 'pending') return { status: 202, order, domain: undefined };
+    // A registration made the domain (201); a renewal changed it (200).
+    if (order.state === 'succeeded')
+      return { status: order.kind === 'register' ? 201 : 200, order, domain: await this.d.store.domain(order.domain) };
+    switch (order.reason) {
+      case 'unavailable':
+        throw conflict(`${order.domain} is not available (${order.message ?? 'taken'}); nothing was bought`);
+      case 'price_changed': {
+        // The price searched before is the old one: ask the registrar again.
+        this.cache.delete(order.domain);
+        const [now] = await this.search({ names: [order.domain], word: undefined }).catch(() => [undefined]);
+        const price = order.kind === 'register' ? now?.registration : now?.renewal;
+        throw conflict(
+          `the price of ${order.domain} changed${price ? `: it is now ${price.cents} ${price.currency} (minor units) a year` : ''}; nothing was bought. Search again and send the new price to buy it`,
+        );
+      }
+      case 'payment_refused':
+        throw new ApiError(
+          'payment_required',
+          `the registrar refused the payment for ${order.domain}; nothing was bought (${order.message ?? ''})`,
+        );
+      default:
+        throw new ApiError(
+          'unavailable',
+          `the registrar refused ${order.kind === 'register' ? 'the registration' : 'the renewal'} of ${order.domain}: ${order.message ?? 'no reason given'}`,
+        );
+    }
+  }
+
+  /** A registrar read: its failures as 503s saying why. */
+  private async call<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      if (!(err instanceof RegistrarError)) throw err;
+      throw new ApiError(
+        'unavailable',
+        err.kind === 'rate_limited'
+          ? `the registrar is busy; retry in ${err.retryAfterSeconds ?? 60} s`
+          : `the registrar did not answer: ${err.message}`,
+        err.kind === 'rate_limited' ? { 'retry-after': String(err.retryAfterSeconds ?? 60) } : {},
+      );
+    }
+  }
+}
+
+function reasonOf(kind: RegistrarError['kind']): OrderReason {
+  return kind === 'unavailable' || kind === 'price_changed' || kind === 'payment_refused' ? kind : 'registrar_error';
+}
+
+const randomKey = () => `auto:${randomBytes(12).toString('hex')}`;
+
+function addYears(d: Date, years: number): Date {
+  const out = new Date(d);
+  out.setUTCFullYear(out.getUTCFullYear() + years);
+  return out;
+}
