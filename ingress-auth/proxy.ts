@@ -222,7 +222,8 @@ class Exchange implements ExchangeHandler {
   private gone = false;
   private finished = false;
   /** An answer held whole for fwd.rewrite: its head, and its body so far. */
-  private held: { status: number; statusText: string; headers: string[]; chunks: Buffer[]; bytes: number } | undefined;
+  private held:
+    { status: number; statusText: string; headers: string[]; chunks: Buffer[]; bytes: number; timer: NodeJS.Timeout } | undefined;
   /** Its own 'close' listener, when the caller has none (forward()). */
   private readonly onClose: (() => void) | undefined;
 
@@ -238,7 +239,9 @@ class Exchange implements ExchangeHandler {
   ) {
     this.method = req.method ?? 'GET';
     this.withBody = hasBody(req.headers);
-    this.headers = upstreamHeaders(req.rawHeaders, fwd);
+    const headers = upstreamHeaders(req.rawHeaders, fwd);
+    // A page that may be filled is asked for whole and fresh: a 304 or a range would be of the unfilled one.
+    this.headers = fwd.rewrite ? withoutConditionals(headers) : headers;
     if (listen) {
       this.onClose = () => this.clientGone();
       // `on`, not `once` (no wrapper made per request): 'close' comes once, and finish() takes it off.
@@ -276,7 +279,9 @@ class Exchange implements ExchangeHandler {
   onHead(status: number, statusText: string, rawHeaders: string[]): void {
     const headers = downstreamHeaders(rawHeaders, this.fwd.requestId, this.fwd.personal);
     if (this.fwd.rewrite && status === 200 && rewritable(headers)) {
-      this.held = { status, statusText, headers, chunks: [], bytes: 0 };
+      // An answer still coming after rewriteHoldMs (a page streamed as it is made) goes as it comes.
+      const timer = setTimeout(() => this.release(), rewriteHoldMs);
+      this.held = { status, statusText, headers, chunks: [], bytes: 0, timer };
       return;
     }
     this.res.writeHead(status, statusText || undefined, headers);
@@ -289,10 +294,23 @@ class Exchange implements ExchangeHandler {
       held.bytes += chunk.length;
       if (held.bytes <= rewriteMaxBytes) return;
       // Too large to hold: it goes as it came, from here on streamed.
-      this.held = undefined;
-      this.res.writeHead(held.status, held.statusText || undefined, held.headers);
-      for (const c of held.chunks.slice(0, -1)) this.res.write(c);
+      this.release();
+      return;
     }
+    this.write(chunk);
+  }
+
+  /** Sends what was held as it came, and streams the rest. */
+  private release(): void {
+    const held = this.held;
+    if (!held || this.gone) return;
+    this.held = undefined;
+    clearTimeout(held.timer);
+    this.res.writeHead(held.status, held.statusText || undefined, held.headers);
+    for (const c of held.chunks) this.write(c);
+  }
+
+  private write(chunk: Buffer): void {
     if (this.res.write(chunk)) return;
     // The client reads slower than the machine writes: stop reading the machine until it caught up.
     const controller = this.controller!;
@@ -302,7 +320,11 @@ class Exchange implements ExchangeHandler {
 
   onEnd(): void {
     if (this.held) {
-      void this.rewrite(this.held);
+      this.rewrite(this.held).catch((err: unknown) => {
+        this.proxy.opts.log.warn({ err, reqId: this.fwd.requestId }, 'Sending a held page failed');
+        this.res.destroy();
+        this.finish();
+      });
       return;
     }
     this.res.end();
@@ -312,13 +334,24 @@ class Exchange implements ExchangeHandler {
   /** Sends a held answer, rewritten when fwd.rewrite says so (if it fails, as it came: the page still works, filled by its script). */
   private async rewrite(held: NonNullable<Exchange['held']>): Promise<void> {
     this.held = undefined;
+    clearTimeout(held.timer);
     const body = Buffer.concat(held.chunks, held.bytes);
     let out: Buffer | undefined;
+    let deadline: NodeJS.Timeout | undefined;
     try {
-      const html = await this.fwd.rewrite!(body.toString('utf8'));
+      // Never longer than rewriteWaitMs: a slow database costs the page its filling, not its answer.
+      const filling = this.fwd.rewrite!(body.toString('utf8'));
+      // Past the deadline it is not waited for: its failure then is nobody's.
+      filling.catch(() => undefined);
+      const html = await Promise.race([
+        filling,
+        new Promise<undefined>((resolve) => (deadline = setTimeout(() => resolve(undefined), rewriteWaitMs))),
+      ]);
       if (html !== undefined) out = Buffer.from(html, 'utf8');
     } catch (err) {
       this.proxy.opts.log.warn({ err, reqId: this.fwd.requestId, host: this.fwd.host }, 'Filling a page failed; sent as the app wrote it');
+    } finally {
+      clearTimeout(deadline);
     }
     if (this.gone) return;
     // Filled, the page is no longer what the machine's validators name.
@@ -344,6 +377,12 @@ class Exchange implements ExchangeHandler {
     }
     const code = errorCode(err) ?? String(err);
     outcome.error = code;
+    if (this.held) {
+      // Nothing of a held answer was sent: the client gets a whole 502, not a cut response.
+      clearTimeout(this.held.timer);
+      this.held = undefined;
+      answered = false;
+    }
     if (answered) {
       this.proxy.opts.log.warn({ reqId: fwd.requestId, upstream: outcome.backend, err: code }, 'Upstream response broke off');
       res.destroy();
@@ -364,7 +403,11 @@ class Exchange implements ExchangeHandler {
 }
 
 /** Past this size an answer is not held for fwd.rewrite: it is streamed as it came (docs/api/html-data.md). */
-export const rewriteMaxBytes = 2 * 1024 * 1024;
+export const rewriteMaxBytes = 512 * 1024;
+/** An answer not complete this long after its head is streamed as it comes. */
+export const rewriteHoldMs = 1000;
+/** How long fwd.rewrite may take before the answer goes as it came. */
+export const rewriteWaitMs = 250;
 
 /** An answer fwd.rewrite can read: HTML in UTF-8 (or unsaid), not compressed. */
 function rewritable(headers: readonly string[]): boolean {
@@ -380,6 +423,18 @@ function rewritable(headers: readonly string[]): boolean {
     }
   }
   return html;
+}
+
+/** Request headers without If-None-Match, If-Modified-Since, If-Range and Range (the forwarding entries at the end are kept). */
+function withoutConditionals(headers: string[]): string[] {
+  const out: string[] = [];
+  const checkedEnd = headers.length - forwardingEntries;
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i]!.toLowerCase();
+    if (i < checkedEnd && (name === 'if-none-match' || name === 'if-modified-since' || name === 'if-range' || name === 'range')) continue;
+    out.push(headers[i]!, headers[i + 1]!);
+  }
+  return out;
 }
 
 /** The headers of a rewritten answer: its new length, without the machine's ETag and Last-Modified. */

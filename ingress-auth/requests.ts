@@ -166,10 +166,12 @@ export function requestHandler(ctx: IngressContext): RequestHandler {
     });
     if (!ctx.auth && decisions.some((d) => d.mode === 'auth')) return sendError(res, 503, noSignIn, req.headers.accept, requestId);
     const fwd = forwarded(req, requestId);
-    // A page of an HTML app with reads anyone may make: those are filled in before it goes back.
+    // A page of an HTML app with reads anyone may make: those are filled in before it goes back,
+    // within the same per-address rate as the reads themselves (past it, the page goes as written).
     if (ctx.data && req.method === 'GET' && anonymousReads(app).size > 0) {
       const data = ctx.data;
       fwd.rewrite = async (html) => {
+        if (data.rates.read.take(`${app.metadata.uid}|${req.socket.remoteAddress ?? ''}`)) return undefined;
         const filled = await firstRender(data, app, html, `${fwd.proto}://${fwd.host}${url}`);
         if (filled !== undefined) data.usage.request(app);
         return filled;

@@ -7,7 +7,7 @@
 // (client/main.ts), which reads every binding again on load and replaces what was filled here.
 // Values go in as text and links only with an http(s) scheme, as the client puts them.
 import { parse as parseHtml, type DefaultTreeAdapterMap } from 'parse5';
-import type { CompiledBinding } from '../../lib/html-data/compile.js';
+import { notText, type CompiledBinding } from '../../lib/html-data/compile.js';
 import type { FieldValue } from '../../lib/html-data/values.js';
 import { descendantsOf, type TreeNode } from '../../lib/html/tree.js';
 import { escapeAttribute, escapeText, insertAt, splice, type Edit } from '../../lib/html/splice.js';
@@ -38,9 +38,16 @@ export function anonymousReads(app: App): Map<string, CompiledBinding> {
   return out;
 }
 
+/** Past this much filled in, a page is sent as the machine wrote it (a tenant's page copying ids cannot make it grow without bound). */
+export const firstRenderMaxAdded = 1024 * 1024;
+
+/** Lists filled on the server: where the parser keeps a template's elements as the list's children (a `<p>` would not). */
+const fillableLists = new Set(['ul', 'ol', 'menu', 'dl', 'div', 'section', 'article', 'main', 'aside', 'nav', 'header', 'footer', 'tbody']);
+
 /**
- * The page with its anonymous reads filled, or undefined when it has none to fill. `pageUrl`
- * resolves a relative link the way the browser would.
+ * The page with its anonymous reads filled, or undefined when it has none to fill (or it would
+ * grow past firstRenderMaxAdded). `pageUrl` resolves a relative link the way the browser would.
+ * Only elements the runtime annotated count (`data-svc` beside `data-svc-id`), each read once.
  */
 export async function firstRender(
   data: Pick<DataParts, 'store' | 'cache'>,
@@ -49,55 +56,77 @@ export async function firstRender(
   pageUrl: string,
 ): Promise<string | undefined> {
   const reads = anonymousReads(app);
-  if (reads.size === 0 || !html.includes('data-svc-id')) return undefined;
+  // A page that names none of the app's anonymous reads is not parsed at all.
+  if (reads.size === 0 || ![...reads.keys()].some((id) => html.includes(`data-svc-id="${id}"`))) return undefined;
   const doc = parseHtml(html, { sourceCodeLocationInfo: true, scriptingEnabled: false });
-  const found: Array<[Element, CompiledBinding]> = [];
+  const found = new Map<string, { el: Element; binding: CompiledBinding }>();
   for (const node of descendantsOf(doc as TreeNode & Node)) {
-    if (!('tagName' in node)) continue;
-    const b = reads.get(idOf(node) ?? '');
-    if (b) found.push([node, b]);
+    if (!('tagName' in node) || !bound(node)) continue;
+    const id = idOf(node)!;
+    const b = reads.get(id);
+    if (!b || found.has(id)) continue;
+    if (b.verb === 'list' && !fillableLists.has(node.tagName)) continue;
+    found.set(id, { el: node, binding: b });
   }
-  if (found.length === 0) return undefined;
+  if (found.size === 0) return undefined;
+  const entries = [...found.values()];
   const replies = await Promise.all(
-    found.map(([, b]) => readBinding(data, app, b, undefined, { offset: 0, ref: b.record ? { name: b.record } : undefined })),
+    entries.map(({ binding: b }) => readBinding(data, app, b, undefined, { offset: 0, ref: b.record ? { name: b.record } : undefined })),
   );
   return renderReads(
     html,
     app,
-    found.map(([el, b], i) => ({ el, binding: b, reply: replies[i]! })),
+    entries.map((e, i) => ({ ...e, reply: replies[i]! })),
     pageUrl,
   );
 }
 
-/** The page with each read's answer written into it (pure: the parsed page's elements, their bindings and answers). */
+/** The page with each read's answer written into it (pure: the parsed page's elements, their bindings and answers); undefined past the size it may add. */
 export function renderReads(
   html: string,
   app: App,
   reads: ReadonlyArray<{ el: Element; binding: CompiledBinding; reply: ReadReply }>,
   pageUrl: string,
-): string {
+): string | undefined {
   const fields = bindingsOf(app);
   const edits: Edit[] = [];
+  let added = 0;
+  const add = (e: Edit) => {
+    added += e.text.length;
+    edits.push(e);
+  };
   for (const { el, binding, reply } of reads) {
     if (binding.verb === 'count') {
       const inner = contentsOf(el);
-      if (inner) edits.push({ ...inner, text: String(reply.count ?? 0) });
+      if (inner) add({ ...inner, text: String(reply.count ?? 0) });
     } else if (binding.verb === 'one') {
-      if (!reply.record) edits.push(attributeAt(el, 'data-svc-empty', ''));
-      else edits.push(...recordEdits(el, reply.record, fields, pageUrl));
+      const at = attributeAt(html, el, 'data-svc-empty', '');
+      if (!reply.record) {
+        if (at) add(at);
+      } else for (const e of recordEdits(html, el, reply.record, fields, pageUrl)) add(e);
     } else {
       const template = el.childNodes.find((n): n is Element => 'tagName' in n && n.tagName === 'template');
       const records = reply.records ?? [];
       const end = template?.sourceCodeLocation?.endTag?.endOffset;
       if (!template || end === undefined) continue;
-      if (records.length === 0) edits.push(attributeAt(el, 'data-svc-empty', ''));
-      else edits.push(insertAt(end, records.map((r) => item(html, template, r, fields, pageUrl)).join('')));
+      if (records.length === 0) {
+        const at = attributeAt(html, el, 'data-svc-empty', '');
+        if (at) add(at);
+        continue;
+      }
+      let items = '';
+      for (const r of records) {
+        items += item(html, template, r, fields, pageUrl);
+        if (added + items.length > firstRenderMaxAdded) return undefined;
+      }
+      add(insertAt(end, items));
     }
+    if (added > firstRenderMaxAdded) return undefined;
   }
   return splice(html, edits);
 }
 
-/** One record of a list: its template's contents, each top element marked with the record's id, its fields filled. */
+/** One record of a list: its template's top elements (text between them is left out), each marked with the record's id, its fields filled. */
 function item(
   html: string,
   template: Element,
@@ -105,39 +134,66 @@ function item(
   fields: Map<string, CompiledBinding>,
   pageUrl: string,
 ): string {
-  const from = template.sourceCodeLocation!.startTag!.endOffset;
-  const to = template.sourceCodeLocation!.endTag!.startOffset;
   const content = (template as Element & { content: { childNodes: Node[] } }).content;
-  const edits: Edit[] = [];
-  for (const top of content.childNodes) if ('tagName' in top) edits.push(attributeAt(top, 'data-svc-item', String(record._id)));
-  edits.push(...recordEdits(content as unknown as Element, record, fields, pageUrl));
-  // The template's source alone, its edits moved to match.
-  return splice(
-    html.slice(from, to),
-    edits.map((e) => ({ at: e.at - from, end: e.end - from, text: e.text })),
-  );
+  let out = '';
+  for (const top of content.childNodes) {
+    if (!('tagName' in top)) continue;
+    const loc = top.sourceCodeLocation;
+    if (!loc) continue;
+    const from = loc.startOffset;
+    const edits: Edit[] = [];
+    const mark = attributeAt(html, top, 'data-svc-item', String(record._id));
+    if (mark) edits.push(mark);
+    edits.push(...recordEdits(html, top, record, fields, pageUrl, true));
+    // This element's source alone, its edits moved to match.
+    out += splice(
+      html.slice(from, loc.endOffset),
+      edits.map((e) => ({ at: e.at - from, end: e.end - from, text: e.text })),
+    );
+  }
+  return out;
 }
 
-/** The edits that fill the `field` bindings under root with the record's values. */
-function recordEdits(root: Element, record: Record<string, FieldValue>, fields: Map<string, CompiledBinding>, pageUrl: string): Edit[] {
+/** The edits that fill the `field` bindings at or under root with the record's values (each field once). */
+function recordEdits(
+  html: string,
+  root: Element,
+  record: Record<string, FieldValue>,
+  fields: Map<string, CompiledBinding>,
+  pageUrl: string,
+  self = false,
+): Edit[] {
   const edits: Edit[] = [];
-  for (const node of descendantsOf(root as TreeNode & Node)) {
-    if (!('tagName' in node)) continue;
-    const b = fields.get(idOf(node) ?? '');
-    if (b?.verb !== 'field') continue;
+  const seen = new Set<string>();
+  const nodes = self ? [root, ...descendantsOf(root as TreeNode & Node)] : descendantsOf(root as TreeNode & Node);
+  for (const node of nodes) {
+    if (!('tagName' in node) || !bound(node) || notText.includes(node.tagName)) continue;
+    const id = idOf(node)!;
+    const b = fields.get(id);
+    if (b?.verb !== 'field' || seen.has(id)) continue;
+    seen.add(id);
     const value = record[b.field!] ?? null;
     const inner = contentsOf(node);
     if (b.place === 'href' || b.place === 'src') {
       const url = safeUrl(value, pageUrl);
       const written = node.sourceCodeLocation?.attrs?.[b.place];
       if (written) edits.push({ at: written.startOffset, end: written.endOffset, text: url ? `${b.place}="${escapeAttribute(url)}"` : '' });
-      else if (url) edits.push(attributeAt(node, b.place, url));
+      else if (url) {
+        const at = attributeAt(html, node, b.place, url);
+        if (at) edits.push(at);
+      }
       // An empty link shows its address, as the client does.
       if (b.place === 'href' && inner && inner.at === inner.end) edits.push({ ...inner, text: escapeText(shown(value)) });
     } else if (inner) edits.push({ ...inner, text: escapeText(shown(value)) });
   }
   return edits;
 }
+
+/** An element the runtime annotated: an HTML element with its `data-svc` and the id beside it. */
+function bound(el: Element): boolean {
+  return el.namespaceURI === html5 && el.attrs.some((a) => a.name === 'data-svc') && el.attrs.some((a) => a.name === 'data-svc-id');
+}
+const html5 = 'http://www.w3.org/1999/xhtml';
 
 function idOf(el: Element): string | undefined {
   return el.attrs.find((a) => a.name === 'data-svc-id')?.value;
@@ -150,8 +206,14 @@ function contentsOf(el: Element): { at: number; end: number } | undefined {
   return { at: loc.startTag.endOffset, end: loc.endTag.startOffset };
 }
 
-/** An attribute added right after the element's tag name (`<li data-svc-item="...">`). */
-function attributeAt(el: Element, name: string, value: string): Edit {
-  const at = el.sourceCodeLocation!.startTag!.startOffset + 1 + el.tagName.length;
-  return insertAt(at, value === '' ? ` ${name}` : ` ${name}="${escapeAttribute(value)}"`);
+/**
+ * An attribute added right after the element's tag name as written (`<li data-svc-item="...">`);
+ * undefined for an element the parser made without a source of its own.
+ */
+function attributeAt(html: string, el: Element, name: string, value: string): Edit | undefined {
+  const start = el.sourceCodeLocation?.startTag?.startOffset;
+  if (start === undefined) return undefined;
+  const tag = /^<[^\s/>]+/.exec(html.slice(start, start + 100))?.[0];
+  if (!tag) return undefined;
+  return insertAt(start + tag.length, value === '' ? ` ${name}` : ` ${name}="${escapeAttribute(value)}"`);
 }

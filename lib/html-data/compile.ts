@@ -188,7 +188,7 @@ function bindingAt(
 }
 
 /** Elements whose contents (or href/src) are code, styles, other documents or the page's own settings: a field never fills them. */
-const notText = [
+export const notText = [
   'script',
   'style',
   'iframe',

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { parse } from 'parse5';
-import { anonymousReads, firstRender } from '../../ingress-auth/data/first-render.js';
+import { anonymousReads, firstRender, firstRenderMaxAdded } from '../../ingress-auth/data/first-render.js';
 import { ReadCache } from '../../ingress-auth/data/read-cache.js';
 import { annotatePage, compileBindings, type DataModel } from '../../lib/html-data/compile.js';
 import { DataStore } from '../../lib/html-data/store.js';
@@ -133,5 +133,67 @@ describe('security: the first render of a public page’s reads', () => {
     assert.match(out, /<ul data-svc-empty id="posts"/);
     assert.match(out, /<p id="n" data-svc="count posts" data-svc-id="[^"]+">0<\/p>/);
     assert.equal(await firstRender(data, app, '<p>no bindings</p>', 'https://board.example.test/'), undefined);
+  });
+
+  it('fills only what the runtime annotated, each read once, within a bound: copied ids, scripts and huge lists get nothing', async () => {
+    const annotated = annotatePage('index.html', board)!;
+    const listId = read('list posts order=_created').id;
+    const fieldId = model.bindings.find((b) => b.verb === 'field' && b.field === 'title' && b.file === 'index.html')!.id;
+    // A tenant's page copying a field's id many times inside the template, without data-svc: not filled.
+    const copies = `<span data-svc-id="${fieldId}"></span>`.repeat(1000);
+    const copied = annotated.replace('<span class="t"', `${copies}<span class="t"`);
+    const outCopied = (await firstRender(data, app, copied, 'https://board.example.test/'))!;
+    assert.doesNotMatch(
+      outCopied,
+      new RegExp(`<span data-svc-id="${fieldId}">[^<]`),
+      'the copies are repeated with the template, never filled',
+    );
+    // A script carrying a field's id (and data-svc) is never filled: its text would be code.
+    const script = annotated.replace(
+      '<em data-svc="field seen"',
+      `<script data-svc="field title" data-svc-id="${fieldId}"></script><em data-svc="field seen"`,
+    );
+    assert.doesNotMatch(
+      (await firstRender(data, app, script, 'https://board.example.test/'))!,
+      /<script data-svc="field title" data-svc-id="[^"]+">[^<]/,
+    );
+    // The same read twice in a page: filled once.
+    const twice = annotated + annotated.slice(annotated.indexOf('<ul id="posts"'), annotated.indexOf('</ul>') + 5);
+    const filledTwice = (await firstRender(data, app, twice, 'https://board.example.test/'))!;
+    assert.equal((filledTwice.match(/data-svc-item=/g) ?? []).length, 3, 'three records, once');
+    // A list on an element the parser would take apart (<p>, <table>) is left to the client.
+    for (const tag of ['p', 'table'])
+      assert.equal(
+        await firstRender(
+          data,
+          app,
+          annotated
+            .replace(
+              `<ul id="posts" data-svc="list posts order=_created" data-svc-id="${listId}">`,
+              `<${tag} data-svc="list posts order=_created" data-svc-id="${listId}">`,
+            )
+            .replace(/<\/ul>/, `</${tag}>`)
+            .replace(/<p id="n"[^]*?<\/p>/, '')
+            .replace(/<div id="one"[^]*?<\/div>/, ''),
+          'https://board.example.test/',
+        ),
+        undefined,
+        tag,
+      );
+    // Past the bound of what may be added, the page goes as written.
+    const many = { ...app, metadata: { ...app.metadata, uid: 'many-uid' } } as App;
+    const bigTitle = 'x'.repeat(400);
+    for (let i = 0; i < 20; i++) await data.store.create('many-uid', 'posts', 'idp:ada', { title: bigTitle });
+    const template = '<li><span data-svc="field title"></span></li>'.repeat(200);
+    const heavy = annotatePage('index.html', board.replace('<template><li>', `<template>${template}<li>`))!;
+    const heavyModel = compileBindings(
+      new Map([
+        ['index.html', board.replace('<template><li>', `<template>${template}<li>`)],
+        ['gated.html', gated],
+      ]),
+    )!;
+    const heavyApp = { ...many, spec: { data: heavyModel, auth: policy } } as unknown as App;
+    assert.ok(20 * 200 * 400 > firstRenderMaxAdded);
+    assert.equal(await firstRender(data, heavyApp, heavy, 'https://board.example.test/'), undefined);
   });
 });

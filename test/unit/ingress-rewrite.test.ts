@@ -7,7 +7,7 @@ import { once } from 'node:events';
 import { createServer, get, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { Proxy, rewriteMaxBytes } from '../../ingress-auth/proxy.js';
+import { Proxy, rewriteHoldMs, rewriteMaxBytes, rewriteWaitMs } from '../../ingress-auth/proxy.js';
 import type { Backend } from '../../ingress-auth/routes.js';
 import { createLogger } from '../../lib/logger.js';
 
@@ -46,6 +46,23 @@ describe('ingress: answers held for a rewrite', () => {
           return res.end('FILL');
         case '/big':
           return page('text/html', big);
+        case '/conditional':
+          // What the machine was asked: a page that may be filled is asked for whole and fresh.
+          return page('text/html', `FILL ${String(req.headers['if-none-match'] ?? '-')} ${String(req.headers.range ?? '-')}`);
+        case '/streamed':
+          // A page made as it goes, its end long after its start.
+          res.writeHead(200, { 'content-type': 'text/html' });
+          res.write('<p>first</p>');
+          setTimeout(() => res.end('<p>last FILL</p>'), rewriteHoldMs + 500);
+          return;
+        case '/slow':
+          return page('text/html', 'SLOW FILL');
+        case '/broken':
+          // The head, part of the body, then the connection cut.
+          res.writeHead(200, { 'content-type': 'text/html', 'content-length': '100' });
+          res.write('<p>FILL');
+          setTimeout(() => res.socket?.destroy(), 20);
+          return;
         default:
           return page('text/html', 'FAIL');
       }
@@ -64,6 +81,7 @@ describe('ingress: answers held for a rewrite', () => {
           rewrite: (html) => {
             rewrites.push(req.url!);
             if (html.includes('FAIL')) return Promise.reject(new Error('no'));
+            if (html.includes('SLOW')) return new Promise((r) => setTimeout(() => r('too late'), rewriteWaitMs + 500));
             return Promise.resolve(html.includes('FILL') ? html.replace('FILL', 'filled & sent') : undefined);
           },
         }),
@@ -118,5 +136,24 @@ describe('ingress: answers held for a rewrite', () => {
     assert.equal(failed.status, 200);
     assert.equal(await failed.text(), 'FAIL');
     assert.equal(failed.headers.get('etag'), '"machine"');
+  });
+
+  it('asks the machine without conditionals or ranges, streams a page still coming after a second, and waits at most a moment for the fill', async () => {
+    const conditional = await fetch(`${frontUrl}/conditional`, { headers: { 'if-none-match': '"machine"', range: 'bytes=0-3' } });
+    assert.equal(conditional.status, 200);
+    assert.equal(await conditional.text(), 'filled & sent - -');
+    const started = Date.now();
+    const streamed = await fetch(`${frontUrl}/streamed`);
+    assert.equal(await streamed.text(), '<p>first</p><p>last FILL</p>', 'as the machine wrote it');
+    assert.ok(Date.now() - started >= rewriteHoldMs, 'whole, after its end');
+    const slow = await fetch(`${frontUrl}/slow`);
+    assert.equal(await slow.text(), 'SLOW FILL', 'the fill was too slow: the page as written');
+    assert.equal(slow.headers.get('etag'), '"machine"');
+  });
+
+  it('answers a whole 502 when the machine breaks off a held page (nothing of it was sent)', async () => {
+    const res = await fetch(`${frontUrl}/broken`);
+    assert.equal(res.status, 502);
+    await res.text();
   });
 });
