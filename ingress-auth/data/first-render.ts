@@ -6,7 +6,7 @@
 // the same for everyone and leaks nothing a script could not fetch. The rest stays for the client
 // (client/main.ts), which reads every binding again on load and replaces what was filled here.
 // Values go in as text and links only with an http(s) scheme, as the client puts them.
-import { parse as parseHtml, type DefaultTreeAdapterMap } from 'parse5';
+import { html as parse5Html, parse as parseHtml, type DefaultTreeAdapterMap } from 'parse5';
 import { notText, type CompiledBinding } from '../../lib/html-data/compile.js';
 import type { FieldValue } from '../../lib/html-data/values.js';
 import { descendantsOf, type TreeNode } from '../../lib/html/tree.js';
@@ -191,9 +191,8 @@ function recordEdits(
 
 /** An element the runtime annotated: an HTML element with its `data-svc` and the id beside it. */
 function bound(el: Element): boolean {
-  return el.namespaceURI === html5 && el.attrs.some((a) => a.name === 'data-svc') && el.attrs.some((a) => a.name === 'data-svc-id');
+  return el.namespaceURI === parse5Html.NS.HTML && el.attrs.some((a) => a.name === 'data-svc') && el.attrs.some((a) => a.name === 'data-svc-id');
 }
-const html5 = 'http://www.w3.org/1999/xhtml';
 
 function idOf(el: Element): string | undefined {
   return el.attrs.find((a) => a.name === 'data-svc-id')?.value;
