@@ -191,7 +191,9 @@ function recordEdits(
 
 /** An element the runtime annotated: an HTML element with its `data-svc` and the id beside it. */
 function bound(el: Element): boolean {
-  return el.namespaceURI === parse5Html.NS.HTML && el.attrs.some((a) => a.name === 'data-svc') && el.attrs.some((a) => a.name === 'data-svc-id');
+  return (
+    el.namespaceURI === parse5Html.NS.HTML && el.attrs.some((a) => a.name === 'data-svc') && el.attrs.some((a) => a.name === 'data-svc-id')
+  );
 }
 
 function idOf(el: Element): string | undefined {
