@@ -693,6 +693,7 @@ export async function assembleDeps(deps: {
             timeoutMs: config.registrar.timeoutMs,
           }),
           store: new RegistrarStore(db, clock),
+          events,
           config: { tlds: config.registrar.tlds, searchCacheMs: config.registrar.searchCacheMs, appsDomain: config.appsDomain },
           log,
           clock,

@@ -3,6 +3,7 @@
 // next; --json prints the API's answer as it came.
 import { apiPath, body, type paths } from '../lib/client/index.js';
 import { connect, GroupUsageError, parseGroupArgs, printUsage, show, type CommandGroup } from './command.js';
+import { accountDomainsTable, registrarUsage, runRegistrar } from './registrar.js';
 import { table } from './table.js';
 
 /** A domain as the API answers it (GET /apps/{appID}/domains/{domain}), from the generated types. */
@@ -79,23 +80,35 @@ export function describeDomain(d: DomainBody): string[] {
 
 const usage = `usage:
   svc domains ls APP [--json]                  the app's custom domains: status, HTTPS, and why one
-                                               does not route
+                                               does not route (without APP: the account's, below)
   svc domains add APP NAME [--json]            add NAME (shop.example.com, or '*.shop.example.com'
                                                quoted) and print the DNS records to publish
   svc domains verify APP NAME [--json]         check the records now, and say what is wrong
   svc domains rm APP NAME                      stop routing NAME to the app, and free it
+the account's domains, bought through the platform's registrar:
+${registrarUsage}
 example:
-  svc domains add shop shop.example.com && svc domains verify shop shop.example.com`;
+  svc domains add shop shop.example.com && svc domains verify shop shop.example.com
+  svc domains search --word adalovelace && svc domains register adalovelace.dev --contact ada.json`;
 
 export const domainsGroup: CommandGroup = {
   name: 'domains',
   synopsis: `  svc domains ls APP [--json] | add APP NAME [--json] | verify APP NAME [--json] | rm APP NAME
                                               an app's custom domains (NAME: shop.example.com, or
                                               '*.shop.example.com' quoted); add prints the DNS records
-                                              to publish, verify checks them now and says what is wrong`,
+                                              to publish, verify checks them now and says what is wrong
+  svc domains search | register | ls | renew | autorenew ...
+                                              the account's domains, bought through the registrar`,
   usage,
   async run(args, ctx) {
-    const { values, positionals } = parseGroupArgs(this, args, { json: { type: 'boolean' } });
+    const { values, positionals } = parseGroupArgs(this, args, {
+      json: { type: 'boolean' },
+      yes: { type: 'boolean', short: 'y' },
+      word: { type: 'string' },
+      contact: { type: 'string' },
+      years: { type: 'string' },
+      'no-auto-renew': { type: 'boolean' },
+    });
     const [command, app, name] = positionals;
     if (values.help) return printUsage(this, ctx);
     if (!command) throw new GroupUsageError('', usage);
@@ -106,9 +119,28 @@ export const domainsGroup: CommandGroup = {
     };
     const api = () => connect(ctx, values.token);
     const print = (answer: { domain: DomainBody }) => show(ctx, json, answer, (a) => describeDomain(a.domain));
+    const registrar = await runRegistrar(
+      ctx,
+      api,
+      command,
+      positionals.slice(1),
+      {
+        json,
+        yes: values.yes === true,
+        word: values.word,
+        contact: values.contact,
+        years: values.years,
+        autoRenew: values['no-auto-renew'] !== true,
+      },
+      (answer, lines) => show(ctx, json, answer, () => lines),
+    );
+    if (registrar !== undefined) return registrar;
     switch (command) {
       case 'ls': {
-        if (!app) throw new GroupUsageError('svc domains ls APP', usage);
+        if (!app) {
+          show(ctx, json, await body(api().GET('/domains')), accountDomainsTable);
+          return 0;
+        }
         show(ctx, json, await body(api().GET('/apps/{appID}/domains', { params: { path: { appID: app } } })), (a) =>
           domainsTable(app, a.domains),
         );

@@ -37,6 +37,8 @@ export const eventKinds = [
   'domain.misconfigured',
   'domain.failed',
   'domain.removed',
+  'domain.registered',
+  'domain.renewed',
   'certificate.issued',
   'certificate.renewed',
   'certificate.failed',

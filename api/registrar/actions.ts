@@ -16,6 +16,7 @@ import {
   type Registrar,
 } from '../../lib/registrar/registrar.js';
 import type { Actor } from '../deploys/actions.js';
+import type { ApiDeps } from '../deps.js';
 import { ApiError, conflict, invalid, notFound } from '../errors.js';
 import type { AccountDomain, DomainOrder, OrderReason, RegistrarStore } from './store.js';
 
@@ -51,6 +52,8 @@ export class RegistrarActions {
     private readonly d: {
       registrar: Registrar;
       store: RegistrarStore;
+      /** domain.registered and domain.renewed, with the order and what it cost. */
+      events: Pick<ApiDeps['events'], 'record'>;
       config: RegistrarConfig;
       log: Logger;
       clock: () => Date;
@@ -229,6 +232,14 @@ export class RegistrarActions {
       autoRenew: before?.autoRenew ?? order.autoRenew ?? true,
     });
     this.d.log.info({ domain: order.domain, kind: order.kind, order: order.id, account: order.accountId }, 'Domain order succeeded');
+    await this.d.events.record(order.accountId, order.kind === 'register' ? 'domain.registered' : 'domain.renewed', order.domain, {
+      domain: order.domain,
+      order: order.id,
+      years: order.years,
+      amount: order.amount.cents,
+      currency: order.amount.currency,
+      expires_at: held.expiresAt.toISOString(),
+    });
     return (await this.d.store.order(order.id))!;
   }
 

@@ -165,8 +165,12 @@ describe('API errors', () => {
     await expectError(await api.request('GET', '/api/test/unavailable'), 503, /database unavailable/);
   });
 
-  it('501 not_implemented for operations of later capabilities, after authentication', async () => {
-    await expectError(await api.request('GET', '/api/domains'), 501, /^not_implemented$/);
+  it('503 for the registrar’s operations on a platform without a registrar, after authentication', async () => {
+    await expectError(
+      await api.request('GET', '/api/domains'),
+      503,
+      /^domain registration is not set up on this platform \(SVC_REGISTRAR\)$/,
+    );
     await expectError(await api.request('GET', '/api/domains', { token: null }), 401);
   });
 

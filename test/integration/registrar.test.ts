@@ -6,9 +6,14 @@
 // renewal), the platform's auto-renew flag, and who may do what (read-only tokens cannot buy, tokens
 // restricted to apps reach no account domain).
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startNameComDouble, type NameComDouble } from '../../hack/namecom-double.js';
 import { createAccount } from '../../lib/accounts.js';
+import { repoRoot } from '../../lib/paths.js';
 import { expectJson, startTestApi, type TestApi } from '../support/api.js';
 
 const contact = {
@@ -140,6 +145,20 @@ describe('account domains through the registrar (name.com’s API, its local dou
       [[n, 'registered']],
     );
     assert.deepEqual(listed.pending, []);
+    // The account is told, with the order and what it cost (never the contact).
+    const { events } = await expectJson<{ events: Array<{ type: string; subject: string; data: Record<string, unknown> }> }>(
+      await api.request('GET', '/api/events?kinds=domain.registered'),
+      200,
+    );
+    const told = events.find((e) => e.subject === n);
+    assert.deepEqual(told?.data, {
+      domain: n,
+      order: first.order.id,
+      years: 1,
+      amount: 1299,
+      currency: 'USD',
+      expires_at: first.domain.expires_at,
+    });
   });
 
   it('refuses a price that changed since the search (never a higher charge), and a refused payment; nothing is bought', async () => {
@@ -260,5 +279,43 @@ describe('account domains through the registrar (name.com’s API, its local dou
     } finally {
       await api.kube.core.deleteNamespace({ name: other.namespace }).catch(() => undefined);
     }
+  });
+
+  it('from a terminal: svc domains search, register (asked, or --yes), ls, renew, autorenew', async () => {
+    const svc = (...args: string[]) =>
+      new Promise<{ code: number; stdout: string; stderr: string }>((resolve) =>
+        execFile(
+          process.execPath,
+          [path.join(repoRoot, 'bin/svc.js'), 'domains', ...args],
+          { env: { ...process.env, SVC_API_URL: `${api.url}/api`, SVC_TOKEN: api.token } },
+          (err, stdout, stderr) => resolve({ code: err ? Number(err.code ?? 1) : 0, stdout, stderr }),
+        ),
+      );
+    const n = `cli-${suffix}.dev`;
+    const found = await svc('search', n, `taken-${suffix}.com`);
+    assert.equal(found.code, 0, found.stderr);
+    assert.match(found.stdout, new RegExp(`${n.replace('.', '\\.')}\\s+yes\\s+15\\.00 USD\\s+15\\.00 USD`));
+    assert.match(found.stdout, /taken-.*\s+no\s+-\s+-\s+Domain is not available/);
+    const file = path.join(mkdtempSync(path.join(tmpdir(), 'svc-contact-')), 'ada.json');
+    writeFileSync(file, JSON.stringify(contact));
+    const unasked = await svc('register', n, '--contact', file);
+    assert.notEqual(unasked.code, 0, 'no terminal to ask at, no --yes: nothing bought');
+    assert.match(unasked.stderr, /add --yes/);
+    assert.equal(charged(n), 0);
+    const bought = await svc('register', n, '--contact', file, '--years', '2', '--yes');
+    assert.equal(bought.code, 0, bought.stderr);
+    assert.match(
+      bought.stdout,
+      new RegExp(`${n.replace('.', '\\.')}: registered for 2 years \\(30\\.00 USD\\), expires \\d{4}-\\d\\d-\\d\\d`),
+    );
+    const listed = await svc('ls');
+    assert.match(listed.stdout, new RegExp(`${n.replace('.', '\\.')}\\s+registered\\s+\\S+\\s+on\\s+yes\\s+15\\.00 USD`));
+    const renewed = await svc('renew', n);
+    assert.match(renewed.stdout, /renewed for 1 year \(15\.00 USD\)/);
+    const off = await svc('autorenew', n, 'off');
+    assert.match(off.stdout, /auto-renew off/);
+    const json = JSON.parse((await svc('ls', '--json')).stdout) as { domains: Domain[] };
+    assert.equal(json.domains.find((d) => d.name === n)?.auto_renew, false);
+    assert.equal(charged(n), 2, 'one registration, one renewal');
   });
 });
