@@ -220,7 +220,6 @@ export class RegistrarActions {
 
   /** An order bought: the name as the registrar holds it now, kept with the order. */
   private async bought(order: DomainOrder, registrarOrder: string | null, held: HeldDomain): Promise<DomainOrder> {
-    const before = order.kind === 'renew' ? await this.d.store.domain(order.domain) : undefined;
     await this.d.store.succeed(order.id, registrarOrder, {
       name: order.domain,
       accountId: order.accountId,
@@ -229,7 +228,8 @@ export class RegistrarActions {
       locked: held.locked,
       statuses: held.statuses,
       renewal: held.renewal,
-      autoRenew: before?.autoRenew ?? order.autoRenew ?? true,
+      // Used only when the row is new (a registration): a renewal's merge keeps the account's setting.
+      autoRenew: order.autoRenew ?? true,
     });
     this.d.log.info({ domain: order.domain, kind: order.kind, order: order.id, account: order.accountId }, 'Domain order succeeded');
     await this.d.events.record(order.accountId, order.kind === 'register' ? 'domain.registered' : 'domain.renewed', order.domain, {
