@@ -83,6 +83,8 @@ import {
   recordStorageSample,
   usageBetween,
   usageHistory,
+  chargesBetween,
+  type ChargeTotals,
   type Bucket,
   type MeterTotals,
   type UsagePeriod,
@@ -95,6 +97,7 @@ import { readFileSync } from 'node:fs';
 import { NameCom } from '../lib/registrar/namecom.js';
 import { RegistrarActions } from './registrar/actions.js';
 import { RegistrarStore } from './registrar/store.js';
+import { DomainRenewer } from './registrar/renewer.js';
 
 /** What this process reads of the configuration (lib/config.ts, components). */
 type Config = ComponentConfig<'api'>;
@@ -141,6 +144,8 @@ export interface ApiDeps {
   eventHub: EventHub;
   usage: {
     between: (accountId: string, start: Date, end: Date) => Promise<MeterTotals>;
+    /** What was bought in the period, in minor units by currency (domain orders). */
+    charges: (accountId: string, start: Date, end: Date) => Promise<ChargeTotals>;
     byApp: (accountId: string, start: Date, end: Date) => Promise<Record<string, number>>;
     history: (accountId: string, now: Date, count: number, bucket: Bucket) => Promise<UsagePeriod[]>;
     /** A stored_bytes sample of `subject`, now (lib/usage.ts). */
@@ -230,6 +235,8 @@ export interface Workers {
    * (api/certificates/cert-manager.ts); undefined unless SVC_CERTIFICATES_ISSUER=cert-manager.
    */
   certManagerIssuer: CertManagerIssuer | undefined;
+  /** Renews auto-renew account domains and tells of expiring ones (api/registrar/renewer.ts); undefined without a registrar. */
+  domainRenewer: DomainRenewer | undefined;
   /** Adds and removes the domains Apps declare in spec.domains (api/domains/declared.ts). */
   declaredDomains: DeclaredDomains;
 }
@@ -511,6 +518,7 @@ export async function assembleDeps(deps: {
   gitSync.start();
   const usage: ApiDeps['usage'] = {
     between: (accountId, start, end) => usageBetween(db, accountId, start, end),
+    charges: (accountId, start, end) => chargesBetween(db, accountId, start, end),
     byApp: (accountId, start, end) => machineSecondsByApp(db, accountId, start, end),
     history: (accountId, now, count, bucket) => usageHistory(db, accountId, now, count, bucket),
     storage: (accountId, subject, bytes) => recordStorageSample(db, accountId, subject, bytes, clock()),
@@ -639,6 +647,37 @@ export async function assembleDeps(deps: {
     isLeader: () => election.isLeader,
   });
   declaredDomains.start();
+  // Account domains through the registrar, and their renewer: the recorder's leader renews, on the
+  // wall clock (the names' expiries are the registrar's).
+  const registrar = config.registrar && registrarOf(config.registrar);
+  function registrarOf(c: NonNullable<typeof config.registrar>) {
+    const store = new RegistrarStore(db, clock);
+    const actions = new RegistrarActions({
+      registrar: new NameCom({
+        url: c.url,
+        username: c.username,
+        token: c.token.value ?? readFileSync(c.token.file, 'utf8').trim(),
+        timeoutMs: c.timeoutMs,
+      }),
+      store,
+      events,
+      config: { tlds: c.tlds, searchCacheMs: c.searchCacheMs, appsDomain: config.appsDomain },
+      log,
+      clock,
+    });
+    const renewer = new DomainRenewer({
+      actions,
+      store,
+      events,
+      mail: new MailOutbox(db, { clock }),
+      settings: c.renewer,
+      isLeader: () => election.isLeader,
+      log,
+      clock: wallClock,
+    });
+    return { actions, renewer };
+  }
+  registrar?.renewer.start();
   const services: ApiDeps = {
     config,
     tokens,
@@ -684,21 +723,7 @@ export async function assembleDeps(deps: {
     gitSync,
     sandboxes,
     htmlData: new DataStore(db, clock),
-    registrar: config.registrar
-      ? new RegistrarActions({
-          registrar: new NameCom({
-            url: config.registrar.url,
-            username: config.registrar.username,
-            token: config.registrar.token.value ?? readFileSync(config.registrar.token.file, 'utf8').trim(),
-            timeoutMs: config.registrar.timeoutMs,
-          }),
-          store: new RegistrarStore(db, clock),
-          events,
-          config: { tlds: config.registrar.tlds, searchCacheMs: config.registrar.searchCacheMs, appsDomain: config.appsDomain },
-          log,
-          clock,
-        })
-      : undefined,
+    registrar: registrar?.actions,
     requestMetrics: { series: (appUid, start, end, stepMs) => requestSeries(db, appUid, start, end, stepMs) },
     assertionKeys: new AssertionKeyStore(db, {
       rotationMs: config.assertion.rotationMs,
@@ -724,6 +749,7 @@ export async function assembleDeps(deps: {
       certificateIssuer,
       certManagerIssuer,
       declaredDomains,
+      domainRenewer: registrar?.renewer,
     },
     // For set-up (the first account) and tests; handlers work through the repositories above.
     kube: { kc, core },
@@ -734,6 +760,7 @@ export async function assembleDeps(deps: {
       await domainVerifier.stop();
       await certificateIssuer?.stop();
       await certManagerIssuer?.stop();
+      await registrar?.renewer.stop();
       await domains.stop();
       await artifactCollector.stop();
       gitSync.stop();

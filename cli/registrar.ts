@@ -7,26 +7,29 @@ import { readFileSync } from 'node:fs';
 import { body, type paths } from '../lib/client/index.js';
 import { confirm, GroupUsageError, type CommandContext } from './command.js';
 import type { ApiClient } from '../lib/client/index.js';
-import { table } from './table.js';
+import { describeDomain } from './domain-view.js';
+import { moneyText, table } from './table.js';
 
 type SearchBody = paths['/domains/search']['get']['responses'][200]['content']['application/json'];
 type ListBody = paths['/domains']['get']['responses'][200]['content']['application/json'];
-type OutcomeBody = paths['/domains']['post']['responses'][201]['content']['application/json'];
+type RegisterBody = paths['/domains']['post']['responses'][201]['content']['application/json'];
+type OutcomeBody = paths['/domains/{domain}/renew']['post']['responses'][200]['content']['application/json'];
 type Contact = NonNullable<paths['/domains']['post']['requestBody']>['content']['application/json']['contact'];
 type Money = { amount: number; currency: string };
 
 export const registrarUsage = `  svc domains search NAME... | --word WORD [--json]
                                                availability and a year's price of names (or of
                                                WORD under every TLD offered)
-  svc domains register NAME --contact FILE [--years N] [--no-auto-renew] [--yes] [--json]
+  svc domains register NAME --contact FILE [--years N] [--no-auto-renew] [--app APP] [--yes] [--json]
                                                buy NAME at the price quoted now (asks first);
-                                               FILE: the registrant as JSON (docs/api/registrar.md)
+                                               FILE: the registrant as JSON (docs/api/registrar.md);
+                                               --app: serve it from APP, its records written for you
   svc domains ls [--json]                      the account's domains: expiry, auto-renew, lock
   svc domains renew NAME [--years N] [--json]  renew from its current expiry (once per expiry)
   svc domains autorenew NAME on|off [--json]   the platform renews it before it expires, or not`;
 
 /** Dollars and cents as people read them: `15.00 USD`. */
-export const priceText = (m: Money | null | undefined) => (m ? `${(m.amount / 100).toFixed(2)} ${m.currency}` : '-');
+export const priceText = (m: Money | null | undefined) => (m ? moneyText(m.amount, m.currency) : '-');
 
 /** `svc domains search`: one line a name. */
 export function searchTable(found: SearchBody['results']): string[] {
@@ -51,24 +54,32 @@ export function accountDomainsTable(l: ListBody): string[] {
       d.name,
       d.state,
       d.expires_at.slice(0, 10),
-      d.auto_renew ? 'on' : 'off',
+      d.auto_renew ? (d.auto_renew_failure ? 'failing' : 'on') : 'off',
       d.locked ? 'yes' : 'no',
       priceText(d.renewal),
     ]),
   ]);
+  for (const d of l.domains)
+    if (d.auto_renew_failure)
+      lines.push(
+        `${d.name}: renewing it failed ${d.auto_renew_failure.failures} time${d.auto_renew_failure.failures > 1 ? 's' : ''} (${d.auto_renew_failure.message ?? 'no reason given'}); next try ${d.auto_renew_failure.next_attempt_at ?? 'soon'}, or renew now: svc domains renew ${d.name}`,
+      );
   for (const o of l.pending) lines.push(`${o.domain}: registration ${o.id} pending (${priceText(o.amount)})`);
   return lines;
 }
 
 /** What a registration or a renewal came to, in a line or two. */
-export function describeOutcome(o: OutcomeBody): string[] {
+export function describeOutcome(o: OutcomeBody & Partial<Pick<RegisterBody, 'app_domain' | 'app_domain_error'>>): string[] {
   if (o.order.state === 'pending' || !o.domain)
     return [`${o.order.domain}: order ${o.order.id} is pending: the registrar has not answered yet; see it settle: svc domains ls`];
   const d = o.domain;
-  return [
+  const lines = [
     `${d.name}: ${o.order.kind === 'register' ? 'registered' : 'renewed'} for ${o.order.years} year${o.order.years > 1 ? 's' : ''} (${priceText(o.order.amount)}), expires ${d.expires_at.slice(0, 10)}`,
     `auto-renew ${d.auto_renew ? 'on' : 'off'}; lock ${d.locked ? 'on' : 'off'}; registry: ${d.registry_statuses.join(', ')}`,
   ];
+  if (o.app_domain) lines.push(...describeDomain(o.app_domain.domain, o.app_domain));
+  if (o.app_domain_error) lines.push(`not added to the app: ${o.app_domain_error}; add it: svc domains add APP ${d.name}`);
+  return lines;
 }
 
 export interface RegistrarOptions {
@@ -78,6 +89,8 @@ export interface RegistrarOptions {
   contact: string | undefined;
   years: string | undefined;
   autoRenew: boolean;
+  /** register: the app to serve the name from. */
+  app: string | undefined;
 }
 
 /** The registrar's commands of `svc domains`; undefined when `command` is not one of them. */
@@ -128,7 +141,14 @@ export async function runRegistrar(
       }
       const bought = await body(
         api().POST('/domains', {
-          body: { name: quote.name, years: n, contact, price: quote.registration, auto_renew: o.autoRenew },
+          body: {
+            name: quote.name,
+            years: n,
+            contact,
+            price: quote.registration,
+            auto_renew: o.autoRenew,
+            ...(o.app ? { app: o.app } : {}),
+          },
           headers: { 'idempotency-key': `svc-cli-${randomUUID()}` },
         }),
       );

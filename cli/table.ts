@@ -22,3 +22,14 @@ export function formatBytes(n: number): string {
   const shown = v < 10 ? Math.round(v * 10) / 10 : Math.round(v);
   return `${shown} ${units[i]}`;
 }
+
+/** An amount in minor units with its currency's decimals: 2598 USD is "25.98 USD", 1500 JPY "1500 JPY". */
+export function moneyText(minor: number, currency: string): string {
+  let digits = 2;
+  try {
+    digits = new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits ?? 2;
+  } catch {
+    // A code Intl does not know: two decimals, as most currencies have.
+  }
+  return `${(minor / 10 ** digits).toFixed(digits)} ${currency}`;
+}

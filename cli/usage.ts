@@ -3,7 +3,7 @@
 // /account/usage/history). docs/api/usage.md says what each meter counts.
 import { body, type paths } from '../lib/client/index.js';
 import { connect, GroupUsageError, parseGroupArgs, printUsage, show, type CommandGroup } from './command.js';
-import { formatBytes, table } from './table.js';
+import { formatBytes, moneyText, table } from './table.js';
 
 type UsageAnswer = paths['/account/usage']['get']['responses'][200]['content']['application/json'];
 type HistoryAnswer = paths['/account/usage/history']['get']['responses'][200]['content']['application/json'];
@@ -26,14 +26,23 @@ const meterCell: Record<keyof Meters, (v: number) => string> = {
   stored_bytes: formatBytes,
   data_requests: (n) => String(Math.round(n)),
   data_bytes: formatBytes,
+  domain_registrations: (n) => String(Math.round(n)),
 };
 const meterNames = Object.keys(meterCell) as Array<keyof Meters>;
+
+function chargeLines(charges: UsageAnswer['charges']): string[] {
+  const rows = Object.entries(charges).flatMap(([meter, byCurrency]) =>
+    Object.entries(byCurrency).map(([currency, minor]) => [meter, moneyText(minor, currency)]),
+  );
+  return rows.length ? ['', ...table([['CHARGED FOR', 'AMOUNT'], ...rows])] : [];
+}
 
 export function describeUsage(u: UsageAnswer): string[] {
   const apps = Object.entries(u.apps).sort(([, a], [, b]) => b.machine_seconds - a.machine_seconds);
   return [
     `from ${u.start} to ${u.end}`,
     ...table([['METER', 'USED'], ...meterNames.map((m) => [m, meterCell[m](u.meters[m])])]),
+    ...chargeLines(u.charges),
     '',
     ...(apps.length
       ? table([['APP', 'MACHINE TIME'], ...apps.map(([app, v]) => [app, hours(v.machine_seconds)])])

@@ -81,6 +81,16 @@ log_tail() {
   say "----"
 }
 
+# reserve_port PORT : keeps Linux from handing PORT out as a client socket's source port, where
+# the kernel lets us (root); a no-op elsewhere.
+reserve_port() {
+  local file=/proc/sys/net/ipv4/ip_local_reserved_ports current
+  [ -w "$file" ] || return 0
+  current=$(cat "$file")
+  case ",$current," in *",$1,"*) return 0 ;; esac
+  echo "${current:+$current,}$1" >"$file" 2>/dev/null || true
+}
+
 # start_daemon NAME CMD... : start CMD in its own session unless NAME already runs.
 start_daemon() {
   local name=$1; shift

@@ -9,6 +9,9 @@
 //   rate_limit            the next call for the name is 429 with Retry-After: 1
 //   unreachable           503 for the next call for the name
 // `GET /_double/charges` lists what was charged (the tests count them). Prices are US dollars.
+// A name bought has the DNS name.com serves for it: records listed, created and changed through
+// `/core/v1/domains/{name}/records` (a new name answers a parking page's address, as name.com's do);
+// `GET /_double/records?name=` shows them.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -48,13 +51,27 @@ interface Held {
   expireDate: Date;
   locked: boolean;
   autorenewEnabled: boolean;
+  records: DoubleRecord[];
 }
+
+export interface DoubleRecord {
+  id: number;
+  host: string;
+  type: string;
+  answer: string;
+  ttl: number;
+}
+
+/** Where a new name points until its owner changes it (TEST-NET-1, RFC 5737). */
+export const parkingAddress = '192.0.2.10';
 
 export interface NameComDouble {
   url: string;
   /** Sets a fault for a name (`undefined` clears it). */
   fault(name: string, fault: Fault | undefined): void;
   charges(): Charge[];
+  /** The DNS records of a name held (empty when not). */
+  records(name: string): DoubleRecord[];
   /** Marks a name expired a day ago (a test of what expiry does). */
   expire(name: string, at: Date): void;
   close(): Promise<void>;
@@ -75,6 +92,7 @@ export async function startNameComDouble(opts: {
   const raised = new Map<string, number>();
   const charges: Charge[] = [];
   let nextOrder = 1000;
+  let nextRecord = 1;
   const auth = `Basic ${Buffer.from(`${opts.username}:${opts.token}`).toString('base64')}`;
 
   const priceOf = (name: string): { registration: number; renewal: number; premium: boolean } | undefined => {
@@ -103,6 +121,37 @@ export async function startNameComDouble(opts: {
     return order;
   };
 
+  /** name.com's record calls: list (paged), create, update; the name must be held. */
+  const records = (
+    name: string,
+    id: number | undefined,
+    method: string | undefined,
+    body: unknown,
+    send: (status: number, json: unknown) => void,
+  ): void => {
+    const h = held.get(name);
+    if (!h) return send(404, { message: 'Not Found', details: `${name} is not in this account` });
+    if (method === 'GET' && id === undefined) return send(200, { records: h.records.map((r) => ({ domainName: name, ...r })) });
+    const r = body as Partial<DoubleRecord>;
+    if (typeof r.type !== 'string' || typeof r.answer !== 'string' || !['A', 'AAAA', 'CNAME', 'TXT'].includes(r.type))
+      return send(400, { message: 'Invalid Argument', details: 'type (A, AAAA, CNAME, TXT) and answer are required' });
+    const record = { host: String(r.host ?? ''), type: r.type, answer: r.answer, ttl: Number(r.ttl ?? 300) };
+    // DNS allows nothing beside a CNAME: name.com refuses one at a host with other records.
+    const clash = h.records.find((x) => x.id !== id && x.host === record.host && (x.type === 'CNAME' || record.type === 'CNAME'));
+    if (clash) return send(400, { message: 'Invalid Argument', details: `a CNAME cannot sit beside other records at "${record.host}"` });
+    if (method === 'POST' && id === undefined) {
+      const made = { id: nextRecord++, ...record };
+      h.records.push(made);
+      return send(200, { domainName: name, ...made });
+    }
+    const i = h.records.findIndex((x) => x.id === id);
+    if (method === 'PUT' && i >= 0) {
+      h.records[i] = { id: id!, ...record };
+      return send(200, { domainName: name, ...h.records[i] });
+    }
+    return send(i < 0 ? 404 : 405, { message: i < 0 ? 'Not Found' : 'Method Not Allowed' });
+  };
+
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? '/', 'http://double.invalid');
     const body = await readJson(req);
@@ -118,8 +167,12 @@ export async function startNameComDouble(opts: {
       return send(200, { name, fault: fault ?? null });
     }
     if (url.pathname === '/_double/charges') return send(200, { charges });
+    if (url.pathname === '/_double/records') return send(200, { records: held.get(url.searchParams.get('name') ?? '')?.records ?? [] });
     if (req.headers.authorization !== auth) return send(401, { message: 'Unauthenticated', details: 'bad username or token' });
 
+    const rec = /^\/core\/v1\/domains\/([^/:]+)\/records(?:\/(\d+))?$/.exec(url.pathname);
+    if (rec)
+      return records(decodeURIComponent(rec[1]!).toLowerCase(), rec[2] === undefined ? undefined : Number(rec[2]), req.method, body, send);
     const m = /^\/core\/v1\/domains(?::checkAvailability|\/([^/:]+)(?::(renew))?)?$/.exec(url.pathname);
     if (!m) return send(404, { message: 'Not Found' });
     const named = body as { domain?: { domainName?: string }; domainNames?: unknown };
@@ -170,7 +223,14 @@ export async function startNameComDouble(opts: {
           details: `purchase price ${purchasePrice} does not match ${round(p.registration * years)}`,
         });
       const now = clock();
-      const h: Held = { domainName: name, createDate: now, expireDate: addYears(now, years), locked: true, autorenewEnabled: false };
+      const h: Held = {
+        domainName: name,
+        createDate: now,
+        expireDate: addYears(now, years),
+        locked: true,
+        autorenewEnabled: false,
+        records: [{ id: nextRecord++, host: '', type: 'A', answer: parkingAddress, ttl: 300 }],
+      };
       held.set(name, h);
       const order = charge(name, 'registration', years, round(p.registration * years));
       if (once === 'timeout_after_charge') return hang(res, faults, name, opts.hangMs);
@@ -214,6 +274,7 @@ export async function startNameComDouble(opts: {
   return {
     url: `http://127.0.0.1:${port}`,
     fault: setFault,
+    records: (name) => held.get(name)?.records ?? [],
     charges: () => [...charges],
     expire: (name, at) => {
       const h = held.get(name);

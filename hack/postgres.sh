@@ -22,9 +22,19 @@ up() {
     "${AS_PG[@]}" "$PGBIN/initdb" -D "$PGDATA" -U svc --auth=trust -E UTF8 --locale C.UTF-8 >"$LOGS/postgres-initdb.log" 2>&1 ||
       { log_tail postgres-initdb; exit 1; }
   fi
-  start_daemon postgres "${AS_PG[@]}" "$PGBIN/postgres" -D "$PGDATA" -p "$PG_PORT" -c listen_addresses=127.0.0.1 \
-    -c unix_socket_directories="$PGDATA" -c fsync=off -c synchronous_commit=off -c max_connections=200
-  wait_ready postgres 30 "$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT"
+  # The port is in Linux's ephemeral range (32768-60999): a client socket of the cluster's busy
+  # loopback traffic can hold it as its source port for a moment (seen once: "could not bind ...
+  # Address already in use"). Reserved from the range where we may, and the start tried again.
+  reserve_port "$PG_PORT"
+  local try
+  for try in 1 2 3; do
+    start_daemon postgres "${AS_PG[@]}" "$PGBIN/postgres" -D "$PGDATA" -p "$PG_PORT" -c listen_addresses=127.0.0.1 \
+      -c unix_socket_directories="$PGDATA" -c fsync=off -c synchronous_commit=off -c max_connections=200
+    wait_ready postgres 30 "$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" && break
+    tail -n 5 "$LOGS/postgres.log" | grep -q 'Address already in use' && ((try < 3)) || exit 1
+    say "postgres: port $PG_PORT was taken for a moment; starting again"
+    sleep 2
+  done
   "$PGBIN/psql" -q -h 127.0.0.1 -p "$PG_PORT" -U svc -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = 'svc'" |
     grep -q 1 || "$PGBIN/createdb" -h 127.0.0.1 -p "$PG_PORT" -U svc svc
   say "postgres: postgres://svc@127.0.0.1:$PG_PORT/svc"

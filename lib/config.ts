@@ -971,6 +971,9 @@ const registrar = part({
       .default('com,net,org,dev,app,io'),
     SVC_REGISTRAR_SEARCH_CACHE_SECONDS: z.coerce.number().int().min(0).max(3600).default(60),
     SVC_REGISTRAR_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(300).default(30),
+    SVC_REGISTRAR_RENEW_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
+    SVC_REGISTRAR_RENEW_RETRY_SECONDS: z.coerce.number().int().min(1).max(86400).default(3600),
+    SVC_REGISTRAR_RENEWER_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(86400).default(600),
   },
   read: (e) => {
     if (e.SVC_REGISTRAR === 'none') return undefined;
@@ -993,6 +996,14 @@ const registrar = part({
       searchCacheMs: e.SVC_REGISTRAR_SEARCH_CACHE_SECONDS * 1000,
       /** A call's limit; past it a purchase's outcome is unknown and settled by looking the name up. */
       timeoutMs: e.SVC_REGISTRAR_TIMEOUT_SECONDS * 1000,
+      renewer: Object.freeze({
+        /** Auto-renew names are renewed this many days before they expire (and names not renewing are told of then). */
+        renewDays: e.SVC_REGISTRAR_RENEW_DAYS,
+        /** The wait after a failed renewal; it doubles with each failure, to a day at most. */
+        retryMs: e.SVC_REGISTRAR_RENEW_RETRY_SECONDS * 1000,
+        /** Between two looks at what is due. */
+        intervalMs: e.SVC_REGISTRAR_RENEWER_INTERVAL_SECONDS * 1000,
+      }),
     });
   },
 });

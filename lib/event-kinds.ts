@@ -39,6 +39,8 @@ export const eventKinds = [
   'domain.removed',
   'domain.registered',
   'domain.renewed',
+  'domain.renewal_failed',
+  'domain.expiring',
   'certificate.issued',
   'certificate.renewed',
   'certificate.failed',

@@ -5,18 +5,34 @@
 //   stored_bytes     bytes stored now: the latest sample of each subject (databases' volumes, by their size)
 //   data_requests    requests to HTML apps' data bindings (a row per app and minute, from ingress-auth/data/usage.ts)
 //   data_bytes       HTML apps' records now: the latest sample of each app (ingress-auth/data/usage.ts)
+//   domain_registrations  domain orders bought (registrations and renewals), each with its price: a
+//                    charge (api/registrar/store.ts, in the order's transaction)
 import type { Db } from './db/connection.js';
 
-export const meters = ['machine_seconds', 'build_seconds', 'sandbox_seconds', 'stored_bytes', 'data_requests', 'data_bytes'] as const;
+export const meters = [
+  'machine_seconds',
+  'build_seconds',
+  'sandbox_seconds',
+  'stored_bytes',
+  'data_requests',
+  'data_bytes',
+  'domain_registrations',
+] as const;
 /** Meters whose latest sample of each subject is the amount (the others sum their intervals). */
 const sampledMeters = ['stored_bytes', 'data_bytes'] as const;
+/** Meters of charges: a row per thing bought, at one instant, with its price; counted in the period it falls in. */
+export const chargeMeters = ['domain_registrations'] as const;
 export type Meter = (typeof meters)[number];
+export type ChargeMeter = (typeof chargeMeters)[number];
 export type MeterTotals = Record<Meter, number>;
+/** What a charge meter's rows cost in a period, in minor units (cents) by ISO currency: `{USD: 2598}`. */
+export type ChargeTotals = Record<ChargeMeter, Record<string, number>>;
 
 export interface UsagePeriod {
   start: Date;
   end: Date;
   meters: MeterTotals;
+  charges: ChargeTotals;
 }
 
 export function monthStart(d: Date, monthsBack = 0): Date {
@@ -28,7 +44,7 @@ export async function usageBetween(db: Db, accountId: string, start: Date, end: 
   const totals = Object.fromEntries(meters.map((m) => [m, 0])) as MeterTotals;
   const timed = await db('usage_records')
     .where({ account_id: accountId })
-    .whereNotIn('meter', sampledMeters)
+    .whereNotIn('meter', [...sampledMeters, ...chargeMeters])
     .where('started_at', '<', end)
     .where('ended_at', '>', start)
     .groupBy('meter')
@@ -54,8 +70,31 @@ export async function usageBetween(db: Db, accountId: string, start: Date, end: 
       .sum<Array<{ total: string | number | null }>>({ total: 'quantity' });
     totals[meter] = Number(stored[0]?.total ?? 0);
   }
+  const charged = await chargeRows(db, accountId, start, end)
+    .groupBy('meter')
+    .select('meter')
+    .sum<Array<{ meter: ChargeMeter; total: string | number | null }>>({ total: 'quantity' });
+  for (const row of charged) totals[row.meter] = Number(row.total ?? 0);
   return totals;
 }
+
+/** Charges in [start, end) (a charge is at one instant, `started_at`), in minor units by currency. */
+export async function chargesBetween(db: Db, accountId: string, start: Date, end: Date): Promise<ChargeTotals> {
+  const totals = Object.fromEntries(chargeMeters.map((m) => [m, {}])) as ChargeTotals;
+  const rows = await chargeRows(db, accountId, start, end)
+    .groupBy('meter', 'currency')
+    .select('meter', 'currency')
+    .sum<Array<{ meter: ChargeMeter; currency: string; total: string | number }>>({ total: 'amount_cents' });
+  for (const row of rows) totals[row.meter][row.currency] = Number(row.total);
+  return totals;
+}
+
+const chargeRows = (db: Db, accountId: string, start: Date, end: Date) =>
+  db('usage_records')
+    .where({ account_id: accountId })
+    .whereIn('meter', chargeMeters)
+    .where('started_at', '>=', start)
+    .where('started_at', '<', end);
 
 export function dayStart(d: Date, daysBack = 0): Date {
   return new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate() - daysBack));
@@ -67,7 +106,12 @@ export type Bucket = 'month' | 'day';
 export async function usageHistory(db: Db, accountId: string, now: Date, count: number, bucket: Bucket = 'month'): Promise<UsagePeriod[]> {
   const startOf = bucket === 'month' ? monthStart : dayStart;
   const bounds = Array.from({ length: count }, (_, i) => ({ start: startOf(now, i), end: i === 0 ? now : startOf(now, i - 1) }));
-  return Promise.all(bounds.map(async ({ start, end }) => ({ start, end, meters: await usageBetween(db, accountId, start, end) })));
+  return Promise.all(
+    bounds.map(async ({ start, end }) => {
+      const [totals, charges] = await Promise.all([usageBetween(db, accountId, start, end), chargesBetween(db, accountId, start, end)]);
+      return { start, end, meters: totals, charges };
+    }),
+  );
 }
 
 /**

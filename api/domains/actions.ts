@@ -95,29 +95,14 @@ export class DomainActions {
    * `declared`: named by the App's `spec.domains` (api/domains/declared.ts), which may remove it again.
    */
   async add(actor: Actor, app: AppRecord, raw: string, opts: { declared?: boolean } = {}): Promise<{ view: DomainView; created: boolean }> {
-    const domain = this.parse(raw);
-    const refused = apexNeedsEdge(domain, this.d.settings.edgeAddresses);
-    if (refused) throw new DomainError('invalid', refused);
+    const domain = this.servable(raw);
     const { created, record } = await this.d.lock.hold(actor.accountId, async () => {
       const now = this.d.clock();
       // Read under the lock: an add of the same name just before this one has its resource cached by now.
       const existing = this.d.domains.get(actor.namespace, domain.name);
-      const held = await this.d.claims.get(domain.name);
-      if (held && held.accountId !== actor.accountId) throw new DomainError('conflict', `${domain.name} is held by another account`);
-      if (held && held.app !== app.name) throw new DomainError('conflict', `${domain.name} is already a domain of app ${held.app}`);
+      const held = await this.refusal(actor, app, domain);
       if (held && existing && existing.phase !== 'Failed') return { created: false, record: existing };
       if (!held) {
-        const counts = await this.d.claims.counts(actor.accountId, app.name);
-        if (counts.app >= this.d.settings.perApp)
-          throw new DomainError(
-            'quota_exceeded',
-            `app ${app.name} has ${counts.app} domains, its limit is ${this.d.settings.perApp}; remove one first`,
-          );
-        if (counts.account >= this.d.settings.perAccount)
-          throw new DomainError(
-            'quota_exceeded',
-            `the account has ${counts.account} domains, its limit is ${this.d.settings.perAccount}; remove one first`,
-          );
         const claim = await this.d.claims.claim({
           name: domain.name,
           accountId: actor.accountId,
@@ -143,6 +128,42 @@ export class DomainActions {
     });
     if (created) await this.d.events.record(actor.accountId, 'domain.added', app.name, { domain: domain.name, app: app.name });
     return { view: { domain, record, expected: await this.expected(actor.accountId, domain, app.name) }, created };
+  }
+
+  /**
+   * Whether the name could be added to the app now, without adding it (a 4XX DomainError if not):
+   * asked before something that cannot be undone, such as buying the name.
+   */
+  async check(actor: Actor, app: AppRecord, raw: string): Promise<void> {
+    await this.refusal(actor, app, this.servable(raw));
+  }
+
+  /** The name parsed, when this platform could serve it at all (before any lock is taken). */
+  private servable(raw: string): DomainName {
+    const domain = this.parse(raw);
+    const refused = apexNeedsEdge(domain, this.d.settings.edgeAddresses);
+    if (refused) throw new DomainError('invalid', refused);
+    return domain;
+  }
+
+  /** Why the name cannot be added to the app (thrown), or the account's claim of it when it is this app's already. */
+  private async refusal(actor: Actor, app: AppRecord, domain: DomainName): Promise<DomainClaim | undefined> {
+    const held = await this.d.claims.get(domain.name);
+    if (held && held.accountId !== actor.accountId) throw new DomainError('conflict', `${domain.name} is held by another account`);
+    if (held && held.app !== app.name) throw new DomainError('conflict', `${domain.name} is already a domain of app ${held.app}`);
+    if (held) return held;
+    const counts = await this.d.claims.counts(actor.accountId, app.name);
+    if (counts.app >= this.d.settings.perApp)
+      throw new DomainError(
+        'quota_exceeded',
+        `app ${app.name} has ${counts.app} domains, its limit is ${this.d.settings.perApp}; remove one first`,
+      );
+    if (counts.account >= this.d.settings.perAccount)
+      throw new DomainError(
+        'quota_exceeded',
+        `the account has ${counts.account} domains, its limit is ${this.d.settings.perAccount}; remove one first`,
+      );
+    return undefined;
   }
 
   /** Removes a domain: its resource first (ingress-auth stops routing it), its certificate, then its claim. */

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { parseDuration } from '../../lib/duration.js';
 import { actions, type Restriction } from '../../lib/tokens/token.js';
-import { monthStart, meters } from '../../lib/usage.js';
+import { chargeMeters, monthStart, meters } from '../../lib/usage.js';
 import { invalid, notFound } from '../errors.js';
 import { issueWithinQuota } from '../issue-token.js';
 import { op, type Operation } from '../operation.js';
@@ -13,7 +13,7 @@ import { dnsLabel } from '../../lib/contract.js';
 type Deps = Pick<ApiDeps, 'clock'> & {
   tokens: Pick<ApiDeps['tokens'], 'list' | 'issue' | 'revoke'>;
   events: Pick<ApiDeps['events'], 'list'>;
-  usage: Pick<ApiDeps['usage'], 'between' | 'byApp' | 'history'>;
+  usage: Pick<ApiDeps['usage'], 'between' | 'charges' | 'byApp' | 'history'>;
   /** The live-token quota is checked and the token issued under the account's lock. */
   accountLock: Pick<ApiDeps['accountLock'], 'hold'>;
   config: Pick<ApiDeps['config'], 'quotas'>;
@@ -77,7 +77,10 @@ const tokenSchema = z.object({
   current: z.boolean(),
 });
 const meterSchema = z.object(Object.fromEntries(meters.map((m) => [m, z.number()])));
-const periodSchema = z.object({ start: z.string(), end: z.string(), meters: meterSchema });
+const chargeSchema = z
+  .object(Object.fromEntries(chargeMeters.map((m) => [m, z.record(z.string(), z.number())])))
+  .describe('What was bought in the period, by meter: amounts in minor units (cents) by ISO 4217 currency, {"USD": 2598}');
+const periodSchema = z.object({ start: z.string(), end: z.string(), meters: meterSchema, charges: chargeSchema });
 
 export function accountOperations(s: Deps): Operation[] {
   return [
@@ -230,12 +233,13 @@ export function accountOperations(s: Deps): Operation[] {
       handler: async ({ caller }) => {
         const now = s.clock();
         const start = monthStart(now);
-        const [totals, byApp] = await Promise.all([
+        const [totals, charges, byApp] = await Promise.all([
           s.usage.between(caller.account.id, start, now),
+          s.usage.charges(caller.account.id, start, now),
           s.usage.byApp(caller.account.id, start, now),
         ]);
         const apps = Object.fromEntries(Object.entries(byApp).map(([app, seconds]) => [app, { machine_seconds: seconds }]));
-        return { body: { start: start.toISOString(), end: now.toISOString(), meters: totals, apps } };
+        return { body: { start: start.toISOString(), end: now.toISOString(), meters: totals, charges, apps } };
       },
     }),
     op({
@@ -251,7 +255,11 @@ export function accountOperations(s: Deps): Operation[] {
       handler: async ({ caller, query }) => {
         const count = query.bucket === 'day' ? (query.days ?? 30) : (query.months ?? 6);
         const periods = await s.usage.history(caller.account.id, s.clock(), count, query.bucket);
-        return { body: { history: periods.map((p) => ({ start: p.start.toISOString(), end: p.end.toISOString(), meters: p.meters })) } };
+        return {
+          body: {
+            history: periods.map((p) => ({ start: p.start.toISOString(), end: p.end.toISOString(), meters: p.meters, charges: p.charges })),
+          },
+        };
       },
     }),
   ];

@@ -4,11 +4,15 @@ import { z } from 'zod';
 import { actorOf } from '../actor.js';
 import { resolveApp, type AppLookup } from '../app-access.js';
 import { op, type Operation } from '../operation.js';
-import { domainSchema, presentDomain } from '../presenters/domains.js';
+import { addedSchema, domainSchema, presentDomain } from '../presenters/domains.js';
 import type { ApiDeps } from '../deps.js';
+import { publishedRecords } from '../registrar/records.js';
+import type { RegistrarActions } from '../registrar/actions.js';
 
 type Deps = AppLookup & {
   domainActions: Pick<ApiDeps['domainActions'], 'list' | 'get' | 'add' | 'remove' | 'verify'>;
+  registrar: Pick<RegistrarActions, 'publishRecords'> | undefined;
+  log: ApiDeps['log'];
 };
 
 const one = z.object({ domain: domainSchema });
@@ -39,11 +43,12 @@ export function domainOperations(s: Deps): Operation[] {
       body: z
         .object({ name: z.string().min(1).max(1024).describe('The domain: apex, subdomain or *.wildcard; Unicode or punycode') })
         .strict(),
-      response: one,
+      response: addedSchema,
       handler: async ({ caller, params, body }) => {
         const app = await resolveApp(s, caller, params.appID!);
-        const { view, created } = await s.domainActions.add(actorOf(caller), app, body.name);
-        return { status: created ? 201 : 200, body: { domain: presentDomain(view) } };
+        const actor = actorOf(caller);
+        const { view, created } = await s.domainActions.add(actor, app, body.name);
+        return { status: created ? 201 : 200, body: { domain: presentDomain(view), ...(await publishedRecords(s, actor, view)) } };
       },
     }),
     op({

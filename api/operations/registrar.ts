@@ -4,6 +4,10 @@
 import { z } from 'zod';
 import type { Money } from '../../lib/registrar/registrar.js';
 import { actorOf } from '../actor.js';
+import { resolveApp, type AppLookup } from '../app-access.js';
+import type { ApiDeps } from '../deps.js';
+import { addedSchema, presentDomain as presentAppDomain } from '../presenters/domains.js';
+import { publishedRecords } from '../registrar/records.js';
 import { ApiError } from '../errors.js';
 import { op, type Operation } from '../operation.js';
 import type { Outcome, RegistrarActions } from '../registrar/actions.js';
@@ -36,6 +40,14 @@ const domainSchema = z.object({
   locked: z.boolean().describe('Transfer lock (clientTransferProhibited)'),
   registry_statuses: z.array(z.string()).describe('EPP statuses, as the registrar reports them'),
   renewal: moneySchema.nullable().describe("A year's renewal, as last quoted"),
+  auto_renew_failure: z
+    .object({
+      failures: z.number().int().describe('Automatic renewals of this expiry that failed in a row'),
+      message: z.string().nullable(),
+      next_attempt_at: z.string().nullable(),
+    })
+    .nullable()
+    .describe('Set while the automatic renewal is failing; cleared when one succeeds or auto-renew is set again'),
 });
 
 const orderSchema = z.object({
@@ -73,6 +85,8 @@ const presentDomain = (d: AccountDomain, now: Date) => ({
   locked: d.locked,
   registry_statuses: d.statuses,
   renewal: d.renewal ? money(d.renewal) : null,
+  auto_renew_failure:
+    d.renewFailures > 0 ? { failures: d.renewFailures, message: d.renewError, next_attempt_at: d.renewAfter?.toISOString() ?? null } : null,
 });
 const presentOrder = (o: DomainOrder) => ({
   id: o.id,
@@ -94,7 +108,12 @@ const idempotencyKey = (headers: Readonly<Record<string, string | string[] | und
   return v;
 };
 
-type Deps = { registrar: RegistrarActions | undefined; clock: () => Date };
+type Deps = AppLookup & {
+  registrar: RegistrarActions | undefined;
+  domainActions: Pick<ApiDeps['domainActions'], 'check' | 'add'>;
+  log: ApiDeps['log'];
+  clock: () => Date;
+};
 
 export function registrarOperations(s: Deps): Operation[] {
   const actions = (): RegistrarActions => {
@@ -170,13 +189,27 @@ export function registrarOperations(s: Deps): Operation[] {
         contact: contactSchema.describe("The registrant (ICANN's): who holds the name"),
         price: moneyIn.describe("A year's registration as search showed it: a different price now is refused (409), never charged"),
         auto_renew: z.boolean().default(true).describe('The platform renews it before it expires'),
+        app: z
+          .string()
+          .min(1)
+          .optional()
+          .describe(
+            "An app to serve it, added once bought with its records written in the registrar's DNS: buying and serving a name in one call",
+          ),
       }),
-      response: outcomeSchema,
+      response: outcomeSchema.extend({
+        app_domain: addedSchema.nullable().describe('With `app`: the domain added to the app'),
+        app_domain_error: z.string().nullable().describe('With `app`: why adding it failed after the name was bought (add it again)'),
+      }),
       handler: async ({ caller, body, headers }) => {
         const c = body.contact;
-        return outcome(
+        const actor = actorOf(caller);
+        // Whether the app can take the name is asked before buying it: a purchase cannot be undone.
+        const app = body.app === undefined ? undefined : await resolveApp(s, caller, body.app);
+        if (app) await s.domainActions.check(actor, app, actions().registrable(body.name));
+        const bought = outcome(
           await actions().register(
-            actorOf(caller),
+            actor,
             {
               name: body.name,
               years: body.years,
@@ -199,6 +232,15 @@ export function registrarOperations(s: Deps): Operation[] {
             idempotencyKey(headers),
           ),
         );
+        if (!app || !bought.body.domain) return { ...bought, body: { ...bought.body, app_domain: null, app_domain_error: null } };
+        try {
+          const { view } = await s.domainActions.add(actor, app, bought.body.domain.name);
+          const added = { domain: presentAppDomain(view), ...(await publishedRecords(s, actor, view)) };
+          return { ...bought, body: { ...bought.body, app_domain: added, app_domain_error: null } };
+        } catch (err) {
+          s.log.warn({ err, domain: bought.body.domain.name, app: app.name }, 'A bought domain could not be added to its app');
+          return { ...bought, body: { ...bought.body, app_domain: null, app_domain_error: (err as Error).message } };
+        }
       },
     }),
     op({

@@ -85,3 +85,13 @@ export function presentDomain(v: DomainView): DomainBody {
     next_check_at: r.nextCheckAt?.toISOString() ?? null,
   };
 }
+
+/** An added domain, and whether the platform wrote its records (a name the account bought here). */
+export const addedSchema = z.object({ domain: domainSchema }).extend({
+  records_published: z
+    .boolean()
+    .describe(
+      'The records are written in the DNS the registrar serves for the name (bought through the platform); false: publish them yourself',
+    ),
+  records_error: z.string().nullable().describe('Why writing them at the registrar failed (publish them, or add the domain again)'),
+});

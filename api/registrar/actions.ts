@@ -3,7 +3,8 @@
 // never gave settled by looking the name up, and the platform's auto-renew flag. The registrar is
 // lib/registrar (name.com, or its local double).
 import { randomBytes } from 'node:crypto';
-import { parse as parseSuffix } from 'tldts';
+import { getDomain, parse as parseSuffix } from 'tldts';
+import type { ExpectedRecord } from '../../lib/domains/records.js';
 import { parseDomainName } from '../../lib/domains/names.js';
 import type { Logger } from '../../lib/logger.js';
 import {
@@ -14,6 +15,8 @@ import {
   type HeldDomain,
   type Money,
   type Registrar,
+  recordChanges,
+  type ZoneRecord,
 } from '../../lib/registrar/registrar.js';
 import type { Actor } from '../deploys/actions.js';
 import type { ApiDeps } from '../deps.js';
@@ -172,38 +175,82 @@ export class RegistrarActions {
       if (done) return this.answer(done.state === 'pending' ? await this.settle(done) : done);
       throw conflict(`${domain.name} expires ${domain.expiresAt.toISOString()}, not ${from.toISOString()}: look again before renewing`);
     }
+    return this.answer(await this.renewal(domain, input.years, key ?? randomKey()));
+  }
+
+  /**
+   * The renewer's renewal of a name for a year from its current expiry, at the registrar's renewal
+   * price (the account chose auto-renew): the order as it ended, or as it stays (pending when the
+   * outcome is still unknown). Never a second renewal of this expiry: the one made is the answer.
+   */
+  autoRenew(domain: AccountDomain): Promise<DomainOrder> {
+    return this.renewal(domain, 1, `auto-renew:${domain.expiresAt.toISOString()}:${domain.renewFailures}`);
+  }
+
+  /** A renewal of the name's current expiry as an order: the one made already, or a new one bought now. */
+  private async renewal(domain: AccountDomain, years: number, key: string): Promise<DomainOrder> {
+    const from = domain.expiresAt;
     const existing = await this.d.store.renewalFrom(domain.name, from);
-    if (existing) return this.answer(existing.state === 'pending' ? await this.settle(existing) : existing);
+    if (existing) return existing.state === 'pending' ? this.settle(existing) : existing;
     const limit = new Date(this.d.clock());
     limit.setUTCFullYear(limit.getUTCFullYear() + maxYearsAhead);
-    if (addYears(from, input.years) > limit)
-      throw invalid(`years: ${input.years} more years would reach past ${maxYearsAhead} years from now (the registry's limit)`);
+    if (addYears(from, years) > limit)
+      throw invalid(`years: ${years} more years would reach past ${maxYearsAhead} years from now (the registry's limit)`);
     const now = await this.call(() => this.d.registrar.get(domain.name));
     const price = now?.renewal ?? domain.renewal;
     if (!now || !price)
       throw new ApiError('unavailable', `the registrar does not hold ${domain.name} for the platform any more; contact support`);
     const order = await this.d.store.openOrder({
-      accountId: actor.accountId,
+      accountId: domain.accountId,
       domain: domain.name,
       kind: 'renew',
-      idempotencyKey: key ?? randomKey(),
-      years: input.years,
-      amount: { cents: price.cents * input.years, currency: price.currency },
+      idempotencyKey: key,
+      years,
+      amount: { cents: price.cents * years, currency: price.currency },
       fromExpiry: from,
       contact: null,
       autoRenew: null,
     });
     if (!order) {
       const again = await this.d.store.renewalFrom(domain.name, from);
-      if (again) return this.answer(again);
+      if (again) return again;
       throw conflict('this Idempotency-Key was used for another order');
     }
     try {
-      const renewed = await this.d.registrar.renew({ name: domain.name, years: input.years, price });
-      return this.answer(await this.bought(order, renewed.order, renewed.domain));
+      const renewed = await this.d.registrar.renew({ name: domain.name, years, price });
+      return await this.bought(order, renewed.order, renewed.domain);
     } catch (err) {
-      return this.answer(await this.failed(order, err));
+      return this.failed(order, err);
     }
+  }
+
+  /**
+   * Writes an app domain's records in the DNS the registrar serves, when the account bought the
+   * name here: adding the domain to an app is then the one call, with nothing to publish by hand.
+   * Undefined when the account holds no such name (the records are the user's to publish); the
+   * records written otherwise (none when all were there).
+   */
+  async publishRecords(actor: Actor, name: string, expected: readonly ExpectedRecord[]): Promise<ZoneRecord[] | undefined> {
+    const zone = getDomain(name.replace(/^\*\./, ''), { allowPrivateDomains: false });
+    const held = zone ? await this.d.store.domain(zone) : undefined;
+    if (!zone || !held || held.accountId !== actor.accountId || held.expiresAt <= this.d.clock()) return undefined;
+    const wanted = expected.map((r): ZoneRecord => ({
+      host: r.name === zone ? '' : r.name.slice(0, -(zone.length + 1)),
+      type: r.type,
+      answer: r.value,
+      ttl: 300,
+    }));
+    const { create, update } = recordChanges(await this.call(() => this.d.registrar.records(zone)), wanted);
+    await this.call(async () => {
+      for (const u of update) await this.d.registrar.updateRecord(zone, u.id, u.record);
+      for (const r of create) await this.d.registrar.createRecord(zone, r);
+    });
+    if (create.length || update.length)
+      this.d.log.info(
+        { domain: name, zone, account: actor.accountId, created: create.length, changed: update.length },
+        'Domain records published at the registrar',
+      );
+    return [...update.map((u) => u.record), ...create];
   }
 
   async setAutoRenew(actor: Actor, name: string, on: boolean): Promise<AccountDomain> {

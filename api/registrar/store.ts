@@ -39,7 +39,19 @@ export interface AccountDomain {
   statuses: string[];
   renewal: Money | null;
   updatedAt: Date;
+  /** The auto-renewal's failures in a row for the current expiry (0 once one succeeds). */
+  renewFailures: number;
+  /** No automatic attempt before this (the back-off after a failure). */
+  renewAfter: Date | null;
+  /** Why the last automatic attempt failed. */
+  renewError: string | null;
+  /** The expiry the last `domain.expiring` notice was about, and how many days before it that notice was. */
+  noticedExpiry: Date | null;
+  noticedDays: number | null;
 }
+
+/** A name near its expiry, with where its account is told. */
+export type ExpiringDomain = AccountDomain & { email: string };
 
 interface OrderRow {
   id: string;
@@ -72,6 +84,11 @@ interface DomainRow {
   renewal_cents: string | number | null;
   currency: string;
   updated_at: Date;
+  renew_failures: number;
+  renew_after: Date | null;
+  renew_error: string | null;
+  noticed_expiry: Date | null;
+  noticed_days: number | null;
 }
 
 const toOrder = (r: OrderRow): DomainOrder => ({
@@ -103,6 +120,11 @@ const toDomain = (r: DomainRow): AccountDomain => ({
   statuses: r.statuses,
   renewal: r.renewal_cents === null ? null : { cents: Number(r.renewal_cents), currency: r.currency },
   updatedAt: r.updated_at,
+  renewFailures: r.renew_failures,
+  renewAfter: r.renew_after,
+  renewError: r.renew_error,
+  noticedExpiry: r.noticed_expiry,
+  noticedDays: r.noticed_days,
 });
 
 /** A unique violation: another request made the same order first. */
@@ -163,8 +185,9 @@ export class RegistrarStore {
   }
 
   /**
-   * A pending order that was bought: the order succeeded and the account holds the name as the
-   * registrar has it now, in one transaction.
+   * A pending order that was bought: the order succeeded, the account holds the name as the
+   * registrar has it now (a new expiry starts the renewer's schedule afresh), and its charge is in
+   * usage, in one transaction.
    */
   async succeed(
     id: string,
@@ -194,13 +217,31 @@ export class RegistrarStore {
         renewal_cents: held.renewal?.cents ?? null,
         currency: held.renewal?.currency ?? 'USD',
         updated_at: now,
+        renew_failures: 0,
+        renew_after: null,
+        renew_error: null,
       };
       const [domain] = await tx<DomainRow>('account_domains')
         .insert({ name: held.name, registered_at: held.createdAt, auto_renew: held.autoRenew, ...values })
         .onConflict('name')
         .merge(values)
         .returning('*');
-      return { order: toOrder(row!), domain: toDomain(domain!) };
+      const order = toOrder(row!);
+      // A charge at the instant it was bought; the order's id makes it once however often this runs.
+      await tx('usage_records')
+        .insert({
+          account_id: order.accountId,
+          meter: 'domain_registrations',
+          subject: `${order.domain}/${order.id}`,
+          quantity: 1,
+          amount_cents: order.amount.cents,
+          currency: order.amount.currency,
+          started_at: now,
+          ended_at: now,
+        })
+        .onConflict(['account_id', 'meter', 'subject', 'started_at'])
+        .ignore();
+      return { order, domain: toDomain(domain!) };
     });
   }
 
@@ -234,11 +275,57 @@ export class RegistrarStore {
     ).map(toOrder);
   }
 
+  /**
+   * Turning auto-renew on (or off) starts its schedule afresh: a name switched on is tried at once,
+   * and what the account is told next is about the new setting (a failure, or that it will not renew).
+   */
   async setAutoRenew(name: string, on: boolean): Promise<AccountDomain | undefined> {
     const [row] = await this.db<DomainRow>('account_domains')
       .where({ name })
-      .update({ auto_renew: on, updated_at: this.clock() })
+      .update({
+        auto_renew: on,
+        updated_at: this.clock(),
+        renew_failures: 0,
+        renew_after: null,
+        renew_error: null,
+        noticed_expiry: null,
+        noticed_days: null,
+      })
       .returning('*');
     return row && toDomain(row);
+  }
+
+  /** Every name expiring before `before` (or expired), soonest first, with its account's address. */
+  async expiringBefore(before: Date): Promise<ExpiringDomain[]> {
+    const rows = await this.db<DomainRow>('account_domains as d')
+      .join('accounts as a', 'a.id', 'd.account_id')
+      .where('d.expires_at', '<=', before)
+      .orderBy('d.expires_at')
+      .select<Array<DomainRow & { email: string }>>('d.*', 'a.email');
+    return rows.map((r) => ({ ...toDomain(r), email: r.email }));
+  }
+
+  /** An automatic renewal of this expiry failed: one more failure, no attempt before `retryAt`. */
+  async renewalFailed(name: string, expiry: Date, message: string, retryAt: Date): Promise<AccountDomain | undefined> {
+    const [row] = await this.db<DomainRow>('account_domains')
+      .where({ name, expires_at: expiry })
+      .update({ renew_failures: this.db.raw('renew_failures + 1'), renew_after: retryAt, renew_error: message })
+      .returning('*');
+    return row && toDomain(row);
+  }
+
+  /**
+   * Marks the notice `days` before this expiry as told, with what `tell` writes in the same
+   * transaction (the mail). False when it was told already (by this or another replica).
+   */
+  async notice(name: string, expiry: Date, days: number, tell: (trx: Knex.Transaction) => Promise<unknown>): Promise<boolean> {
+    return this.db.transaction(async (trx) => {
+      const marked = await trx('account_domains')
+        .where({ name, expires_at: expiry })
+        .whereRaw('(noticed_expiry IS DISTINCT FROM ? OR noticed_days > ?)', [expiry, days])
+        .update({ noticed_expiry: expiry, noticed_days: days });
+      if (marked) await tell(trx);
+      return marked > 0;
+    });
   }
 }

@@ -97,6 +97,7 @@ export const meters: ReadonlyArray<{ meter: Meter } & MeterInfo> = [
     ],
   },
   { meter: 'data_bytes', label: 'HTML data stored', units: byteUnits() },
+  { meter: 'domain_registrations', label: 'Domain orders', units: [{ name: 'orders', size: 1 }] },
 ];
 
 function byteUnits() {

@@ -1734,6 +1734,13 @@ export interface operations {
               stored_bytes: number;
               data_requests: number;
               data_bytes: number;
+              domain_registrations: number;
+            };
+            /** @description What was bought in the period, by meter: amounts in minor units (cents) by ISO 4217 currency, {"USD": 2598} */
+            charges: {
+              domain_registrations: {
+                [key: string]: number;
+              };
             };
             apps: {
               [key: string]: {
@@ -1784,6 +1791,13 @@ export interface operations {
                 stored_bytes: number;
                 data_requests: number;
                 data_bytes: number;
+                domain_registrations: number;
+              };
+              /** @description What was bought in the period, by meter: amounts in minor units (cents) by ISO 4217 currency, {"USD": 2598} */
+              charges: {
+                domain_registrations: {
+                  [key: string]: number;
+                };
               };
             }[];
           };
@@ -5466,6 +5480,10 @@ export interface operations {
               verified_at: string | null;
               next_check_at: string | null;
             };
+            /** @description The records are written in the DNS the registrar serves for the name (bought through the platform); false: publish them yourself */
+            records_published: boolean;
+            /** @description Why writing them at the registrar failed (publish them, or add the domain again) */
+            records_error: string | null;
           };
         };
       };
@@ -5762,6 +5780,13 @@ export interface operations {
                 amount: number;
                 currency: string;
               } | null;
+              /** @description Set while the automatic renewal is failing; cleared when one succeeds or auto-renew is set again */
+              auto_renew_failure: {
+                /** @description Automatic renewals of this expiry that failed in a row */
+                failures: number;
+                message: string | null;
+                next_attempt_at: string | null;
+              } | null;
             }[];
             /** @description Registrations under way */
             pending: {
@@ -5835,6 +5860,8 @@ export interface operations {
            * @default true
            */
           auto_renew?: boolean;
+          /** @description An app to serve it, added once bought with its records written in the registrar's DNS: buying and serving a name in one call */
+          app?: string;
         };
       };
     };
@@ -5883,7 +5910,73 @@ export interface operations {
                 amount: number;
                 currency: string;
               } | null;
+              /** @description Set while the automatic renewal is failing; cleared when one succeeds or auto-renew is set again */
+              auto_renew_failure: {
+                /** @description Automatic renewals of this expiry that failed in a row */
+                failures: number;
+                message: string | null;
+                next_attempt_at: string | null;
+              } | null;
             } | null;
+            /** @description With `app`: the domain added to the app */
+            app_domain: {
+              /** @description A custom domain of an app (docs/api/domains.md) */
+              domain: {
+                /** @description Lowercase ASCII, punycode for an IDN, *.<name> for a wildcard */
+                name: string;
+                unicode_name: string;
+                app: string;
+                wildcard: boolean;
+                /** @description The name is its own registrable domain: A/AAAA records, no CNAME */
+                apex: boolean;
+                /** @description Added because the App's spec.domains names it (kubectl, GitOps): removed when it no longer does */
+                declared: boolean;
+                /** @enum {string} */
+                status: 'pending' | 'verified' | 'misconfigured' | 'failed';
+                /** @description What is missing or wrong, in words; null once verified */
+                reason: string | null;
+                records: {
+                  /**
+                   * @description ownership: proves the account holds the name; routing: sends its traffic here; certificate: a wildcard's _acme-challenge delegated to the platform for DNS-01 (its certificate needs it, its routing does not)
+                   * @enum {string}
+                   */
+                  purpose: 'ownership' | 'routing' | 'certificate';
+                  /** @enum {string} */
+                  type: 'TXT' | 'CNAME' | 'A' | 'AAAA';
+                  name: string;
+                  /** @description Exactly what to publish */
+                  value: string;
+                  /** @description What DNS answered at the last check; null before the first */
+                  observed: string[] | null;
+                  /** @description Whether the record is right; null before the first check */
+                  ok: boolean | null;
+                }[];
+                certificate: {
+                  /**
+                   * @description issued: served over HTTPS; pending: being ordered; failed: see reason
+                   * @enum {string}
+                   */
+                  status: 'pending' | 'issued' | 'failed';
+                  /** @description In words: what happened, and when it is tried again */
+                  reason: string | null;
+                  expires_at: string | null;
+                  /** @description A third of its lifetime before it expires, less a random jitter */
+                  renews_after: string | null;
+                  /** @description After a failure or a refusal: not ordered again before this */
+                  retry_after: string | null;
+                } | null;
+                created_at: string;
+                checked_at: string | null;
+                verified_at: string | null;
+                next_check_at: string | null;
+              };
+              /** @description The records are written in the DNS the registrar serves for the name (bought through the platform); false: publish them yourself */
+              records_published: boolean;
+              /** @description Why writing them at the registrar failed (publish them, or add the domain again) */
+              records_error: string | null;
+            } | null;
+            /** @description With `app`: why adding it failed after the name was bought (add it again) */
+            app_domain_error: string | null;
           };
         };
       };
@@ -5965,6 +6058,13 @@ export interface operations {
                 amount: number;
                 currency: string;
               } | null;
+              /** @description Set while the automatic renewal is failing; cleared when one succeeds or auto-renew is set again */
+              auto_renew_failure: {
+                /** @description Automatic renewals of this expiry that failed in a row */
+                failures: number;
+                message: string | null;
+                next_attempt_at: string | null;
+              } | null;
             } | null;
           };
         };
@@ -6020,6 +6120,13 @@ export interface operations {
               /** @description In the currency's minor units (cents) */
               amount: number;
               currency: string;
+            } | null;
+            /** @description Set while the automatic renewal is failing; cleared when one succeeds or auto-renew is set again */
+            auto_renew_failure: {
+              /** @description Automatic renewals of this expiry that failed in a row */
+              failures: number;
+              message: string | null;
+              next_attempt_at: string | null;
             } | null;
           };
         };

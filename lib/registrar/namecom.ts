@@ -12,6 +12,7 @@ import {
   type Money,
   type Purchase,
   type Registrar,
+  type ZoneRecord,
 } from './registrar.js';
 
 export interface NameComOptions {
@@ -39,6 +40,13 @@ interface NcDomain {
   locked?: boolean;
   locks?: string[];
   renewalPrice?: number;
+}
+interface NcRecord {
+  id: number;
+  host?: string;
+  type: string;
+  answer: string;
+  ttl?: number;
 }
 interface NcPurchase {
   domain: NcDomain;
@@ -113,6 +121,30 @@ export class NameCom implements Registrar {
       if (err instanceof NotFound) return undefined;
       throw err;
     }
+  }
+
+  async records(name: string): Promise<Array<ZoneRecord & { id: number }>> {
+    const out: Array<ZoneRecord & { id: number }> = [];
+    // Paged (perPage at most 1000); a name's own zone is small, but follow nextPage all the same.
+    for (let page: number | undefined = 1; page;) {
+      const answer: { records?: NcRecord[]; nextPage?: number } = await this.call(
+        'GET',
+        `/core/v1/domains/${encodeURIComponent(name)}/records?perPage=1000&page=${page}`,
+      );
+      for (const r of answer.records ?? [])
+        if (r.type === 'A' || r.type === 'AAAA' || r.type === 'CNAME' || r.type === 'TXT')
+          out.push({ id: r.id, host: r.host ?? '', type: r.type, answer: r.answer, ttl: r.ttl ?? 300 });
+      page = answer.nextPage;
+    }
+    return out;
+  }
+
+  async createRecord(name: string, r: ZoneRecord): Promise<void> {
+    await this.call('POST', `/core/v1/domains/${encodeURIComponent(name)}/records`, r);
+  }
+
+  async updateRecord(name: string, id: number, r: ZoneRecord): Promise<void> {
+    await this.call('PUT', `/core/v1/domains/${encodeURIComponent(name)}/records/${id}`, r);
   }
 
   private async call<T>(method: string, path: string, body?: unknown): Promise<T> {

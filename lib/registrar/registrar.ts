@@ -59,6 +59,14 @@ export interface Purchase {
   paid: Money;
 }
 
+/** A record of the DNS the registrar serves for a name it holds; `host` is relative to the name ('' for the name itself). */
+export interface ZoneRecord {
+  host: string;
+  type: 'A' | 'AAAA' | 'CNAME' | 'TXT';
+  answer: string;
+  ttl: number;
+}
+
 export interface Registrar {
   /** At most `checkLimit` names a call. */
   check(names: readonly string[]): Promise<Availability[]>;
@@ -68,6 +76,39 @@ export interface Registrar {
   renew(r: { name: string; years: number; price: Money }): Promise<Purchase>;
   /** The name as the registrar holds it for us; undefined when it does not (never bought, or expired away). */
   get(name: string): Promise<HeldDomain | undefined>;
+  /** The records of the DNS it serves for a name it holds, with their ids. */
+  records(name: string): Promise<Array<ZoneRecord & { id: number }>>;
+  createRecord(name: string, r: ZoneRecord): Promise<void>;
+  updateRecord(name: string, id: number, r: ZoneRecord): Promise<void>;
+}
+
+/**
+ * What to write so a zone has the wanted records: a wanted record already there is left alone; a
+ * CNAME, A or AAAA at the same host and type with another answer is changed to it (what a name's
+ * records pointed at before, a parking page, say, stops being answered); TXT records sit beside
+ * each other, so a missing one is added.
+ */
+export function recordChanges(
+  current: ReadonlyArray<ZoneRecord & { id: number }>,
+  wanted: readonly ZoneRecord[],
+): { create: ZoneRecord[]; update: Array<{ id: number; record: ZoneRecord }> } {
+  const same = (a: ZoneRecord, b: ZoneRecord) => a.host === b.host && a.type === b.type;
+  const norm = (answer: string) => answer.toLowerCase().replace(/\.$/, '');
+  const missing = wanted.filter((w) => !current.some((c) => same(c, w) && norm(c.answer) === norm(w.answer)));
+  const taken = new Set<number>();
+  const create: ZoneRecord[] = [];
+  const update: Array<{ id: number; record: ZoneRecord }> = [];
+  for (const w of missing) {
+    const other =
+      w.type === 'TXT'
+        ? undefined
+        : current.find((c) => same(c, w) && !taken.has(c.id) && !wanted.some((x) => same(x, c) && norm(x.answer) === norm(c.answer)));
+    if (other) {
+      taken.add(other.id);
+      update.push({ id: other.id, record: w });
+    } else create.push(w);
+  }
+  return { create, update };
 }
 
 export const checkLimit = 50;

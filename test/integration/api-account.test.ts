@@ -63,6 +63,7 @@ describe('API account endpoints', () => {
       stored_bytes: 5300,
       data_requests: 150,
       data_bytes: 4096,
+      domain_registrations: 0,
     });
     const history = await get<{ history: Array<{ start: string; meters: Record<string, number> }> }>('/api/account/usage/history?months=3');
     assert.deepEqual(
@@ -76,6 +77,7 @@ describe('API account endpoints', () => {
       stored_bytes: 0,
       data_requests: 7,
       data_bytes: 0,
+      domain_registrations: 0,
     });
     const bad = await api.request('GET', '/api/account/usage/history?months=99');
     assert.equal(bad.status, 400);

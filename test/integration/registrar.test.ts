@@ -15,6 +15,7 @@ import { startNameComDouble, type NameComDouble } from '../../hack/namecom-doubl
 import { createAccount } from '../../lib/accounts.js';
 import { repoRoot } from '../../lib/paths.js';
 import { expectJson, startTestApi, type TestApi } from '../support/api.js';
+import { eventually } from '../support/wait.js';
 
 const contact = {
   first_name: 'Ada',
@@ -76,6 +77,7 @@ describe('account domains through the registrar (name.com’s API, its local dou
         SVC_REGISTRAR_USERNAME: 'svc-test',
         SVC_REGISTRAR_TOKEN: 'secret',
         SVC_REGISTRAR_TIMEOUT_SECONDS: '1',
+        SVC_DOMAINS_EDGE_ADDRESSES: '203.0.113.7',
       },
     });
   });
@@ -236,6 +238,67 @@ describe('account domains through the registrar (name.com’s API, its local dou
     );
   });
 
+  it('buys a name for an app in one call: refused before buying when the app cannot take it; its records written in the registrar’s DNS', async () => {
+    type AppDomain = { name: string; status: string; records: Array<{ type: string; name: string; value: string }> };
+    type Added = { domain: AppDomain; records_published: boolean; records_error: string | null };
+    await expectJson(await api.request('POST', '/api/apps', { body: { name: 'shop' } }), 201);
+    const price = { amount: 1299, currency: 'USD' };
+    const nope = await api.request('POST', '/api/domains', { body: { name: name('nope'), years: 1, contact, price, app: 'no-such-app' } });
+    assert.equal(nope.status, 404);
+    assert.equal(charged(name('nope')), 0, 'nothing bought for an app that is not there');
+
+    const n = name('shop');
+    const bought = await expectJson<{ domain: Domain; app_domain: Added; app_domain_error: null }>(
+      await api.request('POST', '/api/domains', { body: { name: n, years: 1, contact, price, app: 'shop' } }),
+      201,
+    );
+    assert.equal(bought.domain.name, n);
+    assert.equal(bought.app_domain.domain.name, n);
+    assert.equal(bought.app_domain.records_published, true);
+    // Every record the domain asks for is in the registrar's DNS, the parking page's address replaced.
+    const zone = () =>
+      double
+        .records(n)
+        .map((r) => `${r.type} ${r.host} ${r.answer}`)
+        .sort();
+    const relative = (fqdn: string) => (fqdn === n ? '' : fqdn.slice(0, -(n.length + 1)));
+    assert.deepEqual(zone(), bought.app_domain.domain.records.map((r) => `${r.type} ${relative(r.name)} ${r.value}`).sort());
+    assert.ok(zone().includes('A  203.0.113.7') && zone().some((r) => r.startsWith('TXT _svc-challenge svc-verify=')), zone().join('; '));
+    const listed = await expectJson<{ domains: AppDomain[] }>(await api.request('GET', '/api/apps/shop/domains'), 200);
+    assert.deepEqual(
+      listed.domains.map((d) => d.name),
+      [n],
+    );
+
+    // A subdomain of a name bought here, added to an app: its CNAME is written too; again, nothing changes.
+    const www = await expectJson<Added>(await api.request('POST', '/api/apps/shop/domains', { body: { name: `www.${n}` } }), 201);
+    assert.equal(www.records_published, true);
+    assert.ok(
+      zone().some((r) => /^CNAME www shop\./.test(r)),
+      zone().join('; '),
+    );
+    const before = zone();
+    assert.equal(
+      (await expectJson<Added>(await api.request('POST', '/api/apps/shop/domains', { body: { name: `www.${n}` } }), 200)).records_published,
+      true,
+    );
+    assert.deepEqual(zone(), before);
+    // A name not bought here: the records are the user's to publish.
+    const elsewhere = await expectJson<Added>(
+      await api.request('POST', '/api/apps/shop/domains', { body: { name: `shop-${suffix}.example.org` } }),
+      201,
+    );
+    assert.equal(elsewhere.records_published, false);
+    assert.equal(charged(n), 1);
+    // A name another app serves already: refused before buying, nothing charged.
+    const claimed = name('claimed');
+    await expectJson(await api.request('POST', '/api/apps/shop/domains', { body: { name: claimed } }), 201);
+    await expectJson(await api.request('POST', '/api/apps', { body: { name: 'blog' } }), 201);
+    const taken = await api.request('POST', '/api/domains', { body: { name: claimed, years: 1, contact, price, app: 'blog' } });
+    assert.match((await expectJson<{ error: string }>(taken, 409)).error, /already a domain of app shop/);
+    assert.equal(charged(claimed), 0);
+  });
+
   it('read-only tokens cannot buy or renew; tokens restricted to apps reach no account domain; another account reaches none of this one’s', async () => {
     const { token: readOnly } = await api.deps.tokens.issue(api.account.id, {
       name: 'ro',
@@ -317,5 +380,140 @@ describe('account domains through the registrar (name.com’s API, its local dou
     const json = JSON.parse((await svc('ls', '--json')).stdout) as { domains: Domain[] };
     assert.equal(json.domains.find((d) => d.name === n)?.auto_renew, false);
     assert.equal(charged(n), 2, 'one registration, one renewal');
+  });
+});
+
+describe('the renewer: auto-renew by the fleet’s leader, back-off, events and mail', () => {
+  let double: NameComDouble;
+  let a: TestApi;
+  let b: TestApi;
+  const suffix = `r${Date.now().toString(36)}`;
+  const name = (label: string) => `${label}-${suffix}.com`;
+  type Event = { type: string; subject: string; data: Record<string, unknown> };
+  const events = async (api: TestApi, kind: string, subject: string) =>
+    (await expectJson<{ events: Event[] }>(await api.request('GET', `/api/events?kinds=${kind}`), 200)).events.filter(
+      (e) => e.subject === subject,
+    );
+  const domainOf = async (api: TestApi, n: string) =>
+    (
+      await expectJson<{ domains: Array<Domain & { auto_renew_failure: { failures: number; message: string } | null }> }>(
+        await api.request('GET', '/api/domains'),
+        200,
+      )
+    ).domains.find((d) => d.name === n);
+  const charges = (n: string, kind: string) => double.charges().filter((c) => c.domainName === n && c.kind === kind).length;
+
+  before(async () => {
+    double = await startNameComDouble({ username: 'svc-test', token: 'secret' });
+    // A window of 400 days: a name bought for a year is due at once.
+    const env = {
+      SVC_REGISTRAR: 'namecom',
+      SVC_REGISTRAR_URL: double.url,
+      SVC_REGISTRAR_USERNAME: 'svc-test',
+      SVC_REGISTRAR_TOKEN: 'secret',
+      SVC_REGISTRAR_RENEW_DAYS: '400',
+      SVC_REGISTRAR_RENEW_RETRY_SECONDS: '1',
+      SVC_REGISTRAR_RENEWER_INTERVAL_SECONDS: '1',
+    };
+    a = await startTestApi({ env });
+    // A second API process of the same platform: the same database and Lease, its own renewer.
+    b = await startTestApi({ env, sharing: a });
+  });
+  after(async () => {
+    await b?.close();
+    await a?.close();
+    await double?.close();
+  });
+
+  it('renews a name once when its window opens, with two API processes running; the charge is in usage', async () => {
+    const n = name('steady');
+    const bought = await expectJson<{ domain: Domain }>(
+      await a.request('POST', '/api/domains', { body: { name: n, years: 1, contact, price: { amount: 1299, currency: 'USD' } } }),
+      201,
+    );
+    const year = new Date(bought.domain.expires_at).getUTCFullYear();
+    await eventually('the leader renewed it', async () => {
+      const d = await domainOf(a, n);
+      return d && new Date(d.expires_at).getUTCFullYear() === year + 1;
+    });
+    // More passes of both processes: the new expiry is out of the window, and the period is renewed.
+    await Promise.all([a.workers.domainRenewer!.pass(), b.workers.domainRenewer!.pass()]);
+    await Promise.all([a.workers.domainRenewer!.pass(), b.workers.domainRenewer!.pass()]);
+    assert.equal(charges(n, 'renewal'), 1);
+    const renewals = await a.db('domain_orders').where({ domain: n, kind: 'renew' });
+    assert.deepEqual(
+      renewals.map((o: { state: string; idempotency_key: string }) => [o.state, o.idempotency_key]),
+      [['succeeded', `auto-renew:${bought.domain.expires_at}:0`]],
+    );
+    assert.equal((await events(a, 'domain.renewed', n)).length, 1);
+    // Its charges: the registration and the renewal, by currency, in minor units.
+    const usage = await expectJson<{ meters: Record<string, number>; charges: Record<string, Record<string, number>> }>(
+      await a.request('GET', '/api/account/usage'),
+      200,
+    );
+    assert.equal(usage.meters.domain_registrations, 2);
+    assert.deepEqual(usage.charges, { domain_registrations: { USD: 1299 + 1499 } });
+    const history = await expectJson<{ history: Array<{ charges: Record<string, Record<string, number>> }> }>(
+      await a.request('GET', '/api/account/usage/history?bucket=day&days=2'),
+      200,
+    );
+    assert.deepEqual(history.history[0]!.charges, { domain_registrations: { USD: 2798 } });
+  });
+
+  it('a name not set to renew is told of once; a failing renewal backs off, is told by event and mail, and renews once paid', async () => {
+    const n = name('card');
+    await expectJson(
+      await a.request('POST', '/api/domains', {
+        body: { name: n, years: 1, contact, price: { amount: 1299, currency: 'USD' }, auto_renew: false },
+      }),
+      201,
+    );
+    const mails = () =>
+      a
+        .db('mail_outbox')
+        .where({ purpose: 'domain-expiring', to: a.account.email })
+        .orderBy('created_at')
+        .select<Array<{ subject: string }>>('subject');
+    await eventually('told it will not renew', async () => (await events(a, 'domain.expiring', n)).length === 1);
+    const [off] = await events(a, 'domain.expiring', n);
+    assert.equal(off!.data.auto_renew, false);
+    assert.equal(off!.data.days, 400);
+    assert.match((await mails())[0]!.subject, new RegExp(`^${n.replace(/\./g, '\\.')} expires in 36\\d days$`));
+    await Promise.all([a.workers.domainRenewer!.pass(), b.workers.domainRenewer!.pass()]);
+    assert.equal((await events(a, 'domain.expiring', n)).length, 1, 'told once for this expiry and threshold');
+
+    // Auto-renew on, and the card refused: retried with back-off, each failure told once.
+    double.fault(n, 'payment_refused');
+    await a.request('POST', `/api/domains/${n}/autorenew`, { body: { enabled: true } });
+    await eventually('two failed tries', async () => ((await domainOf(a, n))?.auto_renew_failure?.failures ?? 0) >= 2);
+    const failing = (await domainOf(a, n))!;
+    assert.match(failing.auto_renew_failure!.message, /Insufficient funds|refused/i);
+    const failed = await events(a, 'domain.renewal_failed', n);
+    assert.ok(failed.length >= 2);
+    assert.equal(failed[0]!.data.reason, 'payment_refused');
+    assert.deepEqual(
+      failed.map((e) => e.data.failures).sort(),
+      failed.map((_, i) => i + 1),
+      'one event per try, from one process',
+    );
+    const told = (await events(a, 'domain.expiring', n)).find((e) => e.data.auto_renew === true);
+    assert.match(String(told?.data.renewal_error), /Insufficient funds|refused/i);
+    const subjects = (await mails()).map((m) => m.subject);
+    assert.equal(subjects.length, 2);
+    assert.match(subjects[1]!, /: renewal failed$/);
+    assert.equal(charges(n, 'renewal'), 0);
+
+    // Paid: the next try (after its back-off) renews it, once, and the failure is cleared.
+    double.fault(n, undefined);
+    await eventually(
+      'renewed after the card was fixed',
+      async () => (await domainOf(a, n))?.auto_renew_failure === null && charges(n, 'renewal') === 1,
+      {
+        timeoutMs: 60_000,
+      },
+    );
+    await Promise.all([a.workers.domainRenewer!.pass(), b.workers.domainRenewer!.pass()]);
+    assert.equal(charges(n, 'renewal'), 1);
+    assert.equal((await events(a, 'domain.renewed', n)).length, 1);
   });
 });

@@ -21,7 +21,7 @@ import { migrateLatest } from '../../lib/db/migrate.js';
 import { createLogger } from '../../lib/logger.js';
 import { repoRoot } from '../../lib/paths.js';
 import { TokenStore } from '../../lib/tokens/store.js';
-import type { Db } from '../../lib/db/connection.js';
+import { connect, type Db } from '../../lib/db/connection.js';
 import { freshDatabase } from './db.js';
 import { kubeConfig } from './kube.js';
 import { eventually } from './wait.js';
@@ -51,6 +51,9 @@ export interface TestApi {
   kube: { kc: k8s.KubeConfig; core: k8s.CoreV1Api };
   /** The API's database, for tests that look behind the API. */
   db: Db;
+  databaseUrl: string;
+  /** The Lease its recorder (and the workers that only its leader runs) lead by. */
+  recorderLease: string;
   token: string;
   request(
     method: string,
@@ -141,10 +144,21 @@ export async function startTestApi(
     port?: number;
     /** Publish the API as http://<publicHost>:<port> (SVC_API_PUBLIC_URL): a host name where a browser needs one (passkeys refuse an IP). */
     publicHost?: string;
+    /**
+     * Another API process of the same platform as this one: its database and its Lease, so the two
+     * elect one leader (a replica, with workers of its own, unlike `replica()`).
+     */
+    sharing?: TestApi;
   } = {},
 ): Promise<TestApi> {
-  const fresh = await freshDatabase();
-  await migrateLatest(fresh.db);
+  const shared = opts.sharing;
+  const fresh = shared
+    ? (() => {
+        const db = connect(shared.databaseUrl);
+        return { url: shared.databaseUrl, db, dispose: () => db.destroy() };
+      })()
+    : await freshDatabase();
+  if (!shared) await migrateLatest(fresh.db);
   const listener = await listen('127.0.0.1', opts.port ?? 0);
   const publicUrl = opts.publicHost ? `http://${opts.publicHost}:${listener.port}` : listener.url;
   const machineListener = await listenForMachines();
@@ -177,7 +191,7 @@ export async function startTestApi(
   tokens.start(100);
   const log = createLogger('api', 'info', sink);
   // A recorder of deploy outcomes per database: this API's Lease is its own.
-  const recorderLease = `svc-deploy-recorder-${randomBytes(4).toString('hex')}`;
+  const recorderLease = shared?.recorderLease ?? `svc-deploy-recorder-${randomBytes(4).toString('hex')}`;
   const { services, workers, kube, stop } = await assembleDeps({
     config,
     db: fresh.db,
@@ -217,6 +231,8 @@ export async function startTestApi(
     account,
     kube,
     db: fresh.db,
+    databaseUrl: fresh.url,
+    recorderLease,
     token,
     request,
     replica: async () => {
@@ -240,11 +256,12 @@ export async function startTestApi(
         await new Promise((res) => s.close(res));
       }
       await core.deleteNamespace({ name: account.namespace }).catch(() => undefined);
-      // Its recorder's Lease goes with it (one per test API would pile up in kube-system).
-      await kc
-        .makeApiClient(k8s.CoordinationV1Api)
-        .deleteNamespacedLease({ namespace: 'kube-system', name: recorderLease })
-        .catch(() => undefined);
+      // Its recorder's Lease goes with it (one per test API would pile up in kube-system); a sharing one leaves it to its first.
+      if (!shared)
+        await kc
+          .makeApiClient(k8s.CoordinationV1Api)
+          .deleteNamespacedLease({ namespace: 'kube-system', name: recorderLease })
+          .catch(() => undefined);
       await fresh.dispose();
       await rm(artifactDir, { recursive: true, force: true });
     },

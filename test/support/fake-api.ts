@@ -242,8 +242,9 @@ export class FakeActions implements Pick<ApiDeps['actions'], 'assertAppFits'> {
 }
 
 /** No usage recorded: every meter 0. */
-export const fakeUsage: Pick<ApiDeps['usage'], 'between' | 'byApp' | 'history'> = {
+export const fakeUsage: Pick<ApiDeps['usage'], 'between' | 'charges' | 'byApp' | 'history'> = {
   between: () => Promise.resolve(zeroMeters()),
+  charges: () => Promise.resolve({ domain_registrations: {} }),
   byApp: () => Promise.resolve({}),
   history: () => Promise.resolve([]),
 };
@@ -263,7 +264,7 @@ export interface Fakes {
   eventHub: FakeEventHub;
   accountLock: Pick<ApiDeps['accountLock'], 'hold'>;
   actions: FakeActions;
-  usage: Pick<ApiDeps['usage'], 'between' | 'byApp' | 'history'>;
+  usage: Pick<ApiDeps['usage'], 'between' | 'charges' | 'byApp' | 'history'>;
   /** The API's clock: `time.now` when a test sets it, else the wall clock. */
   clock: () => Date;
   time: { now?: Date | undefined };

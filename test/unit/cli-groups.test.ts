@@ -634,23 +634,30 @@ describe('svc tokens, webhooks, usage', () => {
       stored_bytes: 1048576,
       data_requests: 1234,
       data_bytes: 2048,
+      domain_registrations: 2,
     };
+    const charges = { domain_registrations: { USD: 2798, JPY: 1500 } };
     fake.on('GET /account/usage', {
-      json: { start: 's', end: 'e', meters, apps: { shop: { machine_seconds: 3600 }, blog: { machine_seconds: 7200 } } },
+      json: { start: 's', end: 'e', meters, charges, apps: { shop: { machine_seconds: 3600 }, blog: { machine_seconds: 7200 } } },
     });
     const r = await run(usageGroup, []);
-    assert.deepEqual(r.out.slice(1, 8), [
-      'METER            USED',
-      'machine_seconds  2 h',
-      'build_seconds    0.1 h',
-      'sandbox_seconds  0 h',
-      'stored_bytes     1 MiB',
-      'data_requests    1234',
-      'data_bytes       2 KiB',
+    assert.deepEqual(r.out.slice(1, 13), [
+      'METER                 USED',
+      'machine_seconds       2 h',
+      'build_seconds         0.1 h',
+      'sandbox_seconds       0 h',
+      'stored_bytes          1 MiB',
+      'data_requests         1234',
+      'data_bytes            2 KiB',
+      'domain_registrations  2',
+      '',
+      'CHARGED FOR           AMOUNT',
+      'domain_registrations  27.98 USD',
+      'domain_registrations  1500 JPY',
     ]);
-    assert.deepEqual(r.out.slice(9), ['APP   MACHINE TIME', 'blog  2 h', 'shop  1 h']);
+    assert.deepEqual(r.out.slice(14), ['APP   MACHINE TIME', 'blog  2 h', 'shop  1 h']);
     assert.deepEqual((json(await run(usageGroup, ['--json'])) as { meters: unknown }).meters, meters);
-    fake.on('GET /account/usage/history', { json: { history: [{ start: 'a', end: 'b', meters }] } });
+    fake.on('GET /account/usage/history', { json: { history: [{ start: 'a', end: 'b', meters, charges }] } });
     await run(usageGroup, ['--history', '--days', '7']);
     assert.deepEqual(fake.last.query, { bucket: 'day', days: '7' });
     await assert.rejects(run(usageGroup, ['--days', '7']), /go with --history/);

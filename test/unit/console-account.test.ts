@@ -137,7 +137,17 @@ describe('console usage page', () => {
   const day = (date: string, meters: Partial<UsagePeriod['meters']>): UsagePeriod => ({
     start: `${date}T00:00:00.000Z`,
     end: `${date}T23:59:59.999Z`,
-    meters: { machine_seconds: 0, build_seconds: 0, sandbox_seconds: 0, stored_bytes: 0, data_requests: 0, data_bytes: 0, ...meters },
+    meters: {
+      machine_seconds: 0,
+      build_seconds: 0,
+      sandbox_seconds: 0,
+      stored_bytes: 0,
+      data_requests: 0,
+      data_bytes: 0,
+      domain_registrations: 0,
+      ...meters,
+    },
+    charges: { domain_registrations: {} },
   });
 
   it('makes a meter’s series by day, oldest first, in a unit fit for its largest day', () => {

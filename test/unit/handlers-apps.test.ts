@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { appOperations } from '../../api/operations/apps.js';
 import { registrarOperations } from '../../api/operations/registrar.js';
+import { createLogger } from '../../lib/logger.js';
 import { account, startFakeApi, type FakeApi } from '../support/fake-api.js';
 import { errorOf, ok } from '../support/answers.js';
 
@@ -18,7 +19,16 @@ interface AppBody {
 describe('app handlers', () => {
   let api: FakeApi;
   before(async () => {
-    api = await startFakeApi((f) => [...appOperations(f), ...registrarOperations({ registrar: undefined, clock: () => new Date() })]);
+    api = await startFakeApi((f) => [
+      ...appOperations(f),
+      ...registrarOperations({
+        apps: f.apps,
+        registrar: undefined,
+        domainActions: { check: () => Promise.resolve(), add: () => Promise.reject(new Error('no domains here')) },
+        log: createLogger('test', 'silent'),
+        clock: () => new Date(),
+      }),
+    ]);
   });
   after(async () => {
     await api?.close();
