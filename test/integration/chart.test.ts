@@ -59,6 +59,32 @@ describe('chart: lint, schema and what it renders', () => {
     await refused(/appsDomain/, '-f', localValues, '--set', 'appsDomain=Not_A_Domain');
     await refused(/logLevel/, '-f', localValues, '--set', 'logLevel=chatty');
     await refused(/clientSecret is required/, '-f', localValues, '--set', 'identityProviders.oidc.clientId=x');
+    await refused(/registrar.token \(or registrar.existingSecret\) is required/, '-f', localValues, '--set', 'registrar.username=svc');
+    await refused(/tlds/, '-f', localValues, '--set', 'registrar.tlds=.com');
+  });
+
+  it('configures the registrar with its token from a Secret, and only when a username is set', async () => {
+    const envOf = (objs: Obj[]) => {
+      const api = ofKind(objs, 'Deployment').find((d) => (d.metadata?.name ?? '').endsWith('-api')) as k8s.V1Deployment;
+      return api.spec!.template.spec!.containers[0]!.env!;
+    };
+    assert.equal(
+      envOf(await render('-f', localValues)).find((e) => e.name === 'SVC_REGISTRAR'),
+      undefined,
+    );
+    const given = await render('-f', localValues, '--set', 'registrar.username=svc', '--set', 'registrar.token=s3cret');
+    const env = envOf(given);
+    assert.equal(env.find((e) => e.name === 'SVC_REGISTRAR')?.value, 'namecom');
+    assert.deepEqual(env.find((e) => e.name === 'SVC_REGISTRAR_TOKEN')?.valueFrom?.secretKeyRef, { name: 'svc-registrar', key: 'token' });
+    assert.ok(!JSON.stringify(env).includes('s3cret'), 'the token is not in the Deployment');
+    const secret = ofKind(given, 'Secret').find((s) => s.metadata?.name === 'svc-registrar') as k8s.V1Secret;
+    assert.equal(Buffer.from(secret.data!.token!, 'base64').toString(), 's3cret');
+    const theirs = await render('-f', localValues, '--set', 'registrar.username=svc', '--set', 'registrar.existingSecret=mine');
+    assert.deepEqual(envOf(theirs).find((e) => e.name === 'SVC_REGISTRAR_TOKEN')?.valueFrom?.secretKeyRef, { name: 'mine', key: 'token' });
+    assert.equal(
+      ofKind(theirs, 'Secret').find((s) => s.metadata?.name === 'svc-registrar'),
+      undefined,
+    );
   });
 
   it('renders two replicas of each component, probes, budgets, spread and no root', async () => {

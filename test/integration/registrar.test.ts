@@ -339,6 +339,17 @@ describe('account domains through the registrar (name.com’s API, its local dou
         token: theirs,
       });
       assert.equal((await expectJson<{ domain: Domain }>(sameKey, 201)).domain.name, name('theirs'));
+      // A subdomain of this account's name on its own app: added as any name is, but nothing is
+      // written in the DNS of a name it does not hold.
+      const shop = name('shop');
+      const zone = JSON.stringify(double.records(shop));
+      await expectJson(await api.request('POST', '/api/apps', { body: { name: 'mirror' }, token: theirs }), 201);
+      const added = await expectJson<{ records_published: boolean }>(
+        await api.request('POST', '/api/apps/mirror/domains', { body: { name: `login.${shop}` }, token: theirs }),
+        201,
+      );
+      assert.equal(added.records_published, false);
+      assert.equal(JSON.stringify(double.records(shop)), zone);
     } finally {
       await api.kube.core.deleteNamespace({ name: other.namespace }).catch(() => undefined);
     }
