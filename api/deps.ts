@@ -661,7 +661,7 @@ export async function assembleDeps(deps: {
       }),
       store,
       events,
-      config: { tlds: c.tlds, searchCacheMs: c.searchCacheMs, appsDomain: config.appsDomain },
+      config: { tlds: c.tlds, searchCacheMs: c.searchCacheMs, appsDomain: config.appsDomain, settleAfterMs: c.timeoutMs + 60_000 },
       log,
       clock,
     });

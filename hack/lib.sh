@@ -88,7 +88,7 @@ reserve_port() {
   [ -w "$file" ] || return 0
   current=$(cat "$file")
   case ",$current," in *",$1,"*) return 0 ;; esac
-  echo "${current:+$current,}$1" >"$file" 2>/dev/null || true
+  { echo "${current:+$current,}$1" >"$file"; } 2>/dev/null || true
 }
 
 # start_daemon NAME CMD... : start CMD in its own session unless NAME already runs.

@@ -121,7 +121,7 @@ export async function startNameComDouble(opts: {
     return order;
   };
 
-  /** name.com's record calls: list (paged), create, update; the name must be held. */
+  /** name.com's record calls: list, create, update, delete; the name must be held. */
   const records = (
     name: string,
     id: number | undefined,
@@ -132,6 +132,12 @@ export async function startNameComDouble(opts: {
     const h = held.get(name);
     if (!h) return send(404, { message: 'Not Found', details: `${name} is not in this account` });
     if (method === 'GET' && id === undefined) return send(200, { records: h.records.map((r) => ({ domainName: name, ...r })) });
+    if (method === 'DELETE' && id !== undefined) {
+      const at = h.records.findIndex((x) => x.id === id);
+      if (at < 0) return send(404, { message: 'Not Found' });
+      h.records.splice(at, 1);
+      return send(200, {});
+    }
     const r = body as Partial<DoubleRecord>;
     if (typeof r.type !== 'string' || typeof r.answer !== 'string' || !['A', 'AAAA', 'CNAME', 'TXT'].includes(r.type))
       return send(400, { message: 'Invalid Argument', details: 'type (A, AAAA, CNAME, TXT) and answer are required' });

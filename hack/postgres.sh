@@ -31,7 +31,9 @@ up() {
     start_daemon postgres "${AS_PG[@]}" "$PGBIN/postgres" -D "$PGDATA" -p "$PG_PORT" -c listen_addresses=127.0.0.1 \
       -c unix_socket_directories="$PGDATA" -c fsync=off -c synchronous_commit=off -c max_connections=200
     wait_ready postgres 30 "$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" && break
-    tail -n 5 "$LOGS/postgres.log" | grep -q 'Address already in use' && ((try < 3)) || exit 1
+    # This start's lines only: from its marker on.
+    awk '/^==== .* starting postgres ====$/ { buf = "" } { buf = buf $0 "\n" } END { printf "%s", buf }' "$LOGS/postgres.log" |
+      grep -q 'Address already in use' && ((try < 3)) || exit 1
     say "postgres: port $PG_PORT was taken for a moment; starting again"
     sleep 2
   done

@@ -17,6 +17,7 @@ import type { AccountStorage } from '../storage/account-storage.js';
 import { volumeClaimName } from '../../lib/volumes.js';
 import type { App } from '../../lib/resources/index.js';
 import { createServing, deploySpecOf, specAfter, type Deployer, type Prepared } from './deployer.js';
+import { recordOutcomes } from './recorder.js';
 
 export const previewName = (parent: string, ref: string) => `${parent}${previewSeparator}${ref}`;
 
@@ -54,9 +55,15 @@ export class AppActions {
     within(apps, 1, this.d.quota.limits.apps, 'apps (previews included)', 'delete one first');
   }
 
-  /** A new deploy of an earlier live one: `deployId`, or the last live one before what serves now. */
+  /**
+   * A new deploy of an earlier live one: `deployId`, or the last live one before the newest deploy
+   * (the one serving, or in flight: a rollback then undoes it). What went live is the controller's
+   * word (the App's status); the rows are brought up to it first, so a deploy served a moment ago
+   * counts even where the recorder has not written it yet.
+   */
   async rollback(actor: Actor, app: AppRecord, deployId?: string): Promise<Deploy> {
     const name = app.name;
+    await recordOutcomes(this.d.deploys, app.id, app.status?.deploys);
     let target: Deploy | undefined;
     if (deployId) {
       target = await this.d.deploys.get(actor.accountId, deployId);
@@ -64,7 +71,9 @@ export class AppActions {
       if (target.status !== 'live')
         throw new DomainError('conflict', `deploy ${target.id} never went live (${target.status}); roll back to a deploy that served`);
     } else {
-      const current = app.status?.currentDeploy ?? app.spec.deployId;
+      // The newest deploy, unless it failed: then what serves is what a rollback steps back from.
+      const newest = app.spec.deployId ? await this.d.deploys.get(actor.accountId, app.spec.deployId) : undefined;
+      const current = newest && newest.status !== 'failed' ? newest.id : (app.status?.currentDeploy ?? app.spec.deployId);
       if (!current) throw new DomainError('conflict', `app ${name} has no deploy to roll back from`);
       target = await this.d.deploys.previousLive(app.id, current);
       if (!target) throw new DomainError('conflict', `app ${name} has no live deploy before ${current} to roll back to`);

@@ -32,6 +32,36 @@ function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
 /** How often in-flight deploys of deleted Apps are looked for, besides on each delete. */
 const sweepEveryMs = 60_000;
 
+/**
+ * Writes the outcomes an App's status reports, oldest first, skipping those in `skip`: each
+ * deploy's row moved forward to what the controller decided, and the older ones still in flight
+ * marked replaced. Only forward, so any replica may run it at any time (the recorder as it leads,
+ * the API before it answers from the rows: a rollback's target). What was written, or found final.
+ */
+export async function recordOutcomes(
+  deploys: Pick<DeployStore, 'finish' | 'replaceOlder'>,
+  appUid: string,
+  outcomes: NonNullable<App['status']>['deploys'],
+  skip: ReadonlySet<string> = new Set(),
+): Promise<Array<{ id: string; state: 'live' | 'failed'; reason: string | undefined; moved: boolean; replaced: number }>> {
+  const written = [];
+  for (const o of [...(outcomes ?? [])].reverse()) {
+    if (skip.has(o.id)) continue;
+    const at = new Date(o.at);
+    const result = await deploys.finish(
+      o.id,
+      o.state === 'live' ? { status: 'live' } : { status: 'failed', reason: o.reason ?? 'the rollout failed' },
+      at,
+    );
+    // The App may name a deploy whose row is not written yet (an App created with its first
+    // deploy writes the row just after): look again on the App's next change.
+    if (result === 'missing') continue;
+    const replaced = await deploys.replaceOlder(appUid, o.id, at);
+    written.push({ id: o.id, state: o.state, reason: o.reason, moved: result === 'moved', replaced });
+  }
+  return written;
+}
+
 export class DeployRecorder {
   private leading = false;
   private stopped = false;
@@ -142,22 +172,13 @@ export class DeployRecorder {
 
   /** Writes the outcomes an App's status reports that are not written yet. Visible for tests. */
   async record(app: App): Promise<void> {
-    const outcomes = [...(app.status?.deploys ?? [])].reverse();
-    for (const o of outcomes) {
-      if (this.recorded.has(o.id)) continue;
-      const at = new Date(o.at);
-      const result = await this.deploys.finish(
-        o.id,
-        o.state === 'live' ? { status: 'live' } : { status: 'failed', reason: o.reason ?? 'the rollout failed' },
-        at,
-      );
-      // The App may name a deploy whose row is not written yet (an App created with its first
-      // deploy writes the row just after): look again on the App's next change.
-      if (result === 'missing') continue;
-      const replaced = await this.deploys.replaceOlder(app.metadata.uid!, o.id, at);
-      this.recorded.add(o.id);
-      if (result === 'moved')
-        this.log.info({ app: app.metadata.name, deploy: o.id, status: o.state, reason: o.reason, replaced }, `Deploy ${o.state}`);
+    for (const written of await recordOutcomes(this.deploys, app.metadata.uid!, app.status?.deploys, this.recorded)) {
+      this.recorded.add(written.id);
+      if (written.moved)
+        this.log.info(
+          { app: app.metadata.name, deploy: written.id, status: written.state, reason: written.reason, replaced: written.replaced },
+          `Deploy ${written.state}`,
+        );
     }
     await this.afterRecord?.(app);
   }

@@ -206,7 +206,10 @@ export function registrarOperations(s: Deps): Operation[] {
         const actor = actorOf(caller);
         // Whether the app can take the name is asked before buying it: a purchase cannot be undone.
         const app = body.app === undefined ? undefined : await resolveApp(s, caller, body.app);
-        if (app) await s.domainActions.check(actor, app, actions().registrable(body.name));
+        const key = idempotencyKey(headers);
+        // A retry of an order made already answers with it, whatever changed on the app since.
+        if (app && !(key !== undefined && (await actions().ordered(actor, key))))
+          await s.domainActions.check(actor, app, actions().registrable(body.name));
         const bought = outcome(
           await actions().register(
             actor,
@@ -229,10 +232,14 @@ export function registrarOperations(s: Deps): Operation[] {
                 email: c.email,
               },
             },
-            idempotencyKey(headers),
+            key,
           ),
         );
-        if (!app || !bought.body.domain) return { ...bought, body: { ...bought.body, app_domain: null, app_domain_error: null } };
+        if (!app) return { ...bought, body: { ...bought.body, app_domain: null, app_domain_error: null } };
+        if (!bought.body.domain) {
+          const pending = `the purchase is pending: once it is bought, add it: svc domains add ${app.name} ${actions().registrable(body.name)}`;
+          return { ...bought, body: { ...bought.body, app_domain: null, app_domain_error: pending } };
+        }
         try {
           const { view } = await s.domainActions.add(actor, app, bought.body.domain.name);
           const added = { domain: presentAppDomain(view), ...(await publishedRecords(s, actor, view)) };

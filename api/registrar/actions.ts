@@ -30,6 +30,11 @@ export interface RegistrarConfig {
   searchCacheMs: number;
   /** The platform's apps domain: never for sale here. */
   appsDomain: string;
+  /**
+   * How long after an order was made its call could still complete at the registrar (the call's
+   * limit and a margin): an order not seen bought is called failed only after this.
+   */
+  settleAfterMs: number;
 }
 
 /** Names one search answers at most. */
@@ -103,6 +108,11 @@ export class RegistrarActions {
     }
     if (this.cache.size > 10_000) for (const [k, v] of this.cache) if (now - v.at > this.d.config.searchCacheMs) this.cache.delete(k);
     return names.map((n) => this.cache.get(n)!.found);
+  }
+
+  /** Whether the account made an order with this Idempotency-Key. */
+  async ordered(actor: Actor, key: string): Promise<boolean> {
+    return (await this.d.store.orderByKey(actor.accountId, key)) !== undefined;
   }
 
   /** The account's names and its registrations under way. */
@@ -184,7 +194,8 @@ export class RegistrarActions {
    * outcome is still unknown). Never a second renewal of this expiry: the one made is the answer.
    */
   autoRenew(domain: AccountDomain): Promise<DomainOrder> {
-    return this.renewal(domain, 1, `auto-renew:${domain.expiresAt.toISOString()}:${domain.renewFailures}`);
+    // A key of its own each try: the one live renewal per name and expiry is the index's to keep.
+    return this.renewal(domain, 1, `auto-renew:${domain.expiresAt.toISOString()}:${randomBytes(6).toString('hex')}`);
   }
 
   /** A renewal of the name's current expiry as an order: the one made already, or a new one bought now. */
@@ -240,14 +251,15 @@ export class RegistrarActions {
       answer: r.value,
       ttl: 300,
     }));
-    const { create, update } = recordChanges(await this.call(() => this.d.registrar.records(zone)), wanted);
+    const { remove, create, update } = recordChanges(await this.call(() => this.d.registrar.records(zone)), wanted);
     await this.call(async () => {
+      for (const id of remove) await this.d.registrar.deleteRecord(zone, id);
       for (const u of update) await this.d.registrar.updateRecord(zone, u.id, u.record);
       for (const r of create) await this.d.registrar.createRecord(zone, r);
     });
-    if (create.length || update.length)
+    if (create.length || update.length || remove.length)
       this.d.log.info(
-        { domain: name, zone, account: actor.accountId, created: create.length, changed: update.length },
+        { domain: name, zone, account: actor.accountId, created: create.length, changed: update.length, removed: remove.length },
         'Domain records published at the registrar',
       );
     return [...update.map((u) => u.record), ...create];
@@ -267,7 +279,7 @@ export class RegistrarActions {
 
   /** An order bought: the name as the registrar holds it now, kept with the order. */
   private async bought(order: DomainOrder, registrarOrder: string | null, held: HeldDomain): Promise<DomainOrder> {
-    await this.d.store.succeed(order.id, registrarOrder, {
+    const moved = await this.d.store.succeed(order.id, registrarOrder, {
       name: order.domain,
       accountId: order.accountId,
       createdAt: held.createdAt,
@@ -278,6 +290,8 @@ export class RegistrarActions {
       // Used only when the row is new (a registration): a renewal's merge keeps the account's setting.
       autoRenew: order.autoRenew ?? true,
     });
+    // Another caller settled it first: it told the account.
+    if (!moved) return (await this.d.store.order(order.id))!;
     this.d.log.info({ domain: order.domain, kind: order.kind, order: order.id, account: order.accountId }, 'Domain order succeeded');
     await this.d.events.record(order.accountId, order.kind === 'register' ? 'domain.registered' : 'domain.renewed', order.domain, {
       domain: order.domain,
@@ -313,8 +327,9 @@ export class RegistrarActions {
   /**
    * An order whose outcome is unknown, settled by what the registrar holds now: a registration is
    * bought when the name is held with a creation since the order; a renewal when the expiry moved
-   * past the one it extends. Not held (or not moved): failed, nothing bought. The registrar not
-   * answering leaves it pending for the next look.
+   * past the one it extends. Not held (or not moved) once the call that made it can no longer be
+   * acted on (`settleAfterMs`): failed, nothing bought; before that it stays pending, or a retry
+   * could buy while the first call still completes. The registrar not answering leaves it pending.
    */
   private async settle(order: DomainOrder): Promise<DomainOrder> {
     let held: HeldDomain | undefined;
@@ -333,6 +348,7 @@ export class RegistrarActions {
         ? held.createdAt.getTime() >= order.createdAt.getTime() - 60_000
         : held.expiresAt.getTime() > order.fromExpiry!.getTime());
     if (bought) return this.bought(order, null, held!);
+    if (this.d.clock().getTime() - order.createdAt.getTime() < this.d.config.settleAfterMs) return order;
     return this.d.store.fail(order.id, 'registrar_error', 'the registrar did not complete it; nothing was bought');
   }
 

@@ -21,6 +21,11 @@ export interface RenewerSettings {
 
 const dayMs = 86_400_000;
 const maxRetryMs = dayMs;
+/**
+ * How long after expiry a name is still tried: registries' auto-renew grace is 30 to 45 days,
+ * after which the name is in redemption (a restore, at a fee) or gone. Past it the renewer lets go.
+ */
+export const graceDays = 30;
 
 /** How many days before expiry the account is told of a name that will not renew: the window's start, a week, a day. */
 export function noticeDays(renewDays: number): number[] {
@@ -35,7 +40,14 @@ export function retryDelayMs(failures: number, firstMs: number): number {
 /** Names set to auto-renew whose window is open and whose back-off is over. */
 export function dueRenewals<D extends AccountDomain>(domains: readonly D[], now: Date, renewDays: number): D[] {
   const windowEnd = now.getTime() + renewDays * dayMs;
-  return domains.filter((d) => d.autoRenew && d.expiresAt.getTime() <= windowEnd && (d.renewAfter === null || d.renewAfter <= now));
+  const graceEnd = now.getTime() - graceDays * dayMs;
+  return domains.filter(
+    (d) =>
+      d.autoRenew &&
+      d.expiresAt.getTime() <= windowEnd &&
+      d.expiresAt.getTime() > graceEnd &&
+      (d.renewAfter === null || d.renewAfter <= now),
+  );
 }
 
 export interface Notice<D extends AccountDomain = AccountDomain> {
@@ -114,13 +126,20 @@ export class DomainRenewer {
     const result: RenewalPass = { renewed: [], failed: [], pending: [], noticed: [] };
     if (!this.d.isLeader()) return result;
     const { renewDays } = this.d.settings;
-    const horizon = () => new Date(this.d.clock().getTime() + renewDays * dayMs);
-    for (const domain of dueRenewals(await this.d.store.expiringBefore(horizon()), this.d.clock(), renewDays)) {
+    // The names in the window, and those expired within the grace (told of once, renewed if they may be).
+    const near = () => {
+      const now = this.d.clock().getTime();
+      return this.d.store.expiringBetween(new Date(now - graceDays * dayMs), new Date(now + renewDays * dayMs));
+    };
+    for (const domain of dueRenewals(await near(), this.d.clock(), renewDays)) {
       if (this.passes.isStopped || !this.d.isLeader()) break;
-      await this.renew(domain, result);
+      // One name's trouble (the database away a moment) is not the others': each on its own.
+      await this.renew(domain, result).catch((err: unknown) =>
+        this.d.log.warn({ err, domain: domain.name }, 'Renewing a domain failed to be recorded; the next pass tries again'),
+      );
     }
     // Read again: a renewal that just failed is told now, not a pass later.
-    for (const notice of dueNotices(await this.d.store.expiringBefore(horizon()), this.d.clock(), renewDays)) {
+    for (const notice of dueNotices(await near(), this.d.clock(), renewDays)) {
       if (!this.d.isLeader()) break;
       await this.tell(notice, result).catch((err: unknown) =>
         this.d.log.warn({ err, domain: notice.domain.name }, 'Telling of an expiring domain failed; the next pass tries again'),
@@ -144,17 +163,19 @@ export class DomainRenewer {
       return;
     }
     if (order?.state === 'pending') {
+      // Its outcome unknown (the registrar not answering): backed off and told like a failure, so
+      // a name is not left to expire on a renewal nobody confirms; the next try settles it first.
       result.pending.push(domain.name);
-      return;
+      message = 'the registrar has not confirmed the renewal yet';
     }
     const failures = domain.renewFailures + 1;
     const retryAt = new Date(this.d.clock().getTime() + retryDelayMs(failures, this.d.settings.retryMs));
     await this.d.store.renewalFailed(domain.name, domain.expiresAt, message, retryAt);
-    result.failed.push({ domain: domain.name, message });
+    if (order?.state !== 'pending') result.failed.push({ domain: domain.name, message });
     this.d.log.warn({ domain: domain.name, account: domain.accountId, failures, retryAt, why: message }, 'Automatic domain renewal failed');
     await this.d.events.record(domain.accountId, 'domain.renewal_failed', domain.name, {
       domain: domain.name,
-      reason: order?.reason ?? 'registrar_error',
+      reason: order?.state === 'pending' ? 'unconfirmed' : (order?.reason ?? 'registrar_error'),
       message,
       failures,
       next_attempt_at: retryAt.toISOString(),

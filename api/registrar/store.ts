@@ -202,13 +202,18 @@ export class RegistrarStore {
       renewal: Money | undefined;
       autoRenew: boolean;
     },
-  ): Promise<{ order: DomainOrder; domain: AccountDomain }> {
+  ): Promise<{ order: DomainOrder; domain: AccountDomain } | undefined> {
     return this.db.transaction(async (tx) => {
       const now = this.clock();
+      // Once: a second caller settling the same order (a retry, the renewer and a person) finds it
+      // succeeded and writes nothing. A failed one may still turn out bought (the call that was
+      // thought lost answered after all): the truth is what the registrar charged.
       const [row] = await tx<OrderRow>('domain_orders')
         .where({ id })
+        .whereNot({ state: 'succeeded' })
         .update({ state: 'succeeded', registrar_order: registrarOrder, finished_at: now, reason: null, message: null })
         .returning('*');
+      if (!row) return undefined;
       const values = {
         account_id: held.accountId,
         expires_at: held.expiresAt,
@@ -226,8 +231,8 @@ export class RegistrarStore {
         .onConflict('name')
         .merge(values)
         .returning('*');
-      const order = toOrder(row!);
-      // A charge at the instant it was bought; the order's id makes it once however often this runs.
+      const order = toOrder(row);
+      // A charge at the instant it was bought, once: only the caller that moved the order writes it.
       await tx('usage_records')
         .insert({
           account_id: order.accountId,
@@ -295,10 +300,11 @@ export class RegistrarStore {
     return row && toDomain(row);
   }
 
-  /** Every name expiring before `before` (or expired), soonest first, with its account's address. */
-  async expiringBefore(before: Date): Promise<ExpiringDomain[]> {
+  /** Every name expiring in (after, before], soonest first, with its account's address. */
+  async expiringBetween(after: Date, before: Date): Promise<ExpiringDomain[]> {
     const rows = await this.db<DomainRow>('account_domains as d')
       .join('accounts as a', 'a.id', 'd.account_id')
+      .where('d.expires_at', '>', after)
       .where('d.expires_at', '<=', before)
       .orderBy('d.expires_at')
       .select<Array<DomainRow & { email: string }>>('d.*', 'a.email');

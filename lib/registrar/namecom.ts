@@ -134,7 +134,8 @@ export class NameCom implements Registrar {
       for (const r of answer.records ?? [])
         if (r.type === 'A' || r.type === 'AAAA' || r.type === 'CNAME' || r.type === 'TXT')
           out.push({ id: r.id, host: r.host ?? '', type: r.type, answer: r.answer, ttl: r.ttl ?? 300 });
-      page = answer.nextPage;
+      // Only forward: a page that names itself or an earlier one again ends the listing.
+      page = answer.nextPage !== undefined && answer.nextPage > page ? answer.nextPage : undefined;
     }
     return out;
   }
@@ -145,6 +146,10 @@ export class NameCom implements Registrar {
 
   async updateRecord(name: string, id: number, r: ZoneRecord): Promise<void> {
     await this.call('PUT', `/core/v1/domains/${encodeURIComponent(name)}/records/${id}`, r);
+  }
+
+  async deleteRecord(name: string, id: number): Promise<void> {
+    await this.call('DELETE', `/core/v1/domains/${encodeURIComponent(name)}/records/${id}`);
   }
 
   private async call<T>(method: string, path: string, body?: unknown): Promise<T> {

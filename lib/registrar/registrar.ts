@@ -80,35 +80,36 @@ export interface Registrar {
   records(name: string): Promise<Array<ZoneRecord & { id: number }>>;
   createRecord(name: string, r: ZoneRecord): Promise<void>;
   updateRecord(name: string, id: number, r: ZoneRecord): Promise<void>;
+  deleteRecord(name: string, id: number): Promise<void>;
 }
 
 /**
- * What to write so a zone has the wanted records: a wanted record already there is left alone; a
- * CNAME, A or AAAA at the same host and type with another answer is changed to it (what a name's
- * records pointed at before, a parking page, say, stops being answered); TXT records sit beside
- * each other, so a missing one is added.
+ * What to write so a zone has the wanted records. A wanted record already there is left alone.
+ * At a host where the app is routed (its A, AAAA or CNAME wanted), every other routing record is
+ * changed to a wanted one of its type or removed: what the name pointed at before (a parking
+ * page's address, an old edge) must stop being answered, and DNS allows nothing beside a CNAME.
+ * TXT records sit beside each other: a missing one is added, none is removed. Removals come first
+ * when applied, so a CNAME can take the place of addresses.
  */
 export function recordChanges(
   current: ReadonlyArray<ZoneRecord & { id: number }>,
   wanted: readonly ZoneRecord[],
-): { create: ZoneRecord[]; update: Array<{ id: number; record: ZoneRecord }> } {
-  const same = (a: ZoneRecord, b: ZoneRecord) => a.host === b.host && a.type === b.type;
+): { remove: number[]; update: Array<{ id: number; record: ZoneRecord }>; create: ZoneRecord[] } {
+  const routing = (r: ZoneRecord) => r.type !== 'TXT';
   const norm = (answer: string) => answer.toLowerCase().replace(/\.$/, '');
-  const missing = wanted.filter((w) => !current.some((c) => same(c, w) && norm(c.answer) === norm(w.answer)));
-  const taken = new Set<number>();
-  const create: ZoneRecord[] = [];
+  const equal = (a: ZoneRecord, b: ZoneRecord) => a.host === b.host && a.type === b.type && norm(a.answer) === norm(b.answer);
+  const missing = wanted.filter((w) => !current.some((c) => equal(c, w)));
+  const routedHosts = new Set(wanted.filter(routing).map((w) => w.host));
+  // Routing records at a routed host that no wanted record is: to change or to remove.
+  const stale = current.filter((c) => routing(c) && routedHosts.has(c.host) && !wanted.some((w) => equal(w, c)));
   const update: Array<{ id: number; record: ZoneRecord }> = [];
+  const create: ZoneRecord[] = [];
   for (const w of missing) {
-    const other =
-      w.type === 'TXT'
-        ? undefined
-        : current.find((c) => same(c, w) && !taken.has(c.id) && !wanted.some((x) => same(x, c) && norm(x.answer) === norm(c.answer)));
-    if (other) {
-      taken.add(other.id);
-      update.push({ id: other.id, record: w });
-    } else create.push(w);
+    const i = routing(w) ? stale.findIndex((c) => c.host === w.host && c.type === w.type) : -1;
+    if (i >= 0) update.push({ id: stale.splice(i, 1)[0]!.id, record: w });
+    else create.push(w);
   }
-  return { create, update };
+  return { remove: stale.map((c) => c.id), update, create };
 }
 
 export const checkLimit = 50;

@@ -155,6 +155,39 @@ describe('API deploys', () => {
     );
   });
 
+  it('deploy A, see A, deploy B, see B, roll back at once: A serves again, never the deploy before it', async () => {
+    // No pause between the steps, and no wait on the API's records: what is served is what counts.
+    await json(await api.request('POST', '/api/apps', { body: { name: 'abc' } }), 201);
+    const z = await json<DeployBody>(await deployFiles('abc', { 'index.html': '<h1>Z</h1>' }), 202);
+    await live(z.id);
+    const a = await json<DeployBody>(await deployFiles('abc', { 'index.html': '<h1>A</h1>' }), 202);
+    await served('abc', '<h1>A</h1>');
+    const b = await json<DeployBody>(await deployFiles('abc', { 'index.html': '<h1>B</h1>' }), 202);
+    await served('abc', '<h1>B</h1>');
+    const back = await json<DeployBody>(await api.request('POST', '/api/apps/abc/rollback', { body: {} }), 202);
+    assert.equal(back.origin_deploy, a.id, 'the rollback returns to A');
+    await served('abc', '<h1>A</h1>');
+    await live(back.id);
+    const list = await json<{ deploys: DeployBody[] }>(await api.request('GET', '/api/apps/abc/deploys'), 200);
+    assert.deepEqual(
+      list.deploys.slice(0, 3).map((d) => [d.id, d.status]),
+      [
+        [back.id, 'live'],
+        [b.id, 'live'],
+        [a.id, 'live'],
+      ],
+    );
+    // The race made certain: the controller says `back` went live, its row says it is still
+    // deploying (the recorder behind). The rollback counts the controller's word.
+    const c = await json<DeployBody>(await deployFiles('abc', { 'index.html': '<h1>C</h1>' }), 202);
+    await live(c.id);
+    await served('abc', '<h1>C</h1>');
+    await api.db('deploys').where({ id: back.id }).update({ status: 'deploying' });
+    const again = await json<DeployBody>(await api.request('POST', '/api/apps/abc/rollback', { body: {} }), 202);
+    assert.equal(again.origin_deploy, back.id, 'the deploy the controller said went live, not the one before it');
+    await served('abc', '<h1>A</h1>');
+  });
+
   it('fails a deploy whose machines cannot start: the serving deploy keeps serving, the spec stays as deployed', async () => {
     const poller = new Poller(ns, 'site');
     try {

@@ -75,12 +75,18 @@ describe('chart: lint, schema and what it renders', () => {
     const given = await render('-f', localValues, '--set', 'registrar.username=svc', '--set', 'registrar.token=s3cret');
     const env = envOf(given);
     assert.equal(env.find((e) => e.name === 'SVC_REGISTRAR')?.value, 'namecom');
-    assert.deepEqual(env.find((e) => e.name === 'SVC_REGISTRAR_TOKEN')?.valueFrom?.secretKeyRef, { name: 'svc-registrar', key: 'token' });
+    assert.deepEqual(
+      { ...env.find((e) => e.name === 'SVC_REGISTRAR_TOKEN')?.valueFrom?.secretKeyRef },
+      { name: 'svc-registrar', key: 'token' },
+    );
     assert.ok(!JSON.stringify(env).includes('s3cret'), 'the token is not in the Deployment');
     const secret = ofKind(given, 'Secret').find((s) => s.metadata?.name === 'svc-registrar') as k8s.V1Secret;
     assert.equal(Buffer.from(secret.data!.token!, 'base64').toString(), 's3cret');
     const theirs = await render('-f', localValues, '--set', 'registrar.username=svc', '--set', 'registrar.existingSecret=mine');
-    assert.deepEqual(envOf(theirs).find((e) => e.name === 'SVC_REGISTRAR_TOKEN')?.valueFrom?.secretKeyRef, { name: 'mine', key: 'token' });
+    assert.deepEqual(
+      { ...envOf(theirs).find((e) => e.name === 'SVC_REGISTRAR_TOKEN')?.valueFrom?.secretKeyRef },
+      { name: 'mine', key: 'token' },
+    );
     assert.equal(
       ofKind(theirs, 'Secret').find((s) => s.metadata?.name === 'svc-registrar'),
       undefined,

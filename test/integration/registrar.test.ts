@@ -438,11 +438,12 @@ describe('the renewer: auto-renew by the fleet’s leader, back-off, events and 
 
   it('renews a name once when its window opens, with two API processes running; the charge is in usage', async () => {
     const n = name('steady');
-    const bought = await expectJson<{ domain: Domain }>(
+    await expectJson(
       await a.request('POST', '/api/domains', { body: { name: n, years: 1, contact, price: { amount: 1299, currency: 'USD' } } }),
       201,
     );
-    const year = new Date(bought.domain.expires_at).getUTCFullYear();
+    // Bought for a year, and due at once: the leader may renew it before the answer above was written.
+    const year = new Date().getUTCFullYear() + 1;
     await eventually('the leader renewed it', async () => {
       const d = await domainOf(a, n);
       return d && new Date(d.expires_at).getUTCFullYear() === year + 1;
@@ -453,22 +454,33 @@ describe('the renewer: auto-renew by the fleet’s leader, back-off, events and 
     assert.equal(charges(n, 'renewal'), 1);
     const renewals = await a.db('domain_orders').where({ domain: n, kind: 'renew' });
     assert.deepEqual(
-      renewals.map((o: { state: string; idempotency_key: string }) => [o.state, o.idempotency_key]),
-      [['succeeded', `auto-renew:${bought.domain.expires_at}:0`]],
+      renewals.map((o: { state: string }) => o.state),
+      ['succeeded'],
     );
+    assert.match((renewals[0] as { idempotency_key: string }).idempotency_key, /^auto-renew:/);
     assert.equal((await events(a, 'domain.renewed', n)).length, 1);
-    // Its charges: the registration and the renewal, by currency, in minor units.
+    // Both processes renewing the next period at the same moment (a leader that lost its Lease
+    // and does not know it yet): one order, one charge.
+    const actor = { accountId: a.account.id, namespace: a.account.namespace, createdBy: 'test' };
+    const held = (await a.deps.registrar!.list(actor)).domains.find((d) => d.name === n)!;
+    const [first, second] = await Promise.all([a.deps.registrar!.autoRenew(held), b.deps.registrar!.autoRenew(held)]);
+    assert.equal(first.id, second.id);
+    assert.equal(charges(n, 'renewal'), 2);
+    assert.equal((await events(a, 'domain.renewed', n)).length, 2);
+    // Its charges: the registration and the renewals, by currency, in minor units (the APIs' clocks
+    // stand still in tests: a moment past now, all are in the month so far).
+    a.clock.now = new Date(Date.now() + 1000);
     const usage = await expectJson<{ meters: Record<string, number>; charges: Record<string, Record<string, number>> }>(
       await a.request('GET', '/api/account/usage'),
       200,
     );
-    assert.equal(usage.meters.domain_registrations, 2);
-    assert.deepEqual(usage.charges, { domain_registrations: { USD: 1299 + 1499 } });
+    assert.equal(usage.meters.domain_registrations, 3);
+    assert.deepEqual(usage.charges, { domain_registrations: { USD: 1299 + 1499 * 2 } });
     const history = await expectJson<{ history: Array<{ charges: Record<string, Record<string, number>> }> }>(
-      await a.request('GET', '/api/account/usage/history?bucket=day&days=2'),
+      await a.request('GET', '/api/account/usage/history?months=1'),
       200,
     );
-    assert.deepEqual(history.history[0]!.charges, { domain_registrations: { USD: 2798 } });
+    assert.deepEqual(history.history[0]!.charges, { domain_registrations: { USD: 4297 } });
   });
 
   it('a name not set to renew is told of once; a failing renewal backs off, is told by event and mail, and renews once paid', async () => {
@@ -503,7 +515,7 @@ describe('the renewer: auto-renew by the fleet’s leader, back-off, events and 
     assert.ok(failed.length >= 2);
     assert.equal(failed[0]!.data.reason, 'payment_refused');
     assert.deepEqual(
-      failed.map((e) => e.data.failures).sort(),
+      failed.map((e) => e.data.failures),
       failed.map((_, i) => i + 1),
       'one event per try, from one process',
     );

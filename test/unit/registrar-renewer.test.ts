@@ -38,6 +38,7 @@ describe('the renewer’s decisions', () => {
         domain('waiting.com', 5, { renewFailures: 1, renewAfter: new Date(now.getTime() + 1000) }),
         domain('retry.com', 5, { renewFailures: 2, renewAfter: new Date(now.getTime() - 1000) }),
         domain('expired.com', -3),
+        domain('gone.com', -31),
       ],
       now,
       30,
@@ -112,37 +113,43 @@ describe('the renewer’s decisions', () => {
 describe('records written for a name bought here', () => {
   const current = [
     { id: 1, host: '', type: 'A' as const, answer: '192.0.2.10', ttl: 300 },
-    { id: 2, host: 'mail', type: 'A' as const, answer: '198.51.100.1', ttl: 300 },
-    { id: 3, host: '_svc-challenge', type: 'TXT' as const, answer: 'other-verification', ttl: 300 },
+    { id: 2, host: '', type: 'AAAA' as const, answer: '2001:db8::10', ttl: 300 },
+    { id: 3, host: 'mail', type: 'A' as const, answer: '198.51.100.1', ttl: 300 },
+    { id: 4, host: '_svc-challenge', type: 'TXT' as const, answer: 'other-verification', ttl: 300 },
+    { id: 5, host: 'www', type: 'A' as const, answer: '192.0.2.10', ttl: 300 },
   ];
 
-  it('changes an address or CNAME at the same host, adds what is missing, and leaves the rest', () => {
+  it('points every routed host at the app alone: others of a type changed, the rest removed; TXT added beside', () => {
     const wanted = [
       { host: '', type: 'A' as const, answer: '203.0.113.7', ttl: 300 },
       { host: '', type: 'A' as const, answer: '203.0.113.8', ttl: 300 },
       { host: '_svc-challenge', type: 'TXT' as const, answer: 'svc-verify=abc', ttl: 300 },
       { host: 'www', type: 'CNAME' as const, answer: 'shop.apps.example.com', ttl: 300 },
     ];
+    // The parking AAAA would still answer beside the app's addresses, the A at www beside a CNAME
+    // (which DNS refuses): both go; mail's A and the other TXT are not the app's business.
     assert.deepEqual(recordChanges(current, wanted), {
+      remove: [2, 5],
       update: [{ id: 1, record: wanted[0] }],
       create: [wanted[1], wanted[2], wanted[3]],
     });
   });
 
   it('writes nothing when every record is there (a trailing dot and case aside)', () => {
-    const there = [{ id: 4, host: 'www', type: 'CNAME' as const, answer: 'Shop.Apps.Example.com.', ttl: 300 }];
+    const there = [{ id: 6, host: 'www', type: 'CNAME' as const, answer: 'Shop.Apps.Example.com.', ttl: 300 }];
     assert.deepEqual(recordChanges(there, [{ host: 'www', type: 'CNAME', answer: 'shop.apps.example.com', ttl: 300 }]), {
+      remove: [],
       create: [],
       update: [],
     });
     // One of two addresses there: the other is added, the one there is not moved.
-    const one = [{ id: 5, host: '', type: 'A' as const, answer: '203.0.113.7', ttl: 300 }];
+    const one = [{ id: 7, host: '', type: 'A' as const, answer: '203.0.113.7', ttl: 300 }];
     assert.deepEqual(
       recordChanges(one, [
         { host: '', type: 'A', answer: '203.0.113.7', ttl: 300 },
         { host: '', type: 'A', answer: '203.0.113.8', ttl: 300 },
       ]),
-      { create: [{ host: '', type: 'A', answer: '203.0.113.8', ttl: 300 }], update: [] },
+      { remove: [], create: [{ host: '', type: 'A', answer: '203.0.113.8', ttl: 300 }], update: [] },
     );
   });
 });
