@@ -114,8 +114,6 @@ export const managers = {
 export const containers = {
   /** The app itself: the tenant's image, or the runtime serving the artifact. */
   machine: 'app',
-  /** The init container that fetches and verifies the artifact. */
-  fetch: 'fetch',
   /** The one container of a sandbox pod: the agent, and what it runs. */
   sandbox: 'sandbox',
 } as const;

@@ -1,6 +1,8 @@
 // The in-pod server of the platform's runtime image (svc/runtime, hack/images.sh). It listens where
-// the App controller's pod spec says: $HOST:$PORT, and serves the site tree in SVC_SITE_ROOT (put
-// there by the machine's init container, runtime/fetch.ts) as the app's kind asks.
+// the App controller's pod spec says: $HOST:$PORT, and serves the site tree in SVC_SITE_ROOT as the
+// app's kind asks. With SVC_ARTIFACT_DIGEST it first fetches that artifact into the site root and
+// verifies it (runtime/fetch.ts: SVC_ARTIFACT_URL, SVC_ARTIFACT_TOKEN, SVC_FETCH_DEADLINE_MS), and
+// listens only once the site is in place: listening is being ready (controllers/app/machine-spec.ts).
 //
 // Env: SVC_SITE_ROOT (required), SVC_APP_KIND (static | html | markdown | handlers; default static),
 // PORT (8080), HOST (0.0.0.0), SVC_DRAIN_MS (2000), SVC_LOG_LEVEL, and for handler trees
@@ -8,14 +10,14 @@
 // (runtime/handlers.ts), and for the visitor's identity SVC_AUTH_JWKS_URL, SVC_AUTH_ISSUER and
 // SVC_AUTH_AUDIENCE (runtime/identity.ts: without them every visitor is anonymous).
 //
-// With the argument `fetch` it is the init container instead (runtime/fetch.ts): the image's entry
+// With the argument `fetch` it only fetches (a build's source, runtime/fetch.ts): the image's entry
 // point stays the same, so a pod spec says `args: [fetch]` rather than a path inside the image.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { BadRequestTarget, canonicalTarget } from '../lib/http/request-target.js';
-import { createLogger } from '../lib/logger.js';
+import { createLogger, type Logger } from '../lib/logger.js';
 import { createHandlerTree } from './handlers.js';
 import { createHtmlApp } from './html-app.js';
 import { identityCheckFromEnv } from './identity.js';
@@ -25,13 +27,14 @@ import { createStaticSite, type SiteHandler } from './static-site.js';
 if (process.argv[2] === 'fetch') {
   await (await import('./fetch.js')).main();
 } else {
-  serve();
+  await serve();
 }
 
-function serve(): void {
+async function serve(): Promise<void> {
   const levels = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
   const level = process.env.SVC_LOG_LEVEL ?? 'info';
   const log = createLogger('runtime', levels.has(level) ? (level as 'info') : 'info');
+  if (process.env.SVC_ARTIFACT_DIGEST) await fetchSite(log);
 
   const kinds: Record<string, (root: string) => SiteHandler> = {
     static: (root) => createStaticSite(root),
@@ -112,4 +115,24 @@ function serve(): void {
   }
   process.on('SIGTERM', () => shutdown('SIGTERM', drainMs));
   process.on('SIGINT', () => shutdown('SIGINT', 0));
+}
+
+/**
+ * The artifact the pod spec names, fetched and verified into the site root before anything is
+ * served (a restarted container finds it in place). The credential leaves the environment once
+ * used: handler code runs in processes this one starts. A failure ends the process (exit 1),
+ * its message the container's last words (terminationMessagePolicy FallbackToLogsOnError).
+ */
+async function fetchSite(log: Logger): Promise<void> {
+  const { fetchArtifact, optionsFromEnv } = await import('./fetch.js');
+  try {
+    await fetchArtifact({ ...optionsFromEnv(process.env), log });
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    log.error({ error: message }, `Cannot fetch the artifact: ${message}`);
+    await new Promise<void>((resolve) => log.flush(() => resolve()));
+    process.exit(1);
+  } finally {
+    delete process.env.SVC_ARTIFACT_TOKEN;
+  }
 }

@@ -16,7 +16,7 @@ function serviceLabels(view: ServiceView): Record<string, string> {
 }
 
 /**
- * Machine `ordinal` of `view` as a Pod created at `now`. Its init container gets a fresh artifact
+ * Machine `ordinal` of `view` as a Pod created at `now`. Its runtime gets a fresh artifact
  * credential, which is not part of the revision: a machine is not replaced because its credential aged.
  */
 export function machinePod(
@@ -30,11 +30,12 @@ export function machinePod(
   const revision = revisionOf(app, settings, ordinal, view);
   const node = placementOf(app, ordinal, view);
   const spec = machineSpec(app, settings, ordinal, view);
-  const fetch = spec.initContainers?.[0];
-  if (fetch && settings.artifactKey && app.spec.source) {
+  // The runtime container that fetches the App's artifact (machine-spec.ts) shows this credential.
+  const fetching = spec.containers.find((c) => c.env?.some((e) => e.name === 'SVC_ARTIFACT_DIGEST'));
+  if (fetching && settings.artifactKey && app.spec.source) {
     const expires = new Date(now.getTime() + artifactCredentialTtlSeconds * 1000);
-    fetch.env = [
-      ...(fetch.env ?? []),
+    fetching.env = [
+      ...(fetching.env ?? []),
       { name: 'SVC_ARTIFACT_TOKEN', value: mintArtifactCredential(settings.artifactKey, app.spec.source.digest, expires) },
     ];
   }

@@ -170,41 +170,58 @@ export function machineSpec(
   const source = app.spec.source;
   if (!view.public || !runtimeKinds.has(app.spec.kind ?? '') || !source)
     return { ...podLevel, containers: [main], volumes: [tmpVolume, ...persistent.volumes] };
-  // The runtime serves the artifact an init container fetched and verified into an emptyDir, so a
-  // machine never serves bytes other than the digest the App names.
-  const mount = { name: 'site', mountPath: siteRoot };
+  // One container (issue 36: a machine was two runc starts and two Node.js starts): the runtime
+  // fetches the artifact into an emptyDir and verifies it against the digest the App names before
+  // it listens, so a machine never serves other bytes than those; then it is ready the moment it
+  // listens (runtimeStartup), not a probe period later.
+  const { readinessProbe: _tcp, ...served } = main;
   return {
     ...podLevel,
-    initContainers: [
-      {
-        name: containers.fetch,
-        image: settings.runtimeImage,
-        args: ['fetch'],
-        env: [
-          { name: 'SVC_ARTIFACT_URL', value: source.url ?? `${settings.artifactBaseUrl}/${source.digest}` },
-          { name: 'SVC_ARTIFACT_DIGEST', value: source.digest },
-          { name: 'SVC_SITE_ROOT', value: siteRoot },
-        ],
-        resources: {
-          requests: { 'ephemeral-storage': machineEphemeralStorage.request },
-          limits: { 'ephemeral-storage': machineEphemeralStorage.limit },
-        },
-        securityContext: machineContainerSecurity,
-        volumeMounts: [mount, tmpMount],
-      },
-    ],
     containers: [
       {
-        ...main,
+        ...served,
         image: settings.runtimeImage,
         command: undefined,
         args: ['serve'],
         workingDir: undefined,
-        env: [...envOf(app, view, settings), { name: 'SVC_APP_KIND', value: app.spec.kind! }, { name: 'SVC_SITE_ROOT', value: siteRoot }],
-        volumeMounts: [{ ...mount, readOnly: true }, tmpMount, ...persistent.mounts],
+        env: [
+          ...envOf(app, view, settings),
+          { name: 'SVC_APP_KIND', value: app.spec.kind! },
+          { name: 'SVC_SITE_ROOT', value: siteRoot },
+          { name: 'SVC_ARTIFACT_URL', value: source.url ?? `${settings.artifactBaseUrl}/${source.digest}` },
+          { name: 'SVC_ARTIFACT_DIGEST', value: source.digest },
+        ],
+        ...runtimeProbes(view.port!),
+        // A fetch that failed says why in the container's last state, where the controller reads it.
+        terminationMessagePolicy: 'FallbackToLogsOnError',
+        volumeMounts: [{ name: 'site', mountPath: siteRoot }, tmpMount, ...persistent.mounts],
       },
     ],
     volumes: [{ name: 'site', emptyDir: {} }, tmpVolume, ...persistent.volumes],
+  };
+}
+
+/**
+ * The runtime's probes. Started (and so ready: it has no readiness probe) as soon as something
+ * listens on its port in the pod, seen by a startup probe that waits for it inside the container
+ * (one exec per start, polling /proc/net every 50 ms) rather than by a TCP probe whose first try,
+ * as the container starts, always fails and whose next waits a whole period (1 s, the least
+ * Kubernetes allows). The runtime listens only once its site is fetched, verified and loaded. A
+ * liveness probe afterwards restarts one that stopped answering.
+ */
+export function runtimeProbes(port: number): Pick<k8s.V1Container, 'startupProbe' | 'livenessProbe'> {
+  const hex = port.toString(16).toUpperCase().padStart(4, '0');
+  const listening = `grep -qE ':${hex} [0-9A-F]+:0000 0A' /proc/net/tcp /proc/net/tcp6`;
+  return {
+    startupProbe: {
+      exec: { command: ['/bin/sh', '-c', `until ${listening} 2>/dev/null; do sleep 0.05; done`] },
+      // The wait is inside the probe: its timeout bounds a fetch (the runtime retries transient
+      // failures for 30 s), three of them a start.
+      timeoutSeconds: 60,
+      periodSeconds: 1,
+      failureThreshold: 3,
+    },
+    livenessProbe: { tcpSocket: { port: port as unknown as k8s.IntOrString }, periodSeconds: 10, failureThreshold: 3 },
   };
 }
 

@@ -241,15 +241,15 @@ describe('App controller', () => {
         },
         { timeoutMs: 60_000 },
       );
-      assert.match(condition(failing, 'Progressing')!.message, /container fetch/);
+      assert.match(condition(failing, 'Progressing')!.message, /container app/);
       assert.equal(condition(failing, 'Ready')?.status, 'False');
       assert.deepEqual(await readyEndpoints('forged-site'), []);
       const [pod] = await machines('forged-site');
-      // The init container restarts: its current run may not have logged yet, the one before has.
-      const log = await eventually('the fetch container to log the mismatch', async () => {
+      // The runtime fetches before it listens, and restarts: its current run may not have logged yet, the one before has.
+      const log = await eventually('the runtime to log the mismatch', async () => {
         for (const previous of [false, true]) {
           const text = await core
-            .readNamespacedPodLog({ namespace: ns.name, name: pod!.metadata!.name!, container: 'fetch', previous })
+            .readNamespacedPodLog({ namespace: ns.name, name: pod!.metadata!.name!, container: 'app', previous })
             .catch(() => '');
           if (/digest mismatch/.test(text)) return text;
         }

@@ -198,18 +198,25 @@ describe('App plan', () => {
     const digest = `sha256:${'a'.repeat(64)}`;
     const a = app({ kind: 'markdown', image: undefined, source: { digest } });
     const pod = plan(a, [], settings, now).create[0]!;
-    const fetch = pod.spec!.initContainers![0]!;
-    assert.equal(fetch.image, 'svc/runtime:latest');
-    assert.deepEqual(fetch.args, ['fetch']);
-    const env = Object.fromEntries((fetch.env ?? []).map((e) => [e.name, e.value]));
+    // One container: the runtime fetches and verifies the artifact itself before it listens.
+    assert.equal(pod.spec!.initContainers, undefined);
+    assert.equal(pod.spec!.containers.length, 1);
+    const main = pod.spec!.containers[0]!;
+    assert.equal(main.image, 'svc/runtime:latest');
+    assert.deepEqual(main.args, ['serve']);
+    const env = Object.fromEntries((main.env ?? []).map((e) => [e.name, e.value]));
     assert.equal(env.SVC_ARTIFACT_URL, `http://10.244.0.1:8080/artifacts/${digest}`, 'the default store when the App names no URL');
     assert.equal(env.SVC_ARTIFACT_DIGEST, digest);
-    const main = pod.spec!.containers[0]!;
-    assert.deepEqual(main.args, ['serve']);
-    assert.ok(main.env?.some((e) => e.name === 'SVC_APP_KIND' && e.value === 'markdown'));
+    assert.equal(env.SVC_APP_KIND, 'markdown');
+    assert.equal(main.volumeMounts?.find((m) => m.name === 'site')?.readOnly, undefined, 'the runtime writes what it fetched');
+    // Ready as it listens: a startup probe that waits inside the container, no readiness period to wait out.
+    assert.equal(main.readinessProbe, undefined);
+    assert.match(main.startupProbe!.exec!.command!.join(' '), /until grep -qE ':1F90 \[0-9A-F\]\+:0000 0A' \/proc\/net\/tcp/);
+    assert.equal(main.livenessProbe?.tcpSocket?.port, 8080);
+    assert.equal(main.terminationMessagePolicy, 'FallbackToLogsOnError');
     const withUrl = app({ kind: 'static', image: undefined, source: { digest, url: 'http://store.example/x' } });
     assert.equal(
-      plan(withUrl, [], settings, now).create[0]!.spec!.initContainers![0]!.env!.find((e) => e.name === 'SVC_ARTIFACT_URL')!.value,
+      plan(withUrl, [], settings, now).create[0]!.spec!.containers[0]!.env!.find((e) => e.name === 'SVC_ARTIFACT_URL')!.value,
       'http://store.example/x',
     );
     const handlers = plan(app({ kind: 'handlers', image: undefined, source: { digest } }), [], settings, now);
