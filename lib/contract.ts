@@ -110,6 +110,12 @@ export const managers = {
   platform: 'svc',
 } as const;
 
+/**
+ * Written into a runtime machine's site root by runtime/fetch.ts once an artifact is fully
+ * extracted, holding its digest; the machine's startup probe reads it (controllers/app/machine-spec.ts).
+ */
+export const artifactMarker = '.svc-artifact';
+
 /** Container names in a machine Pod (logs and metrics name them). */
 export const containers = {
   /** The app itself: the tenant's image, or the runtime serving the artifact. */

@@ -1,16 +1,18 @@
-// The init container of a machine: fetches the app's artifact, verifies it against the digest the
-// pod spec names, and extracts it into the site root (an emptyDir) that the main container serves.
-// The store is trusted for availability only: bytes that do not hash to the digest are refused.
+// Fetches an artifact, verifies it against the digest the pod spec names, and extracts it into a
+// root (an emptyDir): a machine's runtime before it serves (runtime/main.ts, keeping the archive to
+// rebuild the tree from at each start), a build's source container (`fetch`). The store is trusted
+// for availability only: bytes that do not hash to the digest are refused.
 //
 // Env: SVC_ARTIFACT_URL (http(s) URL of the artifact), SVC_ARTIFACT_DIGEST (sha256:<64 hex>),
 // SVC_ARTIFACT_TOKEN (the credential the App controller minted for this digest, sent as a bearer
 // token: lib/artifacts/credential.ts), SVC_SITE_ROOT (destination directory),
 // SVC_FETCH_DEADLINE_MS (how long transient failures are retried, default 30000), SVC_LOG_LEVEL.
 //
-// Run again on the same root (an init container restarted after its pod's sandbox survived), it
-// finds the marker of a completed extraction of the same digest and exits at once.
+// Run again on the same root (a container restarted while its pod's sandbox survived), it finds
+// the marker of a completed extraction of the same digest and is done, or, keeping the archive,
+// checks it and rebuilds the tree from it, without a request.
 import { createHash, randomBytes } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
+import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable, Transform } from 'node:stream';
@@ -38,6 +40,12 @@ export interface FetchOptions {
   idleMs?: number;
   /** Refuse downloads larger than this. */
   maxBytes?: number;
+  /**
+   * Keep the verified archive in the root (`.svc-archive`, never served) and, on a later run, build
+   * the tree again from it once its hash is checked, rather than trust a tree someone may have
+   * changed since: a machine's runtime, whose root its own handler code can write.
+   */
+  keep?: boolean;
   log?: Logger;
 }
 
@@ -199,35 +207,76 @@ export async function presentDigest(root: string): Promise<string | undefined> {
  * Makes root hold exactly the artifact's tree, marked with its digest. Returns 'present' when an
  * earlier run had already done so.
  */
-export async function fetchArtifact(opts: FetchOptions): Promise<'present' | 'fetched'> {
+export async function fetchArtifact(opts: FetchOptions): Promise<'present' | 'restored' | 'fetched'> {
   const { root, log } = opts;
   if (!digestPattern.test(opts.digest)) throw new FetchError(`not an artifact digest: ${opts.digest}`, false);
   await mkdir(root, { recursive: true });
-  if ((await presentDigest(root)) === opts.digest) {
+  const kept = path.join(root, keptArchive);
+  if (opts.keep) {
+    if ((await hashOf(kept)) === opts.digest) {
+      // Read from a name no archive entry can know, and put back over whatever one extracted.
+      const reading = path.join(root, `${reservedPrefix}restore-${randomBytes(6).toString('hex')}`);
+      await rename(kept, reading);
+      await clear(root, reading);
+      await extractInto(reading, root, opts.digest, log);
+      await rm(kept, { recursive: true, force: true });
+      await rename(reading, kept);
+      log?.info({ digest: opts.digest, root }, 'Artifact restored from its kept archive');
+      return 'restored';
+    }
+  } else if ((await presentDigest(root)) === opts.digest) {
     log?.info({ digest: opts.digest, root }, 'Artifact already in place');
     return 'present';
   }
   // Whatever is there is a partial or older extraction: the tree must be exactly the artifact's.
-  for (const name of await readdir(root)) await rm(path.join(root, name), { recursive: true, force: true });
+  await clear(root);
   const download = path.join(root, `${reservedPrefix}download-${randomBytes(6).toString('hex')}`);
   log?.info({ url: opts.url, digest: opts.digest, root }, 'Fetching artifact');
   try {
     await downloadVerified(opts, download);
-    const started = Date.now();
-    const files = await extractTarball(download, root);
-    const bytes = files.reduce((n, f) => n + f.size, 0);
-    log?.info({ files: files.length, bytes, ms: Date.now() - started }, 'Extracted artifact');
-    // Last, and atomically: its presence means the tree is complete. The archive cannot have
-    // planted something in its way that survives this.
-    const marker = path.join(root, artifactMarker);
-    await rm(marker, { recursive: true, force: true });
-    const temp = `${marker}-${randomBytes(6).toString('hex')}`;
-    await writeFile(temp, opts.digest + '\n', { mode: 0o644 });
-    await rename(temp, marker);
+    await extractInto(download, root, opts.digest, log);
+    if (opts.keep) {
+      await rm(kept, { recursive: true, force: true });
+      await rename(download, kept);
+    }
   } finally {
     await rm(download, { force: true });
   }
   return 'fetched';
+}
+
+const keptArchive = `${reservedPrefix}archive`;
+
+/** Empties root, but for `keep`. */
+async function clear(root: string, keep?: string): Promise<void> {
+  for (const name of await readdir(root))
+    if (path.join(root, name) !== keep) await rm(path.join(root, name), { recursive: true, force: true });
+}
+
+/** The sha256 digest of a file, or undefined when there is none. */
+async function hashOf(file: string): Promise<string | undefined> {
+  const hash = createHash('sha256');
+  try {
+    await pipeline(createReadStream(file), hash);
+  } catch {
+    return undefined;
+  }
+  return `sha256:${hash.digest('hex')}`;
+}
+
+/** Extracts a verified archive into root, then marks root with its digest. */
+async function extractInto(archive: string, root: string, digest: string, log: Logger | undefined): Promise<void> {
+  const started = Date.now();
+  const files = await extractTarball(archive, root);
+  const bytes = files.reduce((n, f) => n + f.size, 0);
+  log?.info({ files: files.length, bytes, ms: Date.now() - started }, 'Extracted artifact');
+  // Last, and atomically: its presence means the tree is complete. The archive cannot have
+  // planted something in its way that survives this.
+  const marker = path.join(root, artifactMarker);
+  await rm(marker, { recursive: true, force: true });
+  const temp = `${marker}-${randomBytes(6).toString('hex')}`;
+  await writeFile(temp, digest + '\n', { mode: 0o644 });
+  await rename(temp, marker);
 }
 
 /** The init container's process: fetch per the environment, log, exit 0 or 1. */

@@ -30,7 +30,7 @@
 // - At most SVC_HANDLER_MAX_PROCESSES (16) processes run at once, SVC_HANDLER_MAX_WAITING (64)
 //   more requests wait for one; past that 503 with Retry-After (runtime/process-slots.ts).
 //
-// The tree is mounted read-only, so modules are run from a copy in a cache directory under
+// The tree is left as the artifact made it (never written here), so modules are run from a copy in a cache directory under
 // os.tmpdir(): JavaScript and JSON copied, TypeScript transpiled (typescript's transpileModule:
 // types are stripped, not checked; `./x.ts` imports are rewritten to `./x.js`), everything else
 // symlinked (so `new URL('./data.json', import.meta.url)` reads work). Its package.json says

@@ -126,7 +126,7 @@ async function serve(): Promise<void> {
 async function fetchSite(log: Logger): Promise<void> {
   const { fetchArtifact, optionsFromEnv } = await import('./fetch.js');
   try {
-    await fetchArtifact({ ...optionsFromEnv(process.env), log });
+    await fetchArtifact({ ...optionsFromEnv(process.env), keep: true, log });
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     log.error({ error: message }, `Cannot fetch the artifact: ${message}`);

@@ -74,8 +74,7 @@ export function parseRange(header: string | undefined, size: number): Range {
  * temporary files of an extraction) and are never served.
  */
 export const reservedPrefix = '.svc-';
-/** Written into the site root by runtime/fetch.ts once an artifact is fully extracted; holds its digest. */
-export const artifactMarker = '.svc-artifact';
+export { artifactMarker } from '../lib/contract.js';
 
 export interface Found {
   file: string;

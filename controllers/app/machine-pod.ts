@@ -2,11 +2,11 @@
 import type * as k8s from '@kubernetes/client-node';
 import { artifactCredentialTtlSeconds, mintArtifactCredential } from '../../lib/artifacts/credential.js';
 import { servicesOf, type ServiceView } from '../../lib/app-services.js';
-import { annotations, labels } from '../../lib/contract.js';
+import { annotations, containers, labels } from '../../lib/contract.js';
 import type { App } from '../../lib/resources/index.js';
 import { pullSecretName } from '../../lib/registry/names.js';
 import type { AppSettings } from './desired.js';
-import { machineSpec, placementOf } from './machine-spec.js';
+import { machineSpec, placementOf, runtimeKinds } from './machine-spec.js';
 import { managerName, ownerRef } from './owner.js';
 import { revisionOf } from './revision.js';
 
@@ -30,8 +30,10 @@ export function machinePod(
   const revision = revisionOf(app, settings, ordinal, view);
   const node = placementOf(app, ordinal, view);
   const spec = machineSpec(app, settings, ordinal, view);
-  // The runtime container that fetches the App's artifact (machine-spec.ts) shows this credential.
-  const fetching = spec.containers.find((c) => c.env?.some((e) => e.name === 'SVC_ARTIFACT_DIGEST'));
+  // The runtime fetches the App's artifact (machine-spec.ts) and shows this credential: the machine
+  // container of the public service of a kind the runtime serves, never one an app's variables name.
+  const fetching =
+    view.public && runtimeKinds.has(app.spec.kind ?? '') ? spec.containers.find((c) => c.name === containers.machine) : undefined;
   if (fetching && settings.artifactKey && app.spec.source) {
     const expires = new Date(now.getTime() + artifactCredentialTtlSeconds * 1000);
     fetching.env = [

@@ -1,7 +1,7 @@
 // A machine's Pod spec as the App describes it: containers, security context, volumes, env, probes, restart, and its node.
 import type * as k8s from '@kubernetes/client-node';
 import { servicesOf, type Restart, type ServiceView } from '../../lib/app-services.js';
-import { appHost, containers } from '../../lib/contract.js';
+import { appHost, artifactMarker, containers } from '../../lib/contract.js';
 import { credentialKeys, databaseObjects, databasePort } from '../../lib/databases.js';
 import type { App } from '../../lib/resources/index.js';
 import { podVolumeName, volumeClaimName } from '../../lib/volumes.js';
@@ -190,8 +190,11 @@ export function machineSpec(
           { name: 'SVC_SITE_ROOT', value: siteRoot },
           { name: 'SVC_ARTIFACT_URL', value: source.url ?? `${settings.artifactBaseUrl}/${source.digest}` },
           { name: 'SVC_ARTIFACT_DIGEST', value: source.digest },
+          // Where the platform routes and probes, whatever the app's own variables say (the last wins).
+          { name: 'HOST', value: '0.0.0.0' },
+          { name: 'PORT', value: String(view.port!) },
         ],
-        ...runtimeProbes(view.port!),
+        ...runtimeProbes(view.port!, source.digest),
         // A fetch that failed says why in the container's last state, where the controller reads it.
         terminationMessagePolicy: 'FallbackToLogsOnError',
         volumeMounts: [{ name: 'site', mountPath: siteRoot }, tmpMount, ...persistent.mounts],
@@ -206,15 +209,18 @@ export function machineSpec(
  * listens on its port in the pod, seen by a startup probe that waits for it inside the container
  * (one exec per start, polling /proc/net every 50 ms) rather than by a TCP probe whose first try,
  * as the container starts, always fails and whose next waits a whole period (1 s, the least
- * Kubernetes allows). The runtime listens only once its site is fetched, verified and loaded. A
- * liveness probe afterwards restarts one that stopped answering.
+ * Kubernetes allows). The runtime listens only once its site is fetched, verified and loaded: on
+ * every address (a listener on loopback alone is not one the platform can route to), and with the
+ * site of this digest marked in place (an older runtime image that fetches nothing is never ready).
+ * A liveness probe afterwards restarts one that stopped answering.
  */
-export function runtimeProbes(port: number): Pick<k8s.V1Container, 'startupProbe' | 'livenessProbe'> {
+export function runtimeProbes(port: number, digest: string): Pick<k8s.V1Container, 'startupProbe' | 'livenessProbe'> {
   const hex = port.toString(16).toUpperCase().padStart(4, '0');
-  const listening = `grep -qE ':${hex} [0-9A-F]+:0000 0A' /proc/net/tcp /proc/net/tcp6`;
+  const listening = `grep -qE '^ *[0-9]+: (00000000|0{32}):${hex} [0-9A-F]+:0000 0A' /proc/net/tcp /proc/net/tcp6`;
+  const fetched = `grep -qxF '${digest}' ${siteRoot}/${artifactMarker}`;
   return {
     startupProbe: {
-      exec: { command: ['/bin/sh', '-c', `until ${listening} 2>/dev/null; do sleep 0.05; done`] },
+      exec: { command: ['/bin/sh', '-c', `until ${listening} 2>/dev/null && ${fetched} 2>/dev/null; do sleep 0.05; done`] },
       // The wait is inside the probe: its timeout bounds a fetch (the runtime retries transient
       // failures for 30 s), three of them a start.
       timeoutSeconds: 60,

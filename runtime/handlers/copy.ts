@@ -1,4 +1,4 @@
-// The runnable copy of a handler tree: the tree is mounted read-only, so modules run from a copy in
+// The runnable copy of a handler tree: the tree stays as the artifact made it, so modules run from a copy in
 // a cache directory (JavaScript and JSON copied, TypeScript transpiled, everything else symlinked;
 // its package.json says `"type": "module"`), and the routes are planned from the tree's files.
 import { copyFile, mkdir, mkdtemp, readFile, readdir, symlink, writeFile } from 'node:fs/promises';

@@ -63,6 +63,18 @@ describe('chart: lint, schema and what it renders', () => {
     await refused(/tlds/, '-f', localValues, '--set', 'registrar.tlds=.com');
   });
 
+  it('keeps the runtime image on every node with a sleeping DaemonSet, unless told not to', async () => {
+    const objs = await render('-f', localValues, '--set', 'images.runtime=registry.example/svc/runtime:7');
+    const [holder] = ofKind(objs, 'DaemonSet') as unknown as k8s.V1DaemonSet[];
+    const pod = holder!.spec!.template.spec!;
+    assert.equal(pod.containers[0]!.image, 'registry.example/svc/runtime:7');
+    assert.deepEqual(pod.containers[0]!.command, ['sleep', 'infinity']);
+    assert.equal(pod.securityContext?.runAsNonRoot, true);
+    assert.equal(pod.containers[0]!.securityContext?.readOnlyRootFilesystem, true);
+    assert.equal(pod.automountServiceAccountToken, false);
+    assert.equal(ofKind(await render('-f', localValues, '--set', 'prepull.enabled=false'), 'DaemonSet').length, 0);
+  });
+
   it('configures the registrar with its token from a Secret, and only when a username is set', async () => {
     const envOf = (objs: Obj[]) => {
       const api = ofKind(objs, 'Deployment').find((d) => (d.metadata?.name ?? '').endsWith('-api')) as k8s.V1Deployment;
@@ -467,6 +479,13 @@ describe('chart: the platform installed on the local cluster', { timeout: 15 * 6
     for (const component of ['api', 'controllers', 'ingress-auth']) assert.ok(await ready(component), `${component}: 2 of 2 ready`);
     const pods = (await core.listNamespacedPod({ namespace: ns.name, labelSelector: `app.kubernetes.io/instance=${release}` })).items;
     assert.equal(new Set(pods.map((p) => p.spec!.nodeName)).size, 2, 'replicas spread over both nodes');
+    // The runtime image held on both nodes before any machine needs it.
+    const holding = pods.filter((p) => p.metadata!.labels!['app.kubernetes.io/component'] === 'prepull');
+    assert.deepEqual(
+      holding.map((p) => p.status?.containerStatuses?.[0]?.ready),
+      [true, true],
+    );
+    assert.equal(new Set(holding.map((p) => p.spec!.nodeName)).size, 2);
     const controllers = pods
       .filter((p) => p.metadata!.labels!['app.kubernetes.io/component'] === 'controllers')
       .map((p) => p.metadata!.name!);

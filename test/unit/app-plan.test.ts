@@ -1,10 +1,14 @@
 // The App reconciler's pure planning: what to create and delete, and the status, from an App and
 // its observed machines.
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
 import type * as k8s from '@kubernetes/client-node';
 import { machinePod, machinePolicy, plan, revisionOf } from '../../controllers/app/desired.js';
 import { accountObjects, missingLabels } from '../../controllers/account/desired.js';
+import { runtimeProbes } from '../../controllers/app/machine-spec.js';
 import type { App } from '../../lib/resources/index.js';
 
 const settings = {
@@ -211,7 +215,14 @@ describe('App plan', () => {
     assert.equal(main.volumeMounts?.find((m) => m.name === 'site')?.readOnly, undefined, 'the runtime writes what it fetched');
     // Ready as it listens: a startup probe that waits inside the container, no readiness period to wait out.
     assert.equal(main.readinessProbe, undefined);
-    assert.match(main.startupProbe!.exec!.command!.join(' '), /until grep -qE ':1F90 \[0-9A-F\]\+:0000 0A' \/proc\/net\/tcp/);
+    const probe = main.startupProbe!.exec!.command!.join(' ');
+    assert.ok(probe.includes("(00000000|0{32}):1F90 [0-9A-F]+:0000 0A' /proc/net/tcp /proc/net/tcp6"), probe);
+    assert.ok(probe.includes(`grep -qxF '${digest}' /srv/site/.svc-artifact`), 'ready only with this digest in place');
+    // The platform's HOST and PORT come last: an app's own variables do not move the runtime off them.
+    assert.deepEqual(main.env!.slice(-2), [
+      { name: 'HOST', value: '0.0.0.0' },
+      { name: 'PORT', value: '8080' },
+    ]);
     assert.equal(main.livenessProbe?.tcpSocket?.port, 8080);
     assert.equal(main.terminationMessagePolicy, 'FallbackToLogsOnError');
     const withUrl = app({ kind: 'static', image: undefined, source: { digest, url: 'http://store.example/x' } });
@@ -450,5 +461,27 @@ describe('App plan', () => {
         ['dep-11', 'dep-10'],
       );
     });
+  });
+});
+
+describe('the runtime’s startup probe, run', () => {
+  // The probe's wait for a listener, as the container's shell runs it, against this host's /proc/net.
+  const waitsFor = async (host: string): Promise<boolean> => {
+    const server = createServer();
+    await new Promise<void>((r) => server.listen(0, host, () => r()));
+    const port = (server.address() as AddressInfo).port;
+    const command = runtimeProbes(port, `sha256:${'a'.repeat(64)}`).startupProbe!.exec!.command!;
+    // Only the listening half: the site marker's path is the machine's.
+    const script = command[2]!.replace(/ && grep -qxF .* 2>\/dev\/null;/, ';');
+    try {
+      return await new Promise<boolean>((resolve) => execFile('timeout', ['1', '/bin/sh', '-c', script], (err) => resolve(err === null)));
+    } finally {
+      server.close();
+    }
+  };
+
+  it('returns once something listens on every address of the port, and not for loopback alone', async () => {
+    assert.equal(await waitsFor('0.0.0.0'), true);
+    assert.equal(await waitsFor('127.0.0.1'), false);
   });
 });

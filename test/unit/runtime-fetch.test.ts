@@ -65,6 +65,24 @@ describe('runtime fetch', () => {
     assert.equal(hits.get('/good'), before);
   });
 
+  it('kept (a machine’s runtime): a tree changed since is built again from the verified archive, without a request', async () => {
+    const root = fresh();
+    assert.equal(await fetchArtifact({ url: `${base}/good`, digest, root, ...fast, keep: true }), 'fetched');
+    const before = hits.get('/good');
+    // What handler code could do to its own tree: change a page, add one.
+    writeFileSync(path.join(root, 'index.html'), '<h1>defaced</h1>');
+    writeFileSync(path.join(root, 'planted.html'), 'x');
+    assert.equal(await fetchArtifact({ url: `${base}/good`, digest, root, ...fast, keep: true }), 'restored');
+    assert.equal(readFileSync(path.join(root, 'index.html'), 'utf8'), '<h1>fetched</h1>');
+    assert.equal(existsSync(path.join(root, 'planted.html')), false);
+    assert.equal(hits.get('/good'), before, 'no download');
+    assert.deepEqual(readdirSync(root).sort(), ['.svc-archive', '.svc-artifact', 'css', 'index.html']);
+    // The archive itself changed: not trusted, fetched again.
+    writeFileSync(path.join(root, '.svc-archive'), 'not the archive');
+    assert.equal(await fetchArtifact({ url: `${base}/good`, digest, root, ...fast, keep: true }), 'fetched');
+    assert.equal(readFileSync(path.join(root, 'index.html'), 'utf8'), '<h1>fetched</h1>');
+  });
+
   it('replaces a partial or different tree', async () => {
     const root = fresh();
     await fetchArtifact({ url: `${base}/good`, digest, root, ...fast });
