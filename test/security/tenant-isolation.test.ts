@@ -180,7 +180,8 @@ describe('security: tenant isolation on the real nodes', () => {
 
   it('sees its own files and its own env', async () => {
     const a = await probe({});
-    assert.deepEqual(a.own, ['.svc-artifact', 'api', 'readme.txt']);
+    // Its tree, with the marker and the verified archive the runtime rebuilds it from (never served).
+    assert.deepEqual(a.own, ['.svc-archive', '.svc-artifact', 'api', 'readme.txt']);
     assert.equal(a.mark, 'own-env-visible');
   });
 
