@@ -132,6 +132,33 @@ export async function recordStorageSample(
     .merge(['quantity']);
 }
 
+/**
+ * A charge: `subject` was bought at `at` for `amount` (minor units). Written in the transaction of
+ * the purchase it records (`db` a transaction), so it exists exactly when the purchase is recorded.
+ */
+export async function recordCharge(
+  db: Db,
+  accountId: string,
+  meter: ChargeMeter,
+  subject: string,
+  amount: { cents: number; currency: string },
+  at: Date,
+): Promise<void> {
+  await db('usage_records')
+    .insert({
+      account_id: accountId,
+      meter,
+      subject,
+      quantity: 1,
+      amount_cents: amount.cents,
+      currency: amount.currency,
+      started_at: at,
+      ended_at: at,
+    })
+    .onConflict(['account_id', 'meter', 'subject', 'started_at'])
+    .ignore();
+}
+
 /** machine_seconds in [start, end) per app (the usage rows' subject is `<app>/<pod>`). */
 export async function machineSecondsByApp(db: Db, accountId: string, start: Date, end: Date): Promise<Record<string, number>> {
   const rows = await db('usage_records')

@@ -5,6 +5,7 @@
 // forward, so a new leader repeating its predecessor's last writes changes nothing. Until a row is
 // written, reads already show the outcome from status (presentDeploy). The controllers keep no
 // database credentials: status is the hand-over. docs/decisions/0015-controllers-own-the-lifecycle.md.
+import { doublingDelayMs } from '../../lib/backoff.js';
 import type { DeployStore } from '../../lib/deploys.js';
 import type { LeaderElection } from '../../lib/kube/leader.js';
 import type { Logger } from '../../lib/logger.js';
@@ -164,7 +165,7 @@ export class DeployRecorder {
         const app = this.apps.all().find((a) => a.metadata.uid === uid);
         if (app && this.leading) this.schedule(app);
       },
-      Math.min(500 * 2 ** (attempt - 1), 5000),
+      doublingDelayMs(attempt, 500, 5000),
     );
     timer.unref();
     this.retries.set(uid, { attempt, timer });

@@ -4,6 +4,7 @@
 // renewed: an event, and a mail to the account's address, at the window's start, a week and a day
 // before expiry. "Never twice for one period" is the orders' (one renewal per name and expiry),
 // not the Lease's: a replica that still thinks it leads cannot renew a period again.
+import { doublingDelayMs } from '../../lib/backoff.js';
 import type { Logger } from '../../lib/logger.js';
 import type { MailOutbox } from '../../lib/mail/outbox.js';
 import { Passes } from '../../lib/passes.js';
@@ -34,7 +35,7 @@ export function noticeDays(renewDays: number): number[] {
 
 /** The wait after the failures-th failed attempt in a row. */
 export function retryDelayMs(failures: number, firstMs: number): number {
-  return Math.min(firstMs * 2 ** Math.max(0, failures - 1), maxRetryMs);
+  return doublingDelayMs(failures, firstMs, maxRetryMs);
 }
 
 /** Names set to auto-renew whose window is open and whose back-off is over. */
@@ -205,7 +206,8 @@ export class DomainRenewer {
 export function expiringMail(domain: ExpiringDomain, why: Notice['why'], now: Date) {
   const expires = domain.expiresAt.toISOString().slice(0, 10);
   const left = Math.max(0, Math.ceil((domain.expiresAt.getTime() - now.getTime()) / dayMs));
-  const when = domain.expiresAt <= now ? `expired on ${expires}` : `expires on ${expires} (in ${left} day${left === 1 ? '' : 's'})`;
+  const inDays = `in ${left} day${left === 1 ? '' : 's'}`;
+  const when = domain.expiresAt <= now ? `expired on ${expires}` : `expires on ${expires} (${inDays})`;
   const lines =
     why === 'renewal_failing'
       ? [
@@ -222,7 +224,7 @@ export function expiringMail(domain: ExpiringDomain, why: Notice['why'], now: Da
         ];
   return {
     to: domain.email,
-    subject: `${domain.name} ${domain.expiresAt <= now ? 'has expired' : `expires in ${left} day${left === 1 ? '' : 's'}`}${why === 'renewal_failing' ? ': renewal failed' : ''}`,
+    subject: `${domain.name} ${domain.expiresAt <= now ? 'has expired' : `expires ${inDays}`}${why === 'renewal_failing' ? ': renewal failed' : ''}`,
     text: [
       ...lines,
       '',

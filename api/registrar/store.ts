@@ -3,6 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Contact, Money } from '../../lib/registrar/registrar.js';
+import { recordCharge } from '../../lib/usage.js';
 
 export type OrderState = 'pending' | 'succeeded' | 'failed';
 /** Why an order failed, by what the buyer can do (docs/api/registrar.md). */
@@ -185,7 +186,7 @@ export class RegistrarStore {
   }
 
   /**
-   * A pending order that was bought: the order succeeded, the account holds the name as the
+   * An order that was bought (pending, or failed by a look that came too early): it succeeded, the account holds the name as the
    * registrar has it now (a new expiry starts the renewer's schedule afresh), and its charge is in
    * usage, in one transaction.
    */
@@ -233,19 +234,7 @@ export class RegistrarStore {
         .returning('*');
       const order = toOrder(row);
       // A charge at the instant it was bought, once: only the caller that moved the order writes it.
-      await tx('usage_records')
-        .insert({
-          account_id: order.accountId,
-          meter: 'domain_registrations',
-          subject: `${order.domain}/${order.id}`,
-          quantity: 1,
-          amount_cents: order.amount.cents,
-          currency: order.amount.currency,
-          started_at: now,
-          ended_at: now,
-        })
-        .onConflict(['account_id', 'meter', 'subject', 'started_at'])
-        .ignore();
+      await recordCharge(tx, order.accountId, 'domain_registrations', `${order.domain}/${order.id}`, order.amount, now);
       return { order, domain: toDomain(domain!) };
     });
   }

@@ -6,7 +6,7 @@ import { annotations, containers, labels } from '../../lib/contract.js';
 import type { App } from '../../lib/resources/index.js';
 import { pullSecretName } from '../../lib/registry/names.js';
 import type { AppSettings } from './desired.js';
-import { machineSpec, placementOf, runtimeKinds } from './machine-spec.js';
+import { machineSpec, placementOf, servedByRuntime } from './machine-spec.js';
 import { managerName, ownerRef } from './owner.js';
 import { revisionOf } from './revision.js';
 
@@ -32,8 +32,7 @@ export function machinePod(
   const spec = machineSpec(app, settings, ordinal, view);
   // The runtime fetches the App's artifact (machine-spec.ts) and shows this credential: the machine
   // container of the public service of a kind the runtime serves, never one an app's variables name.
-  const fetching =
-    view.public && runtimeKinds.has(app.spec.kind ?? '') ? spec.containers.find((c) => c.name === containers.machine) : undefined;
+  const fetching = servedByRuntime(app, view) ? spec.containers.find((c) => c.name === containers.machine) : undefined;
   if (fetching && settings.artifactKey && app.spec.source) {
     const expires = new Date(now.getTime() + artifactCredentialTtlSeconds * 1000);
     fetching.env = [

@@ -30,6 +30,11 @@ function databaseEnv(db: NonNullable<AppSettings['database']>): k8s.V1EnvVar[] {
 
 /** Kinds the platform's runtime image serves from a fetched artifact. */
 export const runtimeKinds = new Set(['static', 'html', 'markdown', 'handlers']);
+
+/** Whether the machines of `view` are the platform's runtime fetching the App's artifact (else the app's own image). */
+export function servedByRuntime(app: App, view: ServiceView): boolean {
+  return view.public && runtimeKinds.has(app.spec.kind ?? '') && app.spec.source !== undefined;
+}
 const siteRoot = '/srv/site';
 
 /**
@@ -168,12 +173,11 @@ export function machineSpec(
     volumeMounts: [tmpMount, ...persistent.mounts],
   };
   const source = app.spec.source;
-  if (!view.public || !runtimeKinds.has(app.spec.kind ?? '') || !source)
-    return { ...podLevel, containers: [main], volumes: [tmpVolume, ...persistent.volumes] };
+  if (!servedByRuntime(app, view) || !source) return { ...podLevel, containers: [main], volumes: [tmpVolume, ...persistent.volumes] };
   // One container (issue 36: a machine was two runc starts and two Node.js starts): the runtime
   // fetches the artifact into an emptyDir and verifies it against the digest the App names before
   // it listens, so a machine never serves other bytes than those; then it is ready the moment it
-  // listens (runtimeStartup), not a probe period later.
+  // listens (runtimeProbes), not a probe period later.
   const { readinessProbe: _tcp, ...served } = main;
   return {
     ...podLevel,

@@ -5,6 +5,7 @@
 // once a message is sent or given up.
 import type { Knex } from 'knex';
 import { z } from 'zod';
+import { doublingDelayMs } from '../backoff.js';
 import { errorLine } from '../errors.js';
 
 /** The PostgreSQL channel an enqueue notifies (on commit), so the sender need not wait for its poll. */
@@ -55,7 +56,7 @@ export const defaultRetryPolicy: RetryPolicy = { firstDelayMs: 10_000, maxDelayM
 
 /** How long to wait after the attempts-th failed attempt. */
 export function retryDelayMs(attempts: number, policy: RetryPolicy = defaultRetryPolicy): number {
-  return Math.min(policy.firstDelayMs * 2 ** (attempts - 1), policy.maxDelayMs);
+  return doublingDelayMs(attempts, policy.firstDelayMs, policy.maxDelayMs);
 }
 
 export interface DeliveryOutcome {
