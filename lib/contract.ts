@@ -87,6 +87,12 @@ export const labels = {
 export const annotations = {
   /** On a machine Pod: the deploy it serves. */
   deploy: 'svc.dev/deploy',
+  /**
+   * On a runtime machine Pod: the artifact digest it serves since a content swap (without it, the
+   * one its spec was made with), and a swap it refused (`{"digest","deploy","reason"}`).
+   */
+  content: 'svc.dev/content',
+  contentFailed: 'svc.dev/content-failed',
   /** On a claimed sandbox pod: `warm` or `cold`, and why cold. */
   launch: 'svc.dev/launch',
   launchReason: 'svc.dev/launch-reason',

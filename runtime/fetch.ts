@@ -213,17 +213,7 @@ export async function fetchArtifact(opts: FetchOptions): Promise<'present' | 're
   await mkdir(root, { recursive: true });
   const kept = path.join(root, keptArchive);
   if (opts.keep) {
-    if ((await hashOf(kept)) === opts.digest) {
-      // Read from a name no archive entry can know, and put back over whatever one extracted.
-      const reading = path.join(root, `${reservedPrefix}restore-${randomBytes(6).toString('hex')}`);
-      await rename(kept, reading);
-      await clear(root, reading);
-      await extractInto(reading, root, opts.digest, log);
-      await rm(kept, { recursive: true, force: true });
-      await rename(reading, kept);
-      log?.info({ digest: opts.digest, root }, 'Artifact restored from its kept archive');
-      return 'restored';
-    }
+    if (await restoreKept(root, opts.digest, log)) return 'restored';
   } else if ((await presentDigest(root)) === opts.digest) {
     log?.info({ digest: opts.digest, root }, 'Artifact already in place');
     return 'present';
@@ -246,6 +236,24 @@ export async function fetchArtifact(opts: FetchOptions): Promise<'present' | 're
 }
 
 const keptArchive = `${reservedPrefix}archive`;
+
+/**
+ * Builds root's tree again from the archive kept there (`keep`), if that archive hashes to
+ * `digest`: no request. False when there is no such archive (then nothing was changed).
+ */
+export async function restoreKept(root: string, digest: string, log?: Logger): Promise<boolean> {
+  const kept = path.join(root, keptArchive);
+  if ((await hashOf(kept)) !== digest) return false;
+  // Read from a name no archive entry can know, and put back over whatever one extracted.
+  const reading = path.join(root, `${reservedPrefix}restore-${randomBytes(6).toString('hex')}`);
+  await rename(kept, reading);
+  await clear(root, reading);
+  await extractInto(reading, root, digest, log);
+  await rm(kept, { recursive: true, force: true });
+  await rename(reading, kept);
+  log?.info({ digest, root }, 'Artifact restored from its kept archive');
+  return true;
+}
 
 /** Empties root, but for `keep`. */
 async function clear(root: string, keep?: string): Promise<void> {

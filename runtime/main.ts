@@ -1,8 +1,10 @@
 // The in-pod server of the platform's runtime image (svc/runtime, hack/images.sh). It listens where
 // the App controller's pod spec says: $HOST:$PORT, and serves the site tree in SVC_SITE_ROOT as the
-// app's kind asks. With SVC_ARTIFACT_DIGEST it first fetches that artifact into the site root and
-// verifies it (runtime/fetch.ts: SVC_ARTIFACT_URL, SVC_ARTIFACT_TOKEN, SVC_FETCH_DEADLINE_MS), and
-// listens only once the site is in place: listening is being ready (controllers/app/machine-spec.ts).
+// app's kind asks. With SVC_ARTIFACT_DIGEST it first fetches that artifact under the site root and
+// verifies it (runtime/fetch.ts: SVC_ARTIFACT_URL, SVC_ARTIFACT_TOKEN, SVC_FETCH_DEADLINE_MS;
+// runtime/revisions.ts), and listens only once the site is in place: listening is being ready
+// (controllers/app/machine-spec.ts). With SVC_CONTROL_PORT, SVC_CONTROL_KEY and SVC_POD_NAME it
+// also takes the controller's swap orders (runtime/control.ts): another artifact served in place.
 //
 // Env: SVC_SITE_ROOT (required), SVC_APP_KIND (static | html | markdown | handlers; default static),
 // PORT (8080), HOST (0.0.0.0), SVC_DRAIN_MS (2000), SVC_LOG_LEVEL, and for handler trees
@@ -13,15 +15,17 @@
 // With the argument `fetch` it only fetches (a build's source, runtime/fetch.ts): the image's entry
 // point stays the same, so a pod spec says `args: [fetch]` rather than a path inside the image.
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { BadRequestTarget, canonicalTarget } from '../lib/http/request-target.js';
 import { createLogger, type Logger } from '../lib/logger.js';
+import { createControlServer } from './control.js';
 import { createHandlerTree } from './handlers.js';
 import { createHtmlApp } from './html-app.js';
 import { identityCheckFromEnv } from './identity.js';
 import { createMarkdownSite } from './markdown.js';
+import { SiteRevisions } from './revisions.js';
 import { createStaticSite, type SiteHandler } from './static-site.js';
 
 if (process.argv[2] === 'fetch') {
@@ -34,8 +38,6 @@ async function serve(): Promise<void> {
   const levels = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
   const level = process.env.SVC_LOG_LEVEL ?? 'info';
   const log = createLogger('runtime', levels.has(level) ? (level as 'info') : 'info');
-  if (process.env.SVC_ARTIFACT_DIGEST) await fetchSite(log);
-
   const kinds: Record<string, (root: string) => SiteHandler> = {
     static: (root) => createStaticSite(root),
     html: createHtmlApp,
@@ -65,7 +67,9 @@ async function serve(): Promise<void> {
     process.exit(1);
   }
 
-  const site = make(root);
+  // A fetched artifact is served from the revisions under the root; a plain root as it is.
+  const revisions = process.env.SVC_ARTIFACT_DIGEST ? await startRevisions(root, make, log) : undefined;
+  const plain = revisions ? undefined : make(root);
   const identity = identityCheckFromEnv(process.env, log);
   let draining = false;
   let inFlight = 0;
@@ -84,6 +88,8 @@ async function serve(): Promise<void> {
       return;
     }
     // Identity headers reach the site only as a verified assertion proves them (runtime/identity.ts).
+    // The revision served when the request arrived serves all of it, whatever a swap does meanwhile.
+    const site = revisions?.site ?? plain!;
     identity
       .apply(req)
       .then(() => site(req, res))
@@ -93,7 +99,9 @@ async function serve(): Promise<void> {
         else res.destroy();
       });
   });
-  server.listen(port, host, () => log.info({ host, port, root, kind }, 'Serving site'));
+  // Orders are taken before the machine is ready (listening on its port): a ready machine takes them.
+  const control = revisions ? await controlFromEnv(revisions, host, port, log) : undefined;
+  server.listen(port, host, () => log.info({ host, port, root, kind, digest: revisions?.digest }, 'Serving site'));
 
   function shutdown(signal: string, delay: number): void {
     if (draining) return;
@@ -103,6 +111,7 @@ async function serve(): Promise<void> {
     log.info({ signal, drainMs: delay }, 'Draining before shutdown');
     setTimeout(() => {
       log.info({ inFlight }, 'Closing: no new connections, finishing requests in flight');
+      control?.close();
       server.close(() => {
         log.info('Stopped');
         process.exit(0);
@@ -118,15 +127,17 @@ async function serve(): Promise<void> {
 }
 
 /**
- * The artifact the pod spec names, fetched and verified into the site root before anything is
- * served (a restarted container finds it in place). The credential leaves the environment once
- * used: handler code runs in processes this one starts. A failure ends the process (exit 1),
- * its message the container's last words (terminationMessagePolicy FallbackToLogsOnError).
+ * The artifact the pod spec names (or, after a restart, the one served before it), fetched and
+ * verified under the root before anything is served. The credential leaves the environment once
+ * used: handler code runs in processes this one starts. A failure ends the process (exit 1), its
+ * message the container's last words (terminationMessagePolicy FallbackToLogsOnError).
  */
-async function fetchSite(log: Logger): Promise<void> {
-  const { fetchArtifact, optionsFromEnv } = await import('./fetch.js');
+async function startRevisions(root: string, make: (dir: string) => SiteHandler, log: Logger): Promise<SiteRevisions> {
+  const { optionsFromEnv } = await import('./fetch.js');
+  const revisions = new SiteRevisions(root, make, log);
   try {
-    await fetchArtifact({ ...optionsFromEnv(process.env), keep: true, log });
+    const { url, digest, token, deadlineMs } = optionsFromEnv(process.env);
+    await revisions.start({ url, digest, ...(token ? { token } : {}), ...(deadlineMs !== undefined ? { deadlineMs } : {}) });
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     log.error({ error: message }, `Cannot fetch the artifact: ${message}`);
@@ -135,4 +146,17 @@ async function fetchSite(log: Logger): Promise<void> {
   } finally {
     delete process.env.SVC_ARTIFACT_TOKEN;
   }
+  return revisions;
+}
+
+/** The control port, when the pod spec gives one (content-swappable machines): runtime/control.ts. */
+async function controlFromEnv(revisions: SiteRevisions, host: string, appPort: number, log: Logger): Promise<Server | undefined> {
+  const port = Number(process.env.SVC_CONTROL_PORT);
+  const publicKey = process.env.SVC_CONTROL_KEY;
+  const pod = process.env.SVC_POD_NAME;
+  if (!publicKey || !pod || !Number.isInteger(port) || port < 1 || port > 65535 || port === appPort) return undefined;
+  const control = createControlServer({ publicKey, pod, revisions, log });
+  await new Promise<void>((resolve) => control.listen(port, host, resolve));
+  log.info({ port }, 'Taking swap orders');
+  return control;
 }

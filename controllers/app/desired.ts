@@ -7,13 +7,14 @@
 import type * as k8s from '@kubernetes/client-node';
 import { servicesOf, type ServiceView } from '../../lib/app-services.js';
 import { labels, type AppsSite } from '../../lib/contract.js';
+import type { ControlKeys } from '../../lib/machine-control.js';
 import type { App } from '../../lib/resources/index.js';
 import type { ConditionInput } from '../frame/status.js';
 import { nextLive, nextRollout, serving, type AppStatusFields, type Live, type Rollout } from './rollout.js';
 import { refusedImage, tenantImages, type RegistryPolicyConfig } from '../../lib/images/registry-policy.js';
 import { runtimeKinds } from './machine-spec.js';
 import { podOfService } from './machine-state.js';
-import { planServices, strayMachines, type ServicePlan } from './machines.js';
+import { planServices, strayMachines, type ServicePlan, type Swap } from './machines.js';
 import { specRevision } from './revision.js';
 import { statusOf } from './status.js';
 
@@ -36,6 +37,11 @@ export interface AppSettings {
   jwksUrl: string;
   /** Mints the credential a new machine fetches its artifact with (lib/artifacts/credential.ts). */
   artifactKey?: Buffer | undefined;
+  /**
+   * Signs the swap orders that have a machine serve another artifact in place (lib/machine-control.ts);
+   * its public half is in the machines. Undefined: content deploys replace machines.
+   */
+  control?: ControlKeys | undefined;
   /**
    * Where the platform is, as machines see it (each App's NetworkPolicy): the addresses ingress-auth
    * and kubelet probes come from and the machine listener is on, and that listener's ports.
@@ -72,6 +78,8 @@ export interface Plan {
   claims: k8s.V1PersistentVolumeClaim[];
   create: k8s.V1Pod[];
   delete: k8s.V1Pod[];
+  /** Running machines to serve the App's artifact in place (content-swap.ts). */
+  swaps: Swap[];
   /** The App's own status fields (the frame adds observedGeneration and conditions). */
   status: AppStatusFields;
   ready: Omit<ConditionInput, 'type'>;
@@ -202,6 +210,7 @@ export function plan(
     relabel: live.filter((p) => podOfService(p, choice.views[0]!) && p.metadata?.labels?.[labels.public] !== 'true'),
     claims: planned.flatMap((p) => p.claims),
     create: planned.flatMap((p) => p.create),
+    swaps: planned.flatMap((p) => p.swaps),
     delete: [...new Set([...strayMachines(live, choice.views, settings), ...planned.flatMap((p) => p.delete)])],
     expired: expiresAt !== undefined && expiresAt.getTime() <= now.getTime(),
     ...(requeueMs !== undefined ? { requeueMs } : {}),

@@ -6,6 +6,7 @@ import { credentialKeys, databaseObjects, databasePort } from '../../lib/databas
 import type { App } from '../../lib/resources/index.js';
 import { podVolumeName, volumeClaimName } from '../../lib/volumes.js';
 import { isTenantImage } from '../../lib/registry/names.js';
+import { controlPortFor } from '../../lib/machine-control.js';
 import type { AppSettings } from './desired.js';
 
 /**
@@ -35,7 +36,23 @@ export const runtimeKinds = new Set(['static', 'html', 'markdown', 'handlers']);
 export function servedByRuntime(app: App, view: ServiceView): boolean {
   return view.public && runtimeKinds.has(app.spec.kind ?? '') && app.spec.source !== undefined;
 }
+/**
+ * Whether a content deploy has the machines of `view` swap what they serve in place rather than
+ * be replaced (docs/decisions/0036-deploys-under-a-second.md): static sites, HTML apps and
+ * Markdown, whose runtime holds no code of the app's. Handler trees run the app's modules in the
+ * runtime's process, which cannot unload them (an ES module graph stays, with its timers): their
+ * machines are replaced, a fresh process for every revision.
+ */
+export function swappable(app: App, view: ServiceView, settings: Pick<AppSettings, 'control'>): boolean {
+  return settings.control !== undefined && servedByRuntime(app, view) && app.spec.kind !== 'handlers';
+}
+
 const siteRoot = '/srv/site';
+
+/** Where a machine fetches the App's artifact: the URL the App names, else the platform's store. */
+export function artifactUrl(source: NonNullable<App['spec']['source']>, settings: Pick<AppSettings, 'artifactBaseUrl'>): string {
+  return source.url ?? `${settings.artifactBaseUrl}/${source.digest}`;
+}
 
 /**
  * The app's environment: PORT, the app's own variables, then what a machine needs to verify identity
@@ -192,13 +209,17 @@ export function machineSpec(
           ...envOf(app, view, settings),
           { name: 'SVC_APP_KIND', value: app.spec.kind! },
           { name: 'SVC_SITE_ROOT', value: siteRoot },
-          { name: 'SVC_ARTIFACT_URL', value: source.url ?? `${settings.artifactBaseUrl}/${source.digest}` },
+          { name: 'SVC_ARTIFACT_URL', value: artifactUrl(source, settings) },
           { name: 'SVC_ARTIFACT_DIGEST', value: source.digest },
+          ...(swappable(app, view, settings) ? controlEnv(view.port!, settings.control!.publicKey) : []),
           // Where the platform routes and probes, whatever the app's own variables say (the last wins).
           { name: 'HOST', value: '0.0.0.0' },
           { name: 'PORT', value: String(view.port!) },
         ],
-        ...runtimeProbes(view.port!, source.digest),
+        ...(swappable(app, view, settings)
+          ? { ports: [...(served.ports ?? []), { name: 'control', containerPort: controlPortFor(view.port!) }] }
+          : {}),
+        ...runtimeProbes(view.port!),
         // A fetch that failed says why in the container's last state, where the controller reads it.
         terminationMessagePolicy: 'FallbackToLogsOnError',
         volumeMounts: [{ name: 'site', mountPath: siteRoot }, tmpMount, ...persistent.mounts],
@@ -208,20 +229,30 @@ export function machineSpec(
   };
 }
 
+/** What has the runtime take swap orders (runtime/control.ts): its control port and the key orders are signed with. */
+function controlEnv(port: number, publicKey: string): k8s.V1EnvVar[] {
+  return [
+    { name: 'SVC_CONTROL_PORT', value: String(controlPortFor(port)) },
+    { name: 'SVC_CONTROL_KEY', value: publicKey },
+    { name: 'SVC_POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+  ];
+}
+
 /**
  * The runtime's probes. Started (and so ready: it has no readiness probe) as soon as something
  * listens on its port in the pod, seen by a startup probe that waits for it inside the container
  * (one exec per start, polling /proc/net every 50 ms) rather than by a TCP probe whose first try,
  * as the container starts, always fails and whose next waits a whole period (1 s, the least
  * Kubernetes allows). The runtime listens only once its site is fetched, verified and loaded: on
- * every address (a listener on loopback alone is not one the platform can route to), and with the
- * site of this digest marked in place (an older runtime image that fetches nothing is never ready).
+ * every address (a listener on loopback alone is not one the platform can route to), and with a
+ * site marked in place (an older runtime image that fetches nothing is never ready): the digest
+ * the spec names, or after a swap and a restart, the one swapped to (runtime/revisions.ts).
  * A liveness probe afterwards restarts one that stopped answering.
  */
-export function runtimeProbes(port: number, digest: string): Pick<k8s.V1Container, 'startupProbe' | 'livenessProbe'> {
+export function runtimeProbes(port: number): Pick<k8s.V1Container, 'startupProbe' | 'livenessProbe'> {
   const hex = port.toString(16).toUpperCase().padStart(4, '0');
   const listening = `grep -qE '^ *[0-9]+: (00000000|0{32}):${hex} [0-9A-F]+:0000 0A' /proc/net/tcp /proc/net/tcp6`;
-  const fetched = `grep -qxF '${digest}' ${siteRoot}/${artifactMarker}`;
+  const fetched = `grep -qE '^sha256:[0-9a-f]{64}$' ${siteRoot}/${artifactMarker}`;
   return {
     startupProbe: {
       exec: { command: ['/bin/sh', '-c', `until ${listening} 2>/dev/null && ${fetched} 2>/dev/null; do sleep 0.05; done`] },

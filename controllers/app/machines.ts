@@ -1,11 +1,12 @@
 // Which machines each service of the App should have: which to make, which go, and how they stand.
 import type * as k8s from '@kubernetes/client-node';
 import type { ServiceView } from '../../lib/app-services.js';
-import { annotations, labels } from '../../lib/contract.js';
+import { annotations, containers, labels } from '../../lib/contract.js';
 import type { App } from '../../lib/resources/index.js';
 import { refusedImage } from '../../lib/images/registry-policy.js';
 import type { AppSettings, Choice } from './desired.js';
 import { machinePod } from './machine-pod.js';
+import { artifactUrl, swappable } from './machine-spec.js';
 import { broken, dependencyMet, done, hopelessMachine, machineState, podOfService } from './machine-state.js';
 import { revisionOf } from './revision.js';
 import type { AppStatusFields } from './rollout.js';
@@ -24,12 +25,48 @@ export interface ServicePlan {
   claims: k8s.V1PersistentVolumeClaim[];
   /** Its machines that go (one may be named twice). */
   delete: k8s.V1Pod[];
+  /** Its machines to serve another artifact in place, or to be marked with the deploy they serve. */
+  swaps: Swap[];
   /** Why machines of the current revision will not become ready (or finish). */
   hopeless: string[];
   /** Its machines of the current revision that are failing, and why. */
   problems: string[];
   /** Ms until the first of its machines still starting is past its deadline. */
   nextDeadline?: number;
+}
+
+/**
+ * A running machine told to serve the App's artifact in place (controllers/app/content-swap.ts),
+ * or, when it serves it already, only marked with the deploy that brought it.
+ */
+export interface Swap {
+  pod: k8s.V1Pod;
+  digest: string;
+  url: string;
+  deploy: string | undefined;
+  markOnly: boolean;
+}
+
+/** The artifact a runtime machine serves: the one swapped to last, else the one its spec names. */
+export function contentOf(pod: k8s.V1Pod): string | undefined {
+  return (
+    pod.metadata?.annotations?.[annotations.content] ??
+    pod.spec?.containers.find((c) => c.name === containers.machine)?.env?.find((e) => e.name === 'SVC_ARTIFACT_DIGEST')?.value
+  );
+}
+
+/** Why the machine refused to serve `digest` for `deploy`, if it did (the annotation content-swap.ts writes). */
+export function swapRefusal(pod: k8s.V1Pod, digest: string, deploy: string | undefined): string | undefined {
+  const raw = pod.metadata?.annotations?.[annotations.contentFailed];
+  if (!raw) return undefined;
+  try {
+    const failed = JSON.parse(raw) as { digest?: unknown; deploy?: unknown; reason?: unknown };
+    return failed.digest === digest && (failed.deploy ?? undefined) === deploy && typeof failed.reason === 'string'
+      ? failed.reason
+      : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** What every service's part of the plan is made from. */
@@ -104,6 +141,7 @@ function planService(view: ServiceView, m: Machines): ServicePlan {
     create: [],
     claims: [],
     delete: [],
+    swaps: [],
     hopeless: [],
     problems: [],
   };
@@ -143,13 +181,15 @@ function planMachine(view: ServiceView, ordinal: number, mine: readonly k8s.V1Po
       out.nextDeadline = Math.min(out.nextDeadline ?? left, left);
     }
   }
+  // A running machine that swaps content serves the App's artifact before it counts as current.
+  const contentCurrent = fresh && done(fresh, view) ? planSwap(view, fresh, who, out, m) : false;
   // A failed machine of the current revision is replaced, unless its service says not to restart.
   if (fresh && view.restart === 'always' && (fresh.status?.phase === 'Failed' || fresh.status?.phase === 'Succeeded')) {
     del.push(fresh);
   }
   const serving = [fresh, ...old].find((p) => p && done(p, view));
   if (serving) out.ready += 1;
-  if (fresh && done(fresh, view)) out.current += 1;
+  if (contentCurrent) out.current += 1;
   const problem = fresh && broken(fresh, view);
   if (problem) problems.push(`${who}: ${problem}`);
   const shown = serving ?? fresh;
@@ -164,4 +204,25 @@ function planMachine(view: ServiceView, ordinal: number, mine: readonly k8s.V1Po
       ...(shown.status?.startTime ? { startedAt: new Date(shown.status.startTime).toISOString() } : {}),
     });
   }
+}
+
+/**
+ * Whether `fresh` (running and ready) serves what the target says, and if it does not, the swap
+ * that makes it, or why it cannot: the machine refused this very artifact for this very deploy.
+ */
+function planSwap(view: ServiceView, fresh: k8s.V1Pod, who: string, out: ServicePlan, m: Machines): boolean {
+  const { target } = m.choice;
+  const source = target.spec.source;
+  if (!swappable(target, view, m.settings) || !source) return true;
+  const deploy = target.spec.deployId;
+  const url = artifactUrl(source, m.settings);
+  if (contentOf(fresh) === source.digest) {
+    if (deploy && fresh.metadata?.annotations?.[annotations.deploy] !== deploy)
+      out.swaps.push({ pod: fresh, digest: source.digest, url, deploy, markOnly: true });
+    return true;
+  }
+  const refused = swapRefusal(fresh, source.digest, deploy);
+  if (refused) out.hopeless.push(`${who}: ${refused}`);
+  else out.swaps.push({ pod: fresh, digest: source.digest, url, deploy, markOnly: false });
+  return false;
 }

@@ -14,6 +14,7 @@ import type { App } from '../../lib/resources/index.js';
 import { Applier } from '../frame/apply.js';
 import type { Outcome, Reconciler } from '../frame/controller.js';
 import { KindEvents } from '../frame/events.js';
+import { ContentSwapper } from './content-swap.js';
 import { servicesOf } from '../../lib/app-services.js';
 import { appService, machinePolicy, plan, serviceObjectName, serviceServices, type AppSettings, type Plan } from './desired.js';
 import type { AppStatusFields } from './rollout.js';
@@ -47,6 +48,7 @@ export class AppReconciler implements Reconciler<App, AppStatusFields> {
    */
   readonly applier: Applier;
   private readonly events: KindEvents<App>;
+  private readonly swapper: ContentSwapper;
 
   constructor(
     private readonly core: k8s.CoreV1Api,
@@ -59,6 +61,7 @@ export class AppReconciler implements Reconciler<App, AppStatusFields> {
   ) {
     this.applier = new Applier({ core, networking, custom });
     this.events = new KindEvents(events, 'App', apiVersion);
+    this.swapper = new ContentSwapper(core, settings, log, this.events);
   }
 
   async reconcile(app: App, now: Date): Promise<Outcome<AppStatusFields>> {
@@ -76,7 +79,7 @@ export class AppReconciler implements Reconciler<App, AppStatusFields> {
       // The policy first (a machine is never reachable by more than it allows), then the Service
       // and the machines at once: one apiserver round trip fewer for a new App.
       const service = await this.applyPolicy(app, settings);
-      await Promise.all([service?.(), this.applyMachines(app, p)]);
+      await Promise.all([service?.(), this.applyMachines(app, p), this.swapper.apply(app, p.swaps, now)]);
     } catch (err) {
       if (namespaceGone(err)) return { deleted: true };
       throw err;

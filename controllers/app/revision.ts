@@ -4,7 +4,10 @@ import type * as k8s from '@kubernetes/client-node';
 import { servicesOf, type ServiceView } from '../../lib/app-services.js';
 import type { App } from '../../lib/resources/index.js';
 import type { AppSettings } from './desired.js';
-import { machineSpec, placementOf } from './machine-spec.js';
+import { machineSpec, placementOf, swappable } from './machine-spec.js';
+
+/** The artifact a content-swapping machine's revision is computed with: any, the same for all. */
+const anyContent = `sha256:${'0'.repeat(64)}`;
 
 /**
  * The revision's JSON without the ephemeral-storage bounds (a JSON.stringify replacer): they are
@@ -29,9 +32,13 @@ function withoutDiskBounds(key: string, value: unknown): unknown {
  * in an App with services only a service whose definition changed gets new machines (compose's `up`).
  */
 export function revisionOf(app: App, settings: AppSettings, ordinal = 0, view: ServiceView = servicesOf(app.spec)[0]!): string {
-  const deploy = app.spec.services?.length ? null : (app.spec.deployId ?? null);
+  // Machines that swap content in place are the same machines whatever artifact they serve, and
+  // whichever deploy brought it: neither is part of what they are made of.
+  const inPlace = swappable(app, view, settings);
+  const shaped = inPlace ? { ...app, spec: { ...app.spec, source: { digest: anyContent } } } : app;
+  const deploy = app.spec.services?.length || inPlace ? null : (app.spec.deployId ?? null);
   const shape = JSON.stringify(
-    { m: machineSpec(app, settings, ordinal, view), d: deploy, n: placementOf(app, ordinal, view) ?? null },
+    { m: machineSpec(shaped, settings, ordinal, view), d: deploy, n: placementOf(app, ordinal, view) ?? null },
     withoutDiskBounds,
   );
   return createHash('sha256').update(shape).digest('hex').slice(0, 10);

@@ -1,5 +1,6 @@
 // The App reconciler's settings, from the controllers' configuration.
 import type { Config } from '../../lib/config.js';
+import { controlKeys } from '../../lib/machine-control.js';
 import type { AppSettings } from './desired.js';
 
 export function appSettings(
@@ -12,6 +13,7 @@ export function appSettings(
     assertionIssuer: config.assertion.issuer,
     jwksUrl: config.assertion.jwksUrl,
     artifactKey: config.deploys.artifactKey,
+    control: config.deploys.artifactKey ? controlKeys(config.deploys.artifactKey) : undefined,
     rolloutDeadlineMs: config.deploys.rolloutDeadlineSeconds * 1000,
     volumeStorageClass: config.deploys.volumeStorageClass,
     images: config.images,

@@ -9,6 +9,7 @@ import type * as k8s from '@kubernetes/client-node';
 import { machinePod, machinePolicy, plan, revisionOf } from '../../controllers/app/desired.js';
 import { accountObjects, missingLabels } from '../../controllers/account/desired.js';
 import { runtimeProbes } from '../../controllers/app/machine-spec.js';
+import { controlKeys } from '../../lib/machine-control.js';
 import type { App } from '../../lib/resources/index.js';
 
 const settings = {
@@ -217,7 +218,7 @@ describe('App plan', () => {
     assert.equal(main.readinessProbe, undefined);
     const probe = main.startupProbe!.exec!.command!.join(' ');
     assert.ok(probe.includes("(00000000|0{32}):1F90 [0-9A-F]+:0000 0A' /proc/net/tcp /proc/net/tcp6"), probe);
-    assert.ok(probe.includes(`grep -qxF '${digest}' /srv/site/.svc-artifact`), 'ready only with this digest in place');
+    assert.ok(probe.includes(`grep -qE '^sha256:[0-9a-f]{64}$' /srv/site/.svc-artifact`), 'ready only with a site marked in place');
     // The platform's HOST and PORT come last: an app's own variables do not move the runtime off them.
     assert.deepEqual(main.env!.slice(-2), [
       { name: 'HOST', value: '0.0.0.0' },
@@ -464,15 +465,125 @@ describe('App plan', () => {
   });
 });
 
+describe('content swapped in place (issue 36)', () => {
+  const swapping = { ...settings, artifactKey: Buffer.alloc(32, 7), control: controlKeys(Buffer.alloc(32, 7)) };
+  const d = (c: string) => `sha256:${c.repeat(64)}`;
+  const site = (digest: string, deployId: string, kind: App['spec']['kind'] = 'static'): App =>
+    app({ kind, image: undefined, source: { digest }, deployId });
+  const ready = (pod: k8s.V1Pod, annotations: Record<string, string> = {}): k8s.V1Pod => ({
+    ...withStatus(pod, true),
+    metadata: { ...pod.metadata, annotations: { ...pod.metadata?.annotations, ...annotations } },
+    status: { phase: 'Running', podIP: '10.244.1.7', conditions: [{ type: 'Ready', status: 'True' }] },
+  });
+  const written = (a: App, p: ReturnType<typeof plan>): App => ({ ...a, status: { ...p.status } });
+
+  it('keeps the machine of a static site, HTML app or Markdown site through a content deploy and orders it to swap', () => {
+    for (const kind of ['static', 'html', 'markdown'] as const) {
+      const a = site(d('a'), 'dep-1', kind);
+      const b = site(d('b'), 'dep-2', kind);
+      assert.equal(revisionOf(a, swapping), revisionOf(b, swapping), `${kind}: the artifact and the deploy do not make a new machine`);
+      const first = plan(a, [], swapping, now);
+      const m = ready(first.create[0]!);
+      const live = written(a, plan(written(a, first), [m], swapping, now));
+      assert.equal(live.status?.rollout?.state, 'Live');
+      const deploying = plan({ ...live, spec: b.spec }, [m], swapping, now);
+      assert.equal(deploying.create.length, 0, `${kind}: no new machine`);
+      assert.equal(deploying.delete.length, 0);
+      assert.deepEqual(
+        deploying.swaps.map((s) => [s.pod.metadata?.name, s.digest, s.deploy, s.markOnly]),
+        [[m.metadata?.name, d('b'), 'dep-2', false]],
+      );
+      assert.equal(deploying.swaps[0]!.url, `http://10.244.0.1:8080/artifacts/${d('b')}`);
+      assert.equal(deploying.status.rollout?.state, 'Progressing', 'not Live until the machine says it serves it');
+      assert.equal(deploying.status.ready, '1/1', 'the machine serves meanwhile');
+      const swapped = ready(m, { 'svc.dev/content': d('b'), 'svc.dev/deploy': 'dep-2' });
+      const done = plan(written({ ...live, spec: b.spec }, deploying), [swapped], swapping, now);
+      assert.equal(done.swaps.length, 0);
+      assert.equal(done.status.rollout?.state, 'Live');
+      assert.equal(done.status.currentDeploy, 'dep-2');
+      assert.equal(done.status.machines?.[0]?.deploy, 'dep-2');
+    }
+  });
+
+  it('only marks a machine that serves the artifact already (the same content deployed again)', () => {
+    const a = site(d('a'), 'dep-1');
+    const m = ready(plan(a, [], swapping, now).create[0]!);
+    const again = plan(site(d('a'), 'dep-2'), [m], swapping, now);
+    assert.deepEqual(
+      again.swaps.map((s) => [s.deploy, s.markOnly]),
+      [['dep-2', true]],
+    );
+    assert.equal(again.status.rollout?.state, 'Live');
+  });
+
+  it("fails the rollout with the machine's reason when it refuses the artifact, and keeps it on what it served", () => {
+    const a = site(d('a'), 'dep-1');
+    const first = plan(a, [], swapping, now);
+    const m = ready(first.create[0]!);
+    const live = written(a, plan(written(a, first), [m], swapping, now));
+    const b: App = { ...live, spec: site(d('b'), 'dep-2').spec };
+    const refused = ready(m, {
+      'svc.dev/content-failed': JSON.stringify({
+        digest: d('b'),
+        deploy: 'dep-2',
+        reason: `cannot serve ${d('b')}: artifact digest mismatch`,
+      }),
+    });
+    const failing = plan(written(b, plan(b, [m], swapping, now)), [refused], swapping, now);
+    assert.equal(failing.status.rollout?.state, 'Failed');
+    assert.match(failing.status.rollout?.reason ?? '', /machine 0: cannot serve .*digest mismatch/);
+    assert.equal(failing.swaps.length, 0, 'not ordered again');
+    const halted = plan(written(b, failing), [refused], swapping, now);
+    assert.equal(halted.swaps.length, 0, 'the machine serves the live artifact, which it has');
+    assert.equal(halted.delete.length + halted.create.length, 0);
+    assert.equal(halted.status.currentDeploy, 'dep-1');
+    // The same artifact deployed again (another deploy) is tried again.
+    const retry = plan({ ...written(b, halted), spec: site(d('b'), 'dep-3').spec }, [refused], swapping, now);
+    assert.deepEqual(
+      retry.swaps.map((s) => [s.digest, s.deploy]),
+      [[d('b'), 'dep-3']],
+    );
+  });
+
+  it('replaces the machines of a handler tree (its modules stay in the process), and of any kind without a control key', () => {
+    assert.notEqual(revisionOf(site(d('a'), 'dep-1', 'handlers'), swapping), revisionOf(site(d('b'), 'dep-2', 'handlers'), swapping));
+    assert.notEqual(revisionOf(site(d('a'), 'dep-1'), settings), revisionOf(site(d('b'), 'dep-2'), settings));
+    const handlers = plan(site(d('a'), 'dep-1', 'handlers'), [], swapping, now).create[0]!.spec!.containers[0]!;
+    assert.equal(
+      handlers.env?.find((e) => e.name === 'SVC_CONTROL_KEY'),
+      undefined,
+      'a handler tree takes no orders',
+    );
+  });
+
+  it('gives a swapping machine its control port, the public key orders are checked with, and its own name', () => {
+    const main = plan(site(d('a'), 'dep-1'), [], swapping, now).create[0]!.spec!.containers[0]!;
+    const env = new Map((main.env ?? []).map((e) => [e.name, e]));
+    assert.equal(env.get('SVC_CONTROL_PORT')?.value, '9099');
+    assert.equal(env.get('SVC_CONTROL_KEY')?.value, swapping.control.publicKey);
+    assert.deepEqual(env.get('SVC_POD_NAME')?.valueFrom, { fieldRef: { fieldPath: 'metadata.name' } });
+    assert.deepEqual(
+      main.ports?.map((p) => [p.name, p.containerPort]),
+      [
+        ['http', 8080],
+        ['control', 9099],
+      ],
+    );
+    assert.ok(!JSON.stringify(main).includes(swapping.control.privateKey.export({ format: 'der', type: 'pkcs8' }).toString('base64url')));
+    const on9099 = plan(app({ kind: 'static', image: undefined, source: { digest: d('a') }, port: 9099 }), [], swapping, now).create[0]!;
+    assert.equal(on9099.spec!.containers[0]!.env?.find((e) => e.name === 'SVC_CONTROL_PORT')?.value, '9098');
+  });
+});
+
 describe('the runtime’s startup probe, run', () => {
   // The probe's wait for a listener, as the container's shell runs it, against this host's /proc/net.
   const waitsFor = async (host: string): Promise<boolean> => {
     const server = createServer();
     await new Promise<void>((r) => server.listen(0, host, () => r()));
     const port = (server.address() as AddressInfo).port;
-    const command = runtimeProbes(port, `sha256:${'a'.repeat(64)}`).startupProbe!.exec!.command!;
+    const command = runtimeProbes(port).startupProbe!.exec!.command!;
     // Only the listening half: the site marker's path is the machine's.
-    const script = command[2]!.replace(/ && grep -qxF .* 2>\/dev\/null;/, ';');
+    const script = command[2]!.replace(/ && grep -qE '\^sha256.* 2>\/dev\/null;/, ';');
     try {
       return await new Promise<boolean>((resolve) => execFile('timeout', ['1', '/bin/sh', '-c', script], (err) => resolve(err === null)));
     } finally {

@@ -1,0 +1,113 @@
+// The revisions a runtime machine holds: the artifact it serves and the last few it served, each
+// fetched, verified and extracted into a directory of its own under the site root
+// (`revs/<hex>/`, its archive kept beside the tree), and the one site handler requests go to.
+// A content swap (runtime/control.ts) prepares the new revision aside, builds its handler, and
+// only then moves the one pointer requests read: a request is served wholly by the handler it
+// started on. A swap that fails leaves the served revision as it was. The digest served is kept
+// in the emptyDir (`.svc-current`), so a container that restarts comes back on it, its tree built
+// again from its verified archive (a tree handler code could have changed is never trusted).
+import { randomBytes } from 'node:crypto';
+import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { artifactMarker } from '../lib/contract.js';
+import type { Logger } from '../lib/logger.js';
+import { fetchArtifact, restoreKept, type FetchOptions } from './fetch.js';
+import type { SiteHandler } from './static-site.js';
+
+const digestPattern = /^sha256:[a-f0-9]{64}$/;
+const pointer = '.svc-current';
+
+/** Where an artifact comes from: its digest, URL and credential, and how long to retry. */
+export type Source = Pick<FetchOptions, 'url' | 'digest' | 'token' | 'deadlineMs'>;
+
+export class SiteRevisions {
+  private served: { digest: string; site: SiteHandler } | undefined;
+  /** Digests most recently served first; the first `keep` stay on disk. */
+  private recent: string[] = [];
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    private readonly root: string,
+    private readonly make: (dir: string) => SiteHandler,
+    private readonly log: Logger,
+    private readonly keep = 3,
+  ) {}
+
+  /** The handler of the revision served now. */
+  get site(): SiteHandler {
+    if (!this.served) throw new Error('no revision is served yet');
+    return this.served.site;
+  }
+
+  get digest(): string | undefined {
+    return this.served?.digest;
+  }
+
+  /**
+   * The revision to serve at start: the one served before this container restarted, rebuilt from
+   * its kept archive, else `named` (the pod spec's), fetched.
+   */
+  async start(named: Source): Promise<'present' | 'restored' | 'fetched'> {
+    const last = await readFile(path.join(this.root, pointer), 'utf8').then(
+      (s) => s.trim(),
+      () => undefined,
+    );
+    if (last && last !== named.digest && digestPattern.test(last)) {
+      if (await restoreKept(this.dirOf(last), last, this.log)) {
+        await this.activate(last);
+        return 'restored';
+      }
+      this.log.warn({ digest: last }, 'The revision served before the restart is gone; fetching the one the machine was made with');
+    }
+    const how = await fetchArtifact({ ...named, root: this.dirOf(named.digest), keep: true, log: this.log });
+    await this.activate(named.digest);
+    return how;
+  }
+
+  /**
+   * Serves `source` from now on, once it is fetched (or rebuilt from a revision kept here),
+   * verified and its handler made; one swap at a time. A failure (FetchError) changes nothing.
+   */
+  swap(source: Source): Promise<{ digest: string; how: 'serving' | 'restored' | 'fetched' | 'present'; ms: number }> {
+    const run = async () => {
+      const started = Date.now();
+      if (this.served?.digest === source.digest) return { digest: source.digest, how: 'serving' as const, ms: 0 };
+      const how = await fetchArtifact({ ...source, root: this.dirOf(source.digest), keep: true, log: this.log });
+      await this.activate(source.digest);
+      const ms = Date.now() - started;
+      this.log.info({ digest: source.digest, how, ms }, 'Serving a new revision');
+      return { digest: source.digest, how, ms };
+    };
+    const next = this.queue.then(run, run);
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  private dirOf(digest: string): string {
+    return path.join(this.root, 'revs', digest.slice('sha256:'.length));
+  }
+
+  /** Makes `digest`'s handler the one requests go to, says so on disk, and lets go of old revisions. */
+  private async activate(digest: string): Promise<void> {
+    const site = this.make(this.dirOf(digest));
+    this.served = { digest, site };
+    this.recent = [digest, ...this.recent.filter((d) => d !== digest)];
+    // The pointer a restart reads, and the marker the startup probe waits for (machine-spec.ts).
+    await writeAtomic(path.join(this.root, pointer), digest);
+    await writeAtomic(path.join(this.root, artifactMarker), digest);
+    const keep = new Set(this.recent.slice(0, this.keep).map((d) => d.slice('sha256:'.length)));
+    this.recent = this.recent.slice(0, this.keep);
+    const revs = path.join(this.root, 'revs');
+    for (const name of await readdir(revs).catch(() => [] as string[]))
+      if (!keep.has(name)) await rm(path.join(revs, name), { recursive: true, force: true });
+  }
+}
+
+async function writeAtomic(file: string, content: string): Promise<void> {
+  await mkdir(path.dirname(file), { recursive: true });
+  const temp = `${file}-${randomBytes(6).toString('hex')}`;
+  await writeFile(temp, content + '\n', { mode: 0o644 });
+  // What handler code may have put at this name (a directory) does not stop the rename.
+  await rm(file, { recursive: true, force: true });
+  await rename(temp, file);
+}

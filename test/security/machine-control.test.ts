@@ -1,0 +1,88 @@
+// Attack surface: a runtime machine's control port (issue 36), which takes the orders that make it
+// serve another artifact. It is reachable from the platform and from the app's own machines, and
+// the runtime runs next to tenant code (a handler tree's modules, a sibling machine's): every order
+// is refused that the controllers did not sign for this very Pod, now, and newer than the last,
+// before anything is fetched. What a machine holds (its environment) cannot make an order.
+import assert from 'node:assert/strict';
+import { generateKeyPairSync } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { controlKeys, signSwapOrder, swapOrderTtlMs } from '../../lib/machine-control.js';
+import { ArtifactStore, controlKey, startMachine, type Machine } from '../support/swapping-runtime.js';
+
+describe('machine control port', () => {
+  const store = new ArtifactStore();
+  let m: Machine;
+  let served: string;
+  let other: string;
+
+  before(async () => {
+    await store.start();
+    served = await store.publish({ 'index.html': 'served' });
+    other = await store.publish({ 'index.html': 'other' });
+    m = await startMachine(store, served);
+  });
+  after(async () => {
+    await m?.proc.stop();
+    store.close();
+  });
+
+  /** Sends `body`, expects it refused with `status` and a message like `why`, and nothing fetched nor changed. */
+  async function refused(body: string, status: number, why: RegExp): Promise<void> {
+    const hits = store.hits.length;
+    const r = await m.send(body);
+    assert.equal(r.status, status, JSON.stringify(r.body));
+    assert.match(r.body.error ?? '', why);
+    assert.equal(store.hits.length, hits, 'nothing fetched for a refused order');
+    assert.equal((await m.get()).body, 'served');
+  }
+
+  it('refuses what is not a signed order', async () => {
+    await refused('', 403, /base64url/);
+    await refused('{"digest":"x"}', 403, /base64url/);
+    await refused(`${Buffer.from('{}').toString('base64url')}.${'A'.repeat(86)}`, 403, /not signed by the platform/);
+  });
+
+  it('refuses an order signed with any key but the controllers’ (a tenant’s own, one derived from another key)', async () => {
+    const now = Date.now();
+    const order = { pod: 'site-m0-abc', digest: other, url: `${store.base}/${other}`, issuedAt: now, expiresAt: now + 30_000 };
+    const tenant = generateKeyPairSync('ed25519').privateKey;
+    await refused(signSwapOrder(tenant, order), 403, /not signed by the platform/);
+    await refused(signSwapOrder(controlKeys(Buffer.alloc(32, 9)).privateKey, order), 403, /not signed by the platform/);
+    assert.notEqual(controlKeys(Buffer.alloc(32, 9)).publicKey, controlKey.publicKey);
+  });
+
+  it('refuses a signed order changed in transit (another digest, another URL)', async () => {
+    const [body, sig] = m.order(served).split('.');
+    const changed = JSON.parse(Buffer.from(body!, 'base64url').toString()) as Record<string, unknown>;
+    for (const change of [{ digest: other }, { url: 'http://attacker.example/x' }]) {
+      const forged = Buffer.from(JSON.stringify({ ...changed, ...change })).toString('base64url');
+      await refused(`${forged}.${sig}`, 403, /not signed by the platform/);
+    }
+  });
+
+  it('refuses an order for another machine (replayed from a sibling), an expired one, and one older than the last it took', async () => {
+    await refused(m.order(other, { pod: 'site-m1-abc' }), 403, /for site-m1-abc, not this machine/);
+    await refused(m.order(other, { issuedAt: Date.now() - 2 * swapOrderTtlMs, expiresAt: Date.now() - swapOrderTtlMs }), 403, /expired/);
+    // An old order kept by whoever saw it go by: once a newer one is taken, it takes nothing back.
+    const old = m.order(served, { issuedAt: Date.now() - 1000 });
+    const r = await m.send(m.order(other));
+    assert.equal(r.status, 200);
+    assert.equal((await m.get()).body, 'other');
+    const hits = store.hits.length;
+    const replay = await m.send(old);
+    assert.equal(replay.status, 403);
+    assert.match(replay.body.error ?? '', /newer order was taken/);
+    assert.equal(store.hits.length, hits);
+    assert.equal((await m.get()).body, 'other', 'still what the newest order said');
+    // Back to what it served before, for the other tests.
+    assert.equal((await m.send(m.order(served))).status, 200);
+  });
+
+  it('refuses a body past the order size and anything but POST /swap', async () => {
+    const r = await m.send('A'.repeat(64 * 1024)).catch(() => ({ status: 413, body: { error: 'reset' } }));
+    assert.equal(r.status, 413);
+    const other = await fetch(`http://127.0.0.1:${m.controlPort}/`);
+    assert.equal(other.status, 404);
+    assert.equal((await m.get()).body, 'served');
+  });
+});
