@@ -50,6 +50,7 @@ export default async (req) => {
     connects: Object.fromEntries(await Promise.all(targets.map(async ([h, p]) => [h + ':' + p, await attempt(h, p)]))),
     mark: process.env.PROBE_MARK ?? null,
     own: readdirSync(process.env.SVC_SITE_ROOT).sort(),
+    tree: readdirSync(process.env.SVC_SITE_ROOT + '/revs/' + readFileSync(process.env.SVC_SITE_ROOT + '/.svc-current', 'utf8').trim().slice(7)).sort(),
   };
 };
 `;
@@ -64,6 +65,7 @@ interface ProbeAnswer {
   connects: Record<string, string>;
   mark: string | null;
   own: string[];
+  tree: string[];
 }
 
 describe('security: tenant isolation on the real nodes', () => {
@@ -73,6 +75,9 @@ describe('security: tenant isolation on the real nodes', () => {
   const probeApp = uniqueName('probe');
   const victimApp = uniqueName('victim');
   let victimIP: string;
+  /** A static site of the victim's: its machine has a control port (content swaps, issue 36). */
+  const victimSite = uniqueName('victim-site');
+  let victimSiteIP: string;
 
   const json = async <T>(res: Response, status: number): Promise<T> => {
     const text = await res.text();
@@ -124,12 +129,19 @@ describe('security: tenant isolation on the real nodes', () => {
       }),
       202,
     );
+    await json(await victim.request('POST', '/api/apps', { body: { name: victimSite } }), 201);
+    await json(await victim.request('POST', `/api/apps/${victimSite}/deploy`, { body: { files: { 'index.html': 'VICTIM SITE' } } }), 202);
     await serving(victimApp);
+    await serving(victimSite);
     await serving(probeApp, '/api/probe');
-    const pods = await kubeConfig()
-      .makeApiClient(k8s.CoreV1Api)
-      .listNamespacedPod({ namespace: victim.account.namespace, labelSelector: `svc.dev/app=${victimApp}` });
-    victimIP = pods.items.find((p) => p.status?.podIP)!.status!.podIP!;
+    const ipOf = async (app: string) => {
+      const pods = await kubeConfig()
+        .makeApiClient(k8s.CoreV1Api)
+        .listNamespacedPod({ namespace: victim.account.namespace, labelSelector: `svc.dev/app=${app}` });
+      return pods.items.find((p) => p.status?.podIP)!.status!.podIP!;
+    };
+    victimIP = await ipOf(victimApp);
+    victimSiteIP = await ipOf(victimSite);
   });
   after(async () => {
     await ingress?.close();
@@ -180,8 +192,10 @@ describe('security: tenant isolation on the real nodes', () => {
 
   it('sees its own files and its own env', async () => {
     const a = await probe({});
+    // The site root: the revision served, the marker the startup probe reads, the revisions kept.
+    assert.deepEqual(a.own, ['.svc-artifact', '.svc-current', 'revs']);
     // Its tree, with the marker and the verified archive the runtime rebuilds it from (never served).
-    assert.deepEqual(a.own, ['.svc-archive', '.svc-artifact', 'api', 'readme.txt']);
+    assert.deepEqual(a.tree, ['.svc-archive', '.svc-artifact', 'api', 'readme.txt']);
     assert.equal(a.mark, 'own-env-visible');
   });
 
@@ -191,6 +205,8 @@ describe('security: tenant isolation on the real nodes', () => {
     const a = await probe({
       connect: [
         [victimIP, 8080],
+        // Another account's control port: no order, signed or not, reaches it from here.
+        [victimSiteIP, 9099],
         [gateway, apiPort],
         [gateway, 8080],
         [gateway, 6443],
@@ -208,6 +224,7 @@ describe('security: tenant isolation on the real nodes', () => {
     }
     // Refused at once (a reset), not left to time out.
     assert.equal(a.connects[`${victimIP}:8080`], 'ECONNREFUSED');
+    assert.equal(a.connects[`${victimSiteIP}:9099`], 'ECONNREFUSED');
     assert.equal(a.connects[`${gateway}:${apiPort}`], 'ECONNREFUSED');
   });
 
