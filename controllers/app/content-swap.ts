@@ -26,11 +26,13 @@ export class ContentSwapper {
     private readonly events: KindEvents<App>,
   ) {}
 
-  async apply(app: App, swaps: readonly Swap[], now: Date): Promise<void> {
-    await Promise.all(swaps.map((s) => (s.markOnly ? this.mark(s, {}) : this.swap(app, s, now))));
+  /** Sends the orders and marks the machines; returns the machines as marked (what the caches will show next). */
+  async apply(app: App, swaps: readonly Swap[], now: Date): Promise<k8s.V1Pod[]> {
+    const marked = await Promise.all(swaps.map((s) => (s.markOnly ? this.mark(s, {}) : this.swap(app, s, now))));
+    return marked.filter((p): p is k8s.V1Pod => p !== undefined);
   }
 
-  private async swap(app: App, s: Swap, now: Date): Promise<void> {
+  private async swap(app: App, s: Swap, now: Date): Promise<k8s.V1Pod | undefined> {
     const { namespace, name } = app.metadata as { namespace: string; name: string };
     const pod = s.pod.metadata!.name!;
     const address = s.pod.status?.podIP;
@@ -61,32 +63,33 @@ export class ContentSwapper {
         { kind: 'App', namespace, name, pod, digest: s.digest, deploy: s.deploy, how: answer.how, ms },
         'Machine swapped content',
       );
-      await this.mark(s, { [annotations.content]: s.digest, [annotations.contentFailed]: null });
-      return;
+      return this.mark(s, { [annotations.content]: s.digest, [annotations.contentFailed]: null });
     }
     if (res.status === 422) {
       const reason = `cannot serve ${s.digest}: ${answer.error ?? 'the machine refused it'}`;
       this.log.warn({ kind: 'App', namespace, name, pod, digest: s.digest, deploy: s.deploy, reason }, 'Machine refused a content swap');
       this.events.record(app, 'Warning', 'SwapFailed', `${pod}: ${reason}`);
-      await this.mark(
+      return this.mark(
         { ...s, deploy: undefined },
         {
           [annotations.contentFailed]: JSON.stringify({ digest: s.digest, ...(s.deploy ? { deploy: s.deploy } : {}), reason }),
         },
       );
-      return;
     }
     throw new Error(`machine ${pod} answered a swap order ${res.status}: ${answer.error ?? ''}`.trim());
   }
 
   /** Writes `extra` and the deploy the machine serves (when there is one) onto its Pod. */
-  private async mark(s: Swap, extra: Record<string, string | null>): Promise<void> {
+  private async mark(s: Swap, extra: Record<string, string | null>): Promise<k8s.V1Pod | undefined> {
     const body = { metadata: { annotations: { ...extra, ...(s.deploy ? { [annotations.deploy]: s.deploy } : {}) } } };
-    await this.core
+    return this.core
       .patchNamespacedPod(
         { namespace: s.pod.metadata!.namespace!, name: s.pod.metadata!.name!, body },
         k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
       )
-      .catch(ignoreStatus(404));
+      .catch((err: unknown) => {
+        ignoreStatus(404)(err);
+        return undefined;
+      });
   }
 }

@@ -68,7 +68,9 @@ export class AppReconciler implements Reconciler<App, AppStatusFields> {
     if (app.metadata.deletionTimestamp) return { deleted: true };
     const settings = this.settingsFor(app);
     const { namespace, name } = app.metadata as { namespace: string; name: string };
-    const p = plan(app, this.observed.podsOf(namespace, name), settings, now, this.observed.claimsOf(namespace, name));
+    const claims = this.observed.claimsOf(namespace, name);
+    const pods = this.observed.podsOf(namespace, name);
+    let p = plan(app, pods, settings, now, claims);
     if (p.expired) {
       await this.expire(app);
       return { deleted: true };
@@ -79,7 +81,25 @@ export class AppReconciler implements Reconciler<App, AppStatusFields> {
       // The policy first (a machine is never reachable by more than it allows), then the Service
       // and the machines at once: one apiserver round trip fewer for a new App.
       const service = await this.applyPolicy(app, settings);
-      await Promise.all([service?.(), this.applyMachines(app, p), this.swapper.apply(app, p.swaps, now)]);
+      const [, , marked] = await Promise.all([service?.(), this.applyMachines(app, p), this.swapper.apply(app, p.swaps, now)]);
+      // Machines that swapped serve the new content now: the status says so in this reconcile, not
+      // the next (a rollback right after reads what went live from it). Only the status is taken
+      // from the plan again: its actions were just applied.
+      if (marked.length) {
+        const seen = new Map(marked.map((m) => [m.metadata!.name, m]));
+        p = {
+          ...plan(
+            app,
+            pods.map((pod) => seen.get(pod.metadata!.name) ?? pod),
+            settings,
+            now,
+            claims,
+          ),
+          create: [],
+          delete: [],
+          swaps: [],
+        };
+      }
     } catch (err) {
       if (namespaceGone(err)) return { deleted: true };
       throw err;
