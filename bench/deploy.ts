@@ -61,6 +61,8 @@ const config = loadConfig({
   SVC_API_MACHINE_PORT: String(machinePort),
   SVC_ARTIFACT_DIR: artifactDir,
   SVC_RUNTIME_IMAGE: images.runtime,
+  // Tenants' images from the platform's registry are allowed, as on the running platform (the image deploys).
+  SVC_BUILD_REGISTRY: images.registry,
 });
 const db = connect(config.databaseUrl);
 await migrateLatest(db);

@@ -187,8 +187,9 @@ function requeueOf(expiresAt: Date | undefined, planned: readonly ServicePlan[],
 
 /**
  * For each service and ordinal, a machine of the current revision is started next to an older one,
- * which goes only once the new one is Ready (or, in a service that does not restart, done): a
- * one-machine app keeps serving through a deploy. The revision is the App's as applied, or while
+ * which goes only once the new one is Ready (or, in a service that does not restart, done), and,
+ * for the public service, listed ready in its Service's EndpointSlices (`routable`: what ingress-auth
+ * routes by; undefined: not checked): a one-machine app keeps serving through a deploy. The revision is the App's as applied, or while
  * that spec's rollout has failed, the last live one (rollout.ts). A service's machines are made once
  * the services it depends on are as it asks, and, in an App with services, once every service's
  * address is known (each machine is given them all).
@@ -199,11 +200,12 @@ export function plan(
   settings: AppSettings,
   now: Date,
   claims: readonly k8s.V1PersistentVolumeClaim[] = [],
+  routable?: ReadonlySet<string>,
 ): Plan {
   const expiresAt = app.spec.expiresAt ? new Date(app.spec.expiresAt) : undefined;
   const choice = chooseRevision(app, settings, now);
   const live = pods.filter((p) => !p.metadata?.deletionTimestamp);
-  const planned = planServices(app, choice, live, settings, now, claims);
+  const planned = planServices(app, choice, live, settings, now, claims, routable);
   const progress = progressOf(app, choice, planned, live, now);
   const requeueMs = requeueOf(expiresAt, planned, progress.failed, now);
   return {

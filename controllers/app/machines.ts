@@ -78,6 +78,8 @@ interface Machines {
   now: Date;
   claimNames: ReadonlySet<string | undefined>;
   addressless: readonly string[];
+  /** The addresses the App's Service routes to (its EndpointSlices); undefined: not checked. */
+  routable: ReadonlySet<string> | undefined;
 }
 
 /** The machines that go whatever their service plans: those of a service the App no longer has, and those running a refused image. */
@@ -106,13 +108,14 @@ export function planServices(
   settings: AppSettings,
   now: Date,
   claims: readonly k8s.V1PersistentVolumeClaim[],
+  routable?: ReadonlySet<string>,
 ): ServicePlan[] {
   const { views, withServices } = choice;
   const claimNames = new Set(claims.map((c) => c.metadata?.name));
   const addressless = withServices
     ? views.filter((v) => v.name !== undefined && v.ports.length && !settings.serviceAddresses?.get(v.name)).map((v) => v.name!)
     : [];
-  return views.map((view) => planService(view, { app, choice, live, settings, now, claimNames, addressless }));
+  return views.map((view) => planService(view, { app, choice, live, settings, now, claimNames, addressless, routable }));
 }
 
 /** Service `view`'s part of the plan: how many machines it wants, what it waits for, and each ordinal's machine. */
@@ -171,7 +174,7 @@ function planMachine(view: ServiceView, ordinal: number, mine: readonly k8s.V1Po
     if (!m.claimNames.has(claim.metadata!.name)) missingClaims.push(claim);
   }
   if (!fresh && !out.waits) create.push(machinePod(target, ordinal, settings, now, view));
-  else if (fresh && done(fresh, view)) del.push(...old);
+  else if (fresh && done(fresh, view) && routed(fresh, view, m)) del.push(...old);
   if (fresh) {
     const why = hopelessMachine(fresh, view, now, settings.rolloutDeadlineMs);
     if (why) hopelessOnes.push(`${who}: ${why}`);
@@ -182,7 +185,7 @@ function planMachine(view: ServiceView, ordinal: number, mine: readonly k8s.V1Po
     }
   }
   // A running machine that swaps content serves the App's artifact before it counts as current.
-  const contentCurrent = fresh && done(fresh, view) ? planSwap(view, fresh, who, out, m) : false;
+  const contentCurrent = fresh && done(fresh, view) && routed(fresh, view, m) ? planSwap(view, fresh, who, out, m) : false;
   // A failed machine of the current revision is replaced, unless its service says not to restart.
   if (fresh && view.restart === 'always' && (fresh.status?.phase === 'Failed' || fresh.status?.phase === 'Succeeded')) {
     del.push(fresh);
@@ -204,6 +207,17 @@ function planMachine(view: ServiceView, ordinal: number, mine: readonly k8s.V1Po
       ...(shown.status?.startTime ? { startedAt: new Date(shown.status.startTime).toISOString() } : {}),
     });
   }
+}
+
+/**
+ * Whether ingress-auth can route to `pod`: the public service's machine is listed ready in the
+ * App's EndpointSlices (when they are watched). A machine Ready a moment before it is listed would
+ * otherwise make the rollout Live, and its predecessor go, before a request can reach it.
+ */
+function routed(pod: k8s.V1Pod, view: ServiceView, m: Machines): boolean {
+  if (!view.public || view.port === undefined || m.routable === undefined) return true;
+  const ip = pod.status?.podIP;
+  return ip !== undefined && m.routable.has(ip);
 }
 
 /**

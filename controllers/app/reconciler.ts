@@ -38,6 +38,8 @@ export interface Observed {
   servicesOf(namespace: string, app: string): k8s.V1Service[];
   /** The App's volume claims (attached or not). */
   claimsOf(namespace: string, app: string): k8s.V1PersistentVolumeClaim[];
+  /** The addresses the App's Service routes to now (its EndpointSlices' ready endpoints); undefined: not watched. */
+  routableOf?(namespace: string, app: string): ReadonlySet<string>;
 }
 
 export class AppReconciler implements Reconciler<App, AppStatusFields> {
@@ -70,7 +72,8 @@ export class AppReconciler implements Reconciler<App, AppStatusFields> {
     const { namespace, name } = app.metadata as { namespace: string; name: string };
     const claims = this.observed.claimsOf(namespace, name);
     const pods = this.observed.podsOf(namespace, name);
-    let p = plan(app, pods, settings, now, claims);
+    const routable = this.observed.routableOf?.(namespace, name);
+    let p = plan(app, pods, settings, now, claims, routable);
     if (p.expired) {
       await this.expire(app);
       return { deleted: true };
@@ -94,6 +97,7 @@ export class AppReconciler implements Reconciler<App, AppStatusFields> {
             settings,
             now,
             claims,
+            routable,
           ),
           create: [],
           delete: [],

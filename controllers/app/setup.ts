@@ -19,6 +19,9 @@ export function setupApp(ctx: SetupContext, settings: AppSettings, opts: { datab
   const pods = informers.informer(targets.pods(kc, labels.app));
   // Apps' volume claims (labelled with their volume), kept by the App controller.
   const appClaims = informers.informer(targets.claims(kc, labels.volume));
+  // The slices of Apps' Services (the endpoint controller copies the Service's labels): a new
+  // machine counts once ingress-auth, which routes by them, can reach it.
+  const slices = informers.informer(targets.endpointSlices(kc, labels.app));
   const reconciler = new AppReconciler(
     clients.core,
     clients.custom,
@@ -29,6 +32,13 @@ export function setupApp(ctx: SetupContext, settings: AppSettings, opts: { datab
       servicesOf: (ns, app) =>
         services.list(ns).filter((s) => s.metadata?.labels?.[labels.app] === app && s.metadata.labels[labels.service] !== undefined),
       claimsOf: (ns, app) => appClaims.list(ns).filter((c) => c.metadata?.labels?.[labels.app] === app),
+      routableOf: (ns, app) =>
+        new Set(
+          slices
+            .list(ns)
+            .filter((s) => s.metadata?.labels?.['kubernetes.io/service-name'] === app)
+            .flatMap((s) => (s.endpoints ?? []).filter((e) => e.conditions?.ready !== false).flatMap((e) => e.addresses)),
+        ),
     },
     settings,
     ctx.log,
@@ -59,7 +69,8 @@ export function setupApp(ctx: SetupContext, settings: AppSettings, opts: { datab
     .watches(pods, appOf)
     .watches(services, appOf, { forget: ownerUid })
     .watches(policies, appOf, { forget: ownerUid })
-    .watches(appClaims, appOf);
+    .watches(appClaims, appOf)
+    .watches(slices, appOf);
   // An App naming a database learns its server's address from the Database's Service.
   if (opts.databases)
     controller.watches(services, (svc: k8s.V1Service) => {

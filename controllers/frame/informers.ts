@@ -84,6 +84,15 @@ export const targets = {
       list: (s) => core.listServiceForAllNamespaces(s ? { labelSelector: s } : {}),
     };
   },
+  endpointSlices: (kc: k8s.KubeConfig, labelSelector: string): WatchTarget<k8s.V1EndpointSlice> => {
+    const discovery = kc.makeApiClient(k8s.DiscoveryV1Api);
+    return {
+      what: `endpoint slices (${labelSelector})`,
+      path: '/apis/discovery.k8s.io/v1/endpointslices',
+      labelSelector,
+      list: (s) => discovery.listEndpointSliceForAllNamespaces(s ? { labelSelector: s } : {}),
+    };
+  },
   namespaces: (kc: k8s.KubeConfig, labelSelector: string): WatchTarget<k8s.V1Namespace> => {
     const core = kc.makeApiClient(k8s.CoreV1Api);
     return {

@@ -93,9 +93,13 @@ const needs: Record<string, Access[]> = {
     ['watch', '', 'pods'],
     ['create', '', 'pods', undefined, tenant],
     ['delete', '', 'pods', undefined, tenant],
+    // Content swaps mark the machine with what it serves (controllers/app/content-swap.ts).
+    ['patch', '', 'pods', undefined, tenant],
     ['list', '', 'services'],
     ['watch', '', 'services'],
     ['patch', '', 'services', undefined, tenant],
+    ['list', 'discovery.k8s.io', 'endpointslices'],
+    ['watch', 'discovery.k8s.io', 'endpointslices'],
     ['create', '', 'events', undefined, tenant],
     ['list', '', 'namespaces'],
     ['watch', '', 'namespaces'],

@@ -180,6 +180,26 @@ describe('App plan', () => {
     assert.equal(done.create.length, 0);
   });
 
+  it('counts a new machine, and lets the old one go, only once its Service routes to it (the EndpointSlices ingress-auth reads)', () => {
+    const v1 = app({ deployId: 'dep-1' });
+    const v2 = app({ deployId: 'dep-2', env: [{ name: 'A', value: '1' }] });
+    const at = (pod: k8s.V1Pod, ip: string): k8s.V1Pod => ({
+      ...withStatus(pod, true),
+      status: { ...withStatus(pod, true).status, podIP: ip },
+    });
+    const old = at(machinePod(v1, 0, settings), '10.0.0.1');
+    const fresh = at(machinePod(v2, 0, settings), '10.0.0.2');
+    const unlisted = plan(v2, [old, fresh], settings, now, [], new Set(['10.0.0.1']));
+    assert.equal(unlisted.delete.length, 0, 'the old machine serves until the new one is routed to');
+    assert.equal(unlisted.status.rollout?.state, 'Progressing', 'not Live while no request can reach it');
+    const listed = plan(v2, [old, fresh], settings, now, [], new Set(['10.0.0.1', '10.0.0.2']));
+    assert.deepEqual(
+      listed.delete.map((p) => p.metadata?.name),
+      [old.metadata?.name],
+    );
+    assert.equal(listed.status.rollout?.state, 'Live');
+  });
+
   it('scales down by ordinal and suspends to zero', () => {
     const a = app({ machines: 1 });
     const extra = withStatus(machinePod(a, 1, settings), true);
