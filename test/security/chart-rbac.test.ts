@@ -376,7 +376,8 @@ describe('chart RBAC (real apiserver)', () => {
     await assert.rejects(ingress.makeApiClient(k8s.CoreV1Api).listNamespacedSecret({ namespace: ns.name }), forbidden);
     const controllers = await asAccount('svc-controllers');
     await controllers.makeApiClient(k8s.CoreV1Api).listServiceForAllNamespaces();
-    await assert.rejects(controllers.makeApiClient(k8s.DiscoveryV1Api).listEndpointSliceForAllNamespaces(), forbidden);
+    await controllers.makeApiClient(k8s.DiscoveryV1Api).listEndpointSliceForAllNamespaces();
+    await assert.rejects(controllers.makeApiClient(k8s.CoreV1Api).listSecretForAllNamespaces(), forbidden);
   });
 
   it("holds the API's namespace and RoleBinding rights to account namespaces (admission policy, real requests with its token)", async () => {
