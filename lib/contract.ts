@@ -92,6 +92,8 @@ export const annotations = {
    * one its spec was made with), and a swap it refused (`{"digest","deploy","reason"}`).
    */
   content: 'svc.dev/content',
+  /** The machine container's restart count when `content` was written: a restart since makes it unknown. */
+  contentRestarts: 'svc.dev/content-restarts',
   contentFailed: 'svc.dev/content-failed',
   /** On a claimed sandbox pod: `warm` or `cold`, and why cold. */
   launch: 'svc.dev/launch',

@@ -14,8 +14,9 @@ export function controlPortFor(appPort: number): number {
 }
 
 export interface SwapOrder {
-  /** The Pod (its name: the machine's hostname) the order is for. */
+  /** The Pod the order is for: its name, and its uid (a Pod made again under the same name is another). */
   pod: string;
+  uid: string;
   digest: string;
   /** Where to fetch it, and the artifact credential that opens it (lib/artifacts/credential.ts). */
   url: string;
@@ -63,7 +64,11 @@ export type OrderCheck = { ok: true; order: SwapOrder } | { ok: false; error: st
  * The order in `wire` if it is signed by the controllers' key, for `pod`, current at `now`, and
  * not older than `after` (the issue time of the last order the machine took).
  */
-export function verifySwapOrder(publicKey: string, wire: string, expect: { pod: string; now: number; after?: number }): OrderCheck {
+export function verifySwapOrder(
+  publicKey: string,
+  wire: string,
+  expect: { pod: string; uid: string; now: number; after?: number },
+): OrderCheck {
   const m = /^([A-Za-z0-9_-]{1,8000})\.([A-Za-z0-9_-]{86})$/.exec(wire.trim());
   if (!m) return { ok: false, error: 'a swap order is <base64url body>.<base64url signature>' };
   let key: KeyObject;
@@ -82,6 +87,7 @@ export function verifySwapOrder(publicKey: string, wire: string, expect: { pod: 
   }
   if (
     typeof order.pod !== 'string' ||
+    typeof order.uid !== 'string' ||
     typeof order.digest !== 'string' ||
     !digestPattern.test(order.digest) ||
     typeof order.url !== 'string' ||
@@ -90,7 +96,8 @@ export function verifySwapOrder(publicKey: string, wire: string, expect: { pod: 
     !Number.isFinite(order.expiresAt)
   )
     return { ok: false, error: 'the order lacks a field' };
-  if (order.pod !== expect.pod) return { ok: false, error: `the order is for ${order.pod}, not this machine` };
+  if (order.pod !== expect.pod || order.uid !== expect.uid)
+    return { ok: false, error: `the order is for ${order.pod} (${order.uid}), not this machine` };
   if (order.expiresAt <= expect.now) return { ok: false, error: 'the order has expired' };
   if (expect.after !== undefined && order.issuedAt < expect.after) return { ok: false, error: 'a newer order was taken already' };
   return { ok: true, order };

@@ -3,19 +3,22 @@
 // fetched: signed by the platform, for this Pod, current, and not older than the last one taken
 // (an order replayed by the app's own code on a sibling machine cannot take it back a revision).
 // 200 with the digest served once the machine serves it; 422 with the reason when the artifact
-// cannot be fetched or verified (the revision served stays); 403 for an order refused.
+// cannot be fetched, verified or put in place (the revision served stays); 403 for an order refused.
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { verifySwapOrder } from '../lib/machine-control.js';
 import type { Logger } from '../lib/logger.js';
-import { FetchError } from './fetch.js';
 import type { SiteRevisions } from './revisions.js';
 
 const maxOrderBytes = 16 * 1024;
 
 export interface ControlOptions {
-  /** The controllers' public key (base64url), and the Pod this machine is. */
+  /** The controllers' public key (base64url), and the Pod this machine is (its name and uid). */
   publicKey: string;
   pod: string;
+  uid: string;
+  /** Where the issue time of the last order taken is kept, so a restarted container takes none older. */
+  lastOrderFile: string;
   revisions: SiteRevisions;
   log: Logger;
   /** How long a fetch retries transient failures. */
@@ -24,6 +27,12 @@ export interface ControlOptions {
 
 export function createControlServer(opts: ControlOptions): Server {
   let lastIssued: number | undefined;
+  try {
+    const kept = Number(readFileSync(opts.lastOrderFile, 'utf8'));
+    if (Number.isFinite(kept)) lastIssued = kept;
+  } catch {
+    // No order taken yet.
+  }
   return createServer((req, res) => {
     const reply = (status: number, body: object) =>
       res.writeHead(status, { 'content-type': 'application/json', connection: 'close' }).end(JSON.stringify(body) + '\n');
@@ -44,6 +53,7 @@ export function createControlServer(opts: ControlOptions): Server {
       if (size > maxOrderBytes) return;
       const checked = verifySwapOrder(opts.publicKey, Buffer.concat(chunks).toString(), {
         pod: opts.pod,
+        uid: opts.uid,
         now: Date.now(),
         ...(lastIssued !== undefined ? { after: lastIssued } : {}),
       });
@@ -53,8 +63,13 @@ export function createControlServer(opts: ControlOptions): Server {
         return;
       }
       const { order } = checked;
-      // Taken before it runs: an older order that arrives meanwhile is refused.
+      // Taken before it runs: an older order that arrives meanwhile, or after a restart, is refused.
       lastIssued = order.issuedAt;
+      try {
+        writeFileSync(opts.lastOrderFile, String(order.issuedAt));
+      } catch (err) {
+        opts.log.warn({ err }, 'Cannot keep the last order taken');
+      }
       opts.revisions
         .swap({
           url: order.url,
@@ -67,7 +82,9 @@ export function createControlServer(opts: ControlOptions): Server {
           (err: unknown) => {
             const message = err instanceof Error ? err.message : String(err);
             opts.log.error({ digest: order.digest, error: message }, `Cannot swap to ${order.digest}: ${message}`);
-            reply(err instanceof FetchError ? 422 : 500, { error: message });
+            // Whatever kept it from serving the artifact (a fetch, a bad archive, a full disk), the
+            // machine serves what it did: a refusal the controller fails the rollout with.
+            reply(422, { error: message });
           },
         );
     });

@@ -100,7 +100,7 @@ async function serve(): Promise<void> {
       });
   });
   // Orders are taken before the machine is ready (listening on its port): a ready machine takes them.
-  const control = revisions ? await controlFromEnv(revisions, host, port, log) : undefined;
+  const control = revisions ? await controlFromEnv(revisions, root, host, port, log) : undefined;
   server.listen(port, host, () => log.info({ host, port, root, kind, digest: revisions?.digest }, 'Serving site'));
 
   function shutdown(signal: string, delay: number): void {
@@ -134,7 +134,9 @@ async function serve(): Promise<void> {
  */
 async function startRevisions(root: string, make: (dir: string) => SiteHandler, log: Logger): Promise<SiteRevisions> {
   const { optionsFromEnv } = await import('./fetch.js');
-  const revisions = new SiteRevisions(root, make, log);
+  // The revision served before a restart is taken back only on a machine that takes orders: one
+  // that runs the app's code (a handler tree) could have planted a pointer and an archive to match.
+  const revisions = new SiteRevisions(root, make, log, { resume: takesOrders() });
   try {
     const { url, digest, token, deadlineMs } = optionsFromEnv(process.env);
     await revisions.start({ url, digest, ...(token ? { token } : {}), ...(deadlineMs !== undefined ? { deadlineMs } : {}) });
@@ -149,13 +151,26 @@ async function startRevisions(root: string, make: (dir: string) => SiteHandler, 
   return revisions;
 }
 
+/** Whether the pod spec has this machine take swap orders (content kinds only: machine-spec.ts). */
+function takesOrders(): boolean {
+  return Boolean(process.env.SVC_CONTROL_PORT && process.env.SVC_CONTROL_KEY) && process.env.SVC_APP_KIND !== 'handlers';
+}
+
 /** The control port, when the pod spec gives one (content-swappable machines): runtime/control.ts. */
-async function controlFromEnv(revisions: SiteRevisions, host: string, appPort: number, log: Logger): Promise<Server | undefined> {
+async function controlFromEnv(
+  revisions: SiteRevisions,
+  root: string,
+  host: string,
+  appPort: number,
+  log: Logger,
+): Promise<Server | undefined> {
   const port = Number(process.env.SVC_CONTROL_PORT);
   const publicKey = process.env.SVC_CONTROL_KEY;
   const pod = process.env.SVC_POD_NAME;
-  if (!publicKey || !pod || !Number.isInteger(port) || port < 1 || port > 65535 || port === appPort) return undefined;
-  const control = createControlServer({ publicKey, pod, revisions, log });
+  const uid = process.env.SVC_POD_UID;
+  if (!takesOrders() || !publicKey || !pod || !uid || !Number.isInteger(port) || port < 1 || port > 65535 || port === appPort)
+    return undefined;
+  const control = createControlServer({ publicKey, pod, uid, revisions, log, lastOrderFile: path.join(root, '.svc-last-order') });
   await new Promise<void>((resolve) => control.listen(port, host, resolve));
   log.info({ port }, 'Taking swap orders');
   return control;

@@ -26,12 +26,22 @@ export class SiteRevisions {
   private recent: string[] = [];
   private queue: Promise<unknown> = Promise.resolve();
 
+  private readonly keep: number;
+  private readonly resume: boolean;
+
+  /**
+   * `keep`: how many revisions stay on disk (the one served among them); `resume`: whether a
+   * restart comes back on the revision served before it (only where no app code runs beside).
+   */
   constructor(
     private readonly root: string,
     private readonly make: (dir: string) => SiteHandler,
     private readonly log: Logger,
-    private readonly keep = 3,
-  ) {}
+    opts: { keep?: number; resume?: boolean } = {},
+  ) {
+    this.keep = opts.keep ?? 3;
+    this.resume = opts.resume ?? true;
+  }
 
   /** The handler of the revision served now. */
   get site(): SiteHandler {
@@ -52,7 +62,7 @@ export class SiteRevisions {
       (s) => s.trim(),
       () => undefined,
     );
-    if (last && last !== named.digest && digestPattern.test(last)) {
+    if (this.resume && last && last !== named.digest && digestPattern.test(last)) {
       if (await restoreKept(this.dirOf(last), last, this.log)) {
         await this.activate(last);
         return 'restored';
@@ -72,6 +82,8 @@ export class SiteRevisions {
     const run = async () => {
       const started = Date.now();
       if (this.served?.digest === source.digest) return { digest: source.digest, how: 'serving' as const, ms: 0 };
+      // Room first: with the one fetched, no more than `keep` revisions are on disk at any time.
+      await this.prune([source.digest, ...this.recent.slice(0, this.keep - 1)]);
       const how = await fetchArtifact({ ...source, root: this.dirOf(source.digest), keep: true, log: this.log });
       await this.activate(source.digest);
       const ms = Date.now() - started;
@@ -95,8 +107,13 @@ export class SiteRevisions {
     // The pointer a restart reads, and the marker the startup probe waits for (machine-spec.ts).
     await writeAtomic(path.join(this.root, pointer), digest);
     await writeAtomic(path.join(this.root, artifactMarker), digest);
-    const keep = new Set(this.recent.slice(0, this.keep).map((d) => d.slice('sha256:'.length)));
     this.recent = this.recent.slice(0, this.keep);
+    await this.prune(this.recent);
+  }
+
+  /** Removes every revision directory but those of `digests` (never the one served). */
+  private async prune(digests: readonly string[]): Promise<void> {
+    const keep = new Set([...digests, ...(this.served ? [this.served.digest] : [])].map((d) => d.slice('sha256:'.length)));
     const revs = path.join(this.root, 'revs');
     for (const name of await readdir(revs).catch(() => [] as string[]))
       if (!keep.has(name)) await rm(path.join(revs, name), { recursive: true, force: true });
@@ -107,7 +124,12 @@ async function writeAtomic(file: string, content: string): Promise<void> {
   await mkdir(path.dirname(file), { recursive: true });
   const temp = `${file}-${randomBytes(6).toString('hex')}`;
   await writeFile(temp, content + '\n', { mode: 0o644 });
-  // What handler code may have put at this name (a directory) does not stop the rename.
-  await rm(file, { recursive: true, force: true });
-  await rename(temp, file);
+  try {
+    // Over the old one at once: at no moment is there no pointer (a crash here keeps one or the other).
+    await rename(temp, file);
+  } catch {
+    // Something else at that name (a directory): replaced.
+    await rm(file, { recursive: true, force: true });
+    await rename(temp, file);
+  }
 }

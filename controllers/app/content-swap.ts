@@ -3,7 +3,8 @@
 // port, and marked with what it serves once it says so (the annotations machines.ts reads back:
 // the caches, not this process's memory, decide what is current). A machine that cannot fetch or
 // verify the artifact keeps serving what it did; it is marked with its reason, which fails the
-// rollout (the old revision goes on serving). A machine that cannot be reached is tried again.
+// rollout (the old revision goes on serving). A machine that cannot be reached, or does not answer,
+// is tried again a second later, until the rollout's deadline fails it.
 import * as k8s from '@kubernetes/client-node';
 import { artifactCredentialTtlSeconds, mintArtifactCredential } from '../../lib/artifacts/credential.js';
 import { annotations, containers } from '../../lib/contract.js';
@@ -13,7 +14,7 @@ import { signSwapOrder, swapOrderTtlMs } from '../../lib/machine-control.js';
 import type { App } from '../../lib/resources/index.js';
 import type { KindEvents } from '../frame/events.js';
 import type { AppSettings } from './desired.js';
-import type { Swap } from './machines.js';
+import { machineRestarts, type Swap } from './machines.js';
 
 /** How long a machine has to fetch, verify and switch (its fetch retries transient failures for 30 s). */
 const swapTimeoutMs = 45_000;
@@ -26,10 +27,25 @@ export class ContentSwapper {
     private readonly events: KindEvents<App>,
   ) {}
 
-  /** Sends the orders and marks the machines; returns the machines as marked (what the caches will show next). */
-  async apply(app: App, swaps: readonly Swap[], now: Date): Promise<k8s.V1Pod[]> {
-    const marked = await Promise.all(swaps.map((s) => (s.markOnly ? this.mark(s, {}) : this.swap(app, s, now))));
-    return marked.filter((p): p is k8s.V1Pod => p !== undefined);
+  /**
+   * Sends the orders and marks the machines. Returns the machines as marked (what the caches will
+   * show next), and whether an order is to be sent again: a machine not reached or that did not
+   * answer is tried again shortly, until the rollout's deadline (machines.ts) fails it.
+   */
+  async apply(app: App, swaps: readonly Swap[], now: Date): Promise<{ marked: k8s.V1Pod[]; retry: boolean }> {
+    const results = await Promise.allSettled(swaps.map((s) => (s.markOnly ? this.mark(s, {}) : this.swap(app, s, now))));
+    const { namespace, name } = app.metadata as { namespace: string; name: string };
+    let retry = false;
+    for (const [i, r] of results.entries()) {
+      if (r.status === 'fulfilled') continue;
+      retry = true;
+      const error = r.reason instanceof Error ? r.reason.message : String(r.reason);
+      this.log.warn(
+        { kind: 'App', namespace, name, pod: swaps[i]!.pod.metadata?.name, digest: swaps[i]!.digest, error },
+        'Content swap not done; trying again',
+      );
+    }
+    return { marked: results.flatMap((r) => (r.status === 'fulfilled' && r.value ? [r.value] : [])), retry };
   }
 
   private async swap(app: App, s: Swap, now: Date): Promise<k8s.V1Pod | undefined> {
@@ -41,6 +57,7 @@ export class ContentSwapper {
     if (!address || !port || !control) throw new Error(`machine ${pod} has no control address yet`);
     const order = signSwapOrder(control.privateKey, {
       pod,
+      uid: s.pod.metadata!.uid!,
       digest: s.digest,
       url: s.url,
       ...(artifactKey
@@ -63,7 +80,11 @@ export class ContentSwapper {
         { kind: 'App', namespace, name, pod, digest: s.digest, deploy: s.deploy, how: answer.how, ms },
         'Machine swapped content',
       );
-      return this.mark(s, { [annotations.content]: s.digest, [annotations.contentFailed]: null });
+      return this.mark(s, {
+        [annotations.content]: s.digest,
+        [annotations.contentRestarts]: String(machineRestarts(s.pod)),
+        [annotations.contentFailed]: null,
+      });
     }
     if (res.status === 422) {
       const reason = `cannot serve ${s.digest}: ${answer.error ?? 'the machine refused it'}`;

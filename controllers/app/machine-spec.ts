@@ -235,6 +235,7 @@ function controlEnv(port: number, publicKey: string): k8s.V1EnvVar[] {
     { name: 'SVC_CONTROL_PORT', value: String(controlPortFor(port)) },
     { name: 'SVC_CONTROL_KEY', value: publicKey },
     { name: 'SVC_POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+    { name: 'SVC_POD_UID', valueFrom: { fieldRef: { fieldPath: 'metadata.uid' } } },
   ];
 }
 

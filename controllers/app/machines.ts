@@ -47,12 +47,21 @@ export interface Swap {
   markOnly: boolean;
 }
 
-/** The artifact a runtime machine serves: the one swapped to last, else the one its spec names. */
+/** How many times the machine container of `pod` restarted. */
+export function machineRestarts(pod: k8s.V1Pod): number {
+  return pod.status?.containerStatuses?.find((c) => c.name === containers.machine)?.restartCount ?? 0;
+}
+
+/**
+ * The artifact a runtime machine serves: the one swapped to last, else the one its spec names.
+ * Unknown (undefined) when its container restarted since the swap: it comes back on what it
+ * served, unless that could not be restored; the swap is then ordered again (a no-op if it is).
+ */
 export function contentOf(pod: k8s.V1Pod): string | undefined {
-  return (
-    pod.metadata?.annotations?.[annotations.content] ??
-    pod.spec?.containers.find((c) => c.name === containers.machine)?.env?.find((e) => e.name === 'SVC_ARTIFACT_DIGEST')?.value
-  );
+  const a = pod.metadata?.annotations;
+  if (a?.[annotations.content] !== undefined)
+    return a[annotations.contentRestarts] === String(machineRestarts(pod)) ? a[annotations.content] : undefined;
+  return pod.spec?.containers.find((c) => c.name === containers.machine)?.env?.find((e) => e.name === 'SVC_ARTIFACT_DIGEST')?.value;
 }
 
 /** Why the machine refused to serve `digest` for `deploy`, if it did (the annotation content-swap.ts writes). */
@@ -185,7 +194,10 @@ function planMachine(view: ServiceView, ordinal: number, mine: readonly k8s.V1Po
     }
   }
   // A running machine that swaps content serves the App's artifact before it counts as current.
-  const contentCurrent = fresh && done(fresh, view) && routed(fresh, view, m) ? planSwap(view, fresh, who, out, m) : false;
+  const ready = fresh !== undefined && done(fresh, view);
+  const reachable = ready && routed(fresh, view, m);
+  if (ready && !reachable) awaitedByDeadline(out, m, `${who}: ready but not routed to (its Service's EndpointSlices)`);
+  const contentCurrent = reachable ? planSwap(view, fresh, who, out, m) : false;
   // A failed machine of the current revision is replaced, unless its service says not to restart.
   if (fresh && view.restart === 'always' && (fresh.status?.phase === 'Failed' || fresh.status?.phase === 'Succeeded')) {
     del.push(fresh);
@@ -221,6 +233,25 @@ function routed(pod: k8s.V1Pod, view: ServiceView, m: Machines): boolean {
 }
 
 /**
+ * Ms left of the rollout's deadline for a ready machine still to be routed to or to take the new
+ * content (a machine that never becomes ready has its own: hopelessMachine); undefined when the
+ * rollout of the App as applied is not in progress (halted, or not started in status yet).
+ */
+function rolloutLeft(m: Machines): number | undefined {
+  const r = m.app.status?.rollout;
+  if (m.choice.halted || r?.revision !== m.choice.applied || r.state !== 'Progressing') return undefined;
+  return new Date(r.startedAt).getTime() + m.settings.rolloutDeadlineMs - m.now.getTime();
+}
+
+/** Counts `why` against the rollout: hopeless past its deadline, else looked at again by then. */
+function awaitedByDeadline(out: ServicePlan, m: Machines, why: string): void {
+  const left = rolloutLeft(m);
+  if (left === undefined) return;
+  if (left <= 0) out.hopeless.push(`${why} within ${Math.round(m.settings.rolloutDeadlineMs / 1000)} s`);
+  else out.nextDeadline = Math.min(out.nextDeadline ?? left, left);
+}
+
+/**
  * Whether `fresh` (running and ready) serves what the target says, and if it does not, the swap
  * that makes it, or why it cannot: the machine refused this very artifact for this very deploy.
  */
@@ -237,6 +268,9 @@ function planSwap(view: ServiceView, fresh: k8s.V1Pod, who: string, out: Service
   }
   const refused = swapRefusal(fresh, source.digest, deploy);
   if (refused) out.hopeless.push(`${who}: ${refused}`);
-  else out.swaps.push({ pod: fresh, digest: source.digest, url, deploy, markOnly: false });
+  else {
+    out.swaps.push({ pod: fresh, digest: source.digest, url, deploy, markOnly: false });
+    awaitedByDeadline(out, m, `${who}: did not serve ${source.digest}`);
+  }
   return false;
 }

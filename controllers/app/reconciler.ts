@@ -19,6 +19,9 @@ import { servicesOf } from '../../lib/app-services.js';
 import { appService, machinePolicy, plan, serviceObjectName, serviceServices, type AppSettings, type Plan } from './desired.js';
 import type { AppStatusFields } from './rollout.js';
 
+/** How soon a swap order that did not get an answer is sent again. */
+const swapRetryMs = 1000;
+
 /** The namespace is being deleted, or is gone: its Apps go too, so there is nothing left to make. */
 function namespaceGone(err: unknown): boolean {
   // The client hands over the apiserver's reply as text.
@@ -84,26 +87,24 @@ export class AppReconciler implements Reconciler<App, AppStatusFields> {
       // The policy first (a machine is never reachable by more than it allows), then the Service
       // and the machines at once: one apiserver round trip fewer for a new App.
       const service = await this.applyPolicy(app, settings);
-      const [, , marked] = await Promise.all([service?.(), this.applyMachines(app, p), this.swapper.apply(app, p.swaps, now)]);
+      const [, , { marked, retry }] = await Promise.all([service?.(), this.applyMachines(app, p), this.swapper.apply(app, p.swaps, now)]);
       // Machines that swapped serve the new content now: the status says so in this reconcile, not
       // the next (a rollback right after reads what went live from it). Only the status is taken
       // from the plan again: its actions were just applied.
       if (marked.length) {
         const seen = new Map(marked.map((m) => [m.metadata!.name, m]));
-        p = {
-          ...plan(
-            app,
-            pods.map((pod) => seen.get(pod.metadata!.name) ?? pod),
-            settings,
-            now,
-            claims,
-            routable,
-          ),
-          create: [],
-          delete: [],
-          swaps: [],
-        };
+        const again = plan(
+          app,
+          pods.map((pod) => seen.get(pod.metadata!.name) ?? pod),
+          settings,
+          now,
+          claims,
+          routable,
+        );
+        p = { ...again, relabel: [], claims: [], create: [], delete: [], swaps: [] };
       }
+      // An order not answered is sent again shortly.
+      if (retry) p = { ...p, requeueMs: Math.min(p.requeueMs ?? swapRetryMs, swapRetryMs) };
     } catch (err) {
       if (namespaceGone(err)) return { deleted: true };
       throw err;

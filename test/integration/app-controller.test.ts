@@ -63,11 +63,12 @@ describe('App controller', () => {
 
   it('serves an App applied as kubectl would: machines on both nodes, a Service with ready endpoints, status', async () => {
     await create('web', { ...server, machines: 2 });
+    // Ready as soon as both machines are; the rollout done once its Service routes to both too.
     const app = await eventually(
-      'the App to be Ready',
+      'the App to be Ready and its rollout done',
       async () => {
         const a = await get('web');
-        return condition(a, 'Ready')?.status === 'True' ? a : undefined;
+        return condition(a, 'Ready')?.status === 'True' && condition(a, 'Progressing')?.status === 'False' ? a : undefined;
       },
       { timeoutMs: 60_000 },
     );

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { controlKeys, signSwapOrder, swapOrderTtlMs } from '../../lib/machine-control.js';
-import { ArtifactStore, controlKey, startMachine, type Machine } from '../support/swapping-runtime.js';
+import { ArtifactStore, controlKey, machinePod, startMachine, type Machine } from '../support/swapping-runtime.js';
 
 describe('machine control port', () => {
   const store = new ArtifactStore();
@@ -44,7 +44,14 @@ describe('machine control port', () => {
 
   it('refuses an order signed with any key but the controllers’ (a tenant’s own, one derived from another key)', async () => {
     const now = Date.now();
-    const order = { pod: 'site-m0-abc', digest: other, url: `${store.base}/${other}`, issuedAt: now, expiresAt: now + 30_000 };
+    const order = {
+      pod: machinePod.name,
+      uid: machinePod.uid,
+      digest: other,
+      url: `${store.base}/${other}`,
+      issuedAt: now,
+      expiresAt: now + 30_000,
+    };
     const tenant = generateKeyPairSync('ed25519').privateKey;
     await refused(signSwapOrder(tenant, order), 403, /not signed by the platform/);
     await refused(signSwapOrder(controlKeys(Buffer.alloc(32, 9)).privateKey, order), 403, /not signed by the platform/);
@@ -61,7 +68,9 @@ describe('machine control port', () => {
   });
 
   it('refuses an order for another machine (replayed from a sibling), an expired one, and one older than the last it took', async () => {
-    await refused(m.order(other, { pod: 'site-m1-abc' }), 403, /for site-m1-abc, not this machine/);
+    await refused(m.order(other, { pod: 'site-m1-abc' }), 403, /for site-m1-abc .*, not this machine/);
+    // A Pod of the same name made again (the name does not change with content) is another Pod.
+    await refused(m.order(other, { uid: '00000000-0000-4000-8000-000000000000' }), 403, /not this machine/);
     await refused(m.order(other, { issuedAt: Date.now() - 2 * swapOrderTtlMs, expiresAt: Date.now() - swapOrderTtlMs }), 403, /expired/);
     // An old order kept by whoever saw it go by: once a newer one is taken, it takes nothing back.
     const old = m.order(served, { issuedAt: Date.now() - 1000 });
@@ -74,6 +83,13 @@ describe('machine control port', () => {
     assert.match(replay.body.error ?? '', /newer order was taken/);
     assert.equal(store.hits.length, hits);
     assert.equal((await m.get()).body, 'other', 'still what the newest order said');
+    // And after its container restarts (the same Pod, the emptyDir kept): still refused.
+    await m.proc.stop();
+    m = await startMachine(store, served, { root: m.root });
+    assert.equal((await m.get()).body, 'other', 'back on what it served');
+    const afterRestart = await m.send(old);
+    assert.equal(afterRestart.status, 403);
+    assert.match(afterRestart.body.error ?? '', /newer order was taken/);
     // Back to what it served before, for the other tests.
     assert.equal((await m.send(m.order(served))).status, 200);
   });

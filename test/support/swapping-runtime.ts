@@ -14,6 +14,8 @@ import { freePort } from './ports.js';
 import { scratchDir } from './scratch.js';
 
 export const controlKey = controlKeys(Buffer.alloc(32, 3));
+/** The machine's Pod: its name and uid, as the downward API gives them. */
+export const machinePod = { name: 'site-m0-abc', uid: '5f0c3a52-0b7e-4d55-9a55-2f8e3c2d1a01' };
 
 export class ArtifactStore {
   readonly artifacts = new Map<string, Buffer>();
@@ -64,7 +66,7 @@ export async function startMachine(store: ArtifactStore, digest: string, opts: {
   const root = opts.root ?? scratchDir('svc-swap-');
   const port = await freePort();
   const controlPort = await freePort();
-  const pod = 'site-m0-abc';
+  const { name: pod, uid } = machinePod;
   const child = spawn(process.execPath, [path.join(repoRoot, 'dist/runtime/main.js'), 'serve'], {
     env: {
       PATH: process.env.PATH,
@@ -78,6 +80,7 @@ export async function startMachine(store: ArtifactStore, digest: string, opts: {
       SVC_CONTROL_PORT: String(controlPort),
       SVC_CONTROL_KEY: controlKey.publicKey,
       SVC_POD_NAME: pod,
+      SVC_POD_UID: uid,
       SVC_DRAIN_MS: '0',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -102,6 +105,7 @@ export async function startMachine(store: ArtifactStore, digest: string, opts: {
       const now = Date.now();
       return signSwapOrder(controlKey.privateKey, {
         pod,
+        uid,
         digest: d,
         url: `${store.base}/${d}`,
         issuedAt: now,

@@ -516,13 +516,54 @@ describe('content swapped in place (issue 36)', () => {
       assert.equal(deploying.swaps[0]!.url, `http://10.244.0.1:8080/artifacts/${d('b')}`);
       assert.equal(deploying.status.rollout?.state, 'Progressing', 'not Live until the machine says it serves it');
       assert.equal(deploying.status.ready, '1/1', 'the machine serves meanwhile');
-      const swapped = ready(m, { 'svc.dev/content': d('b'), 'svc.dev/deploy': 'dep-2' });
+      const swapped = ready(m, { 'svc.dev/content': d('b'), 'svc.dev/content-restarts': '0', 'svc.dev/deploy': 'dep-2' });
       const done = plan(written({ ...live, spec: b.spec }, deploying), [swapped], swapping, now);
       assert.equal(done.swaps.length, 0);
       assert.equal(done.status.rollout?.state, 'Live');
       assert.equal(done.status.currentDeploy, 'dep-2');
       assert.equal(done.status.machines?.[0]?.deploy, 'dep-2');
     }
+  });
+
+  it('orders the swap again when the machine restarted since (it may have come back on another revision)', () => {
+    const a = site(d('a'), 'dep-1');
+    const m = ready(plan(a, [], swapping, now).create[0]!, { 'svc.dev/content': d('b'), 'svc.dev/content-restarts': '0' });
+    const b = site(d('b'), 'dep-2');
+    assert.equal(plan(b, [m], swapping, now).swaps.filter((s) => !s.markOnly).length, 0, 'serves it');
+    const restarted: k8s.V1Pod = {
+      ...m,
+      status: { ...m.status, containerStatuses: [{ name: 'app', restartCount: 1, ready: true, image: '', imageID: '' }] },
+    };
+    assert.deepEqual(
+      plan(b, [restarted], swapping, now).swaps.map((s) => [s.digest, s.markOnly]),
+      [[d('b'), false]],
+    );
+  });
+
+  it('fails the rollout when a machine has not taken the content, or is not routed to, by the deadline', () => {
+    const a = site(d('a'), 'dep-1');
+    const first = plan(a, [], swapping, now);
+    const m = ready(first.create[0]!);
+    const live = written(a, plan(written(a, first), [m], swapping, now));
+    const b: App = { ...live, spec: site(d('b'), 'dep-2').spec };
+    const started = written(b, plan(b, [m], swapping, now));
+    assert.equal(started.status?.rollout?.state, 'Progressing');
+    const waiting = plan(started, [m], swapping, new Date(now.getTime() + 30_000));
+    assert.equal(waiting.status.rollout?.state, 'Progressing');
+    assert.equal(waiting.requeueMs, 30_000, 'looked at again at the deadline');
+    const late = plan(started, [m], swapping, new Date(now.getTime() + 60_000));
+    assert.equal(late.status.rollout?.state, 'Failed');
+    assert.match(late.status.rollout?.reason ?? '', new RegExp(`machine 0: did not serve ${d('b')} within 60 s`));
+    // A new machine Ready but never listed in its Service's EndpointSlices.
+    const v2 = app({ deployId: 'dep-2', env: [{ name: 'A', value: '1' }] });
+    const fresh = {
+      ...ready(machinePod(v2, 0, settings)),
+      status: { phase: 'Running', podIP: '10.0.0.9', conditions: [{ type: 'Ready', status: 'True' }] },
+    };
+    const rolling = written(v2, plan(v2, [fresh], settings, now, [], new Set()));
+    const unrouted = plan(rolling, [fresh], settings, new Date(now.getTime() + 61_000), [], new Set());
+    assert.equal(unrouted.status.rollout?.state, 'Failed');
+    assert.match(unrouted.status.rollout?.reason ?? '', /ready but not routed to/);
   });
 
   it('only marks a machine that serves the artifact already (the same content deployed again)', () => {

@@ -73,6 +73,34 @@ describe('runtime content swap', () => {
     assert.ok(existsSync(path.join(m.root, 'revs', digests[3]!.slice(7), '.svc-archive')));
   });
 
+  it('a handler tree comes back on the artifact its spec names, whatever pointer and archive its code planted', async () => {
+    // Handler code runs as the runtime's uid and can write the site root: a pointer to an archive
+    // it made, hashing to the digest it names, is not taken back after a restart.
+    const { packTree } = await import('../../lib/artifacts/tarball.js');
+    const { createHash } = await import('node:crypto');
+    const { mkdirSync } = await import('node:fs');
+    const named = await store.publish({ 'index.html': '<p>named</p>', 'api/x.js': 'export default () => "x"' });
+    const h = await startMachine(store, named, { kind: 'handlers' });
+    try {
+      const planted = await packTree({ 'index.html': 'planted' });
+      const digest = `sha256:${createHash('sha256').update(planted).digest('hex')}`;
+      mkdirSync(path.join(h.root, 'revs', digest.slice(7)), { recursive: true });
+      writeFileSync(path.join(h.root, 'revs', digest.slice(7), '.svc-archive'), planted);
+      writeFileSync(path.join(h.root, '.svc-current'), digest);
+      await h.proc.stop();
+      const again = await startMachine(store, named, { root: h.root, kind: 'handlers' });
+      h.proc = again.proc;
+      assert.equal((await again.get()).body, '<p>named</p>');
+      const control = await fetch(`http://127.0.0.1:${again.controlPort}/swap`, { method: 'POST', body: 'x' }).then(
+        () => 'listening',
+        () => 'closed',
+      );
+      assert.equal(control, 'closed', 'a handler tree takes no orders');
+    } finally {
+      await h.proc.stop();
+    }
+  });
+
   it('answers every request through 40 swaps under load, each wholly from one revision', async () => {
     const bodies = new Set(digests.slice(0, 4).map((_, i) => `<p>rev ${i}</p>`));
     let stop = false;
