@@ -136,7 +136,9 @@ describe('content swapped in place, through ingress-auth', () => {
         namespace: ns,
         plural: pluralOf('App'),
         name: 'swap',
-        body: { spec: { source: { digest: missing, url: null }, deployId: 'gitops-missing' } },
+        body: {
+          spec: { source: { digest: missing, url: `${api.deps.config.deploys.artifactBaseUrl}/${missing}` }, deployId: 'gitops-missing' },
+        },
       },
       k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
     );
