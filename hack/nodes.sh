@@ -552,6 +552,21 @@ wait_kubelet() {
   wait_ready "kubelet-$node" 1 node_ready "$node"
 }
 
+# pull_runtime_image NODE : the runtime image (every static, HTML, Markdown and handler-tree machine
+# runs it) pulled into the node's containerd as the kubelet would, with the nodes' credential, so the
+# first machine on the node does not wait for it (decision 0036; on a cluster the chart's prepull
+# DaemonSet does this). Run at every `up`, after images.sh: a changed image is pulled when it changes.
+pull_runtime_image() {
+  local node=$1
+  # shellcheck disable=SC1091
+  source "$STATE/images.env"
+  [ -n "${SVC_RUNTIME_IMAGE:-}" ] || return 0
+  "$CONTAINERD_BIN/ctr" --address "$RUN_DIR/$node/containerd.sock" -n k8s.io images pull --plain-http \
+    --hosts-dir "$NODES_DIR/registry-hosts" --user "platform/node:$(cat "$REGISTRY_AUTH_DIR/node")" \
+    "$SVC_RUNTIME_IMAGE" >"$LOGS/pull-$node.log" 2>&1 ||
+    say "nodes: $node could not pull $SVC_RUNTIME_IMAGE ahead of its first machine (see $LOGS/pull-$node.log); it will with that machine"
+}
+
 # write_if_changed FILE : stdin into FILE, unless FILE holds exactly that already.
 # A running part whose configuration changed is restarted by the caller (CHANGED names the files).
 CHANGED=()
@@ -638,6 +653,13 @@ up() {
     [ -n "$(kubectl get node "${NODES[$i]}" -o jsonpath='{.spec.podCIDR}')" ] ||
       kubectl patch node "${NODES[$i]}" --type merge -p "{\"spec\":{\"podCIDR\":\"$(node_subnet "$i")\",\"podCIDRs\":[\"$(node_subnet "$i")\"]}}" >/dev/null
   done
+  # Both nodes at once; `wait` on these only (the daemons started above are this shell's children too).
+  local pulls=()
+  for n in "${NODES[@]}"; do
+    pull_runtime_image "$n" &
+    pulls+=($!)
+  done
+  wait "${pulls[@]}"
   start_kube_proxy
   write_kubeconfig "$KCONF_DIR/policy-agent.kubeconfig" svc:policy-agent policy-agent
   write_kubeconfig "$KCONF_DIR/local-volumes.kubeconfig" svc:local-volumes local-volumes
