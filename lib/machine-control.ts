@@ -6,6 +6,7 @@
 // last it took. The runtime holds only the public key: handler code that reads its environment
 // can verify orders, never make one. The signing key is derived from the artifact key the
 // controllers already hold (no second secret to distribute), under its own purpose.
+import { digestPattern } from './artifacts/store.js';
 import { createHmac, createPrivateKey, createPublicKey, sign, verify, type KeyObject } from 'node:crypto';
 
 /** The runtime's control port, unless the app's own port is that one. */
@@ -32,7 +33,6 @@ export const swapOrderTtlMs = 60_000;
 const pkcs8Ed25519 = Buffer.from('302e020100300506032b657004220420', 'hex');
 const spkiEd25519 = Buffer.from('302a300506032b6570032100', 'hex');
 const purpose = 'svc-machine-control';
-const digestPattern = /^sha256:[a-f0-9]{64}$/;
 
 export interface ControlKeys {
   privateKey: KeyObject;

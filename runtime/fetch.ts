@@ -19,11 +19,10 @@ import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { pathToFileURL } from 'node:url';
+import { digestPattern } from '../lib/artifacts/store.js';
 import { defaultTreeLimits, extractTarball } from '../lib/artifacts/tarball.js';
 import { createLogger, type Logger } from '../lib/logger.js';
 import { artifactMarker, reservedPrefix } from './static-site.js';
-
-const digestPattern = /^sha256:[a-f0-9]{64}$/;
 
 export interface FetchOptions {
   url: string;
@@ -280,11 +279,24 @@ async function extractInto(archive: string, root: string, digest: string, log: L
   log?.info({ files: files.length, bytes, ms: Date.now() - started }, 'Extracted artifact');
   // Last, and atomically: its presence means the tree is complete. The archive cannot have
   // planted something in its way that survives this.
-  const marker = path.join(root, artifactMarker);
-  await rm(marker, { recursive: true, force: true });
-  const temp = `${marker}-${randomBytes(6).toString('hex')}`;
-  await writeFile(temp, digest + '\n', { mode: 0o644 });
-  await rename(temp, marker);
+  await writeAtomically(path.join(root, artifactMarker), digest);
+}
+
+/**
+ * `content` and a newline into `file`, at once: a reader (or a crash) sees the old one or the new
+ * one, never none nor half. What else is at that name (a directory an archive or app code made) is
+ * replaced.
+ */
+export async function writeAtomically(file: string, content: string): Promise<void> {
+  await mkdir(path.dirname(file), { recursive: true });
+  const temp = `${file}-${randomBytes(6).toString('hex')}`;
+  await writeFile(temp, content + '\n', { mode: 0o644 });
+  try {
+    await rename(temp, file);
+  } catch {
+    await rm(file, { recursive: true, force: true });
+    await rename(temp, file);
+  }
 }
 
 /** The init container's process: fetch per the environment, log, exit 0 or 1. */

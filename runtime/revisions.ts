@@ -6,15 +6,14 @@
 // started on. A swap that fails leaves the served revision as it was. The digest served is kept
 // in the emptyDir (`.svc-current`), so a container that restarts comes back on it, its tree built
 // again from its verified archive (a tree handler code could have changed is never trusted).
-import { randomBytes } from 'node:crypto';
-import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { artifactMarker } from '../lib/contract.js';
 import type { Logger } from '../lib/logger.js';
-import { fetchArtifact, restoreKept, type FetchOptions } from './fetch.js';
+import { digestPattern } from '../lib/artifacts/store.js';
+import { fetchArtifact, restoreKept, writeAtomically, type FetchOptions } from './fetch.js';
 import type { SiteHandler } from './static-site.js';
 
-const digestPattern = /^sha256:[a-f0-9]{64}$/;
 const pointer = '.svc-current';
 
 /** Where an artifact comes from: its digest, URL and credential, and how long to retry. */
@@ -103,11 +102,10 @@ export class SiteRevisions {
   private async activate(digest: string): Promise<void> {
     const site = this.make(this.dirOf(digest));
     this.served = { digest, site };
-    this.recent = [digest, ...this.recent.filter((d) => d !== digest)];
+    this.recent = [digest, ...this.recent.filter((d) => d !== digest)].slice(0, this.keep);
     // The pointer a restart reads, and the marker the startup probe waits for (machine-spec.ts).
-    await writeAtomic(path.join(this.root, pointer), digest);
-    await writeAtomic(path.join(this.root, artifactMarker), digest);
-    this.recent = this.recent.slice(0, this.keep);
+    await writeAtomically(path.join(this.root, pointer), digest);
+    await writeAtomically(path.join(this.root, artifactMarker), digest);
     await this.prune(this.recent);
   }
 
@@ -117,19 +115,5 @@ export class SiteRevisions {
     const revs = path.join(this.root, 'revs');
     for (const name of await readdir(revs).catch(() => [] as string[]))
       if (!keep.has(name)) await rm(path.join(revs, name), { recursive: true, force: true });
-  }
-}
-
-async function writeAtomic(file: string, content: string): Promise<void> {
-  await mkdir(path.dirname(file), { recursive: true });
-  const temp = `${file}-${randomBytes(6).toString('hex')}`;
-  await writeFile(temp, content + '\n', { mode: 0o644 });
-  try {
-    // Over the old one at once: at no moment is there no pointer (a crash here keeps one or the other).
-    await rename(temp, file);
-  } catch {
-    // Something else at that name (a directory): replaced.
-    await rm(file, { recursive: true, force: true });
-    await rename(temp, file);
   }
 }

@@ -182,8 +182,11 @@ function planMachine(view: ServiceView, ordinal: number, mine: readonly k8s.V1Po
     const claim = volumeClaim(target, v, ordinal, settings, view);
     if (!m.claimNames.has(claim.metadata!.name)) missingClaims.push(claim);
   }
+  // Ready, and routed to: only then does the machine it replaces go, or its content count.
+  const ready = fresh !== undefined && done(fresh, view);
+  const reachable = ready && routed(fresh, view, m);
   if (!fresh && !out.waits) create.push(machinePod(target, ordinal, settings, now, view));
-  else if (fresh && done(fresh, view) && routed(fresh, view, m)) del.push(...old);
+  else if (reachable) del.push(...old);
   if (fresh) {
     const why = hopelessMachine(fresh, view, now, settings.rolloutDeadlineMs);
     if (why) hopelessOnes.push(`${who}: ${why}`);
@@ -194,8 +197,6 @@ function planMachine(view: ServiceView, ordinal: number, mine: readonly k8s.V1Po
     }
   }
   // A running machine that swaps content serves the App's artifact before it counts as current.
-  const ready = fresh !== undefined && done(fresh, view);
-  const reachable = ready && routed(fresh, view, m);
   if (ready && !reachable) awaitedByDeadline(out, m, `${who}: ready but not routed to (its Service's EndpointSlices)`);
   const contentCurrent = reachable ? planSwap(view, fresh, who, out, m) : false;
   // A failed machine of the current revision is replaced, unless its service says not to restart.
