@@ -102,3 +102,14 @@ export function verifySwapOrder(
   if (expect.after !== undefined && order.issuedAt < expect.after) return { ok: false, error: 'a newer order was taken already' };
   return { ok: true, order };
 }
+
+/**
+ * An order this machine took and served, kept (runtime/control.ts) so a container that restarts
+ * comes back on its revision: signed by the controllers and for this Pod, whenever it was issued
+ * (it is read after a restart, not taken). Handler code that writes the emptyDir can plant only
+ * an order the platform made for this Pod: a revision of its own app, which the controller, seeing
+ * the restart, orders the machine away from if it is not the App's.
+ */
+export function verifyServedOrder(publicKey: string, wire: string, expect: { pod: string; uid: string }): OrderCheck {
+  return verifySwapOrder(publicKey, wire, { ...expect, now: Number.NEGATIVE_INFINITY });
+}

@@ -4,31 +4,55 @@
 // (an order replayed by the app's own code on a sibling machine cannot take it back a revision).
 // 200 with the digest served once the machine serves it; 422 with the reason when the artifact
 // cannot be fetched, verified or put in place (the revision served stays); 403 for an order refused.
+// The order served is kept beside the revisions: a container that restarts comes back on what it
+// names (servedOrderDigest), and on nothing the app's code could write there instead.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { verifySwapOrder } from '../lib/machine-control.js';
+import path from 'node:path';
+import { verifyServedOrder, verifySwapOrder } from '../lib/machine-control.js';
 import type { Logger } from '../lib/logger.js';
+import { writeAtomically } from './fetch.js';
 import type { SiteRevisions } from './revisions.js';
 
 const maxOrderBytes = 16 * 1024;
+const servedOrder = '.svc-served-order';
 
 export interface ControlOptions {
   /** The controllers' public key (base64url), and the Pod this machine is (its name and uid). */
   publicKey: string;
   pod: string;
   uid: string;
-  /** Where the issue time of the last order taken is kept, so a restarted container takes none older. */
-  lastOrderFile: string;
+  /**
+   * The emptyDir the revisions are in: where the issue time of the last order taken is kept (a
+   * restarted container takes none older), and the order served.
+   */
+  root: string;
   revisions: SiteRevisions;
   log: Logger;
   /** How long a fetch retries transient failures. */
   fetchDeadlineMs?: number;
 }
 
+/**
+ * The digest of the last order this Pod's machine served, if one is kept under `root` and is a
+ * genuine order for this Pod (signed, its name and uid): the revision to come back on.
+ */
+export function servedOrderDigest(root: string, expect: { publicKey: string; pod: string; uid: string }): string | undefined {
+  let wire: string;
+  try {
+    wire = readFileSync(path.join(root, servedOrder), 'utf8');
+  } catch {
+    return undefined;
+  }
+  const checked = verifyServedOrder(expect.publicKey, wire, expect);
+  return checked.ok ? checked.order.digest : undefined;
+}
+
 export function createControlServer(opts: ControlOptions): Server {
+  const lastOrderFile = path.join(opts.root, '.svc-last-order');
   let lastIssued: number | undefined;
   try {
-    const kept = Number(readFileSync(opts.lastOrderFile, 'utf8'));
+    const kept = Number(readFileSync(lastOrderFile, 'utf8'));
     if (Number.isFinite(kept)) lastIssued = kept;
   } catch {
     // No order taken yet.
@@ -51,7 +75,8 @@ export function createControlServer(opts: ControlOptions): Server {
     });
     req.on('end', () => {
       if (size > maxOrderBytes) return;
-      const checked = verifySwapOrder(opts.publicKey, Buffer.concat(chunks).toString(), {
+      const wire = Buffer.concat(chunks).toString();
+      const checked = verifySwapOrder(opts.publicKey, wire, {
         pod: opts.pod,
         uid: opts.uid,
         now: Date.now(),
@@ -66,7 +91,7 @@ export function createControlServer(opts: ControlOptions): Server {
       // Taken before it runs: an older order that arrives meanwhile, or after a restart, is refused.
       lastIssued = order.issuedAt;
       try {
-        writeFileSync(opts.lastOrderFile, String(order.issuedAt));
+        writeFileSync(lastOrderFile, String(order.issuedAt));
       } catch (err) {
         opts.log.warn({ err }, 'Cannot keep the last order taken');
       }
@@ -78,7 +103,12 @@ export function createControlServer(opts: ControlOptions): Server {
           ...(opts.fetchDeadlineMs !== undefined ? { deadlineMs: opts.fetchDeadlineMs } : {}),
         })
         .then(
-          (done) => reply(200, done),
+          async (done) => {
+            await writeAtomically(path.join(opts.root, servedOrder), wire).catch((err: unknown) =>
+              opts.log.warn({ err }, 'Cannot keep the order served: a restart comes back on the spec’s artifact'),
+            );
+            reply(200, done);
+          },
           (err: unknown) => {
             const message = err instanceof Error ? err.message : String(err);
             opts.log.error({ digest: order.digest, error: message }, `Cannot swap to ${order.digest}: ${message}`);

@@ -14,19 +14,16 @@
 //
 // With the argument `fetch` it only fetches (a build's source, runtime/fetch.ts): the image's entry
 // point stays the same, so a pod spec says `args: [fetch]` rather than a path inside the image.
-import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { BadRequestTarget, canonicalTarget } from '../lib/http/request-target.js';
 import { createLogger, type Logger } from '../lib/logger.js';
-import { createControlServer } from './control.js';
-import { createHandlerTree } from './handlers.js';
+import { createControlServer, servedOrderDigest } from './control.js';
+import { createHandlerProcess } from './handler-process.js';
 import { createHtmlApp } from './html-app.js';
 import { identityCheckFromEnv } from './identity.js';
 import { createMarkdownSite } from './markdown.js';
-import { SiteRevisions } from './revisions.js';
-import { createStaticSite, type SiteHandler } from './static-site.js';
+import { SiteRevisions, type ServedSite } from './revisions.js';
+import { createStaticSite } from './static-site.js';
 
 if (process.argv[2] === 'fetch') {
   await (await import('./fetch.js')).main();
@@ -38,19 +35,21 @@ async function serve(): Promise<void> {
   const levels = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
   const level = process.env.SVC_LOG_LEVEL ?? 'info';
   const log = createLogger('runtime', levels.has(level) ? (level as 'info') : 'info');
-  const kinds: Record<string, (root: string) => SiteHandler> = {
+  const kinds: Record<string, (root: string) => ServedSite> = {
     static: (root) => createStaticSite(root),
     html: createHtmlApp,
     markdown: createMarkdownSite,
-    handlers: (root) => {
-      // Handler code shares this process: a promise it forgets to handle is logged, not fatal to
-      // every other request in flight.
-      process.on('unhandledRejection', (err) => log.error({ err }, 'Unhandled rejection in handler code'));
-      // The runnable copy of the tree goes with the process.
-      const cacheDir = mkdtempSync(path.join(tmpdir(), 'svc-handlers-'));
-      process.once('exit', () => rmSync(cacheDir, { recursive: true, force: true }));
-      return createHandlerTree(root, { log, cacheDir });
-    },
+    // The app's code runs in a process of each revision's own (runtime/handler-child.ts), never in
+    // this one, which holds the control port. The served revision's process ending ends this one
+    // too: the container restarts, as it did when handler code brought the runtime down.
+    handlers: (root) =>
+      createHandlerProcess(root, {
+        log,
+        onLost: (reason) => {
+          log.error({ reason }, `Stopping: ${reason}`);
+          log.flush(() => process.exit(1));
+        },
+      }),
   };
 
   const root = process.env.SVC_SITE_ROOT;
@@ -68,8 +67,10 @@ async function serve(): Promise<void> {
   }
 
   // A fetched artifact is served from the revisions under the root; a plain root as it is.
-  const revisions = process.env.SVC_ARTIFACT_DIGEST ? await startRevisions(root, make, log) : undefined;
+  const orders = controlFromEnv(port);
+  const revisions = process.env.SVC_ARTIFACT_DIGEST ? await startRevisions(root, make, orders, log) : undefined;
   const plain = revisions ? undefined : make(root);
+  await plain?.ready;
   const identity = identityCheckFromEnv(process.env, log);
   let draining = false;
   let inFlight = 0;
@@ -100,7 +101,7 @@ async function serve(): Promise<void> {
       });
   });
   // Orders are taken before the machine is ready (listening on its port): a ready machine takes them.
-  const control = revisions ? await controlFromEnv(revisions, root, host, port, log) : undefined;
+  const control = revisions && orders ? await listenForOrders(orders, revisions, root, host, log) : undefined;
   server.listen(port, host, () => log.info({ host, port, root, kind, digest: revisions?.digest }, 'Serving site'));
 
   function shutdown(signal: string, delay: number): void {
@@ -132,14 +133,19 @@ async function serve(): Promise<void> {
  * used: handler code runs in processes this one starts. A failure ends the process (exit 1), its
  * message the container's last words (terminationMessagePolicy FallbackToLogsOnError).
  */
-async function startRevisions(root: string, make: (dir: string) => SiteHandler, log: Logger): Promise<SiteRevisions> {
+async function startRevisions(
+  root: string,
+  make: (dir: string) => ServedSite,
+  control: Control | undefined,
+  log: Logger,
+): Promise<SiteRevisions> {
   const { optionsFromEnv } = await import('./fetch.js');
-  // The revision served before a restart is taken back only on a machine that takes orders: one
-  // that runs the app's code (a handler tree) could have planted a pointer and an archive to match.
-  const revisions = new SiteRevisions(root, make, log, { resume: takesOrders() });
+  const revisions = new SiteRevisions(root, make, log);
   try {
     const { url, digest, token, deadlineMs } = optionsFromEnv(process.env);
-    await revisions.start({ url, digest, ...(token ? { token } : {}), ...(deadlineMs !== undefined ? { deadlineMs } : {}) });
+    // What the last order this machine served names, if it is one the platform signed for this Pod.
+    const resume = control && servedOrderDigest(root, control);
+    await revisions.start({ url, digest, ...(token ? { token } : {}), ...(deadlineMs !== undefined ? { deadlineMs } : {}) }, resume);
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     log.error({ error: message }, `Cannot fetch the artifact: ${message}`);
@@ -151,27 +157,27 @@ async function startRevisions(root: string, make: (dir: string) => SiteHandler, 
   return revisions;
 }
 
-/** Whether the pod spec has this machine take swap orders (content kinds only: machine-spec.ts). */
-function takesOrders(): boolean {
-  return Boolean(process.env.SVC_CONTROL_PORT && process.env.SVC_CONTROL_KEY) && process.env.SVC_APP_KIND !== 'handlers';
+interface Control {
+  port: number;
+  publicKey: string;
+  pod: string;
+  uid: string;
 }
 
-/** The control port, when the pod spec gives one (content-swappable machines): runtime/control.ts. */
-async function controlFromEnv(
-  revisions: SiteRevisions,
-  root: string,
-  host: string,
-  appPort: number,
-  log: Logger,
-): Promise<Server | undefined> {
+/** What has this machine take swap orders, when the pod spec gives it (controllers/app/machine-spec.ts controlEnv). */
+function controlFromEnv(appPort: number): Control | undefined {
   const port = Number(process.env.SVC_CONTROL_PORT);
   const publicKey = process.env.SVC_CONTROL_KEY;
   const pod = process.env.SVC_POD_NAME;
   const uid = process.env.SVC_POD_UID;
-  if (!takesOrders() || !publicKey || !pod || !uid || !Number.isInteger(port) || port < 1 || port > 65535 || port === appPort)
-    return undefined;
-  const control = createControlServer({ publicKey, pod, uid, revisions, log, lastOrderFile: path.join(root, '.svc-last-order') });
-  await new Promise<void>((resolve) => control.listen(port, host, resolve));
-  log.info({ port }, 'Taking swap orders');
-  return control;
+  if (!publicKey || !pod || !uid || !Number.isInteger(port) || port < 1 || port > 65535 || port === appPort) return undefined;
+  return { port, publicKey, pod, uid };
+}
+
+/** The control port (runtime/control.ts), listening. */
+async function listenForOrders(control: Control, revisions: SiteRevisions, root: string, host: string, log: Logger): Promise<Server> {
+  const server = createControlServer({ ...control, revisions, log, root });
+  await new Promise<void>((resolve) => server.listen(control.port, host, resolve));
+  log.info({ port: control.port }, 'Taking swap orders');
+  return server;
 }

@@ -3,10 +3,11 @@
 // (`revs/<hex>/`, its archive kept beside the tree), and the one site handler requests go to.
 // A content swap (runtime/control.ts) prepares the new revision aside, builds its handler, and
 // only then moves the one pointer requests read: a request is served wholly by the handler it
-// started on. A swap that fails leaves the served revision as it was. The digest served is kept
-// in the emptyDir (`.svc-current`), so a container that restarts comes back on it, its tree built
-// again from its verified archive (a tree handler code could have changed is never trusted).
-import { readdir, readFile, rm } from 'node:fs/promises';
+// started on. A swap that fails leaves the served revision as it was. A container that restarts
+// comes back on the revision the last order it served names (runtime/control.ts keeps it), its
+// tree built again from its verified archive (a tree handler code could have changed is never
+// trusted).
+import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { artifactMarker } from '../lib/contract.js';
 import type { Logger } from '../lib/logger.js';
@@ -14,32 +15,32 @@ import { digestPattern } from '../lib/artifacts/store.js';
 import { fetchArtifact, restoreKept, writeAtomically, type FetchOptions } from './fetch.js';
 import type { SiteHandler } from './static-site.js';
 
-const pointer = '.svc-current';
+/**
+ * A revision's site handler. One that runs the app's code in a process of its own (a handler tree:
+ * runtime/handler-process.ts) is `ready` once that process serves, and is `retire`d when another
+ * revision is switched to (or when it never became ready).
+ */
+export type ServedSite = SiteHandler & { ready?: Promise<void>; retire?: () => void };
 
 /** Where an artifact comes from: its digest, URL and credential, and how long to retry. */
 export type Source = Pick<FetchOptions, 'url' | 'digest' | 'token' | 'deadlineMs'>;
 
 export class SiteRevisions {
-  private served: { digest: string; site: SiteHandler } | undefined;
+  private served: { digest: string; site: ServedSite } | undefined;
   /** Digests most recently served first; the first `keep` stay on disk. */
   private recent: string[] = [];
   private queue: Promise<unknown> = Promise.resolve();
 
   private readonly keep: number;
-  private readonly resume: boolean;
 
-  /**
-   * `keep`: how many revisions stay on disk (the one served among them); `resume`: whether a
-   * restart comes back on the revision served before it (only where no app code runs beside).
-   */
+  /** `keep`: how many revisions stay on disk (the one served among them). */
   constructor(
     private readonly root: string,
-    private readonly make: (dir: string) => SiteHandler,
+    private readonly make: (dir: string) => ServedSite,
     private readonly log: Logger,
-    opts: { keep?: number; resume?: boolean } = {},
+    opts: { keep?: number } = {},
   ) {
     this.keep = opts.keep ?? 3;
-    this.resume = opts.resume ?? true;
   }
 
   /** The handler of the revision served now. */
@@ -53,20 +54,17 @@ export class SiteRevisions {
   }
 
   /**
-   * The revision to serve at start: the one served before this container restarted, rebuilt from
-   * its kept archive, else `named` (the pod spec's), fetched.
+   * The revision to serve at start: `resume` (the revision served before this container
+   * restarted, as a verified order names it), rebuilt from its kept archive, else `named` (the pod
+   * spec's), fetched.
    */
-  async start(named: Source): Promise<'present' | 'restored' | 'fetched'> {
-    const last = await readFile(path.join(this.root, pointer), 'utf8').then(
-      (s) => s.trim(),
-      () => undefined,
-    );
-    if (this.resume && last && last !== named.digest && digestPattern.test(last)) {
-      if (await restoreKept(this.dirOf(last), last, this.log)) {
-        await this.activate(last);
+  async start(named: Source, resume?: string): Promise<'present' | 'restored' | 'fetched'> {
+    if (resume && resume !== named.digest && digestPattern.test(resume)) {
+      if (await restoreKept(this.dirOf(resume), resume, this.log)) {
+        await this.activate(resume);
         return 'restored';
       }
-      this.log.warn({ digest: last }, 'The revision served before the restart is gone; fetching the one the machine was made with');
+      this.log.warn({ digest: resume }, 'The revision served before the restart is gone; fetching the one the machine was made with');
     }
     const how = await fetchArtifact({ ...named, root: this.dirOf(named.digest), keep: true, log: this.log });
     await this.activate(named.digest);
@@ -98,13 +96,23 @@ export class SiteRevisions {
     return path.join(this.root, 'revs', digest.slice('sha256:'.length));
   }
 
-  /** Makes `digest`'s handler the one requests go to, says so on disk, and lets go of old revisions. */
+  /**
+   * Makes `digest`'s handler the one requests go to once it is ready (a handler that cannot be
+   * made ready changes nothing), says so on disk, and lets go of old revisions.
+   */
   private async activate(digest: string): Promise<void> {
     const site = this.make(this.dirOf(digest));
+    try {
+      await site.ready;
+    } catch (err) {
+      site.retire?.();
+      throw err;
+    }
+    const previous = this.served?.site;
     this.served = { digest, site };
+    previous?.retire?.();
     this.recent = [digest, ...this.recent.filter((d) => d !== digest)].slice(0, this.keep);
-    // The pointer a restart reads, and the marker the startup probe waits for (machine-spec.ts).
-    await writeAtomically(path.join(this.root, pointer), digest);
+    // The marker the startup probe waits for (machine-spec.ts).
     await writeAtomically(path.join(this.root, artifactMarker), digest);
     await this.prune(this.recent);
   }

@@ -38,13 +38,12 @@ export function servedByRuntime(app: App, view: ServiceView): boolean {
 }
 /**
  * Whether a content deploy has the machines of `view` swap what they serve in place rather than
- * be replaced (docs/decisions/0036-deploys-under-a-second.md): static sites, HTML apps and
- * Markdown, whose runtime holds no code of the app's. Handler trees run the app's modules in the
- * runtime's process, which cannot unload them (an ES module graph stays, with its timers): their
- * machines are replaced, a fresh process for every revision.
+ * be replaced (docs/decisions/0036-deploys-under-a-second.md): every kind the runtime serves. A
+ * handler tree's revision runs in a process of its own that the swap starts and the revision
+ * after it ends (runtime/handler-process.ts), so no module graph outlives its revision.
  */
 export function swappable(app: App, view: ServiceView, settings: Pick<AppSettings, 'control'>): boolean {
-  return settings.control !== undefined && servedByRuntime(app, view) && app.spec.kind !== 'handlers';
+  return settings.control !== undefined && servedByRuntime(app, view);
 }
 
 const siteRoot = '/srv/site';

@@ -2,7 +2,9 @@
 // serve another artifact. It is reachable from the platform and from the app's own machines, and
 // the runtime runs next to tenant code (a handler tree's modules, a sibling machine's): every order
 // is refused that the controllers did not sign for this very Pod, now, and newer than the last,
-// before anything is fetched. What a machine holds (its environment) cannot make an order.
+// before anything is fetched. What a machine holds (its environment) cannot make an order. A
+// container that restarts comes back only on a revision a genuine order for this Pod named, never
+// on one the app's code planted in the emptyDir it can write.
 import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
@@ -100,5 +102,40 @@ describe('machine control port', () => {
     const other = await fetch(`http://127.0.0.1:${m.controlPort}/`);
     assert.equal(other.status, 404);
     assert.equal((await m.get()).body, 'served');
+  });
+
+  it("comes back after a restart on no revision the app's code planted: only one a genuine order for this Pod named", async () => {
+    // Handler code runs as the runtime's uid and can write the emptyDir: it plants an archive of
+    // its own (hashing to the digest it names, so it verifies) and an order naming it, signed by
+    // the wrong key, or by the right one for another Pod (a sibling's, replayed), or not at all.
+    const { packTree } = await import('../../lib/artifacts/tarball.js');
+    const { createHash } = await import('node:crypto');
+    const { mkdirSync, writeFileSync } = await import('node:fs');
+    const path = await import('node:path');
+    const planted = await packTree({ 'index.html': 'planted' });
+    const digest = `sha256:${createHash('sha256').update(planted).digest('hex')}`;
+    const now = Date.now();
+    const body = {
+      pod: machinePod.name,
+      uid: machinePod.uid,
+      digest,
+      url: `${store.base}/${digest}`,
+      issuedAt: now,
+      expiresAt: now + 1000,
+    };
+    const tenantKey = generateKeyPairSync('ed25519').privateKey;
+    const plants = [
+      signSwapOrder(tenantKey, body),
+      signSwapOrder(controlKey.privateKey, { ...body, uid: '00000000-0000-4000-8000-000000000000' }),
+      `${Buffer.from(JSON.stringify(body)).toString('base64url')}.${'A'.repeat(86)}`,
+    ];
+    for (const order of plants) {
+      mkdirSync(path.join(m.root, 'revs', digest.slice(7)), { recursive: true });
+      writeFileSync(path.join(m.root, 'revs', digest.slice(7), '.svc-archive'), planted);
+      writeFileSync(path.join(m.root, '.svc-served-order'), order);
+      await m.proc.stop();
+      m = await startMachine(store, served, { root: m.root });
+      assert.equal((await m.get()).body, 'served', 'the revision of the spec, not the planted one');
+    }
   });
 });

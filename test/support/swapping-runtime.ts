@@ -50,6 +50,8 @@ export class ArtifactStore {
 }
 
 export interface Machine {
+  /** The runtime's process id. */
+  pid: number;
   port: number;
   controlPort: number;
   root: string;
@@ -62,7 +64,11 @@ export interface Machine {
 }
 
 /** Starts the runtime on `digest` (a root of its own unless given one: a restarted container) and waits until it serves. */
-export async function startMachine(store: ArtifactStore, digest: string, opts: { root?: string; kind?: string } = {}): Promise<Machine> {
+export async function startMachine(
+  store: ArtifactStore,
+  digest: string,
+  opts: { root?: string; kind?: string; env?: Record<string, string> } = {},
+): Promise<Machine> {
   const root = opts.root ?? scratchDir('svc-swap-');
   const port = await freePort();
   const controlPort = await freePort();
@@ -82,6 +88,7 @@ export async function startMachine(store: ArtifactStore, digest: string, opts: {
       SVC_POD_NAME: pod,
       SVC_POD_UID: uid,
       SVC_DRAIN_MS: '0',
+      ...opts.env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -97,6 +104,7 @@ export async function startMachine(store: ArtifactStore, digest: string, opts: {
     await new Promise((r) => setTimeout(r, 25));
   }
   return {
+    pid: child.pid!,
     port,
     controlPort,
     root,

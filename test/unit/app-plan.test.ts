@@ -606,15 +606,12 @@ describe('content swapped in place (issue 36)', () => {
     );
   });
 
-  it('replaces the machines of a handler tree (its modules stay in the process), and of any kind without a control key', () => {
-    assert.notEqual(revisionOf(site(d('a'), 'dep-1', 'handlers'), swapping), revisionOf(site(d('b'), 'dep-2', 'handlers'), swapping));
+  it('swaps a handler tree in place too (a process per revision), and replaces the machines of any kind without a control key', () => {
+    assert.equal(revisionOf(site(d('a'), 'dep-1', 'handlers'), swapping), revisionOf(site(d('b'), 'dep-2', 'handlers'), swapping));
     assert.notEqual(revisionOf(site(d('a'), 'dep-1'), settings), revisionOf(site(d('b'), 'dep-2'), settings));
+    assert.notEqual(revisionOf(site(d('a'), 'dep-1', 'handlers'), settings), revisionOf(site(d('b'), 'dep-2', 'handlers'), settings));
     const handlers = plan(site(d('a'), 'dep-1', 'handlers'), [], swapping, now).create[0]!.spec!.containers[0]!;
-    assert.equal(
-      handlers.env?.find((e) => e.name === 'SVC_CONTROL_KEY'),
-      undefined,
-      'a handler tree takes no orders',
-    );
+    assert.equal(handlers.env?.find((e) => e.name === 'SVC_CONTROL_KEY')?.value, swapping.control.publicKey, 'a handler tree takes orders');
   });
 
   it('gives a swapping machine its control port, the public key orders are checked with, and its own name', () => {

@@ -32,7 +32,7 @@ describe('runtime content swap', () => {
     assert.equal((await m.get()).body, '<p>rev 1</p>');
     assert.equal((await m.get('/about/')).body, '<p>about 1</p>');
     assert.equal(readFileSync(path.join(m.root, '.svc-artifact'), 'utf8').trim(), digests[1]);
-    assert.equal(readFileSync(path.join(m.root, '.svc-current'), 'utf8').trim(), digests[1]);
+    assert.ok(existsSync(path.join(m.root, '.svc-served-order')), 'the order served is kept for a restart');
     const again = await m.send(m.order(digests[1]!));
     assert.equal(again.body.how, 'serving', 'an order for what it serves changes nothing');
   });
@@ -73,34 +73,6 @@ describe('runtime content swap', () => {
     assert.ok(existsSync(path.join(m.root, 'revs', digests[3]!.slice(7), '.svc-archive')));
   });
 
-  it('a handler tree comes back on the artifact its spec names, whatever pointer and archive its code planted', async () => {
-    // Handler code runs as the runtime's uid and can write the site root: a pointer to an archive
-    // it made, hashing to the digest it names, is not taken back after a restart.
-    const { packTree } = await import('../../lib/artifacts/tarball.js');
-    const { createHash } = await import('node:crypto');
-    const { mkdirSync } = await import('node:fs');
-    const named = await store.publish({ 'index.html': '<p>named</p>', 'api/x.js': 'export default () => "x"' });
-    const h = await startMachine(store, named, { kind: 'handlers' });
-    try {
-      const planted = await packTree({ 'index.html': 'planted' });
-      const digest = `sha256:${createHash('sha256').update(planted).digest('hex')}`;
-      mkdirSync(path.join(h.root, 'revs', digest.slice(7)), { recursive: true });
-      writeFileSync(path.join(h.root, 'revs', digest.slice(7), '.svc-archive'), planted);
-      writeFileSync(path.join(h.root, '.svc-current'), digest);
-      await h.proc.stop();
-      const again = await startMachine(store, named, { root: h.root, kind: 'handlers' });
-      h.proc = again.proc;
-      assert.equal((await again.get()).body, '<p>named</p>');
-      const control = await fetch(`http://127.0.0.1:${again.controlPort}/swap`, { method: 'POST', body: 'x' }).then(
-        () => 'listening',
-        () => 'closed',
-      );
-      assert.equal(control, 'closed', 'a handler tree takes no orders');
-    } finally {
-      await h.proc.stop();
-    }
-  });
-
   it('answers every request through 40 swaps under load, each wholly from one revision', async () => {
     const bodies = new Set(digests.slice(0, 4).map((_, i) => `<p>rev ${i}</p>`));
     let stop = false;
@@ -133,5 +105,148 @@ describe('runtime content swap', () => {
     console.log(`# 40 swaps in ${Date.now() - started} ms under ${answered} requests: swap p50 ${times[20]} ms, max ${times[39]} ms`);
     assert.deepEqual(failures, []);
     assert.ok(answered > 100, `requests flowed (${answered})`);
+  });
+});
+
+describe('handler tree content swap: a process per revision', () => {
+  const store = new ArtifactStore();
+  // A module with state of its own (a counter, a timer), and what the process it runs in was given.
+  const tree = (n: number, extra: Record<string, string> = {}) => ({
+    'index.html': `<p>tree ${n}</p>`,
+    'api/rev.js': `
+      let hits = 0;
+      globalThis.svcRevisions = [...(globalThis.svcRevisions ?? []), ${n}];
+      setInterval(() => {}, 1000);
+      export default () => ({ rev: ${n}, hits: ++hits, pid: process.pid, seen: globalThis.svcRevisions,
+        env: Object.keys(process.env).filter((k) => /^SVC_(ARTIFACT|CONTROL|POD)_/.test(k)) });`,
+    ...extra,
+  });
+  const digests: string[] = [];
+  let m: Machine;
+  const rev = async () =>
+    JSON.parse((await m.get('/api/rev')).body) as { rev: number; hits: number; pid: number; seen: number[]; env: string[] };
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  before(async () => {
+    await store.start();
+    for (let i = 0; i < 3; i++) digests.push(await store.publish(tree(i)));
+    m = await startMachine(store, digests[0]!, { kind: 'handlers', env: { SVC_ARTIFACT_TOKEN: 'artifact-credential' } });
+  });
+  after(async () => {
+    await m?.proc.stop();
+    store.close();
+  });
+
+  it("runs the app's modules in a process of the revision's own, given none of the platform's credentials", async () => {
+    const first = await rev();
+    assert.equal(first.rev, 0);
+    assert.notEqual(first.pid, m.pid, 'not the runtime process, which holds the control port');
+    assert.deepEqual(first.env, [], 'no artifact credential nor address, no control port settings');
+  });
+
+  it('switches to a fresh process on an order: no module state, global or timer of the old revision survives it', async () => {
+    const old = await rev();
+    const swapped = await m.send(m.order(digests[1]!));
+    assert.equal(swapped.status, 200, JSON.stringify(swapped.body));
+    const now = await rev();
+    assert.equal(now.rev, 1, 'served the moment the order is answered');
+    assert.equal(now.hits, 1, "the new revision's module starts afresh");
+    assert.deepEqual(now.seen, [1], "no global of the old revision's module graph");
+    assert.notEqual(now.pid, old.pid);
+    for (let i = 0; i < 100 && alive(old.pid); i++) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(alive(old.pid), false, "the old revision's process (and its timer) ended once it had no requests");
+    // Back to a kept revision: a new process again, from the archive kept on the machine.
+    const hits = store.hits.length;
+    const back = await m.send(m.order(digests[0]!));
+    assert.equal(back.body.how, 'restored');
+    assert.equal(store.hits.length, hits, 'no fetch');
+    assert.deepEqual(await rev().then((r) => [r.rev, r.hits]), [0, 1]);
+  });
+
+  it('a request in flight on the old revision finishes there; the next goes to the new one', async () => {
+    const slow = await store.publish(
+      tree(3, {
+        'api/slow.js': 'export default async () => { await new Promise((r) => setTimeout(r, 400)); return "slow " + process.pid; }',
+      }),
+    );
+    assert.equal((await m.send(m.order(slow))).status, 200);
+    const oldPid = (await rev()).pid;
+    const inFlight = m.get('/api/slow');
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal((await m.send(m.order(digests[2]!))).status, 200);
+    assert.equal((await rev()).rev, 2);
+    const answer = await inFlight;
+    assert.deepEqual([answer.status, answer.body], [200, `slow ${oldPid}`], 'the retired revision finished what it had');
+  });
+
+  it('keeps serving the revision it serves when a new one cannot start, and says why (422)', async () => {
+    // A tree whose runnable copy cannot be made: a TypeScript module whose compiled name is a directory.
+    const broken = await store.publish({ 'index.html': 'x', 'api/a.ts': 'export default 1', 'api/a.js/readme.txt': 'x' });
+    const served = (await rev()).pid;
+    const refused = await m.send(m.order(broken));
+    assert.equal(refused.status, 422, JSON.stringify(refused.body));
+    assert.match(refused.body.error ?? '', /EISDIR|directory/);
+    assert.equal((await rev()).pid, served, 'the revision served is untouched');
+  });
+
+  it('answers every request through 20 handler swaps under load, each wholly from one revision', async () => {
+    let stop = false;
+    const failures: string[] = [];
+    let answered = 0;
+    const client = async () => {
+      while (!stop) {
+        try {
+          const r = await m.get('/api/rev');
+          answered++;
+          if (r.status !== 200 || ![0, 1, 2].includes((JSON.parse(r.body) as { rev: number }).rev)) failures.push(`${r.status} ${r.body}`);
+        } catch (err) {
+          failures.push(String(err));
+        }
+      }
+    };
+    const clients = Array.from({ length: 6 }, client);
+    const times: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      const t = Date.now();
+      const r = await m.send(m.order(digests[i % 3]!));
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      times.push(Date.now() - t);
+      assert.equal((await rev()).rev, i % 3);
+    }
+    stop = true;
+    await Promise.all(clients);
+    times.sort((a, b) => a - b);
+    console.log(`# 20 handler swaps under ${answered} requests: swap p50 ${times[10]} ms, max ${times[19]} ms`);
+    assert.deepEqual(failures, []);
+    assert.ok(answered > 50, `requests flowed (${answered})`);
+  });
+
+  it('comes back on the revision it served after a restart, in a new process, its tree rebuilt from the kept archive', async () => {
+    assert.equal((await m.send(m.order(digests[1]!))).status, 200);
+    await m.proc.stop();
+    const hits = store.hits.length;
+    m = await startMachine(store, digests[0]!, { root: m.root, kind: 'handlers' });
+    assert.deepEqual(await rev().then((r) => [r.rev, r.hits]), [1, 1]);
+    assert.equal(store.hits.length, hits, 'no fetch');
+    assert.equal((await m.send(m.order(digests[2]!))).status, 200, 'and takes orders again');
+    assert.equal((await rev()).rev, 2);
+  });
+
+  it("stops the machine when the served revision's process ends, so the container restarts", async () => {
+    const exits = await store.publish(
+      tree(9, { 'api/exit.js': 'export default () => { setTimeout(() => process.exit(3), 10); return "bye"; }' }),
+    );
+    assert.equal((await m.send(m.order(exits))).status, 200);
+    assert.equal((await m.get('/api/exit')).body, 'bye');
+    for (let i = 0; i < 100 && !m.proc.exited(); i++) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(m.proc.exited(), 'exited with code 1');
+    assert.match(m.proc.output(), /handler process of the served revision exited with code 3/);
   });
 });
