@@ -191,7 +191,7 @@ describe('content swapped in place, through ingress-auth', () => {
   it("swaps a handler tree's machines in place, each revision in a fresh process, and a restart comes back on the App's", async () => {
     // A module with state: a fresh process per revision starts it afresh; hits counts this revision's requests.
     const tree = (n: number) => ({
-      'index.html': `<p>fns ${n}</p>`,
+      'about.html': `<p>fns ${n}</p>`,
       'api/rev.js': `let hits = 0;\nexport default () => ({ rev: ${n}, hits: ++hits, pid: process.pid });\n`,
       'api/exit.js': 'export default () => { setTimeout(() => process.exit(3), 20); return "bye"; };\n',
     });
