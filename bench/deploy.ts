@@ -1,7 +1,8 @@
 // bench/deploy: how long a deploy takes, from the POST to the first 200 of the new content through
 // ingress-auth (started in-process, routing from the cluster like the platform's): 20 content
-// redeploys of a static site (swapped in place on its running machine), 10 rollbacks, 5 first
-// deploys of new static apps, 5 image deploys (new machines, the image already on the node); p50
+// redeploys of a static site (swapped in place on its running machine), 10 rollbacks, 10
+// redeploys of a handler tree (swapped in place, a new process per revision), 5 first deploys of
+// new static apps, 5 image deploys (new machines, the image already on the node); p50
 // and p99 of each. Then 100 content swaps under load through ingress-auth, counting failed and
 // mixed answers. Baseline in the same run: the machine the controller makes, created directly as a
 // bare Pod, to its first 200, so the ratio shows what the platform adds to a machine start.
@@ -37,6 +38,7 @@ import { TokenStore } from '../lib/tokens/store.js';
 
 const deploys = Number(process.env.BENCH_DEPLOYS ?? 20);
 const rollbacks = Number(process.env.BENCH_ROLLBACKS ?? 10);
+const handlerDeploys = Number(process.env.BENCH_HANDLER_DEPLOYS ?? 10);
 const firstDeploys = Number(process.env.BENCH_FIRST_DEPLOYS ?? 5);
 const imageDeploys = Number(process.env.BENCH_IMAGE_DEPLOYS ?? 5);
 const swapsUnderLoad = Number(process.env.BENCH_SWAPS_UNDER_LOAD ?? 100);
@@ -238,6 +240,20 @@ try {
     await settledLive(String(back.id));
   }
 
+  // Handler-tree redeploys: swapped in place too, each revision's modules in a process of its own.
+  const handlerTree = (marker: string) => ({ 'handlers/index.js': `export default () => '${marker}';\n` });
+  await call('POST', '/apps', { name: 'bench-fns' });
+  await call('POST', '/apps/bench-fns/deploy', { files: handlerTree('<p>warm</p>') });
+  await firstServed('bench-fns', '<p>warm</p>');
+  const handlerTimes: number[] = [];
+  for (let i = 0; i < handlerDeploys; i++) {
+    const marker = `<p>fns ${i} ${randomBytes(4).toString('hex')}</p>`;
+    const start = performance.now();
+    await call('POST', '/apps/bench-fns/deploy', { files: handlerTree(marker) });
+    await firstServed('bench-fns', marker);
+    handlerTimes.push(performance.now() - start);
+  }
+
   // First deploys of new static apps: machines made, the runtime image on the node.
   const firstTimes: number[] = [];
   for (let i = 0; i < firstDeploys; i++) {
@@ -339,6 +355,7 @@ try {
   console.log('bench/deploy: POST to the first 200 of the new content through ingress-auth, same run');
   const p50 = row('content redeploy (swap)', times, 500, 1000);
   row('rollback (switch)', rollbackTimes, 300);
+  row('handler-tree redeploy (swap)', handlerTimes, 500, 1000);
   row('first deploy, new static app', firstTimes, 2000);
   row('image deploy, image on node', imageTimes, 2000);
   console.log(
