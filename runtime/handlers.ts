@@ -11,9 +11,9 @@
 // - Files and directories starting with `_` or `.` are never routes (shared code: `api/_lib/db.ts`).
 //   Nothing under api/ or handlers/ is ever served as static content, route or not, so handler
 //   source does not leak.
-// - JavaScript and TypeScript modules (.js .mjs .cjs .ts .mts .cts) run in this process. A module
-//   exports `default` or `handler`, `(req: Request, ctx: { params }) => Response | string | object`,
-//   and/or per-method functions (`GET`, `POST`, ...: other methods get 405; HEAD falls back to GET).
+// - JavaScript and TypeScript modules (.js .mjs .cjs .ts .mts .cts) run in this process (a
+//   revision's own: runtime/handler-child.ts). A module exports `default` or `handler`,
+//   `(req: Request, ctx: { params }) => Response | string | object`, and/or per-method functions (`GET`, `POST`, ...: other methods get 405; HEAD falls back to GET).
 //   A string is sent as text/html when it starts with `<`, text/plain otherwise; a Uint8Array or
 //   ArrayBuffer as application/octet-stream; undefined as 204; anything else as JSON.
 // - `.py` and `.sh` files run as a process per request, CGI style (RFC 3875): method, path, query and
