@@ -10,7 +10,7 @@ import { labels, type AppsSite } from '../../lib/contract.js';
 import type { ControlKeys } from '../../lib/machine-control.js';
 import type { App } from '../../lib/resources/index.js';
 import type { ConditionInput } from '../frame/status.js';
-import { nextLive, nextRollout, serving, type AppStatusFields, type Live, type Rollout } from './rollout.js';
+import { nextLive, nextRollout, serving, type AppStatusFields, type DeployOutcome, type Live, type Rollout } from './rollout.js';
 import { refusedImage, tenantImages, type RegistryPolicyConfig } from '../../lib/images/registry-policy.js';
 import { runtimeKinds } from './machine-spec.js';
 import { podOfService } from './machine-state.js';
@@ -145,6 +145,11 @@ export interface Progress {
   lastLive: Live | undefined;
   /** Machines are still to become current, or to go. */
   progressing: boolean;
+  /**
+   * The previous rollout's deploy, when every machine served it before its status said so and the
+   * App has moved on to another (a deploy superseded moments after it was served): it went live.
+   */
+  superseded: DeployOutcome | undefined;
 }
 
 function progressOf(app: App, choice: Choice, planned: readonly ServicePlan[], live: readonly k8s.V1Pod[], now: Date): Progress {
@@ -171,7 +176,25 @@ function progressOf(app: App, choice: Choice, planned: readonly ServicePlan[], l
   const failed = rollout?.revision === applied && rollout.state === 'Failed';
   const lastLive = complete && !halted ? nextLive(app.status?.live, app, applied, now) : app.status?.live;
   const progressing = current < want || live.length > want;
-  return { want, ready, current, complete, rollout, failed, lastLive, progressing };
+  return { want, ready, current, complete, rollout, failed, lastLive, progressing, superseded: supersededLive(app, choice, planned, now) };
+}
+
+/**
+ * The outcome of the rollout status last said was Progressing, when the App as applied is another
+ * revision and every public machine serves that rollout's deploy: it was served by all of them
+ * before the reconcile that would have said Live (a content swap answers, and a second deploy
+ * lands, within the same few ms). Without it that deploy would never end in status, its row
+ * would stay `deploying`, and a rollback would step back past what was served. Apps with
+ * services are left out: their public machines serving is not the whole deploy.
+ */
+function supersededLive(app: App, choice: Choice, planned: readonly ServicePlan[], now: Date): DeployOutcome | undefined {
+  const previous = app.status?.rollout;
+  const publicPlan = planned[0];
+  if (previous?.state !== 'Progressing' || !previous.deploy || previous.revision === choice.applied) return undefined;
+  if (app.status?.deploys?.some((o) => o.id === previous.deploy)) return undefined;
+  if (choice.halted || choice.withServices || !publicPlan || publicPlan.want === 0) return undefined;
+  const all = publicPlan.served.length === publicPlan.want && publicPlan.served.every((d) => d === previous.deploy);
+  return all ? { id: previous.deploy, state: 'live', at: now.toISOString() } : undefined;
 }
 
 /** When to look again without a change: at the App's expiry, or a starting machine's deadline while the rollout has not failed. */

@@ -27,6 +27,11 @@ export interface ServicePlan {
   delete: k8s.V1Pod[];
   /** Its machines to serve another artifact in place, or to be marked with the deploy they serve. */
   swaps: Swap[];
+  /**
+   * For each ordinal, the deploy its machine serves (ready, routed to, and with its content known),
+   * or undefined: what says a deploy was served by every machine, whatever the App says since.
+   */
+  served: Array<string | undefined>;
   /** Why machines of the current revision will not become ready (or finish). */
   hopeless: string[];
   /** Its machines of the current revision that are failing, and why. */
@@ -154,6 +159,7 @@ function planService(view: ServiceView, m: Machines): ServicePlan {
     claims: [],
     delete: [],
     swaps: [],
+    served: [],
     hopeless: [],
     problems: [],
   };
@@ -205,6 +211,7 @@ function planMachine(view: ServiceView, ordinal: number, mine: readonly k8s.V1Po
   }
   const serving = [fresh, ...old].find((p) => p && done(p, view));
   if (serving) out.ready += 1;
+  out.served.push(serving && routed(serving, view, m) ? servedDeploy(serving, view, m) : undefined);
   if (contentCurrent) out.current += 1;
   const problem = fresh && broken(fresh, view);
   if (problem) problems.push(`${who}: ${problem}`);
@@ -220,6 +227,12 @@ function planMachine(view: ServiceView, ordinal: number, mine: readonly k8s.V1Po
       ...(shown.status?.startTime ? { startedAt: new Date(shown.status.startTime).toISOString() } : {}),
     });
   }
+}
+
+/** The deploy `pod` serves, when what it serves is known (a swapping machine restarted since its last swap is not). */
+function servedDeploy(pod: k8s.V1Pod, view: ServiceView, m: Machines): string | undefined {
+  if (swappable(m.choice.target, view, m.settings) && contentOf(pod) === undefined) return undefined;
+  return pod.metadata?.annotations?.[annotations.deploy];
 }
 
 /**

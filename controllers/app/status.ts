@@ -17,7 +17,7 @@ export function statusOf(
   progress: Progress,
 ): Pick<Plan, 'status' | 'ready' | 'conditions'> {
   const { target, views, withServices, targetRefused, servable } = choice;
-  const { want, ready, current, complete, rollout, failed, lastLive, progressing } = progress;
+  const { want, ready, current, complete, rollout, failed, lastLive, progressing, superseded } = progress;
   const isReady = ready === want && want > 0;
   const servingNote =
     failed && lastLive?.deploy
@@ -25,7 +25,7 @@ export function statusOf(
       : failed && lastLive
         ? '; the last live revision keeps serving'
         : '';
-  const outcomes = liveOutcomes(app.status?.deploys, rollout);
+  const outcomes = liveOutcomes(superseded ? [superseded, ...(app.status?.deploys ?? [])] : app.status?.deploys, rollout);
   const perService = withServices
     ? ` (${views.map((v, i) => `${v.name} ${planned[i]!.ready}/${planned[i]!.want}${planned[i]!.waits ? ` ${planned[i]!.waits}` : ''}`).join(', ')})`
     : '';
@@ -38,9 +38,11 @@ export function statusOf(
       readyMachines: ready,
       ...(complete && target.spec.deployId
         ? { currentDeploy: target.spec.deployId }
-        : app.status?.currentDeploy
-          ? { currentDeploy: app.status.currentDeploy }
-          : {}),
+        : superseded
+          ? { currentDeploy: superseded.id }
+          : app.status?.currentDeploy
+            ? { currentDeploy: app.status.currentDeploy }
+            : {}),
       ...(lastLive ? { live: lastLive } : {}),
       ...(rollout ? { rollout } : {}),
       ...(outcomes.length ? { deploys: outcomes } : {}),

@@ -525,6 +525,57 @@ describe('content swapped in place (issue 36)', () => {
     }
   });
 
+  it('records a deploy every machine served as live when the App moved on before status said so', () => {
+    // dep-2 swapped onto the machine, and dep-3 applied, before a reconcile could say dep-2 was Live.
+    const a = site(d('a'), 'dep-1');
+    const first = plan(a, [], swapping, now);
+    const m = ready(first.create[0]!);
+    const live = written(a, plan(written(a, first), [m], swapping, now));
+    const b: App = { ...live, spec: site(d('b'), 'dep-2').spec };
+    const deploying = written(b, plan(b, [m], swapping, now));
+    assert.equal(deploying.status?.rollout?.state, 'Progressing');
+    const c: App = { ...deploying, spec: site(d('c'), 'dep-3').spec };
+    const served = ready(m, { 'svc.dev/content': d('b'), 'svc.dev/content-restarts': '0', 'svc.dev/deploy': 'dep-2' });
+    const later = new Date(now.getTime() + 5);
+    const next = plan(c, [served], swapping, later);
+    assert.deepEqual(
+      next.status.deploys?.map((o) => [o.id, o.state]),
+      [
+        ['dep-2', 'live'],
+        ['dep-1', 'live'],
+      ],
+      'dep-2 ended live: a rollback from dep-3 goes back to it',
+    );
+    assert.equal(next.status.deploys?.[0]?.at, later.toISOString());
+    assert.equal(next.status.currentDeploy, 'dep-2', 'what the machines serve');
+    assert.equal(next.status.rollout?.deploy, 'dep-3');
+    assert.deepEqual(
+      next.swaps.map((s) => s.digest),
+      [d('c')],
+    );
+    // Written once: the next reconcile (status now says dep-3 is rolling out) adds nothing.
+    const again = plan(written(c, next), [served], swapping, later);
+    assert.deepEqual(
+      again.status.deploys?.map((o) => o.id),
+      ['dep-2', 'dep-1'],
+    );
+    // A machine that had not taken dep-2 (it serves dep-1 still), or whose container restarted
+    // since (what it serves is unknown), says nothing of dep-2.
+    const notYet = plan(c, [m], swapping, later);
+    assert.deepEqual(
+      notYet.status.deploys?.map((o) => o.id),
+      ['dep-1'],
+    );
+    const restarted: k8s.V1Pod = {
+      ...served,
+      status: { ...served.status, containerStatuses: [{ name: 'app', restartCount: 1, ready: true, image: '', imageID: '' }] },
+    };
+    assert.deepEqual(
+      plan(c, [restarted], swapping, later).status.deploys?.map((o) => o.id),
+      ['dep-1'],
+    );
+  });
+
   it('orders the swap again when the machine restarted since (it may have come back on another revision)', () => {
     const a = site(d('a'), 'dep-1');
     const m = ready(plan(a, [], swapping, now).create[0]!, { 'svc.dev/content': d('b'), 'svc.dev/content-restarts': '0' });
