@@ -146,8 +146,8 @@ export interface Progress {
   /** Machines are still to become current, or to go. */
   progressing: boolean;
   /**
-   * The previous rollout's deploy, when every machine served it before its status said so and the
-   * App has moved on to another (a deploy superseded moments after it was served): it went live.
+   * A deploy every machine served before status said so, the App since moved on to another (a
+   * deploy superseded moments after it was served): it went live.
    */
   superseded: DeployOutcome | undefined;
 }
@@ -180,21 +180,23 @@ function progressOf(app: App, choice: Choice, planned: readonly ServicePlan[], l
 }
 
 /**
- * The outcome of the rollout status last said was Progressing, when the App as applied is another
- * revision and every public machine serves that rollout's deploy: it was served by all of them
- * before the reconcile that would have said Live (a content swap answers, and a second deploy
- * lands, within the same few ms). Without it that deploy would never end in status, its row
- * would stay `deploying`, and a rollback would step back past what was served. Apps with
- * services are left out: their public machines serving is not the whole deploy.
+ * The outcome of a deploy every public machine serves that status has no word on, when the App
+ * as applied is another: it was served by all of them before a reconcile could say Live (a content
+ * swap answers, and the next deploy lands, within the same few ms: the status write that said Live,
+ * or even Progressing, conflicted). Without it that deploy would never end in status, its row would
+ * be marked replaced, and a rollback would step back past what was served. Not the deploy status
+ * calls current or live (a failed rollout's machines going back to it), nor one it has an outcome
+ * for. Apps with services are left out: their public machines serving is not the whole deploy.
  */
 function supersededLive(app: App, choice: Choice, planned: readonly ServicePlan[], now: Date): DeployOutcome | undefined {
-  const previous = app.status?.rollout;
   const publicPlan = planned[0];
-  if (previous?.state !== 'Progressing' || !previous.deploy || previous.revision === choice.applied) return undefined;
-  if (app.status?.deploys?.some((o) => o.id === previous.deploy)) return undefined;
   if (choice.halted || choice.withServices || !publicPlan || publicPlan.want === 0) return undefined;
-  const all = publicPlan.served.length === publicPlan.want && publicPlan.served.every((d) => d === previous.deploy);
-  return all ? { id: previous.deploy, state: 'live', at: now.toISOString() } : undefined;
+  const [served] = publicPlan.served;
+  if (!served || publicPlan.served.length !== publicPlan.want || publicPlan.served.some((d) => d !== served)) return undefined;
+  const status = app.status;
+  if (served === app.spec.deployId || served === status?.currentDeploy || served === status?.live?.deploy) return undefined;
+  if (status?.deploys?.some((o) => o.id === served)) return undefined;
+  return { id: served, state: 'live', at: now.toISOString() };
 }
 
 /** When to look again without a change: at the App's expiry, or a starting machine's deadline while the rollout has not failed. */

@@ -574,6 +574,20 @@ describe('content swapped in place (issue 36)', () => {
       plan(c, [restarted], swapping, later).status.deploys?.map((o) => o.id),
       ['dep-1'],
     );
+    // The status that said dep-2 was rolling out conflicted too: status still says dep-1 is Live.
+    const unseen = plan({ ...live, spec: c.spec }, [served], swapping, later);
+    assert.deepEqual(
+      unseen.status.deploys?.map((o) => [o.id, o.state]),
+      [
+        ['dep-2', 'live'],
+        ['dep-1', 'live'],
+      ],
+    );
+    // The machines going back to the live deploy after a failed rollout say nothing new.
+    assert.deepEqual(
+      plan({ ...live, spec: c.spec }, [m], swapping, later).status.deploys?.map((o) => o.id),
+      ['dep-1'],
+    );
   });
 
   it('orders the swap again when the machine restarted since (it may have come back on another revision)', () => {
