@@ -104,12 +104,13 @@ export function verifySwapOrder(
 }
 
 /**
- * An order this machine took and served, kept (runtime/control.ts) so a container that restarts
- * comes back on its revision: signed by the controllers and for this Pod, whenever it was issued
- * (it is read after a restart, not taken). Handler code that writes the emptyDir can plant only
- * an order the platform made for this Pod: a revision of its own app, which the controller, seeing
- * the restart, orders the machine away from if it is not the App's.
+ * An order this machine took, kept in its emptyDir (runtime/control.ts): the last it took (no
+ * older is taken after a restart) and the last it served (a restart comes back on its revision).
+ * Checked as signed by the controllers and for this Pod, whenever it was issued (it is read after
+ * a restart, not taken). The app's code, which can write the emptyDir of a handler tree's machine,
+ * can plant only an order the platform made for this very Pod: a revision of its own app, or a
+ * time the platform gave.
  */
-export function verifyServedOrder(publicKey: string, wire: string, expect: { pod: string; uid: string }): OrderCheck {
+export function verifyKeptOrder(publicKey: string, wire: string, expect: { pod: string; uid: string }): OrderCheck {
   return verifySwapOrder(publicKey, wire, { ...expect, now: Number.NEGATIVE_INFINITY });
 }

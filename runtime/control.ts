@@ -9,13 +9,26 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import path from 'node:path';
-import { verifyServedOrder, verifySwapOrder } from '../lib/machine-control.js';
+import { verifyKeptOrder, verifySwapOrder } from '../lib/machine-control.js';
 import type { Logger } from '../lib/logger.js';
 import { writeAtomically } from './fetch.js';
 import type { SiteRevisions } from './revisions.js';
 
 const maxOrderBytes = 16 * 1024;
 const servedOrder = '.svc-served-order';
+const lastOrder = '.svc-last-order';
+
+/** The order kept in `file` under `root`, if it is a genuine one for this Pod. */
+function keptOrder(root: string, file: string, expect: { publicKey: string; pod: string; uid: string }) {
+  let wire: string;
+  try {
+    wire = readFileSync(path.join(root, file), 'utf8');
+  } catch {
+    return undefined;
+  }
+  const checked = verifyKeptOrder(expect.publicKey, wire, expect);
+  return checked.ok ? checked.order : undefined;
+}
 
 export interface ControlOptions {
   /** The controllers' public key (base64url), and the Pod this machine is (its name and uid). */
@@ -38,25 +51,13 @@ export interface ControlOptions {
  * genuine order for this Pod (signed, its name and uid): the revision to come back on.
  */
 export function servedOrderDigest(root: string, expect: { publicKey: string; pod: string; uid: string }): string | undefined {
-  let wire: string;
-  try {
-    wire = readFileSync(path.join(root, servedOrder), 'utf8');
-  } catch {
-    return undefined;
-  }
-  const checked = verifyServedOrder(expect.publicKey, wire, expect);
-  return checked.ok ? checked.order.digest : undefined;
+  return keptOrder(root, servedOrder, expect)?.digest;
 }
 
 export function createControlServer(opts: ControlOptions): Server {
-  const lastOrderFile = path.join(opts.root, '.svc-last-order');
-  let lastIssued: number | undefined;
-  try {
-    const kept = Number(readFileSync(lastOrderFile, 'utf8'));
-    if (Number.isFinite(kept)) lastIssued = kept;
-  } catch {
-    // No order taken yet.
-  }
+  // The last order taken is kept whole, signed: a time the app's code wrote there cannot pin the
+  // machine by making every order look older.
+  let lastIssued = keptOrder(opts.root, lastOrder, opts)?.issuedAt;
   return createServer((req, res) => {
     const reply = (status: number, body: object) =>
       res.writeHead(status, { 'content-type': 'application/json', connection: 'close' }).end(JSON.stringify(body) + '\n');
@@ -91,7 +92,7 @@ export function createControlServer(opts: ControlOptions): Server {
       // Taken before it runs: an older order that arrives meanwhile, or after a restart, is refused.
       lastIssued = order.issuedAt;
       try {
-        writeFileSync(lastOrderFile, String(order.issuedAt));
+        writeFileSync(path.join(opts.root, lastOrder), wire);
       } catch (err) {
         opts.log.warn({ err }, 'Cannot keep the last order taken');
       }

@@ -3,19 +3,19 @@
 // another revision starts a fresh one, and the revision left behind goes with its process (its
 // timers, sockets and module state included). It serves the tree in SVC_SITE_ROOT on the Unix
 // socket SVC_HANDLER_SOCKET, to the runtime's server only (which has canonicalised the target and
-// verified the identity headers), and says `ready` on its IPC channel once it listens. It ends
-// when that channel does: a runtime that died leaves no revision serving behind it.
-import { mkdtempSync, rmSync } from 'node:fs';
+// verified the identity headers), and says `ready` on its IPC channel once it listens. Its runnable
+// copy goes into SVC_HANDLER_CACHE, which the runtime made and removes. It ends when its channel
+// does: a runtime that died leaves no revision serving behind it.
 import { createServer } from 'node:http';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createLogger } from '../lib/logger.js';
 import { createHandlerTree } from './handlers.js';
 
 const root = process.env.SVC_SITE_ROOT;
 const socket = process.env.SVC_HANDLER_SOCKET;
-if (!root || !socket || !process.send) {
-  console.error('handler-child: started by the runtime only (SVC_SITE_ROOT, SVC_HANDLER_SOCKET and an IPC channel)');
+const cacheDir = process.env.SVC_HANDLER_CACHE;
+if (!root || !socket || !cacheDir || !process.send) {
+  console.error('handler-child: started by the runtime only (SVC_SITE_ROOT, SVC_HANDLER_SOCKET, SVC_HANDLER_CACHE and an IPC channel)');
   process.exit(2);
 }
 const levels = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
@@ -25,9 +25,6 @@ const log = createLogger('runtime', levels.has(level) ? (level as 'info') : 'inf
 // Handler code runs here: a promise it forgets to handle is logged, not fatal to every other
 // request in flight.
 process.on('unhandledRejection', (err) => log.error({ err }, 'Unhandled rejection in handler code'));
-// The runnable copy of the tree goes with the process.
-const cacheDir = mkdtempSync(path.join(tmpdir(), 'svc-handlers-'));
-process.once('exit', () => rmSync(cacheDir, { recursive: true, force: true }));
 process.once('disconnect', () => process.exit(0));
 process.once('SIGTERM', () => process.exit(0));
 // Ctrl-C in a terminal reaches the whole process group: the runtime decides when this one ends

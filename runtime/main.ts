@@ -14,7 +14,11 @@
 //
 // With the argument `fetch` it only fetches (a build's source, runtime/fetch.ts): the image's entry
 // point stays the same, so a pod spec says `args: [fetch]` rather than a path inside the image.
+import { createHash } from 'node:crypto';
+import { mkdirSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { BadRequestTarget, canonicalTarget } from '../lib/http/request-target.js';
 import { createLogger, type Logger } from '../lib/logger.js';
 import { createControlServer, servedOrderDigest } from './control.js';
@@ -35,6 +39,11 @@ async function serve(): Promise<void> {
   const levels = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
   const level = process.env.SVC_LOG_LEVEL ?? 'info';
   const log = createLogger('runtime', levels.has(level) ? (level as 'info') : 'info');
+  const lost = (reason: string) => {
+    log.error({ reason }, `Stopping: ${reason}`);
+    log.flush(() => process.exit(1));
+  };
+  let scratch: string | undefined;
   const kinds: Record<string, (root: string) => ServedSite> = {
     static: (root) => createStaticSite(root),
     html: createHtmlApp,
@@ -42,14 +51,7 @@ async function serve(): Promise<void> {
     // The app's code runs in a process of each revision's own (runtime/handler-child.ts), never in
     // this one, which holds the control port. The served revision's process ending ends this one
     // too: the container restarts, as it did when handler code brought the runtime down.
-    handlers: (root) =>
-      createHandlerProcess(root, {
-        log,
-        onLost: (reason) => {
-          log.error({ reason }, `Stopping: ${reason}`);
-          log.flush(() => process.exit(1));
-        },
-      }),
+    handlers: (root) => createHandlerProcess(root, { log, scratch: (scratch ??= scratchDir(process.env.SVC_SITE_ROOT!)), onLost: lost }),
   };
 
   const root = process.env.SVC_SITE_ROOT;
@@ -68,7 +70,7 @@ async function serve(): Promise<void> {
 
   // A fetched artifact is served from the revisions under the root; a plain root as it is.
   const orders = controlFromEnv(port);
-  const revisions = process.env.SVC_ARTIFACT_DIGEST ? await startRevisions(root, make, orders, log) : undefined;
+  const revisions = process.env.SVC_ARTIFACT_DIGEST ? await startRevisions(root, make, orders, log, lost) : undefined;
   const plain = revisions ? undefined : make(root);
   await plain?.ready;
   const identity = identityCheckFromEnv(process.env, log);
@@ -89,11 +91,11 @@ async function serve(): Promise<void> {
       return;
     }
     // Identity headers reach the site only as a verified assertion proves them (runtime/identity.ts).
-    // The revision served when the request arrived serves all of it, whatever a swap does meanwhile.
-    const site = revisions?.site ?? plain!;
+    // The revision served once that is done serves all of the request, whatever a swap does
+    // meanwhile: it is chosen and handed the request in one tick (a swap waits for what it has).
     identity
       .apply(req)
-      .then(() => site(req, res))
+      .then(() => (revisions?.site ?? plain!)(req, res))
       .catch((err: unknown) => {
         log.error({ err, url: req.url }, 'Request failed');
         if (!res.headersSent) res.writeHead(500).end();
@@ -138,9 +140,10 @@ async function startRevisions(
   make: (dir: string) => ServedSite,
   control: Control | undefined,
   log: Logger,
+  onLost: (reason: string) => void,
 ): Promise<SiteRevisions> {
   const { optionsFromEnv } = await import('./fetch.js');
-  const revisions = new SiteRevisions(root, make, log);
+  const revisions = new SiteRevisions(root, make, log, { onLost });
   try {
     const { url, digest, token, deadlineMs } = optionsFromEnv(process.env);
     // What the last order this machine served names, if it is one the platform signed for this Pod.
@@ -155,6 +158,18 @@ async function startRevisions(
     delete process.env.SVC_ARTIFACT_TOKEN;
   }
   return revisions;
+}
+
+/**
+ * The runtime's own scratch directory for the site at `root` (each handler revision's socket and
+ * runnable copy), made empty at start: what a container killed outright left in its /tmp
+ * emptyDir (which outlives a restart) goes then.
+ */
+function scratchDir(root: string): string {
+  const dir = path.join(tmpdir(), `svc-runtime-${createHash('sha256').update(path.resolve(root)).digest('hex').slice(0, 12)}`);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  return dir;
 }
 
 interface Control {

@@ -17,10 +17,11 @@ import type { SiteHandler } from './static-site.js';
 
 /**
  * A revision's site handler. One that runs the app's code in a process of its own (a handler tree:
- * runtime/handler-process.ts) is `ready` once that process serves, and is `retire`d when another
- * revision is switched to (or when it never became ready).
+ * runtime/handler-process.ts) is `ready` once that process serves, and `exclusive`: the app's code
+ * can write what the next revision is made from, so the next is prepared only once this one is
+ * stopped (its requests finished within `drainMs`, every process of the app's code ended).
  */
-export type ServedSite = SiteHandler & { ready?: Promise<void>; retire?: () => void };
+export type ServedSite = SiteHandler & { ready?: Promise<void>; exclusive?: boolean; stop?: (drainMs: number) => Promise<void> };
 
 /** Where an artifact comes from: its digest, URL and credential, and how long to retry. */
 export type Source = Pick<FetchOptions, 'url' | 'digest' | 'token' | 'deadlineMs'>;
@@ -30,22 +31,38 @@ export class SiteRevisions {
   /** Digests most recently served first; the first `keep` stay on disk. */
   private recent: string[] = [];
   private queue: Promise<unknown> = Promise.resolve();
+  /** While an exclusive revision is switched from: settles once requests can go to a revision again. */
+  private held: Promise<void> | undefined;
 
   private readonly keep: number;
+  private readonly drainMs: number;
+  private readonly onLost: (reason: string) => void;
 
-  /** `keep`: how many revisions stay on disk (the one served among them). */
+  /**
+   * `keep`: how many revisions stay on disk (the one served among them); `drainMs`: how long an
+   * exclusive revision may finish its requests before it is stopped for the next (default 5 s);
+   * `onLost`: called when an exclusive revision was stopped and neither the next nor it again can
+   * serve (the machine has nothing to serve: the runtime ends, and the container restarts).
+   */
   constructor(
     private readonly root: string,
     private readonly make: (dir: string) => ServedSite,
     private readonly log: Logger,
-    opts: { keep?: number } = {},
+    opts: { keep?: number; drainMs?: number; onLost?: (reason: string) => void } = {},
   ) {
     this.keep = opts.keep ?? 3;
+    this.drainMs = opts.drainMs ?? 5000;
+    this.onLost = opts.onLost ?? ((reason) => log.error({ reason }, 'No revision to serve'));
   }
 
-  /** The handler of the revision served now. */
+  /**
+   * The handler of the revision served now; while an exclusive revision is switched from, one that
+   * waits for the switch and is served by the revision switched to.
+   */
   get site(): SiteHandler {
     if (!this.served) throw new Error('no revision is served yet');
+    const held = this.held;
+    if (held) return (req, res) => held.then(() => this.site(req, res));
     return this.served.site;
   }
 
@@ -81,8 +98,10 @@ export class SiteRevisions {
       if (this.served?.digest === source.digest) return { digest: source.digest, how: 'serving' as const, ms: 0 };
       // Room first: with the one fetched, no more than `keep` revisions are on disk at any time.
       await this.prune([source.digest, ...this.recent.slice(0, this.keep - 1)]);
-      const how = await fetchArtifact({ ...source, root: this.dirOf(source.digest), keep: true, log: this.log });
-      await this.activate(source.digest);
+      const fetch = () => fetchArtifact({ ...source, root: this.dirOf(source.digest), keep: true, log: this.log });
+      const how = await fetch();
+      if (this.served?.site.exclusive) await this.switchExclusively(source.digest, fetch);
+      else await this.activate(source.digest);
       const ms = Date.now() - started;
       this.log.info({ digest: source.digest, how, ms }, 'Serving a new revision');
       return { digest: source.digest, how, ms };
@@ -90,6 +109,35 @@ export class SiteRevisions {
     const next = this.queue.then(run, run);
     this.queue = next.catch(() => undefined);
     return next;
+  }
+
+  /**
+   * From a revision that runs the app's code to `digest`, with nothing of the first running while
+   * the second is prepared: requests are held (not refused) from the moment the first stops taking
+   * them until the second serves. Its tree is extracted again from its verified archive once the
+   * first has stopped, whatever was written into it meanwhile. If it cannot be made to serve, the
+   * first is made again the same way and serves on (failing that, onLost).
+   */
+  private async switchExclusively(digest: string, fetch: () => Promise<unknown>): Promise<void> {
+    const previous = this.served!;
+    let release!: () => void;
+    this.held = new Promise<void>((resolve) => (release = resolve));
+    try {
+      await previous.site.stop?.(this.drainMs);
+      try {
+        await fetch();
+        await this.activate(digest);
+      } catch (err) {
+        const back = await restoreKept(this.dirOf(previous.digest), previous.digest, this.log)
+          .then((restored) => (restored ? this.activate(previous.digest).then(() => undefined) : 'its archive is gone or changed'))
+          .catch((e: unknown) => (e instanceof Error ? e.message : String(e)));
+        if (back !== undefined) this.onLost(`${previous.digest}, stopped for a swap that failed, cannot serve again: ${back}`);
+        throw err;
+      }
+    } finally {
+      this.held = undefined;
+      release();
+    }
   }
 
   private dirOf(digest: string): string {
@@ -105,12 +153,10 @@ export class SiteRevisions {
     try {
       await site.ready;
     } catch (err) {
-      site.retire?.();
+      await site.stop?.(0);
       throw err;
     }
-    const previous = this.served?.site;
     this.served = { digest, site };
-    previous?.retire?.();
     this.recent = [digest, ...this.recent.filter((d) => d !== digest)].slice(0, this.keep);
     // The marker the startup probe waits for (machine-spec.ts).
     await writeAtomically(path.join(this.root, artifactMarker), digest);

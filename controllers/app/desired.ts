@@ -147,7 +147,9 @@ export interface Progress {
   progressing: boolean;
   /**
    * A deploy every machine served before status said so, the App since moved on to another (a
-   * deploy superseded moments after it was served): it went live.
+   * deploy superseded moments after it was served): it went live. Only its outcome is recorded:
+   * the current deploy and the live snapshot move with the next rollout that goes Live (the
+   * snapshot of this one is not known any more).
    */
   superseded: DeployOutcome | undefined;
 }

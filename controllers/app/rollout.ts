@@ -83,9 +83,12 @@ export function nextLive(previous: Live | undefined, app: App, revision: string,
   };
 }
 
-/** The deploy outcomes after `rollout`, newest first: a deploy's end is added once, when it ends. */
+/**
+ * The deploy outcomes after `rollout`, newest first, at most keptOutcomes: a deploy's end is added
+ * once, when it ends.
+ */
 export function liveOutcomes(previous: readonly DeployOutcome[] | undefined, rollout: Rollout | undefined): DeployOutcome[] {
-  const kept = [...(previous ?? [])];
+  const kept = (previous ?? []).slice(0, keptOutcomes);
   if (!rollout?.deploy || rollout.state === 'Progressing' || kept.some((o) => o.id === rollout.deploy)) return kept;
   const ended: DeployOutcome = {
     id: rollout.deploy,

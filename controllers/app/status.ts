@@ -38,11 +38,9 @@ export function statusOf(
       readyMachines: ready,
       ...(complete && target.spec.deployId
         ? { currentDeploy: target.spec.deployId }
-        : superseded
-          ? { currentDeploy: superseded.id }
-          : app.status?.currentDeploy
-            ? { currentDeploy: app.status.currentDeploy }
-            : {}),
+        : app.status?.currentDeploy
+          ? { currentDeploy: app.status.currentDeploy }
+          : {}),
       ...(lastLive ? { live: lastLive } : {}),
       ...(rollout ? { rollout } : {}),
       ...(outcomes.length ? { deploys: outcomes } : {}),

@@ -194,6 +194,11 @@ describe('content swapped in place, through ingress-auth', () => {
       'about.html': `<p>fns ${n}</p>`,
       'api/rev.js': `let hits = 0;\nexport default () => ({ rev: ${n}, hits: ++hits, pid: process.pid });\n`,
       'api/exit.js': 'export default () => { setTimeout(() => process.exit(3), 20); return "bye"; };\n',
+      // A process its shell leaves behind (adopted by the container's process 1), and what runs.
+      'api/leave.js':
+        "import { spawn } from 'node:child_process';\nexport default () => { spawn('sh', ['-c', 'sleep 303 >/dev/null 2>&1 &'], { stdio: 'ignore' }); return 'left'; };\n",
+      'api/ps.js':
+        "import { readdirSync, readFileSync } from 'node:fs';\nexport default () => readdirSync('/proc').filter((p) => /^\\d+$/.test(p)).map((p) => { try { return readFileSync(`/proc/${p}/cmdline`, 'utf8').replaceAll('\\0', ' ').trim(); } catch { return ''; } }).filter(Boolean);\n",
     });
     const viaFns = (p: string) => rawRequest(ingress.url, p, { headers: { host: 'fns.apps.localhost' }, timeoutMs: 10_000 });
     const rev = async () => {
@@ -217,6 +222,10 @@ describe('content swapped in place, through ingress-auth', () => {
       );
     const [machine] = await pods();
     const first = await rev();
+    // What the first revision's code leaves running does not outlive it.
+    const ps = async () => JSON.parse((await viaFns('/api/ps')).body) as string[];
+    assert.equal((await viaFns('/api/leave')).body, 'left');
+    await eventually('the orphan running', async () => ((await ps()).includes('sleep 303') ? true : undefined), { timeoutMs: 5000 });
 
     let running = true;
     const failures: string[] = [];
@@ -236,6 +245,7 @@ describe('content swapped in place, through ingress-auth', () => {
         times.push(Date.now() - started);
         const now = await rev();
         assert.equal(now.rev, n, `deploy ${n} served once live`);
+        if (n === 1) assert.ok(!(await ps()).includes('sleep 303'), 'ended with its revision: ' + (await ps()).join(' | '));
         assert.notEqual(now.pid, first.pid, 'not the first revision’s process');
       }
       const back = await json<DeployBody>(await api.request('POST', '/api/apps/fns/rollback', { body: {} }), 202);

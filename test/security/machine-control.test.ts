@@ -138,4 +138,17 @@ describe('machine control port', () => {
       assert.equal((await m.get()).body, 'served', 'the revision of the spec, not the planted one');
     }
   });
+
+  it("takes orders after a restart whatever time the app's code wrote as the last order taken", async () => {
+    // A number far in the future would have every later order refused as older (the machine
+    // pinned to its revision): only a signed order for this Pod says when the last was taken.
+    const { writeFileSync } = await import('node:fs');
+    const path = await import('node:path');
+    writeFileSync(path.join(m.root, '.svc-last-order'), '9000000000000000');
+    await m.proc.stop();
+    m = await startMachine(store, served, { root: m.root });
+    const r = await m.send(m.order(other));
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal((await m.get()).body, 'other');
+  });
 });

@@ -547,7 +547,7 @@ describe('content swapped in place (issue 36)', () => {
       'dep-2 ended live: a rollback from dep-3 goes back to it',
     );
     assert.equal(next.status.deploys?.[0]?.at, later.toISOString());
-    assert.equal(next.status.currentDeploy, 'dep-2', 'what the machines serve');
+    assert.equal(next.status.currentDeploy, 'dep-1', 'moved by the next rollout that goes Live, with the live snapshot');
     assert.equal(next.status.rollout?.deploy, 'dep-3');
     assert.deepEqual(
       next.swaps.map((s) => s.digest),
@@ -583,6 +583,11 @@ describe('content swapped in place (issue 36)', () => {
         ['dep-1', 'live'],
       ],
     );
+    // Never more outcomes than the CRD keeps, while the next rollout is in progress too.
+    const many = Array.from({ length: 10 }, (_, i) => ({ id: `old-${i}`, state: 'live' as const, at: now.toISOString() }));
+    const full = plan({ ...deploying, spec: c.spec, status: { ...deploying.status, deploys: many } }, [served], swapping, later);
+    assert.equal(full.status.deploys?.length, 10);
+    assert.equal(full.status.deploys?.[0]?.id, 'dep-2');
     // The machines going back to the live deploy after a failed rollout say nothing new.
     assert.deepEqual(
       plan({ ...live, spec: c.spec }, [m], swapping, later).status.deploys?.map((o) => o.id),

@@ -125,10 +125,11 @@ describe('handler tree content swap: a process per revision', () => {
   let m: Machine;
   const rev = async () =>
     JSON.parse((await m.get('/api/rev')).body) as { rev: number; hits: number; pid: number; seen: number[]; env: string[] };
+  /** Whether `pid` runs (a zombie, ended and not yet reaped by whichever process adopted it, does not). */
   const alive = (pid: number) => {
     try {
-      process.kill(pid, 0);
-      return true;
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      return !['Z', 'X'].includes(stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3));
     } catch {
       return false;
     }
@@ -189,11 +190,73 @@ describe('handler tree content swap: a process per revision', () => {
   it('keeps serving the revision it serves when a new one cannot start, and says why (422)', async () => {
     // A tree whose runnable copy cannot be made: a TypeScript module whose compiled name is a directory.
     const broken = await store.publish({ 'index.html': 'x', 'api/a.ts': 'export default 1', 'api/a.js/readme.txt': 'x' });
-    const served = (await rev()).pid;
+    const served = (await rev()).rev;
     const refused = await m.send(m.order(broken));
     assert.equal(refused.status, 422, JSON.stringify(refused.body));
     assert.match(refused.body.error ?? '', /EISDIR|directory/);
-    assert.equal((await rev()).pid, served, 'the revision served is untouched');
+    assert.equal((await rev()).rev, served, 'the revision served before serves again (made afresh from its archive)');
+  });
+
+  it('ends every process the old revision left before the next is prepared: detached children, other sessions', async () => {
+    // A module's detached child (a session of its own), and a process a shell it started put in a
+    // session of its own. (A process whose parent has gone is adopted by process 1: in a machine's
+    // container that is the runtime, which ends it too; test/integration/content-swaps.test.ts.)
+    const leaves = await store.publish(
+      tree(7, {
+        'api/spawn.js': [
+          "import { spawn } from 'node:child_process';",
+          'export default async () => {',
+          "  const c = spawn('sleep', ['300'], { detached: true, stdio: 'ignore' });",
+          '  c.unref();',
+          "  const sh = spawn('sh', ['-c', 'setsid sleep 301 & echo $!; exec sleep 302'], { stdio: ['ignore', 'pipe', 'ignore'] });",
+          "  const other = await new Promise((r) => sh.stdout.once('data', (d) => r(Number(String(d).trim()))));",
+          '  return { pids: [c.pid, sh.pid, other] };',
+          '};',
+        ].join('\n'),
+      }),
+    );
+    assert.equal((await m.send(m.order(leaves))).status, 200);
+    const { pids } = JSON.parse((await m.get('/api/spawn')).body) as { pids: number[] };
+    assert.equal(pids.length, 3);
+    for (let i = 0; i < 20 && !pids.every(alive); i++) await new Promise((r) => setTimeout(r, 25));
+    assert.ok(pids.every(alive), `all left running (${pids.join(', ')})`);
+    assert.equal((await m.send(m.order(digests[0]!))).status, 200);
+    assert.deepEqual(pids.filter(alive), [], 'none of them runs once the next revision serves');
+  });
+
+  it('passes a chunked body on framed: a request hidden in it never reaches the handlers as a request', async () => {
+    const echo = await store.publish(
+      tree(8, {
+        'api/echo.js':
+          "export default async (req) => ({ method: req.method, body: await req.text(), who: req.headers.get('x-svc-auth-subject') });\n",
+      }),
+    );
+    assert.equal((await m.send(m.order(echo))).status, 200);
+    const { connect } = await import('node:net');
+    const inner = 'GET /api/echo HTTP/1.1\r\nHost: x\r\nX-Svc-Auth-Subject: admin@victim\r\n\r\n';
+    const raw = await new Promise<string>((resolve, reject) => {
+      const sock = connect(m.port, '127.0.0.1');
+      let got = '';
+      sock.on('data', (d: Buffer) => (got += d.toString()));
+      sock.on('error', reject);
+      sock.on('close', () => resolve(got));
+      sock.write(
+        `DELETE /api/echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n${inner.length.toString(16)}\r\n${inner}\r\n0\r\n\r\n`,
+      );
+    });
+    const answer = JSON.parse(
+      raw
+        .slice(raw.indexOf('\r\n\r\n') + 4)
+        .replace(/^[0-9a-f]+\r\n/, '')
+        .split('\r\n')[0]!,
+    ) as {
+      method: string;
+      body: string;
+      who: string | null;
+    };
+    assert.deepEqual([answer.method, answer.body, answer.who], ['DELETE', inner, null], 'the body arrives as the body');
+    // The next request on the runtime's connection to the child gets its own answer, not a smuggled one.
+    for (let i = 0; i < 5; i++) assert.equal((await rev()).rev, 8);
   });
 
   it('answers every request through 20 handler swaps under load, each wholly from one revision', async () => {
@@ -205,7 +268,8 @@ describe('handler tree content swap: a process per revision', () => {
         try {
           const r = await m.get('/api/rev');
           answered++;
-          if (r.status !== 200 || ![0, 1, 2].includes((JSON.parse(r.body) as { rev: number }).rev)) failures.push(`${r.status} ${r.body}`);
+          if (r.status !== 200 || ![0, 1, 2, 8].includes((JSON.parse(r.body) as { rev: number }).rev))
+            failures.push(`${r.status} ${r.body}`);
         } catch (err) {
           failures.push(String(err));
         }
