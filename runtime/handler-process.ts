@@ -191,7 +191,12 @@ function descendants(root: number): number[] {
   }
   const out: number[] = [];
   const queue = [root];
-  while (queue.length) for (const c of children.get(queue.shift()!) ?? []) (out.push(c), queue.push(c));
+  for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
+    for (const c of children.get(next) ?? []) {
+      out.push(c);
+      queue.push(c);
+    }
+  }
   return out;
 }
 
