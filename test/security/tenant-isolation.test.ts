@@ -49,8 +49,9 @@ export default async (req) => {
     reads: Object.fromEntries(paths.map((p) => [p, read(p)])),
     connects: Object.fromEntries(await Promise.all(targets.map(async ([h, p]) => [h + ':' + p, await attempt(h, p)]))),
     mark: process.env.PROBE_MARK ?? null,
-    own: readdirSync(process.env.SVC_SITE_ROOT).sort(),
-    tree: readdirSync(process.env.SVC_SITE_ROOT + '/revs/' + readFileSync(process.env.SVC_SITE_ROOT + '/.svc-current', 'utf8').trim().slice(7)).sort(),
+    own: readdirSync('/srv/site').sort(),
+    site: process.env.SVC_SITE_ROOT,
+    tree: readdirSync(process.env.SVC_SITE_ROOT).sort(),
   };
 };
 `;
@@ -65,6 +66,7 @@ interface ProbeAnswer {
   connects: Record<string, string>;
   mark: string | null;
   own: string[];
+  site: string;
   tree: string[];
 }
 
@@ -192,9 +194,11 @@ describe('security: tenant isolation on the real nodes', () => {
 
   it('sees its own files and its own env', async () => {
     const a = await probe({});
-    // The site root: the revision served, the marker the startup probe reads, the revisions kept.
-    assert.deepEqual(a.own, ['.svc-artifact', '.svc-current', 'revs']);
-    // Its tree, with the marker and the verified archive the runtime rebuilds it from (never served).
+    // The site root: the marker the readiness probe reads, the revisions kept (no order taken yet).
+    assert.deepEqual(a.own, ['.svc-artifact', 'revs']);
+    // Its own revision's tree is where its process runs from, with the marker and the verified
+    // archive the runtime rebuilds it from (never served).
+    assert.match(a.site, /^\/srv\/site\/revs\/[0-9a-f]{64}$/);
     assert.deepEqual(a.tree, ['.svc-archive', '.svc-artifact', 'api', 'readme.txt']);
     assert.equal(a.mark, 'own-env-visible');
   });
