@@ -239,39 +239,30 @@ function controlEnv(port: number, publicKey: string): k8s.V1EnvVar[] {
 }
 
 /**
- * The runtime's probes. Ready as soon as something listens on its port in the pod, seen by a
- * readiness probe that waits for it inside the container (polling /proc/net every 50 ms), rather
- * than by a TCP probe whose first try, as the container starts, always fails and whose next waits
- * a whole period (1 s, the least Kubernetes allows). A readiness probe, not a startup probe: the
- * kubelet runs a readiness probe at once when it sees the container running (a startup probe only
- * on its next period, up to a second later); afterwards it returns at once, every 2 minutes. The
- * runtime listens only once its site is fetched, verified and loaded: on every address (a listener
- * on loopback alone is not one the platform can route to), and with a site marked in place (an
- * older runtime image that fetches nothing is never ready): the digest the spec names, or after a
- * swap and a restart, the one swapped to (runtime/revisions.ts). A liveness probe restarts one
- * that stopped answering, from a minute on (the probe above bounds a start).
+ * The runtime's probes. Started (and so ready: it has no readiness probe) as soon as something
+ * listens on its port in the pod, seen by a startup probe that waits for it inside the container
+ * (one exec per start, polling /proc/net every 50 ms) rather than by a TCP probe whose first try,
+ * as the container starts, always fails and whose next waits a whole period (1 s, the least
+ * Kubernetes allows). The runtime listens only once its site is fetched, verified and loaded: on
+ * every address (a listener on loopback alone is not one the platform can route to), and with a
+ * site marked in place (an older runtime image that fetches nothing is never ready): the digest
+ * the spec names, or after a swap and a restart, the one swapped to (runtime/revisions.ts).
+ * A liveness probe afterwards restarts one that stopped answering.
  */
-export function runtimeProbes(port: number): Pick<k8s.V1Container, 'readinessProbe' | 'livenessProbe'> {
+export function runtimeProbes(port: number): Pick<k8s.V1Container, 'startupProbe' | 'livenessProbe'> {
   const hex = port.toString(16).toUpperCase().padStart(4, '0');
   const listening = `grep -qE '^ *[0-9]+: (00000000|0{32}):${hex} [0-9A-F]+:0000 0A' /proc/net/tcp /proc/net/tcp6`;
   const fetched = `grep -qE '^sha256:[0-9a-f]{64}$' ${siteRoot}/${artifactMarker}`;
   return {
-    readinessProbe: {
+    startupProbe: {
       exec: { command: ['/bin/sh', '-c', `until ${listening} 2>/dev/null && ${fetched} 2>/dev/null; do sleep 0.05; done`] },
       // The wait is inside the probe: its timeout bounds a fetch (the runtime retries transient
-      // failures for 30 s and then ends, and the container restarts).
+      // failures for 30 s), three of them a start.
       timeoutSeconds: 60,
-      // After the first (at once), an exec now and then: a runc exec every period on every machine
-      // is what a short period would cost (at 10,000 machines and 120 s, 80 a second cluster-wide).
-      periodSeconds: 120,
-      failureThreshold: 1,
-    },
-    livenessProbe: {
-      tcpSocket: { port: port as unknown as k8s.IntOrString },
-      initialDelaySeconds: 60,
-      periodSeconds: 10,
+      periodSeconds: 1,
       failureThreshold: 3,
     },
+    livenessProbe: { tcpSocket: { port: port as unknown as k8s.IntOrString }, periodSeconds: 10, failureThreshold: 3 },
   };
 }
 

@@ -194,7 +194,7 @@ describe('security: tenant isolation on the real nodes', () => {
 
   it('sees its own files and its own env', async () => {
     const a = await probe({});
-    // The site root: the marker the readiness probe reads, the revisions kept (no order taken yet).
+    // The site root: the marker the startup probe reads, the revisions kept (no order taken yet).
     assert.deepEqual(a.own, ['.svc-artifact', 'revs']);
     // Its own revision's tree is where its process runs from, with the marker and the verified
     // archive the runtime rebuilds it from (never served).

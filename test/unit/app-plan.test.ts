@@ -234,10 +234,9 @@ describe('App plan', () => {
     assert.equal(env.SVC_ARTIFACT_DIGEST, digest);
     assert.equal(env.SVC_APP_KIND, 'markdown');
     assert.equal(main.volumeMounts?.find((m) => m.name === 'site')?.readOnly, undefined, 'the runtime writes what it fetched');
-    // Ready as it listens: a readiness probe the kubelet runs at once, which waits inside the container.
-    assert.equal(main.startupProbe, undefined, 'a startup probe would wait for its period');
-    assert.equal(main.readinessProbe!.timeoutSeconds, 60);
-    const probe = main.readinessProbe!.exec!.command!.join(' ');
+    // Ready as it listens: a startup probe that waits inside the container, no readiness period to wait out.
+    assert.equal(main.readinessProbe, undefined);
+    const probe = main.startupProbe!.exec!.command!.join(' ');
     assert.ok(probe.includes("(00000000|0{32}):1F90 [0-9A-F]+:0000 0A' /proc/net/tcp /proc/net/tcp6"), probe);
     assert.ok(probe.includes(`grep -qE '^sha256:[0-9a-f]{64}$' /srv/site/.svc-artifact`), 'ready only with a site marked in place');
     // The platform's HOST and PORT come last: an app's own variables do not move the runtime off them.
@@ -704,13 +703,13 @@ describe('content swapped in place (issue 36)', () => {
   });
 });
 
-describe('the runtime’s readiness probe, run', () => {
+describe('the runtime’s startup probe, run', () => {
   // The probe's wait for a listener, as the container's shell runs it, against this host's /proc/net.
   const waitsFor = async (host: string): Promise<boolean> => {
     const server = createServer();
     await new Promise<void>((r) => server.listen(0, host, () => r()));
     const port = (server.address() as AddressInfo).port;
-    const command = runtimeProbes(port).readinessProbe!.exec!.command!;
+    const command = runtimeProbes(port).startupProbe!.exec!.command!;
     // Only the listening half: the site marker's path is the machine's.
     const script = command[2]!.replace(/ && grep -qE '\^sha256.* 2>\/dev\/null;/, ';');
     try {

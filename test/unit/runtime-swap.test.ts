@@ -24,7 +24,7 @@ describe('runtime content swap', () => {
     store.close();
   });
 
-  it('serves a new artifact once the order says so, and marks it for the readiness probe and a restart', async () => {
+  it('serves a new artifact once the order says so, and marks it for the startup probe and a restart', async () => {
     assert.equal((await m.get()).body, '<p>rev 0</p>');
     const swapped = await m.send(m.order(digests[1]!));
     assert.equal(swapped.status, 200, JSON.stringify(swapped.body));
