@@ -12,10 +12,14 @@ import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { Agent, request, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import path from 'node:path';
 import type { Logger } from '../lib/logger.js';
+import { hopByHop as responseHopByHop } from './handlers/respond.js';
 import type { ServedSite } from './revisions.js';
 
-/** Headers of one hop only (RFC 9110 §7.6.1), not passed on in either direction. */
-const hopByHop = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection', 'te', 'trailer', 'expect']);
+/**
+ * Headers of one hop only (RFC 9110 §7.6.1), not passed on in either direction: those a handler's
+ * response never carries (runtime/handlers/respond.ts), and those of a request's own hop.
+ */
+const hopByHop = new Set([...responseHopByHop, 'te', 'trailer', 'expect']);
 
 /**
  * What the child is not given of the runtime's environment: the artifact's credential, the control

@@ -131,3 +131,36 @@ export async function startMachine(
     },
   };
 }
+
+/**
+ * Clients requesting `path` of the machine `m()` names (it may be restarted meanwhile) until
+ * stopped; an answer `wanted` refuses, or an error, is a failure.
+ */
+export function keepRequesting(
+  m: () => Machine,
+  path: string,
+  wanted: (r: { status: number; body: string }) => boolean,
+  clients: number,
+): { stop(): Promise<{ answered: number; failures: string[] }> } {
+  let running = true;
+  let answered = 0;
+  const failures: string[] = [];
+  const all = Array.from({ length: clients }, async () => {
+    while (running) {
+      try {
+        const r = await m().get(path);
+        answered++;
+        if (!wanted(r)) failures.push(`${r.status} ${r.body}`);
+      } catch (err) {
+        failures.push(String(err));
+      }
+    }
+  });
+  return {
+    stop: async () => {
+      running = false;
+      await Promise.all(all);
+      return { answered, failures };
+    },
+  };
+}

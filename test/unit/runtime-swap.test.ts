@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { ArtifactStore, startMachine, type Machine } from '../support/swapping-runtime.js';
+import { ArtifactStore, keepRequesting, startMachine, type Machine } from '../support/swapping-runtime.js';
 
 describe('runtime content swap', () => {
   const store = new ArtifactStore();
@@ -75,21 +75,12 @@ describe('runtime content swap', () => {
 
   it('answers every request through 40 swaps under load, each wholly from one revision', async () => {
     const bodies = new Set(digests.slice(0, 4).map((_, i) => `<p>rev ${i}</p>`));
-    let stop = false;
-    const failures: string[] = [];
-    let answered = 0;
-    const client = async () => {
-      while (!stop) {
-        try {
-          const r = await m.get();
-          answered++;
-          if (r.status !== 200 || !bodies.has(r.body)) failures.push(`${r.status} ${r.body}`);
-        } catch (err) {
-          failures.push(String(err));
-        }
-      }
-    };
-    const clients = Array.from({ length: 8 }, client);
+    const load = keepRequesting(
+      () => m,
+      '/',
+      (r) => r.status === 200 && bodies.has(r.body),
+      8,
+    );
     const started = Date.now();
     const times: number[] = [];
     for (let i = 0; i < 40; i++) {
@@ -99,8 +90,7 @@ describe('runtime content swap', () => {
       times.push(Date.now() - t);
       assert.equal((await m.get()).body, `<p>rev ${i % 4}</p>`, 'served the moment the order is answered');
     }
-    stop = true;
-    await Promise.all(clients);
+    const { answered, failures } = await load.stop();
     times.sort((a, b) => a - b);
     console.log(`# 40 swaps in ${Date.now() - started} ms under ${answered} requests: swap p50 ${times[20]} ms, max ${times[39]} ms`);
     assert.deepEqual(failures, []);
@@ -260,22 +250,13 @@ describe('handler tree content swap: a process per revision', () => {
   });
 
   it('answers every request through 20 handler swaps under load, each wholly from one revision', async () => {
-    let stop = false;
-    const failures: string[] = [];
-    let answered = 0;
-    const client = async () => {
-      while (!stop) {
-        try {
-          const r = await m.get('/api/rev');
-          answered++;
-          if (r.status !== 200 || ![0, 1, 2, 8].includes((JSON.parse(r.body) as { rev: number }).rev))
-            failures.push(`${r.status} ${r.body}`);
-        } catch (err) {
-          failures.push(String(err));
-        }
-      }
-    };
-    const clients = Array.from({ length: 6 }, client);
+    const revs = [0, 1, 2, 8];
+    const load = keepRequesting(
+      () => m,
+      '/api/rev',
+      (r) => r.status === 200 && revs.includes((JSON.parse(r.body) as { rev: number }).rev),
+      6,
+    );
     const times: number[] = [];
     for (let i = 0; i < 20; i++) {
       const t = Date.now();
@@ -284,8 +265,7 @@ describe('handler tree content swap: a process per revision', () => {
       times.push(Date.now() - t);
       assert.equal((await rev()).rev, i % 3);
     }
-    stop = true;
-    await Promise.all(clients);
+    const { answered, failures } = await load.stop();
     times.sort((a, b) => a - b);
     console.log(`# 20 handler swaps under ${answered} requests: swap p50 ${times[10]} ms, max ${times[19]} ms`);
     assert.deepEqual(failures, []);
