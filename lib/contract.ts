@@ -120,7 +120,7 @@ export const managers = {
 
 /**
  * Written into a runtime machine's site root by runtime/fetch.ts once an artifact is fully
- * extracted, holding its digest; the machine's startup probe reads it (controllers/app/machine-spec.ts).
+ * extracted, holding its digest: what a restarted machine finds in place (runtime/revisions.ts).
  */
 export const artifactMarker = '.svc-artifact';
 

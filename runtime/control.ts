@@ -7,7 +7,7 @@
 // The order served is kept beside the revisions: a container that restarts comes back on what it
 // names (servedOrderDigest), and on nothing the app's code could write there instead.
 import { readFileSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import type { RequestListener } from 'node:http';
 import path from 'node:path';
 import { verifyKeptOrder, verifySwapOrder } from '../lib/machine-control.js';
 import type { Logger } from '../lib/logger.js';
@@ -54,15 +54,16 @@ export function servedOrderDigest(root: string, expect: { publicKey: string; pod
   return keptOrder(root, servedOrder, expect)?.digest;
 }
 
-export function createControlServer(opts: ControlOptions): Server {
+/** The swap orders' requests (`POST /swap`), as the machine port (runtime/machine-port.ts) hands them on. */
+export function controlRequests(opts: ControlOptions): RequestListener {
   // The last order taken is kept whole, signed: a time the app's code wrote there cannot pin the
   // machine by making every order look older.
   let lastIssued = keptOrder(opts.root, lastOrder, opts)?.issuedAt;
-  return createServer((req, res) => {
+  return (req, res) => {
     const reply = (status: number, body: object) =>
       res.writeHead(status, { 'content-type': 'application/json', connection: 'close' }).end(JSON.stringify(body) + '\n');
     if (req.url !== '/swap' || req.method !== 'POST') {
-      reply(404, { error: 'the control port takes POST /swap only' });
+      reply(404, { error: 'the control port takes GET /ready and POST /swap only' });
       return;
     }
     const chunks: Buffer[] = [];
@@ -119,5 +120,5 @@ export function createControlServer(opts: ControlOptions): Server {
           },
         );
     });
-  });
+  };
 }

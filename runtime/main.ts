@@ -2,9 +2,11 @@
 // the App controller's pod spec says: $HOST:$PORT, and serves the site tree in SVC_SITE_ROOT as the
 // app's kind asks. With SVC_ARTIFACT_DIGEST it first fetches that artifact under the site root and
 // verifies it (runtime/fetch.ts: SVC_ARTIFACT_URL, SVC_ARTIFACT_TOKEN, SVC_FETCH_DEADLINE_MS;
-// runtime/revisions.ts), and listens only once the site is in place: listening is being ready
-// (controllers/app/machine-spec.ts). With SVC_CONTROL_PORT, SVC_CONTROL_KEY and SVC_POD_NAME it
-// also takes the controller's swap orders (runtime/control.ts): another artifact served in place.
+// runtime/revisions.ts), and listens only once the site is in place (runtime/serve.ts). With
+// SVC_CONTROL_PORT it first of all opens the machine's own port (runtime/machine-port.ts), where
+// the kubelet's readiness probe is answered as soon as the site is served; with SVC_CONTROL_KEY,
+// SVC_POD_NAME and SVC_POD_UID as well it takes the controller's swap orders there
+// (runtime/control.ts): another artifact served in place.
 //
 // Env: SVC_SITE_ROOT (required), SVC_APP_KIND (static | html | markdown | handlers; default static),
 // PORT (8080), HOST (0.0.0.0), SVC_DRAIN_MS (2000), SVC_LOG_LEVEL, and for handler trees
@@ -14,185 +16,29 @@
 //
 // With the argument `fetch` it only fetches (a build's source, runtime/fetch.ts): the image's entry
 // point stays the same, so a pod spec says `args: [fetch]` rather than a path inside the image.
-import { createHash } from 'node:crypto';
-import { mkdirSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { BadRequestTarget, canonicalTarget } from '../lib/http/request-target.js';
-import { createLogger, type Logger } from '../lib/logger.js';
-import { createControlServer, servedOrderDigest } from './control.js';
-import { createHandlerProcess } from './handler-process.js';
-import { createHtmlApp } from './html-app.js';
-import { identityCheckFromEnv } from './identity.js';
-import { createMarkdownSite } from './markdown.js';
-import { SiteRevisions, type ServedSite } from './revisions.js';
-import { createStaticSite } from './static-site.js';
+import { listenMachinePort, type MachinePort } from './machine-port.js';
+
+/** How long a readiness probe is held before the machine says it is not ready yet. */
+const readyHoldMs = 8000;
 
 if (process.argv[2] === 'fetch') {
   await (await import('./fetch.js')).main();
 } else {
-  await serve();
+  // The machine port listens before the rest of the runtime is even loaded (only it is imported
+  // statically): a readiness probe that comes early is held, not refused.
+  const machine = await openMachinePort();
+  await (await import('./serve.js')).serve(machine);
 }
 
-async function serve(): Promise<void> {
-  const levels = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
-  const level = process.env.SVC_LOG_LEVEL ?? 'info';
-  const log = createLogger('runtime', levels.has(level) ? (level as 'info') : 'info');
-  const lost = (reason: string) => {
-    log.error({ reason }, `Stopping: ${reason}`);
-    log.flush(() => process.exit(1));
-  };
-  let scratch: string | undefined;
-  const kinds: Record<string, (root: string) => ServedSite> = {
-    static: (root) => createStaticSite(root),
-    html: createHtmlApp,
-    markdown: createMarkdownSite,
-    // The app's code runs in a process of each revision's own (runtime/handler-child.ts), never in
-    // this one, which holds the control port. The served revision's process ending ends this one
-    // too: the container restarts, as it did when handler code brought the runtime down.
-    handlers: (root) => createHandlerProcess(root, { log, scratch: (scratch ??= scratchDir(process.env.SVC_SITE_ROOT!)), onLost: lost }),
-  };
-
-  const root = process.env.SVC_SITE_ROOT;
-  const kind = process.env.SVC_APP_KIND || 'static';
-  const port = Number(process.env.PORT ?? 8080);
-  const host = process.env.HOST ?? '0.0.0.0';
-  const drainMs = Number(process.env.SVC_DRAIN_MS ?? 2000);
-  const make = kinds[kind];
-  if (!root || !make || !Number.isInteger(port) || port < 1 || port > 65535 || !Number.isFinite(drainMs) || drainMs < 0) {
-    console.error(
-      'runtime: set SVC_SITE_ROOT to the site directory, SVC_APP_KIND to static, html, markdown or handlers, PORT to a port ' +
-        '(HOST defaults to 0.0.0.0) and SVC_DRAIN_MS to milliseconds',
-    );
-    process.exit(1);
-  }
-
-  // A fetched artifact is served from the revisions under the root; a plain root as it is.
-  const orders = controlFromEnv(port);
-  const revisions = process.env.SVC_ARTIFACT_DIGEST ? await startRevisions(root, make, orders, log, lost) : undefined;
-  const plain = revisions ? undefined : make(root);
-  await plain?.ready;
-  const identity = identityCheckFromEnv(process.env, log);
-  let draining = false;
-  let inFlight = 0;
-  const server = createServer((req, res) => {
-    inFlight++;
-    res.once('close', () => inFlight--);
-    // While draining, ask keep-alive clients to reconnect, so their next request lands on a pod that stays.
-    if (draining) res.setHeader('Connection', 'close');
-    // The target is read only as a path, in the one canonical form ingress-auth decided on and
-    // forwarded (lib/http/request-target.ts): never as a host (`//x/...`) or an absolute URL.
-    try {
-      req.url = canonicalTarget(req.url ?? '/').target;
-    } catch (err) {
-      if (!(err instanceof BadRequestTarget)) throw err;
-      res.writeHead(400, { 'content-type': 'text/plain; charset=utf-8' }).end(`${err.message}\n`);
-      return;
-    }
-    // Identity headers reach the site only as a verified assertion proves them (runtime/identity.ts).
-    // The revision served once that is done serves all of the request, whatever a swap does
-    // meanwhile: it is chosen and handed the request in one tick (a swap waits for what it has).
-    identity
-      .apply(req)
-      .then(() => (revisions?.site ?? plain!)(req, res))
-      .catch((err: unknown) => {
-        log.error({ err, url: req.url }, 'Request failed');
-        if (!res.headersSent) res.writeHead(500).end();
-        else res.destroy();
-      });
-  });
-  // Orders are taken before the machine is ready (listening on its port): a ready machine takes them.
-  const control = revisions && orders ? await listenForOrders(orders, revisions, root, host, log) : undefined;
-  server.listen(port, host, () => log.info({ host, port, root, kind, digest: revisions?.digest }, 'Serving site'));
-
-  function shutdown(signal: string, delay: number): void {
-    if (draining) return;
-    draining = true;
-    // Endpoint controllers and proxies take a moment to stop routing to a terminating pod; requests
-    // that still arrive in that window are served rather than refused.
-    log.info({ signal, drainMs: delay }, 'Draining before shutdown');
-    setTimeout(() => {
-      log.info({ inFlight }, 'Closing: no new connections, finishing requests in flight');
-      control?.close();
-      server.close(() => {
-        log.info('Stopped');
-        process.exit(0);
-      });
-      server.closeIdleConnections();
-      // A kept-alive connection that becomes idle after its last response would otherwise hold close().
-      const sweep = setInterval(() => server.closeIdleConnections(), 100);
-      sweep.unref();
-    }, delay);
-  }
-  process.on('SIGTERM', () => shutdown('SIGTERM', drainMs));
-  process.on('SIGINT', () => shutdown('SIGINT', 0));
-}
-
-/**
- * The artifact the pod spec names (or, after a restart, the one served before it), fetched and
- * verified under the root before anything is served. The credential leaves the environment once
- * used: handler code runs in processes this one starts. A failure ends the process (exit 1), its
- * message the container's last words (terminationMessagePolicy FallbackToLogsOnError).
- */
-async function startRevisions(
-  root: string,
-  make: (dir: string) => ServedSite,
-  control: Control | undefined,
-  log: Logger,
-  onLost: (reason: string) => void,
-): Promise<SiteRevisions> {
-  const { optionsFromEnv } = await import('./fetch.js');
-  const revisions = new SiteRevisions(root, make, log, { onLost });
-  try {
-    const { url, digest, token, deadlineMs } = optionsFromEnv(process.env);
-    // What the last order this machine served names, if it is one the platform signed for this Pod.
-    const resume = control && servedOrderDigest(root, control);
-    await revisions.start({ url, digest, ...(token ? { token } : {}), ...(deadlineMs !== undefined ? { deadlineMs } : {}) }, resume);
-  } catch (err) {
-    const message = err instanceof Error ? err.message : String(err);
-    log.error({ error: message }, `Cannot fetch the artifact: ${message}`);
-    await new Promise<void>((resolve) => log.flush(() => resolve()));
-    process.exit(1);
-  } finally {
-    delete process.env.SVC_ARTIFACT_TOKEN;
-  }
-  return revisions;
-}
-
-/**
- * The runtime's own scratch directory for the site at `root` (each handler revision's socket and
- * runnable copy), made empty at start: what a container killed outright left in its /tmp
- * emptyDir (which outlives a restart) goes then.
- */
-function scratchDir(root: string): string {
-  const dir = path.join(tmpdir(), `svc-runtime-${createHash('sha256').update(path.resolve(root)).digest('hex').slice(0, 12)}`);
-  rmSync(dir, { recursive: true, force: true });
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  return dir;
-}
-
-interface Control {
-  port: number;
-  publicKey: string;
-  pod: string;
-  uid: string;
-}
-
-/** What has this machine take swap orders, when the pod spec gives it (controllers/app/machine-spec.ts controlEnv). */
-function controlFromEnv(appPort: number): Control | undefined {
+async function openMachinePort(): Promise<MachinePort | undefined> {
   const port = Number(process.env.SVC_CONTROL_PORT);
-  const publicKey = process.env.SVC_CONTROL_KEY;
-  const pod = process.env.SVC_POD_NAME;
-  const uid = process.env.SVC_POD_UID;
-  if (!publicKey || !pod || !uid || !Number.isInteger(port) || port < 1 || port > 65535 || port === appPort) return undefined;
-  return { port, publicKey, pod, uid };
-}
-
-/** The control port (runtime/control.ts), listening. */
-async function listenForOrders(control: Control, revisions: SiteRevisions, root: string, host: string, log: Logger): Promise<Server> {
-  const server = createControlServer({ ...control, revisions, log, root });
-  await new Promise<void>((resolve) => server.listen(control.port, host, resolve));
-  log.info({ port: control.port }, 'Taking swap orders');
-  return server;
+  if (!process.env.SVC_CONTROL_PORT || !Number.isInteger(port) || port < 1 || port > 65535 || port === Number(process.env.PORT ?? 8080)) {
+    return undefined;
+  }
+  try {
+    return await listenMachinePort(port, process.env.HOST ?? '0.0.0.0', readyHoldMs);
+  } catch (err) {
+    console.error(`runtime: cannot listen on the machine port ${port}: ${err instanceof Error ? err.message : String(err)}`);
+    process.exit(1);
+  }
 }

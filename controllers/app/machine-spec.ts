@@ -1,7 +1,7 @@
 // A machine's Pod spec as the App describes it: containers, security context, volumes, env, probes, restart, and its node.
 import type * as k8s from '@kubernetes/client-node';
 import { servicesOf, type Restart, type ServiceView } from '../../lib/app-services.js';
-import { appHost, artifactMarker, containers } from '../../lib/contract.js';
+import { appHost, containers } from '../../lib/contract.js';
 import { credentialKeys, databaseObjects, databasePort } from '../../lib/databases.js';
 import type { App } from '../../lib/resources/index.js';
 import { podVolumeName, volumeClaimName } from '../../lib/volumes.js';
@@ -210,14 +210,13 @@ export function machineSpec(
           { name: 'SVC_SITE_ROOT', value: siteRoot },
           { name: 'SVC_ARTIFACT_URL', value: artifactUrl(source, settings) },
           { name: 'SVC_ARTIFACT_DIGEST', value: source.digest },
-          ...(swappable(app, view, settings) ? controlEnv(view.port!, settings.control!.publicKey) : []),
+          { name: 'SVC_CONTROL_PORT', value: String(controlPortFor(view.port!)) },
+          ...(swappable(app, view, settings) ? controlEnv(settings.control!.publicKey) : []),
           // Where the platform routes and probes, whatever the app's own variables say (the last wins).
           { name: 'HOST', value: '0.0.0.0' },
           { name: 'PORT', value: String(view.port!) },
         ],
-        ...(swappable(app, view, settings)
-          ? { ports: [...(served.ports ?? []), { name: 'control', containerPort: controlPortFor(view.port!) }] }
-          : {}),
+        ports: [...(served.ports ?? []), { name: 'control', containerPort: controlPortFor(view.port!) }],
         ...runtimeProbes(view.port!),
         // A fetch that failed says why in the container's last state, where the controller reads it.
         terminationMessagePolicy: 'FallbackToLogsOnError',
@@ -228,10 +227,9 @@ export function machineSpec(
   };
 }
 
-/** What has the runtime take swap orders (runtime/control.ts): its control port and the key orders are signed with. */
-function controlEnv(port: number, publicKey: string): k8s.V1EnvVar[] {
+/** What has the runtime take swap orders on its machine port (runtime/control.ts): the key orders are signed with, and the Pod it is. */
+function controlEnv(publicKey: string): k8s.V1EnvVar[] {
   return [
-    { name: 'SVC_CONTROL_PORT', value: String(controlPortFor(port)) },
     { name: 'SVC_CONTROL_KEY', value: publicKey },
     { name: 'SVC_POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
     { name: 'SVC_POD_UID', valueFrom: { fieldRef: { fieldPath: 'metadata.uid' } } },
@@ -239,30 +237,31 @@ function controlEnv(port: number, publicKey: string): k8s.V1EnvVar[] {
 }
 
 /**
- * The runtime's probes. Started (and so ready: it has no readiness probe) as soon as something
- * listens on its port in the pod, seen by a startup probe that waits for it inside the container
- * (one exec per start, polling /proc/net every 50 ms) rather than by a TCP probe whose first try,
- * as the container starts, always fails and whose next waits a whole period (1 s, the least
- * Kubernetes allows). The runtime listens only once its site is fetched, verified and loaded: on
- * every address (a listener on loopback alone is not one the platform can route to), and with a
- * site marked in place (an older runtime image that fetches nothing is never ready): the digest
- * the spec names, or after a swap and a restart, the one swapped to (runtime/revisions.ts).
- * A liveness probe afterwards restarts one that stopped answering.
+ * The runtime's probes. Ready as soon as it serves its site: the readiness probe asks the machine's
+ * own port (runtime/machine-port.ts), the first thing the runtime opens, which holds the probe until
+ * the site is fetched, verified, loaded and listened for, and then answers. The kubelet runs a
+ * readiness probe as soon as it sees the container running, so the Pod is ready as the site comes
+ * up, rather than a probe period later (1 s, the least Kubernetes allows) for a TCP probe whose
+ * first try failed (docs/decisions/0036-deploys-under-a-second.md). An older runtime image, without
+ * that port, is never ready. The hold is shorter than the probe's timeout; a site not up by then is
+ * asked again a period later. A liveness probe, once a start has had time, restarts a runtime that
+ * stopped answering on the app's port.
  */
-export function runtimeProbes(port: number): Pick<k8s.V1Container, 'startupProbe' | 'livenessProbe'> {
-  const hex = port.toString(16).toUpperCase().padStart(4, '0');
-  const listening = `grep -qE '^ *[0-9]+: (00000000|0{32}):${hex} [0-9A-F]+:0000 0A' /proc/net/tcp /proc/net/tcp6`;
-  const fetched = `grep -qE '^sha256:[0-9a-f]{64}$' ${siteRoot}/${artifactMarker}`;
+export function runtimeProbes(port: number): Pick<k8s.V1Container, 'readinessProbe' | 'livenessProbe'> {
   return {
-    startupProbe: {
-      exec: { command: ['/bin/sh', '-c', `until ${listening} 2>/dev/null && ${fetched} 2>/dev/null; do sleep 0.05; done`] },
-      // The wait is inside the probe: its timeout bounds a fetch (the runtime retries transient
-      // failures for 30 s), three of them a start.
-      timeoutSeconds: 60,
+    readinessProbe: {
+      httpGet: { port: controlPortFor(port) as unknown as k8s.IntOrString, path: '/ready' },
+      timeoutSeconds: 10,
       periodSeconds: 1,
+      failureThreshold: 1,
+    },
+    // A start retries a failing fetch for 30 s (runtime/fetch.ts) and then ends the container itself.
+    livenessProbe: {
+      tcpSocket: { port: port as unknown as k8s.IntOrString },
+      initialDelaySeconds: 30,
+      periodSeconds: 10,
       failureThreshold: 3,
     },
-    livenessProbe: { tcpSocket: { port: port as unknown as k8s.IntOrString }, periodSeconds: 10, failureThreshold: 3 },
   };
 }
 

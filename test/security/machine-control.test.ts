@@ -4,11 +4,14 @@
 // is refused that the controllers did not sign for this very Pod, now, and newer than the last,
 // before anything is fetched. What a machine holds (its environment) cannot make an order. A
 // container that restarts comes back only on a revision a genuine order for this Pod named, never
-// on one the app's code planted in the emptyDir it can write.
+// on one the app's code planted in the emptyDir it can write. The port is the runtime's before any
+// of the app's code runs: a handler tree cannot take it and read the orders (and their artifact
+// credentials) meant for the runtime.
 import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { controlKeys, signSwapOrder, swapOrderTtlMs } from '../../lib/machine-control.js';
+import { freePort } from '../support/ports.js';
 import { ArtifactStore, controlKey, machinePod, startMachine, type Machine } from '../support/swapping-runtime.js';
 
 describe('machine control port', () => {
@@ -94,6 +97,32 @@ describe('machine control port', () => {
     assert.match(afterRestart.body.error ?? '', /newer order was taken/);
     // Back to what it served before, for the other tests.
     assert.equal((await m.send(m.order(served))).status, 200);
+  });
+
+  it('is the runtime’s before any of the app’s code runs: a handler tree cannot take it to read the orders', async () => {
+    const port = await freePort();
+    // Handler code that, as it loads, tries to listen where the orders come (on every address and on loopback).
+    const squatter = `
+      import net from 'node:net';
+      const take = (host) => new Promise((resolve) => {
+        const s = net.createServer((c) => c.end('HTTP/1.1 200 OK\\r\\ncontent-length: 2\\r\\n\\r\\n{}'));
+        s.once('error', (e) => resolve(e.code));
+        s.listen(${port}, host, () => resolve('bound'));
+      });
+      const took = [await take('0.0.0.0'), await take('127.0.0.1')];
+      export default () => ({ took });`;
+    const first = await store.publish({ 'index.html': 'squatting', 'api/took.js': squatter });
+    const next = await store.publish({ 'index.html': 'swapped past the squatter', 'api/took.js': squatter });
+    const h = await startMachine(store, first, { kind: 'handlers', controlPort: port });
+    try {
+      const took = JSON.parse((await h.get('/api/took')).body) as { took: string[] };
+      assert.deepEqual(took.took, ['EADDRINUSE', 'EADDRINUSE']);
+      const r = await h.send(h.order(next));
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      assert.equal((await h.get()).body, 'swapped past the squatter', 'the order reached the runtime, not the app');
+    } finally {
+      await h.proc.stop();
+    }
   });
 
   it('refuses a body past the order size and anything but POST /swap', async () => {

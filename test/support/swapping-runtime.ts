@@ -67,11 +67,11 @@ export interface Machine {
 export async function startMachine(
   store: ArtifactStore,
   digest: string,
-  opts: { root?: string; kind?: string; env?: Record<string, string> } = {},
+  opts: { root?: string; kind?: string; env?: Record<string, string>; controlPort?: number } = {},
 ): Promise<Machine> {
   const root = opts.root ?? scratchDir('svc-swap-');
   const port = await freePort();
-  const controlPort = await freePort();
+  const controlPort = opts.controlPort ?? (await freePort());
   const { name: pod, uid } = machinePod;
   const child = spawn(process.execPath, [path.join(repoRoot, 'dist/runtime/main.js'), 'serve'], {
     env: {

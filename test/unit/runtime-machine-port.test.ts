@@ -1,0 +1,121 @@
+// The runtime's machine port (runtime/machine-port.ts), where the kubelet's readiness probe asks:
+// held until the site is served, never refused while the runtime loads; and the compiled runtime
+// opening it before its artifact has even arrived.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import { packTree } from '../../lib/artifacts/tarball.js';
+import { repoRoot } from '../../lib/paths.js';
+import { listenMachinePort } from '../../runtime/machine-port.js';
+import { freePort } from '../support/ports.js';
+import { scratchDir } from '../support/scratch.js';
+
+const ask = (port: number, pathname: string, method = 'GET') =>
+  fetch(`http://127.0.0.1:${port}${pathname}`, { method }).then(async (r) => ({ status: r.status, body: await r.text() }));
+
+describe('the machine port', () => {
+  it('holds /ready until the site is served, then answers it and every later one at once', async () => {
+    const port = await freePort();
+    const machine = await listenMachinePort(port, '127.0.0.1', 5000);
+    try {
+      const started = performance.now();
+      const held = ask(port, '/ready');
+      await new Promise((r) => setTimeout(r, 200));
+      machine.serving();
+      const answer = await held;
+      const waited = performance.now() - started;
+      assert.equal(answer.status, 200);
+      assert.ok(waited >= 190 && waited < 2000, `held until served: ${waited} ms`);
+      const head = await ask(port, '/ready', 'HEAD');
+      assert.equal(head.status, 200);
+    } finally {
+      machine.close();
+    }
+  });
+
+  it('answers a held probe 503 once the hold is over: the kubelet asks again', async () => {
+    const port = await freePort();
+    const machine = await listenMachinePort(port, '127.0.0.1', 150);
+    try {
+      const answer = await ask(port, '/ready');
+      assert.equal(answer.status, 503);
+      assert.match(answer.body, /not served yet/);
+    } finally {
+      machine.close();
+    }
+  });
+
+  it('hands on nothing else until it takes orders, and then only to them', async () => {
+    const port = await freePort();
+    const machine = await listenMachinePort(port, '127.0.0.1', 100);
+    try {
+      const early = await ask(port, '/swap', 'POST');
+      assert.equal(early.status, 503, 'an order before the machine serves is refused, not queued');
+      assert.match(early.body, /not serving yet/);
+      machine.takeOrders((req, res: ServerResponse) => res.writeHead(418).end(`${req.method} ${req.url}`));
+      const taken = await ask(port, '/swap', 'POST');
+      assert.deepEqual(taken, { status: 418, body: 'POST /swap' });
+      // /ready stays the machine port's: the orders' listener cannot answer it for the site.
+      assert.equal((await ask(port, '/ready')).status, 503);
+    } finally {
+      machine.close();
+    }
+  });
+});
+
+describe('the runtime process with a machine port', () => {
+  it('opens it before the artifact arrives and answers the probe held there once the site is served', async () => {
+    const artifact = await packTree({ 'index.html': 'fetched, then served' });
+    const digest = `sha256:${createHash('sha256').update(artifact).digest('hex')}`;
+    // The store answers only when told: the runtime is still fetching until then.
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    const store = createServer((_req, res) => void released.then(() => res.writeHead(200).end(artifact)));
+    await new Promise<void>((r) => store.listen(0, '127.0.0.1', () => r()));
+    const [port, machinePort] = [await freePort(), await freePort()];
+    const child = spawn(process.execPath, [path.join(repoRoot, 'dist/runtime/main.js'), 'serve'], {
+      env: {
+        PATH: process.env.PATH ?? '',
+        SVC_SITE_ROOT: scratchDir('svc-machine-port-'),
+        SVC_ARTIFACT_URL: `http://127.0.0.1:${(store.address() as AddressInfo).port}/a`,
+        SVC_ARTIFACT_DIGEST: digest,
+        SVC_CONTROL_PORT: String(machinePort),
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        SVC_LOG_LEVEL: 'silent',
+        SVC_DRAIN_MS: '0',
+      },
+      stdio: 'ignore',
+    });
+    const exited = new Promise((r) => child.once('exit', r));
+    try {
+      // The first probe that is not refused: the machine port is open, the site is not served.
+      let held: Promise<{ status: number; body: string }> | undefined;
+      for (let i = 0; i < 100 && !held; i++) {
+        const attempt = ask(machinePort, '/ready');
+        const refused = await Promise.race([
+          attempt.then(
+            () => false,
+            () => true,
+          ),
+          new Promise<false>((r) => setTimeout(() => r(false), 100)),
+        ]);
+        if (refused) await new Promise((r) => setTimeout(r, 20));
+        else held = attempt;
+      }
+      assert.ok(held, 'the machine port opened');
+      await assert.rejects(fetch(`http://127.0.0.1:${port}/`), 'nothing is served before the artifact arrives');
+      release();
+      assert.equal((await held).status, 200);
+      assert.equal(await fetch(`http://127.0.0.1:${port}/`).then((r) => r.text()), 'fetched, then served', 'ready means served');
+    } finally {
+      child.kill('SIGTERM');
+      await exited;
+      store.close();
+    }
+  });
+});
