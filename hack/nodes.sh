@@ -520,6 +520,9 @@ start_node() {
     { grep " $run/state" /proc/mounts || true; } | awk '{print $2}' | sort -r | xargs -r umount -l
     rm -rf "$run/state"
   fi
+  # A socket left by a containerd that is gone (the same checkout's earlier run: the same $run) would
+  # pass the wait below at once, and the kubelet started then finds nothing answering on it.
+  is_running "containerd-$node" || rm -f "$run/containerd.sock" "$run/containerd.sock.ttrpc"
   # CONTAINERD_BIN first on PATH: containerd finds the shim (containerd-shim-runc-v2) there.
   start_daemon "containerd-$node" nice -n "$NODE_NICE" env PATH="$CONTAINERD_BIN:$PATH" \
     "$CONTAINERD_BIN/containerd" --config "$dir/containerd.toml" --log-level warn
