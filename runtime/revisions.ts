@@ -158,7 +158,7 @@ export class SiteRevisions {
     }
     this.served = { digest, site };
     this.recent = [digest, ...this.recent.filter((d) => d !== digest)].slice(0, this.keep);
-    // The marker the startup probe waits for (machine-spec.ts).
+    // The digest in place, for a fetch that finds it already there after a restart (runtime/fetch.ts presentDigest).
     await writeAtomically(path.join(this.root, artifactMarker), digest);
     await this.prune(this.recent);
   }
