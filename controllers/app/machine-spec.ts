@@ -253,7 +253,9 @@ export function runtimeProbes(port: number): Pick<k8s.V1Container, 'readinessPro
       httpGet: { port: controlPortFor(port) as unknown as k8s.IntOrString, path: '/ready' },
       timeoutSeconds: 10,
       periodSeconds: 1,
-      failureThreshold: 1,
+      // Not ready at first whatever this says; once ready, a probe lost on a busy node does not take
+      // the machine out of its Service.
+      failureThreshold: 3,
     },
     // A start retries a failing fetch for 30 s (runtime/fetch.ts) and then ends the container itself.
     livenessProbe: {
