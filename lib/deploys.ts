@@ -206,10 +206,17 @@ export class DeployStore {
     });
   }
 
-  /** The app's deploys still in flight that are older than `id`, which ended: they never will. */
-  async replaceOlder(appUid: string, id: string, at: Date = this.clock()): Promise<number> {
+  /**
+   * The app's deploys still in flight that are older than `id`, which ended: they never will. Not
+   * those in `spare` (the App's status reports their outcome: it is theirs to be written).
+   */
+  async replaceOlder(appUid: string, id: string, at: Date = this.clock(), spare: readonly string[] = []): Promise<number> {
     return this.failWhere(
-      (q) => q.where({ app_uid: appUid }).where('seq', '<', this.db('deploys').select('seq').where({ id })),
+      (q) =>
+        q
+          .where({ app_uid: appUid })
+          .where('seq', '<', this.db('deploys').select('seq').where({ id }))
+          .whereNotIn('id', [...spare]),
       `replaced by ${id} before it went live`,
       at,
     );

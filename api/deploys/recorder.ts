@@ -46,6 +46,7 @@ export async function recordOutcomes(
   skip: ReadonlySet<string> = new Set(),
 ): Promise<Array<{ id: string; state: 'live' | 'failed'; reason: string | undefined; moved: boolean; replaced: number }>> {
   const written = [];
+  const reported = (outcomes ?? []).map((o) => o.id);
   for (const o of [...(outcomes ?? [])].reverse()) {
     if (skip.has(o.id)) continue;
     const at = new Date(o.at);
@@ -57,7 +58,9 @@ export async function recordOutcomes(
     // The App may name a deploy whose row is not written yet (an App created with its first
     // deploy writes the row just after): look again on the App's next change.
     if (result === 'missing') continue;
-    const replaced = await deploys.replaceOlder(appUid, o.id, at);
+    // Never one the controller reports an outcome of: its row is moved to that outcome instead
+    // (here, or by whichever pass has not skipped it), even where the row fell behind.
+    const replaced = await deploys.replaceOlder(appUid, o.id, at, reported);
     written.push({ id: o.id, state: o.state, reason: o.reason, moved: result === 'moved', replaced });
   }
   return written;

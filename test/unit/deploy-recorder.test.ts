@@ -3,7 +3,7 @@
 // becomes leader, retries by itself while the store is away, and fails deploys of deleted Apps.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { DeployRecorder, type AppFeed } from '../../api/deploys/recorder.js';
+import { DeployRecorder, recordOutcomes, type AppFeed } from '../../api/deploys/recorder.js';
 import type { DeployStore } from '../../lib/deploys.js';
 import { createLogger } from '../../lib/logger.js';
 import type { App } from '../../lib/resources/index.js';
@@ -65,11 +65,11 @@ class Store implements Pick<DeployStore, 'finish' | 'replaceOlder' | 'failOrphan
     Object.assign(row, { status: outcome.status, reason: outcome.status === 'failed' ? outcome.reason : undefined, at });
     return 'moved';
   }
-  async replaceOlder(appUid: string, id: string): Promise<number> {
+  async replaceOlder(appUid: string, id: string, _at?: Date, spare: readonly string[] = []): Promise<number> {
     const seq = this.rows.get(id)!.seq;
     let n = 0;
-    for (const r of this.rows.values())
-      if (r.app === appUid && r.seq < seq && r.status === 'deploying') {
+    for (const [rid, r] of this.rows)
+      if (r.app === appUid && r.seq < seq && r.status === 'deploying' && !spare.includes(rid)) {
         r.status = 'failed';
         r.reason = `replaced by ${id} before it went live`;
         n++;
@@ -140,6 +140,38 @@ describe('DeployRecorder', () => {
     feed.put(app('u1', [{ id: 'd3', state: 'live', at: '2026-01-01T00:03:00Z' }]));
     await new Promise((res) => setTimeout(res, 20));
     assert.equal(store.calls.length, 2);
+    await r.stop();
+  });
+
+  it('never marks replaced a deploy the App reports an outcome of, even one it has written already and whose row fell behind', async () => {
+    const { feed, store, r } = leading();
+    store.add('e1', 'u5', 1);
+    store.add('e2', 'u5', 2);
+    feed.put(app('u5', [{ id: 'e1', state: 'live', at: '2026-01-01T00:01:00Z' }]));
+    await eventually('e1 written', () => store.rows.get('e1')!.status === 'live', { timeoutMs: 2000, intervalMs: 5 });
+    // The row goes back in flight (a recorder behind, as the API's rollback guards against), and the
+    // next outcome comes: this pass skips e1 (written this term) and must leave it for the rollback.
+    store.rows.get('e1')!.status = 'deploying';
+    feed.put(
+      app('u5', [
+        { id: 'e2', state: 'live', at: '2026-01-01T00:02:00Z' },
+        { id: 'e1', state: 'live', at: '2026-01-01T00:01:00Z' },
+      ]),
+    );
+    await eventually('e2 written', () => store.rows.get('e2')!.status === 'live', { timeoutMs: 2000, intervalMs: 5 });
+    assert.equal(store.rows.get('e1')!.status, 'deploying', 'not replaced: the controller said it went live');
+    const written = await recordOutcomes(store, 'u5', [
+      { id: 'e2', state: 'live', at: '2026-01-01T00:02:00Z' },
+      { id: 'e1', state: 'live', at: '2026-01-01T00:01:00Z' },
+    ]);
+    assert.equal(store.rows.get('e1')!.status, 'live', 'moved to its outcome by the next pass that does not skip it');
+    assert.deepEqual(
+      written.map((w) => [w.id, w.moved]),
+      [
+        ['e1', true],
+        ['e2', false],
+      ],
+    );
     await r.stop();
   });
 
