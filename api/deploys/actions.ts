@@ -19,6 +19,9 @@ import type { App } from '../../lib/resources/index.js';
 import { createServing, deploySpecOf, specAfter, type Deployer, type Prepared } from './deployer.js';
 import { recordOutcomes } from './recorder.js';
 
+/** How long a rollback waits for the controller's report on the App's current spec. */
+const rollbackWaitMs = 3000;
+
 export const previewName = (parent: string, ref: string) => `${parent}${previewSeparator}${ref}`;
 
 export interface Actor {
@@ -61,8 +64,9 @@ export class AppActions {
    * word (the App's status); the rows are brought up to it first, so a deploy served a moment ago
    * counts even where the recorder has not written it yet.
    */
-  async rollback(actor: Actor, app: AppRecord, deployId?: string): Promise<Deploy> {
-    const name = app.name;
+  async rollback(actor: Actor, asked: AppRecord, deployId?: string): Promise<Deploy> {
+    const name = asked.name;
+    const app = await this.reportedOn(asked);
     await recordOutcomes(this.d.deploys, app.id, app.status?.deploys);
     let target: Deploy | undefined;
     if (deployId) {
@@ -99,6 +103,24 @@ export class AppActions {
       { spec: target.spec, origin: 'rollback', summary: { ...target.summary, rollback_to: target.id } },
       { originDeploy: target.id, createdBy: actor.createdBy },
     );
+  }
+
+  /**
+   * The App once the controller has reported on its current spec (at most rollbackWaitMs, then as
+   * it is): the status that plans the newest deploy is the one that records what the machines
+   * served before it, so a rollback asked the moment a deploy is served steps back from what
+   * was served, not past it.
+   */
+  private async reportedOn(app: AppRecord): Promise<AppRecord> {
+    const deadline = Date.now() + rollbackWaitMs;
+    let latest = app;
+    while (!latest.observed && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      const again = await this.d.apps.find(app.namespace, app.name);
+      if (!again || again.id !== app.id) return latest;
+      latest = again;
+    }
+    return latest;
   }
 
   /**
