@@ -3,6 +3,7 @@
 # (hack/nodes.sh runs it), so both nodes' containerd pull real images:
 #   pause        the pod sandbox: pause.c of the Kubernetes release, compiled with gcc -static
 #   busybox      busybox-static and its applets
+#   svc/coredns  CoreDNS (hack/build-coredns.sh), the cluster DNS
 #   debian       a minimal Debian (mmdebstrap --variant=minbase)
 #   python       Debian with python3
 #   node         debian + Node.js of .node-version
@@ -120,6 +121,19 @@ fi
 image busybox "$tag" "" --config.cmd sh --config.env PATH=/bin -- "$LAYERS/busybox-$tag.tar"
 record SVC_IMAGE_BUSYBOX busybox "$tag"
 busybox_tag=$tag
+
+# The cluster DNS (hack/nodes.sh start_cluster_dns): CoreDNS's static binary (hack/build-coredns.sh)
+# and a user database, run as nobody.
+coredns_bin="$COREDNS_BIN/coredns"
+coredns_tag=$(short "$RECIPE" "$(sha "$coredns_bin")")
+if [ ! -f "$LAYERS/coredns-$coredns_tag.tar" ]; then
+  d=$(mktemp -d)
+  install -D -m 0755 "$coredns_bin" "$d/coredns"
+  passwd_layer "$d"
+  tar_dir "$d" "$LAYERS/coredns-$coredns_tag.tar"; rm -rf "$d"
+fi
+image svc/coredns "$coredns_tag" "" --config.entrypoint /coredns --config.user 65534:65534 -- "$LAYERS/coredns-$coredns_tag.tar"
+record SVC_IMAGE_COREDNS svc/coredns "$coredns_tag"
 
 # ---- Debian bases ------------------------------------------------------------------------------
 # debootstrap_layer NAME INCLUDES : a minbase Debian rootfs with INCLUDES as one layer.

@@ -17,6 +17,8 @@ K8S_BIN="$CACHE/k8s-$K8S_VERSION/bin"
 HELM_BIN="$CACHE/helm-${HELM_VERSION:-v3.22.0}/bin"
 # Pebble and its test DNS server pebble-challtestsrv (hack/build-pebble.sh builds them at this version).
 PEBBLE_BIN="$CACHE/pebble-${PEBBLE_VERSION:-v2.10.3}/bin"
+# CoreDNS, the cluster DNS (hack/build-coredns.sh builds it at this version).
+COREDNS_BIN="$CACHE/coredns-${COREDNS_VERSION:-v1.14.7}/bin"
 # The nodes' runc (hack/build-runc.sh builds it at this version), by absolute path: never Debian's.
 RUNC_VERSION=${RUNC_VERSION:-v1.2.8}
 RUNC_BIN="$CACHE/runc-$RUNC_VERSION/runc"

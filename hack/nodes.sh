@@ -21,6 +21,8 @@ NODES_DIR="$STATE/nodes"
 # CPU priority of the nodes' daemons and everything they start (nice; 0 to share the CPU evenly).
 NODE_NICE=${SVC_NODE_NICE:-10}
 KCONF_DIR="$STATE/kubeconfigs"
+# The kube-dns Service's address (hack/manifests/coredns.yaml), kubeadm's in its default range.
+CLUSTER_DNS_IP=10.96.0.10
 # Runtime state (sockets, mounts of running containers) lives on /run, as containerd expects.
 RUN_DIR=/run/svc-nodes/$(printf '%s' "$STATE" | sha256sum | cut -c1-8)
 
@@ -415,7 +417,8 @@ TOML
   ]
 }
 JSON
-  # No cluster DNS: pods resolve nothing (they reach what they need by address).
+  # The resolv.conf of pods with dnsPolicy Default (CoreDNS itself): no nameserver, nothing resolved
+  # outside the cluster. Every other pod asks the cluster DNS (clusterDNS, start_cluster_dns).
   printf 'options ndots:1\n' >"$dir/resolv.conf"
   write_if_changed "$dir/kubelet.yaml" <<YAML
 apiVersion: kubelet.config.k8s.io/v1beta1
@@ -440,6 +443,7 @@ failSwapOn: false
 podCIDR: $(node_subnet "$i")
 resolvConf: $dir/resolv.conf
 clusterDomain: cluster.local
+clusterDNS: [$CLUSTER_DNS_IP]
 podLogsDir: $dir/pods
 serializeImagePulls: false
 # A /24 per node holds 253 addresses.
@@ -629,6 +633,7 @@ up() {
   # starts, or every pod fails at its sandbox with "fork/exec …/runc: no such file".
   "$ROOT/hack/build-runc.sh"
   "$ROOT/hack/build-containerd.sh"
+  "$ROOT/hack/build-coredns.sh"
   "$ROOT/hack/certs.sh"
   start_dns
   start_acme
@@ -672,7 +677,24 @@ up() {
   restart_if_rebuilt local-volumes local-volumes
   KUBECONFIG="$KCONF_DIR/local-volumes.kubeconfig" start_daemon local-volumes node --enable-source-maps "$ROOT/dist/local-volumes/main.js"
   wait_ready local-volumes 30 started_since_last_start local-volumes 'Local volume provisioner started'
+  start_cluster_dns
   say "nodes: ${NODES[*]} ready"
+}
+
+# start_cluster_dns : CoreDNS as kubeadm runs it (hack/manifests/coredns.yaml, the image hack/images.sh
+# built), applied at every `up` (a changed image or Corefile rolls it), and waited for: a pod started
+# before it answers would find no name.
+start_cluster_dns() {
+  # shellcheck disable=SC1091
+  source "$STATE/images.env"
+  sed "s|\${SVC_IMAGE_COREDNS}|$SVC_IMAGE_COREDNS|" "$ROOT/hack/manifests/coredns.yaml" |
+    kubectl apply --server-side --force-conflicts --field-manager svc-local -f - >/dev/null
+  if ! kubectl -n kube-system rollout status deployment/coredns --timeout=120s >/dev/null; then
+    say "cluster DNS: coredns is not ready after 120 s:"
+    kubectl -n kube-system get pods -l k8s-app=kube-dns -o wide >&2 || true
+    exit 1
+  fi
+  say "cluster DNS: coredns ready at $CLUSTER_DNS_IP (kube-system/kube-dns)"
 }
 
 # Stopping a kubelet leaves its containers running; they go with their containerd's shims, and the

@@ -553,7 +553,7 @@ describe('nodes: kubelet + containerd', () => {
     }
   });
 
-  it('serves a ClusterIP Service to pods through kube-proxy, on both nodes', async () => {
+  it('serves a ClusterIP Service to pods through kube-proxy, by its name through the cluster DNS, on both nodes', async () => {
     const labels = { app: 'echo-svc' };
     await core.createNamespacedService({
       namespace: ns.name,
@@ -587,7 +587,8 @@ describe('nodes: kubelet + containerd', () => {
       await core.createNamespacedPod({
         namespace: ns.name,
         // kube-proxy programs a new Service's rules within seconds, not at once: the client tries for
-        // up to 45 s, and reports the last error if it never gets through.
+        // up to 45 s, and reports the last error if it never gets through. The name as a pod of the
+        // namespace writes it (the kubelet's search path) and whole: CoreDNS, through the kube-dns Service.
         body: pod(name, {
           nodeName: node,
           restartPolicy: 'Never',
@@ -598,7 +599,7 @@ describe('nodes: kubelet + containerd', () => {
               command: [
                 'python3',
                 '-c',
-                `import time, urllib.request\nfor i in range(45):\n    try:\n        print(urllib.request.urlopen("http://${ip}/debian_version", timeout=3).status); break\n    except Exception as e:\n        err = e; time.sleep(1)\nelse:\n    raise SystemExit(f"no answer: {err}")`,
+                `import socket, time, urllib.request\nfor i in range(45):\n    try:\n        assert socket.gethostbyname("echo-svc") == "${ip}", socket.gethostbyname("echo-svc")\n        print(urllib.request.urlopen("http://echo-svc.${ns.name}.svc.cluster.local/debian_version", timeout=3).status); break\n    except Exception as e:\n        err = e; time.sleep(1)\nelse:\n    raise SystemExit(f"no answer: {err!r}")`,
               ],
             },
           ],
