@@ -7,10 +7,20 @@ import { platformPeers } from '../../lib/kube/platform-peers.js';
 import type { AppSettings } from './desired.js';
 import { managerName, ownerRef } from './owner.js';
 
+const clusterDns: k8s.V1NetworkPolicyPeer = {
+  namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } },
+  podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } },
+};
+const dnsPorts: k8s.V1NetworkPolicyPort[] = [
+  { protocol: 'UDP', port: 53 },
+  { protocol: 'TCP', port: 53 },
+];
+
 /**
  * The App's machines' NetworkPolicy, on top of the account's deny-all: in, from the platform
- * (ingress-auth, probes) and from the app's own machines; out, to the app's own machines and to
- * the machine listener's ports (artifacts, identity keys). Never to another app or account.
+ * (ingress-auth, probes) and from the app's own machines; out, to the app's own machines, to the
+ * cluster DNS and to the machine listener's ports (artifacts, identity keys). Never to another app
+ * or account.
  */
 export function machinePolicy(app: App, settings: AppSettings): k8s.V1NetworkPolicy | undefined {
   if (!settings.platform) return undefined;
@@ -42,6 +52,9 @@ export function machinePolicy(app: App, settings: AppSettings): k8s.V1NetworkPol
               },
             ]
           : []),
+        // Names: the cluster DNS, where every cluster runs it (kube-system, k8s-app=kube-dns: kubeadm,
+        // kind, the managed clouds). It answers for the cluster's names only (docs/decisions/0037-cluster-dns.md).
+        { to: [clusterDns], ports: dnsPorts },
         {
           to: platform,
           ports: settings.platform.ports.map((p) => ({ protocol: 'TCP', port: p.port, ...(p.endPort ? { endPort: p.endPort } : {}) })),

