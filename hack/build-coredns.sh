@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds CoreDNS (the local cluster's DNS, as kubeadm runs it: hack/nodes.sh start_cluster_dns,
-# docs/decisions/0042-cluster-dns.md) from source through the Go module proxy, at one pinned
+# docs/decisions/0037-cluster-dns.md) from source through the Go module proxy, at one pinned
 # release, into the cache next to the Kubernetes binaries: a static binary hack/images.sh puts in
 # the svc/coredns image. A second run with the binary present does nothing.
 source "$(dirname "$0")/lib.sh"

@@ -124,7 +124,9 @@ busybox_tag=$tag
 
 # The cluster DNS (hack/nodes.sh start_cluster_dns): CoreDNS's static binary (hack/build-coredns.sh)
 # and a user database, run as nobody.
+"$ROOT/hack/build-coredns.sh"
 coredns_bin="$COREDNS_BIN/coredns"
+[ -x "$coredns_bin" ] || { echo "images: no CoreDNS binary at $coredns_bin (hack/build-coredns.sh)" >&2; exit 1; }
 coredns_tag=$(short "$RECIPE" "$(sha "$coredns_bin")")
 if [ ! -f "$LAYERS/coredns-$coredns_tag.tar" ]; then
   d=$(mktemp -d)

@@ -57,6 +57,8 @@ SERVICE_CIDR=${SVC_SERVICE_CIDR:-10.96.0.0/16}
 # The `kubernetes` Service's ClusterIP (the first address of the range), which pods reach the
 # apiserver by.
 KUBERNETES_SERVICE_IP="$(echo "$SERVICE_CIDR" | cut -d. -f1-3).1"
+# The cluster DNS's Service address (hack/manifests/coredns.yaml, the kubelets' clusterDNS): kubeadm's .10.
+CLUSTER_DNS_IP="$(echo "$SERVICE_CIDR" | cut -d. -f1-3).10"
 # The apiserver as pods see it: the first node's bridge gateway (hack/nodes.sh), published as the
 # endpoint of the `kubernetes` Service.
 POD_PREFIX=$(echo "${SVC_NODE_POD_SUBNET:-10.244.0.0/16}" | cut -d. -f1-2)

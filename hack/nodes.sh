@@ -21,8 +21,6 @@ NODES_DIR="$STATE/nodes"
 # CPU priority of the nodes' daemons and everything they start (nice; 0 to share the CPU evenly).
 NODE_NICE=${SVC_NODE_NICE:-10}
 KCONF_DIR="$STATE/kubeconfigs"
-# The kube-dns Service's address (hack/manifests/coredns.yaml), kubeadm's in its default range.
-CLUSTER_DNS_IP=10.96.0.10
 # Runtime state (sockets, mounts of running containers) lives on /run, as containerd expects.
 RUN_DIR=/run/svc-nodes/$(printf '%s' "$STATE" | sha256sum | cut -c1-8)
 
@@ -633,7 +631,6 @@ up() {
   # starts, or every pod fails at its sandbox with "fork/exec …/runc: no such file".
   "$ROOT/hack/build-runc.sh"
   "$ROOT/hack/build-containerd.sh"
-  "$ROOT/hack/build-coredns.sh"
   "$ROOT/hack/certs.sh"
   start_dns
   start_acme
@@ -687,7 +684,7 @@ up() {
 start_cluster_dns() {
   # shellcheck disable=SC1091
   source "$STATE/images.env"
-  sed "s|\${SVC_IMAGE_COREDNS}|$SVC_IMAGE_COREDNS|" "$ROOT/hack/manifests/coredns.yaml" |
+  sed -e "s|\${SVC_IMAGE_COREDNS}|$SVC_IMAGE_COREDNS|" -e "s|\${CLUSTER_DNS_IP}|$CLUSTER_DNS_IP|" "$ROOT/hack/manifests/coredns.yaml" |
     kubectl apply --server-side --force-conflicts --field-manager svc-local -f - >/dev/null
   if ! kubectl -n kube-system rollout status deployment/coredns --timeout=120s >/dev/null; then
     say "cluster DNS: coredns is not ready after 120 s:"

@@ -400,6 +400,10 @@ const machineNetwork = part({
       .string()
       .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a namespace name')
       .optional(),
+    // Whether machines may ask the cluster DNS (kube-system, k8s-app=kube-dns). Only where it answers
+    // for the cluster's names alone: one that forwards outward is a way out for data, one with
+    // reverse zones names other accounts' Services (docs/decisions/0037-cluster-dns.md).
+    SVC_MACHINE_CLUSTER_DNS: bool.default(true),
     SVC_MACHINE_PLATFORM_PORTS: z
       .string()
       .regex(/^\d{1,5}(-\d{1,5})?(,\d{1,5}(-\d{1,5})?)*$/, 'must be comma-separated ports or port ranges (8079,18000-18099)')
@@ -424,6 +428,7 @@ const machineNetwork = part({
       ),
       /** On a cluster, the namespace the platform's pods run in (lib/kube/platform-peers.ts). */
       platformNamespace: e.SVC_PLATFORM_NAMESPACE,
+      clusterDns: e.SVC_MACHINE_CLUSTER_DNS,
       platformPorts: Object.freeze(
         (e.SVC_MACHINE_PLATFORM_PORTS ?? String(e.SVC_API_MACHINE_PORT)).split(',').map((p): { port: number; endPort?: number } => {
           const [port, endPort] = p.split('-').map(Number) as [number, number | undefined];

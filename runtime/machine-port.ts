@@ -4,8 +4,10 @@
 // app's site is fetched, verified and served, then answered 200. A probe the kubelet runs the moment
 // it sees the container running is so answered as the site comes up, rather than failing and waiting
 // a whole probe period (1 s, the least Kubernetes allows) for its next try
-// (docs/decisions/0036-deploys-under-a-second.md). The controller's swap orders come here too
-// (runtime/control.ts), once the machine serves.
+// (docs/decisions/0036-deploys-under-a-second.md). `GET /live` is answered at once whenever the
+// runtime's event loop turns (the liveness probe: a start, however long its fetch, is not cut
+// short). The controller's swap orders come here too (runtime/control.ts), from when the machine
+// serves.
 //
 // Node's built-ins only: this module is loaded before the rest of the runtime.
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
@@ -22,6 +24,9 @@ function reply(res: ServerResponse, status: number, body: object): void {
   res.writeHead(status, { 'content-type': 'application/json', connection: 'close' }).end(JSON.stringify(body) + '\n');
 }
 
+/** Probes held at once, at most: more are answered 503 straight away (each holds a timer). */
+const maxHeld = 64;
+
 /**
  * Listens on `port` at `host`. A `/ready` asked before the site is served is held for `holdMs` at
  * most, then answered 503: the kubelet tries again a period later.
@@ -31,8 +36,11 @@ export async function listenMachinePort(port: number, host: string, holdMs: numb
   let orders: RequestListener | undefined;
   const held = new Set<() => void>();
   const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    if (req.url === '/ready' && (req.method === 'GET' || req.method === 'HEAD')) {
+    const probe = req.method === 'GET' || req.method === 'HEAD';
+    if (req.url === '/live' && probe) return reply(res, 200, { live: true });
+    if (req.url === '/ready' && probe) {
       if (ready) return reply(res, 200, { ready: true });
+      if (held.size >= maxHeld) return reply(res, 503, { error: 'the site is not served yet' });
       const answer = () => {
         clearTimeout(timer);
         held.delete(answer);
@@ -49,6 +57,7 @@ export async function listenMachinePort(port: number, host: string, holdMs: numb
       return;
     }
     if (orders) return orders(req, res);
+    if (ready) return reply(res, 404, { error: 'the machine port takes GET /ready and GET /live: this machine takes no orders' });
     reply(res, 503, { error: 'the machine is not serving yet: it takes orders once it does' });
   });
   await new Promise<void>((resolve, reject) => {

@@ -19,8 +19,27 @@ import type { App } from '../../lib/resources/index.js';
 import { createServing, deploySpecOf, specAfter, type Deployer, type Prepared } from './deployer.js';
 import { recordOutcomes } from './recorder.js';
 
-/** How long a rollback waits for the controller's report on the App's current spec. */
-const rollbackWaitMs = 3000;
+/**
+ * The App once the controller has reported on its current spec (at most `waitMs`, then as it is,
+ * read again by `find` every 20 ms): the status that plans the newest deploy is the one that records
+ * what the machines served before it, so a rollback asked the moment a deploy is served steps back
+ * from what was served, not past it. An App deleted or made again meanwhile: the last one read.
+ */
+export async function reportedOn(
+  app: AppRecord,
+  find: (app: AppRecord) => Promise<AppRecord | undefined>,
+  waitMs = 3000,
+): Promise<AppRecord> {
+  const deadline = Date.now() + waitMs;
+  let latest = app;
+  while (!latest.observed && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const again = await find(app);
+    if (!again || again.id !== app.id) return latest;
+    latest = again;
+  }
+  return latest;
+}
 
 export const previewName = (parent: string, ref: string) => `${parent}${previewSeparator}${ref}`;
 
@@ -66,7 +85,7 @@ export class AppActions {
    */
   async rollback(actor: Actor, asked: AppRecord, deployId?: string): Promise<Deploy> {
     const name = asked.name;
-    const app = await this.reportedOn(asked);
+    const app = await reportedOn(asked, (a) => this.d.apps.find(a.namespace, a.name));
     await recordOutcomes(this.d.deploys, app.id, app.status?.deploys);
     let target: Deploy | undefined;
     if (deployId) {
@@ -103,24 +122,6 @@ export class AppActions {
       { spec: target.spec, origin: 'rollback', summary: { ...target.summary, rollback_to: target.id } },
       { originDeploy: target.id, createdBy: actor.createdBy },
     );
-  }
-
-  /**
-   * The App once the controller has reported on its current spec (at most rollbackWaitMs, then as
-   * it is): the status that plans the newest deploy is the one that records what the machines
-   * served before it, so a rollback asked the moment a deploy is served steps back from what
-   * was served, not past it.
-   */
-  private async reportedOn(app: AppRecord): Promise<AppRecord> {
-    const deadline = Date.now() + rollbackWaitMs;
-    let latest = app;
-    while (!latest.observed && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      const again = await this.d.apps.find(app.namespace, app.name);
-      if (!again || again.id !== app.id) return latest;
-      latest = again;
-    }
-    return latest;
   }
 
   /**

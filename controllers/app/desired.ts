@@ -45,10 +45,17 @@ export interface AppSettings {
   /**
    * Where the platform is, as machines see it (each App's NetworkPolicy): the addresses ingress-auth
    * and kubelet probes come from and the machine listener is on, and that listener's ports.
-   * Undefined: no policy is written (a cluster without a policy agent, some unit tests).
+   * Undefined: no policy is written (a cluster without a policy agent, some unit tests). clusterDns:
+   * whether machines may ask the cluster DNS (config SVC_MACHINE_CLUSTER_DNS).
    */
   platform?:
-    { cidrs: readonly string[]; namespace?: string | undefined; ports: ReadonlyArray<{ port: number; endPort?: number }> } | undefined;
+    | {
+        cidrs: readonly string[];
+        namespace?: string | undefined;
+        ports: ReadonlyArray<{ port: number; endPort?: number }>;
+        clusterDns?: boolean | undefined;
+      }
+    | undefined;
   /**
    * The Database the App names (spec.database) and its server's address as its Service shows it
    * (observed, so set per App by the reconciler); undefined host: not known yet.

@@ -244,8 +244,8 @@ function controlEnv(publicKey: string): k8s.V1EnvVar[] {
  * up, rather than a probe period later (1 s, the least Kubernetes allows) for a TCP probe whose
  * first try failed (docs/decisions/0036-deploys-under-a-second.md). An older runtime image, without
  * that port, is never ready. The hold is shorter than the probe's timeout; a site not up by then is
- * asked again a period later. A liveness probe, once a start has had time, restarts a runtime that
- * stopped answering on the app's port.
+ * asked again a period later. A liveness probe on the same port restarts a runtime whose event loop
+ * stopped turning.
  */
 export function runtimeProbes(port: number): Pick<k8s.V1Container, 'readinessProbe' | 'livenessProbe'> {
   return {
@@ -257,10 +257,11 @@ export function runtimeProbes(port: number): Pick<k8s.V1Container, 'readinessPro
       // the machine out of its Service.
       failureThreshold: 3,
     },
-    // A start retries a failing fetch for 30 s (runtime/fetch.ts) and then ends the container itself.
+    // The runtime's event loop turning, on the same port (answered from the first moment): a start
+    // is not cut short however long its fetch takes.
     livenessProbe: {
-      tcpSocket: { port: port as unknown as k8s.IntOrString },
-      initialDelaySeconds: 30,
+      httpGet: { port: controlPortFor(port) as unknown as k8s.IntOrString, path: '/live' },
+      timeoutSeconds: 5,
       periodSeconds: 10,
       failureThreshold: 3,
     },

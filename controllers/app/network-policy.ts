@@ -19,7 +19,7 @@ const dnsPorts: k8s.V1NetworkPolicyPort[] = [
 /**
  * The App's machines' NetworkPolicy, on top of the account's deny-all: in, from the platform
  * (ingress-auth, probes) and from the app's own machines; out, to the app's own machines, to the
- * cluster DNS and to the machine listener's ports (artifacts, identity keys). Never to another app
+ * cluster DNS (where the platform allows it) and to the machine listener's ports (artifacts, identity keys). Never to another app
  * or account.
  */
 export function machinePolicy(app: App, settings: AppSettings): k8s.V1NetworkPolicy | undefined {
@@ -53,8 +53,9 @@ export function machinePolicy(app: App, settings: AppSettings): k8s.V1NetworkPol
             ]
           : []),
         // Names: the cluster DNS, where every cluster runs it (kube-system, k8s-app=kube-dns: kubeadm,
-        // kind, the managed clouds). It answers for the cluster's names only (docs/decisions/0037-cluster-dns.md).
-        { to: [clusterDns], ports: dnsPorts },
+        // kind, the managed clouds), where the platform says it answers for the cluster's names only
+        // (docs/decisions/0037-cluster-dns.md).
+        ...(settings.platform.clusterDns ? [{ to: [clusterDns], ports: dnsPorts }] : []),
         {
           to: platform,
           ports: settings.platform.ports.map((p) => ({ protocol: 'TCP', port: p.port, ...(p.endPort ? { endPort: p.endPort } : {}) })),

@@ -22,6 +22,7 @@ export function appSettings(
       cidrs: config.machineNetwork.platformCidrs,
       namespace: config.machineNetwork.platformNamespace,
       ports: config.machineNetwork.platformPorts,
+      clusterDns: config.machineNetwork.clusterDns,
     },
   };
 }

@@ -4,9 +4,9 @@
 // is refused that the controllers did not sign for this very Pod, now, and newer than the last,
 // before anything is fetched. What a machine holds (its environment) cannot make an order. A
 // container that restarts comes back only on a revision a genuine order for this Pod named, never
-// on one the app's code planted in the emptyDir it can write. The port is the runtime's before any
-// of the app's code runs: a handler tree cannot take it and read the orders (and their artifact
-// credentials) meant for the runtime.
+// on one the app's code planted in the emptyDir it can write. The port is the runtime's whenever
+// the app's code runs (opened first, the app's code loaded only once the machine serves): a
+// handler tree cannot take it and read the orders (and their artifact credentials) meant for it.
 import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
@@ -99,7 +99,7 @@ describe('machine control port', () => {
     assert.equal((await m.send(m.order(served))).status, 200);
   });
 
-  it('is the runtime’s before any of the app’s code runs: a handler tree cannot take it to read the orders', async () => {
+  it('is the runtime’s whenever the app’s code runs: a handler tree cannot take it to read the orders', async () => {
     const port = await freePort();
     // Handler code that, as it loads, tries to listen where the orders come (on every address and on loopback).
     const squatter = `

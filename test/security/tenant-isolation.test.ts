@@ -277,7 +277,7 @@ describe('security: tenant isolation on the real nodes', () => {
         ['TXT', 'exfiltrate.attacker.example'],
       ],
     });
-    assert.match(a.resolvConf, /^nameserver 10\.96\.0\.10$/m, a.resolvConf);
+    assert.match(a.resolvConf, /^nameserver \d+\.\d+\.\d+\.10$/m, a.resolvConf);
     const answer = (kind: string, name: string) => a.lookups[`${kind} ${name}`];
     assert.deepEqual(answer('A', `${own.metadata!.name!}.${attacker.account.namespace}.svc.cluster.local`), [own.spec!.clusterIP]);
     assert.deepEqual(answer('A', 'kubernetes.default.svc.cluster.local'), ['10.96.0.1']);

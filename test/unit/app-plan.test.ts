@@ -111,7 +111,7 @@ describe('App plan', () => {
     assert.equal(machinePolicy(app(), settings), undefined, 'none without the platform’s addresses');
     const policy = machinePolicy(app(), {
       ...settings,
-      platform: { cidrs: ['10.244.0.1/32', '10.244.1.1/32'], ports: [{ port: 8079 }, { port: 18000, endPort: 18099 }] },
+      platform: { cidrs: ['10.244.0.1/32', '10.244.1.1/32'], ports: [{ port: 8079 }, { port: 18000, endPort: 18099 }], clusterDns: true },
     })!;
     assert.equal(policy.metadata?.name, 'app-shop');
     assert.equal(policy.metadata?.ownerReferences?.[0]?.uid, 'u1');
@@ -147,7 +147,8 @@ describe('App plan', () => {
     const onCluster = machinePolicy(app(), { ...settings, platform: { cidrs: [], namespace: 'svc-system', ports: [{ port: 8079 }] } })!;
     const ns = { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'svc-system' } } };
     assert.deepEqual(onCluster.spec!.ingress, [{ from: [ns, own] }]);
-    assert.deepEqual(onCluster.spec!.egress![2], { to: [ns], ports: [{ protocol: 'TCP', port: 8079 }] });
+    assert.deepEqual(onCluster.spec!.egress![1], { to: [ns], ports: [{ protocol: 'TCP', port: 8079 }] });
+    assert.equal(onCluster.spec!.egress!.length, 2, 'no way to the cluster DNS unless the platform says it answers for the cluster alone');
   });
 
   it('gives an account namespace PSA restricted, a quota, default limits and a deny-all policy', () => {
@@ -254,7 +255,8 @@ describe('App plan', () => {
       { name: 'HOST', value: '0.0.0.0' },
       { name: 'PORT', value: '8080' },
     ]);
-    assert.equal(main.livenessProbe?.tcpSocket?.port, 8080);
+    assert.deepEqual(main.livenessProbe?.httpGet, { port: 9099, path: '/live' }, 'alive while it starts, however long');
+    assert.equal(main.livenessProbe?.initialDelaySeconds, undefined);
     assert.equal(main.terminationMessagePolicy, 'FallbackToLogsOnError');
     const withUrl = app({ kind: 'static', image: undefined, source: { digest, url: 'http://store.example/x' } });
     assert.equal(

@@ -39,8 +39,10 @@ describe('loadConfig', () => {
     assert.deepEqual(c.machineNetwork, {
       platformCidrs: ['10.244.0.1/32', '10.244.1.1/32'],
       platformNamespace: undefined,
+      clusterDns: true,
       platformPorts: [{ port: 8079 }],
     });
+    assert.equal(loadConfig({ SVC_MACHINE_CLUSTER_DNS: 'false' }, none).machineNetwork.clusterDns, false);
     assert.equal(c.deploys.artifactBaseUrl, 'http://10.244.0.1:8079/artifacts');
     assert.equal(c.api.host, '127.0.0.1', 'the API itself on loopback');
     assert.deepEqual(loadConfig({ SVC_MACHINE_PLATFORM_PORTS: '8079,18000-18099' }, none).machineNetwork.platformPorts, [

@@ -49,6 +49,28 @@ describe('the machine port', () => {
     }
   });
 
+  it('answers /live at once, starting or serving, and holds no more than 64 probes', async () => {
+    const port = await freePort();
+    const machine = await listenMachinePort(port, '127.0.0.1', 5000);
+    try {
+      assert.equal((await ask(port, '/live')).status, 200, 'alive while it starts');
+      const held = Array.from({ length: 64 }, () => ask(port, '/ready'));
+      await new Promise((r) => setTimeout(r, 200));
+      const started = performance.now();
+      const beyond = await ask(port, '/ready');
+      assert.equal(beyond.status, 503, 'the 65th is answered at once, not held');
+      assert.ok(performance.now() - started < 1000);
+      machine.serving();
+      assert.deepEqual(
+        (await Promise.all(held)).map((r) => r.status),
+        Array.from({ length: 64 }, () => 200),
+      );
+      assert.equal((await ask(port, '/live')).status, 200);
+    } finally {
+      machine.close();
+    }
+  });
+
   it('hands on nothing else until it takes orders, and then only to them', async () => {
     const port = await freePort();
     const machine = await listenMachinePort(port, '127.0.0.1', 100);
@@ -65,6 +87,19 @@ describe('the machine port', () => {
       machine.close();
     }
   });
+
+  it('says a machine that takes no orders takes none, once it serves', async () => {
+    const port = await freePort();
+    const machine = await listenMachinePort(port, '127.0.0.1', 100);
+    try {
+      machine.serving();
+      const r = await ask(port, '/swap', 'POST');
+      assert.equal(r.status, 404);
+      assert.match(r.body, /takes no orders/);
+    } finally {
+      machine.close();
+    }
+  });
 });
 
 describe('the runtime process with a machine port', () => {
@@ -76,7 +111,9 @@ describe('the runtime process with a machine port', () => {
     const released = new Promise<void>((r) => (release = r));
     const store = createServer((_req, res) => void released.then(() => res.writeHead(200).end(artifact)));
     await new Promise<void>((r) => store.listen(0, '127.0.0.1', () => r()));
-    const [port, machinePort] = [await freePort(), await freePort()];
+    const port = await freePort();
+    let machinePort = await freePort();
+    while (machinePort === port) machinePort = await freePort();
     const child = spawn(process.execPath, [path.join(repoRoot, 'dist/runtime/main.js'), 'serve'], {
       env: {
         PATH: process.env.PATH ?? '',
@@ -93,21 +130,19 @@ describe('the runtime process with a machine port', () => {
     });
     const exited = new Promise((r) => child.once('exit', r));
     try {
-      // The first probe that is not refused: the machine port is open, the site is not served.
-      let held: Promise<{ status: number; body: string }> | undefined;
-      for (let i = 0; i < 100 && !held; i++) {
-        const attempt = ask(machinePort, '/ready');
-        const refused = await Promise.race([
-          attempt.then(
-            () => false,
-            () => true,
-          ),
-          new Promise<false>((r) => setTimeout(() => r(false), 100)),
-        ]);
-        if (refused) await new Promise((r) => setTimeout(r, 20));
-        else held = attempt;
+      // The machine port is open (its /live answers) while the artifact is still on its way.
+      let open = false;
+      for (let i = 0; i < 200 && !open; i++) {
+        open = await ask(machinePort, '/live').then(
+          (r) => r.status === 200,
+          () => false,
+        );
+        if (!open) await new Promise((r) => setTimeout(r, 25));
       }
-      assert.ok(held, 'the machine port opened');
+      assert.ok(open, 'the machine port opened');
+      const held = ask(machinePort, '/ready');
+      const early = await Promise.race([held.then(() => 'answered'), new Promise((r) => setTimeout(() => r('held'), 300))]);
+      assert.equal(early, 'held', 'the probe is held while the site is not served');
       await assert.rejects(fetch(`http://127.0.0.1:${port}/`), 'nothing is served before the artifact arrives');
       release();
       assert.equal((await held).status, 200);
