@@ -13,6 +13,7 @@
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 
 export interface MachinePort {
+  readonly port: number;
   /** The site is served: `/ready` answers 200 from now on, and held probes are answered. */
   serving(): void;
   /** Where the other requests go from now on (the swap orders). */
@@ -68,6 +69,7 @@ export async function listenMachinePort(port: number, host: string, holdMs: numb
     });
   });
   return {
+    port,
     serving() {
       ready = true;
       for (const answer of [...held]) answer();

@@ -50,7 +50,7 @@ export async function serve(machine: MachinePort | undefined): Promise<void> {
   }
 
   // A fetched artifact is served from the revisions under the root; a plain root as it is.
-  const orders = controlFromEnv(port);
+  const orders = machine && controlFromEnv();
   const revisions = process.env.SVC_ARTIFACT_DIGEST ? await startRevisions(root, make, orders, log, lost) : undefined;
   const plain = revisions ? undefined : make(root);
   await plain?.ready;
@@ -86,7 +86,7 @@ export async function serve(machine: MachinePort | undefined): Promise<void> {
   // Orders are taken before the machine is ready: a ready machine takes them.
   if (revisions && orders && machine) {
     machine.takeOrders(controlRequests({ ...orders, revisions, log, root }));
-    log.info({ port: orders.port }, 'Taking swap orders');
+    log.info({ port: machine.port }, 'Taking swap orders');
   }
   server.listen(port, host, () => {
     machine?.serving();
@@ -160,18 +160,19 @@ function scratchDir(root: string): string {
 }
 
 interface Control {
-  port: number;
   publicKey: string;
   pod: string;
   uid: string;
 }
 
-/** What has this machine take swap orders, when the pod spec gives it (controllers/app/machine-spec.ts controlEnv). */
-function controlFromEnv(appPort: number): Control | undefined {
-  const port = Number(process.env.SVC_CONTROL_PORT);
+/**
+ * What has this machine take swap orders on its machine port, when the pod spec gives it
+ * (controllers/app/machine-spec.ts controlEnv; the port itself is main.ts's to open).
+ */
+function controlFromEnv(): Control | undefined {
   const publicKey = process.env.SVC_CONTROL_KEY;
   const pod = process.env.SVC_POD_NAME;
   const uid = process.env.SVC_POD_UID;
-  if (!publicKey || !pod || !uid || !Number.isInteger(port) || port < 1 || port > 65535 || port === appPort) return undefined;
-  return { port, publicKey, pod, uid };
+  if (!publicKey || !pod || !uid) return undefined;
+  return { publicKey, pod, uid };
 }

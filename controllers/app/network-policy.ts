@@ -19,8 +19,8 @@ const dnsPorts: k8s.V1NetworkPolicyPort[] = [
 /**
  * The App's machines' NetworkPolicy, on top of the account's deny-all: in, from the platform
  * (ingress-auth, probes) and from the app's own machines; out, to the app's own machines, to the
- * cluster DNS (where the platform allows it) and to the machine listener's ports (artifacts, identity keys). Never to another app
- * or account.
+ * cluster DNS (where the platform allows it) and to the machine listener's ports (artifacts,
+ * identity keys). Never to another app or account.
  */
 export function machinePolicy(app: App, settings: AppSettings): k8s.V1NetworkPolicy | undefined {
   if (!settings.platform) return undefined;

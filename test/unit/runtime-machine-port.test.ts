@@ -10,18 +10,27 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { packTree } from '../../lib/artifacts/tarball.js';
 import { repoRoot } from '../../lib/paths.js';
-import { listenMachinePort } from '../../runtime/machine-port.js';
+import { listenMachinePort, type MachinePort } from '../../runtime/machine-port.js';
 import { freePort } from '../support/ports.js';
 import { scratchDir } from '../support/scratch.js';
 
 const ask = (port: number, pathname: string, method = 'GET') =>
   fetch(`http://127.0.0.1:${port}${pathname}`, { method }).then(async (r) => ({ status: r.status, body: await r.text() }));
 
+/** A machine port on a free loopback port, holding probes `holdMs`, given to `test` and closed after. */
+async function withMachinePort(holdMs: number, test: (port: number, machine: MachinePort) => Promise<void>): Promise<void> {
+  const port = await freePort();
+  const machine = await listenMachinePort(port, '127.0.0.1', holdMs);
+  try {
+    await test(port, machine);
+  } finally {
+    machine.close();
+  }
+}
+
 describe('the machine port', () => {
   it('holds /ready until the site is served, then answers it and every later one at once', async () => {
-    const port = await freePort();
-    const machine = await listenMachinePort(port, '127.0.0.1', 5000);
-    try {
+    await withMachinePort(5000, async (port, machine) => {
       const started = performance.now();
       const held = ask(port, '/ready');
       await new Promise((r) => setTimeout(r, 200));
@@ -32,27 +41,19 @@ describe('the machine port', () => {
       assert.ok(waited >= 190 && waited < 2000, `held until served: ${waited} ms`);
       const head = await ask(port, '/ready', 'HEAD');
       assert.equal(head.status, 200);
-    } finally {
-      machine.close();
-    }
+    });
   });
 
   it('answers a held probe 503 once the hold is over: the kubelet asks again', async () => {
-    const port = await freePort();
-    const machine = await listenMachinePort(port, '127.0.0.1', 150);
-    try {
+    await withMachinePort(150, async (port) => {
       const answer = await ask(port, '/ready');
       assert.equal(answer.status, 503);
       assert.match(answer.body, /not served yet/);
-    } finally {
-      machine.close();
-    }
+    });
   });
 
   it('answers /live at once, starting or serving, and holds no more than 64 probes', async () => {
-    const port = await freePort();
-    const machine = await listenMachinePort(port, '127.0.0.1', 5000);
-    try {
+    await withMachinePort(5000, async (port, machine) => {
       assert.equal((await ask(port, '/live')).status, 200, 'alive while it starts');
       const held = Array.from({ length: 64 }, () => ask(port, '/ready'));
       await new Promise((r) => setTimeout(r, 200));
@@ -66,15 +67,11 @@ describe('the machine port', () => {
         Array.from({ length: 64 }, () => 200),
       );
       assert.equal((await ask(port, '/live')).status, 200);
-    } finally {
-      machine.close();
-    }
+    });
   });
 
   it('hands on nothing else until it takes orders, and then only to them', async () => {
-    const port = await freePort();
-    const machine = await listenMachinePort(port, '127.0.0.1', 100);
-    try {
+    await withMachinePort(100, async (port, machine) => {
       const early = await ask(port, '/swap', 'POST');
       assert.equal(early.status, 503, 'an order before the machine serves is refused, not queued');
       assert.match(early.body, /not serving yet/);
@@ -83,22 +80,16 @@ describe('the machine port', () => {
       assert.deepEqual(taken, { status: 418, body: 'POST /swap' });
       // /ready stays the machine port's: the orders' listener cannot answer it for the site.
       assert.equal((await ask(port, '/ready')).status, 503);
-    } finally {
-      machine.close();
-    }
+    });
   });
 
   it('says a machine that takes no orders takes none, once it serves', async () => {
-    const port = await freePort();
-    const machine = await listenMachinePort(port, '127.0.0.1', 100);
-    try {
+    await withMachinePort(100, async (port, machine) => {
       machine.serving();
       const r = await ask(port, '/swap', 'POST');
       assert.equal(r.status, 404);
       assert.match(r.body, /takes no orders/);
-    } finally {
-      machine.close();
-    }
+    });
   });
 });
 
