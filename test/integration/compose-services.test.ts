@@ -40,7 +40,10 @@ class H(http.server.BaseHTTPRequestHandler):
 http.server.ThreadingHTTPServer(('0.0.0.0', 6379), H).serve_forever()
 `;
 
-/** The web service: /public/hit counts hits in the cache, reached by its name; the rest is "private page". */
+/**
+ * The web service: /public/hit counts hits in the cache, reached by its compose name; /public/dns
+ * reads the count through the cache's Service name; the rest is "private page".
+ */
 const webServer = `
 import http.server, os, urllib.request
 class H(http.server.BaseHTTPRequestHandler):
@@ -49,6 +52,9 @@ class H(http.server.BaseHTTPRequestHandler):
             n = int(urllib.request.urlopen('http://cache:6379/hits', timeout=3).read() or 0) + 1
             urllib.request.urlopen(urllib.request.Request('http://cache:6379/hits', data=str(n).encode(), method='PUT'), timeout=3)
             body = 'hits %d' % n
+        elif self.path.startswith('/public/dns'):
+            # The cache by its Service's name, which only the cluster DNS knows (no host alias).
+            body = 'read %s' % urllib.request.urlopen('http://stack-cache:6379/hits', timeout=3).read().decode()
         else:
             body = 'private page'
         b = body.encode()
@@ -172,6 +178,11 @@ describe('Compose files with several services', () => {
     assert.match(first, /^hits \d+$/);
     const n = Number(first.split(' ')[1]);
     assert.equal((await through('/public/hit')).body, `hits ${n + 1}`, 'the cache keeps the count: web reached it by name');
+    assert.equal(
+      (await through('/public/dns')).body,
+      `read ${n + 1}`,
+      "web reached the cache by its Service's name, through the cluster DNS",
+    );
     const gated = await through('/', 'text/html');
     assert.equal(gated.status, 303, 'the top-level auth gates the web service');
     assert.match(String(gated.headers.location ?? ''), /\/_svc\/auth\/login/);
