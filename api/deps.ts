@@ -1,6 +1,7 @@
 import { DataStore } from '../lib/html-data/store.js';
 import * as k8s from '@kubernetes/client-node';
-import { ArtifactStore } from '../lib/artifacts/store.js';
+import { artifactStoreOf, S3ArtifactStore } from '../lib/artifacts/s3-store.js';
+import type { ArtifactStore } from '../lib/artifacts/store.js';
 import { AppUserStore } from '../lib/auth/app-users.js';
 import { AuthHousekeeping } from '../lib/auth/housekeeping.js';
 import { HostnameStore } from '../lib/hostnames.js';
@@ -299,7 +300,14 @@ export async function assembleDeps(deps: {
     purgeEventsOnce();
   }, 3600_000);
   hostnameTimer.unref();
-  const artifacts = new ArtifactStore(config.deploys.artifactDir);
+  const artifacts = artifactStoreOf(config.deploys);
+  if (artifacts instanceof S3ArtifactStore)
+    await artifacts.ensureBucket().catch((err: unknown) => {
+      const o = config.deploys.objectStore!;
+      throw new Error(
+        `the artifacts' bucket ${o.bucket} at ${o.endpoint} cannot be used: ${err instanceof Error ? err.message : String(err)}`,
+      );
+    });
   const deploys = new DeployStore(db, clock);
   // Email invitations go out once the spec listing them is rolled out, and links and sessions of an
   // address the controller no longer reports in force are revoked (queued in the outbox; the leader sends them).

@@ -4,7 +4,7 @@
 # A component started with variables set (SVC_SANDBOX_POOL_SIZE=16 dev.sh restart controllers) keeps them.
 source "$(dirname "$0")/lib.sh"
 
-COMPONENTS=(controllers mail registrar api ingress-auth)
+COMPONENTS=(s3 controllers mail registrar api ingress-auth)
 API_PORT=${SVC_API_PORT:-8080}
 PROXY_PORT=${SVC_PROXY_PORT:-8081}
 SMTP_PORT=${SVC_DEV_SMTP_PORT:-2525}
@@ -42,8 +42,17 @@ export SVC_DEV_REGISTRAR_PORT=$REGISTRAR_PORT
 export SVC_PROXY_TLS_PUBLIC_PORT=${SVC_PROXY_TLS_PUBLIC_PORT:-$SVC_PROXY_TLS_PORT}
 
 start_component() {
-  restart_if_rebuilt "$1" "$1"
+  [ "$1" = s3 ] || restart_if_rebuilt "$1" "$1"
   case "$1" in
+    s3)
+      ensure_s3_secret
+      "$ROOT/hack/build-versitygw.sh" >/dev/null
+      mkdir -p "$STATE/s3"
+      # The root key pair only: the API is its one user. Loopback only.
+      start_daemon s3 env ROOT_ACCESS_KEY_ID=svc-dev ROOT_SECRET_ACCESS_KEY="$(cat "$STATE/s3-secret")" \
+        "$VERSITYGW_BIN/versitygw" --port "127.0.0.1:$S3_PORT" posix "$STATE/s3"
+      wait_ready s3 30 curl -sS --max-time 2 -o /dev/null "http://127.0.0.1:$S3_PORT/"
+      ;;
     controllers)
       start_daemon controllers node --enable-source-maps dist/controllers/main.js
       wait_ready controllers 60 started_since_last_start controllers 'Controllers started'
@@ -57,6 +66,17 @@ start_component() {
       wait_ready registrar 30 started_since_last_start registrar 'registrar double'
       ;;
     api)
+      # Artifacts (deploy trees, build outputs, database backups) live in the local object store
+      # (the `s3` component; docs/decisions/0038-object-store.md) unless told otherwise, and
+      # $STATE/artifacts is the API's cache; SVC_ARTIFACT_S3_ENDPOINT= keeps them in that directory.
+      if [ -n "${SVC_ARTIFACT_S3_ENDPOINT-http://127.0.0.1:$S3_PORT}" ]; then
+        export SVC_ARTIFACT_S3_ENDPOINT=${SVC_ARTIFACT_S3_ENDPOINT:-http://127.0.0.1:$S3_PORT}
+        export SVC_ARTIFACT_S3_BUCKET=${SVC_ARTIFACT_S3_BUCKET:-svc-artifacts}
+        export SVC_ARTIFACT_S3_ACCESS_KEY_ID=${SVC_ARTIFACT_S3_ACCESS_KEY_ID:-svc-dev}
+        export SVC_ARTIFACT_S3_SECRET_ACCESS_KEY=${SVC_ARTIFACT_S3_SECRET_ACCESS_KEY:-$(cat "$STATE/s3-secret")}
+      else
+        unset SVC_ARTIFACT_S3_ENDPOINT
+      fi
       start_daemon api node --enable-source-maps dist/api/main.js
       wait_ready api 60 curl -fsS --max-time 2 "http://127.0.0.1:$API_PORT/api/health"
       ;;
@@ -95,6 +115,7 @@ The local platform is up.
   Controllers      reconcile Apps into machines and Services (kubectl apply -f docs/examples/app.yaml)
   kubectl          $K8S_BIN/kubectl   (try: kubectl get svc-all -A)
   PostgreSQL       postgres://svc@127.0.0.1:$PG_PORT/svc
+  Object store     http://127.0.0.1:$S3_PORT   (versitygw; artifacts in the bucket svc-artifacts; key svc-dev, secret in $STATE/s3-secret)
   Registrar        $SVC_REGISTRAR_URL   (a double of name.com's API: svc domains search NAME; its faults: POST /_double/faults)
   DNS              127.0.0.1:$DNS_PORT   (custom domains are verified here; publish records through its management API:
                    curl -d '{"host":"_svc-challenge.shop.example","value":"svc-verify=..."}' http://127.0.0.1:$DNS_MANAGEMENT_PORT/set-txt)

@@ -4,6 +4,7 @@
 #   pause        the pod sandbox: pause.c of the Kubernetes release, compiled with gcc -static
 #   busybox      busybox-static and its applets
 #   svc/coredns  CoreDNS (hack/build-coredns.sh), the cluster DNS
+#   svc/versitygw  versitygw (hack/build-versitygw.sh), an S3 object store (the chart test's)
 #   debian       a minimal Debian (mmdebstrap --variant=minbase)
 #   python       Debian with python3
 #   node         debian + Node.js of .node-version
@@ -122,20 +123,28 @@ image busybox "$tag" "" --config.cmd sh --config.env PATH=/bin -- "$LAYERS/busyb
 record SVC_IMAGE_BUSYBOX busybox "$tag"
 busybox_tag=$tag
 
-# The cluster DNS (hack/nodes.sh start_cluster_dns): CoreDNS's static binary (hack/build-coredns.sh)
-# and a user database, run as nobody.
+# static_image NAME BINARY RECORD : an image of one static binary (/NAME, the entrypoint) and a user
+# database, run as nobody; recorded as RECORD in images.env.
+static_image() {
+  local name=$1 bin=$2 record_as=$3 t d
+  [ -x "$bin" ] || { echo "images: no $name binary at $bin (hack/build-$name.sh)" >&2; exit 1; }
+  t=$(short "$RECIPE" "$(sha "$bin")")
+  if [ ! -f "$LAYERS/$name-$t.tar" ]; then
+    d=$(mktemp -d)
+    install -D -m 0755 "$bin" "$d/$name"
+    passwd_layer "$d"
+    tar_dir "$d" "$LAYERS/$name-$t.tar"; rm -rf "$d"
+  fi
+  image "svc/$name" "$t" "" --config.entrypoint "/$name" --config.user 65534:65534 -- "$LAYERS/$name-$t.tar"
+  record "$record_as" "svc/$name" "$t"
+}
+
+# The cluster DNS (hack/nodes.sh start_cluster_dns): CoreDNS (hack/build-coredns.sh).
 "$ROOT/hack/build-coredns.sh"
-coredns_bin="$COREDNS_BIN/coredns"
-[ -x "$coredns_bin" ] || { echo "images: no CoreDNS binary at $coredns_bin (hack/build-coredns.sh)" >&2; exit 1; }
-coredns_tag=$(short "$RECIPE" "$(sha "$coredns_bin")")
-if [ ! -f "$LAYERS/coredns-$coredns_tag.tar" ]; then
-  d=$(mktemp -d)
-  install -D -m 0755 "$coredns_bin" "$d/coredns"
-  passwd_layer "$d"
-  tar_dir "$d" "$LAYERS/coredns-$coredns_tag.tar"; rm -rf "$d"
-fi
-image svc/coredns "$coredns_tag" "" --config.entrypoint /coredns --config.user 65534:65534 -- "$LAYERS/coredns-$coredns_tag.tar"
-record SVC_IMAGE_COREDNS svc/coredns "$coredns_tag"
+static_image coredns "$COREDNS_BIN/coredns" SVC_IMAGE_COREDNS
+# The object store as a pod (the chart test's S3 endpoint): versitygw (hack/build-versitygw.sh).
+"$ROOT/hack/build-versitygw.sh"
+static_image versitygw "$VERSITYGW_BIN/versitygw" SVC_IMAGE_VERSITYGW
 
 # ---- Debian bases ------------------------------------------------------------------------------
 # debootstrap_layer NAME INCLUDES : a minbase Debian rootfs with INCLUDES as one layer.

@@ -19,6 +19,8 @@ HELM_BIN="$CACHE/helm-${HELM_VERSION:-v3.22.0}/bin"
 PEBBLE_BIN="$CACHE/pebble-${PEBBLE_VERSION:-v2.10.3}/bin"
 # CoreDNS, the cluster DNS (hack/build-coredns.sh builds it at this version).
 COREDNS_BIN="$CACHE/coredns-${COREDNS_VERSION:-v1.14.7}/bin"
+# versitygw, the S3-compatible object store of artifacts (hack/build-versitygw.sh builds it at this version).
+VERSITYGW_BIN="$CACHE/versitygw-${VERSITYGW_VERSION:-v1.8.0}/bin"
 # The nodes' runc (hack/build-runc.sh builds it at this version), by absolute path: never Debian's.
 RUNC_VERSION=${RUNC_VERSION:-v1.2.8}
 RUNC_BIN="$CACHE/runc-$RUNC_VERSION/runc"
@@ -52,6 +54,8 @@ PG_PORT=${SVC_PG_PORT:-55432}
 # The `dns` part (pebble-challtestsrv, hack/nodes.sh): the DNS server custom domains are verified
 # against (SVC_DOMAINS_DNS_SERVERS), and its management API, which publishes and removes records.
 DNS_PORT=${SVC_DNS_PORT:-8053}
+# The object store (versitygw on loopback, the `s3` component of hack/dev.sh).
+S3_PORT=${SVC_S3_PORT:-8060}
 DNS_MANAGEMENT_PORT=${SVC_DNS_MANAGEMENT_PORT:-8055}
 SERVICE_CIDR=${SVC_SERVICE_CIDR:-10.96.0.0/16}
 # The `kubernetes` Service's ClusterIP (the first address of the range), which pods reach the
@@ -181,6 +185,14 @@ write_kubeconfig() {
 # The secret the controllers mint machines' artifact and builds' credentials with, and the API and
 # the registry's token service check them by (lib/artifacts/credential.ts): made once, kept with the
 # state, readable by root only. hack/nodes.sh needs it (registry-auth) before hack/dev.sh runs.
+# ensure_s3_secret : the local object store's secret key, made once.
+ensure_s3_secret() {
+  local key="$STATE/s3-secret"
+  [ -s "$key" ] && return 0
+  mkdir -p "$STATE"
+  (umask 077 && head -c 30 /dev/urandom | base64 | tr -d '\n=/+' >"$key.tmp") && mv "$key.tmp" "$key"
+}
+
 ensure_artifact_key() {
   local key="$STATE/artifact-key"
   [ -s "$key" ] && return 0

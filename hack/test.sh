@@ -28,6 +28,12 @@ export SVC_DOMAINS_DNS_SERVERS=${SVC_DOMAINS_DNS_SERVERS:-127.0.0.1:$DNS_PORT}
 # Pebble and its certificates (hack/build-pebble.sh; certs/ beside bin/): a test file that issues
 # certificates starts a Pebble of its own (test/support/pebble.ts), which resolves through that server.
 export SVC_PEBBLE_BIN="$PEBBLE_BIN"
+# The local object store (hack/dev.sh's `s3` component): every test API keeps its artifacts in a
+# bucket of its own there (test/support/object-store.ts).
+export SVC_TEST_S3_ENDPOINT=${SVC_TEST_S3_ENDPOINT:-http://127.0.0.1:$S3_PORT}
+export SVC_TEST_S3_ACCESS_KEY_ID=${SVC_TEST_S3_ACCESS_KEY_ID:-svc-dev}
+SVC_TEST_S3_SECRET_ACCESS_KEY=${SVC_TEST_S3_SECRET_ACCESS_KEY:-$(cat "$STATE/s3-secret" 2>/dev/null)}
+export SVC_TEST_S3_SECRET_ACCESS_KEY
 
 # Files run SVC_TEST_CONCURRENCY at a time (most of an integration file's time is waiting on the
 # cluster; 2 by default, one per core: two clean-clone runs in a row passed at 2 on containerd 2,

@@ -70,6 +70,44 @@ const stateDirOf = (e: { readonly SVC_STATE_DIR: string }) => path.resolve(e.SVC
 const podSubnetPrefixOf = (e: { readonly SVC_NODE_POD_SUBNET: string | undefined }) =>
   (e.SVC_NODE_POD_SUBNET ?? '10.244.0.0/16').split('.').slice(0, 2).join('.');
 // Pods reach the host at the first node's bridge gateway, x.y.0.1 (hack/nodes.sh).
+/** The artifacts' object store from SVC_ARTIFACT_S3_*: all of endpoint, bucket and key pair, or none. */
+function objectStoreOf(e: {
+  SVC_ARTIFACT_S3_ENDPOINT?: string | undefined;
+  SVC_ARTIFACT_S3_BUCKET?: string | undefined;
+  SVC_ARTIFACT_S3_REGION: string;
+  SVC_ARTIFACT_S3_PREFIX: string;
+  SVC_ARTIFACT_S3_ACCESS_KEY_ID?: string | undefined;
+  SVC_ARTIFACT_S3_SECRET_ACCESS_KEY?: string | undefined;
+  SVC_ARTIFACT_S3_PATH_STYLE: 'true' | 'false';
+}) {
+  const named = {
+    SVC_ARTIFACT_S3_ENDPOINT: e.SVC_ARTIFACT_S3_ENDPOINT,
+    SVC_ARTIFACT_S3_BUCKET: e.SVC_ARTIFACT_S3_BUCKET,
+    SVC_ARTIFACT_S3_ACCESS_KEY_ID: e.SVC_ARTIFACT_S3_ACCESS_KEY_ID,
+    SVC_ARTIFACT_S3_SECRET_ACCESS_KEY: e.SVC_ARTIFACT_S3_SECRET_ACCESS_KEY,
+  };
+  const missing = Object.entries(named).filter(([, v]) => v === undefined);
+  if (missing.length === Object.keys(named).length) return undefined;
+  if (missing.length)
+    throw new ConfigError(
+      missing.map(
+        ([k]) =>
+          `${k}: required with ${Object.keys(named)
+            .filter((n) => !missing.some(([m]) => m === n))
+            .join(', ')}`,
+      ),
+    );
+  return Object.freeze({
+    endpoint: e.SVC_ARTIFACT_S3_ENDPOINT!,
+    bucket: e.SVC_ARTIFACT_S3_BUCKET!,
+    region: e.SVC_ARTIFACT_S3_REGION,
+    prefix: e.SVC_ARTIFACT_S3_PREFIX,
+    accessKeyId: e.SVC_ARTIFACT_S3_ACCESS_KEY_ID!,
+    secretAccessKey: e.SVC_ARTIFACT_S3_SECRET_ACCESS_KEY!,
+    pathStyle: e.SVC_ARTIFACT_S3_PATH_STYLE === 'true',
+  });
+}
+
 const artifactBaseUrlOf = (e: {
   readonly SVC_ARTIFACT_URL: string | undefined;
   readonly SVC_NODE_POD_SUBNET: string | undefined;
@@ -496,6 +534,21 @@ const deploys = part({
     SVC_ARTIFACT_URL: httpUrl.optional(),
     SVC_ARTIFACT_KEY: z.string().min(32, 'must be at least 32 characters (a random secret)').optional(),
     SVC_ARTIFACT_KEY_FILE: z.string().min(1).optional(),
+    // An S3-compatible object store keeps the artifacts instead of SVC_ARTIFACT_DIR, which is then a
+    // local cache and the staging area (docs/decisions/0038-object-store.md).
+    SVC_ARTIFACT_S3_ENDPOINT: httpUrl.optional(),
+    SVC_ARTIFACT_S3_BUCKET: z
+      .string()
+      .regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be an S3 bucket name (3-63 lowercase letters, digits, dots, hyphens)')
+      .optional(),
+    SVC_ARTIFACT_S3_REGION: z.string().min(1).default('us-east-1'),
+    SVC_ARTIFACT_S3_PREFIX: z
+      .string()
+      .regex(/^([A-Za-z0-9_-][A-Za-z0-9._-]*\/)*$/, 'must be empty or path segments each ending in / (none starting with a dot)')
+      .default(''),
+    SVC_ARTIFACT_S3_ACCESS_KEY_ID: z.string().min(1).optional(),
+    SVC_ARTIFACT_S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
+    SVC_ARTIFACT_S3_PATH_STYLE: z.enum(['true', 'false']).default('true'),
     SVC_DEPLOY_UPLOAD_LIMIT_BYTES: z.coerce
       .number()
       .int()
@@ -533,8 +586,13 @@ const deploys = part({
     if (artifactKey !== undefined && artifactKey.length < 32)
       throw new ConfigError([`SVC_ARTIFACT_KEY_FILE: ${keyFile} holds fewer than 32 bytes`]);
     return Object.freeze({
-      /** Where the API keeps content-addressed artifacts (a shared volume when replicated). */
+      /**
+       * Where the API keeps content-addressed artifacts (a shared volume when replicated); with an
+       * object store, its local cache and the staging area of uploads.
+       */
       artifactDir: path.resolve(e.SVC_ARTIFACT_DIR ?? path.join(stateDirOf(e), 'artifacts')),
+      /** The S3-compatible store that keeps the artifacts, when one is configured. */
+      objectStore: objectStoreOf(e),
       /**
        * The artifact endpoint's base URL as machines reach it; `<base>/sha256:<hex>` is one artifact.
        * Locally pods reach the host at the pod bridge's gateway (netns) or on loopback.
@@ -1209,6 +1267,8 @@ export const components = {
     'mail',
   ],
   'policy-agent': ['logLevel', 'kubeconfig'],
+  // Copies a directory of artifacts into the object store (api/migrate-artifacts.ts).
+  'artifacts-migration': ['stateDir', 'logLevel', 'deploys'],
   'local-volumes': ['stateDir', 'logLevel', 'kubeconfig', 'nodes'],
   // The artifact key (deploys) checks build credentials.
   'registry-auth': ['logLevel', 'kubeconfig', 'registryAuth', 'deploys'],

@@ -165,7 +165,7 @@ async function storeOutput(
         namespace,
         app: build.spec.app,
         build: id,
-        layerFile: d.store.fileOf(staged.digest),
+        layerFile: await d.store.localFile(staged.digest),
         layerDigest: staged.digest,
         plan: plan!,
         // The build's credential, checked above: the token service lets it push to its app's repository only.

@@ -254,11 +254,10 @@ export class Deployer {
    * discarded when refused (the store keeps what builds made). `keep` holds it for the account.
    */
   async prepareStored(digest: string, origin: DeployOrigin, summary: Record<string, unknown>, keep: Keep): Promise<Prepared> {
-    const opened = await this.artifacts.open(digest);
-    if (!opened) throw new DomainError('not_found', `artifact ${digest} is not in the store`);
-    opened.stream.destroy();
+    const size = await this.artifacts.size(digest);
+    if (size === undefined) throw new DomainError('not_found', `artifact ${digest} is not in the store`);
     const prepared = await this.prepareTree(
-      { file: this.artifacts.fileOf(digest), digest, size: opened.size, discard: async () => undefined },
+      { file: await this.artifacts.localFile(digest), digest, size, discard: async () => undefined },
       origin,
       keep,
     );

@@ -1,8 +1,8 @@
-// The content-addressed artifact store: an artifact is the bytes of a deploy's tree (a tar.gz),
-// named by their sha256. Machines fetch artifacts by digest and verify them, so the store never
-// needs to be trusted for integrity, only for availability. This implementation keeps them in a
-// directory (a shared volume when the API runs replicated); an object store would implement the
-// same interface.
+// The content-addressed artifact store: an artifact is the bytes of a deploy's tree (a tar.gz), a
+// build's output or a database backup, named by their sha256. Machines fetch artifacts by digest
+// and verify them, so the store never needs to be trusted for integrity, only for availability.
+// Two implementations: a directory (this file; the API's own disk, a shared volume when replicated)
+// and an S3-compatible object store (s3-store.ts, docs/decisions/0038-object-store.md).
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
@@ -26,7 +26,29 @@ export interface StagedUpload {
   discard(): Promise<void>;
 }
 
-export class ArtifactStore {
+/** What the API needs of an artifact store, whichever keeps the bytes. */
+export interface ArtifactStore {
+  /** Streams `body` into a temporary local file while hashing it, refusing more than `limit` bytes. */
+  stage(body: Readable, limit: number): Promise<StagedUpload>;
+  stageBytes(bytes: Buffer): Promise<StagedUpload>;
+  /** Keeps a staged upload under its digest (a no-op when it is there already). */
+  put(staged: StagedUpload): Promise<void>;
+  has(digest: string): Promise<boolean>;
+  /** The artifact's bytes and size, or undefined when the store lacks it. */
+  open(digest: string): Promise<{ stream: Readable; size: number } | undefined>;
+  /** The artifact's size, or undefined when the store lacks it. */
+  size(digest: string): Promise<number | undefined>;
+  /** Every stored artifact with its size and when it was written (the collector's listing). */
+  list(): Promise<Array<{ digest: string; bytes: number; writtenAt: Date }>>;
+  /** Deletes an artifact (the collector's, once no account holds it). */
+  remove(digest: string): Promise<void>;
+  /** Deletes staged uploads written before `before` (left by a process that ended mid-upload); answers how many. */
+  removeStaleStaged(before: Date): Promise<number>;
+  /** A local file with a stored artifact's bytes, for reading it in place (kind detection, image layers). */
+  localFile(digest: string): Promise<string>;
+}
+
+export class DirectoryArtifactStore implements ArtifactStore {
   constructor(private readonly dir: string) {}
 
   private pathOf(digest: string): string {
@@ -34,7 +56,6 @@ export class ArtifactStore {
     return path.join(this.dir, 'sha256', digest.slice('sha256:'.length));
   }
 
-  /** Streams `body` into a temporary file while hashing it, refusing more than `limit` bytes. */
   async stage(body: Readable, limit: number): Promise<StagedUpload> {
     const tmpDir = path.join(this.dir, 'tmp');
     await mkdir(tmpDir, { recursive: true });
@@ -67,7 +88,6 @@ export class ArtifactStore {
     return this.stage(Readable.from([bytes]), Number.MAX_SAFE_INTEGER);
   }
 
-  /** Moves a staged upload into the store under its digest (a no-op when it is there already). */
   async put(staged: StagedUpload): Promise<void> {
     const target = this.pathOf(staged.digest);
     if (await this.has(staged.digest)) return staged.discard();
@@ -83,7 +103,6 @@ export class ArtifactStore {
     );
   }
 
-  /** The artifact's bytes and size, or undefined when the store lacks it. */
   async open(digest: string): Promise<{ stream: Readable; size: number } | undefined> {
     const file = this.pathOf(digest);
     const info = await stat(file).catch(() => undefined);
@@ -91,12 +110,10 @@ export class ArtifactStore {
     return { stream: createReadStream(file), size: info.size };
   }
 
-  /** The artifact's size, or undefined when the store lacks it. */
   async size(digest: string): Promise<number | undefined> {
     return (await stat(this.pathOf(digest)).catch(() => undefined))?.size;
   }
 
-  /** Every stored artifact with its size and when its file was written (the collector's listing). */
   async list(): Promise<Array<{ digest: string; bytes: number; writtenAt: Date }>> {
     const dir = path.join(this.dir, 'sha256');
     const names = await readdir(dir).catch(() => [] as string[]);
@@ -110,12 +127,10 @@ export class ArtifactStore {
     return found;
   }
 
-  /** Deletes an artifact (the collector's, once no account holds it). */
   async remove(digest: string): Promise<void> {
     await rm(this.pathOf(digest), { force: true });
   }
 
-  /** Deletes staged uploads written before `before` (left by a process that ended mid-upload); answers how many. */
   async removeStaleStaged(before: Date): Promise<number> {
     const dir = path.join(this.dir, 'tmp');
     let removed = 0;
@@ -130,8 +145,9 @@ export class ArtifactStore {
     return removed;
   }
 
-  /** A stored artifact's path, for reading it (kind detection) without copying. */
-  fileOf(digest: string): string {
-    return this.pathOf(digest);
+  async localFile(digest: string): Promise<string> {
+    const file = this.pathOf(digest);
+    if (!(await this.has(digest))) throw new Error(`artifact ${digest} is not in the store`);
+    return file;
   }
 }

@@ -3,8 +3,8 @@
 // cluster: it lints with both example values files, its schema refuses bad values with a message
 // naming them, and it renders the availability defaults (2 replicas each, probes, disruption
 // budgets, spread, no root). Then the platform itself, installed from the images of this checkout
-// on the real nodes, with its own PostgreSQL (a pod outside the release, as in production) and a
-// shared artifacts volume: every component ready, the first token in its Secret, an app deployed
+// on the real nodes, with its own PostgreSQL (a pod outside the release, as in production) and an
+// S3 object store for artifacts (versitygw, a pod outside the release): every component ready, the first token in its Secret, an app deployed
 // through the installed API and reached through the installed ingress-auth behind sign-in; a deploy
 // that completes when the controllers' leader is deleted in its middle; an ingress-auth pod deleted
 // and a `helm upgrade` to a new image tag, both under load with no failed request; an uninstall
@@ -12,11 +12,10 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import * as k8s from '@kubernetes/client-node';
 import { pluralOf } from '../../lib/contract.js';
 import { repoRoot } from '../../lib/paths.js';
@@ -61,6 +60,44 @@ describe('chart: lint, schema and what it renders', () => {
     await refused(/clientSecret is required/, '-f', localValues, '--set', 'identityProviders.oidc.clientId=x');
     await refused(/registrar.token \(or registrar.existingSecret\) is required/, '-f', localValues, '--set', 'registrar.username=svc');
     await refused(/tlds/, '-f', localValues, '--set', 'registrar.tlds=.com');
+    await refused(/api.artifacts.s3.existingSecret is required/, '-f', localValues, '--set', 'api.artifacts.s3.endpoint=http://s3:7070');
+    await refused(/endpoint/, '-f', localValues, '--set', 'api.artifacts.s3.endpoint=s3.example.com');
+    await refused(/bucket/, '-f', localValues, '--set', 'api.artifacts.s3.bucket=Not_A_Bucket');
+    await refused(/prefix/, '-f', localValues, '--set', 'api.artifacts.s3.prefix=../x/');
+  });
+
+  it('keeps artifacts in the object store with its key pair from a Secret; with the old claim too, copies it in first', async () => {
+    const apiOf = (objs: Obj[]) =>
+      (ofKind(objs, 'Deployment').find((d) => (d.metadata?.name ?? '').endsWith('-api')) as k8s.V1Deployment).spec!.template.spec!;
+    const s3 = ['--set', 'api.artifacts.s3.endpoint=https://s3.example.com', '--set', 'api.artifacts.s3.existingSecret=store'];
+    const pod = apiOf(await render('-f', localValues, ...s3));
+    const env = pod.containers[0]!.env!;
+    assert.equal(env.find((e) => e.name === 'SVC_ARTIFACT_S3_ENDPOINT')?.value, 'https://s3.example.com');
+    assert.equal(env.find((e) => e.name === 'SVC_ARTIFACT_S3_BUCKET')?.value, 'svc-artifacts');
+    assert.deepEqual(
+      { ...env.find((e) => e.name === 'SVC_ARTIFACT_S3_SECRET_ACCESS_KEY')?.valueFrom?.secretKeyRef },
+      { name: 'store', key: 'AWS_SECRET_ACCESS_KEY' },
+    );
+    // A cache, not a claim; no migration without a claim to move.
+    assert.deepEqual(pod.volumes!.find((v) => v.name === 'artifacts')?.emptyDir, { sizeLimit: '2Gi' });
+    assert.equal(pod.initContainers, undefined);
+    const moving = apiOf(await render('-f', localValues, ...s3, '--set', 'api.artifacts.existingClaim=old-artifacts'));
+    assert.deepEqual(
+      moving.initContainers?.map((c) => c.command),
+      [['node', '/app/dist/api/migrate-artifacts.js', '/var/lib/svc/legacy-artifacts']],
+    );
+    assert.deepEqual(moving.volumes!.find((v) => v.name === 'legacy-artifacts')?.persistentVolumeClaim, {
+      claimName: 'old-artifacts',
+      readOnly: true,
+    });
+    assert.ok(moving.initContainers?.[0]?.env?.some((e) => e.name === 'SVC_ARTIFACT_S3_ACCESS_KEY_ID'));
+    // Without an object store the claim is where the artifacts live, as before.
+    const files = apiOf(await render('-f', localValues, '--set', 'api.artifacts.existingClaim=old-artifacts'));
+    assert.deepEqual(files.volumes!.find((v) => v.name === 'artifacts')?.persistentVolumeClaim, { claimName: 'old-artifacts' });
+    assert.equal(
+      files.containers[0]!.env!.find((e) => e.name === 'SVC_ARTIFACT_S3_ENDPOINT'),
+      undefined,
+    );
   });
 
   it('keeps the runtime image on every node with a sleeping DaemonSet, unless told not to', async () => {
@@ -256,18 +293,18 @@ describe('chart: the platform installed on the local cluster', { timeout: 15 * 6
   const apps = kc.makeApiClient(k8s.AppsV1Api);
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
   const leases = kc.makeApiClient(k8s.CoordinationV1Api);
-  // Fixed: the local values give the API's Service a fixed address (the local cluster runs no DNS).
   const release = 'svc';
   // The upgrade's tag, new each run: the nodes keep platform images IfNotPresent, so a fixed tag
   // would start whatever an earlier run left cached under it (an older API, refusing this database).
   const nextTag = `next-${randomBytes(4).toString('hex')}`;
-  const apiUrl = 'http://10.96.0.80:8080/api';
-  const postgresIp = '10.96.0.54';
+  // The API as this host reaches it: its Service's address, read once the chart made it (pods
+  // inside the cluster reach it, and PostgreSQL, by name through the cluster DNS).
+  let apiUrl: string;
   const proxyPort = 8081;
   const app = 'hello';
   const host = `${app}.apps.localhost:${proxyPort}`;
   let ns: { name: string; dispose: () => Promise<void> };
-  let artifacts: string;
+  const s3Secret = randomBytes(18).toString('hex');
   let ingressUrl: string;
   let token: string;
   let cookie: string;
@@ -288,7 +325,9 @@ describe('chart: the platform installed on the local cluster', { timeout: 15 * 6
     '--set',
     `images.sandbox=${images.sandbox}`,
     '--set',
-    'api.artifacts.existingClaim=artifacts',
+    'api.artifacts.s3.endpoint=http://s3:7070',
+    '--set',
+    'api.artifacts.s3.existingSecret=s3',
     '--set',
     `ingressAuth.service.port=${proxyPort}`,
     // The certificates namespace made by the test (a server-side dry run cannot place a Role in a
@@ -366,7 +405,7 @@ describe('chart: the platform installed on the local cluster', { timeout: 15 * 6
     ns = await testNamespace(core, 'chart');
     await core.createNamespace({ body: { metadata: { name: `${ns.name}-certs` } } });
     // The platform's PostgreSQL, outside the release as in production: the svc/postgres image as a
-    // Pod and a Service at the address the local values name.
+    // Pod and the Service `postgres` the local values name.
     await core.createNamespacedPod({
       namespace: ns.name,
       body: {
@@ -409,37 +448,49 @@ describe('chart: the platform installed on the local cluster', { timeout: 15 * 6
       namespace: ns.name,
       body: {
         metadata: { name: 'postgres' },
-        spec: { clusterIP: postgresIp, selector: { 'svc.dev/test': 'postgres' }, ports: [{ port: 5432 }] },
+        spec: { selector: { 'svc.dev/test': 'postgres' }, ports: [{ port: 5432 }] },
       },
     });
-    // The artifacts every API replica shares: a ReadWriteMany volume (an NFS export on a cluster; a
-    // directory of this host, which both local nodes are, here).
-    artifacts = await mkdtemp(path.join(tmpdir(), 'svc-chart-artifacts-'));
-    await chmod(artifacts, 0o777);
-    await core.createPersistentVolume({
-      body: {
-        metadata: { name: `${ns.name}-artifacts` },
-        spec: {
-          capacity: { storage: '1Gi' },
-          accessModes: ['ReadWriteMany'],
-          persistentVolumeReclaimPolicy: 'Retain',
-          storageClassName: '',
-          hostPath: { path: artifacts, type: 'Directory' },
-          claimRef: { namespace: ns.name, name: 'artifacts' },
-        },
-      },
+    // The artifacts every API replica shares: an S3-compatible object store outside the release
+    // (versitygw over an emptyDir, the local stand-in for S3), its key pair in a Secret.
+    await core.createNamespacedSecret({
+      namespace: ns.name,
+      body: { metadata: { name: 's3' }, stringData: { AWS_ACCESS_KEY_ID: 'svc-chart', AWS_SECRET_ACCESS_KEY: s3Secret } },
     });
-    await core.createNamespacedPersistentVolumeClaim({
+    await core.createNamespacedPod({
       namespace: ns.name,
       body: {
-        metadata: { name: 'artifacts' },
+        metadata: { name: 's3', labels: { 'svc.dev/test': 's3' } },
         spec: {
-          accessModes: ['ReadWriteMany'],
-          storageClassName: '',
-          volumeName: `${ns.name}-artifacts`,
-          resources: { requests: { storage: '1Gi' } },
+          securityContext: {
+            runAsNonRoot: true,
+            runAsUser: 65534,
+            runAsGroup: 65534,
+            fsGroup: 65534,
+            seccompProfile: { type: 'RuntimeDefault' },
+          },
+          containers: [
+            {
+              name: 's3',
+              image: images.versitygw,
+              args: ['--port', ':7070', 'posix', '/data'],
+              env: [
+                { name: 'ROOT_ACCESS_KEY_ID', valueFrom: { secretKeyRef: { name: 's3', key: 'AWS_ACCESS_KEY_ID' } } },
+                { name: 'ROOT_SECRET_ACCESS_KEY', valueFrom: { secretKeyRef: { name: 's3', key: 'AWS_SECRET_ACCESS_KEY' } } },
+              ],
+              ports: [{ containerPort: 7070 }],
+              readinessProbe: { tcpSocket: { port: 7070 as unknown as k8s.IntOrString }, periodSeconds: 1 },
+              securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } },
+              volumeMounts: [{ name: 'data', mountPath: '/data' }],
+            },
+          ],
+          volumes: [{ name: 'data', emptyDir: {} }],
         },
       },
+    });
+    await core.createNamespacedService({
+      namespace: ns.name,
+      body: { metadata: { name: 's3' }, spec: { selector: { 'svc.dev/test': 's3' }, ports: [{ port: 7070 }] } },
     });
     // The "new release" the upgrade goes to: the same images under another tag.
     for (const repository of ['svc/api', 'svc/controllers', 'svc/ingress-auth']) await tagImage(repository, tag, nextTag);
@@ -449,10 +500,8 @@ describe('chart: the platform installed on the local cluster', { timeout: 15 * 6
   after(async () => {
     await helm('uninstall', release, '-n', ns.name, '--wait').catch(() => undefined);
     if (accountNamespace) await core.deleteNamespace({ name: accountNamespace }).catch(() => undefined);
-    await core.deletePersistentVolume({ name: `${ns?.name}-artifacts` }).catch(() => undefined);
     if (ns) await core.deleteNamespace({ name: `${ns.name}-certs` }).catch(() => undefined);
     await ns?.dispose();
-    if (artifacts) await rm(artifacts, { recursive: true, force: true }).catch(() => undefined);
     if (hostControllersStopped) await hostControllers('up');
     if (timings.length) console.log(`# chart: ${timings.join(', ')}`);
   });
@@ -476,6 +525,8 @@ describe('chart: the platform installed on the local cluster', { timeout: 15 * 6
     const started = Date.now();
     await helmWaiting('install', release, chartDir, '-n', ns.name, ...values(), '--set', `image.tag=${tag}`, '--wait', '--timeout', '5m');
     timings.push(`install to every pod ready ${seconds(Date.now() - started)}`);
+    const apiService = await core.readNamespacedService({ name: `${release}-api`, namespace: ns.name });
+    apiUrl = `http://${apiService.spec!.clusterIP}:8080/api`;
     for (const component of ['api', 'controllers', 'ingress-auth']) assert.ok(await ready(component), `${component}: 2 of 2 ready`);
     const pods = (await core.listNamespacedPod({ namespace: ns.name, labelSelector: `app.kubernetes.io/instance=${release}` })).items;
     assert.equal(new Set(pods.map((p) => p.spec!.nodeName)).size, 2, 'replicas spread over both nodes');
@@ -509,6 +560,20 @@ describe('chart: the platform installed on the local cluster', { timeout: 15 * 6
     const started = Date.now();
     await live(await deploy('<h1>first</h1>'));
     timings.push(`first deploy live ${seconds(Date.now() - started)}`);
+    // The artifact is in the object store, not on one replica's disk: the machine got it whichever
+    // replica it asked.
+    const store = await core.readNamespacedService({ name: 's3', namespace: ns.name });
+    const s3 = new S3Client({
+      endpoint: `http://${store.spec!.clusterIP}:7070`,
+      region: 'us-east-1',
+      forcePathStyle: true,
+      credentials: { accessKeyId: 'svc-chart', secretAccessKey: s3Secret },
+    });
+    const listed = await s3.send(new ListObjectsV2Command({ Bucket: 'svc-artifacts' })).finally(() => s3.destroy());
+    assert.ok(
+      listed.Contents?.some((o) => /^sha256\/[a-f0-9]{64}$/.test(o.Key ?? '')),
+      `an artifact in s3://svc-artifacts: ${JSON.stringify(listed.Contents?.map((o) => o.Key))}`,
+    );
     const anonymous = await get(`${ingressUrl}/`, { host, accept: 'text/html' });
     assert.ok([302, 303, 401].includes(anonymous.status), `no session: ${anonymous.status}`);
     assert.doesNotMatch(anonymous.body, /first/);

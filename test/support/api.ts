@@ -1,4 +1,5 @@
 // Runs the API in-process on an ephemeral port, against a fresh database and the test cluster.
+import { dropBucket, freshBucketEnv } from './object-store.js';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
@@ -54,6 +55,8 @@ export interface TestApi {
   databaseUrl: string;
   /** The Lease its recorder (and the workers that only its leader runs) lead by. */
   recorderLease: string;
+  /** The object store's SVC_ARTIFACT_S3_* its artifacts are kept under (a bucket of its own; a sharing API's first's). */
+  objectStoreEnv: Record<string, string>;
   token: string;
   request(
     method: string,
@@ -162,6 +165,8 @@ export async function startTestApi(
   const listener = await listen('127.0.0.1', opts.port ?? 0);
   const publicUrl = opts.publicHost ? `http://${opts.publicHost}:${listener.port}` : listener.url;
   const machineListener = await listenForMachines();
+  // Artifacts in the local object store, as make dev keeps them; the directory is the API's cache.
+  const objectStoreEnv = shared?.objectStoreEnv ?? freshBucketEnv();
   const artifactDir = await mkdtemp(path.join(tmpdir(), 'svc-artifacts-'));
   const config = loadConfig(
     {
@@ -170,6 +175,7 @@ export async function startTestApi(
       SVC_API_PORT: String(listener.port),
       SVC_API_MACHINE_PORT: String(machineListener.port),
       SVC_ARTIFACT_DIR: artifactDir,
+      ...objectStoreEnv,
       ...platformArtifactKey(),
       ...platformRegistry(),
       ...(opts.publicHost ? { SVC_API_PUBLIC_URL: publicUrl } : {}),
@@ -233,6 +239,7 @@ export async function startTestApi(
     db: fresh.db,
     databaseUrl: fresh.url,
     recorderLease,
+    objectStoreEnv,
     token,
     request,
     replica: async () => {
@@ -264,6 +271,7 @@ export async function startTestApi(
           .catch(() => undefined);
       await fresh.dispose();
       await rm(artifactDir, { recursive: true, force: true });
+      if (!shared && objectStoreEnv.SVC_ARTIFACT_S3_BUCKET) await dropBucket(objectStoreEnv.SVC_ARTIFACT_S3_BUCKET).catch(() => undefined);
     },
   };
 }

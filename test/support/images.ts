@@ -37,6 +37,8 @@ export const images = {
   builder: need('SVC_IMAGE_BUILDER'),
   /** The sandbox image: the runtimes and the sandbox agent. */
   sandbox: need('SVC_SANDBOX_IMAGE'),
+  /** versitygw, an S3 object store (the chart test's, as a pod). */
+  versitygw: need('SVC_IMAGE_VERSITYGW'),
   /** The platform's own components, as the chart will run them. */
   api: need('SVC_IMAGE_API'),
   controllers: need('SVC_IMAGE_CONTROLLERS'),

@@ -141,6 +141,10 @@ describe('the parts of the configuration (each variable declared once)', () => {
         SVC_REGISTRAR: 'namecom',
         SVC_REGISTRAR_USERNAME: 'svc',
         SVC_REGISTRAR_TOKEN: 'token',
+        SVC_ARTIFACT_S3_ENDPOINT: 'http://127.0.0.1:8060',
+        SVC_ARTIFACT_S3_BUCKET: 'svc-artifacts',
+        SVC_ARTIFACT_S3_ACCESS_KEY_ID: 'id',
+        SVC_ARTIFACT_S3_SECRET_ACCESS_KEY: 'secret',
       },
     ];
     for (const [name, p] of partList) {
@@ -173,6 +177,39 @@ describe('the parts of the configuration (each variable declared once)', () => {
       },
     );
     assert.equal(loadComponentConfig('controllers', env, none).deploys.artifactKey, undefined);
+  });
+
+  it('the object store of artifacts: all of endpoint, bucket and key pair or none, a bucket name S3 accepts, a prefix of whole segments', () => {
+    const full = {
+      SVC_ARTIFACT_S3_ENDPOINT: 'http://127.0.0.1:8060',
+      SVC_ARTIFACT_S3_BUCKET: 'svc-artifacts',
+      SVC_ARTIFACT_S3_ACCESS_KEY_ID: 'id',
+      SVC_ARTIFACT_S3_SECRET_ACCESS_KEY: 'secret',
+    };
+    assert.equal(loadComponentConfig('api', {}, none).deploys.objectStore, undefined);
+    assert.deepEqual(loadComponentConfig('api', { ...full, SVC_ARTIFACT_S3_PREFIX: 'prod/eu/' }, none).deploys.objectStore, {
+      endpoint: 'http://127.0.0.1:8060',
+      bucket: 'svc-artifacts',
+      region: 'us-east-1',
+      prefix: 'prod/eu/',
+      accessKeyId: 'id',
+      secretAccessKey: 'secret',
+      pathStyle: true,
+    });
+    const refused = (env: Record<string, string>, problems: RegExp) =>
+      assert.throws(
+        () => loadComponentConfig('api', env, none),
+        (err: unknown) => err instanceof ConfigError && problems.test(err.problems.join('; ')),
+      );
+    refused(
+      { SVC_ARTIFACT_S3_ENDPOINT: full.SVC_ARTIFACT_S3_ENDPOINT },
+      /SVC_ARTIFACT_S3_BUCKET: required with SVC_ARTIFACT_S3_ENDPOINT; SVC_ARTIFACT_S3_ACCESS_KEY_ID: required with SVC_ARTIFACT_S3_ENDPOINT; SVC_ARTIFACT_S3_SECRET_ACCESS_KEY/,
+    );
+    refused({ ...full, SVC_ARTIFACT_S3_BUCKET: 'Svc_Artifacts' }, /SVC_ARTIFACT_S3_BUCKET: must be an S3 bucket name/);
+    refused({ ...full, SVC_ARTIFACT_S3_ENDPOINT: 'ftp://store' }, /SVC_ARTIFACT_S3_ENDPOINT: must be an http\(s\) URL/);
+    refused({ ...full, SVC_ARTIFACT_S3_PREFIX: '../x/' }, /SVC_ARTIFACT_S3_PREFIX: must be empty or path segments/);
+    refused({ ...full, SVC_ARTIFACT_S3_PREFIX: 'a/./' }, /SVC_ARTIFACT_S3_PREFIX/);
+    refused({ ...full, SVC_ARTIFACT_S3_PREFIX: 'no-slash' }, /SVC_ARTIFACT_S3_PREFIX/);
   });
 
   it('DNS-01: a zone needs its server and key; the server is host:port with a real port, IPv6 in brackets', () => {

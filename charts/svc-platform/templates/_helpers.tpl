@@ -197,3 +197,31 @@ spec:
       {{- include "svc.selector" . | nindent 6 }}
 {{- end }}
 {{- end }}
+
+{{/* The artifacts' object store, for the API and its migration (SVC_ARTIFACT_S3_*); nothing without an endpoint. */}}
+{{- define "svc.objectStoreEnv" -}}
+{{- with .Values.api.artifacts.s3 }}
+{{- if .endpoint }}
+- name: SVC_ARTIFACT_S3_ENDPOINT
+  value: {{ .endpoint | quote }}
+- name: SVC_ARTIFACT_S3_BUCKET
+  value: {{ .bucket | quote }}
+- name: SVC_ARTIFACT_S3_REGION
+  value: {{ .region | quote }}
+- name: SVC_ARTIFACT_S3_PREFIX
+  value: {{ .prefix | quote }}
+- name: SVC_ARTIFACT_S3_PATH_STYLE
+  value: {{ .pathStyle | quote }}
+- name: SVC_ARTIFACT_S3_ACCESS_KEY_ID
+  valueFrom:
+    secretKeyRef:
+      name: {{ required "api.artifacts.s3.existingSecret is required with api.artifacts.s3.endpoint: the Secret holding the key pair" .existingSecret | quote }}
+      key: {{ .accessKeyIdKey | quote }}
+- name: SVC_ARTIFACT_S3_SECRET_ACCESS_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ .existingSecret | quote }}
+      key: {{ .secretAccessKeyKey | quote }}
+{{- end }}
+{{- end }}
+{{- end }}
