@@ -91,7 +91,7 @@ format: deps
 	@node_modules/.bin/prettier --write --log-level warn .
 
 test: lint build cluster postgres nodes
-	@hack/dev.sh up controllers
+	@hack/dev.sh up s3 controllers
 	@hack/test.sh
 
 test-unit: build
@@ -100,7 +100,7 @@ test-unit: build
 # Benchmarks print ratios against a baseline measured in the same run (docs/benchmarks.md).
 bench: build cluster postgres nodes
 	@hack/install-deps.sh bench
-	@hack/dev.sh up controllers
+	@hack/dev.sh up s3 controllers
 	@SVC_LOG_LEVEL=silent node dist/bench/api.js
 	@node dist/bench/pods.js
 	@SVC_LOG_LEVEL=silent node dist/bench/deploy.js

@@ -6,6 +6,7 @@
 // source included. Machines still verify the bytes they get against the digest.
 import type Koa from 'koa';
 import { bearerOf, checkArtifactCredential } from '../lib/artifacts/credential.js';
+import { ArtifactCorrupt } from '../lib/artifacts/s3-store.js';
 import { digestPattern, type ArtifactStore } from '../lib/artifacts/store.js';
 
 export const artifactPrefix = '/artifacts/';
@@ -35,7 +36,14 @@ export function artifactEndpoint(store: ArtifactStore, key: Buffer | undefined, 
       if (check.status === 401) ctx.set('WWW-Authenticate', 'Bearer realm="artifacts"');
       return fail(check.status, check.error);
     }
-    const found = await store.open(digest);
+    let found;
+    try {
+      found = await store.open(digest);
+    } catch (err) {
+      // The object store holds other bytes under the name: never served as the artifact.
+      if (err instanceof ArtifactCorrupt) return fail(502, `artifact ${digest} is damaged in the object store`);
+      throw err;
+    }
     if (!found) return fail(404, `artifact ${digest} not found`);
     ctx.set('Content-Type', 'application/gzip');
     ctx.set('Content-Length', String(found.size));

@@ -301,13 +301,8 @@ export async function assembleDeps(deps: {
   }, 3600_000);
   hostnameTimer.unref();
   const artifacts = artifactStoreOf(config.deploys);
-  if (artifacts instanceof S3ArtifactStore)
-    await artifacts.ensureBucket().catch((err: unknown) => {
-      const o = config.deploys.objectStore!;
-      throw new Error(
-        `the artifacts' bucket ${o.bucket} at ${o.endpoint} cannot be used: ${err instanceof Error ? err.message : String(err)}`,
-      );
-    });
+  // A store it cannot use stops the API at once, saying why (the key pair, the endpoint, the region).
+  if (artifacts instanceof S3ArtifactStore) await artifacts.ensureBucket();
   const deploys = new DeployStore(db, clock);
   // Email invitations go out once the spec listing them is rolled out, and links and sessions of an
   // address the controller no longer reports in force are revoked (queued in the outbox; the leader sends them).

@@ -130,8 +130,9 @@ const restartPolicies: Record<Restart, string> = { always: 'Always', 'on-failure
 
 /**
  * The names the app's machines reach its services by (and their addresses), for every machine of an
- * App with services: the platform runs no cluster DNS it could rely on, and a Service's ClusterIP
- * lasts as long as the Service.
+ * App with services: a compose name (`db`) is no DNS name in a namespace an account's Apps share
+ * (the Services' own names, `<app>-<service>`, resolve through the cluster DNS;
+ * docs/decisions/0037-cluster-dns.md), and a Service's ClusterIP lasts as long as the Service.
  */
 function hostAliasesOf(app: App, settings: AppSettings): k8s.V1HostAlias[] | undefined {
   if (!app.spec.services?.length) return undefined;

@@ -79,21 +79,26 @@ describe('chart: lint, schema and what it renders', () => {
       { name: 'store', key: 'AWS_SECRET_ACCESS_KEY' },
     );
     // A cache, not a claim; no migration without a claim to move.
-    assert.deepEqual(pod.volumes!.find((v) => v.name === 'artifacts')?.emptyDir, { sizeLimit: '2Gi' });
+    assert.deepEqual({ ...pod.volumes!.find((v) => v.name === 'artifacts')?.emptyDir }, { sizeLimit: '2Gi' });
     assert.equal(pod.initContainers, undefined);
     const moving = apiOf(await render('-f', localValues, ...s3, '--set', 'api.artifacts.existingClaim=old-artifacts'));
     assert.deepEqual(
       moving.initContainers?.map((c) => c.command),
-      [['node', '/app/dist/api/migrate-artifacts.js', '/var/lib/svc/legacy-artifacts']],
+      [['node', '/app/dist/api/migrate-artifacts.js', '--allow-refused', '/var/lib/svc/legacy-artifacts']],
     );
-    assert.deepEqual(moving.volumes!.find((v) => v.name === 'legacy-artifacts')?.persistentVolumeClaim, {
-      claimName: 'old-artifacts',
-      readOnly: true,
-    });
+    assert.deepEqual(
+      { ...moving.volumes!.find((v) => v.name === 'legacy-artifacts')?.persistentVolumeClaim },
+      {
+        claimName: 'old-artifacts',
+        readOnly: true,
+      },
+    );
     assert.ok(moving.initContainers?.[0]?.env?.some((e) => e.name === 'SVC_ARTIFACT_S3_ACCESS_KEY_ID'));
+    // Without an object store nor a claim: the artifacts themselves in an emptyDir, with no size limit to be evicted at.
+    assert.deepEqual({ ...apiOf(await render('-f', localValues)).volumes!.find((v) => v.name === 'artifacts')?.emptyDir }, {});
     // Without an object store the claim is where the artifacts live, as before.
     const files = apiOf(await render('-f', localValues, '--set', 'api.artifacts.existingClaim=old-artifacts'));
-    assert.deepEqual(files.volumes!.find((v) => v.name === 'artifacts')?.persistentVolumeClaim, { claimName: 'old-artifacts' });
+    assert.deepEqual({ ...files.volumes!.find((v) => v.name === 'artifacts')?.persistentVolumeClaim }, { claimName: 'old-artifacts' });
     assert.equal(
       files.containers[0]!.env!.find((e) => e.name === 'SVC_ARTIFACT_S3_ENDPOINT'),
       undefined,

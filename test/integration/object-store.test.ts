@@ -24,9 +24,9 @@ const read = async (stream: Readable) => {
   return Buffer.concat(chunks);
 };
 /** api/migrate-artifacts.js DIR run as an operator runs it, with `env` only; its exit code and output. */
-const migrateArtifacts = (dir: string, env: Record<string, string>) =>
+const migrateArtifacts = (args: string | string[], env: Record<string, string>) =>
   new Promise<{ code: number | null; out: string }>((resolve) => {
-    const child = execFile(process.execPath, [path.join(repoRoot, 'dist/api/migrate-artifacts.js'), dir], {
+    const child = execFile(process.execPath, [path.join(repoRoot, 'dist/api/migrate-artifacts.js'), ...[args].flat()], {
       env: { PATH: process.env.PATH, SVC_LOG_LEVEL: 'info', ...env },
     });
     let out = '';
@@ -84,12 +84,13 @@ describe('the object store of artifacts', () => {
     );
     assert.deepEqual(await read(object.Body as Readable), bytes);
     // Another replica (another cache) reads it from the bucket, and gets a local file of it.
-    const other = new S3ArtifactStore(objectStoreConfigOf(env), await dir());
+    const otherCache = await dir();
+    const other = new S3ArtifactStore(objectStoreConfigOf(env), otherCache);
     const opened = await other.open(staged.digest);
     assert.equal(opened?.size, bytes.length);
     assert.deepEqual(await read(opened.stream), bytes);
     const file = await other.localFile(staged.digest);
-    assert.ok(file.startsWith(dirs.at(-1)!), file);
+    assert.ok(file.startsWith(otherCache), file);
     // Too large is refused while staging, and nothing is left of it.
     await assert.rejects(store.stage(Readable.from([Buffer.alloc(2048)]), 1024), UploadTooLarge);
     assert.deepEqual(await readdir(path.join(cache, 'tmp')), []);
@@ -99,6 +100,14 @@ describe('the object store of artifacts', () => {
     assert.equal(await other.size(staged.digest), undefined);
     assert.deepEqual(await store.list(), []);
     await assert.rejects(other.localFile(staged.digest), /not in the store/);
+    // Cached copies go once not read for the collector's grace; the bucket keeps the artifact.
+    const kept = await store.stageBytes(Buffer.from('kept in the bucket'));
+    await store.put(kept);
+    await other.localFile(kept.digest);
+    assert.equal((await readdir(path.join(otherCache, 'sha256'))).length, 1);
+    await other.removeStaleStaged(new Date(Date.now() + 60_000));
+    assert.deepEqual(await readdir(path.join(otherCache, 'sha256')), []);
+    assert.equal(await other.size(kept.digest), 'kept in the bucket'.length);
     store.close();
     other.close();
   });
@@ -138,9 +147,18 @@ describe('the object store of artifacts', () => {
     // A wrong secret: the store refuses, and the message says so.
     const wrong = await run({ ...env, SVC_ARTIFACT_S3_SECRET_ACCESS_KEY: 'not-the-secret' });
     assert.equal(wrong.code, 1, wrong.out);
-    assert.match(wrong.out, /failed|denied|signature/i);
-    // Right: the bucket is made, and an empty directory moves nothing.
-    const right = await run(env);
+    assert.match(
+      wrong.out,
+      /the bucket svc-test-[0-9a-f]+ at http:\/\/127\.0\.0\.1:\d+ cannot be used: refused \(HTTP 403: the key pair is wrong or may not use this bucket\)/,
+    );
+    // A path that is not a directory store (mistyped, a claim not mounted) is an error, not "nothing to copy".
+    const notAStore = await run(env);
+    assert.equal(notAStore.code, 1, notAStore.out);
+    assert.match(notAStore.out, /\/nonexistent is not a directory of artifacts/);
+    // Right: the bucket is made, and an empty directory store moves nothing.
+    const empty = await dir();
+    await mkdir(path.join(empty, 'sha256'));
+    const right = await migrateArtifacts(empty, { SVC_STATE_DIR: tmpdir(), SVC_ARTIFACT_DIR: path.join(empty, 'cache'), ...env });
     assert.equal(right.code, 0, right.out);
     assert.match(right.out, /0 copied, 0 there already, 0 refused/);
   });
@@ -154,14 +172,21 @@ describe('the object store of artifacts', () => {
     // A file that lies about its content: never copied under the name it claims.
     await writeFile(path.join(legacy, 'sha256', digestOf(Buffer.from('what it claims')).slice(7)), 'something else');
     await writeFile(path.join(legacy, 'sha256', 'not-a-digest'), 'ignored');
-    const migrate = () => migrateArtifacts(legacy, { SVC_STATE_DIR: legacy, SVC_ARTIFACT_DIR: path.join(legacy, 'cache'), ...env });
+    const cache = await dir();
+    const migrate = (...flags: string[]) => migrateArtifacts([...flags, legacy], { SVC_STATE_DIR: cache, SVC_ARTIFACT_DIR: cache, ...env });
     const first = await migrate();
     assert.equal(first.code, 1, 'a refused file fails the run');
     assert.match(first.out, /2 copied, 0 there already, 1 refused/);
     assert.match(first.out, /its bytes are sha256:/);
+    // Nothing written beside the source (the chart mounts the old claim read-only), nothing left staged.
+    assert.deepEqual((await readdir(legacy)).sort(), ['sha256']);
+    assert.deepEqual(await readdir(path.join(cache, 'tmp')), []);
     const store = new S3ArtifactStore(objectStoreConfigOf(env), await dir());
     assert.deepEqual((await store.list()).map((a) => a.digest).sort(), good.map(digestOf).sort());
-    const again = await migrate();
+    // Again, as the chart's init container runs it: what is there is skipped, and the refused file
+    // is logged without keeping the API from starting.
+    const again = await migrate('--allow-refused');
+    assert.equal(again.code, 0, again.out);
     assert.match(again.out, /0 copied, 2 there already, 1 refused/);
     store.close();
   });

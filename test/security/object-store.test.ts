@@ -21,7 +21,7 @@ describe('attack: bytes swapped in the object store', () => {
     for (const d of dirs) await rm(d, { recursive: true, force: true });
   });
 
-  it('an object whose bytes are not its name is never read in place as that artifact, nor cached', async () => {
+  it('an object whose bytes are not its name is never served nor read in place as that artifact, nor cached', async () => {
     const cache = await mkdtemp(path.join(tmpdir(), 'svc-object-store-attack-'));
     dirs.push(cache);
     const store = new S3ArtifactStore(objectStoreConfigOf(env), cache);
@@ -36,6 +36,8 @@ describe('attack: bytes swapped in the object store', () => {
     );
     attacker.destroy();
     await assert.rejects(store.localFile(digest), /other bytes/);
+    // Nor served (to a machine, or to a database restore, which does not check).
+    await assert.rejects(store.open(digest), /other bytes/);
     assert.deepEqual(await readdir(path.join(cache, 'sha256')).catch(() => []), [], 'nothing cached under the name');
     assert.deepEqual(await readdir(path.join(cache, 'tmp')), [], 'nothing staged left');
     store.close();

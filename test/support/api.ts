@@ -147,6 +147,8 @@ export async function startTestApi(
     port?: number;
     /** Publish the API as http://<publicHost>:<port> (SVC_API_PUBLIC_URL): a host name where a browser needs one (passkeys refuse an IP). */
     publicHost?: string;
+    /** false: artifacts as files in its directory (the store a chart without an object store runs), not in a bucket. */
+    objectStore?: false;
     /**
      * Another API process of the same platform as this one: its database and its Lease, so the two
      * elect one leader (a replica, with workers of its own, unlike `replica()`).
@@ -166,7 +168,7 @@ export async function startTestApi(
   const publicUrl = opts.publicHost ? `http://${opts.publicHost}:${listener.port}` : listener.url;
   const machineListener = await listenForMachines();
   // Artifacts in the local object store, as make dev keeps them; the directory is the API's cache.
-  const objectStoreEnv = shared?.objectStoreEnv ?? freshBucketEnv();
+  const objectStoreEnv = shared?.objectStoreEnv ?? (opts.objectStore === false ? {} : freshBucketEnv());
   const artifactDir = await mkdtemp(path.join(tmpdir(), 'svc-artifacts-'));
   const config = loadConfig(
     {
