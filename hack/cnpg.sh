@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
-# CloudNativePG's custom resource definitions, for the cloudnative-pg provider of Databases
-# (controllers/database/cnpg.ts): taken from the operator's published Go module through the Go
-# module proxy (the module zip carries config/crd/bases), at one pinned release, and applied
-# server-side to the local cluster. The operator itself is not run here (docs/decisions/0017).
-#   cnpg.sh crds    install (or update) the Cluster CRD; prints the version
-#   cnpg.sh path    print where the CRD file is (downloading the module if needed)
+# CloudNativePG for the cloudnative-pg provider of Databases (controllers/database/cnpg.ts,
+# docs/decisions/0039-cloudnative-pg.md), from the operator's Go module through the Go module proxy
+# at one pinned release: its CRDs (the module carries config/crd/bases), and the operator itself as
+# its release manifest (releases/cnpg-<version>.yaml) installs it, on the image of its manager
+# built here (hack/build-cnpg.sh, hack/images.sh's svc/cnpg).
+#   cnpg.sh crds      install (or update) the Cluster CRD; prints the version
+#   cnpg.sh operator  install (or update) the operator in cnpg-system and wait until it serves
+#   cnpg.sh path      print where the CRD file is (downloading the module if needed)
 source "$(dirname "$0")/lib.sh"
 
-CNPG_VERSION=${CNPG_VERSION:-v1.27.1}
-crd_file() {
+CNPG_VERSION=${CNPG_VERSION:-v1.30.0}
+module_dir() {
   command -v go >/dev/null || { echo "cnpg: go is required on PATH (it fetches the module)" >&2; exit 1; }
+  GOMODCACHE="$CACHE/gomod" GOCACHE="$CACHE/gocache" GOFLAGS=-mod=mod GOTOOLCHAIN=local \
+    go mod download -json "github.com/cloudnative-pg/cloudnative-pg@$CNPG_VERSION" | sed -n 's/.*"Dir": "\(.*\)",/\1/p'
+}
+
+crd_file() {
   local dir
-  dir=$(GOMODCACHE="$CACHE/gomod" GOCACHE="$CACHE/gocache" GOFLAGS=-mod=mod GOTOOLCHAIN=local \
-    go mod download -json "github.com/cloudnative-pg/cloudnative-pg@$CNPG_VERSION" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
+  dir=$(module_dir)
   local f="$dir/config/crd/bases/postgresql.cnpg.io_clusters.yaml"
   [ -f "$f" ] || { echo "cnpg: no Cluster CRD in github.com/cloudnative-pg/cloudnative-pg@$CNPG_VERSION ($dir)" >&2; exit 1; }
   echo "$f"
@@ -33,5 +39,22 @@ case "${1:-}" in
     [ "$established" = True ] || { echo "cnpg: clusters.postgresql.cnpg.io not established after 60 s" >&2; exit 1; }
     echo "cnpg: clusters.postgresql.cnpg.io $CNPG_VERSION established"
     ;;
-  *) echo "usage: cnpg.sh crds|path" >&2; exit 2 ;;
+  operator)
+    # shellcheck disable=SC1091
+    source "$STATE/images.env"
+    [ -n "${SVC_IMAGE_CNPG:-}" ] || { echo "cnpg: no svc/cnpg image in $STATE/images.env (hack/images.sh builds it)" >&2; exit 1; }
+    manifest="$(module_dir)/releases/cnpg-${CNPG_VERSION#v}.yaml"
+    [ -f "$manifest" ] || { echo "cnpg: no release manifest $manifest" >&2; exit 1; }
+    # The release as published, on our build of its manager (the same source, from the module).
+    sed -e "s|ghcr.io/cloudnative-pg/cloudnative-pg:${CNPG_VERSION#v}|$SVC_IMAGE_CNPG|g" -e 's|imagePullPolicy: Always|imagePullPolicy: IfNotPresent|' "$manifest" |
+      KUBECONFIG="$STATE/kubeconfig" "$K8S_BIN/kubectl" apply --server-side --force-conflicts -f - >/dev/null
+    if ! KUBECONFIG="$STATE/kubeconfig" "$K8S_BIN/kubectl" -n cnpg-system rollout status deployment/cnpg-controller-manager --timeout=180s >/dev/null; then
+      echo "cnpg: the operator is not ready after 180 s:" >&2
+      KUBECONFIG="$STATE/kubeconfig" "$K8S_BIN/kubectl" -n cnpg-system get pods -o wide >&2 || true
+      KUBECONFIG="$STATE/kubeconfig" "$K8S_BIN/kubectl" -n cnpg-system logs deployment/cnpg-controller-manager --tail=30 >&2 || true
+      exit 1
+    fi
+    echo "cnpg: operator $CNPG_VERSION ready in cnpg-system ($SVC_IMAGE_CNPG)"
+    ;;
+  *) echo "usage: cnpg.sh crds|operator|path" >&2; exit 2 ;;
 esac

@@ -16,6 +16,9 @@ export SVC_DATABASE_URL=${SVC_DATABASE_URL:-postgres://svc@127.0.0.1:$PG_PORT/sv
 # shellcheck disable=SC1091
 [ -f "$STATE/images.env" ] && set -a && source "$STATE/images.env" && set +a
 export SVC_MACHINE_PLATFORM_PORTS="$MACHINE_PORTS"
+# CloudNativePG's instances run Debian's PostgreSQL of svc/cnpg-postgres (hack/images.sh; the
+# operator: hack/cnpg.sh operator, docs/decisions/0039-cloudnative-pg.md).
+export SVC_DATABASE_CNPG_IMAGE=${SVC_DATABASE_CNPG_IMAGE:-${SVC_IMAGE_CNPG_POSTGRES:-}}
 # Services built from source are pushed to the local registry, which the nodes pull from.
 export SVC_BUILD_REGISTRY=${SVC_BUILD_REGISTRY:-127.0.0.1:$REGISTRY_PORT}
 # Sign-in links go to the local mail catcher (the `mail` component) unless told otherwise.
@@ -48,12 +51,15 @@ start_component() {
       ensure_s3_secret
       "$ROOT/hack/build-versitygw.sh" >/dev/null
       mkdir -p "$STATE/s3"
-      # The root key pair only: the API is its one user. Loopback only.
-      start_daemon s3 env ROOT_ACCESS_KEY_ID=svc-dev ROOT_SECRET_ACCESS_KEY="$(cat "$STATE/s3-secret")" \
-        "$VERSITYGW_BIN/versitygw" --port "127.0.0.1:$S3_PORT" posix "$STATE/s3"
+      # The root key pair only: the API is its one user. Loopback only. The secret in the
+      # environment, never on a command line.
+      ROOT_ACCESS_KEY_ID=svc-dev ROOT_SECRET_ACCESS_KEY="$(cat "$STATE/s3-secret")" \
+        start_daemon s3 "$VERSITYGW_BIN/versitygw" --port "127.0.0.1:$S3_PORT" posix "$STATE/s3"
       wait_ready s3 30 curl -sS --max-time 2 -o /dev/null "http://127.0.0.1:$S3_PORT/"
       ;;
     controllers)
+      # Databases served by CloudNativePG by default: its operator runs first.
+      [ "${SVC_DATABASE_PROVIDER:-pods}" != cloudnative-pg ] || "$ROOT/hack/cnpg.sh" operator
       start_daemon controllers node --enable-source-maps dist/controllers/main.js
       wait_ready controllers 60 started_since_last_start controllers 'Controllers started'
       ;;
@@ -69,15 +75,25 @@ start_component() {
       # Artifacts (deploy trees, build outputs, database backups) live in the local object store
       # (the `s3` component; docs/decisions/0038-object-store.md) unless told otherwise, and
       # $STATE/artifacts is the API's cache; SVC_ARTIFACT_S3_ENDPOINT= keeps them in that directory.
-      if [ -n "${SVC_ARTIFACT_S3_ENDPOINT-http://127.0.0.1:$S3_PORT}" ]; then
-        export SVC_ARTIFACT_S3_ENDPOINT=${SVC_ARTIFACT_S3_ENDPOINT:-http://127.0.0.1:$S3_PORT}
-        export SVC_ARTIFACT_S3_BUCKET=${SVC_ARTIFACT_S3_BUCKET:-svc-artifacts}
-        export SVC_ARTIFACT_S3_ACCESS_KEY_ID=${SVC_ARTIFACT_S3_ACCESS_KEY_ID:-svc-dev}
-        export SVC_ARTIFACT_S3_SECRET_ACCESS_KEY=${SVC_ARTIFACT_S3_SECRET_ACCESS_KEY:-$(cat "$STATE/s3-secret")}
-      else
-        unset SVC_ARTIFACT_S3_ENDPOINT
-      fi
-      start_daemon api node --enable-source-maps dist/api/main.js
+      # In a subshell: the key pair is the API's alone, not the components started after it.
+      (
+        if [ -n "${SVC_ARTIFACT_S3_ENDPOINT-http://127.0.0.1:$S3_PORT}" ]; then
+          [ -s "$STATE/s3-secret" ] || { say "api: no $STATE/s3-secret: start the s3 part first (hack/dev.sh up s3 api)"; exit 1; }
+          export SVC_ARTIFACT_S3_ENDPOINT=${SVC_ARTIFACT_S3_ENDPOINT:-http://127.0.0.1:$S3_PORT}
+          export SVC_ARTIFACT_S3_BUCKET=${SVC_ARTIFACT_S3_BUCKET:-svc-artifacts}
+          export SVC_ARTIFACT_S3_ACCESS_KEY_ID=${SVC_ARTIFACT_S3_ACCESS_KEY_ID:-svc-dev}
+          export SVC_ARTIFACT_S3_SECRET_ACCESS_KEY=${SVC_ARTIFACT_S3_SECRET_ACCESS_KEY:-$(cat "$STATE/s3-secret")}
+          # Artifacts kept as files before the object store (make dev of an earlier checkout): copied
+          # into the bucket once (what is there is skipped), so their deploys still start and roll back.
+          if [ -d "$STATE/artifacts/sha256" ] && [ ! -e "$STATE/artifacts/.in-object-store" ]; then
+            node dist/api/migrate-artifacts.js --allow-refused "$STATE/artifacts" >>"$LOGS/api.log" 2>&1 &&
+              touch "$STATE/artifacts/.in-object-store"
+          fi
+        else
+          unset SVC_ARTIFACT_S3_ENDPOINT
+        fi
+        start_daemon api node --enable-source-maps dist/api/main.js
+      ) || exit 1
       wait_ready api 60 curl -fsS --max-time 2 "http://127.0.0.1:$API_PORT/api/health"
       ;;
     ingress-auth)

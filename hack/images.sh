@@ -4,6 +4,8 @@
 #   pause        the pod sandbox: pause.c of the Kubernetes release, compiled with gcc -static
 #   busybox      busybox-static and its applets
 #   svc/coredns  CoreDNS (hack/build-coredns.sh), the cluster DNS
+#   svc/cnpg     CloudNativePG's operator (hack/build-cnpg.sh)
+#   svc/cnpg-postgres  Debian's PostgreSQL as CloudNativePG runs it (uid 26)
 #   svc/versitygw  versitygw (hack/build-versitygw.sh), an S3 object store (the chart test's)
 #   debian       a minimal Debian (mmdebstrap --variant=minbase)
 #   python       Debian with python3
@@ -142,6 +144,23 @@ static_image() {
 # The cluster DNS (hack/nodes.sh start_cluster_dns): CoreDNS (hack/build-coredns.sh).
 "$ROOT/hack/build-coredns.sh"
 static_image coredns "$COREDNS_BIN/coredns" SVC_IMAGE_COREDNS
+# CloudNativePG's operator (hack/build-cnpg.sh), laid out as its own Dockerfile does: the binary at
+# /operator/manager_<arch> (the operator lists the architectures it can copy into instances from
+# there, relative to / as its working directory) and /manager linking to it, the entrypoint and what
+# the bootstrap-controller init container of every instance runs.
+"$ROOT/hack/build-cnpg.sh"
+[ -x "$CNPG_BIN/manager" ] || { echo "images: no CloudNativePG manager at $CNPG_BIN/manager (hack/build-cnpg.sh)" >&2; exit 1; }
+arch=$(go env GOARCH 2>/dev/null || echo amd64)
+cnpg_tag=$(short "$RECIPE" "$(sha "$CNPG_BIN/manager")" "$arch")
+if [ ! -f "$LAYERS/cnpg-$cnpg_tag.tar" ]; then
+  d=$(mktemp -d)
+  install -D -m 0755 "$CNPG_BIN/manager" "$d/operator/manager_$arch"
+  ln -s "operator/manager_$arch" "$d/manager"
+  passwd_layer "$d"
+  tar_dir "$d" "$LAYERS/cnpg-$cnpg_tag.tar"; rm -rf "$d"
+fi
+image svc/cnpg "$cnpg_tag" "" --config.entrypoint /manager --config.workingdir / --config.user 65532:65532 -- "$LAYERS/cnpg-$cnpg_tag.tar"
+record SVC_IMAGE_CNPG svc/cnpg "$cnpg_tag"
 # The object store as a pod (the chart test's S3 endpoint): versitygw (hack/build-versitygw.sh).
 "$ROOT/hack/build-versitygw.sh"
 static_image versitygw "$VERSITYGW_BIN/versitygw" SVC_IMAGE_VERSITYGW
@@ -260,6 +279,26 @@ tag=$(short "$postgres_base_tag" "$entry_key")
 image svc/postgres "$tag" "$postgres_base_ref" --config.entrypoint /usr/local/bin/svc-postgres --config.user 1000:1000 "$path_env" -- \
   "$LAYERS/postgres-entry-$entry_key.tar"
 record SVC_IMAGE_POSTGRES svc/postgres "$tag"
+
+# CloudNativePG's operand (docs/decisions/0039-cloudnative-pg.md): the same Debian PostgreSQL, its
+# binaries on PATH and its user at uid/gid 26, what the operator runs instances as. The operator
+# copies its instance manager in; the image needs nothing else of ours.
+pg_bin=$(tar -tf "$LAYERS/postgres-$DEBIAN_TAG.tar" | sed -n 's|^\./\(usr/lib/postgresql/[0-9]*/bin\)/postgres$|/\1|p' | head -1)
+[ -n "$pg_bin" ] || { echo "images: no PostgreSQL server in $LAYERS/postgres-$DEBIAN_TAG.tar" >&2; exit 1; }
+users_key=$(short "$RECIPE" "$DEBIAN_TAG" uid26)
+if [ ! -f "$LAYERS/cnpg-users-$users_key.tar" ]; then
+  d=$(mktemp -d)
+  mkdir -p "$d/etc"
+  tar -xOf "$LAYERS/postgres-$DEBIAN_TAG.tar" ./etc/passwd | awk -F: -v OFS=: '$1=="postgres"{$3=26;$4=26}1' >"$d/etc/passwd"
+  tar -xOf "$LAYERS/postgres-$DEBIAN_TAG.tar" ./etc/group | awk -F: -v OFS=: '$1=="postgres"{$3=26}1' >"$d/etc/group"
+  tar_dir "$d" "$LAYERS/cnpg-users-$users_key.tar"; rm -rf "$d"
+fi
+# The tag starts with the major version: the operator reads it from there (its webhook refuses
+# an image whose tag does not).
+pg_tag="$(basename "$(dirname "$pg_bin")")-$postgres_base_tag-$users_key"
+image svc/cnpg-postgres "$pg_tag" "$postgres_base_ref" --config.user 26:26 \
+  "--config.env=PATH=$pg_bin:/usr/local/bin:/usr/bin:/bin" -- "$LAYERS/cnpg-users-$users_key.tar"
+record SVC_IMAGE_CNPG_POSTGRES svc/cnpg-postgres "$pg_tag"
 
 # Builds (controllers/build/): Debian with Python, pip and Git, Node.js with npm and corepack (from the
 # npm registry, at the versions below), and the platform's builder (builder/). Services built from a

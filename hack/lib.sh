@@ -19,6 +19,8 @@ HELM_BIN="$CACHE/helm-${HELM_VERSION:-v3.22.0}/bin"
 PEBBLE_BIN="$CACHE/pebble-${PEBBLE_VERSION:-v2.10.3}/bin"
 # CoreDNS, the cluster DNS (hack/build-coredns.sh builds it at this version).
 COREDNS_BIN="$CACHE/coredns-${COREDNS_VERSION:-v1.14.7}/bin"
+# CloudNativePG's operator (hack/build-cnpg.sh builds it at this version).
+CNPG_BIN="$CACHE/cnpg-${CNPG_VERSION:-v1.30.0}/bin"
 # versitygw, the S3-compatible object store of artifacts (hack/build-versitygw.sh builds it at this version).
 VERSITYGW_BIN="$CACHE/versitygw-${VERSITYGW_VERSION:-v1.8.0}/bin"
 # The nodes' runc (hack/build-runc.sh builds it at this version), by absolute path: never Debian's.
@@ -185,19 +187,19 @@ write_kubeconfig() {
 # The secret the controllers mint machines' artifact and builds' credentials with, and the API and
 # the registry's token service check them by (lib/artifacts/credential.ts): made once, kept with the
 # state, readable by root only. hack/nodes.sh needs it (registry-auth) before hack/dev.sh runs.
+ensure_artifact_key() {
+  local key="$STATE/artifact-key"
+  [ -s "$key" ] && return 0
+  mkdir -p "$STATE"
+  (umask 077 && head -c 32 /dev/urandom | base64 | tr -d '\n=' >"$key.tmp") && mv "$key.tmp" "$key"
+}
+
 # ensure_s3_secret : the local object store's secret key, made once.
 ensure_s3_secret() {
   local key="$STATE/s3-secret"
   [ -s "$key" ] && return 0
   mkdir -p "$STATE"
   (umask 077 && head -c 30 /dev/urandom | base64 | tr -d '\n=/+' >"$key.tmp") && mv "$key.tmp" "$key"
-}
-
-ensure_artifact_key() {
-  local key="$STATE/artifact-key"
-  [ -s "$key" ] && return 0
-  mkdir -p "$STATE"
-  (umask 077 && head -c 32 /dev/urandom | base64 | tr -d '\n=' >"$key.tmp") && mv "$key.tmp" "$key"
 }
 
 # status_line NAME : one line saying whether NAME runs; a dead part shows its log tail.

@@ -292,6 +292,8 @@ const databases = part({
     SVC_DATABASE_PROVIDER: z.enum(['pods', 'cloudnative-pg']).default('pods'),
     SVC_DATABASE_CNPG_IMAGE: z.string().optional(),
     SVC_DATABASE_CNPG_OPERATOR_NAMESPACE: z.string().default('cnpg-system'),
+    // A primary and a standby by default: failover is why a platform team runs CloudNativePG.
+    SVC_DATABASE_CNPG_INSTANCES: z.coerce.number().int().min(1).max(9).default(2),
   },
   read: (e) =>
     Object.freeze({
@@ -305,8 +307,15 @@ const databases = part({
       backupSchedule: e.SVC_DATABASE_BACKUP_SCHEDULE,
       /** What serves a Database that names none (docs/decisions/0017-databases.md#the-cloudnative-pg-provider). */
       provider: e.SVC_DATABASE_PROVIDER,
-      /** The CloudNativePG operand image (its Cluster's imageName; unset: the operator's default) and the operator's namespace. */
-      cnpg: Object.freeze({ image: e.SVC_DATABASE_CNPG_IMAGE || undefined, operatorNamespace: e.SVC_DATABASE_CNPG_OPERATOR_NAMESPACE }),
+      /**
+       * The CloudNativePG operand image (its Cluster's imageName; unset: the operator's default), the
+       * operator's namespace, and how many instances a Cluster has (one primary, the others standbys).
+       */
+      cnpg: Object.freeze({
+        image: e.SVC_DATABASE_CNPG_IMAGE || undefined,
+        operatorNamespace: e.SVC_DATABASE_CNPG_OPERATOR_NAMESPACE,
+        instances: e.SVC_DATABASE_CNPG_INSTANCES,
+      }),
     }),
 });
 

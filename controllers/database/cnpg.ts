@@ -6,9 +6,13 @@
 import type * as k8s from '@kubernetes/client-node';
 import { labels, managers } from '../../lib/contract.js';
 import { databaseBytes, databaseObjects, databasePort } from '../../lib/databases.js';
+import { platformPeers } from '../../lib/kube/platform-peers.js';
 import type { App, Database } from '../../lib/resources/index.js';
 import type { ConditionInput } from '../frame/status.js';
 import { databaseEphemeralStorage, meta, serverPolicy, type DatabaseSettings, type DatabaseStatusFields } from './desired.js';
+
+/** The instance manager's status port: the kubelet's probes and the operator ask it. */
+const instanceManagerPort = 8000;
 
 export const cnpg = { group: 'postgresql.cnpg.io', version: 'v1', plural: 'clusters', kind: 'Cluster' } as const;
 
@@ -31,7 +35,10 @@ export function providerOf(db: Database, settings: DatabaseSettings): Provider {
   return db.spec.provider ?? settings.provider ?? 'pods';
 }
 
-/** The Cluster: one instance on a volume of the Database's size, bootstrapped with the API's credentials. */
+/**
+ * The Cluster: `settings.cnpg.instances` instances (a primary and standbys the operator fails over
+ * to), each on a volume of the Database's size, bootstrapped with the API's credentials.
+ */
 export function cnpgCluster(db: Database, settings: DatabaseSettings): CnpgCluster {
   const name = db.metadata.name!;
   const o = databaseObjects(name);
@@ -40,7 +47,7 @@ export function cnpgCluster(db: Database, settings: DatabaseSettings): CnpgClust
     kind: cnpg.kind,
     metadata: meta(db, o.service),
     spec: {
-      instances: 1,
+      instances: settings.cnpg?.instances ?? 1,
       ...(settings.cnpg?.image ? { imageName: settings.cnpg.image } : {}),
       storage: {
         size: String(databaseBytes(db, settings.defaultBytes)),
@@ -74,10 +81,13 @@ export function cnpgService(db: Database): k8s.V1Service {
 }
 
 /**
- * A server of our own's policy (in: the attached app's machines), and: in, the operator's namespace
- * (its status checks of the instance manager); out, anything (the instance manager talks to the
- * Kubernetes API and its peers; the operator's role keeps the tenant's away from them: the owner,
- * `app`, is not a superuser, as on our own servers, and CloudNativePG leaves superuser access off).
+ * A server of our own's policy (in: the attached app's machines), and: in, the Cluster's own
+ * instances (a standby streams from the primary; the instance managers ask each other's status),
+ * the operator's namespace (its status checks of the instance manager) and the platform's
+ * addresses on the instance manager's port (the kubelet's probes); out, anything (the instance
+ * manager talks to the Kubernetes API and its peers; the operator's role keeps the tenant's away
+ * from them: the owner, `app`, is not a superuser, as on our own servers, and CloudNativePG leaves
+ * superuser access off).
  */
 export function cnpgPolicy(db: Database, settings: DatabaseSettings, attachedApps: App[]): k8s.V1NetworkPolicy {
   const base = serverPolicy(db, settings, { attachedApps, pod: undefined });
@@ -88,7 +98,14 @@ export function cnpgPolicy(db: Database, settings: DatabaseSettings, attachedApp
     ...base,
     spec: {
       ...base.spec!,
-      ingress: [...(base.spec!.ingress ?? []), { from: [operator] } as unknown as k8s.V1NetworkPolicyIngressRule],
+      ingress: [
+        ...(base.spec!.ingress ?? []),
+        { from: [operator, { podSelector: { matchLabels: { 'cnpg.io/cluster': databaseObjects(db.metadata.name!).service } } }] },
+        {
+          from: platformPeers(settings.platformCidrs, settings.platformNamespace),
+          ports: [{ protocol: 'TCP', port: instanceManagerPort }],
+        },
+      ] as unknown as k8s.V1NetworkPolicyIngressRule[],
       egress: [{}],
     },
   };

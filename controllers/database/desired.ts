@@ -33,7 +33,7 @@ export interface DatabaseSettings {
   platformNamespace?: string | undefined;
   /** What serves a Database that names no provider (controllers/database/cnpg.ts for cloudnative-pg). */
   provider?: 'pods' | 'cloudnative-pg';
-  cnpg?: { image: string | undefined; operatorNamespace: string };
+  cnpg?: { image: string | undefined; operatorNamespace: string; instances?: number };
   /** Servers and their backup Jobs in a user namespace of their own (hostUsers: false; config.userNamespaces). */
   userNamespaces?: boolean | undefined;
   /**

@@ -87,8 +87,31 @@ const source: Knex.MigrationSource<readonly [string, Migration]> = {
 
 const config = { migrationSource: source, tableName: 'knex_migrations' };
 
+/** Any fixed number: the advisory lock that serialises the making of knex's own tables. */
+const bookkeepingLock = 0x5_7c_00_01;
+
+/**
+ * knex's tables (what ran, and its lock's single row), made once under an advisory lock. knex makes
+ * them itself without one: two API replicas starting together on a new database (a first `helm
+ * install`) can both insert the lock's row, and with two rows knex never takes its lock again
+ * (every start: "Migration table is already locked"). Extra rows left by that race are removed.
+ * The shapes are knex's own (`_createMigrationTable`, `_createMigrationLockTable`).
+ */
+async function ensureBookkeeping(db: Db): Promise<void> {
+  await db.transaction(async (trx) => {
+    await trx.raw('select pg_advisory_xact_lock(?)', [bookkeepingLock]);
+    await trx.raw(
+      `create table if not exists ${config.tableName} (id serial primary key, name varchar(255), batch integer, migration_time timestamptz)`,
+    );
+    await trx.raw(`create table if not exists ${config.tableName}_lock (index serial primary key, is_locked integer)`);
+    await trx.raw(`delete from ${config.tableName}_lock where index <> (select min(index) from ${config.tableName}_lock)`);
+    await trx.raw(`insert into ${config.tableName}_lock (is_locked) select 0 where not exists (select 1 from ${config.tableName}_lock)`);
+  });
+}
+
 /** Applies every pending migration; returns the names applied. */
 export async function migrateLatest(db: Db): Promise<string[]> {
+  await ensureBookkeeping(db);
   const [, applied] = (await db.migrate.latest(config)) as [number, string[]];
   return applied;
 }

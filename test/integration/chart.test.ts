@@ -64,6 +64,38 @@ describe('chart: lint, schema and what it renders', () => {
     await refused(/endpoint/, '-f', localValues, '--set', 'api.artifacts.s3.endpoint=s3.example.com');
     await refused(/bucket/, '-f', localValues, '--set', 'api.artifacts.s3.bucket=Not_A_Bucket');
     await refused(/prefix/, '-f', localValues, '--set', 'api.artifacts.s3.prefix=../x/');
+    await refused(/provider/, '-f', localValues, '--set', 'databases.provider=mysql');
+    await refused(/instances/, '-f', localValues, '--set', 'databases.cloudnativePg.instances=0');
+  });
+
+  it('serves databases with either provider: pods by default, CloudNativePG with its image, namespace and instances', async () => {
+    const envOf = (objs: Obj[], component: string) =>
+      (ofKind(objs, 'Deployment').find((d) => (d.metadata?.name ?? '').endsWith(`-${component}`)) as k8s.V1Deployment).spec!.template.spec!
+        .containers[0]!.env!;
+    const value = (env: k8s.V1EnvVar[], name: string) => env.find((e) => e.name === name)?.value;
+    const byDefault = await render('-f', localValues);
+    assert.equal(value(envOf(byDefault, 'controllers'), 'SVC_DATABASE_PROVIDER'), 'pods');
+    assert.equal(value(envOf(byDefault, 'controllers'), 'SVC_DATABASE_CNPG_IMAGE'), undefined);
+    const cnpg = await render(
+      '-f',
+      localValues,
+      '--set',
+      'databases.provider=cloudnative-pg',
+      '--set',
+      'databases.cloudnativePg.image=registry.example/cnpg-postgres:16-x',
+      '--set',
+      'databases.cloudnativePg.instances=3',
+    );
+    for (const component of ['controllers', 'api']) {
+      const env = envOf(cnpg, component);
+      assert.deepEqual(
+        ['SVC_DATABASE_PROVIDER', 'SVC_DATABASE_CNPG_IMAGE', 'SVC_DATABASE_CNPG_OPERATOR_NAMESPACE', 'SVC_DATABASE_CNPG_INSTANCES'].map(
+          (n) => value(env, n),
+        ),
+        ['cloudnative-pg', 'registry.example/cnpg-postgres:16-x', 'cnpg-system', '3'],
+        component,
+      );
+    }
   });
 
   it('keeps artifacts in the object store with its key pair from a Secret; with the old claim too, copies it in first', async () => {

@@ -1,25 +1,36 @@
-// The cloudnative-pg provider against CloudNativePG's real Cluster CRD (installed by hack/cnpg.sh
-// from the operator's Go module): a Database made through the API on a platform configured for it
-// becomes a postgresql.cnpg.io/v1 Cluster the apiserver accepts (server-side apply, validated by the
-// CRD's schema and rules), bootstrapped with the API's credentials, reached through the same Service
-// name; its status follows the Cluster's as an operator would write it (the test writes it: the
-// operator does not run here); deleting the Database takes the Cluster with it.
+// The cloudnative-pg provider against CloudNativePG itself: the operator v1.30.0 (built from its Go
+// module, hack/build-cnpg.sh; installed from its release manifest, hack/cnpg.sh operator) running on
+// the local nodes, its instances on Debian's PostgreSQL (svc/cnpg-postgres). A Database made through
+// the API becomes a Cluster of a primary and a standby that the operator brings up; the attached
+// app's machines write and read rows through DATABASE_URL; the primary's pod is deleted, the
+// operator promotes the standby, and the app, reaching the same Service name, goes on with its rows;
+// deleting the Database takes the Cluster with it. The timings go to the output.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
-import { mergePatch } from '../../lib/kube/client.js';
 import { repoRoot } from '../../lib/paths.js';
 import { expectJson, startTestApi, type TestApi } from '../support/api.js';
+import { getFromApp } from '../support/app-traffic.js';
+import { dbAppScript } from '../support/db-app.js';
+import { images } from '../support/images.js';
 import { eventually } from '../support/wait.js';
 
 const cluster = { group: 'postgresql.cnpg.io', version: 'v1', plural: 'clusters' };
+const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
-describe('Databases on CloudNativePG (real CRDs)', { timeout: 300_000 }, () => {
+interface Cluster {
+  metadata: { ownerReferences?: Array<{ kind: string; name: string }> };
+  spec: Record<string, unknown>;
+  status?: { currentPrimary?: string; targetPrimary?: string; readyInstances?: number; instances?: number; phase?: string };
+}
+
+describe('Databases on CloudNativePG (the operator running)', { timeout: 600_000 }, () => {
   let api: TestApi;
   let ns: string;
+  const timings: string[] = [];
   const json = expectJson;
   const database = async (name: string) =>
     (
@@ -28,89 +39,129 @@ describe('Databases on CloudNativePG (real CRDs)', { timeout: 300_000 }, () => {
         200,
       )
     ).databases.find((d) => d.name === name);
+  const clusterOf = async (name: string) =>
+    (await api.kube.kc
+      .makeApiClient(k8s.CustomObjectsApi)
+      .getNamespacedCustomObject({ ...cluster, namespace: ns, name })
+      .catch(() => undefined)) as Cluster | undefined;
+  /** GET `path` of the app's machines: the body of a 200, else it throws what it got. */
+  const app = async (p: string) => {
+    const r = await getFromApp(ns, 'cnpgapp', p);
+    if (!r) throw new Error('the app has no ready machine');
+    if (r.status !== 200) throw new Error(`the app answered ${r.status}: ${r.body.slice(0, 200)}`);
+    return r.body;
+  };
 
   before(async () => {
-    const { stdout } = await promisify(execFile)(path.join(repoRoot, 'hack/cnpg.sh'), ['crds'], { timeout: 240_000 });
+    const { stdout } = await promisify(execFile)(path.join(repoRoot, 'hack/cnpg.sh'), ['operator'], { timeout: 300_000 });
     console.log(`# ${stdout.trim()}`);
     api = await startTestApi({ env: { SVC_DATABASE_PROVIDER: 'cloudnative-pg' } });
     ns = api.account.namespace;
   });
   after(async () => {
     await api?.close();
+    if (timings.length) console.log(`# cloudnative-pg: ${timings.join(', ')}`);
   });
 
-  it('writes a Cluster the real CRD accepts, maps its status, and deletes it with the Database', async () => {
-    await json(await api.request('POST', '/api/databases', { body: { name: 'pg1', storage_bytes: 128 << 20 } }), 201);
-    const custom = api.kube.kc.makeApiClient(k8s.CustomObjectsApi);
-    const c = (await eventually('the Cluster', () =>
-      custom.getNamespacedCustomObject({ ...cluster, namespace: ns, name: 'db-pg1' }).catch(() => undefined),
-    )) as { metadata: { ownerReferences?: Array<{ kind: string; name: string }> }; spec: Record<string, unknown> };
-    assert.equal(c.spec.instances, 1);
-    assert.deepEqual(c.spec.bootstrap, { initdb: { database: 'pg1', owner: 'app', secret: { name: 'db-pg1-credentials' } } });
-    // The CRD's own defaults were applied (resizeInUseVolumes): the real schema took it.
-    assert.deepEqual(c.spec.storage, { size: String(128 << 20), resizeInUseVolumes: true });
-    assert.deepEqual((c.spec.inheritedMetadata as { labels: Record<string, string> }).labels['svc.dev/database'], 'pg1');
+  it('runs a Database as a primary and a standby; the app keeps its rows when the primary is deleted and the standby promoted', async () => {
+    const started = Date.now();
+    await json(await api.request('POST', '/api/databases', { body: { name: 'pg1', storage_bytes: 256 << 20 } }), 201);
+    const made = await eventually('the Cluster', () => clusterOf('db-pg1'));
+    assert.equal(made.spec.instances, 2);
+    assert.equal(made.spec.imageName, images.cnpgPostgres);
+    // What the provider wrote, with what the operator's webhook added (encoding, locale) beside it.
+    assert.partialDeepStrictEqual(made.spec.bootstrap, {
+      initdb: { database: 'pg1', owner: 'app', secret: { name: 'db-pg1-credentials' } },
+    });
     assert.deepEqual(
-      c.metadata.ownerReferences?.map((o) => [o.kind, o.name]),
+      made.metadata.ownerReferences?.map((o) => [o.kind, o.name]),
       [['Database', 'pg1']],
     );
-    // First "the Cluster is being created", until the controllers' cache of Clusters (started on
-    // this first need) shows it; then it waits for an operator, which does not run here.
-    const pending = await eventually('the Database waiting for the operator', async () =>
-      (await database('pg1'))?.message?.includes('waiting for the operator') ? database('pg1') : undefined,
-    );
-    assert.equal(pending?.phase, 'Pending');
 
-    // Attached apps reach it as any database: the same Service name, on the Cluster's primary.
+    // Ready once the operator reports the Cluster healthy: both instances up.
+    let last = '';
+    const ready = await eventually(
+      'the Database Ready',
+      async () => {
+        const d = await database('pg1');
+        last = `${d?.phase}: ${d?.message}`;
+        return d?.phase === 'Ready' ? d : undefined;
+      },
+      { timeoutMs: 300_000, intervalMs: 1000 },
+    ).catch((err: Error) => {
+      throw new Error(`${err.message}; last: ${last}`);
+    });
+    timings.push(`created to Ready ${seconds(Date.now() - started)}`);
+    assert.match(ready.message ?? '', /^CloudNativePG: Cluster in healthy state; PostgreSQL accepts connections at/);
+    const healthy = (await clusterOf('db-pg1'))!;
+    assert.equal(healthy.status?.readyInstances, 2);
+    const primary = healthy.status.currentPrimary!;
     const service = await api.kube.core.readNamespacedService({ namespace: ns, name: 'db-pg1' });
-    assert.deepEqual(service.spec?.selector, { 'cnpg.io/cluster': 'db-pg1', 'cnpg.io/instanceRole': 'primary' });
+    assert.equal(ready.host, service.spec?.clusterIP);
 
-    // What the operator writes once its instance is up.
-    const writeStatus = (status: Record<string, unknown>) =>
-      custom.patchNamespacedCustomObjectStatus({ ...cluster, namespace: ns, name: 'db-pg1', body: { status } }, mergePatch);
-    const now = new Date().toISOString();
-    await writeStatus({
-      phase: 'Cluster in healthy state',
-      instances: 1,
-      readyInstances: 1,
-      currentPrimary: 'db-pg1-1',
-      conditions: [{ type: 'Ready', status: 'True', reason: 'ClusterIsReady', message: 'Cluster is Ready', lastTransitionTime: now }],
-    });
-    const ready = await eventually('the Database Ready', async () =>
-      (await database('pg1'))?.phase === 'Ready' ? database('pg1') : undefined,
+    // Attached: the app's machines write and read through DATABASE_URL, the primary's Service.
+    await json(await api.request('POST', '/api/apps', { body: { name: 'cnpgapp' } }), 201);
+    await json(await api.request('PUT', '/api/apps/cnpgapp/database', { body: { name: 'pg1' } }), 200);
+    const d = await json<{ id: string }>(
+      await api.request('POST', '/api/apps/cnpgapp/deploy', { body: { image: images.runtime, command: ['node', '-e', dbAppScript] } }),
+      202,
     );
-    assert.equal(ready?.host, service.spec?.clusterIP);
-    assert.match(ready?.message ?? '', /^CloudNativePG: Cluster in healthy state; PostgreSQL accepts connections at/);
-    await writeStatus({
-      phase: 'Failing over',
-      phaseReason: 'primary db-pg1-1 is not ready',
-      readyInstances: 0,
-      conditions: [
-        { type: 'Ready', status: 'False', reason: 'ClusterIsNotReady', message: 'Cluster is not Ready', lastTransitionTime: now },
-      ],
-    });
-    const failing = await eventually('the Database no longer Ready', async () =>
-      (await database('pg1'))?.phase === 'Pending' ? database('pg1') : undefined,
-    );
-    assert.equal(failing?.message, 'CloudNativePG: Failing over: primary db-pg1-1 is not ready');
-
-    // A restore is CloudNativePG's own business.
-    assert.match(
-      (
-        await json<{ error: string }>(
-          await api.request('POST', '/api/databases', { body: { name: 'pg2', restore_from: { backup: 'bk-0' } } }),
-          404,
-        )
-      ).error,
-      /backup bk-0/,
-    );
-
-    await json(await api.request('DELETE', '/api/databases/pg1'), 204);
-    await eventually('the Database gone', async () => !(await database('pg1')));
     await eventually(
-      'the Cluster gone with it',
-      async () => !(await custom.getNamespacedCustomObject({ ...cluster, namespace: ns, name: 'db-pg1' }).catch(() => undefined)),
-      { timeoutMs: 60_000 },
+      `deploy ${d.id} live`,
+      async () => {
+        const got = await json<{ status: string; reason: string | null }>(await api.request('GET', `/api/deploys/${d.id}`), 200);
+        if (got.status === 'failed') throw new Error(`deploy ${d.id} failed: ${got.reason}`);
+        return got.status === 'live';
+      },
+      { timeoutMs: 120_000 },
     );
+    assert.equal(await eventually('a row written', () => app('/write/a'), { timeoutMs: 60_000 }), 'a');
+    assert.equal(await app('/write/b'), 'a,b');
+
+    // The primary's pod deleted: the operator promotes the standby, the Service follows the new
+    // primary, and the app (a connection per request to the same name) reads its rows and writes.
+    const failed = Date.now();
+    await api.kube.core.deleteNamespacedPod({ namespace: ns, name: primary, gracePeriodSeconds: 0 });
+    const promoted = await eventually(
+      'the standby promoted',
+      async () => {
+        const s = (await clusterOf('db-pg1'))?.status;
+        return s?.currentPrimary && s.currentPrimary !== primary && s.targetPrimary === s.currentPrimary ? s.currentPrimary : undefined;
+      },
+      { timeoutMs: 180_000, intervalMs: 500 },
+    );
+    timings.push(`primary deleted to standby promoted ${seconds(Date.now() - failed)}`);
+    assert.notEqual(promoted, primary);
+    const after = await eventually(
+      'the app writing through the new primary',
+      async () => {
+        const rows = await app('/').catch(() => undefined);
+        if (rows !== 'a,b') return undefined;
+        return app('/write/c').catch(() => undefined);
+      },
+      { timeoutMs: 120_000, intervalMs: 500 },
+    );
+    timings.push(`primary deleted to the app writing again ${seconds(Date.now() - failed)}`);
+    assert.equal(after, 'a,b,c', 'the rows written before the failover are there, and new ones go in');
+    const back = await eventually('the Database Ready again', async () => ((await database('pg1'))?.phase === 'Ready' ? true : undefined), {
+      timeoutMs: 300_000,
+      intervalMs: 1000,
+    });
+    assert.ok(back);
+
+    // Detached and deleted: the Cluster (its instances, volumes) goes with the Database.
+    await json(await api.request('DELETE', '/api/apps/cnpgapp/database'), 204);
+    await json(await api.request('DELETE', '/api/databases/pg1'), 204);
+    await eventually('the Database gone', async () => !(await database('pg1')), { timeoutMs: 120_000 });
+    await eventually('the Cluster gone with it', async () => !(await clusterOf('db-pg1')), { timeoutMs: 120_000 });
+  });
+
+  it('refuses a restore from a backup it does not have, naming it', async () => {
+    const refused = await json<{ error: string }>(
+      await api.request('POST', '/api/databases', { body: { name: 'pg2', restore_from: { backup: 'bk-0' } } }),
+      404,
+    );
+    assert.match(refused.error, /backup bk-0/);
+    assert.equal(await database('pg2'), undefined, 'nothing half-made');
   });
 });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { Db } from '../../lib/db/connection.js';
+import { connect, type Db } from '../../lib/db/connection.js';
 import { migrateDownAll, migrateLatest, migrationNames } from '../../lib/db/migrate.js';
 import { freshDatabase } from '../support/db.js';
 
@@ -92,5 +92,38 @@ describe('database migrations (real PostgreSQL)', () => {
     assert.deepEqual(await tables(fresh.db), []);
     assert.deepEqual(await migrateLatest(fresh.db), migrationNames);
     assert.deepEqual(await tables(fresh.db), schema);
+  });
+});
+
+describe('migrations started by several replicas at once on a new database', () => {
+  const made: Array<{ db: Db; dispose: () => Promise<void> }> = [];
+  after(async () => {
+    for (const m of made) await m.dispose();
+  });
+
+  it('leave one lock row, however many start together; every replica ends migrated or told the lock is taken, and starts after', async () => {
+    const fresh = await freshDatabase();
+    made.push(fresh);
+    const replicas = [fresh.db, ...[1, 2, 3].map(() => connect(fresh.url))];
+    made.push(...replicas.slice(1).map((db) => ({ db, dispose: () => db.destroy() })));
+    const outcomes = await Promise.allSettled(replicas.map((db) => migrateLatest(db)));
+    for (const o of outcomes)
+      if (o.status === 'rejected')
+        assert.match(String((o.reason as Error).message), /already locked/, 'a replica that lost the race is told so');
+    assert.ok(outcomes.some((o) => o.status === 'fulfilled'));
+    assert.deepEqual(await fresh.db('knex_migrations_lock').select('index', 'is_locked'), [{ index: 1, is_locked: 0 }]);
+    // A replica restarted after the race migrates (nothing left to do) rather than failing for ever.
+    assert.deepEqual(await migrateLatest(replicas[3]!), []);
+    assert.deepEqual(await tables(fresh.db), schema);
+  });
+
+  it('repair a lock table the race left with two rows (a database made before the fix)', async () => {
+    const fresh = await freshDatabase();
+    made.push(fresh);
+    await migrateLatest(fresh.db);
+    await fresh.db('knex_migrations_lock').insert({ is_locked: 0 });
+    assert.equal((await fresh.db('knex_migrations_lock').select()).length, 2);
+    assert.deepEqual(await migrateLatest(fresh.db), []);
+    assert.equal((await fresh.db('knex_migrations_lock').select()).length, 1);
   });
 });

@@ -37,6 +37,8 @@ export const images = {
   builder: need('SVC_IMAGE_BUILDER'),
   /** The sandbox image: the runtimes and the sandbox agent. */
   sandbox: need('SVC_SANDBOX_IMAGE'),
+  /** Debian's PostgreSQL as CloudNativePG runs it (uid 26, the major version first in its tag). */
+  cnpgPostgres: need('SVC_IMAGE_CNPG_POSTGRES'),
   /** versitygw, an S3 object store (the chart test's, as a pod). */
   versitygw: need('SVC_IMAGE_VERSITYGW'),
   /** The platform's own components, as the chart will run them. */

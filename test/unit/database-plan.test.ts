@@ -249,7 +249,7 @@ describe('database plan', () => {
     const onCnpg: DatabaseSettings = {
       ...settings,
       provider: 'cloudnative-pg',
-      cnpg: { image: 'reg/cnpg/postgresql:16', operatorNamespace: 'cnpg-system' },
+      cnpg: { image: 'reg/cnpg/postgresql:16', operatorNamespace: 'cnpg-system', instances: 2 },
       storageClass: 'fast',
     };
     assert.equal(providerOf(db, settings), 'pods');
@@ -261,7 +261,7 @@ describe('database plan', () => {
       ['postgresql.cnpg.io/v1', 'Cluster', 'db-orders', 'u1'],
     );
     assert.deepEqual(c.spec, {
-      instances: 1,
+      instances: 2,
       imageName: 'reg/cnpg/postgresql:16',
       storage: { size: String(5 << 20), storageClass: 'fast' },
       resources: { requests: { 'ephemeral-storage': '64Mi' }, limits: { 'ephemeral-storage': '256Mi' } },
@@ -273,9 +273,15 @@ describe('database plan', () => {
     assert.deepEqual((policy.spec!.ingress![0] as unknown as { from: unknown[] }).from[0], {
       podSelector: { matchExpressions: [{ key: 'svc.dev/app', operator: 'In', values: ['shop'] }] },
     });
-    assert.deepEqual((policy.spec!.ingress!.at(-1) as unknown as { from: unknown[] }).from, [
+    // The operator, and the Cluster's own instances (a standby streams from the primary), on any port;
+    // the platform's addresses (the kubelet's probes) on the instance manager's alone.
+    assert.deepEqual((policy.spec!.ingress!.at(-2) as unknown as { from: unknown[]; ports?: unknown }).from, [
       { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'cnpg-system' } } },
+      { podSelector: { matchLabels: { 'cnpg.io/cluster': 'db-orders' } } },
     ]);
+    assert.equal((policy.spec!.ingress!.at(-2) as unknown as { ports?: unknown }).ports, undefined);
+    assert.deepEqual((policy.spec!.ingress!.at(-1) as unknown as { ports: unknown }).ports, [{ protocol: 'TCP', port: 8000 }]);
+    assert.equal(cnpgCluster(db, { ...onCnpg, cnpg: { image: undefined, operatorNamespace: 'cnpg-system' } }).spec!.instances, 1);
     const healthy = { status: { phase: 'Cluster in healthy state', readyInstances: 1, conditions: [{ type: 'Ready', status: 'True' }] } };
     assert.deepEqual(cnpgStatus(db, healthy, service, 'shop').status, {
       secretName: 'db-orders-credentials',
