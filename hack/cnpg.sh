@@ -10,10 +10,11 @@
 source "$(dirname "$0")/lib.sh"
 
 CNPG_VERSION=${CNPG_VERSION:-v1.30.0}
+# module_dir : the operator's module, downloaded through the proxy when missing (go_module says
+# why when it cannot be).
 module_dir() {
-  command -v go >/dev/null || { echo "cnpg: go is required on PATH (it fetches the module)" >&2; exit 1; }
-  GOMODCACHE="$CACHE/gomod" GOCACHE="$CACHE/gocache" GOFLAGS=-mod=mod GOTOOLCHAIN=local \
-    go mod download -json "github.com/cloudnative-pg/cloudnative-pg@$CNPG_VERSION" | sed -n 's/.*"Dir": "\(.*\)",/\1/p'
+  go_module cnpg "github.com/cloudnative-pg/cloudnative-pg@$CNPG_VERSION" "$CACHE/build-cnpg-$CNPG_VERSION" >&2
+  echo "$GO_MODULE_DIR"
 }
 
 crd_file() {
@@ -48,6 +49,7 @@ case "${1:-}" in
     # The release as published, on our build of its manager (the same source, from the module).
     sed -e "s|ghcr.io/cloudnative-pg/cloudnative-pg:${CNPG_VERSION#v}|$SVC_IMAGE_CNPG|g" -e 's|imagePullPolicy: Always|imagePullPolicy: IfNotPresent|' "$manifest" |
       KUBECONFIG="$STATE/kubeconfig" "$K8S_BIN/kubectl" apply --server-side --force-conflicts -f - >/dev/null
+    # The release manifest's namespace (SVC_DATABASE_CNPG_OPERATOR_NAMESPACE names it to the controllers).
     if ! KUBECONFIG="$STATE/kubeconfig" "$K8S_BIN/kubectl" -n cnpg-system rollout status deployment/cnpg-controller-manager --timeout=180s >/dev/null; then
       echo "cnpg: the operator is not ready after 180 s:" >&2
       KUBECONFIG="$STATE/kubeconfig" "$K8S_BIN/kubectl" -n cnpg-system get pods -o wide >&2 || true

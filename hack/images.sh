@@ -283,7 +283,9 @@ record SVC_IMAGE_POSTGRES svc/postgres "$tag"
 # CloudNativePG's operand (docs/decisions/0039-cloudnative-pg.md): the same Debian PostgreSQL, its
 # binaries on PATH and its user at uid/gid 26, what the operator runs instances as. The operator
 # copies its instance manager in; the image needs nothing else of ours.
-pg_bin=$(tar -tf "$LAYERS/postgres-$DEBIAN_TAG.tar" | sed -n 's|^\./\(usr/lib/postgresql/[0-9]*/bin\)/postgres$|/\1|p' | head -1)
+# (All the matches, then the first: `| head -1` under pipefail fails when the writer is cut off.)
+pg_bin=$(tar -tf "$LAYERS/postgres-$DEBIAN_TAG.tar" | sed -n 's|^\./\(usr/lib/postgresql/[0-9]*/bin\)/postgres$|/\1|p')
+pg_bin=${pg_bin%%$'\n'*}
 [ -n "$pg_bin" ] || { echo "images: no PostgreSQL server in $LAYERS/postgres-$DEBIAN_TAG.tar" >&2; exit 1; }
 users_key=$(short "$RECIPE" "$DEBIAN_TAG" uid26)
 if [ ! -f "$LAYERS/cnpg-users-$users_key.tar" ]; then

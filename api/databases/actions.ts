@@ -146,6 +146,11 @@ export class DatabaseActions {
   async backup(actor: Actor, name: string): Promise<{ database: string; requestedAt: Date }> {
     const db = this.d.databases.record(actor.namespace, name);
     if (!db || db.deleting) throw new DomainError('not_found', `database ${name} not found`);
+    if ((db.provider ?? 'pods') !== 'pods')
+      throw new DomainError(
+        'conflict',
+        `database ${name} is served by ${db.provider}: the platform's backups are built for its own servers only (CloudNativePG backs up with its own tools)`,
+      );
     if (db.phase !== 'Ready') throw new DomainError('conflict', `database ${name} is ${db.phase}: a backup needs its server Ready`);
     const requestedAt = this.d.clock();
     await this.d.databases.requestBackup(actor.namespace, name, `${requestedAt.toISOString()} ${randomBytes(4).toString('hex')}`);

@@ -42,12 +42,16 @@ export function providerOf(db: Database, settings: DatabaseSettings): Provider {
 export function cnpgCluster(db: Database, settings: DatabaseSettings): CnpgCluster {
   const name = db.metadata.name!;
   const o = databaseObjects(name);
+  const instances = settings.cnpg?.instances ?? 1;
   return {
     apiVersion: `${cnpg.group}/${cnpg.version}`,
     kind: cnpg.kind,
     metadata: meta(db, o.service),
     spec: {
-      instances: settings.cnpg?.instances ?? 1,
+      instances,
+      // With a standby, a commit waits for one to have it (or for none to be up): a failover keeps
+      // what the app was told is written. `preferred`: a Cluster whose standbys are all down still takes writes.
+      ...(instances > 1 ? { postgresql: { synchronous: { method: 'any', number: 1, dataDurability: 'preferred' } } } : {}),
       ...(settings.cnpg?.image ? { imageName: settings.cnpg.image } : {}),
       storage: {
         size: String(databaseBytes(db, settings.defaultBytes)),
@@ -83,28 +87,32 @@ export function cnpgService(db: Database): k8s.V1Service {
 /**
  * A server of our own's policy (in: the attached app's machines), and: in, the Cluster's own
  * instances (a standby streams from the primary; the instance managers ask each other's status),
- * the operator's namespace (its status checks of the instance manager) and the platform's
- * addresses on the instance manager's port (the kubelet's probes); out, anything (the instance
+ * the operator's pods (its status checks of the instance manager), both on PostgreSQL's and the
+ * instance manager's ports only, and the nodes' addresses on the instance manager's (the kubelet's
+ * probes; no rule at all when none are configured: a rule with no peer admits everyone); out, anything (the instance
  * manager talks to the Kubernetes API and its peers; the operator's role keeps the tenant's away
  * from them: the owner, `app`, is not a superuser, as on our own servers, and CloudNativePG leaves
  * superuser access off).
  */
 export function cnpgPolicy(db: Database, settings: DatabaseSettings, attachedApps: App[]): k8s.V1NetworkPolicy {
   const base = serverPolicy(db, settings, { attachedApps, pod: undefined });
+  // The operator's own pods, not its whole namespace (which a team may share with other things).
   const operator = {
     namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': settings.cnpg?.operatorNamespace ?? 'cnpg-system' } },
+    podSelector: { matchLabels: { 'app.kubernetes.io/name': 'cloudnative-pg' } },
   };
+  const instances = { podSelector: { matchLabels: { 'cnpg.io/cluster': databaseObjects(db.metadata.name!).service } } };
+  const ports = [databasePort, instanceManagerPort].map((port) => ({ protocol: 'TCP', port }));
+  // The nodes (ipBlocks), where the kubelet probes from; not the platform's namespace.
+  const nodes = platformPeers(settings.platformCidrs, undefined);
   return {
     ...base,
     spec: {
       ...base.spec!,
       ingress: [
         ...(base.spec!.ingress ?? []),
-        { from: [operator, { podSelector: { matchLabels: { 'cnpg.io/cluster': databaseObjects(db.metadata.name!).service } } }] },
-        {
-          from: platformPeers(settings.platformCidrs, settings.platformNamespace),
-          ports: [{ protocol: 'TCP', port: instanceManagerPort }],
-        },
+        { from: [operator, instances], ports },
+        ...(nodes.length ? [{ from: nodes, ports: [{ protocol: 'TCP', port: instanceManagerPort }] }] : []),
       ] as unknown as k8s.V1NetworkPolicyIngressRule[],
       egress: [{}],
     },

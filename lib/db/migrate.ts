@@ -98,6 +98,12 @@ const bookkeepingLock = 0x5_7c_00_01;
  * The shapes are knex's own (`_createMigrationTable`, `_createMigrationLockTable`).
  */
 async function ensureBookkeeping(db: Db): Promise<void> {
+  // Made and sound already (every start but the first): no DDL, which a role without CREATE on
+  // the schema could not run, and no lock.
+  const made = await db.raw<{ rows: Array<{ made: boolean }> }>(
+    `select to_regclass('${config.tableName}_lock') is not null and to_regclass('${config.tableName}') is not null as made`,
+  );
+  if (made.rows[0]?.made && Number((await db(`${config.tableName}_lock`).count({ n: '*' }))[0]?.n) === 1) return;
   await db.transaction(async (trx) => {
     await trx.raw('select pg_advisory_xact_lock(?)', [bookkeepingLock]);
     await trx.raw(
@@ -118,6 +124,7 @@ export async function migrateLatest(db: Db): Promise<string[]> {
 
 /** Reverts every applied migration; returns the names reverted. */
 export async function migrateDownAll(db: Db): Promise<string[]> {
+  await ensureBookkeeping(db);
   const [, reverted] = (await db.migrate.rollback(config, true)) as [number, string[]];
   return reverted;
 }

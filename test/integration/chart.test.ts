@@ -75,7 +75,10 @@ describe('chart: lint, schema and what it renders', () => {
     const value = (env: k8s.V1EnvVar[], name: string) => env.find((e) => e.name === name)?.value;
     const byDefault = await render('-f', localValues);
     assert.equal(value(envOf(byDefault, 'controllers'), 'SVC_DATABASE_PROVIDER'), 'pods');
-    assert.equal(value(envOf(byDefault, 'controllers'), 'SVC_DATABASE_CNPG_IMAGE'), undefined);
+    // Its CloudNativePG settings stay: Databases made on it keep their Clusters as they were.
+    assert.equal(value(envOf(byDefault, 'controllers'), 'SVC_DATABASE_CNPG_INSTANCES'), '2');
+    const back = await render('-f', localValues, '--set', 'databases.cloudnativePg.image=registry.example/cnpg-postgres:16-x');
+    assert.equal(value(envOf(back, 'controllers'), 'SVC_DATABASE_CNPG_IMAGE'), 'registry.example/cnpg-postgres:16-x');
     const cnpg = await render(
       '-f',
       localValues,

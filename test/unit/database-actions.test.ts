@@ -308,7 +308,7 @@ describe('DatabaseActions backups', () => {
     assert.match(t.databases.backupRequests[0]!.token, /^2026-03-01T12:00:00\.000Z [0-9a-f]{8}$/);
   });
 
-  it('refuses a backup of a server that is not Ready, or of a database being deleted', async () => {
+  it('refuses a backup of a server that is not Ready, of a database being deleted, or of one CloudNativePG serves', async () => {
     const t = setup();
     t.databases.put(resource('new'));
     const pending = await refusalOf(() => t.actions.backup(actor, 'new'));
@@ -316,6 +316,16 @@ describe('DatabaseActions backups', () => {
     t.databases.put(resource('going', { status: { phase: 'Ready' }, deleting: true }));
     const going = await refusalOf(() => t.actions.backup(actor, 'going'));
     assert.deepEqual([going.kind, going.message], ['not_found', 'database going not found']);
+    // A CloudNativePG database: the platform's backup Job is built for its own servers; refused, not a 202 that does nothing.
+    t.databases.put(resource('ha', { spec: { engine: 'postgres', provider: 'cloudnative-pg' }, status: { phase: 'Ready' } }));
+    const ha = await refusalOf(() => t.actions.backup(actor, 'ha'));
+    assert.deepEqual(
+      [ha.kind, ha.message],
+      [
+        'conflict',
+        "database ha is served by cloudnative-pg: the platform's backups are built for its own servers only (CloudNativePG backs up with its own tools)",
+      ],
+    );
     assert.deepEqual(t.databases.backupRequests, []);
   });
 });

@@ -262,6 +262,7 @@ describe('database plan', () => {
     );
     assert.deepEqual(c.spec, {
       instances: 2,
+      postgresql: { synchronous: { method: 'any', number: 1, dataDurability: 'preferred' } },
       imageName: 'reg/cnpg/postgresql:16',
       storage: { size: String(5 << 20), storageClass: 'fast' },
       resources: { requests: { 'ephemeral-storage': '64Mi' }, limits: { 'ephemeral-storage': '256Mi' } },
@@ -273,15 +274,37 @@ describe('database plan', () => {
     assert.deepEqual((policy.spec!.ingress![0] as unknown as { from: unknown[] }).from[0], {
       podSelector: { matchExpressions: [{ key: 'svc.dev/app', operator: 'In', values: ['shop'] }] },
     });
-    // The operator, and the Cluster's own instances (a standby streams from the primary), on any port;
-    // the platform's addresses (the kubelet's probes) on the instance manager's alone.
-    assert.deepEqual((policy.spec!.ingress!.at(-2) as unknown as { from: unknown[]; ports?: unknown }).from, [
-      { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'cnpg-system' } } },
-      { podSelector: { matchLabels: { 'cnpg.io/cluster': 'db-orders' } } },
-    ]);
-    assert.equal((policy.spec!.ingress!.at(-2) as unknown as { ports?: unknown }).ports, undefined);
-    assert.deepEqual((policy.spec!.ingress!.at(-1) as unknown as { ports: unknown }).ports, [{ protocol: 'TCP', port: 8000 }]);
-    assert.equal(cnpgCluster(db, { ...onCnpg, cnpg: { image: undefined, operatorNamespace: 'cnpg-system' } }).spec!.instances, 1);
+    // The operator's pods and the Cluster's own instances (a standby streams from the primary), on
+    // PostgreSQL's and the instance manager's ports; the nodes (the kubelet's probes) on the latter.
+    type Rule = { from: unknown[]; ports: unknown };
+    const rules = policy.spec!.ingress! as unknown as Rule[];
+    assert.deepEqual(rules.at(-2), {
+      from: [
+        {
+          namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'cnpg-system' } },
+          podSelector: { matchLabels: { 'app.kubernetes.io/name': 'cloudnative-pg' } },
+        },
+        { podSelector: { matchLabels: { 'cnpg.io/cluster': 'db-orders' } } },
+      ],
+      ports: [
+        { protocol: 'TCP', port: 5432 },
+        { protocol: 'TCP', port: 8000 },
+      ],
+    });
+    assert.deepEqual(rules.at(-1), {
+      from: settings.platformCidrs.map((cidr) => ({ ipBlock: { cidr } })),
+      ports: [{ protocol: 'TCP', port: 8000 }],
+    });
+    // No node addresses configured: no probe rule (a rule without peers would admit every pod).
+    const open = cnpgPolicy(db, { ...onCnpg, platformCidrs: [] }, []).spec!.ingress! as unknown as Rule[];
+    assert.ok(
+      open.every((r) => r.from.length > 0),
+      JSON.stringify(open),
+    );
+    assert.equal(open.length, rules.length - 1);
+    // One instance: no standby to wait for.
+    const single = cnpgCluster(db, { ...onCnpg, cnpg: { image: undefined, operatorNamespace: 'cnpg-system' } }).spec!;
+    assert.deepEqual([single.instances, single.postgresql], [1, undefined]);
     const healthy = { status: { phase: 'Cluster in healthy state', readyInstances: 1, conditions: [{ type: 'Ready', status: 'True' }] } };
     assert.deepEqual(cnpgStatus(db, healthy, service, 'shop').status, {
       secretName: 'db-orders-credentials',

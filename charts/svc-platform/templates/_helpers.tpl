@@ -92,10 +92,11 @@ apps' domain and URLs, mail, sign-in providers and the images the platform start
   value: {{ .Values.images.sandbox | quote }}
 - name: SVC_IMAGE_POSTGRES
   value: {{ .Values.images.postgres | quote }}
-# What serves a Database that names none (docs/decisions/0039-cloudnative-pg.md).
+# What serves a Database that names none (docs/decisions/0039-cloudnative-pg.md). The
+# CloudNativePG settings whatever the default: Databases keep the provider they were made with, and
+# their Clusters are applied with these (switching the default back must not rewrite them).
 - name: SVC_DATABASE_PROVIDER
   value: {{ .Values.databases.provider | quote }}
-{{- if eq .Values.databases.provider "cloudnative-pg" }}
 {{- with .Values.databases.cloudnativePg }}
 - name: SVC_DATABASE_CNPG_IMAGE
   value: {{ .image | quote }}
@@ -103,7 +104,6 @@ apps' domain and URLs, mail, sign-in providers and the images the platform start
   value: {{ .operatorNamespace | quote }}
 - name: SVC_DATABASE_CNPG_INSTANCES
   value: {{ .instances | quote }}
-{{- end }}
 {{- end }}
 - name: SVC_SANDBOX_RUNTIME_CLASS
   value: {{ .Values.sandboxes.runtimeClass.name | quote }}
