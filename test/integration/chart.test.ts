@@ -33,6 +33,9 @@ type Obj = k8s.KubernetesObject & Record<string, unknown>;
 const render = async (...args: string[]): Promise<Obj[]> =>
   (k8s.loadAllYaml(await renderChart('svc', 'default', ...args)) as Obj[]).filter(Boolean);
 const ofKind = (objs: Obj[], kind: string) => objs.filter((o) => o.kind === kind);
+/** The pod spec of a component's Deployment (`api`, `controllers`, `ingress-auth`) in rendered objects. */
+const podOf = (objs: Obj[], component: string) =>
+  (ofKind(objs, 'Deployment').find((d) => (d.metadata?.name ?? '').endsWith(`-${component}`)) as k8s.V1Deployment).spec!.template.spec!;
 
 /** The registry and tag of the platform's images in the local registry (hack/images.sh). */
 const [registry, tag] = (() => {
@@ -69,9 +72,7 @@ describe('chart: lint, schema and what it renders', () => {
   });
 
   it('serves databases with either provider: pods by default, CloudNativePG with its image, namespace and instances', async () => {
-    const envOf = (objs: Obj[], component: string) =>
-      (ofKind(objs, 'Deployment').find((d) => (d.metadata?.name ?? '').endsWith(`-${component}`)) as k8s.V1Deployment).spec!.template.spec!
-        .containers[0]!.env!;
+    const envOf = (objs: Obj[], component: string) => podOf(objs, component).containers[0]!.env!;
     const value = (env: k8s.V1EnvVar[], name: string) => env.find((e) => e.name === name)?.value;
     const byDefault = await render('-f', localValues);
     assert.equal(value(envOf(byDefault, 'controllers'), 'SVC_DATABASE_PROVIDER'), 'pods');
@@ -102,8 +103,7 @@ describe('chart: lint, schema and what it renders', () => {
   });
 
   it('keeps artifacts in the object store with its key pair from a Secret; with the old claim too, copies it in first', async () => {
-    const apiOf = (objs: Obj[]) =>
-      (ofKind(objs, 'Deployment').find((d) => (d.metadata?.name ?? '').endsWith('-api')) as k8s.V1Deployment).spec!.template.spec!;
+    const apiOf = (objs: Obj[]) => podOf(objs, 'api');
     const s3 = ['--set', 'api.artifacts.s3.endpoint=https://s3.example.com', '--set', 'api.artifacts.s3.existingSecret=store'];
     const pod = apiOf(await render('-f', localValues, ...s3));
     const env = pod.containers[0]!.env!;
@@ -153,10 +153,7 @@ describe('chart: lint, schema and what it renders', () => {
   });
 
   it('configures the registrar with its token from a Secret, and only when a username is set', async () => {
-    const envOf = (objs: Obj[]) => {
-      const api = ofKind(objs, 'Deployment').find((d) => (d.metadata?.name ?? '').endsWith('-api')) as k8s.V1Deployment;
-      return api.spec!.template.spec!.containers[0]!.env!;
-    };
+    const envOf = (objs: Obj[]) => podOf(objs, 'api').containers[0]!.env!;
     assert.equal(
       envOf(await render('-f', localValues)).find((e) => e.name === 'SVC_REGISTRAR'),
       undefined,
