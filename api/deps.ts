@@ -27,7 +27,7 @@ import { ArtifactHolds } from '../lib/artifacts/holds.js';
 import { AccountStorage } from './storage/account-storage.js';
 import { ArtifactCollector } from './storage/collector.js';
 import { DomainError } from '../lib/errors.js';
-import { databaseBytes } from '../lib/databases.js';
+import { storedBytes } from '../lib/databases.js';
 import { Deployer } from './deploys/deployer.js';
 import { DeployRecorder } from './deploys/recorder.js';
 import { AppRepository } from './repositories/apps.js';
@@ -339,7 +339,7 @@ export async function assembleDeps(deps: {
   // One resolver for every name a tenant gives us to reach (webhook URLs, Git hosts): the egress
   // guards' answers then agree with each other.
   const tenantHostResolver = resolverFor(config.webhookDnsServers);
-  const sizeOfDatabase = (d: Parameters<typeof databaseBytes>[0]) => databaseBytes(d, config.databases.defaultBytes);
+  const sizeOfDatabase = (d: Parameters<typeof storedBytes>[0]) => storedBytes(d, config.databases);
   // Deliveries are due the moment their event commits: the deliverer wakes on the events channel
   // and polls every second besides (an announcement missed while the connection was down).
   const webhookDeliverer = new WebhookDeliverer({
@@ -549,6 +549,7 @@ export async function assembleDeps(deps: {
     settings: {
       defaultBytes: config.databases.defaultBytes,
       provider: config.databases.provider,
+      cnpg: config.databases.cnpg,
       artifactBaseUrl: config.deploys.artifactBaseUrl,
     },
     clock,

@@ -6,7 +6,7 @@
 import Koa from 'koa';
 import { artifactEndpoint } from './artifacts.js';
 import { jwksEndpoint } from './jwks.js';
-import { errorHandler } from './middleware/errors.js';
+import { errorHandler, logAppErrors } from './middleware/errors.js';
 import { requestContext } from './middleware/request-context.js';
 import type { ApiDeps } from './deps.js';
 import type { ApiState } from './state.js';
@@ -33,6 +33,7 @@ export function machineEndpoints(s: MachineDeps): Koa.Middleware[] {
 export function createMachineApi(s: MachineDeps & Pick<ApiDeps, 'log'>): Koa<ApiState> {
   const app = new Koa<ApiState>();
   app.use(requestContext(s.log));
+  logAppErrors(app, s.log);
   app.use(errorHandler());
   for (const endpoint of machineEndpoints(s)) app.use(endpoint);
   app.use((ctx) => {

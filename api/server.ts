@@ -3,7 +3,7 @@ import Koa from 'koa';
 import { buildOpenApi } from './openapi.js';
 import type { Operation } from './operation.js';
 import { Authenticator } from './middleware/authenticate.js';
-import { errorHandler } from './middleware/errors.js';
+import { errorHandler, logAppErrors } from './middleware/errors.js';
 import { RateLimiter } from './middleware/rate-limit.js';
 import { requestContext } from './middleware/request-context.js';
 import { untrustedForwardingWarning } from './middleware/forwarding.js';
@@ -79,6 +79,7 @@ export function createApi(s: ApiDeps, operations: Operation[] = allOperations(s)
   }
   const router = buildRouter(operations, s, new Authenticator(s), new RateLimiter(s.config.api.rate.perSecond, s.config.api.rate.burst));
   app.use(requestContext(s.log));
+  logAppErrors(app, s.log);
   app.use(errorHandler());
   for (const endpoint of machineEndpoints(s)) app.use(endpoint);
   // Code hosts' push events: signed with the hook's secret, no bearer token.

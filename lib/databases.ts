@@ -36,6 +36,18 @@ export function databaseBytes(db: { spec: { storageBytes?: number | undefined } 
   return db.spec.storageBytes ?? defaultBytes;
 }
 
+/**
+ * What a Database takes of its account's storage: its volume's size once per copy of it, and a
+ * CloudNativePG Cluster keeps one on each instance (docs/decisions/0039-cloudnative-pg.md).
+ */
+export function storedBytes(
+  db: { spec: { storageBytes?: number | undefined; provider?: 'pods' | 'cloudnative-pg' | undefined } },
+  defaults: { defaultBytes: number; provider: 'pods' | 'cloudnative-pg'; cnpg: { instances: number } },
+): number {
+  const copies = (db.spec.provider ?? defaults.provider) === 'cloudnative-pg' ? defaults.cnpg.instances : 1;
+  return databaseBytes(db, defaults.defaultBytes) * copies;
+}
+
 /** The annotation by which the API asks the controllers for a backup now: a new value, a new backup Job. */
 export const backupRequestAnnotation = 'svc.dev/backup-requested';
 

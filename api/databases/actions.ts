@@ -5,6 +5,7 @@
 // errors (lib/errors.ts); what changed is recorded as events.
 import { randomBytes } from 'node:crypto';
 import type { Backup } from '../../lib/backups.js';
+import { storedBytes } from '../../lib/databases.js';
 import { DomainError } from '../../lib/errors.js';
 import type { Database } from '../../lib/resources/index.js';
 import type { Actor } from '../deploys/actions.js';
@@ -42,6 +43,8 @@ export interface DatabaseActionDeps {
     defaultBytes: number;
     /** What serves a new database (SVC_DATABASE_PROVIDER), written on it. */
     provider: NonNullable<Database['spec']['provider']>;
+    /** A CloudNativePG Cluster's instances, each with a copy of the volume that the account's storage counts. */
+    cnpg: { instances: number };
     /** Where this API serves stored artifacts: a restore's dump is fetched there, backups are sent to its origin. */
     artifactBaseUrl: string;
   };
@@ -70,17 +73,14 @@ export class DatabaseActions {
   /** A database, or one restored from a backup; counted against the account's databases and storage under its lock. */
   async create(actor: Actor, input: NewDatabase): Promise<DatabaseRecord> {
     const bytes = input.storageBytes ?? this.d.settings.defaultBytes;
+    // Every copy counts: a CloudNativePG Cluster's instances each have a volume of this size.
+    const stored = storedBytes({ spec: { storageBytes: bytes } }, this.d.settings);
     // A restore names a backup of this account that holds a dump (a failed one holds none).
     const backup = input.restoreFrom !== undefined ? await this.d.backups.get(actor.accountId, input.restoreFrom) : undefined;
     if (input.restoreFrom !== undefined && !backup) throw new DomainError('not_found', `backup ${input.restoreFrom} not found`);
     if (backup && (backup.status !== 'done' || !backup.digest))
       throw new DomainError('conflict', `backup ${backup.id} failed (${backup.error ?? 'no dump'}); restore from one that is done`);
     const provider = this.d.settings.provider;
-    if (backup && provider !== 'pods')
-      throw new DomainError(
-        'conflict',
-        `restoring a backup into a ${provider} database is not built: CloudNativePG restores from its own backups`,
-      );
     // Counted and made under the account's lock: parallel creates cannot all pass the count.
     const db = await this.d.quota.lock.hold(actor.accountId, async () => {
       within(
@@ -90,7 +90,14 @@ export class DatabaseActions {
         'databases (branches included)',
         'delete one first',
       );
-      await this.d.quota.storage.assertFits(actor.accountId, actor.namespace, bytes, `database ${input.name} needs ${bytes} bytes`);
+      await this.d.quota.storage.assertFits(
+        actor.accountId,
+        actor.namespace,
+        stored,
+        stored === bytes
+          ? `database ${input.name} needs ${bytes} bytes`
+          : `database ${input.name} needs ${stored} bytes (${bytes} on each of ${stored / bytes} instances)`,
+      );
       return this.d.databases.create(actor.namespace, input.name, {
         engine: 'postgres',
         // Written down: a later change of the platform's default does not move an existing database.
@@ -104,7 +111,7 @@ export class DatabaseActions {
         backupUrl: this.backupUrl,
       });
     });
-    await this.d.usage.storage(actor.accountId, `database/${db.name}`, bytes);
+    await this.d.usage.storage(actor.accountId, `database/${db.name}`, stored);
     await this.d.events.record(actor.accountId, 'database.created', db.name, {
       database: db.name,
       storage_bytes: bytes,
@@ -146,11 +153,6 @@ export class DatabaseActions {
   async backup(actor: Actor, name: string): Promise<{ database: string; requestedAt: Date }> {
     const db = this.d.databases.record(actor.namespace, name);
     if (!db || db.deleting) throw new DomainError('not_found', `database ${name} not found`);
-    if ((db.provider ?? 'pods') !== 'pods')
-      throw new DomainError(
-        'conflict',
-        `database ${name} is served by ${db.provider}: the platform's backups are built for its own servers only (CloudNativePG backs up with its own tools)`,
-      );
     if (db.phase !== 'Ready') throw new DomainError('conflict', `database ${name} is ${db.phase}: a backup needs its server Ready`);
     const requestedAt = this.d.clock();
     await this.d.databases.requestBackup(actor.namespace, name, `${requestedAt.toISOString()} ${randomBytes(4).toString('hex')}`);

@@ -192,12 +192,11 @@ export class AppActions {
     }
     if (await this.d.apps.find(actor.namespace, name))
       throw new DomainError('conflict', `preview ${ref} of app ${parent.name} already exists`);
-    const found = parent.spec.database ? this.d.databases.get(actor.namespace, parent.spec.database) : undefined;
-    if (parent.spec.database && (!found || found.metadata.deletionTimestamp))
+    // Its branch is a server of our own: a physical copy of a server of our own, a logical one of a
+    // CloudNativePG Cluster (docs/decisions/0039-cloudnative-pg.md).
+    const source = parent.spec.database ? this.d.databases.get(actor.namespace, parent.spec.database) : undefined;
+    if (parent.spec.database && (!source || source.metadata.deletionTimestamp))
       throw new DomainError('conflict', `app ${parent.name}'s database ${parent.spec.database} is not there to branch for the preview`);
-    // Branches are physical copies between servers of our own: a CloudNativePG-backed database's
-    // preview gets none (its `database` is null), as docs/api/data.md says.
-    const source = found && (found.spec.provider ?? 'pods') === 'pods' ? found : undefined;
     const branch = source ? branchName(source.metadata.name!, name) : undefined;
     // The account's limits, counted and taken under its lock: the app, the parent's previews, and a
     // branch's database and bytes (as large as its source's), however the preview is asked for.
@@ -219,7 +218,8 @@ export class AppActions {
         'delete one first',
       );
     // Its branch (as large as its source) and its own volumes, counted together against storage.
-    const branchBytes = source ? this.d.quota.databaseBytes(source) : 0;
+    // A branch is a server of our own, one copy, whatever serves its source.
+    const branchBytes = source ? this.d.quota.databaseBytes({ ...source, spec: { ...source.spec, provider: 'pods' } }) : 0;
     const volumes: App['spec'] = { machines: 1, ...(parent.spec.volumes?.length ? { volumes: parent.spec.volumes } : {}) };
     const volumeBytes = this.d.quota.storage.newVolumeBytes(actor.namespace, name, prepared ? specAfter(volumes, prepared) : volumes);
     const needs = [

@@ -7,6 +7,7 @@ import type Koa from 'koa';
 import { databaseUnavailable } from '../../lib/db/connection.js';
 import { DomainError } from '../../lib/errors.js';
 import { ApiError, type ErrorCode } from '../errors.js';
+import type { Logger } from '../../lib/logger.js';
 import type { ApiState } from '../state.js';
 
 function translate(err: unknown): ApiError | undefined {
@@ -49,4 +50,20 @@ export function errorHandler(): Koa.Middleware<ApiState> {
       ctx.body = { error: `internal error (request id ${ctx.state.requestId})` };
     }
   };
+}
+
+/** What a client hanging up mid-response raises: nothing went wrong here. */
+const clientGone = new Set(['ERR_STREAM_PREMATURE_CLOSE', 'ECONNRESET', 'EPIPE']);
+
+/**
+ * Koa's own errors (those raised after the middleware returned, as a streamed body failing) into
+ * the one logger, not printed to stderr: a client that went away before the end of a download (a
+ * restore's pg_restore, a fetch cut short) at debug, anything else as an error with its request id.
+ */
+export function logAppErrors(app: Koa<ApiState>, log: Logger): void {
+  app.on('error', (err: NodeJS.ErrnoException, ctx?: Koa.ParameterizedContext<ApiState>) => {
+    const fields = { err, requestId: ctx?.state.requestId, path: ctx?.path };
+    if (err.code && clientGone.has(err.code)) log.debug(fields, 'The client went away before the response ended');
+    else log.error(fields, 'Responding failed');
+  });
 }

@@ -283,7 +283,7 @@ export class DatabaseRepository {
         { name, labels: { [labels.managedBy]: managers.api, [labels.branchOf]: source.metadata.name! }, ownerReferences },
         {
           engine: 'postgres',
-          // A physical copy is made between servers of our own.
+          // A server of our own, whatever serves the source: a preview's copy needs no failover.
           provider: 'pods',
           ...(source.spec.storageBytes ? { storageBytes: source.spec.storageBytes } : {}),
           deletionPolicy: 'Drop',

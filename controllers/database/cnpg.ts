@@ -9,7 +9,17 @@ import { databaseBytes, databaseObjects, databasePort } from '../../lib/database
 import { platformPeers } from '../../lib/kube/platform-peers.js';
 import type { App, Database } from '../../lib/resources/index.js';
 import type { ConditionInput } from '../frame/status.js';
-import { databaseEphemeralStorage, meta, serverPolicy, type DatabaseSettings, type DatabaseStatusFields } from './desired.js';
+import {
+  credentialEnv,
+  databaseEphemeralStorage,
+  meta,
+  restoreEnv,
+  serverContainerSecurity,
+  serverPolicy,
+  serverUid,
+  type DatabaseSettings,
+  type DatabaseStatusFields,
+} from './desired.js';
 
 /** The instance manager's status port: the kubelet's probes and the operator ask it. */
 const instanceManagerPort = 8000;
@@ -119,12 +129,19 @@ export function cnpgPolicy(db: Database, settings: DatabaseSettings, attachedApp
   };
 }
 
+/** Whether the operator says the Cluster is Ready, with an instance that is. */
+export function clusterReady(cluster: CnpgCluster | undefined): boolean {
+  const s = cluster?.status;
+  return s?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true && (s.readyInstances ?? 0) > 0;
+}
+
 /** The Database's status from the Cluster's, as the operator wrote it, and the Service's address. */
 export function cnpgStatus(
   db: Database,
   cluster: CnpgCluster | undefined,
   service: k8s.V1Service | undefined,
   attachedTo: string | undefined,
+  restore: CnpgRestore = { state: 'none' },
 ): { status: DatabaseStatusFields; ready: Omit<ConditionInput, 'type'> } {
   const name = db.metadata.name!;
   const host = service?.spec?.clusterIP;
@@ -136,8 +153,19 @@ export function cnpgStatus(
     ...(attachedTo ? { attachedTo } : {}),
   };
   const s = cluster?.status;
-  const ready = s?.conditions?.find((c) => c.type === 'Ready');
-  if (ready?.status === 'True' && (s?.readyInstances ?? 0) > 0 && host) {
+  const backup = db.spec.restoreFrom?.backup ?? db.spec.restoreFrom?.digest;
+  if (restore.state === 'failed')
+    return {
+      status: { ...base, phase: 'Failed' },
+      ready: { ok: false, reason: 'RestoreFailed', message: `restoring backup ${backup} failed: ${restore.reason}` },
+    };
+  const ready = clusterReady(cluster) && host;
+  if (ready && (restore.state === 'running' || restore.state === 'waiting'))
+    return {
+      status: { ...base, phase: 'Pending' },
+      ready: { ok: false, reason: 'Restoring', message: `CloudNativePG: ready; loading backup ${backup} into it` },
+    };
+  if (ready) {
     return {
       status: { ...base, phase: 'Ready' },
       ready: {
@@ -153,4 +181,80 @@ export function cnpgStatus(
       ? `${s.phase}${s.phaseReason ? `: ${s.phaseReason}` : ''}`
       : 'waiting for the operator (is CloudNativePG installed and running?)';
   return { status: { ...base, phase: 'Pending' }, ready: { ok: false, reason: 'ClusterNotReady', message: `CloudNativePG: ${why}` } };
+}
+
+/** The condition a Database restored into a Cluster keeps, so its dump is loaded once whatever becomes of the Job. */
+export const restoredCondition = 'Restored';
+
+/** Where a restore into a Cluster stands (spec.restoreFrom; none without it). */
+export type CnpgRestore =
+  { state: 'none' | 'done' } | { state: 'waiting' | 'running'; job?: k8s.V1Job } | { state: 'failed'; reason: string };
+
+/**
+ * A restore into a Cluster: once the Cluster is Ready (bootstrapped empty, with the API's
+ * credentials), one Job of the platform's image loads the dump into its primary as the tenant, in
+ * one transaction (a failed one leaves the database empty, not half-loaded). It carries the backup
+ * Jobs' label: their policy (out: the Cluster's instances and the platform, in: nothing) and the
+ * Database's (in: its backups) are a restore's too. Kept after it ends (the Database owns it); the
+ * Restored condition is what says it was done, so a Job deleted by hand is not run again.
+ */
+export function cnpgRestore(
+  db: Database,
+  settings: DatabaseSettings,
+  clusterReady: boolean,
+  host: string | undefined,
+  jobs: readonly k8s.V1Job[],
+  now: Date,
+): CnpgRestore {
+  const from = db.spec.restoreFrom;
+  if (!from) return { state: 'none' };
+  if (db.status?.conditions?.some((c) => c.type === restoredCondition && c.status === 'True')) return { state: 'done' };
+  const name = db.metadata.name!;
+  const jobName = `db-${name}-restore`;
+  const existing = jobs.find((j) => j.metadata?.name === jobName);
+  if (existing) {
+    if (existing.status?.conditions?.some((c) => c.type === 'Complete' && c.status === 'True')) return { state: 'done' };
+    const failed = existing.status?.conditions?.find((c) => c.type === 'Failed' && c.status === 'True');
+    if (failed) return { state: 'failed', reason: `${failed.reason ?? 'Failed'}${failed.message ? `: ${failed.message}` : ''}` };
+    return { state: 'running' };
+  }
+  if (!settings.backups) return { state: 'failed', reason: 'this platform keeps no backups (its controllers have no backup settings)' };
+  if (!clusterReady || !host) return { state: 'waiting' };
+  const job: k8s.V1Job = {
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: { ...meta(db, jobName), labels: { [labels.backupOf]: name, [labels.managedBy]: managers.controllers } },
+    spec: {
+      backoffLimit: 1,
+      activeDeadlineSeconds: 3600,
+      template: {
+        metadata: { labels: { [labels.backupOf]: name, [labels.managedBy]: managers.controllers } },
+        spec: {
+          restartPolicy: 'Never',
+          automountServiceAccountToken: false,
+          enableServiceLinks: false,
+          ...(settings.userNamespaces ? { hostUsers: false } : {}),
+          securityContext: { runAsNonRoot: true, runAsUser: serverUid, runAsGroup: serverUid, seccompProfile: { type: 'RuntimeDefault' } },
+          containers: [
+            {
+              name: 'restore',
+              image: settings.image,
+              args: ['restore'],
+              env: [...credentialEnv(db), { name: 'SVC_RESTORE_HOST', value: host }, ...restoreEnv(db, settings, now)],
+              resources: {
+                requests: { cpu: '50m', memory: '64Mi', 'ephemeral-storage': databaseEphemeralStorage.request },
+                limits: { cpu: '500m', memory: '256Mi', 'ephemeral-storage': databaseEphemeralStorage.limit },
+              },
+              // Its last words are the Job's pod's termination message.
+              terminationMessagePolicy: 'FallbackToLogsOnError',
+              securityContext: serverContainerSecurity,
+              volumeMounts: [{ name: 'tmp', mountPath: '/tmp' }],
+            },
+          ],
+          volumes: [{ name: 'tmp', emptyDir: { sizeLimit: '64Mi' } }],
+        },
+      },
+    },
+  };
+  return { state: 'waiting', job };
 }

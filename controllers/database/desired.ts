@@ -62,6 +62,8 @@ export interface DatabaseObserved {
   attachedApps: App[];
   /** A branch's source server's address (its Service), once known. */
   sourceHost?: string | undefined;
+  /** What serves a branch's source: a CloudNativePG Cluster is copied logically (pg_dump), a server of our own physically. */
+  sourceProvider?: 'pods' | 'cloudnative-pg' | undefined;
   /** Backup Jobs of this Database there are (made by its CronJob, or on request). */
   backupJobs?: k8s.V1Job[];
 }
@@ -101,10 +103,10 @@ export function meta(db: Database, name: string): k8s.V1ObjectMeta {
 }
 
 /** The server runs as this uid (not root: account namespaces enforce the restricted profile). */
-const serverUid = 1000;
+export const serverUid = 1000;
 const dataPath = '/var/lib/svc-postgres';
 
-const serverContainerSecurity: k8s.V1SecurityContext = {
+export const serverContainerSecurity: k8s.V1SecurityContext = {
   allowPrivilegeEscalation: false,
   capabilities: { drop: ['ALL'] },
   readOnlyRootFilesystem: true,
@@ -112,7 +114,7 @@ const serverContainerSecurity: k8s.V1SecurityContext = {
 };
 
 /** The tenant role's credentials, from the API's Secret, as libpq's variables. */
-function credentialEnv(db: Database): k8s.V1EnvVar[] {
+export function credentialEnv(db: Database): k8s.V1EnvVar[] {
   const secret = databaseObjects(db.metadata.name!).secret;
   const fromSecret = (name: string, key: string): k8s.V1EnvVar => ({ name, valueFrom: { secretKeyRef: { name: secret, key } } });
   return [
@@ -128,16 +130,22 @@ function credentialEnv(db: Database): k8s.V1EnvVar[] {
  * it copies with. Optional: a Secret made before the key (the API adds it) or by hand without it
  * starts a server that no branch can copy; a branch whose source's Secret lacks it says so and stops.
  */
-function replicationEnv(db: Database): k8s.V1EnvVar[] {
-  const ref = (name: string, database: string): k8s.V1EnvVar => ({
+function replicationEnv(db: Database, sourceProvider: DatabaseObserved['sourceProvider']): k8s.V1EnvVar[] {
+  const ref = (name: string, database: string, key: string = replicationKey): k8s.V1EnvVar => ({
     name,
-    valueFrom: { secretKeyRef: { name: databaseObjects(database).secret, key: replicationKey, optional: true } },
+    valueFrom: { secretKeyRef: { name: databaseObjects(database).secret, key, optional: true } },
   });
-  return [ref('SVC_REPLICATION_PASSWORD', db.metadata.name!), ...(db.spec.branchOf ? [ref('SVC_BRANCH_PASSWORD', db.spec.branchOf)] : [])];
+  // A CloudNativePG source has no svc_replicator: its tenant dumps it (the role that owns the data).
+  const source = !db.spec.branchOf
+    ? []
+    : sourceProvider === 'cloudnative-pg'
+      ? [ref('SVC_BRANCH_PASSWORD', db.spec.branchOf, credentialKeys.password), { name: 'SVC_BRANCH_LOGICAL', value: '1' }]
+      : [ref('SVC_BRANCH_PASSWORD', db.spec.branchOf)];
+  return [ref('SVC_REPLICATION_PASSWORD', db.metadata.name!), ...source];
 }
 
 /** Where a restore fetches its dump, and the artifact credential it shows (an hour from `now`). */
-function restoreEnv(db: Database, settings: DatabaseSettings, now: Date): k8s.V1EnvVar[] {
+export function restoreEnv(db: Database, settings: DatabaseSettings, now: Date): k8s.V1EnvVar[] {
   const from = db.spec.restoreFrom;
   if (!from || !settings.backups) return [];
   return [
@@ -153,13 +161,19 @@ function restoreEnv(db: Database, settings: DatabaseSettings, now: Date): k8s.V1
  * The server. A branch (spec.branchOf) first copies its source server into the empty volume
  * (`sourceHost` its address), so it is made only once that address is known.
  */
-export function serverPod(db: Database, settings: DatabaseSettings, sourceHost?: string, now = new Date()): k8s.V1Pod {
+export function serverPod(
+  db: Database,
+  settings: DatabaseSettings,
+  sourceHost?: string,
+  now = new Date(),
+  sourceProvider?: DatabaseObserved['sourceProvider'],
+): k8s.V1Pod {
   const o = databaseObjects(db.metadata.name!);
   // A branch first copies its source server (the entrypoint does, into the empty volume).
   const branch = db.spec.branchOf && sourceHost ? [{ name: 'SVC_BRANCH_HOST', value: sourceHost }] : [];
   const env = [
     ...credentialEnv(db),
-    ...replicationEnv(db),
+    ...replicationEnv(db, sourceProvider),
     { name: 'PGDATA', value: `${dataPath}/data` },
     ...branch,
     ...restoreEnv(db, settings, now),
@@ -346,7 +360,7 @@ function backupJobSpec(
   };
 }
 
-function backupPlan(db: Database, observed: DatabaseObserved, settings: DatabaseSettings, now: Date): DatabasePlan['backup'] {
+export function backupPlan(db: Database, observed: DatabaseObserved, settings: DatabaseSettings, now: Date): DatabasePlan['backup'] {
   const backups = settings.backups;
   const host = observed.service?.spec?.clusterIP;
   if (!backups || !host) return undefined;
@@ -440,7 +454,7 @@ export function plan(db: Database, observed: DatabaseObserved, settings: Databas
     // A branch's server waits for its source's address to copy it from.
     createPod:
       (!observed.pod || ended || outdated) && (!db.spec.branchOf || observed.sourceHost)
-        ? serverPod(db, settings, observed.sourceHost, now)
+        ? serverPod(db, settings, observed.sourceHost, now, observed.sourceProvider)
         : undefined,
     deletePod: ended ?? outdated,
     backup: backupPlan(db, observed, settings, now),

@@ -14,8 +14,19 @@ import { Applier } from '../frame/apply.js';
 import type { Outcome, Reconciler } from '../frame/controller.js';
 import { KindEvents } from '../frame/events.js';
 import { customMetadataPatcher, ensureFinalizer, hasFinalizer, removeFinalizer, type MetadataPatcher } from '../frame/finalizers.js';
-import { cnpg, cnpgCluster, cnpgPolicy, cnpgService, cnpgStatus, providerOf, type CnpgCluster } from './cnpg.js';
-import { plan, type DatabaseObserved, type DatabaseSettings, type DatabaseStatusFields } from './desired.js';
+import {
+  clusterReady,
+  cnpg,
+  cnpgCluster,
+  cnpgPolicy,
+  cnpgRestore,
+  cnpgService,
+  cnpgStatus,
+  providerOf,
+  restoredCondition,
+  type CnpgCluster,
+} from './cnpg.js';
+import { backupPlan, plan, type DatabasePlan, type DatabaseObserved, type DatabaseSettings, type DatabaseStatusFields } from './desired.js';
 
 export interface DatabaseCache {
   observe(db: Database): DatabaseObserved & {
@@ -60,7 +71,7 @@ export class DatabaseReconciler implements Reconciler<Database, DatabaseStatusFi
       return { deleted: true };
     }
     await ensureFinalizer(this.patchMetadata, db, databaseFinalizer);
-    if (providerOf(db, this.settings) === 'cloudnative-pg') return this.reconcileCluster(db, observed, namespace);
+    if (providerOf(db, this.settings) === 'cloudnative-pg') return this.reconcileCluster(db, observed, namespace, now);
     const p = plan(db, observed, this.settings, now);
     if (!observed.claim) {
       await this.core.createNamespacedPersistentVolumeClaim({ namespace, body: p.claim }).catch(ignoreStatus(409));
@@ -78,11 +89,7 @@ export class DatabaseReconciler implements Reconciler<Database, DatabaseStatusFi
       [p.policy, p.service, ...(p.backup ? [p.backup.policy, p.backup.cronJob] : [])],
       !observed.policy || !observed.service || (p.backup !== undefined && !observed.cronJob),
     );
-    if (p.backup?.requested) {
-      await this.batch.createNamespacedJob({ namespace, body: p.backup.requested }).catch(ignoreStatus(409));
-      this.log.info({ kind: 'Database', namespace, name, job: p.backup.requested.metadata!.name }, 'Started a backup on request');
-      this.events.record(db, 'Normal', 'BackupStarted', `backup ${p.backup.requested.metadata!.name} started on request`);
-    }
+    await this.startRequestedBackup(db, p.backup);
     if (p.deletePod) {
       await this.core.deleteNamespacedPod({ namespace, name: p.deletePod.metadata!.name! }).catch(ignoreStatus(404));
       const image = p.deletePod.spec?.containers.find((c) => c.name === 'postgres')?.image;
@@ -119,19 +126,52 @@ export class DatabaseReconciler implements Reconciler<Database, DatabaseStatusFi
     return { status: p.status, ready: p.ready, ...(p.status.phase === 'Pending' ? { requeueMs: 5000 } : {}) };
   }
 
-  /** The CloudNativePG provider: the Cluster, the Service and the policy applied; the status mapped from the Cluster's. */
+  /** A backup asked for through the API (the Database's annotation), started once. */
+  private async startRequestedBackup(db: Database, backup: DatabasePlan['backup']): Promise<void> {
+    if (!backup?.requested) return;
+    const { namespace, name } = db.metadata as { namespace: string; name: string };
+    await this.batch.createNamespacedJob({ namespace, body: backup.requested }).catch(ignoreStatus(409));
+    this.log.info({ kind: 'Database', namespace, name, job: backup.requested.metadata!.name }, 'Started a backup on request');
+    this.events.record(db, 'Normal', 'BackupStarted', `backup ${backup.requested.metadata!.name} started on request`);
+  }
+
+  /**
+   * The CloudNativePG provider: the Cluster, the Service and the policy applied; a restore's Job
+   * once the Cluster is Ready (the attached app let in only after it loaded); the platform's backups
+   * as for a server of our own, by the Service; the status mapped from the Cluster's.
+   */
   private async reconcileCluster(
     db: Database,
     observed: ReturnType<DatabaseCache['observe']>,
     namespace: string,
+    now: Date,
   ): Promise<Outcome<DatabaseStatusFields>> {
     this.cache.clusters();
+    const restore = cnpgRestore(
+      db,
+      this.settings,
+      clusterReady(observed.cluster),
+      observed.service?.spec?.clusterIP,
+      observed.backupJobs ?? [],
+      now,
+    );
+    const loaded = restore.state === 'none' || restore.state === 'done';
     const cluster = cnpgCluster(db, this.settings);
     const service = cnpgService(db);
-    const policy = cnpgPolicy(db, this.settings, observed.attachedApps);
-    const shape = [cluster, service, policy];
+    // Until the dump is in, the attached app's machines are not let in: nothing reads or writes half a restore.
+    const policy = cnpgPolicy(db, this.settings, loaded ? observed.attachedApps : []);
+    // The backup Jobs' policy is a restore's too; the schedule and requests wait for the dump to be in.
+    const backups = backupPlan(db, observed, this.settings, now);
+    const backup = loaded ? backups : undefined;
+    const shape = [cluster, service, policy, ...(backups ? [backups.policy] : []), ...(backup ? [backup.cronJob] : [])];
     const uid = db.metadata.uid!;
-    if (!observed.cluster || !observed.service || !observed.policy || !this.applier.unchanged(uid, shape)) {
+    if (
+      !observed.cluster ||
+      !observed.service ||
+      !observed.policy ||
+      (backup !== undefined && !observed.cronJob) ||
+      !this.applier.unchanged(uid, shape)
+    ) {
       try {
         await this.applier.apply(namespace, cluster, { plural: cnpg.plural });
       } catch (err) {
@@ -143,12 +183,31 @@ export class DatabaseReconciler implements Reconciler<Database, DatabaseStatusFi
           requeueMs: 30_000,
         };
       }
-      await this.applier.apply(namespace, policy);
-      await this.applier.apply(namespace, service);
+      for (const o of shape.slice(1)) await this.applier.apply(namespace, o);
       this.applier.remember(uid, shape);
     }
+    await this.startRequestedBackup(db, backup);
+    if ('job' in restore && restore.job) {
+      await this.batch.createNamespacedJob({ namespace, body: restore.job }).catch(ignoreStatus(409));
+      this.log.info(
+        { kind: 'Database', namespace, name: db.metadata.name, job: restore.job.metadata!.name },
+        'Started restoring a backup into the Cluster',
+      );
+      this.events.record(db, 'Normal', 'RestoreStarted', `loading backup ${db.spec.restoreFrom?.backup ?? db.spec.restoreFrom?.digest}`);
+    }
     const attachedTo = observed.attachedApps.map((a) => a.metadata.name!).sort()[0];
-    const { status, ready } = cnpgStatus(db, observed.cluster, observed.service, attachedTo);
+    const { status, ready } = cnpgStatus(db, observed.cluster, observed.service, attachedTo, restore);
+    const restored =
+      db.spec.restoreFrom && restore.state === 'done'
+        ? [
+            {
+              type: restoredCondition,
+              ok: true,
+              reason: 'Restored',
+              message: `backup ${db.spec.restoreFrom.backup ?? db.spec.restoreFrom.digest} loaded`,
+            },
+          ]
+        : [];
     if (db.status?.phase !== status.phase)
       this.log.info(
         {
@@ -161,7 +220,8 @@ export class DatabaseReconciler implements Reconciler<Database, DatabaseStatusFi
         },
         'Database phase',
       );
-    return { status, ready, ...(status.phase === 'Pending' ? { requeueMs: 5000 } : {}) };
+    if (db.status?.phase !== status.phase && status.phase === 'Failed') this.events.record(db, 'Warning', ready.reason, ready.message);
+    return { status, ready, conditions: restored, ...(status.phase === 'Pending' ? { requeueMs: 5000 } : {}) };
   }
 
   private async finalize(db: Database, claims: k8s.V1PersistentVolumeClaim[]): Promise<void> {

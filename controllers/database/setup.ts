@@ -11,7 +11,7 @@ import type { App, Database } from '../../lib/resources/index.js';
 import { customStatusWriter, type Controller } from '../frame/controller.js';
 import { targets } from '../frame/informers.js';
 import type { SetupContext } from '../frame/setup.js';
-import { cnpg, type CnpgCluster } from './cnpg.js';
+import { cnpg, providerOf, type CnpgCluster } from './cnpg.js';
 import type { DatabaseSettings } from './desired.js';
 import { DatabaseReconciler } from './reconciler.js';
 
@@ -63,6 +63,7 @@ export function setupDatabases(ctx: SetupContext, settings: DatabaseSettings): C
       observe: (db) => {
         const ns = db.metadata.namespace!;
         const o = databaseObjects(db.metadata.name!);
+        const source = db.spec.branchOf ? databases.get(db.spec.branchOf, ns) : undefined;
         return {
           pod: dbPods.get(o.pod, ns),
           claim: claims.get(o.claim, ns),
@@ -72,6 +73,7 @@ export function setupDatabases(ctx: SetupContext, settings: DatabaseSettings): C
           policy: policies.get(o.policy, ns),
           attachedApps: apps.list(ns).filter((a) => a.spec.database === db.metadata.name),
           sourceHost: db.spec.branchOf ? services.get(databaseObjects(db.spec.branchOf).service, ns)?.spec?.clusterIP : undefined,
+          sourceProvider: source && providerOf(source, settings),
           cronJob: cronJobs.get(`${o.service}-backup`, ns),
           backupJobs: backupJobs.list(ns).filter((j) => j.metadata?.labels?.[labels.backupOf] === db.metadata.name),
         };

@@ -2,7 +2,7 @@
 # PID 1 of the svc/postgres image (a Database's server, controllers/database/): on the first start
 # of an empty volume, a new cluster (or a branch's copy of its source, or a restored backup); then
 # the server itself, in the foreground, listening on every address (the Database's NetworkPolicy
-# says who may connect). Also `backup`, a backup Job's dump. The roles
+# says who may connect). Also `backup`, a backup Job's dump, and `restore`, a restore Job's load. The roles
 # (docs/decisions/0017-databases.md#roles-the-tenant-is-not-a-superuser):
 #   svc_admin       initdb's bootstrap superuser: NOLOGIN and no password. Only this script acts as
 #                   it, in single-user mode (`postgres --single`) before the server listens.
@@ -32,6 +32,20 @@ if [ "${1:-}" = backup ]; then
   cat "$err" >&2
   tail -c 2000 "$err" | curl --silent --show-error --max-time 30 --data-binary @- -H "Authorization: Bearer $SVC_BACKUP_TOKEN" -H 'Content-Type: text/plain' "$SVC_BACKUP_URL/failed" || true
   exit 1
+fi
+
+# `restore`: a restore Job into a database served by another (a CloudNativePG Cluster, bootstrapped
+# empty with the tenant as its owner): the dump at SVC_RESTORE_URL (an artifact credential for it
+# alone) loaded into the server at SVC_RESTORE_HOST as the tenant, in one transaction: a restore
+# that fails leaves the database as empty as it was, and the Job's next try starts clean.
+if [ "${1:-}" = restore ]; then
+  : "${SVC_RESTORE_HOST:?the address of the server}" "${SVC_RESTORE_URL:?where the dump is}" "${SVC_RESTORE_TOKEN:?the artifact credential}"
+  echo "svc-postgres: restoring $SVC_RESTORE_URL into $PGDATABASE at $SVC_RESTORE_HOST"
+  start=$(date +%s%N)
+  curl --silent --show-error --fail -H "Authorization: Bearer $SVC_RESTORE_TOKEN" "$SVC_RESTORE_URL" |
+    "$bin/pg_restore" --host="$SVC_RESTORE_HOST" --port=5432 --no-password --no-owner --no-privileges --exit-on-error --single-transaction --dbname="$PGDATABASE"
+  echo "svc-postgres: restored in $((($(date +%s%N) - start) / 1000000)) ms"
+  exit 0
 fi
 
 case "$PGUSER" in
@@ -160,7 +174,7 @@ fi
 # first. Done by this container rather than an init container of its own: one container start fewer
 # is a tenth of a branch's time (docs/benchmarks.md).
 fresh=
-if [ -n "${SVC_BRANCH_HOST:-}" ] && [ ! -s "$PGDATA/PG_VERSION" ]; then
+if [ -n "${SVC_BRANCH_HOST:-}" ] && [ -z "${SVC_BRANCH_LOGICAL:-}" ] && [ ! -s "$PGDATA/PG_VERSION" ]; then
   : "${SVC_BRANCH_PASSWORD:?the source's replication password (its Secret's replication-password)}"
   copy="$PGDATA.copying"
   rm -rf "$copy" && mkdir -p "$copy" && chmod 0700 "$copy"
@@ -187,6 +201,19 @@ if [ ! -s "$PGDATA/PG_VERSION" ]; then
       "$bin/pg_restore" --host=/tmp --port=5433 --no-owner --no-privileges --exit-on-error --dbname="$PGDATABASE"
     stop_local "$made"
     echo "svc-postgres: restored in $(ms_since "$start") ms"
+  elif [ -n "${SVC_BRANCH_HOST:-}" ]; then
+    # A branch of a source served by another (a CloudNativePG Cluster, SVC_BRANCH_LOGICAL): no
+    # replication role of ours there, so a logical copy, the source's tenant dumping the database it
+    # owns (SVC_BRANCH_PASSWORD its password, from the source's Secret) into the new cluster as this
+    # branch's tenant, in one transaction.
+    : "${SVC_BRANCH_PASSWORD:?the source's tenant password (its Secret's password)}"
+    echo "svc-postgres: copying $PGDATABASE from $SVC_BRANCH_HOST (logical)"
+    start=$(date +%s%N)
+    start_local "$made" 5433
+    PGPASSWORD=$SVC_BRANCH_PASSWORD "$bin/pg_dump" --host="$SVC_BRANCH_HOST" --port=5432 --no-password --format=custom --dbname="$PGDATABASE" |
+      "$bin/pg_restore" --host=/tmp --port=5433 --no-owner --no-privileges --exit-on-error --single-transaction --dbname="$PGDATABASE"
+    stop_local "$made"
+    echo "svc-postgres: copied in $(ms_since "$start") ms"
   fi
   rm -rf "$PGDATA" && mv "$made" "$PGDATA"
   fresh=1

@@ -130,7 +130,12 @@ function setup(o: { limit?: number; freeBytes?: number; provider?: 'pods' | 'clo
     },
     usage: { storage: async (_accountId, subject, bytes) => void samples.push({ subject, bytes }) },
     events: { record: async (_accountId, type, subject, data) => void events.push({ type, subject, data }) },
-    settings: { defaultBytes: 2 ** 30, provider: o.provider ?? 'pods', artifactBaseUrl: 'http://api.svc:8081/artifacts' },
+    settings: {
+      defaultBytes: 2 ** 30,
+      provider: o.provider ?? 'pods',
+      cnpg: { instances: 2 },
+      artifactBaseUrl: 'http://api.svc:8081/artifacts',
+    },
     clock: () => now,
   });
   return { actions, databases, apps, backups, events, samples, fits };
@@ -230,21 +235,34 @@ describe('DatabaseActions.create', () => {
     });
   });
 
-  it('refuses a restore from a backup that is not there, failed, or into CloudNativePG', async () => {
+  it('counts a CloudNativePG database once per instance, each holding a copy of its volume', async () => {
+    const t = setup({ provider: 'cloudnative-pg', freeBytes: 3 * 2 ** 30 });
+    await t.actions.create(actor, { name: 'ha', storageBytes: 2 ** 30, deletionPolicy: 'drop' });
+    assert.deepEqual(t.fits, [{ bytes: 2 * 2 ** 30, underLock: true }]);
+    assert.deepEqual(t.samples, [{ subject: 'database/ha', bytes: 2 * 2 ** 30 }]);
+    assert.equal(t.events[0]!.data?.storage_bytes, 2 ** 30, 'the event says the size asked for');
+    const full = await refusalOf(() => t.actions.create(actor, { name: 'big', storageBytes: 2 * 2 ** 30, deletionPolicy: 'drop' }));
+    assert.equal(full.kind, 'quota_exceeded');
+    assert.match(full.message, /database big needs 4294967296 bytes \(2147483648 on each of 2 instances\)/);
+  });
+
+  it('refuses a restore from a backup that is not there or failed', async () => {
     const t = setup();
     const missing = await refusalOf(() => t.actions.create(actor, { name: 'copy', deletionPolicy: 'drop', restoreFrom: 'nope' }));
     assert.deepEqual([missing.kind, missing.message], ['not_found', 'backup nope not found']);
     t.backups.set('bad', backup('bad', { status: 'failed', digest: null, error: 'pg_dump exited 1' }));
     const failed = await refusalOf(() => t.actions.create(actor, { name: 'copy', deletionPolicy: 'drop', restoreFrom: 'bad' }));
     assert.deepEqual([failed.kind, failed.message], ['conflict', 'backup bad failed (pg_dump exited 1); restore from one that is done']);
+    assert.deepEqual(t.databases.created, []);
+  });
+
+  it('restores into a CloudNativePG database too: the dump is logical, whichever provider made it', async () => {
     const cnpg = setup({ provider: 'cloudnative-pg' });
     cnpg.backups.set('bk1', backup('bk1'));
-    const provider = await refusalOf(() => cnpg.actions.create(actor, { name: 'copy', deletionPolicy: 'drop', restoreFrom: 'bk1' }));
-    assert.deepEqual(
-      [provider.kind, provider.message],
-      ['conflict', 'restoring a backup into a cloudnative-pg database is not built: CloudNativePG restores from its own backups'],
-    );
-    assert.deepEqual([t.databases.created, cnpg.databases.created], [[], []]);
+    await cnpg.actions.create(actor, { name: 'copy', deletionPolicy: 'drop', restoreFrom: 'bk1' });
+    const spec = cnpg.databases.created[0]!.spec;
+    assert.equal(spec.provider, 'cloudnative-pg');
+    assert.equal(spec.restoreFrom?.backup, 'bk1');
   });
 });
 
@@ -308,7 +326,7 @@ describe('DatabaseActions backups', () => {
     assert.match(t.databases.backupRequests[0]!.token, /^2026-03-01T12:00:00\.000Z [0-9a-f]{8}$/);
   });
 
-  it('refuses a backup of a server that is not Ready, of a database being deleted, or of one CloudNativePG serves', async () => {
+  it('refuses a backup of a server that is not Ready or of a database being deleted', async () => {
     const t = setup();
     t.databases.put(resource('new'));
     const pending = await refusalOf(() => t.actions.backup(actor, 'new'));
@@ -316,17 +334,17 @@ describe('DatabaseActions backups', () => {
     t.databases.put(resource('going', { status: { phase: 'Ready' }, deleting: true }));
     const going = await refusalOf(() => t.actions.backup(actor, 'going'));
     assert.deepEqual([going.kind, going.message], ['not_found', 'database going not found']);
-    // A CloudNativePG database: the platform's backup Job is built for its own servers; refused, not a 202 that does nothing.
-    t.databases.put(resource('ha', { spec: { engine: 'postgres', provider: 'cloudnative-pg' }, status: { phase: 'Ready' } }));
-    const ha = await refusalOf(() => t.actions.backup(actor, 'ha'));
-    assert.deepEqual(
-      [ha.kind, ha.message],
-      [
-        'conflict',
-        "database ha is served by cloudnative-pg: the platform's backups are built for its own servers only (CloudNativePG backs up with its own tools)",
-      ],
-    );
     assert.deepEqual(t.databases.backupRequests, []);
+  });
+
+  it('asks for a backup of a CloudNativePG database as of any other', async () => {
+    const t = setup();
+    t.databases.put(resource('ha', { spec: { engine: 'postgres', provider: 'cloudnative-pg' }, status: { phase: 'Ready' } }));
+    await t.actions.backup(actor, 'ha');
+    assert.deepEqual(
+      t.databases.backupRequests.map((r) => r.name),
+      ['ha'],
+    );
   });
 });
 

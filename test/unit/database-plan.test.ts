@@ -6,7 +6,7 @@ import { describe, it } from 'node:test';
 import type * as k8s from '@kubernetes/client-node';
 import { backupCredentialExpiry, plan, type DatabaseSettings } from '../../controllers/database/desired.js';
 import { checkArtifactCredential, checkBackupCredential } from '../../lib/artifacts/credential.js';
-import { cnpgCluster, cnpgPolicy, cnpgService, cnpgStatus, providerOf } from '../../controllers/database/cnpg.js';
+import { cnpgCluster, cnpgPolicy, cnpgRestore, cnpgService, cnpgStatus, providerOf } from '../../controllers/database/cnpg.js';
 import type { App, Database } from '../../lib/resources/index.js';
 
 const settings: DatabaseSettings = {
@@ -327,6 +327,78 @@ describe('database plan', () => {
     );
   });
 
+  it('on CloudNativePG: restores with one Job once the Cluster is Ready, in one transaction, and never again once done', () => {
+    const key = Buffer.alloc(32, 7);
+    const onCnpg: DatabaseSettings = {
+      ...settings,
+      provider: 'cloudnative-pg',
+      backups: {
+        key,
+        schedule: '30 3 * * *',
+        platformPorts: [{ port: 8080 }],
+        artifactBaseUrl: 'http://10.244.0.1:8080/artifacts',
+        backupBaseUrl: 'http://10.244.0.1:8080/backups',
+      },
+    };
+    const now = new Date('2026-11-25T12:00:00Z');
+    const digest = `sha256:${'b'.repeat(64)}`;
+    const restored: Database = { ...db, spec: { ...db.spec, provider: 'cloudnative-pg', restoreFrom: { backup: 'bk-1', digest } } };
+    assert.deepEqual(cnpgRestore(db, onCnpg, true, '10.96.0.7', [], now), { state: 'none' }, 'nothing to load without restoreFrom');
+    assert.deepEqual(
+      cnpgRestore(restored, onCnpg, false, '10.96.0.7', [], now),
+      { state: 'waiting' },
+      'no Job before the Cluster is Ready',
+    );
+    const started = cnpgRestore(restored, onCnpg, true, '10.96.0.7', [], now);
+    assert.equal(started.state, 'waiting');
+    const job = (started as { job: k8s.V1Job }).job;
+    assert.equal(job.metadata?.name, 'db-orders-restore');
+    assert.equal(job.spec?.template.metadata?.labels?.['svc.dev/backup-of'], 'orders', "under the backup Jobs' policy");
+    const c = job.spec.template.spec!.containers[0]!;
+    const env = Object.fromEntries((c.env ?? []).filter((e) => e.value).map((e) => [e.name, e.value]));
+    assert.deepEqual(
+      [c.args, c.image, env.SVC_RESTORE_HOST, env.SVC_RESTORE_URL],
+      [['restore'], 'reg/svc/postgres:1', '10.96.0.7', `http://10.244.0.1:8080/artifacts/${digest}`],
+    );
+    assert.deepEqual(checkArtifactCredential(key, digest, env.SVC_RESTORE_TOKEN, now), { ok: true });
+    assert.equal(checkArtifactCredential(key, `sha256:${'c'.repeat(64)}`, env.SVC_RESTORE_TOKEN, now).ok, false, 'it opens this dump only');
+    assert.deepEqual(
+      c.env?.filter((e) => e.valueFrom).map((e) => e.valueFrom?.secretKeyRef?.key),
+      ['username', 'password', 'database'],
+      'the tenant, not a superuser',
+    );
+    const withStatus = (type: string): k8s.V1Job => ({
+      ...job,
+      status: {
+        conditions: [{ type, status: 'True', reason: 'BackoffLimitExceeded', message: 'Job has reached the specified backoff limit' }],
+      },
+    });
+    assert.deepEqual(cnpgRestore(restored, onCnpg, true, '10.96.0.7', [job], now), { state: 'running' });
+    assert.deepEqual(cnpgRestore(restored, onCnpg, true, '10.96.0.7', [withStatus('Complete')], now), { state: 'done' });
+    assert.deepEqual(cnpgRestore(restored, onCnpg, true, '10.96.0.7', [withStatus('Failed')], now), {
+      state: 'failed',
+      reason: 'BackoffLimitExceeded: Job has reached the specified backoff limit',
+    });
+    const done: Database = {
+      ...restored,
+      status: {
+        conditions: [{ type: 'Restored', status: 'True', reason: 'Restored', message: '', lastTransitionTime: now.toISOString() }],
+      },
+    };
+    assert.deepEqual(cnpgRestore(done, onCnpg, true, '10.96.0.7', [], now), { state: 'done' }, 'its Job gone, not run again');
+    assert.equal(cnpgRestore(restored, settings, true, '10.96.0.7', [], now).state, 'failed', 'no backup settings: said, not waited for');
+
+    const healthy = { status: { phase: 'Cluster in healthy state', readyInstances: 2, conditions: [{ type: 'Ready', status: 'True' }] } };
+    const loading = cnpgStatus(restored, healthy, service, 'shop', { state: 'running' });
+    assert.deepEqual(
+      [loading.status.phase, loading.ready.reason, loading.ready.message],
+      ['Pending', 'Restoring', 'CloudNativePG: ready; loading backup bk-1 into it'],
+    );
+    const failed = cnpgStatus(restored, healthy, service, 'shop', { state: 'failed', reason: 'BackoffLimitExceeded' });
+    assert.deepEqual([failed.status.phase, failed.ready.message], ['Failed', 'restoring backup bk-1 failed: BackoffLimitExceeded']);
+    assert.equal(cnpgStatus(restored, healthy, service, 'shop', { state: 'done' }).status.phase, 'Ready');
+  });
+
   it("starts a branch as a copy of its source once the source has an address, with the source's data and database name and credentials of its own", () => {
     const branch: Database = {
       ...db,
@@ -350,6 +422,23 @@ describe('database plan', () => {
       { name: 'db-orders-credentials', key: 'replication-password', optional: true },
       "of the source's, only the replication role's",
     );
+    assert.equal(
+      server.env!.find((e) => e.name === 'SVC_BRANCH_LOGICAL'),
+      undefined,
+      'a physical copy of a server of our own',
+    );
+    // Of a CloudNativePG Cluster (no replication role of ours there): a logical copy, as the source's tenant.
+    const ofCluster = plan(
+      branch,
+      { pod: undefined, claim: undefined, service: undefined, attachedApps: [], sourceHost: '10.96.0.7', sourceProvider: 'cloudnative-pg' },
+      settings,
+    ).createPod!.spec!.containers[0]!.env!;
+    assert.equal(ofCluster.find((e) => e.name === 'SVC_BRANCH_LOGICAL')?.value, '1');
+    assert.deepEqual(ofCluster.find((e) => e.name === 'SVC_BRANCH_PASSWORD')?.valueFrom?.secretKeyRef, {
+      name: 'db-orders-credentials',
+      key: 'password',
+      optional: true,
+    });
     assert.equal(p.createPod!.spec!.initContainers, undefined, 'in its own container: no other to start');
     assert.deepEqual(
       p.policy.spec!.egress,
