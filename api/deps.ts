@@ -420,7 +420,14 @@ export async function assembleDeps(deps: {
     const deploy = await deployer.apply(accountId, app, prepared, { createdBy: `build:${b.metadata.name}` });
     return { deployId: deploy.id };
   };
-  const buildRecorder = new BuildRecorder(db, buildStore, core, deployBuild, config.builds.logLimitBytes, log);
+  const buildRecorder = new BuildRecorder(
+    db,
+    buildStore,
+    core,
+    deployBuild,
+    { artifacts, storage, limitBytes: config.builds.logLimitBytes },
+    log,
+  );
   buildRepo.onChange((b) => buildRecorder.observe(b));
   await buildRepo.start();
   const sandboxRepo = new SandboxRepository(kc, log);
@@ -496,7 +503,20 @@ export async function assembleDeps(deps: {
   const buildActions = new BuildActions({
     builds: buildRepo,
     store: buildStore,
-    logs: (build, namespace, follow) => buildLogStream({ core, machines, builds: buildRepo, store: buildStore }, build, namespace, follow),
+    logs: (build, namespace, follow) =>
+      buildLogStream(
+        {
+          core,
+          machines,
+          builds: buildRepo,
+          store: buildStore,
+          artifacts,
+          keptDays: Math.round(config.deploys.artifactRetention.buildLogMs / 86_400_000),
+        },
+        build,
+        namespace,
+        follow,
+      ),
     storage,
     git: {
       secret: builds.gitSecret,

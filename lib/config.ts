@@ -576,6 +576,7 @@ const deploys = part({
       .min(0)
       .max(90 * 24)
       .default(24),
+    SVC_ARTIFACT_BUILD_LOG_DAYS: z.coerce.number().min(1).max(3650).default(30),
     SVC_ARTIFACT_COLLECT_MINUTES: z.coerce
       .number()
       .min(1)
@@ -619,12 +620,14 @@ const deploys = part({
        * What the artifact collector keeps besides what Apps, previews, builds in progress and backups
        * need (docs/decisions/0024-artifact-retention.md): each App's newest `rollbackDeploys` live
        * deploys; anything stored or reused within `graceMs`; an ended build's undeployed output for
-       * `buildGraceMs`. It runs every `collectEveryMs`, in one API replica at a time.
+       * `buildGraceMs`, and its log for `buildLogMs`. It runs every `collectEveryMs`, in one API
+       * replica at a time.
        */
       artifactRetention: Object.freeze({
         rollbackDeploys: e.SVC_ARTIFACT_ROLLBACK_DEPLOYS,
         graceMs: Math.round(e.SVC_ARTIFACT_GRACE_MINUTES * 60_000),
         buildGraceMs: Math.round(e.SVC_ARTIFACT_BUILD_GRACE_HOURS * 3600_000),
+        buildLogMs: e.SVC_ARTIFACT_BUILD_LOG_DAYS * 86_400_000,
         collectEveryMs: Math.round(e.SVC_ARTIFACT_COLLECT_MINUTES * 60_000),
       }),
       /** The image that serves static, HTML and Markdown apps (node-agent maps svc/runtime to runtime/). */

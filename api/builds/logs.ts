@@ -1,10 +1,12 @@
 // A build's log: while it runs, the kubelet's log of its Pod's containers (the source fetch, then the
-// builder), read through the apiserver and followed as written; once it ended, the copy kept in its
-// record (the recorder makes it from the same containers before the Job goes), so a log reads the
-// same the day after. The platform's own lines (`==> `) frame it: the first comes at once, so a
+// builder), read through the apiserver and followed as written; once it ended, the copy kept in the
+// artifact store (the recorder makes it from the same containers before the Job goes), so a log
+// reads the same the day after. The platform's own lines (`==> `) frame it: the first comes at once, so a
 // client sees a byte as soon as it asks, whatever the Pod is doing.
 import { PassThrough, Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type * as k8s from '@kubernetes/client-node';
+import type { ArtifactStore } from '../../lib/artifacts/store.js';
 import { terminalPhases } from '../../lib/builds/index.js';
 import type { BuildRecord, BuildStore } from '../../lib/builds/store.js';
 import { labels } from '../../lib/contract.js';
@@ -34,6 +36,9 @@ export interface LogDeps {
   machines: Pick<MachineRepository, 'logs'>;
   builds: BuildRepository;
   store: BuildStore;
+  /** Where ended builds' logs are kept, and for how many days after the build. */
+  artifacts: Pick<ArtifactStore, 'open'>;
+  keptDays: number;
 }
 
 async function podOf(core: k8s.CoreV1Api, namespace: string, id: string): Promise<k8s.V1Pod | undefined> {
@@ -78,7 +83,20 @@ export function buildLogStream(d: LogDeps, record: BuildRecord, namespace: strin
       if (kept) {
         write(headLine(record));
         if (kept.truncated) write('==> (the start of this log was cut: it was longer than the platform keeps)\n');
-        write(kept.text);
+        if ('text' in kept) write(kept.text);
+        else {
+          const stored = await d.artifacts.open(kept.digest);
+          out.once('close', () => stored?.stream.destroy());
+          if (!stored) write(`==> this build's log is no longer kept (build logs are kept ${d.keptDays} days after the build)\n`);
+          // Streamed from the store as the reader takes it, not read whole first.
+          else
+            await pipeline(
+              stored.stream,
+              new Writable({ write: (chunk: Buffer, _e, cb) => (gone ? cb() : out.write(chunk) ? cb() : out.once('drain', () => cb())) }),
+            ).catch((err: unknown) => {
+              if (!gone) throw err;
+            });
+        }
         write(endLine(undefined, (await d.store.get(record.accountId, record.id)) ?? record));
         return;
       }

@@ -12,7 +12,24 @@ import { labels } from '../../lib/contract.js';
 import type { Db } from '../../lib/db/connection.js';
 import type { Logger } from '../../lib/logger.js';
 import type { Build } from '../../lib/resources/index.js';
+import type { ArtifactStore } from '../../lib/artifacts/store.js';
+import type { AccountStorage } from '../storage/account-storage.js';
 import { collectLog } from './logs.js';
+
+/** Where ended builds' logs are kept: objects of the artifact store, held by their account. */
+export interface LogKeeping {
+  artifacts: Pick<ArtifactStore, 'stageBytes'>;
+  storage: Pick<AccountStorage, 'keep'>;
+  /** A log longer than this keeps its end. */
+  limitBytes: number;
+}
+
+/** The last `limit` bytes of `text`, from the first whole UTF-8 character on. */
+export function endOf(text: Buffer, limit: number): Buffer {
+  let end = text.subarray(-limit);
+  while (end.length && (end[0]! & 0xc0) === 0x80) end = end.subarray(1);
+  return end;
+}
 
 export type DeployOutcome = { deployId: string } | { error: string };
 
@@ -29,7 +46,7 @@ export class BuildRecorder {
     private readonly core: k8s.CoreV1Api,
     /** Deploys a succeeded build's output to its app. */
     private readonly deploy: (accountId: string, b: Build) => Promise<DeployOutcome>,
-    private readonly logLimitBytes: number,
+    private readonly logs: LogKeeping,
     private readonly log: Logger,
   ) {
     this.accounts = new NamespaceAccounts(db);
@@ -82,9 +99,12 @@ export class BuildRecorder {
     const phase = b.status?.phase;
     if (!phase || !terminalPhases.has(phase)) return;
     if (!(await this.store.log(account, id))) {
-      const text = (await collectLog(this.core, ns, id)) ?? '';
-      const cut = Buffer.byteLength(text) > this.logLimitBytes;
-      await this.store.saveLog(id, cut ? Buffer.from(text).subarray(-this.logLimitBytes).toString('utf8') : text, cut);
+      const text = Buffer.from((await collectLog(this.core, ns, id)) ?? '');
+      const cut = text.length > this.logs.limitBytes;
+      // Stored first, then named: a record never names a log the store does not have.
+      const staged = await this.logs.artifacts.stageBytes(cut ? endOf(text, this.logs.limitBytes) : text);
+      await this.logs.storage.keep(account, staged);
+      await this.store.keepLog(id, staged.digest, staged.size, cut);
     }
     if (phase === 'Succeeded' && b.spec.deploy && (await this.store.claimDeploy(id))) {
       const outcome = await this.deploy(account, b).catch((err: unknown): DeployOutcome => ({

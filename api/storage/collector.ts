@@ -192,7 +192,7 @@ export class ArtifactCollector {
       status: DeployStatus;
     }>;
     const builds = (await scoped(
-      db('builds').select('id', 'account_id', 'phase', 'source', 'artifact_digest', 'deploy_id', 'completed_at'),
+      db('builds').select('id', 'account_id', 'phase', 'source', 'artifact_digest', 'deploy_id', 'completed_at', 'log_digest'),
     )) as Array<{
       id: string;
       account_id: string;
@@ -201,6 +201,7 @@ export class ArtifactCollector {
       artifact_digest: string | null;
       deploy_id: string | null;
       completed_at: Date | null;
+      log_digest: string | null;
     }>;
     const backups = (await scoped(
       db('database_backups').where({ status: 'done' }).whereNotNull('digest').select('account_id', 'database', 'digest'),
@@ -225,6 +226,7 @@ export class ArtifactCollector {
         // '-' while the replica that claimed the deploy makes it (lib/builds/store.ts).
         deployed: r.deploy_id !== null && r.deploy_id !== '-',
         completedAt: r.completed_at ? new Date(r.completed_at) : null,
+        logDigest: r.log_digest,
       })),
       backups: backups.map((r) => ({ accountId: r.account_id, database: r.database, digest: r.digest })),
       holds: await this.d.holds.list(accountId),

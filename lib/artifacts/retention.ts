@@ -7,6 +7,7 @@
 //   window), or a deploy of it still in flight does;
 // - a build that has not ended takes it as its source or made it as its output, or an ended build made
 //   it within `buildGraceMs` and no deploy of it was recorded (a deployed one is kept as a deploy);
+// - an ended build's log is kept for `buildLogMs` after the build ended;
 // - a recorded backup is it (a database keeps its newest seven, lib/backups.ts);
 // - the account stored or reused it within `graceMs` (an upload racing the record that names it).
 //
@@ -20,6 +21,8 @@ export interface RetentionPolicy {
   graceMs: number;
   /** An ended build's output not (yet) deployed stays this long after the build ended. */
   buildGraceMs: number;
+  /** An ended build's log stays this long after the build ended. */
+  buildLogMs: number;
 }
 
 export interface ObservedApp {
@@ -52,6 +55,8 @@ export interface ObservedBuild {
   /** A deploy of its output was recorded. */
   deployed: boolean;
   completedAt: Date | null;
+  /** Its kept log, once it ended. */
+  logDigest?: string | null;
 }
 
 export interface ObservedBackup {
@@ -120,6 +125,8 @@ export function retainedArtifacts(o: Observed, policy: RetentionPolicy): Retaine
     } else if (b.outputDigest && !b.deployed && (!b.completedAt || now - b.completedAt.getTime() < policy.buildGraceMs)) {
       keep(b.accountId, b.outputDigest, `build ${b.id}'s output is not deployed yet`);
     }
+    if (b.logDigest && (!b.completedAt || now - b.completedAt.getTime() < policy.buildLogMs))
+      keep(b.accountId, b.logDigest, `build ${b.id}'s log`);
   }
   for (const b of o.backups) keep(b.accountId, b.digest, `a backup of database ${b.database}`);
   for (const h of o.holds) if (now - h.usedAt.getTime() < policy.graceMs) keep(h.accountId, h.digest, 'stored within the grace period');

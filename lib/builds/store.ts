@@ -106,6 +106,9 @@ const recordOf = (r: Row): BuildRecord => ({
   logTruncated: r.log_truncated,
 });
 
+/** An ended build's kept log: stored by digest, or (kept before logs went to the store) its text. */
+export type KeptLog = { digest: string; bytes: number; truncated: boolean } | { text: string; truncated: boolean };
+
 const rank: Record<BuildPhase, number> = { Queued: 0, Building: 1, Succeeded: 2, Failed: 2, Canceled: 2 };
 const eventOf: Partial<Record<BuildPhase, EventKind>> = {
   Building: 'build.started',
@@ -120,7 +123,7 @@ export class BuildStore {
   constructor(private readonly db: Knex) {}
 
   private select(q: Knex.QueryBuilder): Knex.QueryBuilder {
-    return q.select(...columns, this.db.raw('log is not null as has_log'));
+    return q.select(...columns, this.db.raw('(log is not null or log_digest is not null) as has_log'));
   }
 
   /** Records a new build (and its build.queued event); nothing when it is recorded already. */
@@ -232,17 +235,33 @@ export class BuildStore {
     });
   }
 
-  async log(accountId: string, id: string): Promise<{ text: string; truncated: boolean } | undefined> {
+  /**
+   * Where an ended build's kept log is: an object of the artifact store (`digest`), or, for a log
+   * kept before logs went there, its text in the record.
+   */
+  async log(accountId: string, id: string): Promise<KeptLog | undefined> {
     const row = await this.db('builds')
       .where({ account_id: accountId, id })
-      .whereNotNull('log')
-      .first<{ log: string; log_truncated: boolean } | undefined>('log', 'log_truncated');
-    return row && { text: row.log, truncated: row.log_truncated };
+      .whereRaw('(log is not null or log_digest is not null)')
+      .first<{ log: string | null; log_digest: string | null; log_bytes: string | number | null; log_truncated: boolean } | undefined>(
+        'log',
+        'log_digest',
+        'log_bytes',
+        'log_truncated',
+      );
+    if (!row) return undefined;
+    return row.log_digest
+      ? { digest: row.log_digest, bytes: Number(row.log_bytes ?? 0), truncated: row.log_truncated }
+      : { text: row.log ?? '', truncated: row.log_truncated };
   }
 
-  /** Keeps an ended build's log (the first copy stays: every replica's is the same). */
-  async saveLog(id: string, text: string, truncated: boolean): Promise<void> {
-    await this.db('builds').where({ id }).whereNull('log').update({ log: text, log_truncated: truncated });
+  /** Records an ended build's log, stored by digest (the first one stays: every replica's is the same). */
+  async keepLog(id: string, digest: string, bytes: number, truncated: boolean): Promise<void> {
+    await this.db('builds')
+      .where({ id })
+      .whereNull('log')
+      .whereNull('log_digest')
+      .update({ log_digest: digest, log_bytes: bytes, log_truncated: truncated });
   }
 
   /** Whether this caller is the one to deploy the build's output (once, whichever replica asks first). */
@@ -256,12 +275,5 @@ export class BuildStore {
     await this.db('builds')
       .where({ id })
       .update('deployId' in outcome ? { deploy_id: outcome.deployId } : { deploy_error: outcome.error.slice(0, 2000) });
-  }
-
-  /** Record ids of the account whose logs are not kept yet among `ids` (ended builds to copy a log of). */
-  async withoutLog(ids: readonly string[]): Promise<Set<string>> {
-    if (!ids.length) return new Set();
-    const rows = await this.db('builds').whereIn('id', ids).whereNull('log').select<Array<{ id: string }>>('id');
-    return new Set(rows.map((r) => r.id));
   }
 }

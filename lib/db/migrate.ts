@@ -36,6 +36,7 @@ import * as m0031 from './migrations/0031_usage_data_meters.js';
 import * as m0032 from './migrations/0032_html_data_totals.js';
 import * as m0033 from './migrations/0033_account_domains.js';
 import * as m0034 from './migrations/0034_domain_renewals.js';
+import * as m0035 from './migrations/0035_build_logs_in_store.js';
 
 interface Migration {
   up(db: Knex): Promise<void>;
@@ -77,6 +78,7 @@ const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ['0032_html_data_totals', m0032],
   ['0033_account_domains', m0033],
   ['0034_domain_renewals', m0034],
+  ['0035_build_logs_in_store', m0035],
 ];
 
 const source: Knex.MigrationSource<readonly [string, Migration]> = {

@@ -163,6 +163,20 @@ describe('Builds', () => {
     );
     const kept = await (await api.request('GET', `/api/builds/${created.id}/logs`)).text();
     assert.match(kept, /==> \$ npm run build\n[\s\S]*wrote dist\/index\.html/);
+    // Kept in the object store (its record names it by digest; no text in PostgreSQL), held by the account.
+    const row = await api
+      .db('builds')
+      .where({ id: created.id })
+      .first<{ log: string | null; log_digest: string | null; log_bytes: string }>('log', 'log_digest', 'log_bytes');
+    assert.equal(row.log, null);
+    assert.match(row.log_digest ?? '', /^sha256:[0-9a-f]{64}$/);
+    const object = await api.deps.artifacts.open(row.log_digest!);
+    assert.ok(object, 'the log is in the store');
+    let stored = '';
+    for await (const chunk of object.stream) stored += String(chunk);
+    assert.equal(Buffer.byteLength(stored), Number(row.log_bytes));
+    assert.ok(kept.includes(stored), 'what the API serves is the stored log, framed');
+    assert.ok(await api.db('artifact_holds').where({ digest: row.log_digest }).first(), 'held by the account');
 
     const events = (
       await json<{ events: Array<{ type: string; subject: string }> }>(await api.request('GET', '/api/events?kinds=build.*'), 200)
