@@ -15,6 +15,8 @@
 #   svc/builder  Debian with Python, pip, Git, Node.js, npm and corepack, and the platform's builder
 #   svc/sandbox  Debian with the sandbox runtimes (Python, Node.js, Bash, Perl, Ruby, PHP) and the
 #                platform's sandbox agent (sandbox-agent/)
+#   svc/buildkit Debian with BuildKit (hack/build-buildkit.sh) and the nodes' runc, the builder of
+#                full Dockerfiles, run in a user namespace (docs/decisions/0040-buildkit.md)
 #   svc/api, svc/controllers, svc/ingress-auth   node + the platform's own code
 # Each image's tag is a digest of what went into it (plus the git commit for the platform's own), so
 # an image is rebuilt only when its inputs change and a rebuilt one never reuses a name. Layers are
@@ -322,6 +324,33 @@ image svc/builder "$tag" "$builder_base_ref" --clear=config.cmd --config.working
   --config.entrypoint node --config.entrypoint /app/dist/builder/main.js "$path_env" -- \
   "$LAYERS/node-$node_key.tar" "$LAYERS/node-tools-$tools_key.tar" "$LAYERS/deps-$deps_key.tar" "$LAYERS/code-$code_key.tar"
 record SVC_IMAGE_BUILDER svc/builder "$tag"
+
+# BuildKit, the builder of full Dockerfiles (docs/decisions/0040-buildkit.md): buildkitd and buildctl
+# (hack/build-buildkit.sh) and the nodes' runc (hack/build-runc.sh), which buildkitd's OCI worker runs
+# each step with and finds on PATH, on the Debian base (runc links against its libc6 and
+# libseccomp2), with the builder base's CA bundle (Debian's ca-certificates) for registries it pulls
+# from. It runs as root only in a user namespace of its own (hostUsers: false) and the seccomp
+# profile hack/nodes.sh installs as svc-buildkit.json.
+"$ROOT/hack/build-buildkit.sh"
+"$ROOT/hack/build-runc.sh"
+BUILDKIT_BIN="$CACHE/buildkit-${BUILDKIT_VERSION:-v0.34.2}/bin"
+for bin in "$BUILDKIT_BIN/buildkitd" "$BUILDKIT_BIN/buildctl" "$RUNC_BIN"; do
+  [ -x "$bin" ] || { echo "images: no $(basename "$bin") at $bin (hack/build-buildkit.sh, hack/build-runc.sh)" >&2; exit 1; }
+done
+buildkit_key=$(short "$RECIPE" "$(sha "$BUILDKIT_BIN/buildkitd" "$BUILDKIT_BIN/buildctl" "$RUNC_BIN")" "$builder_base_tag")
+if [ ! -f "$LAYERS/buildkit-$buildkit_key.tar" ]; then
+  d=$(mktemp -d)
+  install -D -m 0755 "$BUILDKIT_BIN/buildkitd" "$d/usr/local/bin/buildkitd"
+  install -D -m 0755 "$BUILDKIT_BIN/buildctl" "$d/usr/local/bin/buildctl"
+  install -D -m 0755 "$RUNC_BIN" "$d/usr/local/sbin/runc"
+  mkdir -p "$d/etc/ssl/certs"
+  tar -xOf "$LAYERS/builder-$builder_base_tag.tar" ./etc/ssl/certs/ca-certificates.crt >"$d/etc/ssl/certs/ca-certificates.crt"
+  tar_dir "$d" "$LAYERS/buildkit-$buildkit_key.tar"; rm -rf "$d"
+fi
+tag=$(short "$debian_tag" "$buildkit_key")
+image svc/buildkit "$tag" "$debian_ref" --clear=config.cmd --config.user 0:0 --config.entrypoint /usr/local/bin/buildkitd "$path_env" -- \
+  "$LAYERS/buildkit-$buildkit_key.tar"
+record SVC_IMAGE_BUILDKIT svc/buildkit "$tag"
 
 for component in api controllers ingress-auth; do
   tag="$commit-$(short "$node_tag" "$deps_key" "$code_key")"

@@ -461,6 +461,12 @@ shutdownGracePeriod: 0s
 # Pods with hostUsers: false (docs/decisions/0022-runtime.md): IDs from the node's getsubids.
 userNamespaces: {idsPerPod: $USERNS_IDS_PER_POD}
 YAML
+  # The seccomp profiles pods name as Localhost: the kubelet reads them relative to seccomp/ under its
+  # root directory (--root-dir, start_kubelet) when it creates a container, so a changed one restarts
+  # nothing. svc-buildkit.json: BuildKit's pod, moby's default with runc's keyring calls and pivot_root
+  # (hack/images/buildkit-seccomp.json, docs/decisions/0040-buildkit.md).
+  mkdir -p "$dir/kubelet/seccomp"
+  write_if_changed "$dir/kubelet/seccomp/svc-buildkit.json" <"$ROOT/hack/images/buildkit-seccomp.json"
 }
 
 # The volumes' filesystems (local-volumes: an ext4 image per volume, pvc-<uid>.img, mounted at the
