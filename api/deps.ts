@@ -420,14 +420,7 @@ export async function assembleDeps(deps: {
     const deploy = await deployer.apply(accountId, app, prepared, { createdBy: `build:${b.metadata.name}` });
     return { deployId: deploy.id };
   };
-  const buildRecorder = new BuildRecorder(
-    db,
-    buildStore,
-    core,
-    deployBuild,
-    { artifacts, storage, limitBytes: config.builds.logLimitBytes },
-    log,
-  );
+  const buildRecorder = new BuildRecorder(db, buildStore, core, deployBuild, { artifacts, limitBytes: config.builds.logLimitBytes }, log);
   buildRepo.onChange((b) => buildRecorder.observe(b));
   await buildRepo.start();
   const sandboxRepo = new SandboxRepository(kc, log);

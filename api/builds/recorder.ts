@@ -13,15 +13,19 @@ import type { Db } from '../../lib/db/connection.js';
 import type { Logger } from '../../lib/logger.js';
 import type { Build } from '../../lib/resources/index.js';
 import type { ArtifactStore } from '../../lib/artifacts/store.js';
-import type { AccountStorage } from '../storage/account-storage.js';
 import { collectLog } from './logs.js';
 
-/** Where ended builds' logs are kept: objects of the artifact store, held by their account. */
+/**
+ * Where ended builds' logs are kept: objects of the artifact store that no account holds (the
+ * platform's records, not counted in an account's storage), left there by the collector for
+ * SVC_ARTIFACT_BUILD_LOG_DAYS (lib/artifacts/retention.ts keptBuildLogs).
+ */
 export interface LogKeeping {
-  artifacts: Pick<ArtifactStore, 'stageBytes'>;
-  storage: Pick<AccountStorage, 'keep'>;
+  artifacts: Pick<ArtifactStore, 'stageBytes' | 'put'>;
   /** A log longer than this keeps its end. */
   limitBytes: number;
+  /** How long after a failed store a log is tried again (30 s). */
+  retryMs?: number;
 }
 
 /** The last `limit` bytes of `text`, from the first whole UTF-8 character on. */
@@ -98,14 +102,6 @@ export class BuildRecorder {
     await this.store.advance(account, b);
     const phase = b.status?.phase;
     if (!phase || !terminalPhases.has(phase)) return;
-    if (!(await this.store.log(account, id))) {
-      const text = Buffer.from((await collectLog(this.core, ns, id)) ?? '');
-      const cut = text.length > this.logs.limitBytes;
-      // Stored first, then named: a record never names a log the store does not have.
-      const staged = await this.logs.artifacts.stageBytes(cut ? endOf(text, this.logs.limitBytes) : text);
-      await this.logs.storage.keep(account, staged);
-      await this.store.keepLog(id, staged.digest, staged.size, cut);
-    }
     if (phase === 'Succeeded' && b.spec.deploy && (await this.store.claimDeploy(id))) {
       const outcome = await this.deploy(account, b).catch((err: unknown): DeployOutcome => ({
         error: err instanceof Error ? err.message : String(err),
@@ -114,6 +110,26 @@ export class BuildRecorder {
       if ('error' in outcome)
         this.log.warn({ build: id, namespace: ns, app: b.spec.app, error: outcome.error }, "Deploying a build's output failed");
       else this.log.info({ build: id, namespace: ns, app: b.spec.app, deploy: outcome.deployId }, "Deployed a build's output");
+    }
+    // After the deploy: a store that cannot take the log now does not hold the app's deploy up.
+    // An ended Build changes no more, so a failure is tried again on a timer (its Job, whose
+    // containers the log is read from, stays an hour).
+    if (!(await this.store.log(account, id))) {
+      try {
+        const text = Buffer.from((await collectLog(this.core, ns, id)) ?? '');
+        const cut = text.length > this.logs.limitBytes;
+        // Stored first, then named: a record never names a log the store does not have.
+        const staged = await this.logs.artifacts.stageBytes(cut ? endOf(text, this.logs.limitBytes) : text);
+        await this.logs.artifacts.put(staged).catch(async (err: unknown) => {
+          await staged.discard();
+          throw err;
+        });
+        await this.store.keepLog(id, staged.digest, staged.size, cut);
+      } catch (err) {
+        this.log.warn({ err, build: id, namespace: ns }, "Keeping a build's log failed; trying again in 30 s");
+        setTimeout(() => this.observe(b), this.logs.retryMs ?? 30_000).unref();
+        return;
+      }
     }
     this.finished.add(b.metadata.uid!);
   }

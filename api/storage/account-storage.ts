@@ -151,24 +151,6 @@ export class AccountStorage {
   }
 
   /**
-   * Stores bytes the platform keeps for the account (an ended build's log): held and counted like
-   * its artifacts, but never refused, since the account did not ask for them and they are bounded
-   * (SVC_BUILD_LOG_LIMIT_BYTES each, released SVC_ARTIFACT_BUILD_LOG_DAYS after the build).
-   */
-  async keep(accountId: string, staged: StagedUpload): Promise<void> {
-    try {
-      await this.withDigest(staged.digest, async (trx) => {
-        await this.d.store.put(staged);
-        await this.d.holds.take(accountId, staged.digest, staged.size, this.d.clock(), trx);
-      });
-    } catch (err) {
-      await staged.discard();
-      throw err;
-    }
-    await this.sample(accountId);
-  }
-
-  /**
    * Holds an artifact already in the store for the account (a rollback to an older deploy, a build's
    * output deployed), counted and checked like an upload; false when the store no longer has it.
    */

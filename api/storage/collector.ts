@@ -6,7 +6,8 @@
 // - takes a hold for a kept artifact the account does not hold yet (one stored before holds existed);
 // - releases every other hold not used within the grace period (its bytes stop counting);
 // - deletes a file no account holds that was written before the grace period, under that digest's
-//   lock with the holds read again (an upload of the same bytes meanwhile keeps it);
+//   lock with the holds read again (an upload of the same bytes meanwhile keeps it), unless it is a
+//   build's log still kept (the platform's record, held by no account);
 // - deletes staged uploads left by a process that ended mid-upload.
 //
 // The API runs it because it owns the store and the database (the controllers have neither). An
@@ -14,7 +15,7 @@
 // refuses.
 import type { Knex } from 'knex';
 import type { ArtifactHolds, Hold } from '../../lib/artifacts/holds.js';
-import { retainedArtifacts, type Observed, type ObservedApp, type RetentionPolicy } from '../../lib/artifacts/retention.js';
+import { keptBuildLogs, retainedArtifacts, type Observed, type ObservedApp, type RetentionPolicy } from '../../lib/artifacts/retention.js';
 import type { ArtifactStore } from '../../lib/artifacts/store.js';
 import { terminalPhases, type BuildPhase } from '../../lib/builds/index.js';
 import type { BuildSource } from '../../lib/builds/store.js';
@@ -100,8 +101,9 @@ export class ArtifactCollector {
       await this.sample([...result.adopted, ...result.released], now);
 
       const stillHeld = new Set((await this.d.db('artifact_holds').distinct<Array<{ digest: string }>>('digest')).map((r) => r.digest));
+      const logs = keptBuildLogs(observed, this.d.policy);
       for (const file of await this.d.store.list()) {
-        if (stillHeld.has(file.digest) || file.writtenAt >= before) continue;
+        if (stillHeld.has(file.digest) || logs.has(file.digest) || file.writtenAt >= before) continue;
         const removed = await this.d.db.transaction(async (t) => {
           await t.raw('select pg_advisory_xact_lock(?, hashtext(?))', [digestLockClass, file.digest]);
           if (await this.d.holds.held(file.digest, t)) return false;

@@ -3,18 +3,9 @@ import type * as k8s from '@kubernetes/client-node';
 import { labels } from '../../lib/contract.js';
 import { databasePort } from '../../lib/databases.js';
 import type { App } from '../../lib/resources/index.js';
-import { platformPeers } from '../../lib/kube/platform-peers.js';
+import { clusterDnsEgress, platformPeers } from '../../lib/kube/platform-peers.js';
 import type { AppSettings } from './desired.js';
 import { managerName, ownerRef } from './owner.js';
-
-const clusterDns: k8s.V1NetworkPolicyPeer = {
-  namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } },
-  podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } },
-};
-const dnsPorts: k8s.V1NetworkPolicyPort[] = [
-  { protocol: 'UDP', port: 53 },
-  { protocol: 'TCP', port: 53 },
-];
 
 /**
  * The App's machines' NetworkPolicy, on top of the account's deny-all: in, from the platform
@@ -55,7 +46,7 @@ export function machinePolicy(app: App, settings: AppSettings): k8s.V1NetworkPol
         // Names: the cluster DNS, where every cluster runs it (kube-system, k8s-app=kube-dns: kubeadm,
         // kind, the managed clouds), where the platform says it answers for the cluster's names only
         // (docs/decisions/0037-cluster-dns.md).
-        ...(settings.platform.clusterDns ? [{ to: [clusterDns], ports: dnsPorts }] : []),
+        ...(settings.platform.clusterDns ? [clusterDnsEgress] : []),
         {
           to: platform,
           ports: settings.platform.ports.map((p) => ({ protocol: 'TCP', port: p.port, ...(p.endPort ? { endPort: p.endPort } : {}) })),

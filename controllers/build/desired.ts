@@ -12,7 +12,7 @@ import { buildAnnotations, buildCacheClaim, outputOf, planOf, terminalPhases, ty
 import { apiVersion, labels, managers, previewSeparator } from '../../lib/contract.js';
 import type { Build } from '../../lib/resources/index.js';
 import type { ConditionInput } from '../frame/status.js';
-import { platformPeers } from '../../lib/kube/platform-peers.js';
+import { clusterDnsEgress, platformPeers } from '../../lib/kube/platform-peers.js';
 
 export interface BuildSettings {
   builderImage: string;
@@ -36,6 +36,8 @@ export interface BuildSettings {
   pullSecret?: string | undefined;
   /** The build's pod in a user namespace of its own (hostUsers: false; config.userNamespaces). */
   userNamespaces?: boolean | undefined;
+  /** Builds may ask the cluster DNS (SVC_MACHINE_CLUSTER_DNS): package registries and the platform by name. */
+  clusterDns?: boolean | undefined;
 }
 
 export type BuildStatusFields = NonNullable<Build['status']>;
@@ -242,6 +244,8 @@ export function buildPolicy(namespace: string, s: BuildSettings): k8s.V1NetworkP
       policyTypes: ['Ingress', 'Egress'],
       ingress: [],
       egress: [
+        // Names (a registry's, the platform's Service): the cluster DNS, which is on a private address.
+        ...(s.clusterDns ? [clusterDnsEgress] : []),
         {
           to: platformPeers(s.platformCidrs, s.platformNamespace),
           ports: s.platformPorts.map((p) => ({ protocol: 'TCP', port: p.port, ...(p.endPort ? { endPort: p.endPort } : {}) })),

@@ -25,5 +25,6 @@ export function buildSettings(
     resources: { requests: { cpu: '250m', memory: '512Mi' }, limits: { cpu: config.builds.cpu, memory: config.builds.memory } },
     pullSecret: config.builds.registry ? pullSecretName : undefined,
     userNamespaces: config.userNamespaces,
+    clusterDns: config.machineNetwork.clusterDns,
   };
 }

@@ -17,6 +17,9 @@ import {
   serverContainerSecurity,
   serverPolicy,
   serverUid,
+  backupPlan,
+  type DatabaseObserved,
+  type DatabasePlan,
   type DatabaseSettings,
   type DatabaseStatusFields,
 } from './desired.js';
@@ -186,6 +189,14 @@ export function cnpgStatus(
 /** The condition a Database restored into a Cluster keeps, so its dump is loaded once whatever becomes of the Job. */
 export const restoredCondition = 'Restored';
 
+/** The Restored condition, once the dump is in (and then on every status written after). */
+export function restoredConditions(db: Database, restore: CnpgRestore): ConditionInput[] {
+  const from = db.spec.restoreFrom;
+  return from && restore.state === 'done'
+    ? [{ type: restoredCondition, ok: true, reason: 'Restored', message: `backup ${from.backup ?? from.digest} loaded` }]
+    : [];
+}
+
 /** Where a restore into a Cluster stands (spec.restoreFrom; none without it). */
 export type CnpgRestore =
   { state: 'none' | 'done' } | { state: 'waiting' | 'running'; job?: k8s.V1Job } | { state: 'failed'; reason: string };
@@ -211,7 +222,9 @@ export function cnpgRestore(
   if (db.status?.conditions?.some((c) => c.type === restoredCondition && c.status === 'True')) return { state: 'done' };
   const name = db.metadata.name!;
   const jobName = `db-${name}-restore`;
-  const existing = jobs.find((j) => j.metadata?.name === jobName);
+  // This Database's own: a Job of a deleted Database of the same name (collected in the background)
+  // says nothing about this one's data.
+  const existing = jobs.find((j) => j.metadata?.name === jobName && j.metadata.ownerReferences?.some((o) => o.uid === db.metadata.uid));
   if (existing) {
     if (existing.status?.conditions?.some((c) => c.type === 'Complete' && c.status === 'True')) return { state: 'done' };
     const failed = existing.status?.conditions?.find((c) => c.type === 'Failed' && c.status === 'True');
@@ -257,4 +270,51 @@ export function cnpgRestore(
     },
   };
   return { state: 'waiting', job };
+}
+
+/** What a Database on CloudNativePG should have (controllers/database/reconciler.ts applies it). */
+export interface CnpgPlan {
+  cluster: CnpgCluster;
+  service: k8s.V1Service;
+  policy: k8s.V1NetworkPolicy;
+  /** The backup Jobs' policy (a restore's too), once the Service has an address and backups are configured. */
+  backupPolicy: k8s.V1NetworkPolicy | undefined;
+  /** The nightly CronJob and a requested backup's Job: not before a restore's dump is in. */
+  backup: DatabasePlan['backup'];
+  /** The restore's Job to create, when it is time. */
+  restoreJob: k8s.V1Job | undefined;
+  status: DatabaseStatusFields;
+  ready: Omit<ConditionInput, 'type'>;
+  /** Returned with every outcome: the frame writes the conditions it is given, and drops the rest. */
+  conditions: ConditionInput[];
+}
+
+export function cnpgPlan(
+  db: Database,
+  observed: Pick<DatabaseObserved, 'attachedApps' | 'service' | 'backupJobs'> & { cluster: CnpgCluster | undefined },
+  settings: DatabaseSettings,
+  now: Date,
+): CnpgPlan {
+  const restore = cnpgRestore(
+    db,
+    settings,
+    clusterReady(observed.cluster),
+    observed.service?.spec?.clusterIP,
+    observed.backupJobs ?? [],
+    now,
+  );
+  const loaded = restore.state === 'none' || restore.state === 'done';
+  const backups = backupPlan(db, { ...observed, pod: undefined, claim: undefined }, settings, now);
+  const attachedTo = observed.attachedApps.map((a) => a.metadata.name!).sort()[0];
+  return {
+    cluster: cnpgCluster(db, settings),
+    service: cnpgService(db),
+    // Until the dump is in, the attached app's machines are not let in: nothing reads or writes half a restore.
+    policy: cnpgPolicy(db, settings, loaded ? observed.attachedApps : []),
+    backupPolicy: backups?.policy,
+    backup: loaded ? backups : undefined,
+    restoreJob: 'job' in restore ? restore.job : undefined,
+    ...cnpgStatus(db, observed.cluster, observed.service, attachedTo, restore),
+    conditions: restoredConditions(db, restore),
+  };
 }

@@ -21,7 +21,7 @@ import type { App, Database } from '../../lib/resources/index.js';
 import { measuredBytes } from '../../lib/volumes.js';
 import { hopelessWaiting, podReady } from '../frame/pods.js';
 import type { ConditionInput } from '../frame/status.js';
-import { platformPeers } from '../../lib/kube/platform-peers.js';
+import { clusterDnsEgress, platformPeers } from '../../lib/kube/platform-peers.js';
 
 export interface DatabaseSettings {
   image: string;
@@ -36,6 +36,8 @@ export interface DatabaseSettings {
   cnpg?: { image: string | undefined; operatorNamespace: string; instances?: number };
   /** Servers and their backup Jobs in a user namespace of their own (hostUsers: false; config.userNamespaces). */
   userNamespaces?: boolean | undefined;
+  /** Backup and restore Jobs may ask the cluster DNS (SVC_MACHINE_CLUSTER_DNS): the platform's URL may be a Service name. */
+  clusterDns?: boolean | undefined;
   /**
    * Backups and restores through the API's machine listener: its ports (as the App policies name
    * them), the artifact store's base URL (restores fetch a dump there), where backups go, when, and
@@ -293,8 +295,10 @@ export function serverPolicy(
               },
             ]
           : []),
-        // A restore fetches its dump from the machine listener.
-        ...(db.spec.restoreFrom && settings.backups && starting ? [toPlatform(settings, settings.backups)] : []),
+        // A restore fetches its dump from the machine listener (by name, where the cluster DNS answers).
+        ...(db.spec.restoreFrom && settings.backups && starting
+          ? [toPlatform(settings, settings.backups), ...(settings.clusterDns ? [clusterDnsEgress] : [])]
+          : []),
       ],
     },
   };
@@ -390,6 +394,8 @@ export function backupPlan(db: Database, observed: DatabaseObserved, settings: D
       egress: [
         { to: [{ podSelector: { matchLabels: { [labels.database]: name } } }], ports: [{ protocol: 'TCP', port: databasePort }] },
         toPlatform(settings, backups),
+        // The platform's URL may be a Service name (the chart's default).
+        ...(settings.clusterDns ? [clusterDnsEgress] : []),
       ],
     },
   };

@@ -14,19 +14,8 @@ import { Applier } from '../frame/apply.js';
 import type { Outcome, Reconciler } from '../frame/controller.js';
 import { KindEvents } from '../frame/events.js';
 import { customMetadataPatcher, ensureFinalizer, hasFinalizer, removeFinalizer, type MetadataPatcher } from '../frame/finalizers.js';
-import {
-  clusterReady,
-  cnpg,
-  cnpgCluster,
-  cnpgPolicy,
-  cnpgRestore,
-  cnpgService,
-  cnpgStatus,
-  providerOf,
-  restoredCondition,
-  type CnpgCluster,
-} from './cnpg.js';
-import { backupPlan, plan, type DatabasePlan, type DatabaseObserved, type DatabaseSettings, type DatabaseStatusFields } from './desired.js';
+import { cnpg, cnpgPlan, providerOf, type CnpgCluster } from './cnpg.js';
+import { plan, type DatabasePlan, type DatabaseObserved, type DatabaseSettings, type DatabaseStatusFields } from './desired.js';
 
 export interface DatabaseCache {
   observe(db: Database): DatabaseObserved & {
@@ -147,67 +136,41 @@ export class DatabaseReconciler implements Reconciler<Database, DatabaseStatusFi
     now: Date,
   ): Promise<Outcome<DatabaseStatusFields>> {
     this.cache.clusters();
-    const restore = cnpgRestore(
-      db,
-      this.settings,
-      clusterReady(observed.cluster),
-      observed.service?.spec?.clusterIP,
-      observed.backupJobs ?? [],
-      now,
-    );
-    const loaded = restore.state === 'none' || restore.state === 'done';
-    const cluster = cnpgCluster(db, this.settings);
-    const service = cnpgService(db);
-    // Until the dump is in, the attached app's machines are not let in: nothing reads or writes half a restore.
-    const policy = cnpgPolicy(db, this.settings, loaded ? observed.attachedApps : []);
-    // The backup Jobs' policy is a restore's too; the schedule and requests wait for the dump to be in.
-    const backups = backupPlan(db, observed, this.settings, now);
-    const backup = loaded ? backups : undefined;
-    const shape = [cluster, service, policy, ...(backups ? [backups.policy] : []), ...(backup ? [backup.cronJob] : [])];
+    const p = cnpgPlan(db, observed, this.settings, now);
+    const shape = [p.cluster, p.service, p.policy, ...(p.backupPolicy ? [p.backupPolicy] : []), ...(p.backup ? [p.backup.cronJob] : [])];
     const uid = db.metadata.uid!;
     if (
       !observed.cluster ||
       !observed.service ||
       !observed.policy ||
-      (backup !== undefined && !observed.cronJob) ||
+      (p.backup !== undefined && !observed.cronJob) ||
       !this.applier.unchanged(uid, shape)
     ) {
       try {
-        await this.applier.apply(namespace, cluster, { plural: cnpg.plural });
+        await this.applier.apply(namespace, p.cluster, { plural: cnpg.plural });
       } catch (err) {
         if (kubeStatus(err) !== 404) throw err;
         const message = `CloudNativePG is not installed: the cluster has no ${cnpg.plural}.${cnpg.group} resource`;
         return {
           status: { secretName: databaseObjects(db.metadata.name!).secret, phase: 'Failed' },
           ready: { ok: false, reason: 'ProviderMissing', message },
+          conditions: p.conditions,
           requeueMs: 30_000,
         };
       }
       for (const o of shape.slice(1)) await this.applier.apply(namespace, o);
       this.applier.remember(uid, shape);
     }
-    await this.startRequestedBackup(db, backup);
-    if ('job' in restore && restore.job) {
-      await this.batch.createNamespacedJob({ namespace, body: restore.job }).catch(ignoreStatus(409));
+    await this.startRequestedBackup(db, p.backup);
+    if (p.restoreJob) {
+      await this.batch.createNamespacedJob({ namespace, body: p.restoreJob }).catch(ignoreStatus(409));
       this.log.info(
-        { kind: 'Database', namespace, name: db.metadata.name, job: restore.job.metadata!.name },
+        { kind: 'Database', namespace, name: db.metadata.name, job: p.restoreJob.metadata!.name },
         'Started restoring a backup into the Cluster',
       );
       this.events.record(db, 'Normal', 'RestoreStarted', `loading backup ${db.spec.restoreFrom?.backup ?? db.spec.restoreFrom?.digest}`);
     }
-    const attachedTo = observed.attachedApps.map((a) => a.metadata.name!).sort()[0];
-    const { status, ready } = cnpgStatus(db, observed.cluster, observed.service, attachedTo, restore);
-    const restored =
-      db.spec.restoreFrom && restore.state === 'done'
-        ? [
-            {
-              type: restoredCondition,
-              ok: true,
-              reason: 'Restored',
-              message: `backup ${db.spec.restoreFrom.backup ?? db.spec.restoreFrom.digest} loaded`,
-            },
-          ]
-        : [];
+    const { status, ready, conditions } = p;
     if (db.status?.phase !== status.phase)
       this.log.info(
         {
@@ -221,7 +184,7 @@ export class DatabaseReconciler implements Reconciler<Database, DatabaseStatusFi
         'Database phase',
       );
     if (db.status?.phase !== status.phase && status.phase === 'Failed') this.events.record(db, 'Warning', ready.reason, ready.message);
-    return { status, ready, conditions: restored, ...(status.phase === 'Pending' ? { requeueMs: 5000 } : {}) };
+    return { status, ready, conditions, ...(status.phase === 'Pending' ? { requeueMs: 5000 } : {}) };
   }
 
   private async finalize(db: Database, claims: k8s.V1PersistentVolumeClaim[]): Promise<void> {

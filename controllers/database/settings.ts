@@ -14,6 +14,7 @@ export function databaseSettings(config: Pick<Config, 'databases' | 'deploys' | 
     provider: config.databases.provider,
     cnpg: config.databases.cnpg,
     userNamespaces: config.userNamespaces,
+    clusterDns: config.machineNetwork.clusterDns,
     backups: key
       ? {
           key,

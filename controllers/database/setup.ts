@@ -72,7 +72,11 @@ export function setupDatabases(ctx: SetupContext, settings: DatabaseSettings): C
           service: services.get(o.service, ns),
           policy: policies.get(o.policy, ns),
           attachedApps: apps.list(ns).filter((a) => a.spec.database === db.metadata.name),
-          sourceHost: db.spec.branchOf ? services.get(databaseObjects(db.spec.branchOf).service, ns)?.spec?.clusterIP : undefined,
+          // A Cluster is copied by a dump: not before it is Ready (a restore's dump in), or the copy is of nothing.
+          sourceHost:
+            db.spec.branchOf && (!source || providerOf(source, settings) !== 'cloudnative-pg' || source.status?.phase === 'Ready')
+              ? services.get(databaseObjects(db.spec.branchOf).service, ns)?.spec?.clusterIP
+              : undefined,
           sourceProvider: source && providerOf(source, settings),
           cronJob: cronJobs.get(`${o.service}-backup`, ns),
           backupJobs: backupJobs.list(ns).filter((j) => j.metadata?.labels?.[labels.backupOf] === db.metadata.name),

@@ -40,6 +40,11 @@ fi
 # that fails leaves the database as empty as it was, and the Job's next try starts clean.
 if [ "${1:-}" = restore ]; then
   : "${SVC_RESTORE_HOST:?the address of the server}" "${SVC_RESTORE_URL:?where the dump is}" "${SVC_RESTORE_TOKEN:?the artifact credential}"
+  # A try whose load committed but whose pod went before it said so: the database, empty until the
+  # load (its app is let in only after), holds the dump's objects; loading again would fail on them.
+  loaded=$("$bin/psql" --host="$SVC_RESTORE_HOST" --port=5432 --no-password --no-psqlrc --tuples-only --no-align --dbname="$PGDATABASE" \
+    -c "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_toast%'")
+  if [ "$loaded" != 0 ]; then echo "svc-postgres: $PGDATABASE at $SVC_RESTORE_HOST holds $loaded relations already: an earlier try loaded the dump"; exit 0; fi
   echo "svc-postgres: restoring $SVC_RESTORE_URL into $PGDATABASE at $SVC_RESTORE_HOST"
   start=$(date +%s%N)
   curl --silent --show-error --fail -H "Authorization: Bearer $SVC_RESTORE_TOKEN" "$SVC_RESTORE_URL" |

@@ -7,9 +7,11 @@
 //   window), or a deploy of it still in flight does;
 // - a build that has not ended takes it as its source or made it as its output, or an ended build made
 //   it within `buildGraceMs` and no deploy of it was recorded (a deployed one is kept as a deploy);
-// - an ended build's log is kept for `buildLogMs` after the build ended;
 // - a recorded backup is it (a database keeps its newest seven, lib/backups.ts);
 // - the account stored or reused it within `graceMs` (an upload racing the record that names it).
+//
+// Build logs are the platform's records, not the account's artifacts: no account holds them, and
+// keptBuildLogs says which the collector leaves (each for `buildLogMs` after its build ended).
 //
 // Anything else the account holds is released: its bytes stop counting, and the file goes once no
 // account holds it. Deploys of deleted Apps keep nothing: a deleted App cannot be rolled back.
@@ -125,10 +127,16 @@ export function retainedArtifacts(o: Observed, policy: RetentionPolicy): Retaine
     } else if (b.outputDigest && !b.deployed && (!b.completedAt || now - b.completedAt.getTime() < policy.buildGraceMs)) {
       keep(b.accountId, b.outputDigest, `build ${b.id}'s output is not deployed yet`);
     }
-    if (b.logDigest && (!b.completedAt || now - b.completedAt.getTime() < policy.buildLogMs))
-      keep(b.accountId, b.logDigest, `build ${b.id}'s log`);
   }
   for (const b of o.backups) keep(b.accountId, b.digest, `a backup of database ${b.database}`);
   for (const h of o.holds) if (now - h.usedAt.getTime() < policy.graceMs) keep(h.accountId, h.digest, 'stored within the grace period');
+  return kept;
+}
+
+/** The build logs the collector leaves in the store although no account holds them: each for `buildLogMs` after its build ended. */
+export function keptBuildLogs(o: Pick<Observed, 'now' | 'builds'>, policy: Pick<RetentionPolicy, 'buildLogMs'>): Set<string> {
+  const now = o.now.getTime();
+  const kept = new Set<string>();
+  for (const b of o.builds) if (b.logDigest && (!b.completedAt || now - b.completedAt.getTime() < policy.buildLogMs)) kept.add(b.logDigest);
   return kept;
 }

@@ -10,3 +10,20 @@ export function platformPeers(cidrs: readonly string[], namespace: string | unde
     ...(namespace ? [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': namespace } } }] : []),
   ];
 }
+
+/**
+ * Out to the cluster DNS, where every cluster runs it (kube-system, k8s-app=kube-dns: kubeadm, kind,
+ * the managed clouds), for pods the platform lets ask it (docs/decisions/0037-cluster-dns.md).
+ */
+export const clusterDnsEgress: k8s.V1NetworkPolicyEgressRule = {
+  to: [
+    {
+      namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } },
+      podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } },
+    },
+  ],
+  ports: [
+    { protocol: 'UDP', port: 53 },
+    { protocol: 'TCP', port: 53 },
+  ],
+};

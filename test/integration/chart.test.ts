@@ -78,6 +78,8 @@ describe('chart: lint, schema and what it renders', () => {
     assert.equal(value(envOf(byDefault, 'controllers'), 'SVC_DATABASE_PROVIDER'), 'pods');
     // Its CloudNativePG settings stay: Databases made on it keep their Clusters as they were.
     assert.equal(value(envOf(byDefault, 'controllers'), 'SVC_DATABASE_CNPG_INSTANCES'), '2');
+    // The platform's own operand image, of the major its PostgreSQL client (backups, branches) takes.
+    assert.equal(value(envOf(byDefault, 'controllers'), 'SVC_DATABASE_CNPG_IMAGE'), 'svc/cnpg-postgres:15');
     const back = await render('-f', localValues, '--set', 'databases.cloudnativePg.image=registry.example/cnpg-postgres:16-x');
     assert.equal(value(envOf(back, 'controllers'), 'SVC_DATABASE_CNPG_IMAGE'), 'registry.example/cnpg-postgres:16-x');
     const cnpg = await render(

@@ -146,7 +146,7 @@ describe('security: unreferenced artifacts are collected, what rollbacks and pre
   };
   const stored = (digest: string) => api.deps.artifacts.has(digest);
 
-  it('deletes an old unreferenced artifact and keeps the current deploy, the rollback window, a preview, a backup and a fresh upload', async () => {
+  it("deletes an old unreferenced artifact and an expired build log, and keeps the current deploy, the rollback window, a preview, a backup, a fresh upload and a recent build's log", async () => {
     const { deps, workers, account } = api;
     await expectJson(await api.request('POST', '/api/apps', { body: { name: 'gc' } }), 201);
     const deploys = [];
@@ -192,6 +192,27 @@ describe('security: unreferenced artifacts are collected, what rollbacks and pre
     // Stored just now, its record not written yet (an upload racing its deploy).
     const fresh = await deps.artifacts.stageBytes(randomBytes(1024));
     await deps.storage.admit(account.id, account.namespace, fresh, 'an upload');
+    // Two builds' logs, the platform's records that no account holds: one of a build that ended
+    // within the log retention (kept), one of a build that ended before it (deleted).
+    const logOf = async (id: string, endedDaysAgo: number) => {
+      const log = await deps.artifacts.stageBytes(randomBytes(512));
+      await deps.artifacts.put(log);
+      const ended = new Date(api.clock.read().getTime() - endedDaysAgo * 86_400_000);
+      await api.db('builds').insert({
+        id,
+        account_id: account.id,
+        app: 'gc',
+        source: JSON.stringify({ git: { url: 'https://example.test/x.git' } }),
+        phase: 'Succeeded',
+        created_at: ended,
+        completed_at: ended,
+        log_digest: log.digest,
+        log_bytes: log.size,
+      });
+      return log.digest;
+    };
+    const recentLog = await logOf('bld-recentlog00000', 29);
+    const oldLog = await logOf('bld-oldlog00000000', 31);
 
     // While another replica collects, this one does nothing.
     const other = await api.db.transaction(async (trx) => {
@@ -204,7 +225,7 @@ describe('security: unreferenced artifacts are collected, what rollbacks and pre
     const before = await storageOf(api);
     const run = await workers.artifactCollector.collect();
     assert.equal(run.skipped, false);
-    assert.deepEqual(run.removed.map((r) => r.digest).sort(), [d1.digest, d2.digest, gone.digest].sort());
+    assert.deepEqual(run.removed.map((r) => r.digest).sort(), [d1.digest, d2.digest, gone.digest, oldLog].sort());
     assert.deepEqual(run.released.map((r) => r.digest).sort(), [d1.digest, d2.digest, gone.digest].sort());
     for (const d of [d1, d2, gone]) assert.equal(await stored(d.digest), false, `${d.digest} deleted`);
     for (const [what, digest] of [
@@ -214,6 +235,7 @@ describe('security: unreferenced artifacts are collected, what rollbacks and pre
       ['preview', preview.deploy.digest],
       ['backup', dump.digest],
       ['fresh', fresh.digest],
+      ["a recent build's log", recentLog],
     ] as const) {
       assert.equal(await stored(digest), true, `the ${what} artifact kept`);
     }

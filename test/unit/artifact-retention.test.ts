@@ -4,7 +4,13 @@
 // the rest is released, per account.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { retainedArtifacts, type Observed, type ObservedDeploy, type RetentionPolicy } from '../../lib/artifacts/retention.js';
+import {
+  keptBuildLogs,
+  retainedArtifacts,
+  type Observed,
+  type ObservedDeploy,
+  type RetentionPolicy,
+} from '../../lib/artifacts/retention.js';
 
 const policy: RetentionPolicy = { rollbackDeploys: 3, graceMs: 3600_000, buildGraceMs: 24 * 3600_000, buildLogMs: 30 * 24 * 3600_000 };
 const now = new Date('2026-11-27T12:00:00Z');
@@ -83,15 +89,17 @@ describe('artifact retention', () => {
     same(keptOf({ builds }), [dg('out1'), dg('out2'), dg('src1')]);
   });
 
-  it("keeps an ended build's log for the log retention period after it ended, and no longer", () => {
+  it("keeps an ended build's log for the log retention period after it ended, held by no account", () => {
     const b = { accountId: 'acc1', sourceDigest: null, outputDigest: null, deployed: true, ended: true };
     const builds = [
       { ...b, id: 'recent', completedAt: hoursAgo(24 * 29), logDigest: dg('log1') },
       { ...b, id: 'old', completedAt: hoursAgo(24 * 31), logDigest: dg('log2') },
       { ...b, id: 'kept-before', completedAt: hoursAgo(1), logDigest: null },
     ];
-    same(keptOf({ builds }), [dg('log1')]);
-    same(keptOf({ builds }, { ...policy, buildLogMs: 32 * 24 * 3600_000 }), [dg('log1'), dg('log2')]);
+    same([...keptBuildLogs({ now, builds }, policy)], [dg('log1')]);
+    same([...keptBuildLogs({ now, builds }, { buildLogMs: 32 * 24 * 3600_000 })], [dg('log1'), dg('log2')]);
+    // No account's artifact: its storage does not count them.
+    same(keptOf({ builds }), []);
   });
 
   it('keeps every recorded backup, and anything stored within the grace period', () => {

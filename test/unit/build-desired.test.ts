@@ -217,5 +217,20 @@ describe('build desired state', () => {
     const policy = buildPolicy('acct', settings);
     assert.deepEqual(policy.spec!.ingress, []);
     assert.deepEqual(policy.spec!.egress![1], { to: [{ ipBlock: { cidr: '0.0.0.0/0', except: ['10.0.0.0/8', '10.244.0.1/32'] } }] });
+    assert.equal(policy.spec!.egress!.length, 2, 'no DNS unless the platform says the cluster DNS answers');
+    // Where it does: names resolve (a registry's, the platform's Service), though the DNS is on a private address.
+    const named = buildPolicy('acct', { ...settings, clusterDns: true }).spec!.egress!;
+    assert.deepEqual(named[0], {
+      to: [
+        {
+          namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } },
+          podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } },
+        },
+      ],
+      ports: [
+        { protocol: 'UDP', port: 53 },
+        { protocol: 'TCP', port: 53 },
+      ],
+    });
   });
 });

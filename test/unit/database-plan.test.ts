@@ -6,7 +6,16 @@ import { describe, it } from 'node:test';
 import type * as k8s from '@kubernetes/client-node';
 import { backupCredentialExpiry, plan, type DatabaseSettings } from '../../controllers/database/desired.js';
 import { checkArtifactCredential, checkBackupCredential } from '../../lib/artifacts/credential.js';
-import { cnpgCluster, cnpgPolicy, cnpgRestore, cnpgService, cnpgStatus, providerOf } from '../../controllers/database/cnpg.js';
+import {
+  cnpgCluster,
+  cnpgPlan,
+  cnpgPolicy,
+  cnpgRestore,
+  cnpgService,
+  cnpgStatus,
+  providerOf,
+  restoredConditions,
+} from '../../controllers/database/cnpg.js';
 import type { App, Database } from '../../lib/resources/index.js';
 
 const settings: DatabaseSettings = {
@@ -211,6 +220,15 @@ describe('database plan', () => {
       p.policy.spec?.egress?.map((e) => e.to),
       [[{ podSelector: { matchLabels: { 'svc.dev/database': 'orders' } } }], [{ ipBlock: { cidr: '10.244.0.1/32' } }]],
     );
+    const named = plan(db, { pod: undefined, claim, service, attachedApps: [] }, { ...withBackups, clusterDns: true }, now).backup!;
+    assert.deepEqual(
+      named.policy.spec?.egress?.[2]?.ports,
+      [
+        { protocol: 'UDP', port: 53 },
+        { protocol: 'TCP', port: 53 },
+      ],
+      "the cluster DNS too, where it answers: the platform's URL may be a Service name",
+    );
     assert.equal(p.requested, undefined);
     const asked: Database = { ...db, metadata: { ...db.metadata, annotations: { 'svc.dev/backup-requested': 'now-1' } } };
     const job = plan(asked, { pod: undefined, claim, service, attachedApps: [] }, withBackups, now).backup!.requested!;
@@ -386,9 +404,41 @@ describe('database plan', () => {
       },
     };
     assert.deepEqual(cnpgRestore(done, onCnpg, true, '10.96.0.7', [], now), { state: 'done' }, 'its Job gone, not run again');
+    const healthy = { status: { phase: 'Cluster in healthy state', readyInstances: 2, conditions: [{ type: 'Ready', status: 'True' }] } };
+    const foreign: k8s.V1Job = {
+      ...withStatus('Complete'),
+      metadata: { ...job.metadata, ownerReferences: [{ ...job.metadata.ownerReferences![0]!, uid: 'u-deleted' }] },
+    };
+    assert.equal(
+      cnpgRestore(restored, onCnpg, true, '10.96.0.7', [foreign], now).state,
+      'waiting',
+      "a deleted Database's Job of the same name says nothing about this one",
+    );
+
+    // The whole plan: while the dump goes in, the app is kept out, the backup Jobs' policy (the
+    // restore's too) is there, and no backup is scheduled or started; once in, all of it.
+    const shop = { metadata: { name: 'shop' }, spec: { database: 'orders' } } as App;
+    const asked: Database = { ...restored, metadata: { ...restored.metadata, annotations: { 'svc.dev/backup-requested': 'now-1' } } };
+    const observed = { attachedApps: [shop], service, backupJobs: [job], cluster: healthy };
+    const during = cnpgPlan(asked, observed, onCnpg, now);
+    const admitsShop = (p: k8s.V1NetworkPolicy) => JSON.stringify(p.spec!.ingress).includes('"shop"');
+    assert.equal(admitsShop(during.policy), false, 'the app is not let in while restoring');
+    assert.ok(during.backupPolicy, "the backup Jobs' policy is applied for the restore");
+    assert.deepEqual([during.backup, during.restoreJob, during.status.phase, during.conditions], [undefined, undefined, 'Pending', []]);
+    const after = cnpgPlan(asked, { ...observed, backupJobs: [withStatus('Complete')] }, onCnpg, now);
+    assert.equal(admitsShop(after.policy), true);
+    assert.ok(after.backup?.cronJob && after.backup.requested, 'the nightly backup and the one asked for');
+    assert.deepEqual([after.status.phase, after.conditions.map((c) => c.type)], ['Ready', ['Restored']]);
+    const first = cnpgPlan(restored, { attachedApps: [], service, backupJobs: [], cluster: healthy }, onCnpg, now);
+    assert.equal(first.restoreJob?.metadata?.name, 'db-orders-restore', 'the Job, once the Cluster is Ready');
+
+    assert.deepEqual(restoredConditions(restored, { state: 'done' }), [
+      { type: 'Restored', ok: true, reason: 'Restored', message: 'backup bk-1 loaded' },
+    ]);
+    assert.deepEqual(restoredConditions(restored, { state: 'running' }), [], 'not before the dump is in');
+    assert.deepEqual(restoredConditions(db, { state: 'none' }), [], 'nor without a restore');
     assert.equal(cnpgRestore(restored, settings, true, '10.96.0.7', [], now).state, 'failed', 'no backup settings: said, not waited for');
 
-    const healthy = { status: { phase: 'Cluster in healthy state', readyInstances: 2, conditions: [{ type: 'Ready', status: 'True' }] } };
     const loading = cnpgStatus(restored, healthy, service, 'shop', { state: 'running' });
     assert.deepEqual(
       [loading.status.phase, loading.ready.reason, loading.ready.message],
