@@ -12,11 +12,10 @@ import type { ConditionInput } from '../frame/status.js';
 import {
   credentialEnv,
   databaseEphemeralStorage,
+  dumpJobSpec,
   meta,
   restoreEnv,
-  serverContainerSecurity,
   serverPolicy,
-  serverUid,
   backupPlan,
   type DatabaseObserved,
   type DatabasePlan,
@@ -237,37 +236,11 @@ export function cnpgRestore(
     apiVersion: 'batch/v1',
     kind: 'Job',
     metadata: { ...meta(db, jobName), labels: { [labels.backupOf]: name, [labels.managedBy]: managers.controllers } },
-    spec: {
-      backoffLimit: 1,
-      activeDeadlineSeconds: 3600,
-      template: {
-        metadata: { labels: { [labels.backupOf]: name, [labels.managedBy]: managers.controllers } },
-        spec: {
-          restartPolicy: 'Never',
-          automountServiceAccountToken: false,
-          enableServiceLinks: false,
-          ...(settings.userNamespaces ? { hostUsers: false } : {}),
-          securityContext: { runAsNonRoot: true, runAsUser: serverUid, runAsGroup: serverUid, seccompProfile: { type: 'RuntimeDefault' } },
-          containers: [
-            {
-              name: 'restore',
-              image: settings.image,
-              args: ['restore'],
-              env: [...credentialEnv(db), { name: 'SVC_RESTORE_HOST', value: host }, ...restoreEnv(db, settings, now)],
-              resources: {
-                requests: { cpu: '50m', memory: '64Mi', 'ephemeral-storage': databaseEphemeralStorage.request },
-                limits: { cpu: '500m', memory: '256Mi', 'ephemeral-storage': databaseEphemeralStorage.limit },
-              },
-              // Its last words are the Job's pod's termination message.
-              terminationMessagePolicy: 'FallbackToLogsOnError',
-              securityContext: serverContainerSecurity,
-              volumeMounts: [{ name: 'tmp', mountPath: '/tmp' }],
-            },
-          ],
-          volumes: [{ name: 'tmp', emptyDir: { sizeLimit: '64Mi' } }],
-        },
-      },
-    },
+    spec: dumpJobSpec(db, settings, 'restore', [
+      ...credentialEnv(db),
+      { name: 'SVC_RESTORE_HOST', value: host },
+      ...restoreEnv(db, settings, now),
+    ]),
   };
   return { state: 'waiting', job };
 }

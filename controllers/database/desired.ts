@@ -317,6 +317,46 @@ export function backupCredentialExpiry(now: Date): Date {
   return new Date((Math.floor(now.getTime() / week) + 5) * week);
 }
 
+/**
+ * A Job of the platform's image in `mode` (the entrypoint's `backup` or `restore`) for this
+ * Database: as the tenant (the env's credentials), under the backup Jobs' label (their policy and
+ * the Database's let it reach the server and the platform only), an hour at most, one retry.
+ */
+export function dumpJobSpec(db: Database, settings: DatabaseSettings, mode: 'backup' | 'restore', env: k8s.V1EnvVar[]): k8s.V1JobSpec {
+  const name = db.metadata.name!;
+  return {
+    backoffLimit: 1,
+    activeDeadlineSeconds: 3600,
+    template: {
+      metadata: { labels: { [labels.backupOf]: name, [labels.managedBy]: managers.controllers } },
+      spec: {
+        restartPolicy: 'Never',
+        automountServiceAccountToken: false,
+        enableServiceLinks: false,
+        ...(settings.userNamespaces ? { hostUsers: false } : {}),
+        securityContext: { runAsNonRoot: true, runAsUser: serverUid, runAsGroup: serverUid, seccompProfile: { type: 'RuntimeDefault' } },
+        containers: [
+          {
+            name: mode,
+            image: settings.image,
+            args: [mode],
+            env,
+            resources: {
+              requests: { cpu: '50m', memory: '64Mi', 'ephemeral-storage': databaseEphemeralStorage.request },
+              limits: { cpu: '500m', memory: '256Mi', 'ephemeral-storage': databaseEphemeralStorage.limit },
+            },
+            // Its last words are the Job's pod's termination message.
+            terminationMessagePolicy: 'FallbackToLogsOnError',
+            securityContext: serverContainerSecurity,
+            volumeMounts: [{ name: 'tmp', mountPath: '/tmp' }],
+          },
+        ],
+        volumes: [{ name: 'tmp', emptyDir: { sizeLimit: '64Mi' } }],
+      },
+    },
+  };
+}
+
 /** A backup Job's spec: one dump of the server at `host` to the platform, an hour at most. */
 function backupJobSpec(
   db: Database,
@@ -328,39 +368,13 @@ function backupJobSpec(
   const { name, namespace } = db.metadata as { name: string; namespace: string };
   const token = mintBackupCredential(backups.key, namespace, name, backupCredentialExpiry(now));
   return {
-    backoffLimit: 1,
-    activeDeadlineSeconds: 3600,
+    ...dumpJobSpec(db, settings, 'backup', [
+      ...credentialEnv(db),
+      { name: 'SVC_BACKUP_HOST', value: host },
+      { name: 'SVC_BACKUP_URL', value: `${db.spec.backupUrl ?? backups.backupBaseUrl}/${namespace}/${name}` },
+      { name: 'SVC_BACKUP_TOKEN', value: token },
+    ]),
     ttlSecondsAfterFinished: 3600,
-    template: {
-      metadata: { labels: { [labels.backupOf]: name, [labels.managedBy]: managers.controllers } },
-      spec: {
-        restartPolicy: 'Never',
-        automountServiceAccountToken: false,
-        enableServiceLinks: false,
-        ...(settings.userNamespaces ? { hostUsers: false } : {}),
-        securityContext: { runAsNonRoot: true, runAsUser: serverUid, runAsGroup: serverUid, seccompProfile: { type: 'RuntimeDefault' } },
-        containers: [
-          {
-            name: 'backup',
-            image: settings.image,
-            args: ['backup'],
-            env: [
-              ...credentialEnv(db),
-              { name: 'SVC_BACKUP_HOST', value: host },
-              { name: 'SVC_BACKUP_URL', value: `${db.spec.backupUrl ?? backups.backupBaseUrl}/${namespace}/${name}` },
-              { name: 'SVC_BACKUP_TOKEN', value: token },
-            ],
-            resources: {
-              requests: { cpu: '50m', memory: '64Mi', 'ephemeral-storage': databaseEphemeralStorage.request },
-              limits: { cpu: '500m', memory: '256Mi', 'ephemeral-storage': databaseEphemeralStorage.limit },
-            },
-            securityContext: serverContainerSecurity,
-            volumeMounts: [{ name: 'tmp', mountPath: '/tmp' }],
-          },
-        ],
-        volumes: [{ name: 'tmp', emptyDir: { sizeLimit: '64Mi' } }],
-      },
-    },
   };
 }
 
