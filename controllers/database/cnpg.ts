@@ -132,7 +132,7 @@ export function cnpgPolicy(db: Database, settings: DatabaseSettings, attachedApp
 }
 
 /** Whether the operator says the Cluster is Ready, with an instance that is. */
-export function clusterReady(cluster: CnpgCluster | undefined): boolean {
+function clusterReady(cluster: CnpgCluster | undefined): boolean {
   const s = cluster?.status;
   return s?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true && (s.readyInstances ?? 0) > 0;
 }
@@ -186,7 +186,7 @@ export function cnpgStatus(
 }
 
 /** The condition a Database restored into a Cluster keeps, so its dump is loaded once whatever becomes of the Job. */
-export const restoredCondition = 'Restored';
+const restoredCondition = 'Restored';
 
 /** The Restored condition, once the dump is in (and then on every status written after). */
 export function restoredConditions(db: Database, restore: CnpgRestore): ConditionInput[] {

@@ -105,10 +105,10 @@ export function meta(db: Database, name: string): k8s.V1ObjectMeta {
 }
 
 /** The server runs as this uid (not root: account namespaces enforce the restricted profile). */
-export const serverUid = 1000;
+const serverUid = 1000;
 const dataPath = '/var/lib/svc-postgres';
 
-export const serverContainerSecurity: k8s.V1SecurityContext = {
+const serverContainerSecurity: k8s.V1SecurityContext = {
   allowPrivilegeEscalation: false,
   capabilities: { drop: ['ALL'] },
   readOnlyRootFilesystem: true,

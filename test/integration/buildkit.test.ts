@@ -75,6 +75,17 @@ describe('BuildKit in a user-namespaced pod', { timeout: 180_000 }, () => {
   const ns = uniqueName('buildkit');
   const timings: string[] = [];
   const exec = (pod: string, argv: string[], input?: Buffer) => kubectlIo(['exec', '-i', '-n', ns, pod, '--', ...argv], input);
+  /** buildctl of `pod`'s buildkitd building the context put in /ctx. */
+  const buildIn = (pod: string, ...more: string[]) =>
+    exec(pod, [
+      'buildctl',
+      'build',
+      '--progress=plain',
+      '--frontend=dockerfile.v0',
+      '--local=context=/ctx',
+      '--local=dockerfile=/ctx',
+      ...more,
+    ]);
   const ms = (start: number) => `${Math.round(performance.now() - start)} ms`;
 
   const pod = (name: string, seccompProfile: k8s.V1SeccompProfile): k8s.V1Pod => ({
@@ -162,15 +173,7 @@ describe('BuildKit in a user-namespaced pod', { timeout: 180_000 }, () => {
     assert.equal(put.code, 0, put.stderr);
     timings.push(`context in (${context.length} bytes) ${ms(copied)}`);
     const building = performance.now();
-    build = await exec('bk', [
-      'buildctl',
-      'build',
-      '--progress=plain',
-      '--frontend=dockerfile.v0',
-      '--local=context=/ctx',
-      '--local=dockerfile=/ctx',
-      '--output=type=oci,dest=-',
-    ]);
+    build = await buildIn('bk', '--output=type=oci,dest=-');
     timings.push(`multi-stage build ${ms(building)}`);
   });
   after(async () => {
@@ -245,14 +248,7 @@ describe('BuildKit in a user-namespaced pod', { timeout: 180_000 }, () => {
     await buildkitdReady('bk-rd');
     assert.equal((await exec('bk-rd', ['sh', '-c', 'mkdir -p /ctx && tar -x -C /ctx'], context)).code, 0);
     const started = performance.now();
-    const r = await exec('bk-rd', [
-      'buildctl',
-      'build',
-      '--progress=plain',
-      '--frontend=dockerfile.v0',
-      '--local=context=/ctx',
-      '--local=dockerfile=/ctx',
-    ]);
+    const r = await buildIn('bk-rd');
     timings.push(`the same build under RuntimeDefault failing ${ms(started)}`);
     assert.notEqual(r.code, 0);
     assert.match(r.stderr, /unable to join session keyring: unable to create session key: operation not permitted/);

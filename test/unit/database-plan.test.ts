@@ -30,6 +30,14 @@ const db: Database = {
   metadata: { name: 'orders', namespace: 'acct', uid: 'u1' },
   spec: { storageBytes: 5 << 20 },
 };
+/** Backup settings with the machine listener at 10.244.0.1:8080, their credentials minted with `key`. */
+const backupsWith = (key: Buffer): NonNullable<DatabaseSettings['backups']> => ({
+  key,
+  schedule: '30 3 * * *',
+  platformPorts: [{ port: 8080 }],
+  artifactBaseUrl: 'http://10.244.0.1:8080/artifacts',
+  backupBaseUrl: 'http://10.244.0.1:8080/backups',
+});
 const pod = (status: k8s.V1PodStatus, image = settings.image): k8s.V1Pod => ({
   metadata: { name: 'db-orders-0', labels: { 'svc.dev/database': 'orders' } },
   spec: { containers: [{ name: 'postgres', image }] },
@@ -178,13 +186,7 @@ describe('database plan', () => {
     const key = Buffer.alloc(32, 7);
     const withBackups: DatabaseSettings = {
       ...settings,
-      backups: {
-        key,
-        schedule: '30 3 * * *',
-        platformPorts: [{ port: 8080 }],
-        artifactBaseUrl: 'http://10.244.0.1:8080/artifacts',
-        backupBaseUrl: 'http://10.244.0.1:8080/backups',
-      },
+      backups: backupsWith(key),
     };
     const now = new Date('2026-11-25T12:00:00Z');
     assert.equal(
@@ -350,13 +352,7 @@ describe('database plan', () => {
     const onCnpg: DatabaseSettings = {
       ...settings,
       provider: 'cloudnative-pg',
-      backups: {
-        key,
-        schedule: '30 3 * * *',
-        platformPorts: [{ port: 8080 }],
-        artifactBaseUrl: 'http://10.244.0.1:8080/artifacts',
-        backupBaseUrl: 'http://10.244.0.1:8080/backups',
-      },
+      backups: backupsWith(key),
     };
     const now = new Date('2026-11-25T12:00:00Z');
     const digest = `sha256:${'b'.repeat(64)}`;
